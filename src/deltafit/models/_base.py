@@ -1,0 +1,460 @@
+"""Shared machinery of the updatable estimators: validation, the ledger and the update protocol.
+
+An estimator solves the canonical problem of DESIGN.md §1 and keeps (i) a :class:`Ledger` of its
+training samples under stable integer ids and (ii) a *state* from which it is updated exactly:
+
+=====================  =========================================  ===========================
+model                  squared loss                               logistic / squared hinge
+=====================  =========================================  ===========================
+linear (primal)        :class:`PrimalSquaredState` (no data       :class:`PrimalNewtonState`
+                       needed with ``keep_data=False``)           (rows kept, warm Newton)
+kernel (dual)          :class:`DualSquaredState`                  :class:`KernelNewtonState`
+=====================  =========================================  ===========================
+
+Every update (:meth:`add`, :meth:`remove`, :meth:`relabel`, :meth:`update`,
+:meth:`partial_fit`) is a transaction: all input is validated first, the numerical work is done
+next, and the ledger is changed last; a ValueError anywhere leaves the model exactly as it was.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
+
+from .._validation import check_bool, check_int, check_real, check_rows
+from ..losses import get_loss
+from ._exact_squared import DualSquaredState, PrimalSquaredState
+from ._ledger import Ledger, row_digests
+from ._warm_newton import KernelNewtonState, PrimalNewtonState, _SolverOptions
+
+__all__ = ["UpdatableMixin"]
+
+_OVR_HINT = (
+    "Only binary classification is supported: for more classes wrap the estimator in "
+    "sklearn.multiclass.OneVsRestClassifier"
+)
+
+
+class UpdatableMixin:
+    """Fit / update protocol shared by the four deltafit estimators."""
+
+    _classifier = False
+    _kernel = False
+    _losses = ("squared",)
+    _max_rank = 64
+
+    # ------------------------------------------------------------ validation
+    def _validate_params(self):
+        if self.loss not in self._losses:
+            raise ValueError(
+                f"loss={self.loss!r} is not supported by {type(self).__name__}; "
+                f"expected one of {list(self._losses)}"
+            )
+        check_real(self.C, "C", low=0.0)
+        check_real(self.tol, "tol", low=0.0)
+        check_int(self.max_iter, "max_iter")
+        check_bool(self.fit_intercept, "fit_intercept")
+        check_bool(self.warm_start, "warm_start")
+        if self.fit_intercept:
+            check_real(self.intercept_scaling, "intercept_scaling", low=0.0)
+        if self.callback is not None and not callable(self.callback):
+            raise ValueError("callback must be callable or None")
+        self._check_model_params()
+
+    def _check_model_params(self):
+        """Hook for the linear / kernel specific parameters."""
+
+    @property
+    def _s(self):
+        return float(self.intercept_scaling) if self.fit_intercept else 0.0
+
+    def _encode_y(self, y, *, fitting=False, classes=None, what="y"):
+        """Validated internal targets: ±1 for classifiers, float for regressors."""
+        if self._classifier:
+            y = column_or_1d(y, warn=True)
+            if fitting:
+                check_classification_targets(y)
+                present = np.unique(y)
+                if classes is not None:
+                    classes = np.unique(np.asarray(classes))
+                    if classes.size != 2:
+                        raise ValueError(
+                            f"classes must hold exactly two labels, got {classes.size}. "
+                            + _OVR_HINT
+                        )
+                    unseen = np.setdiff1d(present, classes)
+                    if unseen.size:
+                        raise ValueError(f"y has labels {unseen.tolist()} not in classes")
+                else:
+                    classes = present
+                if present.size < 2:
+                    raise ValueError(
+                        f"y has only one class ({present.tolist()}); a classifier needs two "
+                        "classes to train"
+                    )
+                if classes.size > 2:
+                    raise ValueError(
+                        f"y has {classes.size} classes {classes.tolist()[:10]}; " + _OVR_HINT
+                    )
+                self.classes_ = classes
+            else:
+                y = np.asarray(y)
+                bad = ~np.isin(y, self.classes_)
+                if np.any(bad):
+                    raise ValueError(
+                        f"{what} has labels {np.unique(y[bad]).tolist()[:10]} that are not among "
+                        f"the model's classes {self.classes_.tolist()}; an update cannot add a "
+                        "third class (" + _OVR_HINT + ")"
+                    )
+            return np.where(y == self.classes_[1], 1.0, -1.0)
+        y = column_or_1d(y, warn=True)
+        try:
+            y = np.asarray(y, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{what} must be numeric for a regressor: {exc}") from exc
+        if not np.all(np.isfinite(y)):
+            raise ValueError(f"{what} contains NaN or infinity")
+        return y
+
+    def _decode_y(self, t):
+        return self.classes_[(np.asarray(t) > 0).astype(int)]
+
+    def _solver_options(self):
+        return _SolverOptions(get_loss(self.loss), float(self.C), float(self.tol),
+                              int(self.max_iter), self.callback)
+
+    # ------------------------------------------------------------------- fit
+    def fit(self, X, y):
+        """Fit on (X, y): the exact minimiser of the canonical objective (DESIGN.md §1).
+
+        After ``fit``, ``sample_ids_`` is ``0..n-1`` in row order.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self
+        """
+        return self._fit(X, y)
+
+    def _fit(self, X, y, classes=None):
+        self._validate_params()
+        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=not self._classifier,
+                             ensure_min_samples=1)
+        t = self._encode_y(y, fitting=True, classes=classes)
+        previous = self._warm_coef() if self.warm_start else None
+        self._build(X, t, previous)
+        return self
+
+    def _warm_coef(self):
+        return None
+
+    def partial_fit(self, X, y, classes=None):
+        """scikit-learn's spelling of :meth:`add`; on an unfitted model it fits.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        classes : array-like of shape (2,), optional
+            Classifiers only: the two labels, required by scikit-learn's convention on the first
+            call when ``y`` may not show both (here both must be present to fit).
+
+        Returns
+        -------
+        self
+        """
+        if not self._is_fitted():
+            if self._classifier:
+                return self._fit(X, y, classes=classes)
+            return self._fit(X, y)
+        if classes is not None and self._classifier:
+            if not np.array_equal(np.unique(np.asarray(classes)), self.classes_):
+                raise ValueError(
+                    f"classes={list(classes)} differ from the model's {self.classes_.tolist()}"
+                )
+        self.add(X, y)
+        return self
+
+    def _is_fitted(self):
+        return hasattr(self, "_ledger")
+
+    # --------------------------------------------------------------- updates
+    def add(self, X, y):
+        """Add samples; the model becomes exactly the fit on the enlarged data.
+
+        Parameters
+        ----------
+        X : array-like of shape (k, n_features)
+        y : array-like of shape (k,)
+
+        Returns
+        -------
+        ids : ndarray of shape (k,)
+            The stable ids given to the new samples.
+        """
+        return self.update(X_add=X, y_add=y)
+
+    def remove(self, ids=None, *, X=None, y=None):
+        """Remove samples by id (or, for ``keep_data=False`` models, by value).
+
+        Parameters
+        ----------
+        ids : array-like of int, optional
+            Ids of the samples to forget.
+        X, y : array-like, optional
+            The samples themselves.  Required with ``keep_data=False`` (the model stores no rows;
+            they are checked against the stored digests); ``ids`` may then be omitted and the
+            samples are found by value.
+
+        Returns
+        -------
+        removed : ndarray of int
+            The ids removed.
+        """
+        return self._update(remove_ids=ids, X_remove=X, y_remove=y)[1]
+
+    def relabel(self, ids, y, *, X=None):
+        """Change the labels (targets) of existing samples, keeping their ids.
+
+        Parameters
+        ----------
+        ids : array-like of int
+        y : array-like
+            The corrected labels; for classifiers one of ``classes_``.
+        X : array-like, optional
+            The samples' rows, required with ``keep_data=False``.
+
+        Returns
+        -------
+        self
+        """
+        self.update(relabel_ids=ids, y_relabel=y, X_relabel=X)
+        return self
+
+    def update(self, *, X_add=None, y_add=None, remove_ids=None, X_remove=None, y_remove=None,
+               relabel_ids=None, y_relabel=None, X_relabel=None):
+        """Any mix of additions, removals and relabels as one exact update (one transaction).
+
+        Returns
+        -------
+        ids : ndarray of int
+            The ids of the added samples (empty when nothing is added).
+        """
+        return self._update(X_add=X_add, y_add=y_add, remove_ids=remove_ids,
+                            X_remove=X_remove, y_remove=y_remove, relabel_ids=relabel_ids,
+                            y_relabel=y_relabel, X_relabel=X_relabel)[0]
+
+    def _update(self, X_add=None, y_add=None, remove_ids=None, X_remove=None, y_remove=None,
+                relabel_ids=None, y_relabel=None, X_relabel=None):
+        check_is_fitted(self, "_ledger")
+        led = self._ledger
+        d = self.n_features_in_
+        # ---- validation: nothing is changed before this block has passed
+        plan = {}
+        if X_add is not None or y_add is not None:
+            if X_add is None or y_add is None:
+                raise ValueError("adding samples needs both X and y")
+            Xa = check_rows(X_add, d, "X", type(self).__name__)
+            ta = self._encode_y(y_add, what="y")
+            if ta.shape[0] != Xa.shape[0]:
+                raise ValueError(f"X has {Xa.shape[0]} rows but y has {ta.shape[0]} labels")
+            plan["add"] = (Xa, ta)
+        if remove_ids is not None or X_remove is not None:
+            plan["remove"] = self._plan_remove(remove_ids, X_remove, y_remove)
+        if relabel_ids is not None:
+            if y_relabel is None:
+                raise ValueError("relabel needs the new labels y")
+            slots = led.slots_of(relabel_ids, "relabel ids")
+            tl = self._encode_y(np.atleast_1d(np.asarray(y_relabel)), what="y")
+            if tl.shape[0] != slots.shape[0]:
+                raise ValueError(f"{slots.shape[0]} ids but {tl.shape[0]} labels to relabel")
+            rows = None
+            if not self._keeps_rows():
+                if X_relabel is None:
+                    raise ValueError(
+                        "this model keeps no training rows (keep_data=False): pass the samples' "
+                        "rows as X to relabel them"
+                    )
+                rows = check_rows(X_relabel, d, "X")
+                if rows.shape[0] != slots.shape[0]:
+                    raise ValueError(f"{slots.shape[0]} ids but {rows.shape[0]} rows in X")
+                led.check_rows(slots, rows, led.y[slots])
+            plan["relabel"] = (slots, tl, rows)
+        if not plan:
+            raise ValueError("nothing to update: give samples to add, remove or relabel")
+        rem_slots = plan["remove"][0] if "remove" in plan else np.zeros(0, dtype=np.intp)
+        if "relabel" in plan and np.intersect1d(rem_slots, plan["relabel"][0]).size:
+            raise ValueError("the same sample ids are both removed and relabelled")
+        self._check_outcome(plan, rem_slots)
+        # ---- numerical work, then the ledger
+        new_ids = self._apply(plan)
+        removed = led.ids[rem_slots].copy()
+        if rem_slots.size:
+            led.delete(rem_slots)
+        if "relabel" in plan:
+            slots, tl, rows = plan["relabel"]
+            led.y[slots] = tl
+            if led.keep_digests:
+                for s, dg in zip(slots, row_digests(rows, tl)):
+                    led.digests[s] = dg
+        new_ids = self._commit_add(plan, new_ids)
+        self._after_update()
+        return new_ids, removed
+
+    def _keeps_rows(self):
+        return self._ledger.keep_rows
+
+    def _plan_remove(self, ids, X, y):
+        led = self._ledger
+        rows = None
+        if X is not None:
+            rows = check_rows(X, self.n_features_in_, "X")
+        if ids is not None:
+            slots = led.slots_of(ids, "ids")
+            if not self._keeps_rows():
+                if rows is None:
+                    raise ValueError(
+                        "this model keeps no training rows (keep_data=False): pass the samples "
+                        "to forget as remove(ids, X=...) or remove(X=..., y=...)"
+                    )
+                if rows.shape[0] != slots.shape[0]:
+                    raise ValueError(f"{slots.shape[0]} ids but {rows.shape[0]} rows in X")
+                t = led.y[slots] if y is None else self._encode_y(y, what="y")
+                led.check_rows(slots, rows, t)
+        else:
+            if self._keeps_rows():
+                raise ValueError("this model keeps its training rows: remove samples by id")
+            if y is None:
+                raise ValueError("removing samples by value needs both X and y")
+            t = self._encode_y(y, what="y")
+            if t.shape[0] != rows.shape[0]:
+                raise ValueError(f"X has {rows.shape[0]} rows but y has {t.shape[0]} labels")
+            slots = led.find(rows, t)
+        return slots, rows
+
+    def _check_outcome(self, plan, rem_slots):
+        led = self._ledger
+        n_after = led.n_samples - rem_slots.size + (plan["add"][0].shape[0] if "add" in plan else 0)
+        if n_after < 1:
+            raise ValueError("the update would remove every sample; a model needs at least one")
+        if self._classifier:
+            keep = led.active.copy()
+            keep[rem_slots] = False
+            t = led.y.copy()
+            if "relabel" in plan:
+                t[plan["relabel"][0]] = plan["relabel"][1]
+            labels = [t[keep]]
+            if "add" in plan:
+                labels.append(plan["add"][1])
+            labels = np.concatenate(labels)
+            if np.all(labels > 0) or np.all(labels < 0):
+                raise ValueError(
+                    "the update would leave a single class in the training data; a classifier "
+                    "needs two classes"
+                )
+
+    def _commit_add(self, plan, slots):
+        if "add" not in plan:
+            return np.zeros(0, dtype=np.int64)
+        Xa, ta = plan["add"]
+        led = self._ledger
+        digests = row_digests(Xa, ta) if led.keep_digests else None
+        return led.insert(slots, self._stored_rows(Xa), ta, digests)
+
+    def _after_update(self):
+        led = self._ledger
+        led.release()
+        if led.capacity > 256 and led.n_samples < led.capacity // 4:
+            keep = led.compact()
+            self._take(keep, led.capacity)
+
+    def _take(self, keep, capacity):
+        """Hook: reindex the state after a ledger compaction."""
+
+    def save(self, path):
+        """Write the fitted model to ``path`` (npz + JSON, no pickle); see :func:`deltafit.load`."""
+        from ..persistence import save
+
+        save(self, path)
+
+    # -------------------------------------------------------------- queries
+    @property
+    def sample_ids_(self):
+        """Ids of the training samples the model currently represents, in increasing order."""
+        if not self._is_fitted():
+            raise AttributeError("sample_ids_ is set by fit")
+        return self._ledger.sample_ids()
+
+    @property
+    def n_samples_(self):
+        """Number of training samples the model currently represents."""
+        if not self._is_fitted():
+            raise AttributeError("n_samples_ is set by fit")
+        return self._ledger.n_samples
+
+    def predict(self, X):
+        """Predicted labels (classifiers) or values (regressors).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        z = self._decision(X)
+        return self._decode_y(z) if self._classifier else z
+
+    def _decision(self, X):
+        check_is_fitted(self, "_ledger")
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        return self._decision_checked(X)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = False
+        return tags
+
+
+class BinaryClassifierTags:
+    """Tags of a binary-only classifier (put before ClassifierMixin in the bases)."""
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags
+
+
+class SingleOutputRegressorTags:
+    """Tags of a single-output regressor (put before RegressorMixin in the bases)."""
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = False
+        tags.target_tags.single_output = True
+        return tags
+
+
+def make_primal_state(loss, C, Phi, t, opts, max_rank, coef0=None):
+    """The exact-update state for explicit features."""
+    if loss == "squared":
+        return PrimalSquaredState(1.0 / (2.0 * C), max_rank).fit(Phi, t)
+    return PrimalNewtonState(opts).fit(Phi, t, coef0)
+
+
+def make_dual_state(loss, C, K, t, capacity, opts, max_rank, coef0=None):
+    """The exact-update state for a kernel model."""
+    if loss == "squared":
+        return DualSquaredState(1.0 / (2.0 * C), max_rank).fit(K, t, capacity)
+    return KernelNewtonState(opts).fit(K, t, capacity, coef0)
+
+
+__all__ += ["make_primal_state", "make_dual_state", "Ledger", "BinaryClassifierTags",
+            "SingleOutputRegressorTags"]

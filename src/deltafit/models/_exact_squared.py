@@ -1,0 +1,395 @@
+"""Exact incremental / decremental states for the squared loss (LS-SVM, ridge, kernel ridge).
+
+Lee et al. (seed 001), Theorem 1 and Corollaries 1–4, update ``w`` and the auxiliary matrix
+``C = Φ[ΦᵀΦ + ρI]⁻¹Φᵀ = I − ρ(ΦΦᵀ + ρI)⁻¹`` by the Woodbury identity when samples are added
+``(Φ_a, y_a)`` and removed ``(Φ_r, y_r)``.  The states below do the same algebra in a numerically
+stabler arrangement:
+
+* the exact sufficient statistics are kept (primal: ``M = ΦᵀΦ + ρI`` and ``b = Φᵀy``;
+  dual: the kernel matrix and the labels), so the solution can always be recomputed;
+* the inverse ``H = M⁻¹`` (or ``(K + ρI)⁻¹``) is tracked as a base plus pending Woodbury
+  corrections (:class:`~deltafit.models._lowrank.LowRankInverse`): one sample costs O(p²) in the
+  primal (Cor. 1, 2) and O(n) plus O(n·r) in the dual, a batch of ``k`` costs O(p²k) (Cor. 3, 4);
+* every ``max_rank`` corrections the inverse is folded and the solution refined against the exact
+  statistics (one step of iterative refinement); if the refinement shows drift the inverse is
+  recomputed from scratch.  Large batches go straight to a refactorisation of the updated exact
+  statistics (a symmetric rank-k product plus one Cholesky factorisation).
+
+``ρ = 1/(2C)`` maps Lee et al.'s ρ onto the canonical objective of DESIGN.md §1.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import linalg
+
+from ._gram import GramCache
+from ._lowrank import LowRankInverse
+
+__all__ = ["PrimalSquaredState", "DualSquaredState"]
+
+# A Woodbury core whose smallest |eigenvalue| falls below this fraction of its largest (for a
+# removal: a sample of leverage ≈ 1) is not trusted; the update is then redone by refactorising
+# the exact statistics.
+_CORE_RTOL = 1e-8
+# Iterative-refinement correction (relative) above which the tracked inverse is recomputed.
+_DRIFT_RTOL = 1e-9
+
+
+def _spd_inverse(A, what):
+    """Inverse of an SPD matrix by Cholesky (ValueError naming ``what`` if not SPD)."""
+    try:
+        c, low = linalg.cho_factor(A, lower=True, check_finite=False)
+    except linalg.LinAlgError as exc:
+        raise ValueError(
+            f"ill-conditioned update: {what} is not numerically positive definite ({exc})"
+        ) from exc
+    Hinv, info = linalg.lapack.dpotri(c, lower=1)
+    if info != 0:
+        raise ValueError(f"ill-conditioned update: inverting {what} failed (info={info})")
+    Hinv = np.tril(Hinv)
+    Hinv = Hinv + np.tril(Hinv, -1).T
+    return np.asfortranarray(Hinv), (c, low)
+
+
+def _woodbury_core(G):
+    """``-G⁻¹`` for a small symmetric (possibly indefinite) ``G``, or None if near singular."""
+    lam, Q = np.linalg.eigh(0.5 * (G + G.T))
+    if not np.all(np.isfinite(lam)):
+        return None
+    scale = max(1.0, float(np.max(np.abs(lam))))
+    if np.min(np.abs(lam)) < _CORE_RTOL * scale:
+        return None
+    return -(Q / lam) @ Q.T
+
+
+class PrimalSquaredState:
+    """Exact state of ``(ΦᵀΦ + ρI) β = Φᵀy`` under row additions, removals and relabels.
+
+    Parameters
+    ----------
+    rho : float
+        ``1/(2C)``.
+    max_rank : int
+        Pending Woodbury rank before a fold; batches larger than this refactorise instead.
+    """
+
+    def __init__(self, rho, max_rank=64):
+        self.rho = float(rho)
+        self.max_rank = int(max_rank)
+
+    # ------------------------------------------------------------------ build
+    def fit(self, Phi, y):
+        p = Phi.shape[1]
+        M = Phi.T @ Phi
+        M.flat[:: p + 1] += self.rho
+        self.M0 = np.asfortranarray(M)
+        self.b = Phi.T @ y
+        self._P = np.zeros((self.max_rank, p))
+        self._s = np.zeros(self.max_rank)
+        self.inv = LowRankInverse(np.eye(p), self.max_rank)
+        self.n_refactor = 0
+        self._refactor()
+        return self
+
+    @property
+    def p(self):
+        return self.M0.shape[0]
+
+    def _m_matvec(self, x):
+        out = self.M0 @ x
+        r = self.inv.rank
+        if r:
+            P = self._P[:r]
+            out += P.T @ (self._s[:r] * (P @ x))
+        return out
+
+    def _fold_rows(self):
+        r = self.inv.rank
+        if r:
+            P = self._P[:r]
+            self.M0 += (P.T * self._s[:r]) @ P
+
+    def _refactor(self):
+        """Recompute the inverse and β from the exact statistics (O(p³))."""
+        self._fold_rows()
+        H0, c = _spd_inverse(self.M0, "ΦᵀΦ + ρI")
+        self.inv.reset(H0)
+        self.beta = linalg.cho_solve(c, self.b, check_finite=False)
+        self.n_refactor += 1
+
+    def fold(self):
+        """Write pending corrections into the base and refine β against ``M β = b``."""
+        if self.inv.rank == 0:
+            return
+        self._fold_rows()
+        self.inv.fold()
+        r = self.b - self.M0 @ self.beta
+        d = self.inv.matvec(r)
+        self.beta = self.beta + d
+        if np.linalg.norm(d) > _DRIFT_RTOL * max(np.linalg.norm(self.beta), 1e-300):
+            self._refactor()
+
+    # ---------------------------------------------------------------- update
+    def apply(self, Pa=None, ya=None, Pr=None, yr=None, Pl=None, dy=None):
+        """Add rows ``(Pa, ya)``, remove rows ``(Pr, yr)``, change labels of rows ``Pl`` by ``dy``.
+
+        On ValueError the state is exactly as before.
+        """
+        p = self.p
+        blocks = [(Pa, ya, 1.0), (Pr, yr, -1.0)]
+        rows = [B for B, _, _ in blocks if B is not None and B.shape[0]]
+        V = np.vstack(rows) if rows else np.zeros((0, p))
+        s = np.concatenate([np.full(B.shape[0], sg) for B, _, sg in blocks
+                            if B is not None and B.shape[0]]) if rows else np.zeros(0)
+        yv = np.concatenate([t for B, t, _ in blocks if B is not None and B.shape[0]]) \
+            if rows else np.zeros(0)
+        db = V.T @ (s * yv)
+        rel = None
+        if Pl is not None and Pl.shape[0]:
+            rel = Pl.T @ dy
+            db = db + rel
+        k = V.shape[0]
+        if k > self.max_rank:
+            return self._apply_refactor(V, s, db)
+        if not self.inv.room(k):
+            self.fold()
+        t = self.beta + (self.inv.matvec(rel) if rel is not None else 0.0)
+        if k == 0:
+            self.beta = t
+            self.b = self.b + db
+            return
+        W = self.inv.matvec(np.ascontiguousarray(V.T)) if k > 1 else \
+            self.inv.matvec(V[0])[:, None]
+        G = V @ W
+        G.flat[:: k + 1] += s
+        core = _woodbury_core(G)
+        if core is None:  # leverage ≈ 1: Woodbury is unreliable, use the exact statistics
+            return self._apply_refactor(V, s, db)
+        t = t + W @ (s * yv)
+        beta = t + W @ (core @ (V @ t))
+        r = self.inv.rank
+        self._P[r:r + k] = V
+        self._s[r:r + k] = s
+        self.inv.add(W, core)
+        self.beta = beta
+        self.b = self.b + db
+
+    def _apply_refactor(self, V, s, db):
+        saved = (self.M0.copy(), self.b, self.beta, self.inv.H0, self.inv.rank)
+        try:
+            self._fold_rows()
+            self.M0 += (V.T * s) @ V
+            self.b = self.b + db
+            self._refactor()
+        except ValueError:
+            self.M0, self.b, self.beta, H0, rank = saved
+            self.inv.H0 = H0
+            self.inv.rank = rank
+            raise
+
+    # ------------------------------------------------------------ persistence
+    def to_arrays(self):
+        self.fold()
+        return {"state_M": np.ascontiguousarray(self.M0), "state_b": self.b,
+                "state_beta": self.beta, "state_H": np.ascontiguousarray(self.inv.H0)}
+
+    @classmethod
+    def from_arrays(cls, a, rho, max_rank=64):
+        st = cls(rho, max_rank)
+        M, b, beta, H = (np.asarray(a[k], dtype=np.float64)
+                         for k in ("state_M", "state_b", "state_beta", "state_H"))
+        p = b.shape[0]
+        if M.shape != (p, p) or H.shape != (p, p) or beta.shape != (p,):
+            raise ValueError("corrupt model file: the squared-loss state has inconsistent shapes")
+        st.M0 = np.asfortranarray(M)
+        st.b = b
+        st.beta = beta
+        st._P = np.zeros((st.max_rank, p))
+        st._s = np.zeros(st.max_rank)
+        st.inv = LowRankInverse(H, st.max_rank)
+        st.n_refactor = 0
+        return st
+
+
+class DualSquaredState:
+    """Exact state of ``(K + ρI) α = y`` over the ledger's slots (kernel ridge / LS-SVM dual).
+
+    Adding samples borders the system (Schur complement), removing samples deletes rows and
+    columns (the rank-k downdate ``H − H[:, R] H[R, R]⁻¹ H[R, :]``), relabelling changes only
+    ``y`` and costs ``O(n k)``.  Inactive slots have zero rows and columns in ``H`` once folded.
+    """
+
+    def __init__(self, rho, max_rank=64):
+        self.rho = float(rho)
+        self.max_rank = int(max_rank)
+
+    def fit(self, K, y, capacity):
+        n = K.shape[0]
+        self.gram = GramCache(K, capacity)
+        self.y = np.zeros(capacity)
+        self.y[:n] = y
+        self.active = np.zeros(capacity, dtype=bool)
+        self.active[:n] = True
+        self.alpha = np.zeros(capacity)
+        self.inv = LowRankInverse(np.zeros((capacity, capacity)), self.max_rank)
+        self.n_refactor = 0
+        self.n_folds = 0
+        self._refactor()
+        return self
+
+    @property
+    def capacity(self):
+        return self.y.shape[0]
+
+    def _refactor(self):
+        A = np.flatnonzero(self.active)
+        G = self.gram.sub(A)
+        G.flat[:: A.size + 1] += self.rho
+        HA, c = _spd_inverse(G, "K + ρI")
+        H0 = np.zeros((self.capacity, self.capacity), order="F")
+        H0[np.ix_(A, A)] = HA
+        self.inv.reset(H0)
+        alpha = np.zeros(self.capacity)
+        alpha[A] = linalg.cho_solve(c, self.y[A], check_finite=False)
+        self.alpha = alpha
+        self.n_refactor += 1
+
+    def residual(self):
+        """``y − (K + ρI) α`` on the active slots (zero elsewhere), without copying K."""
+        a = self.alpha * self.active
+        return (self.y - (self.gram.K @ a + self.rho * a)) * self.active
+
+    def fold(self):
+        """Fold corrections, zero inactive rows/columns exactly, refine α; may re-invert."""
+        self.n_folds += 1
+        if self.inv.rank == 0:
+            return
+        self.inv.fold()
+        dead = np.flatnonzero(~self.active)
+        if dead.size:
+            self.inv.H0[dead, :] = 0.0
+            self.inv.H0[:, dead] = 0.0
+        d = self.inv.H0 @ self.residual()
+        self.alpha = self.alpha + d
+        if np.linalg.norm(d) > _DRIFT_RTOL * max(np.linalg.norm(self.alpha), 1e-300):
+            self._refactor()
+
+    def ensure_capacity(self, cap):
+        if cap <= self.capacity:
+            return
+        self.fold()
+        old = self.capacity
+        self.gram.ensure_capacity(cap)
+        for name in ("y", "alpha", "active"):
+            a = getattr(self, name)
+            b = np.zeros(cap, dtype=a.dtype)
+            b[:old] = a
+            setattr(self, name, b)
+        self.inv.resize(cap)
+
+    def take(self, keep, capacity):
+        self.fold()
+        n = len(keep)
+        self.gram.take(keep, capacity)
+        for name in ("y", "alpha", "active"):
+            a = getattr(self, name)
+            b = np.zeros(capacity, dtype=a.dtype)
+            b[:n] = a[keep]
+            setattr(self, name, b)
+        self.inv.take(keep)
+        self.inv.resize(capacity)
+
+    def apply(self, rem=None, add=None, K_cross=None, K_new=None, y_add=None,
+              rel=None, dy=None):
+        """Relabel ``rel`` by ``dy``, remove slots ``rem``, add slots ``add``; all or nothing."""
+        k_rem = 0 if rem is None else len(rem)
+        k_add = 0 if add is None else len(add)
+        if k_rem + k_add > self.max_rank:
+            return self._apply_refactor(rem, add, K_cross, K_new, y_add, rel, dy)
+        if not self.inv.room(k_rem + k_add):
+            self.fold()
+        mark = self.inv.mark()
+        alpha = self.alpha.copy()
+        y = self.y.copy()
+        active = self.active.copy()
+        if rel is not None and len(rel):
+            alpha += self.inv.columns(rel) @ dy
+            y[rel] += dy
+        if k_rem:
+            HR = self.inv.columns(rem)
+            core = _woodbury_core(HR[rem])  # = -H_RR⁻¹; H_RR is SPD
+            if core is None:
+                self.inv.rollback(mark)
+                return self._apply_refactor(rem, add, K_cross, K_new, y_add, rel, dy)
+            alpha += HR @ (core @ alpha[rem])
+            self.inv.add(HR, core)
+            alpha[rem] = 0.0
+            y[rem] = 0.0
+            active[rem] = False
+        if k_add:
+            self.gram.write(add, K_cross, K_new)
+            B = K_cross * active[:, None]
+            HB = self.inv.matvec(B)
+            S = K_new - B.T @ HB
+            S.flat[:: k_add + 1] += self.rho
+            core = _woodbury_core(-S)  # = S⁻¹ (S is the SPD Schur complement)
+            if core is None or np.any(np.diag(S) <= 0):
+                self.inv.rollback(mark)
+                return self._apply_refactor(rem, add, K_cross, K_new, y_add, rel, dy)
+            U = -HB
+            U[add] = np.eye(k_add)
+            y[add] = y_add
+            active[add] = True
+            alpha += U @ (core @ (y_add - B.T @ alpha))
+            self.inv.add(U, core)
+        self.alpha, self.y, self.active = alpha, y, active
+
+    def _apply_refactor(self, rem, add, K_cross, K_new, y_add, rel, dy):
+        saved = (self.y.copy(), self.active.copy(), self.alpha, self.inv.H0, self.inv.rank)
+        try:
+            if rel is not None and len(rel):
+                self.y[rel] += dy
+            if rem is not None and len(rem):
+                self.y[rem] = 0.0
+                self.active[rem] = False
+            if add is not None and len(add):
+                self.gram.write(add, K_cross, K_new)
+                self.y[add] = y_add
+                self.active[add] = True
+            self._refactor()
+            self.n_folds += 1
+        except ValueError:
+            self.y, self.active, self.alpha, H0, rank = saved
+            self.inv.H0 = H0
+            self.inv.rank = rank
+            raise
+
+    # ------------------------------------------------------------ persistence
+    def to_arrays(self, keep):
+        self.fold()
+        return {"state_K": self.gram.sub(keep), "state_alpha": self.alpha[keep],
+                "state_H": self.inv.H0[np.ix_(keep, keep)]}
+
+    @classmethod
+    def from_arrays(cls, a, y, rho, capacity, max_rank=64):
+        st = cls(rho, max_rank)
+        K = np.asarray(a["state_K"], dtype=np.float64)
+        alpha = np.asarray(a["state_alpha"], dtype=np.float64)
+        H = np.asarray(a["state_H"], dtype=np.float64)
+        n = y.shape[0]
+        if K.shape != (n, n) or H.shape != (n, n) or alpha.shape != (n,):
+            raise ValueError("corrupt model file: the kernel state has inconsistent shapes")
+        st.gram = GramCache(K, capacity)
+        st.y = np.zeros(capacity)
+        st.y[:n] = y
+        st.active = np.zeros(capacity, dtype=bool)
+        st.active[:n] = True
+        st.alpha = np.zeros(capacity)
+        st.alpha[:n] = alpha
+        H0 = np.zeros((capacity, capacity), order="F")
+        H0[:n, :n] = H
+        st.inv = LowRankInverse(H0, max_rank)
+        st.n_refactor = 0
+        st.n_folds = 0
+        return st

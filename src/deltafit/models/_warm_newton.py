@@ -1,0 +1,86 @@
+"""States for the smooth non-quadratic losses: exact warm-started re-solves.
+
+For the logistic and squared-hinge losses no finite closed-form update exists; the exact model
+after a data change is obtained by re-solving the canonical problem with Newton's method,
+warm-started from the current solution (new samples start at α = 0).  Because the old solution is
+close to the new one when the change is small, this takes few Newton iterations.  The training
+rows (or the kernel matrix over them) are kept for that purpose.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..solvers import newton_kernel, newton_primal
+from ._gram import GramCache
+
+__all__ = ["PrimalNewtonState", "KernelNewtonState"]
+
+
+class _SolverOptions:
+    def __init__(self, loss, C, tol, max_iter, callback=None):
+        self.loss, self.C, self.tol, self.max_iter, self.callback = loss, C, tol, max_iter, callback
+
+
+class PrimalNewtonState:
+    """β for explicit features, re-solved with warm-started Newton after each change."""
+
+    def __init__(self, opts):
+        self.opts = opts
+
+    def solve(self, Phi, y, coef0=None):
+        o = self.opts
+        res = newton_primal(Phi, y, o.loss, o.C, coef0=coef0, tol=o.tol,
+                            max_iter=o.max_iter, callback=o.callback)
+        return res
+
+    def fit(self, Phi, y, coef0=None):
+        res = self.solve(Phi, y, coef0)
+        self.commit(res)
+        return self
+
+    def commit(self, res):
+        self.beta, self.result = res.coef, res
+
+
+class KernelNewtonState:
+    """α over ledger slots, re-solved with warm-started kernel Newton after each change."""
+
+    def __init__(self, opts):
+        self.opts = opts
+
+    def fit(self, K, y, capacity, coef0=None):
+        self.gram = GramCache(K, capacity)
+        self.alpha = np.zeros(capacity)
+        n = K.shape[0]
+        res = self.solve(np.arange(n), y, coef0)
+        self.alpha[:n] = res.coef
+        self.result = res
+        return self
+
+    @property
+    def capacity(self):
+        return self.alpha.shape[0]
+
+    def solve(self, A, y, coef0=None):
+        o = self.opts
+        return newton_kernel(self.gram.sub(A), y, o.loss, o.C, coef0=coef0, tol=o.tol,
+                             max_iter=o.max_iter, callback=o.callback)
+
+    def commit(self, A, res):
+        alpha = np.zeros(self.capacity)
+        alpha[A] = res.coef
+        self.alpha, self.result = alpha, res
+
+    def ensure_capacity(self, cap):
+        if cap > self.capacity:
+            self.gram.ensure_capacity(cap)
+            a = np.zeros(cap)
+            a[: self.alpha.size] = self.alpha
+            self.alpha = a
+
+    def take(self, keep, capacity):
+        self.gram.take(keep, capacity)
+        a = np.zeros(capacity)
+        a[: len(keep)] = self.alpha[keep]
+        self.alpha = a
