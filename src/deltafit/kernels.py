@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 
 import numpy as np
+from sklearn import config_context
 from sklearn.base import clone
 from sklearn.metrics.pairwise import PAIRWISE_KERNEL_FUNCTIONS, pairwise_kernels
 from sklearn.utils.validation import check_is_fitted
@@ -80,10 +81,13 @@ def kernel_matrix(X, Y, *, kernel="rbf", gamma=None, degree=3, coef0=1.0,
                 f"{(X.shape[0], Y.shape[0])}"
             )
     else:
-        K = pairwise_kernels(
-            X, Y, metric=kernel, filter_params=True,
-            **_kernel_params(kernel, gamma, degree, coef0, kernel_params),
-        )
+        # inputs are validated (finite float64) by the estimators; skip scikit-learn's re-checks,
+        # which dominate the cost of the one-row kernel evaluations of single-sample updates
+        with config_context(assume_finite=True, skip_parameter_validation=True):
+            K = pairwise_kernels(
+                X, Y, metric=kernel, filter_params=True,
+                **_kernel_params(kernel, gamma, degree, coef0, kernel_params),
+            )
         K = np.asarray(K, dtype=np.float64)
     if not np.all(np.isfinite(K)):
         raise ValueError("the kernel produced NaN or inf values; check the kernel parameters")

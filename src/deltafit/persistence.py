@@ -152,6 +152,7 @@ def save(model, path):
         "solver": None if res is None else {"grad_norm": res.grad_norm, "n_iter": res.n_iter,
                                             "objective": res.objective},
         "n_samples_fit": int(getattr(model, "n_samples_fit_", led.n_samples)),
+        "classes_given": bool(getattr(model, "_classes_given", False)),
     }
     if hasattr(model, "classes_"):
         c = np.asarray(model.classes_)
@@ -278,5 +279,6 @@ def _rebuild(meta, arrays):
         model.n_samples_fit_ = int(meta["n_samples_fit"])
     else:
         model.feature_map_ = _load_feature_map(meta["feature_map"], arrays)
+    model._classes_given = bool(meta.get("classes_given", False))
     model._ledger = led
     return model

@@ -146,8 +146,8 @@ def newton_primal(X, y, loss, C, *, coef0=None, tol=1e-10, max_iter=100, callbac
                 break  # a genuine failure to decrease
             t, f_new = 1.0, objective(beta + step, z + xs)  # at the rounding floor of J
         beta += t * step
-        z += t * xs
-        f = f_new
+        z = X @ beta  # recomputed, not accumulated: keeps z and J consistent with β
+        f = objective(beta, z)
         grad = C * (X.T @ loss.d1(y, z)) + beta
         gnorm = np.linalg.norm(grad)
         stopped = _check_callback(callback, it, beta, gnorm, f)
@@ -223,8 +223,8 @@ def newton_kernel(K, y, loss, C, *, coef0=None, tol=1e-10, max_iter=100, callbac
                 break
             t, f_new = 1.0, objective(alpha + step, z + Ks)
         alpha += t * step
-        z += t * Ks
-        f = f_new
+        z = K @ alpha  # recomputed, not accumulated
+        f = objective(alpha, z)
         g = C * loss.d1(y, z) + alpha
         Kg = K @ g
         gnorm = np.sqrt(max(g @ Kg, 0.0))

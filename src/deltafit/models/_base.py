@@ -37,6 +37,18 @@ _OVR_HINT = (
 )
 
 
+def _as_1d(y, what):
+    """A 1-D label array from a scalar, a list, a 1-D array or an (n, 1) column."""
+    y = np.asarray(y)
+    if y.ndim == 0:
+        return y.reshape(1)
+    if y.ndim == 2 and y.shape[1] == 1:
+        return y.ravel()
+    if y.ndim != 1:
+        raise ValueError(f"{what} must be 1-D, got shape {y.shape}")
+    return y
+
+
 class UpdatableMixin:
     """Fit / update protocol shared by the four deltafit estimators."""
 
@@ -72,8 +84,8 @@ class UpdatableMixin:
 
     def _encode_y(self, y, *, fitting=False, classes=None, what="y"):
         """Validated internal targets: ±1 for classifiers, float for regressors."""
+        y = column_or_1d(y, warn=True) if fitting else _as_1d(y, what)
         if self._classifier:
-            y = column_or_1d(y, warn=True)
             if fitting:
                 check_classification_targets(y)
                 present = np.unique(y)
@@ -89,7 +101,7 @@ class UpdatableMixin:
                         raise ValueError(f"y has labels {unseen.tolist()} not in classes")
                 else:
                     classes = present
-                if present.size < 2:
+                if present.size < 2 and not self._classes_given:
                     raise ValueError(
                         f"y has only one class ({present.tolist()}); a classifier needs two "
                         "classes to train"
@@ -109,7 +121,6 @@ class UpdatableMixin:
                         "third class (" + _OVR_HINT + ")"
                     )
             return np.where(y == self.classes_[1], 1.0, -1.0)
-        y = column_or_1d(y, warn=True)
         try:
             y = np.asarray(y, dtype=np.float64)
         except (TypeError, ValueError) as exc:
@@ -144,6 +155,8 @@ class UpdatableMixin:
 
     def _fit(self, X, y, classes=None):
         self._validate_params()
+        # partial_fit(classes=...) follows scikit-learn: the data may show one class for a while
+        self._classes_given = classes is not None
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=not self._classifier,
                              ensure_min_samples=1)
         t = self._encode_y(y, fitting=True, classes=classes)
@@ -343,7 +356,7 @@ class UpdatableMixin:
         n_after = led.n_samples - rem_slots.size + (plan["add"][0].shape[0] if "add" in plan else 0)
         if n_after < 1:
             raise ValueError("the update would remove every sample; a model needs at least one")
-        if self._classifier:
+        if self._classifier and not self._classes_given:
             keep = led.active.copy()
             keep[rem_slots] = False
             t = led.y.copy()

@@ -87,6 +87,7 @@ class PrimalSquaredState:
         self.b = Phi.T @ y
         self._P = np.zeros((self.max_rank, p))
         self._s = np.zeros(self.max_rank)
+        self._np = 0  # pending rows not yet written into M0
         self.inv = LowRankInverse(np.eye(p), self.max_rank)
         self.n_refactor = 0
         self._refactor()
@@ -98,17 +99,18 @@ class PrimalSquaredState:
 
     def _m_matvec(self, x):
         out = self.M0 @ x
-        r = self.inv.rank
+        r = self._np
         if r:
             P = self._P[:r]
             out += P.T @ (self._s[:r] * (P @ x))
         return out
 
     def _fold_rows(self):
-        r = self.inv.rank
+        r = self._np
         if r:
             P = self._P[:r]
             self.M0 += (P.T * self._s[:r]) @ P
+            self._np = 0
 
     def _refactor(self):
         """Recompute the inverse and β from the exact statistics (O(p³))."""
@@ -120,7 +122,7 @@ class PrimalSquaredState:
 
     def fold(self):
         """Write pending corrections into the base and refine β against ``M β = b``."""
-        if self.inv.rank == 0:
+        if self.inv.rank == 0 and self._np == 0:
             return
         self._fold_rows()
         self.inv.fold()
@@ -168,22 +170,23 @@ class PrimalSquaredState:
             return self._apply_refactor(V, s, db)
         t = t + W @ (s * yv)
         beta = t + W @ (core @ (V @ t))
-        r = self.inv.rank
+        r = self._np
         self._P[r:r + k] = V
         self._s[r:r + k] = s
+        self._np = r + k
         self.inv.add(W, core)
         self.beta = beta
         self.b = self.b + db
 
     def _apply_refactor(self, V, s, db):
-        saved = (self.M0.copy(), self.b, self.beta, self.inv.H0, self.inv.rank)
+        saved = (self.M0.copy(), self.b, self.beta, self.inv.H0, self.inv.rank, self._np)
         try:
             self._fold_rows()
             self.M0 += (V.T * s) @ V
             self.b = self.b + db
             self._refactor()
         except ValueError:
-            self.M0, self.b, self.beta, H0, rank = saved
+            self.M0, self.b, self.beta, H0, rank, self._np = saved
             self.inv.H0 = H0
             self.inv.rank = rank
             raise
@@ -207,6 +210,7 @@ class PrimalSquaredState:
         st.beta = beta
         st._P = np.zeros((st.max_rank, p))
         st._s = np.zeros(st.max_rank)
+        st._np = 0
         st.inv = LowRankInverse(H, st.max_rank)
         st.n_refactor = 0
         return st

@@ -65,8 +65,9 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
             st.ensure_capacity(led.capacity)
             K_cross = np.zeros((led.capacity, add.size))
             A = np.flatnonzero(led.active)
-            K_cross[A] = self._k(led.X[A], Xa)
-            K_new = self._k(Xa, Xa)
+            both = self._k(np.vstack([led.X[A], Xa]), Xa)  # one kernel call: k([X_A; Xa], Xa)
+            K_cross[A] = both[: A.size]
+            K_new = both[A.size:]
         rem = plan["remove"][0] if "remove" in plan else None
         rel = dy = None
         if "relabel" in plan:

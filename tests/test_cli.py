@@ -1,0 +1,74 @@
+"""The deltafit command: demo runs on bundled real data and checks itself against a fresh fit."""
+
+import io
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from deltafit import cli
+
+
+def _run(argv):
+    args = cli.build_parser().parse_args(argv)
+    out = io.StringIO()
+    dev = cli.demo(args, out=out)
+    return dev, out.getvalue()
+
+
+@pytest.mark.parametrize("argv,tol", [
+    (["demo"], 1e-8),
+    (["demo", "--model", "kernel", "--dataset", "breast_cancer"], 1e-8),
+    (["demo", "--loss", "logistic", "--dataset", "breast_cancer"], 1e-6),
+    (["demo", "--model", "kernel", "--loss", "squared_hinge", "--dataset", "breast_cancer",
+      "--gamma", "0.05"], 1e-6),
+])
+def test_demo_matches_fresh_fit(argv, tol):
+    dev, text = _run(argv)
+    assert dev < tol
+    assert "OK: the updated model is the fresh fit" in text
+    for step in ("fit", "relabel", "remove 1 sample", "add", "fresh fit"):
+        assert step in text
+
+
+def test_demo_on_a_csv_file(tmp_path, breast_cancer):
+    X, y = breast_cancer
+    path = tmp_path / "data.csv"
+    np.savetxt(path, np.column_stack([X[:200], y[:200]]), delimiter=",")
+    dev, text = _run(["demo", "--dataset", str(path)])
+    assert dev < 1e-8 and str(path) in text
+
+
+def test_main_exit_codes_and_help(capsys):
+    assert cli.main(["demo", "--dataset", "breast_cancer"]) == 0
+    assert cli.main([]) == 0
+    assert "demo" in capsys.readouterr().out
+    for argv in (["--help"], ["demo", "--help"]):
+        with pytest.raises(SystemExit) as exc:
+            cli.main(argv)
+        assert exc.value.code == 0
+    assert "--dataset" in capsys.readouterr().out
+
+
+def test_demo_rejects_multiclass_data(tmp_path):
+    path = tmp_path / "three.csv"
+    rng = np.random.default_rng(0)
+    np.savetxt(path, np.column_stack([rng.normal(size=(30, 2)), np.arange(30) % 3]), delimiter=",")
+    with pytest.raises(SystemExit, match="binary"):
+        _run(["demo", "--dataset", str(path)])
+
+
+@pytest.mark.skipif(shutil.which("deltafit") is None, reason="console script not installed")
+def test_console_script():
+    res = subprocess.run(["deltafit", "demo", "--dataset", "breast_cancer"], capture_output=True,
+                         text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert "OK" in res.stdout
+
+
+def test_module_entry_point():
+    res = subprocess.run([sys.executable, "-m", "deltafit.cli", "--version"], capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 0 and "deltafit" in res.stdout
