@@ -53,6 +53,7 @@ class Ledger:
         self.end = 0  # slots [end, capacity) have never been used since the last compaction
         self._slot_of = {}
         self._free = []  # freed slots that the owner has declared reusable
+        self._freed = []  # deleted slots not yet declared reusable
 
     # ----------------------------------------------------------------- queries
     @property
@@ -176,6 +177,7 @@ class Ledger:
         """Deactivate ``slots``; they become reusable only after :meth:`release`."""
         for s in slots.tolist():
             del self._slot_of[int(self.ids[s])]
+        self._freed.extend(slots.tolist())
         self.active[slots] = False
         self.ids[slots] = -1
         self.y[slots] = 0.0
@@ -187,7 +189,9 @@ class Ledger:
 
     def release(self):
         """Declare every inactive used slot reusable (the owner's matrices are clean there)."""
-        self._free = sorted(set(np.flatnonzero(~self.active[: self.end]).tolist()))
+        if self._freed:
+            self._free.extend(self._freed)
+            self._freed = []
 
     def compact(self):
         """Move the active samples to slots 0..n-1 (in id order); returns the old slots kept."""
@@ -207,6 +211,7 @@ class Ledger:
         self.X, self.y, self.ids, self.active = X, y, ids, active
         self.end = n
         self._free = []
+        self._freed = []
         self._slot_of = {int(i): s for s, i in enumerate(ids[:n].tolist())}
         return keep
 
