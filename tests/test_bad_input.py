@@ -12,6 +12,7 @@ import copy
 
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_limits
 from sklearn.base import clone
 from sklearn.datasets import load_diabetes
 from sklearn.preprocessing import StandardScaler
@@ -20,6 +21,15 @@ from deltafit import KernelClassifier, KernelRegressor, LinearClassifier, Linear
 from deltafit import solvers
 from deltafit.datasets import load_breast_cancer
 from deltafit.models import _exact_squared
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_blas_thread():
+    """These problems are tiny: one BLAS thread is faster, and immune to an oversubscribed
+    machine (OpenBLAS threads spin-wait)."""
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
+
 
 N_FIT = 120
 

