@@ -153,6 +153,37 @@ def _own_cpu_s():
     return t.user + t.system
 
 
+def source_info():
+    """Which deltafit was measured: git commit, modified files under src/, a hash of src/."""
+    import hashlib
+    import subprocess
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = {"deltafit_path": os.path.dirname(os.path.abspath(deltafit.__file__))}
+
+    def git(*a):
+        try:
+            return subprocess.run(["git", "-C", root, *a], capture_output=True, text=True,
+                                  timeout=10).stdout.rstrip("\n")
+        except (OSError, subprocess.SubprocessError):
+            return None
+
+    out["git_commit"] = (git("rev-parse", "HEAD") or "").strip() or None
+    status = git("status", "--porcelain", "--", "src")
+    out["src_modified"] = [ln[3:] for ln in status.splitlines()] if status else []
+    h = hashlib.sha256()
+    for dirpath, dirnames, files in sorted(os.walk(out["deltafit_path"])):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+        for f in sorted(files):
+            if f.endswith(".py"):
+                path = os.path.join(dirpath, f)
+                h.update(os.path.relpath(path, out["deltafit_path"]).encode())
+                with open(path, "rb") as fh:
+                    h.update(fh.read())
+    out["src_sha256"] = h.hexdigest()[:16]
+    return out
+
+
 def machine_info():
     import scipy
     import sklearn
@@ -546,6 +577,7 @@ def main(argv=None):
                                   " on the held-out rows",
                      "timer": "time.perf_counter, gc disabled during each timed call"},
         "machine": info,
+        "source": source_info(),
         "problems": problems,
         "rows": rows,
         "all_pass": all(r["pass"] for r in rows),

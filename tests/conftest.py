@@ -25,3 +25,13 @@ def mnist_sample():
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _single_threaded_blas():
+    """One BLAS thread: numpy's and scipy's OpenBLAS pools otherwise spin-wait against each
+    other on small matrices (a 133 x 133 Cholesky took 0.18 s instead of 0.2 ms under load)."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from threadpoolctl import threadpool_limits
 from sklearn.base import clone
 from sklearn.datasets import load_diabetes, load_digits
 from sklearn.exceptions import NotFittedError
 from sklearn.kernel_approximation import Nystroem
-from sklearn.linear_model import Ridge, RidgeClassifier
+from sklearn.linear_model import RidgeClassifier
 from sklearn.model_selection import GridSearchCV, cross_validate
 from sklearn.multiclass import OneVsRestClassifier
 from sklearn.pipeline import Pipeline, make_pipeline
@@ -27,12 +26,6 @@ from deltafit import KernelClassifier, KernelRegressor, LinearClassifier, Linear
 from deltafit.datasets import load_breast_cancer
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_blas_thread():
-    """These problems are tiny: one BLAS thread is faster, and immune to an oversubscribed
-    machine (OpenBLAS threads spin-wait)."""
-    with threadpool_limits(limits=1, user_api="blas"):
-        yield
 
 
 # ---------------------------------------------------------------------------

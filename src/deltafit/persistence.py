@@ -13,7 +13,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import zipfile
 
 import numpy as np
 
@@ -73,6 +72,25 @@ def _dump_feature_map(fmap, arrays):
         else:
             raise ValueError(f"cannot save feature map attribute {key} of type {type(val)}")
     return {"class": name, "params": params, "scalars": fitted}
+
+
+def _feature_map_param(fmap):
+    """How to rebuild the ``feature_map`` parameter: unfitted (class + params) or the fitted map."""
+    if fmap is None:
+        return None
+    from sklearn.exceptions import NotFittedError
+    from sklearn.utils.validation import check_is_fitted
+
+    try:
+        check_is_fitted(fmap)
+        return {"fitted": True}
+    except NotFittedError:
+        name = type(fmap).__name__
+        if name not in _FEATURE_MAPS:
+            raise ValueError(f"cannot save feature map {name}") from None
+        return {"fitted": False, "class": name,
+                "params": {k: _json_safe(v, f"feature_map.{k}")
+                           for k, v in fmap.get_params().items()}}
 
 
 def _load_feature_map(spec, arrays):
@@ -149,6 +167,7 @@ def save(model, path):
         "keep_digests": bool(led.keep_digests),
         "row_width": int(led.n_features),
         "feature_map": _dump_feature_map(getattr(model, "feature_map_", None), arrays),
+        "feature_map_param": _feature_map_param(getattr(model, "feature_map", None)),
         "solver": None if res is None else {"grad_norm": res.grad_norm, "n_iter": res.n_iter,
                                             "objective": res.objective},
         "n_samples_fit": int(getattr(model, "n_samples_fit_", led.n_samples)),
@@ -180,8 +199,10 @@ def _read(path):
     try:
         with np.load(path, allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
-    except (zipfile.BadZipFile, EOFError, OSError, KeyError, ValueError, zlib_error()) as exc:
-        raise ValueError(f"{path!r} is not a readable deltafit model file ({exc})") from exc
+    except Exception as exc:  # noqa: BLE001 - numpy/zipfile raise many kinds on corrupt input
+        raise ValueError(
+            f"{path!r} is not a readable deltafit model file ({type(exc).__name__}: {exc})"
+        ) from exc
     if "__meta__" not in arrays:
         raise ValueError(f"{path!r} is not a deltafit model file (no __meta__ record)")
     try:
@@ -196,12 +217,6 @@ def _read(path):
             f"reads version {FORMAT_VERSION}"
         )
     return meta, arrays
-
-
-def zlib_error():
-    import zlib
-
-    return zlib.error
 
 
 def load(path):
@@ -281,6 +296,18 @@ def _rebuild(meta, arrays):
         model.n_samples_fit_ = int(meta["n_samples_fit"])
     else:
         model.feature_map_ = _load_feature_map(meta["feature_map"], arrays)
+        param = meta.get("feature_map_param")
+        if param is not None:
+            if param["fitted"]:
+                import copy
+
+                model.feature_map = copy.deepcopy(model.feature_map_)
+            else:
+                import sklearn.kernel_approximation as ka
+
+                if param["class"] not in _FEATURE_MAPS:
+                    raise ValueError(f"corrupt model file: unknown feature map {param['class']!r}")
+                model.feature_map = getattr(ka, param["class"])(**param["params"])
     model._classes_given = bool(meta.get("classes_given", False))
     model._ledger = led
     return model

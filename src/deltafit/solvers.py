@@ -140,11 +140,12 @@ def newton_primal(X, y, loss, C, *, coef0=None, tol=1e-10, max_iter=100, callbac
         step = -solve_spd(H, grad)
         xs = X @ step
         slope = grad @ step
-        t, f_new = _armijo(lambda t: objective(beta + t * step, z + t * xs), f, slope)
-        if t == 0.0:
-            if -slope > _FLOOR * (abs(f) + 1.0):
+        if -slope <= _FLOOR * (abs(f) + 1.0):
+            t = 1.0  # the decrease is below the rounding of J: take the Newton step whole
+        else:
+            t, _ = _armijo(lambda t: objective(beta + t * step, z + t * xs), f, slope)
+            if t == 0.0:
                 break  # a genuine failure to decrease
-            t, f_new = 1.0, objective(beta + step, z + xs)  # at the rounding floor of J
         beta += t * step
         z = X @ beta  # recomputed, not accumulated: keeps z and J consistent with β
         f = objective(beta, z)
@@ -217,11 +218,12 @@ def newton_kernel(K, y, loss, C, *, coef0=None, tol=1e-10, max_iter=100, callbac
             step[act] += s * solve_spd(A, s * Kg[act])
         Ks = K @ step
         slope = Kg @ step
-        t, f_new = _armijo(lambda t: objective(alpha + t * step, z + t * Ks), f, slope)
-        if t == 0.0:
-            if -slope > _FLOOR * (abs(f) + 1.0):
+        if -slope <= _FLOOR * (abs(f) + 1.0):
+            t = 1.0
+        else:
+            t, _ = _armijo(lambda t: objective(alpha + t * step, z + t * Ks), f, slope)
+            if t == 0.0:
                 break
-            t, f_new = 1.0, objective(alpha + step, z + Ks)
         alpha += t * step
         z = K @ alpha  # recomputed, not accumulated
         f = objective(alpha, z)

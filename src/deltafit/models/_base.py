@@ -154,14 +154,22 @@ class UpdatableMixin:
         return self._fit(X, y)
 
     def _fit(self, X, y, classes=None):
-        self._validate_params()
-        # partial_fit(classes=...) follows scikit-learn: the data may show one class for a while
-        self._classes_given = classes is not None
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=not self._classifier,
-                             ensure_min_samples=1)
-        t = self._encode_y(y, fitting=True, classes=classes)
-        previous = self._warm_coef() if self.warm_start else None
-        self._build(X, t, previous)
+        # a failed (re)fit leaves a fitted model as it was: fitting only creates new objects,
+        # so restoring the attribute dictionary is enough
+        before = dict(self.__dict__)
+        try:
+            self._validate_params()
+            # partial_fit(classes=...) follows scikit-learn: the data may show one class at first
+            self._classes_given = classes is not None
+            X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=not self._classifier,
+                                 ensure_min_samples=1)
+            t = self._encode_y(y, fitting=True, classes=classes)
+            previous = self._warm_coef() if self.warm_start else None
+            self._build(X, t, previous)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(before)
+            raise
         return self
 
     def _warm_coef(self):

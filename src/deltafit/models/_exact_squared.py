@@ -120,12 +120,17 @@ class PrimalSquaredState:
         self.beta = linalg.cho_solve(c, self.b, check_finite=False)
         self.n_refactor += 1
 
-    def fold(self):
-        """Write pending corrections into the base and refine β against ``M β = b``."""
+    def fold(self, refine=True):
+        """Write pending corrections into the base; with ``refine``, refine β against ``M β = b``.
+
+        Without ``refine`` the model (β) is untouched: only its representation changes.
+        """
         if self.inv.rank == 0 and self._np == 0:
             return
         self._fold_rows()
         self.inv.fold()
+        if not refine:
+            return
         r = self.b - self.M0 @ self.beta
         d = self.inv.matvec(r)
         self.beta = self.beta + d
@@ -136,8 +141,17 @@ class PrimalSquaredState:
     def apply(self, Pa=None, ya=None, Pr=None, yr=None, Pl=None, dy=None):
         """Add rows ``(Pa, ya)``, remove rows ``(Pr, yr)``, change labels of rows ``Pl`` by ``dy``.
 
-        On ValueError the state is exactly as before.
+        On ValueError β and b are exactly as before (a fold done on the way only changed the
+        representation of the same matrices).
         """
+        beta0, b0 = self.beta, self.b
+        try:
+            return self._apply(Pa, ya, Pr, yr, Pl, dy)
+        except ValueError:
+            self.beta, self.b = beta0, b0
+            raise
+
+    def _apply(self, Pa, ya, Pr, yr, Pl, dy):
         p = self.p
         blocks = [(Pa, ya, 1.0), (Pr, yr, -1.0)]
         rows = [B for B, _, _ in blocks if B is not None and B.shape[0]]
@@ -193,7 +207,7 @@ class PrimalSquaredState:
 
     # ------------------------------------------------------------ persistence
     def to_arrays(self):
-        self.fold()
+        self.fold(refine=False)
         return {"state_M": np.ascontiguousarray(self.M0), "state_b": self.b,
                 "state_beta": self.beta, "state_H": np.ascontiguousarray(self.inv.H0)}
 
@@ -264,8 +278,9 @@ class DualSquaredState:
         a = self.alpha * self.active
         return (self.y - (self.gram.K @ a + self.rho * a)) * self.active
 
-    def fold(self):
-        """Fold corrections, zero inactive rows/columns exactly, refine α; may re-invert."""
+    def fold(self, refine=True):
+        """Fold corrections, zero inactive rows/columns exactly; with ``refine``, refine α
+        (and re-invert if that shows drift).  Without ``refine`` α is untouched."""
         self.n_folds += 1
         if self.inv.rank == 0:
             return
@@ -274,6 +289,8 @@ class DualSquaredState:
         if dead.size:
             self.inv.H0[dead, :] = 0.0
             self.inv.H0[:, dead] = 0.0
+        if not refine:
+            return
         d = self.inv.H0 @ self.residual()
         self.alpha = self.alpha + d
         if np.linalg.norm(d) > _DRIFT_RTOL * max(np.linalg.norm(self.alpha), 1e-300):
@@ -305,8 +322,24 @@ class DualSquaredState:
         self.inv.resize(capacity)
 
     def apply(self, rem=None, add=None, K_cross=None, K_new=None, y_add=None,
-              rel=None, dy=None):
-        """Relabel ``rel`` by ``dy``, remove slots ``rem``, add slots ``add``; all or nothing."""
+              rel=None, dy=None, capacity=None):
+        """Relabel ``rel`` by ``dy``, remove slots ``rem``, add slots ``add``; all or nothing.
+
+        ``capacity``: the ledger's capacity, which the state grows to first.  On ValueError α is
+        exactly as before (padded to the new capacity).
+        """
+        alpha0 = self.alpha
+        try:
+            if capacity is not None:
+                self.ensure_capacity(capacity)
+            return self._apply(rem, add, K_cross, K_new, y_add, rel, dy)
+        except ValueError:
+            alpha = np.zeros(self.capacity)
+            alpha[: alpha0.size] = alpha0
+            self.alpha = alpha
+            raise
+
+    def _apply(self, rem, add, K_cross, K_new, y_add, rel, dy):
         k_rem = 0 if rem is None else len(rem)
         k_add = 0 if add is None else len(add)
         if k_rem + k_add > self.max_rank:
@@ -314,6 +347,13 @@ class DualSquaredState:
         if not self.inv.room(k_rem + k_add):
             self.fold()
         mark = self.inv.mark()
+        try:
+            return self._woodbury(mark, rem, add, K_cross, K_new, y_add, rel, dy, k_rem, k_add)
+        except ValueError:
+            self.inv.rollback(mark)
+            raise
+
+    def _woodbury(self, mark, rem, add, K_cross, K_new, y_add, rel, dy, k_rem, k_add):
         alpha = self.alpha.copy()
         y = self.y.copy()
         active = self.active.copy()
@@ -371,7 +411,7 @@ class DualSquaredState:
 
     # ------------------------------------------------------------ persistence
     def to_arrays(self, keep):
-        self.fold()
+        self.fold(refine=False)
         return {"state_K": self.gram.sub(keep), "state_alpha": self.alpha[keep],
                 "state_H": self.inv.H0[np.ix_(keep, keep)]}
 

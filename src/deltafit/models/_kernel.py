@@ -63,7 +63,8 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
         if "add" in plan:
             Xa, ya = plan["add"]
             add = led.allocate(Xa.shape[0])
-            st.ensure_capacity(led.capacity)
+            if self.loss != "squared":
+                st.ensure_capacity(led.capacity)
             K_cross = np.zeros((led.capacity, add.size))
             A = np.flatnonzero(led.active)
             both = self._k(np.vstack([led.X[A], Xa]), Xa)  # one kernel call: k([X_A; Xa], Xa)
@@ -75,7 +76,8 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
             rel, tl, _ = plan["relabel"]
             dy = tl - led.y[rel]
         if self.loss == "squared":
-            st.apply(rem=rem, add=add, K_cross=K_cross, K_new=K_new, y_add=ya, rel=rel, dy=dy)
+            st.apply(rem=rem, add=add, K_cross=K_cross, K_new=K_new, y_add=ya, rel=rel, dy=dy,
+                     capacity=led.capacity)
             return add
         keep = led.active.copy()
         if rem is not None:
@@ -135,7 +137,7 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
     def intercept_(self):
         """``intercept_scaling² · Σ α_i`` (the regularised constant feature's contribution)."""
         check_is_fitted(self, "_state")
-        return float(self._s ** 2 * self._state.alpha.sum())
+        return float(self._s ** 2 * self.dual_coef_.sum())
 
     @property
     def n_iter_(self):
