@@ -507,12 +507,12 @@ FAILURES = [
     # primal squared (closed-form Woodbury and refactorisation)
     ("LinearClassifier", _exact_squared, "_woodbury_core", 1, _small_update),
     ("LinearRegressor", _exact_squared, "_woodbury_core", 1, _small_update),
-    ("LinearRegressor", _exact_squared, "_spd_inverse", 1, _large_add),
+    ("LinearRegressor", _exact_squared, "_cholesky", 1, _large_add),
     # dual squared: removal succeeds, then the addition's Schur complement fails
-    ("KernelRegressor", _exact_squared, "_woodbury_core", 1, _small_update),
-    ("KernelRegressor", _exact_squared, "_woodbury_core", 2, _remove_then_add),
-    ("KernelClassifier", _exact_squared, "_woodbury_core", 2, _remove_then_add),
-    ("KernelRegressor", _exact_squared, "_spd_inverse", 1, _large_add),
+    ("KernelRegressor", _exact_squared, "_spd_core", 1, _small_update),
+    ("KernelRegressor", _exact_squared, "_spd_core", 2, _remove_then_add),
+    ("KernelClassifier", _exact_squared, "_spd_core", 2, _remove_then_add),
+    ("KernelRegressor", _exact_squared, "_spd_core", 1, _large_add),
     # Newton re-solves: fail in the second Newton step
     ("LinearClassifier-logistic", solvers, "solve_spd", 2, _small_update),
     ("LinearClassifier-squared_hinge", solvers, "solve_spd", 1, _small_update),
@@ -563,7 +563,9 @@ def test_numerical_failure_when_corrections_are_pending(name, monkeypatch, cance
     assert m._state.inv.rank == m._max_rank - 1
     before = snapshot(m, D.Xq)
     with monkeypatch.context() as mp:
-        FailOnCall(mp, _exact_squared, "_woodbury_core", 1)
+        # the dual state's cores are SPD (Cholesky); the primal's may be indefinite (eigh)
+        core = "_spd_core" if name.startswith("Kernel") else "_woodbury_core"
+        FailOnCall(mp, _exact_squared, core, 1)
         with pytest.raises(ValueError, match="mocked numerical failure"):
             m.update(X_add=D.Xn[:2], y_add=D.yn[:2], remove_ids=[10, 11])
     assert_unchanged(before, snapshot(m, D.Xq))

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 from scipy import linalg
+from scipy.linalg import blas
 
 from ._gram import GramCache
 from ._lowrank import LowRankInverse
@@ -36,24 +37,40 @@ _CORE_RTOL = 1e-8
 _DRIFT_RTOL = 1e-9
 
 
-def _spd_inverse(A, what):
-    """Inverse of an SPD matrix by Cholesky (ValueError naming ``what`` if not SPD)."""
+def _cholesky(A, what):
+    """Lower Cholesky factor of the SPD matrix whose lower triangle is ``A``."""
     try:
-        c, low = linalg.cho_factor(A, lower=True, check_finite=False)
+        return linalg.cho_factor(A, lower=True, check_finite=False)
     except linalg.LinAlgError as exc:
         raise ValueError(
             f"ill-conditioned update: {what} is not numerically positive definite ({exc})"
         ) from exc
-    Hinv, info = linalg.lapack.dpotri(c, lower=1)
+
+
+def _inverse_from_cholesky(c, what):
+    """Full symmetric inverse from a lower Cholesky factor (LAPACK potri)."""
+    H, info = linalg.lapack.dpotri(c[0], lower=1)
     if info != 0:
         raise ValueError(f"ill-conditioned update: inverting {what} failed (info={info})")
-    Hinv = np.tril(Hinv)
-    Hinv = Hinv + np.tril(Hinv, -1).T
-    return np.asfortranarray(Hinv), (c, low)
+    H = np.asfortranarray(H)
+    iu = np.triu_indices_from(H, 1)
+    H[iu] = H.T[iu]
+    return H
+
+
+def _spd_inverse(A, what):
+    """Inverse of an SPD matrix by Cholesky (ValueError naming ``what`` if not SPD)."""
+    c = _cholesky(A, what)
+    return _inverse_from_cholesky(c, what), c
 
 
 def _woodbury_core(G):
     """``-G⁻¹`` for a small symmetric (possibly indefinite) ``G``, or None if near singular."""
+    if G.shape == (1, 1):
+        g = float(G[0, 0])
+        if not np.isfinite(g) or abs(g) < _CORE_RTOL * max(1.0, abs(g)):
+            return None
+        return np.array([[-1.0 / g]])
     lam, Q = np.linalg.eigh(0.5 * (G + G.T))
     if not np.all(np.isfinite(lam)):
         return None
@@ -63,8 +80,34 @@ def _woodbury_core(G):
     return -(Q / lam) @ Q.T
 
 
+def _spd_core(A):
+    """``-A⁻¹`` for a small SPD ``A`` (by Cholesky), or None if it is not numerically SPD."""
+    try:
+        c = linalg.cho_factor(A, lower=True, check_finite=False)
+    except linalg.LinAlgError:
+        return None
+    return -linalg.cho_solve(c, np.eye(A.shape[0]), check_finite=False)
+
+
+def _syrk_update(M, rows, sign):
+    """``M += sign · rowsᵀ rows`` on the lower triangle of the Fortran-ordered ``M`` (BLAS syrk)."""
+    if rows is None or rows.shape[0] == 0:
+        return M
+    a = np.asfortranarray(rows.T)  # (p, k), a view when rows is C-contiguous
+    return blas.dsyrk(float(sign), a, beta=1.0, c=M, trans=0, lower=1, overwrite_c=1)
+
+
+def _sym_matvec(M, x):
+    """``M x`` for a symmetric ``M`` of which only the lower triangle is maintained."""
+    return blas.dsymv(1.0, M, x, lower=1)
+
+
 class PrimalSquaredState:
     """Exact state of ``(ΦᵀΦ + ρI) β = Φᵀy`` under row additions, removals and relabels.
+
+    ``M = ΦᵀΦ + ρI`` is kept exactly (lower triangle, updated by BLAS syrk), together with its
+    Cholesky factor from the last refactorisation; the explicit inverse that the one-sample
+    Woodbury updates need is formed from that factor only when an update first asks for it.
 
     Parameters
     ----------
@@ -81,44 +124,51 @@ class PrimalSquaredState:
     # ------------------------------------------------------------------ build
     def fit(self, Phi, y):
         p = Phi.shape[1]
-        M = Phi.T @ Phi
+        M = np.zeros((p, p), order="F")
+        M = _syrk_update(M, Phi, 1.0)
         M.flat[:: p + 1] += self.rho
-        self.M0 = np.asfortranarray(M)
+        self.M0 = M
         self.b = Phi.T @ y
+        self._init_buffers(p)
+        self._refactor()
+        return self
+
+    def _init_buffers(self, p):
         self._P = np.zeros((self.max_rank, p))
         self._s = np.zeros(self.max_rank)
         self._np = 0  # pending rows not yet written into M0
-        self.inv = LowRankInverse(np.eye(p), self.max_rank)
+        self.inv = LowRankInverse(np.zeros((p, p)), self.max_rank)
+        self._chol = None      # Cholesky factor of M0 at the last refactorisation
+        self._inv_ready = True  # whether inv.H0 is the inverse (else: form it from _chol)
         self.n_refactor = 0
-        self._refactor()
-        return self
 
     @property
     def p(self):
         return self.M0.shape[0]
 
-    def _m_matvec(self, x):
-        out = self.M0 @ x
-        r = self._np
-        if r:
-            P = self._P[:r]
-            out += P.T @ (self._s[:r] * (P @ x))
-        return out
-
     def _fold_rows(self):
         r = self._np
         if r:
-            P = self._P[:r]
-            self.M0 += (P.T * self._s[:r]) @ P
+            P, sg = self._P[:r], self._s[:r]
+            self.M0 = _syrk_update(self.M0, P[sg > 0], 1.0)
+            self.M0 = _syrk_update(self.M0, P[sg < 0], -1.0)
             self._np = 0
 
     def _refactor(self):
-        """Recompute the inverse and β from the exact statistics (O(p³))."""
+        """Recompute the factor and β from the exact statistics (O(p³)); the explicit inverse
+        is formed later, on demand."""
         self._fold_rows()
-        H0, c = _spd_inverse(self.M0, "ΦᵀΦ + ρI")
-        self.inv.reset(H0)
+        c = _cholesky(self.M0, "ΦᵀΦ + ρI")
         self.beta = linalg.cho_solve(c, self.b, check_finite=False)
+        self._chol = c
+        self._inv_ready = False
+        self.inv.rank = 0
         self.n_refactor += 1
+
+    def _ensure_inverse(self):
+        if not self._inv_ready:
+            self.inv.reset(_inverse_from_cholesky(self._chol, "ΦᵀΦ + ρI"))
+            self._inv_ready = True
 
     def fold(self, refine=True):
         """Write pending corrections into the base; with ``refine``, refine β against ``M β = b``.
@@ -131,7 +181,7 @@ class PrimalSquaredState:
         self.inv.fold()
         if not refine:
             return
-        r = self.b - self.M0 @ self.beta
+        r = self.b - _sym_matvec(self.M0, self.beta)
         d = self.inv.matvec(r)
         self.beta = self.beta + d
         if np.linalg.norm(d) > _DRIFT_RTOL * max(np.linalg.norm(self.beta), 1e-300):
@@ -153,35 +203,39 @@ class PrimalSquaredState:
 
     def _apply(self, Pa, ya, Pr, yr, Pl, dy):
         p = self.p
-        blocks = [(Pa, ya, 1.0), (Pr, yr, -1.0)]
-        rows = [B for B, _, _ in blocks if B is not None and B.shape[0]]
-        V = np.vstack(rows) if rows else np.zeros((0, p))
-        s = np.concatenate([np.full(B.shape[0], sg) for B, _, sg in blocks
-                            if B is not None and B.shape[0]]) if rows else np.zeros(0)
-        yv = np.concatenate([t for B, t, _ in blocks if B is not None and B.shape[0]]) \
-            if rows else np.zeros(0)
-        db = V.T @ (s * yv)
+        Pa = None if Pa is None or Pa.shape[0] == 0 else Pa
+        Pr = None if Pr is None or Pr.shape[0] == 0 else Pr
+        db = np.zeros(p)
+        if Pa is not None:
+            db += Pa.T @ ya
+        if Pr is not None:
+            db -= Pr.T @ yr
         rel = None
         if Pl is not None and Pl.shape[0]:
             rel = Pl.T @ dy
-            db = db + rel
-        k = V.shape[0]
+            db += rel
+        k = (0 if Pa is None else Pa.shape[0]) + (0 if Pr is None else Pr.shape[0])
         if k > self.max_rank:
-            return self._apply_refactor(V, s, db)
+            return self._apply_refactor(Pa, Pr, db)
         if not self.inv.room(k):
             self.fold()
+        self._ensure_inverse()  # after the fold, which may have refactorised
         t = self.beta + (self.inv.matvec(rel) if rel is not None else 0.0)
         if k == 0:
             self.beta = t
             self.b = self.b + db
             return
+        parts = [(B, yy, sg) for B, yy, sg in ((Pa, ya, 1.0), (Pr, yr, -1.0)) if B is not None]
+        V = parts[0][0] if len(parts) == 1 else np.vstack([B for B, _, _ in parts])
+        s = np.concatenate([np.full(B.shape[0], sg) for B, _, sg in parts])
+        yv = np.concatenate([yy for _, yy, _ in parts])
         W = self.inv.matvec(np.ascontiguousarray(V.T)) if k > 1 else \
             self.inv.matvec(V[0])[:, None]
         G = V @ W
         G.flat[:: k + 1] += s
         core = _woodbury_core(G)
         if core is None:  # leverage ≈ 1: Woodbury is unreliable, use the exact statistics
-            return self._apply_refactor(V, s, db)
+            return self._apply_refactor(Pa, Pr, db)
         t = t + W @ (s * yv)
         beta = t + W @ (core @ (V @ t))
         r = self._np
@@ -192,23 +246,30 @@ class PrimalSquaredState:
         self.beta = beta
         self.b = self.b + db
 
-    def _apply_refactor(self, V, s, db):
-        saved = (self.M0.copy(), self.b, self.beta, self.inv.H0, self.inv.rank, self._np)
+    def _apply_refactor(self, Pa, Pr, db):
+        """Large batch: ``M ± ΦᵀΦ`` by two syrk products, then one Cholesky factorisation."""
+        saved = (self.M0.copy(), self.b, self.beta, self.inv.H0, self.inv.rank, self._np,
+                 self._chol, self._inv_ready)
         try:
             self._fold_rows()
-            self.M0 += (V.T * s) @ V
+            self.M0 = _syrk_update(self.M0, Pa, 1.0)
+            self.M0 = _syrk_update(self.M0, Pr, -1.0)
             self.b = self.b + db
             self._refactor()
         except ValueError:
-            self.M0, self.b, self.beta, H0, rank, self._np = saved
+            (self.M0, self.b, self.beta, H0, rank, self._np, self._chol,
+             self._inv_ready) = saved
             self.inv.H0 = H0
             self.inv.rank = rank
             raise
 
     # ------------------------------------------------------------ persistence
     def to_arrays(self):
+        self._ensure_inverse()
         self.fold(refine=False)
-        return {"state_M": np.ascontiguousarray(self.M0), "state_b": self.b,
+        M = np.tril(self.M0)
+        M = M + np.tril(M, -1).T
+        return {"state_M": M, "state_b": self.b,
                 "state_beta": self.beta, "state_H": np.ascontiguousarray(self.inv.H0)}
 
     @classmethod
@@ -219,14 +280,11 @@ class PrimalSquaredState:
         p = b.shape[0]
         if M.shape != (p, p) or H.shape != (p, p) or beta.shape != (p,):
             raise ValueError("corrupt model file: the squared-loss state has inconsistent shapes")
+        st._init_buffers(p)
         st.M0 = np.asfortranarray(M)
         st.b = b
         st.beta = beta
-        st._P = np.zeros((st.max_rank, p))
-        st._s = np.zeros(st.max_rank)
-        st._np = 0
         st.inv = LowRankInverse(H, st.max_rank)
-        st.n_refactor = 0
         return st
 
 
@@ -253,6 +311,7 @@ class DualSquaredState:
         self.inv = LowRankInverse(np.zeros((capacity, capacity)), self.max_rank)
         self.n_refactor = 0
         self.n_folds = 0
+        self._dirty, self._clean = [], []  # removed slots before / after exact zeroing
         self._refactor()
         return self
 
@@ -262,15 +321,25 @@ class DualSquaredState:
 
     def _refactor(self):
         A = np.flatnonzero(self.active)
-        G = self.gram.sub(A)
-        G.flat[:: A.size + 1] += self.rho
+        n = A.size
+        dense = n == 0 or A[-1] == n - 1  # the active slots are 0..n-1: slices, no gathers
+        G = np.array(self.gram.K[:n, :n], order="F") if dense else self.gram.sub(A)
+        G.flat[:: n + 1] += self.rho
         HA, c = _spd_inverse(G, "K + ρI")
-        H0 = np.zeros((self.capacity, self.capacity), order="F")
-        H0[np.ix_(A, A)] = HA
+        if dense and n == self.capacity:
+            H0 = HA
+        else:
+            H0 = np.zeros((self.capacity, self.capacity), order="F")
+            if dense:
+                H0[:n, :n] = HA
+            else:
+                H0[np.ix_(A, A)] = HA
         self.inv.reset(H0)
         alpha = np.zeros(self.capacity)
         alpha[A] = linalg.cho_solve(c, self.y[A], check_finite=False)
         self.alpha = alpha
+        self._clean.extend(getattr(self, "_dirty", []))
+        self._dirty = []
         self.n_refactor += 1
 
     def residual(self):
@@ -285,16 +354,27 @@ class DualSquaredState:
         if self.inv.rank == 0:
             return
         self.inv.fold()
-        dead = np.flatnonzero(~self.active)
-        if dead.size:
-            self.inv.H0[dead, :] = 0.0
-            self.inv.H0[:, dead] = 0.0
+        self._zero_dirty()
         if not refine:
             return
         d = self.inv.H0 @ self.residual()
         self.alpha = self.alpha + d
         if np.linalg.norm(d) > _DRIFT_RTOL * max(np.linalg.norm(self.alpha), 1e-300):
             self._refactor()
+
+    def _zero_dirty(self):
+        """Zero, exactly, the rows and columns of the slots removed since the last fold."""
+        dead = np.array(sorted(set(self._dirty)), dtype=np.intp)
+        if dead.size:
+            self.inv.H0[dead, :] = 0.0
+            self.inv.H0[:, dead] = 0.0
+        self._clean.extend(dead.tolist())
+        self._dirty = []
+
+    def pop_clean(self):
+        """Removed slots whose rows and columns are now exactly zero: safe to reuse."""
+        clean, self._clean = self._clean, []
+        return clean
 
     def ensure_capacity(self, cap):
         if cap <= self.capacity:
@@ -311,6 +391,7 @@ class DualSquaredState:
 
     def take(self, keep, capacity):
         self.fold()
+        self._dirty, self._clean = [], []
         n = len(keep)
         self.gram.take(keep, capacity)
         for name in ("y", "alpha", "active"):
@@ -343,17 +424,35 @@ class DualSquaredState:
         k_rem = 0 if rem is None else len(rem)
         k_add = 0 if add is None else len(add)
         if k_rem + k_add > self.max_rank:
-            return self._apply_refactor(rem, add, K_cross, K_new, y_add, rel, dy)
+            # a large block: Woodbury applied to the base at once (BLAS-3, O(n² k)); if it
+            # fails half-way the inverse is rebuilt for the unchanged model
+            dirty0 = list(self._dirty)
+            try:
+                return self._woodbury(None, rem, add, K_cross, K_new, y_add, rel, dy, k_rem,
+                                      k_add)
+            except ValueError:
+                self._dirty = dirty0
+                self._refactor()
+                raise
         if not self.inv.room(k_rem + k_add):
             self.fold()
         mark = self.inv.mark()
+        dirty0 = list(self._dirty)
         try:
             return self._woodbury(mark, rem, add, K_cross, K_new, y_add, rel, dy, k_rem, k_add)
         except ValueError:
             self.inv.rollback(mark)
+            self._dirty = dirty0
             raise
 
     def _woodbury(self, mark, rem, add, K_cross, K_new, y_add, rel, dy, k_rem, k_add):
+        """Sherman–Morrison–Woodbury for a relabel, a removal block and an addition block.
+
+        ``mark`` is the rollback token for pending corrections, or None to apply the blocks to
+        the base at once (large batches).
+        """
+        direct = mark is None
+        put = self.inv.apply_now if direct else self.inv.add
         alpha = self.alpha.copy()
         y = self.y.copy()
         active = self.active.copy()
@@ -362,12 +461,15 @@ class DualSquaredState:
             y[rel] += dy
         if k_rem:
             HR = self.inv.columns(rem)
-            core = _woodbury_core(HR[rem])  # = -H_RR⁻¹; H_RR is SPD
+            core = _spd_core(HR[rem])  # = -H_RR⁻¹; H_RR is SPD
             if core is None:
+                if direct:
+                    raise ValueError("ill-conditioned update: H[R, R] is singular")
                 self.inv.rollback(mark)
                 return self._apply_refactor(rem, add, K_cross, K_new, y_add, rel, dy)
             alpha += HR @ (core @ alpha[rem])
-            self.inv.add(HR, core)
+            put(HR, core)
+            self._dirty.extend(np.asarray(rem).tolist())
             alpha[rem] = 0.0
             y[rem] = 0.0
             active[rem] = False
@@ -377,8 +479,15 @@ class DualSquaredState:
             HB = self.inv.matvec(B)
             S = K_new - B.T @ HB
             S.flat[:: k_add + 1] += self.rho
-            core = _woodbury_core(-S)  # = S⁻¹ (S is the SPD Schur complement)
-            if core is None or np.any(np.diag(S) <= 0):
+            # S ⪰ ρI in exact arithmetic; far below that, the tracked inverse has drifted
+            ok = np.linalg.eigvalsh(0.5 * (S + S.T))[0] > 0.5 * self.rho
+            core = _spd_core(S) if ok else None  # = -S⁻¹
+            if core is not None:
+                core = -core  # = S⁻¹
+            else:
+                if direct:
+                    raise ValueError("ill-conditioned update: the Schur complement of the "
+                                     "added samples is not positive definite")
                 self.inv.rollback(mark)
                 return self._apply_refactor(rem, add, K_cross, K_new, y_add, rel, dy)
             U = -HB
@@ -386,8 +495,14 @@ class DualSquaredState:
             y[add] = y_add
             active[add] = True
             alpha += U @ (core @ (y_add - B.T @ alpha))
-            self.inv.add(U, core)
+            put(U, core)
         self.alpha, self.y, self.active = alpha, y, active
+        if direct:  # one refinement step against the exact kernel matrix, as in a fold
+            self._zero_dirty()
+            d = self.inv.H0 @ self.residual()
+            self.alpha = self.alpha + d
+            if np.linalg.norm(d) > _DRIFT_RTOL * max(np.linalg.norm(self.alpha), 1e-300):
+                self._refactor()
 
     def _apply_refactor(self, rem, add, K_cross, K_new, y_add, rel, dy):
         saved = (self.y.copy(), self.active.copy(), self.alpha, self.inv.H0, self.inv.rank)
@@ -434,6 +549,7 @@ class DualSquaredState:
         H0 = np.zeros((capacity, capacity), order="F")
         H0[:n, :n] = H
         st.inv = LowRankInverse(H0, max_rank)
+        st._dirty, st._clean = [], []
         st.n_refactor = 0
         st.n_folds = 0
         return st

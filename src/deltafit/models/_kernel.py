@@ -51,7 +51,6 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
         led.insert(led.allocate(n), X, t)
         self._ledger = led
         self.n_samples_fit_ = n
-        self._seen_folds = getattr(self._state, "n_folds", 0)
 
     def _stored_rows(self, X):
         return X
@@ -99,14 +98,11 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
 
     def _after_update(self):
         st = self._state
-        folds = getattr(st, "n_folds", None)
-        if folds is None:
+        if not hasattr(st, "pop_clean"):
             super()._after_update()
             return
-        # slots freed by removals are reusable only once the tracked inverse has been folded
-        if folds != self._seen_folds:
-            self._seen_folds = folds
-            self._ledger.release()
+        # slots freed by removals are reusable only once the tracked inverse is exactly zero there
+        self._ledger.release(st.pop_clean())
         led = self._ledger
         if led.capacity > 256 and led.n_samples < led.capacity // 4:
             keep = led.compact()

@@ -188,11 +188,16 @@ class Ledger:
             for s in slots.tolist():
                 self.digests[s] = None
 
-    def release(self):
-        """Declare every inactive used slot reusable (the owner's matrices are clean there)."""
-        if self._freed:
+    def release(self, slots=None):
+        """Declare deleted slots reusable: all of them, or only ``slots`` (those whose rows the
+        owner's matrices have cleaned)."""
+        if slots is None:
             self._free.extend(self._freed)
             self._freed = []
+        elif len(slots):
+            ok = set(slots)
+            self._free.extend(s for s in self._freed if s in ok)
+            self._freed = [s for s in self._freed if s not in ok]
 
     def compact(self):
         """Move the active samples to slots 0..n-1 (in id order); returns the old slots kept."""

@@ -95,12 +95,19 @@ class LowRankInverse:
             r = self.rank
             U = self._U[:, :r]
             V = np.asfortranarray(U @ self._C[:r, :r])
+            # U C Uᵀ is symmetric; the product's rounding asymmetry (~ε) is harmless
             self.H0 = blas.dgemm(1.0, V, U, beta=1.0, c=self.H0, trans_b=1, overwrite_c=1)
-            # keep H0 exactly symmetric
-            self.H0 += self.H0.T
-            self.H0 *= 0.5
-            self.H0 = np.asfortranarray(self.H0)
             self.rank = 0
+
+    def apply_now(self, U, C):
+        """``H0 += U C Uᵀ`` at once (one BLAS-3 product), for blocks too large to keep pending.
+
+        Folds the pending corrections first.  Not undoable by :meth:`rollback`.
+        """
+        self.fold()
+        V = np.asfortranarray(U @ C)
+        self.H0 = blas.dgemm(1.0, V, np.asfortranarray(U), beta=1.0, c=self.H0, trans_b=1,
+                             overwrite_c=1)
 
     def reset(self, H0):
         """Replace the base by a freshly computed inverse and drop all corrections."""
