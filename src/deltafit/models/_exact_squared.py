@@ -35,6 +35,8 @@ __all__ = ["PrimalSquaredState", "DualSquaredState"]
 _CORE_RTOL = 1e-8
 # Iterative-refinement correction (relative) above which the tracked inverse is recomputed.
 _DRIFT_RTOL = 1e-9
+# Rows per chunk when streaming a large batch through syrk (a few hundred KB: stays in cache).
+_CHUNK = 128
 
 
 def _cholesky(A, what):
@@ -89,12 +91,52 @@ def _spd_core(A):
     return -linalg.cho_solve(c, np.eye(A.shape[0]), check_finite=False)
 
 
-def _syrk_update(M, rows, sign):
-    """``M += sign · rowsᵀ rows`` on the lower triangle of the Fortran-ordered ``M`` (BLAS syrk)."""
-    if rows is None or rows.shape[0] == 0:
-        return M
-    a = np.asfortranarray(rows.T)  # (p, k), a view when rows is C-contiguous
-    return blas.dsyrk(float(sign), a, beta=1.0, c=M, trans=0, lower=1, overwrite_c=1)
+class Rows:
+    """Rows ``source[index]`` of a matrix, gathered only when (and as) they are needed.
+
+    Large batches stream through :func:`_gram_update` in cache-sized Fortran-ordered chunks, so
+    the rows of a 10% removal are read once, straight from the ledger's storage.
+    """
+
+    def __init__(self, source, index=None):
+        self.source = source
+        self.index = None if index is None else np.asarray(index)
+
+    def __len__(self):
+        return self.source.shape[0] if self.index is None else self.index.size
+
+    def array(self):
+        return self.source if self.index is None else self.source[self.index]
+
+    def chunks(self, size=_CHUNK):
+        n = len(self)
+        for i in range(0, n, size):
+            if self.index is None:
+                block = self.source[i:i + size]
+            else:
+                block = self.source[self.index[i:i + size]]
+            yield i, np.asfortranarray(block)
+
+
+def as_rows(x):
+    """``Rows`` from an array, a ``Rows`` or None (None for no rows)."""
+    if x is None:
+        return None
+    rows = x if isinstance(x, Rows) else Rows(x)
+    return rows if len(rows) else None
+
+
+def _gram_update(M, rows, sign, y=None):
+    """``M += sign · VᵀV`` on the lower triangle of the Fortran-ordered ``M`` (BLAS syrk, in
+    chunks) and, if ``y`` is given, also return ``Vᵀy``; ``V`` are the rows (``Rows``)."""
+    rhs = None if y is None else np.zeros(M.shape[0])
+    if rows is None:
+        return M, rhs
+    for i, block in rows.chunks():
+        M = blas.dsyrk(float(sign), block, beta=1.0, c=M, trans=1, lower=1, overwrite_c=1)
+        if y is not None:
+            rhs += block.T @ y[i:i + block.shape[0]]
+    return M, rhs
 
 
 def _sym_matvec(M, x):
@@ -124,11 +166,9 @@ class PrimalSquaredState:
     # ------------------------------------------------------------------ build
     def fit(self, Phi, y):
         p = Phi.shape[1]
-        M = np.zeros((p, p), order="F")
-        M = _syrk_update(M, Phi, 1.0)
+        M, self.b = _gram_update(np.zeros((p, p), order="F"), Rows(Phi), 1.0, y)
         M.flat[:: p + 1] += self.rho
         self.M0 = M
-        self.b = Phi.T @ y
         self._init_buffers(p)
         self._refactor()
         return self
@@ -150,8 +190,8 @@ class PrimalSquaredState:
         r = self._np
         if r:
             P, sg = self._P[:r], self._s[:r]
-            self.M0 = _syrk_update(self.M0, P[sg > 0], 1.0)
-            self.M0 = _syrk_update(self.M0, P[sg < 0], -1.0)
+            self.M0, _ = _gram_update(self.M0, as_rows(P[sg > 0]), 1.0)
+            self.M0, _ = _gram_update(self.M0, as_rows(P[sg < 0]), -1.0)
             self._np = 0
 
     def _refactor(self):
@@ -203,20 +243,20 @@ class PrimalSquaredState:
 
     def _apply(self, Pa, ya, Pr, yr, Pl, dy):
         p = self.p
-        Pa = None if Pa is None or Pa.shape[0] == 0 else Pa
-        Pr = None if Pr is None or Pr.shape[0] == 0 else Pr
-        db = np.zeros(p)
+        Pa, Pr = as_rows(Pa), as_rows(Pr)
+        rel = None
+        if Pl is not None and len(Pl):
+            rel = as_rows(Pl).array().T @ dy
+        k = (0 if Pa is None else len(Pa)) + (0 if Pr is None else len(Pr))
+        if k > self.max_rank:
+            return self._apply_refactor(Pa, ya, Pr, yr, rel)
+        Pa = None if Pa is None else Pa.array()
+        Pr = None if Pr is None else Pr.array()
+        db = np.zeros(p) if rel is None else rel.copy()
         if Pa is not None:
             db += Pa.T @ ya
         if Pr is not None:
             db -= Pr.T @ yr
-        rel = None
-        if Pl is not None and Pl.shape[0]:
-            rel = Pl.T @ dy
-            db += rel
-        k = (0 if Pa is None else Pa.shape[0]) + (0 if Pr is None else Pr.shape[0])
-        if k > self.max_rank:
-            return self._apply_refactor(Pa, Pr, db)
         if not self.inv.room(k):
             self.fold()
         self._ensure_inverse()  # after the fold, which may have refactorised
@@ -235,7 +275,7 @@ class PrimalSquaredState:
         G.flat[:: k + 1] += s
         core = _woodbury_core(G)
         if core is None:  # leverage ≈ 1: Woodbury is unreliable, use the exact statistics
-            return self._apply_refactor(Pa, Pr, db)
+            return self._apply_refactor(as_rows(Pa), ya, as_rows(Pr), yr, rel)
         t = t + W @ (s * yv)
         beta = t + W @ (core @ (V @ t))
         r = self._np
@@ -246,15 +286,20 @@ class PrimalSquaredState:
         self.beta = beta
         self.b = self.b + db
 
-    def _apply_refactor(self, Pa, Pr, db):
-        """Large batch: ``M ± ΦᵀΦ`` by two syrk products, then one Cholesky factorisation."""
+    def _apply_refactor(self, Pa, ya, Pr, yr, rel):
+        """Large batch: ``M ± ΦᵀΦ`` by streamed syrk products (rows read once), then one
+        Cholesky factorisation.  ``Pa``, ``Pr``: ``Rows`` or None; ``rel``: Φ_lᵀ Δy or None."""
         saved = (self.M0.copy(), self.b, self.beta, self.inv.H0, self.inv.rank, self._np,
                  self._chol, self._inv_ready)
         try:
             self._fold_rows()
-            self.M0 = _syrk_update(self.M0, Pa, 1.0)
-            self.M0 = _syrk_update(self.M0, Pr, -1.0)
-            self.b = self.b + db
+            self.M0, ba = _gram_update(self.M0, Pa, 1.0, ya)
+            self.M0, br = _gram_update(self.M0, Pr, -1.0, yr)
+            b = self.b.copy()
+            for part, sg in ((ba, 1.0), (br, -1.0), (rel, 1.0)):
+                if part is not None:
+                    b += sg * part
+            self.b = b
             self._refactor()
         except ValueError:
             (self.M0, self.b, self.beta, H0, rank, self._np, self._chol,

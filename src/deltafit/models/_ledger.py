@@ -52,7 +52,8 @@ class Ledger:
         self.digests = [None] * capacity if keep_digests else None
         self.next_id = 0
         self.end = 0  # slots [end, capacity) have never been used since the last compaction
-        self._slot_of = {}
+        self._slot_of = np.full(16, -1, dtype=np.intp)  # id -> slot (-1: not in the model)
+        self._n = 0
         self._free = []  # freed slots that the owner has declared reusable
         self._freed = []  # deleted slots not yet declared reusable
 
@@ -63,7 +64,7 @@ class Ledger:
 
     @property
     def n_samples(self):
-        return len(self._slot_of)
+        return self._n
 
     def active_slots(self):
         """Slots of the active samples, ordered by id."""
@@ -90,16 +91,13 @@ class Ledger:
         uniq, counts = np.unique(ids, return_counts=True)
         if np.any(counts > 1):
             raise ValueError(f"repeated {what}: {uniq[counts > 1][:10].tolist()}")
-        slots = np.empty(ids.size, dtype=np.intp)
-        unknown = []
-        for k, i in enumerate(ids.tolist()):
-            s = self._slot_of.get(i)
-            if s is None:
-                unknown.append(i)
-            else:
-                slots[k] = s
-        if unknown:
-            raise ValueError(f"unknown sample {what} (not in the model): {unknown[:10]}")
+        inside = (ids >= 0) & (ids < self.next_id)
+        slots = np.full(ids.size, -1, dtype=np.intp)
+        slots[inside] = self._slot_of[ids[inside]]
+        if np.any(slots < 0):
+            raise ValueError(
+                f"unknown sample {what} (not in the model): {ids[slots < 0][:10].tolist()}"
+            )
         return slots
 
     def find(self, X, y):
@@ -170,14 +168,18 @@ class Ledger:
         if self.keep_digests:
             for s, d in zip(slots, digests):
                 self.digests[s] = d
-        for s, i in zip(slots.tolist(), ids.tolist()):
-            self._slot_of[i] = s
+        if self.next_id > self._slot_of.size:
+            grown = np.full(max(self.next_id, 2 * self._slot_of.size), -1, dtype=np.intp)
+            grown[: self._slot_of.size] = self._slot_of
+            self._slot_of = grown
+        self._slot_of[ids] = slots
+        self._n += k
         return ids
 
     def delete(self, slots):
         """Deactivate ``slots``; they become reusable only after :meth:`release`."""
-        for s in slots.tolist():
-            del self._slot_of[int(self.ids[s])]
+        self._slot_of[self.ids[slots]] = -1
+        self._n -= len(slots)
         self._freed.extend(slots.tolist())
         self.active[slots] = False
         self.ids[slots] = -1
@@ -218,7 +220,8 @@ class Ledger:
         self.end = n
         self._free = []
         self._freed = []
-        self._slot_of = {int(i): s for s, i in enumerate(ids[:n].tolist())}
+        self._slot_of[:] = -1
+        self._slot_of[ids[:n]] = np.arange(n)
         return keep
 
     # ----------------------------------------------------------- persistence
@@ -257,7 +260,11 @@ class Ledger:
             led.digests[:n] = digests
         led.end = n
         led.next_id = int(arrays["ledger_next_id"])
-        led._slot_of = {int(i): s for s, i in zip(slots.tolist(), ids.tolist())}
-        if len(led._slot_of) != n or (n and (ids.min() < 0 or ids.max() >= led.next_id)):
+        if not 0 <= led.next_id <= 2**40:
+            raise ValueError("corrupt model file: the ledger's next id is out of range")
+        if n and (ids.min() < 0 or ids.max() >= led.next_id or np.unique(ids).size != n):
             raise ValueError("corrupt model file: the ledger's ids are inconsistent")
+        led._slot_of = np.full(max(16, led.next_id), -1, dtype=np.intp)
+        led._slot_of[ids] = slots
+        led._n = n
         return led

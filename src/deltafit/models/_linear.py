@@ -11,6 +11,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._validation import check_bool
 from ..kernels import resolve_feature_map
 from ._base import BinaryClassifierTags, SingleOutputRegressorTags, UpdatableMixin, make_primal_state
+from ._exact_squared import Rows
 from ._ledger import Ledger
 
 __all__ = ["LinearClassifier", "LinearRegressor"]
@@ -47,8 +48,10 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
             previous = None
         self._state = make_primal_state(self.loss, self.C, Phi, t, self._solver_options(),
                                         self._max_rank, previous)
+        n = X.shape[0]
+        # headroom for a batch of additions without re-copying the stored rows
         led = Ledger(Phi.shape[1], keep_rows=self.keep_data, keep_digests=not self.keep_data,
-                     capacity=X.shape[0])
+                     capacity=n + max(16, n // 8), growth=1.5)
         digests = None
         if not self.keep_data:
             from ._ledger import row_digests
@@ -67,7 +70,7 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
             Pa, ya = self._features(plan["add"][0]), plan["add"][1]
         if "remove" in plan:
             slots, rows = plan["remove"]
-            Pr = led.X[slots] if led.keep_rows else self._features(rows)
+            Pr = Rows(led.X, slots) if led.keep_rows else self._features(rows)
             yr = led.y[slots]
         if "relabel" in plan:
             slots, tl, rows = plan["relabel"]
