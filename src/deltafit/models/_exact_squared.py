@@ -35,8 +35,8 @@ __all__ = ["PrimalSquaredState", "DualSquaredState"]
 _CORE_RTOL = 1e-8
 # Iterative-refinement correction (relative) above which the tracked inverse is recomputed.
 _DRIFT_RTOL = 1e-9
-# Rows per chunk when streaming a large batch through syrk (a few hundred KB: stays in cache).
-_CHUNK = 128
+# Rows per chunk when streaming a large batch through syrk (bounds the gathered copy's memory).
+_CHUNK = 512
 
 
 def _cholesky(A, what):
@@ -94,8 +94,8 @@ def _spd_core(A):
 class Rows:
     """Rows ``source[index]`` of a matrix, gathered only when (and as) they are needed.
 
-    Large batches stream through :func:`_gram_update` in cache-sized Fortran-ordered chunks, so
-    the rows of a 10% removal are read once, straight from the ledger's storage.
+    Large batches stream through :func:`_gram_update` in chunks, so that the rows of a removal
+    are gathered from the ledger's storage once and a bounded amount at a time.
     """
 
     def __init__(self, source, index=None):
@@ -108,14 +108,15 @@ class Rows:
     def array(self):
         return self.source if self.index is None else self.source[self.index]
 
-    def chunks(self, size=_CHUNK):
+    def chunks(self, size=None):
+        size = size or _CHUNK
         n = len(self)
         for i in range(0, n, size):
             if self.index is None:
                 block = self.source[i:i + size]
             else:
                 block = self.source[self.index[i:i + size]]
-            yield i, np.asfortranarray(block)
+            yield i, np.ascontiguousarray(block)
 
 
 def as_rows(x):
@@ -133,7 +134,8 @@ def _gram_update(M, rows, sign, y=None):
     if rows is None:
         return M, rhs
     for i, block in rows.chunks():
-        M = blas.dsyrk(float(sign), block, beta=1.0, c=M, trans=1, lower=1, overwrite_c=1)
+        # block.T is a Fortran-ordered (p, k) view: C += sign · A Aᵀ, no transposed copy
+        M = blas.dsyrk(float(sign), block.T, beta=1.0, c=M, trans=0, lower=1, overwrite_c=1)
         if y is not None:
             rhs += block.T @ y[i:i + block.shape[0]]
     return M, rhs

@@ -157,11 +157,14 @@ class Ledger:
         k = len(slots)
         ids = np.arange(self.next_id, self.next_id + k, dtype=np.int64)
         self.next_id += k
-        n_reused = sum(1 for s in slots if s < self.end)
+        n_reused = int(np.count_nonzero(slots < self.end))
         del self._free[:n_reused]
         self.end = max(self.end, int(slots.max()) + 1) if k else self.end
         if self.keep_rows:
-            self.X[slots] = X
+            if k and slots[-1] - slots[0] == k - 1 and np.all(np.diff(slots) == 1):
+                self.X[slots[0]:slots[-1] + 1] = X  # a block copy, no scatter
+            else:
+                self.X[slots] = X
         self.y[slots] = y
         self.ids[slots] = ids
         self.active[slots] = True
