@@ -311,3 +311,26 @@ def test_property_random_sequences(seed, model_name, ops, fit_intercept):
                 continue
             _relabel(model, mirror, targets, newy)
     _check(model, mirror, X[n:n + 50])
+
+
+@pytest.mark.parametrize("chunk", [7, 512])
+def test_large_batches_streamed_in_chunks(chunk, monkeypatch, mnist_sample):
+    """Batches above the pending-rank budget go through chunked syrk products of the exact
+    statistics; any chunking gives the fresh fit (removal by id, addition, keep_data=False)."""
+    from deltafit.models import _exact_squared
+
+    monkeypatch.setattr(_exact_squared, "_CHUNK", chunk)
+    X, y = mnist_sample
+    X, y = X[:1500], y[:1500]
+    rng = np.random.default_rng(5)
+    for keep_data in (True, False):
+        m = df.LinearClassifier(C=0.5, keep_data=keep_data).fit(X[:1200], y[:1200])
+        gone = np.sort(rng.choice(1200, size=150, replace=False))
+        if keep_data:
+            m.remove(gone)
+        else:
+            m.remove(gone, X=X[gone])
+        m.add(X[1200:], y[1200:])
+        keep = np.setdiff1d(np.arange(1500), gone)
+        fresh = df.LinearClassifier(C=0.5).fit(X[keep], y[keep])
+        assert rel_err(m.decision_function(X), fresh.decision_function(X)) < SQ_TOL
