@@ -1,7 +1,6 @@
 """Losses (derivatives vs finite differences) and the Newton solvers (stopping rule, warm start,
 callback, the gradient-norm certificate)."""
 
-import warnings
 
 import numpy as np
 import pytest

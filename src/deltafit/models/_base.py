@@ -19,7 +19,8 @@ next, and the ledger is changed last; a ValueError anywhere leaves the model exa
 from __future__ import annotations
 
 import numpy as np
-from sklearn.base import BaseEstimator
+from scipy.special import expit, log_expit
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
@@ -433,6 +434,22 @@ class UpdatableMixin:
         z = self._decision(X)
         return self._decode_y(z) if self._classifier else z
 
+    @property
+    def n_iter_(self):
+        """Newton iterations of the last (re-)solve; 1 for the closed form (one direct solve)."""
+        check_is_fitted(self, "_state")
+        res = getattr(self._state, "result", None)
+        return 1 if res is None else res.n_iter
+
+    @property
+    def grad_norm_(self):
+        """‖∇J‖₂ in model space (RKHS norm for kernel models) at the current solution; it
+        certifies ‖β − β*‖ ≤ grad_norm_ by 1-strong convexity (Okumura et al., Thm 6).  0 for
+        the closed form, exact up to rounding."""
+        check_is_fitted(self, "_state")
+        res = getattr(self._state, "result", None)
+        return 0.0 if res is None else res.grad_norm
+
     def _decision(self, X):
         check_is_fitted(self, "_ledger")
         X = validate_data(self, X, dtype=np.float64, reset=False)
@@ -444,13 +461,33 @@ class UpdatableMixin:
         return tags
 
 
-class BinaryClassifierTags:
-    """Tags of a binary-only classifier (put before ClassifierMixin in the bases)."""
+class BinaryClassifierMixin:
+    """What the two binary classifiers share (put before ClassifierMixin in the bases): tags,
+    ``decision_function`` and, for the logistic loss only, ``predict_proba``."""
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_class = False
         return tags
+
+    def decision_function(self, X):
+        """Signed score ``⟨Φ(x), β⟩`` (kernel models: ``Σ α_i k(x_i, x)``); positive means
+        ``classes_[1]``."""
+        return self._decision(X)
+
+    def _is_logistic(self):
+        return self.loss == "logistic"
+
+    @available_if(_is_logistic)
+    def predict_proba(self, X):
+        """Class probabilities (logistic loss only), columns in the order of ``classes_``."""
+        p = expit(self._decision(X))
+        return np.column_stack([1.0 - p, p])
+
+    @available_if(_is_logistic)
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba` (logistic loss only)."""
+        return np.column_stack([log_expit(-self._decision(X)), log_expit(self._decision(X))])
 
 
 class SingleOutputRegressorTags:
@@ -477,5 +514,5 @@ def make_dual_state(loss, C, K, t, capacity, opts, max_rank, coef0=None):
     return KernelNewtonState(opts).fit(K, t, capacity, coef0)
 
 
-__all__ += ["make_primal_state", "make_dual_state", "Ledger", "BinaryClassifierTags",
+__all__ += ["make_primal_state", "make_dual_state", "Ledger", "BinaryClassifierMixin",
             "SingleOutputRegressorTags"]

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
-from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_int, check_real
 from ..kernels import kernel_matrix, validate_kernel
-from ._base import BinaryClassifierTags, SingleOutputRegressorTags, UpdatableMixin, make_dual_state
+from ._base import BinaryClassifierMixin, SingleOutputRegressorTags, UpdatableMixin, make_dual_state
 from ._ledger import Ledger
 
 __all__ = ["KernelClassifier", "KernelRegressor"]
@@ -18,6 +16,23 @@ __all__ = ["KernelClassifier", "KernelRegressor"]
 
 class _KernelModel(UpdatableMixin, BaseEstimator):
     _kernel = True
+
+    def __init__(self, loss="squared", C=1.0, *, kernel="rbf", gamma=None, degree=3, coef0=1.0,
+                 kernel_params=None, fit_intercept=True, intercept_scaling=1.0, tol=1e-10,
+                 max_iter=100, warm_start=False, callback=None):
+        self.loss = loss
+        self.C = C
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.kernel_params = kernel_params
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
+        self.tol = tol
+        self.max_iter = max_iter
+        self.warm_start = warm_start
+        self.callback = callback
 
     def _check_model_params(self):
         validate_kernel(self.kernel)
@@ -135,20 +150,6 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
         check_is_fitted(self, "_state")
         return float(self._s ** 2 * self.dual_coef_.sum())
 
-    @property
-    def n_iter_(self):
-        """Newton iterations of the last (re-)solve; 1 for the closed form (one direct solve)."""
-        check_is_fitted(self, "_state")
-        res = getattr(self._state, "result", None)
-        return 1 if res is None else res.n_iter
-
-    @property
-    def grad_norm_(self):
-        """RKHS norm of ∇J at the current α; certifies ‖β − β*‖ ≤ grad_norm_."""
-        check_is_fitted(self, "_state")
-        res = getattr(self._state, "result", None)
-        return 0.0 if res is None else res.grad_norm
-
 
 _KERNEL_DOC_PARAMS = """
     C : float, default=1.0
@@ -174,8 +175,8 @@ _KERNEL_DOC_PARAMS = """
 """
 
 
-class KernelClassifier(BinaryClassifierTags, ClassifierMixin, _KernelModel):
-    """Binary kernel classifier with exact add / remove / relabel (LS-SVM, logistic, L2-SVM).
+class KernelClassifier(BinaryClassifierMixin, ClassifierMixin, _KernelModel):
+    __doc__ = """Binary kernel classifier with exact add / remove / relabel (LS-SVM, logistic, L2-SVM).
 
     Parameters
     ----------
@@ -192,44 +193,10 @@ class KernelClassifier(BinaryClassifierTags, ClassifierMixin, _KernelModel):
     _classifier = True
     _losses = ("squared", "logistic", "squared_hinge")
 
-    def __init__(self, loss="squared", C=1.0, *, kernel="rbf", gamma=None, degree=3, coef0=1.0,
-                 kernel_params=None, fit_intercept=True, intercept_scaling=1.0, tol=1e-10,
-                 max_iter=100, warm_start=False, callback=None):
-        self.loss = loss
-        self.C = C
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.kernel_params = kernel_params
-        self.fit_intercept = fit_intercept
-        self.intercept_scaling = intercept_scaling
-        self.tol = tol
-        self.max_iter = max_iter
-        self.warm_start = warm_start
-        self.callback = callback
-
-    def partial_fit(self, X, y, classes=None):  # noqa: D102
-        return super().partial_fit(X, y, classes=classes)
-
-    partial_fit.__doc__ = UpdatableMixin.partial_fit.__doc__
-
-    def decision_function(self, X):
-        """Signed score ``Σ α_i k(x_i, x)``; positive means ``classes_[1]``."""
-        return self._decision(X)
-
-    def _is_logistic(self):
-        return self.loss == "logistic"
-
-    @available_if(_is_logistic)
-    def predict_proba(self, X):
-        """Class probabilities (logistic loss only)."""
-        p = expit(self._decision(X))
-        return np.column_stack([1.0 - p, p])
 
 
 class KernelRegressor(SingleOutputRegressorTags, RegressorMixin, _KernelModel):
-    """Kernel ridge regression with exact add / remove / relabel.
+    __doc__ = """Kernel ridge regression with exact add / remove / relabel.
 
     ``(K + ρI) α = y`` with ``ρ = 1/(2C)``: ``KernelRidge(alpha=1/(2C))`` when
     ``fit_intercept=False``.
@@ -243,19 +210,3 @@ class KernelRegressor(SingleOutputRegressorTags, RegressorMixin, _KernelModel):
     dual_coef_, X_fit_, intercept_, sample_ids_, n_features_in_
     """
 
-    def __init__(self, loss="squared", C=1.0, *, kernel="rbf", gamma=None, degree=3, coef0=1.0,
-                 kernel_params=None, fit_intercept=True, intercept_scaling=1.0, tol=1e-10,
-                 max_iter=100, warm_start=False, callback=None):
-        self.loss = loss
-        self.C = C
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.kernel_params = kernel_params
-        self.fit_intercept = fit_intercept
-        self.intercept_scaling = intercept_scaling
-        self.tol = tol
-        self.max_iter = max_iter
-        self.warm_start = warm_start
-        self.callback = callback

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import expit
 from sklearn.base import ClassifierMixin, RegressorMixin, BaseEstimator
-from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_bool
 from ..kernels import resolve_feature_map
-from ._base import BinaryClassifierTags, SingleOutputRegressorTags, UpdatableMixin, make_primal_state
+from ._base import BinaryClassifierMixin, SingleOutputRegressorTags, UpdatableMixin, make_primal_state
 from ._exact_squared import Rows
 from ._ledger import Ledger
 
@@ -19,6 +17,20 @@ __all__ = ["LinearClassifier", "LinearRegressor"]
 
 class _LinearModel(UpdatableMixin, BaseEstimator):
     """Primal models: β over the features Φ(x) (plus the constant feature)."""
+
+    def __init__(self, loss="squared", C=1.0, *, fit_intercept=True, intercept_scaling=1.0,
+                 feature_map=None, keep_data=True, tol=1e-10, max_iter=100, warm_start=False,
+                 callback=None):
+        self.loss = loss
+        self.C = C
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
+        self.feature_map = feature_map
+        self.keep_data = keep_data
+        self.tol = tol
+        self.max_iter = max_iter
+        self.warm_start = warm_start
+        self.callback = callback
 
     def _check_model_params(self):
         check_bool(self.keep_data, "keep_data")
@@ -108,22 +120,6 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
     def _intercept_value(self):
         return float(self._state.beta[-1] * self._s) if self.fit_intercept else 0.0
 
-    @property
-    def n_iter_(self):
-        """Newton iterations of the last (re-)solve; 1 for the closed form (one direct solve)."""
-        check_is_fitted(self, "_state")
-        res = getattr(self._state, "result", None)
-        return 1 if res is None else res.n_iter
-
-    @property
-    def grad_norm_(self):
-        """‖∇J(β)‖₂ at the current solution: certifies ‖β − β*‖₂ ≤ grad_norm_ (Okumura Thm 6)."""
-        check_is_fitted(self, "_state")
-        res = getattr(self._state, "result", None)
-        if res is not None:
-            return res.grad_norm
-        return 0.0  # closed form: exact up to rounding
-
 
 _LINEAR_DOC_PARAMS = """
     C : float, default=1.0
@@ -153,8 +149,8 @@ _LINEAR_DOC_PARAMS = """
 """
 
 
-class LinearClassifier(BinaryClassifierTags, ClassifierMixin, _LinearModel):
-    """Binary linear classifier with exact add / remove / relabel (LS-SVM, logistic, L2-SVM).
+class LinearClassifier(BinaryClassifierMixin, ClassifierMixin, _LinearModel):
+    __doc__ = """Binary linear classifier with exact add / remove / relabel (LS-SVM, logistic, L2-SVM).
 
     Solves ``min_β C Σ ℓ(y_i, ⟨Φ(x_i), β⟩) + ½‖β‖²`` with y in {-1, +1} (any two labels are
     accepted; ``classes_[1]`` is the positive one).
@@ -195,43 +191,6 @@ class LinearClassifier(BinaryClassifierTags, ClassifierMixin, _LinearModel):
     _classifier = True
     _losses = ("squared", "logistic", "squared_hinge")
 
-    def __init__(self, loss="squared", C=1.0, *, fit_intercept=True, intercept_scaling=1.0,
-                 feature_map=None, keep_data=True, tol=1e-10, max_iter=100, warm_start=False,
-                 callback=None):
-        self.loss = loss
-        self.C = C
-        self.fit_intercept = fit_intercept
-        self.intercept_scaling = intercept_scaling
-        self.feature_map = feature_map
-        self.keep_data = keep_data
-        self.tol = tol
-        self.max_iter = max_iter
-        self.warm_start = warm_start
-        self.callback = callback
-
-    def partial_fit(self, X, y, classes=None):  # noqa: D102 (documented on the mixin)
-        return super().partial_fit(X, y, classes=classes)
-
-    partial_fit.__doc__ = UpdatableMixin.partial_fit.__doc__
-
-    def decision_function(self, X):
-        """Signed score ``⟨Φ(x), β⟩``; positive means ``classes_[1]``."""
-        return self._decision(X)
-
-    def _is_logistic(self):
-        return self.loss == "logistic"
-
-    @available_if(_is_logistic)
-    def predict_proba(self, X):
-        """Class probabilities (logistic loss only), columns in the order of ``classes_``."""
-        p = expit(self._decision(X))
-        return np.column_stack([1.0 - p, p])
-
-    @available_if(_is_logistic)
-    def predict_log_proba(self, X):
-        """Logarithm of :meth:`predict_proba`."""
-        return np.log(self.predict_proba(X))
-
     @property
     def coef_(self):
         check_is_fitted(self, "_state")
@@ -244,7 +203,7 @@ class LinearClassifier(BinaryClassifierTags, ClassifierMixin, _LinearModel):
 
 
 class LinearRegressor(SingleOutputRegressorTags, RegressorMixin, _LinearModel):
-    """Ridge regression with exact add / remove / relabel and optional data-free state.
+    __doc__ = """Ridge regression with exact add / remove / relabel and optional data-free state.
 
     Solves ``min_β C Σ (y_i − ⟨Φ(x_i), β⟩)² + ½‖β‖²``, i.e. ``Ridge(alpha=1/(2C))`` with a
     regularised intercept feature.  Updates are closed form (Lee et al., seed 001, Thm 1 and
@@ -262,20 +221,6 @@ class LinearRegressor(SingleOutputRegressorTags, RegressorMixin, _LinearModel):
     feature_map_ : transformer or None
     n_features_in_ : int
     """
-
-    def __init__(self, loss="squared", C=1.0, *, fit_intercept=True, intercept_scaling=1.0,
-                 feature_map=None, keep_data=True, tol=1e-10, max_iter=100, warm_start=False,
-                 callback=None):
-        self.loss = loss
-        self.C = C
-        self.fit_intercept = fit_intercept
-        self.intercept_scaling = intercept_scaling
-        self.feature_map = feature_map
-        self.keep_data = keep_data
-        self.tol = tol
-        self.max_iter = max_iter
-        self.warm_start = warm_start
-        self.callback = callback
 
     @property
     def coef_(self):
