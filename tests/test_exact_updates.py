@@ -334,3 +334,58 @@ def test_large_batches_streamed_in_chunks(chunk, monkeypatch, mnist_sample):
         keep = np.setdiff1d(np.arange(1500), gone)
         fresh = df.LinearClassifier(C=0.5).fit(X[keep], y[keep])
         assert rel_err(m.decision_function(X), fresh.decision_function(X)) < SQ_TOL
+
+
+@pytest.mark.parametrize("C", [1e2, 1e5, 1e9])
+@pytest.mark.parametrize("kernel,params", [("linear", {}), ("poly", {"degree": 2, "gamma": 0.1})])
+def test_ill_conditioned_kernel_updates_stay_exact(C, kernel, params, breast_cancer):
+    """Tiny ρ = 1/(2C) with a low-rank kernel: the bordered Schur complement cancels, so the
+    state must notice (and refactorise or refine) instead of drifting silently."""
+    X, _ = breast_cancer
+    rng = np.random.default_rng(11)
+    y = X[:, 0] - X[:, 3] + 0.1 * rng.standard_normal(X.shape[0])
+    make = lambda: df.KernelRegressor(C=C, kernel=kernel, **params)  # noqa: E731
+    m = make().fit(X[:250], y[:250])
+    mirror = Mirror(X[:250], y[:250])
+    for lo, hi in ((250, 251), (251, 254), (254, 318), (318, 319), (319, 384)):
+        ids = m.add(X[lo:hi], y[lo:hi])
+        mirror.add(ids, X[lo:hi], y[lo:hi])
+        victims = rng.choice(m.sample_ids_, size=hi - lo, replace=False)
+        m.remove(victims)
+        mirror.remove(victims)
+        Xc, yc, _ = mirror.data()
+        fresh = make().fit(Xc, yc)
+        # beyond 1e-8 the problem itself is ill-posed: two fresh fits that differ only in the
+        # order of the rows disagree by κ·ε; the update may not be worse than ten times that
+        perm = np.random.default_rng(0).permutation(len(yc))
+        noise = rel_err(make().fit(Xc[perm], yc[perm]).predict(X[::5]), fresh.predict(X[::5]))
+        assert rel_err(m.predict(X[::5]), fresh.predict(X[::5])) < max(SQ_TOL, 10 * noise)
+
+
+def test_failed_large_kernel_batch_keeps_a_consistent_state(monkeypatch, breast_cancer):
+    """A failure inside the direct block path (k > 64) must leave the state describing the old
+    data, so that the next update is still exact."""
+    from deltafit.models import _exact_squared
+
+    X, y = breast_cancer
+    m = df.KernelClassifier(gamma=0.1).fit(X[:200], y[:200])
+    before = m.decision_function(X)
+    calls = {"n": 0}
+    real = _exact_squared._spd_core
+
+    def failing(A):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise ValueError("mocked numerical failure")
+        return real(A)
+
+    monkeypatch.setattr(_exact_squared, "_spd_core", failing)
+    with pytest.raises(ValueError, match="mocked"):
+        m.remove(np.arange(70))
+    monkeypatch.setattr(_exact_squared, "_spd_core", real)
+    np.testing.assert_array_equal(m.decision_function(X), before)
+    st_ = m._state
+    assert np.array_equal(np.flatnonzero(st_.active), m._ledger.active_slots())
+    m.add(X[200:201], y[200:201])
+    fresh = df.KernelClassifier(gamma=0.1).fit(X[:201], y[:201])
+    assert rel_err(m.decision_function(X), fresh.decision_function(X)) < SQ_TOL

@@ -551,3 +551,16 @@ def test_zip_is_really_a_zip(saved):
     assert "__meta__.npy" in names
     assert all(n.endswith(".npy") for n in names)
     assert Path(path).stat().st_size > 0
+
+
+def test_loaded_kernel_model_refits_with_warm_start(tmp_path):
+    from deltafit.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer()
+    m = deltafit.KernelClassifier(loss="logistic", gamma=0.1, warm_start=True).fit(X[:100], y[:100])
+    path = tmp_path / "m.npz"
+    m.save(path)
+    loaded = deltafit.load(path)
+    assert loaded.n_samples_fit_ == 100 and not hasattr(loaded, "feature_map_")
+    loaded.fit(X[:100], y[:100])  # warm start from the loaded α
+    assert loaded.n_iter_ == 0

@@ -291,6 +291,7 @@ def _rebuild(meta, arrays):
     expected = meta["row_width"] if kind.startswith("primal") else None
     if expected is not None and model._state.beta.shape != (expected,):
         raise ValueError("corrupt model file: coefficients do not match the feature width")
+    if name.startswith("Kernel"):
         model.n_samples_fit_ = int(meta["n_samples_fit"])
     else:
         model.feature_map_ = _load_feature_map(meta["feature_map"], arrays)

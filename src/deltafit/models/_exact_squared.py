@@ -35,6 +35,12 @@ __all__ = ["PrimalSquaredState", "DualSquaredState"]
 _CORE_RTOL = 1e-8
 # Iterative-refinement correction (relative) above which the tracked inverse is recomputed.
 _DRIFT_RTOL = 1e-9
+# A Schur complement of added samples within this factor of its rounding noise has lost too many
+# digits to cancellation; the addition is then redone from the exact kernel matrix.
+_SCHUR_MARGIN = 1e3
+# Above this ratio of the largest kernel value to ρ, the dual state refines α after every update
+# (an O(n²) product with the stored kernel matrix) instead of only at folds.
+_REFINE_COND = 1e3
 # Rows per chunk when streaming a large batch through syrk (bounds the gathered copy's memory).
 _CHUNK = 512
 
@@ -335,6 +341,10 @@ class PrimalSquaredState:
         return st
 
 
+class _Unreliable(Exception):
+    """A block Woodbury core was numerically unreliable; refactorise from the exact data."""
+
+
 class DualSquaredState:
     """Exact state of ``(K + ρI) α = y`` over the ledger's slots (kernel ridge / LS-SVM dual).
 
@@ -365,6 +375,11 @@ class DualSquaredState:
     @property
     def capacity(self):
         return self.y.shape[0]
+
+    @property
+    def refine_each(self):
+        """Whether the system is ill-conditioned enough to refine α after every update."""
+        return float(np.max(np.diagonal(self.gram.K))) > _REFINE_COND * self.rho
 
     def _refactor(self):
         A = np.flatnonzero(self.active)
@@ -471,15 +486,23 @@ class DualSquaredState:
         k_rem = 0 if rem is None else len(rem)
         k_add = 0 if add is None else len(add)
         if k_rem + k_add > self.max_rank:
-            # a large block: Woodbury applied to the base at once (BLAS-3, O(n² k)); if it
-            # fails half-way the inverse is rebuilt for the unchanged model
-            dirty0 = list(self._dirty)
+            # a large block: Woodbury applied to the base at once (BLAS-3, O(n² k)).  The base
+            # cannot be rolled back, so on any failure it is rebuilt exactly: for the new data
+            # when the block formula was merely unreliable, for the unchanged model otherwise.
+            before = (self.y.copy(), self.active.copy(), list(self._dirty))
             try:
                 return self._woodbury(None, rem, add, K_cross, K_new, y_add, rel, dy, k_rem,
                                       k_add)
+            except _Unreliable:
+                self.y, self.active, self._dirty = before[0].copy(), before[1].copy(), \
+                    list(before[2])
+                try:
+                    return self._apply_refactor(rem, add, K_cross, K_new, y_add, rel, dy)
+                except ValueError:
+                    self._rebuild(before)
+                    raise
             except ValueError:
-                self._dirty = dirty0
-                self._refactor()
+                self._rebuild(before)
                 raise
         if not self.inv.room(k_rem + k_add):
             self.fold()
@@ -491,6 +514,11 @@ class DualSquaredState:
             self.inv.rollback(mark)
             self._dirty = dirty0
             raise
+
+    def _rebuild(self, before):
+        """Restore labels / active set and recompute the inverse exactly for them."""
+        self.y, self.active, self._dirty = before
+        self._refactor()
 
     def _woodbury(self, mark, rem, add, K_cross, K_new, y_add, rel, dy, k_rem, k_add):
         """Sherman–Morrison–Woodbury for a relabel, a removal block and an addition block.
@@ -511,7 +539,7 @@ class DualSquaredState:
             core = _spd_core(HR[rem])  # = -H_RR⁻¹; H_RR is SPD
             if core is None:
                 if direct:
-                    raise ValueError("ill-conditioned update: H[R, R] is singular")
+                    raise _Unreliable()
                 self.inv.rollback(mark)
                 return self._apply_refactor(rem, add, K_cross, K_new, y_add, rel, dy)
             alpha += HR @ (core @ alpha[rem])
@@ -526,15 +554,20 @@ class DualSquaredState:
             HB = self.inv.matvec(B)
             S = K_new - B.T @ HB
             S.flat[:: k_add + 1] += self.rho
-            # S ⪰ ρI in exact arithmetic; far below that, the tracked inverse has drifted
-            ok = np.linalg.eigvalsh(0.5 * (S + S.T))[0] > 0.5 * self.rho
+            # S ⪰ ρI in exact arithmetic; far below that, the tracked inverse has drifted.  And
+            # S = K_new + ρ − BᵀHB cancels: H is accurate to about ε·cond(K + ρI) (cond bounded
+            # by trace(K)/ρ), so BᵀHB carries an error of that size times the kernel values;
+            # an S within _SCHUR_MARGIN of it is unreliable and the addition is redone exactly.
+            lam = np.linalg.eigvalsh(0.5 * (S + S.T))[0]
+            trace = float(np.sum(np.diagonal(self.gram.K)[active]))
+            noise = np.finfo(float).eps * (trace / self.rho + 1.0) * float(np.max(np.diag(K_new)))
+            ok = lam > 0.5 * self.rho and lam > _SCHUR_MARGIN * noise
             core = _spd_core(S) if ok else None  # = -S⁻¹
             if core is not None:
                 core = -core  # = S⁻¹
             else:
                 if direct:
-                    raise ValueError("ill-conditioned update: the Schur complement of the "
-                                     "added samples is not positive definite")
+                    raise _Unreliable()
                 self.inv.rollback(mark)
                 return self._apply_refactor(rem, add, K_cross, K_new, y_add, rel, dy)
             U = -HB
@@ -543,6 +576,12 @@ class DualSquaredState:
             active[add] = True
             alpha += U @ (core @ (y_add - B.T @ alpha))
             put(U, core)
+        if self.refine_each and not direct:
+            # ill-conditioned system (ρ small next to the kernel values): one step of
+            # iterative refinement against the exact kernel matrix after every update
+            a = alpha * active
+            r = (y - (self.gram.K @ a + self.rho * a)) * active
+            alpha = alpha + self.inv.matvec(r) * active
         self.alpha, self.y, self.active = alpha, y, active
         if direct:  # one refinement step against the exact kernel matrix, as in a fold
             self._zero_dirty()
@@ -563,10 +602,14 @@ class DualSquaredState:
                 self.gram.write(add, K_cross, K_new)
                 self.y[add] = y_add
                 self.active[add] = True
+            dirty0 = list(self._dirty)
+            if rem is not None and len(rem):
+                self._dirty.extend(np.asarray(rem).tolist())  # zero after the refactorisation
             self._refactor()
             self.n_folds += 1
         except ValueError:
             self.y, self.active, self.alpha, H0, rank = saved
+            self._dirty = dirty0 if "dirty0" in locals() else self._dirty
             self.inv.H0 = H0
             self.inv.rank = rank
             raise
