@@ -592,6 +592,7 @@ class DualSquaredState:
 
     def _apply_refactor(self, rem, add, K_cross, K_new, y_add, rel, dy):
         saved = (self.y.copy(), self.active.copy(), self.alpha, self.inv.H0, self.inv.rank)
+        dirty0 = list(self._dirty)
         try:
             if rel is not None and len(rel):
                 self.y[rel] += dy
@@ -602,14 +603,13 @@ class DualSquaredState:
                 self.gram.write(add, K_cross, K_new)
                 self.y[add] = y_add
                 self.active[add] = True
-            dirty0 = list(self._dirty)
             if rem is not None and len(rem):
                 self._dirty.extend(np.asarray(rem).tolist())  # zero after the refactorisation
             self._refactor()
             self.n_folds += 1
         except ValueError:
             self.y, self.active, self.alpha, H0, rank = saved
-            self._dirty = dirty0 if "dirty0" in locals() else self._dirty
+            self._dirty = dirty0
             self.inv.H0 = H0
             self.inv.rank = rank
             raise
