@@ -314,6 +314,14 @@ class Problem:
             times.append(sec)
         return times, est
 
+    def sk_refit_without(self, removed, pred, repeats):
+        """Refit the twin on all rows but ``removed``; its times and the deviation of ``pred``."""
+        keep = np.ones(self.n, dtype=bool)
+        keep[removed] = False
+        Xk, tk = c64(self.X[keep]), c64(self.t[keep])
+        times, sk = self.sk_refit(Xk, tk, repeats)
+        return times, deviation(pred, sk.predict(self.X_test))
+
 
 def state_counters(m):
     st = m._state  # diagnostic only: how often the exact state refactorised / folded
@@ -376,12 +384,7 @@ def _remove_one_median(p, args, bars, n, k, perm):
     first = int(perm[0])
     t_first, _ = timed(lambda: m.remove([first]))
     pred = m.predict(p.X_test)  # the model after exactly one removal
-    keep1 = np.ones(n, dtype=bool)
-    keep1[first] = False
-    X1, t1 = c64(p.X[keep1]), c64(p.t[keep1])
-    sk_times, sk = p.sk_refit(X1, t1, args.repeats)
-    dev1 = deviation(pred, sk.predict(p.X_test))
-    del X1, t1
+    sk_times, dev1 = p.sk_refit_without([first], pred, args.repeats)
     singles = [t_first]
     for i in range(1, args.single_reps):
         sid = int(perm[i])
@@ -409,12 +412,7 @@ def _remove_one_amortized(p, args, bars, n, k, perm):
 
     total, _ = timed(stream)
     pred = m.predict(p.X_test)
-    keepa = np.ones(n, dtype=bool)
-    keepa[ids] = False
-    Xa, ta = c64(p.X[keepa]), c64(p.t[keepa])
-    sk_times, sk = p.sk_refit(Xa, ta, args.repeats)
-    deva = deviation(pred, sk.predict(p.X_test))
-    del Xa, ta
+    sk_times, deva = p.sk_refit_without(ids, pred, args.repeats)
     pc = np.asarray(per_call)
     return row(p, f"remove 1 (amortized over {reps})", total / reps, min(sk_times), deva,
                bars["remove1"], {
@@ -430,8 +428,6 @@ def _remove_one_amortized(p, args, bars, n, k, perm):
 
 def _remove_batch(p, args, bars, n, k, perm):
     rem = np.sort(perm[:k])
-    keep = np.ones(n, dtype=bool)
-    keep[rem] = False
     df_times = []
     for _ in range(args.repeats):
         m = p.fit_df(p.X, p.t)
@@ -440,10 +436,7 @@ def _remove_batch(p, args, bars, n, k, perm):
         counters = state_counters(m)
         pred = m.predict(p.X_test)
         del m
-    Xk, tk = c64(p.X[keep]), c64(p.t[keep])
-    sk_times, sk = p.sk_refit(Xk, tk, args.repeats)
-    dev = deviation(pred, sk.predict(p.X_test))
-    del Xk, tk
+    sk_times, dev = p.sk_refit_without(rem, pred, args.repeats)
     return row(p, f"remove 10% ({k})", min(df_times), min(sk_times), dev, bars["batch"], {
         "deltafit_times_s": df_times, "sklearn_times_s": sk_times, "n_after": n - k,
         "deltafit_stat": f"min of {args.repeats} (fresh model each)",

@@ -67,13 +67,17 @@ def _data_for(name, cancer, diabetes):
     return Data(*(cancer if "Classifier" in name else diabetes))
 
 
-@pytest.fixture(scope="module")
-def fitted(cancer, diabetes):
+def _fit_all(models, cancer, diabetes):
     out = {}
-    for name, make in MODELS.items():
+    for name, make in models.items():
         D = _data_for(name, cancer, diabetes)
         out[name] = make().fit(D.X, D.y)
     return out
+
+
+@pytest.fixture(scope="module")
+def fitted(cancer, diabetes):
+    return _fit_all(MODELS, cancer, diabetes)
 
 
 def _fresh_copy(fitted, name):
@@ -375,11 +379,7 @@ NODATA = {
 
 @pytest.fixture(scope="module")
 def nodata(cancer, diabetes):
-    out = {}
-    for name, make in NODATA.items():
-        D = _data_for(name, cancer, diabetes)
-        out[name] = make().fit(D.X, D.y)
-    return out
+    return _fit_all(NODATA, cancer, diabetes)
 
 
 @pytest.mark.parametrize("name", list(NODATA))
