@@ -106,3 +106,160 @@ def rel_err(a, b):
     """max |a − b| / max(1, max |b|)."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     return float(np.max(np.abs(a - b)) / max(1.0, float(np.max(np.abs(b)))))
+
+
+# ---------------------------------------------------------------------------------------------
+# the exact extremes of a linear score over the intersection of two balls (sensitivity tests)
+# ---------------------------------------------------------------------------------------------
+def _two_ball_min_one(eta, m1, r1, m2, r2, n_grid):
+    """min ⟨η, β⟩ over ‖β − m1‖ ≤ r1, ‖β − m2‖ ≤ r2 for one η, by the Lagrange dual.
+
+    With multipliers μ1, μ2 ≥ 0 and μ = μ1 + μ2 the inner minimiser of the Lagrangian
+    ``⟨η, β⟩ + μ1/2 (‖β − m1‖² − r1²) + μ2/2 (‖β − m2‖² − r2²)`` is
+    ``β = (μ1 m1 + μ2 m2 − η)/μ``; writing θ = μ1/μ and maximising over μ in closed form leaves
+    the one-dimensional dual
+
+        φ(θ) = ⟨η, θ m1 + (1 − θ) m2⟩ − ‖η‖ sqrt(b(θ)),
+        b(θ) = θ r1² + (1 − θ) r2² − θ (1 − θ) ‖m1 − m2‖²,          θ ∈ [0, 1],
+
+    maximised here by a grid search followed by a bounded Brent refinement (no case analysis).
+    The primal point ``c(θ) − sqrt(b(θ)) η/‖η‖`` at the maximiser is returned as a certificate.
+    """
+    from scipy.optimize import minimize_scalar
+
+    eta, m1, m2 = (np.asarray(a, dtype=float) for a in (eta, m1, m2))
+    e = float(np.linalg.norm(eta))
+    if e == 0.0:  # any point of the intersection: on the segment m1 → m2
+        D = float(np.linalg.norm(m2 - m1))
+        return 0.0, m1 if D <= r2 else m1 + (D - r2) / D * (m2 - m1)
+    s1, s2 = float(eta @ m1), float(eta @ m2)
+    D2 = float((m1 - m2) @ (m1 - m2))
+
+    def b(th):
+        return np.maximum(th * r1 * r1 + (1.0 - th) * r2 * r2 - th * (1.0 - th) * D2, 0.0)
+
+    def phi(th):
+        return th * s1 + (1.0 - th) * s2 - e * np.sqrt(b(th))
+
+    grid = np.linspace(0.0, 1.0, n_grid)
+    vals = phi(grid)
+    k = int(np.argmax(vals))
+    best_th, best = float(grid[k]), float(vals[k])
+    lo_b, hi_b = grid[max(k - 1, 0)], grid[min(k + 1, n_grid - 1)]
+    if hi_b > lo_b:
+        res = minimize_scalar(lambda th: -phi(th), bounds=(lo_b, hi_b), method="bounded",
+                              options={"xatol": 1e-14, "maxiter": 500})
+        if -res.fun > best:
+            best_th, best = float(res.x), float(-res.fun)
+    best = float(best)
+    point = best_th * m1 + (1.0 - best_th) * m2 - np.sqrt(b(best_th)) * eta / e
+    return best, point
+
+
+def two_ball_reference(eta, m1, r1, m2, r2, n_grid=2001):
+    """Exact ``min`` and ``max`` of ``⟨η_i, β⟩`` over the intersection of the balls (m1, r1) and
+    (m2, r2), for each row η_i, by the Lagrange dual (see ``_two_ball_min_one``); independent of
+    deltafit's closed form.
+
+    Returns
+    -------
+    lo, hi : ndarray of shape (k,)
+    argmin, argmax : ndarray of shape (k, p)
+        Primal points (feasible up to the dual's precision) attaining lo and hi.
+    """
+    eta = np.atleast_2d(np.asarray(eta, dtype=float))
+    lo, hi, pmin, pmax = [], [], [], []
+    for row in eta:
+        v, p = _two_ball_min_one(row, m1, r1, m2, r2, n_grid)
+        w, q = _two_ball_min_one(-row, m1, r1, m2, r2, n_grid)
+        lo.append(v)
+        hi.append(-w)
+        pmin.append(p)
+        pmax.append(q)
+    return np.array(lo), np.array(hi), np.array(pmin), np.array(pmax)
+
+
+# ---------------------------------------------------------------------------------------------
+# data-change spheres (tests/test_sensitivity_validity.py): loss derivatives, kernels and the
+# vector r of Sivan et al. Thm 1 written out from the papers, independent of deltafit
+# ---------------------------------------------------------------------------------------------
+def loss_d1_reference(loss, y, z):
+    """∂ℓ/∂z of the losses of DESIGN.md §1, written out from their definitions.
+
+    squared (y − z)² → 2(z − y); logistic log(1 + e^{−yz}) → −y / (1 + e^{yz});
+    squared_hinge max(0, 1 − yz)² → −2y max(0, 1 − yz).
+    """
+    y, z = np.asarray(y, dtype=float), np.asarray(z, dtype=float)
+    if loss == "squared":
+        return 2.0 * (z - y)
+    if loss == "logistic":
+        with np.errstate(over="ignore"):
+            return -y / (1.0 + np.exp(y * z))
+    if loss == "squared_hinge":
+        return -2.0 * y * np.maximum(0.0, 1.0 - y * z)
+    raise ValueError(loss)
+
+
+def reference_kernel(kernel="rbf", gamma=None, degree=3, coef0=1.0, intercept_scaling=0.0):
+    """k(A, B) + s² from scikit-learn's pairwise functions (the regularised intercept feature)."""
+    from sklearn.metrics.pairwise import linear_kernel, polynomial_kernel, rbf_kernel
+
+    s2 = float(intercept_scaling) ** 2
+
+    def k(A, B):
+        if kernel == "rbf":
+            K = rbf_kernel(A, B, gamma=gamma)
+        elif kernel == "poly":
+            K = polynomial_kernel(A, B, degree=degree, gamma=gamma, coef0=coef0)
+        elif kernel == "linear":
+            K = linear_kernel(A, B)
+        else:
+            raise ValueError(kernel)
+        return K + s2
+
+    return k
+
+
+def sivan_tau(kfun, loss, alpha, P1, t1, C1, C2, *, removed=(), relabel_idx=(), relabel_t=(),
+              X_add=None, t_add=None):
+    """Expansion τ over D1 ∪ D2 of r = ½∇P₂(β₁) (Sivan et al. eq. 3 and 6) and its norm.
+
+    β₁ = Σ α_i Φ(p_i) over the model's points P1 with encoded labels t1.  With ρ = C₂/C₁,
+
+        r = ½(1 − ρ) β₁ + (C₂/2) Σ_{i ∈ A ∪ R} (−1)^{[i ∈ R]} ℓ'(y_i, z_i) Φ(x_i),
+
+    z_i = ⟨Φ(x_i), β₁⟩; a relabel is the removal of (x, y_old) plus the addition of (x, y_new).
+
+    Parameters
+    ----------
+    removed : indices into P1 of removed samples
+    relabel_idx, relabel_t : indices into P1 and their new encoded labels
+    X_add, t_add : added samples
+
+    Returns
+    -------
+    tau : ndarray, points : ndarray, r_norm : float
+    """
+    alpha = np.asarray(alpha, dtype=float)
+    rho = C2 / C1
+    K11 = kfun(P1, P1)
+    z1 = K11 @ alpha
+    tau = [0.5 * (1.0 - rho) * alpha]
+    pts = [P1]
+    removed = np.asarray(removed, dtype=int)
+    if removed.size:
+        tau.append(-0.5 * C2 * loss_d1_reference(loss, t1[removed], z1[removed]))
+        pts.append(P1[removed])
+    relabel_idx = np.asarray(relabel_idx, dtype=int)
+    if relabel_idx.size:
+        zl = z1[relabel_idx]
+        tau.append(-0.5 * C2 * loss_d1_reference(loss, t1[relabel_idx], zl))
+        tau.append(0.5 * C2 * loss_d1_reference(loss, np.asarray(relabel_t, float), zl))
+        pts += [P1[relabel_idx], P1[relabel_idx]]
+    if X_add is not None and len(X_add):
+        za = kfun(X_add, P1) @ alpha
+        tau.append(0.5 * C2 * loss_d1_reference(loss, np.asarray(t_add, float), za))
+        pts.append(X_add)
+    tau, pts = np.concatenate(tau), np.vstack(pts)
+    r2 = float(tau @ kfun(pts, pts) @ tau)
+    return tau, pts, float(np.sqrt(max(r2, 0.0)))

@@ -31,6 +31,9 @@ def test_demo_matches_fresh_fit(argv, tol):
     assert "OK: the updated model is the fresh fit" in text
     for step in ("fit", "relabel", "remove 1 sample", "add", "fresh fit"):
         assert step in text
+    # the what-if certificate was computed before the updates and checked against their result
+    assert "what-if bounds: remove 1 sample" in text
+    assert "what-if bounds vs the updated model: OK" in text
 
 
 def test_demo_on_a_csv_file(tmp_path, breast_cancer):

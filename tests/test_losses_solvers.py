@@ -73,13 +73,13 @@ def test_callback_sees_every_iteration_and_can_stop(digits):
     X, y = digits
     seen = []
     m = df.LinearClassifier(loss="logistic", tol=1e-12,
-                            callback=lambda it, coef, g, f: seen.append((it, g, f))).fit(X, y)
+                            callback=lambda it, coef, g, f, grad: seen.append((it, g, f))).fit(X, y)
     its = [s[0] for s in seen]
     assert its == list(range(m.n_iter_ + 1))
     assert all(b[2] <= a[2] + 1e-9 for a, b in zip(seen, seen[1:]))  # monotone objective
     # stop as soon as the gradient norm is below 1: the solver obeys
     res = newton_primal(augment(X, 1.0), pm1(y, 1), get_loss("logistic"), 1.0, tol=1e-14,
-                        callback=lambda it, coef, g, f: g < 1.0)
+                        callback=lambda it, coef, g, f, grad: g < 1.0)
     assert res.stopped_by_callback and res.grad_norm < 1.0 and not res.converged
 
 

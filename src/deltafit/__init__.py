@@ -6,7 +6,7 @@ with squared, logistic and squared-hinge losses; see DESIGN.md for the architect
 
 __version__ = "0.1.0"
 
-from . import datasets
+from . import datasets, sensitivity
 from .models import KernelClassifier, KernelRegressor, LinearClassifier, LinearRegressor
 from .persistence import load, save
 
@@ -18,5 +18,6 @@ __all__ = [
     "load",
     "save",
     "datasets",
+    "sensitivity",
     "__version__",
 ]

@@ -7,7 +7,7 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["check_rows", "check_real", "check_int", "check_bool"]
+__all__ = ["check_rows", "check_real", "check_int", "check_bool", "check_ids"]
 
 
 def check_real(value, name, *, low=None, low_inclusive=False):
@@ -31,8 +31,12 @@ def check_bool(value, name):
     return bool(value)
 
 
-def check_rows(X, n_features, what="X", owner="the model"):
-    """A 2-D finite float64 array with ``n_features`` columns and at least one row."""
+def check_rows(X, n_features, what="X", owner="the model", finite=True):
+    """A 2-D finite float64 array with ``n_features`` columns and at least one row.
+
+    ``finite=False`` leaves the NaN/inf check to a caller whose next computation reveals
+    non-finite input anyway (and which then calls again with ``finite=True`` for the message).
+    """
     if sp.issparse(X):
         X = X.toarray()
     try:
@@ -51,6 +55,27 @@ def check_rows(X, n_features, what="X", owner="the model"):
             "as input"
         )
     # the sum is finite iff every entry is (barring overflow, which the full check settles)
-    if not np.isfinite(X.sum()) and not np.all(np.isfinite(X)):
+    if finite and not np.isfinite(X.sum()) and not np.all(np.isfinite(X)):
         raise ValueError(f"{what} contains NaN or infinity")
     return np.ascontiguousarray(X)
+
+
+def check_ids(ids, what="ids"):
+    """A non-empty 1-D int64 array of distinct sample ids (integral floats are accepted)."""
+    ids = np.asarray(ids)
+    if ids.ndim == 0:
+        ids = ids.reshape(1)
+    if ids.ndim != 1:
+        raise ValueError(f"{what} must be a 1-D array of integers, got shape {ids.shape}")
+    if ids.size == 0:
+        raise ValueError(f"{what} is empty")
+    if ids.dtype.kind not in "iu":
+        if ids.dtype.kind == "f" and np.all(np.isfinite(ids)) and np.all(ids == np.round(ids)):
+            ids = ids.astype(np.int64)
+        else:
+            raise ValueError(f"{what} must be integers, got dtype {ids.dtype}")
+    ids = ids.astype(np.int64, copy=False)
+    if ids.size > 1 and not (np.diff(ids) > 0).all() and len(set(ids.tolist())) != ids.size:
+        uniq, counts = np.unique(ids, return_counts=True)
+        raise ValueError(f"repeated {what}: {uniq[counts > 1][:10].tolist()}")
+    return ids

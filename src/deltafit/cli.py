@@ -1,8 +1,10 @@
 """The ``deltafit`` command.
 
-``deltafit demo`` fits a model on bundled real data, then corrects mislabeled samples, deletes a
-user's sample and adds newly arrived samples *without retraining*, checks the updated model
-against a fresh fit on the resulting data and prints what each step took.
+``deltafit demo`` fits a model on bundled real data, asks what a deletion and the whole change can
+do to the test predictions (certified bounds, ``deltafit.sensitivity``), then corrects mislabeled
+samples, deletes a user's sample and adds newly arrived samples *without retraining*, checks the
+updated model against a fresh fit on the resulting data and the bounds against the updated model,
+and prints what each step took.
 """
 
 from __future__ import annotations
@@ -81,13 +83,36 @@ def demo(args, out=sys.stdout):
     say(f"{'fit':<44s} {t_fit:9.4f} s   test accuracy {acc0:.4f}")
     rows = []
     kd = getattr(model, "keep_data", True)
+    gone = int(rng.integers(train.size))
+    # 0. before changing anything: what can the change do? (certified bounds, no retraining)
+    what_if, t_bounds = _timed(_what_if, model, bad, y_true[bad], gone, X[new], y[new],
+                               None if kd else X_tr)
+    lo, hi = what_if.decision_bounds(X[test])
+    _, certain = what_if.predict_certain(X[test])
+    one, t_one = _timed(_what_if, model, bad[:0], y_true[:0], gone, None, None,
+                        None if kd else X_tr)
+    lo1, hi1 = one.decision_bounds(X[test])
+    _, certain1 = one.predict_certain(X[test])
+    say(f"{'what-if bounds: remove 1 sample':<44s} {t_one:9.4f} s   "
+        f"{certain1.mean():.1%} of test labels certified")
+    say(f"{'what-if bounds: the whole change below':<44s} {t_bounds:9.4f} s   "
+        f"{certain.mean():.1%} of test labels certified")
+    if args.model == "kernel" or kd:  # check the one-removal certificate on an exact copy
+        import copy
+
+        twin = copy.deepcopy(model)
+        twin.remove([gone])
+        f1 = twin.decision_function(X[test])
+        slack1 = (1e-8 if args.loss == "squared" else 1e-6) * (1.0 + np.abs(f1))
+        if not (np.all(lo1 <= f1 + slack1) and np.all(f1 <= hi1 + slack1)):
+            say("VIOLATED: the one-removal bounds do not hold")
+            return float("inf")
     # 1. correct the mislabeled samples (their ids are their row positions after fit)
     if n_bad:
         kw = {} if kd else {"X": X_tr[bad]}
         _, t = _timed(model.relabel, bad, y_true[bad], **kw)
         rows.append((f"relabel {n_bad} mislabeled samples", t))
     # 2. one user asks to be forgotten
-    gone = int(rng.integers(train.size))
     kw = {} if kd else {"X": X_tr[gone:gone + 1]}
     _, t = _timed(model.remove, [gone], **kw)
     rows.append(("remove 1 sample (a deletion request)", t))
@@ -121,7 +146,24 @@ def demo(args, out=sys.stdout):
     tol = 1e-8 if args.loss == "squared" else 1e-6
     say("OK: the updated model is the fresh fit" if dev < tol else
         f"MISMATCH: deviation {dev:.2e} exceeds {tol:g}")
-    return dev
+    # the certificate, checked against the exact result (tolerance: the solvers' tol)
+    slack = tol * (1.0 + np.abs(f_ref))
+    held = bool(np.all(lo <= f_ref + slack) and np.all(f_ref <= hi + slack))
+    say(f"what-if bounds vs the updated model: " + ("OK, every test decision value within its "
+        f"bounds (mean width {np.mean(hi - lo):.3g})" if held else "VIOLATED"))
+    return dev if held else float("inf")
+
+
+def _what_if(model, bad, y_fixed, gone, X_new, y_new, X_rows):
+    from . import sensitivity
+
+    s = sensitivity(model)
+    if bad.size:
+        s.relabel(bad, y_fixed, X=None if X_rows is None else X_rows[bad])
+    s.remove([gone], X=None if X_rows is None else X_rows[gone:gone + 1])
+    if X_new is not None:
+        s.add(X_new, y_new)
+    return s
 
 
 def build_parser():

@@ -69,10 +69,10 @@ def solve_spd(A, b):
     return linalg.cho_solve(c, b, check_finite=False)
 
 
-def _check_callback(callback, it, coef, grad_norm, objective):
+def _check_callback(callback, it, coef, grad_norm, objective, grad):
     if callback is None:
         return False
-    return bool(callback(it, coef, grad_norm, objective))
+    return bool(callback(it, coef, grad_norm, objective, grad))
 
 
 def _armijo(obj_at, f0, slope, max_halvings=60):
@@ -103,8 +103,11 @@ def newton_primal(X, y, loss, C, *, coef0=None, tol=1e-10, max_iter=100, callbac
         Stop when ``‖∇J(β)‖ ≤ tol · ‖∇J(0)‖``.
     max_iter : int
     callback : callable, optional
-        ``callback(iteration, coef, grad_norm, objective)`` after every iteration (and once at
-        the start); returning True stops the solver (``stopped_by_callback``).
+        ``callback(iteration, coef, grad_norm, objective, grad)`` after every iteration (and
+        once at the start), with ``grad`` the full gradient ∇J(coef); returning True stops the
+        solver (``stopped_by_callback``).  ``coef`` and ``grad`` are the solver's own arrays:
+        copy them to keep them.  :class:`deltafit.sensitivity.CertainSigns` is such a callback
+        (stop once the signs of given scores are certified, Okumura et al. Thm 6).
 
     Returns
     -------
@@ -129,7 +132,7 @@ def newton_primal(X, y, loss, C, *, coef0=None, tol=1e-10, max_iter=100, callbac
     grad = C * (X.T @ loss.d1(y, z)) + beta
     gnorm = np.linalg.norm(grad)
     it = 0
-    stopped = _check_callback(callback, it, beta, gnorm, f)
+    stopped = _check_callback(callback, it, beta, gnorm, f, grad)
     while gnorm > threshold and not stopped and it < max_iter:
         it += 1
         d2 = loss.d2(y, z)
@@ -151,7 +154,7 @@ def newton_primal(X, y, loss, C, *, coef0=None, tol=1e-10, max_iter=100, callbac
         f = objective(beta, z)
         grad = C * (X.T @ loss.d1(y, z)) + beta
         gnorm = np.linalg.norm(grad)
-        stopped = _check_callback(callback, it, beta, gnorm, f)
+        stopped = _check_callback(callback, it, beta, gnorm, f, grad)
     converged = gnorm <= threshold
     if not converged and not stopped:
         warnings.warn(
@@ -171,7 +174,8 @@ def newton_kernel(K, y, loss, C, *, coef0=None, tol=1e-10, max_iter=100, callbac
     K : ndarray of shape (n, n)
         Kernel matrix (intercept term included).
     y, loss, C, tol, max_iter, callback
-        As in :func:`newton_primal`; ``callback`` receives α.
+        As in :func:`newton_primal`; ``callback`` receives α and, as ``grad``, the expansion
+        coefficients ``g = C ℓ'(z) + α`` of ∇J = Σ g_i Φ(x_i) (``grad_norm = sqrt(gᵀKg)``).
     coef0 : ndarray of shape (n,), optional
         Warm start for α.
 
@@ -204,7 +208,7 @@ def newton_kernel(K, y, loss, C, *, coef0=None, tol=1e-10, max_iter=100, callbac
     Kg = K @ g
     gnorm = np.sqrt(max(g @ Kg, 0.0))
     it = 0
-    stopped = _check_callback(callback, it, alpha, gnorm, f)
+    stopped = _check_callback(callback, it, alpha, gnorm, f, g)
     while gnorm > threshold and not stopped and it < max_iter:
         it += 1
         w = C * loss.d2(y, z)
@@ -230,7 +234,7 @@ def newton_kernel(K, y, loss, C, *, coef0=None, tol=1e-10, max_iter=100, callbac
         g = C * loss.d1(y, z) + alpha
         Kg = K @ g
         gnorm = np.sqrt(max(g @ Kg, 0.0))
-        stopped = _check_callback(callback, it, alpha, gnorm, f)
+        stopped = _check_callback(callback, it, alpha, gnorm, f, g)
     converged = gnorm <= threshold
     if not converged and not stopped:
         warnings.warn(

@@ -114,13 +114,16 @@ class UpdatableMixin:
                 self.classes_ = classes
             else:
                 y = np.asarray(y)
-                bad = ~np.isin(y, self.classes_)
-                if np.any(bad):
+                c0, c1 = self.classes_
+                pos = y == c1
+                bad = ~(pos | (y == c0))
+                if bad.any():
                     raise ValueError(
                         f"{what} has labels {np.unique(y[bad]).tolist()[:10]} that are not among "
                         f"the model's classes {self.classes_.tolist()}; an update cannot add a "
                         "third class (" + _OVR_HINT + ")"
                     )
+                return np.where(pos, 1.0, -1.0)
             return np.where(y == self.classes_[1], 1.0, -1.0)
         try:
             y = np.asarray(y, dtype=np.float64)
@@ -167,6 +170,7 @@ class UpdatableMixin:
             t = self._encode_y(y, fitting=True, classes=classes)
             previous = self._warm_coef() if self.warm_start else None
             self._build(X, t, previous)
+            self._bump_version()
         except BaseException:
             self.__dict__.clear()
             self.__dict__.update(before)
@@ -327,7 +331,13 @@ class UpdatableMixin:
                     led.digests[s] = dg
         new_ids = self._commit_add(plan, new_ids)
         self._after_update()
+        self._bump_version()
         return new_ids, removed
+
+    def _bump_version(self):
+        """Count the changes of the fitted model, so that objects derived from it (the
+        sensitivity what-if objects) can tell when they are stale."""
+        self._version = getattr(self, "_version", 0) + 1
 
     def _keeps_rows(self):
         return self._ledger.keep_rows

@@ -171,7 +171,9 @@ _KERNEL_DOC_PARAMS = """
     max_iter : int, default=100
     warm_start : bool, default=False
     callback : callable or None
-        ``callback(iteration, alpha, grad_norm, objective)``; returning True stops the solver.
+        ``callback(iteration, alpha, grad_norm, objective, grad)`` with ``grad`` the expansion
+        coefficients of ∇J (see :func:`deltafit.solvers.newton_kernel`); returning True stops
+        the solver.
 """
 
 

@@ -12,6 +12,8 @@ import hashlib
 
 import numpy as np
 
+from .._validation import check_ids
+
 __all__ = ["Ledger"]
 
 
@@ -76,21 +78,7 @@ class Ledger:
 
     def slots_of(self, ids, what="ids"):
         """Slots of ``ids``; ValueError for unknown, repeated or non-integer ids."""
-        ids = np.asarray(ids)
-        if ids.ndim == 0:
-            ids = ids.reshape(1)
-        if ids.ndim != 1:
-            raise ValueError(f"{what} must be a 1-D array of integers, got shape {ids.shape}")
-        if ids.size == 0:
-            raise ValueError(f"{what} is empty")
-        if ids.dtype.kind not in "iu":
-            if ids.dtype.kind == "f" and np.all(np.isfinite(ids)) and np.all(ids == np.round(ids)):
-                ids = ids.astype(np.int64)
-            else:
-                raise ValueError(f"{what} must be integers, got dtype {ids.dtype}")
-        uniq, counts = np.unique(ids, return_counts=True)
-        if np.any(counts > 1):
-            raise ValueError(f"repeated {what}: {uniq[counts > 1][:10].tolist()}")
+        ids = check_ids(ids, what)
         inside = (ids >= 0) & (ids < self.next_id)
         slots = np.full(ids.size, -1, dtype=np.intp)
         slots[inside] = self._slot_of[ids[inside]]

@@ -45,7 +45,10 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         Phi = X if self.feature_map_ is None else np.asarray(
             self.feature_map_.transform(X), dtype=np.float64)
         if self.fit_intercept:
-            Phi = np.hstack([Phi, np.full((Phi.shape[0], 1), self._s)])
+            out = np.empty((Phi.shape[0], Phi.shape[1] + 1))
+            out[:, :-1] = Phi
+            out[:, -1] = self._s
+            return out
         return np.ascontiguousarray(Phi)
 
     def _warm_coef(self):
@@ -144,8 +147,9 @@ _LINEAR_DOC_PARAMS = """
     warm_start : bool, default=False
         Start :meth:`fit` from the previous solution (updates always warm-start).
     callback : callable or None, default=None
-        ``callback(iteration, coef, grad_norm, objective)`` after every Newton iteration;
-        returning True stops the solver.
+        ``callback(iteration, coef, grad_norm, objective, grad)`` after every Newton iteration,
+        ``coef`` and ``grad`` over Φ(x) with the constant feature last; returning True stops
+        the solver (see :class:`deltafit.sensitivity.CertainSigns`).
 """
 
 

@@ -1,0 +1,57 @@
+"""Sensitivity analysis: certified bounds on the retrained model, without retraining.
+
+``deltafit.sensitivity(model)`` returns a what-if object (:class:`Sensitivity`): hypothetical
+additions, removals and relabels, then guaranteed bounds on the model that a retrain would give
+— its decision values, labels, coefficients and distance from the current model — at a cost
+that grows with the change, not with the data::
+
+    s = deltafit.sensitivity(model)          # any fitted deltafit estimator
+    s.remove(ids); s.add(X_a, y_a)           # hypothetical; nothing is retrained
+    lo, hi = s.decision_bounds(X_test)       # lo <= new decision_function <= hi
+    labels, certain = s.predict_certain(X_test)
+    s.distance_bound(); s.coef_bounds(); s.norm_change_bound(q=1)
+
+Every bound is a ball in model space (:class:`Sphere`): after a data change (Okumura et al.
+Thm 1 = Sivan et al. Thm 1), around any approximate solution from its gradient
+(:func:`gradient_sphere`, Okumura Thm 6), or the intersection of two balls
+(:class:`BallIntersection`, exact extremes of a linear score).  :func:`loo_bounds` and
+:func:`zhang_loo_bounds` bound every leave-one-out score at once.
+
+This module is callable: ``deltafit.sensitivity(model, C_new=None)`` is
+``deltafit.sensitivity.Sensitivity(model, C_new=None)``.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+
+from ._data_change import Sensitivity
+from ._gradient import CertainSigns, gradient_sphere, model_gradient_sphere
+from ._loo import loo_bounds, zhang_loo_bounds
+from ._sphere import BallIntersection, KernelSphere, PrimalSphere, Sphere, two_ball_bounds
+
+__all__ = [
+    "Sensitivity",
+    "Sphere",
+    "PrimalSphere",
+    "KernelSphere",
+    "BallIntersection",
+    "two_ball_bounds",
+    "gradient_sphere",
+    "model_gradient_sphere",
+    "CertainSigns",
+    "loo_bounds",
+    "zhang_loo_bounds",
+]
+
+
+class _CallableModule(types.ModuleType):
+    """The module, callable as ``deltafit.sensitivity(model, C_new=None)``."""
+
+    def __call__(self, model, C_new=None):
+        """What-if object for ``model``; see :class:`Sensitivity`."""
+        return Sensitivity(model, C_new=C_new)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -1,0 +1,786 @@
+"""The ball around the retrained model after a hypothetical data change (no retraining).
+
+Let β₁ minimise ``P₁(β) = C₁ Σ_{D₁} ℓ_i(β) + ½‖β‖²`` and β₂ minimise
+``P₂(β) = C₂ Σ_{D₂} ℓ_i(β) + ½‖β‖²`` with ``D₂ = D₁ ∖ R ∪ A``.  ``P₂`` is 1-strongly
+convex, so ``⟨∇P₂(β₁), β₁ − β₂⟩ ≥ ‖β₁ − β₂‖²``: β₂ lies in the ball of center
+``m = β₁ − r`` and radius ``‖r‖``, ``r = ½ ∇P₂(β₁)``.  With the optimality of β₁,
+
+    r = ½ (1 − C₂/C₁) β₁ + (C₂/2) Δg,    Δg = Σ_A ∇ℓ_i(β₁) − Σ_R ∇ℓ_i(β₁)
+
+(Sivan et al., Thm 1 and eq. 5; Okumura et al., Thm 1 with C = 1/(λn)), which costs only the
+gradients of the changed samples.  A relabel is a removal of (x, y_old) and an addition of
+(x, y_new).  Since β₁ is computed to a tolerance, ∇P₂(β₁) carries an extra
+``(C₂/C₁) ∇P₁(β₁)`` whose norm the model certifies (``grad_norm_``); the radius is widened
+by that amount so that the ball holds for the stored β₁ as it is (0 for the closed form).
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .._validation import check_ids, check_rows
+from ._model_access import (certified_residual, check_model, fitted_C, kernel_functions,
+                            solution_sq_norm, training_scores)
+from ._sphere import KernelSphere, PrimalSphere
+
+__all__ = ["Sensitivity"]
+
+
+def _resolve_c_new(C_new, C_old, n_old):
+    """A function n_new -> C₂."""
+    if C_new is None:
+        return lambda n: C_old
+    if isinstance(C_new, str):
+        if C_new != "mean":
+            raise ValueError(
+                f"C_new must be a positive number, 'mean' or a callable n_new -> C, got {C_new!r}"
+            )
+        return lambda n: C_old * n_old / n
+    if callable(C_new):
+        return C_new
+    if isinstance(C_new, bool) or not isinstance(C_new, numbers.Real) or \
+            not np.isfinite(C_new) or C_new <= 0:
+        raise ValueError(f"C_new must be a positive finite number, got {C_new!r}")
+    value = float(C_new)
+    return lambda n: value
+
+
+def _slots_of(led, ids):
+    """The ledger's slots of ``ids`` (already checked for repeats); its ValueError otherwise."""
+    if ids.size and ids.min() >= 0 and ids.max() < led.next_id:
+        slots = led._slot_of[ids]
+        if slots.min() >= 0:
+            return slots
+    return led.slots_of(ids, "ids")
+
+
+def _c_at(c_new, n_new):
+    """``C₂`` for ``n_new`` samples, validated (a callable may return anything)."""
+    if n_new < 1:
+        raise ValueError("the change would remove every sample; a model needs at least one")
+    C2 = c_new(n_new)
+    if type(C2) is float and 0.0 < C2 < np.inf:
+        return C2
+    if isinstance(C2, (bool, np.bool_)) or not isinstance(C2, numbers.Real) or \
+            not np.isfinite(C2) or C2 <= 0:
+        raise ValueError(f"C_new({n_new}) must be a positive finite number, got {C2!r}")
+    return float(C2)
+
+
+class Sensitivity:
+    """What-if object: guaranteed bounds on the model retrained after a data change.
+
+    Made by ``deltafit.sensitivity(model, C_new=None)``.  Changes (:meth:`add`,
+    :meth:`remove`, :meth:`relabel`) are hypothetical: the model is not touched, nothing is
+    retrained, and each change costs the gradients of the changed samples only — O(p) per
+    sample for a linear model, O((n_old + |A|) d) for a kernel model (Sivan et al. §3.3).
+    Queries (:meth:`decision_bounds`, :meth:`predict_certain`, :meth:`distance_bound`,
+    :meth:`coef_bounds`, :meth:`norm_change_bound`, :meth:`tightness`) hold for the exact
+    optimum of the canonical problem (DESIGN.md §1) on the changed data.
+
+    Parameters
+    ----------
+    model : fitted deltafit estimator
+        Any of the four estimators with a squared, logistic or squared-hinge loss.
+    C_new : float, "mean", callable or None
+        ``C`` of the new problem (Sivan et al. Thm 1, ``C₂ ≠ C₁``).  None keeps the model's C;
+        ``"mean"`` keeps ``C · n`` fixed (the mean-loss objective of Okumura et al.,
+        ``C = 1/(λ n)``); a callable is called with the new number of samples.
+
+    Attributes
+    ----------
+    n_added, n_removed, n_relabeled, n_new : int
+        Samples added / removed / relabelled by the pending changes, and the new sample count.
+
+    Notes
+    -----
+    Sample ids: model samples keep their ids; hypothetical additions get ids from the model's
+    next free id upwards (the ids a real ``model.add`` would give them, if made in the same
+    order) and can be removed or relabelled like any other sample.  If the model is fitted or
+    updated after this object is made, every method raises ValueError.
+    """
+
+    def __init__(self, model, C_new=None):
+        self._loss = check_model(model)
+        self._model = model
+        self._version = getattr(model, "_version", 0)
+        led = model._ledger
+        self._C1 = fitted_C(model)
+        self._n_old = led.n_samples
+        self._c_new = _resolve_c_new(C_new, self._C1, self._n_old)
+        self._c_new_spec = C_new
+        self._eps = certified_residual(model)
+        self._kernel = bool(model._kernel)
+        self._first_hid = int(led.next_id)
+        self._next_hid = self._first_hid
+        # entries: every sample touched by a change, model samples and hypothetical additions
+        self._index = {}          # id -> entry, built lazily from _pending (see _lookup)
+        self._pending = []        # (ids, first entry) blocks not yet in _index
+        self._ids = np.empty(0, dtype=np.int64)  # grown on the first change
+        self._z = np.empty(0)     # ⟨Φ(x), β₁⟩
+        self._y0 = np.empty(0)    # label in D₁ (NaN for additions)
+        self._y = np.empty(0)     # label in D₂ (NaN when absent from D₂)
+        self._c = np.empty(0)     # coefficient of Φ(x) in Δg
+        self._m = 0
+        self._counts = [0, 0, 0]  # removed, added, relabelled
+        self._cache = None        # the parts of the ball, until the next change
+        self._history = []
+        self._xc = 0.0            # ⟨β₁, Δg⟩
+        self._beta_sq = None      # ‖β₁‖², computed when C₂ ≠ C₁ asks for it
+        if self._kernel:
+            self._kfun, self._kdiag = kernel_functions(model)
+            self._pts = np.empty((0, model.n_features_in_))
+            self._G = np.empty((0, 0))
+            self._Q = 0.0         # ‖Δg‖² = cᵀ G c
+        else:
+            self._beta = model._state.beta.copy()
+            self._coef_shape = (1, -1) if model._classifier else (-1,)
+            self._s = model._s if model.fit_intercept else None
+            # where an entry's feature row lives: a ledger slot (>= 0), or -1 for a row kept in
+            # one of the blocks (first entry, rows) — nothing is copied for model samples
+            self._src = np.empty(0, dtype=np.intp)
+            self._blocks = []
+            self._dg = np.zeros(self._beta.shape[0])
+
+    # ------------------------------------------------------------------ state
+    def _check_model(self):
+        if getattr(self._model, "_version", 0) != self._version:
+            raise ValueError(
+                "the model was fitted or updated after this sensitivity object was made; "
+                "make a new one with deltafit.sensitivity(model)"
+            )
+
+    @property
+    def n_removed(self):
+        return self._counts[0]
+
+    @property
+    def n_added(self):
+        return self._counts[1]
+
+    @property
+    def n_relabeled(self):
+        return self._counts[2]
+
+    @property
+    def n_new(self):
+        return self._n_old - self._counts[0] + self._counts[1]
+
+    def _recount(self, idx, y_before):
+        """Update (removed, added, relabelled) for entries ``idx`` whose D₂ labels changed
+        from ``y_before`` to ``self._y[idx]`` (NaN marks "not in D₁" / "not in D₂")."""
+        c = self._counts
+        if len(idx) <= 32:  # plain Python is cheaper than numpy on a few samples
+            y0s = self._y0[idx].tolist()
+            for y0, yb, ya in zip(y0s, y_before.tolist(), self._y[idx].tolist()):
+                for y, sign in ((yb, -1), (ya, 1)):
+                    if y0 == y0:
+                        if y != y:
+                            c[0] += sign
+                        elif y != y0:
+                            c[2] += sign
+                    elif y == y:
+                        c[1] += sign
+            return
+        y0 = self._y0[idx]
+        model = y0 == y0
+        for y, sign in ((y_before, -1), (self._y[idx], 1)):
+            present = y == y
+            c[0] += sign * int(np.count_nonzero(model & ~present))
+            c[1] += sign * int(np.count_nonzero(~model & present))
+            c[2] += sign * int(np.count_nonzero(model & present & (y != y0)))
+
+    @property
+    def C_new_(self):
+        """``C₂`` of the new problem at the current number of samples."""
+        return self._C2(self.n_new)
+
+    def _C2(self, n_new):
+        return _c_at(self._c_new, n_new)
+
+    def _grow(self, k):
+        need = self._m + k
+        cap = self._ids.shape[0]
+        if need <= cap:
+            return
+        cap = max(2 * need if cap == 0 else need, 2 * cap, 64)
+        m = self._m  # only the first m entries hold anything
+
+        def grown(a, shape):
+            b = np.empty(shape, dtype=a.dtype)
+            b[:m] = a[:m]
+            return b
+
+        self._ids = grown(self._ids, cap)
+        self._z, self._y0, self._y, self._c = (grown(a, cap) for a in
+                                               (self._z, self._y0, self._y, self._c))
+        if self._kernel:
+            self._pts = grown(self._pts, (cap, self._pts.shape[1]))
+            G = np.empty((cap, cap))
+            G[:m, :m] = self._G[:m, :m]
+            self._G = G
+        else:
+            self._src = grown(self._src, cap)
+
+    def _lookup(self):
+        """id -> entry.  The dictionary is built on first use: most what-ifs never look an id
+        up, and building it costs more than the bounds of a large change."""
+        if self._pending:
+            for ids, start in self._pending:
+                self._index.update(zip(ids.tolist(), range(start, start + ids.size)))
+            self._pending = []
+        return self._index
+
+    def _keep_rows(self, m, k, rows, src):
+        """Record where the feature rows of entries m, …, m+k-1 live (linear models)."""
+        if src is None:
+            self._src[m:m + k] = -1
+            self._blocks.append((m, rows))
+        else:
+            self._src[m:m + k] = src
+
+    def _rows_of(self, idx):
+        """Feature rows Φ of entries ``idx`` (linear models)."""
+        src = self._src[idx]
+        led = self._model._ledger
+        stored = src >= 0
+        if stored.all():
+            return led.X[src]
+        out = np.empty((idx.size, self._beta.shape[0]))
+        if stored.any():
+            out[stored] = led.X[src[stored]]
+        for start, blk in self._blocks:
+            sel = ~stored & (idx >= start) & (idx < start + blk.shape[0])
+            if sel.any():
+                if blk.shape[1] == out.shape[1]:
+                    out[sel] = blk[idx[sel] - start]
+                else:  # raw X kept for Φ = [X, s]
+                    out[sel, :-1] = blk[idx[sel] - start]
+                    out[sel, -1] = self._s
+        return out
+
+    def _new_entries(self, ids, y0, z, rows, src=None):
+        """Append entries (coefficient 0, present in D₂ with their D₁ label)."""
+        k = len(ids)
+        self._grow(k)
+        m = self._m
+        sl = slice(m, m + k)
+        self._ids[sl], self._y0[sl], self._y[sl], self._z[sl] = ids, y0, y0, z
+        self._c[sl] = 0.0
+        if self._kernel:
+            self._pts[sl] = rows
+            self._G[: m + k, sl] = self._kfun(self._pts[: m + k], rows)
+            self._G[sl, :m] = self._G[:m, sl].T
+        else:
+            self._keep_rows(m, k, rows, src)
+        self._pending.append((ids, m))
+        self._m = m + k
+        return np.arange(m, m + k)
+
+    def _coef(self, idx, y):
+        """Δg coefficient of each entry when its D₂ label is ``y`` (NaN: absent)."""
+        d1 = self._loss.d1
+        z, y0 = self._z[idx], self._y0[idx]
+        model, present = y0 == y0, y == y  # NaN marks "not in D₁" / "not in D₂"
+        c = np.where(present, d1(np.where(present, y, 0.0), z), 0.0)
+        return c - np.where(model, d1(np.where(model, y0, 0.0), z), 0.0)
+
+    def _set(self, idx, y):
+        """Give entries ``idx`` the D₂ labels ``y`` and update Δg, ⟨β₁, Δg⟩ and ‖Δg‖²."""
+        self._cache = None
+        c_new = self._coef(idx, y)
+        dc = c_new - self._c[idx]
+        m = self._m
+        if self._kernel:
+            G = self._G
+            self._Q += 2.0 * dc @ (G[idx, :m] @ self._c[:m]) + dc @ G[np.ix_(idx, idx)] @ dc
+        else:
+            self._dg += dc @ self._rows_of(idx)
+        self._xc += dc @ self._z[idx]
+        self._c[idx] = c_new
+        before = self._y[idx]  # a copy (fancy indexing)
+        self._y[idx] = y
+        self._recount(idx, before)
+        if not self._c[:m].any():  # back to no change: clear the running sums exactly
+            self._xc = 0.0
+            if self._kernel:
+                self._Q = 0.0
+            else:
+                self._dg[:] = 0.0
+
+    def _commit(self, idx, y, first_new=None):
+        before = self._y[idx].copy()
+        self._set(idx, y)
+        # an addition remembers where its entries and ids start, so that undo can give them back
+        self._history.append((idx, before, first_new))
+
+    # ------------------------------------------------------------- the change
+    def _model_entries(self, ids, rows_X=None, rows_y=None, action="remove"):
+        """Entries of model samples (created on first touch), validated by the ledger."""
+        model, led = self._model, self._model._ledger
+        ids = np.asarray(ids, dtype=np.int64)
+        index = self._lookup()
+        id_list = ids.tolist()
+        if index:
+            fresh = np.fromiter((i not in index for i in id_list), dtype=bool, count=ids.size)
+        else:
+            fresh = np.ones(ids.size, dtype=bool)
+        if not led.keep_rows:
+            # keep_data=False: the rows are needed, checked against the stored digests
+            if rows_X is None:
+                raise ValueError(
+                    "this model keeps no training rows (keep_data=False): pass the samples' "
+                    f"rows as X to {action} them"
+                )
+            rows = check_rows(rows_X, model.n_features_in_, "X")
+            if rows.shape[0] != ids.shape[0]:
+                raise ValueError(f"{ids.shape[0]} ids but {rows.shape[0]} rows in X")
+            slots = led.slots_of(ids, "ids")
+            t = led.y[slots] if rows_y is None else model._encode_y(rows_y, what="y")
+            led.check_rows(slots, rows, t)
+        all_fresh = bool(fresh.all())
+        slots = _slots_of(led, ids if all_fresh else ids[fresh]) if fresh.any() \
+            else np.zeros(0, np.intp)
+        out = None if all_fresh else \
+            np.fromiter((index.get(i, -1) for i in id_list), dtype=np.intp, count=ids.size)
+        if slots.size:
+            if self._kernel:
+                z, _ = training_scores(model, slots)
+                pts = led.X[slots]
+            elif led.keep_rows:
+                z = led.X[slots] @ self._beta
+                new = self._new_entries(ids if all_fresh else ids[fresh], led.y[slots], z, None,
+                                        src=slots)
+                if all_fresh:
+                    return new
+                out[fresh] = new
+                return out
+            else:
+                pts = model._features(rows if all_fresh else rows[fresh])
+                z = pts @ self._beta
+            new = self._new_entries(ids if all_fresh else ids[fresh], led.y[slots], z, pts)
+            if all_fresh:
+                return new
+            out[fresh] = new
+        return out
+
+    def _append(self, ids, y0, y, z, rows, c, first_new=None, removed=0, added=0, src=None):
+        """Linear models: append entries already in their final state (coefficients ``c``),
+        with one history record — the lean path of the common additions and removals."""
+        k = ids.size
+        self._grow(k)
+        m = self._m
+        sl = slice(m, m + k)
+        self._ids[sl], self._y0[sl], self._y[sl], self._z[sl], self._c[sl] = ids, y0, y, z, c
+        self._keep_rows(m, k, rows, src)
+        self._pending.append((ids, m))
+        self._m = m + k
+        if rows.shape[1] == self._dg.shape[0]:
+            self._dg += c @ rows
+        else:  # raw X of a model with an intercept: Φ = [X, s]
+            self._dg[:-1] += c @ rows
+            self._dg[-1] += self._s * c.sum()
+        self._xc += c @ z
+        self._counts[0] += removed
+        self._counts[1] += added
+        self._cache = None
+        # undo sets the entries back to their state before: present with their D₁ label
+        # (model samples) or absent (additions, whose entries and ids are then dropped)
+        self._history.append((np.arange(m, m + k), y0.copy(), first_new))
+
+    def _remove_fresh_rows(self, ids):
+        """Linear model, rows kept, none of ``ids`` touched before: removal in a few steps."""
+        led = self._model._ledger
+        slots = _slots_of(led, ids)
+        if self.n_new - ids.size < 1:
+            raise ValueError("the change would remove every sample; a model needs at least one")
+        rows = led.X[slots]
+        y0 = led.y[slots]
+        z = rows @ self._beta
+        self._append(ids, y0, np.full(ids.size, np.nan), z, rows, -self._loss.d1(y0, z),
+                     removed=ids.size, src=slots)
+
+    def _split_ids(self, ids, what):
+        ids = check_ids(ids, what)
+        hyp = ids >= self._first_hid
+        index = self._lookup() if hyp.any() else None
+        unknown = [] if index is None else [i for i in ids[hyp].tolist() if i not in index]
+        if unknown:
+            raise ValueError(f"unknown sample {what} (not in the model): {unknown[:10]}")
+        return ids, hyp
+
+    def add(self, X, y):
+        """Hypothetically add samples.
+
+        Parameters
+        ----------
+        X : array-like of shape (k, n_features)
+        y : array-like of shape (k,)
+
+        Returns
+        -------
+        ids : ndarray of shape (k,)
+            Ids of the hypothetical samples (usable in :meth:`remove` and :meth:`relabel`).
+        """
+        self._check_model()
+        model = self._model
+        name = type(model).__name__
+        Xa = check_rows(X, model.n_features_in_, "X", name, finite=self._kernel)
+        ta = model._encode_y(y, what="y")
+        if ta.shape[0] != Xa.shape[0]:
+            raise ValueError(f"X has {Xa.shape[0]} rows but y has {ta.shape[0]} labels")
+        ids = np.arange(self._next_hid, self._next_hid + Xa.shape[0], dtype=np.int64)
+        if not self._kernel:
+            if model.feature_map_ is None and self._s is not None:
+                # Φ = [X, s] is never formed: z and c·Φ from X and the constant
+                z = Xa @ self._beta[:-1] + self._s * self._beta[-1]
+                rows = Xa
+            else:
+                rows = model._features(Xa)
+                z = rows @ self._beta
+            if not np.isfinite(z).all():  # NaN/inf in X (checked here, not in a pass of its own)
+                check_rows(Xa, model.n_features_in_, "X", name)
+                raise ValueError("X gives non-finite scores (its values overflow)")
+            self._append(ids, np.full(ids.size, np.nan), ta, z, rows, self._loss.d1(ta, z),
+                         (self._m, self._next_hid), added=ids.size)
+            self._next_hid += Xa.shape[0]
+            return ids
+        z, pts = model._decision_checked(Xa), Xa
+        m0 = self._m
+        idx = self._new_entries(ids, np.full(len(ids), np.nan), z, pts)
+        # new entries start absent from D₂ (coefficient 0), then are added
+        self._y[idx] = np.nan
+        try:
+            self._commit(idx, ta, (m0, self._next_hid))
+        except BaseException:
+            self._drop_entries(m0)
+            raise
+        self._next_hid += Xa.shape[0]
+        return ids
+
+    def _drop_entries(self, m0):
+        index = self._lookup()
+        for j in self._ids[m0: self._m].tolist():
+            index.pop(j, None)
+        if not self._kernel:
+            self._blocks = [(start, blk) for start, blk in self._blocks if start < m0]
+        self._m = m0
+
+    def remove(self, ids=None, *, X=None, y=None):
+        """Hypothetically remove samples: model samples or earlier hypothetical additions.
+
+        Parameters
+        ----------
+        ids : array-like of int, optional
+        X, y : array-like, optional
+            For ``keep_data=False`` models: the samples' rows (checked against the stored
+            digests), aligned with ``ids``; with ``ids`` omitted the samples are found by value.
+
+        Returns
+        -------
+        self
+        """
+        self._check_model()
+        model = self._model
+        if ids is None:
+            if X is None or y is None:
+                raise ValueError("remove needs ids, or X and y for a keep_data=False model")
+            if model._ledger.keep_rows:
+                raise ValueError("this model keeps its training rows: remove samples by id")
+            t = model._encode_y(y, what="y")
+            rows = check_rows(X, model.n_features_in_, "X")
+            if t.shape[0] != rows.shape[0]:
+                raise ValueError(f"X has {rows.shape[0]} rows but y has {t.shape[0]} labels")
+            ids = model._ledger.ids[model._ledger.find(rows, t)]
+        elif X is not None and model._ledger.keep_rows:
+            raise ValueError("this model keeps its training rows: remove samples by id")
+        ids, hyp = self._split_ids(ids, "ids")
+        any_hyp = hyp.any()
+        if not self._kernel and not any_hyp and model._ledger.keep_rows and \
+                (self._m == 0 or not any(i in self._lookup() for i in ids.tolist())):
+            self._remove_fresh_rows(ids)
+            return self
+        idx = np.full(ids.size, -1, dtype=np.intp)
+        if any_hyp:
+            idx[hyp] = [self._lookup()[i] for i in ids[hyp].tolist()]
+        m0 = self._m
+        try:
+            if not any_hyp:
+                idx = self._model_entries(ids, X, y, "remove")
+            elif not hyp.all():
+                sub = lambda a: None if a is None else np.asarray(a)[~hyp]  # noqa: E731
+                idx[~hyp] = self._model_entries(ids[~hyp], sub(X), sub(y), "remove")
+            yi = self._y[idx]
+            gone = yi != yi
+            if gone.any():
+                raise ValueError(f"samples already removed: {ids[gone][:10].tolist()}")
+            if self.n_new - ids.size < 1:
+                raise ValueError(
+                    "the change would remove every sample; a model needs at least one"
+                )
+            self._commit(idx, np.full(ids.size, np.nan))
+        except BaseException:
+            self._drop_entries(m0)
+            raise
+        return self
+
+    def relabel(self, ids, y, *, X=None):
+        """Hypothetically change the labels of samples (model samples or additions).
+
+        Parameters
+        ----------
+        ids : array-like of int
+        y : array-like
+            New labels (for classifiers, among ``classes_``).
+        X : array-like, optional
+            The samples' rows, required for model samples of ``keep_data=False`` models.
+
+        Returns
+        -------
+        self
+        """
+        self._check_model()
+        ids, hyp = self._split_ids(ids, "ids")
+        t = self._model._encode_y(np.atleast_1d(np.asarray(y)), what="y")
+        if t.shape[0] != ids.shape[0]:
+            raise ValueError(f"{ids.shape[0]} ids but {t.shape[0]} labels to relabel")
+        if X is not None and self._model._ledger.keep_rows:
+            X = None  # the rows are stored; nothing to check
+        idx = np.full(ids.size, -1, dtype=np.intp)
+        if np.any(hyp):
+            idx[hyp] = [self._lookup()[i] for i in ids[hyp].tolist()]
+        m0 = self._m
+        try:
+            if np.any(~hyp):
+                rows = None if X is None else np.asarray(X)[~hyp] if np.ndim(X) == 2 else X
+                idx[~hyp] = self._model_entries(ids[~hyp], rows, None, "relabel")
+            gone = np.isnan(self._y[idx])
+            if np.any(gone):
+                raise ValueError(f"cannot relabel removed samples: {ids[gone][:10].tolist()}")
+            self._commit(idx, t)
+        except BaseException:
+            self._drop_entries(m0)
+            raise
+        return self
+
+    def undo(self):
+        """Revert the last :meth:`add`, :meth:`remove` or :meth:`relabel`.
+
+        Returns
+        -------
+        self
+        """
+        self._check_model()
+        if not self._history:
+            raise ValueError("nothing to undo")
+        idx, before, first_new = self._history.pop()
+        self._set(idx, before)
+        if first_new is not None:
+            # undoing the last change undid every later one: the entries from this addition on
+            # all have coefficient 0 and no pending change refers to them; the ids are free again
+            self._drop_entries(first_new[0])
+            self._next_hid = first_new[1]
+        return self
+
+    def reset(self):
+        """Revert every pending change."""
+        while self._history:
+            self.undo()
+        return self
+
+    # ---------------------------------------------------------------- the ball
+    def _parts(self):
+        """(C₂, ρ = C₂/C₁, c = ½(1 − ρ), ‖r‖, radius)."""
+        self._check_model()
+        if self._cache is not None:
+            return self._cache
+        C2 = self._C2(self.n_new)
+        rho = C2 / self._C1
+        cr = 0.5 * (1.0 - rho)
+        if self._kernel:
+            r2 = 0.25 * C2 * C2 * self._Q
+            if cr != 0.0:
+                if self._beta_sq is None:
+                    self._beta_sq = solution_sq_norm(self._model)
+                r2 += cr * cr * self._beta_sq + cr * C2 * self._xc
+            rnorm = float(np.sqrt(max(r2, 0.0)))
+        else:
+            r = self._r_vector(C2, cr)
+            self._r = r
+            rnorm = float(np.sqrt(r @ r))
+        parts = (C2, rho, cr, rnorm, rnorm + rho * self._eps)
+        if not callable(self._c_new_spec) or isinstance(self._c_new_spec, str):
+            self._cache = parts  # a user's callable is asked again at every query
+        return parts
+
+    def _r_vector(self, C2, cr):
+        return cr * self._beta + 0.5 * C2 * self._dg
+
+    @property
+    def radius(self):
+        """Radius of the ball that contains the new optimum."""
+        return self._parts()[4]
+
+    def distance_bound(self):
+        """Upper bound of ``‖β_new − β_old‖`` (Sivan et al. Thm 1: ``2‖r‖``; plus the old
+        model's certified solver residual ``(C₂/C₁)·grad_norm_``)."""
+        _, rho, _, rnorm, R = self._parts()
+        return rnorm + R
+
+    def sphere(self):
+        """The ball as a :class:`~deltafit.sensitivity.Sphere` (primal vector or kernel
+        expansion over the training and changed points, Sivan et al. eq. 3)."""
+        C2, _, cr, _, R = self._parts()
+        model = self._model
+        if not self._kernel:
+            center = self._beta - self._r
+            return PrimalSphere(center, R, features=_Features(model))
+        led = model._ledger
+        A = led.active_slots()
+        m = self._m
+        coef = np.concatenate([(1.0 - cr) * model._state.alpha[A], -0.5 * C2 * self._c[:m]])
+        pts = np.vstack([led.X[A], self._pts[:m]])
+        return KernelSphere(coef, pts, R, self._kfun, self._kdiag)
+
+    def _scores(self, X):
+        C2, _, cr, _, R = self._parts()
+        model = self._model
+        X = check_rows(X, model.n_features_in_, "X", type(model).__name__)
+        m = self._m
+        if self._kernel:
+            s = (1.0 - cr) * model._decision_checked(X)
+            if m:
+                s -= 0.5 * C2 * (self._kfun(X, self._pts[:m]) @ self._c[:m])
+            e = np.sqrt(np.maximum(self._kdiag(X), 0.0))
+        else:
+            Phi = model._features(X)
+            s = Phi @ (self._beta - self._r)
+            e = np.linalg.norm(Phi, axis=1)
+        return s, e, R
+
+    def decision_bounds(self, X):
+        """Guaranteed bounds of the new model's ``decision_function`` (regressors: ``predict``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        lo, hi : ndarray of shape (n_samples,)
+            ``lo ≤ ⟨Φ(x), β_new⟩ ≤ hi`` (Sivan et al. Lemma 1, eq. 7; Okumura et al. eq. 10).
+        """
+        s, e, R = self._scores(X)
+        return s - e * R, s + e * R
+
+    def tightness(self, X):
+        """``hi − lo`` of :meth:`decision_bounds`, ``2 ‖Φ(x)‖ R`` (Okumura et al. eq. 11)."""
+        _, e, R = self._scores(X)
+        return 2.0 * e * R
+
+    def predict_certain(self, X):
+        """Labels of the new model where the bounds decide them (Okumura et al. Cor. 4).
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,)
+            The new model's label where ``certain``; elsewhere the label of the ball's center
+            (a guess, not a guarantee).
+        certain : ndarray of bool
+            ``lo > 0`` (label ``classes_[1]``) or ``hi ≤ 0`` (``classes_[0]``, as ``predict``
+            maps a zero score).
+        """
+        if not self._model._classifier:
+            raise ValueError("predict_certain needs a classifier; use decision_bounds")
+        s, e, R = self._scores(X)
+        lo, hi = s - e * R, s + e * R
+        certain = (lo > 0) | (hi <= 0)
+        return self._model._decode_y(s), certain
+
+    # ------------------------------------------------------- linear models only
+    def _primal(self, what):
+        if self._kernel:
+            raise ValueError(
+                f"{what} needs a linear model (explicit coefficients); for kernel models use "
+                "decision_bounds or sphere().score_bounds"
+            )
+
+    def coef_bounds(self):
+        """Bounds of every coefficient of the new model (Okumura et al. Cor. 2).
+
+        Returns
+        -------
+        lo, hi : ndarray shaped like ``coef_``
+        """
+        self._primal("coef_bounds")
+        C2, _, cr, _, R = self._parts()
+        m = self._beta - self._r
+        if self._s is not None:
+            m = m[:-1]
+        return (m - R).reshape(self._coef_shape), (m + R).reshape(self._coef_shape)
+
+    def intercept_bounds(self):
+        """Bounds of the new model's ``intercept_`` (``intercept_scaling`` times the last
+        coordinate; exactly 0 without an intercept)."""
+        self._primal("intercept_bounds")
+        shape = (1,) if self._model._classifier else ()
+        if self._s is None:
+            self._check_model()
+            z = np.zeros(shape) if shape else 0.0
+            return z, z
+        C2, _, cr, _, R = self._parts()
+        last = (self._beta - self._r)[-1]
+        lo, hi = self._s * (last - R), self._s * (last + R)
+        if shape:
+            return np.full(shape, lo), np.full(shape, hi)
+        return lo, hi
+
+    def norm_change_bound(self, q=2):
+        """Upper bound of ``‖coef_new − coef_old‖_q`` (Okumura et al. Cor. 3).
+
+        Cor. 3 sums ``max(β_old,j − L_j, U_j − β_old,j)^q = (|r_j| + R)^q`` over the
+        coefficients; the result is also capped by the distance bound (``‖·‖_q ≤ ‖·‖₂`` for
+        q ≥ 2, ``≤ d^{1/q − 1/2} ‖·‖₂`` below), whichever is smaller.
+
+        Parameters
+        ----------
+        q : float > 0 or numpy.inf, default=2
+        """
+        self._primal("norm_change_bound")
+        if isinstance(q, bool) or not isinstance(q, numbers.Real) or np.isnan(q) or q <= 0:
+            raise ValueError(f"q must be a positive number or numpy.inf, got {q!r}")
+        C2, _, cr, rnorm, R = self._parts()
+        r = self._r
+        if self._s is not None:
+            r = r[:-1]
+        v = np.abs(r) + R
+        d = v.size
+        dist = rnorm + R
+        if np.isinf(q):
+            return float(min(v.max(initial=0.0), dist))
+        cor3 = float(np.sum(v ** q) ** (1.0 / q))
+        cap = dist if q >= 2 else dist * d ** (1.0 / q - 0.5)
+        return min(cor3, cap)
+
+    def __repr__(self):
+        return (f"Sensitivity({type(self._model).__name__}, added={self.n_added}, "
+                f"removed={self.n_removed}, relabeled={self.n_relabeled})")
+
+
+class _Features:
+    """Φ(X) of a linear model as it is now (feature map, constant feature), with input
+    validation: the sphere's feature map."""
+
+    def __init__(self, model):
+        self._map = model.feature_map_
+        self._s = model._s if model.fit_intercept else None
+        self._width = model.n_features_in_
+
+    def __call__(self, X):
+        X = check_rows(X, self._width, "X")
+        Phi = X if self._map is None else np.asarray(self._map.transform(X), dtype=np.float64)
+        if self._s is not None:
+            Phi = np.hstack([Phi, np.full((Phi.shape[0], 1), self._s)])
+        return Phi
