@@ -235,6 +235,17 @@ class PrimalSquaredState:
         if np.linalg.norm(d) > _DRIFT_RTOL * max(np.linalg.norm(self.beta), 1e-300):
             self._refactor()
 
+    def gradient_norm(self):
+        """‖∇J(β)‖ = ‖2C (M β − b)‖ of the stored β, from the exact statistics (the pending rows
+        included), O(p²): it certifies ‖β − β*‖ and covers rounding and the drift of the
+        tracked inverse between refinements."""
+        Mb = _sym_matvec(self.M0, self.beta)
+        r = self._np
+        if r:
+            P = self._P[:r]
+            Mb = Mb + P.T @ (self._s[:r] * (P @ self.beta))
+        return float(np.linalg.norm(Mb - self.b)) / self.rho  # 2C = 1/ρ
+
     # ---------------------------------------------------------------- update
     def apply(self, Pa=None, ya=None, Pr=None, yr=None, Pl=None, dy=None):
         """Add rows ``(Pa, ya)``, remove rows ``(Pr, yr)``, change labels of rows ``Pl`` by ``dy``.
@@ -408,6 +419,13 @@ class DualSquaredState:
         """``y − (K + ρI) α`` on the active slots (zero elsewhere), without copying K."""
         a = self.alpha * self.active
         return (self.y - (self.gram.K @ a + self.rho * a)) * self.active
+
+    def gradient_norm(self):
+        """RKHS norm of ∇J at the stored α, ``2C sqrt(rᵀ K r)`` with r = y − (K + ρI)α the
+        residual on the active slots (∇J = Σ g_i Φ(x_i), g = −2C r), O(n²)."""
+        A = np.flatnonzero(self.active)
+        r = self.residual()[A]
+        return float(np.sqrt(max(r @ (self.gram.K[np.ix_(A, A)] @ r), 0.0))) / self.rho
 
     def fold(self, refine=True):
         """Fold corrections, zero inactive rows/columns exactly; with ``refine``, refine α

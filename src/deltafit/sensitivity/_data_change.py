@@ -16,6 +16,7 @@ by that amount so that the ball holds for the stored β₁ as it is (0 for the c
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -45,6 +46,9 @@ def _resolve_c_new(C_new, C_old, n_old):
         raise ValueError(f"C_new must be a positive finite number, got {C_new!r}")
     value = float(C_new)
     return lambda n: value
+
+
+_CANCEL = 1e-3  # a running sum this much smaller than its terms is recomputed exactly
 
 
 def _slots_of(led, ids):
@@ -127,7 +131,6 @@ class Sensitivity:
         self._counts = [0, 0, 0]  # removed, added, relabelled
         self._cache = None        # the parts of the ball, until the next change
         self._history = []
-        self._xc = 0.0            # ⟨β₁, Δg⟩
         self._beta_sq = None      # ‖β₁‖², computed when C₂ ≠ C₁ asks for it
         if self._kernel:
             self._kfun, self._kdiag = kernel_functions(model)
@@ -205,7 +208,10 @@ class Sensitivity:
         cap = self._ids.shape[0]
         if need <= cap:
             return
-        cap = max(2 * need if cap == 0 else need, 2 * cap, 64)
+        # linear entries are small: leave room for the addition that usually follows a removal;
+        # the kernel state is O(cap²): grow it by half
+        cap = max(need, 64, 2 * need if cap == 0 and not self._kernel else 0,
+                  cap + cap // 2 if self._kernel else 2 * cap)
         m = self._m  # only the first m entries hold anything
 
         def grown(a, shape):
@@ -295,20 +301,38 @@ class Sensitivity:
         m = self._m
         if self._kernel:
             G = self._G
-            self._Q += 2.0 * dc @ (G[idx, :m] @ self._c[:m]) + dc @ G[np.ix_(idx, idx)] @ dc
+            cross = 2.0 * dc @ (G[idx, :m] @ self._c[:m])  # with the coefficients before
+            own = dc @ G[np.ix_(idx, idx)] @ dc
+            self._c[idx] = c_new
+            Q = self._Q + cross + own
+            # the running ‖Δg‖² cancels when a change undoes a large one (add an outlier, undo):
+            # then it is recomputed exactly, O(m²)
+            self._Q = Q if Q > _CANCEL * (self._Q + abs(cross) + own) else self._exact_Q()
         else:
-            self._dg += dc @ self._rows_of(idx)
-        self._xc += dc @ self._z[idx]
-        self._c[idx] = c_new
+            self._c[idx] = c_new
+            self._add_to_dg(dc @ self._rows_of(idx))
         before = self._y[idx]  # a copy (fancy indexing)
         self._y[idx] = y
         self._recount(idx, before)
         if not self._c[:m].any():  # back to no change: clear the running sums exactly
-            self._xc = 0.0
             if self._kernel:
                 self._Q = 0.0
             else:
                 self._dg[:] = 0.0
+
+    def _exact_Q(self):
+        c = self._c[: self._m]
+        return float(c @ self._G[: self._m, : self._m] @ c)
+
+    def _add_to_dg(self, inc):
+        """Δg += inc (linear models), recomputed exactly from the entries when the sum cancels
+        (a change that undoes a large one), so that its error stays at rounding level."""
+        old = self._dg
+        new = old + inc
+        if new @ new <= _CANCEL * _CANCEL * (math.sqrt(old @ old) + math.sqrt(inc @ inc)) ** 2:
+            m = self._m
+            new = self._c[:m] @ self._rows_of(np.arange(m)) if m else np.zeros_like(new)
+        self._dg = new
 
     def _commit(self, idx, y, first_new=None):
         before = self._y[idx].copy()
@@ -359,6 +383,8 @@ class Sensitivity:
                 return out
             else:
                 pts = model._features(rows if all_fresh else rows[fresh])
+                if np.may_share_memory(pts, rows):
+                    pts = pts.copy()  # kept for later changes: not the caller's buffer
                 z = pts @ self._beta
             new = self._new_entries(ids if all_fresh else ids[fresh], led.y[slots], z, pts)
             if all_fresh:
@@ -378,11 +404,9 @@ class Sensitivity:
         self._pending.append((ids, m))
         self._m = m + k
         if rows.shape[1] == self._dg.shape[0]:
-            self._dg += c @ rows
+            self._add_to_dg(c @ rows)
         else:  # raw X of a model with an intercept: Φ = [X, s]
-            self._dg[:-1] += c @ rows
-            self._dg[-1] += self._s * c.sum()
-        self._xc += c @ z
+            self._add_to_dg(np.append(c @ rows, self._s * c.sum()))
         self._counts[0] += removed
         self._counts[1] += added
         self._cache = None
@@ -436,9 +460,11 @@ class Sensitivity:
             if model.feature_map_ is None and self._s is not None:
                 # Φ = [X, s] is never formed: z and c·Φ from X and the constant
                 z = Xa @ self._beta[:-1] + self._s * self._beta[-1]
-                rows = Xa
+                rows = Xa.copy()  # kept for later changes: not the caller's buffer
             else:
                 rows = model._features(Xa)
+                if np.may_share_memory(rows, Xa):
+                    rows = rows.copy()
                 z = rows @ self._beta
             if not np.isfinite(z).all():  # NaN/inf in X (checked here, not in a pass of its own)
                 check_rows(Xa, model.n_features_in_, "X", name)
@@ -604,7 +630,9 @@ class Sensitivity:
             if cr != 0.0:
                 if self._beta_sq is None:
                     self._beta_sq = solution_sq_norm(self._model)
-                r2 += cr * cr * self._beta_sq + cr * C2 * self._xc
+                m = self._m
+                xc = float(self._c[:m] @ self._z[:m])  # ⟨β₁, Δg⟩, O(m), exact
+                r2 += cr * cr * self._beta_sq + cr * C2 * xc
             rnorm = float(np.sqrt(max(r2, 0.0)))
         else:
             r = self._r_vector(C2, cr)
@@ -777,6 +805,12 @@ class _Features:
         self._map = model.feature_map_
         self._s = model._s if model.fit_intercept else None
         self._width = model.n_features_in_
+
+    def __eq__(self, other):
+        return isinstance(other, _Features) and self._map is other._map and \
+            self._s == other._s and self._width == other._width
+
+    __hash__ = None
 
     def __call__(self, X):
         X = check_rows(X, self._width, "X")

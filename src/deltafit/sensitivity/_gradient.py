@@ -66,7 +66,8 @@ def gradient_sphere(coef, grad, *, points=None, kernel=None, diagonal=None, grad
         check_model(kernel, "a gradient sphere")
         if not kernel._kernel:
             raise ValueError("kernel must be a callable or a fitted deltafit kernel model")
-        kernel, diagonal = kernel_functions(kernel)
+        kernel, model_diagonal = kernel_functions(kernel)
+        diagonal = model_diagonal if diagonal is None else diagonal
     if grad_norm is None:
         grad_norm = float(np.sqrt(max(grad @ kernel(points, points) @ grad, 0.0)))
     return KernelSphere(coef - 0.5 * grad, points, 0.5 * float(grad_norm), kernel, diagonal)
@@ -123,10 +124,12 @@ class CertainSigns:
     eta : ndarray of shape (k, p), optional
         Primal form: the score vectors (e.g. test rows Φ(x), the constant feature last).
     cross_kernel : ndarray of shape (k, n), optional
-        Kernel form: ``⟨η_i, Φ(x_j)⟩`` against the solver's samples in its order (e.g.
-        ``k(X_test, X_train)``).
+        Kernel form: ``⟨η_i, Φ(x_j)⟩`` against the solver's samples in its order, with the
+        model's kernel *including its intercept term* ``intercept_scaling²`` (e.g.
+        ``deltafit.kernels.kernel_matrix(X_test, X_train, kernel="rbf", gamma=g,
+        intercept_scaling=s)``; a plain ``rbf_kernel`` misses the ``s²`` and certifies wrongly).
     sq_norms : ndarray of shape (k,), optional
-        Kernel form: ``‖η_i‖²`` (e.g. ``k(x, x)``).
+        Kernel form: ``‖η_i‖²`` (e.g. ``k(x, x) + s²``).
 
     Attributes
     ----------

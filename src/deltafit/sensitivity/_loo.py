@@ -66,13 +66,13 @@ def zhang_loo_bounds(model, ids=None):
     """Zhang's (2003) leave-one-out bounds ``z_t ∓ |α_t| k(x_t, x_t)`` (Sivan et al. §4.2).
 
     The baseline against which Sivan et al. compare their bounds.  α_t is the sample's
-    coefficient in the dual form β = Σ α_i Φ(x_i): the stored α for kernel models,
-    ``−C ℓ'(y_t, z_t)`` (its value at the optimum) for linear models.  As in
+    coefficient in the dual form β = Σ α_i Φ(x_i), taken as its value at the optimum,
+    ``−C ℓ'(y_t, z_t)`` (the stored α of a kernel model is not unique when K is singular).  As in
     :func:`loo_bounds`, the interval is widened by the model's certified solver residual,
     ``grad_norm_ · sqrt(k_tt)``: Zhang's bound is about the exact optimum, and without the
     allowance it "decides" labels whose left-out score is zero up to rounding (a kernel matrix
-    close to the identity), some of them wrongly.  The interval of :func:`loo_bounds` (with C
-    unchanged) is one half of this one, so it is never wider.
+    close to the identity), some of them wrongly.  Up to these allowances the interval of
+    :func:`loo_bounds` (with C unchanged) is one half of this one; it is never wider.
 
     Parameters
     ----------
@@ -86,9 +86,8 @@ def zhang_loo_bounds(model, ids=None):
     loss = check_model(model, "leave-one-out bounds")
     slots = _slots(model, ids)
     z, ktt = training_scores(model, slots)
-    if model._kernel:
-        alpha = model._state.alpha[slots]
-    else:
-        alpha = -fitted_C(model) * loss.d1(model._ledger.y[slots], z)
+    # α_t at the optimum is −C ℓ'(y_t, z_t); the stored α of a kernel model is not unique when
+    # K is singular (duplicated rows), so it is not used
+    alpha = -fitted_C(model) * loss.d1(model._ledger.y[slots], z)
     w = np.abs(alpha) * ktt + float(model.grad_norm_) * np.sqrt(np.maximum(ktt, 0.0))
     return z - w, z + w

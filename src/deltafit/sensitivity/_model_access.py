@@ -48,9 +48,9 @@ def check_model(model, what="sensitivity bounds"):
 
 def certified_residual(model):
     """``grad_norm_`` without scikit-learn's fitted check: the certified ‖β − β*‖ of the
-    stored solution (0 for the closed form)."""
-    res = getattr(model._state, "result", None)
-    return 0.0 if res is None else float(res.grad_norm)
+    stored solution (computed from the exact statistics for the closed form, cached per
+    model version)."""
+    return model._certified_residual()
 
 
 def fitted_loss(model):

@@ -137,6 +137,12 @@ class PrimalSphere(Sphere):
     def _compatible(self, other):
         if not isinstance(other, PrimalSphere) or other.n_features != self.n_features:
             raise ValueError("the two balls must live in the same explicit feature space")
+        if self.features is not None and other.features is not None and \
+                not (self.features is other.features or self.features == other.features):
+            raise ValueError(
+                "the two balls use different feature maps (or intercept scalings); build both "
+                "from the same model"
+            )
 
     def _center_gap(self, other):
         return float(np.linalg.norm(self.center - other.center))
