@@ -216,7 +216,8 @@ class Sensitivity:
 
         def grown(a, shape):
             b = np.empty(shape, dtype=a.dtype)
-            b[:m] = a[:m]
+            if m:
+                b[:m] = a[:m]
             return b
 
         self._ids = grown(self._ids, cap)
@@ -406,7 +407,10 @@ class Sensitivity:
         if rows.shape[1] == self._dg.shape[0]:
             self._add_to_dg(c @ rows)
         else:  # raw X of a model with an intercept: Φ = [X, s]
-            self._add_to_dg(np.append(c @ rows, self._s * c.sum()))
+            inc = np.empty(self._dg.shape[0])
+            inc[:-1] = c @ rows
+            inc[-1] = self._s * c.sum()
+            self._add_to_dg(inc)
         self._counts[0] += removed
         self._counts[1] += added
         self._cache = None
