@@ -72,13 +72,13 @@ import deltafit  # noqa: E402
 from bench_updates import (  # noqa: E402  (shared helpers: machine, source, timing, load)
     CpuMonitor,
     c64,
+    contention_loop,
     loadavg,
     log,
     machine_info,
     source_info,
     thread_limit,
     timed,
-    wait_quiet,
 )
 from deltafit.datasets import (  # noqa: E402
     fashion_mnist_available,
@@ -109,29 +109,6 @@ def rbf(A, B, gamma):
 
 def pct(a, q):
     return float(np.percentile(a, q)) if len(a) else None
-
-
-def contention_loop(run, args, what, retries):
-    """Run ``run()`` under a CpuMonitor; repeat when others used too much CPU; keep the best."""
-    attempts = []
-    for attempt in range(retries + 1):
-        waited = wait_quiet(args.quiet_wait, args.max_contention) if retries else 0.0
-        with CpuMonitor() as mon:
-            r = run()
-        r["contention"] = {**mon.report(), "waited_for_quiet_s": waited,
-                           "loadavg_after": loadavg()}
-        attempts.append(r)
-        share = r["contention"]["other_processes_share"]
-        if share is None or share <= args.max_contention:
-            break
-        if attempt < retries:
-            log(f"{what}: other processes used {share:.0%} of the CPUs, repeating "
-                f"({attempt + 1}/{retries})")
-    r = min(attempts, key=lambda a: a["contention"]["other_processes_share"] or 0.0)
-    r["contention"]["attempts"] = len(attempts)
-    r["contention"]["attempt_shares"] = [a["contention"]["other_processes_share"]
-                                         for a in attempts]
-    return r
 
 
 # =========================================================================== (a) tightness
@@ -587,7 +564,7 @@ def run_speed_problem(pname, make, args, rng, bar):
         r = contention_loop(
             lambda: run_speed_scenario(pname, m, Xt, Xp, yp, n_half,  # noqa: B023
                                        label, args, rng, bar),  # noqa: B023
-            args, f"speed {pname} {label}", args.retries)
+            args, f"speed {pname} {label}", args.retries, wait=bool(args.retries))
         rows.append(r)
         log(f"speed {pname} {label} ({2 * n_half}): bounds {r['t_bounds_s'] * 1e3:.3f} ms, "
             f"certify {r['t_certify_s'] * 1e3:.2f} ms, update {r['t_update_s']:.3f}s, "

@@ -139,6 +139,31 @@ class CpuMonitor:
                 else self.other_cpu_s / cap}
 
 
+def contention_loop(run, args, what, retries, wait=True):
+    """Run ``run()`` under a CpuMonitor (after waiting for a quiet machine when ``wait``);
+    repeat up to ``retries`` times when other processes used more than ``args.max_contention``
+    of the CPUs, and keep the least disturbed attempt."""
+    attempts = []
+    for attempt in range(retries + 1):
+        waited = wait_quiet(args.quiet_wait, args.max_contention) if wait else 0.0
+        with CpuMonitor() as mon:
+            r = run()
+        r["contention"] = {**mon.report(), "waited_for_quiet_s": waited,
+                           "loadavg_after": loadavg()}
+        attempts.append(r)
+        share = r["contention"]["other_processes_share"]
+        if share is None or share <= args.max_contention:
+            break
+        if attempt < retries:
+            log(f"{what}: other processes used {share:.0%} of the CPUs, repeating "
+                f"({attempt + 1}/{retries})")
+    r = min(attempts, key=lambda a: a["contention"]["other_processes_share"] or 0.0)
+    r["contention"]["attempts"] = len(attempts)
+    r["contention"]["attempt_shares"] = [a["contention"]["other_processes_share"]
+                                         for a in attempts]
+    return r
+
+
 def wait_quiet(max_wait, threshold, window=2.0):
     """Sleep until other processes use at most ``threshold`` of the CPUs (or ``max_wait`` s)."""
     if max_wait <= 0:
@@ -354,23 +379,8 @@ def run_problem(p, args, bars, rng):
     rows = []
     log(f"{p.name}: {p.source}; n={n}, k(10%)={k}")
     for scenario in (_remove_one_median, _remove_one_amortized, _remove_batch, _add_batch):
-        attempts = []
-        for attempt in range(args.retries + 1):
-            waited = wait_quiet(args.quiet_wait, args.max_contention)
-            with CpuMonitor() as mon:
-                r = scenario(p, args, bars, n, k, perm)
-            r["contention"] = {**mon.report(), "waited_for_quiet_s": waited}
-            attempts.append(r)
-            share = r["contention"]["other_processes_share"]
-            if share is None or share <= args.max_contention:
-                break
-            if attempt < args.retries:
-                log(f"{p.name}: {r['scenario']}: other processes used {share:.0%} of the CPUs, "
-                    f"repeating ({attempt + 1}/{args.retries})")
-        r = min(attempts, key=lambda a: a["contention"]["other_processes_share"] or 0.0)
-        r["contention"]["attempts"] = len(attempts)
-        r["contention"]["attempt_shares"] = [a["contention"]["other_processes_share"]
-                                             for a in attempts]
+        r = contention_loop(lambda: scenario(p, args, bars, n, k, perm),  # noqa: B023
+                            args, f"{p.name}: {scenario.__name__.strip('_')}", args.retries)
         rows.append(r)
         log(f"{p.name}: {r['scenario']}: deltafit {r['deltafit_s']:.4g}s, scikit-learn "
             f"{r['sklearn_s']:.4g}s, ratio {r['ratio']:.3g}x, deviation "

@@ -149,7 +149,7 @@ def demo(args, out=sys.stdout):
     # the certificate, checked against the exact result (tolerance: the solvers' tol)
     slack = tol * (1.0 + np.abs(f_ref))
     held = bool(np.all(lo <= f_ref + slack) and np.all(f_ref <= hi + slack))
-    say(f"what-if bounds vs the updated model: " + ("OK, every test decision value within its "
+    say("what-if bounds vs the updated model: " + ("OK, every test decision value within its "
         f"bounds (mean width {np.mean(hi - lo):.3g})" if held else "VIOLATED"))
     return dev if held else float("inf")
 

@@ -15,6 +15,18 @@ from ._ledger import Ledger
 __all__ = ["LinearClassifier", "LinearRegressor"]
 
 
+def features(X, feature_map, s):
+    """Φ(X): the fitted ``feature_map`` (or X itself), with a constant column of value ``s``
+    appended unless ``s`` is None."""
+    Phi = X if feature_map is None else np.asarray(feature_map.transform(X), dtype=np.float64)
+    if s is not None:
+        out = np.empty((Phi.shape[0], Phi.shape[1] + 1))
+        out[:, :-1] = Phi
+        out[:, -1] = s
+        return out
+    return np.ascontiguousarray(Phi)
+
+
 class _LinearModel(UpdatableMixin, BaseEstimator):
     """Primal models: β over the features Φ(x) (plus the constant feature)."""
 
@@ -42,14 +54,7 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
 
     def _features(self, X):
         """Φ(X) with the constant column ``intercept_scaling`` appended when fitting an intercept."""
-        Phi = X if self.feature_map_ is None else np.asarray(
-            self.feature_map_.transform(X), dtype=np.float64)
-        if self.fit_intercept:
-            out = np.empty((Phi.shape[0], Phi.shape[1] + 1))
-            out[:, :-1] = Phi
-            out[:, -1] = self._s
-            return out
-        return np.ascontiguousarray(Phi)
+        return features(X, self.feature_map_, self._s if self.fit_intercept else None)
 
     def _warm_coef(self):
         if self._is_fitted() and self.loss != "squared":

@@ -22,6 +22,7 @@ import numbers
 import numpy as np
 
 from .._validation import check_ids, check_rows
+from ..models._linear import features
 from ._model_access import (certified_residual, check_model, fitted_C, kernel_functions,
                             solution_sq_norm, training_scores)
 from ._sphere import KernelSphere, PrimalSphere
@@ -359,12 +360,7 @@ class Sensitivity:
                     "this model keeps no training rows (keep_data=False): pass the samples' "
                     f"rows as X to {action} them"
                 )
-            rows = check_rows(rows_X, model.n_features_in_, "X")
-            if rows.shape[0] != ids.shape[0]:
-                raise ValueError(f"{ids.shape[0]} ids but {rows.shape[0]} rows in X")
-            slots = led.slots_of(ids, "ids")
-            t = led.y[slots] if rows_y is None else model._encode_y(rows_y, what="y")
-            led.check_rows(slots, rows, t)
+            _, rows = model._plan_remove(ids, rows_X, rows_y)  # the model's own row checks
         all_fresh = bool(fresh.all())
         slots = _slots_of(led, ids if all_fresh else ids[fresh]) if fresh.any() \
             else np.zeros(0, np.intp)
@@ -517,13 +513,8 @@ class Sensitivity:
         if ids is None:
             if X is None or y is None:
                 raise ValueError("remove needs ids, or X and y for a keep_data=False model")
-            if model._ledger.keep_rows:
-                raise ValueError("this model keeps its training rows: remove samples by id")
-            t = model._encode_y(y, what="y")
-            rows = check_rows(X, model.n_features_in_, "X")
-            if t.shape[0] != rows.shape[0]:
-                raise ValueError(f"X has {rows.shape[0]} rows but y has {t.shape[0]} labels")
-            ids = model._ledger.ids[model._ledger.find(rows, t)]
+            # found by value, as the model would (its checks, its messages)
+            ids = model._ledger.ids[model._plan_remove(None, X, y)[0]]
         elif X is not None and model._ledger.keep_rows:
             raise ValueError("this model keeps its training rows: remove samples by id")
         ids, hyp = self._split_ids(ids, "ids")
@@ -817,8 +808,4 @@ class _Features:
     __hash__ = None
 
     def __call__(self, X):
-        X = check_rows(X, self._width, "X")
-        Phi = X if self._map is None else np.asarray(self._map.transform(X), dtype=np.float64)
-        if self._s is not None:
-            Phi = np.hstack([Phi, np.full((Phi.shape[0], 1), self._s)])
-        return Phi
+        return features(check_rows(X, self._width, "X"), self._map, self._s)

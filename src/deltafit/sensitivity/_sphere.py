@@ -21,6 +21,7 @@ import functools
 import numpy as np
 
 from .._validation import check_real
+from ..kernels import kernel_diagonal
 
 __all__ = ["Sphere", "PrimalSphere", "KernelSphere", "BallIntersection", "two_ball_bounds"]
 
@@ -180,7 +181,7 @@ class KernelSphere(Sphere):
     def _diag(self, A):
         if self.diagonal is not None:
             return np.asarray(self.diagonal(A), dtype=np.float64)
-        return np.array([self.kernel(A[i:i + 1], A[i:i + 1])[0, 0] for i in range(A.shape[0])])
+        return kernel_diagonal(A, kernel=self.kernel)
 
     def _scores(self, weights, points=None):
         """Scores of ``η_i = Σ_j W_ij Φ(q_j)`` (``points`` q); with one argument the rows are
