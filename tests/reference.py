@@ -10,6 +10,8 @@
   repeat until the set is stable; the result satisfies the optimality conditions to rounding.
 * ``kernel_features``: an explicit factor F with F Fᵀ = K, so that any kernel model can be
   checked on its training points against a linear reference on F.
+* ``hinge_dual_reference``: the L1-SVM dual box QP by scipy's L-BFGS-B plus an exact
+  least-squares solve on the sets it shows (see the section at the end).
 """
 
 from __future__ import annotations
@@ -263,3 +265,144 @@ def sivan_tau(kfun, loss, alpha, P1, t1, C1, C2, *, removed=(), relabel_idx=(), 
     tau, pts = np.concatenate(tau), np.vstack(pts)
     r2 = float(tau @ kfun(pts, pts) @ tau)
     return tau, pts, float(np.sqrt(max(r2, 0.0)))
+
+
+# ---------------------------------------------------------------------------------------------
+# the hinge loss (approximate leave-one-out tests): an exact solver independent of deltafit's
+# ---------------------------------------------------------------------------------------------
+def hinge_reference(F, t, C, coef0=None, max_iter=10000):
+    """Exact minimiser of ``C Σ max(0, 1 − t_i f_iᵀβ) + ½‖β‖²`` (no free offset).
+
+    The dual ``min ½ αᵀQα − 1ᵀα`` over ``0 ≤ α ≤ C`` with ``Q = (t tᵀ) ∘ (F Fᵀ)`` is solved by the
+    textbook primal active-set method for convex QPs (Nocedal & Wright, Alg. 16.3) specialised
+    to bounds: the working set holds variables fixed at a bound; each step minimises over the
+    free variables (least squares, so a singular Q — duplicate rows, p < n — is fine; a
+    direction of the null space is followed to the nearest bound), a ratio test adds the
+    blocking bound, and a bound whose multiplier is negative is released.  It ends when the
+    KKT conditions hold to 1e-10 relative, which makes the result the exact optimum (a
+    convex problem).  Independent of deltafit's solvers; ``LinearSVC(loss="hinge",
+    fit_intercept=False)`` agrees to its tolerance (tests/test_alo.py checks that).
+
+    Parameters
+    ----------
+    coef0 : ndarray of shape (n,), optional
+        Expansion coefficients of a nearby solution (e.g. the full model's, for a leave-one-out
+        refit): a warm start, clipped to the box.
+
+    Returns
+    -------
+    beta : ndarray of shape (p,)
+    coef : ndarray of shape (n,)
+        Expansion coefficients ``β = Fᵀ coef``, ``coef_i = α_i t_i`` with ``0 ≤ α_i ≤ C``.
+    """
+    F = np.asarray(F, dtype=float)
+    n = t.size
+    Q = (F @ F.T) * np.outer(t, t)
+    a = np.zeros(n) if coef0 is None else np.clip(t * np.asarray(coef0, dtype=float), 0.0, C)
+    a[a <= 1e-12 * C] = 0.0
+    a[a >= C * (1 - 1e-12)] = C
+    fixed = (a == 0.0) | (a == C)
+    g = Q @ a - 1.0
+    scale = max(1.0, float(np.max(np.abs(np.diagonal(Q)))) * C)
+    tol = 1e-10 * scale
+    for _ in range(max_iter):
+        free = np.flatnonzero(~fixed)
+        d = np.zeros(n)
+        unbounded = False
+        if free.size and np.max(np.abs(g[free])) > tol:
+            Qff = Q[np.ix_(free, free)]
+            df = -np.linalg.lstsq(Qff, g[free], rcond=1e-12)[0]
+            r = g[free] + Qff @ df
+            if np.linalg.norm(r) > tol:  # g_F not in the range of Q_FF: a null direction
+                df, unbounded = -r, True
+            d[free] = df
+        if not np.any(d):
+            mult = np.where(a == 0.0, g, -g)  # multipliers of the bounds in the working set
+            mult[~fixed] = np.inf
+            j = int(np.argmin(mult))
+            if mult[j] >= -tol:
+                coef = t * a
+                return F.T @ coef, coef
+            fixed[j] = False
+            continue
+        # ratio test: the largest step ≤ 1 (unbounded: any length) keeping 0 ≤ α ≤ C
+        with np.errstate(divide="ignore", invalid="ignore"):
+            room = np.where(d < 0, -a / d, np.where(d > 0, (C - a) / d, np.inf))
+        j = int(np.argmin(room))
+        step = room[j] if unbounded else min(1.0, room[j])
+        if not np.isfinite(step):
+            raise AssertionError("reference hinge solver: unbounded direction")
+        a = np.clip(a + step * d, 0.0, C)
+        g = Q @ a - 1.0
+        if step < 1.0 or unbounded:
+            a[j] = 0.0 if d[j] < 0 else C
+            fixed[j] = True
+            g = Q @ a - 1.0
+    raise AssertionError("reference hinge solver: no convergence")
+
+
+# ---------------------------------------------------------------------------------------------
+# hinge loss (L1-SVM): an independent solver of the dual box QP (tests/test_hinge.py)
+#
+#     maximise_α  D(α) = Σ α_i − ½ Σ_ij α_i α_j t_i t_j k_ij,   0 ≤ α_i ≤ C,   β = Σ α_i t_i Φ_i
+#
+# A different algorithm from deltafit's (coordinate descent + proximal active-set Newton):
+# scipy's L-BFGS-B with bounds, run to its tightest tolerances, then the decisions of the exact
+# optimum from the sets that the L-BFGS-B solution shows (margin < 1: α = C, margin > 1: α = 0,
+# margin ≈ 1: free), by a least-squares solve of the free set's equations t_i z_i = 1, checked
+# against those sets.
+# ---------------------------------------------------------------------------------------------
+def hinge_dual_objective(K, t, C, alpha):
+    """D(α) = Σα − ½ (α∘t)ᵀ K (α∘t) and the primal J(β) = C Σ max(0, 1 − t z) + ½‖β‖² of
+    β = Σ α_i t_i Φ_i, computed directly (no shared code with deltafit)."""
+    u = alpha * t
+    z = K @ u
+    sq = float(u @ z)
+    primal = C * float(np.maximum(0.0, 1.0 - t * z).sum()) + 0.5 * sq
+    return float(alpha.sum()) - 0.5 * sq, primal
+
+
+def hinge_kkt_violation(K, t, C, alpha):
+    """max_i of the violation of the KKT conditions of the dual (margin units)."""
+    g = t * (K @ (alpha * t)) - 1.0  # gradient of the minimised dual
+    v = np.abs(g)
+    v[(alpha <= 0.0) & (g >= 0.0)] = 0.0
+    v[(alpha >= C) & (g <= 0.0)] = 0.0
+    return float(v.max())
+
+
+def hinge_dual_reference(K, t, C, band=1e-5):
+    """(α from L-BFGS-B, its dual objective, the expansion coefficients ``u`` of the exact
+    optimum β* = Σ u_i Φ_i, and its decisions z = K u on the training points).
+
+    The exact decisions come from the sets of the L-BFGS-B solution: with U = {margin < 1 −
+    band}, F = {|margin − 1| ≤ band}, the optimum's β = C Σ_U t_i Φ_i + Σ_F a_i t_i Φ_i with
+    t_i z_i = 1 on F, so ``(t_F t_Fᵀ ∘ K_FF) a = 1 − C (t_F t_Uᵀ ∘ K_FU) 1`` (least squares:
+    any solution gives the same z).  The sets are asserted to be consistent with the result.
+    """
+    from scipy.optimize import minimize
+
+    n = t.shape[0]
+    Q = K * np.outer(t, t)
+
+    def fun(a):
+        Qa = Q @ a
+        return 0.5 * a @ Qa - a.sum(), Qa - 1.0
+
+    res = minimize(fun, np.zeros(n), jac=True, method="L-BFGS-B", bounds=[(0.0, C)] * n,
+                   options={"maxiter": 100000, "maxfun": 200000, "ftol": 1e-16, "gtol": 1e-13,
+                            "maxcor": 50})
+    alpha = np.clip(res.x, 0.0, C)
+    margin = t * (K @ (alpha * t))
+    U = margin < 1.0 - band
+    F = np.abs(margin - 1.0) <= band
+    a = np.zeros(n)
+    a[U] = C
+    if F.any():
+        rhs = 1.0 - Q[np.ix_(F, U)] @ a[U]
+        a[F] = np.linalg.lstsq(Q[np.ix_(F, F)], rhs, rcond=None)[0]
+    z = K @ (a * t)
+    m = t * z
+    assert np.all(m[U] < 1.0 + 1e-8) and np.all(m[~(U | F)] > 1.0 - 1e-8) and \
+        np.allclose(m[F], 1.0, rtol=0, atol=1e-8), "reference hinge solver: inconsistent sets"
+    return alpha, hinge_dual_objective(K, t, C, alpha)[0], a * t, z

@@ -35,12 +35,14 @@ CHECKED_ESTIMATORS = [
     LinearClassifier(),
     LinearClassifier(loss="logistic"),
     LinearClassifier(loss="squared_hinge"),
+    LinearClassifier(loss="hinge"),
     LinearRegressor(),
     LinearRegressor(keep_data=False),
     LinearClassifier(feature_map=Nystroem(n_components=20, random_state=0)),
     KernelClassifier(),
     KernelClassifier(loss="logistic"),
     KernelClassifier(loss="squared_hinge"),
+    KernelClassifier(loss="hinge"),
     KernelRegressor(),
     KernelRegressor(kernel="poly", degree=2),
 ]
@@ -203,8 +205,10 @@ PARTIAL_FIT_MODELS = [
     LinearClassifier(),
     LinearClassifier(loss="logistic"),
     LinearClassifier(loss="squared_hinge"),
+    LinearClassifier(loss="hinge"),
     KernelClassifier(gamma=0.05),
     KernelClassifier(loss="logistic", gamma=0.05),
+    KernelClassifier(loss="hinge", gamma=0.05),
 ]
 
 
@@ -214,7 +218,8 @@ def _rel_close(a, b, rtol):
 
 
 @pytest.mark.parametrize("est", PARTIAL_FIT_MODELS,
-                         ids=["lin-sq", "lin-log", "lin-sqh", "ker-sq", "ker-log"])
+                         ids=["lin-sq", "lin-log", "lin-sqh", "lin-h", "ker-sq", "ker-log",
+                              "ker-h"])
 def test_partial_fit_classifier(est, cancer):
     X, y = cancer
     labels = np.where(y == 1, "benign", "malignant")
@@ -276,7 +281,7 @@ def test_partial_fit_first_batch_with_one_class(est, cancer):
 # predict_proba
 # ---------------------------------------------------------------------------
 @pytest.mark.parametrize("cls", [LinearClassifier, KernelClassifier])
-@pytest.mark.parametrize("loss", ["squared", "logistic", "squared_hinge"])
+@pytest.mark.parametrize("loss", ["squared", "logistic", "squared_hinge", "hinge"])
 def test_predict_proba_only_for_logistic(cls, loss, cancer):
     X, y = cancer
     unfitted = cls(loss=loss)
@@ -333,9 +338,11 @@ def _tiny_data(case):
 @pytest.mark.parametrize("case", ["sklearn-check", (5, 60, 5), (29, 15, 4)], ids=str)
 @pytest.mark.parametrize("est", [LinearClassifier(loss="logistic"),
                                  LinearClassifier(loss="squared_hinge"),
+                                 LinearClassifier(loss="hinge"),
                                  KernelClassifier(loss="logistic"),
-                                 KernelClassifier(loss="squared_hinge")],
-                         ids=["lin-log", "lin-sqh", "ker-log", "ker-sqh"])
+                                 KernelClassifier(loss="squared_hinge"),
+                                 KernelClassifier(loss="hinge")],
+                         ids=["lin-log", "lin-sqh", "lin-h", "ker-log", "ker-sqh", "ker-h"])
 def test_newton_converges_on_tiny_data(est, case):
     import warnings
 

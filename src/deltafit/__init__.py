@@ -1,7 +1,7 @@
 """deltafit: what happens to a trained model when its training data changes.
 
 Exact updates (add / remove / relabel samples without retraining) for linear and kernel models
-with squared, logistic and squared-hinge losses; see DESIGN.md for the architecture.
+with squared, logistic, squared-hinge and hinge losses; see DESIGN.md for the architecture.
 """
 
 __version__ = "0.1.0"

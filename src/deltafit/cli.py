@@ -195,6 +195,9 @@ def build_parser():
     d.add_argument("--add", type=float, default=0.1,
                    help="fraction of the data that arrives after the fit (default 0.1)")
     d.add_argument("--seed", type=int, default=0)
+    from ._cli_cv import add_cv_commands
+
+    add_cv_commands(sub)
     return p
 
 
@@ -208,6 +211,14 @@ def main(argv=None):
         dev = demo(args)
         tol = 1e-8 if args.loss == "squared" else 1e-6
         return 0 if dev < tol else 1
+    if args.command in ("loo", "search"):
+        from ._cli_cv import run_cv_command
+
+        try:
+            return run_cv_command(args)
+        except ValueError as exc:
+            print(f"deltafit {args.command}: error: {exc}", file=sys.stderr)
+            return 2
     return 2  # pragma: no cover
 
 

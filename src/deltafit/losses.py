@@ -13,10 +13,17 @@ name                      ℓ(y, z)                     scikit-learn counterpart
 ``"squared"``             (y − z)²                    Ridge(alpha=1/(2C)), KernelRidge
 ``"logistic"``            log(1 + exp(−y z))          LogisticRegression(C=C)
 ``"squared_hinge"``       max(0, 1 − y z)²            LinearSVC(C=C, loss="squared_hinge")
+``"hinge"``               max(0, 1 − y z)             LinearSVC(C=C, loss="hinge"), SVC
 ========================  ==========================  =================================
 
 The second derivative of the squared hinge is the generalised one (2 on the margin-violating
 set, 0 elsewhere), which is what Newton's method for L2-SVMs uses (Keerthi & DeCoste, 2005).
+
+The hinge is not differentiable at ``y z = 1``: its :attr:`Loss.smooth` flag is False, ``d1``
+returns one subgradient and ``d2`` is zero.  Code that needs derivatives (Newton, the
+sensitivity bounds) checks ``smooth`` and refuses it; the hinge problem is solved exactly
+through its dual box QP (:func:`deltafit.solvers.hinge_primal`,
+:func:`~deltafit.solvers.hinge_kernel`).
 """
 
 from __future__ import annotations
@@ -24,15 +31,28 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit, log_expit
 
-__all__ = ["Loss", "Squared", "Logistic", "SquaredHinge", "get_loss", "LOSSES"]
+__all__ = ["Loss", "Squared", "Logistic", "SquaredHinge", "Hinge", "get_loss", "LOSSES"]
 
 
 class Loss:
-    """Base class: a loss ℓ(y, z) with vectorised value and derivatives in ``z``."""
+    """Base class: a loss ℓ(y, z) with vectorised value and derivatives in ``z``.
+
+    Attributes
+    ----------
+    name : str
+        The name under which :func:`get_loss` finds the loss.
+    classification : bool
+        Whether ``y`` is a label in {-1, +1}.
+    smooth : bool
+        Whether ℓ is differentiable in ``z`` with a Lipschitz derivative (so that ``d1`` is the
+        derivative and ``d2`` a generalised second derivative): the condition of the Newton
+        solvers and of the sensitivity bounds (Okumura et al. Thm 1, Sivan et al. Thm 1).
+        False for the hinge, whose ``d1`` is only a subgradient.
+    """
 
     name = ""
     classification = True
-    smooth = True  # twice differentiable almost everywhere; Newton applies
+    smooth = True
 
     def value(self, y, z):
         """Per-sample loss ℓ(y_i, z_i)."""
@@ -99,7 +119,27 @@ class SquaredHinge(Loss):
         return 2.0 * (1.0 - y * z > 0.0)
 
 
-LOSSES = {cls.name: cls for cls in (Squared, Logistic, SquaredHinge)}
+class Hinge(Loss):
+    """ℓ(y, z) = max(0, 1 − y z), y in {-1, +1} (L1-SVM); not smooth.
+
+    ``d1`` is the subgradient ``−y · 1{y z < 1}`` (0 at the kink ``y z = 1``) and ``d2`` is 0;
+    neither describes the loss near the kink, hence ``smooth = False``.
+    """
+
+    name = "hinge"
+    smooth = False
+
+    def value(self, y, z):
+        return np.maximum(0.0, 1.0 - y * z)
+
+    def d1(self, y, z):
+        return np.where(y * z < 1.0, -y, 0.0) + np.zeros(np.shape(z))
+
+    def d2(self, y, z):
+        return np.zeros(np.shape(z))
+
+
+LOSSES = {cls.name: cls for cls in (Squared, Logistic, SquaredHinge, Hinge)}
 
 
 def get_loss(name):

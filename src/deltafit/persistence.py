@@ -19,8 +19,9 @@ import numpy as np
 from .models._exact_squared import DualSquaredState, PrimalSquaredState
 from .models._gram import GramCache
 from .models._ledger import Ledger
+from .models._warm_hinge import KernelHingeState, PrimalHingeState
 from .models._warm_newton import KernelNewtonState, PrimalNewtonState
-from .solvers import SolverResult
+from .solvers import HingeResult, SolverResult
 
 __all__ = ["save", "load", "FORMAT_VERSION"]
 
@@ -149,6 +150,15 @@ def save(model, path):
     elif isinstance(st, PrimalNewtonState):
         kind = "primal_newton"
         arrays["state_beta"] = st.beta
+    elif isinstance(st, PrimalHingeState):
+        kind = "primal_hinge"
+        arrays["state_beta"] = st.beta
+        arrays["state_dual"] = st.dual[keep]
+    elif isinstance(st, KernelHingeState):  # before its base class KernelNewtonState
+        kind = "kernel_hinge"
+        arrays["state_K"] = st.gram.sub(keep)
+        arrays["state_alpha"] = st.alpha[keep]
+        arrays["state_dual"] = st.dual[keep]
     elif isinstance(st, KernelNewtonState):
         kind = "kernel_newton"
         arrays["state_K"] = st.gram.sub(keep)
@@ -170,6 +180,9 @@ def save(model, path):
         "feature_map_param": _feature_map_param(getattr(model, "feature_map", None)),
         "solver": None if res is None else {"grad_norm": res.grad_norm, "n_iter": res.n_iter,
                                             "objective": res.objective},
+        "hinge": None if not isinstance(res, HingeResult) else {
+            "kkt_violation": res.kkt_violation, "duality_gap": res.duality_gap,
+            "dual_objective": res.dual_objective, "n_polish": res.n_polish},
         "n_samples_fit": int(getattr(model, "n_samples_fit_", led.n_samples)),
         "classes_given": bool(getattr(model, "_classes_given", False)),
     }
@@ -234,6 +247,16 @@ def load(path):
         raise ValueError(f"{os.fspath(path)!r}: corrupt model file ({exc!r})") from exc
 
 
+def _dual_arrays(arrays, n):
+    """The hinge state's dual variables, checked: n non-negative values (the upper bound is
+    the C of the fit, which ``set_params`` may have changed before saving)."""
+    dual = np.asarray(arrays["state_dual"], dtype=np.float64)
+    if dual.shape != (n,) or dual.min(initial=0.0) < 0.0:
+        raise ValueError("corrupt model file: the hinge dual variables do not match the ledger "
+                         "or are negative")
+    return dual
+
+
 def _rebuild(meta, arrays):
     classes = _estimator_classes()
     name = meta["estimator"]
@@ -262,6 +285,13 @@ def _rebuild(meta, arrays):
     if solver is not None:
         result = SolverResult(None, float(solver["grad_norm"]), int(solver["n_iter"]), True,
                               False, float(solver["objective"]))
+    if kind in ("primal_hinge", "kernel_hinge"):
+        h = meta["hinge"]
+        result = HingeResult(None, result.grad_norm, result.n_iter, True, False,
+                             result.objective, kkt_violation=float(h["kkt_violation"]),
+                             duality_gap=float(h["duality_gap"]),
+                             dual_objective=float(h["dual_objective"]),
+                             n_polish=int(h["n_polish"]))
     rho = 1.0 / (2.0 * model.C)
     if kind == "primal_squared":
         model._state = PrimalSquaredState.from_arrays(arrays, rho, model._max_rank)
@@ -272,6 +302,32 @@ def _rebuild(meta, arrays):
         st = PrimalNewtonState(model._solver_options())
         st.beta = np.asarray(arrays["state_beta"], dtype=np.float64)
         result.coef = st.beta
+        st.result = result
+        model._state = st
+    elif kind == "primal_hinge":
+        st = PrimalHingeState(model._solver_options())
+        st.beta = np.asarray(arrays["state_beta"], dtype=np.float64)
+        dual = _dual_arrays(arrays, n)
+        st.dual = np.zeros(led.capacity)
+        st.dual[:n] = dual
+        result.coef, result.alpha = st.beta, dual
+        st.result = result
+        model._state = st
+    elif kind == "kernel_hinge":
+        st = KernelHingeState(model._solver_options())
+        K = np.asarray(arrays["state_K"], dtype=np.float64)
+        alpha = np.asarray(arrays["state_alpha"], dtype=np.float64)
+        dual = _dual_arrays(arrays, n)
+        if K.shape != (n, n) or alpha.shape != (n,) or \
+                not np.array_equal(alpha, y * dual + 0.0):
+            raise ValueError("corrupt model file: the kernel state has inconsistent shapes or "
+                             "dual variables")
+        st.gram = GramCache(K, led.capacity)
+        st.alpha = np.zeros(led.capacity)
+        st.alpha[:n] = alpha
+        st.dual = np.zeros(led.capacity)
+        st.dual[:n] = dual
+        result.coef, result.alpha = alpha, dual
         st.result = result
         model._state = st
     elif kind == "kernel_newton":

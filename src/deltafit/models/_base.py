@@ -3,13 +3,14 @@
 An estimator solves the canonical problem of DESIGN.md §1 and keeps (i) a :class:`Ledger` of its
 training samples under stable integer ids and (ii) a *state* from which it is updated exactly:
 
-=====================  =========================================  ===========================
-model                  squared loss                               logistic / squared hinge
-=====================  =========================================  ===========================
-linear (primal)        :class:`PrimalSquaredState` (no data       :class:`PrimalNewtonState`
-                       needed with ``keep_data=False``)           (rows kept, warm Newton)
-kernel (dual)          :class:`DualSquaredState`                  :class:`KernelNewtonState`
-=====================  =========================================  ===========================
+===============  ============================  ==========================  =========================
+model            squared loss                  logistic / squared hinge    hinge
+===============  ============================  ==========================  =========================
+linear (primal)  :class:`PrimalSquaredState`   :class:`PrimalNewtonState`  :class:`PrimalHingeState`
+                 (no data needed with          (rows kept, warm Newton)    (rows kept, warm dual
+                 ``keep_data=False``)                                      QP)
+kernel (dual)    :class:`DualSquaredState`     :class:`KernelNewtonState`  :class:`KernelHingeState`
+===============  ============================  ==========================  =========================
 
 Every update (:meth:`add`, :meth:`remove`, :meth:`relabel`, :meth:`update`,
 :meth:`partial_fit`) is a transaction: all input is validated first, the numerical work is done
@@ -28,6 +29,7 @@ from .._validation import check_bool, check_int, check_real, check_rows
 from ..losses import get_loss
 from ._exact_squared import DualSquaredState, PrimalSquaredState
 from ._ledger import Ledger, row_digests
+from ._warm_hinge import KernelHingeState, PrimalHingeState
 from ._warm_newton import KernelNewtonState, PrimalNewtonState, _SolverOptions
 
 __all__ = ["UpdatableMixin"]
@@ -446,7 +448,9 @@ class UpdatableMixin:
 
     @property
     def n_iter_(self):
-        """Newton iterations of the last (re-)solve; 1 for the closed form (one direct solve)."""
+        """Newton iterations of the last (re-)solve (hinge: coordinate-descent sweeps plus
+        proximal active-set steps, see :func:`deltafit.solvers.hinge_primal`); 1 for the closed
+        form (one direct solve)."""
         check_is_fitted(self, "_state")
         res = getattr(self._state, "result", None)
         return 1 if res is None else res.n_iter
@@ -456,7 +460,14 @@ class UpdatableMixin:
         """‖∇J‖₂ in model space (RKHS norm for kernel models) at the current solution; it
         certifies ‖β − β*‖ ≤ grad_norm_ by 1-strong convexity (Okumura et al., Thm 6).  For the
         closed form it is computed from the exact statistics (O(p²), kernel O(n²)), so that it
-        also covers rounding and the drift between refinements of the tracked inverse."""
+        also covers rounding and the drift between refinements of the tracked inverse.
+
+        For ``loss="hinge"`` J has no gradient at the optimum; ``grad_norm_`` is then the
+        radius that the duality gap certifies, ``sqrt(2 (gap + rounding bound))`` (see
+        :class:`deltafit.solvers.HingeResult`): still a true bound on ‖β − β*‖, but a
+        conservative one (≈ 1e-4 where the actual error is ≈ 1e-12).  The optimality measures
+        proper are in ``_state.result.kkt_violation`` and ``.duality_gap``.  The sensitivity
+        bounds do not accept hinge models (their theorems need a differentiable loss)."""
         check_is_fitted(self, "_state")
         return self._certified_residual()
 
@@ -522,17 +533,25 @@ class SingleOutputRegressorTags:
         return tags
 
 
-def make_primal_state(loss, C, Phi, t, opts, max_rank, coef0=None):
-    """The exact-update state for explicit features."""
+def make_primal_state(loss, C, Phi, t, opts, max_rank, coef0=None, capacity=None):
+    """The exact-update state for explicit features (``coef0``: β to warm-start Newton, or
+    for the hinge the dual variables α of the rows; ``capacity``: the ledger's, for the
+    hinge state's α by slot)."""
     if loss == "squared":
         return PrimalSquaredState(1.0 / (2.0 * C), max_rank).fit(Phi, t)
+    if loss == "hinge":
+        cap = Phi.shape[0] if capacity is None else capacity
+        return PrimalHingeState(opts).fit(Phi, t, cap, coef0)
     return PrimalNewtonState(opts).fit(Phi, t, coef0)
 
 
 def make_dual_state(loss, C, K, t, capacity, opts, max_rank, coef0=None):
-    """The exact-update state for a kernel model."""
+    """The exact-update state for a kernel model (``coef0``: expansion coefficients to
+    warm-start Newton, or for the hinge the dual variables α)."""
     if loss == "squared":
         return DualSquaredState(1.0 / (2.0 * C), max_rank).fit(K, t, capacity)
+    if loss == "hinge":
+        return KernelHingeState(opts).fit(K, t, capacity, coef0)
     return KernelNewtonState(opts).fit(K, t, capacity, coef0)
 
 

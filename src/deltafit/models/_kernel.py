@@ -49,10 +49,15 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
                              intercept_scaling=self._s)
 
     def _warm_coef(self):
-        if self._is_fitted() and self.loss != "squared" and \
-                self._ledger.n_samples == self.n_samples_fit_:
-            return self._state.alpha[self._ledger.active_slots()].copy()
-        return None
+        st = self._state if self._is_fitted() else None
+        if st is None or not hasattr(st, "opts") or \
+                self._ledger.n_samples != self.n_samples_fit_:
+            return None
+        if st.opts.loss.name != self.loss:
+            return None  # set_params changed the loss since the fit
+        # the hinge state warm-starts from its dual variables, the Newton state from α
+        coef = st.dual if hasattr(st, "dual") else st.alpha
+        return coef[self._ledger.active_slots()].copy()
 
     def _build(self, X, t, previous):
         n = X.shape[0]
@@ -104,10 +109,7 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
             keep[add] = True
             t[add] = ya
         A = np.flatnonzero(keep)
-        alpha0 = st.alpha.copy()
-        if add is not None:
-            alpha0[add] = 0.0
-        res = st.solve(A, t[A], alpha0[A])
+        res = st.solve(A, t[A], st.warm_start(A, add))
         st.commit(A, res)
         return add
 
@@ -134,7 +136,10 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
     # ------------------------------------------------------------ attributes
     @property
     def dual_coef_(self):
-        """α of the training samples, in the order of ``sample_ids_``."""
+        """α of the training samples (the expansion ``β = Σ α_i Φ(x_i)``), in the order of
+        ``sample_ids_``.  For ``loss="hinge"`` these are ``y_i α_i`` with α_i ∈ [0, C] the SVM
+        dual variables (scikit-learn's ``SVC.dual_coef_`` convention): 0 outside the margin,
+        ``±C`` for margin violators, in between for free support vectors."""
         check_is_fitted(self, "_state")
         return self._state.alpha[self._ledger.active_slots()].copy()
 
@@ -167,25 +172,32 @@ _KERNEL_DOC_PARAMS = """
         Add ``intercept_scaling²`` to the kernel (a regularised constant feature).
     intercept_scaling : float, default=1.0
     tol : float, default=1e-10
-        Newton stops when the RKHS gradient norm ``‖∇J‖ ≤ tol · ‖∇J(0)‖``.
+        Newton stops when the RKHS gradient norm ``‖∇J‖ ≤ tol · ‖∇J(0)‖``; the hinge QP when
+        the KKT violation (margin units) is at most ``tol`` (or at the rounding floor).
     max_iter : int, default=100
     warm_start : bool, default=False
     callback : callable or None
         ``callback(iteration, alpha, grad_norm, objective, grad)`` with ``grad`` the expansion
-        coefficients of ∇J (see :func:`deltafit.solvers.newton_kernel`); returning True stops
-        the solver.
+        coefficients of ∇J (see :func:`deltafit.solvers.newton_kernel`; for the hinge, of a
+        subgradient, see :func:`deltafit.solvers.hinge_kernel`); returning True stops the
+        solver.
 """
 
 
 class KernelClassifier(BinaryClassifierMixin, ClassifierMixin, _KernelModel):
-    __doc__ = """Binary kernel classifier with exact add / remove / relabel (LS-SVM, logistic, L2-SVM).
+    __doc__ = """Binary kernel classifier with exact add / remove / relabel (LS-SVM, logistic,
+    L2-SVM, L1-SVM).
 
     Parameters
     ----------
-    loss : {"squared", "logistic", "squared_hinge"}, default="squared"
+    loss : {"squared", "logistic", "squared_hinge", "hinge"}, default="squared"
         ``"squared"`` is the kernel LS-SVM (``(K + ρI) α = y``, ρ = 1/(2C)); its updates border
-        or shrink the system exactly (Lee et al., seed 001).  The others re-solve with Newton,
-        warm-started from the current α.
+        or shrink the system exactly (Lee et al., seed 001).  ``"logistic"`` and
+        ``"squared_hinge"`` re-solve with Newton, warm-started from the current α.
+        ``"hinge"`` is the L1-SVM (an SVC whose intercept is the regularised constant in the
+        kernel), solved exactly through its dual box QP
+        (:func:`deltafit.solvers.hinge_kernel`) and re-solved warm after each change; its
+        ``tol`` bounds the KKT violation, and it offers no ``predict_proba``.
     """ + _KERNEL_DOC_PARAMS + """
     Attributes
     ----------
@@ -193,7 +205,7 @@ class KernelClassifier(BinaryClassifierMixin, ClassifierMixin, _KernelModel):
     """
 
     _classifier = True
-    _losses = ("squared", "logistic", "squared_hinge")
+    _losses = ("squared", "logistic", "squared_hinge", "hinge")
 
 
 

@@ -57,21 +57,26 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         return features(X, self.feature_map_, self._s if self.fit_intercept else None)
 
     def _warm_coef(self):
-        if self._is_fitted() and self.loss != "squared":
-            return self._state.beta.copy()
-        return None
+        st = self._state if self._is_fitted() else None
+        if st is None or not hasattr(st, "opts") or st.opts.loss.name != self.loss:
+            return None
+        if hasattr(st, "dual"):  # hinge: the dual variables of the rows, by id
+            return st.dual[self._ledger.active_slots()].copy()
+        return st.beta.copy()
 
     def _build(self, X, t, previous):
         self.feature_map_ = resolve_feature_map(self.feature_map, X)
         Phi = self._features(X)
-        if previous is not None and previous.shape[0] != Phi.shape[1]:
-            previous = None
-        self._state = make_primal_state(self.loss, self.C, Phi, t, self._solver_options(),
-                                        self._max_rank, previous)
         n = X.shape[0]
+        width = n if self.loss == "hinge" else Phi.shape[1]
+        if previous is not None and previous.shape[0] != width:
+            previous = None
         # headroom for a batch of additions without re-copying the stored rows
+        capacity = n + max(16, n // 8)
+        self._state = make_primal_state(self.loss, self.C, Phi, t, self._solver_options(),
+                                        self._max_rank, previous, capacity=capacity)
         led = Ledger(Phi.shape[1], keep_rows=self.keep_data, keep_digests=not self.keep_data,
-                     capacity=n + max(16, n // 8), growth=1.5)
+                     capacity=capacity, growth=1.5)
         digests = None
         if not self.keep_data:
             from ._ledger import row_digests
@@ -111,9 +116,24 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
             if Pa is not None:
                 Phi = np.vstack([Phi, Pa])
                 parts.append(ya)
-            res = st.solve(Phi, np.concatenate(parts), st.beta)
-            st.commit(res)
+            if self.loss == "hinge":
+                # warm start from the dual variables (0 for new rows; a relabelled row keeps
+                # its α, which stays feasible)
+                st.ensure_capacity(led.capacity)
+                slots = A if add_slots is None else np.concatenate([A, add_slots])
+                alpha0 = st.dual[slots].copy()
+                if add_slots is not None:
+                    alpha0[A.size:] = 0.0
+                res = st.solve(Phi, np.concatenate(parts), alpha0)
+                st.commit(slots, res)
+            else:
+                res = st.solve(Phi, np.concatenate(parts), st.beta)
+                st.commit(res)
         return add_slots
+
+    def _take(self, keep, capacity):
+        if hasattr(self._state, "take"):
+            self._state.take(keep, capacity)
 
     def _decision_checked(self, X):
         return self._features(X) @ self._state.beta
@@ -142,39 +162,50 @@ _LINEAR_DOC_PARAMS = """
         on the training X in :meth:`fit`; a fitted one is used as it is.  Updates reuse the map
         fitted in :meth:`fit` (``feature_map_``).
     keep_data : bool, default=True
-        Keep the training rows.  With ``keep_data=False`` (squared loss only) the model stores
+        Keep the training rows (required by every loss but the squared one, whose updates are
+        closed form).  With ``keep_data=False`` (squared loss only) the model stores
         only its sufficient statistics, the labels and a 16-byte digest per sample (to recognise
         the rows given to :meth:`remove`); no feature vector is kept.
     tol : float, default=1e-10
-        Newton stops when ``‖∇J(β)‖₂ ≤ tol · ‖∇J(0)‖₂`` (unused by the closed form).
+        Newton stops when ``‖∇J(β)‖₂ ≤ tol · ‖∇J(0)‖₂`` (unused by the closed form); the hinge
+        QP when its KKT violation (margin units) is at most ``tol`` (or at the rounding floor).
     max_iter : int, default=100
-        Maximum Newton iterations per solve.
+        Maximum Newton iterations per solve (hinge: coordinate-descent sweeps plus proximal
+        active-set steps).
     warm_start : bool, default=False
         Start :meth:`fit` from the previous solution (updates always warm-start).
     callback : callable or None, default=None
         ``callback(iteration, coef, grad_norm, objective, grad)`` after every Newton iteration,
-        ``coef`` and ``grad`` over Φ(x) with the constant feature last; returning True stops
+        ``coef`` and ``grad`` over Φ(x) with the constant feature last (for the hinge ``grad``
+        is a subgradient, see :func:`deltafit.solvers.hinge_primal`); returning True stops
         the solver (see :class:`deltafit.sensitivity.CertainSigns`).
 """
 
 
 class LinearClassifier(BinaryClassifierMixin, ClassifierMixin, _LinearModel):
-    __doc__ = """Binary linear classifier with exact add / remove / relabel (LS-SVM, logistic, L2-SVM).
+    __doc__ = """Binary linear classifier with exact add / remove / relabel (LS-SVM, logistic,
+    L2-SVM, L1-SVM).
 
     Solves ``min_β C Σ ℓ(y_i, ⟨Φ(x_i), β⟩) + ½‖β‖²`` with y in {-1, +1} (any two labels are
     accepted; ``classes_[1]`` is the positive one).
 
     Parameters
     ----------
-    loss : {"squared", "logistic", "squared_hinge"}, default="squared"
+    loss : {"squared", "logistic", "squared_hinge", "hinge"}, default="squared"
         ``"squared"`` is the LS-SVM of Lee et al. (seed 001) with ``ρ = 1/(2C)``; its updates are
-        closed form (Thm 1, Cor. 1–4).  The other losses update by a warm-started Newton re-solve.
+        closed form (Thm 1, Cor. 1–4).  ``"logistic"`` and ``"squared_hinge"`` update by a
+        warm-started Newton re-solve.  ``"hinge"`` is the L1-SVM, solved exactly through its
+        dual box QP (:func:`deltafit.solvers.hinge_primal`) and updated by a warm-started
+        re-solve; it offers no ``predict_proba``.
     """ + _LINEAR_DOC_PARAMS + """
     Attributes
     ----------
     classes_ : ndarray of shape (2,)
     coef_ : ndarray of shape (1, n_map_features)
     intercept_ : ndarray of shape (1,)
+    dual_coef_ : ndarray of shape (n_samples,)
+        ``loss="hinge"`` only: ``y_i α_i`` with α_i ∈ [0, C] the dual variables
+        (``β = Σ y_i α_i Φ(x_i)``), in the order of ``sample_ids_``.
     sample_ids_ : ndarray of int
         Stable ids of the training samples (``0..n-1`` after :meth:`fit`).
     feature_map_ : transformer or None
@@ -184,7 +215,8 @@ class LinearClassifier(BinaryClassifierMixin, ClassifierMixin, _LinearModel):
     -----
     Equivalences used by the test-suite (DESIGN.md §1): ``loss="logistic"`` is
     ``LogisticRegression(C=C, fit_intercept=False)`` on ``[X, s]``; ``"squared_hinge"`` is
-    ``LinearSVC(C=C, loss="squared_hinge", fit_intercept=False)`` on ``[X, s]``; ``"squared"`` is
+    ``LinearSVC(C=C, loss="squared_hinge", fit_intercept=False)`` on ``[X, s]``; ``"hinge"`` is
+    ``LinearSVC(C=C, loss="hinge", fit_intercept=False)`` on ``[X, s]``; ``"squared"`` is
     ``Ridge(alpha=1/(2C), fit_intercept=False)`` on ``[X, s]`` with targets ±1.
 
     Examples
@@ -198,12 +230,29 @@ class LinearClassifier(BinaryClassifierMixin, ClassifierMixin, _LinearModel):
     """
 
     _classifier = True
-    _losses = ("squared", "logistic", "squared_hinge")
+    _losses = ("squared", "logistic", "squared_hinge", "hinge")
 
     @property
     def coef_(self):
         check_is_fitted(self, "_state")
         return self._coef_vector[None, :].copy()
+
+    @property
+    def dual_coef_(self):
+        """``y_i α_i`` of the training samples, in the order of ``sample_ids_`` (``loss="hinge"``
+        only): α_i ∈ [0, C] are the SVM dual variables, 0 outside the margin, C for margin
+        violators, in between for free support vectors; ``β = Σ_i dual_coef_i Φ(x_i)``
+        (constant feature included).  Kept by the model's state (``_state.dual``, by ledger
+        slot) for exact warm-started updates and for approximate leave-one-out."""
+        check_is_fitted(self, "_state")
+        st = self._state
+        if not hasattr(st, "dual"):
+            raise AttributeError(
+                f"dual_coef_ is kept for loss='hinge' only; this model was fitted with "
+                f"loss={st.opts.loss.name if hasattr(st, 'opts') else 'squared'!r}"
+            )
+        slots = self._ledger.active_slots()
+        return self._ledger.y[slots] * st.dual[slots] + 0.0  # no negative zeros
 
     @property
     def intercept_(self):

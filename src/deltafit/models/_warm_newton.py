@@ -54,8 +54,7 @@ class KernelNewtonState:
         self.alpha = np.zeros(capacity)
         n = K.shape[0]
         res = self.solve(np.arange(n), y, coef0)
-        self.alpha[:n] = res.coef
-        self.result = res
+        self.commit(np.arange(n), res)
         return self
 
     @property
@@ -71,6 +70,13 @@ class KernelNewtonState:
         alpha = np.zeros(self.capacity)
         alpha[A] = res.coef
         self.alpha, self.result = alpha, res
+
+    def warm_start(self, A, add):
+        """The coefficients to start a re-solve over slots ``A`` from (0 for new samples)."""
+        a = self.alpha.copy()
+        if add is not None:
+            a[add] = 0.0
+        return a[A]
 
     def ensure_capacity(self, cap):
         if cap > self.capacity:

@@ -1,0 +1,20 @@
+"""Model selection built on exact updates and certified bounds (DESIGN.md §2, layer 6).
+
+* :func:`loo` — leave-one-out, exact: closed form (squared loss), bound screening with
+  warm-started refits (Okumura et al. Algorithm 1, op1 and op2), or brute force; or
+  approximate (:func:`alo`, labelled so).
+* :func:`cross_validate` — the same over any scikit-learn splitter (a fold is a batch removal).
+* :class:`LOOSearchCV` — hyper-parameter search by leave-one-out (or k-fold) with Okumura
+  §5.2's pruning and margin ordering; same choice and scores as an exhaustive
+  ``GridSearchCV``.
+
+Every result is a :class:`CVResult` saying how it was obtained (samples decided by bounds,
+refits, time).
+"""
+
+from ._kfold import cross_validate
+from ._loo import alo, loo
+from ._result import CVResult
+from ._search import LOOSearchCV
+
+__all__ = ["loo", "alo", "cross_validate", "LOOSearchCV", "CVResult"]

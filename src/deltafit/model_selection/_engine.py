@@ -1,0 +1,439 @@
+"""One engine behind :func:`loo`, :func:`cross_validate` and the searches.
+
+A split removes the samples R (everything not in its training set) from the full data and
+evaluates the samples T.  The methods:
+
+``closed_form``   squared loss: every split from one factorization (:mod:`._closed_form`).
+``bounds``        Okumura et al. Algorithm 1 (op1): a certified ball decides the label of each
+                  evaluated sample; splits with undecided samples are refit exactly, warm-started
+                  from the full model.
+``bounds_early``  op2: the same, but a refit stops as soon as the ball of Thm 6 around the
+                  iterate, intersected with the removal ball, certifies the undecided signs.
+``alo``           approximate leave-one-out (an approximation, labelled so everywhere).
+``refit``         brute force: a fresh fit of a clone per split (any scikit-learn estimator).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from joblib import Parallel, delayed
+from sklearn.base import clone, is_classifier
+from sklearn.utils import check_consistent_length, column_or_1d
+from sklearn.utils.validation import check_array
+
+from .._progress import progress_bar
+from ..models._base import UpdatableMixin
+from ..sensitivity._model_access import COVERED_LOSSES, fitted_loss
+from ._closed_form import closed_form_predictions
+from ._problem import problem_of
+from ._result import CVResult
+
+__all__ = ["METHODS", "evaluate", "check_data", "resolve_method", "fit_full"]
+
+METHODS = ("auto", "closed_form", "bounds", "bounds_early", "alo", "refit")
+
+
+def check_data(X, y):
+    """Validated dense X (float, finite) and 1-d y of the same length."""
+    X = check_array(X, dtype=np.float64, ensure_min_samples=2, input_name="X")
+    if y is None:
+        raise ValueError("y is required")
+    y = column_or_1d(y)
+    check_consistent_length(X, y)
+    if y.dtype.kind in "fc" and not np.all(np.isfinite(y)):
+        raise ValueError("Input y contains NaN or infinity")
+    return X, y
+
+
+def _loss_param(estimator):
+    return estimator.get_params().get("loss") if isinstance(estimator, UpdatableMixin) else None
+
+
+def resolve_method(method, estimator, *, loo):
+    """Check ``method`` against the estimator; ``"auto"`` picks the fastest exact method."""
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {list(METHODS)}, got {method!r}")
+    ours = isinstance(estimator, UpdatableMixin)
+    loss = _loss_param(estimator)
+    clf = is_classifier(estimator)
+    if method == "auto":
+        if not ours:
+            return "refit"
+        if loss == "squared":
+            return "closed_form"
+        if clf and loss in COVERED_LOSSES:
+            return "bounds_early"
+        if clf and loss == "hinge":
+            return "bounds"  # non-support vectors exactly, warm QP refits for the others
+        return "refit"
+    if method == "refit":
+        return method
+    if not ours:
+        raise ValueError(
+            f"method={method!r} needs a deltafit estimator (LinearClassifier, LinearRegressor, "
+            f"KernelClassifier, KernelRegressor); {type(estimator).__name__} supports "
+            "method='refit' only"
+        )
+    if method == "closed_form" and loss != "squared":
+        raise ValueError(f"method='closed_form' needs loss='squared', got loss={loss!r}")
+    if method in ("bounds", "bounds_early"):
+        if not clf:
+            raise ValueError(
+                f"method={method!r} decides labels and needs a classifier; for regression use "
+                "method='closed_form' (exact) or 'refit'"
+            )
+        if loss == "hinge" and method == "bounds":
+            return method  # removing a non-support vector changes nothing; others are refit
+        if loss not in COVERED_LOSSES:
+            raise ValueError(
+                f"method={method!r} needs a convex differentiable loss {list(COVERED_LOSSES)}; "
+                f"loss={loss!r} is not covered (use method='refit' or 'alo'; for the hinge "
+                "loss, method='bounds' skips the non-support vectors exactly)"
+            )
+    if method == "alo" and not loo:
+        raise ValueError("method='alo' approximates leave-one-out only; use loo() / alo()")
+    return method
+
+
+def fitted_feature_map(estimator, X):
+    """The estimator's ``feature_map`` fitted once on all of X (None without one).
+
+    Every method — the brute force included — uses this one map: the feature map is part of the
+    model's definition (Okumura et al. draw their RBF centers once from all the data), and
+    deltafit's updates keep it fixed, so a left-out model is the model without the sample in the
+    same features.  An already fitted map is used as it is.
+    """
+    params = estimator.get_params(deep=False) if hasattr(estimator, "get_params") else {}
+    fm = params.get("feature_map")
+    if fm is None or not isinstance(estimator, UpdatableMixin):
+        return None
+    from ..kernels import resolve_feature_map
+
+    return resolve_feature_map(fm, X)
+
+
+def _fresh(estimator, feature_map):
+    """An unfitted clone carrying the shared fitted feature map (``clone`` would unfit it)."""
+    est = clone(estimator)
+    if feature_map is not None:
+        est.set_params(feature_map=feature_map)
+    return est
+
+
+def fit_full(estimator, X, y, feature_map=None):
+    """A clone of ``estimator`` fitted on all of (X, y), keeping its training rows."""
+    model = _fresh(estimator, feature_map)
+    if "keep_data" in model.get_params():
+        model.set_params(keep_data=True)
+    return model.fit(X, y)
+
+
+def evaluate(estimator, X, y, splits, method, *, n_jobs=None, progress=False, order="natural",
+             stop=None, model=None, desc=None):
+    """Run one cross-validation; see the module docstring.
+
+    Parameters
+    ----------
+    estimator : estimator
+    X, y : validated arrays (:func:`check_data`)
+    splits : None (leave-one-out) or list of (train, test) index arrays
+    method : str, already resolved (:func:`resolve_method`)
+    n_jobs : int or None
+        Refits in parallel (joblib).
+    progress : bool
+    order : {"natural", "margin"}
+        Order of the refits: ``"margin"`` refits the samples with the smallest ``y z`` under the
+        full model first (Okumura et al. §5.2, second trick).
+    stop : callable, optional
+        ``stop(score_upper) -> bool``: bound-based methods stop refitting as soon as it says so
+        of the certified upper bound of the score (mean fold accuracy); the result then has
+        ``details["pruned"] = True`` and the score's certified bounds in ``details``.
+    model : fitted estimator, optional
+        The full model, when the caller already has it.
+
+    Returns
+    -------
+    CVResult
+    """
+    t0 = time.perf_counter()
+    if order not in ("natural", "margin"):
+        raise ValueError(f"order must be 'natural' or 'margin', got {order!r}")
+    n = X.shape[0]
+    clf = is_classifier(estimator)
+    fmap = fitted_feature_map(estimator, X) if model is None else None
+    loo = splits is None
+    if loo:
+        tests = [np.array([i]) for i in range(n)] if method == "refit" else None
+        test_index = np.arange(n)
+        fold = np.arange(n)
+        n_splits = n
+    else:
+        tests = [np.asarray(te) for _, te in splits]
+        test_index = np.concatenate(tests) if tests else np.zeros(0, dtype=int)
+        fold = np.repeat(np.arange(len(tests)), [len(te) for te in tests])
+        n_splits = len(tests)
+    m = test_index.shape[0]
+    out = dict(decision=np.full(m, np.nan), lower=np.full(m, np.nan),
+               upper=np.full(m, np.nan), decided=np.zeros(m, dtype=bool),
+               refit=np.zeros(m, dtype=bool), n_refits=0, n_iter=0, details={})
+    if method == "refit":
+        if model is not None:
+            fmap = getattr(model, "feature_map_", None)
+        y_pred = _brute_force(estimator, X, y, splits, tests, out, n_jobs, progress, desc, fmap)
+    else:
+        if model is None:
+            model = fit_full(estimator, X, y, fmap)
+        prob = problem_of(model)
+        removed = None if loo else [_complement(tr, n) for tr, _ in splits]
+        pairs = None if loo else list(zip(removed, tests))
+        if method == "closed_form":
+            _check_left_out(pairs)
+            z = np.concatenate(closed_form_predictions(prob, pairs))
+            out["decision"][:] = z
+            out["lower"][:] = z
+            out["upper"][:] = z
+        elif method == "alo":
+            from ._alo import alo_decisions
+
+            z = np.asarray(alo_decisions(model), dtype=float)
+            out["decision"][:] = z
+        else:
+            _bounds(prob, pairs, test_index, fold, out, method == "bounds_early", order,
+                    stop, n_jobs, progress, desc)
+        y_pred = _labels(model, out) if clf else out["decision"].copy()
+    y_true = y[test_index]
+    fold_scores = _fold_scores(clf, y_true, y_pred, fold, n_splits)
+    return CVResult(method=method, approximate=method == "alo", classifier=clf, y_true=y_true,
+                    test_index=test_index, fold=fold, y_pred=y_pred,
+                    decision=out["decision"], lower=out["lower"], upper=out["upper"],
+                    decided_by_bound=out["decided"], refit=out["refit"],
+                    n_refits=int(out["n_refits"]), n_splits=n_splits, fold_scores=fold_scores,
+                    time_s=time.perf_counter() - t0, n_iter=int(out["n_iter"]),
+                    details=out["details"])
+
+
+# ---------------------------------------------------------------------------------- helpers
+def _complement(train, n):
+    mask = np.ones(n, dtype=bool)
+    mask[np.asarray(train, dtype=np.intp)] = False
+    return np.flatnonzero(mask)
+
+
+def _check_left_out(pairs):
+    if pairs is None:
+        return
+    for R, T in pairs:
+        if not np.all(np.isin(T, R)):
+            raise ValueError(
+                "method='closed_form' evaluates left-out samples only: a test sample is also "
+                "in its split's training set; use method='refit'"
+            )
+
+
+def _labels(model, out):
+    """Labels from decision values, or from certified intervals where no value was computed."""
+    pos = np.where(np.isnan(out["decision"]), out["lower"] > 0.0, out["decision"] > 0.0)
+    return np.where(pos, model.classes_[1], model.classes_[0])
+
+
+def _fold_scores(clf, y_true, y_pred, fold, n_splits):
+    """Accuracy (classifiers) or negative MSE (regressors) per fold; NaN for empty folds.
+
+    A fold's accuracy is its number of correct labels over its size, the same float as
+    scikit-learn's ``accuracy_score`` (ties between configurations compare exactly)."""
+    size = np.bincount(fold, minlength=n_splits).astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if clf:
+            return np.bincount(fold, y_pred == y_true, n_splits) / size
+        return -np.bincount(fold, (y_true - y_pred) ** 2, n_splits) / size
+
+
+# ------------------------------------------------------------------------ brute force
+def _fit_predict(estimator, X, y, train, tests, fmap=None):
+    res = []
+    for tr, te in zip(train, tests):
+        est = _fresh(estimator, fmap).fit(X[tr], y[tr])
+        pred = est.predict(X[te])
+        dec = np.full(len(te), np.nan)
+        if hasattr(est, "decision_function") and getattr(est, "classes_", np.zeros(2)).size == 2:
+            dec = np.asarray(est.decision_function(X[te]), dtype=float).reshape(-1)
+        elif not is_classifier(est):
+            dec = np.asarray(pred, dtype=float)
+        res.append((pred, dec))
+    return res
+
+
+def _brute_force(estimator, X, y, splits, tests, out, n_jobs, progress, desc, fmap):
+    n = X.shape[0]
+    if splits is None:
+        train = [np.delete(np.arange(n), i) for i in range(n)]
+    else:
+        train = [np.asarray(tr) for tr, _ in splits]
+    chunks = _chunks(len(tests), n_jobs)
+    preds, decs = [], []
+    with progress_bar(len(tests), progress, desc or "refits") as bar:
+        if _effective_jobs(n_jobs) == 1:
+            for a, b in chunks:
+                for p, d in _fit_predict(estimator, X, y, train[a:b], tests[a:b], fmap):
+                    preds.append(p)
+                    decs.append(d)
+                bar.update(b - a)
+        else:
+            par = Parallel(n_jobs=n_jobs, return_as="generator")
+            jobs = par(delayed(_fit_predict)(estimator, X, y, train[a:b], tests[a:b], fmap)
+                       for a, b in chunks)
+            for (a, b), res in zip(chunks, jobs):
+                for p, d in res:
+                    preds.append(p)
+                    decs.append(d)
+                bar.update(b - a)
+    y_pred = np.concatenate(preds) if preds else np.zeros(0, dtype=y.dtype)
+    dec = np.concatenate(decs) if decs else np.zeros(0)
+    out["decision"][:] = dec
+    out["lower"][:] = dec
+    out["upper"][:] = dec
+    out["refit"][:] = True
+    out["n_refits"] = len(tests)
+    return y_pred
+
+
+def _effective_jobs(n_jobs):
+    from joblib import effective_n_jobs
+
+    return 1 if n_jobs is None else effective_n_jobs(n_jobs)
+
+
+def _chunks(m, n_jobs, per_job=4):
+    """Contiguous [a, b) ranges: one for serial runs, a few per worker for parallel ones."""
+    jobs = _effective_jobs(n_jobs)
+    if m == 0:
+        return []
+    k = 1 if jobs == 1 else min(m, jobs * per_job)
+    if jobs == 1:
+        step = max(1, min(m, 64))
+        return [(a, min(m, a + step)) for a in range(0, m, step)]
+    edges = np.linspace(0, m, k + 1).astype(int)
+    return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:]) if b > a]
+
+
+# ----------------------------------------------------------------------- bound screening
+def _refit_many(prob, work, early):
+    """Refit each (R, T) of ``work``; returns (lo, hi, n_iter, stopped) per item."""
+    return [prob.refit(R, T, early=early) for R, T in work]
+
+
+def _bounds(prob, pairs, test_index, fold, out, early, order, stop, n_jobs, progress, desc):
+    t = prob.t
+    if pairs is None:
+        lo, hi = prob.loo_bounds()
+    else:
+        lo = np.empty(test_index.shape[0])
+        hi = np.empty_like(lo)
+        for k, (R, T) in enumerate(pairs):
+            sel = fold == k
+            lo[sel], hi[sel] = prob.removal_bounds(R, T)
+    decided = (lo > 0.0) | (hi <= 0.0)
+    if early and pairs is None and prob.smooth and not np.all(decided):
+        # op2's first iterate for every undecided sample at once: one Newton step each
+        und = np.flatnonzero(~decided)
+        lo2, hi2 = prob.newton_step_bounds(und)
+        lo[und] = np.maximum(lo[und], lo2)
+        hi[und] = np.minimum(hi[und], hi2)
+        now = und[(lo2 > 0.0) | (hi2 <= 0.0)]
+        # a Newton step is the first iterate of op2's refit: those samples count as refit
+        # (stopped after one step), not as decided by the bound of the full model
+        out["details"]["newton_step_refits"] = int(now.size)
+        out["refit"][now] = True
+        out["n_refits"] += int(now.size)
+        out["n_iter"] += int(now.size)
+        out["decided"][:] = decided
+        decided[now] = True
+    else:
+        out["decided"][:] = decided
+    out["lower"][:] = lo
+    out["upper"][:] = hi
+    exact = decided & (lo == hi)  # hinge: a removal that changes nothing
+    out["decision"][exact] = lo[exact]
+    truth_pos = t[test_index] > 0.0
+    # splits holding undecided samples, each refit once
+    todo = np.unique(fold[~decided])
+    if order == "margin":
+        marg = (t * prob.z)[test_index]
+        key = np.full(len(pairs) if pairs is not None else test_index.shape[0], np.inf)
+        np.minimum.at(key, fold[~decided], marg[~decided])
+        todo = todo[np.argsort(key[todo], kind="stable")]
+    elif order != "natural":
+        raise ValueError(f"order must be 'natural' or 'margin', got {order!r}")
+
+    n_folds = int(fold.max()) + 1 if fold.size else 0
+    size = np.bincount(fold, minlength=n_folds).astype(float)
+
+    def known_errors():
+        known = out["decided"] | out["refit"]
+        pos = np.where(np.isnan(out["decision"]), out["lower"] > 0.0, out["decision"] > 0.0)
+        return known & (pos != truth_pos), ~known
+
+    def score_upper():
+        wrong, _ = known_errors()
+        return float(np.mean(np.bincount(fold, ~wrong, n_folds) / size))
+
+    def split(k):
+        if pairs is None:
+            return np.array([k]), np.array([k])
+        R, T = pairs[k]
+        if early:  # certify the undecided samples only
+            sel = np.flatnonzero(fold == k)
+            return R, T[~decided[sel]]
+        return R, T
+
+    pruned = False
+    if stop is not None and len(todo) and stop(score_upper()):
+        pruned = True
+        todo = todo[:0]
+    jobs = _effective_jobs(n_jobs)
+    step = 1 if jobs == 1 else jobs * 2
+    with progress_bar(len(todo), progress, desc or "refits") as bar:
+        for a in range(0, len(todo), step):
+            batch = todo[a:a + step]
+            work = [split(int(k)) for k in batch]
+            if jobs == 1 or len(work) == 1:
+                results = _refit_many(prob, work, early)
+            else:
+                parts = np.array_split(np.arange(len(work)), min(jobs, len(work)))
+                got = Parallel(n_jobs=n_jobs)(
+                    delayed(_refit_many)(prob, [work[i] for i in part], early) for part in parts)
+                results = [r for g in got for r in g]
+            for k, (R, T), (rlo, rhi, it, stopped) in zip(batch, work, results):
+                rows = _rows_of(k, T, fold, test_index, pairs)
+                out["refit"][rows] = True
+                out["n_refits"] += 1
+                out["n_iter"] += it
+                out["lower"][rows] = rlo
+                out["upper"][rows] = rhi
+                if not stopped:
+                    out["decision"][rows] = rlo
+                    out["decided"][rows] = False
+            bar.update(len(batch))
+            if stop is not None and a + step < len(todo) and stop(score_upper()):
+                pruned = True
+                break
+    wrong, unknown = known_errors()
+    lo_acc = np.bincount(fold, ~(wrong | unknown), n_folds) / size
+    hi_acc = np.bincount(fold, ~wrong, n_folds) / size
+    out["details"].update(pruned=pruned, errors_lower=int(wrong.sum()),
+                          errors_upper=int((wrong | unknown).sum()),
+                          score_lower=float(np.mean(lo_acc)), score_upper=float(np.mean(hi_acc)),
+                          undecided=unknown)
+
+
+def _rows_of(k, T, fold, test_index, pairs):
+    """Positions in the result arrays of split k's samples T."""
+    if pairs is None:
+        return np.array([k])
+    sel = np.flatnonzero(fold == k)
+    if len(T) == len(sel):
+        return sel
+    pos = {int(i): j for i, j in zip(test_index[sel], sel)}
+    return np.array([pos[int(i)] for i in T], dtype=np.intp)

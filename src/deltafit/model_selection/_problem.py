@@ -1,0 +1,356 @@
+"""The training problem of a fitted deltafit estimator, seen from cross-validation.
+
+Every fast cross-validation method of this package works on the same object: the fitted model's
+features Φ (or kernel matrix K), its encoded targets, its loss, C and solution, and answers three
+questions about the model that a refit *without* a set R of samples would give:
+
+* a certified ball around it (:meth:`removal_bounds`): the gradient ball of Okumura et al.
+  Thm 6 of the reduced problem, taken at the current solution.  Its center is
+  ``β − ∇P_{−R}(β)/2`` and its radius ``‖∇P_{−R}(β)‖/2``; with ``∇P(β) = 0`` this is the
+  data-change ball of Okumura Thm 1 / Sivan Thm 1 with ``R`` removed.  The gradient is computed
+  exactly from the stored solution, so the ball needs no allowance for the solver's residual;
+* the exact refit, warm-started from the current solution (:meth:`refit`);
+* the same refit stopped as soon as the ball of Thm 6 around the iterate, intersected with the
+  removal ball, decides the signs asked for (Okumura et al. §4, "op2").
+
+The module reads the estimators' internals; nothing above it does.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..losses import get_loss
+from ..sensitivity import two_ball_bounds
+from ..sensitivity._model_access import fitted_C, fitted_loss
+from ..solvers import hinge_kernel, hinge_primal, newton_kernel, newton_primal
+
+__all__ = ["TrainingProblem", "problem_of"]
+
+# relative widening of every certified interval: rounding in the O(n) sums behind a bound is
+# far below this, and a slightly wider interval only costs an occasional refit
+_ROUND = 1e-10
+# hinge: margin beyond 1 above which a sample is certainly not a support vector
+_HINGE_MARGIN = 1e-6
+
+
+def problem_of(model):
+    """The :class:`TrainingProblem` of a deltafit estimator fitted on (X, y) (rows in order)."""
+    led, st = model._ledger, model._state
+    slots = led.active_slots()
+    loss = get_loss(fitted_loss(model))
+    C = fitted_C(model)
+    opts = getattr(st, "opts", None)
+    tol = float(opts.tol) if opts is not None else float(model.tol)
+    max_iter = int(opts.max_iter) if opts is not None else int(model.max_iter)
+    t = led.y[slots].copy()
+    if model._kernel:
+        K = st.gram.K[np.ix_(slots, slots)]
+        prob = TrainingProblem(None, K, t, loss, C, st.alpha[slots].copy(), tol, max_iter)
+    else:
+        if not led.keep_rows:
+            raise ValueError(
+                "cross-validation needs the model's training rows; fit with keep_data=True")
+        prob = TrainingProblem(led.X[slots], None, t, loss, C, np.array(st.beta, dtype=float),
+                               tol, max_iter)
+    dual = getattr(st, "dual", None)  # hinge states: the dual variables by ledger slot
+    if not loss.smooth and dual is not None:
+        prob.dual = np.asarray(dual, dtype=float)[slots].copy()
+    return prob
+
+
+class TrainingProblem:
+    """``C Σ ℓ(t_i, ⟨Φ_i, β⟩) + ½‖β‖²`` with its solution, explicit (``Phi``) or kernel (``K``).
+
+    Parameters
+    ----------
+    Phi : ndarray of shape (n, p) or None
+        Feature rows (intercept column included).
+    K : ndarray of shape (n, n) or None
+        Kernel matrix (intercept term included); exactly one of ``Phi`` and ``K`` is given.
+    t : ndarray of shape (n,)
+        Encoded targets (±1 for classification).
+    loss : deltafit.losses.Loss
+    C : float
+    coef : ndarray
+        β (shape (p,)) or α (shape (n,)).
+    tol, max_iter :
+        The refits' solver settings (the estimator's).
+    """
+
+    def __init__(self, Phi, K, t, loss, C, coef, tol, max_iter):
+        self.Phi, self.K, self.t, self.loss, self.C = Phi, K, t, loss, float(C)
+        self.coef, self.tol, self.max_iter = coef, tol, max_iter
+        self.kernel = K is not None
+        self.smooth = bool(getattr(loss, "smooth", True))
+        self.dual = None  # hinge: the dual variables of the stored solution, when known
+        self.n = t.shape[0]
+        if self.kernel:
+            self.z = K @ coef
+            self.sq = np.diag(K).copy()
+        else:
+            self.z = Phi @ coef
+            self.sq = np.einsum("ij,ij->i", Phi, Phi)
+        self.d1 = loss.d1(t, self.z)
+        if not self.smooth:
+            return  # no gradient ball for the hinge: see loo_bounds / removal_bounds
+        # exact gradient of the full problem at the stored solution (its solver residual)
+        if self.kernel:
+            self.g = coef + self.C * self.d1  # coefficients: ∇P = Σ g_i Φ_i
+            self.Kg = K @ self.g
+            self.gg = float(self.g @ self.Kg)
+        else:
+            self.g = coef + self.C * (Phi.T @ self.d1)
+            self.gg = float(self.g @ self.g)
+
+    # ------------------------------------------------------------- screening
+    def margins(self):
+        """``t_i z_i`` of the full model (classification)."""
+        return self.t * self.z
+
+    def loo_bounds(self):
+        """Certified bounds of every leave-one-out score ``⟨Φ_t, β_{−t}⟩`` at once.
+
+        With ``g`` the exact gradient of the full problem at the stored solution and
+        ``g_t = g − C ℓ'_t Φ_t`` that of the problem without t, the ball is
+        ``(β − g_t/2, ‖g_t‖/2)``; its score at Φ_t needs only ``⟨Φ_t, g⟩``, ℓ'_t and ``‖Φ_t‖²``:
+
+            center  z_t − ⟨Φ_t, g⟩/2 + C ℓ'_t ‖Φ_t‖²/2
+            ‖g_t‖²  ‖g‖² − 2 C ℓ'_t ⟨Φ_t, g⟩ + C² ℓ'_t² ‖Φ_t‖²
+
+        (Okumura et al. Cor. 5, Sivan et al. §4.2, with the exact residual instead of an
+        allowance).  O(n) after one product with the gradient.
+        """
+        if not self.smooth:
+            return self._hinge_bounds(np.arange(self.n), None)
+        pg = self.Kg if self.kernel else self.Phi @ self.g
+        cd = self.C * self.d1
+        center = self.z - 0.5 * pg + 0.5 * cd * self.sq
+        g2 = self.gg - 2.0 * cd * pg + cd * cd * self.sq
+        half = 0.5 * np.sqrt(np.maximum(self.sq, 0.0) * np.maximum(g2, 0.0))
+        return _widen(center, half)
+
+    def _hinge_bounds(self, T, R):
+        """Hinge loss: removing samples that are not support vectors changes nothing.
+
+        A sample with margin ``t_i z_i > 1`` has dual variable 0 at the optimum, and the
+        optimum stays optimal without it (Vapnik's observation behind the SVM LOO shortcut).
+        The margin must exceed 1 by ``_HINGE_MARGIN`` (the solver stops at a KKT violation of
+        ~1e-10 in margin units).  Such removals leave every score exact; any other removal is
+        left undecided (infinite bounds) and refit.
+        """
+        safe = self.t * self.z > 1.0 + _HINGE_MARGIN
+        if R is None:  # leave-one-out: R = {t} for each t in T
+            ok = safe[T]
+        else:
+            ok = np.full(len(T), bool(np.all(safe[R])))
+        z = self.z[T]
+        return np.where(ok, z, -np.inf), np.where(ok, z, np.inf)
+
+    def _removal_ball(self, R):
+        """Coefficients of the gradient of the problem without R at the stored solution."""
+        cd = self.C * self.d1[R]
+        if self.kernel:
+            g = self.g.copy()
+            g[R] -= cd
+            Kg = self.Kg - self.K[:, R] @ cd
+            return g, Kg, float(g @ Kg)
+        g = self.g - self.Phi[R].T @ cd
+        return g, None, float(g @ g)
+
+    def removal_bounds(self, R, T):
+        """Certified bounds of the scores at samples T of the model trained without samples R.
+
+        Parameters
+        ----------
+        R, T : ndarray of int
+            Indices (into the training rows) removed, and evaluated.
+
+        Returns
+        -------
+        lo, hi : ndarray of shape (len(T),)
+        """
+        if not self.smooth:
+            return self._hinge_bounds(T, R)
+        g, Kg, gg = self._removal_ball(R)
+        s = self.z[T] - 0.5 * (Kg[T] if self.kernel else self.Phi[T] @ g)
+        half = 0.5 * np.sqrt(np.maximum(self.sq[T], 0.0) * max(gg, 0.0))
+        return _widen(s, half)
+
+    def newton_step_bounds(self, ts, batch=256):
+        """Certified bounds of the leave-one-out scores at ``ts`` from one Newton step each.
+
+        For each t, one Newton step of the problem without t is taken from the full solution,
+        with the full model's Hessian downdated by t's term (Sherman–Morrison, so all steps
+        share one factorization), and the **exact** gradient of the problem without t is
+        evaluated at the new point β¹; the ball ``(β¹ − ∇/2, ‖∇‖/2)`` of Okumura et al. Thm 6
+        then contains the left-out solution.  The step is only a good guess; the certificate
+        comes from the gradient, whatever the step.  This is the first iterate of op2's refit
+        (Okumura §4), at O(n p) (explicit features) or O(n²) (kernel) per sample.
+
+        Parameters
+        ----------
+        ts : ndarray of int
+        batch : int
+            Samples per block of matrix products.
+
+        Returns
+        -------
+        lo, hi : ndarray of shape (len(ts),)
+        """
+        ts = np.asarray(ts, dtype=np.intp)
+        lo = np.empty(ts.shape[0])
+        hi = np.empty_like(lo)
+        if ts.size == 0:
+            return lo, hi
+        C, t = self.C, self.t
+        d2 = self.loss.d2(t, self.z)
+        cd1 = C * self.d1
+        if self.kernel:
+            K = self.K
+            M = np.eye(self.n) + (C * d2)[:, None] * K  # (I + C D K): Δα = −M⁻¹ γ
+            Minv = np.linalg.inv(M)
+            Mg = Minv @ self.g
+        else:
+            Phi = self.Phi
+            H = np.eye(Phi.shape[1]) + C * (Phi.T * d2) @ Phi
+            Hinv = np.linalg.inv(H)
+            Hg = Hinv @ self.g
+            W = Hinv @ Phi[ts].T  # H⁻¹ Φ_t, one column per t
+        for a in range(0, ts.shape[0], batch):
+            tb = ts[a:a + batch]
+            cols = np.arange(tb.shape[0])
+            w = C * d2[tb]
+            if self.kernel:
+                # γ_t = g − C ℓ'_t e_t; M_t = M − (C d2_t) e_t K_t·
+                U = Minv[:, tb]
+                x0 = Mg[:, None] - U * cd1[tb]
+                vx = np.einsum("ij,ji->i", K[tb], x0)
+                vu = np.einsum("ij,ji->i", K[tb], U)
+                X = x0 + U * (w * vx / np.maximum(1.0 - w * vu, 1e-300))
+                A1 = self.coef[:, None] - X  # α¹, one column per t
+                Z = K @ A1
+                G = A1 + C * self.loss.d1(t[:, None], Z)
+                G[tb, cols] = A1[tb, cols]  # t's loss is gone
+                KG = K @ G
+                gnorm = np.sqrt(np.maximum(np.einsum("ij,ij->j", G, KG), 0.0))
+                center = Z[tb, cols] - 0.5 * KG[tb, cols]
+            else:
+                Wb = W[:, a:a + tb.shape[0]]
+                Pt = Phi[tb]
+                x0 = Hg[:, None] - Wb * cd1[tb]
+                h = np.einsum("ij,ji->i", Pt, Wb)
+                bx = np.einsum("ij,ji->i", Pt, x0)
+                X = x0 + Wb * (w * bx / np.maximum(1.0 - w * h, 1e-300))
+                B1 = self.coef[:, None] - X  # β¹, one column per t
+                Z = Phi @ B1
+                L = self.loss.d1(t[:, None], Z)
+                L[tb, cols] = 0.0  # t's loss is gone
+                G = B1 + C * (Phi.T @ L)
+                gnorm = np.sqrt(np.einsum("ij,ij->j", G, G))
+                center = Z[tb, cols] - 0.5 * np.einsum("ij,ji->i", Pt, G)
+            half = 0.5 * gnorm * np.sqrt(np.maximum(self.sq[tb], 0.0))
+            lo[a:a + tb.shape[0]], hi[a:a + tb.shape[0]] = _widen(center, half)
+        return lo, hi
+
+    # ---------------------------------------------------------------- refits
+    def refit(self, R, T, *, early=False):
+        """Scores at T of the model trained without R, warm-started from the full solution.
+
+        Parameters
+        ----------
+        R, T : ndarray of int
+        early : bool
+            Stop the solver once the signs of all scores at T are certified by the intersection
+            of the gradient ball around the iterate (Okumura Thm 6) with the removal ball.
+
+        Returns
+        -------
+        lo, hi : ndarray of shape (len(T),)
+            Equal (the exact scores, to the solver's tolerance) unless stopped early.
+        n_iter : int
+        stopped_early : bool
+        """
+        mask = np.ones(self.n, dtype=bool)
+        mask[R] = False
+        keep = np.flatnonzero(mask)
+        cb, box = None, {}
+        if not self.smooth:
+            return self._hinge_refit(keep, T)
+        if early:
+            cb = self._early_callback(R, T, keep, box)
+        if self.kernel:
+            res = newton_kernel(self.K[np.ix_(keep, keep)], self.t[keep], self.loss, self.C,
+                                coef0=self.coef[keep], tol=self.tol, max_iter=self.max_iter,
+                                callback=cb)
+            z = self.K[np.ix_(T, keep)] @ res.coef
+        else:
+            res = newton_primal(self.Phi[keep], self.t[keep], self.loss, self.C,
+                                coef0=self.coef, tol=self.tol, max_iter=self.max_iter,
+                                callback=cb)
+            z = self.Phi[T] @ res.coef
+        if res.stopped_by_callback:
+            return box["lo"], box["hi"], res.n_iter, True
+        return z, z.copy(), res.n_iter, False
+
+    def _hinge_refit(self, keep, T):
+        """Exact hinge refit without the removed samples, warm-started from the dual."""
+        if self.dual is not None:
+            a0 = self.dual[keep]
+        else:  # from the margins: C on violators, 0 beyond the margin, C/2 on it
+            m = self.t[keep] * self.z[keep]
+            a0 = np.where(m < 1.0 - 1e-9, self.C, np.where(m > 1.0 + 1e-9, 0.0, 0.5 * self.C))
+        if self.kernel:
+            res = hinge_kernel(self.K[np.ix_(keep, keep)], self.t[keep], self.C, alpha0=a0,
+                               tol=self.tol, max_iter=max(self.max_iter, 1000))
+            z = self.K[np.ix_(T, keep)] @ res.coef
+        else:
+            res = hinge_primal(self.Phi[keep], self.t[keep], self.C, alpha0=a0, tol=self.tol,
+                               max_iter=max(self.max_iter, 1000))
+            z = self.Phi[T] @ res.coef
+        return z, z.copy(), res.n_iter, False
+
+    def _early_callback(self, R, T, keep, box):
+        """Callback deciding the signs at T from the intersection of two certified balls."""
+        g1, Kg1, gg1 = self._removal_ball(R)
+        e = np.sqrt(np.maximum(self.sq[T], 0.0))
+        r1 = 0.5 * np.sqrt(max(gg1, 0.0))
+        if self.kernel:
+            m1 = self.coef - 0.5 * g1  # center of the removal ball, over all n points
+            s1 = self.z[T] - 0.5 * Kg1[T]
+            KT = self.K[T]
+
+            def center_terms(coef, grad):
+                c = np.zeros(self.n)
+                c[keep] = coef - 0.5 * grad
+                d = m1 - c
+                return KT @ c, float(d @ (self.K @ d))
+        else:
+            m1 = self.coef - 0.5 * g1
+            s1 = self.Phi[T] @ m1
+            PT = self.Phi[T]
+
+            def center_terms(coef, grad):
+                c = coef - 0.5 * grad
+                d = m1 - c
+                return PT @ c, float(d @ d)
+
+        def callback(it, coef, grad_norm, objective, grad):
+            s2, gap2 = center_terms(coef, grad)
+            lo, hi = _widen(s2, 0.5 * grad_norm * e)  # the ball of Thm 6 alone
+            if not np.all((lo > 0.0) | (hi <= 0.0)):  # then its intersection with the other
+                lo, hi = two_ball_bounds(s1, s2, e, r1, 0.5 * grad_norm,
+                                         np.sqrt(max(gap2, 0.0)))
+                lo, hi = _widen(0.5 * (lo + hi), 0.5 * (hi - lo))
+            if np.all((lo > 0.0) | (hi <= 0.0)):
+                box["lo"], box["hi"] = lo, hi
+                return True
+            return False
+
+        return callback
+
+
+def _widen(center, half):
+    """``center ∓ half``, widened by a relative rounding margin."""
+    w = half + _ROUND * (np.abs(center) + half) + 1e-300
+    return center - w, center + w
