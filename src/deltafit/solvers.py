@@ -349,12 +349,8 @@ class _KernelQP:
 
         Q, G, diag = self.Q, self.G, self.diag
         for i in order.tolist():
-            g = G[i]
             a = alpha[i]
-            if (a <= 0.0 and g >= 0.0) or (a >= C and g <= 0.0) or g == 0.0:
-                continue
-            q = diag[i]
-            na = (C if g < 0.0 else 0.0) if q <= 0.0 else min(max(a - g / q, 0.0), C)
+            na = _coordinate_min(a, G[i], diag[i], C)
             if na != a:
                 alpha[i] = na
                 daxpy(Q[i], G, a=na - a)
@@ -443,12 +439,8 @@ class _FeatureQP:
         Z, w, diag = self.Z, self.w, self.diag
         for i in order.tolist():
             zi = Z[i]
-            g = zi @ w - 1.0
             a = alpha[i]
-            if (a <= 0.0 and g >= 0.0) or (a >= C and g <= 0.0) or g == 0.0:
-                continue
-            q = diag[i]
-            na = (C if g < 0.0 else 0.0) if q <= 0.0 else min(max(a - g / q, 0.0), C)
+            na = _coordinate_min(a, zi @ w - 1.0, diag[i], C)
             if na != a:
                 alpha[i] = na
                 daxpy(zi, w, a=na - a)
@@ -586,6 +578,17 @@ def _prox_step(qp, alpha, C, mu, max_steps=8):
         a = new
     qp.refresh(alpha)
     return alpha, False, max_steps
+
+
+def _coordinate_min(a, g, q, C):
+    """Exact minimiser over ``[0, C]`` of the dual in one coordinate (Hsieh et al. 2008):
+    ``a`` unchanged when its KKT condition holds, else ``clip(a − g/q, 0, C)`` (a bound when the
+    curvature ``q`` vanishes)."""
+    if (a <= 0.0 and g >= 0.0) or (a >= C and g <= 0.0) or g == 0.0:
+        return a
+    if q <= 0.0:
+        return C if g < 0.0 else 0.0
+    return min(max(a - g / q, 0.0), C)
 
 
 def _hinge_solve(qp, C, alpha0, tol, max_iter, callback, name):
