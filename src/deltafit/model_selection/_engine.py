@@ -165,7 +165,7 @@ def evaluate(estimator, X, y, splits, method, *, n_jobs=None, progress=False, or
     fmap = fitted_feature_map(estimator, X) if model is None else None
     loo = splits is None
     if loo:
-        tests = [np.array([i]) for i in range(n)] if method == "refit" else None
+        tests = None
         test_index = np.arange(n)
         fold = np.arange(n)
         n_splits = n
@@ -181,7 +181,7 @@ def evaluate(estimator, X, y, splits, method, *, n_jobs=None, progress=False, or
     if method == "refit":
         if model is not None:
             fmap = getattr(model, "feature_map_", None)
-        y_pred = _brute_force(estimator, X, y, splits, tests, out, n_jobs, progress, desc, fmap)
+        y_pred = _brute_force(estimator, X, y, splits, out, n_jobs, progress, desc, fmap)
     else:
         if model is None:
             model = fit_full(estimator, X, y, fmap)
@@ -238,22 +238,34 @@ def _labels(model, out):
     return np.where(pos, model.classes_[1], model.classes_[0])
 
 
-def _fold_scores(clf, y_true, y_pred, fold, n_splits):
-    """Accuracy (classifiers) or negative MSE (regressors) per fold; NaN for empty folds.
+def _per_fold_mean(fold, values, n_splits):
+    """Mean of ``values`` per fold (NaN for empty folds).
 
-    A fold's accuracy is its number of correct labels over its size, the same float as
-    scikit-learn's ``accuracy_score`` (ties between configurations compare exactly)."""
+    For 0/1 values this is the number of ones over the fold's size: the same float as
+    scikit-learn's ``accuracy_score``, so ties between configurations compare exactly."""
     size = np.bincount(fold, minlength=n_splits).astype(float)
     with np.errstate(invalid="ignore", divide="ignore"):
-        if clf:
-            return np.bincount(fold, y_pred == y_true, n_splits) / size
-        return -np.bincount(fold, (y_true - y_pred) ** 2, n_splits) / size
+        return np.bincount(fold, values, n_splits) / size
+
+
+def _fold_scores(clf, y_true, y_pred, fold, n_splits):
+    """Accuracy (classifiers) or negative MSE (regressors) per fold; NaN for empty folds."""
+    if clf:
+        return _per_fold_mean(fold, y_pred == y_true, n_splits)
+    return -_per_fold_mean(fold, (y_true - y_pred) ** 2, n_splits)
 
 
 # ------------------------------------------------------------------------ brute force
-def _fit_predict(estimator, X, y, train, tests, fmap=None):
+def _split_range(splits, n, a, b):
+    """(train, test) of splits a..b-1; leave-one-out splits are made here, not kept."""
+    if splits is None:
+        return [(np.delete(np.arange(n), i), np.array([i])) for i in range(a, b)]
+    return [(np.asarray(tr), np.asarray(te)) for tr, te in splits[a:b]]
+
+
+def _fit_predict(estimator, X, y, work, fmap=None):
     res = []
-    for tr, te in zip(train, tests):
+    for tr, te in work:
         est = _fresh(estimator, fmap).fit(X[tr], y[tr])
         pred = est.predict(X[te])
         dec = np.full(len(te), np.nan)
@@ -265,37 +277,31 @@ def _fit_predict(estimator, X, y, train, tests, fmap=None):
     return res
 
 
-def _brute_force(estimator, X, y, splits, tests, out, n_jobs, progress, desc, fmap):
+def _brute_force(estimator, X, y, splits, out, n_jobs, progress, desc, fmap):
     n = X.shape[0]
-    if splits is None:
-        train = [np.delete(np.arange(n), i) for i in range(n)]
-    else:
-        train = [np.asarray(tr) for tr, _ in splits]
-    chunks = _chunks(len(tests), n_jobs)
+    m = n if splits is None else len(splits)
+    chunks = _chunks(m, n_jobs)
     preds, decs = [], []
-    with progress_bar(len(tests), progress, desc or "refits") as bar:
+    with progress_bar(m, progress, desc or "refits") as bar:
         if _effective_jobs(n_jobs) == 1:
-            for a, b in chunks:
-                for p, d in _fit_predict(estimator, X, y, train[a:b], tests[a:b], fmap):
-                    preds.append(p)
-                    decs.append(d)
-                bar.update(b - a)
-        else:
-            par = Parallel(n_jobs=n_jobs, return_as="generator")
-            jobs = par(delayed(_fit_predict)(estimator, X, y, train[a:b], tests[a:b], fmap)
+            results = (_fit_predict(estimator, X, y, _split_range(splits, n, a, b), fmap)
                        for a, b in chunks)
-            for (a, b), res in zip(chunks, jobs):
-                for p, d in res:
-                    preds.append(p)
-                    decs.append(d)
-                bar.update(b - a)
+        else:
+            results = Parallel(n_jobs=n_jobs, return_as="generator")(
+                delayed(_fit_predict)(estimator, X, y, _split_range(splits, n, a, b), fmap)
+                for a, b in chunks)
+        for (a, b), res in zip(chunks, results):
+            for p, d in res:
+                preds.append(p)
+                decs.append(d)
+            bar.update(b - a)
     y_pred = np.concatenate(preds) if preds else np.zeros(0, dtype=y.dtype)
     dec = np.concatenate(decs) if decs else np.zeros(0)
     out["decision"][:] = dec
     out["lower"][:] = dec
     out["upper"][:] = dec
     out["refit"][:] = True
-    out["n_refits"] = len(tests)
+    out["n_refits"] = m
     return y_pred
 
 
@@ -368,7 +374,6 @@ def _bounds(prob, pairs, test_index, fold, out, early, order, stop, n_jobs, prog
         raise ValueError(f"order must be 'natural' or 'margin', got {order!r}")
 
     n_folds = int(fold.max()) + 1 if fold.size else 0
-    size = np.bincount(fold, minlength=n_folds).astype(float)
 
     def known_errors():
         known = out["decided"] | out["refit"]
@@ -377,7 +382,7 @@ def _bounds(prob, pairs, test_index, fold, out, early, order, stop, n_jobs, prog
 
     def score_upper():
         wrong, _ = known_errors()
-        return float(np.mean(np.bincount(fold, ~wrong, n_folds) / size))
+        return float(np.mean(_per_fold_mean(fold, ~wrong, n_folds)))
 
     def split(k):
         if pairs is None:
@@ -420,8 +425,8 @@ def _bounds(prob, pairs, test_index, fold, out, early, order, stop, n_jobs, prog
                 pruned = True
                 break
     wrong, unknown = known_errors()
-    lo_acc = np.bincount(fold, ~(wrong | unknown), n_folds) / size
-    hi_acc = np.bincount(fold, ~wrong, n_folds) / size
+    lo_acc = _per_fold_mean(fold, ~(wrong | unknown), n_folds)
+    hi_acc = _per_fold_mean(fold, ~wrong, n_folds)
     out["details"].update(pruned=pruned, errors_lower=int(wrong.sum()),
                           errors_upper=int((wrong | unknown).sum()),
                           score_lower=float(np.mean(lo_acc)), score_upper=float(np.mean(hi_acc)),

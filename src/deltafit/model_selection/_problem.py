@@ -19,6 +19,7 @@ The module reads the estimators' internals; nothing above it does.
 from __future__ import annotations
 
 import numpy as np
+from scipy.linalg import cho_factor, cho_solve, lu_factor, lu_solve
 
 from ..losses import get_loss
 from ..sensitivity import two_ball_bounds
@@ -53,9 +54,8 @@ def problem_of(model):
                 "cross-validation needs the model's training rows; fit with keep_data=True")
         prob = TrainingProblem(led.X[slots], None, t, loss, C, np.array(st.beta, dtype=float),
                                tol, max_iter)
-    dual = getattr(st, "dual", None)  # hinge states: the dual variables by ledger slot
-    if not loss.smooth and dual is not None:
-        prob.dual = np.asarray(dual, dtype=float)[slots].copy()
+    if not loss.smooth:  # hinge states keep their dual variables by ledger slot
+        prob.dual = st.dual[slots].copy()
     return prob
 
 
@@ -83,7 +83,7 @@ class TrainingProblem:
         self.coef, self.tol, self.max_iter = coef, tol, max_iter
         self.kernel = K is not None
         self.smooth = bool(getattr(loss, "smooth", True))
-        self.dual = None  # hinge: the dual variables of the stored solution, when known
+        self.dual = None  # hinge: the dual variables of the stored solution
         self.n = t.shape[0]
         if self.kernel:
             self.z = K @ coef
@@ -208,22 +208,23 @@ class TrainingProblem:
         cd1 = C * self.d1
         if self.kernel:
             K = self.K
-            M = np.eye(self.n) + (C * d2)[:, None] * K  # (I + C D K): Δα = −M⁻¹ γ
-            Minv = np.linalg.inv(M)
-            Mg = Minv @ self.g
+            # (I + C D K): Δα = −M⁻¹ γ; only the columns of M⁻¹ at the samples are needed
+            lu = lu_factor(np.eye(self.n) + (C * d2)[:, None] * K, check_finite=False)
+            Mg = lu_solve(lu, self.g, check_finite=False)
         else:
             Phi = self.Phi
-            H = np.eye(Phi.shape[1]) + C * (Phi.T * d2) @ Phi
-            Hinv = np.linalg.inv(H)
-            Hg = Hinv @ self.g
-            W = Hinv @ Phi[ts].T  # H⁻¹ Φ_t, one column per t
+            cf = cho_factor(np.eye(Phi.shape[1]) + C * (Phi.T * d2) @ Phi, check_finite=False)
+            Hg = cho_solve(cf, self.g, check_finite=False)
+            W = cho_solve(cf, Phi[ts].T, check_finite=False)  # H⁻¹ Φ_t, one column per t
         for a in range(0, ts.shape[0], batch):
             tb = ts[a:a + batch]
             cols = np.arange(tb.shape[0])
             w = C * d2[tb]
             if self.kernel:
                 # γ_t = g − C ℓ'_t e_t; M_t = M − (C d2_t) e_t K_t·
-                U = Minv[:, tb]
+                E = np.zeros((self.n, tb.shape[0]))
+                E[tb, cols] = 1.0
+                U = lu_solve(lu, E, check_finite=False)  # M⁻¹ e_t
                 x0 = Mg[:, None] - U * cd1[tb]
                 vx = np.einsum("ij,ji->i", K[tb], x0)
                 vu = np.einsum("ij,ji->i", K[tb], U)
@@ -295,11 +296,7 @@ class TrainingProblem:
 
     def _hinge_refit(self, keep, T):
         """Exact hinge refit without the removed samples, warm-started from the dual."""
-        if self.dual is not None:
-            a0 = self.dual[keep]
-        else:  # from the margins: C on violators, 0 beyond the margin, C/2 on it
-            m = self.t[keep] * self.z[keep]
-            a0 = np.where(m < 1.0 - 1e-9, self.C, np.where(m > 1.0 + 1e-9, 0.0, 0.5 * self.C))
+        a0 = self.dual[keep]
         if self.kernel:
             res = hinge_kernel(self.K[np.ix_(keep, keep)], self.t[keep], self.C, alpha0=a0,
                                tol=self.tol, max_iter=max(self.max_iter, 1000))

@@ -22,23 +22,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..solvers import hinge_kernel, hinge_primal
-from ._warm_newton import KernelNewtonState
+from ._warm_newton import KernelNewtonState, grown, taken, warm_values
 
 __all__ = ["PrimalHingeState", "KernelHingeState"]
-
-
-def _grown(a, cap):
-    if cap <= a.shape[0]:
-        return a
-    out = np.zeros(cap)
-    out[: a.shape[0]] = a
-    return out
-
-
-def _taken(a, keep, capacity):
-    out = np.zeros(capacity)
-    out[: len(keep)] = a[keep]
-    return out
 
 
 class PrimalHingeState:
@@ -69,10 +55,10 @@ class PrimalHingeState:
         self.dual, self.beta, self.result = dual, res.coef, res
 
     def ensure_capacity(self, cap):
-        self.dual = _grown(self.dual, cap)
+        self.dual = grown(self.dual, cap)
 
     def take(self, keep, capacity):
-        self.dual = _taken(self.dual, keep, capacity)
+        self.dual = taken(self.dual, keep, capacity)
 
 
 class KernelHingeState(KernelNewtonState):
@@ -96,15 +82,12 @@ class KernelHingeState(KernelNewtonState):
 
     def warm_start(self, A, add):
         """The dual variables to start a re-solve over slots ``A`` from (0 for new samples)."""
-        d = self.dual.copy()
-        if add is not None:
-            d[add] = 0.0
-        return d[A]
+        return warm_values(self.dual, A, add)
 
     def ensure_capacity(self, cap):
         super().ensure_capacity(cap)
-        self.dual = _grown(self.dual, cap)
+        self.dual = grown(self.dual, cap)
 
     def take(self, keep, capacity):
         super().take(keep, capacity)
-        self.dual = _taken(self.dual, keep, capacity)
+        self.dual = taken(self.dual, keep, capacity)

@@ -43,6 +43,30 @@ class PrimalNewtonState:
         self.beta, self.result = res.coef, res
 
 
+def grown(a, cap):
+    """``a`` zero-padded to length ``cap`` (unchanged when long enough)."""
+    if cap <= a.shape[0]:
+        return a
+    out = np.zeros(cap)
+    out[: a.shape[0]] = a
+    return out
+
+
+def taken(a, keep, capacity):
+    """``a[keep]`` moved to the front of a zero array of length ``capacity``."""
+    out = np.zeros(capacity)
+    out[: len(keep)] = a[keep]
+    return out
+
+
+def warm_values(a, A, add):
+    """``a`` over slots ``A``, with 0 for the newly added slots ``add``."""
+    a = a.copy()
+    if add is not None:
+        a[add] = 0.0
+    return a[A]
+
+
 class KernelNewtonState:
     """α over ledger slots, re-solved with warm-started kernel Newton after each change."""
 
@@ -73,20 +97,13 @@ class KernelNewtonState:
 
     def warm_start(self, A, add):
         """The coefficients to start a re-solve over slots ``A`` from (0 for new samples)."""
-        a = self.alpha.copy()
-        if add is not None:
-            a[add] = 0.0
-        return a[A]
+        return warm_values(self.alpha, A, add)
 
     def ensure_capacity(self, cap):
         if cap > self.capacity:
             self.gram.ensure_capacity(cap)
-            a = np.zeros(cap)
-            a[: self.alpha.size] = self.alpha
-            self.alpha = a
+            self.alpha = grown(self.alpha, cap)
 
     def take(self, keep, capacity):
         self.gram.take(keep, capacity)
-        a = np.zeros(capacity)
-        a[: len(keep)] = self.alpha[keep]
-        self.alpha = a
+        self.alpha = taken(self.alpha, keep, capacity)
