@@ -406,3 +406,45 @@ def hinge_dual_reference(K, t, C, band=1e-5):
     assert np.all(m[U] < 1.0 + 1e-8) and np.all(m[~(U | F)] > 1.0 - 1e-8) and \
         np.allclose(m[F], 1.0, rtol=0, atol=1e-8), "reference hinge solver: inconsistent sets"
     return alpha, hinge_dual_objective(K, t, C, alpha)[0], a * t, z
+
+
+# ---------------------------------------------------------------------------
+# stream learners (plain Python loops, written from the papers; no numba)
+# ---------------------------------------------------------------------------
+def pegasos_reference(X, y_pm, lam, radius=np.inf, icpt=1.0, w=None, t=0):
+    """Pegasos (Shalev-Shwartz et al. 2011, Alg. 1) on rows in order; returns (w, t).
+
+    ``w`` has the constant feature ``icpt`` last (0 = no intercept)."""
+    Xa = np.column_stack([X, np.full(X.shape[0], icpt)])
+    w = np.zeros(Xa.shape[1]) if w is None else w.copy()
+    for x, yi in zip(Xa, y_pm):
+        t += 1
+        eta = 1.0 / (lam * t)
+        violated = yi * float(w @ x) < 1.0
+        w = (1.0 - eta * lam) * w
+        if violated:
+            w = w + eta * yi * x
+        nrm = np.linalg.norm(w)
+        if nrm > radius:
+            w = w * (radius / nrm)
+    return w, t
+
+
+def lsqsgd_reference(X, y, alpha=None, radius=1.0, icpt=1.0, state=None):
+    """Nemirovski et al. (2009) robust SA for 1/2 (<w,x> - y)^2 in a ball, gamma-weighted average
+    of the points where the gradients were taken.  ``state`` = (w, avg, t, gamma_sum)."""
+    Xa = np.column_stack([X, np.full(X.shape[0], icpt)])
+    if state is None:
+        state = (np.zeros(Xa.shape[1]), np.zeros(Xa.shape[1]), 0, 0.0)
+    w, avg, t, gsum = state
+    w, avg = w.copy(), avg.copy()
+    for x, yi in zip(Xa, y):
+        t += 1
+        g = alpha if alpha is not None else 1.0 / np.sqrt(t)
+        gsum += g
+        avg = avg + (g / gsum) * (w - avg)
+        w = w - g * (float(w @ x) - yi) * x
+        nrm = np.linalg.norm(w)
+        if nrm > radius:
+            w = w * (radius / nrm)
+    return w, avg, t, gsum

@@ -196,8 +196,10 @@ def build_parser():
                    help="fraction of the data that arrives after the fit (default 0.1)")
     d.add_argument("--seed", type=int, default=0)
     from ._cli_cv import add_cv_commands
+    from ._cli_treecv import add_treecv_command
 
     add_cv_commands(sub)
+    add_treecv_command(sub)
     return p
 
 
@@ -218,6 +220,14 @@ def main(argv=None):
             return run_cv_command(args)
         except ValueError as exc:
             print(f"deltafit {args.command}: error: {exc}", file=sys.stderr)
+            return 2
+    if args.command == "treecv":
+        from ._cli_treecv import run_treecv_command
+
+        try:
+            return run_treecv_command(args)
+        except ValueError as exc:
+            print(f"deltafit treecv: error: {exc}", file=sys.stderr)
             return 2
     return 2  # pragma: no cover
 

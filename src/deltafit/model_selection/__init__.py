@@ -4,6 +4,9 @@
   warm-started refits (Okumura et al. Algorithm 1, op1 and op2), or brute force; or
   approximate (:func:`alo`, labelled so).
 * :func:`cross_validate` — the same over any scikit-learn splitter (a fold is a batch removal).
+* :func:`treecv` — k-fold and leave-one-out CV of any incremental learner (``partial_fit``,
+  river's ``learn_one``, deltafit's stream learners and exact estimators) by TreeCV (Joulani et
+  al., seed 002), at about ``log2(2k)`` times the cost of one training pass.
 * :class:`LOOSearchCV` — hyper-parameter search by leave-one-out (or k-fold) with Okumura
   §5.2's pruning and margin ordering; same choice and scores as an exhaustive
   ``GridSearchCV``.
@@ -16,5 +19,6 @@ from ._kfold import cross_validate
 from ._loo import alo, loo
 from ._result import CVResult
 from ._search import LOOSearchCV
+from ._treecv import TreeCVResult, treecv
 
-__all__ = ["loo", "alo", "cross_validate", "LOOSearchCV", "CVResult"]
+__all__ = ["loo", "alo", "cross_validate", "treecv", "LOOSearchCV", "CVResult", "TreeCVResult"]

@@ -1,0 +1,17 @@
+"""Online learners that learn one sample at a time (DESIGN.md §2, layer 7).
+
+* :class:`Pegasos` — linear SVM, Shalev-Shwartz et al. (2011) Algorithm 1, last iterate;
+* :class:`LSQSGD` — least squares by Nemirovski et al.'s (2009) robust stochastic approximation
+  (averaged, projected SGD).
+
+Both are the learners of Joulani et al. (2015) §5 and scikit-learn estimators with
+``partial_fit``, river-style ``learn_one`` / ``predict_one``, ``snapshot`` / ``restore`` and a
+cheap ``copy.copy``; their per-sample loops are compiled with numba when it is installed
+(``pip install "deltafit[fast]"``), and :func:`deltafit.model_selection.treecv` runs its whole
+recursion over them in compiled code.
+"""
+
+from ._lsqsgd import LSQSGD
+from ._pegasos import Pegasos
+
+__all__ = ["Pegasos", "LSQSGD"]

@@ -1,0 +1,226 @@
+"""What the linear stream learners share: one state vector, passes, snapshots, copies."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._validation import check_bool, check_real
+
+__all__ = ["StreamLinearModel"]
+
+
+class StreamLinearModel(BaseEstimator):
+    """Base of :class:`Pegasos` and :class:`LSQSGD`.
+
+    The learner's whole state is the float vector ``_state`` of
+    :mod:`deltafit.stream._kernels` (so a copy, a snapshot and a restore are one array copy);
+    ``fit`` is one pass over the rows, ``partial_fit`` continues it, ``learn_one`` feeds one
+    sample (river's spelling).
+    """
+
+    _kind = None  # set by subclasses
+
+    # ----------------------------------------------------------- hyper-parameters
+    def _step_param(self):  # params[0]
+        raise NotImplementedError
+
+    def _radius(self):  # params[1]
+        raise NotImplementedError
+
+    def _check_params(self):
+        check_bool(self.fit_intercept, "fit_intercept")
+        check_bool(self.shuffle, "shuffle")
+        check_real(self.intercept_scaling, "intercept_scaling", low=0.0)
+        rs = self.random_state
+        if not (rs is None or isinstance(rs, (numbers.Integral, np.random.RandomState))
+                or isinstance(rs, np.random.Generator)) or isinstance(rs, bool):
+            raise ValueError(f"random_state must be None, an int or a RandomState, got {rs!r}")
+        icpt = float(self.intercept_scaling) if self.fit_intercept else 0.0
+        return np.array([self._step_param(), self._radius(), icpt], dtype=np.float64)
+
+    def _tree_spec(self, n_features):
+        """``(kind, params, state0)`` for TreeCV's compiled recursion (validates parameters)."""
+        from . import _kernels
+
+        params = self._check_params()
+        return self._kind, params, _kernels.new_state(self._kind, int(n_features) + 1)
+
+    # ------------------------------------------------------------------ fitting
+    def _validate_X(self, X, reset):
+        return validate_data(self, X, reset=reset, dtype=np.float64, order="C",
+                             accept_sparse=False)
+
+    def _pass(self, X, t, order=None):
+        from . import _kernels
+
+        if order is None:
+            _kernels.fit_range(self._kind, self._state, X, t, 0, X.shape[0], self._params)
+        else:
+            _kernels.fit_rows(self._kind, self._state, X, t, order, self._params)
+
+    def fit(self, X, y):
+        """One pass over the rows of ``X`` (in order, or at random with ``shuffle=True``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self
+        """
+        from . import _kernels
+
+        params = self._check_params()
+        X, y = validate_data(self, X, y, reset=True, dtype=np.float64, order="C",
+                             accept_sparse=False, y_numeric=not self._is_classifier())
+        t = self._encode(y, fitting=True)
+        self._params = params
+        self._state = _kernels.new_state(self._kind, X.shape[1] + 1)
+        order = None
+        if self.shuffle:
+            order = check_random_state(self.random_state).permutation(X.shape[0]).astype(np.int64)
+        self._pass(X, t, order)
+        return self
+
+    def partial_fit(self, X, y, classes=None):
+        """Continue the pass with the rows of ``X``, in order (an unfitted model starts at 0).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        classes : array-like of shape (2,), optional
+            Classifiers: both labels, required on the first call unless ``y`` shows both.
+
+        Returns
+        -------
+        self
+        """
+        from . import _kernels
+
+        first = not hasattr(self, "_state")
+        params = self._check_params()
+        before = None if first else (self._state.copy(), self._params.copy(), dict(self.__dict__))
+        try:
+            X, y = validate_data(self, X, y, reset=first, dtype=np.float64, order="C",
+                                 accept_sparse=False, y_numeric=not self._is_classifier())
+            t = self._encode(y, fitting=first, classes=classes)
+            if first:
+                self._state = _kernels.new_state(self._kind, X.shape[1] + 1)
+            self._params = params
+            self._pass(X, t)
+        except BaseException:
+            if before is None:
+                for a in ("_state", "_params", "classes_", "n_features_in_"):
+                    self.__dict__.pop(a, None)
+            else:
+                self.__dict__.clear()
+                self.__dict__.update(before[2])
+                self._state = before[0]
+                self._params = before[1]
+            raise
+        return self
+
+    def _row(self, x):
+        if isinstance(x, dict):
+            d = getattr(self, "n_features_in_", None)
+            if d is None:
+                d = max(int(k) for k in x) + 1 if x else 0
+            row = np.zeros(d)
+            for k, v in x.items():
+                j = int(k)
+                if not 0 <= j < d:
+                    raise ValueError(f"feature key {k!r} outside 0..{d - 1}")
+                row[j] = float(v)
+            return row[None, :]
+        row = np.asarray(x, dtype=np.float64)
+        if row.ndim != 1:
+            raise ValueError(f"x must be a dict or a 1-d array, got shape {row.shape}")
+        return row[None, :]
+
+    def learn_one(self, x, y):
+        """river's spelling: learn one sample ``x`` (a dict ``{j: x_j}`` or a 1-d array).
+
+        A classifier's first samples wait until both labels have been seen, then are learned in
+        their order (exactly what learning them one by one from w = 0 gives).
+        """
+        row = self._row(x)
+        if self._is_classifier() and not hasattr(self, "_state"):
+            pending = self.__dict__.setdefault("_pending", [])
+            pending.append((row, y))
+            labels = np.unique(np.asarray([p[1] for p in pending]))
+            if labels.size < 2:
+                return self
+            rows = np.vstack([p[0] for p in pending])
+            ys = [p[1] for p in pending]
+            del self._pending
+            return self.partial_fit(rows, ys, classes=labels)
+        return self.partial_fit(row, [y])
+
+    def predict_one(self, x):
+        """river's spelling: the prediction for one sample."""
+        return self.predict(self._row(x))[0]
+
+    # ------------------------------------------------------------- prediction
+    def _coef_full(self):
+        from . import _kernels
+
+        check_is_fitted(self, "_state")
+        return _kernels.coef_of(self._kind, self._state, self.n_features_in_ + 1)
+
+    @property
+    def coef_(self):
+        """The weights the model predicts with, shape (n_features,)."""
+        return self._coef_full()[:-1]
+
+    @property
+    def intercept_(self):
+        """The intercept: the constant feature's weight times ``intercept_scaling``."""
+        return float(self._coef_full()[-1] * self._params[2])
+
+    @property
+    def t_(self):
+        """Number of samples learned so far."""
+        check_is_fitted(self, "_state")
+        return int(self._state[self._t_index()])
+
+    def _decision(self, X):
+        check_is_fitted(self, "_state")
+        X = self._validate_X(X, reset=False)
+        return X @ self.coef_ + self.intercept_
+
+    # ------------------------------------------------------ snapshots, copies
+    def snapshot(self):
+        """The learner's state (a copy), for :meth:`restore` (TreeCV's save/revert, §4.1)."""
+        check_is_fitted(self, "_state")
+        return self._state.copy()
+
+    def restore(self, snapshot):
+        """Put back a state returned by :meth:`snapshot`."""
+        check_is_fitted(self, "_state")
+        s = np.asarray(snapshot, dtype=np.float64)
+        if s.shape != self._state.shape or not np.all(np.isfinite(s)):
+            raise ValueError(f"a snapshot of this learner is a finite vector of shape "
+                             f"{self._state.shape}, got {s.shape}")
+        self._state[:] = s
+        return self
+
+    def __copy__(self):
+        new = type(self).__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        if hasattr(self, "_state"):
+            new._state = self._state.copy()
+            new._params = self._params.copy()
+        return new
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = False
+        return tags

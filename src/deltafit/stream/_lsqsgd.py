@@ -1,0 +1,108 @@
+"""LSQSGD: least squares by robust stochastic approximation (averaged SGD in a ball)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from sklearn.base import RegressorMixin
+
+from .._validation import check_real
+from ._base import StreamLinearModel
+from ._kernels import LSQSGD as _LSQSGD_KIND
+
+__all__ = ["LSQSGD"]
+
+
+class LSQSGD(RegressorMixin, StreamLinearModel):
+    """Least-squares regression by robust stochastic approximation, one pass, averaged.
+
+    Nemirovski, Juditsky, Lan and Shapiro (2009), §2.2 (Euclidean setup): minimise
+    ``E ½ (⟨w, x⟩ − y)²`` over ``‖w‖ ≤ radius`` by projected stochastic gradient steps and predict
+    with the γ-weighted average of the iterates — the least-squares learner of Joulani et al.
+    (2015) §5 (step size ``n^{-1/2}``, unit ball), for which
+    :func:`deltafit.model_selection.treecv` runs the whole TreeCV recursion compiled.
+
+    Parameters
+    ----------
+    alpha : float or None, default=None
+        Constant step size γ (the paper: ``1/sqrt(n)``); None: ``γ_t = 1/sqrt(t)``, which needs
+        no n in advance and equals ``n^{-1/2}`` at the end of a pass over n samples.
+    radius : float, default=1.0
+        Radius of the feasible ball (``np.inf``: no projection).
+    fit_intercept : bool, default=True
+        Add a constant feature of value ``intercept_scaling`` (constrained and averaged like the
+        other coordinates).
+    intercept_scaling : float, default=1.0
+    shuffle : bool, default=False
+        ``fit`` visits the rows in a random order.
+    random_state : int, RandomState or None
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+        The averaged weights (the model that predicts).
+    intercept_ : float
+    t_ : int
+    n_features_in_ : int
+
+    Notes
+    -----
+    Step ``t``: ``w̄ ← w̄ + (γ_t / Σ_{s≤t} γ_s)(w_t − w̄)`` (the average over the points where the
+    gradients are taken, ``w_1 = 0``), then
+    ``w_{t+1} = Π(w_t − γ_t (⟨w_t, x_t⟩ − y_t) x_t)``.  Compiled with numba.
+    """
+
+    _kind = _LSQSGD_KIND
+
+    def __init__(self, alpha=None, radius=1.0, fit_intercept=True, intercept_scaling=1.0,
+                 shuffle=False, random_state=None):
+        self.alpha = alpha
+        self.radius = radius
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
+        self.shuffle = shuffle
+        self.random_state = random_state
+
+    def _is_classifier(self):
+        return False
+
+    def _step_param(self):
+        if self.alpha is None:
+            return 0.0
+        return check_real(self.alpha, "alpha", low=0.0)
+
+    def _radius(self):
+        r = self.radius
+        if isinstance(r, (int, float, np.floating, np.integer)) and not isinstance(r, bool) \
+                and r == math.inf:
+            return math.inf
+        return check_real(r, "radius", low=0.0)
+
+    def _t_index(self):
+        return 2 * (self.n_features_in_ + 1)
+
+    def _encode(self, y, fitting=False, classes=None):
+        y = np.asarray(y, dtype=np.float64)
+        if not np.all(np.isfinite(y)):
+            raise ValueError("y contains NaN or infinity")
+        return y
+
+    def _tree_targets(self, y):
+        """TreeCV: targets as floats (no classes)."""
+        try:
+            t = np.asarray(y, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"LSQSGD needs numeric targets: {exc}") from exc
+        if not np.all(np.isfinite(t)):
+            raise ValueError("y contains NaN or infinity")
+        return t, None
+
+    @staticmethod
+    def _tree_predict(decision, classes):
+        """TreeCV: the decision value is the prediction."""
+        return np.asarray(decision, dtype=np.float64)
+
+    def predict(self, X):
+        """``⟨w̄, x⟩ + intercept_``."""
+        return self._decision(X)

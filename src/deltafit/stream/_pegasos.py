@@ -1,0 +1,147 @@
+"""Pegasos: the primal estimated sub-gradient solver for linear SVMs, one pass, last iterate."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from sklearn.base import ClassifierMixin
+from sklearn.utils.multiclass import type_of_target
+
+from .._validation import check_real
+from ._base import StreamLinearModel
+from ._kernels import PEGASOS
+
+__all__ = ["Pegasos"]
+
+
+class Pegasos(ClassifierMixin, StreamLinearModel):
+    """Linear SVM by Pegasos (Shalev-Shwartz, Singer, Srebro and Cotter 2011, Algorithm 1).
+
+    Minimises ``lam/2 ‖w‖² + mean_i max(0, 1 − y_i ⟨w, x_i⟩)`` by one stochastic sub-gradient
+    step per sample, step size ``1 / (lam t)``, and predicts with the last iterate — the learner
+    of Joulani et al. (2015) §5, for which :func:`deltafit.model_selection.treecv` runs the whole
+    TreeCV recursion compiled.
+
+    Parameters
+    ----------
+    lam : float, default=1e-4
+        Regularisation λ > 0 (the paper uses 1e-6 on covertype).
+    projection : bool, default=False
+        Project each iterate onto the ball of radius ``1/sqrt(lam)`` (the optional step of
+        Algorithm 1).
+    fit_intercept : bool, default=True
+        Add a constant feature of value ``intercept_scaling``; its weight is regularised like
+        the others (DESIGN.md §1).
+    intercept_scaling : float, default=1.0
+    shuffle : bool, default=False
+        ``fit`` visits the rows in a random order (``partial_fit`` keeps the given order).
+    random_state : int, RandomState or None
+        Seeds ``shuffle``.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+    intercept_ : float
+    t_ : int
+        Samples learned.
+    classes_ : ndarray of shape (2,)
+        ``classes_[0]`` is the label −1, ``classes_[1]`` the label +1.
+    n_features_in_ : int
+
+    Notes
+    -----
+    Step ``t`` with ``η_t = 1/(λ t)``: ``w ← (1 − η_t λ) w + η_t y x`` if ``y ⟨w, x⟩ < 1``
+    (``w`` before the step), else ``w ← (1 − η_t λ) w``.  The state keeps ``w = a · v`` so the
+    shrinkage costs O(1) per sample; the loop is compiled with numba
+    (``pip install "deltafit[fast]"``).
+    """
+
+    _kind = PEGASOS
+
+    def __init__(self, lam=1e-4, projection=False, fit_intercept=True, intercept_scaling=1.0,
+                 shuffle=False, random_state=None):
+        self.lam = lam
+        self.projection = projection
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
+        self.shuffle = shuffle
+        self.random_state = random_state
+
+    def _is_classifier(self):
+        return True
+
+    def _step_param(self):
+        return check_real(self.lam, "lam", low=0.0)
+
+    def _radius(self):
+        from .._validation import check_bool
+
+        check_bool(self.projection, "projection")
+        return 1.0 / math.sqrt(float(self.lam)) if self.projection else math.inf
+
+    def _t_index(self):
+        return self.n_features_in_ + 2
+
+    # --------------------------------------------------------------- labels
+    @staticmethod
+    def _two_labels(y, what="y"):
+        kind = type_of_target(y)
+        if kind not in ("binary", "multiclass"):
+            raise ValueError(f"Unknown label type: {what} must hold class labels, got {kind} "
+                             "values")
+        labels = np.unique(y)
+        if labels.size > 2:
+            raise ValueError(
+                f"Only binary classification is supported. The type of the target is "
+                f"multiclass: {what} has {labels.size} classes (Pegasos is a binary classifier; "
+                "wrap it in sklearn.multiclass.OneVsRestClassifier for more)")
+        return labels
+
+    def _encode(self, y, fitting=False, classes=None):
+        if fitting:
+            labels = self._two_labels(y) if classes is None else np.unique(np.asarray(classes))
+            if classes is not None and labels.size != 2:
+                raise ValueError(f"classes must hold two labels, got {list(classes)}")
+            if labels.size < 2:
+                raise ValueError("y has one class: Pegasos needs two (pass classes= to "
+                                 "partial_fit when the first batch shows one)")
+            if classes is not None and not np.all(np.isin(np.unique(y), labels)):
+                raise ValueError(f"y has labels outside classes={labels.tolist()}")
+            self.classes_ = labels
+        else:
+            if classes is not None and not np.array_equal(np.unique(np.asarray(classes)),
+                                                          self.classes_):
+                raise ValueError(f"classes={list(classes)} differ from the model's "
+                                 f"{self.classes_.tolist()}")
+            unknown = ~np.isin(y, self.classes_)
+            if np.any(unknown):
+                raise ValueError(f"y has labels {np.unique(np.asarray(y)[unknown]).tolist()} "
+                                 f"that are not in classes_ {self.classes_.tolist()}")
+        return np.where(y == self.classes_[1], 1.0, -1.0)
+
+    def _tree_targets(self, y):
+        """TreeCV: labels as ±1 floats and the two classes."""
+        labels = self._two_labels(y)
+        if labels.size < 2:
+            raise ValueError("y has one class: Pegasos needs two")
+        return np.where(y == labels[1], 1.0, -1.0), labels
+
+    @staticmethod
+    def _tree_predict(decision, classes):
+        """TreeCV: labels from decision values."""
+        return classes[(np.asarray(decision) > 0).astype(np.intp)]
+
+    # ----------------------------------------------------------- prediction
+    def decision_function(self, X):
+        """``⟨w, x⟩ + intercept_``; positive means ``classes_[1]``."""
+        return self._decision(X)
+
+    def predict(self, X):
+        """``classes_[1]`` where the decision value is positive, else ``classes_[0]``."""
+        return self._tree_predict(self.decision_function(X), self.classes_)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags
