@@ -252,21 +252,13 @@ def make_learner(learner, X, y, strategy, shuffle, seed):
 # scikit-learn views for scorers
 # ---------------------------------------------------------------------------
 class _View(BaseEstimator):
-    """Base of the read-only views handed to scikit-learn scorers (never fitted by anyone)."""
+    """Base of the read-only views handed to scikit-learn scorers (never fitted by anyone).
+
+    ``classes`` (None for a regressor) decides the estimator type scorers see.
+    """
 
     def __sklearn_is_fitted__(self):
         return True
-
-    def fit(self, X, y=None):
-        raise TypeError(f"{type(self).__name__} only replays a model for scoring; it is not fitted")
-
-
-class RiverView(_View):
-    """A river model seen as a scikit-learn estimator, for scorers (predict, predict_proba)."""
-
-    def __init__(self, model=None, classes=None):
-        self.model = model
-        self.classes = classes
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -276,6 +268,25 @@ class RiverView(_View):
     @property
     def classes_(self):
         return self.classes
+
+    def fit(self, X, y=None):
+        raise TypeError(f"{type(self).__name__} only replays a model for scoring; it is not fitted")
+
+    def score(self, X, y):
+        P = self.predict(X)
+        if self.classes is not None:
+            return float(np.mean(P == np.asarray(y)))
+        from sklearn.metrics import r2_score
+
+        return float(r2_score(y, P))
+
+
+class RiverView(_View):
+    """A river model seen as a scikit-learn estimator, for scorers (predict, predict_proba)."""
+
+    def __init__(self, model=None, classes=None):
+        self.model = model
+        self.classes = classes
 
     def _dicts(self, X):
         return [dict(enumerate(r)) for r in np.asarray(X).tolist()]
@@ -292,22 +303,14 @@ class RiverView(_View):
                 P[i, j] = p.get(c.item() if hasattr(c, "item") else c, 0.0)
         return P
 
-    def score(self, X, y):
-        P = self.predict(X)
-        if self.classes is not None:
-            return float(np.mean(P == np.asarray(y)))
-        from sklearn.metrics import r2_score
-
-        return float(r2_score(y, P))
-
 
 class ReplayEstimator(_View):
     """Replays out-of-fold predictions to a scikit-learn scorer, one fold at a time.
 
     Scorers call ``predict`` / ``decision_function`` on the fold's rows; the view returns the
-    stored values of the rows of fold ``current`` (set before each call), which are what the
-    fold's model predicted — so any scorer built on those two methods gives the live model's
-    score without keeping k models.
+    stored values of the rows of the current fold (``positions``, set before each call), which
+    are what the fold's model predicted — so any scorer built on those two methods gives the
+    live model's score without keeping k models.
     """
 
     def __init__(self, decision=None, y_pred=None, classes=None, positions=None):
@@ -315,15 +318,6 @@ class ReplayEstimator(_View):
         self.y_pred = y_pred
         self.classes = classes
         self.positions = positions
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.estimator_type = "classifier" if self.classes is not None else "regressor"
-        return tags
-
-    @property
-    def classes_(self):
-        return self.classes
 
     def _fold(self, values, X):
         v = values[self.positions]
@@ -336,11 +330,3 @@ class ReplayEstimator(_View):
 
     def decision_function(self, X):
         return self._fold(self.decision, X)
-
-    def score(self, X, y):
-        P = self.predict(X)
-        if self.classes is not None:
-            return float(np.mean(P == np.asarray(y)))
-        from sklearn.metrics import r2_score
-
-        return float(r2_score(y, P))
