@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["tightness_cdf"]
+__all__ = ["tightness_cdf", "treecv_times"]
 
 
 def _pyplot():
@@ -61,6 +61,70 @@ def tightness_cdf(ratios, path, *, title=None, xmax=None):
     ax.set_ylabel("fraction of iterations")
     ax.set_title(title or "Tightness of the distance bound (Sivan et al. Fig. 1)")
     ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, format="png")
+    plt.close(fig)
+    return str(path)
+
+
+def treecv_times(results, path, *, title=None):
+    """Draw TreeCV vs standard k-fold running times against n (Joulani et al. Fig. 2) to a PNG.
+
+    Parameters
+    ----------
+    results : dict
+        ``{row: {panel: {curve: (n_values, seconds)}}}`` — rows are learners (e.g.
+        ``"Pegasos"``), panels columns (e.g. ``"k-CV, fixed order"``, ``"k-CV, randomized"``,
+        ``"LOOCV"``; a panel whose name contains ``"LOO"`` gets log axes), curves are labelled
+        ``"TreeCV k=5"`` / ``"standard k=5"``: one colour per k, TreeCV solid, standard dashed,
+        a label containing ``"random"`` drawn with square markers.
+    path : str or path-like
+        Where to write the PNG.
+    title : str, optional
+
+    Returns
+    -------
+    path : str
+    """
+    if not isinstance(results, dict) or not results:
+        raise ValueError("results must be a non-empty dict row -> panel -> curve -> (n, t)")
+    rows = list(results)
+    panels = []
+    for row in rows:
+        if not isinstance(results[row], dict) or not results[row]:
+            raise ValueError(f"row {row!r} has no panels")
+        for panel, curves in results[row].items():
+            if panel not in panels:
+                panels.append(panel)
+            if not isinstance(curves, dict) or not curves:
+                raise ValueError(f"panel {panel!r} of {row!r} has no curves")
+            for label, pair in curves.items():
+                n, t = (np.asarray(v, dtype=np.float64) for v in pair)
+                if n.shape != t.shape or n.ndim != 1 or n.size == 0 or not (
+                        np.all(np.isfinite(n)) and np.all(np.isfinite(t)) and np.all(t > 0)):
+                    raise ValueError(f"curve {label!r} of {row!r}/{panel!r} needs equal-length "
+                                     "finite n and positive times")
+    plt = _pyplot()
+    fig, axes = plt.subplots(len(rows), len(panels), figsize=(4.2 * len(panels), 3.4 * len(rows)),
+                             dpi=110, squeeze=False)
+    colours = {}
+    for i, row in enumerate(rows):
+        for j, panel in enumerate(panels):
+            ax = axes[i][j]
+            for label, (n, t) in results[row].get(panel, {}).items():
+                k = label.split("k=")[-1] if "k=" in label else label
+                colour = colours.setdefault(k, f"C{len(colours) % 10}")
+                style = "--" if label.lower().startswith("standard") else "-"
+                marker = "s" if "random" in label.lower() else "o"
+                ax.plot(n, t, style, color=colour, marker=marker, markersize=3, label=label)
+            if "LOO" in panel:
+                ax.set_xscale("log")
+                ax.set_yscale("log")
+            ax.set_title(f"{row}: {panel}", fontsize=9)
+            ax.set_xlabel("n")
+            ax.set_ylabel("time (s)")
+            ax.legend(fontsize=6)
+    fig.suptitle(title or "TreeCV vs standard k-fold CV (Joulani et al. Fig. 2)", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, format="png")
     plt.close(fig)
