@@ -123,7 +123,10 @@ def treecv_times(results, path, *, title=None):
             ax.set_title(f"{row}: {panel}", fontsize=9)
             ax.set_xlabel("n")
             ax.set_ylabel("time (s)")
-            ax.legend(fontsize=6)
+            if results[row].get(panel):
+                ax.legend(fontsize=6)
+            else:  # this learner has no such panel
+                ax.set_axis_off()
     fig.suptitle(title or "TreeCV vs standard k-fold CV (Joulani et al. Fig. 2)", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, format="png")
