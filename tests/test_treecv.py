@@ -432,3 +432,20 @@ def test_template_not_modified_and_result(bc):
     assert isinstance(r, TreeCVResult)
     assert "5-fold" in r.summary() and "accuracy" in r.summary()
     assert r.decision.shape == y.shape == r.y_pred.shape
+
+
+def test_string_labels_and_regression_predictions(bc):
+    X, y = bc
+    labels = np.where(y == 1, "benign", "malignant")
+    r = treecv(GaussianNB(), X, labels, cv=KFold(5))
+    ref = standard_kfold(GaussianNB(), X, labels,
+                         split_folds(KFold(5), X, labels), get_scorer("accuracy"),
+                         classes=np.unique(labels))
+    np.testing.assert_allclose(r.fold_scores, ref)
+    assert set(r.y_pred) <= {"benign", "malignant"}
+    # integer regression targets: predictions stay real numbers
+    from sklearn.linear_model import SGDRegressor
+
+    r = treecv(SGDRegressor(random_state=0), X, 3 * y, cv=KFold(5),
+               scoring="neg_mean_squared_error")
+    assert r.y_pred.dtype == np.float64 and not np.all(r.y_pred == np.round(r.y_pred))

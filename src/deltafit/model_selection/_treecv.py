@@ -58,7 +58,9 @@ class TreeCVResult:
     decision : ndarray of shape (n_samples,) or None
         Out-of-fold decision values (the held-out model's), for deltafit's stream learners.
     y_pred : ndarray of shape (n_samples,) or None
-        Out-of-fold predictions, for deltafit's stream learners.
+        Out-of-fold predictions: always for deltafit's stream learners; for other learners when
+        the score is computed from predictions (accuracy, r2, (root) mean squared or absolute
+        error — the default), else None.
     """
 
     score: float
@@ -186,9 +188,9 @@ class _Run:
     """One traversal of (part of) the tree: its results, counters and live models."""
 
     def __init__(self, learner, bounds, scorer, y_ord, shuffle, seed, python_levels, bar=None,
-                 predict=False):
+                 predict=None):
         self.L = learner
-        self.predict = predict
+        self.predict = predict  # None, or the dtype of the out-of-fold predictions to keep
         self.bounds = bounds
         self.scorer = scorer
         self.y = y_ord
@@ -197,12 +199,11 @@ class _Run:
         self.python_levels = python_levels
         self.bar = bar if bar is not None else progress_bar(0, False)
         self.fold_scores = {}
-        # out-of-fold decision values (compiled learners) or predictions (``predict=True``)
+        # out-of-fold decision values (compiled learners) or predictions (``predict``)
         if learner.compiled:
             self.out = np.empty(int(bounds[-1]))
-        elif predict:
-            self.out = np.empty(int(bounds[-1]), dtype=y_ord.dtype if y_ord.dtype.kind in "biuO"
-                                else np.float64)
+        elif predict is not None:
+            self.out = np.empty(int(bounds[-1]), dtype=predict)
         else:
             self.out = None
         self.fed = 0
@@ -238,7 +239,7 @@ class _Run:
             self.L.decision(model, start, stop, self.out)
         else:
             est = self.L.scoring_estimator(model)
-            if self.predict:
+            if self.predict is not None:
                 self.out[start:stop] = est.predict(self.L.X[start:stop])
             else:
                 self.fold_scores[s] = float(
@@ -465,7 +466,9 @@ def treecv(learner, X, y=None, *, cv=5, scoring=None, strategy="copy", shuffle=F
         python_levels = min(8, max(0, math.ceil(math.log2(k)) - 1))
     # scores known from predictions alone are computed from the out-of-fold predictions at the
     # end (one predict per fold, no scorer per fold; also gives y_pred)
-    predict = not compiled and name in _FAST and (scoring is None or isinstance(scoring, str))
+    predict = None
+    if not compiled and name in _FAST and (scoring is None or isinstance(scoring, str)):
+        predict = y.dtype if classifier else np.float64
     with progress_bar(k, progress, desc="TreeCV folds") as bar:
         run = _Run(L, bounds, scorer, y_ord, shuffle, seed, python_levels, bar, predict)
         if serial or k < 4:
@@ -480,7 +483,7 @@ def treecv(learner, X, y=None, *, cv=5, scoring=None, strategy="copy", shuffle=F
         decision[order] = run.out
         y_pred = learner._tree_predict(decision, classes)
         pred_ord = y_pred[order]
-    elif predict:
+    elif predict is not None:
         pred_ord = run.out
         y_pred = np.empty_like(pred_ord)
         y_pred[order] = pred_ord
@@ -491,7 +494,7 @@ def treecv(learner, X, y=None, *, cv=5, scoring=None, strategy="copy", shuffle=F
             a, b = int(bounds[i]), int(bounds[i + 1])
             view.positions = slice(a, b)
             fold_scores[i] = float(scorer(view, X_ord[a:b], y_ord[a:b]))
-    elif compiled or predict:
+    elif compiled or predict is not None:
         fold_scores = _fast_fold_scores(name, y_ord, pred_ord, bounds)
     else:
         fold_scores = np.array([run.fold_scores[i] for i in range(k)], dtype=np.float64)
