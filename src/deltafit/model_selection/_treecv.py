@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -169,6 +170,24 @@ def _fast_fold_scores(name, y_true, y_pred, bounds):
     with np.errstate(divide="ignore", invalid="ignore"):
         r2 = np.where(tot > 0, 1.0 - res / tot, np.where(res == 0, 1.0, 0.0))
     return np.where(sizes < 2, np.nan, r2)
+
+
+def _check_replay_scorer(scorer, scoring, learner, X, y, classes):
+    """Fail before the run if a scorer needs more than decision values and predictions."""
+    if scoring is None or (isinstance(scoring, str) and scoring in _FAST):
+        return
+    m = min(X.shape[0], 8)
+    zeros = np.zeros(m)
+    view = ReplayEstimator(zeros, learner._tree_predict(zeros, classes), classes, slice(0, m))
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            scorer(view, X[:m], y[:m])
+    except AttributeError as exc:
+        raise ValueError(f"scoring={scoring!r} needs a prediction method that "
+                         f"{type(learner).__name__} does not have: {exc}") from exc
+    except Exception:  # noqa: BLE001 - only the methods are checked here; values come later
+        pass
 
 
 def _scoring_name(scoring, learner, classifier):
@@ -450,14 +469,18 @@ def treecv(learner, X, y=None, *, cv=5, scoring=None, strategy="copy", shuffle=F
     if compiled:
         t_ord, classes = learner._tree_targets(y_ord)
         L = make_learner(learner, X_ord, t_ord, strategy, shuffle, seed)
-        scorer = check_scoring(learner, scoring=scoring)  # checked before the run
+        scorer = check_scoring(learner, scoring=scoring)
+        _check_replay_scorer(scorer, scoring, learner, X_ord, y_ord, classes)
     else:
         L = make_learner(learner, X_ord, y_ord, strategy, shuffle, seed)
         probe = L.scoring_estimator(L.template) if hasattr(L, "rows_as_dicts") else learner
         try:
             scorer = check_scoring(probe, scoring=scoring)
-        except TypeError as exc:  # no score method and no scoring
-            raise ValueError(f"scoring=None needs a learner with a score method: {exc}") from exc
+        except TypeError as exc:  # no score method and no scoring, or an invalid scoring
+            if scoring is None:
+                raise ValueError(f"scoring=None needs a learner with a score method: {exc}") \
+                    from exc
+            raise ValueError(f"invalid scoring {scoring!r}: {exc}") from exc
     name = _scoring_name(scoring, learner, classifier)
 
     serial = n_jobs is None or n_jobs == 1
@@ -494,6 +517,7 @@ def treecv(learner, X, y=None, *, cv=5, scoring=None, strategy="copy", shuffle=F
             a, b = int(bounds[i]), int(bounds[i + 1])
             view.positions = slice(a, b)
             fold_scores[i] = float(scorer(view, X_ord[a:b], y_ord[a:b]))
+
     elif compiled or predict is not None:
         fold_scores = _fast_fold_scores(name, y_ord, pred_ord, bounds)
     else:

@@ -108,7 +108,8 @@ class RiverLearner(_Learner):
     def __init__(self, template, X, y, strategy, classes):
         super().__init__(template, X, y, strategy)
         self.classes = classes
-        self.rows_as_dicts = [dict(enumerate(r)) for r in np.asarray(X).tolist()]
+        dense = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
+        self.rows_as_dicts = [dict(enumerate(r)) for r in dense.tolist()]
         self.targets = np.asarray(y).tolist()
 
     def update(self, model, rows):
@@ -289,7 +290,8 @@ class RiverView(_View):
         self.classes = classes
 
     def _dicts(self, X):
-        return [dict(enumerate(r)) for r in np.asarray(X).tolist()]
+        dense = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
+        return [dict(enumerate(r)) for r in dense.tolist()]
 
     def predict(self, X):
         out = [self.model.predict_one(x) for x in self._dicts(X)]

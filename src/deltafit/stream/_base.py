@@ -37,8 +37,8 @@ class StreamLinearModel(BaseEstimator):
         check_bool(self.shuffle, "shuffle")
         check_real(self.intercept_scaling, "intercept_scaling", low=0.0)
         rs = self.random_state
-        if not (rs is None or isinstance(rs, (numbers.Integral, np.random.RandomState))
-                or isinstance(rs, np.random.Generator)) or isinstance(rs, bool):
+        if not (rs is None or isinstance(rs, (numbers.Integral, np.random.RandomState))) \
+                or isinstance(rs, bool):
             raise ValueError(f"random_state must be None, an int or a RandomState, got {rs!r}")
         icpt = float(self.intercept_scaling) if self.fit_intercept else 0.0
         return np.array([self._step_param(), self._radius(), icpt], dtype=np.float64)
@@ -118,7 +118,8 @@ class StreamLinearModel(BaseEstimator):
             self._pass(X, t)
         except BaseException:
             if before is None:
-                for a in ("_state", "_params", "classes_", "n_features_in_"):
+                for a in ("_state", "_params", "classes_", "n_features_in_",
+                          "feature_names_in_"):
                     self.__dict__.pop(a, None)
             else:
                 self.__dict__.clear()
@@ -128,16 +129,27 @@ class StreamLinearModel(BaseEstimator):
             raise
         return self
 
-    def _row(self, x):
+    @staticmethod
+    def _keys(x):
+        keys = []
+        for k in x:
+            if isinstance(k, bool) or not isinstance(k, (numbers.Integral, np.integer)) or k < 0:
+                raise ValueError(f"feature keys must be column indices 0, 1, ..., got {k!r}")
+            keys.append(int(k))
+        return keys
+
+    def _row(self, x, d=None):
+        """One sample as a (1, d) array; a dict ``{j: x_j}`` may leave out zeros."""
+        d = getattr(self, "n_features_in_", None) if d is None else d
         if isinstance(x, dict):
-            d = getattr(self, "n_features_in_", None)
+            keys = self._keys(x)
             if d is None:
-                d = max(int(k) for k in x) + 1 if x else 0
+                d = max(keys) + 1 if keys else 0
             row = np.zeros(d)
-            for k, v in x.items():
-                j = int(k)
-                if not 0 <= j < d:
-                    raise ValueError(f"feature key {k!r} outside 0..{d - 1}")
+            for j, v in zip(keys, x.values()):
+                if j >= d:
+                    raise ValueError(f"feature key {j} outside 0..{d - 1}: the model has {d} "
+                                     "features")
                 row[j] = float(v)
             return row[None, :]
         row = np.asarray(x, dtype=np.float64)
@@ -149,20 +161,24 @@ class StreamLinearModel(BaseEstimator):
         """river's spelling: learn one sample ``x`` (a dict ``{j: x_j}`` or a 1-d array).
 
         A classifier's first samples wait until both labels have been seen, then are learned in
-        their order (exactly what learning them one by one from w = 0 gives).
+        their order (exactly what learning them one by one from w = 0 gives); the number of
+        features is then the largest key seen + 1 (or the arrays' length).
         """
-        row = self._row(x)
         if self._is_classifier() and not hasattr(self, "_state"):
+            if isinstance(x, dict):
+                self._keys(x)
             pending = self.__dict__.setdefault("_pending", [])
-            pending.append((row, y))
+            pending.append((x, y))
             labels = np.unique(np.asarray([p[1] for p in pending]))
             if labels.size < 2:
                 return self
-            rows = np.vstack([p[0] for p in pending])
+            widths = [max(self._keys(p[0]), default=-1) + 1 if isinstance(p[0], dict)
+                      else np.asarray(p[0]).shape[-1] for p in pending]
+            rows = np.vstack([self._row(p[0], max(widths)) for p in pending])
             ys = [p[1] for p in pending]
             del self._pending
             return self.partial_fit(rows, ys, classes=labels)
-        return self.partial_fit(row, [y])
+        return self.partial_fit(self._row(x), [y])
 
     def predict_one(self, x):
         """river's spelling: the prediction for one sample."""
@@ -215,6 +231,8 @@ class StreamLinearModel(BaseEstimator):
     def __copy__(self):
         new = type(self).__new__(type(self))
         new.__dict__.update(self.__dict__)
+        if "_pending" in self.__dict__:
+            new._pending = list(self._pending)
         if hasattr(self, "_state"):
             new._state = self._state.copy()
             new._params = self._params.copy()

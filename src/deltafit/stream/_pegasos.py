@@ -72,7 +72,10 @@ class Pegasos(ClassifierMixin, StreamLinearModel):
         return True
 
     def _step_param(self):
-        return check_real(self.lam, "lam", low=0.0)
+        lam = check_real(self.lam, "lam", low=0.0)
+        if lam < 1e-100:  # 1/(lam t) would overflow
+            raise ValueError(f"lam must be >= 1e-100, got {lam!r}")
+        return lam
 
     def _radius(self):
         from .._validation import check_bool
