@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.metrics import check_scoring
+from sklearn.metrics import check_scoring, get_scorer
 from sklearn.model_selection import KFold, LeaveOneOut, check_cv
 from sklearn.utils import check_array, check_random_state
 
@@ -170,6 +170,34 @@ def _fast_fold_scores(name, y_true, y_pred, bounds):
     with np.errstate(divide="ignore", invalid="ignore"):
         r2 = np.where(tot > 0, 1.0 - res / tot, np.where(res == 0, 1.0, 0.0))
     return np.where(sizes < 2, np.nan, r2)
+
+
+def _resolve_scorer(probe, scoring):
+    """scikit-learn's ``check_scoring``, also for learners with ``partial_fit`` but no ``fit``
+    (which ``check_scoring`` refuses); ValueError naming the problem."""
+    if callable(getattr(probe, "fit", None)):
+        try:
+            return check_scoring(probe, scoring=scoring)
+        except TypeError as exc:  # no score method and no scoring, or an invalid scoring
+            if scoring is None:
+                raise ValueError(f"scoring=None needs a learner with a score method: {exc}") \
+                    from exc
+            raise ValueError(f"invalid scoring {scoring!r}: {exc}") from exc
+    if callable(scoring):
+        return scoring
+    if isinstance(scoring, str):
+        try:
+            return get_scorer(scoring)
+        except ValueError as exc:
+            raise ValueError(f"invalid scoring {scoring!r}: {exc}") from exc
+    if scoring is None and callable(getattr(probe, "score", None)):
+        return _own_score
+    raise ValueError(f"scoring={scoring!r}: {type(probe).__name__} has no score method; "
+                     "pass a scorer name or callable")
+
+
+def _own_score(est, X, y=None):
+    return est.score(X) if y is None else est.score(X, y)
 
 
 def _check_replay_scorer(scorer, scoring, learner, X, y, classes):
@@ -425,7 +453,9 @@ def treecv(learner, X, y=None, *, cv=5, scoring=None, strategy="copy", shuffle=F
         None or 1: serial.  Otherwise the top levels of the tree are expanded and their
         subtrees run through joblib (§4.1, parallel and distributed), so that
         ``with joblib.parallel_backend("dask"):`` runs them on a Dask cluster.  The result is
-        the serial one.  Stream learners use threads (their compiled loops release the GIL).
+        the serial one — bit for bit, except for deltafit's exact estimators with
+        ``strategy="revert"``, whose expanded top levels are grown by copies (equal to
+        rounding, ~1e-15).  Stream learners use threads (their compiled loops release the GIL).
     groups : array-like, optional
         Passed to the splitter (``GroupKFold``).
     progress : bool, default=False
@@ -474,13 +504,7 @@ def treecv(learner, X, y=None, *, cv=5, scoring=None, strategy="copy", shuffle=F
     else:
         L = make_learner(learner, X_ord, y_ord, strategy, shuffle, seed)
         probe = L.scoring_estimator(L.template) if hasattr(L, "rows_as_dicts") else learner
-        try:
-            scorer = check_scoring(probe, scoring=scoring)
-        except TypeError as exc:  # no score method and no scoring, or an invalid scoring
-            if scoring is None:
-                raise ValueError(f"scoring=None needs a learner with a score method: {exc}") \
-                    from exc
-            raise ValueError(f"invalid scoring {scoring!r}: {exc}") from exc
+        scorer = _resolve_scorer(probe, scoring)
     name = _scoring_name(scoring, learner, classifier)
 
     serial = n_jobs is None or n_jobs == 1
