@@ -18,7 +18,7 @@ from sklearn.metrics.pairwise import PAIRWISE_KERNEL_FUNCTIONS, pairwise_kernels
 from sklearn.utils.validation import check_is_fitted
 from sklearn.exceptions import NotFittedError
 
-__all__ = ["KERNELS", "kernel_matrix", "kernel_diagonal", "resolve_feature_map"]
+__all__ = ["KERNELS", "kernel_matrix", "kernel_rows", "kernel_diagonal", "resolve_feature_map"]
 
 KERNELS = ("linear", "rbf", "poly", "sigmoid", "laplacian", "cosine")
 
@@ -89,6 +89,46 @@ def kernel_matrix(X, Y, *, kernel="rbf", gamma=None, degree=3, coef0=1.0,
                 **_kernel_params(kernel, gamma, degree, coef0, kernel_params),
             )
         K = np.asarray(K, dtype=np.float64)
+    if not np.all(np.isfinite(K)):
+        raise ValueError("the kernel produced NaN or inf values; check the kernel parameters")
+    if intercept_scaling:
+        K += intercept_scaling * intercept_scaling
+    return K
+
+
+_FEW = 4096  # below this many kernel values, scikit-learn's dispatch dominates the cost
+
+
+def kernel_rows(X, Y, *, kernel="rbf", gamma=None, degree=3, coef0=1.0, kernel_params=None,
+                intercept_scaling=0.0):
+    """:func:`kernel_matrix` for a few rows: the same values, without scikit-learn's dispatch.
+
+    The per-sample loops of the stream and active learners (:mod:`deltafit.stream`,
+    :mod:`deltafit.active`) evaluate one or a few rows at a time, where
+    :func:`sklearn.metrics.pairwise.pairwise_kernels` spends about 0.6 ms on dispatch and
+    checks against 20 µs of arithmetic (1 x 1000 RBF row).  For the ``linear``, ``rbf``,
+    ``poly`` and ``sigmoid`` kernels without ``kernel_params`` and at most a few thousand values
+    this evaluates scikit-learn's formulas directly (equal to rounding; tested against
+    scikit-learn); everything else goes to :func:`kernel_matrix`.  Inputs must already be
+    validated finite float64 arrays.
+    """
+    if callable(kernel) or kernel_params or kernel not in ("linear", "rbf", "poly", "sigmoid") \
+            or X.shape[0] * Y.shape[0] > _FEW:
+        return kernel_matrix(X, Y, kernel=kernel, gamma=gamma, degree=degree, coef0=coef0,
+                             kernel_params=kernel_params, intercept_scaling=intercept_scaling)
+    g = 1.0 / X.shape[1] if gamma is None else float(gamma)
+    if kernel == "rbf":
+        xx = np.einsum("ij,ij->i", X, X)[:, None]
+        yy = np.einsum("ij,ij->i", Y, Y)[None, :]
+        d = xx - 2.0 * (X @ Y.T) + yy
+        np.maximum(d, 0.0, out=d)
+        K = np.exp(-g * d)
+    else:
+        K = X @ Y.T
+        if kernel == "poly":
+            K = (g * K + coef0) ** degree
+        elif kernel == "sigmoid":
+            K = np.tanh(g * K + coef0)
     if not np.all(np.isfinite(K)):
         raise ValueError("the kernel produced NaN or inf values; check the kernel parameters")
     if intercept_scaling:

@@ -14,7 +14,9 @@ that grows with the change, not with the data::
 Every bound is a ball in model space (:class:`Sphere`): after a data change (Okumura et al.
 Thm 1 = Sivan et al. Thm 1), around any approximate solution from its gradient
 (:func:`gradient_sphere`, Okumura Thm 6), or the intersection of two balls
-(:class:`BallIntersection`, exact extremes of a linear score).  :func:`loo_bounds` and
+(:class:`BallIntersection`, exact extremes of a linear score).  :class:`IncrementalSphere`
+keeps the ball of a sliding window or an active learner up to date one sample at a time
+(Sivan et al. §3.3), with bounded memory.  :func:`loo_bounds` and
 :func:`zhang_loo_bounds` bound every leave-one-out score at once.
 
 This module is callable: ``deltafit.sensitivity(model, C_new=None)`` is
@@ -27,12 +29,14 @@ import sys
 import types
 
 from ._data_change import Sensitivity
+from ._incremental import IncrementalSphere
 from ._gradient import CertainSigns, gradient_sphere, model_gradient_sphere
 from ._loo import loo_bounds, zhang_loo_bounds
 from ._sphere import BallIntersection, KernelSphere, PrimalSphere, Sphere, two_ball_bounds
 
 __all__ = [
     "Sensitivity",
+    "IncrementalSphere",
     "Sphere",
     "PrimalSphere",
     "KernelSphere",

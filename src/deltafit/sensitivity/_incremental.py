@@ -1,0 +1,375 @@
+"""The ball around the retrained model, kept up to date one change at a time (Sivan et al. §3.3).
+
+For a fixed ``C = C₁ = C₂`` the ball of Theorem 1 has center ``m = β₁ − r`` and radius ``‖r‖``
+with ``r = (C/2) Σ_{A∪R} γ_i Φ(x_i)``, ``γ_i = ℓ'(y_i, z_i)`` for an added sample and
+``−ℓ'(y_i, z_i)`` for a removed one, ``z_i = ⟨Φ(x_i), β₁⟩`` (eqs. 4, 9, 10).  Adding an entry i
+to ``A ∪ R`` changes ``‖r‖²`` by ``K_i = (C²/4)(2 γ_i Σ_{j≠i} γ_j k(x_i, x_j) + γ_i² k(x_i, x_i))``
+and taking it out subtracts the same amount, so each change costs one kernel row over the
+entries, ``O((n₁ + |A| + |R|) d)``.  Unlike :class:`~deltafit.sensitivity.Sensitivity` (any
+change, C₂ ≠ C₁, undo), this object also lets entries *leave* ``A ∪ R`` and reuses their room:
+its memory is bounded by the largest ``|A| + |R|`` it ever held, which is what a sliding window
+(KDR, :class:`deltafit.stream.KDR`) and an active learner (:class:`deltafit.active.FGAL`) need.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._validation import check_ids, check_rows
+from ..kernels import kernel_diagonal, kernel_rows
+from ._model_access import certified_residual, check_model, fitted_C, training_scores
+
+__all__ = ["IncrementalSphere"]
+
+_CANCEL = 1e-3  # a running ‖r‖² this much smaller than its terms is recomputed exactly
+
+
+class IncrementalSphere:
+    """Sivan et al.'s incremental ball (§3.3): bounds on the model after a growing and
+    shrinking set of additions ``A`` and removals ``R``, updated per change.
+
+    Parameters
+    ----------
+    model : fitted deltafit estimator
+        Its solution is β₁; any of the four estimators with a squared, logistic or
+        squared-hinge loss (linear models with ``keep_data=True`` to remove samples).
+    capacity : int, default=64
+        Initial room for entries (grown by doubling when needed, never shrunk).
+
+    Attributes
+    ----------
+    C : float
+        The model's C, kept for the new problem (``C₁ = C₂``, the case of §3.3).
+    n_added, n_removed : int
+        Current sizes of ``A`` and ``R``.
+
+    Notes
+    -----
+    Every change returns integer *keys* naming its entries; :meth:`discard` takes entries out of
+    ``A ∪ R`` again (an added sample leaves ``A``, a removed model sample goes back into the
+    training set).  The running ``‖r‖²`` is recomputed exactly from the stored kernel matrix of
+    the entries when a subtraction cancels most of it and at least once per ``n_entries``
+    changes, so its error stays at rounding level on arbitrarily long streams.  Points given to
+    :meth:`track` have their bounds kept up to date with every change (FGAL's pool).
+
+    The radius is widened by the model's certified solver residual (``grad_norm_``) like
+    :class:`~deltafit.sensitivity.Sensitivity`, so the bounds hold for the stored β₁ as it is.
+    """
+
+    def __init__(self, model, *, capacity=64):
+        self._loss = check_model(model, "an incremental sphere")
+        if isinstance(capacity, bool) or not isinstance(capacity, (int, np.integer)) or \
+                capacity < 1:
+            raise ValueError(f"capacity must be a positive integer, got {capacity!r}")
+        self._model = model
+        self._version = getattr(model, "_version", 0)
+        self.C = fitted_C(model)
+        self._eps = certified_residual(model)
+        self._kernel = bool(model._kernel)
+        led = model._ledger
+        if self._kernel:
+            self._kw = dict(kernel=model.kernel, gamma=model.gamma, degree=model.degree,
+                            coef0=model.coef0, kernel_params=model.kernel_params,
+                            intercept_scaling=model._s)
+            A = led.active_slots()
+            self._sv, self._alpha = led.X[A], model._state.alpha[A]
+            width = model.n_features_in_
+        else:
+            self._beta = model._state.beta.copy()
+            width = self._beta.shape[0]
+        cap = int(capacity)
+        self._pts = np.empty((cap, width))
+        self._gamma = np.zeros(cap)        # 0 for free slots
+        self._live = np.zeros(cap, dtype=bool)
+        self._model_id = np.full(cap, -1, dtype=np.int64)  # the model sample of an R entry
+        self._G = np.zeros((cap, cap))
+        self._free = list(range(cap - 1, -1, -1))
+        self._slot_of = {}                 # key -> slot
+        self._key_of = np.full(cap, -1, dtype=np.int64)
+        self._in_R = {}                    # model id -> key
+        self._next_key = 0
+        self._S = 0.0                      # γᵀ G γ over the live entries
+        self._since_exact = 0
+        self.n_added = 0
+        self.n_removed = 0
+        self._T = None                     # tracked points: (pts, z, r-score, ‖Φ‖)
+
+    # -------------------------------------------------------------- helpers
+    def _check_model(self):
+        if getattr(self._model, "_version", 0) != self._version:
+            raise ValueError(
+                "the model was fitted or updated after this sphere was made; make a new one"
+            )
+
+    def _k(self, P, Q):
+        if self._kernel:
+            return kernel_rows(P, Q, **self._kw)
+        return P @ Q.T
+
+    def _points(self, X):
+        model = self._model
+        X = check_rows(X, model.n_features_in_, "X", type(model).__name__)
+        return X if self._kernel else model._features(X)
+
+    def _scores(self, P):
+        """⟨Φ(x), β₁⟩ of mapped points."""
+        if self._kernel:
+            return self._k(P, self._sv) @ self._alpha
+        return P @ self._beta
+
+    def _sq_norms(self, P):
+        if self._kernel:
+            return kernel_diagonal(P, **self._kw)
+        return np.einsum("ij,ij->i", P, P)
+
+    def _grow(self, k):
+        if len(self._free) >= k:
+            return
+        cap = self._gamma.shape[0]
+        new = max(2 * cap, cap + k - len(self._free))
+
+        def grown(a, fill):
+            b = np.full((new,) + a.shape[1:], fill, dtype=a.dtype)
+            b[:cap] = a
+            return b
+
+        self._pts = grown(self._pts, 0.0)
+        self._gamma = grown(self._gamma, 0.0)
+        self._live = grown(self._live, False)
+        self._model_id = grown(self._model_id, -1)
+        self._key_of = grown(self._key_of, -1)
+        G = np.zeros((new, new))
+        G[:cap, :cap] = self._G
+        self._G = G
+        self._free = list(range(new - 1, cap - 1, -1)) + self._free
+
+    def _insert(self, P, gamma, model_ids=None):
+        """Entries with points ``P`` and coefficients ``gamma`` join ``A ∪ R``; their keys."""
+        k = P.shape[0]
+        self._grow(k)
+        live = np.flatnonzero(self._live)
+        both = self._k(P, np.concatenate([self._pts[live], P])) if live.size else self._k(P, P)
+        cross, own = both[:, :live.size], both[:, live.size:]
+        self._S += 2.0 * gamma @ (cross @ self._gamma[live]) + gamma @ own @ gamma
+        slots = np.array([self._free.pop() for _ in range(k)], dtype=np.intp)
+        self._pts[slots] = P
+        self._gamma[slots] = gamma
+        self._live[slots] = True
+        if k == 1:  # the per-sample path of the stream learners: no index grids
+            s = slots[0]
+            self._G[s, live] = cross[0]
+            self._G[live, s] = cross[0]
+            self._G[s, s] = own[0, 0]
+        else:
+            self._G[np.ix_(slots, live)] = cross
+            self._G[np.ix_(live, slots)] = cross.T
+            self._G[np.ix_(slots, slots)] = own
+        keys = np.arange(self._next_key, self._next_key + k, dtype=np.int64)
+        self._next_key += k
+        self._key_of[slots] = keys
+        self._slot_of.update(zip(keys.tolist(), slots.tolist()))
+        if model_ids is not None:
+            self._model_id[slots] = model_ids
+            self._in_R.update(zip(model_ids.tolist(), keys.tolist()))
+        if self._T is not None:
+            self._T[2] += self._k(self._T[0], P) @ gamma
+        self._tick(k)
+        return keys
+
+    def _tick(self, k):
+        self._since_exact += k
+        if self._since_exact >= max(64, int(self._live.sum())):
+            self._S = self._exact_S()
+
+    def _exact_S(self):
+        self._since_exact = 0
+        live = np.flatnonzero(self._live)
+        g = self._gamma[live]
+        return float(g @ self._G[np.ix_(live, live)] @ g)
+
+    # ---------------------------------------------------------------- changes
+    def add(self, X, y):
+        """Add samples to ``A`` (hypothetically: nothing is retrained).
+
+        Parameters
+        ----------
+        X : array-like of shape (k, n_features)
+        y : array-like of shape (k,)
+
+        Returns
+        -------
+        keys : ndarray of int64, shape (k,)
+        """
+        self._check_model()
+        P = self._points(X)
+        t = self._model._encode_y(y, what="y")
+        if t.shape[0] != P.shape[0]:
+            raise ValueError(f"X has {P.shape[0]} rows but y has {t.shape[0]} labels")
+        return self._add_scored(P, t, self._scores(P))
+
+    def _add_scored(self, P, t, z):
+        """:meth:`add` of mapped, validated points whose scores ``z`` under β₁ are known
+        (a stream learner has just predicted them)."""
+        keys = self._insert(P, self._loss.d1(t, z))
+        self.n_added += P.shape[0]
+        return keys
+
+    def remove(self, ids):
+        """Remove model samples (by id) into ``R``.
+
+        Returns
+        -------
+        keys : ndarray of int64
+        """
+        self._check_model()
+        ids = check_ids(ids, "ids")
+        twice = [i for i in ids.tolist() if i in self._in_R]
+        if twice:
+            raise ValueError(f"samples already removed: {twice[:10]}")
+        model, led = self._model, self._model._ledger
+        if not self._kernel and not led.keep_rows:
+            raise ValueError(
+                "this model keeps no training rows (keep_data=False); an incremental sphere "
+                "needs them to remove samples"
+            )
+        slots = led.slots_of(ids, "ids")
+        if led.n_samples - self.n_removed + self.n_added - ids.size < 1:
+            raise ValueError("the change would remove every sample; a model needs at least one")
+        z, _ = training_scores(model, slots)
+        keys = self._insert(led.X[slots], -self._loss.d1(led.y[slots], z), ids)
+        self.n_removed += ids.size
+        return keys
+
+    def discard(self, keys):
+        """Take entries out of ``A ∪ R``: an added sample leaves ``A``, a removed model sample
+        returns to the training set.  ``‖r‖²`` loses ``K_i`` (Sivan et al. §3.3)."""
+        self._check_model()
+        keys = check_ids(keys, "keys")
+        unknown = [k for k in keys.tolist() if k not in self._slot_of]
+        if unknown:
+            raise ValueError(f"unknown or already discarded keys: {unknown[:10]}")
+        slots = np.array([self._slot_of[k] for k in keys.tolist()], dtype=np.intp)
+        live = np.flatnonzero(self._live)
+        g = self._gamma[slots]
+        if slots.size == 1:
+            s = slots[0]
+            cross = 2.0 * g[0] * (self._G[s, live] @ self._gamma[live])
+            own = g[0] * g[0] * self._G[s, s]
+        else:
+            cross = 2.0 * g @ (self._G[np.ix_(slots, live)] @ self._gamma[live])
+            own = g @ self._G[np.ix_(slots, slots)] @ g
+        S = self._S - cross + own
+        if self._T is not None:
+            self._T[2] -= self._k(self._T[0], self._pts[slots]) @ g
+        mids = self._model_id[slots]
+        for k, m in zip(keys.tolist(), mids.tolist()):
+            del self._slot_of[k]
+            if m >= 0:
+                del self._in_R[m]
+        self.n_removed -= int(np.count_nonzero(mids >= 0))
+        self.n_added -= int(np.count_nonzero(mids < 0))
+        self._gamma[slots] = 0.0
+        self._live[slots] = False
+        self._model_id[slots] = -1
+        self._key_of[slots] = -1
+        self._free.extend(slots.tolist())
+        if not self._live.any():
+            S = 0.0
+            self._since_exact = 0
+        elif S <= _CANCEL * (self._S + abs(cross) + own):
+            S = self._exact_S()
+        self._S = S
+        self._tick(0)
+
+    def clear(self):
+        """Empty ``A`` and ``R`` (keeps the tracked points and the room)."""
+        self.discard(np.array(list(self._slot_of), dtype=np.int64))
+
+    # ---------------------------------------------------------------- queries
+    @property
+    def n_entries(self):
+        """``|A| + |R|``."""
+        return self.n_added + self.n_removed
+
+    @property
+    def capacity(self):
+        """Room for entries (the memory held is O(capacity²))."""
+        return self._gamma.shape[0]
+
+    @property
+    def r_norm(self):
+        """``‖r‖ = (C/2) sqrt(γᵀ K γ)`` (eq. 9); half the distance bound of Theorem 1."""
+        return 0.5 * self.C * float(np.sqrt(max(self._S, 0.0)))
+
+    @property
+    def radius(self):
+        """Radius of the ball holding the new optimum: ``‖r‖`` plus the model's certified
+        solver residual."""
+        return self.r_norm + self._eps
+
+    def distance_bound(self):
+        """Upper bound of ``‖β₂ − β₁‖`` (Theorem 1: ``2‖r‖``, plus the solver residual)."""
+        return self.r_norm + self.radius
+
+    def recompute(self):
+        """``‖r‖`` recomputed from the stored entries (O(|A∪R|²)); also resets the running
+        sum to it."""
+        self._S = self._exact_S()
+        return self.r_norm
+
+    def _r_scores(self, P):
+        live = np.flatnonzero(self._live)
+        if not live.size:
+            return np.zeros(P.shape[0])
+        return self._k(P, self._pts[live]) @ self._gamma[live]
+
+    def center_decision(self, X):
+        """``(U + L)/2 = ⟨Φ(x), β₁⟩ − ⟨Φ(x), r⟩`` (eqs. 7, 10): the new model's decision value
+        at the ball's center."""
+        self._check_model()
+        P = self._points(X)
+        return self._scores(P) - 0.5 * self.C * self._r_scores(P)
+
+    def decision_bounds(self, X):
+        """Guaranteed ``lo ≤ ⟨Φ(x), β₂⟩ ≤ hi`` (Sivan et al. Lemma 1, eq. 7)."""
+        self._check_model()
+        P = self._points(X)
+        s = self._scores(P) - 0.5 * self.C * self._r_scores(P)
+        e = np.sqrt(np.maximum(self._sq_norms(P), 0.0)) * self.radius
+        return s - e, s + e
+
+    def track(self, X):
+        """Keep the bounds of the points ``X`` up to date with every change (O(n_X) kernel
+        values per changed sample); read them with :meth:`tracked_center` and
+        :meth:`tracked_bounds`.  Replaces earlier tracked points."""
+        self._check_model()
+        P = self._points(X)
+        if P is X:
+            P = P.copy()
+        self._T = [P, self._scores(P), self._r_scores(P),
+                   np.sqrt(np.maximum(self._sq_norms(P), 0.0))]
+        return self
+
+    def _tracked(self, idx):
+        if self._T is None:
+            raise ValueError("no tracked points; call track(X) first")
+        self._check_model()
+        P, z, rs, e = self._T
+        if idx is None:
+            return z - 0.5 * self.C * rs, e
+        idx = np.asarray(idx)
+        return z[idx] - 0.5 * self.C * rs[idx], e[idx]
+
+    def tracked_center(self, idx=None):
+        """:meth:`center_decision` of the tracked points (or those at positions ``idx``)."""
+        return self._tracked(idx)[0]
+
+    def tracked_bounds(self, idx=None):
+        """:meth:`decision_bounds` of the tracked points (or those at positions ``idx``)."""
+        s, e = self._tracked(idx)
+        e = e * self.radius
+        return s - e, s + e
+
+    def __repr__(self):
+        return (f"IncrementalSphere({type(self._model).__name__}, added={self.n_added}, "
+                f"removed={self.n_removed}, r_norm={self.r_norm:.4g})")

@@ -1,0 +1,352 @@
+"""Sliding-window learners over a batch estimator: the window, the model, the predictions.
+
+:class:`SlidingWindow` (the paper's SW baseline) and :class:`~deltafit.stream.KDR` share
+:class:`WindowLearner`: the last ``window`` samples in a ring buffer, a batch model computed on
+them from time to time (``clone(estimator).fit``), river-style ``learn_one`` / ``predict_one`` and
+scikit-learn-style ``partial_fit`` / ``predict``.  They differ only in *when* they recompute.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator, clone, is_classifier
+from sklearn.utils import get_tags
+
+from .._validation import check_int, check_rows
+from ..kernels import kernel_rows
+from ..models._base import UpdatableMixin
+
+__all__ = ["WindowLearner", "SlidingWindow", "as_row"]
+
+
+def as_row(learner, x):
+    """One sample as a (1, d) float array.
+
+    ``x`` is a 1-d array or a dict: ``{j: x_j}`` with integer column keys (missing keys are 0)
+    or river's ``{name: value}``, whose key order is fixed by the first dict the learner sees.
+    """
+    if isinstance(x, dict):
+        names = learner.__dict__.get("_dict_keys")
+        if names is None:
+            keys = list(x)
+            if keys and all(isinstance(k, (numbers.Integral, np.integer)) and
+                            not isinstance(k, bool) and k >= 0 for k in keys):
+                names = "int"
+            else:
+                names = {k: j for j, k in enumerate(keys)}
+            learner._dict_keys = names
+        d = getattr(learner, "n_features_in_", None)
+        if names == "int":
+            if d is None:
+                d = max(x, default=-1) + 1
+            row = np.zeros(d)
+            for k, v in x.items():
+                if isinstance(k, bool) or not isinstance(k, (numbers.Integral, np.integer)) or \
+                        not 0 <= k < d:
+                    raise ValueError(f"feature key {k!r} is not a column index in 0..{d - 1}")
+                row[k] = v
+        else:
+            if set(x) != set(names):
+                extra = sorted(map(str, set(x) - set(names)))[:5]
+                missing = sorted(map(str, set(names) - set(x)))[:5]
+                raise ValueError(
+                    f"x has other features than the first sample: unknown {extra}, "
+                    f"missing {missing}"
+                )
+            row = np.empty(len(names))
+            for k, v in x.items():
+                row[names[k]] = v
+        x = row
+    row = np.asarray(x, dtype=np.float64) if not isinstance(x, np.ndarray) or \
+        x.dtype != np.float64 else x
+    if row.ndim != 1:
+        raise ValueError(f"x must be a dict or a 1-d array, got shape {row.shape}")
+    return row[None, :]
+
+
+class _Decision:
+    """A fast ``X -> decision values`` for a fitted model: the kernel expansion or the linear
+    score of a deltafit estimator without per-call validation (the per-sample loops call it
+    once a sample); other estimators go through ``predict``."""
+
+    def __init__(self, model):
+        self.model = model
+        self.fast = isinstance(model, UpdatableMixin) and model._ledger.keep_rows
+        if not self.fast:
+            return
+        if model._kernel:
+            A = model._ledger.active_slots()
+            self.sv, self.alpha = model._ledger.X[A], model._state.alpha[A]
+            self.kw = dict(kernel=model.kernel, gamma=model.gamma, degree=model.degree,
+                           coef0=model.coef0, kernel_params=model.kernel_params,
+                           intercept_scaling=model._s)
+        else:
+            self.beta = model._state.beta
+
+    def __call__(self, X):
+        m = self.model
+        if m._kernel:
+            return kernel_rows(X, self.sv, **self.kw) @ self.alpha
+        return m._features(X) @ self.beta
+
+    def predict(self, X):
+        if not self.fast:
+            return self.model.predict(X)
+        z = self(X)
+        if not np.all(np.isfinite(z)):
+            raise ValueError("X contains NaN or infinity")
+        return self.model._decode_y(z) if self.model._classifier else z
+
+
+class WindowLearner(BaseEstimator):
+    """Base of the sliding-window learners (not used directly).
+
+    Parameters
+    ----------
+    estimator : scikit-learn estimator
+        The batch learner, cloned and fitted on the window at every model computation; a deltafit
+        estimator for :class:`KDR` (its bounds need one).
+    window : int
+        Number of most recent samples kept and trained on.
+    initial : int or None
+        Samples seen before the first model computation (None: ``window``); until then the
+        prediction is the most frequent label so far (the mean for regressors).
+    """
+
+    def __init__(self, estimator, window=500, initial=None):
+        self.estimator = estimator
+        self.window = window
+        self.initial = initial
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        inner = get_tags(self.estimator)
+        tags.estimator_type = inner.estimator_type
+        tags.classifier_tags = inner.classifier_tags
+        tags.regressor_tags = inner.regressor_tags
+        return tags
+
+    # ---------------------------------------------------------------- setup
+    def _check_params(self):
+        est = self.estimator
+        if not (hasattr(est, "fit") and hasattr(est, "predict") and hasattr(est, "get_params")):
+            raise ValueError(
+                f"estimator must be a scikit-learn estimator with fit and predict, got "
+                f"{type(est).__name__}"
+            )
+        window = check_int(self.window, "window", low=2)
+        initial = window if self.initial is None else check_int(self.initial, "initial", low=1)
+        if initial > window:
+            raise ValueError(f"initial ({initial}) cannot exceed window ({window})")
+        return window, initial
+
+    def _reset(self, d):
+        window, initial = self._check_params()
+        self._window_, self._initial_ = window, initial
+        self.n_features_in_ = d
+        self._X = np.zeros((window, d))
+        self._y = None                      # allocated with the first label's dtype
+        self._start = 0                     # ring position of the oldest sample
+        self._count = 0                     # samples in the window
+        self.n_samples_seen_ = 0
+        self.n_model_computations_ = 0
+        self.model_ = None
+        self._decision = None
+        self._labels = {}                   # label -> count before the first model
+        self._mean = 0.0
+        self._classifier = is_classifier(self.estimator)
+        self._cached = None                 # (row bytes, decision value) of the last prediction
+        self._setup()
+
+    def _setup(self):
+        """Subclass hook: state reset with the learner."""
+
+    def _ensure(self, row):
+        if not hasattr(self, "_X") or self.__dict__.get("_needs_reset", False):
+            self._needs_reset = False
+            self._reset(row.shape[1])
+
+    def _check_x(self, row):
+        row = check_rows(row, self.n_features_in_, "x", type(self).__name__)
+        return row
+
+    def _check_y(self, y):
+        if self._classifier:
+            if isinstance(y, float) and not np.isfinite(y):
+                raise ValueError("y is NaN or infinite")
+            if isinstance(self.estimator, UpdatableMixin):  # binary classifiers
+                seen = list(self._labels) if self.model_ is None else list(self.model_.classes_)
+                if len(seen) >= 2 and y not in seen:
+                    raise ValueError(
+                        f"y={y!r} is not among the labels {seen} seen so far; "
+                        f"{type(self.estimator).__name__} is binary"
+                    )
+            return y
+        try:
+            v = float(y)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"y must be a number for a regressor, got {y!r}") from exc
+        if not np.isfinite(v):
+            raise ValueError("y is NaN or infinite")
+        return v
+
+    # ---------------------------------------------------------------- window
+    def _ring(self):
+        """Ring positions from the oldest sample to the newest."""
+        return (self._start + np.arange(self._count)) % self._window_
+
+    def _window_data(self):
+        pos = self._ring()
+        return self._X[pos], self._y[pos]
+
+    def _push(self, row, y):
+        """Append a sample; the position it took and whether the oldest one was dropped."""
+        if self._y is None:
+            probe = np.asarray([y])
+            dtype = probe.dtype if probe.dtype.kind in "biuf" else object
+            self._y = np.zeros(self._window_, dtype=dtype)
+        if self._count < self._window_:
+            pos = (self._start + self._count) % self._window_
+            self._count += 1
+        else:
+            pos = self._start
+            self._start = (self._start + 1) % self._window_
+        self._X[pos] = row[0]
+        self._y[pos] = y
+        self.n_samples_seen_ += 1
+        if self.model_ is None:
+            if self._classifier:
+                self._labels[y] = self._labels.get(y, 0) + 1
+            else:
+                self._mean += (y - self._mean) / self.n_samples_seen_
+        return pos
+
+    def _compute(self):
+        """A model computation on the current window; False (model kept) when the window has a
+        single class."""
+        X, y = self._window_data()
+        if self._classifier and np.unique(y).size < 2:
+            return False
+        model = clone(self.estimator).fit(X, y)
+        self.model_ = model
+        self._decision = _Decision(model)
+        self._cached = None
+        self.n_model_computations_ += 1
+        self._labels = {}
+        return True
+
+    # ------------------------------------------------------------ prediction
+    def _decision_of(self, row):
+        """Decision value of β₁ (the current model) for one row, cached for ``learn_one``."""
+        key = row.tobytes()
+        if self._cached is not None and self._cached[0] == key:
+            return self._cached[1]
+        z = float(self._decision(row)[0])
+        self._cached = (key, z)
+        return z
+
+    def predict_one(self, x):
+        """The current model's prediction for one sample (river's spelling)."""
+        row = as_row(self, x)
+        if not hasattr(self, "_X"):
+            raise ValueError(f"this {type(self).__name__} has not seen any sample yet")
+        row = self._check_x(row)
+        if self.model_ is None:
+            if self._classifier:
+                return max(self._labels, key=self._labels.get)
+            return self._mean
+        if self._decision.fast:
+            z = self._decision_of(row)
+            return self.model_._decode_y(np.array([z]))[0] if self._classifier else z
+        return self.model_.predict(row)[0]
+
+    def predict(self, X):
+        """The current model's predictions for the rows of X."""
+        if not hasattr(self, "_X"):
+            raise ValueError(f"this {type(self).__name__} has not seen any sample yet")
+        X = check_rows(X, self.n_features_in_, "X", type(self).__name__)
+        if self.model_ is None:
+            one = self.predict_one(X[0])
+            return np.full(X.shape[0], one, dtype=object if isinstance(one, str) else None)
+        return self._decision.predict(X)
+
+    # --------------------------------------------------------------- learning
+    def learn_one(self, x, y):
+        """Learn one sample (river's spelling): it enters the window, the oldest sample leaves
+        once the window is full, and the learner decides whether to recompute its model."""
+        row = as_row(self, x)
+        self._ensure(row)
+        row = self._check_x(row)
+        y = self._check_y(y)
+        self._learn(row, y)
+        return self
+
+    def _learn(self, row, y):
+        raise NotImplementedError
+
+    def _maybe_first_model(self):
+        if self.model_ is None and self.n_samples_seen_ >= self._initial_:
+            return self._compute()
+        return False
+
+    def partial_fit(self, X, y, classes=None):
+        """Learn the rows of ``X`` in order (``learn_one`` for each)."""
+        X = check_rows(X, getattr(self, "n_features_in_", None), "X", type(self).__name__)
+        y = np.asarray(y)
+        if y.ndim != 1 or y.shape[0] != X.shape[0]:
+            raise ValueError(f"y must be 1-d with one label per row of X ({X.shape[0]})")
+        self._ensure(X[:1])
+        for i in range(X.shape[0]):
+            self._learn(X[i:i + 1], self._check_y(y[i].item() if y.dtype != object else y[i]))
+        return self
+
+    def fit(self, X, y):
+        """Start afresh and learn the rows of ``X`` in order."""
+        self._needs_reset = True
+        for name in ("_X", "n_features_in_", "_dict_keys"):
+            self.__dict__.pop(name, None)
+        return self.partial_fit(X, y)
+
+
+class SlidingWindow(WindowLearner):
+    """Sliding window with periodic recomputation (SW, the baseline of Sivan et al. §4.4).
+
+    The model is computed from the last ``window`` samples every ``period`` samples (after the
+    first computation), whatever the stream does.
+
+    Parameters
+    ----------
+    estimator : scikit-learn estimator
+        Batch learner (e.g. ``deltafit.KernelClassifier(loss="squared_hinge", kernel="rbf")``).
+    window : int, default=500
+    period : int, default=100
+        Samples between two model computations.
+    initial : int or None, default=None
+        Samples before the first computation (None: ``window``).
+
+    Attributes
+    ----------
+    model_ : estimator or None
+        The model predictions come from (None before the first computation).
+    n_model_computations_ : int
+    n_samples_seen_ : int
+    """
+
+    def __init__(self, estimator, window=500, period=100, initial=None):
+        super().__init__(estimator, window=window, initial=initial)
+        self.period = period
+
+    def _setup(self):
+        self._period_ = check_int(self.period, "period", low=1)
+        self._since = 0
+
+    def _learn(self, row, y):
+        self._push(row, y)
+        if self.model_ is None:
+            self._maybe_first_model()
+            return
+        self._since += 1
+        if self._since >= self._period_ and self._compute():
+            self._since = 0
