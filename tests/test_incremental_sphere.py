@@ -6,49 +6,10 @@ kernels and the model's public decision_function; nothing of deltafit's sensitiv
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
-from sklearn.metrics.pairwise import rbf_kernel
 
 import deltafit as df
 from deltafit.sensitivity import IncrementalSphere
-
-
-def d1(loss, y, z):
-    """ℓ'(y, z) with respect to z, written from the losses' definitions."""
-    if loss == "squared_hinge":
-        return -2.0 * y * np.maximum(0.0, 1.0 - y * z)
-    if loss == "logistic":
-        return -y / (1.0 + np.exp(y * z))
-    return 2.0 * (z - y)  # squared
-
-
-def kernel_of(model):
-    if isinstance(model, (df.KernelClassifier, df.KernelRegressor)):
-        s2 = model.intercept_scaling ** 2 if model.fit_intercept else 0.0
-        return lambda A, B: rbf_kernel(A, B, gamma=model.gamma) + s2
-    s2 = model.intercept_scaling ** 2 if model.fit_intercept else 0.0
-    return lambda A, B: A @ B.T + s2
-
-
-def scratch_ball(model, X_add, y_add, X_rem, y_rem, X_query):
-    """‖r‖ and the centre scores of X_query from the definitions, O((|A|+|R|)²)."""
-    k = kernel_of(model)
-    enc = (lambda t: np.where(t == model.classes_[1], 1.0, -1.0)) if hasattr(model, "classes_") \
-        else (lambda t: t.astype(float))
-    dec = getattr(model, "decision_function", model.predict)
-    pts, gam = [], []
-    if len(X_add):
-        pts.append(X_add)
-        gam.append(d1(model.loss, enc(y_add), dec(X_add)))
-    if len(X_rem):
-        pts.append(X_rem)
-        gam.append(-d1(model.loss, enc(y_rem), dec(X_rem)))
-    if not pts:
-        return 0.0, dec(X_query)
-    P, g = np.vstack(pts), np.concatenate(gam)
-    C = model.C
-    r = 0.5 * C * np.sqrt(max(g @ k(P, P) @ g, 0.0))
-    center = dec(X_query) - 0.5 * C * (k(X_query, P) @ g)
-    return r, center
+from stream_reference import kernel_of, scratch_ball
 
 
 MODELS = [
