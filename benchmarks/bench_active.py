@@ -42,7 +42,7 @@ from bench_updates import log, machine_info, source_info  # noqa: E402
 
 import deltafit as df  # noqa: E402
 from deltafit import datasets  # noqa: E402
-from deltafit.active import FGAL, UncertaintySampling, run_active_learning  # noqa: E402
+from deltafit.active import compare_strategies  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -74,28 +74,12 @@ def run_dataset(name, args):
     gamma = 1.0 / (X.shape[1] * X.var())
     est = df.KernelClassifier(loss="squared_hinge", kernel="rbf", gamma=gamma, C=args.C,
                               fit_intercept=False)
-    strategies = {"FGAL(m=100, p=10)": FGAL(est, m=100, p=10),
-                  "AL(m=100)": UncertaintySampling(est, m=100),
-                  "AL(m=10)": UncertaintySampling(est, m=10)}
-    runs = {k: [] for k in strategies}
-    for seed in range(args.seeds):
-        rng = np.random.default_rng(seed)
-        perm = rng.permutation(X.shape[0])
-        test, pool = perm[:args.n_test], perm[args.n_test:args.n_test + args.n_pool]
-        for key, s in strategies.items():
-            r = run_active_learning(s, X[pool], y[pool], X[test], y[test], initial=50,
-                                    random_state=seed)
-            runs[key].append(r)
-            log(f"{name} seed {seed} {key}: {r.n_model_computations} computations, "
-                f"final acc {r.accuracy[-1]:.4f}, {r.time_s:.1f} s")
-    curves = {}
-    for key, rs in runs.items():
-        n = rs[0].n_labeled
-        A = np.array([r.accuracy for r in rs])
-        curves[key] = {"n_labeled": n, "accuracy_mean": A.mean(0), "accuracy_std": A.std(0),
-                       "n_model_computations": rs[0].n_model_computations}
+    curves = compare_strategies(est, X, y, m=100, p=10, small_m=10, seeds=args.seeds,
+                                n_test=args.n_test, n_pool=args.n_pool,
+                                log=lambda line: log(f"{name} {line}"))
+    pool = np.arange(min(args.n_pool, X.shape[0] - args.n_test))
     # the budgets of FGAL / AL(100): 50, 150, ...; AL(10) reaches them too
-    f, a100, a10 = (curves[k] for k in strategies)
+    f, a100, a10 = curves.values()
     common = np.intersect1d(f["n_labeled"], a10["n_labeled"])
     fi = np.searchsorted(f["n_labeled"], common)
     ti = np.searchsorted(a10["n_labeled"], common)
@@ -106,6 +90,7 @@ def run_dataset(name, args):
         "gamma": gamma, "C": args.C, "seeds": args.seeds,
         "n_labeled": f["n_labeled"].tolist(),
         "curves": {k: {"accuracy_mean": v["accuracy_mean"].round(5).tolist(),
+                       "accuracy_per_seed": v["accuracy"].round(5).tolist(),
                        "accuracy_std": v["accuracy_std"].round(5).tolist(),
                        "n_model_computations": v["n_model_computations"]}
                    for k, v in curves.items()},

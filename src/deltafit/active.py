@@ -29,7 +29,8 @@ from ._validation import check_bool, check_int, check_rows
 from .models._base import UpdatableMixin
 from .sensitivity._incremental import IncrementalSphere
 
-__all__ = ["FGAL", "UncertaintySampling", "ActiveLearningResult", "run_active_learning"]
+__all__ = ["FGAL", "UncertaintySampling", "ActiveLearningResult", "run_active_learning",
+           "compare_strategies"]
 
 
 def _lowest(values, k):
@@ -280,3 +281,62 @@ def run_active_learning(strategy, X_pool, oracle, X_test, y_test, initial=50, bu
         n_model_computations=len(n_lab), labeled=np.concatenate(order), groups=groups,
         time_s=time.perf_counter() - t0, strategy=repr(strategy),
     )
+
+
+def compare_strategies(estimator, X, y, *, m=100, p=10, small_m=None, seeds=5, n_test=350,
+                       n_pool=None, initial=50, log=None):
+    """The experiment of Sivan et al. Fig. 2: FGAL(m, p), AL(m) and AL(small_m) over seeds.
+
+    Each seed draws ``n_test`` test samples and a pool of ``n_pool`` others (default: the
+    rest), and the three strategies label the whole pool from the same ``initial`` random
+    labels.
+
+    Parameters
+    ----------
+    estimator : deltafit classifier
+    X, y : arrays
+    m, p : int
+        FGAL's cohort and sub-iteration sizes; AL(m) uses the same m.
+    small_m : int, optional
+        The cohort of the second AL baseline (default: p).
+    seeds : int
+    n_test, n_pool, initial : int
+    log : callable, optional
+
+    Returns
+    -------
+    curves : dict
+        name -> {"n_labeled", "accuracy_mean", "accuracy_std", "accuracy" (seeds x points),
+        "n_model_computations"}, ready for :func:`deltafit.plotting.active_learning_curves`.
+    """
+    X = check_rows(X, None, "X")
+    y = np.asarray(y)
+    if y.shape != (X.shape[0],):
+        raise ValueError(f"y must have one label per row of X ({X.shape[0]})")
+    seeds = check_int(seeds, "seeds", low=1)
+    n_test = check_int(n_test, "n_test", low=1)
+    small_m = p if small_m is None else small_m
+    n_pool = X.shape[0] - n_test if n_pool is None else check_int(n_pool, "n_pool", low=2)
+    if n_test + n_pool > X.shape[0]:
+        raise ValueError(f"n_test + n_pool ({n_test + n_pool}) exceeds the {X.shape[0]} samples")
+    strategies = {f"FGAL(m={m}, p={p})": FGAL(estimator, m=m, p=p),
+                  f"AL(m={m})": UncertaintySampling(estimator, m=m),
+                  f"AL(m={small_m})": UncertaintySampling(estimator, m=small_m)}
+    runs = {k: [] for k in strategies}
+    for seed in range(seeds):
+        perm = np.random.default_rng(seed).permutation(X.shape[0])
+        test, pool = perm[:n_test], perm[n_test:n_test + n_pool]
+        for key, strategy in strategies.items():
+            r = run_active_learning(strategy, X[pool], y[pool], X[test], y[test],
+                                    initial=initial, random_state=seed)
+            runs[key].append(r)
+            if log is not None:
+                log(f"seed {seed} {key}: {r.n_model_computations} computations, final "
+                    f"accuracy {r.accuracy[-1]:.4f}, {r.time_s:.1f} s")
+    curves = {}
+    for key, rs in runs.items():
+        A = np.array([r.accuracy for r in rs])
+        curves[key] = {"n_labeled": rs[0].n_labeled, "accuracy": A,
+                       "accuracy_mean": A.mean(axis=0), "accuracy_std": A.std(axis=0),
+                       "n_model_computations": rs[0].n_model_computations}
+    return curves

@@ -16,7 +16,8 @@ from ._lsqsgd import LSQSGD
 from ._pegasos import Pegasos
 from ._prequential import StreamReport, prequential
 from ._river import as_river
+from ._tradeoff import tradeoff_experiment, tune_stream
 from ._window import SlidingWindow
 
 __all__ = ["Pegasos", "LSQSGD", "KDR", "SlidingWindow", "prequential", "StreamReport",
-           "as_river"]
+           "as_river", "tradeoff_experiment", "tune_stream"]
