@@ -196,10 +196,12 @@ def build_parser():
                    help="fraction of the data that arrives after the fit (default 0.1)")
     d.add_argument("--seed", type=int, default=0)
     from ._cli_cv import add_cv_commands
+    from ._cli_experiments import add_experiment_commands
     from ._cli_treecv import add_treecv_command
 
     add_cv_commands(sub)
     add_treecv_command(sub)
+    add_experiment_commands(sub)
     return p
 
 
@@ -228,6 +230,15 @@ def main(argv=None):
             return run_treecv_command(args)
         except ValueError as exc:
             print(f"deltafit treecv: error: {exc}", file=sys.stderr)
+            return 2
+    if args.command in ("stream", "active"):
+        from . import _cli_experiments
+
+        run = getattr(_cli_experiments, f"run_{args.command}_command")
+        try:
+            return run(args)
+        except ValueError as exc:
+            print(f"deltafit {args.command}: error: {exc}", file=sys.stderr)
             return 2
     return 2  # pragma: no cover
 

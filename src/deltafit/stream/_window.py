@@ -12,7 +12,10 @@ import numbers
 
 import numpy as np
 from sklearn.base import BaseEstimator, clone, is_classifier
-from sklearn.utils import get_tags
+from sklearn.exceptions import NotFittedError
+from sklearn.utils import check_array, get_tags
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import column_or_1d
 
 from .._validation import check_int, check_rows
 from ..kernels import kernel_rows
@@ -126,6 +129,9 @@ class WindowLearner(BaseEstimator):
         tags.estimator_type = inner.estimator_type
         tags.classifier_tags = inner.classifier_tags
         tags.regressor_tags = inner.regressor_tags
+        if tags.regressor_tags is not None:
+            # a window learner fits only its last `window` samples, by design
+            tags.regressor_tags.poor_score = True
         return tags
 
     # ---------------------------------------------------------------- setup
@@ -155,6 +161,7 @@ class WindowLearner(BaseEstimator):
         self.model_ = None
         self._decision = None
         self._labels = {}                   # label -> count before the first model
+        self._seen_labels = set()
         self._mean = 0.0
         self._classifier = is_classifier(self.estimator)
         self._cached = None                 # (row bytes, decision value) of the last prediction
@@ -164,8 +171,7 @@ class WindowLearner(BaseEstimator):
         """Subclass hook: state reset with the learner."""
 
     def _ensure(self, row):
-        if not hasattr(self, "_X") or self.__dict__.get("_needs_reset", False):
-            self._needs_reset = False
+        if not hasattr(self, "_X"):
             self._reset(row.shape[1])
 
     def _check_x(self, row):
@@ -218,6 +224,7 @@ class WindowLearner(BaseEstimator):
         self.n_samples_seen_ += 1
         if self.model_ is None:
             if self._classifier:
+                self._seen_labels.add(y)
                 self._labels[y] = self._labels.get(y, 0) + 1
             else:
                 self._mean += (y - self._mean) / self.n_samples_seen_
@@ -249,10 +256,9 @@ class WindowLearner(BaseEstimator):
 
     def predict_one(self, x):
         """The current model's prediction for one sample (river's spelling)."""
-        row = as_row(self, x)
         if not hasattr(self, "_X"):
-            raise ValueError(f"this {type(self).__name__} has not seen any sample yet")
-        row = self._check_x(row)
+            raise NotFittedError(f"this {type(self).__name__} has not seen any sample yet")
+        row = self._check_x(as_row(self, x))
         if self.model_ is None:
             if self._classifier:
                 return max(self._labels, key=self._labels.get)
@@ -265,12 +271,22 @@ class WindowLearner(BaseEstimator):
     def predict(self, X):
         """The current model's predictions for the rows of X."""
         if not hasattr(self, "_X"):
-            raise ValueError(f"this {type(self).__name__} has not seen any sample yet")
-        X = check_rows(X, self.n_features_in_, "X", type(self).__name__)
+            raise NotFittedError(f"this {type(self).__name__} has not seen any sample yet")
+        X = check_array(X, dtype=np.float64)
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
+                             f"expecting {self.n_features_in_} features as input")
         if self.model_ is None:
             one = self.predict_one(X[0])
             return np.full(X.shape[0], one, dtype=object if isinstance(one, str) else None)
         return self._decision.predict(X)
+
+    def score(self, X, y, sample_weight=None):
+        """Accuracy (classifiers) or R² (regressors) of the current model on (X, y)."""
+        from sklearn.metrics import accuracy_score, r2_score
+
+        metric = accuracy_score if is_classifier(self.estimator) else r2_score
+        return float(metric(y, self.predict(X), sample_weight=sample_weight))
 
     # --------------------------------------------------------------- learning
     def learn_one(self, x, y):
@@ -286,6 +302,15 @@ class WindowLearner(BaseEstimator):
     def _learn(self, row, y):
         raise NotImplementedError
 
+    @property
+    def classes_(self):
+        """Labels seen so far, sorted (classifiers)."""
+        if not hasattr(self, "_X"):
+            raise AttributeError("classes_ is defined once the learner has seen samples")
+        if self.model_ is not None and hasattr(self.model_, "classes_"):
+            return self.model_.classes_
+        return np.array(sorted(self._seen_labels))
+
     def _maybe_first_model(self):
         if self.model_ is None and self.n_samples_seen_ >= self._initial_:
             return self._compute()
@@ -293,21 +318,39 @@ class WindowLearner(BaseEstimator):
 
     def partial_fit(self, X, y, classes=None):
         """Learn the rows of ``X`` in order (``learn_one`` for each)."""
-        X = check_rows(X, getattr(self, "n_features_in_", None), "X", type(self).__name__)
-        y = np.asarray(y)
-        if y.ndim != 1 or y.shape[0] != X.shape[0]:
-            raise ValueError(f"y must be 1-d with one label per row of X ({X.shape[0]})")
-        self._ensure(X[:1])
-        for i in range(X.shape[0]):
-            self._learn(X[i:i + 1], self._check_y(y[i].item() if y.dtype != object else y[i]))
-        return self
+        return self._partial_fit(X, y, reset=False)
 
     def fit(self, X, y):
         """Start afresh and learn the rows of ``X`` in order."""
-        self._needs_reset = True
-        for name in ("_X", "n_features_in_", "_dict_keys"):
-            self.__dict__.pop(name, None)
-        return self.partial_fit(X, y)
+        return self._partial_fit(X, y, reset=True)
+
+    def _partial_fit(self, X, y, reset):
+        fresh = reset or not hasattr(self, "_X")
+        X = check_array(X, dtype=np.float64)
+        d = None if fresh else self.n_features_in_
+        if d is not None and X.shape[1] != d:
+            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
+                             f"expecting {d} features as input")
+        y = column_or_1d(y, warn=True)
+        if y.shape[0] != X.shape[0]:
+            raise ValueError(f"y has {y.shape[0]} labels for {X.shape[0]} rows of X")
+        if is_classifier(self.estimator):
+            check_classification_targets(y)
+            if isinstance(self.estimator, UpdatableMixin):  # binary: check before learning
+                seen = set() if fresh else set(self.classes_.tolist())
+                labels = seen | set(np.unique(y).tolist())
+                if len(labels) > 2:
+                    raise ValueError(
+                        f"Only binary classification is supported: y has labels "
+                        f"{sorted(labels, key=str)[:10]} and {type(self.estimator).__name__} "
+                        "is binary (wrap the learner in OneVsRestClassifier for more classes)"
+                    )
+        if fresh:
+            self.__dict__.pop("_dict_keys", None)
+            self._reset(X.shape[1])
+        for i in range(X.shape[0]):
+            self._learn(X[i:i + 1], self._check_y(y[i].item() if y.dtype != object else y[i]))
+        return self
 
 
 class SlidingWindow(WindowLearner):
