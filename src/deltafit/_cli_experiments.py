@@ -40,7 +40,7 @@ def add_experiment_commands(sub):
                    help="window size (default 500 for checkerboard, 200 otherwise)")
     s.add_argument("--algorithms", default="SW,KDR,DDM(SW),DDM(NORMA),NORMA")
     s.add_argument("--periods", default="25,50,100,250,500,1000", help="SW periods")
-    s.add_argument("--thresholds", default="0.1,0.2,0.3,0.5,0.75,1.0",
+    s.add_argument("--thresholds", default="0.2,0.3,0.5,0.75,1.0,1.5",
                    help="KDR thresholds, as multiples of r0 (the ball between two disjoint "
                         "windows of the tuning samples)")
     s.add_argument("--ddm-levels", default="2.5,3,4", help="DDM drift levels")

