@@ -43,6 +43,9 @@ def tradeoff_curves(results, path, *, title=None, logx=True):
         c, a = float(r["n_model_computations"]), float(r["accuracy"])
         if not (np.isfinite(c) and c >= 0 and np.isfinite(a) and 0 <= a <= 1):
             raise ValueError(f"bad point {r!r}: computations must be >= 0, accuracy in [0, 1]")
+        sd = r.get("accuracy_std")
+        if sd is not None and not (np.isfinite(float(sd)) and float(sd) >= 0):
+            raise ValueError(f"bad point {r!r}: accuracy_std must be a finite number >= 0")
         groups.setdefault(str(r["algorithm"]), []).append(r)
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.4), dpi=110)
@@ -57,7 +60,7 @@ def tradeoff_curves(results, path, *, title=None, logx=True):
         rs = sorted(rs, key=lambda r: float(r["n_model_computations"]))
         x = np.array([float(r["n_model_computations"]) for r in rs])
         y = np.array([float(r["accuracy"]) for r in rs])
-        err = np.array([float(r.get("accuracy_std", 0.0)) for r in rs])
+        err = np.array([float(r.get("accuracy_std") or 0.0) for r in rs])
         ax.errorbar(x, y, yerr=err if err.any() else None, color=colour, marker="o",
                     markersize=4, capsize=2, label=algo)
         for xi, yi, r in zip(x, y, rs):

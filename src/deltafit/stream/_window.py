@@ -230,10 +230,12 @@ class WindowLearner(BaseEstimator):
                 self._mean += (y - self._mean) / self.n_samples_seen_
         return pos
 
-    def _compute(self):
-        """A model computation on the current window; False (model kept) when the window has a
-        single class."""
+    def _compute(self, last=None):
+        """A model computation on the current window (or its ``last`` samples); False (model
+        kept) when those samples hold a single class."""
         X, y = self._window_data()
+        if last is not None:
+            X, y = X[-last:], y[-last:]
         if self._classifier and np.unique(y).size < 2:
             return False
         model = clone(self.estimator).fit(X, y)
@@ -258,7 +260,10 @@ class WindowLearner(BaseEstimator):
         """The current model's prediction for one sample (river's spelling)."""
         if not hasattr(self, "_X"):
             raise NotFittedError(f"this {type(self).__name__} has not seen any sample yet")
-        row = self._check_x(as_row(self, x))
+        return self._predict_row(self._check_x(as_row(self, x)))
+
+    def _predict_row(self, row):
+        """Prediction for one validated row (the last one is cached for ``learn_one``)."""
         if self.model_ is None:
             if self._classifier:
                 return max(self._labels, key=self._labels.get)
@@ -266,7 +271,12 @@ class WindowLearner(BaseEstimator):
         if self._decision.fast:
             z = self._decision_of(row)
             return self.model_._decode_y(np.array([z]))[0] if self._classifier else z
-        return self.model_.predict(row)[0]
+        key = row.tobytes()
+        if self._cached is not None and self._cached[0] == key:
+            return self._cached[1]
+        pred = self.model_.predict(row)[0]
+        self._cached = (key, pred)
+        return pred
 
     def predict(self, X):
         """The current model's predictions for the rows of X."""
