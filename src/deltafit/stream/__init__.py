@@ -1,4 +1,4 @@
-"""Online learners that learn one sample at a time (DESIGN.md §2, layer 7).
+"""Online learners and drift-aware stream learning (DESIGN.md §2, layer 7).
 
 * :class:`Pegasos` — linear SVM, Shalev-Shwartz et al. (2011) Algorithm 1, last iterate;
 * :class:`LSQSGD` — least squares by Nemirovski et al.'s (2009) robust stochastic approximation
@@ -9,15 +9,23 @@ Both are the learners of Joulani et al. (2015) §5 and scikit-learn estimators w
 cheap ``copy.copy``; their per-sample loops are compiled with numba when it is installed
 (``pip install "deltafit[fast]"``), and :func:`deltafit.model_selection.treecv` runs its whole
 recursion over them in compiled code.
+
+Drift-aware learning (Sivan et al. §4.4): :class:`KDR` recomputes its batch model when the
+incremental sphere says the window moved; the baselines :class:`SlidingWindow` (periodic),
+:class:`DDM` (Gama et al.'s error-rate detector) and :class:`NORMA` (Kivinen et al.'s truncated
+kernel SGD); :func:`prequential` evaluation; :func:`as_river` for river's own evaluation;
+:func:`tradeoff_experiment` for the paper's Fig. 3.
 """
 
+from ._ddm import DDM
 from ._kdr import KDR
 from ._lsqsgd import LSQSGD
+from ._norma import NORMA, NORMARegressor
 from ._pegasos import Pegasos
 from ._prequential import StreamReport, prequential
 from ._river import as_river
 from ._tradeoff import tradeoff_experiment, tune_stream
 from ._window import SlidingWindow
 
-__all__ = ["Pegasos", "LSQSGD", "KDR", "SlidingWindow", "prequential", "StreamReport",
-           "as_river", "tradeoff_experiment", "tune_stream"]
+__all__ = ["Pegasos", "LSQSGD", "KDR", "SlidingWindow", "NORMA", "NORMARegressor", "DDM",
+           "prequential", "StreamReport", "as_river", "tradeoff_experiment", "tune_stream"]

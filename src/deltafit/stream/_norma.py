@@ -1,0 +1,454 @@
+"""NORMA: truncated kernel stochastic gradient descent (the ISGD baseline of Sivan et al. §4.4)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.exceptions import NotFittedError
+from sklearn.utils.multiclass import type_of_target
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._validation import check_bool, check_int, check_real, check_rows
+from ..kernels import kernel_rows, validate_kernel
+from ._window import as_row
+
+__all__ = ["NORMA", "NORMARegressor"]
+
+_RENORM = 1e-100  # the global decay factor is folded into the coefficients below this
+
+
+class _NORMABase(BaseEstimator):
+    """State and update shared by :class:`NORMA` and :class:`NORMARegressor`.
+
+    The expansion ``f(x) = scale · Σ_i a_i k(x_i, x) + b`` keeps its support points ``x_i`` in a
+    ring buffer of at most ``budget`` rows (grown geometrically until full) and the decay
+    ``Π (1 − η_t λ)`` in the single factor ``scale``, so one update costs O(budget · d).
+    """
+
+    _classifier = False
+
+    # ------------------------------------------------------------ parameters
+    def _check_params(self):
+        validate_kernel(self.kernel)
+        if self.gamma is not None:
+            check_real(self.gamma, "gamma", low=0.0)
+        check_int(self.degree, "degree", low=0)
+        check_real(self.coef0, "coef0")
+        lam = check_real(self.lam, "lam", low=0.0, low_inclusive=True)
+        eta = check_real(self.eta, "eta", low=0.0)
+        if eta * lam >= 1.0:
+            raise ValueError(f"eta * lam must be < 1 (the decay 1 - eta*lam must stay positive), "
+                             f"got eta={eta!r}, lam={lam!r}")
+        if self.learning_rate not in ("constant", "invscaling"):
+            raise ValueError(f"learning_rate must be 'constant' or 'invscaling', got "
+                             f"{self.learning_rate!r}")
+        check_int(self.budget, "budget", low=1)
+        check_bool(self.fit_intercept, "fit_intercept")
+        self._check_loss()
+        return dict(kernel=self.kernel, gamma=self.gamma, degree=self.degree, coef0=self.coef0)
+
+    def _check_loss(self):
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ state
+    def _reset(self, d):
+        self._kw = self._check_params()
+        self.n_features_in_ = d
+        self._sv = np.zeros((min(int(self.budget), 16), d))
+        self._a = np.zeros(self._sv.shape[0])
+        self._start = 0          # ring position of the oldest support point
+        self._count = 0          # support points stored
+        self._scale = 1.0
+        self.intercept_ = 0.0
+        self.n_samples_seen_ = 0
+        self.n_model_computations_ = 0
+
+    def _f(self, X):
+        """Decision values of the current expansion for validated rows ``X``."""
+        z = np.full(X.shape[0], self.intercept_)
+        if self._count:
+            pos = self._positions()
+            z += self._scale * (kernel_rows(X, self._sv[pos], **self._kw) @ self._a[pos])
+        return z
+
+    def _positions(self):
+        return (self._start + np.arange(self._count)) % self._sv.shape[0]
+
+    def _step(self, row, t):
+        """One NORMA step on the validated (1, d) row with target t (±1 or a real)."""
+        self.n_samples_seen_ += 1
+        n = self.n_samples_seen_
+        eta = float(self.eta)
+        if self.learning_rate == "invscaling":
+            eta /= math.sqrt(n)
+        f = float(self._f(row)[0])
+        g = self._gradient(f, t)                     # −l'(f, y): the step direction
+        self._scale *= 1.0 - eta * float(self.lam)   # f ← (1 − η λ) f  (all old alphas)
+        if self._scale < _RENORM:
+            self._a *= self._scale
+            self._scale = 1.0
+        if g == 0.0:
+            return
+        if self.fit_intercept:
+            self.intercept_ += eta * g
+        budget = int(self.budget)
+        cap = self._sv.shape[0]
+        if self._count < budget:
+            if self._count == cap:                   # grow (no wrap-around before full)
+                new = min(budget, 2 * cap)
+                self._sv = np.concatenate([self._sv, np.zeros((new - cap, self._sv.shape[1]))])
+                self._a = np.concatenate([self._a, np.zeros(new - cap)])
+            pos = self._count
+            self._count += 1
+        else:                                        # truncation: drop the oldest term
+            pos = self._start
+            self._start = (self._start + 1) % cap
+        self._sv[pos] = row[0]
+        self._a[pos] = eta * g / self._scale
+
+    # ----------------------------------------------------------------- input
+    def _validate_X(self, X):
+        check_is_fitted(self, "_sv")
+        X = validate_data(self, X, reset=False, dtype=np.float64, order="C", accept_sparse=False)
+        return X
+
+    def _row(self, x):
+        had = "_dict_keys" in self.__dict__
+        try:
+            row = as_row(self, x)
+            return check_rows(row, getattr(self, "n_features_in_", None), "x", type(self).__name__)
+        except BaseException:
+            if not had:
+                self.__dict__.pop("_dict_keys", None)
+            raise
+
+    def _targets(self, y, first, classes=None):
+        raise NotImplementedError
+
+    # -------------------------------------------------------------- learning
+    def fit(self, X, y):
+        """Start afresh and learn the rows of ``X`` in order (one NORMA step each).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self
+        """
+        before = dict(self.__dict__)
+        for a in ("_sv", "_pending", "_dict_keys", "classes_", "n_features_in_",
+                  "feature_names_in_"):
+            self.__dict__.pop(a, None)
+        try:
+            return self.partial_fit(X, y)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(before)
+            raise
+
+    def partial_fit(self, X, y, classes=None):
+        """Learn the rows of ``X`` in order (``learn_one`` for each); nothing changes on error.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        classes : array-like of shape (2,), optional
+            Classifier: both labels, needed on the first call unless ``y`` shows both.
+
+        Returns
+        -------
+        self
+        """
+        first = not hasattr(self, "_sv")
+        kw = self._check_params()
+        before = dict(self.__dict__)
+        try:
+            X, y = validate_data(self, X, y, reset=first, dtype=np.float64, order="C",
+                                 accept_sparse=False, y_numeric=not self._classifier)
+            t = self._targets(y, first, classes)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(before)
+            raise
+        if first:
+            d = X.shape[1]
+            feats = self.__dict__.get("feature_names_in_")
+            self._reset(d)
+            if feats is not None:
+                self.feature_names_in_ = feats
+        self._kw = kw
+        for i in range(X.shape[0]):
+            self._step(X[i:i + 1], t[i])
+        return self
+
+    def learn_one(self, x, y):
+        """Learn one sample (river's spelling); ``x`` is a 1-d array or a dict.
+
+        A dict has integer column keys ``{j: x_j}`` (missing keys are 0) or feature names,
+        whose order is fixed by the first dict seen.  A classifier's first samples wait until
+        both labels have been seen and are then learned in their order.
+        """
+        row = self._row(x)
+        if not hasattr(self, "_sv"):
+            if self._classifier:
+                self._check_params()
+                if not np.isfinite(row).all():
+                    raise ValueError("x contains NaN or infinity")
+                self._check_label(y)
+                pending = self.__dict__.get("_pending", [])
+                if pending and pending[0][0].shape[1] != row.shape[1]:
+                    raise ValueError(f"x has {row.shape[1]} features, but the earlier samples "
+                                     f"have {pending[0][0].shape[1]}")
+                pending = pending + [(row, y)]
+                labels = np.unique(np.asarray([p[1] for p in pending]))
+                if labels.size > 2:
+                    raise ValueError(f"Only binary classification is supported: labels "
+                                     f"{labels.tolist()} (NORMA is binary)")
+                if labels.size < 2:
+                    self._pending = pending
+                    return self
+                self.__dict__.pop("_pending", None)
+                return self.partial_fit(np.vstack([p[0] for p in pending]),
+                                        np.asarray([p[1] for p in pending]), classes=labels)
+            return self.partial_fit(row, [y])
+        kw = self._check_params()
+        t = self._targets(np.asarray([y]), False)
+        self._kw = kw
+        self._step(row, t[0])
+        return self
+
+    @staticmethod
+    def _check_label(y):
+        if isinstance(y, (float, np.floating)) and not np.isfinite(y):
+            raise ValueError("y is NaN or infinite")
+
+    # ------------------------------------------------------------ attributes
+    @property
+    def n_support_(self):
+        """Number of support points in the expansion (at most ``budget``)."""
+        check_is_fitted(self, "_sv")
+        return int(self._count)
+
+    @property
+    def support_vectors_(self):
+        """Support points, oldest first, shape (n_support_, n_features)."""
+        check_is_fitted(self, "_sv")
+        return self._sv[self._positions()].copy()
+
+    @property
+    def dual_coef_(self):
+        """Expansion coefficients α_i of :attr:`support_vectors_`, shape (n_support_,)."""
+        check_is_fitted(self, "_sv")
+        return self._scale * self._a[self._positions()]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = False
+        tags.non_deterministic = False
+        return tags
+
+
+_DOC_PARAMS = """
+    kernel : str or callable, default="rbf"
+        Kernel, as in :func:`deltafit.kernels.kernel_matrix`.
+    gamma : float or None, default=None
+        Kernel coefficient (None: ``1 / n_features``).
+    degree : int, default=3
+    coef0 : float, default=1.0
+    lam : float, default=1e-4
+        Regularisation λ >= 0 (``eta * lam < 1``).
+    eta : float, default=0.1
+        Learning rate η > 0.
+    learning_rate : {"constant", "invscaling"}, default="constant"
+        ``η_t = η`` or ``η_t = η / sqrt(t)``.
+    budget : int, default=500
+        Most support points kept (the truncation τ); the oldest is dropped beyond it.
+"""
+
+
+class NORMA(ClassifierMixin, _NORMABase):
+    """Kernel SVM by NORMA, truncated kernel SGD (Kivinen, Smola and Williamson 2004).
+
+    The ISGD baseline of Sivan, Gabel and Schuster, "Incremental Sensitivity Analysis for
+    Kernelized Models", §4.4: stochastic gradient descent in the RKHS on the regularised hinge
+    loss with margin ρ, keeping the last ``budget`` support points.  Binary: any two labels,
+    ``classes_[1]`` is +1.
+
+    Parameters
+    ----------
+    loss : {"hinge"}, default="hinge"
+        The soft-margin loss ``max(0, ρ − y f(x))`` (use :class:`NORMARegressor` for squared).
+    margin : float, default=1.0
+        The fixed margin ρ >= 0.
+    fit_intercept : bool, default=True
+        Learn the unregularised offset b.
+    """ + _DOC_PARAMS + """
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+    support_vectors_ : ndarray of shape (n_support_, n_features)
+    dual_coef_ : ndarray of shape (n_support_,)
+    intercept_ : float
+    n_support_ : int
+    n_samples_seen_ : int
+    n_model_computations_ : int
+        Always 0: NORMA computes no batch model.
+    n_features_in_ : int
+
+    Notes
+    -----
+    Kivinen et al. (2004), NORMA_λ for classification (stochastic gradient descent in the
+    RKHS on ``λ/2 ‖f‖² + max(0, ρ − y f(x))`` with a fixed margin ρ): with
+    ``σ_t = 1`` if ``y_t f_t(x_t) < ρ`` else 0,
+
+        f_{t+1} = (1 − η_t λ) f_t + η_t σ_t y_t k(x_t, ·),   b_{t+1} = b_t + η_t σ_t y_t,
+
+    so ``α_t = η_t σ_t y_t`` and the older α_i shrink by ``(1 − η_t λ)``; the expansion is
+    truncated to its last τ = ``budget`` terms (the paper's truncation).  Only nonzero terms
+    (σ_t = 1) enter the expansion, so ``budget`` bounds the support vectors, as in Sivan et al.
+    §4.4.  The decay is kept as one global factor, renormalised below 1e-100.
+    """
+
+    _classifier = True
+
+    def __init__(self, kernel="rbf", gamma=None, degree=3, coef0=1.0, lam=1e-4, eta=0.1,
+                 learning_rate="constant", budget=500, loss="hinge", margin=1.0,
+                 fit_intercept=True):
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.lam = lam
+        self.eta = eta
+        self.learning_rate = learning_rate
+        self.budget = budget
+        self.loss = loss
+        self.margin = margin
+        self.fit_intercept = fit_intercept
+
+    def _check_loss(self):
+        if self.loss != "hinge":
+            raise ValueError(f"loss must be 'hinge' for NORMA (use NORMARegressor for "
+                             f"'squared'), got {self.loss!r}")
+        check_real(self.margin, "margin", low=0.0, low_inclusive=True)
+
+    def _gradient(self, f, t):
+        return t if t * f < float(self.margin) else 0.0
+
+    def _targets(self, y, first, classes=None):
+        if first:
+            kind = type_of_target(y)
+            if kind not in ("binary", "multiclass"):
+                raise ValueError(f"Unknown label type: y must hold class labels, got {kind} "
+                                 "values")
+            labels = np.unique(y) if classes is None else np.unique(np.asarray(classes))
+            if labels.size > 2:
+                raise ValueError(f"Only binary classification is supported: "
+                                 f"{'classes' if classes is not None else 'y'} has "
+                                 f"{labels.size} classes (NORMA is binary)")
+            if labels.size < 2:
+                raise ValueError("y has one class: NORMA needs two (pass classes= to "
+                                 "partial_fit when the first batch shows one)")
+            if classes is not None and not np.all(np.isin(y, labels)):
+                raise ValueError(f"y has labels outside classes={labels.tolist()}")
+            self.classes_ = labels
+        else:
+            if classes is not None and not np.array_equal(np.unique(np.asarray(classes)),
+                                                          self.classes_):
+                raise ValueError(f"classes={list(classes)} differ from the model's "
+                                 f"{self.classes_.tolist()}")
+            unknown = ~np.isin(y, self.classes_)
+            if np.any(unknown):
+                raise ValueError(f"y has labels {np.unique(np.asarray(y)[unknown]).tolist()} "
+                                 f"that are not in classes_ {self.classes_.tolist()} "
+                                 "(NORMA is binary)")
+        return np.where(y == self.classes_[1], 1.0, -1.0)
+
+    def decision_function(self, X):
+        """``f(x) = Σ_i α_i k(x_i, x) + b``; positive means ``classes_[1]``."""
+        return self._f(self._validate_X(X))
+
+    def predict(self, X):
+        """``classes_[1]`` where the decision value is positive, else ``classes_[0]``."""
+        z = self.decision_function(X)
+        return self.classes_[(z > 0).astype(np.intp)]
+
+    def predict_one(self, x):
+        """The prediction for one sample (river's spelling)."""
+        if not hasattr(self, "_sv"):
+            raise NotFittedError("this NORMA has not seen both labels yet")
+        row = self._row(x)
+        return self.classes_[int(self._f(row)[0] > 0)]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags
+
+
+class NORMARegressor(RegressorMixin, _NORMABase):
+    """Kernel least squares by NORMA, truncated kernel SGD (Kivinen, Smola and Williamson 2004).
+
+    The regression twin of :class:`NORMA` (Sivan et al. §4.4's ISGD baseline for regression).
+
+    Parameters
+    ----------
+    fit_intercept : bool, default=True
+        Learn the unregularised offset b.
+    """ + _DOC_PARAMS + """
+    Attributes
+    ----------
+    support_vectors_, dual_coef_, intercept_, n_support_, n_samples_seen_, n_features_in_
+        As in :class:`NORMA`.
+    n_model_computations_ : int
+        Always 0.
+
+    Notes
+    -----
+    Kivinen et al. (2004), NORMA for regression with the squared loss ``½ (y − f(x))²``:
+
+        f_{t+1} = (1 − η_t λ) f_t + η_t (y_t − f_t(x_t)) k(x_t, ·),
+        b_{t+1} = b_t + η_t (y_t − f_t(x_t)),
+
+    truncated to the last ``budget`` terms.
+    """
+
+    def __init__(self, kernel="rbf", gamma=None, degree=3, coef0=1.0, lam=1e-4, eta=0.1,
+                 learning_rate="constant", budget=500, fit_intercept=True):
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.lam = lam
+        self.eta = eta
+        self.learning_rate = learning_rate
+        self.budget = budget
+        self.fit_intercept = fit_intercept
+
+    def _check_loss(self):
+        pass
+
+    @staticmethod
+    def _gradient(f, t):
+        return t - f
+
+    def _targets(self, y, first, classes=None):
+        y = np.asarray(y, dtype=np.float64)
+        if not np.all(np.isfinite(y)):
+            raise ValueError("y contains NaN or infinity")
+        return y
+
+    def predict(self, X):
+        """``f(x) = Σ_i α_i k(x_i, x) + b``."""
+        return self._f(self._validate_X(X))
+
+    def predict_one(self, x):
+        """The prediction for one sample (river's spelling)."""
+        check_is_fitted(self, "_sv")
+        return float(self._f(self._row(x))[0])
