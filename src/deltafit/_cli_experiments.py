@@ -133,7 +133,8 @@ def run_stream_command(args, out=sys.stdout):
                           "figure": fig}, indent=1), file=out)
         return 0
     print(f"tuned on the first 1000 samples: gamma={params['gamma']:.4g}, C={params['C']:g}, "
-          f"NORMA eta={params['norma_eta']:g} lam={params['norma_lam']:g}, "
+          f"NORMA gamma={params['norma_gamma']:.4g} eta={params['norma_eta']:g} "
+          f"lam={params['norma_lam']:g}, "
           f"r0={params['r0']:.4g}", file=out)
     print("\n| algorithm | configuration | prequential accuracy | model computations |", file=out)
     print("|---|---|---|---|", file=out)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from sklearn.base import is_classifier
+from sklearn.exceptions import NotFittedError
 
 from .._progress import progress_bar
 from .._validation import check_bool, check_int
@@ -115,8 +116,8 @@ def prequential(learner, stream, *, n_samples=None, progress=False):
 
     Notes
     -----
-    The first sample has no model to predict it; a learner that cannot predict yet
-    (``predict_one`` raising, as river's do not) counts it as an error.
+    A sample that the learner cannot predict yet (``predict_one`` raising
+    ``NotFittedError``, or any ValueError on the very first sample) counts as an error.
     """
     check_bool(progress, "progress")
     if not (hasattr(learner, "predict_one") and hasattr(learner, "learn_one")):
@@ -140,6 +141,8 @@ def prequential(learner, stream, *, n_samples=None, progress=False):
                 break
             try:
                 pred = learner.predict_one(x)
+            except NotFittedError:  # a learner that cannot predict yet: an error
+                pred = None
             except ValueError:
                 if i:  # only the very first sample may come before anything was learned
                     raise

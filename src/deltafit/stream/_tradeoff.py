@@ -25,12 +25,12 @@ def _kernel_classifier(gamma, C):
 def tune_stream(X, y, window, *, n_tune=1000):
     """The paper's tuning (§4.4): on the first ``n_tune`` samples, the RBF ``gamma`` and ``C``
     of ``KernelClassifier(loss="squared_hinge")`` by 3-fold CV over a small grid, NORMA's
-    learning rate and regularisation by prequential accuracy, and ``r0``: the ``‖r‖`` of the
+    kernel width, learning rate and regularisation by prequential accuracy, and ``r0``: the ``‖r‖`` of the
     ball between two disjoint windows of those samples (the scale of KDR's threshold).
 
     Returns
     -------
-    dict with gamma, C, cv_accuracy, norma_eta, norma_lam, norma_accuracy, r0
+    dict with gamma, C, cv_accuracy, norma_gamma, norma_eta, norma_lam, norma_accuracy, r0
     """
     from ._norma import NORMA
 
@@ -43,16 +43,17 @@ def tune_stream(X, y, window, *, n_tune=1000):
             best = (float(acc), g / d, C)
     acc, gamma, C = best
     nbest = None
-    for eta, lam in itertools.product([0.05, 0.2, 0.5], [1e-4, 1e-3, 1e-2]):
-        r = prequential(NORMA(kernel="rbf", gamma=gamma, eta=eta, lam=lam, budget=window),
-                        (X, y))
+    for gm, eta, lam in itertools.product([0.25, 1.0, 4.0], [0.25, 1.0], [1e-4, 1e-3, 1e-2]):
+        r = prequential(NORMA(kernel="rbf", gamma=gm * gamma, eta=eta, lam=lam,
+                              budget=window), (X, y))
         if nbest is None or r.accuracy > nbest[0]:
-            nbest = (r.accuracy, eta, lam)
+            nbest = (r.accuracy, eta, lam, gm * gamma)
     w = min(window, X.shape[0] // 2)
     kdr = KDR(_kernel_classifier(gamma, C), window=w, threshold=1e300)
     kdr.partial_fit(X[:2 * w], y[:2 * w])
-    return {"gamma": gamma, "C": C, "cv_accuracy": acc, "norma_eta": nbest[1],
-            "norma_lam": nbest[2], "norma_accuracy": nbest[0], "r0": kdr.sphere_.r_norm}
+    return {"gamma": gamma, "C": C, "cv_accuracy": acc, "norma_gamma": nbest[3],
+            "norma_eta": nbest[1], "norma_lam": nbest[2], "norma_accuracy": nbest[0],
+            "r0": kdr.sphere_.r_norm}
 
 
 def _learners(params, window, periods, thresholds, ddm_levels, algorithms):
@@ -62,7 +63,7 @@ def _learners(params, window, periods, thresholds, ddm_levels, algorithms):
     est = _kernel_classifier(params["gamma"], params["C"])
 
     def norma():
-        return NORMA(kernel="rbf", gamma=params["gamma"], eta=params["norma_eta"],
+        return NORMA(kernel="rbf", gamma=params["norma_gamma"], eta=params["norma_eta"],
                      lam=params["norma_lam"], budget=window)
 
     if "SW" in algorithms:
