@@ -107,7 +107,8 @@ def _figure(kind, rows_or_curves, out, name, title):
         return None
 
 
-def run_stream_command(args, out=sys.stdout):
+def run_stream_command(args, out=None):
+    out = sys.stdout if out is None else out
     from .stream import tradeoff_experiment
 
     X, y, title, window = _stream_data(args)
@@ -146,7 +147,8 @@ def run_stream_command(args, out=sys.stdout):
     return 0
 
 
-def run_active_command(args, out=sys.stdout):
+def run_active_command(args, out=None):
+    out = sys.stdout if out is None else out
     import deltafit as df
 
     from .active import compare_strategies
