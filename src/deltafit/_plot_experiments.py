@@ -13,6 +13,18 @@ def _pyplot():
     return get()
 
 
+def _finish(plt, fig, ax, xlabel, ylabel, title, path):
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, format="png")
+    plt.close(fig)
+    return str(path)
+
+
 def tradeoff_curves(results, path, *, title=None, logx=True):
     """Accuracy against model computations, one curve per algorithm (Sivan et al. Fig. 3).
 
@@ -69,15 +81,8 @@ def tradeoff_curves(results, path, *, title=None, logx=True):
                             textcoords="offset points", color=colour)
     if logx and positive:
         ax.set_xscale("log")
-    ax.set_xlabel("model computations")
-    ax.set_ylabel("prequential accuracy")
-    ax.set_title(title or "Accuracy vs model computations (Sivan et al. Fig. 3)", fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, format="png")
-    plt.close(fig)
-    return str(path)
+    return _finish(plt, fig, ax, "model computations", "prequential accuracy",
+                   title or "Accuracy vs model computations (Sivan et al. Fig. 3)", path)
 
 
 def active_learning_curves(curves, path, *, title=None):
@@ -118,12 +123,5 @@ def active_learning_curves(curves, path, *, title=None):
                     yerr=None if std is None else np.asarray(std), color=f"C{i % 10}",
                     marker="o" if len(c["n_labeled"]) <= 30 else None, markersize=3,
                     capsize=2, label=label)
-    ax.set_xlabel("labeled samples")
-    ax.set_ylabel("test accuracy")
-    ax.set_title(title or "Active learning (Sivan et al. Fig. 2)", fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, format="png")
-    plt.close(fig)
-    return str(path)
+    return _finish(plt, fig, ax, "labeled samples", "test accuracy",
+                   title or "Active learning (Sivan et al. Fig. 2)", path)
