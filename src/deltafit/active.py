@@ -316,6 +316,11 @@ def compare_strategies(estimator, X, y, *, m=100, p=10, small_m=None, seeds=5, n
     seeds = check_int(seeds, "seeds", low=1)
     n_test = check_int(n_test, "n_test", low=1)
     small_m = p if small_m is None else small_m
+    if small_m == m:
+        raise ValueError(
+            f"the two uncertainty-sampling baselines would both be AL(m={m}); choose "
+            "small_m != m (default: p, which must then differ from m)"
+        )
     n_pool = X.shape[0] - n_test if n_pool is None else check_int(n_pool, "n_pool", low=2)
     if n_test + n_pool > X.shape[0]:
         raise ValueError(f"n_test + n_pool ({n_test + n_pool}) exceeds the {X.shape[0]} samples")

@@ -66,6 +66,10 @@ class KDR(WindowLearner):
                 f"KernelRegressor, LinearRegressor) for its bounds, got "
                 f"{type(self.estimator).__name__}"
             )
+        if not getattr(self.estimator, "keep_data", True):
+            raise ValueError(
+                "KDR's bounds need the window's rows in the model: use keep_data=True"
+            )
         check_real(self.threshold, "threshold", low=0.0, low_inclusive=True)
         return super()._check_params()
 
@@ -98,7 +102,8 @@ class KDR(WindowLearner):
         sphere = self.sphere_
         z = self._decision_of(row)                           # β₁'s score (cached by predict_one)
         t = self.model_._encode_y(np.array([y]), what="y")
-        key = sphere._add_scored(row, t, np.array([z]))[0]  # the new sample joins A
+        P = row if sphere._kernel else self.model_._features(row)
+        key = sphere._add_scored(P, t, np.array([z]))[0]    # the new sample joins A
         if self._count == self._window_:                     # the oldest sample leaves W
             old = self._start
             if self._w1id[old] >= 0:                         # from W₁: it joins R

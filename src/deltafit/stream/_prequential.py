@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from dataclasses import dataclass, field
 
@@ -136,9 +137,9 @@ def prequential(learner, stream, *, n_samples=None, progress=False):
     t0 = time.perf_counter()
     bar = progress_bar(total=n, desc="prequential", enabled=progress)
     try:
+        if n_samples is not None:
+            pairs = itertools.islice(pairs, n_samples)  # a shared iterator loses nothing more
         for i, (x, y) in enumerate(pairs):
-            if n_samples is not None and i >= n_samples:
-                break
             try:
                 pred = learner.predict_one(x)
             except NotFittedError:  # a learner that cannot predict yet: an error

@@ -27,7 +27,8 @@ __all__ = ["WindowLearner", "SlidingWindow", "as_row"]
 def as_row(learner, x):
     """One sample as a (1, d) float array.
 
-    ``x`` is a 1-d array or a dict: ``{j: x_j}`` with integer column keys (missing keys are 0)
+    ``x`` is a 1-d array or a dict: ``{j: x_j}`` with integer column keys (missing keys are 0;
+    the first dict fixes the width at its largest key + 1)
     or river's ``{name: value}``, whose key order is fixed by the first dict the learner sees.
     """
     if isinstance(x, dict):
@@ -142,6 +143,9 @@ class WindowLearner(BaseEstimator):
                 f"estimator must be a scikit-learn estimator with fit and predict, got "
                 f"{type(est).__name__}"
             )
+        if isinstance(est, UpdatableMixin) or hasattr(type(est), "_parameter_constraints"):
+            # a bad parameter fails here, not in the first model computation mid-stream
+            clone(est)._validate_params()
         window = check_int(self.window, "window", low=2)
         initial = window if self.initial is None else check_int(self.initial, "initial", low=1)
         if initial > window:
@@ -165,6 +169,7 @@ class WindowLearner(BaseEstimator):
         self._mean = 0.0
         self._classifier = is_classifier(self.estimator)
         self._cached = None                 # (row bytes, decision value) of the last prediction
+        self._cached_pred = None            # (row bytes, label) for estimators without a fast path
         self._setup()
 
     def _setup(self):
@@ -241,7 +246,7 @@ class WindowLearner(BaseEstimator):
         model = clone(self.estimator).fit(X, y)
         self.model_ = model
         self._decision = _Decision(model)
-        self._cached = None
+        self._cached = self._cached_pred = None
         self.n_model_computations_ += 1
         self._labels = {}
         return True
@@ -272,10 +277,10 @@ class WindowLearner(BaseEstimator):
             z = self._decision_of(row)
             return self.model_._decode_y(np.array([z]))[0] if self._classifier else z
         key = row.tobytes()
-        if self._cached is not None and self._cached[0] == key:
-            return self._cached[1]
+        if self._cached_pred is not None and self._cached_pred[0] == key:
+            return self._cached_pred[1]
         pred = self.model_.predict(row)[0]
-        self._cached = (key, pred)
+        self._cached_pred = (key, pred)
         return pred
 
     def predict(self, X):
@@ -302,10 +307,20 @@ class WindowLearner(BaseEstimator):
     def learn_one(self, x, y):
         """Learn one sample (river's spelling): it enters the window, the oldest sample leaves
         once the window is full, and the learner decides whether to recompute its model."""
-        row = as_row(self, x)
-        self._ensure(row)
-        row = self._check_x(row)
-        y = self._check_y(y)
+        fresh = not hasattr(self, "_X")
+        before = dict(self.__dict__) if fresh else None
+        try:
+            row = as_row(self, x)
+            if fresh:  # checked before the first sample sets the width
+                row = check_rows(row, None, "x", type(self).__name__)
+            self._ensure(row)
+            row = self._check_x(row)
+            y = self._check_y(y)
+        except BaseException:
+            if fresh:  # a rejected first sample leaves nothing behind (width, dict keys)
+                self.__dict__.clear()
+                self.__dict__.update(before)
+            raise
         self._learn(row, y)
         return self
 
@@ -344,8 +359,17 @@ class WindowLearner(BaseEstimator):
         y = column_or_1d(y, warn=True)
         if y.shape[0] != X.shape[0]:
             raise ValueError(f"y has {y.shape[0]} labels for {X.shape[0]} rows of X")
-        if is_classifier(self.estimator):
+        if not is_classifier(self.estimator):
+            try:
+                y = np.asarray(y, dtype=np.float64)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"y must be numeric for a regressor: {exc}") from exc
+            if not np.isfinite(y).all():
+                raise ValueError("y contains NaN or infinity")
+        else:
             check_classification_targets(y)
+            if y.dtype.kind == "f" and not np.isfinite(y).all():
+                raise ValueError("y contains NaN or infinity")
             if isinstance(self.estimator, UpdatableMixin):  # binary: check before learning
                 seen = set() if fresh else set(self.classes_.tolist())
                 labels = seen | set(np.unique(y).tolist())
