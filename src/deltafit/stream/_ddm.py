@@ -129,7 +129,14 @@ class DDM(WindowLearner):
     the warning level is reached when ``p_i + s_i >= p_min + 2 s_min`` and the drift level when
     ``p_i + s_i >= p_min + 3 s_min``; at the drift level a new model is learned from the
     examples stored since the warning level.  The comparisons follow river's ``DDM`` (strict
-    ``>``, minimum tracked after ``min_num_instances`` errors), tested equal to it.
+    ``>``, minimum tracked after ``min_num_instances`` errors), tested equal to it.  Over a
+    batch estimator the detector restarts when the first model is computed (the errors before
+    it are the most frequent label's).
+
+    A known limit of DDM: when a drift is caught fewer than ``min_num_instances`` samples after
+    the warning, the model is refitted on the whole window, mostly the old concept; the
+    restarted detector then sees a steadily high error rate, which it cannot tell from a
+    stationary one, and may not fire again for a long time.
     """
 
     def __init__(self, estimator, window=500, warning_level=2.0, drift_level=3.0,
