@@ -17,7 +17,8 @@ import numpy as np
 
 from .._validation import check_ids, check_rows
 from ..kernels import kernel_diagonal, kernel_rows
-from ._model_access import certified_residual, check_model, fitted_C, training_scores
+from ._model_access import (ScoreFunction, certified_residual, check_model, fitted_C,
+                            training_scores)
 
 __all__ = ["IncrementalSphere"]
 
@@ -66,17 +67,12 @@ class IncrementalSphere:
         self.C = fitted_C(model)
         self._eps = certified_residual(model)
         self._kernel = bool(model._kernel)
-        led = model._ledger
+        self._score = ScoreFunction(model)  # ⟨Φ(x), β₁⟩
         if self._kernel:
-            self._kw = dict(kernel=model.kernel, gamma=model.gamma, degree=model.degree,
-                            coef0=model.coef0, kernel_params=model.kernel_params,
-                            intercept_scaling=model._s)
-            A = led.active_slots()
-            self._sv, self._alpha = led.X[A], model._state.alpha[A]
+            self._kw = self._score.kw
             width = model.n_features_in_
         else:
-            self._beta = model._state.beta.copy()
-            width = self._beta.shape[0]
+            width = self._score.beta.shape[0]
         cap = int(capacity)
         self._pts = np.empty((cap, width))
         self._gamma = np.zeros(cap)        # 0 for free slots
@@ -113,9 +109,7 @@ class IncrementalSphere:
 
     def _scores(self, P):
         """⟨Φ(x), β₁⟩ of mapped points."""
-        if self._kernel:
-            return self._k(P, self._sv) @ self._alpha
-        return P @ self._beta
+        return self._score.mapped(P)
 
     def _sq_norms(self, P):
         if self._kernel:
@@ -178,7 +172,7 @@ class IncrementalSphere:
 
     def _tick(self, k):
         self._since_exact += k
-        if self._since_exact >= max(64, int(self._live.sum())):
+        if self._since_exact >= max(64, self.n_entries):
             self._S = self._exact_S()
 
     def _exact_S(self):
@@ -273,7 +267,7 @@ class IncrementalSphere:
         self._model_id[slots] = -1
         self._key_of[slots] = -1
         self._free.extend(slots.tolist())
-        if not self._live.any():
+        if self.n_entries == 0:
             S = 0.0
             self._since_exact = 0
         elif S <= _CANCEL * (self._S + abs(cross) + own):

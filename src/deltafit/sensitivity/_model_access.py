@@ -12,12 +12,12 @@ import functools
 import numpy as np
 from sklearn.exceptions import NotFittedError
 
-from ..kernels import kernel_diagonal, kernel_matrix
+from ..kernels import kernel_diagonal, kernel_matrix, kernel_rows
 from ..losses import get_loss
 from ..models._base import UpdatableMixin
 
-__all__ = ["COVERED_LOSSES", "certified_residual", "check_model", "fitted_C", "fitted_loss",
-           "kernel_functions", "training_scores", "solution_sq_norm"]
+__all__ = ["COVERED_LOSSES", "ScoreFunction", "certified_residual", "check_model", "fitted_C",
+           "fitted_loss", "kernel_functions", "kernel_params", "training_scores", "solution_sq_norm"]
 
 COVERED_LOSSES = ("squared", "logistic", "squared_hinge")
 
@@ -68,12 +68,51 @@ def fitted_C(model):
     return float(opts.C) if opts is not None else 1.0 / (2.0 * st.rho)
 
 
+def kernel_params(model):
+    """Keyword arguments of :func:`~deltafit.kernels.kernel_matrix` / ``kernel_rows`` for a
+    kernel model, frozen at its current parameters (the intercept term included)."""
+    return dict(kernel=model.kernel, gamma=model.gamma, degree=model.degree, coef0=model.coef0,
+                kernel_params=model.kernel_params, intercept_scaling=model._s)
+
+
 def kernel_functions(model):
     """``(k(A, B), diag(A))`` of a kernel model, frozen at its current parameters (the
     regularised intercept term ``intercept_scaling²`` included)."""
-    kw = dict(kernel=model.kernel, gamma=model.gamma, degree=model.degree, coef0=model.coef0,
-              kernel_params=model.kernel_params, intercept_scaling=model._s)
+    kw = kernel_params(model)
     return functools.partial(kernel_matrix, **kw), functools.partial(kernel_diagonal, **kw)
+
+
+class ScoreFunction:
+    """``⟨Φ(x), β⟩`` of a fitted model's current solution for validated float rows, without
+    per-call checks: the kernel expansion over the active training rows (``kernel_rows``), or
+    the linear score.  Used by the per-sample loops of the stream and active learners.
+
+    Attributes
+    ----------
+    kernel : bool
+    kw : dict
+        :func:`kernel_params` (kernel models).
+    """
+
+    def __init__(self, model):
+        self.kernel = bool(model._kernel)
+        if self.kernel:
+            A = model._ledger.active_slots()
+            self.points, self.alpha = model._ledger.X[A], model._state.alpha[A]
+            self.kw = kernel_params(model)
+        else:
+            self.beta = model._state.beta.copy()
+            self.features = model._features
+
+    def mapped(self, P):
+        """Scores of points already mapped (raw rows for kernels, Φ rows for linear models)."""
+        if self.kernel:
+            return kernel_rows(P, self.points, **self.kw) @ self.alpha
+        return P @ self.beta
+
+    def __call__(self, X):
+        """Scores of raw rows."""
+        return self.mapped(X if self.kernel else self.features(X))
 
 
 def training_scores(model, slots):

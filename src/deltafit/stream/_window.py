@@ -18,8 +18,8 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import column_or_1d
 
 from .._validation import check_int, check_rows
-from ..kernels import kernel_rows
 from ..models._base import UpdatableMixin
+from ..sensitivity._model_access import ScoreFunction
 
 __all__ = ["WindowLearner", "SlidingWindow", "as_row"]
 
@@ -71,29 +71,19 @@ def as_row(learner, x):
 
 
 class _Decision:
-    """A fast ``X -> decision values`` for a fitted model: the kernel expansion or the linear
-    score of a deltafit estimator without per-call validation (the per-sample loops call it
-    once a sample); other estimators go through ``predict``."""
+    """A fast ``X -> decision values`` for a fitted model: its
+    :class:`~deltafit.sensitivity._model_access.ScoreFunction` for a deltafit estimator with its
+    rows (the per-sample loops call it once a sample); other estimators go through
+    ``predict``."""
 
     def __init__(self, model):
         self.model = model
         self.fast = isinstance(model, UpdatableMixin) and model._ledger.keep_rows
-        if not self.fast:
-            return
-        if model._kernel:
-            A = model._ledger.active_slots()
-            self.sv, self.alpha = model._ledger.X[A], model._state.alpha[A]
-            self.kw = dict(kernel=model.kernel, gamma=model.gamma, degree=model.degree,
-                           coef0=model.coef0, kernel_params=model.kernel_params,
-                           intercept_scaling=model._s)
-        else:
-            self.beta = model._state.beta
+        if self.fast:
+            self.score = ScoreFunction(model)
 
     def __call__(self, X):
-        m = self.model
-        if m._kernel:
-            return kernel_rows(X, self.sv, **self.kw) @ self.alpha
-        return m._features(X) @ self.beta
+        return self.score(X)
 
     def predict(self, X):
         if not self.fast:
