@@ -232,7 +232,19 @@ def naive_kfold(learner, X, y, folds, scorer=None, classes=None, return_models=F
 # ---------------------------------------------------------------------------
 # plain-Python stream learners, from the formulas of the spec (no numba, no tricks)
 # ---------------------------------------------------------------------------
-class PlainPegasos:
+class _AppendConstant:
+    """The constant feature ``s`` appended to every row (``s = None``: no intercept)."""
+
+    s = None
+
+    def _aug(self, X):
+        X = np.asarray(X, dtype=np.float64)
+        if self.s is None:
+            return X
+        return np.hstack([X, np.full((X.shape[0], 1), self.s)])
+
+
+class PlainPegasos(_AppendConstant):
     """Pegasos (Shalev-Shwartz et al. 2011, Algorithm 1), one sample at a time.
 
     ``w`` over [x, s] (s = intercept_scaling, or no constant feature without intercept); step t
@@ -246,12 +258,6 @@ class PlainPegasos:
         self.s = float(intercept_scaling) if fit_intercept else None
         self.w = None
         self.t = 0
-
-    def _aug(self, X):
-        X = np.asarray(X, dtype=np.float64)
-        if self.s is None:
-            return X
-        return np.hstack([X, np.full((X.shape[0], 1), self.s)])
 
     def partial_fit(self, X, y_pm):
         Xa = self._aug(X)
@@ -288,7 +294,7 @@ class PlainPegasos:
         return np.asarray(X, dtype=np.float64) @ self.coef + self.intercept
 
 
-class PlainLSQSGD:
+class PlainLSQSGD(_AppendConstant):
     """Robust stochastic approximation for 1/2 (<w, x> - y)^2 over ||w|| <= radius (Nemirovski et
     al. 2009, Euclidean setup), one sample at a time: gamma_t = alpha, or 1/sqrt(t) when alpha is
     None; the prediction uses w~ = sum_t gamma_t w_t / sum_t gamma_t over the points w_t at which
@@ -302,12 +308,6 @@ class PlainLSQSGD:
         self.S = None  # sum_t gamma_t w_t
         self.G = 0.0   # sum_t gamma_t
         self.t = 0
-
-    def _aug(self, X):
-        X = np.asarray(X, dtype=np.float64)
-        if self.s is None:
-            return X
-        return np.hstack([X, np.full((X.shape[0], 1), self.s)])
 
     def partial_fit(self, X, y):
         Xa = self._aug(X)

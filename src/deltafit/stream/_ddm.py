@@ -10,7 +10,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils import check_array, get_tags
 
 from .._validation import check_int, check_real, check_rows
-from ._window import WindowLearner, _Decision, as_row
+from ._window import WindowLearner, _Decision
 
 __all__ = ["DDM"]
 
@@ -211,12 +211,6 @@ class DDM(WindowLearner):
         self._pred = (key, self._version, pred)
         return pred
 
-    def predict_one(self, x):
-        """The current model's prediction for one sample (river's spelling)."""
-        if not hasattr(self, "_X"):
-            raise NotFittedError(f"this {type(self).__name__} has not seen any sample yet")
-        return self._predict_row(self._check_x(as_row(self, x)))
-
     def predict(self, X):
         """The current model's predictions for the rows of ``X``."""
         if not hasattr(self, "_X") or not self._online:
@@ -244,25 +238,6 @@ class DDM(WindowLearner):
         return np.array(sorted(self._counts))
 
     # --------------------------------------------------------------- learning
-    def learn_one(self, x, y):
-        """Predict ``x``, show the error to the detector, then learn ``(x, y)``."""
-        fresh = not hasattr(self, "_X")
-        had_keys = "_dict_keys" in self.__dict__
-        try:
-            if fresh:
-                self._validate()
-            row = check_rows(as_row(self, x), None if fresh else self.n_features_in_, "x",
-                             type(self).__name__)
-            y = self._check_y(y)
-            if fresh:
-                self._reset(row.shape[1])
-        except BaseException:
-            if not had_keys:
-                self.__dict__.pop("_dict_keys", None)
-            raise
-        self._learn(row, y)
-        return self
-
     def _partial_fit(self, X, y, reset):
         fresh = reset or not hasattr(self, "_X")
         if fresh:
