@@ -26,7 +26,7 @@ from sklearn.utils import check_random_state
 
 from ._progress import progress_bar
 from ._validation import check_bool, check_int, check_rows
-from .models._base import UpdatableMixin
+from .models import UpdatableMixin
 from .sensitivity._incremental import IncrementalSphere
 
 __all__ = ["FGAL", "UncertaintySampling", "ActiveLearningResult", "run_active_learning",

@@ -87,8 +87,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
 from ..losses import get_loss
-from ..models._base import UpdatableMixin
-from ..sensitivity._model_access import fitted_C, fitted_loss
+from ..models import FittedProblem
 
 __all__ = ["alo_decisions", "alo_primal", "alo_kernel", "alo_feature_map", "MARGIN_TOL",
            "RANK_TOL"]
@@ -442,20 +441,13 @@ def alo_feature_map(Phi, y, loss, C, decision, *, dual_coef=None, margin_tol=MAR
 
 # ----------------------------------------------------------------------------- the models
 def _check_alo_model(model):
-    if not isinstance(model, UpdatableMixin):
-        raise ValueError(
-            "ALO needs a fitted deltafit estimator (LinearClassifier, LinearRegressor, "
-            f"KernelClassifier, KernelRegressor), got {type(model).__name__}"
-        )
-    if not hasattr(model, "_ledger"):
-        raise NotFittedError(
-            f"this {type(model).__name__} is not fitted yet; call fit before asking for ALO"
-        )
-    if not model._kernel and not model._ledger.keep_rows:
+    prob = FittedProblem.of(model, "ALO")
+    if not prob.kernel and not prob.keeps_rows:
         raise ValueError(
             "this model keeps no training rows (keep_data=False); ALO needs them: refit with "
             "keep_data=True"
         )
+    return prob
 
 
 def _nystroem_for(model, n_components, random_state):
@@ -472,14 +464,14 @@ def _nystroem_for(model, n_components, random_state):
                     n_components=int(n_components), random_state=random_state)
 
 
-def _model_dual_coef(model, slots):
+def _model_dual_coef(prob, slots):
     """Expansion coefficients ``y_i α_i`` (β = Σ_i y_i α_i Φ_i) of a linear hinge model, from the
-    dual variables α_i ∈ [0, C] its state keeps by slot (``_state.dual``); None if it keeps
-    none (g_V then comes from the least-squares KKT solution)."""
-    dual = getattr(model._state, "dual", None)
+    dual variables α_i ∈ [0, C] it keeps (``problem_.dual``); None if it keeps none (g_V then
+    comes from the least-squares KKT solution)."""
+    dual = prob.dual
     if dual is None:
         return None
-    return model._ledger.y[slots] * dual[slots]
+    return prob.targets[slots] * dual[slots]
 
 
 def alo_decisions(model, *, feature_map=None, n_components=None, random_state=None,
@@ -535,27 +527,25 @@ def alo_decisions(model, *, feature_map=None, n_components=None, random_state=No
     β (linear) or the kernel matrix and expansion coefficients over the slots (kernel); for a
     linear hinge model the dual variables ``_state.dual`` (g_V = −y_v α_v / C).
     """
-    _check_alo_model(model)
+    prob = _check_alo_model(model)
     if feature_map is not None and n_components is not None:
         raise ValueError("give feature_map or n_components, not both")
-    led, st = model._ledger, model._state
-    slots = led.active_slots()
-    y = led.y[slots]
-    C = fitted_C(model)
-    loss = fitted_loss(model)
-    opts = getattr(st, "opts", None)
-    loss_obj = opts.loss if opts is not None else loss
-    if not model._kernel:
+    slots = prob.live
+    y = prob.targets[slots]
+    C = prob.C
+    loss_obj = prob.loss
+    if not prob.kernel:
         if feature_map is not None or n_components is not None:
             raise ValueError(
                 "feature_map / n_components apply to kernel models; a linear model's features "
                 "are its own (set its feature_map when fitting)"
             )
-        dual_coef = _model_dual_coef(model, slots) if loss == "hinge" else None
-        return alo_primal(led.X[slots], y, loss_obj, C, st.beta, dual_coef=dual_coef,
+        dual_coef = _model_dual_coef(prob, slots) if loss_obj.name == "hinge" else None
+        return alo_primal(prob.rows[slots], y, loss_obj, C, np.array(prob.coef),
+                          dual_coef=dual_coef,
                           margin_tol=margin_tol, rank_tol=rank_tol)
-    K = st.gram.K[np.ix_(slots, slots)]
-    alpha = st.alpha[slots]
+    K = prob.gram(slots)
+    alpha = prob.alpha[slots]
     if feature_map is None and n_components is None:
         return alo_kernel(K, y, loss_obj, C, alpha, margin_tol=margin_tol, rank_tol=rank_tol)
     if n_components is not None:
@@ -567,13 +557,13 @@ def alo_decisions(model, *, feature_map=None, n_components=None, random_state=No
         raise ValueError(
             f"feature_map must be a scikit-learn transformer, got {type(feature_map).__name__}"
         )
-    X = led.X[slots]
+    X = prob.rows[slots]
     try:
         check_is_fitted(feature_map)
     except NotFittedError:
         feature_map = clone(feature_map).fit(X)
     Phi = np.asarray(feature_map.transform(X), dtype=np.float64)
-    s = model._s
+    s = prob.intercept_scaling
     if s:
         Phi = np.column_stack([Phi, np.full(Phi.shape[0], s)])
     return alo_feature_map(Phi, y, loss_obj, C, K @ alpha, dual_coef=alpha,

@@ -24,8 +24,8 @@ from sklearn.utils import check_consistent_length, column_or_1d
 from sklearn.utils.validation import check_array
 
 from .._progress import progress_bar
-from ..models._base import UpdatableMixin
-from ..sensitivity._model_access import COVERED_LOSSES, fitted_loss
+from ..models import UpdatableMixin
+from ..sensitivity._model_access import COVERED_LOSSES
 from ._closed_form import closed_form_predictions
 from ._problem import problem_of
 from ._result import CVResult

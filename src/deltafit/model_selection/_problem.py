@@ -13,7 +13,7 @@ questions about the model that a refit *without* a set R of samples would give:
 * the same refit stopped as soon as the ball of Thm 6 around the iterate, intersected with the
   removal ball, decides the signs asked for (Okumura et al. §4, "op2").
 
-The module reads the estimators' internals; nothing above it does.
+It reads the model through its public :class:`~deltafit.models.FittedProblem` view.
 """
 
 from __future__ import annotations
@@ -21,9 +21,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve, lu_factor, lu_solve
 
-from ..losses import get_loss
 from ..sensitivity import two_ball_bounds
-from ..sensitivity._model_access import fitted_C, fitted_loss
 from ..solvers import hinge_kernel, hinge_primal, newton_kernel, newton_primal
 
 __all__ = ["TrainingProblem", "problem_of"]
@@ -36,27 +34,23 @@ _HINGE_MARGIN = 1e-6
 
 
 def problem_of(model):
-    """The :class:`TrainingProblem` of a deltafit estimator fitted on (X, y) (rows in order)."""
-    led, st = model._ledger, model._state
-    slots = led.active_slots()
-    loss = get_loss(fitted_loss(model))
-    C = fitted_C(model)
-    opts = getattr(st, "opts", None)
-    tol = float(opts.tol) if opts is not None else float(model.tol)
-    max_iter = int(opts.max_iter) if opts is not None else int(model.max_iter)
-    t = led.y[slots].copy()
-    if model._kernel:
-        K = st.gram.K[np.ix_(slots, slots)]
-        prob = TrainingProblem(None, K, t, loss, C, st.alpha[slots].copy(), tol, max_iter)
+    """The :class:`TrainingProblem` of a deltafit estimator fitted on (X, y) (rows in order),
+    read through its :class:`~deltafit.models.FittedProblem`."""
+    prob = model.problem_
+    slots = prob.live
+    t = np.array(prob.targets[slots])
+    if prob.kernel:
+        out = TrainingProblem(None, prob.gram(slots), t, prob.loss, prob.C,
+                              np.array(prob.alpha[slots]), prob.tol, prob.max_iter)
     else:
-        if not led.keep_rows:
+        if not prob.keeps_rows:
             raise ValueError(
                 "cross-validation needs the model's training rows; fit with keep_data=True")
-        prob = TrainingProblem(led.X[slots], None, t, loss, C, np.array(st.beta, dtype=float),
-                               tol, max_iter)
-    if not loss.smooth:  # hinge states keep their dual variables by ledger slot
-        prob.dual = st.dual[slots].copy()
-    return prob
+        out = TrainingProblem(prob.rows[slots], None, t, prob.loss, prob.C,
+                              np.array(prob.coef, dtype=float), prob.tol, prob.max_iter)
+    if not prob.loss.smooth:  # hinge: the dual variables of the stored solution
+        out.dual = np.array(prob.dual[slots])
+    return out
 
 
 class TrainingProblem:

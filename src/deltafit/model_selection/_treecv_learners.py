@@ -228,7 +228,7 @@ class CompiledLearner(_Learner):
 
 def make_learner(learner, X, y, strategy, shuffle, seed):
     """The :class:`_Learner` for ``learner`` (checked: ValueError if TreeCV cannot drive it)."""
-    from ..models._base import UpdatableMixin
+    from ..models import UpdatableMixin
 
     if _has(learner, "_tree_spec", "_tree_targets", "_tree_predict"):
         return CompiledLearner(learner, X, y, strategy, shuffle, seed)

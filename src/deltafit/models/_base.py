@@ -426,6 +426,17 @@ class UpdatableMixin:
         return self._ledger.sample_ids()
 
     @property
+    def problem_(self):
+        """:class:`~deltafit.models.FittedProblem`: read-only view of the fitted problem
+        (features or kernel, targets, loss, C, solution, gradient, Hessian) for code that
+        builds on the model; made anew at each access, it copies nothing."""
+        if not self._is_fitted():
+            raise AttributeError("problem_ is set by fit")
+        from ._problem import FittedProblem
+
+        return FittedProblem(self)
+
+    @property
     def n_samples_(self):
         """Number of training samples the model currently represents."""
         if not self._is_fitted():

@@ -24,7 +24,7 @@ import numpy as np
 from .._validation import check_ids, check_rows
 from ..models._linear import features
 from ._model_access import (certified_residual, check_model, fitted_C, kernel_functions,
-                            solution_sq_norm, training_scores)
+                            solution_sq_norm)
 from ._sphere import KernelSphere, PrimalSphere
 
 __all__ = ["Sensitivity"]
@@ -50,15 +50,6 @@ def _resolve_c_new(C_new, C_old, n_old):
 
 
 _CANCEL = 1e-3  # a running sum this much smaller than its terms is recomputed exactly
-
-
-def _slots_of(led, ids):
-    """The ledger's slots of ``ids`` (already checked for repeats); its ValueError otherwise."""
-    if ids.size and ids.min() >= 0 and ids.max() < led.next_id:
-        slots = led._slot_of[ids]
-        if slots.min() >= 0:
-            return slots
-    return led.slots_of(ids, "ids")
 
 
 def _c_at(c_new, n_new):
@@ -110,15 +101,14 @@ class Sensitivity:
     def __init__(self, model, C_new=None):
         self._loss = check_model(model)
         self._model = model
-        self._version = getattr(model, "_version", 0)
-        led = model._ledger
+        self._prob = prob = model.problem_
         self._C1 = fitted_C(model)
-        self._n_old = led.n_samples
+        self._n_old = prob.n_samples
         self._c_new = _resolve_c_new(C_new, self._C1, self._n_old)
         self._c_new_spec = C_new
         self._eps = certified_residual(model)
-        self._kernel = bool(model._kernel)
-        self._first_hid = int(led.next_id)
+        self._kernel = prob.kernel
+        self._first_hid = prob.next_id
         self._next_hid = self._first_hid
         # entries: every sample touched by a change, model samples and hypothetical additions
         self._index = {}          # id -> entry, built lazily from _pending (see _lookup)
@@ -135,13 +125,13 @@ class Sensitivity:
         self._beta_sq = None      # ‖β₁‖², computed when C₂ ≠ C₁ asks for it
         if self._kernel:
             self._kfun, self._kdiag = kernel_functions(model)
-            self._pts = np.empty((0, model.n_features_in_))
+            self._pts = np.empty((0, prob.n_features_in))
             self._G = np.empty((0, 0))
             self._Q = 0.0         # ‖Δg‖² = cᵀ G c
         else:
-            self._beta = model._state.beta.copy()
-            self._coef_shape = (1, -1) if model._classifier else (-1,)
-            self._s = model._s if model.fit_intercept else None
+            self._beta = np.array(prob.coef)
+            self._coef_shape = (1, -1) if prob.classifier else (-1,)
+            self._s = prob.intercept_scaling if prob.fit_intercept else None
             # where an entry's feature row lives: a ledger slot (>= 0), or -1 for a row kept in
             # one of the blocks (first entry, rows) — nothing is copied for model samples
             self._src = np.empty(0, dtype=np.intp)
@@ -150,7 +140,7 @@ class Sensitivity:
 
     # ------------------------------------------------------------------ state
     def _check_model(self):
-        if getattr(self._model, "_version", 0) != self._version:
+        if not self._prob.is_current():
             raise ValueError(
                 "the model was fitted or updated after this sensitivity object was made; "
                 "make a new one with deltafit.sensitivity(model)"
@@ -252,13 +242,13 @@ class Sensitivity:
     def _rows_of(self, idx):
         """Feature rows Φ of entries ``idx`` (linear models)."""
         src = self._src[idx]
-        led = self._model._ledger
+        X = self._prob.rows
         stored = src >= 0
         if stored.all():
-            return led.X[src]
+            return X[src]
         out = np.empty((idx.size, self._beta.shape[0]))
         if stored.any():
-            out[stored] = led.X[src[stored]]
+            out[stored] = X[src[stored]]
         for start, blk in self._blocks:
             sel = ~stored & (idx >= start) & (idx < start + blk.shape[0])
             if sel.any():
@@ -345,7 +335,7 @@ class Sensitivity:
     # ------------------------------------------------------------- the change
     def _model_entries(self, ids, rows_X=None, rows_y=None, action="remove"):
         """Entries of model samples (created on first touch), validated by the ledger."""
-        model, led = self._model, self._model._ledger
+        prob = self._prob
         ids = np.asarray(ids, dtype=np.int64)
         index = self._lookup()
         id_list = ids.tolist()
@@ -353,37 +343,37 @@ class Sensitivity:
             fresh = np.fromiter((i not in index for i in id_list), dtype=bool, count=ids.size)
         else:
             fresh = np.ones(ids.size, dtype=bool)
-        if not led.keep_rows:
+        if not prob.keeps_rows:
             # keep_data=False: the rows are needed, checked against the stored digests
             if rows_X is None:
                 raise ValueError(
                     "this model keeps no training rows (keep_data=False): pass the samples' "
                     f"rows as X to {action} them"
                 )
-            _, rows = model._plan_remove(ids, rows_X, rows_y)  # the model's own row checks
+            _, rows = prob.locate(ids, rows_X, rows_y)  # the model's own row checks
         all_fresh = bool(fresh.all())
-        slots = _slots_of(led, ids if all_fresh else ids[fresh]) if fresh.any() \
+        slots = prob.handles_unchecked(ids if all_fresh else ids[fresh]) if fresh.any() \
             else np.zeros(0, np.intp)
         out = None if all_fresh else \
             np.fromiter((index.get(i, -1) for i in id_list), dtype=np.intp, count=ids.size)
         if slots.size:
             if self._kernel:
-                z, _ = training_scores(model, slots)
-                pts = led.X[slots]
-            elif led.keep_rows:
-                z = led.X[slots] @ self._beta
-                new = self._new_entries(ids if all_fresh else ids[fresh], led.y[slots], z, None,
+                z, _ = prob.scores(slots)
+                pts = prob.rows[slots]
+            elif prob.keeps_rows:
+                z = prob.rows[slots] @ self._beta
+                new = self._new_entries(ids if all_fresh else ids[fresh], prob.targets[slots], z, None,
                                         src=slots)
                 if all_fresh:
                     return new
                 out[fresh] = new
                 return out
             else:
-                pts = model._features(rows if all_fresh else rows[fresh])
+                pts = prob.features(rows if all_fresh else rows[fresh])
                 if np.may_share_memory(pts, rows):
                     pts = pts.copy()  # kept for later changes: not the caller's buffer
                 z = pts @ self._beta
-            new = self._new_entries(ids if all_fresh else ids[fresh], led.y[slots], z, pts)
+            new = self._new_entries(ids if all_fresh else ids[fresh], prob.targets[slots], z, pts)
             if all_fresh:
                 return new
             out[fresh] = new
@@ -416,12 +406,12 @@ class Sensitivity:
 
     def _remove_fresh_rows(self, ids):
         """Linear model, rows kept, none of ``ids`` touched before: removal in a few steps."""
-        led = self._model._ledger
-        slots = _slots_of(led, ids)
+        prob = self._prob
+        slots = prob.handles_unchecked(ids)
         if self.n_new - ids.size < 1:
             raise ValueError("the change would remove every sample; a model needs at least one")
-        rows = led.X[slots]
-        y0 = led.y[slots]
+        rows = prob.rows[slots]
+        y0 = np.array(prob.targets[slots])
         z = rows @ self._beta
         self._append(ids, y0, np.full(ids.size, np.nan), z, rows, -self._loss.d1(y0, z),
                      removed=ids.size, src=slots)
@@ -452,7 +442,7 @@ class Sensitivity:
         model = self._model
         name = type(model).__name__
         Xa = check_rows(X, model.n_features_in_, "X", name, finite=self._kernel)
-        ta = model._encode_y(y, what="y")
+        ta = self._prob.encode_targets(y, what="y")
         if ta.shape[0] != Xa.shape[0]:
             raise ValueError(f"X has {Xa.shape[0]} rows but y has {ta.shape[0]} labels")
         ids = np.arange(self._next_hid, self._next_hid + Xa.shape[0], dtype=np.int64)
@@ -462,7 +452,7 @@ class Sensitivity:
                 z = Xa @ self._beta[:-1] + self._s * self._beta[-1]
                 rows = Xa.copy()  # kept for later changes: not the caller's buffer
             else:
-                rows = model._features(Xa)
+                rows = self._prob.features(Xa)
                 if np.may_share_memory(rows, Xa):
                     rows = rows.copy()
                 z = rows @ self._beta
@@ -473,7 +463,7 @@ class Sensitivity:
                          (self._m, self._next_hid), added=ids.size)
             self._next_hid += Xa.shape[0]
             return ids
-        z, pts = model._decision_checked(Xa), Xa
+        z, pts = self._prob.decision(Xa), Xa
         m0 = self._m
         idx = self._new_entries(ids, np.full(len(ids), np.nan), z, pts)
         # new entries start absent from D₂ (coefficient 0), then are added
@@ -509,17 +499,16 @@ class Sensitivity:
         self
         """
         self._check_model()
-        model = self._model
         if ids is None:
             if X is None or y is None:
                 raise ValueError("remove needs ids, or X and y for a keep_data=False model")
             # found by value, as the model would (its checks, its messages)
-            ids = model._ledger.ids[model._plan_remove(None, X, y)[0]]
-        elif X is not None and model._ledger.keep_rows:
+            ids = self._prob.ids_of(self._prob.find(X, y))
+        elif X is not None and self._prob.keeps_rows:
             raise ValueError("this model keeps its training rows: remove samples by id")
         ids, hyp = self._split_ids(ids, "ids")
         any_hyp = hyp.any()
-        if not self._kernel and not any_hyp and model._ledger.keep_rows and \
+        if not self._kernel and not any_hyp and self._prob.keeps_rows and \
                 (self._m == 0 or not any(i in self._lookup() for i in ids.tolist())):
             self._remove_fresh_rows(ids)
             return self
@@ -564,10 +553,10 @@ class Sensitivity:
         """
         self._check_model()
         ids, hyp = self._split_ids(ids, "ids")
-        t = self._model._encode_y(np.atleast_1d(np.asarray(y)), what="y")
+        t = self._prob.encode_targets(np.atleast_1d(np.asarray(y)), what="y")
         if t.shape[0] != ids.shape[0]:
             raise ValueError(f"{ids.shape[0]} ids but {t.shape[0]} labels to relabel")
-        if X is not None and self._model._ledger.keep_rows:
+        if X is not None and self._prob.keeps_rows:
             X = None  # the rows are stored; nothing to check
         idx = np.full(ids.size, -1, dtype=np.intp)
         if np.any(hyp):
@@ -656,15 +645,14 @@ class Sensitivity:
         """The ball as a :class:`~deltafit.sensitivity.Sphere` (primal vector or kernel
         expansion over the training and changed points, Sivan et al. eq. 3)."""
         C2, _, cr, _, R = self._parts()
-        model = self._model
         if not self._kernel:
             center = self._beta - self._r
-            return PrimalSphere(center, R, features=_Features(model))
-        led = model._ledger
-        A = led.active_slots()
+            return PrimalSphere(center, R, features=_Features(self._prob))
+        prob = self._prob
+        A = prob.live
         m = self._m
-        coef = np.concatenate([(1.0 - cr) * model._state.alpha[A], -0.5 * C2 * self._c[:m]])
-        pts = np.vstack([led.X[A], self._pts[:m]])
+        coef = np.concatenate([(1.0 - cr) * prob.alpha[A], -0.5 * C2 * self._c[:m]])
+        pts = np.vstack([prob.rows[A], self._pts[:m]])
         return KernelSphere(coef, pts, R, self._kfun, self._kdiag)
 
     def _scores(self, X):
@@ -673,12 +661,12 @@ class Sensitivity:
         X = check_rows(X, model.n_features_in_, "X", type(model).__name__)
         m = self._m
         if self._kernel:
-            s = (1.0 - cr) * model._decision_checked(X)
+            s = (1.0 - cr) * self._prob.decision(X)
             if m:
                 s -= 0.5 * C2 * (self._kfun(X, self._pts[:m]) @ self._c[:m])
             e = np.sqrt(np.maximum(self._kdiag(X), 0.0))
         else:
-            Phi = model._features(X)
+            Phi = self._prob.features(X)
             s = Phi @ (self._beta - self._r)
             e = np.linalg.norm(Phi, axis=1)
         return s, e, R
@@ -715,12 +703,12 @@ class Sensitivity:
             ``lo > 0`` (label ``classes_[1]``) or ``hi ≤ 0`` (``classes_[0]``, as ``predict``
             maps a zero score).
         """
-        if not self._model._classifier:
+        if not self._prob.classifier:
             raise ValueError("predict_certain needs a classifier; use decision_bounds")
         s, e, R = self._scores(X)
         lo, hi = s - e * R, s + e * R
         certain = (lo > 0) | (hi <= 0)
-        return self._model._decode_y(s), certain
+        return self._prob.decode_targets(s), certain
 
     # ------------------------------------------------------- linear models only
     def _primal(self, what):
@@ -748,7 +736,7 @@ class Sensitivity:
         """Bounds of the new model's ``intercept_`` (``intercept_scaling`` times the last
         coordinate; exactly 0 without an intercept)."""
         self._primal("intercept_bounds")
-        shape = (1,) if self._model._classifier else ()
+        shape = (1,) if self._prob.classifier else ()
         if self._s is None:
             self._check_model()
             z = np.zeros(shape) if shape else 0.0
@@ -796,10 +784,10 @@ class _Features:
     """Φ(X) of a linear model as it is now (feature map, constant feature), with input
     validation: the sphere's feature map."""
 
-    def __init__(self, model):
-        self._map = model.feature_map_
-        self._s = model._s if model.fit_intercept else None
-        self._width = model.n_features_in_
+    def __init__(self, problem):
+        self._map = problem.feature_map
+        self._s = problem.intercept_scaling if problem.fit_intercept else None
+        self._width = problem.n_features_in
 
     def __eq__(self, other):
         return isinstance(other, _Features) and self._map is other._map and \

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._model_access import check_model, fitted_C, kernel_functions
+from ._model_access import check_model, kernel_functions
 from ._sphere import KernelSphere, PrimalSphere, _as_float_rows
 
 __all__ = ["gradient_sphere", "model_gradient_sphere", "CertainSigns"]
@@ -64,7 +64,7 @@ def gradient_sphere(coef, grad, *, points=None, kernel=None, diagonal=None, grad
         raise ValueError("the kernel form needs kernel=callable or a fitted kernel model")
     if not callable(kernel):
         check_model(kernel, "a gradient sphere")
-        if not kernel._kernel:
+        if not kernel.problem_.kernel:
             raise ValueError("kernel must be a callable or a fitted deltafit kernel model")
         kernel, model_diagonal = kernel_functions(kernel)
         diagonal = model_diagonal if diagonal is None else diagonal
@@ -88,27 +88,24 @@ def model_gradient_sphere(model):
     -------
     PrimalSphere or KernelSphere
     """
-    loss = check_model(model, "a gradient sphere")
-    led, st = model._ledger, model._state
-    C = fitted_C(model)
-    A = led.active_slots()
-    t = led.y[A]
-    if model._kernel:
-        alpha = st.alpha[A]
-        K = st.gram.K[np.ix_(A, A)]
-        g = alpha + C * loss.d1(t, K @ alpha)
-        kfun, kdiag = kernel_functions(model)
-        return KernelSphere(alpha - 0.5 * g, led.X[A], 0.5 * np.sqrt(max(g @ K @ g, 0.0)),
+    check_model(model, "a gradient sphere")
+    prob = model.problem_
+    A = prob.live
+    if prob.kernel:
+        alpha = np.array(prob.alpha[A])
+        K = prob.gram(A)
+        g = prob.gradient()
+        kfun, kdiag = prob.kernel_functions()
+        return KernelSphere(alpha - 0.5 * g, prob.rows[A], 0.5 * np.sqrt(max(g @ K @ g, 0.0)),
                             kfun, kdiag)
-    if not led.keep_rows:
+    if not prob.keeps_rows:
         raise ValueError("this model keeps no training rows (keep_data=False); the gradient "
                          "ball needs them")
     from ._data_change import _Features
 
-    Phi = led.X[A]
-    beta = st.beta
-    g = beta + C * (Phi.T @ loss.d1(t, Phi @ beta))
-    return PrimalSphere(beta - 0.5 * g, 0.5 * np.linalg.norm(g), features=_Features(model))
+    beta = np.array(prob.coef)
+    g = prob.gradient()
+    return PrimalSphere(beta - 0.5 * g, 0.5 * np.linalg.norm(g), features=_Features(prob))
 
 
 class CertainSigns:

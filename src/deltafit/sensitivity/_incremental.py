@@ -17,8 +17,7 @@ import numpy as np
 
 from .._validation import check_ids, check_rows
 from ..kernels import kernel_diagonal, kernel_rows
-from ._model_access import (ScoreFunction, certified_residual, check_model, fitted_C,
-                            training_scores)
+from ._model_access import ScoreFunction, certified_residual, check_model, fitted_C
 
 __all__ = ["IncrementalSphere"]
 
@@ -63,11 +62,11 @@ class IncrementalSphere:
                 capacity < 1:
             raise ValueError(f"capacity must be a positive integer, got {capacity!r}")
         self._model = model
-        self._version = getattr(model, "_version", 0)
+        self._prob = prob = model.problem_
         self.C = fitted_C(model)
         self._eps = certified_residual(model)
-        self._kernel = bool(model._kernel)
-        self._score = ScoreFunction(model)  # ⟨Φ(x), β₁⟩
+        self._kernel = prob.kernel
+        self._score = ScoreFunction(prob)  # ⟨Φ(x), β₁⟩
         if self._kernel:
             self._kw = self._score.kw
             width = model.n_features_in_
@@ -91,8 +90,13 @@ class IncrementalSphere:
         self._T = None                     # tracked points: (pts, z, r-score, ‖Φ‖)
 
     # -------------------------------------------------------------- helpers
+    @property
+    def problem(self):
+        """The :class:`~deltafit.models.FittedProblem` of the model the sphere is about."""
+        return self._prob
+
     def _check_model(self):
-        if getattr(self._model, "_version", 0) != self._version:
+        if not self._prob.is_current():
             raise ValueError(
                 "the model was fitted or updated after this sphere was made; make a new one"
             )
@@ -105,7 +109,7 @@ class IncrementalSphere:
     def _points(self, X):
         model = self._model
         X = check_rows(X, model.n_features_in_, "X", type(model).__name__)
-        return X if self._kernel else model._features(X)
+        return X if self._kernel else self._prob.features(X)
 
     def _scores(self, P):
         """⟨Φ(x), β₁⟩ of mapped points."""
@@ -196,7 +200,7 @@ class IncrementalSphere:
         """
         self._check_model()
         P = self._points(X)
-        t = self._model._encode_y(y, what="y")
+        t = self._prob.encode_targets(y, what="y")
         if t.shape[0] != P.shape[0]:
             raise ValueError(f"X has {P.shape[0]} rows but y has {t.shape[0]} labels")
         return self._add_scored(P, t, self._scores(P))
@@ -220,17 +224,17 @@ class IncrementalSphere:
         twice = [i for i in ids.tolist() if i in self._in_R]
         if twice:
             raise ValueError(f"samples already removed: {twice[:10]}")
-        model, led = self._model, self._model._ledger
-        if not self._kernel and not led.keep_rows:
+        prob = self._prob
+        if not self._kernel and not prob.keeps_rows:
             raise ValueError(
                 "this model keeps no training rows (keep_data=False); an incremental sphere "
                 "needs them to remove samples"
             )
-        slots = led.slots_of(ids, "ids")
-        if led.n_samples - self.n_removed + self.n_added - ids.size < 1:
+        slots = prob.handles(ids, "ids")
+        if prob.n_samples - self.n_removed + self.n_added - ids.size < 1:
             raise ValueError("the change would remove every sample; a model needs at least one")
-        z, _ = training_scores(model, slots)
-        keys = self._insert(led.X[slots], -self._loss.d1(led.y[slots], z), ids)
+        z, _ = prob.scores(slots)
+        keys = self._insert(prob.rows[slots], -self._loss.d1(prob.targets[slots], z), ids)
         self.n_removed += ids.size
         return keys
 

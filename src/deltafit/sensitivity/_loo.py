@@ -6,16 +6,15 @@ from __future__ import annotations
 import numpy as np
 
 from ._data_change import _c_at, _resolve_c_new
-from ._model_access import check_model, fitted_C, solution_sq_norm, training_scores
+from ._model_access import check_model
 
 __all__ = ["loo_bounds", "zhang_loo_bounds"]
 
 
-def _slots(model, ids):
-    led = model._ledger
+def _slots(prob, ids):
     if ids is None:
-        return led.active_slots()
-    return led.slots_of(ids, "ids")
+        return prob.live
+    return prob.handles(ids, "ids")
 
 
 def loo_bounds(model, ids=None, *, C_new=None):
@@ -43,21 +42,22 @@ def loo_bounds(model, ids=None, *, C_new=None):
     lo, hi : ndarray of shape (n_ids,)
     """
     loss = check_model(model, "leave-one-out bounds")
-    slots = _slots(model, ids)
-    n = model._ledger.n_samples
+    prob = model.problem_
+    slots = _slots(prob, ids)
+    n = prob.n_samples
     if n < 2:
         raise ValueError("leave-one-out needs at least two training samples")
-    C1 = fitted_C(model)
+    C1 = prob.C
     C2 = _c_at(_resolve_c_new(C_new, C1, n), n - 1)
     rho = C2 / C1
     cr = 0.5 * (1.0 - rho)
-    z, ktt = training_scores(model, slots)
-    gamma = -loss.d1(model._ledger.y[slots], z)
+    z, ktt = prob.scores(slots)
+    gamma = -loss.d1(prob.targets[slots], z)
     center = (1.0 - cr) * z - 0.5 * C2 * gamma * ktt
     r2 = 0.25 * C2 * C2 * gamma * gamma * ktt
     if cr != 0.0:
-        r2 = r2 + cr * cr * solution_sq_norm(model) + cr * C2 * gamma * z
-    R = np.sqrt(np.maximum(r2, 0.0)) + rho * float(model.grad_norm_)
+        r2 = r2 + cr * cr * prob.solution_sq_norm() + cr * C2 * gamma * z
+    R = np.sqrt(np.maximum(r2, 0.0)) + rho * prob.certified_residual
     e = np.sqrt(np.maximum(ktt, 0.0))
     return center - e * R, center + e * R
 
@@ -84,10 +84,11 @@ def zhang_loo_bounds(model, ids=None):
     lo, hi : ndarray of shape (n_ids,)
     """
     loss = check_model(model, "leave-one-out bounds")
-    slots = _slots(model, ids)
-    z, ktt = training_scores(model, slots)
+    prob = model.problem_
+    slots = _slots(prob, ids)
+    z, ktt = prob.scores(slots)
     # α_t at the optimum is −C ℓ'(y_t, z_t); the stored α of a kernel model is not unique when
     # K is singular (duplicated rows), so it is not used
-    alpha = -fitted_C(model) * loss.d1(model._ledger.y[slots], z)
-    w = np.abs(alpha) * ktt + float(model.grad_norm_) * np.sqrt(np.maximum(ktt, 0.0))
+    alpha = -prob.C * loss.d1(prob.targets[slots], z)
+    w = np.abs(alpha) * ktt + prob.certified_residual * np.sqrt(np.maximum(ktt, 0.0))
     return z - w, z + w

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import check_real
-from ..models._base import UpdatableMixin
+from ..models import UpdatableMixin
 from ..sensitivity._incremental import IncrementalSphere
 from ._window import WindowLearner
 
@@ -101,8 +101,9 @@ class KDR(WindowLearner):
             return
         sphere = self.sphere_
         z = self._decision_of(row)                           # β₁'s score (cached by predict_one)
-        t = self.model_._encode_y(np.array([y]), what="y")
-        P = row if sphere._kernel else self.model_._features(row)
+        prob = sphere.problem
+        t = prob.encode_targets(np.array([y]), what="y")
+        P = row if prob.kernel else prob.features(row)
         key = sphere._add_scored(P, t, np.array([z]))[0]    # the new sample joins A
         if self._count == self._window_:                     # the oldest sample leaves W
             old = self._start

@@ -18,8 +18,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import column_or_1d
 
 from .._validation import check_int, check_rows
-from ..models._base import UpdatableMixin
-from ..sensitivity._model_access import ScoreFunction
+from ..models import UpdatableMixin
 
 __all__ = ["WindowLearner", "SlidingWindow", "as_row"]
 
@@ -72,15 +71,16 @@ def as_row(learner, x):
 
 class _Decision:
     """A fast ``X -> decision values`` for a fitted model: its
-    :class:`~deltafit.sensitivity._model_access.ScoreFunction` for a deltafit estimator with its
+    :class:`~deltafit.models.ScoreFunction` for a deltafit estimator with its
     rows (the per-sample loops call it once a sample); other estimators go through
     ``predict``."""
 
     def __init__(self, model):
         self.model = model
-        self.fast = isinstance(model, UpdatableMixin) and model._ledger.keep_rows
+        self.problem = model.problem_ if isinstance(model, UpdatableMixin) else None
+        self.fast = self.problem is not None and self.problem.keeps_rows
         if self.fast:
-            self.score = ScoreFunction(model)
+            self.score = self.problem.score_function()
 
     def __call__(self, X):
         return self.score(X)
@@ -91,7 +91,7 @@ class _Decision:
         z = self(X)
         if not np.all(np.isfinite(z)):
             raise ValueError("X contains NaN or infinity")
-        return self.model._decode_y(z) if self.model._classifier else z
+        return self.problem.decode_targets(z)
 
 
 class WindowLearner(BaseEstimator):

@@ -1,0 +1,494 @@
+"""The fitted problem of an updatable estimator, as one public read-only view.
+
+Every deltafit estimator solves
+
+    min_β  J(β) = C Σ_i ℓ(t_i, ⟨Φ(x_i), β⟩) + ½ ‖β‖²
+
+over its live training samples, with ``t_i`` the encoded targets (±1 for classifiers), ``Φ``
+the explicit features (linear models: ``feature_map`` plus a regularised constant column of
+value ``intercept_scaling``) or the feature space of a kernel (kernel models:
+``β = Σ α_i Φ(x_i)``, the constant ``intercept_scaling²`` added to the kernel).  The layers
+above the models (sensitivity bounds, fast cross-validation, stream and active learners,
+persistence of derived objects, the command line and the benchmarks) read a fitted model only
+through :class:`FittedProblem` and the estimators' public API.
+
+Handles
+-------
+Per-sample arrays of the view (:attr:`FittedProblem.targets`, :attr:`~FittedProblem.rows`,
+:attr:`~FittedProblem.alpha`, :attr:`~FittedProblem.dual`, :meth:`~FittedProblem.gram`) are
+indexed by *handles*: the storage positions of the samples, which stay valid until the model's
+next update (``problem.version`` changes).  :attr:`FittedProblem.live` lists the handles of the
+live samples in the order of ``sample_ids_``; :meth:`FittedProblem.handles` maps sample ids to
+handles.  Using storage positions keeps every query O(what it touches): bounding one sample of a
+kernel model reads one row of the stored kernel matrix, not a copy of all of it.
+
+Every array the view returns is read-only (``writeable=False``): the view cannot change the
+model.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+from scipy import linalg
+from sklearn.exceptions import NotFittedError
+
+from ..kernels import kernel_diagonal, kernel_matrix, kernel_rows
+from ..losses import get_loss
+
+__all__ = ["FittedProblem", "ScoreFunction"]
+
+
+def _frozen(a):
+    """A read-only view of ``a`` (no copy)."""
+    if a is None:
+        return None
+    v = a.view()
+    v.flags.writeable = False
+    return v
+
+
+class FittedProblem:
+    """Read-only view of the problem a fitted deltafit estimator solves, and of its solution.
+
+    Get it as ``model.problem_`` or ``FittedProblem.of(model)``.  A view is cheap to make (it
+    copies nothing) and describes the model as it is when the view is made; after an update
+    of the model, make a new one (:attr:`version` tells them apart).
+
+    Parameters
+    ----------
+    model : LinearClassifier, LinearRegressor, KernelClassifier or KernelRegressor
+        A fitted estimator.
+
+    Attributes
+    ----------
+    kernel : bool
+        Kernel model (solution ``alpha`` over training samples) or linear model (``coef``).
+    classifier : bool
+        Targets are ±1 (``classes_[1]`` is +1) or real values.
+    loss : deltafit.losses.Loss
+        The loss the stored solution minimises (the fitted one: ``set_params`` may have changed
+        the ``loss`` parameter since).
+    C : float
+        The fitted data-term weight.
+    fit_intercept : bool
+        Whether Φ carries the regularised constant feature.
+    intercept_scaling : float
+        Value of the regularised constant feature (0.0 without intercept).
+    n_features_in : int
+        Width of the raw rows the model takes.
+    feature_map : transformer or None
+        The fitted explicit feature map of a linear model (``feature_map_``).
+    keeps_rows : bool
+        Whether the training rows (:attr:`rows`) are stored; ``keep_data=False`` linear models
+        keep only sufficient statistics.
+    n_samples : int
+    version : int
+        Counts the fits and updates of the model.
+    tol, max_iter : float, int
+        The fitted solver settings.
+
+    Notes
+    -----
+    The problem is the canonical one of Lee et al., "Incremental and decremental LS-SVM", and
+    of the sensitivity bounds of Okumura et al., "Quick sensitivity analysis for incremental
+    data modification and its application to leave-one-out CV in linear classification
+    problems", and Sivan et al., "Sensitivity analysis for kernel models": squared, logistic,
+    squared-hinge and hinge losses with an L2 penalty and a penalised intercept.
+    """
+
+    def __init__(self, model):
+        self._model = model
+        self._led = model._ledger
+        self._st = model._state
+        st = self._st
+        opts = getattr(st, "opts", None)
+        if opts is not None:
+            self.loss = opts.loss
+            self.C = float(opts.C)
+            self.tol, self.max_iter = float(opts.tol), int(opts.max_iter)
+        else:  # the closed-form states keep ρ = 1/(2C) of the fit
+            self.loss = get_loss("squared")
+            self.C = 1.0 / (2.0 * st.rho)
+            self.tol, self.max_iter = float(model.tol), int(model.max_iter)
+        self.kernel = bool(model._kernel)
+        self.classifier = bool(model._classifier)
+        self.fit_intercept = bool(model.fit_intercept)
+        self.intercept_scaling = float(model._s)
+        self.n_features_in = int(model.n_features_in_)
+        self.feature_map = getattr(model, "feature_map_", None)
+        self.keeps_rows = bool(self._led.keep_rows)
+        self.n_samples = int(self._led.n_samples)
+        self.version = int(getattr(model, "_version", 0))
+
+    @classmethod
+    def of(cls, model, what="this operation"):
+        """The view of ``model``, with errors that name ``what`` needs it.
+
+        Raises
+        ------
+        ValueError
+            If ``model`` is not a deltafit estimator.
+        sklearn.exceptions.NotFittedError
+            If it is not fitted.
+        """
+        from ._base import UpdatableMixin
+
+        if not isinstance(model, UpdatableMixin):
+            raise ValueError(
+                f"{what} need a fitted deltafit estimator (LinearClassifier, LinearRegressor, "
+                f"KernelClassifier, KernelRegressor), got {type(model).__name__}"
+            )
+        if not model._is_fitted():
+            raise NotFittedError(
+                f"this {type(model).__name__} is not fitted yet; call fit before asking for "
+                f"{what}"
+            )
+        return cls(model)
+
+    def __repr__(self):
+        kind = "kernel" if self.kernel else "linear"
+        return (f"FittedProblem({type(self._model).__name__}, {kind}, loss={self.loss.name!r}, "
+                f"C={self.C:g}, n_samples={self.n_samples}, version={self.version})")
+
+    # ------------------------------------------------------------- samples
+    @property
+    def live(self):
+        """Handles of the live samples, in the order of ``sample_ids_``."""
+        return _frozen(self._led.active_slots())
+
+    @property
+    def sample_ids(self):
+        """Ids of the live samples, increasing (``model.sample_ids_``)."""
+        return self._led.sample_ids()
+
+    @property
+    def next_id(self):
+        """The id the model's next added sample will get."""
+        return int(self._led.next_id)
+
+    @property
+    def capacity(self):
+        """Number of storage positions: every handle is below it."""
+        return int(self._led.capacity)
+
+    def handles(self, ids, what="ids"):
+        """Handles of sample ``ids``.
+
+        Raises
+        ------
+        ValueError
+            For unknown, repeated or non-integer ids (the message names ``what``).
+        """
+        return self._led.slots_of(ids, what)
+
+    def handles_unchecked(self, ids):
+        """Handles of ids already checked to be integer and distinct; unknown ids still raise
+        ValueError (fast path of the per-sample loops)."""
+        led = self._led
+        if ids.size and ids.min() >= 0 and ids.max() < led.next_id:
+            slots = led._slot_of[ids]
+            if slots.min() >= 0:
+                return slots
+        return led.slots_of(ids, "ids")
+
+    def ids_of(self, handles):
+        """Sample ids at ``handles``."""
+        return self._led.ids[np.asarray(handles, dtype=np.intp)].copy()
+
+    def is_current(self):
+        """Whether the model is still as it was when this view was made (no fit or update
+        since)."""
+        return int(getattr(self._model, "_version", 0)) == self.version
+
+    def locate(self, ids=None, X=None, y=None):
+        """Handles of samples named by ``ids`` or, for ``keep_data=False`` models, by value,
+        with the model's own checks, and their validated rows (None when not given).
+
+        A model that keeps no rows needs the rows ``X`` of the samples it is asked about (they
+        are checked against the stored digests); a model that keeps them takes ids only.
+
+        Returns
+        -------
+        handles : ndarray of int
+        rows : ndarray of shape (k, n_features_in) or None
+
+        Raises
+        ------
+        ValueError
+            As the model's ``remove`` would, for unknown ids, rows that are not the samples,
+            or mismatched shapes.
+        """
+        return self._model._plan_remove(ids, X, y)
+
+    def find(self, X, y):
+        """Handles of the live samples equal to the rows of ``(X, y)`` (``keep_data=False``
+        models, matched by their stored digests; ``y`` as given to ``fit``).
+
+        Raises
+        ------
+        ValueError
+            If a row is not a training sample, the shapes do not match, or the model keeps its
+            rows (it is then addressed by id).
+        """
+        return self._model._plan_remove(None, X, y)[0]
+
+    @property
+    def targets(self):
+        """Encoded targets by handle (±1 for classifiers); stale values at free handles."""
+        return _frozen(self._led.y)
+
+    @property
+    def rows(self):
+        """Stored rows by handle: Φ(x) with the constant column (linear models) or the raw x
+        (kernel models); None when the model keeps no rows."""
+        return _frozen(self._led.X) if self.keeps_rows else None
+
+    # ------------------------------------------------------------ solution
+    @property
+    def coef(self):
+        """β over Φ(x) (linear models; the constant feature's weight last)."""
+        if self.kernel:
+            raise AttributeError("a kernel model's solution is alpha, over its samples")
+        return _frozen(self._st.beta)
+
+    @property
+    def alpha(self):
+        """Expansion coefficients by handle, ``β = Σ alpha[h] Φ(x_h)`` (kernel models)."""
+        if not self.kernel:
+            raise AttributeError("a linear model's solution is coef")
+        return _frozen(self._st.alpha)
+
+    @property
+    def dual(self):
+        """Hinge loss: the SVM dual variables α ∈ [0, C] by handle; None for other losses."""
+        return _frozen(getattr(self._st, "dual", None))
+
+    @property
+    def solver_result(self):
+        """The last solve's :class:`~deltafit.solvers.SolverResult` (or ``HingeResult``); None
+        for the closed form."""
+        return getattr(self._st, "result", None)
+
+    @property
+    def certified_residual(self):
+        """A certified bound of ‖β − β*‖ for the stored solution (``model.grad_norm_``)."""
+        return self._model._certified_residual()
+
+    # --------------------------------------------------------- feature map
+    def features(self, X):
+        """Φ(X) of validated float rows, constant column included (linear models)."""
+        if self.kernel:
+            raise AttributeError("a kernel model has no explicit features; use kernel_params")
+        return self._model._features(X)
+
+    @property
+    def kernel_params(self):
+        """Keyword arguments of :func:`deltafit.kernels.kernel_matrix` / ``kernel_rows`` that
+        reproduce the model's kernel, intercept term included (kernel models)."""
+        if not self.kernel:
+            raise AttributeError("a linear model has no kernel; use features")
+        m = self._model
+        return dict(kernel=m.kernel, gamma=m.gamma, degree=m.degree, coef0=m.coef0,
+                    kernel_params=m.kernel_params, intercept_scaling=self.intercept_scaling)
+
+    def kernel_functions(self):
+        """``(k(A, B), diag(A))`` of the kernel model, frozen at its current parameters."""
+        kw = self.kernel_params
+        return functools.partial(kernel_matrix, **kw), functools.partial(kernel_diagonal, **kw)
+
+    def gram(self, rows, cols=None):
+        """Stored kernel values ``k(x_r, x_c)`` (intercept term included) between handles
+        (kernel models; nothing is evaluated)."""
+        if not self.kernel:
+            raise AttributeError("a linear model stores no kernel matrix")
+        return self._st.gram.sub(np.asarray(rows, dtype=np.intp),
+                                 None if cols is None else np.asarray(cols, dtype=np.intp))
+
+    def gram_entries(self, handles):
+        """``k(x_h, x_h)`` of stored samples (kernel models)."""
+        h = np.asarray(handles, dtype=np.intp)
+        return self._st.gram.K[h, h].copy()
+
+    # -------------------------------------------------------------- values
+    def encode_targets(self, y, what="y"):
+        """Encoded targets of labels ``y`` (±1 for classifiers, float for regressors).
+
+        Raises
+        ------
+        ValueError
+            For labels outside ``classes_``, non-numeric or non-finite regression targets.
+        """
+        return self._model._encode_y(y, what=what)
+
+    def decode_targets(self, t):
+        """Labels of encoded targets: ``classes_`` by sign for classifiers, the values for
+        regressors."""
+        if not self.classifier:
+            return np.asarray(t, dtype=np.float64)
+        return self._model._decode_y(t)
+
+    def decision(self, X):
+        """``⟨Φ(x), β⟩`` of validated float rows (no input checks)."""
+        return self._model._decision_checked(X)
+
+    def scores(self, handles):
+        """``z = ⟨Φ(x_h), β⟩`` and ``‖Φ(x_h)‖²`` of stored samples.
+
+        Linear models use the stored feature rows, kernel models the stored kernel matrix
+        (O(n) per sample, no kernel evaluation).
+
+        Raises
+        ------
+        ValueError
+            For a linear model that keeps no rows.
+        """
+        h = np.asarray(handles, dtype=np.intp)
+        if self.kernel:
+            A = np.flatnonzero(self._led.active)
+            K = self._st.gram.K
+            return K[np.ix_(h, A)] @ self._st.alpha[A], K[h, h].copy()
+        if not self.keeps_rows:
+            raise ValueError(
+                "this model keeps no training rows (keep_data=False); these bounds need them"
+            )
+        rows = self._led.X[h]
+        return rows @ self._st.beta, np.einsum("ij,ij->i", rows, rows)
+
+    def solution_sq_norm(self):
+        """``‖β‖²`` of the solution (RKHS norm for kernel models)."""
+        if not self.kernel:
+            b = self._st.beta
+            return float(b @ b)
+        A = np.flatnonzero(self._led.active)
+        a = self._st.alpha[A]
+        return float(a @ (self._st.gram.sub(A) @ a))
+
+    def gradient(self):
+        """The exact gradient of J at the stored solution.
+
+        Linear models: ∇J ∈ R^p.  Kernel models: the coefficients ``g`` over :attr:`live` of
+        ``∇J = Σ g_i Φ(x_i)``.  Its norm is the solver residual the certificates allow for.
+        For the hinge loss this is a subgradient (the ``d1`` of
+        :class:`deltafit.losses.Hinge`).
+        """
+        A = self._led.active_slots()
+        t = self._led.y[A]
+        if self.kernel:
+            a = self._st.alpha[A]
+            z = self._st.gram.sub(A) @ a
+            return a + self.C * self.loss.d1(t, z)
+        if not self.keeps_rows:  # closed form: ∇J = 2C (M β − b), from the exact statistics
+            return (self._exact_M() @ self._st.beta - self._st.b) / self._st.rho
+        Phi = self._led.X[A]
+        return self._st.beta + self.C * (Phi.T @ self.loss.d1(t, Phi @ self._st.beta))
+
+    def _exact_M(self):
+        """``ΦᵀΦ + ρI`` of the closed-form primal state, pending rows included (no fold)."""
+        st = self._st
+        M = np.tril(st.M0) + np.tril(st.M0, -1).T
+        r = st._np
+        if r:
+            P = st._P[:r]
+            M = M + (P.T * st._s[:r]) @ P
+        return M
+
+    def hessian(self):
+        """∇²J at the stored solution, ``I + C Φᵀ diag(ℓ''(t, z)) Φ`` (linear models, p × p).
+
+        For the squared loss this is ``2C (ΦᵀΦ + ρI)`` from the exact statistics the
+        closed-form state keeps (no rows needed); otherwise it is formed from the stored rows.
+        For the hinge loss ℓ'' is 0 (its generalised Hessian off the kink).
+        """
+        if self.kernel:
+            raise AttributeError("hessian is defined for linear models; kernel models offer "
+                                 "gram and solve_hessian")
+        st = self._st
+        if hasattr(st, "M0"):
+            return self._exact_M() / st.rho
+        if not self.keeps_rows:
+            raise ValueError("the Hessian needs the training rows (keep_data=True)")
+        A = self._led.active_slots()
+        Phi = self._led.X[A]
+        w = self.C * self.loss.d2(self._led.y[A], Phi @ st.beta)
+        H = (Phi.T * w) @ Phi
+        H.flat[:: H.shape[0] + 1] += 1.0
+        return H
+
+    def solve_hessian(self, V):
+        """``(∇²J)⁻¹ V`` at the stored solution, by a Cholesky factorisation of the exact
+        Hessian (O(p³), kernel O(n³)).
+
+        Linear models: ``V`` of shape (p,) or (p, k).  Kernel models (squared loss): the
+        coefficients over :attr:`live` of ``(∇²J)⁻¹ Σ_i V_i Φ(x_i)``, which by the push-through
+        identity are ``ρ (K + ρI)⁻¹ V`` with ρ = 1/(2C).  For the inverse the closed-form
+        states track between factorisations, see :meth:`tracked_inverse`.
+        """
+        V = np.asarray(V, dtype=np.float64)
+        if self.kernel:
+            if self.loss.name != "squared":
+                raise ValueError("solve_hessian of a kernel model needs loss='squared'")
+            rho = 1.0 / (2.0 * self.C)
+            G = self.gram(self.live)
+            G.flat[:: G.shape[0] + 1] += rho
+            return rho * linalg.cho_solve(linalg.cho_factor(G, lower=True), V)
+        return linalg.cho_solve(linalg.cho_factor(self.hessian(), lower=True), V)
+
+    def tracked_inverse(self):
+        """The closed-form state's tracked inverse as a function ``v -> H v``.
+
+        Primal squared loss: ``H ≈ (ΦᵀΦ + ρI)⁻¹`` over the features.  Kernel squared loss:
+        ``H ≈ (K + ρI)⁻¹`` by handle (vectors of length :attr:`capacity`, zero at free handles
+        once folded).  It is the base inverse plus the pending Woodbury corrections (Lee et
+        al., Thm 1 and Cor. 1–4); refinement against the exact statistics keeps its relative
+        drift below 1e-9.  None for the other losses, which keep no inverse.
+        """
+        inv = getattr(self._st, "inv", None)
+        if inv is None:
+            return None
+        ensure = getattr(self._st, "_ensure_inverse", None)
+        if ensure is not None:
+            ensure()  # forms the explicit inverse from the held factor: β is untouched
+        return inv.matvec
+
+    def score_function(self):
+        """A :class:`ScoreFunction`: the current solution's scores, frozen, without checks."""
+        return ScoreFunction(self)
+
+
+class ScoreFunction:
+    """``⟨Φ(x), β⟩`` of a fitted model's solution for validated float rows, without per-call
+    checks: the kernel expansion over the live training rows (``kernel_rows``), or the linear
+    score.  A snapshot: later updates of the model do not change it.  Used by the per-sample
+    loops of the stream and active learners.
+
+    Attributes
+    ----------
+    kernel : bool
+    kw : dict
+        The model's :attr:`FittedProblem.kernel_params` (kernel models).
+    """
+
+    def __init__(self, problem):
+        if not isinstance(problem, FittedProblem):
+            problem = FittedProblem.of(problem, "a score function")
+        self.kernel = problem.kernel
+        if self.kernel:
+            A = problem.live
+            self.points = problem.rows[A]
+            self.alpha = np.array(problem.alpha[A])
+            self.kw = problem.kernel_params
+        else:
+            self.beta = np.array(problem.coef)
+            self.features = problem.features
+
+    def mapped(self, P):
+        """Scores of points already mapped (raw rows for kernels, Φ rows for linear models)."""
+        if self.kernel:
+            return kernel_rows(P, self.points, **self.kw) @ self.alpha
+        return P @ self.beta
+
+    def __call__(self, X):
+        """Scores of raw rows."""
+        return self.mapped(X if self.kernel else self.features(X))
