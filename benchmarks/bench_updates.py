@@ -349,10 +349,7 @@ class Problem:
 
 
 def state_counters(m):
-    st = m._state  # diagnostic only: how often the exact state refactorised / folded
-    return {"n_refactor": int(getattr(st, "n_refactor", -1)),
-            "n_folds": int(getattr(st, "n_folds", -1)),
-            "pending_rank": int(st.inv.rank)}
+    return m.problem_.solver_counters()  # how often the exact state refactorised / folded
 
 
 def row(problem, scenario, t_df, t_sk, dev, bar, detail):

@@ -120,7 +120,7 @@ def test_squared_linear_is_exact_loo(bc):
     z_loo = loo_linear(augment(X, 1.0), t, lambda Fk, tk: ridge_reference(Fk[:, :-1], tk, 1.0,
                                                                            1.0))
     assert_exact(alo_decisions(model), z_loo)
-    assert_exact(alo_primal(augment(X, 1.0), t, "squared", 1.0, model._state.beta), z_loo)
+    assert_exact(alo_primal(augment(X, 1.0), t, "squared", 1.0, model.problem_.coef), z_loo)
 
 
 @pytest.mark.parametrize("kernel", ["rbf", "linear"])
@@ -164,7 +164,7 @@ def test_squared_duplicates_and_tiny_n(bc):
     # tiny n: two and three samples; one sample leaves the empty problem (β = 0, score 0)
     for n in (2, 3):
         lin = df.LinearClassifier(loss="squared", C=1.0).fit(X[:n], [-1, 1, 1][:n])
-        zl = loo_linear(augment(X[:n], 1.0), lin._ledger.y[:n],
+        zl = loo_linear(augment(X[:n], 1.0), lin.problem_.targets[:n],
                         lambda Fk, tk: ridge_reference(Fk[:, :-1], tk, 1.0, 1.0))
         assert_exact(alo_decisions(lin), zl)
     reg = df.KernelRegressor(C=1.0).fit(X[:1], [0.7])
@@ -186,7 +186,7 @@ def test_logistic_linear_vs_sklearn_refits(bc):
     assert rel_to_spread(z_alo, z_loo) <= 0.02
     assert abs(err(z_alo, t) - err(z_loo, t)) <= 0.01
     # ALO is much closer to LOO than the training scores are (it is not a no-op)
-    z = F @ model._state.beta
+    z = F @ model.problem_.coef
     assert np.max(np.abs(z_alo - z_loo)) <= 0.1 * np.max(np.abs(z - z_loo))
 
 
@@ -194,7 +194,7 @@ def test_logistic_kernel_vs_refits(dg):
     # measured: 0.02 % of the spread (the kernel model's steps are small at C = 1)
     X, t = dg
     model = df.KernelClassifier(loss="logistic", C=1.0, gamma=GAMMA).fit(X, t)
-    K = model._state.gram.K[:t.size, :t.size]
+    K = model.problem_.gram(model.problem_.live)
     z_loo = loo_kernel(K, t, newton_kernel_fit("logistic", 1.0, model.dual_coef_))
     z_alo = alo_decisions(model)
     assert rel_to_spread(z_alo, z_loo) <= 0.005
@@ -215,7 +215,7 @@ def test_squared_hinge_kernel_vs_refits(dg):
     # measured: 0.5 % of the spread, identical error rates
     X, t = dg
     model = df.KernelClassifier(loss="squared_hinge", C=1.0, gamma=GAMMA).fit(X, t)
-    K = model._state.gram.K[:t.size, :t.size]
+    K = model.problem_.gram(model.problem_.live)
     z_loo = loo_kernel(K, t, newton_kernel_fit("squared_hinge", 1.0, model.dual_coef_))
     z_alo = alo_decisions(model)
     assert rel_to_spread(z_alo, z_loo) <= 0.03
@@ -228,7 +228,7 @@ def test_smooth_kernel_form_equals_feature_form(dg, loss):
     # (F Fᵀ = K) are the same formula: agreement to rounding
     X, t = dg
     model = df.KernelClassifier(loss=loss, C=3.0, gamma=GAMMA).fit(X, t)
-    K = model._state.gram.K[:t.size, :t.size]
+    K = model.problem_.gram(model.problem_.live)
     F = kernel_features(K)
     beta = F.T @ model.dual_coef_
     a = alo_kernel(K, t, loss, 3.0, model.dual_coef_)

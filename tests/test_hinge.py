@@ -171,7 +171,7 @@ def test_kkt_conditions_and_certificates(C, digits):
     assert np.all(np.abs(margin[free] - 1.0) <= 1e-9 * max(1.0, C))  # on the margin
     assert np.all(margin[alpha == 0] >= 1.0 - 1e-9 * max(1.0, C))
     assert np.all(margin[alpha == C] <= 1.0 + 1e-9 * max(1.0, C))
-    res = m._state.result
+    res = m.problem_.solver_result
     assert isinstance(res, HingeResult) and res.converged
     D, P = hinge_dual_objective(K, t, C, alpha)
     assert abs(res.objective - P) <= 1e-10 * P and abs(res.dual_objective - D) <= 1e-10 * P
@@ -287,7 +287,7 @@ def test_updates_equal_fresh_fits(name, breast_cancer):
         fresh = _fresh(m, Xc, yc)
         _close(m.decision_function(X), fresh.decision_function(X))
         _close(m.dual_coef_, fresh.dual_coef_, 1e-6)  # α is unique here up to rounding
-        assert m._state.result.converged
+        assert m.problem_.solver_result.converged
 
     nxt = 400
     # single additions, removals (support vectors and others) and relabels
@@ -336,7 +336,7 @@ def test_mass_removal_compacts_and_stays_exact(name, breast_cancer):
     m = MODELS[name]().fit(X, y)
     keep = np.arange(0, X.shape[0], 5)
     m.remove(np.setdiff1d(np.arange(X.shape[0]), keep))
-    assert m._ledger.capacity < 200  # compacted
+    assert m.problem_.capacity < 200  # compacted
     fresh = _fresh(m, X[keep], y[keep])
     _close(m.decision_function(X), fresh.decision_function(X))
     _close(m.dual_coef_, fresh.dual_coef_, 1e-6)
@@ -393,7 +393,7 @@ def test_save_load_round_trip(name, breast_cancer, tmp_path):
     np.testing.assert_array_equal(m2.dual_coef_, m.dual_coef_)
     np.testing.assert_array_equal(m2.sample_ids_, m.sample_ids_)
     assert m2.grad_norm_ == m.grad_norm_ and m2.n_iter_ == m.n_iter_
-    assert m2._state.result.kkt_violation == m._state.result.kkt_violation
+    assert m2.problem_.solver_result.kkt_violation == m.problem_.solver_result.kkt_violation
     # the loaded model goes on updating exactly, from its dual variables
     m.add(X[300:340], y[300:340])
     m2.add(X[300:340], y[300:340])

@@ -254,7 +254,7 @@ def test_estimator_is_never_modified(entry, data):
     ENTRY[entry](fitted, X, y)
     np.testing.assert_array_equal(fitted.decision_function(X), dec)
     assert fitted.get_params(deep=False) == before
-    assert fitted._ledger.n_samples == 30
+    assert fitted.n_samples_ == 30
 
 
 def test_alo_function_leaves_estimator_unfitted(data):
@@ -275,7 +275,7 @@ def test_search_best_estimator_keeps_the_params_asked_for(data):
     s = LOOSearchCV(est, {"C": [0.5, 2.0]}).fit(X, t)
     expected = clone(est).set_params(**s.best_params_).get_params()
     assert s.best_estimator_.get_params() == expected
-    assert not s.best_estimator_._ledger.keep_rows
+    assert not s.best_estimator_.problem_.keeps_rows
     fresh = clone(est).set_params(**s.best_params_).fit(X, t)
     np.testing.assert_allclose(s.predict(X), fresh.predict(X), rtol=1e-12, atol=1e-12)
 

@@ -271,6 +271,16 @@ class FittedProblem:
         for the closed form."""
         return getattr(self._st, "result", None)
 
+    def solver_counters(self):
+        """Diagnostics of the closed-form states: ``n_refactor`` (factorisations from the exact
+        statistics), ``n_folds`` (folds of pending Woodbury corrections) and ``pending_rank``
+        (corrections not yet folded); -1 where a state keeps no such count."""
+        st = self._st
+        inv = getattr(st, "inv", None)
+        return {"n_refactor": int(getattr(st, "n_refactor", -1)),
+                "n_folds": int(getattr(st, "n_folds", -1)),
+                "pending_rank": -1 if inv is None else int(inv.rank)}
+
     @property
     def certified_residual(self):
         """A certified bound of ‖β − β*‖ for the stored solution (``model.grad_norm_``)."""
