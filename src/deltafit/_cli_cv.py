@@ -81,9 +81,9 @@ def add_cv_commands(sub):
 
 
 def _data(args):
-    from .cli import _load
+    from .datasets import load_named
 
-    (X, y), title = _load(args.data)
+    X, y, title = load_named(args.data, return_title=True)
     X = np.asarray(X, dtype=float)
     if args.scale == "standard":
         from sklearn.preprocessing import StandardScaler

@@ -84,9 +84,9 @@ def _stream_data(args):
     if args.data == "weather":
         X, y = datasets.load_weather()
         return X, y, "NOAA weather (Elwell & Polikar)", 200
-    from .cli import _load
+    from .datasets import load_named
 
-    (X, y), title = _load(args.data)
+    X, y, title = load_named(args.data, return_title=True)
     return np.asarray(X, dtype=np.float64), np.asarray(y), title, 200
 
 
@@ -152,9 +152,9 @@ def run_active_command(args, out=None):
     import deltafit as df
 
     from .active import compare_strategies
-    from .cli import _load
+    from .datasets import load_named
 
-    (X, y), title = _load(args.data)
+    X, y, title = load_named(args.data, return_title=True)
     X = np.asarray(X, dtype=np.float64)
     gamma = args.gamma if args.gamma is not None else 1.0 / (X.shape[1] * X.var())
     est = df.KernelClassifier(loss="squared_hinge", kernel="rbf", gamma=gamma, C=args.C,

@@ -79,9 +79,9 @@ def _labels(value, y):
 
 
 def _data(args):
-    from .cli import _load
+    from .datasets import load_named
 
-    (X, y), title = _load(args.data)
+    X, y, title = load_named(args.data, return_title=True)
     X = np.asarray(X.toarray() if hasattr(X, "toarray") else X, dtype=np.float64)
     y = np.asarray(y)
     if args.positive_class is not None:
