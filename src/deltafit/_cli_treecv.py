@@ -104,8 +104,8 @@ def _data(args):
 
 
 def _learner(args, n):
-    import deltafit as df
-    from deltafit import stream
+    from . import stream
+    from .models import LinearClassifier, LinearRegressor
 
     name = args.learner
     if name == "pegasos":
@@ -134,8 +134,8 @@ def _learner(args, n):
     if name == "gaussian-nb":
         return naive_bayes.GaussianNB()
     if name == "linear":
-        return df.LinearClassifier(loss=args.loss, C=args.C)
-    return df.LinearRegressor(C=args.C)
+        return LinearClassifier(loss=args.loss, C=args.C)
+    return LinearRegressor(C=args.C)
 
 
 def _cv(args, n):

@@ -28,11 +28,11 @@ def _timed(fn, *args, **kw):
 
 
 def _make_model(args):
-    import deltafit as df
+    from .models import KernelClassifier, LinearClassifier
 
     if args.model == "linear":
-        return df.LinearClassifier(loss=args.loss, C=args.C, keep_data=args.loss != "squared")
-    return df.KernelClassifier(loss=args.loss, C=args.C, kernel="rbf", gamma=args.gamma)
+        return LinearClassifier(loss=args.loss, C=args.C, keep_data=args.loss != "squared")
+    return KernelClassifier(loss=args.loss, C=args.C, kernel="rbf", gamma=args.gamma)
 
 
 def demo(args, out=sys.stdout):
@@ -156,7 +156,7 @@ def build_parser():
         prog="deltafit",
         description="Exact and certified updates of trained models when the training data changes.",
     )
-    from . import __version__
+    from ._version import __version__
 
     p.add_argument("--version", action="version", version=f"deltafit {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
