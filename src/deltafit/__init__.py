@@ -4,9 +4,8 @@ Exact updates (add / remove / relabel samples without retraining) for linear and
 with squared, logistic, squared-hinge and hinge losses; see DESIGN.md for the architecture.
 """
 
-__version__ = "0.1.0"
-
 from . import datasets, sensitivity
+from ._version import __version__
 from .models import KernelClassifier, KernelRegressor, LinearClassifier, LinearRegressor
 from .persistence import load, save
 

@@ -81,9 +81,9 @@ def add_cv_commands(sub):
 
 
 def _data(args):
-    from .cli import _load
+    from .datasets import load_named
 
-    (X, y), title = _load(args.data)
+    X, y, title = load_named(args.data, return_title=True)
     X = np.asarray(X, dtype=float)
     if args.scale == "standard":
         from sklearn.preprocessing import StandardScaler
@@ -97,16 +97,16 @@ def _data(args):
 
 
 def _estimator(args, C, gamma):
-    import deltafit as df
+    from .models import KernelClassifier, KernelRegressor, LinearClassifier, LinearRegressor
 
     kw = dict(C=C, fit_intercept=not args.no_intercept)
     if args.regression:
         if args.model == "linear":
-            return df.LinearRegressor(**kw)
-        return df.KernelRegressor(kernel=args.kernel, gamma=gamma, **kw)
+            return LinearRegressor(**kw)
+        return KernelRegressor(kernel=args.kernel, gamma=gamma, **kw)
     if args.model == "linear":
-        return df.LinearClassifier(loss=args.loss, **kw)
-    return df.KernelClassifier(loss=args.loss, kernel=args.kernel, gamma=gamma, **kw)
+        return LinearClassifier(loss=args.loss, **kw)
+    return KernelClassifier(loss=args.loss, kernel=args.kernel, gamma=gamma, **kw)
 
 
 def _splitter(args):

@@ -84,9 +84,9 @@ def _stream_data(args):
     if args.data == "weather":
         X, y = datasets.load_weather()
         return X, y, "NOAA weather (Elwell & Polikar)", 200
-    from .cli import _load
+    from .datasets import load_named
 
-    (X, y), title = _load(args.data)
+    X, y, title = load_named(args.data, return_title=True)
     return np.asarray(X, dtype=np.float64), np.asarray(y), title, 200
 
 
@@ -149,16 +149,15 @@ def run_stream_command(args, out=None):
 
 def run_active_command(args, out=None):
     out = sys.stdout if out is None else out
-    import deltafit as df
-
     from .active import compare_strategies
-    from .cli import _load
+    from .datasets import load_named
+    from .models import KernelClassifier
 
-    (X, y), title = _load(args.data)
+    X, y, title = load_named(args.data, return_title=True)
     X = np.asarray(X, dtype=np.float64)
     gamma = args.gamma if args.gamma is not None else 1.0 / (X.shape[1] * X.var())
-    est = df.KernelClassifier(loss="squared_hinge", kernel="rbf", gamma=gamma, C=args.C,
-                              fit_intercept=args.intercept)
+    est = KernelClassifier(loss="squared_hinge", kernel="rbf", gamma=gamma, C=args.C,
+                           fit_intercept=args.intercept)
     log = None if args.json else (lambda line: print("  " + line, file=out, flush=True))
     curves = compare_strategies(est, X, y, m=args.m, p=args.p, seeds=args.seeds,
                                 n_test=args.n_test, n_pool=args.n_pool, initial=args.initial,

@@ -79,9 +79,9 @@ def _labels(value, y):
 
 
 def _data(args):
-    from .cli import _load
+    from .datasets import load_named
 
-    (X, y), title = _load(args.data)
+    X, y, title = load_named(args.data, return_title=True)
     X = np.asarray(X.toarray() if hasattr(X, "toarray") else X, dtype=np.float64)
     y = np.asarray(y)
     if args.positive_class is not None:
@@ -104,8 +104,8 @@ def _data(args):
 
 
 def _learner(args, n):
-    import deltafit as df
-    from deltafit import stream
+    from . import stream
+    from .models import LinearClassifier, LinearRegressor
 
     name = args.learner
     if name == "pegasos":
@@ -134,8 +134,8 @@ def _learner(args, n):
     if name == "gaussian-nb":
         return naive_bayes.GaussianNB()
     if name == "linear":
-        return df.LinearClassifier(loss=args.loss, C=args.C)
-    return df.LinearRegressor(C=args.C)
+        return LinearClassifier(loss=args.loss, C=args.C)
+    return LinearRegressor(C=args.C)
 
 
 def _cv(args, n):

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._pyplot import pyplot as _pyplot
+
 __all__ = ["tradeoff_curves", "active_learning_curves"]
 
 
-def _pyplot():
-    from .plotting import _pyplot as get
-
-    return get()
 
 
 def _finish(plt, fig, ax, xlabel, ylabel, title, path):

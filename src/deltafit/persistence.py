@@ -195,7 +195,7 @@ def save(model, path):
         arrays["classes"] = c
     if hasattr(model, "feature_names_in_"):
         arrays["feature_names_in"] = np.asarray(model.feature_names_in_, dtype=str)
-    from . import __version__
+    from ._version import __version__
 
     meta["deltafit_version"] = __version__
     arrays["__meta__"] = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)

@@ -4,20 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._plot_experiments import active_learning_curves, tradeoff_curves
+from ._pyplot import pyplot as _pyplot
+
 __all__ = ["tightness_cdf", "treecv_times", "tradeoff_curves", "active_learning_curves"]
-
-
-def _pyplot():
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "deltafit.plotting needs matplotlib; install it with pip install \"deltafit[plot]\""
-        ) from exc
-    return plt
 
 
 def tightness_cdf(ratios, path, *, title=None, xmax=None):
@@ -132,6 +122,3 @@ def treecv_times(results, path, *, title=None):
     fig.savefig(path, format="png")
     plt.close(fig)
     return str(path)
-
-
-from ._plot_experiments import active_learning_curves, tradeoff_curves  # noqa: E402

@@ -268,7 +268,7 @@ class _Run:
         start, stop = int(self.bounds[a]), int(self.bounds[b + 1])
         if not self.shuffle:
             return slice(start, stop)
-        from ..stream._kernels import shuffled_positions
+        from ._treecv_compiled import shuffled_positions
 
         buf = np.empty(stop - start, dtype=np.int64)
         shuffled_positions(start, stop, self.seed, a, b, buf)

@@ -5,7 +5,8 @@ further on some rows, copy it (§4.1 "copy"), save and restore it (§4.1 "save/r
 it on a chunk.  Each class here gives those for one family:
 
 * :class:`CompiledLearner` — deltafit's stream learners (``Pegasos``, ``LSQSGD``): the state is one
-  float vector and whole subtrees run in the compiled loop :func:`deltafit.stream._kernels.tree_run`;
+  float vector (:mod:`deltafit._sgd_kernels`) and whole subtrees run in the compiled loop
+  :func:`deltafit.model_selection._treecv_compiled.tree_run`;
 * :class:`ExactLearner` — deltafit's exact estimators: ``fit`` then ``add``, reverted by
   ``remove`` (seed 001: the result is exactly the fit on the union, so TreeCV equals k refits);
 * :class:`PartialFitLearner` — anything with scikit-learn's ``partial_fit``;
@@ -182,9 +183,11 @@ class CompiledLearner(_Learner):
 
     def __init__(self, template, X, y, strategy, shuffle, seed):
         super().__init__(template, X, y, strategy)
-        from ..stream import _kernels
+        from .. import _sgd_kernels
+        from . import _treecv_compiled
 
-        self.K = _kernels
+        self.K = _sgd_kernels
+        self.tree_run = _treecv_compiled.tree_run
         self.kind, self.params, self.state0 = template._tree_spec(X.shape[1])
         self.shuffle = shuffle
         self.seed = seed
@@ -216,9 +219,9 @@ class CompiledLearner(_Learner):
         """
         state = self.state0.copy() if model is None else model
         counts = np.zeros(3, dtype=np.int64)
-        self.K.tree_run(self.kind, state, self.X, self.y, bounds, s, e,
-                        self.strategy == "revert", self.shuffle, self.seed, self.params, out,
-                        counts)
+        self.tree_run(self.kind, state, self.X, self.y, bounds, s, e,
+                      self.strategy == "revert", self.shuffle, self.seed, self.params, out,
+                      counts)
         return counts
 
     def decision(self, model, start, stop, out):

@@ -18,7 +18,7 @@ class StreamLinearModel(BaseEstimator):
     """Base of :class:`Pegasos` and :class:`LSQSGD`.
 
     The learner's whole state is the float vector ``_state`` of
-    :mod:`deltafit.stream._kernels` (so a copy, a snapshot and a restore are one array copy);
+    :mod:`deltafit._sgd_kernels` (so a copy, a snapshot and a restore are one array copy);
     ``fit`` is one pass over the rows, ``partial_fit`` continues it, ``learn_one`` feeds one
     sample (river's spelling).
     """
@@ -45,7 +45,7 @@ class StreamLinearModel(BaseEstimator):
 
     def _tree_spec(self, n_features):
         """``(kind, params, state0)`` for TreeCV's compiled recursion (validates parameters)."""
-        from . import _kernels
+        from .. import _sgd_kernels as _kernels
 
         params = self._check_params()
         return self._kind, params, _kernels.new_state(self._kind, int(n_features) + 1)
@@ -56,7 +56,7 @@ class StreamLinearModel(BaseEstimator):
                              accept_sparse=False)
 
     def _pass(self, X, t, order=None):
-        from . import _kernels
+        from .. import _sgd_kernels as _kernels
 
         if order is None:
             _kernels.fit_range(self._kind, self._state, X, t, 0, X.shape[0], self._params)
@@ -75,7 +75,7 @@ class StreamLinearModel(BaseEstimator):
         -------
         self
         """
-        from . import _kernels
+        from .. import _sgd_kernels as _kernels
 
         params = self._check_params()
         X, y = validate_data(self, X, y, reset=True, dtype=np.float64, order="C",
@@ -103,7 +103,7 @@ class StreamLinearModel(BaseEstimator):
         -------
         self
         """
-        from . import _kernels
+        from .. import _sgd_kernels as _kernels
 
         first = not hasattr(self, "_state")
         params = self._check_params()
@@ -186,7 +186,7 @@ class StreamLinearModel(BaseEstimator):
 
     # ------------------------------------------------------------- prediction
     def _coef_full(self):
-        from . import _kernels
+        from .. import _sgd_kernels as _kernels
 
         check_is_fitted(self, "_state")
         return _kernels.coef_of(self._kind, self._state, self.n_features_in_ + 1)

@@ -8,9 +8,9 @@ import numpy as np
 from sklearn.base import ClassifierMixin
 from sklearn.utils.multiclass import type_of_target
 
+from .._sgd_kernels import PEGASOS
 from .._validation import check_real
 from ._base import StreamLinearModel
-from ._kernels import PEGASOS
 
 __all__ = ["Pegasos"]
 

@@ -1,0 +1,238 @@
+"""The import structure of deltafit: floors, no upward arrows, no circles.
+
+Every module of ``src/deltafit`` is parsed with :mod:`ast`; every ``import`` and ``from ... import``
+counts, including those inside functions (lazy imports) and relative ones.  Each top-level module
+and each subpackage is one *node* (``deltafit.model_selection._treecv`` belongs to the node
+``model_selection``; the modules inside one subpackage may import each other freely), and the
+package's own ``__init__`` is the node ``deltafit``.
+
+Rules, for an import from node A of node B (A != B):
+
+* B's floor is lower than A's, or
+* B is on A's floor and is a private module (its name starts with ``_``): a helper of that floor,
+  such as ``cli`` -> ``_cli_cv`` or ``plotting`` -> ``_plot_experiments``, or
+* both are on the ground floor (a flat set of leaves, which may use one another);
+
+and no circle runs through several nodes, whatever their floors.  Public packages sharing a floor
+(``model_selection`` and ``stream``) are independent of each other.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parent.parent / "src" / "deltafit"
+PACKAGE = "deltafit"
+
+# Floors, lowest first.  A node may import nodes of lower floors and the private helpers of its
+# own floor (see the module docstring).  A new module or subpackage must be given a floor here.
+FLOORS = {
+    # 0: the ground floor -- validation, optional accelerators and extras, numerics, data
+    "_validation": 0,
+    "_numba": 0,
+    "_progress": 0,
+    "_pyplot": 0,
+    "_sgd_kernels": 0,
+    "_version": 0,
+    "kernels": 0,
+    "losses": 0,
+    "solvers": 0,
+    "datasets": 0,
+    "_drift_data": 0,
+    # 1: the updatable models
+    "models": 1,
+    # 2: saving and loading models (reads the models' classes; the models do not read it)
+    "persistence": 2,
+    # 3: certified bounds on what a data change does to a model
+    "sensitivity": 3,
+    # 4: model selection and learning on streams (independent of each other)
+    "model_selection": 4,
+    "stream": 4,
+    # 5: active learning
+    "active": 5,
+    # 6: figures
+    "plotting": 6,
+    "_plot_experiments": 6,
+    # 7: the command line
+    "cli": 7,
+    "_cli_cv": 7,
+    "_cli_experiments": 7,
+    "_cli_treecv": 7,
+    # 8: the package itself (``deltafit/__init__.py``): re-exports; nothing inside imports it
+    PACKAGE: 8,
+}
+GROUND = 0
+
+# The UpdatableMixin.save <-> persistence circle, being removed on another branch.
+# Empty this set once that lands: the test then guards it too.
+_KNOWN_EXCEPTIONS_TO_REMOVE = {("models", "persistence"), ("persistence", "models")}
+
+
+# ---------------------------------------------------------------------------
+# the import graph
+# ---------------------------------------------------------------------------
+def _module_name(path):
+    parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules():
+    """``{dotted name: path}`` of every module of the package."""
+    return {_module_name(p): p for p in sorted(SRC.rglob("*.py"))}
+
+
+def _node(module):
+    """The node a dotted module name belongs to."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else PACKAGE
+
+
+def _imported_modules(module, path, known):
+    """``[(imported module, line)]`` of every deltafit import in ``path``, lazy ones included."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(a.name, node.lineno) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                if node.level > 1:
+                    base = base[: len(base) - (node.level - 1)]
+                base = ".".join(base + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            for a in node.names:
+                sub = f"{base}.{a.name}"
+                # ``from pkg import submodule`` imports the submodule, else a name of ``base``
+                out.append((sub if sub in known else base, node.lineno))
+    return [(m, line) for m, line in out if m == PACKAGE or m.startswith(PACKAGE + ".")]
+
+
+def _edges():
+    """``{(node A, node B): ["file:line", ...]}`` for every import of B from A (A != B)."""
+    known = _modules()
+    edges = defaultdict(list)
+    for module, path in known.items():
+        a = _node(module)
+        for target, line in _imported_modules(module, path, known):
+            b = _node(target)
+            if a != b:
+                edges[a, b].append(f"{path.relative_to(SRC.parent)}:{line}")
+    return edges
+
+
+def _cycles(edges):
+    """The strongly connected components of more than one node (Tarjan), each sorted."""
+    graph = defaultdict(set)
+    for a, b in edges:
+        graph[a].add(b)
+    index, low, stack, on_stack, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(set(graph) | {b for targets in graph.values() for b in targets}):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def _allowed(a, b):
+    fa, fb = FLOORS[a], FLOORS[b]
+    return fb < fa or (fb == fa and (b.startswith("_") or fa == GROUND))
+
+
+# ---------------------------------------------------------------------------
+# tests
+# ---------------------------------------------------------------------------
+def test_the_graph_sees_lazy_and_relative_imports():
+    edges = _edges()
+    # ``from .. import _sgd_kernels`` inside a method of model_selection/_treecv_learners.py
+    assert ("model_selection", "_sgd_kernels") in edges
+    # ``from ._pyplot import pyplot`` at the top of plotting.py; ``from . import stream`` in a function
+    assert ("plotting", "_pyplot") in edges
+    assert ("_cli_treecv", "stream") in edges
+    assert ("deltafit", "models") in edges
+
+
+def test_every_node_has_a_floor():
+    nodes = {_node(m) for m in _modules()}
+    missing = sorted(nodes - set(FLOORS))
+    assert not missing, f"give these modules / subpackages a floor in FLOORS: {missing}"
+
+
+def test_no_import_of_a_higher_floor():
+    bad = []
+    for (a, b), where in sorted(_edges().items()):
+        if (a, b) in _KNOWN_EXCEPTIONS_TO_REMOVE or a not in FLOORS or b not in FLOORS:
+            continue
+        if not _allowed(a, b):
+            bad.append(f"{a} (floor {FLOORS[a]}) imports {b} (floor {FLOORS[b]}) at "
+                       + ", ".join(where))
+    assert not bad, "imports against the floors:\n" + "\n".join(bad)
+
+
+def test_no_import_circles_between_modules_and_packages():
+    edges = {e: w for e, w in _edges().items() if e not in _KNOWN_EXCEPTIONS_TO_REMOVE}
+    cycles = _cycles(edges)
+    lines = []
+    for comp in cycles:
+        lines.append(" <-> ".join(comp) + ":")
+        lines += [f"  {a} -> {b} at {', '.join(w)}" for (a, b), w in sorted(edges.items())
+                  if a in comp and b in comp]
+    assert not cycles, "import circles:\n" + "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------
+# reads of the models' private state outside deltafit/models
+# ---------------------------------------------------------------------------
+# Outside deltafit/models, code should see a fitted model through its public interface, not through
+# its private attributes.  Marked xfail until that port lands; then the mark goes and the test
+# guards it.
+_PRIVATE_READ = re.compile(
+    r"\b([A-Za-z_][A-Za-z0-9_]*)\._(state|ledger|kernel|features|encode_y|s|slot_of)\b")
+_IMPORT_LINE = re.compile(r"^\s*(from|import)\s")  # ``from .models._ledger import`` is no read
+
+
+@pytest.mark.xfail(reason="fitted-problem view port in progress", strict=False)
+def test_no_private_model_reads_outside_models():
+    hits = []
+    for path in sorted(SRC.rglob("*.py")):
+        if (SRC / "models") in path.parents:
+            continue
+        for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if _IMPORT_LINE.match(line):
+                continue
+            for m in _PRIVATE_READ.finditer(line):
+                if m.group(1) in ("self", "cls"):
+                    continue
+                hits.append(f"{path.relative_to(SRC.parent)}:{lineno}: {m.group(0)}")
+    assert not hits, (f"{len(hits)} reads of the models' private attributes outside "
+                      "deltafit/models:\n" + "\n".join(hits))
