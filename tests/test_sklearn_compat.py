@@ -1,6 +1,8 @@
 """scikit-learn compatibility of the deltafit estimators.
 
-* the full ``parametrize_with_checks`` suite over every estimator in several configurations;
+* the full ``parametrize_with_checks`` suite, run once, over every estimator in several
+  configurations: the four exact estimators and the stream learners (Pegasos, LSQSGD, NORMA,
+  the sliding-window learners and KDR);
 * composition with scikit-learn's meta-estimators (Pipeline, GridSearchCV, cross_validate,
   clone, OneVsRestClassifier);
 * ``partial_fit`` and ``predict_proba`` conventions.
@@ -24,14 +26,14 @@ from sklearn.utils.validation import check_is_fitted
 
 from deltafit import KernelClassifier, KernelRegressor, LinearClassifier, LinearRegressor
 from deltafit.datasets import load_breast_cancer
-
-
+from deltafit.stream import KDR, LSQSGD, NORMA, NORMARegressor, Pegasos, SlidingWindow
 
 
 # ---------------------------------------------------------------------------
-# scikit-learn's estimator checks
+# scikit-learn's estimator checks: every estimator of the package, in one list
 # ---------------------------------------------------------------------------
 CHECKED_ESTIMATORS = [
+    # the exact estimators
     LinearClassifier(),
     LinearClassifier(loss="logistic"),
     LinearClassifier(loss="squared_hinge"),
@@ -45,6 +47,15 @@ CHECKED_ESTIMATORS = [
     KernelClassifier(loss="hinge"),
     KernelRegressor(),
     KernelRegressor(kernel="poly", degree=2),
+    # online learners
+    Pegasos(lam=1e-2),
+    LSQSGD(alpha=0.01, radius=100.0),
+    NORMA(gamma=0.5, eta=0.5),
+    NORMARegressor(gamma=0.1, eta=0.3),
+    # sliding-window learners over the exact estimators
+    SlidingWindow(KernelClassifier(gamma=0.5), window=30, period=5, initial=10),
+    KDR(KernelClassifier(gamma=0.5), window=30, threshold=1.0, initial=10),
+    SlidingWindow(KernelRegressor(gamma=0.5), window=30, period=5, initial=10),
 ]
 
 

@@ -4,7 +4,6 @@ import math
 
 import numpy as np
 import pytest
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from deltafit.datasets import load_breast_cancer, load_digits_even_odd
 from deltafit.stream._norma import NORMA, NORMARegressor
@@ -269,7 +268,3 @@ def test_learn_one_waits_for_both_labels():
         n.learn_one(np.full(X.shape[1], np.nan), 1.0)
     assert len(n._pending) == 1
 
-
-@parametrize_with_checks([NORMA(gamma=0.5, eta=0.5), NORMARegressor(gamma=0.1, eta=0.3)])
-def test_sklearn_compatible(estimator, check):
-    check(estimator)

@@ -190,14 +190,3 @@ def test_bad_samples_leave_the_learner_unchanged(stream):
     with pytest.raises(ValueError, match="not seen any sample"):
         SlidingWindow(make_kernel()).predict_one(np.zeros(2))
 
-
-from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
-
-
-@parametrize_with_checks([
-    SlidingWindow(df.KernelClassifier(gamma=0.5), window=30, period=5, initial=10),
-    KDR(df.KernelClassifier(gamma=0.5), window=30, threshold=1.0, initial=10),
-    SlidingWindow(df.KernelRegressor(gamma=0.5), window=30, period=5, initial=10),
-])
-def test_sklearn_compatible(estimator, check):
-    check(estimator)
