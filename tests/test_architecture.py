@@ -55,6 +55,8 @@ FLOORS = {
     "stream": 4,
     # 5: active learning
     "active": 5,
+    # 5: the conformance suite of the update contract (reads models, sensitivity, persistence)
+    "utils": 5,
     # 6: figures
     "plotting": 6,
     "_plot_experiments": 6,

@@ -774,7 +774,7 @@ def check_sensitivity_ball_contains_refit(estimator, *, X=None, y=None, random_s
     AssertionError
         With the largest violation of a bound.
     """
-    import deltafit
+    from .. import sensitivity
 
     name = "check_sensitivity_ball_contains_refit"
     if _loss(estimator) == "hinge":
@@ -782,7 +782,7 @@ def check_sensitivity_ball_contains_refit(estimator, *, X=None, y=None, random_s
     data = _Data(estimator, X, y, random_state)
     est, tracker = _fitted(estimator, data)
     try:
-        s = deltafit.sensitivity(est)
+        s = sensitivity(est)
     except ValueError:
         return  # not covered by the bounds
     keep = _keeps_data(est)
@@ -861,7 +861,7 @@ def check_save_load_roundtrip(estimator, *, X=None, y=None, random_state=0):
     AssertionError
         Naming the first difference.
     """
-    import deltafit
+    from ..persistence import load
 
     name = "check_save_load_roundtrip"
     if not hasattr(estimator, "save"):
@@ -871,7 +871,7 @@ def check_save_load_roundtrip(estimator, *, X=None, y=None, random_state=0):
     _add(name, est, tracker, data.X_pool[:2], data.y_pool[:2])
     _remove(name, est, tracker, data.choice(tracker.ids(), 2))
     loader = getattr(type(est), "load", None)
-    loader = loader if callable(loader) else deltafit.load
+    loader = loader if callable(loader) else load
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "model.npz")
         est.save(path)
