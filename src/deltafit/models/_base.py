@@ -413,7 +413,7 @@ class UpdatableMixin:
 
     def save(self, path):
         """Write the fitted model to ``path`` (npz + JSON, no pickle); see :func:`deltafit.load`."""
-        from ..persistence import save
+        from ._persistence import save
 
         save(self, path)
 

@@ -786,14 +786,14 @@ class _Features:
 
     def __init__(self, problem):
         self._map = problem.feature_map
-        self._s = problem.intercept_scaling if problem.fit_intercept else None
+        self._const = problem.intercept_scaling if problem.fit_intercept else None
         self._width = problem.n_features_in
 
     def __eq__(self, other):
         return isinstance(other, _Features) and self._map is other._map and \
-            self._s == other._s and self._width == other._width
+            self._const == other._const and self._width == other._width
 
     __hash__ = None
 
     def __call__(self, X):
-        return features(check_rows(X, self._width, "X"), self._map, self._s)
+        return features(check_rows(X, self._width, "X"), self._map, self._const)

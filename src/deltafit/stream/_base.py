@@ -234,8 +234,8 @@ class StreamLinearModel(BaseEstimator):
         if "_pending" in self.__dict__:
             new._pending = list(self._pending)
         if hasattr(self, "_state"):
-            new._state = self._state.copy()
-            new._params = self._params.copy()
+            # the learner's own state (not a model's): the copy owns its arrays
+            new.__dict__.update(_state=self._state.copy(), _params=self._params.copy())
         return new
 
     def __sklearn_tags__(self):
