@@ -22,9 +22,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit, log_expit
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
+from .._labels import BinaryLabels, LabelMessages
 from .._validation import check_bool, check_int, check_real, check_rows
 from ..losses import get_loss
 from ._exact_squared import DualSquaredState, PrimalSquaredState
@@ -37,6 +37,16 @@ __all__ = ["UpdatableMixin"]
 _OVR_HINT = (
     "Only binary classification is supported: for more classes wrap the estimator in "
     "sklearn.multiclass.OneVsRestClassifier"
+)
+
+_LABELS = LabelMessages(
+    label_type=None,  # scikit-learn's check_classification_targets
+    one_class="y has only one class ({labels}); a classifier needs two classes to train",
+    many="y has {n} classes {first10}; " + _OVR_HINT,
+    classes_size="classes must hold exactly two labels, got {n}. " + _OVR_HINT,
+    outside_classes="y has labels {unseen} not in classes",
+    unknown=("{what} has labels {first10} that are not among the model's classes {classes}; an "
+             "update cannot add a third class (" + _OVR_HINT + ")"),
 )
 
 
@@ -90,43 +100,8 @@ class UpdatableMixin:
         y = column_or_1d(y, warn=True) if fitting else _as_1d(y, what)
         if self._classifier:
             if fitting:
-                check_classification_targets(y)
-                present = np.unique(y)
-                if classes is not None:
-                    classes = np.unique(np.asarray(classes))
-                    if classes.size != 2:
-                        raise ValueError(
-                            f"classes must hold exactly two labels, got {classes.size}. "
-                            + _OVR_HINT
-                        )
-                    unseen = np.setdiff1d(present, classes)
-                    if unseen.size:
-                        raise ValueError(f"y has labels {unseen.tolist()} not in classes")
-                else:
-                    classes = present
-                if present.size < 2 and not self._classes_given:
-                    raise ValueError(
-                        f"y has only one class ({present.tolist()}); a classifier needs two "
-                        "classes to train"
-                    )
-                if classes.size > 2:
-                    raise ValueError(
-                        f"y has {classes.size} classes {classes.tolist()[:10]}; " + _OVR_HINT
-                    )
-                self.classes_ = classes
-            else:
-                y = np.asarray(y)
-                c0, c1 = self.classes_
-                pos = y == c1
-                bad = ~(pos | (y == c0))
-                if bad.any():
-                    raise ValueError(
-                        f"{what} has labels {np.unique(y[bad]).tolist()[:10]} that are not among "
-                        f"the model's classes {self.classes_.tolist()}; an update cannot add a "
-                        "third class (" + _OVR_HINT + ")"
-                    )
-                return np.where(pos, 1.0, -1.0)
-            return np.where(y == self.classes_[1], 1.0, -1.0)
+                self.classes_ = BinaryLabels(messages=_LABELS).fit(y, classes).classes_
+            return BinaryLabels(self.classes_, _LABELS).encode(y, what)
         try:
             y = np.asarray(y, dtype=np.float64)
         except (TypeError, ValueError) as exc:
@@ -136,7 +111,7 @@ class UpdatableMixin:
         return y
 
     def _decode_y(self, t):
-        return self.classes_[(np.asarray(t) > 0).astype(int)]
+        return BinaryLabels(self.classes_).decode(t)
 
     def _solver_options(self):
         return _SolverOptions(get_loss(self.loss), float(self.C), float(self.tol),
