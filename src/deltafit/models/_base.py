@@ -25,6 +25,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from .._labels import BinaryLabels, LabelMessages
+from .._transaction import atomic
 from .._validation import check_bool, check_int, check_real, check_rows
 from ..losses import get_loss
 from ._exact_squared import DualSquaredState, PrimalSquaredState
@@ -137,8 +138,7 @@ class UpdatableMixin:
     def _fit(self, X, y, classes=None):
         # a failed (re)fit leaves a fitted model as it was: fitting only creates new objects,
         # so restoring the attribute dictionary is enough
-        before = dict(self.__dict__)
-        try:
+        with atomic(self):
             self._validate_params()
             # partial_fit(classes=...) follows scikit-learn: the data may show one class at first
             self._classes_given = classes is not None
@@ -148,10 +148,6 @@ class UpdatableMixin:
             previous = self._warm_coef() if self.warm_start else None
             self._build(X, t, previous)
             self._bump_version()
-        except BaseException:
-            self.__dict__.clear()
-            self.__dict__.update(before)
-            raise
         return self
 
     def _warm_coef(self):

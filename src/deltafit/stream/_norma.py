@@ -10,6 +10,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._labels import BinaryLabels, LabelMessages
+from .._transaction import atomic
 from .._validation import check_bool, check_int, check_real, check_rows
 from ..kernels import kernel_rows, validate_kernel
 from ._window import as_row
@@ -116,14 +117,14 @@ class _NORMABase(BaseEstimator):
         return X
 
     def _row(self, x):
-        had = "_dict_keys" in self.__dict__
-        try:
-            row = as_row(self, x)
-            return check_rows(row, getattr(self, "n_features_in_", None), "x", type(self).__name__)
-        except BaseException:
-            if not had:
-                self.__dict__.pop("_dict_keys", None)
-            raise
+        if isinstance(x, dict) and "_dict_keys" not in self.__dict__:
+            # the first dict fixes the feature names (as_row), unless it is rejected
+            with atomic(self, attrs=("_dict_keys",)):
+                return self._check_row(as_row(self, x))
+        return self._check_row(as_row(self, x))
+
+    def _check_row(self, row):
+        return check_rows(row, getattr(self, "n_features_in_", None), "x", type(self).__name__)
 
     def _targets(self, y, first, classes=None):
         raise NotImplementedError
@@ -141,16 +142,11 @@ class _NORMABase(BaseEstimator):
         -------
         self
         """
-        before = dict(self.__dict__)
-        for a in ("_sv", "_pending", "_dict_keys", "classes_", "n_features_in_",
-                  "feature_names_in_"):
-            self.__dict__.pop(a, None)
-        try:
+        with atomic(self):
+            for a in ("_sv", "_pending", "_dict_keys", "classes_", "n_features_in_",
+                      "feature_names_in_"):
+                self.__dict__.pop(a, None)
             return self.partial_fit(X, y)
-        except BaseException:
-            self.__dict__.clear()
-            self.__dict__.update(before)
-            raise
 
     def partial_fit(self, X, y, classes=None):
         """Learn the rows of ``X`` in order (``learn_one`` for each); nothing changes on error.
@@ -168,15 +164,10 @@ class _NORMABase(BaseEstimator):
         """
         first = not hasattr(self, "_sv")
         kw = self._check_params()
-        before = dict(self.__dict__)
-        try:
+        with atomic(self):
             X, y = validate_data(self, X, y, reset=first, dtype=np.float64, order="C",
                                  accept_sparse=False, y_numeric=not self._classifier)
             t = self._targets(y, first, classes)
-        except BaseException:
-            self.__dict__.clear()
-            self.__dict__.update(before)
-            raise
         if first:
             d = X.shape[1]
             feats = self.__dict__.get("feature_names_in_")
