@@ -39,6 +39,8 @@ FLOORS = {
     "_pyplot": 0,
     "_sgd_kernels": 0,
     "_version": 0,
+    "_labels": 0,
+    "_transaction": 0,
     "kernels": 0,
     "losses": 0,
     "solvers": 0,

@@ -16,6 +16,7 @@ evaluates the samples T.  The methods:
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 
 import numpy as np
 from joblib import Parallel, delayed
@@ -33,6 +34,50 @@ from ._result import CVResult
 __all__ = ["METHODS", "evaluate", "check_data", "resolve_method", "fit_full"]
 
 METHODS = ("auto", "closed_form", "bounds", "bounds_early", "alo", "refit")
+
+
+@dataclass
+class _Outcome:
+    """What one evaluation found about its m evaluated samples, filled in by the methods.
+
+    Parameters
+    ----------
+    decision : ndarray of shape (m,)
+        Decision values (NaN where none was computed).
+    lower, upper : ndarray of shape (m,)
+        Certified bounds of the decision values (equal to them where computed exactly).
+    decided : ndarray of bool, shape (m,)
+        Labels decided by a bound of the full model.
+    refit : ndarray of bool, shape (m,)
+        Samples whose split was refit.
+    n_refits : int
+        Refits done.
+    n_iter : int
+        Solver iterations of the refits.
+    details : dict
+        Method-specific details of the result.
+    """
+
+    decision: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    decided: np.ndarray
+    refit: np.ndarray
+    n_refits: int = 0
+    n_iter: int = 0
+    details: dict = field(default_factory=dict)
+
+    @classmethod
+    def empty(cls, m):
+        """Nothing known yet about m samples."""
+        return cls(decision=np.full(m, np.nan), lower=np.full(m, np.nan),
+                   upper=np.full(m, np.nan), decided=np.zeros(m, dtype=bool),
+                   refit=np.zeros(m, dtype=bool))
+
+    def positive(self):
+        """Where the label is positive: the decision value's sign, or the lower bound's where no
+        value was computed."""
+        return np.where(np.isnan(self.decision), self.lower > 0.0, self.decision > 0.0)
 
 
 def check_data(X, y):
@@ -175,9 +220,7 @@ def evaluate(estimator, X, y, splits, method, *, n_jobs=None, progress=False, or
         fold = np.repeat(np.arange(len(tests)), [len(te) for te in tests])
         n_splits = len(tests)
     m = test_index.shape[0]
-    out = dict(decision=np.full(m, np.nan), lower=np.full(m, np.nan),
-               upper=np.full(m, np.nan), decided=np.zeros(m, dtype=bool),
-               refit=np.zeros(m, dtype=bool), n_refits=0, n_iter=0, details={})
+    out = _Outcome.empty(m)
     if method == "refit":
         if model is not None:
             fmap = getattr(model, "feature_map_", None)
@@ -191,27 +234,27 @@ def evaluate(estimator, X, y, splits, method, *, n_jobs=None, progress=False, or
         if method == "closed_form":
             _check_left_out(pairs)
             z = np.concatenate(closed_form_predictions(prob, pairs))
-            out["decision"][:] = z
-            out["lower"][:] = z
-            out["upper"][:] = z
+            out.decision[:] = z
+            out.lower[:] = z
+            out.upper[:] = z
         elif method == "alo":
             from ._alo import alo_decisions
 
             z = np.asarray(alo_decisions(model), dtype=float)
-            out["decision"][:] = z
+            out.decision[:] = z
         else:
             _bounds(prob, pairs, test_index, fold, out, method == "bounds_early", order,
                     stop, n_jobs, progress, desc)
-        y_pred = _labels(model, out) if clf else out["decision"].copy()
+        y_pred = _labels(model, out) if clf else out.decision.copy()
     y_true = y[test_index]
     fold_scores = _fold_scores(clf, y_true, y_pred, fold, n_splits)
     return CVResult(method=method, approximate=method == "alo", classifier=clf, y_true=y_true,
                     test_index=test_index, fold=fold, y_pred=y_pred,
-                    decision=out["decision"], lower=out["lower"], upper=out["upper"],
-                    decided_by_bound=out["decided"], refit=out["refit"],
-                    n_refits=int(out["n_refits"]), n_splits=n_splits, fold_scores=fold_scores,
-                    time_s=time.perf_counter() - t0, n_iter=int(out["n_iter"]),
-                    details=out["details"])
+                    decision=out.decision, lower=out.lower, upper=out.upper,
+                    decided_by_bound=out.decided, refit=out.refit,
+                    n_refits=int(out.n_refits), n_splits=n_splits, fold_scores=fold_scores,
+                    time_s=time.perf_counter() - t0, n_iter=int(out.n_iter),
+                    details=out.details)
 
 
 # ---------------------------------------------------------------------------------- helpers
@@ -234,8 +277,7 @@ def _check_left_out(pairs):
 
 def _labels(model, out):
     """Labels from decision values, or from certified intervals where no value was computed."""
-    pos = np.where(np.isnan(out["decision"]), out["lower"] > 0.0, out["decision"] > 0.0)
-    return np.where(pos, model.classes_[1], model.classes_[0])
+    return np.where(out.positive(), model.classes_[1], model.classes_[0])
 
 
 def _per_fold_mean(fold, values, n_splits):
@@ -297,11 +339,11 @@ def _brute_force(estimator, X, y, splits, out, n_jobs, progress, desc, fmap):
             bar.update(b - a)
     y_pred = np.concatenate(preds) if preds else np.zeros(0, dtype=y.dtype)
     dec = np.concatenate(decs) if decs else np.zeros(0)
-    out["decision"][:] = dec
-    out["lower"][:] = dec
-    out["upper"][:] = dec
-    out["refit"][:] = True
-    out["n_refits"] = m
+    out.decision[:] = dec
+    out.lower[:] = dec
+    out.upper[:] = dec
+    out.refit[:] = True
+    out.n_refits = m
     return y_pred
 
 
@@ -350,18 +392,18 @@ def _bounds(prob, pairs, test_index, fold, out, early, order, stop, n_jobs, prog
         now = und[(lo2 > 0.0) | (hi2 <= 0.0)]
         # a Newton step is the first iterate of op2's refit: those samples count as refit
         # (stopped after one step), not as decided by the bound of the full model
-        out["details"]["newton_step_refits"] = int(now.size)
-        out["refit"][now] = True
-        out["n_refits"] += int(now.size)
-        out["n_iter"] += int(now.size)
-        out["decided"][:] = decided
+        out.details["newton_step_refits"] = int(now.size)
+        out.refit[now] = True
+        out.n_refits += int(now.size)
+        out.n_iter += int(now.size)
+        out.decided[:] = decided
         decided[now] = True
     else:
-        out["decided"][:] = decided
-    out["lower"][:] = lo
-    out["upper"][:] = hi
+        out.decided[:] = decided
+    out.lower[:] = lo
+    out.upper[:] = hi
     exact = decided & (lo == hi)  # hinge: a removal that changes nothing
-    out["decision"][exact] = lo[exact]
+    out.decision[exact] = lo[exact]
     truth_pos = t[test_index] > 0.0
     # splits holding undecided samples, each refit once
     todo = np.unique(fold[~decided])
@@ -376,9 +418,8 @@ def _bounds(prob, pairs, test_index, fold, out, early, order, stop, n_jobs, prog
     n_folds = int(fold.max()) + 1 if fold.size else 0
 
     def known_errors():
-        known = out["decided"] | out["refit"]
-        pos = np.where(np.isnan(out["decision"]), out["lower"] > 0.0, out["decision"] > 0.0)
-        return known & (pos != truth_pos), ~known
+        known = out.decided | out.refit
+        return known & (out.positive() != truth_pos), ~known
 
     def score_upper():
         wrong, _ = known_errors()
@@ -412,14 +453,14 @@ def _bounds(prob, pairs, test_index, fold, out, early, order, stop, n_jobs, prog
                 results = [r for g in got for r in g]
             for k, (R, T), (rlo, rhi, it, stopped) in zip(batch, work, results):
                 rows = _rows_of(k, T, fold, test_index, pairs)
-                out["refit"][rows] = True
-                out["n_refits"] += 1
-                out["n_iter"] += it
-                out["lower"][rows] = rlo
-                out["upper"][rows] = rhi
+                out.refit[rows] = True
+                out.n_refits += 1
+                out.n_iter += it
+                out.lower[rows] = rlo
+                out.upper[rows] = rhi
                 if not stopped:
-                    out["decision"][rows] = rlo
-                    out["decided"][rows] = False
+                    out.decision[rows] = rlo
+                    out.decided[rows] = False
             bar.update(len(batch))
             if stop is not None and a + step < len(todo) and stop(score_upper()):
                 pruned = True
@@ -427,7 +468,7 @@ def _bounds(prob, pairs, test_index, fold, out, early, order, stop, n_jobs, prog
     wrong, unknown = known_errors()
     lo_acc = _per_fold_mean(fold, ~(wrong | unknown), n_folds)
     hi_acc = _per_fold_mean(fold, ~wrong, n_folds)
-    out["details"].update(pruned=pruned, errors_lower=int(wrong.sum()),
+    out.details.update(pruned=pruned, errors_lower=int(wrong.sum()),
                           errors_upper=int((wrong | unknown).sum()),
                           score_lower=float(np.mean(lo_acc)), score_upper=float(np.mean(hi_acc)),
                           undecided=unknown)

@@ -19,12 +19,15 @@ next, and the ledger is changed last; a ValueError anywhere leaves the model exa
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from scipy.special import expit, log_expit
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
+from .._labels import BinaryLabels, LabelMessages
+from .._transaction import atomic
 from .._validation import check_bool, check_int, check_real, check_rows
 from ..losses import get_loss
 from ._exact_squared import DualSquaredState, PrimalSquaredState
@@ -39,6 +42,16 @@ _OVR_HINT = (
     "sklearn.multiclass.OneVsRestClassifier"
 )
 
+_LABELS = LabelMessages(
+    label_type=None,  # scikit-learn's check_classification_targets
+    one_class="y has only one class ({labels}); a classifier needs two classes to train",
+    many="y has {n} classes {first10}; " + _OVR_HINT,
+    classes_size="classes must hold exactly two labels, got {n}. " + _OVR_HINT,
+    outside_classes="y has labels {unseen} not in classes",
+    unknown=("{what} has labels {first10} that are not among the model's classes {classes}; an "
+             "update cannot add a third class (" + _OVR_HINT + ")"),
+)
+
 
 def _as_1d(y, what):
     """A 1-D label array from a scalar, a list, a 1-D array or an (n, 1) column."""
@@ -50,6 +63,53 @@ def _as_1d(y, what):
     if y.ndim != 1:
         raise ValueError(f"{what} must be 1-D, got shape {y.shape}")
     return y
+
+
+@dataclass(frozen=True)
+class UpdatePlan:
+    """One validated update, before any change: what :meth:`UpdatableMixin._update` hands to
+    the numerical work (``_apply``) and then to the ledger.
+
+    Parameters
+    ----------
+    X_add : ndarray of shape (k, n_features) or None
+        Rows to add (None: no additions).
+    t_add : ndarray of shape (k,) or None
+        Their encoded targets.
+    remove_slots : ndarray of int or None
+        Ledger slots of the samples to remove (None: no removals).
+    remove_rows : ndarray or None
+        Their rows as given (``keep_data=False`` models), else None.
+    relabel_slots : ndarray of int or None
+        Ledger slots of the samples to relabel (None: no relabels).
+    relabel_t : ndarray or None
+        Their new encoded targets.
+    relabel_rows : ndarray or None
+        Their rows as given (``keep_data=False`` models), else None.
+    """
+
+    X_add: np.ndarray | None = None
+    t_add: np.ndarray | None = None
+    remove_slots: np.ndarray | None = None
+    remove_rows: np.ndarray | None = None
+    relabel_slots: np.ndarray | None = None
+    relabel_t: np.ndarray | None = None
+    relabel_rows: np.ndarray | None = None
+
+    @property
+    def adds(self):
+        """Whether the update adds samples."""
+        return self.X_add is not None
+
+    @property
+    def removes(self):
+        """Whether the update removes samples."""
+        return self.remove_slots is not None
+
+    @property
+    def relabels(self):
+        """Whether the update relabels samples."""
+        return self.relabel_slots is not None
 
 
 class UpdatableMixin:
@@ -90,43 +150,8 @@ class UpdatableMixin:
         y = column_or_1d(y, warn=True) if fitting else _as_1d(y, what)
         if self._classifier:
             if fitting:
-                check_classification_targets(y)
-                present = np.unique(y)
-                if classes is not None:
-                    classes = np.unique(np.asarray(classes))
-                    if classes.size != 2:
-                        raise ValueError(
-                            f"classes must hold exactly two labels, got {classes.size}. "
-                            + _OVR_HINT
-                        )
-                    unseen = np.setdiff1d(present, classes)
-                    if unseen.size:
-                        raise ValueError(f"y has labels {unseen.tolist()} not in classes")
-                else:
-                    classes = present
-                if present.size < 2 and not self._classes_given:
-                    raise ValueError(
-                        f"y has only one class ({present.tolist()}); a classifier needs two "
-                        "classes to train"
-                    )
-                if classes.size > 2:
-                    raise ValueError(
-                        f"y has {classes.size} classes {classes.tolist()[:10]}; " + _OVR_HINT
-                    )
-                self.classes_ = classes
-            else:
-                y = np.asarray(y)
-                c0, c1 = self.classes_
-                pos = y == c1
-                bad = ~(pos | (y == c0))
-                if bad.any():
-                    raise ValueError(
-                        f"{what} has labels {np.unique(y[bad]).tolist()[:10]} that are not among "
-                        f"the model's classes {self.classes_.tolist()}; an update cannot add a "
-                        "third class (" + _OVR_HINT + ")"
-                    )
-                return np.where(pos, 1.0, -1.0)
-            return np.where(y == self.classes_[1], 1.0, -1.0)
+                self.classes_ = BinaryLabels(messages=_LABELS).fit(y, classes).classes_
+            return BinaryLabels(self.classes_, _LABELS).encode(y, what)
         try:
             y = np.asarray(y, dtype=np.float64)
         except (TypeError, ValueError) as exc:
@@ -136,7 +161,7 @@ class UpdatableMixin:
         return y
 
     def _decode_y(self, t):
-        return self.classes_[(np.asarray(t) > 0).astype(int)]
+        return BinaryLabels(self.classes_).decode(t)
 
     def _solver_options(self):
         return _SolverOptions(get_loss(self.loss), float(self.C), float(self.tol),
@@ -162,8 +187,7 @@ class UpdatableMixin:
     def _fit(self, X, y, classes=None):
         # a failed (re)fit leaves a fitted model as it was: fitting only creates new objects,
         # so restoring the attribute dictionary is enough
-        before = dict(self.__dict__)
-        try:
+        with atomic(self):
             self._validate_params()
             # partial_fit(classes=...) follows scikit-learn: the data may show one class at first
             self._classes_given = classes is not None
@@ -173,10 +197,6 @@ class UpdatableMixin:
             previous = self._warm_coef() if self.warm_start else None
             self._build(X, t, previous)
             self._bump_version()
-        except BaseException:
-            self.__dict__.clear()
-            self.__dict__.update(before)
-            raise
         return self
 
     def _warm_coef(self):
@@ -284,7 +304,7 @@ class UpdatableMixin:
         led = self._ledger
         d = self.n_features_in_
         # ---- validation: nothing is changed before this block has passed
-        plan = {}
+        Xa = ta = None
         if X_add is not None or y_add is not None:
             if X_add is None or y_add is None:
                 raise ValueError("adding samples needs both X and y")
@@ -292,32 +312,33 @@ class UpdatableMixin:
             ta = self._encode_y(y_add, what="y")
             if ta.shape[0] != Xa.shape[0]:
                 raise ValueError(f"X has {Xa.shape[0]} rows but y has {ta.shape[0]} labels")
-            plan["add"] = (Xa, ta)
+        rem_slots = rem_rows = None
         if remove_ids is not None or X_remove is not None:
-            plan["remove"] = self._plan_remove(remove_ids, X_remove, y_remove)
+            rem_slots, rem_rows = self._plan_remove(remove_ids, X_remove, y_remove)
+        rel_slots = tl = rel_rows = None
         if relabel_ids is not None:
             if y_relabel is None:
                 raise ValueError("relabel needs the new labels y")
-            slots = led.slots_of(relabel_ids, "relabel ids")
+            rel_slots = led.slots_of(relabel_ids, "relabel ids")
             tl = self._encode_y(np.atleast_1d(np.asarray(y_relabel)), what="y")
-            if tl.shape[0] != slots.shape[0]:
-                raise ValueError(f"{slots.shape[0]} ids but {tl.shape[0]} labels to relabel")
-            rows = None
+            if tl.shape[0] != rel_slots.shape[0]:
+                raise ValueError(f"{rel_slots.shape[0]} ids but {tl.shape[0]} labels to relabel")
             if not self._keeps_rows():
                 if X_relabel is None:
                     raise ValueError(
                         "this model keeps no training rows (keep_data=False): pass the samples' "
                         "rows as X to relabel them"
                     )
-                rows = check_rows(X_relabel, d, "X")
-                if rows.shape[0] != slots.shape[0]:
-                    raise ValueError(f"{slots.shape[0]} ids but {rows.shape[0]} rows in X")
-                led.check_rows(slots, rows, led.y[slots])
-            plan["relabel"] = (slots, tl, rows)
-        if not plan:
+                rel_rows = check_rows(X_relabel, d, "X")
+                if rel_rows.shape[0] != rel_slots.shape[0]:
+                    raise ValueError(f"{rel_slots.shape[0]} ids but {rel_rows.shape[0]} rows in X")
+                led.check_rows(rel_slots, rel_rows, led.y[rel_slots])
+        plan = UpdatePlan(Xa, ta, rem_slots, rem_rows, rel_slots, tl, rel_rows)
+        if not (plan.adds or plan.removes or plan.relabels):
             raise ValueError("nothing to update: give samples to add, remove or relabel")
-        rem_slots = plan["remove"][0] if "remove" in plan else np.zeros(0, dtype=np.intp)
-        if "relabel" in plan and np.intersect1d(rem_slots, plan["relabel"][0]).size:
+        if not plan.removes:
+            rem_slots = np.zeros(0, dtype=np.intp)
+        if plan.relabels and np.intersect1d(rem_slots, plan.relabel_slots).size:
             raise ValueError("the same sample ids are both removed and relabelled")
         self._check_outcome(plan, rem_slots)
         # ---- numerical work, then the ledger
@@ -325,11 +346,10 @@ class UpdatableMixin:
         removed = led.ids[rem_slots].copy()
         if rem_slots.size:
             led.delete(rem_slots)
-        if "relabel" in plan:
-            slots, tl, rows = plan["relabel"]
-            led.y[slots] = tl
+        if plan.relabels:
+            led.y[rel_slots] = tl
             if led.keep_digests:
-                for s, dg in zip(slots, row_digests(rows, tl)):
+                for s, dg in zip(rel_slots, row_digests(rel_rows, tl)):
                     led.digests[s] = dg
         new_ids = self._commit_add(plan, new_ids)
         self._after_update()
@@ -374,18 +394,18 @@ class UpdatableMixin:
 
     def _check_outcome(self, plan, rem_slots):
         led = self._ledger
-        n_after = led.n_samples - rem_slots.size + (plan["add"][0].shape[0] if "add" in plan else 0)
+        n_after = led.n_samples - rem_slots.size + (plan.X_add.shape[0] if plan.adds else 0)
         if n_after < 1:
             raise ValueError("the update would remove every sample; a model needs at least one")
         if self._classifier and not self._classes_given:
             keep = led.active.copy()
             keep[rem_slots] = False
             t = led.y.copy()
-            if "relabel" in plan:
-                t[plan["relabel"][0]] = plan["relabel"][1]
+            if plan.relabels:
+                t[plan.relabel_slots] = plan.relabel_t
             labels = [t[keep]]
-            if "add" in plan:
-                labels.append(plan["add"][1])
+            if plan.adds:
+                labels.append(plan.t_add)
             labels = np.concatenate(labels)
             if np.all(labels > 0) or np.all(labels < 0):
                 raise ValueError(
@@ -394,9 +414,9 @@ class UpdatableMixin:
                 )
 
     def _commit_add(self, plan, slots):
-        if "add" not in plan:
+        if not plan.adds:
             return np.zeros(0, dtype=np.int64)
-        Xa, ta = plan["add"]
+        Xa, ta = plan.X_add, plan.t_add
         led = self._ledger
         digests = row_digests(Xa, ta) if led.keep_digests else None
         return led.insert(slots, self._stored_rows(Xa), ta, digests)

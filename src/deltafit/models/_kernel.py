@@ -79,8 +79,8 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
         led, st = self._ledger, self._state
         add = None
         K_cross = K_new = ya = None
-        if "add" in plan:
-            Xa, ya = plan["add"]
+        if plan.adds:
+            Xa, ya = plan.X_add, plan.t_add
             add = led.allocate(Xa.shape[0])
             if self.loss != "squared":
                 st.ensure_capacity(led.capacity)
@@ -89,11 +89,11 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
             both = self._k(np.vstack([led.X[A], Xa]), Xa)  # one kernel call: k([X_A; Xa], Xa)
             K_cross[A] = both[: A.size]
             K_new = both[A.size:]
-        rem = plan["remove"][0] if "remove" in plan else None
+        rem = plan.remove_slots
         rel = dy = None
-        if "relabel" in plan:
-            rel, tl, _ = plan["relabel"]
-            dy = tl - led.y[rel]
+        if plan.relabels:
+            rel = plan.relabel_slots
+            dy = plan.relabel_t - led.y[rel]
         if self.loss == "squared":
             st.apply(rem=rem, add=add, K_cross=K_cross, K_new=K_new, y_add=ya, rel=rel, dy=dy,
                      capacity=led.capacity)
@@ -103,7 +103,7 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
             keep[rem] = False
         t = led.y.copy()
         if rel is not None:
-            t[rel] = plan["relabel"][1]
+            t[rel] = plan.relabel_t
         if add is not None:
             st.gram.write(add, K_cross, K_new)
             keep[add] = True

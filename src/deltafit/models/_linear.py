@@ -89,29 +89,29 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
 
     def _apply(self, plan):
         led, st = self._ledger, self._state
-        add_slots = led.allocate(plan["add"][0].shape[0]) if "add" in plan else None
+        add_slots = led.allocate(plan.X_add.shape[0]) if plan.adds else None
         Pa = ya = Pr = yr = Pl = dy = None
-        if "add" in plan:
-            Pa, ya = self._features(plan["add"][0]), plan["add"][1]
-        if "remove" in plan:
-            slots, rows = plan["remove"]
-            Pr = Rows(led.X, slots) if led.keep_rows else self._features(rows)
+        if plan.adds:
+            Pa, ya = self._features(plan.X_add), plan.t_add
+        if plan.removes:
+            slots = plan.remove_slots
+            Pr = Rows(led.X, slots) if led.keep_rows else self._features(plan.remove_rows)
             yr = led.y[slots]
-        if "relabel" in plan:
-            slots, tl, rows = plan["relabel"]
-            Pl = led.X[slots] if led.keep_rows else self._features(rows)
-            dy = tl - led.y[slots]
+        if plan.relabels:
+            slots = plan.relabel_slots
+            Pl = led.X[slots] if led.keep_rows else self._features(plan.relabel_rows)
+            dy = plan.relabel_t - led.y[slots]
         if self.loss == "squared":
             st.apply(Pa, ya, Pr, yr, Pl, dy)
         else:
             keep = led.active.copy()
-            if "remove" in plan:
-                keep[plan["remove"][0]] = False
+            if plan.removes:
+                keep[plan.remove_slots] = False
             A = np.flatnonzero(keep)
             t = led.y[A].copy()
-            if "relabel" in plan:
-                pos = np.searchsorted(A, plan["relabel"][0])
-                t[pos] = plan["relabel"][1]
+            if plan.relabels:
+                pos = np.searchsorted(A, plan.relabel_slots)
+                t[pos] = plan.relabel_t
             Phi, parts = led.X[A], [t]
             if Pa is not None:
                 Phi = np.vstack([Phi, Pa])

@@ -9,6 +9,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._transaction import atomic
 from .._validation import check_bool, check_real
 
 __all__ = ["StreamLinearModel"]
@@ -107,8 +108,10 @@ class StreamLinearModel(BaseEstimator):
 
         first = not hasattr(self, "_state")
         params = self._check_params()
-        before = None if first else (self._state.copy(), self._params.copy(), dict(self.__dict__))
-        try:
+        if first:  # a first call starts clean: a failed one leaves no width, names or labels
+            for a in ("_state", "_params", "classes_", "n_features_in_", "feature_names_in_"):
+                self.__dict__.pop(a, None)
+        with atomic(self, copies=("_state", "_params")):  # the pass changes _state in place
             X, y = validate_data(self, X, y, reset=first, dtype=np.float64, order="C",
                                  accept_sparse=False, y_numeric=not self._is_classifier())
             t = self._encode(y, fitting=first, classes=classes)
@@ -116,17 +119,6 @@ class StreamLinearModel(BaseEstimator):
                 self._state = _kernels.new_state(self._kind, X.shape[1] + 1)
             self._params = params
             self._pass(X, t)
-        except BaseException:
-            if before is None:
-                for a in ("_state", "_params", "classes_", "n_features_in_",
-                          "feature_names_in_"):
-                    self.__dict__.pop(a, None)
-            else:
-                self.__dict__.clear()
-                self.__dict__.update(before[2])
-                self._state = before[0]
-                self._params = before[1]
-            raise
         return self
 
     @staticmethod

@@ -7,9 +7,10 @@ import math
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.exceptions import NotFittedError
-from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._labels import BinaryLabels, LabelMessages
+from .._transaction import atomic
 from .._validation import check_bool, check_int, check_real, check_rows
 from ..kernels import kernel_rows, validate_kernel
 from ._window import as_row
@@ -17,6 +18,7 @@ from ._window import as_row
 __all__ = ["NORMA", "NORMARegressor"]
 
 _RENORM = 1e-100  # the global decay factor is folded into the coefficients below this
+_LABELS = LabelMessages(name="NORMA")
 
 
 class _NORMABase(BaseEstimator):
@@ -115,14 +117,14 @@ class _NORMABase(BaseEstimator):
         return X
 
     def _row(self, x):
-        had = "_dict_keys" in self.__dict__
-        try:
-            row = as_row(self, x)
-            return check_rows(row, getattr(self, "n_features_in_", None), "x", type(self).__name__)
-        except BaseException:
-            if not had:
-                self.__dict__.pop("_dict_keys", None)
-            raise
+        if isinstance(x, dict) and "_dict_keys" not in self.__dict__:
+            # the first dict fixes the feature names (as_row), unless it is rejected
+            with atomic(self, attrs=("_dict_keys",)):
+                return self._check_row(as_row(self, x))
+        return self._check_row(as_row(self, x))
+
+    def _check_row(self, row):
+        return check_rows(row, getattr(self, "n_features_in_", None), "x", type(self).__name__)
 
     def _targets(self, y, first, classes=None):
         raise NotImplementedError
@@ -140,16 +142,11 @@ class _NORMABase(BaseEstimator):
         -------
         self
         """
-        before = dict(self.__dict__)
-        for a in ("_sv", "_pending", "_dict_keys", "classes_", "n_features_in_",
-                  "feature_names_in_"):
-            self.__dict__.pop(a, None)
-        try:
+        with atomic(self):
+            for a in ("_sv", "_pending", "_dict_keys", "classes_", "n_features_in_",
+                      "feature_names_in_"):
+                self.__dict__.pop(a, None)
             return self.partial_fit(X, y)
-        except BaseException:
-            self.__dict__.clear()
-            self.__dict__.update(before)
-            raise
 
     def partial_fit(self, X, y, classes=None):
         """Learn the rows of ``X`` in order (``learn_one`` for each); nothing changes on error.
@@ -167,15 +164,10 @@ class _NORMABase(BaseEstimator):
         """
         first = not hasattr(self, "_sv")
         kw = self._check_params()
-        before = dict(self.__dict__)
-        try:
+        with atomic(self):
             X, y = validate_data(self, X, y, reset=first, dtype=np.float64, order="C",
                                  accept_sparse=False, y_numeric=not self._classifier)
             t = self._targets(y, first, classes)
-        except BaseException:
-            self.__dict__.clear()
-            self.__dict__.update(before)
-            raise
         if first:
             d = X.shape[1]
             feats = self.__dict__.get("feature_names_in_")
@@ -342,33 +334,9 @@ class NORMA(ClassifierMixin, _NORMABase):
         return t if t * f < float(self.margin) else 0.0
 
     def _targets(self, y, first, classes=None):
-        if first:
-            kind = type_of_target(y)
-            if kind not in ("binary", "multiclass"):
-                raise ValueError(f"Unknown label type: y must hold class labels, got {kind} "
-                                 "values")
-            labels = np.unique(y) if classes is None else np.unique(np.asarray(classes))
-            if labels.size > 2:
-                raise ValueError(f"Only binary classification is supported: "
-                                 f"{'classes' if classes is not None else 'y'} has "
-                                 f"{labels.size} classes (NORMA is binary)")
-            if labels.size < 2:
-                raise ValueError("y has one class: NORMA needs two (pass classes= to "
-                                 "partial_fit when the first batch shows one)")
-            if classes is not None and not np.all(np.isin(y, labels)):
-                raise ValueError(f"y has labels outside classes={labels.tolist()}")
-            self.classes_ = labels
-        else:
-            if classes is not None and not np.array_equal(np.unique(np.asarray(classes)),
-                                                          self.classes_):
-                raise ValueError(f"classes={list(classes)} differ from the model's "
-                                 f"{self.classes_.tolist()}")
-            unknown = ~np.isin(y, self.classes_)
-            if np.any(unknown):
-                raise ValueError(f"y has labels {np.unique(np.asarray(y)[unknown]).tolist()} "
-                                 f"that are not in classes_ {self.classes_.tolist()} "
-                                 "(NORMA is binary)")
-        return np.where(y == self.classes_[1], 1.0, -1.0)
+        labels = BinaryLabels(None if first else self.classes_, _LABELS).partial_fit(y, classes)
+        self.classes_ = labels.classes_
+        return labels.encode(y)
 
     def decision_function(self, X):
         """``f(x) = Σ_i α_i k(x_i, x) + b``; positive means ``classes_[1]``."""
@@ -377,7 +345,7 @@ class NORMA(ClassifierMixin, _NORMABase):
     def predict(self, X):
         """``classes_[1]`` where the decision value is positive, else ``classes_[0]``."""
         z = self.decision_function(X)
-        return self.classes_[(z > 0).astype(np.intp)]
+        return BinaryLabels(self.classes_).decode(z)
 
     def predict_one(self, x):
         """The prediction for one sample (river's spelling)."""

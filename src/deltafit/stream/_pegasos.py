@@ -4,15 +4,25 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 from sklearn.base import ClassifierMixin
-from sklearn.utils.multiclass import type_of_target
 
+from .._labels import BinaryLabels, LabelMessages
 from .._sgd_kernels import PEGASOS
 from .._validation import check_real
 from ._base import StreamLinearModel
 
 __all__ = ["Pegasos"]
+
+_WORDING = dict(
+    name="Pegasos",
+    many=("Only binary classification is supported. The type of the target is multiclass: y "
+          "has {n} classes (Pegasos is a binary classifier; wrap it in "
+          "sklearn.multiclass.OneVsRestClassifier for more)"),
+    classes_size="classes must hold two labels, got {given}",
+    unknown="{what} has labels {labels} that are not in classes_ {classes}",
+)
+_LABELS = LabelMessages(**_WORDING)
+_TREE_LABELS = LabelMessages(**_WORDING, one_class="y has one class: Pegasos needs two")
 
 
 class Pegasos(ClassifierMixin, StreamLinearModel):
@@ -87,53 +97,22 @@ class Pegasos(ClassifierMixin, StreamLinearModel):
         return self.n_features_in_ + 2
 
     # --------------------------------------------------------------- labels
-    @staticmethod
-    def _two_labels(y, what="y"):
-        kind = type_of_target(y)
-        if kind not in ("binary", "multiclass"):
-            raise ValueError(f"Unknown label type: {what} must hold class labels, got {kind} "
-                             "values")
-        labels = np.unique(y)
-        if labels.size > 2:
-            raise ValueError(
-                f"Only binary classification is supported. The type of the target is "
-                f"multiclass: {what} has {labels.size} classes (Pegasos is a binary classifier; "
-                "wrap it in sklearn.multiclass.OneVsRestClassifier for more)")
-        return labels
-
     def _encode(self, y, fitting=False, classes=None):
-        if fitting:
-            labels = self._two_labels(y) if classes is None else np.unique(np.asarray(classes))
-            if classes is not None and labels.size != 2:
-                raise ValueError(f"classes must hold two labels, got {list(classes)}")
-            if labels.size < 2:
-                raise ValueError("y has one class: Pegasos needs two (pass classes= to "
-                                 "partial_fit when the first batch shows one)")
-            if classes is not None and not np.all(np.isin(np.unique(y), labels)):
-                raise ValueError(f"y has labels outside classes={labels.tolist()}")
-            self.classes_ = labels
-        else:
-            if classes is not None and not np.array_equal(np.unique(np.asarray(classes)),
-                                                          self.classes_):
-                raise ValueError(f"classes={list(classes)} differ from the model's "
-                                 f"{self.classes_.tolist()}")
-            unknown = ~np.isin(y, self.classes_)
-            if np.any(unknown):
-                raise ValueError(f"y has labels {np.unique(np.asarray(y)[unknown]).tolist()} "
-                                 f"that are not in classes_ {self.classes_.tolist()}")
-        return np.where(y == self.classes_[1], 1.0, -1.0)
+        # the label type is checked when the labels come from y, not when classes= gives them
+        labels = BinaryLabels(None if fitting else self.classes_, _LABELS).partial_fit(
+            y, classes, check_type=classes is None)
+        self.classes_ = labels.classes_
+        return labels.encode(y)
 
     def _tree_targets(self, y):
         """TreeCV: labels as ±1 floats and the two classes."""
-        labels = self._two_labels(y)
-        if labels.size < 2:
-            raise ValueError("y has one class: Pegasos needs two")
-        return np.where(y == labels[1], 1.0, -1.0), labels
+        labels = BinaryLabels(messages=_TREE_LABELS).fit(y)
+        return labels.encode(y), labels.classes_
 
     @staticmethod
     def _tree_predict(decision, classes):
         """TreeCV: labels from decision values."""
-        return classes[(np.asarray(decision) > 0).astype(np.intp)]
+        return BinaryLabels(classes).decode(decision)
 
     # ----------------------------------------------------------- prediction
     def decision_function(self, X):

@@ -17,6 +17,7 @@ from sklearn.utils import check_array, get_tags
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import column_or_1d
 
+from .._transaction import atomic
 from .._validation import check_int, check_rows
 from ..models import UpdatableMixin
 
@@ -297,22 +298,21 @@ class WindowLearner(BaseEstimator):
     def learn_one(self, x, y):
         """Learn one sample (river's spelling): it enters the window, the oldest sample leaves
         once the window is full, and the learner decides whether to recompute its model."""
-        fresh = not hasattr(self, "_X")
-        before = dict(self.__dict__) if fresh else None
-        try:
-            row = as_row(self, x)
-            if fresh:  # checked before the first sample sets the width
-                row = check_rows(row, None, "x", type(self).__name__)
-            self._ensure(row)
-            row = self._check_x(row)
-            y = self._check_y(y)
-        except BaseException:
-            if fresh:  # a rejected first sample leaves nothing behind (width, dict keys)
-                self.__dict__.clear()
-                self.__dict__.update(before)
-            raise
+        if hasattr(self, "_X"):
+            row, y = self._check_sample(x, y, False)
+        else:
+            with atomic(self):  # a rejected first sample leaves nothing behind (width, dict keys)
+                row, y = self._check_sample(x, y, True)
         self._learn(row, y)
         return self
+
+    def _check_sample(self, x, y, fresh):
+        """The validated (1, d) row and label of one sample; the first sets up the state."""
+        row = as_row(self, x)
+        if fresh:  # checked before the first sample sets the width
+            row = check_rows(row, None, "x", type(self).__name__)
+        self._ensure(row)
+        return self._check_x(row), self._check_y(y)
 
     def _learn(self, row, y):
         raise NotImplementedError

@@ -1,0 +1,207 @@
+"""The binary label encoder of the classifiers: two labels on one side, targets ±1 on the other.
+
+The batch models (:mod:`deltafit.models`) and the stream learners
+(:class:`~deltafit.stream.Pegasos`, :class:`~deltafit.stream.NORMA`) learn the same way which two
+labels they classify and map labels to ±1 (``classes_[1]`` is +1) and back, following
+scikit-learn's conventions: any two labels (strings included), ``classes=`` on the first
+``partial_fit`` (then ``y`` may show a single label), and an error for a third label.  Each
+learner keeps its own wording of the errors, a :class:`LabelMessages`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.utils.multiclass import check_classification_targets, type_of_target
+
+__all__ = ["BinaryLabels", "LabelMessages"]
+
+
+@dataclass(frozen=True)
+class LabelMessages:
+    """One learner's wording of the label errors, as ``str.format`` templates.
+
+    Every template may use ``{name}``; the other fields are listed with each.
+
+    Parameters
+    ----------
+    name : str, default="the learner"
+        How the templates name the learner.
+    label_type : str or None
+        ``y`` does not hold class labels (``{what}``, ``{kind}``: the answer of
+        ``sklearn.utils.multiclass.type_of_target``, not ``"binary"`` or ``"multiclass"``).
+        None: scikit-learn's ``check_classification_targets`` decides, with its message.
+    one_class : str
+        ``y`` shows a single label and no ``classes`` were given (``{labels}``), or, when
+        ``classes_size`` is None, ``classes`` holds a single label.
+    many : str
+        More than two labels (``{source}``: ``"y"`` or ``"classes"``, ``{n}``, ``{labels}``,
+        ``{first10}``: the first ten labels).
+    classes_size : str or None
+        ``classes`` does not hold two labels (``{n}``: its distinct labels, ``{given}``: the
+        argument as a list).  None: ``many`` or ``one_class`` say it, with
+        ``source="classes"``.
+    outside_classes : str
+        At fit, ``y`` has labels that are not among the given ``classes`` (``{unseen}``,
+        ``{classes}``).
+    unknown : str
+        After fit, labels that are not among ``classes_`` (``{what}``, ``{labels}``,
+        ``{first10}``, ``{classes}``).
+    """
+
+    name: str = "the learner"
+    label_type: str | None = "Unknown label type: {what} must hold class labels, got {kind} values"
+    one_class: str = ("y has one class: {name} needs two (pass classes= to partial_fit when the "
+                      "first batch shows one)")
+    many: str = ("Only binary classification is supported: {source} has {n} classes ({name} is "
+                 "binary)")
+    classes_size: str | None = None
+    outside_classes: str = "y has labels outside classes={classes}"
+    unknown: str = ("{what} has labels {labels} that are not in classes_ {classes} ({name} is "
+                    "binary)")
+
+    def error(self, template, **fields):
+        """A ValueError with ``template`` filled in (``name`` included)."""
+        return ValueError(template.format(name=self.name, **fields))
+
+
+class BinaryLabels:
+    """Two class labels and their encoding as targets ±1 (``classes_[1]`` is +1).
+
+    Made afresh at each use from the owner's ``classes_`` (it holds no other state), so the
+    owner's ``classes_`` stays the one record of the labels (copies, persistence and rollbacks
+    need nothing else).
+
+    Parameters
+    ----------
+    classes : ndarray of shape (2,) or None, default=None
+        The labels, sorted (an owner's ``classes_``); None until :meth:`fit`.
+    messages : LabelMessages, optional
+        The wording of the errors.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,) or None
+    """
+
+    __slots__ = ("classes_", "messages")
+
+    def __init__(self, classes=None, messages=LabelMessages()):
+        self.classes_ = classes
+        self.messages = messages
+
+    def fit(self, y, classes=None, *, check_type=True):
+        """Learn the two labels from ``y``, or take them from ``classes``.
+
+        Parameters
+        ----------
+        y : ndarray of shape (n_samples,)
+            The labels (already 1-D).
+        classes : array-like, optional
+            Both labels; ``y`` must then be among them and may show a single one.
+        check_type : bool, default=True
+            Check first that ``y`` holds class labels (see :attr:`LabelMessages.label_type`).
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError
+            For labels that are not class labels, one label without ``classes``, more than two
+            labels, ``classes`` that are not two labels or labels of ``y`` outside them.
+        """
+        m = self.messages
+        if check_type:
+            if m.label_type is None:
+                check_classification_targets(y)
+            else:
+                kind = type_of_target(y)
+                if kind not in ("binary", "multiclass"):
+                    raise m.error(m.label_type, what="y", kind=kind)
+        if classes is None:
+            labels = np.unique(y)
+            self._check_two(labels, "y")
+        else:
+            labels = np.unique(np.asarray(classes))
+            if labels.size != 2:
+                if m.classes_size is not None:
+                    raise m.error(m.classes_size, n=labels.size, given=list(classes))
+                self._check_two(labels, "classes")
+            unseen = np.setdiff1d(np.unique(y), labels)
+            if unseen.size:
+                raise m.error(m.outside_classes, unseen=unseen.tolist(), classes=labels.tolist())
+        self.classes_ = labels
+        return self
+
+    def _check_two(self, labels, source):
+        m = self.messages
+        if labels.size < 2:
+            raise m.error(m.one_class, labels=labels.tolist())
+        if labels.size > 2:
+            listed = labels.tolist()
+            raise m.error(m.many, source=source, n=labels.size, labels=listed,
+                          first10=listed[:10])
+
+    def partial_fit(self, y, classes=None, *, check_type=True):
+        """scikit-learn's ``partial_fit`` convention: :meth:`fit` on the first call; later,
+        ``classes`` (if given) must be the labels already known.
+
+        Parameters
+        ----------
+        y : ndarray of shape (n_samples,)
+        classes : array-like, optional
+        check_type : bool, default=True
+            As in :meth:`fit` (first call only).
+
+        Returns
+        -------
+        self
+        """
+        if self.classes_ is None:
+            return self.fit(y, classes, check_type=check_type)
+        if classes is not None:
+            self.check_classes(classes)
+        return self
+
+    def check_classes(self, classes):
+        """Raise a ValueError unless ``classes`` holds exactly the two known labels."""
+        if not np.array_equal(np.unique(np.asarray(classes)), self.classes_):
+            raise ValueError(f"classes={list(classes)} differ from the model's "
+                             f"{self.classes_.tolist()}")
+
+    def encode(self, y, what="y"):
+        """Targets ±1 of the labels ``y``.
+
+        Parameters
+        ----------
+        y : array-like
+            Labels, each one of ``classes_``.
+        what : str, default="y"
+            The name of ``y`` in the error message.
+
+        Returns
+        -------
+        ndarray of float, the shape of ``y``
+
+        Raises
+        ------
+        ValueError
+            If a label is not one of ``classes_``.
+        """
+        y = np.asarray(y)
+        c0, c1 = self.classes_
+        pos = y == c1
+        bad = ~(pos | (y == c0))
+        if bad.any():
+            m = self.messages
+            labels = np.unique(y[bad]).tolist()
+            raise m.error(m.unknown, what=what, labels=labels, first10=labels[:10],
+                          classes=self.classes_.tolist())
+        return np.where(pos, 1.0, -1.0)
+
+    def decode(self, t):
+        """Labels of the targets or decision values ``t``: ``classes_[1]`` where ``t > 0``."""
+        return self.classes_[(np.asarray(t) > 0).astype(np.intp)]
