@@ -2,7 +2,7 @@
 
 * ``ridge_reference`` / ``kernel_ridge_reference`` / ``logistic_reference``: scikit-learn's
   Ridge, KernelRidge and LogisticRegression(solver="newton-cholesky") on the mapping of
-  DESIGN.md §1 (intercept = a regularised constant column of value s).
+  ARCHITECTURE.md, "The problem" (intercept = a regularised constant column of value s).
 * ``squared_hinge_reference``: an exact active-set solver for the L2-SVM primal
   ``C Σ max(0, 1 − y_i x_iᵀβ)² + ½‖β‖²`` (a different algorithm from deltafit's damped Newton):
   starting from LinearSVC's solution, solve the linear system of the current margin-violating set
@@ -186,7 +186,7 @@ def two_ball_reference(eta, m1, r1, m2, r2, n_grid=2001):
 # vector r of Sivan et al. Thm 1 written out from the papers, independent of deltafit
 # ---------------------------------------------------------------------------------------------
 def loss_d1_reference(loss, y, z):
-    """∂ℓ/∂z of the losses of DESIGN.md §1, written out from their definitions.
+    """∂ℓ/∂z of the losses of ARCHITECTURE.md, "The problem", written out from their definitions.
 
     squared (y − z)² → 2(z − y); logistic log(1 + e^{−yz}) → −y / (1 + e^{yz});
     squared_hinge max(0, 1 − yz)² → −2y max(0, 1 − yz).

@@ -1,6 +1,6 @@
 """Approximate leave-one-out (ALO) against exact leave-one-out by brute-force refits.
 
-ALO is an APPROXIMATION (DESIGN.md §4: named so everywhere); each test states how close it must
+ALO is an APPROXIMATION (ARCHITECTURE.md, "Principles": named so everywhere); each test states how close it must
 be to the exact twin and why.  The exact leave-one-out scores ``⟨Φ(x_t), β_{−t}⟩`` come from n
 refits by independent solvers (tests/reference.py): scikit-learn's Ridge / KernelRidge /
 LogisticRegression on ``[X, s]`` and LinearSVC polished by an active-set step (squared hinge)
@@ -20,7 +20,7 @@ Tolerances
   ``|ALO − LOO|`` relative to the spread (standard deviation) of the exact LOO scores, with about
   a 3-5× margin over the measured value, and the LOO error rates within 1 point.
 * hinge: first order in a non-smooth problem; removing a sample can move other samples
-  between the margin sets, which ALO (seed 003 §1) cannot see.  Asserted: error rates within 3
+  between the margin sets, which ALO (He et al. §1) cannot see.  Asserted: error rates within 3
   points (measured on 24 problems — 4 subsamples × C in {0.1, 1, 10} × linear / rbf — at
   most 4 samples of 150–200; on all 569 breast-cancer rows at most 0.5 point), and
   the median ``|ALO − LOO|`` below 5 % of the spread (most samples keep their sets: ALO is
@@ -240,7 +240,7 @@ def test_smooth_kernel_form_equals_feature_form(dg, loss):
 
 
 # =============================================================================================
-# hinge (seed 003)
+# hinge (He et al., "Approximate leave-one-out with kernel SVM")
 # =============================================================================================
 def test_hinge_reference_matches_liblinear(bc):
     # the exact reference QP agrees with LIBLINEAR's dual coordinate descent
@@ -301,7 +301,7 @@ def test_hinge_nystroem_features(dg):
     z_loo = hinge_loo(F, t, 1.0, coef)
     # measured: 14.0 % against 12.7 % (2 samples of 150)
     assert abs(err(z_alo, t) - err(z_loo, t)) <= 0.03
-    # (b) seed 003 §2: the exact kernel model's ALO with leverages from approximate features.
+    # (b) He et al. §2: the exact kernel model's ALO with leverages from approximate features.
     K = reference_kernel("rbf", gamma=GAMMA, intercept_scaling=1.0)(X, X)
     Fk = kernel_features(K)
     _, ck = hinge_reference(Fk, t, 1.0)
@@ -342,7 +342,7 @@ def _smoothed_hinge(eps):
 
 
 def test_hinge_alo_is_the_limit_of_smoothed_newton_alo(bc):
-    # seed 003's formulas are the limit of the smooth-loss formula when the hinge is smoothed
+    # He et al.'s formulas are the limit of the smooth-loss formula when the hinge is smoothed
     # over a width eps → 0: the smoothed problem's ALO converges to the hinge ALO at rate eps
     # (measured: 0.039, 0.0039, 0.00039 for eps = 1e-2, 1e-3, 1e-4)
     X, t = bc
@@ -471,7 +471,7 @@ def test_hinge_kernel_model(dg):
     assert np.max(np.abs(z_alo - alo_kernel(K, t, "hinge", 1.0, coef))) <= 1e-6
     z_loo = hinge_loo(F, t, 1.0, coef)
     assert abs(err(z_alo, t) - err(z_loo, t)) <= 0.03
-    # seed 003 §2 through the model: all samples as landmarks reproduce the kernel form, two
+    # He et al. §2 through the model: all samples as landmarks reproduce the kernel form, two
     # thirds stay within 3 points of exact LOO
     assert np.max(np.abs(alo_decisions(model, n_components=t.size, random_state=0)
                          - z_alo)) <= 1e-6

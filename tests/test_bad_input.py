@@ -1,6 +1,6 @@
 """Bad input raises ValueError naming the problem, and leaves the model exactly as it was.
 
-DESIGN.md §4 ("no silent garbage") and the transaction contract of
+ARCHITECTURE.md, "Principles" ("no silent garbage") and the transaction contract of
 :mod:`deltafit.models._base`: every update validates all of its input first, does the numerical
 work next and changes the ledger last, so a ValueError anywhere leaves the model bitwise
 unchanged, and the model keeps updating exactly afterwards.

@@ -3,7 +3,7 @@
 Every fast method -- the closed form (squared loss), bound screening with warm refits
 (``"bounds"``, op1 of Okumura et al.), early-stopped refits (``"bounds_early"``, op2) -- and
 ``LOOSearchCV`` are checked against an independent brute force: the scikit-learn twin of the
-estimator (DESIGN.md §1) refit once per left-out sample / fold (``cross_val_score``,
+estimator (ARCHITECTURE.md, "The problem") refit once per left-out sample / fold (``cross_val_score``,
 ``GridSearchCV``), or deltafit's own ``method="refit"`` (fresh fits of clones, no shortcut).
 Never against the fast path itself.
 

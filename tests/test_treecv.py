@@ -1,4 +1,4 @@
-"""TreeCV (Joulani et al. 2015, seed 002) against its brute-force twins on real data."""
+"""TreeCV (Joulani et al. 2015, "Fast cross-validation for incremental learning") against its brute-force twins on real data."""
 
 import math
 import weakref
@@ -36,7 +36,7 @@ def dg():
 
 
 # ---------------------------------------------------------------------------
-# exact learners: TreeCV == k refits (seed 001 + seed 002)
+# exact learners: TreeCV == k refits (Lee et al. + Joulani et al.)
 # ---------------------------------------------------------------------------
 EXACT = [
     (lambda: df.LinearRegressor(C=1.0), "neg_mean_squared_error", True),

@@ -1,7 +1,7 @@
 """deltafit: what happens to a trained model when its training data changes.
 
 Exact updates (add / remove / relabel samples without retraining) for linear and kernel models
-with squared, logistic, squared-hinge and hinge losses; see DESIGN.md for the architecture.
+with squared, logistic, squared-hinge and hinge losses; see ARCHITECTURE.md for the architecture.
 """
 
 from . import datasets, sensitivity

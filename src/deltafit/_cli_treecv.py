@@ -1,4 +1,4 @@
-"""The ``deltafit treecv`` command: TreeCV (seed 002) of an incremental learner on a data file."""
+"""The ``deltafit treecv`` command: TreeCV (Joulani et al., "Fast cross-validation for incremental learning") of an incremental learner on a data file."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 Kernels are evaluated by :func:`sklearn.metrics.pairwise.pairwise_kernels`; explicit feature
 maps for linear models (Nyström, random Fourier features, …) are scikit-learn transformers from
 :mod:`sklearn.kernel_approximation`.  This module only adapts them to the canonical problem of
-DESIGN.md §1: the intercept is a regularised constant feature of value ``intercept_scaling``,
+ARCHITECTURE.md, "The problem": the intercept is a regularised constant feature of value ``intercept_scaling``,
 which for a kernel means adding ``intercept_scaling²`` to every kernel value.
 """
 

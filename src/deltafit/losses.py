@@ -1,6 +1,6 @@
 """Losses of the canonical problem, as functions of the score ``z``.
 
-Every deltafit model minimises (DESIGN.md §1)
+Every deltafit model minimises (ARCHITECTURE.md, "The problem")
 
     C · Σ_i ℓ(y_i, z_i) + ½‖β‖²,    z_i = ⟨Φ(x_i), β⟩.
 

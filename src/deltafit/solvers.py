@@ -1,4 +1,4 @@
-"""Exact solvers for the canonical problem of DESIGN.md §1.
+"""Exact solvers for the canonical problem of ARCHITECTURE.md, "The problem".
 
     minimise_β  J(β) = C · Σ_i ℓ(y_i, ⟨Φ(x_i), β⟩) + ½‖β‖²
 

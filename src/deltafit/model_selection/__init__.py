@@ -1,4 +1,4 @@
-"""Model selection built on exact updates and certified bounds (DESIGN.md §2, layer 6).
+"""Model selection built on exact updates and certified bounds (ARCHITECTURE.md, "Floors").
 
 * :func:`loo` — leave-one-out, exact: closed form (squared loss), bound screening with
   warm-started refits (Okumura et al. Algorithm 1, op1 and op2), or brute force; or
@@ -6,7 +6,7 @@
 * :func:`cross_validate` — the same over any scikit-learn splitter (a fold is a batch removal).
 * :func:`treecv` — k-fold and leave-one-out CV of any incremental learner (``partial_fit``,
   river's ``learn_one``, deltafit's stream learners and exact estimators) by TreeCV (Joulani et
-  al., seed 002), at about ``log2(2k)`` times the cost of one training pass.
+  al., "Fast cross-validation for incremental learning"), at about ``log2(2k)`` times the cost of one training pass.
 * :class:`LOOSearchCV` — hyper-parameter search by leave-one-out (or k-fold) with Okumura
   §5.2's pruning and margin ordering; same choice and scores as an exhaustive
   ``GridSearchCV``.

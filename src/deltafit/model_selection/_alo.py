@@ -1,6 +1,6 @@
 """Approximate leave-one-out (ALO): an APPROXIMATION of every leave-one-out score from one fit.
 
-For a fitted model of the canonical problem (DESIGN.md §1)
+For a fitted model of the canonical problem (ARCHITECTURE.md, "The problem")
 
     minimise_β  J(β) = C · Σ_i ℓ(y_i, z_i) + ½‖β‖²,     z_i = ⟨Φ(x_i), β⟩,
 
@@ -26,7 +26,7 @@ Smooth losses (squared, logistic, squared hinge with its generalised Hessian)
     never inverted, so a singular K (linear kernel with p < n, duplicate rows) is fine; and
     ``1 − W_tt h_t = [(I + SKS)⁻¹]_tt``, computed directly.
 
-Hinge ``ℓ = max(0, 1 − y z)`` (seed 003 §1, after Wang et al.'s ALO for non-smooth losses)
+Hinge ``ℓ = max(0, 1 − y z)`` (He et al. §1, after Wang et al.'s ALO for non-smooth losses)
     Derived as the limit of (N) for a smoothed hinge whose curvature vanishes on the smooth set
     ``S = {t : y_t z_t ≠ 1}`` and grows without bound on the singular set
     ``V = {t : y_t z_t = 1}`` (the free support vectors, ``0 < α_t < C``).  ``H⁻¹`` then tends to
@@ -38,7 +38,7 @@ Hinge ``ℓ = max(0, 1 − y z)`` (seed 003 §1, after Wang et al.'s ALO for non
         g_t = −y_t 1{y_t z_t < 1}                                              t ∈ S,
         g_t = −y_t α_t / C      (KKT: β = −C Σ_i g_i Φ_i = Σ_i α_i y_i Φ_i)     t ∈ V.
 
-    These are seed 003's formulas for a_i and g_ℓ with λ = 1/C: its
+    These are He et al.'s formulas for a_i and g_ℓ with λ = 1/C: its
     ``(1/λ) K_{·,i}ᵀ[K⁻¹ − K⁻¹K_{·,V}(K_{·,V}ᵀK⁻¹K_{·,V})⁻¹K_{·,V}ᵀK⁻¹]K_{·,i}`` reduces to
     ``C (k_ii − K_{iV} K_VV⁻¹ K_{Vi})`` because ``K_{·,i}ᵀ K⁻¹ K_{·,j} = k_ij`` — so neither K⁻¹ nor
     an invertible K is needed — and its ``[λ (K_{·,V}ᵀK⁻¹K_{·,V})⁻¹_ii]⁻¹`` is ``C / [K_VV⁻¹]_ii``.
@@ -49,7 +49,7 @@ Hinge ``ℓ = max(0, 1 − y z)`` (seed 003 §1, after Wang et al.'s ALO for non
     :func:`alo_primal` uses the dual coefficients when given and that least-squares solution
     otherwise; g_V is clipped to the subdifferential.
 
-Explicit approximate features (seed 003 §2)
+Explicit approximate features (He et al. §2)
     With ``K ≈ Φ̂ Φ̂ᵀ`` (scikit-learn's :class:`~sklearn.kernel_approximation.Nystroem`: SVD of
     the landmark block, singular values clamped at 1e-12), the leverages ``h`` / ``a`` are
     computed from Φ̂ by the formulas above in feature form (O(n m²) instead of O(n³)), while
@@ -277,7 +277,7 @@ def alo_primal(Phi, y, loss, C, coef, *, dual_coef=None, margin_tol=MARGIN_TOL,
         Hinge only: expansion coefficients ``c`` of ``β = Σ_i c_i Φ_i`` (``c_i = α_i y_i`` with
         the dual variables ``0 ≤ α_i ≤ C``), used for ``g_V = −c_V / C``.  Without them g_V is
         the least-squares solution of the stationarity condition
-        ``Φ_Vᵀ g_V = −β/C − Φ_Sᵀ g_S`` (seed 003 §1, sign corrected).
+        ``Φ_Vᵀ g_V = −β/C − Φ_Sᵀ g_S`` (He et al. §1, sign corrected).
     margin_tol : float, default=MARGIN_TOL
         Hinge only: ``|1 − y_t z_t| ≤ margin_tol`` puts t in the singular set V.
     rank_tol : float, default=RANK_TOL
@@ -292,7 +292,7 @@ def alo_primal(Phi, y, loss, C, coef, *, dual_coef=None, margin_tol=MARGIN_TOL,
     -----
     Smooth losses: ``z_t + C ℓ'_t h_t / (1 − C ℓ''_t h_t)``, ``h_t = Φ_tᵀ(I + C ΦᵀDΦ)⁻¹Φ_t``
     (one Newton step on the leave-t-out problem; one p × p Cholesky factorisation, or the
-    kernel form when p > n).  Hinge: seed 003 §1's ``z_t + a_t g_t`` in feature form, with
+    kernel form when p > n).  Hinge: He et al. §1's ``z_t + a_t g_t`` in feature form, with
     ``K_{:,V} = Φ Φ_Vᵀ`` (the projection onto the complement of the span of Φ_V).
     """
     Phi = _finite(Phi, "Phi", 2)
@@ -359,7 +359,7 @@ def alo_kernel(K, y, loss, C, alpha, *, margin_tol=MARGIN_TOL, rank_tol=RANK_TOL
     ``S = (C D)^{1/2}`` — one Cholesky factorisation over the samples with ℓ'' > 0.  Exact for
     the squared loss.
 
-    Hinge (seed 003 §1): ``z_t + a_t g_t`` with ``a_t = C (k_tt − K_{tV} K_VV⁺ K_{Vt})`` on S,
+    Hinge (He et al. §1): ``z_t + a_t g_t`` with ``a_t = C (k_tt − K_{tV} K_VV⁺ K_{Vt})`` on S,
     ``a_t = C / [K_VV⁻¹]_tt`` on V, ``g_t = −y_t 1{y_t z_t < 1}`` on S and ``g_v = −α_v / C`` on V.
     Two special cases are exact: V empty and every sample violating its margin with the
     violations kept after the removal (``z_t − C y_t k_tt``, small C), and every sample in V
@@ -391,7 +391,7 @@ def _alo_hinge_kernel(kdiag, columns, y, C, z, alpha, margin_tol, rank_tol):
 
 def alo_feature_map(Phi, y, loss, C, decision, *, dual_coef=None, margin_tol=MARGIN_TOL,
                     rank_tol=RANK_TOL):
-    """ALO of a kernel model through approximate explicit features (seed 003 §2; an
+    """ALO of a kernel model through approximate explicit features (He et al. §2; an
     APPROXIMATION of an approximation).
 
     The leverages are computed from features ``Φ̂`` with ``Φ̂ Φ̂ᵀ ≈ K`` (e.g. the output of a
@@ -421,7 +421,7 @@ def alo_feature_map(Phi, y, loss, C, decision, *, dual_coef=None, margin_tol=MAR
     Notes
     -----
     With too few features the hinge's projection degenerates: once the samples of V span the
-    m feature dimensions, ``P_V = 0`` and every sample of S keeps its score (seed 003 §2 does
+    m feature dimensions, ``P_V = 0`` and every sample of S keeps its score (He et al. §2 does
     not address this; use m well above |V|).
     """
     Phi = _finite(Phi, "Phi", 2)
@@ -484,10 +484,10 @@ def alo_decisions(model, *, feature_map=None, n_components=None, random_state=No
     model : LinearClassifier, LinearRegressor, KernelClassifier or KernelRegressor
         Fitted, with its training rows (``keep_data=True`` for linear models).  Its losses:
         squared (exact leave-one-out), logistic, squared hinge (one Newton step) and hinge
-        (seed 003 §1).
+        (He et al. §1).
     feature_map : scikit-learn transformer, optional
         Kernel models only: compute the leverages through this approximate explicit feature
-        map (seed 003 §2), e.g. ``Nystroem(kernel="rbf", gamma=..., n_components=200)`` with the
+        map (He et al. §2), e.g. ``Nystroem(kernel="rbf", gamma=..., n_components=200)`` with the
         model's kernel.  An unfitted map is cloned and fitted on the training rows; the column
         ``intercept_scaling`` is appended when the model fits an intercept.
     n_components : int, optional

@@ -76,7 +76,7 @@ def alo(estimator, X, y):
     An **approximation** of the leave-one-out predictions (``result.approximate`` is True;
     ``lower``/``upper`` are NaN: nothing is certified) at about the cost of one fit: a Newton
     step from the full solution for smooth losses, and for the hinge loss the formula of
-    He et al. (seed 003) with its smooth set S and singular set V, in kernel form or through
+    He et al. ("Approximate leave-one-out with kernel SVM") with its smooth set S and singular set V, in kernel form or through
     explicit (e.g. Nyström) features.
     """
     return loo(estimator, X, y, method="alo")

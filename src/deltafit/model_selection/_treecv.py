@@ -1,4 +1,4 @@
-"""TreeCV: k-fold and leave-one-out cross-validation of any incremental learner (seed 002).
+"""TreeCV: k-fold and leave-one-out cross-validation of any incremental learner (Joulani et al., "Fast cross-validation for incremental learning").
 
 Joulani, György and Szepesvári, *Fast Cross-Validation for Incremental Learning* (IJCAI 2015).
 Algorithm 1 trains the model shared by the folds ``s .. e`` once and branches: the left half of

@@ -8,7 +8,7 @@ it on a chunk.  Each class here gives those for one family:
   float vector (:mod:`deltafit._sgd_kernels`) and whole subtrees run in the compiled loop
   :func:`deltafit.model_selection._treecv_compiled.tree_run`;
 * :class:`ExactLearner` — deltafit's exact estimators: ``fit`` then ``add``, reverted by
-  ``remove`` (seed 001: the result is exactly the fit on the union, so TreeCV equals k refits);
+  ``remove`` (Lee et al.: the result is exactly the fit on the union, so TreeCV equals k refits);
 * :class:`PartialFitLearner` — anything with scikit-learn's ``partial_fit``;
 * :class:`RiverLearner` — river's ``learn_one`` / ``predict_one``.
 

@@ -1,6 +1,6 @@
 """Shared machinery of the updatable estimators: validation, the ledger and the update protocol.
 
-An estimator solves the canonical problem of DESIGN.md §1 and keeps (i) a :class:`Ledger` of its
+An estimator solves the canonical problem of ARCHITECTURE.md, "The problem" and keeps (i) a :class:`Ledger` of its
 training samples under stable integer ids and (ii) a *state* from which it is updated exactly:
 
 ===============  ============================  ==========================  =========================
@@ -169,7 +169,7 @@ class UpdatableMixin:
 
     # ------------------------------------------------------------------- fit
     def fit(self, X, y):
-        """Fit on (X, y): the exact minimiser of the canonical objective (DESIGN.md §1).
+        """Fit on (X, y): the exact minimiser of the canonical objective (ARCHITECTURE.md, "The problem").
 
         After ``fit``, ``sample_ids_`` is ``0..n-1`` in row order.
 

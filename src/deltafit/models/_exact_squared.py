@@ -1,6 +1,6 @@
 """Exact incremental / decremental states for the squared loss (LS-SVM, ridge, kernel ridge).
 
-Lee et al. (seed 001), Theorem 1 and Corollaries 1–4, update ``w`` and the auxiliary matrix
+Lee et al. ("Exact incremental and decremental learning for LS-SVM"), Theorem 1 and Corollaries 1–4, update ``w`` and the auxiliary matrix
 ``C = Φ[ΦᵀΦ + ρI]⁻¹Φᵀ = I − ρ(ΦΦᵀ + ρI)⁻¹`` by the Woodbury identity when samples are added
 ``(Φ_a, y_a)`` and removed ``(Φ_r, y_r)``.  The states below do the same algebra in a numerically
 stabler arrangement:
@@ -15,7 +15,7 @@ stabler arrangement:
   recomputed from scratch.  Large batches go straight to a refactorisation of the updated exact
   statistics (a symmetric rank-k product plus one Cholesky factorisation).
 
-``ρ = 1/(2C)`` maps Lee et al.'s ρ onto the canonical objective of DESIGN.md §1.
+``ρ = 1/(2C)`` maps Lee et al.'s ρ onto the canonical objective of ARCHITECTURE.md, "The problem".
 """
 
 from __future__ import annotations

@@ -192,7 +192,7 @@ class KernelClassifier(BinaryClassifierMixin, ClassifierMixin, _KernelModel):
     ----------
     loss : {"squared", "logistic", "squared_hinge", "hinge"}, default="squared"
         ``"squared"`` is the kernel LS-SVM (``(K + ρI) α = y``, ρ = 1/(2C)); its updates border
-        or shrink the system exactly (Lee et al., seed 001).  ``"logistic"`` and
+        or shrink the system exactly (Lee et al., "Exact incremental and decremental learning for LS-SVM").  ``"logistic"`` and
         ``"squared_hinge"`` re-solve with Newton, warm-started from the current α.
         ``"hinge"`` is the L1-SVM (an SVC whose intercept is the regularised constant in the
         kernel), solved exactly through its dual box QP

@@ -192,7 +192,7 @@ class LinearClassifier(BinaryClassifierMixin, ClassifierMixin, _LinearModel):
     Parameters
     ----------
     loss : {"squared", "logistic", "squared_hinge", "hinge"}, default="squared"
-        ``"squared"`` is the LS-SVM of Lee et al. (seed 001) with ``ρ = 1/(2C)``; its updates are
+        ``"squared"`` is the LS-SVM of Lee et al. ("Exact incremental and decremental learning for LS-SVM") with ``ρ = 1/(2C)``; its updates are
         closed form (Thm 1, Cor. 1–4).  ``"logistic"`` and ``"squared_hinge"`` update by a
         warm-started Newton re-solve.  ``"hinge"`` is the L1-SVM, solved exactly through its
         dual box QP (:func:`deltafit.solvers.hinge_primal`) and updated by a warm-started
@@ -213,7 +213,7 @@ class LinearClassifier(BinaryClassifierMixin, ClassifierMixin, _LinearModel):
 
     Notes
     -----
-    Equivalences used by the test-suite (DESIGN.md §1): ``loss="logistic"`` is
+    Equivalences used by the test-suite (ARCHITECTURE.md, "The problem"): ``loss="logistic"`` is
     ``LogisticRegression(C=C, fit_intercept=False)`` on ``[X, s]``; ``"squared_hinge"`` is
     ``LinearSVC(C=C, loss="squared_hinge", fit_intercept=False)`` on ``[X, s]``; ``"hinge"`` is
     ``LinearSVC(C=C, loss="hinge", fit_intercept=False)`` on ``[X, s]``; ``"squared"`` is
@@ -264,7 +264,7 @@ class LinearRegressor(SingleOutputRegressorTags, RegressorMixin, _LinearModel):
     __doc__ = """Ridge regression with exact add / remove / relabel and optional data-free state.
 
     Solves ``min_β C Σ (y_i − ⟨Φ(x_i), β⟩)² + ½‖β‖²``, i.e. ``Ridge(alpha=1/(2C))`` with a
-    regularised intercept feature.  Updates are closed form (Lee et al., seed 001, Thm 1 and
+    regularised intercept feature.  Updates are closed form (Lee et al., "Exact incremental and decremental learning for LS-SVM", Thm 1 and
     Cor. 1–4, through Woodbury corrections of a tracked inverse).
 
     Parameters

@@ -74,7 +74,7 @@ class Sensitivity:
     sample for a linear model, O((n_old + |A|) d) for a kernel model (Sivan et al. §3.3).
     Queries (:meth:`decision_bounds`, :meth:`predict_certain`, :meth:`distance_bound`,
     :meth:`coef_bounds`, :meth:`norm_change_bound`, :meth:`tightness`) hold for the exact
-    optimum of the canonical problem (DESIGN.md §1) on the changed data.
+    optimum of the canonical problem (ARCHITECTURE.md, "The problem") on the changed data.
 
     Parameters
     ----------

@@ -1,6 +1,6 @@
 """The ball around the optimum from any approximate solution and its gradient (Okumura Thm 6).
 
-For the 1-strongly convex canonical objective J (DESIGN.md §1) and any point β̂,
+For the 1-strongly convex canonical objective J (ARCHITECTURE.md, "The problem") and any point β̂,
 ``⟨∇J(β̂), β̂ − β*⟩ ≥ ‖β̂ − β*‖²``, so β* lies in the ball of center ``β̂ − ∇J(β̂)/2`` and
 radius ``‖∇J(β̂)‖/2`` (Okumura et al., KDD'15, Thm 6 with λ = 1 in our scaling).  Its bounds
 tighten as a solver converges, which makes it a stopping rule: :class:`CertainSigns` stops a

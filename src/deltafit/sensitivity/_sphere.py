@@ -1,6 +1,6 @@
 """The sphere: "the new optimum lies in the ball (m, R)", and bounds of linear scores over it.
 
-Every certificate of deltafit is a ball in model space (DESIGN.md §2, layer 5).  For a ball with
+Every certificate of deltafit is a ball in model space (ARCHITECTURE.md, "Floors").  For a ball with
 center m and radius R, any linear score of a point β of the ball satisfies
 ``⟨η, m⟩ − ‖η‖ R ≤ ⟨η, β⟩ ≤ ⟨η, m⟩ + ‖η‖ R`` (Okumura et al., KDD'15, Thm 1; Sivan et al.,
 Lemma 1), with equality reached on the sphere.  Two forms share one interface:

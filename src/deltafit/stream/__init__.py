@@ -1,4 +1,4 @@
-"""Online learners and drift-aware stream learning (DESIGN.md §2, layer 7).
+"""Online learners and drift-aware stream learning (ARCHITECTURE.md, "Floors").
 
 * :class:`Pegasos` — linear SVM, Shalev-Shwartz et al. (2011) Algorithm 1, last iterate;
 * :class:`LSQSGD` — least squares by Nemirovski et al.'s (2009) robust stochastic approximation

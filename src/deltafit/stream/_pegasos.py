@@ -42,7 +42,7 @@ class Pegasos(ClassifierMixin, StreamLinearModel):
         Algorithm 1).
     fit_intercept : bool, default=True
         Add a constant feature of value ``intercept_scaling``; its weight is regularised like
-        the others (DESIGN.md §1).
+        the others (ARCHITECTURE.md, "The problem").
     intercept_scaling : float, default=1.0
     shuffle : bool, default=False
         ``fit`` visits the rows in a random order (``partial_fit`` keeps the given order).
