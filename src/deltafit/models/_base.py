@@ -1,16 +1,10 @@
 """Shared machinery of the updatable estimators: validation, the ledger and the update protocol.
 
 An estimator solves the canonical problem of ARCHITECTURE.md, "The problem" and keeps (i) a :class:`Ledger` of its
-training samples under stable integer ids and (ii) a *state* from which it is updated exactly:
-
-===============  ============================  ==========================  =========================
-model            squared loss                  logistic / squared hinge    hinge
-===============  ============================  ==========================  =========================
-linear (primal)  :class:`PrimalSquaredState`   :class:`PrimalNewtonState`  :class:`PrimalHingeState`
-                 (no data needed with          (rows kept, warm Newton)    (rows kept, warm dual
-                 ``keep_data=False``)                                      QP)
-kernel (dual)    :class:`DualSquaredState`     :class:`KernelNewtonState`  :class:`KernelHingeState`
-===============  ============================  ==========================  =========================
+training samples under stable integer ids and (ii) a *state* from which it is updated exactly
+(a :class:`~deltafit.models._state.ModelState`: six of them, linear / kernel × squared /
+smooth / hinge, see ``_state.py``).  The estimator turns each update into a
+:class:`~deltafit.models._state.DataChange` and the state applies it.
 
 Every update (:meth:`add`, :meth:`remove`, :meth:`relabel`, :meth:`update`,
 :meth:`partial_fit`) is a transaction: all input is validated first, the numerical work is done
@@ -30,10 +24,9 @@ from .._labels import BinaryLabels, LabelMessages
 from .._transaction import atomic
 from .._validation import check_bool, check_int, check_real, check_rows
 from ..losses import get_loss
-from ._exact_squared import DualSquaredState, PrimalSquaredState
 from ._ledger import Ledger, row_digests
-from ._warm_hinge import KernelHingeState, PrimalHingeState
-from ._warm_newton import KernelNewtonState, PrimalNewtonState, _SolverOptions
+from ._registry import state_for
+from ._state import SolverOptions
 
 __all__ = ["UpdatableMixin"]
 
@@ -164,8 +157,8 @@ class UpdatableMixin:
         return BinaryLabels(self.classes_).decode(t)
 
     def _solver_options(self):
-        return _SolverOptions(get_loss(self.loss), float(self.C), float(self.tol),
-                              int(self.max_iter), self.callback)
+        return SolverOptions(get_loss(self.loss), float(self.C), float(self.tol),
+                             int(self.max_iter), self.callback)
 
     # ------------------------------------------------------------------- fit
     def fit(self, X, y):
@@ -200,7 +193,21 @@ class UpdatableMixin:
         return self
 
     def _warm_coef(self):
-        return None
+        """The current solution to warm-start a refit from, when it solves the same loss over
+        the same kind of problem (None otherwise)."""
+        st = self._state if self._is_fitted() else None
+        if st is None or st.loss.name != self.loss:
+            return None  # unfitted, or set_params changed the loss since the fit
+        return st.warm_coef(self._ledger.active_slots())
+
+    def _new_state(self, data, t, capacity, previous):
+        """A state for the current parameters, solved on Φ or K and targets ``t``, warm-started
+        from ``previous`` when it has the shape the state starts from."""
+        cls = state_for(self._kernel, self.loss)
+        width = data.shape[0] if cls.warm_per_sample else data.shape[1]
+        if previous is not None and previous.shape != (width,):
+            previous = None
+        return cls(self._solver_options(), self._max_rank).fit(data, t, capacity, previous)
 
     def partial_fit(self, X, y, classes=None):
         """scikit-learn's spelling of :meth:`add`; on an unfitted model it fits.
@@ -423,13 +430,10 @@ class UpdatableMixin:
 
     def _after_update(self):
         led = self._ledger
-        led.release()
+        led.release(self._state.reusable_slots())
         if led.capacity > 256 and led.n_samples < led.capacity // 4:
             keep = led.compact()
-            self._take(keep, led.capacity)
-
-    def _take(self, keep, capacity):
-        """Hook: reindex the state after a ledger compaction."""
+            self._state.take(keep, led.capacity)
 
     def save(self, path):
         """Write the fitted model to ``path`` (npz + JSON, no pickle); see :func:`deltafit.load`."""
@@ -564,27 +568,4 @@ class SingleOutputRegressorTags:
         return tags
 
 
-def make_primal_state(loss, C, Phi, t, opts, max_rank, coef0=None, capacity=None):
-    """The exact-update state for explicit features (``coef0``: β to warm-start Newton, or
-    for the hinge the dual variables α of the rows; ``capacity``: the ledger's, for the
-    hinge state's α by slot)."""
-    if loss == "squared":
-        return PrimalSquaredState(1.0 / (2.0 * C), max_rank).fit(Phi, t)
-    if loss == "hinge":
-        cap = Phi.shape[0] if capacity is None else capacity
-        return PrimalHingeState(opts).fit(Phi, t, cap, coef0)
-    return PrimalNewtonState(opts).fit(Phi, t, coef0)
-
-
-def make_dual_state(loss, C, K, t, capacity, opts, max_rank, coef0=None):
-    """The exact-update state for a kernel model (``coef0``: expansion coefficients to
-    warm-start Newton, or for the hinge the dual variables α)."""
-    if loss == "squared":
-        return DualSquaredState(1.0 / (2.0 * C), max_rank).fit(K, t, capacity)
-    if loss == "hinge":
-        return KernelHingeState(opts).fit(K, t, capacity, coef0)
-    return KernelNewtonState(opts).fit(K, t, capacity, coef0)
-
-
-__all__ += ["make_primal_state", "make_dual_state", "Ledger", "BinaryClassifierMixin",
-            "SingleOutputRegressorTags"]
+__all__ += ["Ledger", "BinaryClassifierMixin", "SingleOutputRegressorTags"]

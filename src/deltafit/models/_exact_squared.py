@@ -26,6 +26,7 @@ from scipy.linalg import blas
 
 from ._gram import GramCache
 from ._lowrank import LowRankInverse
+from ._state import ModelState, checked, padded
 
 __all__ = ["PrimalSquaredState", "DualSquaredState"]
 
@@ -152,7 +153,7 @@ def _sym_matvec(M, x):
     return blas.dsymv(1.0, M, x, lower=1)
 
 
-class PrimalSquaredState:
+class PrimalSquaredState(ModelState):
     """Exact state of ``(ΦᵀΦ + ρI) β = Φᵀy`` under row additions, removals and relabels.
 
     ``M = ΦᵀΦ + ρI`` is kept exactly (lower triangle, updated by BLAS syrk), together with its
@@ -161,18 +162,21 @@ class PrimalSquaredState:
 
     Parameters
     ----------
-    rho : float
-        ``1/(2C)``.
+    opts : SolverOptions
+        The fitted problem; ``ρ = 1/(2C)``.
     max_rank : int
         Pending Woodbury rank before a fold; batches larger than this refactorise instead.
     """
 
-    def __init__(self, rho, max_rank=64):
-        self.rho = float(rho)
-        self.max_rank = int(max_rank)
+    kind, kernel, loss_names = "primal_squared", False, ("squared",)
+    warm_per_sample = False
+
+    def __init__(self, opts, max_rank=64):
+        super().__init__(opts, max_rank)
+        self.rho = float(opts.rho)
 
     # ------------------------------------------------------------------ build
-    def fit(self, Phi, y):
+    def fit(self, Phi, y, capacity=None, coef0=None):
         p = Phi.shape[1]
         M, self.b = _gram_update(np.zeros((p, p), order="F"), Rows(Phi), 1.0, y)
         M.flat[:: p + 1] += self.rho
@@ -327,8 +331,32 @@ class PrimalSquaredState:
             self.inv.rank = rank
             raise
 
+    def tracked_inverse(self):
+        self._ensure_inverse()  # forms the explicit inverse from the held factor: β is untouched
+        return self.inv.matvec
+
+    def counters(self):
+        return {"n_refactor": int(self.n_refactor), "n_folds": -1,  # folds are not counted
+                "pending_rank": int(self.inv.rank)}
+
+    def exact_matrix(self):
+        """``ΦᵀΦ + ρI`` from the exact statistics, pending rows included (no fold), full."""
+        M = np.tril(self.M0) + np.tril(self.M0, -1).T
+        r = self._np
+        if r:
+            P = self._P[:r]
+            M = M + (P.T * self._s[:r]) @ P
+        return M
+
+    def apply_change(self, change):
+        self.apply(change.rows_add, change.t_add, change.rows_remove, change.removed_targets,
+                   change.rows_relabel, change.target_shift)
+
+    def warm_coef(self, slots):
+        return self.beta.copy()
+
     # ------------------------------------------------------------ persistence
-    def to_arrays(self):
+    def to_arrays(self, keep=None):
         self._ensure_inverse()
         self.fold(refine=False)
         M = np.tril(self.M0)
@@ -337,13 +365,12 @@ class PrimalSquaredState:
                 "state_beta": self.beta, "state_H": np.ascontiguousarray(self.inv.H0)}
 
     @classmethod
-    def from_arrays(cls, a, rho, max_rank=64):
-        st = cls(rho, max_rank)
-        M, b, beta, H = (np.asarray(a[k], dtype=np.float64)
-                         for k in ("state_M", "state_b", "state_beta", "state_H"))
-        p = b.shape[0]
-        if M.shape != (p, p) or H.shape != (p, p) or beta.shape != (p,):
-            raise ValueError("corrupt model file: the squared-loss state has inconsistent shapes")
+    def from_arrays(cls, arrays, opts, *, y=None, capacity=None, max_rank=64, result=None):
+        st = cls(opts, max_rank)
+        p = np.shape(arrays["state_b"])[0] if np.ndim(arrays["state_b"]) == 1 else -1
+        M, b, beta, H = checked(arrays, {"state_M": (p, p), "state_b": (p,),
+                                         "state_beta": (p,), "state_H": (p, p)},
+                                "squared-loss state")
         st._init_buffers(p)
         st.M0 = np.asfortranarray(M)
         st.b = b
@@ -356,7 +383,7 @@ class _Unreliable(Exception):
     """A block Woodbury core was numerically unreliable; refactorise from the exact data."""
 
 
-class DualSquaredState:
+class DualSquaredState(ModelState):
     """Exact state of ``(K + ρI) α = y`` over the ledger's slots (kernel ridge / LS-SVM dual).
 
     Adding samples borders the system (Schur complement), removing samples deletes rows and
@@ -364,11 +391,14 @@ class DualSquaredState:
     ``y`` and costs ``O(n k)``.  Inactive slots have zero rows and columns in ``H`` once folded.
     """
 
-    def __init__(self, rho, max_rank=64):
-        self.rho = float(rho)
-        self.max_rank = int(max_rank)
+    kind, kernel, loss_names = "dual_squared", True, ("squared",)
+    warm_per_sample = True
 
-    def fit(self, K, y, capacity):
+    def __init__(self, opts, max_rank=64):
+        super().__init__(opts, max_rank)
+        self.rho = float(opts.rho)
+
+    def fit(self, K, y, capacity, coef0=None):
         n = K.shape[0]
         self.gram = GramCache(K, capacity)
         self.y = np.zeros(capacity)
@@ -451,10 +481,25 @@ class DualSquaredState:
         self._clean.extend(dead.tolist())
         self._dirty = []
 
-    def pop_clean(self):
+    def tracked_inverse(self):
+        return self.inv.matvec
+
+    def counters(self):
+        return {"n_refactor": int(self.n_refactor), "n_folds": int(self.n_folds),
+                "pending_rank": int(self.inv.rank)}
+
+    def reusable_slots(self):
         """Removed slots whose rows and columns are now exactly zero: safe to reuse."""
         clean, self._clean = self._clean, []
         return clean
+
+    def apply_change(self, change):
+        self.apply(rem=change.remove_slots, add=change.add_slots, K_cross=change.K_cross,
+                   K_new=change.K_new, y_add=change.t_add, rel=change.relabel_slots,
+                   dy=change.target_shift, capacity=change.ledger.capacity)
+
+    def warm_coef(self, slots):
+        return self.alpha[slots].copy()
 
     def ensure_capacity(self, cap):
         if cap <= self.capacity:
@@ -639,21 +684,16 @@ class DualSquaredState:
                 "state_H": self.inv.H0[np.ix_(keep, keep)]}
 
     @classmethod
-    def from_arrays(cls, a, y, rho, capacity, max_rank=64):
-        st = cls(rho, max_rank)
-        K = np.asarray(a["state_K"], dtype=np.float64)
-        alpha = np.asarray(a["state_alpha"], dtype=np.float64)
-        H = np.asarray(a["state_H"], dtype=np.float64)
+    def from_arrays(cls, arrays, opts, *, y, capacity, max_rank=64, result=None):
+        st = cls(opts, max_rank)
         n = y.shape[0]
-        if K.shape != (n, n) or H.shape != (n, n) or alpha.shape != (n,):
-            raise ValueError("corrupt model file: the kernel state has inconsistent shapes")
+        K, alpha, H = checked(arrays, {"state_K": (n, n), "state_alpha": (n,),
+                                       "state_H": (n, n)}, "kernel state")
         st.gram = GramCache(K, capacity)
-        st.y = np.zeros(capacity)
-        st.y[:n] = y
+        st.y = padded(y, capacity)
         st.active = np.zeros(capacity, dtype=bool)
         st.active[:n] = True
-        st.alpha = np.zeros(capacity)
-        st.alpha[:n] = alpha
+        st.alpha = padded(alpha, capacity)
         H0 = np.zeros((capacity, capacity), order="F")
         H0[:n, :n] = H
         st.inv = LowRankInverse(H0, max_rank)

@@ -8,8 +8,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_int, check_real
 from ..kernels import kernel_matrix, validate_kernel
-from ._base import BinaryClassifierMixin, SingleOutputRegressorTags, UpdatableMixin, make_dual_state
+from ._base import BinaryClassifierMixin, SingleOutputRegressorTags, UpdatableMixin
 from ._ledger import Ledger
+from ._state import DataChange
 
 __all__ = ["KernelClassifier", "KernelRegressor"]
 
@@ -49,25 +50,16 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
                              intercept_scaling=self._s)
 
     def _warm_coef(self):
-        st = self._state if self._is_fitted() else None
-        if st is None or not hasattr(st, "opts") or \
-                self._ledger.n_samples != self.n_samples_fit_:
-            return None
-        if st.opts.loss.name != self.loss:
-            return None  # set_params changed the loss since the fit
-        # the hinge state warm-starts from its dual variables, the Newton state from α
-        coef = st.dual if hasattr(st, "dual") else st.alpha
-        return coef[self._ledger.active_slots()].copy()
+        if self._is_fitted() and self._ledger.n_samples != self.n_samples_fit_:
+            return None  # updated since the fit: the coefficients are of other samples
+        return super()._warm_coef()
 
     def _build(self, X, t, previous):
         n = X.shape[0]
         K = self._k(X, X)
-        if previous is not None and previous.shape[0] != n:
-            previous = None
         # the state is O(capacity²): leave room for a batch of additions, grow gently
         led = Ledger(X.shape[1], keep_rows=True, capacity=n + max(16, n // 8), growth=1.25)
-        self._state = make_dual_state(self.loss, self.C, K, t, led.capacity,
-                                      self._solver_options(), self._max_rank, previous)
+        self._state = self._new_state(K, t, led.capacity, previous)
         led.insert(led.allocate(n), X, t)
         self._ledger = led
         self.n_samples_fit_ = n
@@ -76,57 +68,20 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
         return X
 
     def _apply(self, plan):
-        led, st = self._ledger, self._state
-        add = None
-        K_cross = K_new = ya = None
+        led = self._ledger
+        change = DataChange(led, remove_slots=plan.remove_slots,
+                            relabel_slots=plan.relabel_slots, relabel_t=plan.relabel_t)
         if plan.adds:
-            Xa, ya = plan.X_add, plan.t_add
-            add = led.allocate(Xa.shape[0])
-            if self.loss != "squared":
-                st.ensure_capacity(led.capacity)
-            K_cross = np.zeros((led.capacity, add.size))
+            Xa = plan.X_add
+            add = change.add_slots = led.allocate(Xa.shape[0])
+            change.t_add = plan.t_add
+            change.K_cross = np.zeros((led.capacity, add.size))
             A = np.flatnonzero(led.active)
             both = self._k(np.vstack([led.X[A], Xa]), Xa)  # one kernel call: k([X_A; Xa], Xa)
-            K_cross[A] = both[: A.size]
-            K_new = both[A.size:]
-        rem = plan.remove_slots
-        rel = dy = None
-        if plan.relabels:
-            rel = plan.relabel_slots
-            dy = plan.relabel_t - led.y[rel]
-        if self.loss == "squared":
-            st.apply(rem=rem, add=add, K_cross=K_cross, K_new=K_new, y_add=ya, rel=rel, dy=dy,
-                     capacity=led.capacity)
-            return add
-        keep = led.active.copy()
-        if rem is not None:
-            keep[rem] = False
-        t = led.y.copy()
-        if rel is not None:
-            t[rel] = plan.relabel_t
-        if add is not None:
-            st.gram.write(add, K_cross, K_new)
-            keep[add] = True
-            t[add] = ya
-        A = np.flatnonzero(keep)
-        res = st.solve(A, t[A], st.warm_start(A, add))
-        st.commit(A, res)
-        return add
-
-    def _after_update(self):
-        st = self._state
-        if not hasattr(st, "pop_clean"):
-            super()._after_update()
-            return
-        # slots freed by removals are reusable only once the tracked inverse is exactly zero there
-        self._ledger.release(st.pop_clean())
-        led = self._ledger
-        if led.capacity > 256 and led.n_samples < led.capacity // 4:
-            keep = led.compact()
-            st.take(keep, led.capacity)
-
-    def _take(self, keep, capacity):
-        self._state.take(keep, capacity)
+            change.K_cross[A] = both[: A.size]
+            change.K_new = both[A.size:]
+        self._state.apply_change(change)
+        return change.add_slots
 
     def _decision_checked(self, X):
         led = self._ledger

@@ -8,9 +8,10 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_bool
 from ..kernels import resolve_feature_map
-from ._base import BinaryClassifierMixin, SingleOutputRegressorTags, UpdatableMixin, make_primal_state
+from ._base import BinaryClassifierMixin, SingleOutputRegressorTags, UpdatableMixin
 from ._exact_squared import Rows
 from ._ledger import Ledger
+from ._state import DataChange
 
 __all__ = ["LinearClassifier", "LinearRegressor"]
 
@@ -56,25 +57,13 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         """Φ(X) with the constant column ``intercept_scaling`` appended when fitting an intercept."""
         return features(X, self.feature_map_, self._s if self.fit_intercept else None)
 
-    def _warm_coef(self):
-        st = self._state if self._is_fitted() else None
-        if st is None or not hasattr(st, "opts") or st.opts.loss.name != self.loss:
-            return None
-        if hasattr(st, "dual"):  # hinge: the dual variables of the rows, by id
-            return st.dual[self._ledger.active_slots()].copy()
-        return st.beta.copy()
-
     def _build(self, X, t, previous):
         self.feature_map_ = resolve_feature_map(self.feature_map, X)
         Phi = self._features(X)
         n = X.shape[0]
-        width = n if self.loss == "hinge" else Phi.shape[1]
-        if previous is not None and previous.shape[0] != width:
-            previous = None
         # headroom for a batch of additions without re-copying the stored rows
         capacity = n + max(16, n // 8)
-        self._state = make_primal_state(self.loss, self.C, Phi, t, self._solver_options(),
-                                        self._max_rank, previous, capacity=capacity)
+        self._state = self._new_state(Phi, t, capacity, previous)
         led = Ledger(Phi.shape[1], keep_rows=self.keep_data, keep_digests=not self.keep_data,
                      capacity=capacity, growth=1.5)
         digests = None
@@ -88,52 +77,22 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         return self._features(X) if self._ledger.keep_rows else None
 
     def _apply(self, plan):
-        led, st = self._ledger, self._state
-        add_slots = led.allocate(plan.X_add.shape[0]) if plan.adds else None
-        Pa = ya = Pr = yr = Pl = dy = None
+        led = self._ledger
+        change = DataChange(led, remove_slots=plan.remove_slots,
+                            relabel_slots=plan.relabel_slots, relabel_t=plan.relabel_t)
         if plan.adds:
-            Pa, ya = self._features(plan.X_add), plan.t_add
+            change.add_slots = led.allocate(plan.X_add.shape[0])
+            change.rows_add, change.t_add = self._features(plan.X_add), plan.t_add
         if plan.removes:
             slots = plan.remove_slots
-            Pr = Rows(led.X, slots) if led.keep_rows else self._features(plan.remove_rows)
-            yr = led.y[slots]
+            change.rows_remove = (Rows(led.X, slots) if led.keep_rows
+                                  else self._features(plan.remove_rows))
         if plan.relabels:
             slots = plan.relabel_slots
-            Pl = led.X[slots] if led.keep_rows else self._features(plan.relabel_rows)
-            dy = plan.relabel_t - led.y[slots]
-        if self.loss == "squared":
-            st.apply(Pa, ya, Pr, yr, Pl, dy)
-        else:
-            keep = led.active.copy()
-            if plan.removes:
-                keep[plan.remove_slots] = False
-            A = np.flatnonzero(keep)
-            t = led.y[A].copy()
-            if plan.relabels:
-                pos = np.searchsorted(A, plan.relabel_slots)
-                t[pos] = plan.relabel_t
-            Phi, parts = led.X[A], [t]
-            if Pa is not None:
-                Phi = np.vstack([Phi, Pa])
-                parts.append(ya)
-            if self.loss == "hinge":
-                # warm start from the dual variables (0 for new rows; a relabelled row keeps
-                # its α, which stays feasible)
-                st.ensure_capacity(led.capacity)
-                slots = A if add_slots is None else np.concatenate([A, add_slots])
-                alpha0 = st.dual[slots].copy()
-                if add_slots is not None:
-                    alpha0[A.size:] = 0.0
-                res = st.solve(Phi, np.concatenate(parts), alpha0)
-                st.commit(slots, res)
-            else:
-                res = st.solve(Phi, np.concatenate(parts), st.beta)
-                st.commit(res)
-        return add_slots
-
-    def _take(self, keep, capacity):
-        if hasattr(self._state, "take"):
-            self._state.take(keep, capacity)
+            change.rows_relabel = (led.X[slots] if led.keep_rows
+                                   else self._features(plan.relabel_rows))
+        self._state.apply_change(change)
+        return change.add_slots
 
     def _decision_checked(self, X):
         return self._features(X) @ self._state.beta
@@ -249,7 +208,7 @@ class LinearClassifier(BinaryClassifierMixin, ClassifierMixin, _LinearModel):
         if not hasattr(st, "dual"):
             raise AttributeError(
                 f"dual_coef_ is kept for loss='hinge' only; this model was fitted with "
-                f"loss={st.opts.loss.name if hasattr(st, 'opts') else 'squared'!r}"
+                f"loss={st.loss.name!r}"
             )
         slots = self._ledger.active_slots()
         return self._ledger.y[slots] * st.dual[slots] + 0.0  # no negative zeros

@@ -16,11 +16,10 @@ import os
 
 import numpy as np
 
-from ._exact_squared import DualSquaredState, PrimalSquaredState
-from ._gram import GramCache
+from .._validation import check_int, check_real
+from ..losses import get_loss
 from ._ledger import Ledger
-from ._warm_hinge import KernelHingeState, PrimalHingeState
-from ._warm_newton import KernelNewtonState, PrimalNewtonState
+from ._registry import state_class
 from ..solvers import HingeResult, SolverResult
 
 __all__ = ["save", "load", "FORMAT_VERSION"]
@@ -142,30 +141,8 @@ def save(model, path):
     led, st = model._ledger, model._state
     larrays, keep = led.to_arrays()
     arrays.update(larrays)
-    if isinstance(st, PrimalSquaredState):
-        kind = "primal_squared"
-        arrays.update(st.to_arrays())
-    elif isinstance(st, DualSquaredState):
-        kind = "dual_squared"
-        arrays.update(st.to_arrays(keep))
-    elif isinstance(st, PrimalNewtonState):
-        kind = "primal_newton"
-        arrays["state_beta"] = st.beta
-    elif isinstance(st, PrimalHingeState):
-        kind = "primal_hinge"
-        arrays["state_beta"] = st.beta
-        arrays["state_dual"] = st.dual[keep]
-    elif isinstance(st, KernelHingeState):  # before its base class KernelNewtonState
-        kind = "kernel_hinge"
-        arrays["state_K"] = st.gram.sub(keep)
-        arrays["state_alpha"] = st.alpha[keep]
-        arrays["state_dual"] = st.dual[keep]
-    elif isinstance(st, KernelNewtonState):
-        kind = "kernel_newton"
-        arrays["state_K"] = st.gram.sub(keep)
-        arrays["state_alpha"] = st.alpha[keep]
-    else:  # pragma: no cover - every state is listed above
-        raise ValueError(f"unknown state {type(st).__name__}")
+    kind = st.kind
+    arrays.update(st.to_arrays(keep))
     res = getattr(st, "result", None)
     meta = {
         "format": FORMAT,
@@ -173,6 +150,9 @@ def save(model, path):
         "estimator": name,
         "params": params,
         "state": kind,
+        # the fitted problem, which set_params after the fit does not change
+        "fitted": {"loss": st.loss.name, "C": st.C, "tol": float(st.opts.tol),
+                   "max_iter": int(st.opts.max_iter)},
         "n_features_in": int(model.n_features_in_),
         "keep_rows": bool(led.keep_rows),
         "keep_digests": bool(led.keep_digests),
@@ -248,14 +228,31 @@ def load(path):
         raise ValueError(f"{os.fspath(path)!r}: corrupt model file ({exc!r})") from exc
 
 
-def _dual_arrays(arrays, n):
-    """The hinge state's dual variables, checked: n non-negative values (the upper bound is
-    the C of the fit, which ``set_params`` may have changed before saving)."""
-    dual = np.asarray(arrays["state_dual"], dtype=np.float64)
-    if dual.shape != (n,) or dual.min(initial=0.0) < 0.0:
-        raise ValueError("corrupt model file: the hinge dual variables do not match the ledger "
-                         "or are negative")
-    return dual
+def _fitted_options(model, fitted):
+    """The fitted problem's settings: those saved with the state, else the parameters."""
+    opts = model._solver_options()
+    if fitted is not None:
+        if fitted["loss"] not in model._losses:
+            raise ValueError(f"corrupt model file: unknown loss {fitted['loss']!r}")
+        opts.loss = get_loss(fitted["loss"])
+        opts.C = check_real(fitted["C"], "fitted C", low=0.0)
+        opts.tol = check_real(fitted["tol"], "fitted tol", low=0.0)
+        opts.max_iter = check_int(fitted["max_iter"], "fitted max_iter")
+    return opts
+
+
+def _solver_result(meta):
+    """The saved solver diagnostics (None for the closed form); ``coef`` is set by the state."""
+    solver, h = meta.get("solver"), meta.get("hinge")
+    if solver is None:
+        return None
+    common = (None, float(solver["grad_norm"]), int(solver["n_iter"]), True, False,
+              float(solver["objective"]))
+    if h is None:
+        return SolverResult(*common)
+    return HingeResult(*common, kkt_violation=float(h["kkt_violation"]),
+                       duality_gap=float(h["duality_gap"]),
+                       dual_objective=float(h["dual_objective"]), n_polish=int(h["n_polish"]))
 
 
 def _rebuild(meta, arrays):
@@ -280,73 +277,16 @@ def _rebuild(meta, arrays):
     if "feature_names_in" in arrays:
         model.feature_names_in_ = arrays["feature_names_in"].astype(object)
     y = led.y[:n].copy()
-    kind = meta["state"]
-    solver = meta.get("solver")
-    result = None
-    if solver is not None:
-        result = SolverResult(None, float(solver["grad_norm"]), int(solver["n_iter"]), True,
-                              False, float(solver["objective"]))
-    if kind in ("primal_hinge", "kernel_hinge"):
-        h = meta["hinge"]
-        result = HingeResult(None, result.grad_norm, result.n_iter, True, False,
-                             result.objective, kkt_violation=float(h["kkt_violation"]),
-                             duality_gap=float(h["duality_gap"]),
-                             dual_objective=float(h["dual_objective"]),
-                             n_polish=int(h["n_polish"]))
-    rho = 1.0 / (2.0 * model.C)
-    if kind == "primal_squared":
-        model._state = PrimalSquaredState.from_arrays(arrays, rho, model._max_rank)
-    elif kind == "dual_squared":
-        model._state = DualSquaredState.from_arrays(arrays, y, rho, led.capacity,
-                                                    model._max_rank)
-    elif kind == "primal_newton":
-        st = PrimalNewtonState(model._solver_options())
-        st.beta = np.asarray(arrays["state_beta"], dtype=np.float64)
-        result.coef = st.beta
-        st.result = result
-        model._state = st
-    elif kind == "primal_hinge":
-        st = PrimalHingeState(model._solver_options())
-        st.beta = np.asarray(arrays["state_beta"], dtype=np.float64)
-        dual = _dual_arrays(arrays, n)
-        st.dual = np.zeros(led.capacity)
-        st.dual[:n] = dual
-        result.coef, result.alpha = st.beta, dual
-        st.result = result
-        model._state = st
-    elif kind == "kernel_hinge":
-        st = KernelHingeState(model._solver_options())
-        K = np.asarray(arrays["state_K"], dtype=np.float64)
-        alpha = np.asarray(arrays["state_alpha"], dtype=np.float64)
-        dual = _dual_arrays(arrays, n)
-        if K.shape != (n, n) or alpha.shape != (n,) or \
-                not np.array_equal(alpha, y * dual + 0.0):
-            raise ValueError("corrupt model file: the kernel state has inconsistent shapes or "
-                             "dual variables")
-        st.gram = GramCache(K, led.capacity)
-        st.alpha = np.zeros(led.capacity)
-        st.alpha[:n] = alpha
-        st.dual = np.zeros(led.capacity)
-        st.dual[:n] = dual
-        result.coef, result.alpha = alpha, dual
-        st.result = result
-        model._state = st
-    elif kind == "kernel_newton":
-        st = KernelNewtonState(model._solver_options())
-        K = np.asarray(arrays["state_K"], dtype=np.float64)
-        alpha = np.asarray(arrays["state_alpha"], dtype=np.float64)
-        if K.shape != (n, n) or alpha.shape != (n,):
-            raise ValueError("corrupt model file: the kernel state has inconsistent shapes")
-        st.gram = GramCache(K, led.capacity)
-        st.alpha = np.zeros(led.capacity)
-        st.alpha[:n] = alpha
-        result.coef = alpha
-        st.result = result
-        model._state = st
-    else:
-        raise ValueError(f"corrupt model file: unknown state {kind!r}")
-    expected = meta["row_width"] if kind.startswith("primal") else None
-    if expected is not None and model._state.beta.shape != (expected,):
+    cls = state_class(meta["state"])
+    if cls.kernel != name.startswith("Kernel"):
+        raise ValueError(f"corrupt model file: state {cls.kind!r} does not fit {name}")
+    opts = _fitted_options(model, meta.get("fitted"))
+    if opts.loss.name not in cls.loss_names:
+        raise ValueError(f"corrupt model file: state {cls.kind!r} does not solve "
+                         f"loss={opts.loss.name!r}")
+    model._state = cls.from_arrays(arrays, opts, y=y, capacity=led.capacity,
+                                   max_rank=model._max_rank, result=_solver_result(meta))
+    if not cls.kernel and model._state.beta.shape != (meta["row_width"],):
         raise ValueError("corrupt model file: coefficients do not match the feature width")
     if name.startswith("Kernel"):
         model.n_samples_fit_ = int(meta["n_samples_fit"])

@@ -35,7 +35,6 @@ from scipy import linalg
 from sklearn.exceptions import NotFittedError
 
 from ..kernels import kernel_diagonal, kernel_matrix, kernel_rows
-from ..losses import get_loss
 
 __all__ = ["FittedProblem", "ScoreFunction"]
 
@@ -103,15 +102,8 @@ class FittedProblem:
         self._led = model._ledger
         self._st = model._state
         st = self._st
-        opts = getattr(st, "opts", None)
-        if opts is not None:
-            self.loss = opts.loss
-            self.C = float(opts.C)
-            self.tol, self.max_iter = float(opts.tol), int(opts.max_iter)
-        else:  # the closed-form states keep ρ = 1/(2C) of the fit
-            self.loss = get_loss("squared")
-            self.C = 1.0 / (2.0 * st.rho)
-            self.tol, self.max_iter = float(model.tol), int(model.max_iter)
+        self.loss, self.C = st.loss, st.C
+        self.tol, self.max_iter = float(st.opts.tol), int(st.opts.max_iter)
         self.kernel = bool(model._kernel)
         self.classifier = bool(model._classifier)
         self.fit_intercept = bool(model.fit_intercept)
@@ -269,17 +261,13 @@ class FittedProblem:
     def solver_result(self):
         """The last solve's :class:`~deltafit.solvers.SolverResult` (or ``HingeResult``); None
         for the closed form."""
-        return getattr(self._st, "result", None)
+        return self._st.result
 
     def solver_counters(self):
         """Diagnostics of the closed-form states: ``n_refactor`` (factorisations from the exact
         statistics), ``n_folds`` (folds of pending Woodbury corrections) and ``pending_rank``
         (corrections not yet folded); -1 where a state keeps no such count."""
-        st = self._st
-        inv = getattr(st, "inv", None)
-        return {"n_refactor": int(getattr(st, "n_refactor", -1)),
-                "n_folds": int(getattr(st, "n_folds", -1)),
-                "pending_rank": -1 if inv is None else int(inv.rank)}
+        return self._st.counters()
 
     @property
     def certified_residual(self):
@@ -396,13 +384,7 @@ class FittedProblem:
 
     def _exact_M(self):
         """``ΦᵀΦ + ρI`` of the closed-form primal state, pending rows included (no fold)."""
-        st = self._st
-        M = np.tril(st.M0) + np.tril(st.M0, -1).T
-        r = st._np
-        if r:
-            P = st._P[:r]
-            M = M + (P.T * st._s[:r]) @ P
-        return M
+        return self._st.exact_matrix()
 
     def hessian(self):
         """∇²J at the stored solution, ``I + C Φᵀ diag(ℓ''(t, z)) Φ`` (linear models, p × p).
@@ -415,7 +397,7 @@ class FittedProblem:
             raise AttributeError("hessian is defined for linear models; kernel models offer "
                                  "gram and solve_hessian")
         st = self._st
-        if hasattr(st, "M0"):
+        if st.kind == "primal_squared":
             return self._exact_M() / st.rho
         if not self.keeps_rows:
             raise ValueError("the Hessian needs the training rows (keep_data=True)")
@@ -454,13 +436,7 @@ class FittedProblem:
         al., Thm 1 and Cor. 1–4); refinement against the exact statistics keeps its relative
         drift below 1e-9.  None for the other losses, which keep no inverse.
         """
-        inv = getattr(self._st, "inv", None)
-        if inv is None:
-            return None
-        ensure = getattr(self._st, "_ensure_inverse", None)
-        if ensure is not None:
-            ensure()  # forms the explicit inverse from the held factor: β is untouched
-        return inv.matvec
+        return self._st.tracked_inverse()
 
     def score_function(self):
         """A :class:`ScoreFunction`: the current solution's scores, frozen, without checks."""

@@ -22,27 +22,37 @@ from __future__ import annotations
 import numpy as np
 
 from ..solvers import hinge_kernel, hinge_primal
-from ._warm_newton import KernelNewtonState, grown, taken, warm_values
+from ._state import ModelState, grown, padded, saved_coef, taken
+from ._warm_newton import KernelNewtonState, padded_at
 
 __all__ = ["PrimalHingeState", "KernelHingeState"]
 
 
-class PrimalHingeState:
+def _checked_dual(arrays, n):
+    """The saved dual variables, checked: n non-negative values (the upper bound is the C of
+    the fit, which ``set_params`` may have changed before saving)."""
+    dual = np.asarray(arrays["state_dual"], dtype=np.float64)
+    if dual.shape != (n,) or dual.min(initial=0.0) < 0.0:
+        raise ValueError("corrupt model file: the hinge dual variables do not match the ledger "
+                         "or are negative")
+    return dual
+
+
+class PrimalHingeState(ModelState):
     """β over explicit features and the dual variables α by ledger slot, re-solved exactly
     (warm-started dual QP) after each change."""
 
-    def __init__(self, opts):
-        self.opts = opts
+    kind, kernel, loss_names = "primal_hinge", False, ("hinge",)
+    warm_per_sample = True
 
     def solve(self, Phi, y, alpha0=None):
         o = self.opts
         return hinge_primal(Phi, y, o.C, alpha0=alpha0, tol=o.tol, max_iter=o.max_iter,
                             callback=o.callback)
 
-    def fit(self, Phi, y, capacity, alpha0=None):
-        res = self.solve(Phi, y, alpha0)
-        self.dual = np.zeros(capacity)
-        self.commit(np.arange(Phi.shape[0]), res)
+    def fit(self, Phi, y, capacity=None, coef0=None):
+        self.dual = np.zeros(Phi.shape[0] if capacity is None else capacity)
+        self.commit(np.arange(Phi.shape[0]), self.solve(Phi, y, coef0))
         return self
 
     @property
@@ -50,9 +60,21 @@ class PrimalHingeState:
         return self.dual.shape[0]
 
     def commit(self, slots, res):
-        dual = np.zeros(self.capacity)
-        dual[slots] = res.alpha
-        self.dual, self.beta, self.result = dual, res.coef, res
+        self.dual, self.beta, self.result = padded_at(slots, res.alpha, self.capacity), \
+            res.coef, res
+
+    def apply_change(self, change):
+        # warm start from the dual variables (0 for new rows; a relabelled row keeps its α,
+        # which stays feasible)
+        self.ensure_capacity(change.ledger.capacity)
+        slots, Phi, t = change.rows_after()
+        alpha0 = self.dual[slots].copy()
+        if change.add_slots is not None:
+            alpha0[slots.size - change.add_slots.size:] = 0.0
+        self.commit(slots, self.solve(Phi, t, alpha0))
+
+    def warm_coef(self, slots):
+        return self.dual[slots].copy()
 
     def ensure_capacity(self, cap):
         self.dual = grown(self.dual, cap)
@@ -60,14 +82,30 @@ class PrimalHingeState:
     def take(self, keep, capacity):
         self.dual = taken(self.dual, keep, capacity)
 
+    def to_arrays(self, keep):
+        return {"state_beta": self.beta, "state_dual": self.dual[keep]}
+
+    @classmethod
+    def from_arrays(cls, arrays, opts, *, y, capacity, max_rank=64, result=None):
+        st = cls(opts, max_rank)
+        st.beta = saved_coef(arrays)
+        dual = _checked_dual(arrays, y.shape[0])
+        st.dual = padded(dual, capacity)
+        result.coef, result.alpha = st.beta, dual
+        st.result = result
+        return st
+
 
 class KernelHingeState(KernelNewtonState):
     """Expansion coefficients ``alpha = y ∘ dual`` and the dual variables ``dual`` by ledger
     slot, re-solved exactly (warm-started dual QP) after each change."""
 
-    def fit(self, K, y, capacity, coef0=None):
+    kind, kernel, loss_names = "kernel_hinge", True, ("hinge",)
+    warm_per_sample = True
+
+    def _init_slots(self, capacity):
+        super()._init_slots(capacity)
         self.dual = np.zeros(capacity)
-        return super().fit(K, y, capacity, coef0)
 
     def solve(self, A, y, coef0=None):
         o = self.opts
@@ -75,14 +113,12 @@ class KernelHingeState(KernelNewtonState):
                             max_iter=o.max_iter, callback=o.callback)
 
     def commit(self, A, res):
-        dual = np.zeros(self.capacity)
-        dual[A] = res.alpha
+        dual = padded_at(A, res.alpha, self.capacity)
         super().commit(A, res)
         self.dual = dual
 
-    def warm_start(self, A, add):
-        """The dual variables to start a re-solve over slots ``A`` from (0 for new samples)."""
-        return warm_values(self.dual, A, add)
+    def _warm_source(self):
+        return self.dual
 
     def ensure_capacity(self, cap):
         super().ensure_capacity(cap)
@@ -91,3 +127,18 @@ class KernelHingeState(KernelNewtonState):
     def take(self, keep, capacity):
         super().take(keep, capacity)
         self.dual = taken(self.dual, keep, capacity)
+
+    def to_arrays(self, keep):
+        return dict(super().to_arrays(keep), state_dual=self.dual[keep])
+
+    @classmethod
+    def from_arrays(cls, arrays, opts, *, y, capacity, max_rank=64, result=None):
+        st = super().from_arrays(arrays, opts, y=y, capacity=capacity, max_rank=max_rank,
+                                 result=result)
+        dual = _checked_dual(arrays, y.shape[0])
+        if not np.array_equal(st.alpha[: y.shape[0]], y * dual + 0.0):
+            raise ValueError("corrupt model file: the kernel state's coefficients do not match "
+                             "its dual variables")
+        st.dual = padded(dual, capacity)
+        result.alpha = dual
+        return st

@@ -13,73 +13,63 @@ import numpy as np
 
 from ..solvers import newton_kernel, newton_primal
 from ._gram import GramCache
+from ._state import ModelState, checked, grown, padded, saved_coef, taken
 
 __all__ = ["PrimalNewtonState", "KernelNewtonState"]
 
 
-class _SolverOptions:
-    def __init__(self, loss, C, tol, max_iter, callback=None):
-        self.loss, self.C, self.tol, self.max_iter, self.callback = loss, C, tol, max_iter, callback
-
-
-class PrimalNewtonState:
+class PrimalNewtonState(ModelState):
     """β for explicit features, re-solved with warm-started Newton after each change."""
 
-    def __init__(self, opts):
-        self.opts = opts
+    kind, kernel, loss_names = "primal_newton", False, ("logistic", "squared_hinge")
+    warm_per_sample = False
 
     def solve(self, Phi, y, coef0=None):
         o = self.opts
-        res = newton_primal(Phi, y, o.loss, o.C, coef0=coef0, tol=o.tol,
-                            max_iter=o.max_iter, callback=o.callback)
-        return res
+        return newton_primal(Phi, y, o.loss, o.C, coef0=coef0, tol=o.tol,
+                             max_iter=o.max_iter, callback=o.callback)
 
-    def fit(self, Phi, y, coef0=None):
-        res = self.solve(Phi, y, coef0)
-        self.commit(res)
+    def fit(self, Phi, y, capacity=None, coef0=None):
+        self.commit(self.solve(Phi, y, coef0))
         return self
 
     def commit(self, res):
         self.beta, self.result = res.coef, res
 
+    def apply_change(self, change):
+        _, Phi, t = change.rows_after()
+        self.commit(self.solve(Phi, t, self.beta))
 
-def grown(a, cap):
-    """``a`` zero-padded to length ``cap`` (unchanged when long enough)."""
-    if cap <= a.shape[0]:
-        return a
-    out = np.zeros(cap)
-    out[: a.shape[0]] = a
-    return out
+    def warm_coef(self, slots):
+        return self.beta.copy()
 
+    def to_arrays(self, keep):
+        return {"state_beta": self.beta}
 
-def taken(a, keep, capacity):
-    """``a[keep]`` moved to the front of a zero array of length ``capacity``."""
-    out = np.zeros(capacity)
-    out[: len(keep)] = a[keep]
-    return out
-
-
-def warm_values(a, A, add):
-    """``a`` over slots ``A``, with 0 for the newly added slots ``add``."""
-    a = a.copy()
-    if add is not None:
-        a[add] = 0.0
-    return a[A]
+    @classmethod
+    def from_arrays(cls, arrays, opts, *, y, capacity, max_rank=64, result=None):
+        st = cls(opts, max_rank)
+        st.beta = saved_coef(arrays)
+        result.coef = st.beta
+        st.result = result
+        return st
 
 
-class KernelNewtonState:
+class KernelNewtonState(ModelState):
     """α over ledger slots, re-solved with warm-started kernel Newton after each change."""
 
-    def __init__(self, opts):
-        self.opts = opts
+    kind, kernel, loss_names = "kernel_newton", True, ("logistic", "squared_hinge")
+    warm_per_sample = True
 
     def fit(self, K, y, capacity, coef0=None):
         self.gram = GramCache(K, capacity)
-        self.alpha = np.zeros(capacity)
+        self._init_slots(capacity)
         n = K.shape[0]
-        res = self.solve(np.arange(n), y, coef0)
-        self.commit(np.arange(n), res)
+        self.commit(np.arange(n), self.solve(np.arange(n), y, coef0))
         return self
+
+    def _init_slots(self, capacity):
+        self.alpha = np.zeros(capacity)
 
     @property
     def capacity(self):
@@ -91,13 +81,24 @@ class KernelNewtonState:
                              max_iter=o.max_iter, callback=o.callback)
 
     def commit(self, A, res):
-        alpha = np.zeros(self.capacity)
-        alpha[A] = res.coef
-        self.alpha, self.result = alpha, res
+        self.alpha, self.result = padded_at(A, res.coef, self.capacity), res
 
-    def warm_start(self, A, add):
-        """The coefficients to start a re-solve over slots ``A`` from (0 for new samples)."""
-        return warm_values(self.alpha, A, add)
+    def _warm_source(self):
+        """The per-slot values a re-solve warm-starts from."""
+        return self.alpha
+
+    def apply_change(self, change):
+        if change.add_slots is not None:
+            self.ensure_capacity(change.ledger.capacity)
+            self.gram.write(change.add_slots, change.K_cross, change.K_new)
+        A, t = change.slots_after()
+        start = self._warm_source().copy()
+        if change.add_slots is not None:
+            start[change.add_slots] = 0.0  # new samples start at 0
+        self.commit(A, self.solve(A, t, start[A]))
+
+    def warm_coef(self, slots):
+        return self._warm_source()[slots].copy()
 
     def ensure_capacity(self, cap):
         if cap > self.capacity:
@@ -107,3 +108,24 @@ class KernelNewtonState:
     def take(self, keep, capacity):
         self.gram.take(keep, capacity)
         self.alpha = taken(self.alpha, keep, capacity)
+
+    def to_arrays(self, keep):
+        return {"state_K": self.gram.sub(keep), "state_alpha": self.alpha[keep]}
+
+    @classmethod
+    def from_arrays(cls, arrays, opts, *, y, capacity, max_rank=64, result=None):
+        n = y.shape[0]
+        K, alpha = checked(arrays, {"state_K": (n, n), "state_alpha": (n,)}, "kernel state")
+        st = cls(opts, max_rank)
+        st.gram = GramCache(K, capacity)
+        st.alpha = padded(alpha, capacity)
+        result.coef = alpha
+        st.result = result
+        return st
+
+
+def padded_at(slots, values, capacity):
+    """A length-``capacity`` zero array holding ``values`` at ``slots``."""
+    out = np.zeros(capacity)
+    out[slots] = values
+    return out
