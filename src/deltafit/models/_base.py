@@ -13,6 +13,7 @@ next, and the ledger is changed last; a ValueError anywhere leaves the model exa
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,6 +30,8 @@ from ._registry import state_for
 from ._state import SolverOptions
 
 __all__ = ["UpdatableMixin"]
+
+_LOCK_GUARD = threading.Lock()  # makes the per-model locks
 
 _OVR_HINT = (
     "Only binary classification is supported: for more classes wrap the estimator in "
@@ -134,9 +137,46 @@ class UpdatableMixin:
     def _check_model_params(self):
         """Hook for the linear / kernel specific parameters."""
 
+    # --------------------------------------------------- the fitted snapshot
+    # Parameters take effect at the next fit, as in scikit-learn: what shapes the fitted model
+    # (the intercept column, the kernel) is kept from the fit and used by every later update
+    # and prediction, whatever set_params does in between.
+    _SPEC_KERNEL = ()
+
+    def _take_spec(self):
+        """Snapshot the parameters the fitted model is made of (called by ``fit``)."""
+        spec = {"fit_intercept": bool(self.fit_intercept),
+                "intercept_scaling": float(self.intercept_scaling) if self.fit_intercept
+                else 0.0}
+        spec.update((k, getattr(self, k)) for k in self._SPEC_KERNEL)
+        self._spec = spec
+
+    def _fitted(self, name):
+        """A parameter as the model was fitted with (the current value before any fit)."""
+        spec = self.__dict__.get("_spec")
+        if spec is None:
+            return (float(self.intercept_scaling) if self.fit_intercept else 0.0) \
+                if name == "intercept_scaling" else getattr(self, name)
+        return spec[name]
+
     @property
     def _s(self):
-        return float(self.intercept_scaling) if self.fit_intercept else 0.0
+        """The constant feature's value as fitted (0 without an intercept)."""
+        return self._fitted("intercept_scaling")
+
+    # ------------------------------------------------------------ thread safety
+    def _lock(self):
+        """The lock that serialises this model's fits and updates (made on first use)."""
+        lock = self.__dict__.get("_update_lock")
+        if lock is None:
+            with _LOCK_GUARD:
+                lock = self.__dict__.setdefault("_update_lock", threading.RLock())
+        return lock
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state.pop("_update_lock", None)  # a lock cannot be copied or pickled; one is made anew
+        return state
 
     def _encode_y(self, y, *, fitting=False, classes=None, what="y"):
         """Validated internal targets: ±1 for classifiers, float for regressors."""
@@ -180,7 +220,7 @@ class UpdatableMixin:
     def _fit(self, X, y, classes=None):
         # a failed (re)fit leaves a fitted model as it was: fitting only creates new objects,
         # so restoring the attribute dictionary is enough
-        with atomic(self):
+        with self._lock(), atomic(self):
             self._validate_params()
             # partial_fit(classes=...) follows scikit-learn: the data may show one class at first
             self._classes_given = classes is not None
@@ -188,6 +228,7 @@ class UpdatableMixin:
                                  ensure_min_samples=1)
             t = self._encode_y(y, fitting=True, classes=classes)
             previous = self._warm_coef() if self.warm_start else None
+            self._take_spec()
             self._build(X, t, previous)
             self._bump_version()
         return self
@@ -305,9 +346,15 @@ class UpdatableMixin:
                             X_remove=X_remove, y_remove=y_remove, relabel_ids=relabel_ids,
                             y_relabel=y_relabel, X_relabel=X_relabel)[0]
 
-    def _update(self, X_add=None, y_add=None, remove_ids=None, X_remove=None, y_remove=None,
-                relabel_ids=None, y_relabel=None, X_relabel=None):
+    def _update(self, **change):
+        """One update as a transaction: on any exception, an interruption included, the model is
+        left as it was (see :meth:`_transaction`); updates of one model are serialised."""
         check_is_fitted(self, "_ledger")
+        with self._lock():
+            return self._update_locked(**change)
+
+    def _update_locked(self, X_add=None, y_add=None, remove_ids=None, X_remove=None,
+                       y_remove=None, relabel_ids=None, y_relabel=None, X_relabel=None):
         led = self._ledger
         d = self.n_features_in_
         # ---- validation: nothing is changed before this block has passed
@@ -348,20 +395,58 @@ class UpdatableMixin:
         if plan.relabels and np.intersect1d(rem_slots, plan.relabel_slots).size:
             raise ValueError("the same sample ids are both removed and relabelled")
         self._check_outcome(plan, rem_slots)
-        # ---- numerical work, then the ledger
-        new_ids = self._apply(plan)
-        removed = led.ids[rem_slots].copy()
-        if rem_slots.size:
-            led.delete(rem_slots)
-        if plan.relabels:
-            led.y[rel_slots] = tl
-            if led.keep_digests:
-                for s, dg in zip(rel_slots, row_digests(rel_rows, tl)):
-                    led.digests[s] = dg
-        new_ids = self._commit_add(plan, new_ids)
-        self._after_update()
-        self._bump_version()
+        return self._transaction(plan, rem_slots)
+
+    def _transaction(self, plan, rem_slots):
+        """The numerical work, then the ledger; all of it or none of it.
+
+        The ledger journals its changes (O(size of the change)) and rolls them back on any
+        exception.  A state that raised ValueError has restored itself; after any other
+        exception (an interruption, say) a state may be half-updated, and is restored from its
+        checkpoint (taken only where it cannot be rebuilt: a closed-form model without stored
+        rows) or rebuilt from the restored ledger by a fresh solve.
+        """
+        led, saved = self._ledger, dict(self.__dict__)
+        checkpoint = None if led.keep_rows else self._state.checkpoint()
+        in_state = False
+        led.begin()
+        try:
+            in_state = True
+            new_ids = self._apply(plan)
+            in_state = False
+            removed = led.ids[rem_slots].copy()
+            if rem_slots.size:
+                led.delete(rem_slots)
+            if plan.relabels:
+                digests = (row_digests(plan.relabel_rows, plan.relabel_t) if led.keep_digests
+                           else None)
+                led.relabel(plan.relabel_slots, plan.relabel_t, digests)
+            new_ids = self._commit_add(plan, new_ids)
+            self._after_update()
+            self._bump_version()
+        except BaseException as exc:
+            led.rollback()
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+            if not (in_state and isinstance(exc, ValueError)):
+                self._restore_state(checkpoint)
+            raise
+        led.commit()
         return new_ids, removed
+
+    def _restore_state(self, checkpoint):
+        """Make the state exact for the (restored) ledger again: from ``checkpoint`` when one
+        was taken, else by solving afresh on the stored rows (O(n p²) or O(n³), paid only
+        after an interrupted update)."""
+        if checkpoint is not None:
+            self._state = checkpoint
+            return
+        led, st = self._ledger, self._state
+        led.compact()
+        n = led.n_samples
+        rows = led.X[:n]
+        data = self._k(rows, rows) if self._kernel else rows
+        self._state = type(st)(st.opts, st.max_rank).fit(data, led.y[:n].copy(), led.capacity)
 
     def _bump_version(self):
         """Count the changes of the fitted model, so that objects derived from it (the

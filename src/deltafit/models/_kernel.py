@@ -45,9 +45,16 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
             raise ValueError("kernel_params must be a dict or None")
 
     def _k(self, X, Y):
-        return kernel_matrix(X, Y, kernel=self.kernel, gamma=self.gamma, degree=self.degree,
-                             coef0=self.coef0, kernel_params=self.kernel_params,
-                             intercept_scaling=self._s)
+        return kernel_matrix(X, Y, **self._kernel_spec())
+
+    _SPEC_KERNEL = ("kernel", "gamma", "degree", "coef0", "kernel_params")
+
+    def _kernel_spec(self):
+        """Keyword arguments of :func:`~deltafit.kernels.kernel_matrix` for the kernel the
+        model was fitted with (intercept term included)."""
+        kw = {k: self._fitted(k) for k in self._SPEC_KERNEL}
+        kw["intercept_scaling"] = self._s
+        return kw
 
     def _warm_coef(self):
         if self._is_fitted() and self._ledger.n_samples != self.n_samples_fit_:

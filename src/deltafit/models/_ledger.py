@@ -14,7 +14,7 @@ import numpy as np
 
 from .._validation import check_ids
 
-__all__ = ["Ledger"]
+__all__ = ["Ledger", "IdIndex"]
 
 
 def row_digests(X, y):
@@ -25,6 +25,83 @@ def row_digests(X, y):
         hashlib.blake2b(X[i].tobytes() + y[i].tobytes(), digest_size=16).digest()
         for i in range(X.shape[0])
     ]
+
+
+_COMPACTED = object()  # journal marker: the slots were renumbered
+
+
+class IdIndex:
+    """Sample id -> slot, in memory proportional to the live samples.
+
+    Ids are issued in increasing order, so the index is a sorted array of (id, slot) pairs that
+    grows at its end; a deleted id leaves a tombstone (slot −1) until tombstones outnumber the
+    live entries, when the array is rebuilt.  Lookups are one vectorised binary search.  (A
+    table indexed by id would grow with every id ever issued: a model used as a sliding window
+    would hold one entry per sample it ever saw.)
+    """
+
+    def __init__(self):
+        self.reset(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.intp))
+
+    def reset(self, ids, slots):
+        """Hold exactly the pairs ``(ids[i], slots[i])``; ``ids`` increasing."""
+        cap = max(16, 2 * ids.size)
+        self.keys = np.zeros(cap, dtype=np.int64)
+        self.vals = np.full(cap, -1, dtype=np.intp)
+        self.keys[: ids.size] = ids
+        self.vals[: ids.size] = slots
+        self.m, self.dead = int(ids.size), 0
+
+    @property
+    def nbytes(self):
+        return self.keys.nbytes + self.vals.nbytes
+
+    def lookup(self, ids):
+        """Slots of ``ids`` (int64 array), −1 for an id not in the index."""
+        if self.m == 0:
+            return np.full(np.shape(ids), -1, dtype=np.intp)
+        keys = self.keys[: self.m]
+        pos = np.minimum(np.searchsorted(keys, ids), self.m - 1)
+        return np.where(keys[pos] == ids, self.vals[pos], -1).astype(np.intp, copy=False)
+
+    def append(self, ids, slots):
+        """Add new ids, all larger than any held (written past the end: an undo only needs the
+        old length back)."""
+        k = ids.size
+        if self.m + k > self.keys.size:
+            self._rebuild(self.m - self.dead + k)
+        m = self.m
+        self.keys[m: m + k] = ids
+        self.vals[m: m + k] = slots
+        self.m = m + k
+
+    def remove(self, ids, journal=None):
+        """Tombstone ``ids`` (all present); ``journal`` receives the undo record."""
+        pos = np.searchsorted(self.keys[: self.m], ids)
+        if journal is not None:
+            journal.append((self.vals, pos, self.vals[pos].copy()))
+        self.vals[pos] = -1
+        self.dead += ids.size
+        if self.dead > max(16, self.m - self.dead):
+            self._rebuild(self.m - self.dead)
+
+    def _rebuild(self, need):
+        """New arrays (never in place, so that an undo restores the old ones) without the
+        tombstones, with room for ``need`` entries."""
+        live = self.vals[: self.m] >= 0
+        ids, slots = self.keys[: self.m][live], self.vals[: self.m][live]
+        cap = max(16, 2 * need)
+        keys = np.zeros(cap, dtype=np.int64)
+        vals = np.full(cap, -1, dtype=np.intp)
+        keys[: ids.size] = ids
+        vals[: ids.size] = slots
+        self.keys, self.vals, self.m, self.dead = keys, vals, int(ids.size), 0
+
+    def mark(self):
+        return self.keys, self.vals, self.m, self.dead
+
+    def restore(self, mark):
+        self.keys, self.vals, self.m, self.dead = mark
 
 
 class Ledger:
@@ -54,7 +131,8 @@ class Ledger:
         self.digests = [None] * capacity if keep_digests else None
         self.next_id = 0
         self.end = 0  # slots [end, capacity) have never been used since the last compaction
-        self._slot_of = np.full(16, -1, dtype=np.intp)  # id -> slot (-1: not in the model)
+        self._index = IdIndex()  # id -> slot
+        self._journal = None  # undo records while a change is in progress (see begin)
         self._n = 0
         self._free = []  # freed slots that the owner has declared reusable
         self._freed = []  # deleted slots not yet declared reusable
@@ -79,14 +157,16 @@ class Ledger:
     def slots_of(self, ids, what="ids"):
         """Slots of ``ids``; ValueError for unknown, repeated or non-integer ids."""
         ids = check_ids(ids, what)
-        inside = (ids >= 0) & (ids < self.next_id)
-        slots = np.full(ids.size, -1, dtype=np.intp)
-        slots[inside] = self._slot_of[ids[inside]]
+        slots = self._index.lookup(ids)
         if np.any(slots < 0):
             raise ValueError(
                 f"unknown sample {what} (not in the model): {ids[slots < 0][:10].tolist()}"
             )
         return slots
+
+    def lookup(self, ids):
+        """Slots of checked int64 ``ids``, −1 for unknown ones (no validation)."""
+        return self._index.lookup(ids)
 
     def find(self, X, y):
         """Slots of the active samples equal to the rows of (X, y), matched by digest."""
@@ -114,20 +194,76 @@ class Ledger:
                     "of this model"
                 )
 
+    # ------------------------------------------------------------ transactions
+    # An update changes the ledger through the methods below.  Between ``begin`` and
+    # ``commit`` each of them records how to undo itself, at a cost proportional to the slots
+    # it touches; ``rollback`` puts the ledger back exactly as it was at ``begin``, whatever
+    # raised in between (an interruption included).  Growth and compaction replace the arrays
+    # rather than resize them in place, so that the arrays of before survive both.
+    _ARRAYS = ("X", "y", "ids", "active", "digests")
+
+    def begin(self):
+        """Start recording undo information for the changes that follow."""
+        refs = {a: getattr(self, a) for a in self._ARRAYS}
+        scalars = (self.next_id, self.end, self._n, list(self._free), list(self._freed))
+        self._journal = [(refs, scalars, self._index.mark())]
+
+    def commit(self):
+        """Forget the undo information: the changes since :meth:`begin` stand."""
+        self._journal = None
+
+    def rollback(self):
+        """Undo every change since :meth:`begin` (no-op when nothing was begun)."""
+        journal, self._journal = self._journal, None
+        if journal is None:
+            return
+        compacted = False
+        for entry in reversed(journal[1:]):
+            if entry is _COMPACTED:
+                compacted = True
+                continue
+            array, index, old = entry
+            if isinstance(array, list):
+                for i, v in zip(index, old):
+                    array[i] = v
+            else:
+                array[index] = old
+        refs, scalars, index_mark = journal[0]
+        if compacted:  # slots moved: back to the arrays of before
+            for a, ref in refs.items():
+                setattr(self, a, ref)
+        # else the arrays are those of before, or grown copies of them with every write since
+        # undone: kept, so that the capacity stays what the owner's state has grown to
+        self.next_id, self.end, self._n = scalars[:3]
+        self._free, self._freed = list(scalars[3]), list(scalars[4])
+        self._index.restore(index_mark)
+
+    def _record(self, slots):
+        """Save the per-slot values at ``slots`` so that :meth:`rollback` can put them back."""
+        j = self._journal
+        if j is None:
+            return
+        slots = np.array(slots, dtype=np.intp)
+        for a in ("X", "y", "ids", "active") if self.keep_rows else ("y", "ids", "active"):
+            arr = getattr(self, a)
+            j.append((arr, slots, arr[slots].copy()))
+        if self.keep_digests:
+            j.append((self.digests, slots.tolist(), [self.digests[s] for s in slots.tolist()]))
+
     # ---------------------------------------------------------------- changes
     def _grow(self, needed):
         cap = self.capacity
         new_cap = max(needed, int(self.growth * cap) + 1)
-        X = np.zeros((new_cap, self.X.shape[1]))
-        X[:cap] = self.X
-        self.X = X
-        for name, fill in (("y", 0.0), ("ids", -1), ("active", False)):
-            old = getattr(self, name)
-            new = np.full(new_cap, fill, dtype=old.dtype)
+        grown = {}
+        for a in ("X", "y", "ids", "active"):
+            old = getattr(self, a)
+            new = np.full((new_cap,) + old.shape[1:], -1 if a == "ids" else 0, dtype=old.dtype)
             new[:cap] = old
-            setattr(self, name, new)
-        if self.keep_digests:
-            self.digests.extend([None] * (new_cap - cap))
+            grown[a] = new
+        digests = (self.digests + [None] * (new_cap - cap)) if self.keep_digests else None
+        self.X, self.y, self.ids, self.active = grown["X"], grown["y"], grown["ids"], \
+            grown["active"]
+        self.digests = digests
 
     def allocate(self, k):
         """Choose ``k`` slots for new samples (reusing released slots first); grows if needed."""
@@ -143,6 +279,7 @@ class Ledger:
     def insert(self, slots, X, y, digests=None):
         """Write new samples into ``slots`` (from :meth:`allocate`); returns their ids."""
         k = len(slots)
+        self._record(slots)
         ids = np.arange(self.next_id, self.next_id + k, dtype=np.int64)
         self.next_id += k
         n_reused = int(np.count_nonzero(slots < self.end))
@@ -159,17 +296,14 @@ class Ledger:
         if self.keep_digests:
             for s, d in zip(slots, digests):
                 self.digests[s] = d
-        if self.next_id > self._slot_of.size:
-            grown = np.full(max(self.next_id, 2 * self._slot_of.size), -1, dtype=np.intp)
-            grown[: self._slot_of.size] = self._slot_of
-            self._slot_of = grown
-        self._slot_of[ids] = slots
+        self._index.append(ids, np.asarray(slots, dtype=np.intp))
         self._n += k
         return ids
 
     def delete(self, slots):
         """Deactivate ``slots``; they become reusable only after :meth:`release`."""
-        self._slot_of[self.ids[slots]] = -1
+        self._record(slots)
+        self._index.remove(self.ids[slots], self._journal)
         self._n -= len(slots)
         self._freed.extend(slots.tolist())
         self.active[slots] = False
@@ -181,19 +315,28 @@ class Ledger:
             for s in slots.tolist():
                 self.digests[s] = None
 
+    def relabel(self, slots, y, digests=None):
+        """Give the samples at ``slots`` new labels (and, when digests are kept, new digests)."""
+        self._record(slots)
+        self.y[slots] = y
+        if self.keep_digests:
+            for s, d in zip(slots.tolist(), digests):
+                self.digests[s] = d
+
     def release(self, slots=None):
         """Declare deleted slots reusable: all of them, or only ``slots`` (those whose rows the
         owner's matrices have cleaned)."""
         if slots is None:
-            self._free.extend(self._freed)
-            self._freed = []
+            self._free, self._freed = self._free + self._freed, []
         elif len(slots):
             ok = set(slots)
-            self._free.extend(s for s in self._freed if s in ok)
-            self._freed = [s for s in self._freed if s not in ok]
+            self._free, self._freed = self._free + [s for s in self._freed if s in ok], \
+                [s for s in self._freed if s not in ok]
 
     def compact(self):
         """Move the active samples to slots 0..n-1 (in id order); returns the old slots kept."""
+        if self._journal is not None:
+            self._journal.append(_COMPACTED)
         keep = self.active_slots()
         n = keep.size
         cap = max(16, int(self.growth * n) + 1)
@@ -205,14 +348,15 @@ class Ledger:
         ids[:n] = self.ids[keep]
         active = np.zeros(cap, dtype=bool)
         active[:n] = True
-        if self.keep_digests:
-            self.digests = [self.digests[s] for s in keep] + [None] * (cap - n)
-        self.X, self.y, self.ids, self.active = X, y, ids, active
+        digests = ([self.digests[s] for s in keep] + [None] * (cap - n)) if self.keep_digests \
+            else None
+        self.X, self.y, self.ids, self.active, self.digests = X, y, ids, active, digests
         self.end = n
         self._free = []
         self._freed = []
-        self._slot_of[:] = -1
-        self._slot_of[ids[:n]] = np.arange(n)
+        index = IdIndex()
+        index.reset(ids[:n], np.arange(n, dtype=np.intp))
+        self._index = index
         return keep
 
     # ----------------------------------------------------------- persistence
@@ -255,7 +399,7 @@ class Ledger:
             raise ValueError("corrupt model file: the ledger's next id is out of range")
         if n and (ids.min() < 0 or ids.max() >= led.next_id or np.unique(ids).size != n):
             raise ValueError("corrupt model file: the ledger's ids are inconsistent")
-        led._slot_of = np.full(max(16, led.next_id), -1, dtype=np.intp)
-        led._slot_of[ids] = slots
+        order = np.argsort(ids, kind="stable")
+        led._index.reset(ids[order], slots[order])
         led._n = n
         return led

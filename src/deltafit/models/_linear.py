@@ -55,7 +55,8 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
 
     def _features(self, X):
         """Φ(X) with the constant column ``intercept_scaling`` appended when fitting an intercept."""
-        return features(X, self.feature_map_, self._s if self.fit_intercept else None)
+        return features(X, self.feature_map_,
+                        self._s if self._fitted("fit_intercept") else None)
 
     def _build(self, X, t, previous):
         self.feature_map_ = resolve_feature_map(self.feature_map, X)
@@ -101,11 +102,11 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
     @property
     def _coef_vector(self):
         beta = self._state.beta
-        return beta[:-1] if self.fit_intercept else beta
+        return beta[:-1] if self._fitted("fit_intercept") else beta
 
     @property
     def _intercept_value(self):
-        return float(self._state.beta[-1] * self._s) if self.fit_intercept else 0.0
+        return float(self._state.beta[-1] * self._s) if self._fitted("fit_intercept") else 0.0
 
 
 _LINEAR_DOC_PARAMS = """

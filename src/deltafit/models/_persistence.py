@@ -150,6 +150,7 @@ def save(model, path):
         "estimator": name,
         "params": params,
         "state": kind,
+        "spec": {k: _json_safe(v, k) for k, v in model._spec.items()},
         # the fitted problem, which set_params after the fit does not change
         "fitted": {"loss": st.loss.name, "C": st.C, "tol": float(st.opts.tol),
                    "max_iter": int(st.opts.max_iter)},
@@ -304,6 +305,13 @@ def _rebuild(meta, arrays):
                 if param["class"] not in _FEATURE_MAPS:
                     raise ValueError(f"corrupt model file: unknown feature map {param['class']!r}")
                 model.feature_map = getattr(ka, param["class"])(**param["params"])
+    model._take_spec()
+    spec = meta.get("spec")
+    if spec is not None:
+        if not isinstance(spec, dict) or set(spec) != set(model._spec):
+            raise ValueError("corrupt model file: the fitted parameters do not match the "
+                             "estimator")
+        model._spec = spec
     model._classes_given = bool(meta.get("classes_given", False))
     model._ledger = led
     return model

@@ -106,7 +106,7 @@ class FittedProblem:
         self.tol, self.max_iter = float(st.opts.tol), int(st.opts.max_iter)
         self.kernel = bool(model._kernel)
         self.classifier = bool(model._classifier)
-        self.fit_intercept = bool(model.fit_intercept)
+        self.fit_intercept = bool(model._fitted("fit_intercept"))
         self.intercept_scaling = float(model._s)
         self.n_features_in = int(model.n_features_in_)
         self.feature_map = getattr(model, "feature_map_", None)
@@ -179,10 +179,9 @@ class FittedProblem:
         """Handles of ids already checked to be integer and distinct; unknown ids still raise
         ValueError (fast path of the per-sample loops)."""
         led = self._led
-        if ids.size and ids.min() >= 0 and ids.max() < led.next_id:
-            slots = led._slot_of[ids]
-            if slots.min() >= 0:
-                return slots
+        slots = led.lookup(ids)
+        if slots.size and slots.min() >= 0:
+            return slots
         return led.slots_of(ids, "ids")
 
     def ids_of(self, handles):
@@ -287,12 +286,10 @@ class FittedProblem:
         reproduce the model's kernel, intercept term included (kernel models)."""
         if not self.kernel:
             raise AttributeError("a linear model has no kernel; use features")
-        m = self._model
-        return dict(kernel=m.kernel, gamma=m.gamma, degree=m.degree, coef0=m.coef0,
-                    kernel_params=m.kernel_params, intercept_scaling=self.intercept_scaling)
+        return self._model._kernel_spec()
 
     def kernel_functions(self):
-        """``(k(A, B), diag(A))`` of the kernel model, frozen at its current parameters."""
+        """``(k(A, B), diag(A))`` of the kernel model, frozen at its fitted parameters."""
         kw = self.kernel_params
         return functools.partial(kernel_matrix, **kw), functools.partial(kernel_diagonal, **kw)
 

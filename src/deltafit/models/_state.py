@@ -195,6 +195,11 @@ class ModelState:
         where a state keeps no such count."""
         return {"n_refactor": -1, "n_folds": -1, "pending_rank": -1}
 
+    def checkpoint(self):
+        """An independent copy of the state (its arrays copied), to go back to if an update
+        is interrupted half-way: O(size of the state)."""
+        return _copied(self)
+
     # --------------------------------------------------------------- lifecycle
     def fit(self, data, t, capacity, coef0=None):
         """Solve from scratch on Φ (linear) or K (kernel) and targets ``t``; ``capacity`` is
@@ -233,6 +238,22 @@ class ModelState:
         ``capacity`` the restored ledger's, ``result`` the saved solver diagnostics (None for
         the closed form).  Raises ValueError on inconsistent arrays."""
         raise NotImplementedError
+
+
+def _copied(obj):
+    """A copy of ``obj`` whose arrays, lists and deltafit-internal objects are copied too
+    (settings such as the options and the solver result are shared: no update changes them
+    in place)."""
+    new = object.__new__(type(obj))
+    for k, v in vars(obj).items():
+        if isinstance(v, np.ndarray):
+            v = v.copy()
+        elif isinstance(v, list):
+            v = list(v)
+        elif type(v).__module__.startswith("deltafit.models.") and hasattr(v, "__dict__"):
+            v = _copied(v)
+        new.__dict__[k] = v
+    return new
 
 
 def grown(a, cap):
