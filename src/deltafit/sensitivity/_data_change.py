@@ -266,7 +266,9 @@ class Sensitivity:
         Parameters
         ----------
         X : array-like of shape (k, n_features)
+            The new rows (finite for kernel models).
         y : array-like of shape (k,)
+            Their labels (for classifiers, among ``classes_``).
 
         Returns
         -------
@@ -460,6 +462,7 @@ class Sensitivity:
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Query rows.
 
         Returns
         -------

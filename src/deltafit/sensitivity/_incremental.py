@@ -116,7 +116,9 @@ class IncrementalSphere:
         Parameters
         ----------
         X : array-like of shape (k, n_features)
+            Finite rows.
         y : array-like of shape (k,)
+            Their labels (for classifiers, among ``classes_``).
 
         Returns
         -------
