@@ -5,7 +5,10 @@ with ``r = (C/2) Σ_{A∪R} γ_i Φ(x_i)``, ``γ_i = ℓ'(y_i, z_i)`` for an add
 ``−ℓ'(y_i, z_i)`` for a removed one, ``z_i = ⟨Φ(x_i), β₁⟩`` (eqs. 4, 9, 10).  Adding an entry i
 to ``A ∪ R`` changes ``‖r‖²`` by ``K_i = (C²/4)(2 γ_i Σ_{j≠i} γ_j k(x_i, x_j) + γ_i² k(x_i, x_i))``
 and taking it out subtracts the same amount, so each change costs one kernel row over the
-entries, ``O((n₁ + |A| + |R|) d)``.  Unlike :class:`~deltafit.sensitivity.Sensitivity` (any
+entries, ``O((n₁ + |A| + |R|) d)`` (linear models keep ``Σ γ_i Φ(x_i)`` as a vector: O(p)).
+The entries live in the store of :mod:`deltafit.sensitivity._changes` and the ball is
+:mod:`deltafit.sensitivity._ball`'s, both shared with :class:`~deltafit.sensitivity.Sensitivity`.
+Unlike :class:`~deltafit.sensitivity.Sensitivity` (any
 change, C₂ ≠ C₁, undo), this object also lets entries *leave* ``A ∪ R`` and reuses their room:
 its memory is bounded by the largest ``|A| + |R|`` it ever held, which is what a sliding window
 (KDR, :class:`deltafit.stream.KDR`) and an active learner (:class:`deltafit.active.FGAL`) need.
@@ -33,7 +36,7 @@ class IncrementalSphere:
         Its solution is β₁; any of the four estimators with a squared, logistic or
         squared-hinge loss (linear models with ``keep_data=True`` to remove samples).
     capacity : int, default=64
-        Initial room for entries (grown by doubling when needed, never shrunk).
+        Initial room for entries (grown when needed, never shrunk).
 
     Attributes
     ----------
@@ -46,9 +49,10 @@ class IncrementalSphere:
     -----
     Every change returns integer *keys* naming its entries; :meth:`discard` takes entries out of
     ``A ∪ R`` again (an added sample leaves ``A``, a removed model sample goes back into the
-    training set).  The running ``‖r‖²`` is recomputed exactly from the stored kernel matrix of
-    the entries when a subtraction cancels most of it and at least once per ``n_entries``
-    changes, so its error stays at rounding level on arbitrarily long streams.  Points given to
+    training set).  The running ``‖r‖²`` (kernel models; the running ``Σ γ_i Φ(x_i)`` of linear
+    models) is recomputed exactly from the entries when an update cancels most of it and at
+    least once per ``max(64, n_entries)`` changed entries, so its error stays at rounding level
+    on arbitrarily long streams.  Points given to
     :meth:`track` have their bounds kept up to date with every change (FGAL's pool).
 
     The radius is widened by the model's certified solver residual (``grad_norm_``) like
