@@ -67,7 +67,7 @@ def half_gradient(beta, dg, *, C1, C2, grad=None):
     r : ndarray, shaped like ``beta``
     """
     rho, c = _c(C1, C2)
-    r = c * beta + 0.5 * C2 * dg
+    r = 0.5 * C2 * dg if c == 0.0 else c * beta + 0.5 * C2 * dg
     if grad is not None:
         r = r + 0.5 * rho * grad
     return r

@@ -76,6 +76,7 @@ class ChangedSamples:
         self.live = np.zeros(cap, dtype=bool)
         self.n = 0
         self.hi = 0
+        self._nnz = 0     # entries with a coefficient ≠ 0
         self._since = 0   # entries updated since the running sum was last exact
 
     # ---------------------------------------------------------------- room
@@ -146,13 +147,14 @@ class ChangedSamples:
     def set(self, slots, c, points=None):
         """Give entries ``slots`` the coefficients ``c`` and update the running sum."""
         c = np.asarray(c, dtype=np.float64)
-        dc = c - self.c[slots]
+        before = self.c[slots]
+        dc = c - before
         if not dc.any():
             return
-        hi = self.hi
-        fresh = not self.c[:hi].any()
+        fresh = self._nnz == 0
         self._update(slots, dc, c, points)
-        if not self.c[:hi].any():  # back to no change: the running sum is exactly 0
+        self._nnz += int(np.count_nonzero(c)) - int(np.count_nonzero(before))
+        if not self._nnz:  # back to no change: the running sum is exactly 0
             self._zero()
             self._since = 0
         elif fresh:  # the sum of one update of an empty store is as exact as a recomputation
@@ -168,8 +170,9 @@ class ChangedSamples:
         self.live[slots] = False
         self.z[slots] = 0.0
         self.n -= len(slots)
-        used = np.flatnonzero(self.live[:self.hi])
-        self.hi = int(used[-1]) + 1 if used.size else 0
+        if self.hi and not self.live[self.hi - 1]:
+            used = np.flatnonzero(self.live[:self.hi])
+            self.hi = int(used[-1]) + 1 if used.size else 0
 
     def truncate(self, hi):
         """:meth:`release` every slot from ``hi`` on."""
