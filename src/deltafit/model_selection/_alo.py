@@ -235,9 +235,10 @@ def _hinge_leverage(kdiag, K_nV, V, rank_tol):
 
 
 # --------------------------------------------------------------------------- the formulas
-def _alo_smooth(z, y, loss, C, h, m):
-    d1 = loss.d1(y, z)
-    return z + C * d1 * h / np.maximum(m, _TINY)
+def _alo_smooth(z, y, loss, C, leverage):
+    """Formula (N) with ``h, 1 − C ℓ'' h = leverage(C ℓ'')``."""
+    h, m = leverage(C * loss.d2(y, z))
+    return z + C * loss.d1(y, z) * h / np.maximum(m, _TINY)
 
 
 def _hinge_sets(z, y, margin_tol):
@@ -301,8 +302,7 @@ def alo_primal(Phi, y, loss, C, coef, *, dual_coef=None, margin_tol=MARGIN_TOL,
     coef = _check_vector(coef, p, "coef")
     z = Phi @ coef
     if name != "hinge":
-        h, m = _smooth_leverage_features(Phi, C * obj.d2(y, z))
-        return _alo_smooth(z, y, obj, C, h, m)
+        return _alo_smooth(z, y, obj, C, lambda w: _smooth_leverage_features(Phi, w))
     if dual_coef is not None:
         dual_coef = _check_vector(dual_coef, n, "dual_coef")
     return _alo_hinge_features(Phi, y, C, z, dual_coef, coef, margin_tol, rank_tol)
@@ -350,7 +350,7 @@ def alo_kernel(K, y, loss, C, alpha, *, margin_tol=MARGIN_TOL, rank_tol=RANK_TOL
     Returns
     -------
     z_alo : ndarray of shape (n,)
-        Approximate leave-one-out decision values.
+        Approximate leave-one-out decision values (not bounds; exact for the squared loss).
 
     Notes
     -----
@@ -374,8 +374,7 @@ def alo_kernel(K, y, loss, C, alpha, *, margin_tol=MARGIN_TOL, rank_tol=RANK_TOL
     alpha = _check_vector(alpha, n, "alpha")
     z = K @ alpha
     if name != "hinge":
-        h, m = _smooth_leverage_kernel(K, C * obj.d2(y, z))
-        return _alo_smooth(z, y, obj, C, h, m)
+        return _alo_smooth(z, y, obj, C, lambda w: _smooth_leverage_kernel(K, w))
     return _alo_hinge_kernel(np.diagonal(K).copy(), lambda V: K[:, V], y, C, z, alpha,
                              margin_tol, rank_tol)
 
@@ -429,8 +428,7 @@ def alo_feature_map(Phi, y, loss, C, decision, *, dual_coef=None, margin_tol=MAR
     y, C, name, obj = _check_common(y, loss, C, n, margin_tol, rank_tol)
     z = _check_vector(decision, n, "decision")
     if name != "hinge":
-        h, m = _smooth_leverage_features(Phi, C * obj.d2(y, z))
-        return _alo_smooth(z, y, obj, C, h, m)
+        return _alo_smooth(z, y, obj, C, lambda w: _smooth_leverage_features(Phi, w))
     if dual_coef is None:
         raise ValueError("the hinge loss needs the kernel model's dual_coef for g_V")
     dual_coef = _check_vector(dual_coef, n, "dual_coef")

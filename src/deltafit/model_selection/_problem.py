@@ -8,7 +8,10 @@ questions about the model that a refit *without* a set R of samples would give:
   Thm 6 of the reduced problem, taken at the current solution.  Its center is
   ``β − ∇P_{−R}(β)/2`` and its radius ``‖∇P_{−R}(β)‖/2``; with ``∇P(β) = 0`` this is the
   data-change ball of Okumura Thm 1 / Sivan Thm 1 with ``R`` removed.  The gradient is computed
-  exactly from the stored solution, so the ball needs no allowance for the solver's residual;
+  exactly from the stored solution, so the ball needs no allowance for the solver's residual.
+  The ball is the one of :mod:`deltafit.sensitivity._ball` (the same functions as
+  :func:`deltafit.sensitivity.loo_bounds` and :func:`deltafit.sensitivity`, in their
+  exact-gradient form);
 * the exact refit, warm-started from the current solution (:meth:`refit`);
 * the same refit stopped as soon as the ball of Thm 6 around the iterate, intersected with the
   removal ball, decides the signs asked for (Okumura et al. §4, "op2").
@@ -22,6 +25,7 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve, lu_factor, lu_solve
 
 from ..sensitivity import two_ball_bounds
+from ..sensitivity._ball import center_scores, half_gradient, loo_balls, sq_radius
 from ..solvers import hinge_kernel, hinge_primal, newton_kernel, newton_primal
 
 __all__ = ["TrainingProblem", "problem_of"]
@@ -113,16 +117,15 @@ class TrainingProblem:
             ‖g_t‖²  ‖g‖² − 2 C ℓ'_t ⟨Φ_t, g⟩ + C² ℓ'_t² ‖Φ_t‖²
 
         (Okumura et al. Cor. 5, Sivan et al. §4.2, with the exact residual instead of an
-        allowance).  O(n) after one product with the gradient.
+        allowance): :func:`deltafit.sensitivity._ball.loo_balls` in its exact-gradient form.
+        O(n) after one product with the gradient.
         """
         if not self.smooth:
             return self._hinge_bounds(np.arange(self.n), None)
         pg = self.Kg if self.kernel else self.Phi @ self.g
-        cd = self.C * self.d1
-        center = self.z - 0.5 * pg + 0.5 * cd * self.sq
-        g2 = self.gg - 2.0 * cd * pg + cd * cd * self.sq
-        half = 0.5 * np.sqrt(np.maximum(self.sq, 0.0) * np.maximum(g2, 0.0))
-        return _widen(center, half)
+        center, r_norm = loo_balls(self.z, self.d1, self.sq, C1=self.C, C2=self.C,
+                                   phi_grad=pg, grad_sq=self.gg)
+        return _widen(center, np.sqrt(np.maximum(self.sq, 0.0)) * r_norm)
 
     def _hinge_bounds(self, T, R):
         """Hinge loss: removing samples that are not support vectors changes nothing.
@@ -141,16 +144,41 @@ class TrainingProblem:
         z = self.z[T]
         return np.where(ok, z, -np.inf), np.where(ok, z, np.inf)
 
-    def _removal_ball(self, R):
-        """Coefficients of the gradient of the problem without R at the stored solution."""
-        cd = self.C * self.d1[R]
+    def _removal(self, R, T):
+        """Center scores at T and radius of the ball around the model trained without R.
+
+        Removing R gives ``Δg = Σ_R γ_i Φ_i`` with ``γ_i = −ℓ'_i``; the ball of the reduced
+        problem at the stored solution, with its exact gradient ``g + C Δg``, is
+        :mod:`deltafit.sensitivity._ball` in its exact-gradient form (Okumura et al. Thm 6).
+        Costs O(|R|² + |T| |R|) kernel values or O((|R| + |T|) p).
+        """
+        gam = -self.d1[R]
         if self.kernel:
-            g = self.g.copy()
-            g[R] -= cd
-            Kg = self.Kg - self.K[:, R] @ cd
-            return g, Kg, float(g @ Kg)
-        g = self.g - self.Phi[R].T @ cd
-        return g, None, float(g @ g)
+            K = self.K
+            phi_dg = K[np.ix_(T, R)] @ gam
+            dg_sq = float(gam @ K[np.ix_(R, R)] @ gam)
+            grad_dg = float(self.Kg[R] @ gam)
+            phi_grad = self.Kg[T]
+        else:
+            dg = self.Phi[R].T @ gam
+            PT = self.Phi[T]
+            phi_dg, phi_grad = PT @ dg, PT @ self.g
+            dg_sq, grad_dg = float(dg @ dg), float(self.g @ dg)
+        C = self.C
+        center = center_scores(self.z[T], phi_dg, C1=C, C2=C, phi_grad=phi_grad)
+        r2 = sq_radius(dg_sq, C1=C, C2=C, grad_sq=self.gg, grad_dg=grad_dg)
+        return center, float(np.sqrt(max(r2, 0.0)))
+
+    def _removal_center(self, R):
+        """``β − r``, the center of :meth:`_removal`'s ball as a vector (explicit features) or
+        as coefficients over the n samples (kernel)."""
+        gam = -self.d1[R]
+        if self.kernel:
+            dg = np.zeros(self.n)
+            dg[R] = gam
+        else:
+            dg = self.Phi[R].T @ gam
+        return self.coef - half_gradient(self.coef, dg, C1=self.C, C2=self.C, grad=self.g)
 
     def removal_bounds(self, R, T):
         """Certified bounds of the scores at samples T of the model trained without samples R.
@@ -166,10 +194,8 @@ class TrainingProblem:
         """
         if not self.smooth:
             return self._hinge_bounds(T, R)
-        g, Kg, gg = self._removal_ball(R)
-        s = self.z[T] - 0.5 * (Kg[T] if self.kernel else self.Phi[T] @ g)
-        half = 0.5 * np.sqrt(np.maximum(self.sq[T], 0.0) * max(gg, 0.0))
-        return _widen(s, half)
+        s, r = self._removal(R, T)
+        return _widen(s, np.sqrt(np.maximum(self.sq[T], 0.0)) * r)
 
     def newton_step_bounds(self, ts, batch=256):
         """Certified bounds of the leave-one-out scores at ``ts`` from one Newton step each.
@@ -303,12 +329,10 @@ class TrainingProblem:
 
     def _early_callback(self, R, T, keep, box):
         """Callback deciding the signs at T from the intersection of two certified balls."""
-        g1, Kg1, gg1 = self._removal_ball(R)
+        s1, r1 = self._removal(R, T)
+        m1 = self._removal_center(R)  # over all n points (kernel)
         e = np.sqrt(np.maximum(self.sq[T], 0.0))
-        r1 = 0.5 * np.sqrt(max(gg1, 0.0))
         if self.kernel:
-            m1 = self.coef - 0.5 * g1  # center of the removal ball, over all n points
-            s1 = self.z[T] - 0.5 * Kg1[T]
             KT = self.K[T]
 
             def center_terms(coef, grad):
@@ -317,8 +341,6 @@ class TrainingProblem:
                 d = m1 - c
                 return KT @ c, float(d @ (self.K @ d))
         else:
-            m1 = self.coef - 0.5 * g1
-            s1 = self.Phi[T] @ m1
             PT = self.Phi[T]
 
             def center_terms(coef, grad):

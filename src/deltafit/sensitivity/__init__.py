@@ -19,6 +19,11 @@ keeps the ball of a sliding window or an active learner up to date one sample at
 (Sivan et al. §3.3), with bounded memory.  :func:`loo_bounds` and
 :func:`zhang_loo_bounds` bound every leave-one-out score at once.
 
+The data-change ball is computed in one place, the private module ``_ball`` (its Thm 1 form
+here, its exact-gradient form for :mod:`deltafit.model_selection`), and the samples of a
+pending change are kept by one store, ``_changes`` (``LinearChanges`` / ``KernelChanges``),
+shared by :class:`Sensitivity` and :class:`IncrementalSphere`.
+
 This module is callable: ``deltafit.sensitivity(model, C_new=None)`` is
 ``deltafit.sensitivity.Sensitivity(model, C_new=None)``.
 """

@@ -2,67 +2,32 @@
 
 Let β₁ minimise ``P₁(β) = C₁ Σ_{D₁} ℓ_i(β) + ½‖β‖²`` and β₂ minimise
 ``P₂(β) = C₂ Σ_{D₂} ℓ_i(β) + ½‖β‖²`` with ``D₂ = D₁ ∖ R ∪ A``.  ``P₂`` is 1-strongly
-convex, so ``⟨∇P₂(β₁), β₁ − β₂⟩ ≥ ‖β₁ − β₂‖²``: β₂ lies in the ball of center
-``m = β₁ − r`` and radius ``‖r‖``, ``r = ½ ∇P₂(β₁)``.  With the optimality of β₁,
+convex, so β₂ lies in the ball of center ``β₁ − r`` and radius ``‖r‖``, ``r = ½ ∇P₂(β₁)``.
+With the optimality of β₁,
 
     r = ½ (1 − C₂/C₁) β₁ + (C₂/2) Δg,    Δg = Σ_A ∇ℓ_i(β₁) − Σ_R ∇ℓ_i(β₁)
 
-(Sivan et al., Thm 1 and eq. 5; Okumura et al., Thm 1 with C = 1/(λn)), which costs only the
-gradients of the changed samples.  A relabel is a removal of (x, y_old) and an addition of
-(x, y_new).  Since β₁ is computed to a tolerance, ∇P₂(β₁) carries an extra
-``(C₂/C₁) ∇P₁(β₁)`` whose norm the model certifies (``grad_norm_``); the radius is widened
-by that amount so that the ball holds for the stored β₁ as it is (0 for the closed form).
+(Sivan et al., "Sensitivity analysis for kernel models", Thm 1 and eq. 5; Okumura et al.,
+"Quick sensitivity analysis for incremental data modification and its application to
+leave-one-out CV in linear classification problems", Thm 1 with C = 1/(λn)), which costs only
+the gradients of the changed samples.  A relabel is a removal of (x, y_old) and an addition of
+(x, y_new).  Since β₁ is computed to a tolerance, the radius is widened by the model's
+certified solver residual.  The ball is computed by :mod:`deltafit.sensitivity._ball`, the
+changed samples are kept by :mod:`deltafit.sensitivity._changes`.
 """
 
 from __future__ import annotations
 
-import math
 import numbers
 
 import numpy as np
 
 from .._validation import check_ids, check_rows
-from ..models._linear import features
-from ._model_access import (certified_residual, check_model, fitted_C, kernel_functions,
-                            solution_sq_norm)
-from ._sphere import KernelSphere, PrimalSphere
+from . import _ball
+from ._changes import changes_for
+from ._model_access import certified_residual, check_model, fitted_C
 
 __all__ = ["Sensitivity"]
-
-
-def _resolve_c_new(C_new, C_old, n_old):
-    """A function n_new -> C₂."""
-    if C_new is None:
-        return lambda n: C_old
-    if isinstance(C_new, str):
-        if C_new != "mean":
-            raise ValueError(
-                f"C_new must be a positive number, 'mean' or a callable n_new -> C, got {C_new!r}"
-            )
-        return lambda n: C_old * n_old / n
-    if callable(C_new):
-        return C_new
-    if isinstance(C_new, bool) or not isinstance(C_new, numbers.Real) or \
-            not np.isfinite(C_new) or C_new <= 0:
-        raise ValueError(f"C_new must be a positive finite number, got {C_new!r}")
-    value = float(C_new)
-    return lambda n: value
-
-
-_CANCEL = 1e-3  # a running sum this much smaller than its terms is recomputed exactly
-
-
-def _c_at(c_new, n_new):
-    """``C₂`` for ``n_new`` samples, validated (a callable may return anything)."""
-    if n_new < 1:
-        raise ValueError("the change would remove every sample; a model needs at least one")
-    C2 = c_new(n_new)
-    if type(C2) is float and 0.0 < C2 < np.inf:
-        return C2
-    if isinstance(C2, (bool, np.bool_)) or not isinstance(C2, numbers.Real) or \
-            not np.isfinite(C2) or C2 <= 0:
-        raise ValueError(f"C_new({n_new}) must be a positive finite number, got {C2!r}")
-    return float(C2)
 
 
 class Sensitivity:
@@ -104,39 +69,25 @@ class Sensitivity:
         self._prob = prob = model.problem_
         self._C1 = fitted_C(model)
         self._n_old = prob.n_samples
-        self._c_new = _resolve_c_new(C_new, self._C1, self._n_old)
+        self._c_new = _ball.resolve_c_new(C_new, self._C1, self._n_old)
         self._c_new_spec = C_new
         self._eps = certified_residual(model)
         self._kernel = prob.kernel
         self._first_hid = prob.next_id
         self._next_hid = self._first_hid
-        # entries: every sample touched by a change, model samples and hypothetical additions
+        # entries: every sample touched by a change, model samples and hypothetical additions,
+        # in slots 0 … m − 1 of the store (points, scores under β₁, coefficients in Δg)
+        self._store = changes_for(prob)
         self._index = {}          # id -> entry, built lazily from _pending (see _lookup)
         self._pending = []        # (ids, first entry) blocks not yet in _index
-        self._ids = np.empty(0, dtype=np.int64)  # grown on the first change
-        self._z = np.empty(0)     # ⟨Φ(x), β₁⟩
+        self._ids = np.empty(0, dtype=np.int64)  # grown with the store
         self._y0 = np.empty(0)    # label in D₁ (NaN for additions)
         self._y = np.empty(0)     # label in D₂ (NaN when absent from D₂)
-        self._c = np.empty(0)     # coefficient of Φ(x) in Δg
-        self._m = 0
         self._counts = [0, 0, 0]  # removed, added, relabelled
         self._cache = None        # the parts of the ball, until the next change
+        self._r = None            # r of the ball (linear models), with the cache
         self._history = []
-        self._beta_sq = None      # ‖β₁‖², computed when C₂ ≠ C₁ asks for it
-        if self._kernel:
-            self._kfun, self._kdiag = kernel_functions(model)
-            self._pts = np.empty((0, prob.n_features_in))
-            self._G = np.empty((0, 0))
-            self._Q = 0.0         # ‖Δg‖² = cᵀ G c
-        else:
-            self._beta = np.array(prob.coef)
-            self._coef_shape = (1, -1) if prob.classifier else (-1,)
-            self._s = prob.intercept_scaling if prob.fit_intercept else None
-            # where an entry's feature row lives: a ledger slot (>= 0), or -1 for a row kept in
-            # one of the blocks (first entry, rows) — nothing is copied for model samples
-            self._src = np.empty(0, dtype=np.intp)
-            self._blocks = []
-            self._dg = np.zeros(self._beta.shape[0])
+        self._coef_shape = (1, -1) if prob.classifier else (-1,)
 
     # ------------------------------------------------------------------ state
     def _check_model(self):
@@ -192,35 +143,24 @@ class Sensitivity:
         return self._C2(self.n_new)
 
     def _C2(self, n_new):
-        return _c_at(self._c_new, n_new)
+        return _ball.c_at(self._c_new, n_new)
 
-    def _grow(self, k):
-        need = self._m + k
-        cap = self._ids.shape[0]
-        if need <= cap:
-            return
-        # linear entries are small: leave room for the addition that usually follows a removal;
-        # the kernel state is O(cap²): grow it by half
-        cap = max(need, 64, 2 * need if cap == 0 and not self._kernel else 0,
-                  cap + cap // 2 if self._kernel else 2 * cap)
-        m = self._m  # only the first m entries hold anything
+    @property
+    def _m(self):
+        """Number of entries (slots 0 … m − 1 of the store)."""
+        return self._store.hi
 
-        def grown(a, shape):
-            b = np.empty(shape, dtype=a.dtype)
-            if m:
-                b[:m] = a[:m]
-            return b
-
-        self._ids = grown(self._ids, cap)
-        self._z, self._y0, self._y, self._c = (grown(a, cap) for a in
-                                               (self._z, self._y0, self._y, self._c))
-        if self._kernel:
-            self._pts = grown(self._pts, (cap, self._pts.shape[1]))
-            G = np.empty((cap, cap))
-            G[:m, :m] = self._G[:m, :m]
-            self._G = G
-        else:
-            self._src = grown(self._src, cap)
+    def _insert(self, ids, y0, y, points, z, c=None, src=None):
+        """New entries (labels ``y0`` in D₁, ``y`` in D₂, coefficients ``c``, default 0)."""
+        m = self._m
+        slots = self._store.insert(points, z, c, src)
+        cap = self._store.capacity
+        if self._ids.shape[0] < cap:
+            self._ids, self._y0, self._y = (_grown(a, cap, m)
+                                            for a in (self._ids, self._y0, self._y))
+        self._ids[slots], self._y0[slots], self._y[slots] = ids, y0, y
+        self._pending.append((ids, m))
+        return slots
 
     def _lookup(self):
         """id -> entry.  The dictionary is built on first use: most what-ifs never look an id
@@ -231,100 +171,21 @@ class Sensitivity:
             self._pending = []
         return self._index
 
-    def _keep_rows(self, m, k, rows, src):
-        """Record where the feature rows of entries m, …, m+k-1 live (linear models)."""
-        if src is None:
-            self._src[m:m + k] = -1
-            self._blocks.append((m, rows))
-        else:
-            self._src[m:m + k] = src
-
-    def _rows_of(self, idx):
-        """Feature rows Φ of entries ``idx`` (linear models)."""
-        src = self._src[idx]
-        X = self._prob.rows
-        stored = src >= 0
-        if stored.all():
-            return X[src]
-        out = np.empty((idx.size, self._beta.shape[0]))
-        if stored.any():
-            out[stored] = X[src[stored]]
-        for start, blk in self._blocks:
-            sel = ~stored & (idx >= start) & (idx < start + blk.shape[0])
-            if sel.any():
-                if blk.shape[1] == out.shape[1]:
-                    out[sel] = blk[idx[sel] - start]
-                else:  # raw X kept for Φ = [X, s]
-                    out[sel, :-1] = blk[idx[sel] - start]
-                    out[sel, -1] = self._s
-        return out
-
-    def _new_entries(self, ids, y0, z, rows, src=None):
-        """Append entries (coefficient 0, present in D₂ with their D₁ label)."""
-        k = len(ids)
-        self._grow(k)
-        m = self._m
-        sl = slice(m, m + k)
-        self._ids[sl], self._y0[sl], self._y[sl], self._z[sl] = ids, y0, y0, z
-        self._c[sl] = 0.0
-        if self._kernel:
-            self._pts[sl] = rows
-            self._G[: m + k, sl] = self._kfun(self._pts[: m + k], rows)
-            self._G[sl, :m] = self._G[:m, sl].T
-        else:
-            self._keep_rows(m, k, rows, src)
-        self._pending.append((ids, m))
-        self._m = m + k
-        return np.arange(m, m + k)
-
     def _coef(self, idx, y):
         """Δg coefficient of each entry when its D₂ label is ``y`` (NaN: absent)."""
         d1 = self._loss.d1
-        z, y0 = self._z[idx], self._y0[idx]
+        z, y0 = self._store.z[idx], self._y0[idx]
         model, present = y0 == y0, y == y  # NaN marks "not in D₁" / "not in D₂"
         c = np.where(present, d1(np.where(present, y, 0.0), z), 0.0)
         return c - np.where(model, d1(np.where(model, y0, 0.0), z), 0.0)
 
     def _set(self, idx, y):
-        """Give entries ``idx`` the D₂ labels ``y`` and update Δg, ⟨β₁, Δg⟩ and ‖Δg‖²."""
+        """Give entries ``idx`` the D₂ labels ``y`` and update Δg."""
         self._cache = None
-        c_new = self._coef(idx, y)
-        dc = c_new - self._c[idx]
-        m = self._m
-        if self._kernel:
-            G = self._G
-            cross = 2.0 * dc @ (G[idx, :m] @ self._c[:m])  # with the coefficients before
-            own = dc @ G[np.ix_(idx, idx)] @ dc
-            self._c[idx] = c_new
-            Q = self._Q + cross + own
-            # the running ‖Δg‖² cancels when a change undoes a large one (add an outlier, undo):
-            # then it is recomputed exactly, O(m²)
-            self._Q = Q if Q > _CANCEL * (self._Q + abs(cross) + own) else self._exact_Q()
-        else:
-            self._c[idx] = c_new
-            self._add_to_dg(dc @ self._rows_of(idx))
+        self._store.set(idx, self._coef(idx, y))
         before = self._y[idx]  # a copy (fancy indexing)
         self._y[idx] = y
         self._recount(idx, before)
-        if not self._c[:m].any():  # back to no change: clear the running sums exactly
-            if self._kernel:
-                self._Q = 0.0
-            else:
-                self._dg[:] = 0.0
-
-    def _exact_Q(self):
-        c = self._c[: self._m]
-        return float(c @ self._G[: self._m, : self._m] @ c)
-
-    def _add_to_dg(self, inc):
-        """Δg += inc (linear models), recomputed exactly from the entries when the sum cancels
-        (a change that undoes a large one), so that its error stays at rounding level."""
-        old = self._dg
-        new = old + inc
-        if new @ new <= _CANCEL * _CANCEL * (math.sqrt(old @ old) + math.sqrt(inc @ inc)) ** 2:
-            m = self._m
-            new = self._c[:m] @ self._rows_of(np.arange(m)) if m else np.zeros_like(new)
-        self._dg = new
 
     def _commit(self, idx, y, first_new=None):
         before = self._y[idx].copy()
@@ -343,6 +204,7 @@ class Sensitivity:
             fresh = np.fromiter((i not in index for i in id_list), dtype=bool, count=ids.size)
         else:
             fresh = np.ones(ids.size, dtype=bool)
+        rows = None
         if not prob.keeps_rows:
             # keep_data=False: the rows are needed, checked against the stored digests
             if rows_X is None:
@@ -352,69 +214,42 @@ class Sensitivity:
                 )
             _, rows = prob.locate(ids, rows_X, rows_y)  # the model's own row checks
         all_fresh = bool(fresh.all())
-        slots = prob.handles_unchecked(ids if all_fresh else ids[fresh]) if fresh.any() \
-            else np.zeros(0, np.intp)
-        out = None if all_fresh else \
-            np.fromiter((index.get(i, -1) for i in id_list), dtype=np.intp, count=ids.size)
-        if slots.size:
-            if self._kernel:
-                z, _ = prob.scores(slots)
-                pts = prob.rows[slots]
-            elif prob.keeps_rows:
-                z = prob.rows[slots] @ self._beta
-                new = self._new_entries(ids if all_fresh else ids[fresh], prob.targets[slots], z, None,
-                                        src=slots)
-                if all_fresh:
-                    return new
-                out[fresh] = new
-                return out
-            else:
-                pts = prob.features(rows if all_fresh else rows[fresh])
-                if np.may_share_memory(pts, rows):
-                    pts = pts.copy()  # kept for later changes: not the caller's buffer
-                z = pts @ self._beta
-            new = self._new_entries(ids if all_fresh else ids[fresh], prob.targets[slots], z, pts)
-            if all_fresh:
-                return new
-            out[fresh] = new
+        if not fresh.any():
+            return np.fromiter((index[i] for i in id_list), dtype=np.intp, count=ids.size)
+        new_ids = ids if all_fresh else ids[fresh]
+        slots = prob.handles_unchecked(new_ids)
+        if rows is not None and not all_fresh:
+            rows = rows[fresh]
+        points, z, src = self._store.model_points(slots, rows)
+        y0 = prob.targets[slots]
+        new = self._insert(new_ids, y0, y0, points, z, src=src)
+        if all_fresh:
+            return new
+        out = np.fromiter((index.get(i, -1) for i in id_list), dtype=np.intp, count=ids.size)
+        out[fresh] = new
         return out
 
-    def _append(self, ids, y0, y, z, rows, c, first_new=None, removed=0, added=0, src=None):
-        """Linear models: append entries already in their final state (coefficients ``c``),
-        with one history record — the lean path of the common additions and removals."""
-        k = ids.size
-        self._grow(k)
-        m = self._m
-        sl = slice(m, m + k)
-        self._ids[sl], self._y0[sl], self._y[sl], self._z[sl], self._c[sl] = ids, y0, y, z, c
-        self._keep_rows(m, k, rows, src)
-        self._pending.append((ids, m))
-        self._m = m + k
-        if rows.shape[1] == self._dg.shape[0]:
-            self._add_to_dg(c @ rows)
-        else:  # raw X of a model with an intercept: Φ = [X, s]
-            inc = np.empty(self._dg.shape[0])
-            inc[:-1] = c @ rows
-            inc[-1] = self._s * c.sum()
-            self._add_to_dg(inc)
+    def _append(self, ids, y0, y, points, z, c, first_new=None, removed=0, added=0, src=None):
+        """Append entries already in their final state (coefficients ``c``), with one history
+        record — the lean path of the common additions and removals."""
+        slots = self._insert(ids, y0, y, points, z, c, src)
         self._counts[0] += removed
         self._counts[1] += added
         self._cache = None
         # undo sets the entries back to their state before: present with their D₁ label
         # (model samples) or absent (additions, whose entries and ids are then dropped)
-        self._history.append((np.arange(m, m + k), y0.copy(), first_new))
+        self._history.append((slots, y0.copy(), first_new))
 
-    def _remove_fresh_rows(self, ids):
-        """Linear model, rows kept, none of ``ids`` touched before: removal in a few steps."""
+    def _remove_fresh(self, ids):
+        """Rows kept, none of ``ids`` touched before: removal in a few steps."""
         prob = self._prob
         slots = prob.handles_unchecked(ids)
         if self.n_new - ids.size < 1:
             raise ValueError("the change would remove every sample; a model needs at least one")
-        rows = prob.rows[slots]
+        points, z, src = self._store.model_points(slots)
         y0 = np.array(prob.targets[slots])
-        z = rows @ self._beta
-        self._append(ids, y0, np.full(ids.size, np.nan), z, rows, -self._loss.d1(y0, z),
-                     removed=ids.size, src=slots)
+        self._append(ids, y0, np.full(ids.size, np.nan), points, z, -self._loss.d1(y0, z),
+                     removed=ids.size, src=src)
 
     def _split_ids(self, ids, what):
         ids = check_ids(ids, what)
@@ -431,7 +266,9 @@ class Sensitivity:
         Parameters
         ----------
         X : array-like of shape (k, n_features)
+            The new rows (finite for kernel models).
         y : array-like of shape (k,)
+            Their labels (for classifiers, among ``classes_``).
 
         Returns
         -------
@@ -446,33 +283,12 @@ class Sensitivity:
         if ta.shape[0] != Xa.shape[0]:
             raise ValueError(f"X has {Xa.shape[0]} rows but y has {ta.shape[0]} labels")
         ids = np.arange(self._next_hid, self._next_hid + Xa.shape[0], dtype=np.int64)
-        if not self._kernel:
-            if model.feature_map_ is None and self._s is not None:
-                # Φ = [X, s] is never formed: z and c·Φ from X and the constant
-                z = Xa @ self._beta[:-1] + self._s * self._beta[-1]
-                rows = Xa.copy()  # kept for later changes: not the caller's buffer
-            else:
-                rows = self._prob.features(Xa)
-                if np.may_share_memory(rows, Xa):
-                    rows = rows.copy()
-                z = rows @ self._beta
-            if not np.isfinite(z).all():  # NaN/inf in X (checked here, not in a pass of its own)
-                check_rows(Xa, model.n_features_in_, "X", name)
-                raise ValueError("X gives non-finite scores (its values overflow)")
-            self._append(ids, np.full(ids.size, np.nan), ta, z, rows, self._loss.d1(ta, z),
-                         (self._m, self._next_hid), added=ids.size)
-            self._next_hid += Xa.shape[0]
-            return ids
-        z, pts = self._prob.decision(Xa), Xa
-        m0 = self._m
-        idx = self._new_entries(ids, np.full(len(ids), np.nan), z, pts)
-        # new entries start absent from D₂ (coefficient 0), then are added
-        self._y[idx] = np.nan
-        try:
-            self._commit(idx, ta, (m0, self._next_hid))
-        except BaseException:
-            self._drop_entries(m0)
-            raise
+        points, z = self._store.new_points(Xa)
+        if not np.isfinite(z).all():  # NaN/inf in X (checked here, not in a pass of its own)
+            check_rows(Xa, model.n_features_in_, "X", name)
+            raise ValueError("X gives non-finite scores (its values overflow)")
+        self._append(ids, np.full(ids.size, np.nan), ta, points, z, self._loss.d1(ta, z),
+                     (self._m, self._next_hid), added=ids.size)
         self._next_hid += Xa.shape[0]
         return ids
 
@@ -480,9 +296,7 @@ class Sensitivity:
         index = self._lookup()
         for j in self._ids[m0: self._m].tolist():
             index.pop(j, None)
-        if not self._kernel:
-            self._blocks = [(start, blk) for start, blk in self._blocks if start < m0]
-        self._m = m0
+        self._store.truncate(m0)
 
     def remove(self, ids=None, *, X=None, y=None):
         """Hypothetically remove samples: model samples or earlier hypothetical additions.
@@ -508,9 +322,9 @@ class Sensitivity:
             raise ValueError("this model keeps its training rows: remove samples by id")
         ids, hyp = self._split_ids(ids, "ids")
         any_hyp = hyp.any()
-        if not self._kernel and not any_hyp and self._prob.keeps_rows and \
+        if not any_hyp and self._prob.keeps_rows and \
                 (self._m == 0 or not any(i in self._lookup() for i in ids.tolist())):
-            self._remove_fresh_rows(ids)
+            self._remove_fresh(ids)
             return self
         idx = np.full(ids.size, -1, dtype=np.intp)
         if any_hyp:
@@ -606,29 +420,15 @@ class Sensitivity:
         self._check_model()
         if self._cache is not None:
             return self._cache
-        C2 = self._C2(self.n_new)
-        rho = C2 / self._C1
-        cr = 0.5 * (1.0 - rho)
-        if self._kernel:
-            r2 = 0.25 * C2 * C2 * self._Q
-            if cr != 0.0:
-                if self._beta_sq is None:
-                    self._beta_sq = solution_sq_norm(self._model)
-                m = self._m
-                xc = float(self._c[:m] @ self._z[:m])  # ⟨β₁, Δg⟩, O(m), exact
-                r2 += cr * cr * self._beta_sq + cr * C2 * xc
-            rnorm = float(np.sqrt(max(r2, 0.0)))
-        else:
-            r = self._r_vector(C2, cr)
-            self._r = r
-            rnorm = float(np.sqrt(r @ r))
-        parts = (C2, rho, cr, rnorm, rnorm + rho * self._eps)
+        C1, C2 = self._C1, self._C2(self.n_new)
+        rho = C2 / C1
+        r, rnorm = self._store.half_gradient(C1, C2)
+        self._r = r
+        parts = (C2, rho, 0.5 * (1.0 - rho), rnorm,
+                 _ball.certified_radius(rnorm, C1=C1, C2=C2, residual=self._eps))
         if not callable(self._c_new_spec) or isinstance(self._c_new_spec, str):
             self._cache = parts  # a user's callable is asked again at every query
         return parts
-
-    def _r_vector(self, C2, cr):
-        return cr * self._beta + 0.5 * C2 * self._dg
 
     @property
     def radius(self):
@@ -644,32 +444,17 @@ class Sensitivity:
     def sphere(self):
         """The ball as a :class:`~deltafit.sensitivity.Sphere` (primal vector or kernel
         expansion over the training and changed points, Sivan et al. eq. 3)."""
-        C2, _, cr, _, R = self._parts()
-        if not self._kernel:
-            center = self._beta - self._r
-            return PrimalSphere(center, R, features=_Features(self._prob))
-        prob = self._prob
-        A = prob.live
-        m = self._m
-        coef = np.concatenate([(1.0 - cr) * prob.alpha[A], -0.5 * C2 * self._c[:m]])
-        pts = np.vstack([prob.rows[A], self._pts[:m]])
-        return KernelSphere(coef, pts, R, self._kfun, self._kdiag)
+        C2, _, _, _, R = self._parts()
+        return self._store.sphere(self._C1, C2, R)
 
     def _scores(self, X):
-        C2, _, cr, _, R = self._parts()
+        C2, _, _, _, R = self._parts()
         model = self._model
         X = check_rows(X, model.n_features_in_, "X", type(model).__name__)
-        m = self._m
-        if self._kernel:
-            s = (1.0 - cr) * self._prob.decision(X)
-            if m:
-                s -= 0.5 * C2 * (self._kfun(X, self._pts[:m]) @ self._c[:m])
-            e = np.sqrt(np.maximum(self._kdiag(X), 0.0))
-        else:
-            Phi = self._prob.features(X)
-            s = Phi @ (self._beta - self._r)
-            e = np.linalg.norm(Phi, axis=1)
-        return s, e, R
+        store = self._store
+        P = store.map(X)
+        return store.center_scores(P, self._C1, C2), np.sqrt(np.maximum(store.sq_norms(P),
+                                                                        0.0)), R
 
     def decision_bounds(self, X):
         """Guaranteed bounds of the new model's ``decision_function`` (regressors: ``predict``).
@@ -677,6 +462,7 @@ class Sensitivity:
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Query rows.
 
         Returns
         -------
@@ -712,11 +498,18 @@ class Sensitivity:
 
     # ------------------------------------------------------- linear models only
     def _primal(self, what):
+        """``(β₁ − r, r)`` without the constant feature, and the radius (linear models)."""
         if self._kernel:
             raise ValueError(
                 f"{what} needs a linear model (explicit coefficients); for kernel models use "
                 "decision_bounds or sphere().score_bounds"
             )
+        _, _, _, rnorm, R = self._parts()
+        r = self._r
+        m = self._store.beta - r
+        if self._store.const is not None:
+            return m[:-1], r[:-1], m[-1], rnorm, R
+        return m, r, None, rnorm, R
 
     def coef_bounds(self):
         """Bounds of every coefficient of the new model (Okumura et al. Cor. 2).
@@ -725,25 +518,19 @@ class Sensitivity:
         -------
         lo, hi : ndarray shaped like ``coef_``
         """
-        self._primal("coef_bounds")
-        C2, _, cr, _, R = self._parts()
-        m = self._beta - self._r
-        if self._s is not None:
-            m = m[:-1]
+        m, _, _, _, R = self._primal("coef_bounds")
         return (m - R).reshape(self._coef_shape), (m + R).reshape(self._coef_shape)
 
     def intercept_bounds(self):
         """Bounds of the new model's ``intercept_`` (``intercept_scaling`` times the last
         coordinate; exactly 0 without an intercept)."""
-        self._primal("intercept_bounds")
+        _, _, last, _, R = self._primal("intercept_bounds")
         shape = (1,) if self._prob.classifier else ()
-        if self._s is None:
-            self._check_model()
+        if last is None:
             z = np.zeros(shape) if shape else 0.0
             return z, z
-        C2, _, cr, _, R = self._parts()
-        last = (self._beta - self._r)[-1]
-        lo, hi = self._s * (last - R), self._s * (last + R)
+        s = self._store.const
+        lo, hi = s * (last - R), s * (last + R)
         if shape:
             return np.full(shape, lo), np.full(shape, hi)
         return lo, hi
@@ -759,13 +546,9 @@ class Sensitivity:
         ----------
         q : float > 0 or numpy.inf, default=2
         """
-        self._primal("norm_change_bound")
+        _, r, _, rnorm, R = self._primal("norm_change_bound")
         if isinstance(q, bool) or not isinstance(q, numbers.Real) or np.isnan(q) or q <= 0:
             raise ValueError(f"q must be a positive number or numpy.inf, got {q!r}")
-        C2, _, cr, rnorm, R = self._parts()
-        r = self._r
-        if self._s is not None:
-            r = r[:-1]
         v = np.abs(r) + R
         d = v.size
         dist = rnorm + R
@@ -780,20 +563,8 @@ class Sensitivity:
                 f"removed={self.n_removed}, relabeled={self.n_relabeled})")
 
 
-class _Features:
-    """Φ(X) of a linear model as it is now (feature map, constant feature), with input
-    validation: the sphere's feature map."""
-
-    def __init__(self, problem):
-        self._map = problem.feature_map
-        self._const = problem.intercept_scaling if problem.fit_intercept else None
-        self._width = problem.n_features_in
-
-    def __eq__(self, other):
-        return isinstance(other, _Features) and self._map is other._map and \
-            self._const == other._const and self._width == other._width
-
-    __hash__ = None
-
-    def __call__(self, X):
-        return features(check_rows(X, self._width, "X"), self._map, self._const)
+def _grown(a, cap, keep):
+    """``a`` with room for ``cap`` entries, its first ``keep`` kept."""
+    b = np.empty(cap, dtype=a.dtype)
+    b[:keep] = a[:keep]
+    return b

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._model_access import check_model, kernel_functions
-from ._sphere import KernelSphere, PrimalSphere, _as_float_rows
+from ._sphere import KernelSphere, PrimalSphere, _as_float_rows, _Features
 
 __all__ = ["gradient_sphere", "model_gradient_sphere", "CertainSigns"]
 
@@ -101,8 +101,6 @@ def model_gradient_sphere(model):
     if not prob.keeps_rows:
         raise ValueError("this model keeps no training rows (keep_data=False); the gradient "
                          "ball needs them")
-    from ._data_change import _Features
-
     beta = np.array(prob.coef)
     g = prob.gradient()
     return PrimalSphere(beta - 0.5 * g, 0.5 * np.linalg.norm(g), features=_Features(prob))

@@ -5,7 +5,10 @@ with ``r = (C/2) Σ_{A∪R} γ_i Φ(x_i)``, ``γ_i = ℓ'(y_i, z_i)`` for an add
 ``−ℓ'(y_i, z_i)`` for a removed one, ``z_i = ⟨Φ(x_i), β₁⟩`` (eqs. 4, 9, 10).  Adding an entry i
 to ``A ∪ R`` changes ``‖r‖²`` by ``K_i = (C²/4)(2 γ_i Σ_{j≠i} γ_j k(x_i, x_j) + γ_i² k(x_i, x_i))``
 and taking it out subtracts the same amount, so each change costs one kernel row over the
-entries, ``O((n₁ + |A| + |R|) d)``.  Unlike :class:`~deltafit.sensitivity.Sensitivity` (any
+entries, ``O((n₁ + |A| + |R|) d)`` (linear models keep ``Σ γ_i Φ(x_i)`` as a vector: O(p)).
+The entries live in the store of :mod:`deltafit.sensitivity._changes` and the ball is
+:mod:`deltafit.sensitivity._ball`'s, both shared with :class:`~deltafit.sensitivity.Sensitivity`.
+Unlike :class:`~deltafit.sensitivity.Sensitivity` (any
 change, C₂ ≠ C₁, undo), this object also lets entries *leave* ``A ∪ R`` and reuses their room:
 its memory is bounded by the largest ``|A| + |R|`` it ever held, which is what a sliding window
 (KDR, :class:`deltafit.stream.KDR`) and an active learner (:class:`deltafit.active.FGAL`) need.
@@ -16,12 +19,11 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import check_ids, check_rows
-from ..kernels import kernel_diagonal, kernel_rows
-from ._model_access import ScoreFunction, certified_residual, check_model, fitted_C
+from . import _ball
+from ._changes import changes_for
+from ._model_access import certified_residual, check_model, fitted_C
 
 __all__ = ["IncrementalSphere"]
-
-_CANCEL = 1e-3  # a running ‖r‖² this much smaller than its terms is recomputed exactly
 
 
 class IncrementalSphere:
@@ -34,7 +36,7 @@ class IncrementalSphere:
         Its solution is β₁; any of the four estimators with a squared, logistic or
         squared-hinge loss (linear models with ``keep_data=True`` to remove samples).
     capacity : int, default=64
-        Initial room for entries (grown by doubling when needed, never shrunk).
+        Initial room for entries (grown when needed, never shrunk).
 
     Attributes
     ----------
@@ -47,9 +49,10 @@ class IncrementalSphere:
     -----
     Every change returns integer *keys* naming its entries; :meth:`discard` takes entries out of
     ``A ∪ R`` again (an added sample leaves ``A``, a removed model sample goes back into the
-    training set).  The running ``‖r‖²`` is recomputed exactly from the stored kernel matrix of
-    the entries when a subtraction cancels most of it and at least once per ``n_entries``
-    changes, so its error stays at rounding level on arbitrarily long streams.  Points given to
+    training set).  The running ``‖r‖²`` (kernel models; the running ``Σ γ_i Φ(x_i)`` of linear
+    models) is recomputed exactly from the entries when an update cancels most of it and at
+    least once per ``max(64, n_entries)`` changed entries, so its error stays at rounding level
+    on arbitrarily long streams.  Points given to
     :meth:`track` have their bounds kept up to date with every change (FGAL's pool).
 
     The radius is widened by the model's certified solver residual (``grad_norm_``) like
@@ -65,29 +68,15 @@ class IncrementalSphere:
         self._prob = prob = model.problem_
         self.C = fitted_C(model)
         self._eps = certified_residual(model)
-        self._kernel = prob.kernel
-        self._score = ScoreFunction(prob)  # ⟨Φ(x), β₁⟩
-        if self._kernel:
-            self._kw = self._score.kw
-            width = model.n_features_in_
-        else:
-            width = self._score.beta.shape[0]
-        cap = int(capacity)
-        self._pts = np.empty((cap, width))
-        self._gamma = np.zeros(cap)        # 0 for free slots
-        self._live = np.zeros(cap, dtype=bool)
-        self._model_id = np.full(cap, -1, dtype=np.int64)  # the model sample of an R entry
-        self._G = np.zeros((cap, cap))
-        self._free = list(range(cap - 1, -1, -1))
-        self._slot_of = {}                 # key -> slot
-        self._key_of = np.full(cap, -1, dtype=np.int64)
+        # the entries of A ∪ R: points, scores under β₁, coefficients γ (Sivan et al. eq. 4)
+        self._store = changes_for(prob, int(capacity))
+        self._keys = {}                    # key -> slot
+        self._model_id = np.full(int(capacity), -1, dtype=np.int64)  # the model sample of R
         self._in_R = {}                    # model id -> key
         self._next_key = 0
-        self._S = 0.0                      # γᵀ G γ over the live entries
-        self._since_exact = 0
         self.n_added = 0
         self.n_removed = 0
-        self._T = None                     # tracked points: (pts, z, r-score, ‖Φ‖)
+        self._T = None                     # tracked points: (pts, z, ⟨Φ, Δg⟩, ‖Φ‖)
 
     # -------------------------------------------------------------- helpers
     @property
@@ -101,89 +90,28 @@ class IncrementalSphere:
                 "the model was fitted or updated after this sphere was made; make a new one"
             )
 
-    def _k(self, P, Q):
-        if self._kernel:
-            return kernel_rows(P, Q, **self._kw)
-        return P @ Q.T
-
     def _points(self, X):
         model = self._model
-        X = check_rows(X, model.n_features_in_, "X", type(model).__name__)
-        return X if self._kernel else self._prob.features(X)
+        return self._store.map(check_rows(X, model.n_features_in_, "X", type(model).__name__))
 
-    def _scores(self, P):
-        """⟨Φ(x), β₁⟩ of mapped points."""
-        return self._score.mapped(P)
-
-    def _sq_norms(self, P):
-        if self._kernel:
-            return kernel_diagonal(P, **self._kw)
-        return np.einsum("ij,ij->i", P, P)
-
-    def _grow(self, k):
-        if len(self._free) >= k:
-            return
-        cap = self._gamma.shape[0]
-        new = max(2 * cap, cap + k - len(self._free))
-
-        def grown(a, fill):
-            b = np.full((new,) + a.shape[1:], fill, dtype=a.dtype)
-            b[:cap] = a
-            return b
-
-        self._pts = grown(self._pts, 0.0)
-        self._gamma = grown(self._gamma, 0.0)
-        self._live = grown(self._live, False)
-        self._model_id = grown(self._model_id, -1)
-        self._key_of = grown(self._key_of, -1)
-        G = np.zeros((new, new))
-        G[:cap, :cap] = self._G
-        self._G = G
-        self._free = list(range(new - 1, cap - 1, -1)) + self._free
-
-    def _insert(self, P, gamma, model_ids=None):
-        """Entries with points ``P`` and coefficients ``gamma`` join ``A ∪ R``; their keys."""
-        k = P.shape[0]
-        self._grow(k)
-        live = np.flatnonzero(self._live)
-        both = self._k(P, np.concatenate([self._pts[live], P])) if live.size else self._k(P, P)
-        cross, own = both[:, :live.size], both[:, live.size:]
-        self._S += 2.0 * gamma @ (cross @ self._gamma[live]) + gamma @ own @ gamma
-        slots = np.array([self._free.pop() for _ in range(k)], dtype=np.intp)
-        self._pts[slots] = P
-        self._gamma[slots] = gamma
-        self._live[slots] = True
-        if k == 1:  # the per-sample path of the stream learners: no index grids
-            s = slots[0]
-            self._G[s, live] = cross[0]
-            self._G[live, s] = cross[0]
-            self._G[s, s] = own[0, 0]
-        else:
-            self._G[np.ix_(slots, live)] = cross
-            self._G[np.ix_(live, slots)] = cross.T
-            self._G[np.ix_(slots, slots)] = own
+    def _insert(self, P, z, gamma, src=None, model_ids=None):
+        """Entries with points ``P``, scores ``z`` and coefficients ``gamma`` join ``A ∪ R``;
+        their keys."""
+        store = self._store
+        slots = store.insert(P, z, gamma, src)
+        cap = store.capacity
+        if self._model_id.shape[0] < cap:
+            self._model_id = _grown(self._model_id, cap)
+        k = slots.size
         keys = np.arange(self._next_key, self._next_key + k, dtype=np.int64)
         self._next_key += k
-        self._key_of[slots] = keys
-        self._slot_of.update(zip(keys.tolist(), slots.tolist()))
+        self._keys.update(zip(keys.tolist(), slots.tolist()))
         if model_ids is not None:
             self._model_id[slots] = model_ids
             self._in_R.update(zip(model_ids.tolist(), keys.tolist()))
         if self._T is not None:
-            self._T[2] += self._k(self._T[0], P) @ gamma
-        self._tick(k)
+            self._T[2] += store.kernel(self._T[0], slots) @ gamma
         return keys
-
-    def _tick(self, k):
-        self._since_exact += k
-        if self._since_exact >= max(64, self.n_entries):
-            self._S = self._exact_S()
-
-    def _exact_S(self):
-        self._since_exact = 0
-        live = np.flatnonzero(self._live)
-        g = self._gamma[live]
-        return float(g @ self._G[np.ix_(live, live)] @ g)
 
     # ---------------------------------------------------------------- changes
     def add(self, X, y):
@@ -192,23 +120,27 @@ class IncrementalSphere:
         Parameters
         ----------
         X : array-like of shape (k, n_features)
+            Finite rows.
         y : array-like of shape (k,)
+            Their labels (for classifiers, among ``classes_``).
 
         Returns
         -------
         keys : ndarray of int64, shape (k,)
         """
         self._check_model()
-        P = self._points(X)
+        model = self._model
+        Xa = check_rows(X, model.n_features_in_, "X", type(model).__name__)
         t = self._prob.encode_targets(y, what="y")
-        if t.shape[0] != P.shape[0]:
-            raise ValueError(f"X has {P.shape[0]} rows but y has {t.shape[0]} labels")
-        return self._add_scored(P, t, self._scores(P))
+        if t.shape[0] != Xa.shape[0]:
+            raise ValueError(f"X has {Xa.shape[0]} rows but y has {t.shape[0]} labels")
+        P, z = self._store.new_points(Xa)
+        return self._add_scored(P, t, z)
 
     def _add_scored(self, P, t, z):
         """:meth:`add` of mapped, validated points whose scores ``z`` under β₁ are known
         (a stream learner has just predicted them)."""
-        keys = self._insert(P, self._loss.d1(t, z))
+        keys = self._insert(P, z, self._loss.d1(t, z))
         self.n_added += P.shape[0]
         return keys
 
@@ -225,7 +157,7 @@ class IncrementalSphere:
         if twice:
             raise ValueError(f"samples already removed: {twice[:10]}")
         prob = self._prob
-        if not self._kernel and not prob.keeps_rows:
+        if not prob.keeps_rows:
             raise ValueError(
                 "this model keeps no training rows (keep_data=False); an incremental sphere "
                 "needs them to remove samples"
@@ -233,8 +165,8 @@ class IncrementalSphere:
         slots = prob.handles(ids, "ids")
         if prob.n_samples - self.n_removed + self.n_added - ids.size < 1:
             raise ValueError("the change would remove every sample; a model needs at least one")
-        z, _ = prob.scores(slots)
-        keys = self._insert(prob.rows[slots], -self._loss.d1(prob.targets[slots], z), ids)
+        P, z, src = self._store.model_points(slots)
+        keys = self._insert(P, z, -self._loss.d1(prob.targets[slots], z), src, ids)
         self.n_removed += ids.size
         return keys
 
@@ -243,45 +175,26 @@ class IncrementalSphere:
         returns to the training set.  ``‖r‖²`` loses ``K_i`` (Sivan et al. §3.3)."""
         self._check_model()
         keys = check_ids(keys, "keys")
-        unknown = [k for k in keys.tolist() if k not in self._slot_of]
+        unknown = [k for k in keys.tolist() if k not in self._keys]
         if unknown:
             raise ValueError(f"unknown or already discarded keys: {unknown[:10]}")
-        slots = np.array([self._slot_of[k] for k in keys.tolist()], dtype=np.intp)
-        live = np.flatnonzero(self._live)
-        g = self._gamma[slots]
-        if slots.size == 1:
-            s = slots[0]
-            cross = 2.0 * g[0] * (self._G[s, live] @ self._gamma[live])
-            own = g[0] * g[0] * self._G[s, s]
-        else:
-            cross = 2.0 * g @ (self._G[np.ix_(slots, live)] @ self._gamma[live])
-            own = g @ self._G[np.ix_(slots, slots)] @ g
-        S = self._S - cross + own
+        slots = np.array([self._keys[k] for k in keys.tolist()], dtype=np.intp)
+        store = self._store
         if self._T is not None:
-            self._T[2] -= self._k(self._T[0], self._pts[slots]) @ g
+            self._T[2] -= store.kernel(self._T[0], slots) @ store.c[slots]
         mids = self._model_id[slots]
         for k, m in zip(keys.tolist(), mids.tolist()):
-            del self._slot_of[k]
+            del self._keys[k]
             if m >= 0:
                 del self._in_R[m]
         self.n_removed -= int(np.count_nonzero(mids >= 0))
         self.n_added -= int(np.count_nonzero(mids < 0))
-        self._gamma[slots] = 0.0
-        self._live[slots] = False
         self._model_id[slots] = -1
-        self._key_of[slots] = -1
-        self._free.extend(slots.tolist())
-        if self.n_entries == 0:
-            S = 0.0
-            self._since_exact = 0
-        elif S <= _CANCEL * (self._S + abs(cross) + own):
-            S = self._exact_S()
-        self._S = S
-        self._tick(0)
+        store.release(slots)
 
     def clear(self):
         """Empty ``A`` and ``R`` (keeps the tracked points and the room)."""
-        self.discard(np.array(list(self._slot_of), dtype=np.int64))
+        self.discard(np.array(list(self._keys), dtype=np.int64))
 
     # ---------------------------------------------------------------- queries
     @property
@@ -291,19 +204,19 @@ class IncrementalSphere:
 
     @property
     def capacity(self):
-        """Room for entries (the memory held is O(capacity²))."""
-        return self._gamma.shape[0]
+        """Room for entries (the memory held is O(capacity²) for kernel models)."""
+        return self._store.capacity
 
     @property
     def r_norm(self):
         """``‖r‖ = (C/2) sqrt(γᵀ K γ)`` (eq. 9); half the distance bound of Theorem 1."""
-        return 0.5 * self.C * float(np.sqrt(max(self._S, 0.0)))
+        return self._store.half_gradient(self.C, self.C)[1]
 
     @property
     def radius(self):
         """Radius of the ball holding the new optimum: ``‖r‖`` plus the model's certified
         solver residual."""
-        return self.r_norm + self._eps
+        return _ball.certified_radius(self.r_norm, C1=self.C, C2=self.C, residual=self._eps)
 
     def distance_bound(self):
         """Upper bound of ``‖β₂ − β₁‖`` (Theorem 1: ``2‖r‖``, plus the solver residual)."""
@@ -312,28 +225,24 @@ class IncrementalSphere:
     def recompute(self):
         """``‖r‖`` recomputed from the stored entries (O(|A∪R|²)); also resets the running
         sum to it."""
-        self._S = self._exact_S()
+        self._store.recompute()
         return self.r_norm
 
-    def _r_scores(self, P):
-        live = np.flatnonzero(self._live)
-        if not live.size:
-            return np.zeros(P.shape[0])
-        return self._k(P, self._pts[live]) @ self._gamma[live]
+    def _center(self, z, phi_dg):
+        return _ball.center_scores(z, phi_dg, C1=self.C, C2=self.C)
 
     def center_decision(self, X):
         """``(U + L)/2 = ⟨Φ(x), β₁⟩ − ⟨Φ(x), r⟩`` (eqs. 7, 10): the new model's decision value
         at the ball's center."""
         self._check_model()
-        P = self._points(X)
-        return self._scores(P) - 0.5 * self.C * self._r_scores(P)
+        return self._store.center_scores(self._points(X), self.C, self.C)
 
     def decision_bounds(self, X):
         """Guaranteed ``lo ≤ ⟨Φ(x), β₂⟩ ≤ hi`` (Sivan et al. Lemma 1, eq. 7)."""
         self._check_model()
         P = self._points(X)
-        s = self._scores(P) - 0.5 * self.C * self._r_scores(P)
-        e = np.sqrt(np.maximum(self._sq_norms(P), 0.0)) * self.radius
+        s = self._store.center_scores(P, self.C, self.C)
+        e = np.sqrt(np.maximum(self._store.sq_norms(P), 0.0)) * self.radius
         return s - e, s + e
 
     def track(self, X):
@@ -344,19 +253,20 @@ class IncrementalSphere:
         P = self._points(X)
         if P is X:
             P = P.copy()
-        self._T = [P, self._scores(P), self._r_scores(P),
-                   np.sqrt(np.maximum(self._sq_norms(P), 0.0))]
+        store = self._store
+        self._T = [P, store.beta_scores(P), store.scores(P),
+                   np.sqrt(np.maximum(store.sq_norms(P), 0.0))]
         return self
 
     def _tracked(self, idx):
         if self._T is None:
             raise ValueError("no tracked points; call track(X) first")
         self._check_model()
-        P, z, rs, e = self._T
+        P, z, phi_dg, e = self._T
         if idx is None:
-            return z - 0.5 * self.C * rs, e
+            return self._center(z, phi_dg), e
         idx = np.asarray(idx)
-        return z[idx] - 0.5 * self.C * rs[idx], e[idx]
+        return self._center(z[idx], phi_dg[idx]), e[idx]
 
     def tracked_center(self, idx=None):
         """:meth:`center_decision` of the tracked points (or those at positions ``idx``)."""
@@ -371,3 +281,10 @@ class IncrementalSphere:
     def __repr__(self):
         return (f"IncrementalSphere({type(self._model).__name__}, added={self.n_added}, "
                 f"removed={self.n_removed}, r_norm={self.r_norm:.4g})")
+
+
+def _grown(a, cap):
+    """``a`` with room for ``cap`` slots, the new ones -1."""
+    b = np.full(cap, -1, dtype=a.dtype)
+    b[:a.shape[0]] = a
+    return b

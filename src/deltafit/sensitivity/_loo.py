@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._data_change import _c_at, _resolve_c_new
+from . import _ball
 from ._model_access import check_model
 
 __all__ = ["loo_bounds", "zhang_loo_bounds"]
 
 
-def _slots(prob, ids):
-    if ids is None:
-        return prob.live
-    return prob.handles(ids, "ids")
+def _left_out(model, ids):
+    """``(problem, z_t, ‖Φ_t‖², ℓ'(y_t, z_t))`` of the samples to leave out."""
+    loss = check_model(model, "leave-one-out bounds")
+    prob = model.problem_
+    slots = prob.live if ids is None else prob.handles(ids, "ids")
+    z, ktt = prob.scores(slots)
+    return prob, z, ktt, loss.d1(prob.targets[slots], z)
 
 
 def loo_bounds(model, ids=None, *, C_new=None):
@@ -27,7 +30,9 @@ def loo_bounds(model, ids=None, *, C_new=None):
         ‖r_t‖²        c² ‖β‖² + c C₂ γ_t z_t + (C₂²/4) γ_t² k_tt
 
     and bounds ``center ∓ sqrt(k_tt) (‖r_t‖ + ρ · grad_norm_)`` (Okumura et al. Cor. 5 in the
-    mean-loss case ``C_new="mean"``).  All n bounds cost one pass over the training scores.
+    mean-loss case ``C_new="mean"``): the balls of :func:`deltafit.sensitivity._ball.loo_balls`
+    in their Thm 1 form (cross-validation uses the same balls with the exact gradient).  All n
+    bounds cost one pass over the training scores.
 
     Parameters
     ----------
@@ -41,23 +46,15 @@ def loo_bounds(model, ids=None, *, C_new=None):
     -------
     lo, hi : ndarray of shape (n_ids,)
     """
-    loss = check_model(model, "leave-one-out bounds")
-    prob = model.problem_
-    slots = _slots(prob, ids)
+    prob, z, ktt, d1 = _left_out(model, ids)
     n = prob.n_samples
     if n < 2:
         raise ValueError("leave-one-out needs at least two training samples")
     C1 = prob.C
-    C2 = _c_at(_resolve_c_new(C_new, C1, n), n - 1)
-    rho = C2 / C1
-    cr = 0.5 * (1.0 - rho)
-    z, ktt = prob.scores(slots)
-    gamma = -loss.d1(prob.targets[slots], z)
-    center = (1.0 - cr) * z - 0.5 * C2 * gamma * ktt
-    r2 = 0.25 * C2 * C2 * gamma * gamma * ktt
-    if cr != 0.0:
-        r2 = r2 + cr * cr * prob.solution_sq_norm() + cr * C2 * gamma * z
-    R = np.sqrt(np.maximum(r2, 0.0)) + rho * prob.certified_residual
+    C2 = _ball.c_at(_ball.resolve_c_new(C_new, C1, n), n - 1)
+    center, r_norm = _ball.loo_balls(z, d1, ktt, C1=C1, C2=C2,
+                                     beta_sq=prob.solution_sq_norm() if C2 != C1 else None)
+    R = _ball.certified_radius(r_norm, C1=C1, C2=C2, residual=prob.certified_residual)
     e = np.sqrt(np.maximum(ktt, 0.0))
     return center - e * R, center + e * R
 
@@ -83,12 +80,7 @@ def zhang_loo_bounds(model, ids=None):
     -------
     lo, hi : ndarray of shape (n_ids,)
     """
-    loss = check_model(model, "leave-one-out bounds")
-    prob = model.problem_
-    slots = _slots(prob, ids)
-    z, ktt = prob.scores(slots)
-    # α_t at the optimum is −C ℓ'(y_t, z_t); the stored α of a kernel model is not unique when
-    # K is singular (duplicated rows), so it is not used
-    alpha = -prob.C * loss.d1(prob.targets[slots], z)
+    prob, z, ktt, d1 = _left_out(model, ids)
+    alpha = -prob.C * d1  # α_t at the optimum (see above)
     w = np.abs(alpha) * ktt + prob.certified_residual * np.sqrt(np.maximum(ktt, 0.0))
     return z - w, z + w

@@ -10,8 +10,7 @@ from __future__ import annotations
 from ..models import FittedProblem, ScoreFunction
 
 __all__ = ["COVERED_LOSSES", "ScoreFunction", "certified_residual", "check_model", "fitted_C",
-           "fitted_loss", "kernel_functions", "kernel_params", "problem", "training_scores",
-           "solution_sq_norm"]
+           "kernel_functions", "problem"]
 
 COVERED_LOSSES = ("squared", "logistic", "squared_hinge")
 
@@ -43,34 +42,12 @@ def certified_residual(model):
     return problem(model).certified_residual
 
 
-def fitted_loss(model):
-    """The name of the loss the stored solution minimises (not the ``loss`` parameter, which
-    ``set_params`` may have changed since the fit)."""
-    return problem(model).loss.name
-
-
 def fitted_C(model):
     """The C the stored solution was computed with."""
     return problem(model).C
-
-
-def kernel_params(model):
-    """Keyword arguments of :func:`~deltafit.kernels.kernel_matrix` / ``kernel_rows`` for a
-    kernel model, frozen at its current parameters (the intercept term included)."""
-    return problem(model).kernel_params
 
 
 def kernel_functions(model):
     """``(k(A, B), diag(A))`` of a kernel model, frozen at its current parameters (the
     regularised intercept term ``intercept_scaling²`` included)."""
     return problem(model).kernel_functions()
-
-
-def training_scores(model, handles):
-    """``z = ⟨Φ(x_h), β⟩`` and ``‖Φ(x_h)‖²`` of stored training samples (by handle)."""
-    return problem(model).scores(handles)
-
-
-def solution_sq_norm(model):
-    """``‖β‖²`` of the model's current solution (RKHS norm for kernel models)."""
-    return problem(model).solution_sq_norm()

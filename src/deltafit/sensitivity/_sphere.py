@@ -20,8 +20,9 @@ import functools
 
 import numpy as np
 
-from .._validation import check_real
+from .._validation import check_real, check_rows
 from ..kernels import kernel_diagonal
+from ..models._linear import features
 
 __all__ = ["Sphere", "PrimalSphere", "KernelSphere", "BallIntersection", "two_ball_bounds"]
 
@@ -363,3 +364,22 @@ class BallIntersection:
         """``hi − lo`` of :meth:`decision_bounds`."""
         lo, hi = self.decision_bounds(X)
         return hi - lo
+
+
+class _Features:
+    """Φ(X) of a linear model as it is now (feature map, constant feature), with input
+    validation: the feature map of the model's primal spheres."""
+
+    def __init__(self, problem):
+        self._map = problem.feature_map
+        self._const = problem.intercept_scaling if problem.fit_intercept else None
+        self._width = problem.n_features_in
+
+    def __eq__(self, other):
+        return isinstance(other, _Features) and self._map is other._map and \
+            self._const == other._const and self._width == other._width
+
+    __hash__ = None
+
+    def __call__(self, X):
+        return features(check_rows(X, self._width, "X"), self._map, self._const)
