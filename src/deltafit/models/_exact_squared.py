@@ -26,7 +26,7 @@ from scipy.linalg import blas
 
 from ._gram import GramCache
 from ._lowrank import LowRankInverse
-from ._state import ModelState, checked, padded
+from ._state import ModelState, check_symmetric, checked, padded
 
 __all__ = ["PrimalSquaredState", "DualSquaredState"]
 
@@ -365,12 +365,19 @@ class PrimalSquaredState(ModelState):
                 "state_beta": self.beta, "state_H": np.ascontiguousarray(self.inv.H0)}
 
     @classmethod
+    def saved_shapes(cls, n, p):
+        return {"state_M": (p, p), "state_b": (p,), "state_beta": (p,), "state_H": (p, p)}
+
+    @classmethod
     def from_arrays(cls, arrays, opts, *, y=None, capacity=None, max_rank=64, result=None):
         st = cls(opts, max_rank)
         p = np.shape(arrays["state_b"])[0] if np.ndim(arrays["state_b"]) == 1 else -1
-        M, b, beta, H = checked(arrays, {"state_M": (p, p), "state_b": (p,),
-                                         "state_beta": (p,), "state_H": (p, p)},
-                                "squared-loss state")
+        M, b, beta, H = checked(arrays, cls.saved_shapes(None, p), "squared-loss state")
+        check_symmetric(M, "matrix ΦᵀΦ + ρI")
+        check_symmetric(H, "tracked inverse")
+        d = np.diag(M)
+        if d.size and float(d.min()) < st.rho - 1e-8 * float(np.max(np.abs(d))):
+            raise ValueError("corrupt model file: the diagonal of ΦᵀΦ + ρI is below ρ = 1/(2C)")
         st._init_buffers(p)
         st.M0 = np.asfortranarray(M)
         st.b = b
@@ -684,11 +691,16 @@ class DualSquaredState(ModelState):
                 "state_H": self.inv.H0[np.ix_(keep, keep)]}
 
     @classmethod
+    def saved_shapes(cls, n, p):
+        return {"state_K": (n, n), "state_alpha": (n,), "state_H": (n, n)}
+
+    @classmethod
     def from_arrays(cls, arrays, opts, *, y, capacity, max_rank=64, result=None):
         st = cls(opts, max_rank)
         n = y.shape[0]
-        K, alpha, H = checked(arrays, {"state_K": (n, n), "state_alpha": (n,),
-                                       "state_H": (n, n)}, "kernel state")
+        K, alpha, H = checked(arrays, cls.saved_shapes(n, None), "kernel state")
+        check_symmetric(K, "kernel matrix")
+        check_symmetric(H, "tracked inverse")
         st.gram = GramCache(K, capacity)
         st.y = padded(y, capacity)
         st.active = np.zeros(capacity, dtype=bool)

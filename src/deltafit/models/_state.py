@@ -27,7 +27,8 @@ from typing import ClassVar
 
 import numpy as np
 
-__all__ = ["SolverOptions", "DataChange", "ModelState", "grown", "taken", "padded", "checked", "saved_coef"]
+__all__ = ["SolverOptions", "DataChange", "ModelState", "grown", "taken", "padded", "checked",
+           "saved_coef", "check_symmetric", "needs_result"]
 
 
 @dataclass
@@ -77,6 +78,10 @@ class DataChange:
     K_cross, K_new : ndarray or None
         Kernel models: ``k(stored, added)`` by slot (capacity × k, zero at free slots) and
         ``k(added, added)``.
+    remove_t, relabel_t_old : ndarray or None
+        The removed samples' targets and the relabelled samples' current targets, as the
+        caller gave them (checked against the ledger's digests), for a ledger that keeps no
+        labels; None: read from the ledger.
     """
 
     ledger: object
@@ -90,18 +95,26 @@ class DataChange:
     rows_relabel: object = None
     K_cross: np.ndarray | None = None
     K_new: np.ndarray | None = None
+    remove_t: np.ndarray | None = None
+    relabel_t_old: np.ndarray | None = None
 
     @property
     def removed_targets(self):
         """The removed samples' current targets."""
-        return None if self.remove_slots is None else self.ledger.y[self.remove_slots]
+        if self.remove_slots is None:
+            return None
+        if self.remove_t is not None:
+            return self.remove_t
+        return self.ledger.y[self.remove_slots]
 
     @property
     def target_shift(self):
         """New minus current target of each relabelled sample."""
         if self.relabel_slots is None:
             return None
-        return self.relabel_t - self.ledger.y[self.relabel_slots]
+        old = (self.relabel_t_old if self.relabel_t_old is not None
+               else self.ledger.y[self.relabel_slots])
+        return self.relabel_t - old
 
     def kept(self):
         """The slots that stay (active, not removed), in slot order, and their targets after
@@ -233,6 +246,13 @@ class ModelState:
         raise NotImplementedError
 
     @classmethod
+    def saved_shapes(cls, n, p):
+        """``{name: shape}`` of the float64 arrays :meth:`to_arrays` writes for ``n`` live
+        samples and ``p`` features (the width of Φ; kernel states do not use it): what a model
+        file is checked against before any of its arrays is read."""
+        raise NotImplementedError
+
+    @classmethod
     def from_arrays(cls, arrays, opts, *, y, capacity, max_rank=64, result=None):
         """The state written by :meth:`to_arrays`: ``y`` the live targets in ledger order,
         ``capacity`` the restored ledger's, ``result`` the saved solver diagnostics (None for
@@ -286,6 +306,21 @@ def checked(arrays, shapes, what):
     if any(a.shape != s for a, s in zip(out, shapes.values())):
         raise ValueError(f"corrupt model file: the {what} has inconsistent shapes")
     return out
+
+
+def check_symmetric(a, what, rtol=1e-10):
+    """ValueError naming ``what`` unless the square matrix ``a`` is symmetric up to ``rtol``
+    times its largest entry (a saved kernel matrix is symmetric up to rounding)."""
+    scale = float(np.max(np.abs(a), initial=0.0))
+    if a.size and float(np.max(np.abs(a - a.T))) > rtol * scale:
+        raise ValueError(f"corrupt model file: the {what} is not symmetric")
+
+
+def needs_result(result, kind):
+    """ValueError unless the solver diagnostics an iterative state keeps were saved."""
+    if result is None:
+        raise ValueError(f"corrupt model file: the {kind} state's solver diagnostics are "
+                         "missing")
 
 
 def saved_coef(arrays):

@@ -22,19 +22,19 @@ from __future__ import annotations
 import numpy as np
 
 from ..solvers import hinge_kernel, hinge_primal
-from ._state import ModelState, grown, padded, saved_coef, taken
+from ._state import ModelState, grown, needs_result, padded, saved_coef, taken
 from ._warm_newton import KernelNewtonState, padded_at
 
 __all__ = ["PrimalHingeState", "KernelHingeState"]
 
 
-def _checked_dual(arrays, n):
-    """The saved dual variables, checked: n non-negative values (the upper bound is the C of
-    the fit, which ``set_params`` may have changed before saving)."""
+def _checked_dual(arrays, n, C):
+    """The saved dual variables, checked: n values in the box [0, C] of the fitted C."""
     dual = np.asarray(arrays["state_dual"], dtype=np.float64)
-    if dual.shape != (n,) or dual.min(initial=0.0) < 0.0:
+    if dual.shape != (n,) or dual.min(initial=0.0) < 0.0 or \
+            dual.max(initial=0.0) > C * (1.0 + 1e-9):
         raise ValueError("corrupt model file: the hinge dual variables do not match the ledger "
-                         "or are negative")
+                         "or lie outside [0, C]")
     return dual
 
 
@@ -86,10 +86,15 @@ class PrimalHingeState(ModelState):
         return {"state_beta": self.beta, "state_dual": self.dual[keep]}
 
     @classmethod
+    def saved_shapes(cls, n, p):
+        return {"state_beta": (p,), "state_dual": (n,)}
+
+    @classmethod
     def from_arrays(cls, arrays, opts, *, y, capacity, max_rank=64, result=None):
+        needs_result(result, cls.kind)
         st = cls(opts, max_rank)
         st.beta = saved_coef(arrays)
-        dual = _checked_dual(arrays, y.shape[0])
+        dual = _checked_dual(arrays, y.shape[0], st.C)
         st.dual = padded(dual, capacity)
         result.coef, result.alpha = st.beta, dual
         st.result = result
@@ -132,10 +137,14 @@ class KernelHingeState(KernelNewtonState):
         return dict(super().to_arrays(keep), state_dual=self.dual[keep])
 
     @classmethod
+    def saved_shapes(cls, n, p):
+        return dict(super().saved_shapes(n, p), state_dual=(n,))
+
+    @classmethod
     def from_arrays(cls, arrays, opts, *, y, capacity, max_rank=64, result=None):
         st = super().from_arrays(arrays, opts, y=y, capacity=capacity, max_rank=max_rank,
                                  result=result)
-        dual = _checked_dual(arrays, y.shape[0])
+        dual = _checked_dual(arrays, y.shape[0], st.C)
         if not np.array_equal(st.alpha[: y.shape[0]], y * dual + 0.0):
             raise ValueError("corrupt model file: the kernel state's coefficients do not match "
                              "its dual variables")

@@ -13,7 +13,8 @@ import numpy as np
 
 from ..solvers import newton_kernel, newton_primal
 from ._gram import GramCache
-from ._state import ModelState, checked, grown, padded, saved_coef, taken
+from ._state import (ModelState, check_symmetric, checked, grown, needs_result, padded,
+                     saved_coef, taken)
 
 __all__ = ["PrimalNewtonState", "KernelNewtonState"]
 
@@ -47,7 +48,12 @@ class PrimalNewtonState(ModelState):
         return {"state_beta": self.beta}
 
     @classmethod
+    def saved_shapes(cls, n, p):
+        return {"state_beta": (p,)}
+
+    @classmethod
     def from_arrays(cls, arrays, opts, *, y, capacity, max_rank=64, result=None):
+        needs_result(result, cls.kind)
         st = cls(opts, max_rank)
         st.beta = saved_coef(arrays)
         result.coef = st.beta
@@ -113,9 +119,15 @@ class KernelNewtonState(ModelState):
         return {"state_K": self.gram.sub(keep), "state_alpha": self.alpha[keep]}
 
     @classmethod
+    def saved_shapes(cls, n, p):
+        return {"state_K": (n, n), "state_alpha": (n,)}
+
+    @classmethod
     def from_arrays(cls, arrays, opts, *, y, capacity, max_rank=64, result=None):
+        needs_result(result, cls.kind)
         n = y.shape[0]
-        K, alpha = checked(arrays, {"state_K": (n, n), "state_alpha": (n,)}, "kernel state")
+        K, alpha = checked(arrays, KernelNewtonState.saved_shapes(n, None), "kernel state")
+        check_symmetric(K, "kernel matrix")
         st = cls(opts, max_rank)
         st.gram = GramCache(K, capacity)
         st.alpha = padded(alpha, capacity)
