@@ -25,7 +25,7 @@ from .._labels import BinaryLabels, LabelMessages
 from .._transaction import atomic
 from .._validation import check_bool, check_int, check_real, check_rows
 from ..losses import get_loss
-from ._ledger import Ledger, row_digests
+from ._ledger import Ledger
 from ._registry import state_for
 from ._state import SolverOptions
 
@@ -82,6 +82,11 @@ class UpdatePlan:
         Their new encoded targets.
     relabel_rows : ndarray or None
         Their rows as given (``keep_data=False`` models), else None.
+    remove_t : ndarray or None
+        The removed samples' current targets, from the caller and checked against the digests
+        (``keep_data=False`` models, which keep no labels), else None.
+    relabel_t_old : ndarray or None
+        The relabelled samples' current targets, likewise.
     """
 
     X_add: np.ndarray | None = None
@@ -91,6 +96,8 @@ class UpdatePlan:
     relabel_slots: np.ndarray | None = None
     relabel_t: np.ndarray | None = None
     relabel_rows: np.ndarray | None = None
+    remove_t: np.ndarray | None = None
+    relabel_t_old: np.ndarray | None = None
 
     @property
     def adds(self):
@@ -304,9 +311,11 @@ class UpdatableMixin:
         ids : array-like of int, optional
             Ids of the samples to forget.
         X, y : array-like, optional
-            The samples themselves.  Required with ``keep_data=False`` (the model stores no rows;
-            they are checked against the stored digests); ``ids`` may then be omitted and the
-            samples are found by value.
+            The samples themselves.  Required with ``keep_data=False`` (the model stores neither
+            rows nor labels; they are checked against the stored digests): ``remove(X=rows,
+            y=labels)`` finds the samples by value, ``remove(ids, X=rows)`` checks that the
+            rows are those samples (their labels, needed by the exact update, are then taken
+            from ``y`` when given, else recognised from the rows; see ``keep_data``).
 
         Returns
         -------
@@ -324,7 +333,9 @@ class UpdatableMixin:
         y : array-like
             The corrected labels; for classifiers one of ``classes_``.
         X : array-like, optional
-            The samples' rows, required with ``keep_data=False``.
+            The samples' rows, required with ``keep_data=False`` (the model keeps neither rows
+            nor labels: the rows are checked against the stored digests, and the current
+            labels, which the exact update needs, are recognised from them).
 
         Returns
         -------
@@ -366,10 +377,10 @@ class UpdatableMixin:
             ta = self._encode_y(y_add, what="y")
             if ta.shape[0] != Xa.shape[0]:
                 raise ValueError(f"X has {Xa.shape[0]} rows but y has {ta.shape[0]} labels")
-        rem_slots = rem_rows = None
+        rem_slots = rem_rows = rem_t = None
         if remove_ids is not None or X_remove is not None:
-            rem_slots, rem_rows = self._plan_remove(remove_ids, X_remove, y_remove)
-        rel_slots = tl = rel_rows = None
+            rem_slots, rem_rows, rem_t = self._plan_remove(remove_ids, X_remove, y_remove)
+        rel_slots = tl = rel_rows = rel_old = None
         if relabel_ids is not None:
             if y_relabel is None:
                 raise ValueError("relabel needs the new labels y")
@@ -386,8 +397,8 @@ class UpdatableMixin:
                 rel_rows = check_rows(X_relabel, d, "X")
                 if rel_rows.shape[0] != rel_slots.shape[0]:
                     raise ValueError(f"{rel_slots.shape[0]} ids but {rel_rows.shape[0]} rows in X")
-                led.check_rows(rel_slots, rel_rows, led.y[rel_slots])
-        plan = UpdatePlan(Xa, ta, rem_slots, rem_rows, rel_slots, tl, rel_rows)
+                rel_old = led.labels_of(rel_slots, rel_rows, self._label_candidates())
+        plan = UpdatePlan(Xa, ta, rem_slots, rem_rows, rel_slots, tl, rel_rows, rem_t, rel_old)
         if not (plan.adds or plan.removes or plan.relabels):
             raise ValueError("nothing to update: give samples to add, remove or relabel")
         if not plan.removes:
@@ -418,10 +429,12 @@ class UpdatableMixin:
             if rem_slots.size:
                 led.delete(rem_slots)
             if plan.relabels:
-                digests = (row_digests(plan.relabel_rows, plan.relabel_t) if led.keep_digests
+                digests = (led.records(plan.relabel_rows, plan.relabel_t) if led.keep_digests
                            else None)
-                led.relabel(plan.relabel_slots, plan.relabel_t, digests)
+                led.relabel(plan.relabel_slots, led.stored_labels(plan.relabel_t), digests)
             new_ids = self._commit_add(plan, new_ids)
+            if "_n_positive" in self.__dict__:
+                self._n_positive = self._positives_after(plan)
             self._after_update()
             self._bump_version()
         except BaseException as exc:
@@ -456,9 +469,16 @@ class UpdatableMixin:
     def _keeps_rows(self):
         return self._ledger.keep_rows
 
+    def _label_candidates(self):
+        """The encoded labels a sample may have: what recognises a classifier's label from its
+        row and digest when the model keeps no labels (None for a regressor)."""
+        return (-1.0, 1.0) if self._classifier else None
+
     def _plan_remove(self, ids, X, y):
+        """Slots, rows (as given, ``keep_data=False``) and current targets (``keep_data=False``:
+        from the caller, checked against the digests; else None) of the samples to remove."""
         led = self._ledger
-        rows = None
+        rows = t = None
         if X is not None:
             rows = check_rows(X, self.n_features_in_, "X")
         if ids is not None:
@@ -471,8 +491,13 @@ class UpdatableMixin:
                     )
                 if rows.shape[0] != slots.shape[0]:
                     raise ValueError(f"{slots.shape[0]} ids but {rows.shape[0]} rows in X")
-                t = led.y[slots] if y is None else self._encode_y(y, what="y")
-                led.check_rows(slots, rows, t)
+                if y is None:
+                    t = led.labels_of(slots, rows, self._label_candidates())
+                else:
+                    t = self._encode_y(y, what="y")
+                    if t.shape[0] != slots.shape[0]:
+                        raise ValueError(f"{slots.shape[0]} ids but {t.shape[0]} labels in y")
+                    led.check_rows(slots, rows, t)
         else:
             if self._keeps_rows():
                 raise ValueError("this model keeps its training rows: remove samples by id")
@@ -482,7 +507,22 @@ class UpdatableMixin:
             if t.shape[0] != rows.shape[0]:
                 raise ValueError(f"X has {rows.shape[0]} rows but y has {t.shape[0]} labels")
             slots = led.find(rows, t)
-        return slots, rows
+        if led.keeps_labels:
+            t = None
+        return slots, rows, t
+
+    def _positives_after(self, plan):
+        """Positive samples after ``plan`` of a classifier that keeps no labels (it counts them
+        instead, to refuse an update that would leave one class)."""
+        n = self._n_positive
+        if plan.removes:
+            n -= int(np.count_nonzero(plan.remove_t > 0))
+        if plan.relabels:
+            n += int(np.count_nonzero(plan.relabel_t > 0))
+            n -= int(np.count_nonzero(plan.relabel_t_old > 0))
+        if plan.adds:
+            n += int(np.count_nonzero(plan.t_add > 0))
+        return n
 
     def _check_outcome(self, plan, rem_slots):
         led = self._ledger
@@ -490,16 +530,21 @@ class UpdatableMixin:
         if n_after < 1:
             raise ValueError("the update would remove every sample; a model needs at least one")
         if self._classifier and not self._classes_given:
-            keep = led.active.copy()
-            keep[rem_slots] = False
-            t = led.y.copy()
-            if plan.relabels:
-                t[plan.relabel_slots] = plan.relabel_t
-            labels = [t[keep]]
-            if plan.adds:
-                labels.append(plan.t_add)
-            labels = np.concatenate(labels)
-            if np.all(labels > 0) or np.all(labels < 0):
+            if not led.keeps_labels:
+                n_pos = self._positives_after(plan)
+                one_class = n_pos == 0 or n_pos == n_after
+            else:
+                keep = led.active.copy()
+                keep[rem_slots] = False
+                t = led.y.copy()
+                if plan.relabels:
+                    t[plan.relabel_slots] = plan.relabel_t
+                labels = [t[keep]]
+                if plan.adds:
+                    labels.append(plan.t_add)
+                labels = np.concatenate(labels)
+                one_class = np.all(labels > 0) or np.all(labels < 0)
+            if one_class:
                 raise ValueError(
                     "the update would leave a single class in the training data; a classifier "
                     "needs two classes"
@@ -510,8 +555,8 @@ class UpdatableMixin:
             return np.zeros(0, dtype=np.int64)
         Xa, ta = plan.X_add, plan.t_add
         led = self._ledger
-        digests = row_digests(Xa, ta) if led.keep_digests else None
-        return led.insert(slots, self._stored_rows(Xa), ta, digests)
+        digests = led.records(Xa, ta) if led.keep_digests else None
+        return led.insert(slots, self._stored_rows(Xa), led.stored_labels(ta), digests)
 
     def _after_update(self):
         led = self._ledger

@@ -9,22 +9,40 @@ handed out in increasing order and never reused: after ``fit`` the ids are 0..n-
 from __future__ import annotations
 
 import hashlib
+import secrets
 
 import numpy as np
 
 from .._validation import check_ids
 
-__all__ = ["Ledger", "IdIndex"]
+__all__ = ["Ledger", "IdIndex", "DIGEST_BYTES", "SEAL_BYTES", "KEY_BYTES"]
+
+DIGEST_BYTES = 16  # the keyed digest of a (row, label) pair
+SEAL_BYTES = 8  # a float64 label sealed under its row (regression targets, see Ledger)
+KEY_BYTES = 32  # the ledger's random digest key
 
 
-def row_digests(X, y):
-    """16-byte BLAKE2b digest of each (row, label) pair, used to recognise a sample later."""
+def row_digests(X, y, key=b""):
+    """16-byte BLAKE2b digest of each (row, label) pair, keyed with ``key``: what recognises a
+    sample later, given its row and its label."""
     X = np.ascontiguousarray(X, dtype=np.float64)
     y = np.ascontiguousarray(y, dtype=np.float64)
     return [
-        hashlib.blake2b(X[i].tobytes() + y[i].tobytes(), digest_size=16).digest()
+        hashlib.blake2b(X[i].tobytes() + y[i].tobytes(), digest_size=DIGEST_BYTES, key=key,
+                        person=b"deltafit.sample").digest()
         for i in range(X.shape[0])
     ]
+
+
+def _row_masks(X, key):
+    """An 8-byte keyed BLAKE2b mask of each row (it seals a label under its row)."""
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    masks = b"".join(
+        hashlib.blake2b(X[i].tobytes(), digest_size=SEAL_BYTES, key=key,
+                        person=b"deltafit.label").digest()
+        for i in range(X.shape[0])
+    )
+    return np.frombuffer(masks, dtype=np.uint64)
 
 
 _COMPACTED = object()  # journal marker: the slots were renumbered
@@ -114,16 +132,27 @@ class Ledger:
     keep_rows : bool
         Whether feature rows are stored.
     keep_digests : bool
-        Whether (row, label) digests are stored, so that samples can be recognised when the rows
-        themselves are not kept.
+        Keep no labels, only a *record* per sample that recognises it given its row: the keyed
+        digest of (row, label) (16 bytes), followed, when ``seal_labels``, by the label sealed
+        under its row (8 bytes: the float64 label XOR a keyed hash of the row).  The key is
+        random, one per ledger.  ``y`` then holds 0 for every sample: the labels come from the
+        caller (:meth:`labels_of`).
+    seal_labels : bool
+        With ``keep_digests``: seal each label under its row, so that the holder of a row can
+        have its label back (what relabelling a regression target by its row needs: the old
+        target enters the exact update).  Without it a label is found among ``candidates``
+        (the two classes of a classifier).
     """
 
-    def __init__(self, n_features, keep_rows=True, keep_digests=False, capacity=16, growth=2.0):
+    def __init__(self, n_features, keep_rows=True, keep_digests=False, capacity=16, growth=2.0,
+                 seal_labels=False):
         capacity = max(int(capacity), 1)
         self.growth = float(growth)
         self.n_features = int(n_features)
         self.keep_rows = bool(keep_rows)
         self.keep_digests = bool(keep_digests)
+        self.seal_labels = bool(seal_labels) and self.keep_digests
+        self.digest_key = secrets.token_bytes(KEY_BYTES) if keep_digests else None
         self.X = np.zeros((capacity, self.n_features if keep_rows else 0))
         self.y = np.zeros(capacity)
         self.ids = np.full(capacity, -1, dtype=np.int64)
@@ -168,15 +197,35 @@ class Ledger:
         """Slots of checked int64 ``ids``, −1 for unknown ones (no validation)."""
         return self._index.lookup(ids)
 
+    # ------------------------------------------------------------ digests
+    @property
+    def keeps_labels(self):
+        """Whether ``y`` holds the labels (False: the ledger keeps digests instead)."""
+        return not self.keep_digests
+
+    def stored_labels(self, y):
+        """What ``y`` stores for new labels ``y``: the labels, or 0 when none are kept."""
+        y = np.asarray(y, dtype=np.float64)
+        return y if self.keeps_labels else np.zeros(y.shape)
+
+    def records(self, X, y):
+        """The records that recognise the samples (X, y): keyed digest, then sealed label."""
+        key = self.digest_key
+        digests = row_digests(X, y, key)
+        if not self.seal_labels:
+            return digests
+        sealed = np.ascontiguousarray(y, dtype=np.float64).view(np.uint64) ^ _row_masks(X, key)
+        return [d + s.tobytes() for d, s in zip(digests, sealed)]
+
     def find(self, X, y):
         """Slots of the active samples equal to the rows of (X, y), matched by digest."""
         if not self.keep_digests:
             raise ValueError("this model keeps no digests; remove samples by id")
         index = {}
         for s in np.flatnonzero(self.active):
-            index.setdefault(self.digests[s], []).append(s)
+            index.setdefault(self.digests[s][:DIGEST_BYTES], []).append(s)
         slots = []
-        for i, d in enumerate(row_digests(X, y)):
+        for i, d in enumerate(row_digests(X, y, self.digest_key)):
             bucket = index.get(d)
             if not bucket:
                 raise ValueError(
@@ -187,12 +236,46 @@ class Ledger:
 
     def check_rows(self, slots, X, y):
         """ValueError unless (X, y) are the samples stored in ``slots`` (digest comparison)."""
-        for k, (s, d) in enumerate(zip(slots, row_digests(X, y))):
-            if self.digests[s] != d:
+        for k, (s, d) in enumerate(zip(slots, row_digests(X, y, self.digest_key))):
+            if self.digests[s][:DIGEST_BYTES] != d:
                 raise ValueError(
                     f"row {k} of X (with its label) is not sample id {int(self.ids[s])} "
                     "of this model"
                 )
+
+    def labels_of(self, slots, X, candidates=None):
+        """The labels of the samples at ``slots``, given their rows ``X`` (a ledger that keeps
+        digests): unsealed (``seal_labels``) or found among ``candidates``, and checked against
+        the digests.
+
+        Raises
+        ------
+        ValueError
+            If a row is not that of the sample in its slot (or, without seals and candidates,
+            when the labels cannot be known: the caller must give them).
+        """
+        slots = np.asarray(slots, dtype=np.intp)
+        if self.seal_labels:
+            sealed = np.frombuffer(b"".join(self.digests[s][DIGEST_BYTES:] for s in slots),
+                                   dtype=np.uint64)
+            y = (sealed ^ _row_masks(X, self.digest_key)).view(np.float64)
+            y = np.where(np.isfinite(y), y, 0.0)  # a wrong row unseals noise; the check says so
+            self.check_rows(slots, X, y)
+            return y.copy()
+        if candidates is None:
+            raise ValueError("this model keeps no labels: give the samples' labels y")
+        y = np.full(slots.size, np.nan)
+        for c in np.asarray(candidates, dtype=np.float64):
+            c_digests = row_digests(X, np.full(slots.size, c), self.digest_key)
+            for k, (s, d) in enumerate(zip(slots, c_digests)):
+                if self.digests[s][:DIGEST_BYTES] == d:
+                    y[k] = c
+        bad = np.flatnonzero(np.isnan(y))
+        if bad.size:
+            k = int(bad[0])
+            raise ValueError(f"row {k} of X is not sample id {int(self.ids[slots[k]])} of this "
+                             "model")
+        return y
 
     # ------------------------------------------------------------ transactions
     # An update changes the ledger through the methods below.  Between ``begin`` and
@@ -360,46 +443,88 @@ class Ledger:
         return keep
 
     # ----------------------------------------------------------- persistence
+    # The largest next id a file may hold (ids are int64; 2**40 samples is far beyond any use).
+    MAX_ID = 2**40
+
     def to_arrays(self):
+        """The arrays that restore the ledger, and the live slots in ledger (id) order.
+
+        ``ledger_ids`` (increasing) and ``ledger_next_id`` always; ``ledger_y`` (the labels)
+        only when the ledger keeps them; ``ledger_X`` with the rows; ``ledger_digests`` (one
+        record per sample: 16-byte keyed digest, plus the 8-byte sealed label with
+        ``seal_labels``) and ``ledger_key`` (the digest key) when it keeps digests instead.
+        """
         keep = self.active_slots()
-        out = {"ledger_ids": self.ids[keep], "ledger_y": self.y[keep],
+        out = {"ledger_ids": self.ids[keep],
                "ledger_next_id": np.array(self.next_id, dtype=np.int64)}
+        if self.keeps_labels:
+            out["ledger_y"] = self.y[keep]
         if self.keep_rows:
             out["ledger_X"] = self.X[keep]
         if self.keep_digests:
             out["ledger_digests"] = np.frombuffer(
                 b"".join(self.digests[s] for s in keep), dtype=np.uint8
-            ).reshape(-1, 16)
+            ).reshape(keep.size, self.record_bytes)
+            out["ledger_key"] = np.frombuffer(self.digest_key, dtype=np.uint8)
         return out, keep
 
+    @property
+    def record_bytes(self):
+        """Bytes of one sample's record (digest, then sealed label)."""
+        return DIGEST_BYTES + (SEAL_BYTES if self.seal_labels else 0)
+
     @classmethod
-    def from_arrays(cls, arrays, n_features, keep_rows, keep_digests):
-        ids = np.asarray(arrays["ledger_ids"], dtype=np.int64)
-        y = np.asarray(arrays["ledger_y"], dtype=np.float64)
-        n = ids.size
-        led = cls(n_features, keep_rows=keep_rows, keep_digests=keep_digests, capacity=max(16, n))
-        digests = None
-        if keep_digests:
-            dg = np.asarray(arrays["ledger_digests"], dtype=np.uint8)
-            if dg.shape != (n, 16):
-                raise ValueError("corrupt model file: digests do not match the ledger")
-            digests = [bytes(row) for row in dg]
-        X = arrays["ledger_X"] if keep_rows else None
-        slots = np.arange(n, dtype=np.intp)
+    def saved_shapes(cls, n, n_features, keep_rows, keep_digests, seal_labels):
+        """``{member: (shape, dtype)}`` that :meth:`to_arrays` writes for ``n`` samples (dtype as
+        kind and size: ``"f8"``, ``"i8"``, ``"u1"``)."""
+        out = {"ledger_ids": ((n,), "i8"), "ledger_next_id": ((), "i8")}
+        if not keep_digests:
+            out["ledger_y"] = ((n,), "f8")
         if keep_rows:
-            led.X[:n] = X
-        led.y[:n] = y
+            out["ledger_X"] = ((n, n_features), "f8")
+        if keep_digests:
+            rec = DIGEST_BYTES + (SEAL_BYTES if seal_labels else 0)
+            out["ledger_digests"] = ((n, rec), "u1")
+            out["ledger_key"] = ((KEY_BYTES,), "u1")
+        return out
+
+    @classmethod
+    def from_arrays(cls, arrays, n_features, keep_rows, keep_digests, seal_labels=False):
+        """The ledger written by :meth:`to_arrays`; ValueError naming the problem when the
+        arrays are inconsistent (shapes, ids, next id)."""
+        shapes = cls.saved_shapes(np.shape(arrays["ledger_ids"])[0] if
+                                  np.ndim(arrays["ledger_ids"]) == 1 else -1,
+                                  n_features, keep_rows, keep_digests, seal_labels)
+        for name, (shape, dtype) in shapes.items():
+            a = arrays.get(name)
+            if a is None or a.shape != shape or a.dtype.kind != dtype[0] or \
+                    a.dtype.itemsize != int(dtype[1:]):
+                raise ValueError(f"corrupt model file: the ledger's {name} is missing or has "
+                                 f"the wrong shape or type")
+        ids = np.asarray(arrays["ledger_ids"], dtype=np.int64)
+        n = ids.size
+        next_id = int(arrays["ledger_next_id"])
+        if not 0 < next_id <= cls.MAX_ID:
+            raise ValueError("corrupt model file: the ledger's next id is out of range")
+        if n == 0:
+            raise ValueError("corrupt model file: the ledger holds no sample")
+        if ids[0] < 0 or ids[-1] >= next_id or (n > 1 and not np.all(np.diff(ids) > 0)):
+            raise ValueError("corrupt model file: the ledger's ids are not increasing ids below "
+                             "its next id")
+        led = cls(n_features, keep_rows=keep_rows, keep_digests=keep_digests,
+                  capacity=max(16, n), seal_labels=seal_labels)
+        if keep_rows:
+            led.X[:n] = arrays["ledger_X"]
+        if keep_digests:
+            dg = np.ascontiguousarray(arrays["ledger_digests"], dtype=np.uint8)
+            led.digests[:n] = [bytes(row) for row in dg]
+            led.digest_key = bytes(np.ascontiguousarray(arrays["ledger_key"], dtype=np.uint8))
+        else:
+            led.y[:n] = arrays["ledger_y"]
         led.ids[:n] = ids
         led.active[:n] = True
-        if keep_digests:
-            led.digests[:n] = digests
         led.end = n
-        led.next_id = int(arrays["ledger_next_id"])
-        if not 0 <= led.next_id <= 2**40:
-            raise ValueError("corrupt model file: the ledger's next id is out of range")
-        if n and (ids.min() < 0 or ids.max() >= led.next_id or np.unique(ids).size != n):
-            raise ValueError("corrupt model file: the ledger's ids are inconsistent")
-        order = np.argsort(ids, kind="stable")
-        led._index.reset(ids[order], slots[order])
+        led.next_id = next_id
+        led._index.reset(ids, np.arange(n, dtype=np.intp))
         led._n = n
         return led

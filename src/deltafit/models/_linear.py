@@ -65,14 +65,19 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         # headroom for a batch of additions without re-copying the stored rows
         capacity = n + max(16, n // 8)
         self._state = self._new_state(Phi, t, capacity, previous)
+        # keep_data=False keeps neither rows nor labels: one record per sample recognises it
+        # by its row (a classifier's label is one of two; a regression target is sealed)
         led = Ledger(Phi.shape[1], keep_rows=self.keep_data, keep_digests=not self.keep_data,
-                     capacity=capacity, growth=1.5)
-        digests = None
-        if not self.keep_data:
-            from ._ledger import row_digests
-            digests = row_digests(X, t)
-        led.insert(led.allocate(X.shape[0]), Phi if self.keep_data else None, t, digests)
+                     capacity=capacity, growth=1.5,
+                     seal_labels=not self.keep_data and not self._classifier)
+        digests = None if self.keep_data else led.records(X, t)
+        led.insert(led.allocate(X.shape[0]), Phi if self.keep_data else None,
+                   led.stored_labels(t), digests)
         self._ledger = led
+        if self._classifier and not self.keep_data:
+            self._n_positive = int(np.count_nonzero(t > 0))
+        else:
+            self.__dict__.pop("_n_positive", None)
 
     def _stored_rows(self, X):
         return self._features(X) if self._ledger.keep_rows else None
@@ -80,7 +85,8 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
     def _apply(self, plan):
         led = self._ledger
         change = DataChange(led, remove_slots=plan.remove_slots,
-                            relabel_slots=plan.relabel_slots, relabel_t=plan.relabel_t)
+                            relabel_slots=plan.relabel_slots, relabel_t=plan.relabel_t,
+                            remove_t=plan.remove_t, relabel_t_old=plan.relabel_t_old)
         if plan.adds:
             change.add_slots = led.allocate(plan.X_add.shape[0])
             change.rows_add, change.t_add = self._features(plan.X_add), plan.t_add
@@ -122,10 +128,14 @@ _LINEAR_DOC_PARAMS = """
         on the training X in :meth:`fit`; a fitted one is used as it is.  Updates reuse the map
         fitted in :meth:`fit` (``feature_map_``).
     keep_data : bool, default=True
-        Keep the training rows (required by every loss but the squared one, whose updates are
-        closed form).  With ``keep_data=False`` (squared loss only) the model stores
-        only its sufficient statistics, the labels and a 16-byte digest per sample (to recognise
-        the rows given to :meth:`remove`); no feature vector is kept.
+        Keep the training rows and labels (required by every loss but the squared one, whose
+        updates are closed form).  With ``keep_data=False`` (squared loss only) the model
+        stores its sufficient statistics ``ΦᵀΦ + ρI`` and ``Φᵀy`` and, per sample, only what
+        recognises it given its row: a 16-byte keyed digest of (row, label) and, for a
+        regressor, the target sealed under the row (8 bytes: without the exact row it reveals
+        nothing; given the row it is the target, which the exact update of :meth:`relabel` and
+        :meth:`remove` by id needs).  No feature vector and no label is kept; :meth:`remove`
+        and :meth:`relabel` take the samples' rows as ``X``.
     tol : float, default=1e-10
         Newton stops when ``‖∇J(β)‖₂ ≤ tol · ‖∇J(0)‖₂`` (unused by the closed form); the hinge
         QP when its KKT violation (margin units) is at most ``tol`` (or at the rounding floor).

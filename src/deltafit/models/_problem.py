@@ -82,6 +82,9 @@ class FittedProblem:
     keeps_rows : bool
         Whether the training rows (:attr:`rows`) are stored; ``keep_data=False`` linear models
         keep only sufficient statistics.
+    keeps_labels : bool
+        Whether the model stores its samples' targets; ``keep_data=False`` models do not (see
+        :attr:`targets`).
     n_samples : int
     version : int
         Counts the fits and updates of the model.
@@ -111,6 +114,8 @@ class FittedProblem:
         self.n_features_in = int(model.n_features_in_)
         self.feature_map = getattr(model, "feature_map_", None)
         self.keeps_rows = bool(self._led.keep_rows)
+        self.keeps_labels = bool(self._led.keeps_labels)
+        self._verified = None  # targets verified by locate / find (a model keeping no labels)
         self.n_samples = int(self._led.n_samples)
         self.version = int(getattr(model, "_version", 0))
 
@@ -198,7 +203,9 @@ class FittedProblem:
         with the model's own checks, and their validated rows (None when not given).
 
         A model that keeps no rows needs the rows ``X`` of the samples it is asked about (they
-        are checked against the stored digests); a model that keeps them takes ids only.
+        are checked against the stored digests); a model that keeps them takes ids only.  A
+        model that keeps no labels recognises them from the rows (or takes ``y``, checked
+        too); :attr:`targets` then holds them at the returned handles.
 
         Returns
         -------
@@ -211,7 +218,17 @@ class FittedProblem:
             As the model's ``remove`` would, for unknown ids, rows that are not the samples,
             or mismatched shapes.
         """
-        return self._model._plan_remove(ids, X, y)
+        handles, rows, t = self._model._plan_remove(ids, X, y)
+        self._remember(handles, t)
+        return handles, rows
+
+    def _remember(self, handles, t):
+        """Keep the targets the model verified for ``handles`` (a model keeping no labels)."""
+        if t is None or self.keeps_labels:
+            return
+        if self._verified is None or self._verified.shape[0] != self._led.capacity:
+            self._verified = np.full(self._led.capacity, np.nan)
+        self._verified[handles] = t
 
     def find(self, X, y):
         """Handles of the live samples equal to the rows of ``(X, y)`` (``keep_data=False``
@@ -223,12 +240,23 @@ class FittedProblem:
             If a row is not a training sample, the shapes do not match, or the model keeps its
             rows (it is then addressed by id).
         """
-        return self._model._plan_remove(None, X, y)[0]
+        handles, _, t = self._model._plan_remove(None, X, y)
+        self._remember(handles, t)
+        return handles
 
     @property
     def targets(self):
-        """Encoded targets by handle (±1 for classifiers); stale values at free handles."""
-        return _frozen(self._led.y)
+        """Encoded targets by handle (±1 for classifiers); stale values at free handles.
+
+        A model that keeps no labels (``keep_data=False``) has none to give: its targets are
+        those that :meth:`locate` and :meth:`find` of this view have verified against the
+        stored digests (given by the caller, or recognised from the rows), NaN elsewhere.
+        """
+        if self.keeps_labels:
+            return _frozen(self._led.y)
+        if self._verified is None:
+            self._verified = np.full(self._led.capacity, np.nan)
+        return _frozen(self._verified)
 
     @property
     def rows(self):
