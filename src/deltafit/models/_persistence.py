@@ -1,34 +1,81 @@
 """Saving and loading fitted deltafit models without pickle.
 
-A model file is a NumPy ``.npz`` archive (a zip of ``.npy`` arrays with CRC-32 checks) holding
-the ledger (ids, labels, rows or digests), the exact-update state (for the squared loss the
-sufficient statistics and the tracked inverse, so a loaded model goes on updating exactly) and one
-JSON document ``__meta__`` with the format version, the estimator's class and parameters.  It is
-read with ``allow_pickle=False``: loading never executes code.  A corrupt, truncated or
-version-mismatched file raises ValueError.
+A model file (format version 2) is a NumPy ``.npz`` archive: a zip of uncompressed ``.npy``
+arrays, each with its CRC-32, and one JSON document ``__meta__`` (a uint8 array).
+
+``__meta__``
+    The format and its version, the estimator's class and parameters, the parameters it was
+    fitted with, the state's name, the fitted loss / C / solver settings and diagnostics, the
+    declared sizes (``n_samples``, ``n_features_in``, ``row_width``), what the ledger keeps
+    (``keep_rows``, ``keep_digests``, ``seal_labels``), the feature map's class, parameters and
+    fitted scalars, and for a classifier that keeps no labels the count of its positive
+    samples.  No per-sample value.
+``ledger_ids``, ``ledger_next_id``
+    The sample ids (increasing) and the next id to hand out.
+``ledger_y``, ``ledger_X``
+    The encoded labels and the stored rows (Φ, or raw X for kernel models), when kept.
+``ledger_digests``, ``ledger_key``
+    ``keep_data=False``: per sample a 16-byte keyed BLAKE2b digest of (row, label) and, for a
+    regressor, the target sealed under its row (8 bytes, the target XOR a keyed hash of the
+    row); the 32-byte random key.  No labels and no rows.
+``state_*``
+    The exact-update state (:meth:`~deltafit.models._state.ModelState.to_arrays`).
+``classes``, ``feature_names_in``, ``fmap__*``
+    ``classes_``, ``feature_names_in_`` and the fitted arrays of the feature map.
+
+Loading trusts nothing in the file.  The archive's directory is read first: every member must
+be an uncompressed, unencrypted ``.npy`` of a known name, listed once, and the members must fit
+in the archive.  ``__meta__`` is read and checked (every field, its type and its agreement with
+the others); from it the shape and type of every other member follow, and each member's
+``.npy`` header is checked against them before any data is read.  Memory is then bounded by the
+file's size.  The arrays are checked (finite, ids increasing, labels ±1, classes) and so are
+the invariants that tie them together (the intercept column, ``ΦᵀΦ + ρI`` against the counts,
+the kernel matrix against the kernel of the stored rows, the feature map's output width).  Any
+violation raises ValueError naming the file and the problem; loading never unpickles or
+executes anything from the file.
 """
 
 from __future__ import annotations
 
+import copy
 import io
 import json
+import math
 import os
+import re
+import secrets
+import warnings
+import zipfile
 
 import numpy as np
 
 from .._validation import check_int, check_real
 from ..losses import get_loss
-from ._ledger import Ledger
-from ._registry import state_class
 from ..solvers import HingeResult, SolverResult
+from ._ledger import Ledger
+from ._registry import state_class, state_for
 
 __all__ = ["save", "load", "FORMAT_VERSION"]
 
 FORMAT = "deltafit-model"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 # Feature maps that can be stored: scikit-learn transformers rebuilt from params + arrays.
 _FEATURE_MAPS = ("Nystroem", "RBFSampler", "SkewedChi2Sampler", "PolynomialCountSketch")
+
+_MAX_META_BYTES = 1 << 22  # the JSON record: parameters and scalars, never per-sample data
+_MAX_MEMBERS = 64
+_MAX_HEADER = 10_000  # bytes of one .npy header (numpy's own default limit)
+_CHUNK = 1 << 24  # bytes read at a time into an array
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}")
+_FITTED_ATTR = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,99}_")
+_CLOSED_FORM = ("primal_squared", "dual_squared")
+_META_KEYS = {
+    "format", "format_version", "estimator", "params", "state", "spec", "fitted",
+    "n_features_in", "n_samples", "keep_rows", "keep_digests", "seal_labels", "row_width",
+    "feature_map", "feature_map_param", "solver", "hinge", "n_samples_fit", "classes_given",
+    "n_positive", "deltafit_version",
+}
 
 
 def _estimator_classes():
@@ -50,7 +97,22 @@ def _json_safe(value, name):
     return value
 
 
-def _dump_feature_map(fmap, arrays):
+# =============================================================================================
+# save
+# =============================================================================================
+def _probe_rows(d):
+    """Two fixed rows whose features fingerprint a fitted map (positive, as some maps need)."""
+    return np.vstack([np.zeros(d), np.linspace(0.1, 1.0, d)])
+
+
+def _probe(fmap, d):
+    """The fitted map's features of :func:`_probe_rows` (float64, shape (2, n_out))."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # e.g. a map fitted on a DataFrame: no feature names
+        return np.asarray(fmap.transform(_probe_rows(d)), dtype=np.float64)
+
+
+def _dump_feature_map(fmap, arrays, d):
     if fmap is None:
         return None
     name = type(fmap).__name__
@@ -60,7 +122,7 @@ def _dump_feature_map(fmap, arrays):
             "sklearn.kernel_approximation"
         )
     params = {k: _json_safe(v, f"feature_map.{k}") for k, v in fmap.get_params().items()}
-    fitted = {}
+    fitted, stored = {}, []
     for key, val in vars(fmap).items():
         if not key.endswith("_") or key.startswith("_"):
             continue
@@ -68,11 +130,15 @@ def _dump_feature_map(fmap, arrays):
             if val.dtype == object:
                 raise ValueError(f"cannot save feature map attribute {key} (object array)")
             arrays[f"fmap__{key}"] = val
-        elif isinstance(val, (int, float, str, bool, np.integer, np.floating)):
+            stored.append(key)
+        elif isinstance(val, (int, float, str, bool, np.integer, np.floating, np.bool_)):
             fitted[key] = val.item() if hasattr(val, "item") else val
         else:
             raise ValueError(f"cannot save feature map attribute {key} of type {type(val)}")
-    return {"class": name, "params": params, "scalars": fitted}
+    # the map's features of two fixed rows: what a loaded map must reproduce
+    probe = [[float(v) for v in row] for row in _probe(fmap, d)]
+    return {"class": name, "params": params, "scalars": fitted, "arrays": stored,
+            "probe": probe}
 
 
 def _feature_map_param(fmap):
@@ -94,38 +160,28 @@ def _feature_map_param(fmap):
                            for k, v in fmap.get_params().items()}}
 
 
-def _load_feature_map(spec, arrays):
-    if spec is None:
-        return None
-    import sklearn.kernel_approximation as ka
-
-    name = spec.get("class")
-    if name not in _FEATURE_MAPS:
-        raise ValueError(f"corrupt model file: unknown feature map {name!r}")
-    fmap = getattr(ka, name)(**spec["params"])
-    for key, val in spec["scalars"].items():
-        setattr(fmap, key, val)
-    for key in arrays:
-        if key.startswith("fmap__"):
-            setattr(fmap, key[len("fmap__"):], np.asarray(arrays[key]))
-    return fmap
-
-
 def save(model, path):
     """Write a fitted deltafit estimator to ``path`` (``.npz`` + JSON, no pickle).
+
+    The file is written whole to a temporary file in the same directory, flushed and synced,
+    and then renamed over ``path`` (``os.replace``): an existing file at ``path`` is replaced
+    only by a complete new one, and survives a failed write, a full disk or an interruption.
+    An existing file's permission bits are kept.
 
     Parameters
     ----------
     model : LinearClassifier, LinearRegressor, KernelClassifier or KernelRegressor
         A fitted model.  Pending low-rank corrections are folded first (a no-op on the model).
     path : str or os.PathLike
-        Written exactly as given (no extension is appended).
+        Written exactly as given (no extension is appended); a symbolic link is followed.
 
     Raises
     ------
     ValueError
         If the model is not fitted or holds something that cannot be stored without pickle
         (a callable kernel, an unsupported feature map).
+    OSError
+        If the file cannot be written (``path`` is then as it was).
     """
     classes = _estimator_classes()
     name = type(model).__name__
@@ -134,14 +190,13 @@ def save(model, path):
     params = model.get_params(deep=False)
     params.pop("feature_map", None)
     params["callback"] = None  # not part of the model
-    if callable(params.get("kernel")):
+    if callable(params.get("kernel")) or callable(model._spec.get("kernel")):
         raise ValueError("cannot save a model with a callable kernel without pickle")
     params = {k: _json_safe(v, k) for k, v in params.items()}
     arrays = {}
     led, st = model._ledger, model._state
     larrays, keep = led.to_arrays()
     arrays.update(larrays)
-    kind = st.kind
     arrays.update(st.to_arrays(keep))
     res = getattr(st, "result", None)
     meta = {
@@ -149,24 +204,29 @@ def save(model, path):
         "format_version": FORMAT_VERSION,
         "estimator": name,
         "params": params,
-        "state": kind,
+        "state": st.kind,
         "spec": {k: _json_safe(v, k) for k, v in model._spec.items()},
         # the fitted problem, which set_params after the fit does not change
         "fitted": {"loss": st.loss.name, "C": st.C, "tol": float(st.opts.tol),
                    "max_iter": int(st.opts.max_iter)},
         "n_features_in": int(model.n_features_in_),
+        "n_samples": int(keep.size),
         "keep_rows": bool(led.keep_rows),
         "keep_digests": bool(led.keep_digests),
+        "seal_labels": bool(led.seal_labels),
         "row_width": int(led.n_features),
-        "feature_map": _dump_feature_map(getattr(model, "feature_map_", None), arrays),
+        "feature_map": _dump_feature_map(getattr(model, "feature_map_", None), arrays,
+                                         int(model.n_features_in_)),
         "feature_map_param": _feature_map_param(getattr(model, "feature_map", None)),
-        "solver": None if res is None else {"grad_norm": res.grad_norm, "n_iter": res.n_iter,
-                                            "objective": res.objective},
+        "solver": None if res is None else {"grad_norm": float(res.grad_norm),
+                                            "n_iter": int(res.n_iter),
+                                            "objective": float(res.objective)},
         "hinge": None if not isinstance(res, HingeResult) else {
-            "kkt_violation": res.kkt_violation, "duality_gap": res.duality_gap,
-            "dual_objective": res.dual_objective, "n_polish": res.n_polish},
+            "kkt_violation": float(res.kkt_violation), "duality_gap": float(res.duality_gap),
+            "dual_objective": float(res.dual_objective), "n_polish": int(res.n_polish)},
         "n_samples_fit": int(getattr(model, "n_samples_fit_", led.n_samples)),
         "classes_given": bool(getattr(model, "_classes_given", False)),
+        "n_positive": (int(model._n_positive) if "_n_positive" in model.__dict__ else None),
     }
     if hasattr(model, "classes_"):
         c = np.asarray(model.classes_)
@@ -182,69 +242,489 @@ def save(model, path):
     meta["deltafit_version"] = __version__
     arrays["__meta__"] = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
     buf = io.BytesIO()
-    np.savez(buf, **arrays)
-    with open(os.fspath(path), "wb") as fh:
-        fh.write(buf.getvalue())
+    np.savez(buf, **arrays)  # uncompressed members: a file never expands beyond its size
+    _write_atomically(os.fspath(path), buf.getbuffer())
+
+
+def _write_atomically(path, data):
+    """Write ``data`` to ``path`` through a synced temporary file in the same directory and an
+    atomic rename; on any failure (an interruption included) the temporary file is removed and
+    ``path`` is left as it was."""
+    target = os.path.realpath(path)
+    folder = os.path.dirname(target)
+    tmp = os.path.join(folder, f".{os.path.basename(target)}.{secrets.token_hex(8)}.tmp")
+    try:
+        with open(tmp, "xb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        try:
+            mode = os.stat(target).st_mode & 0o7777
+        except FileNotFoundError:
+            pass  # a new file: the mode open() gave it (the umask applies)
+        else:
+            os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    _sync_directory(folder)
+
+
+def _sync_directory(folder):
+    """Make the rename durable (POSIX); best effort where a directory cannot be synced."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+# =============================================================================================
+# load: the archive
+# =============================================================================================
+class _Header:
+    """A member's ``.npy`` header: shape, dtype, order and where its data starts."""
+
+    __slots__ = ("shape", "dtype", "fortran", "offset", "info")
+
+    def __init__(self, shape, dtype, fortran, offset, info):
+        self.shape, self.dtype, self.fortran, self.offset, self.info = \
+            shape, dtype, fortran, offset, info
+
+
+def _member_name(info):
+    return info.filename[:-4] if info.filename.endswith(".npy") else info.filename
+
+
+def _directory(zf, size):
+    """The archive's members by name, checked: known kind of name, listed once, uncompressed,
+    unencrypted, inside the archive."""
+    infos = zf.infolist()
+    if len(infos) > _MAX_MEMBERS:
+        raise ValueError(f"corrupt model file: {len(infos)} members (a model has at most "
+                         f"{_MAX_MEMBERS})")
+    members, total = {}, 0
+    for info in infos:
+        name = _member_name(info)
+        if not info.filename.endswith(".npy") or not _NAME.fullmatch(name):
+            raise ValueError(f"corrupt model file: unexpected member {info.filename!r}")
+        if name in members:
+            raise ValueError(f"corrupt model file: member {name!r} appears twice")
+        if info.flag_bits & 0x1:
+            raise ValueError(f"corrupt model file: member {name!r} is encrypted")
+        if info.compress_type != zipfile.ZIP_STORED or info.compress_size != info.file_size:
+            raise ValueError(
+                f"corrupt model file: member {name!r} is compressed ({info.compress_size} "
+                f"bytes expanding to {info.file_size}); model files hold uncompressed arrays"
+            )
+        if info.header_offset + info.compress_size > size:
+            raise ValueError(f"corrupt model file: member {name!r} claims {info.file_size} "
+                             "bytes beyond the end of the archive")
+        total += info.compress_size
+        members[name] = info
+    if total > size:
+        raise ValueError("corrupt model file: the members claim more bytes than the archive "
+                         "holds")
+    return members
+
+
+def _header(zf, info):
+    """The ``.npy`` header of a member, checked against the member's size; no data is read."""
+    name = _member_name(info)
+    try:
+        with zf.open(info) as fh:
+            version = np.lib.format.read_magic(fh)
+            if version == (1, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_1_0(
+                    fh, max_header_size=_MAX_HEADER)
+            elif version == (2, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_2_0(
+                    fh, max_header_size=_MAX_HEADER)
+            else:
+                raise ValueError(f".npy format version {version} is not read")
+            offset = fh.tell()
+    except Exception as exc:  # noqa: BLE001 - numpy parses the header text in many ways
+        raise ValueError(f"corrupt model file: member {name!r} is not a .npy array "
+                         f"({type(exc).__name__}: {exc})") from None
+    if dtype.hasobject or dtype.fields is not None or dtype.subdtype is not None or \
+            dtype.kind not in "biufU":
+        raise ValueError(f"corrupt model file: member {name!r} has dtype {dtype.str!r} "
+                         "(object, structured or unsupported data is never read)")
+    if not all(isinstance(k, int) and k >= 0 for k in shape):
+        raise ValueError(f"corrupt model file: member {name!r} has shape {shape!r}")
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes != info.file_size - offset:
+        raise ValueError(
+            f"corrupt model file: member {name!r} declares shape {shape} ({nbytes} bytes) but "
+            f"holds {info.file_size - offset} bytes"
+        )
+    return _Header(tuple(shape), dtype, bool(fortran), offset, info)
+
+
+def _read_member(zf, h):
+    """A member's data as a native-byte-order array (its size checked by :func:`_header`),
+    read in bounded chunks; the CRC is checked at the end."""
+    name = _member_name(h.info)
+    count = math.prod(h.shape)
+    out = np.empty(count, dtype=h.dtype)
+    raw = out.view(np.uint8) if count else np.zeros(0, dtype=np.uint8)
+    try:
+        with zf.open(h.info) as fh:
+            fh.read(h.offset)
+            pos, nbytes = 0, raw.size
+            while pos < nbytes:
+                chunk = fh.read(min(_CHUNK, nbytes - pos))
+                if not chunk:
+                    raise EOFError("the data ends early")
+                raw[pos:pos + len(chunk)] = np.frombuffer(chunk, dtype=np.uint8)
+                pos += len(chunk)
+            if fh.read(1):
+                raise ValueError("data past the declared shape")
+    except (ValueError, EOFError, OSError, zipfile.BadZipFile, RuntimeError) as exc:
+        raise ValueError(f"corrupt model file: member {name!r} cannot be read "
+                         f"({type(exc).__name__}: {exc})") from None
+    out = out.reshape(h.shape, order="F" if h.fortran else "C")
+    if not out.dtype.isnative:
+        out = out.astype(out.dtype.newbyteorder("="))
+    return out
 
 
 def _read(path):
-    path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise ValueError(f"no model file at {path!r}")
+    """``(meta, arrays)`` of the model file at ``path``, every member checked against the
+    metadata before its data is read."""
+    size = os.path.getsize(path)
     try:
-        with np.load(path, allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
-    except Exception as exc:  # noqa: BLE001 - numpy/zipfile raise many kinds on corrupt input
-        raise ValueError(
-            f"{path!r} is not a readable deltafit model file ({type(exc).__name__}: {exc})"
-        ) from exc
-    if "__meta__" not in arrays:
-        raise ValueError(f"{path!r} is not a deltafit model file (no __meta__ record)")
-    try:
-        meta = json.loads(arrays.pop("__meta__").tobytes().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path!r}: corrupt metadata ({exc})") from exc
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise ValueError(f"{path!r} is not a deltafit model file")
-    if meta.get("format_version") != FORMAT_VERSION:
-        raise ValueError(
-            f"{path!r} has model format version {meta.get('format_version')!r}; this deltafit "
-            f"reads version {FORMAT_VERSION}"
-        )
+        zf = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError,
+            NotImplementedError, RuntimeError) as exc:
+        raise ValueError(f"not a readable deltafit model file ({type(exc).__name__}: "
+                         f"{exc})") from None
+    with zf:
+        members = _directory(zf, size)
+        if "__meta__" not in members:
+            raise ValueError("not a deltafit model file (no __meta__ record)")
+        meta = _read_meta(zf, members["__meta__"])
+        headers = {k: _header(zf, info) for k, info in members.items() if k != "__meta__"}
+        expected = _expected_members(meta, headers)
+        unknown = sorted(set(headers) - set(expected))
+        if unknown:
+            raise ValueError(f"corrupt model file: unknown member(s) {unknown}")
+        missing = sorted(k for k, (_, _, required) in expected.items()
+                         if required and k not in headers)
+        if missing:
+            raise ValueError(f"corrupt model file: missing member(s) {missing}")
+        for k, h in headers.items():
+            shape, kinds, _ = expected[k]
+            ok_shape = shape(h.shape) if callable(shape) else h.shape == shape
+            if not ok_shape or not _dtype_ok(h.dtype, kinds):
+                want = "" if callable(shape) else f" shape {shape} of"
+                raise ValueError(
+                    f"corrupt model file: member {k!r} has shape {h.shape} and dtype "
+                    f"{h.dtype.str!r}; the metadata (n_samples={meta['n_samples']}, "
+                    f"row_width={meta['row_width']}, n_features_in={meta['n_features_in']}) "
+                    f"calls for{want} {_KIND_NAMES[kinds]}"
+                )
+        arrays = {k: _read_member(zf, h) for k, h in headers.items()}
     return meta, arrays
 
 
+_KIND_NAMES = {"f8": "float64", "i8": "int64", "u1": "uint8", "biufU": "numbers or text",
+               "U": "text", "biuf": "numbers"}
+
+
+def _dtype_ok(dtype, spec):
+    """Whether ``dtype`` is ``spec``: an exact kind and size (``"f8"``) or a set of kinds."""
+    if spec[-1].isdigit():
+        return dtype.kind == spec[0] and dtype.itemsize == int(spec[1:])
+    return dtype.kind in spec
+
+
+def _read_meta(zf, info):
+    h = _header(zf, info)
+    if len(h.shape) != 1 or h.dtype != np.uint8:
+        raise ValueError(f"corrupt model file: the __meta__ record is not a 1-D uint8 array "
+                         f"(shape {h.shape}, dtype {h.dtype.str!r})")
+    if h.shape[0] > _MAX_META_BYTES:
+        raise ValueError(f"corrupt model file: the __meta__ record has {h.shape[0]} bytes "
+                         f"(at most {_MAX_META_BYTES})")
+    raw = _read_member(zf, h)
+    try:
+        meta = json.loads(raw.tobytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise ValueError(f"corrupt metadata in the __meta__ record ({exc})") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise ValueError("not a deltafit model file (its __meta__ record names another format)")
+    version = meta.get("format_version")
+    if version != FORMAT_VERSION or isinstance(version, bool):
+        older = isinstance(version, int) and not isinstance(version, bool) and \
+            version < FORMAT_VERSION
+        writer = meta.get("deltafit_version")
+        writer = f" (deltafit {writer})" if isinstance(writer, str) and len(writer) < 40 else ""
+        hint = (f": it was written by an older deltafit{writer}, whose files kept the labels of "
+                "keep_data=False models; load it with that version and refit, or refit from "
+                "the data" if older else "")
+        raise ValueError(f"the file has model format version {version!r}; this deltafit reads "
+                         f"version {FORMAT_VERSION}{hint}")
+    _check_meta(meta)
+    return meta
+
+
+# =============================================================================================
+# load: the metadata
+# =============================================================================================
+def _bad(field, problem):
+    return ValueError(f"corrupt model file: metadata field {field!r} {problem}")
+
+
+def _is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _int(meta, key, low=0, high=2**62, field=None):
+    v = meta.get(key)
+    if not _is_int(v) or not low <= v <= high:
+        raise _bad(field or key, f"must be an integer in [{low}, {high}], got {v!r}")
+    return v
+
+
+def _real(meta, key, low=None, field=None):
+    v = meta.get(key)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or \
+            (low is not None and v < low):
+        bound = "" if low is None else f" >= {low}"
+        raise _bad(field or key, f"must be a finite number{bound}, got {v!r}")
+    return float(v)
+
+
+def _bool(meta, key, field=None):
+    v = meta.get(key)
+    if not isinstance(v, bool):
+        raise _bad(field or key, f"must be true or false, got {v!r}")
+    return v
+
+
+def _dict(meta, key, keys=None, field=None):
+    v = meta.get(key)
+    if not isinstance(v, dict):
+        raise _bad(field or key, f"must be an object, got {type(v).__name__}")
+    if keys is not None and set(v) != set(keys):
+        raise _bad(field or key, f"must have the fields {sorted(keys)}, has {sorted(v)}")
+    return v
+
+
+def _check_meta(meta):
+    """Every metadata field: present, of its type and range, and consistent with the others
+    (what the members are checked against next)."""
+    keys = set(meta)
+    if keys != _META_KEYS:
+        unknown, missing = sorted(keys - _META_KEYS), sorted(_META_KEYS - keys)
+        raise ValueError("corrupt model file: metadata fields "
+                         + (f"unknown: {unknown} " if unknown else "")
+                         + (f"missing: {missing}" if missing else ""))
+    classes = _estimator_classes()
+    name = meta["estimator"]
+    if not isinstance(name, str) or name not in classes:
+        raise ValueError(f"corrupt model file: unknown estimator {name!r}")
+    est = classes[name]
+    kernel, classifier = est._kernel, est._classifier
+    cls = state_class(meta["state"])
+    fitted = _dict(meta, "fitted", ("loss", "C", "tol", "max_iter"))
+    if fitted["loss"] not in est._losses:
+        raise ValueError(f"corrupt model file: unknown loss {fitted['loss']!r} for {name}")
+    _real(fitted, "C", field="fitted.C")
+    _real(fitted, "tol", field="fitted.tol")
+    _int(fitted, "max_iter", low=1, field="fitted.max_iter")
+    if fitted["C"] <= 0 or fitted["tol"] <= 0:
+        raise _bad("fitted", "must have C > 0 and tol > 0")
+    expected_state = state_for(kernel, fitted["loss"])
+    if cls is not expected_state:
+        raise ValueError(f"corrupt model file: state {cls.kind!r} does not fit a {name} "
+                         f"with loss={fitted['loss']!r} (that is {expected_state.kind!r})")
+    d = _int(meta, "n_features_in", low=1)
+    n = _int(meta, "n_samples", low=1)
+    width = _int(meta, "row_width", low=1, field="row_width")
+    keep_rows = _bool(meta, "keep_rows")
+    keep_digests = _bool(meta, "keep_digests")
+    seal = _bool(meta, "seal_labels")
+    given = _bool(meta, "classes_given")
+    _int(meta, "n_samples_fit", low=1)
+    if not isinstance(meta["deltafit_version"], str) or len(meta["deltafit_version"]) > 100:
+        raise _bad("deltafit_version", "must be a short string")
+    if kernel:
+        if not keep_rows or keep_digests or seal:
+            raise ValueError("corrupt model file: a kernel model keeps its rows and labels "
+                             "(keep_rows true, keep_digests and seal_labels false)")
+        if width != d:
+            raise ValueError(f"corrupt model file: the row width {width} of a kernel model "
+                             f"differs from n_features_in {d}")
+        if meta["feature_map"] is not None or meta["feature_map_param"] is not None:
+            raise ValueError("corrupt model file: a kernel model has no feature map")
+    else:
+        if keep_rows == keep_digests:
+            raise ValueError("corrupt model file: a linear model keeps either its rows "
+                             "(keep_rows) or digests of them (keep_digests), one of the two")
+        if keep_digests and cls.kind != "primal_squared":
+            raise ValueError("corrupt model file: only the squared loss keeps no rows "
+                             f"(keep_digests with state {cls.kind!r})")
+        fit_intercept = meta["spec"].get("fit_intercept") if isinstance(meta["spec"], dict) \
+            else None
+        if meta["feature_map"] is None and isinstance(fit_intercept, bool) and \
+                width != d + fit_intercept:
+            raise ValueError(f"corrupt model file: the row width {width} does not match "
+                             f"n_features_in {d} (+1 for the intercept)")
+        if seal != (keep_digests and not classifier):
+            raise ValueError("corrupt model file: seal_labels must be set exactly for a "
+                             "regressor that keeps no rows")
+    if not classifier and given:
+        raise ValueError("corrupt model file: classes_given is set on a regressor")
+    npos = meta["n_positive"]
+    if classifier and keep_digests:
+        low, high = (0, n) if given else (1, n - 1)
+        if not _is_int(npos) or not low <= npos <= high:
+            raise _bad("n_positive", f"must count the positive samples, in [{low}, {high}] "
+                                     f"for {n} samples, got {npos!r}")
+    elif npos is not None:
+        raise _bad("n_positive", "is kept only by a classifier that keeps no labels")
+    # the solver's diagnostics: none for the closed form, always for an iterative state
+    solver, hinge = meta["solver"], meta["hinge"]
+    if cls.kind in _CLOSED_FORM:
+        if solver is not None or hinge is not None:
+            raise _bad("solver", "must be null for the closed-form state")
+    else:
+        _dict(meta, "solver", ("grad_norm", "n_iter", "objective"))
+        _real(solver, "grad_norm", low=0.0, field="solver.grad_norm")
+        _int(solver, "n_iter", field="solver.n_iter")
+        _real(solver, "objective", field="solver.objective")
+        if (hinge is None) == ("hinge" in cls.loss_names):
+            raise _bad("hinge", "must be given exactly for a hinge-loss state")
+        if hinge is not None:
+            _dict(meta, "hinge", ("kkt_violation", "duality_gap", "dual_objective", "n_polish"))
+            for k in ("kkt_violation", "duality_gap", "dual_objective"):
+                _real(hinge, k, field=f"hinge.{k}")
+            _int(hinge, "n_polish", field="hinge.n_polish")
+    _dict(meta, "params")
+    _dict(meta, "spec")
+    fm = meta["feature_map"]
+    if fm is not None:
+        _dict(meta, "feature_map", ("class", "params", "scalars", "arrays", "probe"))
+        if fm["class"] not in _FEATURE_MAPS:
+            raise ValueError(f"corrupt model file: unknown feature map {fm['class']!r}")
+        _dict(fm, "params", field="feature_map.params")
+        _dict(fm, "scalars", field="feature_map.scalars")
+        arrays = fm["arrays"]
+        if not isinstance(arrays, list) or not all(isinstance(a, str) for a in arrays) or \
+                len(set(arrays)) != len(arrays) or len(arrays) > 16:
+            raise _bad("feature_map.arrays", "must list distinct attribute names")
+        for attr in list(arrays) + list(fm["scalars"]):
+            if not _FITTED_ATTR.fullmatch(attr) or attr.startswith("_") or \
+                    not _NAME.fullmatch("fmap__" + attr):
+                raise _bad("feature_map", f"names {attr!r}, which is not a fitted attribute")
+        if set(arrays) & set(fm["scalars"]):
+            raise _bad("feature_map", "names an attribute both as array and as scalar")
+    fp = meta["feature_map_param"]
+    if fp is not None:
+        _bool(fp if isinstance(fp, dict) else {}, "fitted", field="feature_map_param.fitted")
+        if fp["fitted"]:
+            _dict(meta, "feature_map_param", ("fitted",))
+            if fm is None:
+                raise ValueError("corrupt model file: the feature_map parameter is the fitted "
+                                 "map, but no fitted map is stored")
+        else:
+            _dict(meta, "feature_map_param", ("fitted", "class", "params"))
+            if fp["class"] not in _FEATURE_MAPS:
+                raise ValueError(f"corrupt model file: unknown feature map {fp['class']!r}")
+            _dict(fp, "params", field="feature_map_param.params")
+
+
+def _expected_members(meta, headers):
+    """``{member: (shape or shape test, dtype kinds, required)}`` that the metadata calls for."""
+    n, d, width = meta["n_samples"], meta["n_features_in"], meta["row_width"]
+    est = _estimator_classes()[meta["estimator"]]
+    out = {}
+    shapes = Ledger.saved_shapes(n, width, meta["keep_rows"], meta["keep_digests"],
+                                 meta["seal_labels"])
+    for k, (shape, kinds) in shapes.items():
+        out[k] = (shape, kinds, True)
+    for k, shape in state_class(meta["state"]).saved_shapes(n, width).items():
+        out[k] = (shape, "f8", True)
+    if est._classifier:
+        out["classes"] = ((2,), "biufU", True)
+    out["feature_names_in"] = ((d,), "U", False)
+    fm = meta["feature_map"]
+    if fm is not None:
+        # a fitted map's arrays: at most two axes, no longer than the features in and out
+        bound = max(d, width) + 1
+
+        def fits(shape):
+            return len(shape) <= 2 and all(k <= bound for k in shape)
+
+        for attr in fm["arrays"]:
+            out["fmap__" + attr] = (fits, "U" if attr == "feature_names_in_" else "biuf", True)
+    return out
+
+
+# =============================================================================================
+# load: the model
+# =============================================================================================
 def load(path):
     """Read a model written by :func:`save`; the result predicts and keeps updating exactly.
+
+    Nothing in the file is trusted: the sizes the metadata declares are checked against every
+    member's header (and the members against the archive) before any array is read, unknown
+    members and fields are refused, and every invariant that ties the parts together is checked
+    (see the module's documentation), so that a damaged or contradictory file raises here
+    rather than when the model is used.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+
+    Returns
+    -------
+    LinearClassifier, LinearRegressor, KernelClassifier or KernelRegressor
 
     Raises
     ------
     ValueError
-        For a missing, corrupt, truncated or version-mismatched file.
+        For a missing, corrupt, truncated, contradictory or version-mismatched file; the
+        message names the file and the problem.
     """
-    meta, arrays = _read(path)
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise ValueError(f"no model file at {path!r}")
     try:
+        meta, arrays = _read(path)
         return _rebuild(meta, arrays)
-    except (KeyError, TypeError, AttributeError, IndexError) as exc:
-        raise ValueError(f"{os.fspath(path)!r}: corrupt model file ({exc!r})") from exc
+    except ValueError as exc:
+        raise ValueError(f"{path!r}: {exc}") from None
+    except (KeyError, TypeError, AttributeError, IndexError, ArithmeticError,
+            np.linalg.LinAlgError) as exc:  # a check missed: still a corrupt file
+        raise ValueError(f"{path!r}: corrupt model file ({type(exc).__name__}: {exc})") \
+            from None
 
 
 def _fitted_options(model, fitted):
-    """The fitted problem's settings: those saved with the state, else the parameters."""
+    """The fitted problem's settings (the loss, C and solver settings saved with the state)."""
     opts = model._solver_options()
-    if fitted is not None:
-        if fitted["loss"] not in model._losses:
-            raise ValueError(f"corrupt model file: unknown loss {fitted['loss']!r}")
-        opts.loss = get_loss(fitted["loss"])
-        opts.C = check_real(fitted["C"], "fitted C", low=0.0)
-        opts.tol = check_real(fitted["tol"], "fitted tol", low=0.0)
-        opts.max_iter = check_int(fitted["max_iter"], "fitted max_iter")
+    opts.loss = get_loss(fitted["loss"])
+    opts.C = check_real(fitted["C"], "fitted C", low=0.0)
+    opts.tol = check_real(fitted["tol"], "fitted tol", low=0.0)
+    opts.max_iter = check_int(fitted["max_iter"], "fitted max_iter")
     return opts
 
 
 def _solver_result(meta):
     """The saved solver diagnostics (None for the closed form); ``coef`` is set by the state."""
-    solver, h = meta.get("solver"), meta.get("hinge")
+    solver, h = meta["solver"], meta["hinge"]
     if solver is None:
         return None
     common = (None, float(solver["grad_norm"]), int(solver["n_iter"]), True, False,
@@ -256,62 +736,234 @@ def _solver_result(meta):
                        dual_objective=float(h["dual_objective"]), n_polish=int(h["n_polish"]))
 
 
+def _construct(cls, params, what):
+    """``cls(**params)`` with its parameters validated; ValueError naming ``what``."""
+    expected = set(cls().get_params(deep=False)) - {"feature_map"}
+    if set(params) != expected:
+        raise ValueError(f"corrupt model file: the {what} are not those of {cls.__name__} "
+                         f"(unknown: {sorted(set(params) - expected)}, missing: "
+                         f"{sorted(expected - set(params))})")
+    if params.get("callback") is not None:
+        raise ValueError(f"corrupt model file: the {what} hold a callback")
+    model = cls(**params)
+    model._validate_params()
+    return model
+
+
+def _check_arrays(meta, arrays, classifier):
+    """The values of the members: finite floats, labels ±1 with both classes, the classes."""
+    for key, val in arrays.items():
+        if val.dtype.kind == "f" and not np.all(np.isfinite(val)):
+            raise ValueError(f"corrupt model file: array {key} holds NaN or inf")
+    if "classes" in arrays:
+        c = arrays["classes"]
+        ok = True
+        try:
+            ok = bool(c[0] < c[1])
+        except TypeError:
+            ok = False
+        if not ok:
+            raise ValueError(f"corrupt model file: classes {c.tolist()!r} are not two distinct "
+                             "labels in increasing order")
+    if "ledger_y" in arrays:
+        y = arrays["ledger_y"]
+        if classifier:
+            if not np.all(np.abs(y) == 1.0):
+                raise ValueError("corrupt model file: a classifier's labels are not ±1")
+            if not meta["classes_given"] and (np.all(y > 0) or np.all(y < 0)):
+                raise ValueError("corrupt model file: a classifier's labels hold one class")
+
+
+def _check_statistics(model, meta, arrays, st):
+    """What ties the state to the ledger and to the fitted parameters: the intercept column of
+    the stored rows, ``ΦᵀΦ + ρI`` and ``Φᵀt`` on the constant feature, the stored kernel matrix
+    against the kernel of the stored rows."""
+    n = meta["n_samples"]
+    s = float(model._s)
+    intercept = bool(model._spec["fit_intercept"])
+    if not model._kernel and meta["keep_rows"] and intercept:
+        if not np.all(arrays["ledger_X"][:, -1] == s):
+            raise ValueError("corrupt model file: the stored rows' intercept column is not "
+                             f"intercept_scaling = {s}")
+    if st.kind == "primal_squared" and intercept:
+        M, b = arrays["state_M"], arrays["state_b"]
+        expected = n * s * s + st.rho
+        if abs(M[-1, -1] - expected) > 1e-6 * expected:
+            raise ValueError("corrupt model file: ΦᵀΦ + ρI does not count the samples "
+                             f"(constant feature: {M[-1, -1]:.6g}, expected {expected:.6g})")
+        total = None
+        if "ledger_y" in arrays:
+            y = arrays["ledger_y"]
+            total, scale = float(y.sum()), float(np.abs(y).sum()) + 1.0
+        elif meta["n_positive"] is not None:
+            total, scale = float(2 * meta["n_positive"] - n), float(n)
+        if total is not None and abs(b[-1] - s * total) > 1e-6 * s * scale:
+            raise ValueError("corrupt model file: Φᵀy does not match the labels on the "
+                             "constant feature")
+    _check_solution(meta, arrays, st)
+    if model._kernel:
+        m = min(n, 8)
+        X = arrays["ledger_X"][:m]
+        K = arrays["state_K"][:m, :m]
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                Kx = np.asarray(model._k(X, X), dtype=np.float64)
+        except Exception as exc:  # noqa: BLE001 - scikit-learn's kernels raise many kinds
+            raise ValueError(f"corrupt model file: the fitted kernel cannot be evaluated "
+                             f"({type(exc).__name__}: {exc})") from None
+        scale = float(np.max(np.abs(Kx), initial=0.0)) + 1e-300
+        if Kx.shape != K.shape or not np.all(np.abs(Kx - K) <= 1e-8 * scale):
+            raise ValueError("corrupt model file: the stored kernel matrix is not the fitted "
+                             "kernel of the stored rows")
+
+
+def _check_solution(meta, arrays, st):
+    """The stored solution solves the stored problem: the closed form's normal equations hold
+    to rounding, and Newton's gradient is the one its saved certificate ``grad_norm`` states
+    (the sensitivity bounds rely on it).  The hinge's dual solution is checked by its state."""
+    norm = np.linalg.norm
+    kind = st.kind
+    if kind == "primal_squared":
+        M, b, beta = arrays["state_M"], arrays["state_b"], arrays["state_beta"]
+        residual, scale = norm(M @ beta - b), norm(M) * norm(beta) + norm(b)
+    elif kind == "dual_squared":
+        K, alpha, y = arrays["state_K"], arrays["state_alpha"], arrays["ledger_y"]
+        residual = norm(K @ alpha + st.rho * alpha - y)
+        scale = (norm(K) + st.rho) * norm(alpha) + norm(y)
+    elif kind in ("primal_newton", "kernel_newton"):
+        y, C, saved = arrays["ledger_y"], st.C, float(meta["solver"]["grad_norm"])
+        if kind == "primal_newton":
+            Phi, beta = arrays["ledger_X"], arrays["state_beta"]
+            g = beta + C * (Phi.T @ st.loss.d1(y, Phi @ beta))
+            size, gnorm = norm(beta), norm(g)
+        else:
+            K, alpha = arrays["state_K"], arrays["state_alpha"]
+            g = alpha + C * st.loss.d1(y, K @ alpha)
+            size = math.sqrt(max(float(alpha @ K @ alpha), 0.0))
+            gnorm = math.sqrt(max(float(g @ K @ g), 0.0))
+        residual, scale = max(gnorm - saved, 0.0), size + saved
+    else:
+        return
+    if not residual <= 1e-6 * scale + 1e-300:
+        raise ValueError(f"corrupt model file: the stored solution does not solve the stored "
+                         f"problem (residual {residual:.3g} at scale {scale:.3g})")
+
+
+def _load_feature_map(spec, arrays, d, width_out):
+    """The fitted feature map, rebuilt from its class, parameters and fitted attributes, and
+    checked to map ``d`` features to ``width_out``."""
+    import sklearn.kernel_approximation as ka
+
+    cls = getattr(ka, spec["class"])
+    try:
+        fmap = cls(**spec["params"])
+        fmap.get_params()
+        check = getattr(fmap, "_validate_params", None)  # scikit-learn's parameter checks
+        if check is not None:
+            check()
+    except Exception as exc:  # noqa: BLE001 - scikit-learn validates in many ways
+        raise ValueError(f"corrupt model file: feature map {spec['class']} parameters "
+                         f"({type(exc).__name__}: {exc})") from None
+    fitted = dict(spec["scalars"])
+    fitted.update((k, arrays["fmap__" + k]) for k in spec["arrays"])
+    for key, val in fitted.items():
+        # only fitted attributes, never a method, property or parameter of the class
+        if hasattr(cls, key) or key in spec["params"] or key in vars(fmap):
+            raise ValueError(f"corrupt model file: feature map attribute {key!r} would replace "
+                             "part of the class")
+        if not isinstance(val, (bool, int, float, str, np.ndarray)):
+            raise ValueError(f"corrupt model file: feature map attribute {key!r} has type "
+                             f"{type(val).__name__}")
+        setattr(fmap, key, val)
+    try:
+        Z = _probe(fmap, d)
+    except Exception as exc:  # noqa: BLE001 - whatever a damaged map raises
+        raise ValueError(f"corrupt model file: the feature map cannot transform "
+                         f"{d} features ({type(exc).__name__}: {exc})") from None
+    if Z.shape != (2, width_out) or not np.all(np.isfinite(Z)):
+        raise ValueError(f"corrupt model file: the feature map gives {Z.shape[-1]} features, "
+                         f"the model's rows have {width_out}")
+    try:
+        saved = np.array(spec["probe"], dtype=np.float64)
+    except (TypeError, ValueError):
+        saved = None
+    if saved is None or saved.shape != Z.shape or not np.all(np.isfinite(saved)) or \
+            not np.all(np.abs(saved - Z) <= 1e-8 * (np.max(np.abs(saved), initial=0.0) + 1.0)):
+        raise ValueError("corrupt model file: the feature map does not give the features it "
+                         "was saved with (its parameters or fitted arrays were changed)")
+    if getattr(fmap, "n_features_in_", d) != d:
+        raise ValueError("corrupt model file: the feature map's n_features_in_ is not the "
+                         "model's")
+    return fmap
+
+
 def _rebuild(meta, arrays):
     classes = _estimator_classes()
     name = meta["estimator"]
-    if name not in classes:
-        raise ValueError(f"corrupt model file: unknown estimator {name!r}")
-    model = classes[name](**meta["params"])
-    model._validate_params()
-    for key, val in arrays.items():
-        if np.issubdtype(val.dtype, np.floating) and not np.all(np.isfinite(val)):
-            raise ValueError(f"corrupt model file: array {key} holds NaN or inf")
-    led = Ledger.from_arrays(arrays, meta["row_width"], meta["keep_rows"], meta["keep_digests"])
-    if name.startswith("Kernel"):
-        led.growth = 1.25  # as in _KernelModel._build: the state is O(capacity²)
-    n = led.n_samples
-    if meta["keep_rows"] and arrays["ledger_X"].shape != (n, meta["row_width"]):
-        raise ValueError("corrupt model file: stored rows do not match the ledger")
-    model.n_features_in_ = int(meta["n_features_in"])
+    est = classes[name]
+    model = _construct(est, meta["params"], "parameters")
+    # the parameters the model was fitted with: valid parameters of the same estimator
+    probe = copy.deepcopy(meta["params"])
+    spec = meta["spec"]
+    model._take_spec()
+    if set(spec) != set(model._spec):
+        raise ValueError("corrupt model file: the fitted parameters (spec) do not match the "
+                         "estimator")
+    probe.update(spec)
+    _construct(est, probe, "fitted parameters")
+    fit_intercept = spec["fit_intercept"]
+    if (spec["intercept_scaling"] == 0.0) == fit_intercept or \
+            isinstance(spec["intercept_scaling"], bool):
+        raise ValueError("corrupt model file: the fitted intercept_scaling must be > 0 exactly "
+                         "when fit_intercept")
+    model._spec = spec
+    n, d, width = meta["n_samples"], meta["n_features_in"], meta["row_width"]
+    if not model._kernel and meta["feature_map"] is None and width != d + int(fit_intercept):
+        raise ValueError(f"corrupt model file: the row width {width} does not match "
+                         f"n_features_in {d} (+1 for the intercept)")
+    _check_arrays(meta, arrays, est._classifier)
+    led = Ledger.from_arrays(arrays, width, meta["keep_rows"], meta["keep_digests"],
+                             meta["seal_labels"])
+    led.growth = 1.25 if model._kernel else 1.5  # as in the estimators' _build
+    if meta["n_samples_fit"] > led.next_id:
+        raise ValueError(f"corrupt model file: n_samples_fit {meta['n_samples_fit']} exceeds "
+                         f"the ids handed out ({led.next_id})")
+    model.n_features_in_ = d
     if "classes" in arrays:
         model.classes_ = arrays["classes"]
     if "feature_names_in" in arrays:
         model.feature_names_in_ = arrays["feature_names_in"].astype(object)
-    y = led.y[:n].copy()
     cls = state_class(meta["state"])
-    if cls.kernel != name.startswith("Kernel"):
-        raise ValueError(f"corrupt model file: state {cls.kind!r} does not fit {name}")
-    opts = _fitted_options(model, meta.get("fitted"))
-    if opts.loss.name not in cls.loss_names:
-        raise ValueError(f"corrupt model file: state {cls.kind!r} does not solve "
-                         f"loss={opts.loss.name!r}")
-    model._state = cls.from_arrays(arrays, opts, y=y, capacity=led.capacity,
+    opts = _fitted_options(model, meta["fitted"])
+    model._state = cls.from_arrays(arrays, opts, y=led.y[:n].copy(), capacity=led.capacity,
                                    max_rank=model._max_rank, result=_solver_result(meta))
-    if not cls.kernel and model._state.beta.shape != (meta["row_width"],):
-        raise ValueError("corrupt model file: coefficients do not match the feature width")
-    if name.startswith("Kernel"):
-        model.n_samples_fit_ = int(meta["n_samples_fit"])
+    if model._kernel:
+        model.n_samples_fit_ = meta["n_samples_fit"]
     else:
-        model.feature_map_ = _load_feature_map(meta["feature_map"], arrays)
-        param = meta.get("feature_map_param")
+        fm = meta["feature_map"]
+        model.feature_map_ = (None if fm is None else
+                              _load_feature_map(fm, arrays, d, width - int(fit_intercept)))
+        param = meta["feature_map_param"]
         if param is not None:
             if param["fitted"]:
-                import copy
-
                 model.feature_map = copy.deepcopy(model.feature_map_)
             else:
                 import sklearn.kernel_approximation as ka
 
-                if param["class"] not in _FEATURE_MAPS:
-                    raise ValueError(f"corrupt model file: unknown feature map {param['class']!r}")
-                model.feature_map = getattr(ka, param["class"])(**param["params"])
-    model._take_spec()
-    spec = meta.get("spec")
-    if spec is not None:
-        if not isinstance(spec, dict) or set(spec) != set(model._spec):
-            raise ValueError("corrupt model file: the fitted parameters do not match the "
-                             "estimator")
-        model._spec = spec
-    model._classes_given = bool(meta.get("classes_given", False))
+                try:
+                    model.feature_map = getattr(ka, param["class"])(**param["params"])
+                    model.feature_map.get_params()
+                    check = getattr(model.feature_map, "_validate_params", None)
+                    if check is not None:
+                        check()
+                except Exception as exc:  # noqa: BLE001
+                    raise ValueError(f"corrupt model file: feature_map parameter "
+                                     f"({type(exc).__name__}: {exc})") from None
+    model._classes_given = meta["classes_given"]
+    if meta["n_positive"] is not None:
+        model._n_positive = meta["n_positive"]
     model._ledger = led
+    _check_statistics(model, meta, arrays, model._state)
     return model
+
