@@ -1,9 +1,11 @@
 """Saving and loading fitted deltafit models without pickle (npz + JSON).
 
 The implementation lives with the models (:mod:`deltafit.models._persistence`); this public
-module re-exports it.  A model file is a NumPy ``.npz`` archive read with
-``allow_pickle=False``: loading never executes code, and a corrupt, truncated or
-version-mismatched file raises ValueError.
+module re-exports it.  A model file is a NumPy ``.npz`` archive of uncompressed arrays,
+written atomically (a synced temporary file renamed over the old one) and read without
+unpickling: every member is checked against the declared sizes before it is read, and a corrupt,
+truncated, contradictory or version-mismatched file raises ValueError.  What a file contains is
+listed in :mod:`deltafit.models._persistence` and in the README.
 """
 
 from .models._persistence import FORMAT_VERSION, load, save
