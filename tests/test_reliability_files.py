@@ -734,3 +734,73 @@ def test_version_1_files_are_refused_with_a_clear_message(tmp_path, valid):
     meta["format_version"] = 1
     with pytest.raises(ValueError, match="format version 1.*older"):
         deltafit.load(_write(tmp_path / "v1.npz", meta, arrays))
+
+
+@pytest.mark.parametrize("make, member", [
+    (lambda: LinearClassifier(C=1.0), "state_beta"),
+    (lambda: LinearRegressor(C=1.0, keep_data=False), "state_beta"),
+    (lambda: LinearClassifier(loss="logistic", C=1.0), "state_beta"),
+    (lambda: KernelClassifier(C=1.0, gamma=0.05), "state_alpha"),
+    (lambda: KernelClassifier(loss="squared_hinge", C=1.0, gamma=0.05), "state_alpha"),
+], ids=["primal-squared", "primal-squared-nodata", "primal-newton", "dual-squared",
+        "kernel-newton"])
+def test_a_solution_that_does_not_solve_its_problem_is_refused(make, member, cancer, tmp_path):
+    """A file whose stored solution was changed (say the intercept dropped) would predict
+    wrongly and carry a false ``grad_norm_`` certificate: refused."""
+    X, y = cancer
+    make().fit(X[:N], y[:N]).save(tmp_path / "m.npz")
+    meta, arrays = _members(tmp_path / "m.npz")
+    a = arrays[member].copy()
+    a[-1] = 0.0 if a[-1] != 0.0 else 1.0
+    arrays[member] = a
+    with pytest.raises(ValueError, match="does not solve"):
+        deltafit.load(_write(tmp_path / "bad.npz", meta, arrays))
+
+
+def test_digests_are_keyed_per_model(cancer, tmp_path):
+    """Two models of the same samples share no digest: a digest cannot be looked up in a table
+    made from another model (or from public data)."""
+    X, y = cancer
+    a = LinearClassifier(keep_data=False).fit(X[:N], y[:N])
+    b = LinearClassifier(keep_data=False).fit(X[:N], y[:N])
+    da = {a._ledger.digests[s] for s in a._ledger.active_slots()}
+    db = {b._ledger.digests[s] for s in b._ledger.active_slots()}
+    assert len(da) == N and not da & db
+    a.save(tmp_path / "a.npz")
+    loaded = deltafit.load(tmp_path / "a.npz")
+    assert loaded._ledger.digest_key == a._ledger.digest_key
+    loaded.remove([0, 1], X=X[:2])  # recognised with the saved key
+
+
+def test_keep_data_false_label_errors_leave_the_model(cancer, diabetes):
+    X, y = diabetes
+    m = LinearRegressor(keep_data=False).fit(X[:N], y[:N])
+    before = m.predict(X)
+    with pytest.raises(ValueError, match="2 ids but 1 labels"):
+        m.remove([3, 4], X=X[[3, 4]], y=y[[3]])
+    with pytest.raises(ValueError, match="not sample id 4"):
+        m.relabel([3, 4], y[[3, 4]] + 1.0, X=X[[3, 5]])
+    np.testing.assert_array_equal(m.predict(X), before)
+    Xc, yc = cancer
+    c = LinearClassifier(keep_data=False).fit(Xc[:N], yc[:N])
+    neg = np.flatnonzero(yc[:N] == 0)
+    with pytest.raises(ValueError, match="single class"):
+        c.remove(neg, X=Xc[neg])
+    with pytest.raises(ValueError, match="single class"):
+        c.relabel(neg, np.ones(neg.size, dtype=int), X=Xc[neg])
+    c.relabel(neg[:1], [1], X=Xc[neg[:1]])
+    assert c._n_positive == int(np.sum(yc[:N] == 1)) + 1
+
+
+def test_save_follows_a_symbolic_link(two_models, cancer, tmp_path):
+    X, _ = cancer
+    small, big = two_models
+    real = tmp_path / "real.npz"
+    small.save(real)
+    link = tmp_path / "link.npz"
+    link.symlink_to(real)
+    big.save(link)
+    assert link.is_symlink()
+    np.testing.assert_array_equal(deltafit.load(real).decision_function(X),
+                                  big.decision_function(X))
+    assert sorted(os.listdir(tmp_path)) == ["link.npz", "real.npz"]
