@@ -31,8 +31,6 @@ from ._state import SolverOptions
 
 __all__ = ["UpdatableMixin"]
 
-_LOCK_GUARD = threading.Lock()  # makes the per-model locks
-
 _OVR_HINT = (
     "Only binary classification is supported: for more classes wrap the estimator in "
     "sklearn.multiclass.OneVsRestClassifier"
@@ -168,9 +166,8 @@ class UpdatableMixin:
     def _lock(self):
         """The lock that serialises this model's fits and updates (made on first use)."""
         lock = self.__dict__.get("_update_lock")
-        if lock is None:
-            with _LOCK_GUARD:
-                lock = self.__dict__.setdefault("_update_lock", threading.RLock())
+        if lock is None:  # dict.setdefault is atomic: racing threads all get the first lock
+            lock = self.__dict__.setdefault("_update_lock", threading.RLock())
         return lock
 
     def __getstate__(self):
@@ -220,7 +217,15 @@ class UpdatableMixin:
     def _fit(self, X, y, classes=None):
         # a failed (re)fit leaves a fitted model as it was: fitting only creates new objects,
         # so restoring the attribute dictionary is enough
-        with self._lock(), atomic(self):
+        lock = self._lock()
+        lock.acquire()
+        try:
+            return self._fit_locked(X, y, classes)
+        finally:  # try/finally, not ``with``: an interrupt cannot slip between body and release
+            lock.release()
+
+    def _fit_locked(self, X, y, classes):
+        with atomic(self):
             self._validate_params()
             # partial_fit(classes=...) follows scikit-learn: the data may show one class at first
             self._classes_given = classes is not None
@@ -350,8 +355,12 @@ class UpdatableMixin:
         """One update as a transaction: on any exception, an interruption included, the model is
         left as it was (see :meth:`_transaction`); updates of one model are serialised."""
         check_is_fitted(self, "_ledger")
-        with self._lock():
+        lock = self._lock()
+        lock.acquire()
+        try:
             return self._update_locked(**change)
+        finally:
+            lock.release()
 
     def _update_locked(self, X_add=None, y_add=None, remove_ids=None, X_remove=None,
                        y_remove=None, relabel_ids=None, y_relabel=None, X_relabel=None):

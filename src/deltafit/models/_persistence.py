@@ -16,6 +16,8 @@ import os
 
 import numpy as np
 
+from sklearn.base import clone
+
 from .._validation import check_int, check_real
 from ..losses import get_loss
 from ._ledger import Ledger
@@ -242,6 +244,20 @@ def _fitted_options(model, fitted):
     return opts
 
 
+def _checked_spec(model, spec):
+    """The saved snapshot of the fitted parameters, validated as ``fit`` validates them."""
+    if not isinstance(spec, dict) or set(spec) != set(model._spec):
+        raise ValueError("corrupt model file: the fitted parameters do not match the estimator")
+    probe = clone(model).set_params(fit_intercept=spec["fit_intercept"],
+                                    **{k: spec[k] for k in model._SPEC_KERNEL})
+    probe._validate_params()
+    s = check_real(spec["intercept_scaling"], "the fitted intercept_scaling", low=0.0,
+                   low_inclusive=True)
+    if (s > 0.0) != bool(spec["fit_intercept"]):
+        raise ValueError("corrupt model file: the fitted intercept does not match its scaling")
+    return spec
+
+
 def _solver_result(meta):
     """The saved solver diagnostics (None for the closed form); ``coef`` is set by the state."""
     solver, h = meta.get("solver"), meta.get("hinge")
@@ -308,10 +324,7 @@ def _rebuild(meta, arrays):
     model._take_spec()
     spec = meta.get("spec")
     if spec is not None:
-        if not isinstance(spec, dict) or set(spec) != set(model._spec):
-            raise ValueError("corrupt model file: the fitted parameters do not match the "
-                             "estimator")
-        model._spec = spec
+        model._spec = _checked_spec(model, spec)
     model._classes_given = bool(meta.get("classes_given", False))
     model._ledger = led
     return model
