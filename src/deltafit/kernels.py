@@ -91,6 +91,11 @@ def kernel_matrix(X, Y, *, kernel="rbf", gamma=None, degree=3, coef0=1.0,
                 **_kernel_params(kernel, gamma, degree, coef0, kernel_params),
             )
         K = np.asarray(K, dtype=np.float64)
+    return _finished(K, intercept_scaling)
+
+
+def _finished(K, intercept_scaling):
+    """``K`` with the intercept term ``s²`` added; ValueError if it holds NaN or inf."""
     if not np.all(np.isfinite(K)):
         raise ValueError("the kernel produced NaN or inf values: the rows' values overflow, "
                          "or check the kernel parameters")
@@ -133,12 +138,7 @@ def kernel_rows(X, Y, *, kernel="rbf", gamma=None, degree=3, coef0=1.0, kernel_p
                 K = (g * K + coef0) ** degree
             elif kernel == "sigmoid":
                 K = np.tanh(g * K + coef0)
-    if not np.all(np.isfinite(K)):
-        raise ValueError("the kernel produced NaN or inf values: the rows' values overflow, "
-                         "or check the kernel parameters")
-    if intercept_scaling:
-        K += intercept_scaling * intercept_scaling
-    return K
+    return _finished(K, intercept_scaling)
 
 
 def kernel_diagonal(X, **kw):
