@@ -141,8 +141,9 @@ class UpdatableMixin:
     # and prediction, whatever set_params does in between.
     _SPEC_KERNEL = ()
 
-    def _take_spec(self):
-        """Snapshot the parameters the fitted model is made of (called by ``fit``)."""
+    def _take_spec(self, X=None):
+        """Snapshot the parameters the fitted model is made of (called by ``fit`` with the
+        training rows ``X``)."""
         spec = {"fit_intercept": bool(self.fit_intercept),
                 "intercept_scaling": float(self.intercept_scaling) if self.fit_intercept
                 else 0.0}
@@ -233,7 +234,7 @@ class UpdatableMixin:
                                  ensure_min_samples=1)
             t = self._encode_y(y, fitting=True, classes=classes)
             previous = self._warm_coef() if self.warm_start else None
-            self._take_spec()
+            self._take_spec(X)
             self._build(X, t, previous)
             self._bump_version()
         return self

@@ -246,11 +246,14 @@ def _fitted_options(model, fitted):
 
 def _checked_spec(model, spec):
     """The saved snapshot of the fitted parameters, validated as ``fit`` validates them."""
-    if not isinstance(spec, dict) or set(spec) != set(model._spec):
+    keys = {"fit_intercept", "intercept_scaling", *model._SPEC_KERNEL}
+    if not isinstance(spec, dict) or set(spec) != keys:
         raise ValueError("corrupt model file: the fitted parameters do not match the estimator")
     probe = clone(model).set_params(fit_intercept=spec["fit_intercept"],
                                     **{k: spec[k] for k in model._SPEC_KERNEL})
     probe._validate_params()
+    if "gamma" in spec:  # resolved at fit: a number
+        check_real(spec["gamma"], "the fitted gamma", low=0.0)
     s = check_real(spec["intercept_scaling"], "the fitted intercept_scaling", low=0.0,
                    low_inclusive=True)
     if (s > 0.0) != bool(spec["fit_intercept"]):
@@ -321,9 +324,10 @@ def _rebuild(meta, arrays):
                 if param["class"] not in _FEATURE_MAPS:
                     raise ValueError(f"corrupt model file: unknown feature map {param['class']!r}")
                 model.feature_map = getattr(ka, param["class"])(**param["params"])
-    model._take_spec()
     spec = meta.get("spec")
-    if spec is not None:
+    if spec is None:  # a file from before the snapshot: its parameters are the fitted ones
+        model._take_spec()
+    else:
         model._spec = _checked_spec(model, spec)
     model._classes_given = bool(meta.get("classes_given", False))
     model._ledger = led
