@@ -5,7 +5,7 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, is_classifier
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -27,6 +27,15 @@ class StreamLinearModel(BaseEstimator):
     _kind = None  # set by subclasses
 
     # ----------------------------------------------------------- hyper-parameters
+    def __init__(self, fit_intercept=True, intercept_scaling=1.0, shuffle=False,
+                 random_state=None):
+        # the parameters both learners share (checked by _check_params); each subclass's
+        # __init__ lists them after its own two and passes them on
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
+        self.shuffle = shuffle
+        self.random_state = random_state
+
     def _step_param(self):  # params[0]
         raise NotImplementedError
 
@@ -80,7 +89,7 @@ class StreamLinearModel(BaseEstimator):
 
         params = self._check_params()
         X, y = validate_data(self, X, y, reset=True, dtype=np.float64, order="C",
-                             accept_sparse=False, y_numeric=not self._is_classifier())
+                             accept_sparse=False, y_numeric=not is_classifier(self))
         t = self._encode(y, fitting=True)
         self._params = params
         self._state = _kernels.new_state(self._kind, X.shape[1] + 1)
@@ -113,7 +122,7 @@ class StreamLinearModel(BaseEstimator):
                 self.__dict__.pop(a, None)
         with atomic(self, copies=("_state", "_params")):  # the pass changes _state in place
             X, y = validate_data(self, X, y, reset=first, dtype=np.float64, order="C",
-                                 accept_sparse=False, y_numeric=not self._is_classifier())
+                                 accept_sparse=False, y_numeric=not is_classifier(self))
             t = self._encode(y, fitting=first, classes=classes)
             if first:
                 self._state = _kernels.new_state(self._kind, X.shape[1] + 1)
@@ -156,7 +165,7 @@ class StreamLinearModel(BaseEstimator):
         their order (exactly what learning them one by one from w = 0 gives); the number of
         features is then the largest key seen + 1 (or the arrays' length).
         """
-        if self._is_classifier() and not hasattr(self, "_state"):
+        if is_classifier(self) and not hasattr(self, "_state"):
             if isinstance(x, dict):
                 self._keys(x)
             pending = self.__dict__.setdefault("_pending", [])

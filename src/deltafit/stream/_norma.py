@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, is_classifier
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -29,9 +29,21 @@ class _NORMABase(BaseEstimator):
     ``Π (1 − η_t λ)`` in the single factor ``scale``, so one update costs O(budget · d).
     """
 
-    _classifier = False
-
     # ------------------------------------------------------------ parameters
+    def __init__(self, kernel="rbf", gamma=None, degree=3, coef0=1.0, lam=1e-4, eta=0.1,
+                 learning_rate="constant", budget=500, fit_intercept=True):
+        # NORMARegressor's parameters, documented in _DOC_PARAMS and its docstring; NORMA
+        # adds its loss and margin
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.lam = lam
+        self.eta = eta
+        self.learning_rate = learning_rate
+        self.budget = budget
+        self.fit_intercept = fit_intercept
+
     def _check_params(self):
         validate_kernel(self.kernel)
         if self.gamma is not None:
@@ -166,7 +178,7 @@ class _NORMABase(BaseEstimator):
         kw = self._check_params()
         with atomic(self):
             X, y = validate_data(self, X, y, reset=first, dtype=np.float64, order="C",
-                                 accept_sparse=False, y_numeric=not self._classifier)
+                                 accept_sparse=False, y_numeric=not is_classifier(self))
             t = self._targets(y, first, classes)
         if first:
             d = X.shape[1]
@@ -188,7 +200,7 @@ class _NORMABase(BaseEstimator):
         """
         row = self._row(x)
         if not hasattr(self, "_sv"):
-            if self._classifier:
+            if is_classifier(self):
                 self._check_params()
                 if not np.isfinite(row).all():
                     raise ValueError("x contains NaN or infinity")
@@ -307,22 +319,14 @@ class NORMA(ClassifierMixin, _NORMABase):
     §4.4.  The decay is kept as one global factor, renormalised below 1e-100.
     """
 
-    _classifier = True
-
     def __init__(self, kernel="rbf", gamma=None, degree=3, coef0=1.0, lam=1e-4, eta=0.1,
                  learning_rate="constant", budget=500, loss="hinge", margin=1.0,
                  fit_intercept=True):
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.lam = lam
-        self.eta = eta
-        self.learning_rate = learning_rate
-        self.budget = budget
+        super().__init__(kernel=kernel, gamma=gamma, degree=degree, coef0=coef0, lam=lam,
+                         eta=eta, learning_rate=learning_rate, budget=budget,
+                         fit_intercept=fit_intercept)
         self.loss = loss
         self.margin = margin
-        self.fit_intercept = fit_intercept
 
     def _check_loss(self):
         if self.loss != "hinge":
@@ -387,17 +391,7 @@ class NORMARegressor(RegressorMixin, _NORMABase):
     truncated to the last ``budget`` terms.
     """
 
-    def __init__(self, kernel="rbf", gamma=None, degree=3, coef0=1.0, lam=1e-4, eta=0.1,
-                 learning_rate="constant", budget=500, fit_intercept=True):
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.lam = lam
-        self.eta = eta
-        self.learning_rate = learning_rate
-        self.budget = budget
-        self.fit_intercept = fit_intercept
+    # no __init__ of its own: its parameters are those of _NORMABase.__init__
 
     def _check_loss(self):
         pass
