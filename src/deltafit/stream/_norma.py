@@ -7,12 +7,13 @@ import math
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, is_classifier
 from sklearn.exceptions import NotFittedError
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from .._labels import BinaryLabels, LabelMessages
 from .._transaction import atomic
 from .._validation import check_bool, check_int, check_real, check_rows
 from ..kernels import kernel_rows, validate_kernel
+from ._base import validate_rows
 from ._window import as_row
 
 __all__ = ["NORMA", "NORMARegressor"]
@@ -125,8 +126,7 @@ class _NORMABase(BaseEstimator):
     # ----------------------------------------------------------------- input
     def _validate_X(self, X):
         check_is_fitted(self, "_sv")
-        X = validate_data(self, X, reset=False, dtype=np.float64, order="C", accept_sparse=False)
-        return X
+        return validate_rows(self, X, reset=False)
 
     def _row(self, x):
         if isinstance(x, dict) and "_dict_keys" not in self.__dict__:
@@ -177,8 +177,7 @@ class _NORMABase(BaseEstimator):
         first = not hasattr(self, "_sv")
         kw = self._check_params()
         with atomic(self):
-            X, y = validate_data(self, X, y, reset=first, dtype=np.float64, order="C",
-                                 accept_sparse=False, y_numeric=not is_classifier(self))
+            X, y = validate_rows(self, X, y, reset=first)
             t = self._targets(y, first, classes)
         if first:
             d = X.shape[1]
