@@ -8,9 +8,11 @@ of them, for deltafit's own estimators and for any estimator that offers the sam
   increasing ids; ``remove(ids)``, ``relabel(ids, y)`` and ``update(...)`` change the training
   data; ids are never reused;
 * after any such change the model **equals a refit**: a fresh ``clone(estimator).fit`` on the
-  resulting data (rows in the order of ``sample_ids_``) gives the same decision values
-  (``decision_function`` of a classifier, ``predict`` of a regressor) and the same ``coef_``,
-  ``intercept_`` and ``dual_coef_``, within the tolerances below;
+  resulting data (rows in the order of ``sample_ids_``; every parameter ``p`` that ``fit``
+  resolved from the data, such as ``gamma="scale"``, set to the fitted attribute ``p_``) gives
+  the same decision values (``decision_function`` of a classifier, ``predict`` of a
+  regressor) and the same ``coef_``, ``intercept_`` and ``dual_coef_``, within the tolerances
+  below;
 * ``partial_fit`` in batches equals ``fit``;
 * a failed update (bad input, an update that would leave no sample or one class) raises
   ``ValueError`` and leaves the model **bitwise** unchanged;
@@ -234,12 +236,16 @@ def _attr(est, name):
 
 
 def _refit(est, X, y):
-    """A fresh fit on (X, y) with the parameters of ``est`` and its fitted feature map."""
+    """A fresh fit on (X, y) with the parameters ``est`` was fitted with: a parameter ``p``
+    resolved from the training data at fit (``gamma="scale"``, an unfitted ``feature_map``)
+    is read back from the fitted attribute ``p_`` (``gamma_``, ``feature_map_``)."""
     ref = clone(est)
-    fmap = _attr(est, "feature_map_")
-    if fmap is not None and "feature_map" in ref.get_params(deep=False):
-        ref.set_params(feature_map=fmap)  # a fitted map is used as it is
-    return ref.fit(X, y)
+    resolved = {}
+    for name in ref.get_params(deep=False):
+        value = _attr(est, name + "_")
+        if value is not None:
+            resolved[name] = value  # a fitted feature map is used as it is
+    return ref.set_params(**resolved).fit(X, y)
 
 
 def _fail(check, msg):
