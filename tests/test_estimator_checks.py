@@ -254,3 +254,31 @@ def test_bad_data_is_refused():
         check_add_equals_refit(LinearRegressor(), X=np.zeros((20, 3)), y=np.zeros(20))
     with pytest.raises(ValueError, match="both X and y"):
         check_add_equals_refit(LinearRegressor(), X=np.zeros((100, 3)))
+
+
+# ---------------------------------------------------------------------------------------------
+# the documentation: numpydoc sections of every public function
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", [n for n in ec.__all__ if callable(getattr(ec, n))])
+def test_public_functions_have_complete_numpydoc(name):
+    """The shared Parameters / Raises sections the checks get from a decorator parse as
+    numpydoc, name every parameter of the signature, and keep numpydoc's section order."""
+    import inspect
+
+    docscrape = pytest.importorskip("sklearn.externals._numpydoc.docscrape")
+    func = getattr(ec, name)
+    if func.__doc__ is None:
+        pytest.skip("docstrings stripped (python -OO)")
+    doc = docscrape.FunctionDoc(func)
+    assert doc["Summary"]
+    documented = [n for p in doc["Parameters"] for n in p.name.split(", ")]
+    assert documented == list(inspect.signature(func).parameters)
+    assert all(p.desc for p in doc["Parameters"])
+    if name.startswith("check_"):
+        raised = {p.type: p.desc for p in doc["Raises"]}
+        assert raised.get("AssertionError"), "every check says when it fails"
+        assert ("ValueError" in raised) == (name != "check_updatable")
+        text = func.__doc__
+        assert text.index("Parameters\n---") < text.index("Raises\n---")
+        if doc["Examples"]:
+            assert text.index("Raises\n---") < text.index("Examples\n---")

@@ -166,6 +166,8 @@ class Case:
         fresh = clone(m)
         if getattr(m, "feature_map_", None) is not None:
             fresh.set_params(feature_map=m.feature_map_)  # the same fitted map
+        if hasattr(m, "gamma_"):
+            fresh.set_params(gamma=m.gamma_)  # the gamma the model was fitted with
         return fresh.fit(self.wrap(X), self.wrap_y(y)), np.asarray(ids)
 
 

@@ -9,18 +9,30 @@ from ._pyplot import pyplot as _pyplot
 __all__ = ["tradeoff_curves", "active_learning_curves"]
 
 
+# helpers of every figure (:mod:`deltafit.plotting` uses them too) --------------------------
+def _require_nonempty(value, types, name, what):
+    """ValueError ``"{name} must be a non-empty {what}"`` unless ``value`` is a non-empty
+    instance of ``types``."""
+    if not isinstance(value, types) or not value:
+        raise ValueError(f"{name} must be a non-empty {what}")
+
+
+def _save_png(plt, fig, path):
+    """Lay out ``fig``, write it to ``path`` as a PNG and close it; returns ``str(path)``."""
+    fig.tight_layout()
+    fig.savefig(path, format="png")
+    plt.close(fig)
+    return str(path)
 
 
 def _finish(plt, fig, ax, xlabel, ylabel, title, path):
+    """Label, grid and legend of a one-panel figure, then :func:`_save_png`."""
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, format="png")
-    plt.close(fig)
-    return str(path)
+    return _save_png(plt, fig, path)
 
 
 def tradeoff_curves(results, path, *, title=None, logx=True):
@@ -43,8 +55,7 @@ def tradeoff_curves(results, path, *, title=None, logx=True):
     -------
     path : str
     """
-    if not isinstance(results, (list, tuple)) or not results:
-        raise ValueError("results must be a non-empty list of dicts")
+    _require_nonempty(results, (list, tuple), "results", "list of dicts")
     groups = {}
     for r in results:
         if not isinstance(r, dict) or not {"algorithm", "n_model_computations",
@@ -99,8 +110,7 @@ def active_learning_curves(curves, path, *, title=None):
     -------
     path : str
     """
-    if not isinstance(curves, dict) or not curves:
-        raise ValueError("curves must be a non-empty dict name -> curve")
+    _require_nonempty(curves, dict, "curves", "dict name -> curve")
     for name, c in curves.items():
         if not isinstance(c, dict) or not {"n_labeled", "accuracy_mean"} <= set(c):
             raise ValueError(f"curve {name!r} needs n_labeled and accuracy_mean")

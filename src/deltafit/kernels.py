@@ -83,14 +83,22 @@ def kernel_matrix(X, Y, *, kernel="rbf", gamma=None, degree=3, coef0=1.0,
     else:
         # inputs are validated (finite float64) by the estimators; skip scikit-learn's re-checks,
         # which dominate the cost of the one-row kernel evaluations of single-sample updates
-        with config_context(assume_finite=True, skip_parameter_validation=True):
+        # overflow shows as inf in K, refused below with a ValueError rather than a warning
+        with config_context(assume_finite=True, skip_parameter_validation=True), \
+                np.errstate(over="ignore", invalid="ignore"):
             K = pairwise_kernels(
                 X, Y, metric=kernel, filter_params=True,
                 **_kernel_params(kernel, gamma, degree, coef0, kernel_params),
             )
         K = np.asarray(K, dtype=np.float64)
+    return _finished(K, intercept_scaling)
+
+
+def _finished(K, intercept_scaling):
+    """``K`` with the intercept term ``s²`` added; ValueError if it holds NaN or inf."""
     if not np.all(np.isfinite(K)):
-        raise ValueError("the kernel produced NaN or inf values; check the kernel parameters")
+        raise ValueError("the kernel produced NaN or inf values: the rows' values overflow, "
+                         "or check the kernel parameters")
     if intercept_scaling:
         K += intercept_scaling * intercept_scaling
     return K
@@ -117,23 +125,20 @@ def kernel_rows(X, Y, *, kernel="rbf", gamma=None, degree=3, coef0=1.0, kernel_p
         return kernel_matrix(X, Y, kernel=kernel, gamma=gamma, degree=degree, coef0=coef0,
                              kernel_params=kernel_params, intercept_scaling=intercept_scaling)
     g = 1.0 / X.shape[1] if gamma is None else float(gamma)
-    if kernel == "rbf":
-        xx = np.einsum("ij,ij->i", X, X)[:, None]
-        yy = np.einsum("ij,ij->i", Y, Y)[None, :]
-        d = xx - 2.0 * (X @ Y.T) + yy
-        np.maximum(d, 0.0, out=d)
-        K = np.exp(-g * d)
-    else:
-        K = X @ Y.T
-        if kernel == "poly":
-            K = (g * K + coef0) ** degree
-        elif kernel == "sigmoid":
-            K = np.tanh(g * K + coef0)
-    if not np.all(np.isfinite(K)):
-        raise ValueError("the kernel produced NaN or inf values; check the kernel parameters")
-    if intercept_scaling:
-        K += intercept_scaling * intercept_scaling
-    return K
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is refused below
+        if kernel == "rbf":
+            xx = np.einsum("ij,ij->i", X, X)[:, None]
+            yy = np.einsum("ij,ij->i", Y, Y)[None, :]
+            d = xx - 2.0 * (X @ Y.T) + yy
+            np.maximum(d, 0.0, out=d)
+            K = np.exp(-g * d)
+        else:
+            K = X @ Y.T
+            if kernel == "poly":
+                K = (g * K + coef0) ** degree
+            elif kernel == "sigmoid":
+                K = np.tanh(g * K + coef0)
+    return _finished(K, intercept_scaling)
 
 
 def kernel_diagonal(X, **kw):

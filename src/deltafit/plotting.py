@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._plot_experiments import active_learning_curves, tradeoff_curves
+from ._plot_experiments import (_require_nonempty, _save_png, active_learning_curves,
+                                tradeoff_curves)
 from ._pyplot import pyplot as _pyplot
 
 __all__ = ["tightness_cdf", "treecv_times", "tradeoff_curves", "active_learning_curves"]
@@ -28,8 +29,7 @@ def tightness_cdf(ratios, path, *, title=None, xmax=None):
     -------
     path : str
     """
-    if not isinstance(ratios, dict) or not ratios:
-        raise ValueError("ratios must be a non-empty dict label -> array of ratios")
+    _require_nonempty(ratios, dict, "ratios", "dict label -> array of ratios")
     curves = {}
     for label, r in ratios.items():
         r = np.sort(np.asarray(r, dtype=np.float64).ravel())
@@ -51,10 +51,7 @@ def tightness_cdf(ratios, path, *, title=None, xmax=None):
     ax.set_ylabel("fraction of iterations")
     ax.set_title(title or "Tightness of the distance bound (Sivan et al. Fig. 1)")
     ax.legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
-    fig.savefig(path, format="png")
-    plt.close(fig)
-    return str(path)
+    return _save_png(plt, fig, path)
 
 
 def treecv_times(results, path, *, title=None):
@@ -76,8 +73,7 @@ def treecv_times(results, path, *, title=None):
     -------
     path : str
     """
-    if not isinstance(results, dict) or not results:
-        raise ValueError("results must be a non-empty dict row -> panel -> curve -> (n, t)")
+    _require_nonempty(results, dict, "results", "dict row -> panel -> curve -> (n, t)")
     rows = list(results)
     panels = []
     for row in rows:
@@ -118,7 +114,4 @@ def treecv_times(results, path, *, title=None):
             else:  # this learner has no such panel
                 ax.set_axis_off()
     fig.suptitle(title or "TreeCV vs standard k-fold CV (Joulani et al. Fig. 2)", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, format="png")
-    plt.close(fig)
-    return str(path)
+    return _save_png(plt, fig, path)

@@ -99,6 +99,70 @@ def _armijo(obj_at, f0, slope, max_halvings=60):
     return 0.0, f0
 
 
+def _damped_newton(coef, features, objective, gradient, newton_step, grad_norm0, *, tol,
+                   max_iter, callback, what):
+    """The damped Newton iteration of :func:`newton_primal` and :func:`newton_kernel`.
+
+    Parameters
+    ----------
+    coef : ndarray
+        The start point (β, or α of the kernel expansion); updated in place and returned.
+    features : ndarray
+        ``X`` or ``K``: the scores are ``z = features @ coef``.
+    objective : callable
+        ``objective(coef, z)``, the value of J.
+    gradient : callable
+        ``gradient(coef, z) -> (grad, dJ, grad_norm)``: ``grad`` is what the callback
+        receives, ``dJ @ step`` the derivative of J along ``step``, ``grad_norm`` ‖∇J‖ in
+        model space.
+    newton_step : callable
+        ``newton_step(z, grad, dJ)``, the Newton direction.
+    grad_norm0 : float
+        ‖∇J(0)‖: the solver stops once ``grad_norm <= tol * grad_norm0``.
+    tol : float
+    max_iter : int
+    callback : callable or None
+        As in :func:`newton_primal`.
+    what : str
+        The solver's name in the ConvergenceWarning.
+
+    Returns
+    -------
+    SolverResult
+    """
+    threshold = tol * max(grad_norm0, np.finfo(float).tiny)
+    z = features @ coef
+    f = objective(coef, z)
+    grad, dJ, gnorm = gradient(coef, z)
+    it = 0
+    stopped = _check_callback(callback, it, coef, gnorm, f, grad)
+    while gnorm > threshold and not stopped and it < max_iter:
+        it += 1
+        step = newton_step(z, grad, dJ)
+        z_step = features @ step
+        slope = dJ @ step
+        if -slope <= _FLOOR * (abs(f) + 1.0):
+            t = 1.0  # the decrease is below the rounding of J: take the Newton step whole
+        else:
+            t, _ = _armijo(lambda t: objective(coef + t * step, z + t * z_step), f, slope)
+            if t == 0.0:
+                break  # a genuine failure to decrease
+        coef += t * step
+        z = features @ coef  # recomputed, not accumulated: keeps z and J consistent with coef
+        f = objective(coef, z)
+        grad, dJ, gnorm = gradient(coef, z)
+        stopped = _check_callback(callback, it, coef, gnorm, f, grad)
+    converged = gnorm <= threshold
+    if not converged and not stopped:
+        warnings.warn(
+            f"{what} did not reach ‖∇J‖ ≤ {threshold:.3g} in {it} iterations "
+            f"(‖∇J‖ = {gnorm:.3g}); increase max_iter or tol",
+            ConvergenceWarning,
+            stacklevel=4,  # the caller of newton_primal / newton_kernel
+        )
+    return SolverResult(coef, float(gnorm), it, bool(converged), bool(stopped), float(f))
+
+
 def newton_primal(X, y, loss, C, *, coef0=None, tol=1e-10, max_iter=100, callback=None):
     """Damped Newton for ``C Σ ℓ(y_i, x_iᵀβ) + ½‖β‖²`` over explicit features.
 
@@ -135,49 +199,25 @@ def newton_primal(X, y, loss, C, *, coef0=None, tol=1e-10, max_iter=100, callbac
     _check_smooth(loss, "newton_primal")
     n, p = X.shape
     beta = np.zeros(p) if coef0 is None else np.array(coef0, dtype=np.float64, copy=True)
-    z = X @ beta
     g0 = np.linalg.norm(C * (X.T @ loss.d1(y, np.zeros(n))))
-    threshold = tol * max(g0, np.finfo(float).tiny)
 
-    def objective(b, zz):
-        return C * loss.value(y, zz).sum() + 0.5 * b @ b
+    def objective(b, z):
+        return C * loss.value(y, z).sum() + 0.5 * b @ b
 
-    f = objective(beta, z)
-    grad = C * (X.T @ loss.d1(y, z)) + beta
-    gnorm = np.linalg.norm(grad)
-    it = 0
-    stopped = _check_callback(callback, it, beta, gnorm, f, grad)
-    while gnorm > threshold and not stopped and it < max_iter:
-        it += 1
+    def gradient(b, z):
+        grad = C * (X.T @ loss.d1(y, z)) + b
+        return grad, grad, np.linalg.norm(grad)
+
+    def newton_step(z, grad, _):
         d2 = loss.d2(y, z)
         act = d2 > 0
         Xa = X[act] if not act.all() else X
         H = (Xa.T * (C * d2[act])) @ Xa
         H.flat[:: p + 1] += 1.0
-        step = -solve_spd(H, grad)
-        xs = X @ step
-        slope = grad @ step
-        if -slope <= _FLOOR * (abs(f) + 1.0):
-            t = 1.0  # the decrease is below the rounding of J: take the Newton step whole
-        else:
-            t, _ = _armijo(lambda t: objective(beta + t * step, z + t * xs), f, slope)
-            if t == 0.0:
-                break  # a genuine failure to decrease
-        beta += t * step
-        z = X @ beta  # recomputed, not accumulated: keeps z and J consistent with β
-        f = objective(beta, z)
-        grad = C * (X.T @ loss.d1(y, z)) + beta
-        gnorm = np.linalg.norm(grad)
-        stopped = _check_callback(callback, it, beta, gnorm, f, grad)
-    converged = gnorm <= threshold
-    if not converged and not stopped:
-        warnings.warn(
-            f"Newton did not reach ‖∇J‖ ≤ {threshold:.3g} in {it} iterations "
-            f"(‖∇J‖ = {gnorm:.3g}); increase max_iter or tol",
-            ConvergenceWarning,
-            stacklevel=3,
-        )
-    return SolverResult(beta, float(gnorm), it, bool(converged), bool(stopped), float(f))
+        return -solve_spd(H, grad)
+
+    return _damped_newton(beta, X, objective, gradient, newton_step, g0, tol=tol,
+                          max_iter=max_iter, callback=callback, what="Newton")
 
 
 def newton_kernel(K, y, loss, C, *, coef0=None, tol=1e-10, max_iter=100, callback=None):
@@ -210,22 +250,18 @@ def newton_kernel(K, y, loss, C, *, coef0=None, tol=1e-10, max_iter=100, callbac
     _check_smooth(loss, "newton_kernel")
     n = K.shape[0]
     alpha = np.zeros(n) if coef0 is None else np.array(coef0, dtype=np.float64, copy=True)
-    z = K @ alpha
     g_zero = C * loss.d1(y, np.zeros(n))
     g0 = np.sqrt(max(g_zero @ (K @ g_zero), 0.0))
-    threshold = tol * max(g0, np.finfo(float).tiny)
 
-    def objective(a, zz):
-        return C * loss.value(y, zz).sum() + 0.5 * a @ zz
+    def objective(a, z):
+        return C * loss.value(y, z).sum() + 0.5 * a @ z
 
-    f = objective(alpha, z)
-    g = C * loss.d1(y, z) + alpha
-    Kg = K @ g
-    gnorm = np.sqrt(max(g @ Kg, 0.0))
-    it = 0
-    stopped = _check_callback(callback, it, alpha, gnorm, f, g)
-    while gnorm > threshold and not stopped and it < max_iter:
-        it += 1
+    def gradient(a, z):
+        g = C * loss.d1(y, z) + a
+        Kg = K @ g
+        return g, Kg, np.sqrt(max(g @ Kg, 0.0))
+
+    def newton_step(z, g, Kg):
         w = C * loss.d2(y, z)
         act = np.flatnonzero(w > 0)
         step = -g
@@ -233,32 +269,11 @@ def newton_kernel(K, y, loss, C, *, coef0=None, tol=1e-10, max_iter=100, callbac
             s = np.sqrt(w[act])
             A = K[np.ix_(act, act)] * np.outer(s, s)
             A.flat[:: act.size + 1] += 1.0
-            step = step.copy()
             step[act] += s * solve_spd(A, s * Kg[act])
-        Ks = K @ step
-        slope = Kg @ step
-        if -slope <= _FLOOR * (abs(f) + 1.0):
-            t = 1.0
-        else:
-            t, _ = _armijo(lambda t: objective(alpha + t * step, z + t * Ks), f, slope)
-            if t == 0.0:
-                break
-        alpha += t * step
-        z = K @ alpha  # recomputed, not accumulated
-        f = objective(alpha, z)
-        g = C * loss.d1(y, z) + alpha
-        Kg = K @ g
-        gnorm = np.sqrt(max(g @ Kg, 0.0))
-        stopped = _check_callback(callback, it, alpha, gnorm, f, g)
-    converged = gnorm <= threshold
-    if not converged and not stopped:
-        warnings.warn(
-            f"kernel Newton did not reach ‖∇J‖ ≤ {threshold:.3g} in {it} iterations "
-            f"(‖∇J‖ = {gnorm:.3g}); increase max_iter or tol",
-            ConvergenceWarning,
-            stacklevel=3,
-        )
-    return SolverResult(alpha, float(gnorm), it, bool(converged), bool(stopped), float(f))
+        return step
+
+    return _damped_newton(alpha, K, objective, gradient, newton_step, g0, tol=tol,
+                          max_iter=max_iter, callback=callback, what="kernel Newton")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -448,17 +448,19 @@ def _check_alo_model(model):
     return prob
 
 
-def _nystroem_for(model, n_components, random_state):
+def _nystroem_for(prob, n_components, random_state):
+    """A Nystroem map of the fitted model's kernel (its fitted gamma, degree, coef0)."""
     from sklearn.kernel_approximation import Nystroem
 
-    if callable(model.kernel):
+    kw = prob.kernel_params
+    if callable(kw["kernel"]):
         raise ValueError(
             "n_components builds a Nystroem map from a named kernel; for a callable kernel pass "
             "feature_map=Nystroem(kernel=..., ...) with scikit-learn's per-pair convention"
         )
-    params = dict(model.kernel_params or {})
-    return Nystroem(kernel=model.kernel, gamma=model.gamma, degree=model.degree,
-                    coef0=model.coef0, kernel_params=params or None,
+    params = dict(kw["kernel_params"] or {})
+    return Nystroem(kernel=kw["kernel"], gamma=kw["gamma"], degree=kw["degree"],
+                    coef0=kw["coef0"], kernel_params=params or None,
                     n_components=int(n_components), random_state=random_state)
 
 
@@ -550,7 +552,7 @@ def alo_decisions(model, *, feature_map=None, n_components=None, random_state=No
         if isinstance(n_components, bool) or not isinstance(n_components, numbers.Integral) \
                 or n_components < 1:
             raise ValueError(f"n_components must be an integer >= 1, got {n_components!r}")
-        feature_map = _nystroem_for(model, n_components, random_state)
+        feature_map = _nystroem_for(prob, n_components, random_state)
     if not (hasattr(feature_map, "fit") and hasattr(feature_map, "transform")):
         raise ValueError(
             f"feature_map must be a scikit-learn transformer, got {type(feature_map).__name__}"

@@ -31,8 +31,6 @@ from ._state import SolverOptions
 
 __all__ = ["UpdatableMixin"]
 
-_LOCK_GUARD = threading.Lock()  # makes the per-model locks
-
 _OVR_HINT = (
     "Only binary classification is supported: for more classes wrap the estimator in "
     "sklearn.multiclass.OneVsRestClassifier"
@@ -150,8 +148,9 @@ class UpdatableMixin:
     # and prediction, whatever set_params does in between.
     _SPEC_KERNEL = ()
 
-    def _take_spec(self):
-        """Snapshot the parameters the fitted model is made of (called by ``fit``)."""
+    def _take_spec(self, X=None):
+        """Snapshot the parameters the fitted model is made of (called by ``fit`` with the
+        training rows ``X``)."""
         spec = {"fit_intercept": bool(self.fit_intercept),
                 "intercept_scaling": float(self.intercept_scaling) if self.fit_intercept
                 else 0.0}
@@ -175,9 +174,8 @@ class UpdatableMixin:
     def _lock(self):
         """The lock that serialises this model's fits and updates (made on first use)."""
         lock = self.__dict__.get("_update_lock")
-        if lock is None:
-            with _LOCK_GUARD:
-                lock = self.__dict__.setdefault("_update_lock", threading.RLock())
+        if lock is None:  # dict.setdefault is atomic: racing threads all get the first lock
+            lock = self.__dict__.setdefault("_update_lock", threading.RLock())
         return lock
 
     def __getstate__(self):
@@ -227,7 +225,15 @@ class UpdatableMixin:
     def _fit(self, X, y, classes=None):
         # a failed (re)fit leaves a fitted model as it was: fitting only creates new objects,
         # so restoring the attribute dictionary is enough
-        with self._lock(), atomic(self):
+        lock = self._lock()
+        lock.acquire()
+        try:
+            return self._fit_locked(X, y, classes)
+        finally:  # try/finally, not ``with``: an interrupt cannot slip between body and release
+            lock.release()
+
+    def _fit_locked(self, X, y, classes):
+        with atomic(self):
             self._validate_params()
             # partial_fit(classes=...) follows scikit-learn: the data may show one class at first
             self._classes_given = classes is not None
@@ -235,7 +241,7 @@ class UpdatableMixin:
                                  ensure_min_samples=1)
             t = self._encode_y(y, fitting=True, classes=classes)
             previous = self._warm_coef() if self.warm_start else None
-            self._take_spec()
+            self._take_spec(X)
             self._build(X, t, previous)
             self._bump_version()
         return self
@@ -361,8 +367,12 @@ class UpdatableMixin:
         """One update as a transaction: on any exception, an interruption included, the model is
         left as it was (see :meth:`_transaction`); updates of one model are serialised."""
         check_is_fitted(self, "_ledger")
-        with self._lock():
+        lock = self._lock()
+        lock.acquire()
+        try:
             return self._update_locked(**change)
+        finally:
+            lock.release()
 
     def _update_locked(self, X_add=None, y_add=None, remove_ids=None, X_remove=None,
                        y_remove=None, relabel_ids=None, y_relabel=None, X_relabel=None):

@@ -18,7 +18,7 @@ __all__ = ["KernelClassifier", "KernelRegressor"]
 class _KernelModel(UpdatableMixin, BaseEstimator):
     _kernel = True
 
-    def __init__(self, loss="squared", C=1.0, *, kernel="rbf", gamma=None, degree=3, coef0=1.0,
+    def __init__(self, loss="squared", C=1.0, *, kernel="rbf", gamma="scale", degree=3, coef0=1.0,
                  kernel_params=None, fit_intercept=True, intercept_scaling=1.0, tol=1e-10,
                  max_iter=100, warm_start=False, callback=None):
         self.loss = loss
@@ -37,7 +37,8 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
 
     def _check_model_params(self):
         validate_kernel(self.kernel)
-        if self.gamma is not None:
+        if not (self.gamma is None or (isinstance(self.gamma, str)
+                                       and self.gamma in ("scale", "auto"))):
             check_real(self.gamma, "gamma", low=0.0)
         check_int(self.degree, "degree", low=0)
         check_real(self.coef0, "coef0", low=None)
@@ -48,6 +49,10 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
         return kernel_matrix(X, Y, **self._kernel_spec())
 
     _SPEC_KERNEL = ("kernel", "gamma", "degree", "coef0", "kernel_params")
+
+    def _take_spec(self, X=None):
+        super()._take_spec(X)
+        self._spec["gamma"] = _resolve_gamma(self.gamma, X, getattr(self, "n_features_in_", None))
 
     def _kernel_spec(self):
         """Keyword arguments of :func:`~deltafit.kernels.kernel_matrix` for the kernel the
@@ -106,6 +111,14 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
         return self._state.alpha[self._ledger.active_slots()].copy()
 
     @property
+    def gamma_(self):
+        """The kernel coefficient the model was fitted with (``gamma="scale"`` or ``"auto"``
+        resolved on the training rows of ``fit``).  Every update keeps it: an updated model
+        equals a fresh fit with ``gamma=gamma_``."""
+        check_is_fitted(self, "_state")
+        return float(self._spec["gamma"])
+
+    @property
     def X_fit_(self):
         """Training rows, in the order of ``sample_ids_``."""
         check_is_fitted(self, "_state")
@@ -118,14 +131,31 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
         return float(self._s ** 2 * self.dual_coef_.sum())
 
 
+def _resolve_gamma(gamma, X, n_features=None):
+    """The numeric kernel coefficient for training rows ``X``, as :class:`sklearn.svm.SVC`
+    resolves it: ``"scale"`` is ``1 / (n_features · X.var())`` (1 when X is constant),
+    ``"auto"`` (or None) ``1 / n_features``."""
+    if gamma == "scale":
+        if X is None:
+            raise ValueError("gamma='scale' is resolved from the training rows at fit")
+        var = float(X.var())
+        return 1.0 / (X.shape[1] * var) if var > 0.0 else 1.0
+    if gamma is None or gamma == "auto":
+        return 1.0 / (X.shape[1] if X is not None else n_features)
+    return float(gamma)
+
+
 _KERNEL_DOC_PARAMS = """
     C : float, default=1.0
         Weight of the data term in ``C Σ ℓ(y_i, z_i) + ½‖β‖²``.
     kernel : {"rbf", "linear", "poly", "sigmoid", "laplacian", "cosine"} or callable
         Evaluated by :func:`sklearn.metrics.pairwise.pairwise_kernels`; a callable is called as
         ``kernel(X, Y)`` and returns the kernel matrix (scikit-learn's SVC convention).
-    gamma : float or None, default=None
-        Kernel coefficient (``None``: ``1 / n_features``, as in scikit-learn).
+    gamma : {"scale", "auto"} or float, default="scale"
+        Kernel coefficient, as in :class:`sklearn.svm.SVC`: ``"scale"`` is
+        ``1 / (n_features · X.var())`` of the training rows, ``"auto"`` (or None)
+        ``1 / n_features``.  Resolved at ``fit`` and kept: updates, predictions and saved
+        files use the value of the fit.
     degree : int, default=3
     coef0 : float, default=1.0
     kernel_params : dict or None

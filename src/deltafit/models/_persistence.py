@@ -49,6 +49,8 @@ import zipfile
 
 import numpy as np
 
+from sklearn.base import clone
+
 from .._validation import check_int, check_real
 from ..losses import get_loss
 from ..solvers import HingeResult, SolverResult
@@ -722,6 +724,23 @@ def _fitted_options(model, fitted):
     return opts
 
 
+def _checked_spec(model, spec):
+    """The saved snapshot of the fitted parameters, validated as ``fit`` validates them."""
+    keys = {"fit_intercept", "intercept_scaling", *model._SPEC_KERNEL}
+    if not isinstance(spec, dict) or set(spec) != keys:
+        raise ValueError("corrupt model file: the fitted parameters do not match the estimator")
+    probe = clone(model).set_params(fit_intercept=spec["fit_intercept"],
+                                    **{k: spec[k] for k in model._SPEC_KERNEL})
+    probe._validate_params()
+    if "gamma" in spec:  # resolved at fit: a number
+        check_real(spec["gamma"], "the fitted gamma", low=0.0)
+    s = check_real(spec["intercept_scaling"], "the fitted intercept_scaling", low=0.0,
+                   low_inclusive=True)
+    if (s > 0.0) != bool(spec["fit_intercept"]):
+        raise ValueError("corrupt model file: the fitted intercept does not match its scaling")
+    return spec
+
+
 def _solver_result(meta):
     """The saved solver diagnostics (None for the closed form); ``coef`` is set by the state."""
     solver, h = meta["solver"], meta["hinge"]
@@ -904,20 +923,8 @@ def _rebuild(meta, arrays):
     est = classes[name]
     model = _construct(est, meta["params"], "parameters")
     # the parameters the model was fitted with: valid parameters of the same estimator
-    probe = copy.deepcopy(meta["params"])
-    spec = meta["spec"]
-    model._take_spec()
-    if set(spec) != set(model._spec):
-        raise ValueError("corrupt model file: the fitted parameters (spec) do not match the "
-                         "estimator")
-    probe.update(spec)
-    _construct(est, probe, "fitted parameters")
+    spec = model._spec = _checked_spec(model, meta["spec"])
     fit_intercept = spec["fit_intercept"]
-    if (spec["intercept_scaling"] == 0.0) == fit_intercept or \
-            isinstance(spec["intercept_scaling"], bool):
-        raise ValueError("corrupt model file: the fitted intercept_scaling must be > 0 exactly "
-                         "when fit_intercept")
-    model._spec = spec
     n, d, width = meta["n_samples"], meta["n_features_in"], meta["row_width"]
     if not model._kernel and meta["feature_map"] is None and width != d + int(fit_intercept):
         raise ValueError(f"corrupt model file: the row width {width} does not match "

@@ -37,6 +37,9 @@ __all__ = ["ChangedSamples", "KernelChanges", "LinearChanges", "changes_for"]
 
 _CANCEL = 1e-3   # a running sum this much smaller than its terms is recomputed exactly
 _REFRESH = 64    # ... and it is recomputed at least once per max(_REFRESH, n) updated entries
+# Largest ‖Φ(x)‖ and |ℓ'|·‖Φ(x)‖ of a new sample: squares and sums of a few million such terms
+# stay finite in float64, so no ball computed from them overflows.
+_MAX_NORM = 1e100
 
 
 def changes_for(problem, capacity=0):
@@ -123,6 +126,23 @@ class ChangedSamples:
     def new_points(self, X):
         """``(points, z)`` of validated new rows ``X``: what :meth:`insert` takes."""
         raise NotImplementedError
+
+    def check_new(self, points, z, t, loss, what="X"):
+        """``ℓ'(t, z)`` of new samples with points ``points``, scores ``z`` and targets ``t``;
+        ValueError unless every quantity of the ball stays finite: ``‖Φ(x)‖ ≤ 1e100`` and
+        ``|ℓ'(t, z)| ‖Φ(x)‖ ≤ 1e100`` (checked before anything changes)."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            norm = np.sqrt(self.sq_norms(points))
+            ok = np.isfinite(z) & (norm <= _MAX_NORM)
+            d1 = loss.d1(t, np.where(ok, z, 0.0))
+            ok &= np.abs(d1) * norm <= _MAX_NORM
+        if not ok.all():
+            i = int(np.flatnonzero(~ok)[0])
+            raise ValueError(
+                f"row {i} of {what} is too large: ‖Φ(x)‖ = {norm[i]:.3g} with score {z[i]:.3g} "
+                f"overflows the bounds' float64 arithmetic (at most {_MAX_NORM:.0e} is accepted)"
+            )
+        return d1
 
     def insert(self, points, z, c=None, src=None):
         """New entries with coefficients ``c`` (default 0); their slots.

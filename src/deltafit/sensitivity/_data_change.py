@@ -286,8 +286,8 @@ class Sensitivity:
         points, z = self._store.new_points(Xa)
         if not np.isfinite(z).all():  # NaN/inf in X (checked here, not in a pass of its own)
             check_rows(Xa, model.n_features_in_, "X", name)
-            raise ValueError("X gives non-finite scores (its values overflow)")
-        self._append(ids, np.full(ids.size, np.nan), ta, points, z, self._loss.d1(ta, z),
+        d1 = self._store.check_new(points, z, ta, self._loss)
+        self._append(ids, np.full(ids.size, np.nan), ta, points, z, d1,
                      (self._m, self._next_hid), added=ids.size)
         self._next_hid += Xa.shape[0]
         return ids

@@ -135,6 +135,7 @@ class IncrementalSphere:
         if t.shape[0] != Xa.shape[0]:
             raise ValueError(f"X has {Xa.shape[0]} rows but y has {t.shape[0]} labels")
         P, z = self._store.new_points(Xa)
+        self._store.check_new(P, z, t, self._loss)
         return self._add_scored(P, t, z)
 
     def _add_scored(self, P, t, z):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, is_classifier
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -13,6 +13,19 @@ from .._transaction import atomic
 from .._validation import check_bool, check_real
 
 __all__ = ["StreamLinearModel"]
+
+
+_ROWS_ONLY = object()
+
+
+def validate_rows(est, X, y=_ROWS_ONLY, *, reset):
+    """``validate_data`` as the stream learners call it: dense float64 rows in C order and,
+    when ``y`` is given (None too: it is refused), numeric targets unless ``est`` is a
+    classifier."""
+    kw = dict(reset=reset, dtype=np.float64, order="C", accept_sparse=False)
+    if y is _ROWS_ONLY:
+        return validate_data(est, X, **kw)
+    return validate_data(est, X, y, y_numeric=not is_classifier(est), **kw)
 
 
 class StreamLinearModel(BaseEstimator):
@@ -27,6 +40,15 @@ class StreamLinearModel(BaseEstimator):
     _kind = None  # set by subclasses
 
     # ----------------------------------------------------------- hyper-parameters
+    def __init__(self, fit_intercept=True, intercept_scaling=1.0, shuffle=False,
+                 random_state=None):
+        # the parameters both learners share (checked by _check_params); each subclass's
+        # __init__ lists them after its own two and passes them on
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
+        self.shuffle = shuffle
+        self.random_state = random_state
+
     def _step_param(self):  # params[0]
         raise NotImplementedError
 
@@ -52,10 +74,6 @@ class StreamLinearModel(BaseEstimator):
         return self._kind, params, _kernels.new_state(self._kind, int(n_features) + 1)
 
     # ------------------------------------------------------------------ fitting
-    def _validate_X(self, X, reset):
-        return validate_data(self, X, reset=reset, dtype=np.float64, order="C",
-                             accept_sparse=False)
-
     def _pass(self, X, t, order=None):
         from .. import _sgd_kernels as _kernels
 
@@ -79,8 +97,7 @@ class StreamLinearModel(BaseEstimator):
         from .. import _sgd_kernels as _kernels
 
         params = self._check_params()
-        X, y = validate_data(self, X, y, reset=True, dtype=np.float64, order="C",
-                             accept_sparse=False, y_numeric=not self._is_classifier())
+        X, y = validate_rows(self, X, y, reset=True)
         t = self._encode(y, fitting=True)
         self._params = params
         self._state = _kernels.new_state(self._kind, X.shape[1] + 1)
@@ -112,8 +129,7 @@ class StreamLinearModel(BaseEstimator):
             for a in ("_state", "_params", "classes_", "n_features_in_", "feature_names_in_"):
                 self.__dict__.pop(a, None)
         with atomic(self, copies=("_state", "_params")):  # the pass changes _state in place
-            X, y = validate_data(self, X, y, reset=first, dtype=np.float64, order="C",
-                                 accept_sparse=False, y_numeric=not self._is_classifier())
+            X, y = validate_rows(self, X, y, reset=first)
             t = self._encode(y, fitting=first, classes=classes)
             if first:
                 self._state = _kernels.new_state(self._kind, X.shape[1] + 1)
@@ -156,7 +172,7 @@ class StreamLinearModel(BaseEstimator):
         their order (exactly what learning them one by one from w = 0 gives); the number of
         features is then the largest key seen + 1 (or the arrays' length).
         """
-        if self._is_classifier() and not hasattr(self, "_state"):
+        if is_classifier(self) and not hasattr(self, "_state"):
             if isinstance(x, dict):
                 self._keys(x)
             pending = self.__dict__.setdefault("_pending", [])
@@ -201,7 +217,7 @@ class StreamLinearModel(BaseEstimator):
 
     def _decision(self, X):
         check_is_fitted(self, "_state")
-        X = self._validate_X(X, reset=False)
+        X = validate_rows(self, X, reset=False)
         return X @ self.coef_ + self.intercept_
 
     # ------------------------------------------------------ snapshots, copies

@@ -57,15 +57,10 @@ class LSQSGD(RegressorMixin, StreamLinearModel):
 
     def __init__(self, alpha=None, radius=1.0, fit_intercept=True, intercept_scaling=1.0,
                  shuffle=False, random_state=None):
+        super().__init__(fit_intercept=fit_intercept, intercept_scaling=intercept_scaling,
+                         shuffle=shuffle, random_state=random_state)
         self.alpha = alpha
         self.radius = radius
-        self.fit_intercept = fit_intercept
-        self.intercept_scaling = intercept_scaling
-        self.shuffle = shuffle
-        self.random_state = random_state
-
-    def _is_classifier(self):
-        return False
 
     def _step_param(self):
         if self.alpha is None:

@@ -5,14 +5,15 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, is_classifier
 from sklearn.exceptions import NotFittedError
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from .._labels import BinaryLabels, LabelMessages
 from .._transaction import atomic
 from .._validation import check_bool, check_int, check_real, check_rows
 from ..kernels import kernel_rows, validate_kernel
+from ._base import validate_rows
 from ._window import as_row
 
 __all__ = ["NORMA", "NORMARegressor"]
@@ -29,9 +30,21 @@ class _NORMABase(BaseEstimator):
     ``Π (1 − η_t λ)`` in the single factor ``scale``, so one update costs O(budget · d).
     """
 
-    _classifier = False
-
     # ------------------------------------------------------------ parameters
+    def __init__(self, kernel="rbf", gamma=None, degree=3, coef0=1.0, lam=1e-4, eta=0.1,
+                 learning_rate="constant", budget=500, fit_intercept=True):
+        # NORMARegressor's parameters, documented in _DOC_PARAMS and its docstring; NORMA
+        # adds its loss and margin
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.lam = lam
+        self.eta = eta
+        self.learning_rate = learning_rate
+        self.budget = budget
+        self.fit_intercept = fit_intercept
+
     def _check_params(self):
         validate_kernel(self.kernel)
         if self.gamma is not None:
@@ -113,8 +126,7 @@ class _NORMABase(BaseEstimator):
     # ----------------------------------------------------------------- input
     def _validate_X(self, X):
         check_is_fitted(self, "_sv")
-        X = validate_data(self, X, reset=False, dtype=np.float64, order="C", accept_sparse=False)
-        return X
+        return validate_rows(self, X, reset=False)
 
     def _row(self, x):
         if isinstance(x, dict) and "_dict_keys" not in self.__dict__:
@@ -165,8 +177,7 @@ class _NORMABase(BaseEstimator):
         first = not hasattr(self, "_sv")
         kw = self._check_params()
         with atomic(self):
-            X, y = validate_data(self, X, y, reset=first, dtype=np.float64, order="C",
-                                 accept_sparse=False, y_numeric=not self._classifier)
+            X, y = validate_rows(self, X, y, reset=first)
             t = self._targets(y, first, classes)
         if first:
             d = X.shape[1]
@@ -188,7 +199,7 @@ class _NORMABase(BaseEstimator):
         """
         row = self._row(x)
         if not hasattr(self, "_sv"):
-            if self._classifier:
+            if is_classifier(self):
                 self._check_params()
                 if not np.isfinite(row).all():
                     raise ValueError("x contains NaN or infinity")
@@ -307,22 +318,14 @@ class NORMA(ClassifierMixin, _NORMABase):
     §4.4.  The decay is kept as one global factor, renormalised below 1e-100.
     """
 
-    _classifier = True
-
     def __init__(self, kernel="rbf", gamma=None, degree=3, coef0=1.0, lam=1e-4, eta=0.1,
                  learning_rate="constant", budget=500, loss="hinge", margin=1.0,
                  fit_intercept=True):
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.lam = lam
-        self.eta = eta
-        self.learning_rate = learning_rate
-        self.budget = budget
+        super().__init__(kernel=kernel, gamma=gamma, degree=degree, coef0=coef0, lam=lam,
+                         eta=eta, learning_rate=learning_rate, budget=budget,
+                         fit_intercept=fit_intercept)
         self.loss = loss
         self.margin = margin
-        self.fit_intercept = fit_intercept
 
     def _check_loss(self):
         if self.loss != "hinge":
@@ -387,17 +390,7 @@ class NORMARegressor(RegressorMixin, _NORMABase):
     truncated to the last ``budget`` terms.
     """
 
-    def __init__(self, kernel="rbf", gamma=None, degree=3, coef0=1.0, lam=1e-4, eta=0.1,
-                 learning_rate="constant", budget=500, fit_intercept=True):
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.lam = lam
-        self.eta = eta
-        self.learning_rate = learning_rate
-        self.budget = budget
-        self.fit_intercept = fit_intercept
+    # no __init__ of its own: its parameters are those of _NORMABase.__init__
 
     def _check_loss(self):
         pass

@@ -71,15 +71,10 @@ class Pegasos(ClassifierMixin, StreamLinearModel):
 
     def __init__(self, lam=1e-4, projection=False, fit_intercept=True, intercept_scaling=1.0,
                  shuffle=False, random_state=None):
+        super().__init__(fit_intercept=fit_intercept, intercept_scaling=intercept_scaling,
+                         shuffle=shuffle, random_state=random_state)
         self.lam = lam
         self.projection = projection
-        self.fit_intercept = fit_intercept
-        self.intercept_scaling = intercept_scaling
-        self.shuffle = shuffle
-        self.random_state = random_state
-
-    def _is_classifier(self):
-        return True
 
     def _step_param(self):
         lam = check_real(self.lam, "lam", low=0.0)

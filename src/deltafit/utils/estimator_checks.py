@@ -8,9 +8,11 @@ of them, for deltafit's own estimators and for any estimator that offers the sam
   increasing ids; ``remove(ids)``, ``relabel(ids, y)`` and ``update(...)`` change the training
   data; ids are never reused;
 * after any such change the model **equals a refit**: a fresh ``clone(estimator).fit`` on the
-  resulting data (rows in the order of ``sample_ids_``) gives the same decision values
-  (``decision_function`` of a classifier, ``predict`` of a regressor) and the same ``coef_``,
-  ``intercept_`` and ``dual_coef_``, within the tolerances below;
+  resulting data (rows in the order of ``sample_ids_``; every parameter ``p`` that ``fit``
+  resolved from the data, such as ``gamma="scale"``, set to the fitted attribute ``p_``) gives
+  the same decision values (``decision_function`` of a classifier, ``predict`` of a
+  regressor) and the same ``coef_``, ``intercept_`` and ``dual_coef_``, within the tolerances
+  below;
 * ``partial_fit`` in batches equals ``fit``;
 * a failed update (bad input, an update that would leave no sample or one class) raises
   ``ValueError`` and leaves the model **bitwise** unchanged;
@@ -29,6 +31,13 @@ Usage::
     def test_updatable(estimator, check):
         check(estimator)
 
+Every check, and :func:`check_updatable`, has the signature
+``check(estimator, *, X=None, y=None, random_state=0)``: the estimator is cloned, not changed;
+``X`` and ``y`` replace the default data below; ``random_state`` seeds the shuffle and the
+samples changed.  A check raises AssertionError, naming itself, when the estimator breaks the
+contract, and returns None otherwise (also when it does not apply, e.g.
+:func:`check_save_load_roundtrip` for an estimator without ``save``).
+
 The checks use the public interface only.  Models with ``keep_data=False`` (they store no
 training rows) remove samples by value, ``remove(X=rows, y=labels)``, and get the rows with
 ``relabel(ids, y, X=rows)``.  A model with a data-dependent feature map fits it once, in
@@ -43,10 +52,12 @@ samples to add and 60 are only evaluated.
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 import re
 import struct
 import tempfile
+import textwrap
 import types
 
 import numpy as np
@@ -225,59 +236,20 @@ def _attr(est, name):
 
 
 def _refit(est, X, y):
-    """A fresh fit on (X, y) with the parameters of ``est`` and its fitted feature map."""
+    """A fresh fit on (X, y) with the parameters ``est`` was fitted with: a parameter ``p``
+    resolved from the training data at fit (``gamma="scale"``, an unfitted ``feature_map``)
+    is read back from the fitted attribute ``p_`` (``gamma_``, ``feature_map_``)."""
     ref = clone(est)
-    fmap = _attr(est, "feature_map_")
-    if fmap is not None and "feature_map" in ref.get_params(deep=False):
-        ref.set_params(feature_map=fmap)  # a fitted map is used as it is
-    return ref.fit(X, y)
-
-
-def _fitted(estimator, data):
-    est = clone(estimator).fit(data.X_fit, data.y_fit)
-    return est, _Tracker(data.X_fit, data.y_fit)
-
-
-def _new_labels(est, tracker, ids):
-    """Flipped labels (classifiers) or shifted targets (regressors) for ``ids``."""
-    old = tracker.y_of(ids)
-    if is_classifier(est):
-        c0, c1 = est.classes_
-        return np.where(old == c1, c0, c1)
-    return old.astype(np.float64) + 1.0
+    resolved = {}
+    for name in ref.get_params(deep=False):
+        value = _attr(est, name + "_")
+        if value is not None:
+            resolved[name] = value  # a fitted feature map is used as it is
+    return ref.set_params(**resolved).fit(X, y)
 
 
 def _fail(check, msg):
     raise AssertionError(f"{check}: {msg}")
-
-
-def _add(check, est, tracker, X, y):
-    ids = np.asarray(est.add(X, y))
-    if ids.shape != (X.shape[0],) or ids.dtype.kind not in "iu":
-        _fail(check, f"add(X, y) with {X.shape[0]} rows must return {X.shape[0]} integer ids, "
-                     f"got {ids!r}")
-    tracker.add(ids, X, y)
-    return ids
-
-
-def _remove(check, est, tracker, ids):
-    ids = np.asarray(ids, dtype=np.int64)
-    if _keeps_data(est):
-        removed = est.remove(ids)
-    else:  # the model stores no rows: forget the samples by value
-        removed = est.remove(X=tracker.X_of(ids), y=tracker.y_of(ids))
-    if isinstance(removed, np.ndarray) and sorted(removed.tolist()) != sorted(ids.tolist()):
-        _fail(check, f"remove returned the ids {sorted(removed.tolist())}, expected "
-                     f"{sorted(ids.tolist())}")
-    tracker.remove(ids)
-
-
-def _relabel(est, tracker, ids, y):
-    if _keeps_data(est):
-        est.relabel(ids, y)
-    else:
-        est.relabel(ids, y, X=tracker.X_of(ids))
-    tracker.relabel(ids, y)
 
 
 def _rel_err(a, b):
@@ -299,16 +271,6 @@ def _assert_close(check, actual, desired, tol, what):
         _fail(check, f"{what}: max|Δ| / max(1, max|reference|) = {err:.3g} > {tol:.0e}{shapes}")
 
 
-def _assert_ids(check, est, expected, context):
-    got = np.asarray(est.sample_ids_)
-    if not np.array_equal(got, expected):
-        extra = np.setdiff1d(got, expected)[:10].tolist()
-        missing = np.setdiff1d(expected, got)[:10].tolist()
-        _fail(check, f"after {context}, sample_ids_ holds {got.size} ids, expected "
-                     f"{len(expected)} (unexpected: {extra}, missing: {missing}, or not in "
-                     "increasing order)")
-
-
 def _assert_same_model(check, est, ref, X_eval, tol, context, dual_tol=None):
     """``est`` and ``ref`` agree in decision values, coef_, intercept_ and dual_coef_."""
     _assert_close(check, _scores(est, X_eval), _scores(ref, X_eval), tol,
@@ -324,15 +286,141 @@ def _assert_same_model(check, est, ref, X_eval, tol, context, dual_tol=None):
         _assert_close(check, a, b, t, f"after {context}, {name} differs from the reference")
 
 
-def _assert_equals_refit(check, est, tracker, data, context):
-    """The model represents the tracked data (ids) and equals a fresh fit on it."""
-    X, y, ids = tracker.data()
-    _assert_ids(check, est, ids, context)
-    ref = _refit(est, X, y)
-    dual_tol = DUAL_COEF_TOLERANCE if _loss(est) == "hinge" else None
-    _assert_same_model(check, est, ref, data.X_eval, _tolerance(est),
-                       f"{context} (compared with a refit)", dual_tol)
-    return ref
+def _samples(k):
+    """``"one sample"`` or ``"a batch of k samples"``, for the messages."""
+    return "one sample" if k == 1 else f"a batch of {k} samples"
+
+
+class _Subject:
+    """The model under test in one check, with its brute-force twin.
+
+    Every change goes through the model's public interface and the same change is made on the
+    twin (a :class:`_Tracker` of the data the model should represent); an answer of the model
+    that breaks the contract fails the check, by name.  Models with ``keep_data=False`` are
+    given the rows of the samples they forget or relabel (from the twin).
+    """
+
+    def __init__(self, check, est, data, tracker=None):
+        self.check, self.est, self.data = check, est, data
+        self.tracker = _Tracker(data.X_fit, data.y_fit) if tracker is None else tracker
+        self.keeps_data = _keeps_data(est)
+
+    @classmethod
+    def fitted(cls, check, estimator, X, y, random_state):
+        """A clone of ``estimator`` fitted on the check's data (:class:`_Data`)."""
+        data = _Data(estimator, X, y, random_state)
+        return cls(check, clone(estimator).fit(data.X_fit, data.y_fit), data)
+
+    def twin(self, est):
+        """Another model ``est`` that holds the same data, with a copy of the tracker."""
+        return _Subject(self.check, est, self.data, self.tracker.copy())
+
+    def fail(self, msg):
+        _fail(self.check, msg)
+
+    def choice(self, k, exclude=()):
+        """``k`` distinct ids of the tracked samples, not in ``exclude``, in increasing order."""
+        return self.data.choice(np.setdiff1d(self.tracker.ids(), exclude), k)
+
+    def new_labels(self, ids):
+        """Flipped labels (classifiers) or shifted targets (regressors) for ``ids``."""
+        old = self.tracker.y_of(ids)
+        if is_classifier(self.est):
+            c0, c1 = self.est.classes_
+            return np.where(old == c1, c0, c1)
+        return old.astype(np.float64) + 1.0
+
+    # the calls, by id or, for a model that stores no rows, by value --------------------------
+    def remove_from(self, target, ids):
+        """``target.remove`` of the tracked samples ``ids`` (the model or a sensitivity)."""
+        if self.keeps_data:
+            return target.remove(ids)
+        return target.remove(X=self.tracker.X_of(ids), y=self.tracker.y_of(ids))
+
+    def relabel_in(self, target, ids, y):
+        """``target.relabel`` of the tracked samples ``ids`` to ``y``."""
+        if self.keeps_data:
+            return target.relabel(ids, y)
+        return target.relabel(ids, y, X=self.tracker.X_of(ids))
+
+    # changes of the model and its twin --------------------------------------------------------
+    def add(self, X, y):
+        ids = np.asarray(self.est.add(X, y))
+        if ids.shape != (X.shape[0],) or ids.dtype.kind not in "iu":
+            self.fail(f"add(X, y) with {X.shape[0]} rows must return {X.shape[0]} integer ids, "
+                      f"got {ids!r}")
+        self.tracker.add(ids, X, y)
+        return ids
+
+    def add_pool(self, start, stop):
+        """Add the rows ``start:stop`` of the pool of samples not fitted."""
+        return self.add(self.data.X_pool[start:stop], self.data.y_pool[start:stop])
+
+    def remove(self, ids):
+        ids = np.asarray(ids, dtype=np.int64)
+        removed = self.remove_from(self.est, ids)
+        if isinstance(removed, np.ndarray) and sorted(removed.tolist()) != sorted(ids.tolist()):
+            self.fail(f"remove returned the ids {sorted(removed.tolist())}, expected "
+                      f"{sorted(ids.tolist())}")
+        self.tracker.remove(ids)
+
+    def relabel(self, ids):
+        """Give ``ids`` new labels (:meth:`new_labels`)."""
+        y = self.new_labels(ids)
+        self.relabel_in(self.est, ids, y)
+        self.tracker.relabel(ids, y)
+
+    # assertions -----------------------------------------------------------------------------
+    def assert_ids(self, context):
+        """``sample_ids_`` lists the tracked ids, in increasing order."""
+        got, expected = np.asarray(self.est.sample_ids_), self.tracker.ids()
+        if not np.array_equal(got, expected):
+            extra = np.setdiff1d(got, expected)[:10].tolist()
+            missing = np.setdiff1d(expected, got)[:10].tolist()
+            self.fail(f"after {context}, sample_ids_ holds {got.size} ids, expected "
+                      f"{len(expected)} (unexpected: {extra}, missing: {missing}, or not in "
+                      "increasing order)")
+
+    def assert_equals_refit(self, context):
+        """The model represents the tracked data and equals a fresh fit on it."""
+        self.assert_ids(context)
+        X, y, _ = self.tracker.data()
+        ref = _refit(self.est, X, y)
+        dual_tol = DUAL_COEF_TOLERANCE if _loss(self.est) == "hinge" else None
+        _assert_same_model(self.check, self.est, ref, self.data.X_eval, _tolerance(self.est),
+                           f"{context} (compared with a refit)", dual_tol)
+
+
+class _Change:
+    """A mixed change of ``model``'s data: remove ``n_remove`` tracked samples, relabel
+    ``n_relabel`` others and add the first ``n_add`` rows of the pool."""
+
+    def __init__(self, model, n_add, n_remove, n_relabel):
+        self.model = model
+        self.remove_ids = model.choice(n_remove)
+        self.relabel_ids = model.choice(n_relabel, exclude=self.remove_ids)
+        self.y_relabel = model.new_labels(self.relabel_ids)
+        self.X_add, self.y_add = model.data.X_pool[:n_add], model.data.y_pool[:n_add]
+
+    def update_kwargs(self):
+        """The arguments of ``update`` that make the change in one transaction."""
+        kw = dict(X_add=self.X_add, y_add=self.y_add, relabel_ids=self.relabel_ids,
+                  y_relabel=self.y_relabel)
+        if self.model.keeps_data:
+            kw["remove_ids"] = self.remove_ids
+        else:
+            rows = self.model.tracker
+            kw.update(X_remove=rows.X_of(self.remove_ids), y_remove=rows.y_of(self.remove_ids),
+                      X_relabel=rows.X_of(self.relabel_ids))
+        return kw
+
+    def track(self, new_ids):
+        """Make the change on the twin; the added samples got the ids ``new_ids``."""
+        tracker = self.model.tracker
+        tracker.remove(self.remove_ids)
+        tracker.relabel(self.relabel_ids, self.y_relabel)
+        tracker.add(new_ids, self.X_add, self.y_add)
+
 
 
 # ---------------------------------------------------------------------------------------------
@@ -408,163 +496,124 @@ def _snapshot_diff(before, after, limit=5):
 
 
 # ---------------------------------------------------------------------------------------------
+# the documentation every check shares
+# ---------------------------------------------------------------------------------------------
+_PARAMETERS_DOC = """\
+Parameters
+----------
+estimator : estimator instance
+    Unfitted; it is cloned, not changed.
+X : array-like of shape (n_samples, n_features), optional
+    Data to use instead of the bundled data set (scikit-learn's breast cancer data for
+    classifiers, diabetes for regressors, standardised); at least 60 rows, of which 300
+    shuffled ones are used.
+y : array-like of shape (n_samples,), optional
+    The targets of ``X``: give both or neither.
+random_state : int, default=0
+    Seeds the shuffle of the data and the choice of the samples changed.
+
+Raises
+------
+AssertionError
+"""
+
+_BAD_DATA_DOC = """\
+ValueError
+    If only one of ``X`` and ``y`` is given, or the data has fewer than 60 rows or fewer
+    than two features.
+"""
+
+_LATER_SECTIONS = ("See Also", "Notes", "References", "Examples")
+
+
+def _check_doc(raises, *, bad_data=True):
+    """Decorator: complete a check's docstring with the sections all checks share.
+
+    Every check has the signature ``check(estimator, *, X=None, y=None, random_state=0)``.  The
+    decorated function's own docstring says what it checks; appended are the numpydoc
+    ``Parameters`` of that signature and a ``Raises`` section: ``AssertionError`` with the text
+    ``raises`` and, with ``bad_data``, the ``ValueError`` for unusable data.
+    """
+    shared = (_PARAMETERS_DOC + textwrap.indent(inspect.cleandoc(raises), "    ") + "\n"
+              + (_BAD_DATA_DOC if bad_data else ""))
+
+    def document(check):
+        if check.__doc__ is None:  # python -OO
+            return check
+        lines = inspect.cleandoc(check.__doc__).splitlines()
+        # numpydoc's order: the shared sections go before Notes, Examples and the like
+        at = next((k for k, line in enumerate(lines[:-1]) if line in _LATER_SECTIONS
+                   and set(lines[k + 1]) == {"-"}), len(lines))
+        check.__doc__ = "\n".join(lines[:at]).rstrip() + "\n\n" + shared + (
+            "\n" + "\n".join(lines[at:]) + "\n" if at < len(lines) else "")
+        return check
+    return document
+
+
+# ---------------------------------------------------------------------------------------------
 # the checks
 # ---------------------------------------------------------------------------------------------
+@_check_doc("""If ``add`` does not return one integer id per row, ``sample_ids_`` does not list
+            the samples the model should hold, or the model differs from a refit by more than
+            the tolerance of its loss (:data:`EQUALITY_TOLERANCE`).""")
 def check_add_equals_refit(estimator, *, X=None, y=None, random_state=0):
     """Adding samples (one, a batch of ten, then a large batch) gives the model of a refit.
 
     The large batch is the rest of the pool of samples not yet fitted (79 rows with the
     bundled data): larger than the rank of a typical low-rank update.
-
-    Parameters
-    ----------
-    estimator : estimator instance
-        Unfitted; it is cloned, not changed.
-    X : array-like of shape (n_samples, n_features), optional
-        Data to use instead of the bundled data set (at least 60 rows; 300 are used).
-    y : array-like of shape (n_samples,), optional
-    random_state : int, default=0
-        Seeds the shuffle of the data and the choice of the samples changed.
-
-    Raises
-    ------
-    AssertionError
-        If ``add`` does not return one integer id per row, ``sample_ids_`` does not list the
-        samples the model should hold, or the model differs from a refit by more than the
-        tolerance of its loss (:data:`EQUALITY_TOLERANCE`).
     """
-    name = "check_add_equals_refit"
-    data = _Data(estimator, X, y, random_state)
-    est, tracker = _fitted(estimator, data)
-    _add(name, est, tracker, data.X_pool[:1], data.y_pool[:1])
-    _assert_equals_refit(name, est, tracker, data, "adding one sample")
-    _add(name, est, tracker, data.X_pool[1:11], data.y_pool[1:11])
-    _assert_equals_refit(name, est, tracker, data, "adding a batch of 10 samples")
-    _add(name, est, tracker, data.X_pool[11:], data.y_pool[11:])
-    _assert_equals_refit(name, est, tracker, data,
-                         f"adding a batch of {data.X_pool.shape[0] - 11} samples")
+    model = _Subject.fitted("check_add_equals_refit", estimator, X, y, random_state)
+    for start, stop in ((0, 1), (1, 11), (11, model.data.X_pool.shape[0])):
+        model.add_pool(start, stop)
+        model.assert_equals_refit(f"adding {_samples(stop - start)}")
 
 
+@_check_doc("""If ``remove`` returns other ids than those removed, the removed ids stay in
+            ``sample_ids_``, or the model differs from a refit.""")
 def check_remove_equals_refit(estimator, *, X=None, y=None, random_state=0):
     """Removing samples (one, a batch of ten, then a batch of up to 70 — half the remaining
     samples at most) gives the model of a refit.
 
     Models with ``keep_data=False`` remove the samples by value, ``remove(X=rows, y=labels)``.
-
-    Parameters
-    ----------
-    estimator : estimator instance
-        Unfitted; it is cloned, not changed.
-    X, y : array-like, optional
-        Data to use instead of the bundled data set.
-    random_state : int, default=0
-
-    Raises
-    ------
-    AssertionError
-        If ``remove`` returns other ids than those removed, the removed ids stay in
-        ``sample_ids_``, or the model differs from a refit.
     """
-    name = "check_remove_equals_refit"
-    data = _Data(estimator, X, y, random_state)
-    est, tracker = _fitted(estimator, data)
-    _remove(name, est, tracker, data.choice(tracker.ids(), 1))
-    _assert_equals_refit(name, est, tracker, data, "removing one sample")
-    _remove(name, est, tracker, data.choice(tracker.ids(), 10))
-    _assert_equals_refit(name, est, tracker, data, "removing a batch of 10 samples")
-    k = min(70, tracker.ids().size // 2)
-    _remove(name, est, tracker, data.choice(tracker.ids(), k))
-    _assert_equals_refit(name, est, tracker, data, f"removing a batch of {k} samples")
+    model = _Subject.fitted("check_remove_equals_refit", estimator, X, y, random_state)
+    for k in (1, 10, None):
+        k = k or min(70, model.tracker.ids().size // 2)
+        model.remove(model.choice(k))
+        model.assert_equals_refit(f"removing {_samples(k)}")
 
 
+@_check_doc("If the ids change or the model differs from a refit on the relabelled data.")
 def check_relabel_equals_refit(estimator, *, X=None, y=None, random_state=0):
     """Relabelling samples (one, then a batch of eight) gives the model of a refit.
 
     Classifiers get the other class, regressors their target plus one.
-
-    Parameters
-    ----------
-    estimator : estimator instance
-        Unfitted; it is cloned, not changed.
-    X, y : array-like, optional
-        Data to use instead of the bundled data set.
-    random_state : int, default=0
-
-    Raises
-    ------
-    AssertionError
-        If the ids change or the model differs from a refit on the relabelled data.
     """
-    name = "check_relabel_equals_refit"
-    data = _Data(estimator, X, y, random_state)
-    est, tracker = _fitted(estimator, data)
-    for k, context in ((1, "relabelling one sample"), (8, "relabelling a batch of 8 samples")):
-        ids = data.choice(tracker.ids(), k)
-        _relabel(est, tracker, ids, _new_labels(est, tracker, ids))
-        _assert_equals_refit(name, est, tracker, data, context)
+    model = _Subject.fitted("check_relabel_equals_refit", estimator, X, y, random_state)
+    for k in (1, 8):
+        model.relabel(model.choice(k))
+        model.assert_equals_refit(f"relabelling {_samples(k)}")
 
 
+@_check_doc("""If ``update`` does not return the ids of the added samples, ``sample_ids_`` is
+            wrong, or the model differs from a refit.""")
 def check_mixed_update_equals_refit(estimator, *, X=None, y=None, random_state=0):
     """One ``update()`` that adds six, removes five and relabels four samples gives the model
-    of a refit.
-
-    Parameters
-    ----------
-    estimator : estimator instance
-        Unfitted; it is cloned, not changed.
-    X, y : array-like, optional
-        Data to use instead of the bundled data set.
-    random_state : int, default=0
-
-    Raises
-    ------
-    AssertionError
-        If ``update`` does not return the ids of the added samples, ``sample_ids_`` is wrong,
-        or the model differs from a refit.
-    """
-    name = "check_mixed_update_equals_refit"
-    data = _Data(estimator, X, y, random_state)
-    est, tracker = _fitted(estimator, data)
-    ids = tracker.ids()
-    rem = data.choice(ids, 5)
-    rel = data.choice(np.setdiff1d(ids, rem), 4)
-    new_y = _new_labels(est, tracker, rel)
-    Xa, ya = data.X_pool[:6], data.y_pool[:6]
-    kw = dict(X_add=Xa, y_add=ya, relabel_ids=rel, y_relabel=new_y)
-    if _keeps_data(est):
-        kw["remove_ids"] = rem
-    else:
-        kw.update(X_remove=tracker.X_of(rem), y_remove=tracker.y_of(rem),
-                  X_relabel=tracker.X_of(rel))
-    new_ids = np.asarray(est.update(**kw))
+    of a refit."""
+    model = _Subject.fitted("check_mixed_update_equals_refit", estimator, X, y, random_state)
+    change = _Change(model, n_add=6, n_remove=5, n_relabel=4)
+    new_ids = np.asarray(model.est.update(**change.update_kwargs()))
     if new_ids.shape != (6,) or new_ids.dtype.kind not in "iu":
-        _fail(name, f"update(X_add=6 rows, ...) must return the 6 new ids, got {new_ids!r}")
-    tracker.remove(rem)
-    tracker.relabel(rel, new_y)
-    tracker.add(new_ids, Xa, ya)
-    _assert_equals_refit(name, est, tracker, data,
-                         "one update adding 6, removing 5 and relabelling 4 samples")
+        model.fail(f"update(X_add=6 rows, ...) must return the 6 new ids, got {new_ids!r}")
+    change.track(new_ids)
+    model.assert_equals_refit("one update adding 6, removing 5 and relabelling 4 samples")
 
 
+@_check_doc("""If the ids are not ``0..n-1`` in the order of the batches or the model differs
+            from ``fit``.""")
 def check_partial_fit_equals_fit(estimator, *, X=None, y=None, random_state=0):
     """``partial_fit`` in three batches (the first with ``classes=`` for classifiers) equals
-    ``fit`` on all of them; the ids are ``0..n-1``.  Skipped without ``partial_fit``.
-
-    Parameters
-    ----------
-    estimator : estimator instance
-        Unfitted; it is cloned, not changed.
-    X, y : array-like, optional
-        Data to use instead of the bundled data set.
-    random_state : int, default=0
-
-    Raises
-    ------
-    AssertionError
-        If the ids are not ``0..n-1`` in the order of the batches or the model differs from
-        ``fit``.
-    """
-    name = "check_partial_fit_equals_fit"
+    ``fit`` on all of them; the ids are ``0..n-1``.  Skipped without ``partial_fit``."""
     if not hasattr(estimator, "partial_fit"):
         return
     data = _Data(estimator, X, y, random_state)
@@ -574,8 +623,8 @@ def check_partial_fit_equals_fit(estimator, *, X=None, y=None, random_state=0):
             est.partial_fit(data.X_fit[idx], data.y_fit[idx], classes=np.unique(data.y_fit))
         else:
             est.partial_fit(data.X_fit[idx], data.y_fit[idx])
-    _assert_equals_refit(name, est, _Tracker(data.X_fit, data.y_fit), data,
-                         "partial_fit in three batches")
+    model = _Subject("check_partial_fit_equals_fit", est, data)  # the twin holds X_fit
+    model.assert_equals_refit("partial_fit in three batches")
 
 
 def _third_class(classes):
@@ -588,17 +637,17 @@ def _third_class(classes):
     return None
 
 
-def _bad_updates(est, tracker, data, gone):
-    """(description, call) pairs of updates that must fail with ValueError."""
-    keep = _keeps_data(est)
+def _bad_updates(model, gone):
+    """(description, call) pairs of updates of ``model.est`` that must fail with ValueError."""
+    est, tracker, data, keep = model.est, model.tracker, model.data, model.keeps_data
     ids = tracker.ids()
-    i = int(data.choice(ids, 1)[0])
-    j = int(data.choice(np.setdiff1d(ids, [i]), 1)[0])
+    i = int(model.choice(1)[0])
+    j = int(model.choice(1, exclude=[i])[0])
     xi, yi = tracker.X_of([i]), tracker.y_of([i])
     xj = tracker.X_of([j])
     unknown = int(max(ids.max(), gone[0]) + 1000)
     Xa, ya = data.X_pool[-2:], data.y_pool[-2:]  # valid rows, never added by this check
-    label = _new_labels(est, tracker, [i])
+    label = model.new_labels([i])
     nan_row = Xa.copy()
     nan_row[0, 0] = np.nan
     inf_row = Xa.copy()
@@ -656,35 +705,27 @@ def _bad_updates(est, tracker, data, gone):
             cases += [
                 ("add a sample of a third class", lambda: est.add(Xa[:1], [third])),
                 ("relabel a sample to a third class",
-                 lambda: est.relabel([i], [third]) if keep else
-                 est.relabel([i], [third], X=xi)),
+                 lambda: model.relabel_in(est, [i], [third])),
             ]
             if hasattr(est, "partial_fit"):
                 cases.append(("partial_fit with classes= other than classes_",
                               lambda: est.partial_fit(Xa, ya, classes=[c0, third])))
-        if keep:
-            cases += [
-                ("remove every sample of one class", lambda: est.remove(neg)),
-                ("relabel every sample of one class to the other",
-                 lambda: est.relabel(neg, np.full(neg.size, c1))),
-            ]
-        else:
-            Xn = tracker.X_of(neg)
-            cases += [
-                ("remove every sample of one class (by value)",
-                 lambda: est.remove(X=Xn, y=tracker.y_of(neg))),
-                ("relabel every sample of one class to the other",
-                 lambda: est.relabel(neg, np.full(neg.size, c1), X=Xn)),
-            ]
+        cases += [
+            ("remove every sample of one class" + ("" if keep else " (by value)"),
+             lambda: model.remove_from(est, neg)),
+            ("relabel every sample of one class to the other",
+             lambda: model.relabel_in(est, neg, np.full(neg.size, c1))),
+        ]
     else:
         cases += [
             ("add a NaN target", lambda: est.add(Xa[:1], [np.nan])),
-            ("relabel to an infinite target",
-             lambda: est.relabel([i], [np.inf]) if keep else est.relabel([i], [np.inf], X=xi)),
+            ("relabel to an infinite target", lambda: model.relabel_in(est, [i], [np.inf])),
         ]
     return cases
 
 
+@_check_doc("""Naming the first invalid update that did not raise ValueError or that changed
+            the model, with the paths of the changed attributes.""")
 def check_failed_update_leaves_model_unchanged(estimator, *, X=None, y=None, random_state=0):
     """Every invalid update raises ``ValueError`` and leaves the model bitwise unchanged.
 
@@ -701,52 +742,39 @@ def check_failed_update_leaves_model_unchanged(estimator, *, X=None, y=None, ran
     estimator's ``__dict__`` (objects' attributes, lists, tuples, dicts; arrays by dtype,
     shape and bytes) and on the bytes of ``predict`` and the decision values.  The model
     is then updated once more and must still equal a refit.
-
-    Parameters
-    ----------
-    estimator : estimator instance
-        Unfitted; it is cloned, not changed.
-    X, y : array-like, optional
-        Data to use instead of the bundled data set.
-    random_state : int, default=0
-
-    Raises
-    ------
-    AssertionError
-        Naming the first invalid update that did not raise ValueError or that changed the
-        model, with the paths of the changed attributes.
     """
-    name = "check_failed_update_leaves_model_unchanged"
-    data = _Data(estimator, X, y, random_state)
-    est, tracker = _fitted(estimator, data)
+    model = _Subject.fitted("check_failed_update_leaves_model_unchanged", estimator, X, y,
+                            random_state)
+    est, X_eval = model.est, model.data.X_eval
     # updates first, so that the state is not the one fit made (pending corrections, id gaps)
-    _add(name, est, tracker, data.X_pool[:3], data.y_pool[:3])
-    victim = data.choice(tracker.ids(), 1)
-    gone = (int(victim[0]), tracker.X_of(victim), tracker.y_of(victim))
-    _remove(name, est, tracker, victim)
+    model.add_pool(0, 3)
+    victim = model.choice(1)
+    gone = (int(victim[0]), model.tracker.X_of(victim), model.tracker.y_of(victim))
+    model.remove(victim)
     before = _snapshot(est)
-    scores = _scores(est, data.X_eval).tobytes()
-    labels = np.asarray(est.predict(data.X_eval))
-    for desc, call in _bad_updates(est, tracker, data, gone):
+    scores = _scores(est, X_eval).tobytes()
+    labels = np.asarray(est.predict(X_eval))
+    for desc, call in _bad_updates(model, gone):
         try:
             call()
         except ValueError:
             pass
         except Exception as exc:  # noqa: BLE001 - any other kind is a failure of the check
-            _fail(name, f"{desc}: raised {type(exc).__name__} instead of ValueError ({exc})")
+            model.fail(f"{desc}: raised {type(exc).__name__} instead of ValueError ({exc})")
         else:
-            _fail(name, f"{desc}: no ValueError was raised")
+            model.fail(f"{desc}: no ValueError was raised")
         changed = _snapshot_diff(before, _snapshot(est))
         if changed:
-            _fail(name, f"{desc}: raised ValueError but changed the model: {changed}")
-        now = np.asarray(est.predict(data.X_eval))
-        if _scores(est, data.X_eval).tobytes() != scores or now.dtype != labels.dtype or \
+            model.fail(f"{desc}: raised ValueError but changed the model: {changed}")
+        now = np.asarray(est.predict(X_eval))
+        if _scores(est, X_eval).tobytes() != scores or now.dtype != labels.dtype or \
                 now.tobytes() != labels.tobytes():
-            _fail(name, f"{desc}: raised ValueError but changed the model's predictions")
-    _add(name, est, tracker, data.X_pool[3:5], data.y_pool[3:5])
-    _assert_equals_refit(name, est, tracker, data, "the failed updates and one valid addition")
+            model.fail(f"{desc}: raised ValueError but changed the model's predictions")
+    model.add_pool(3, 5)
+    model.assert_equals_refit("the failed updates and one valid addition")
 
 
+@_check_doc("With the largest violation of a bound.")
 def check_sensitivity_ball_contains_refit(estimator, *, X=None, y=None, random_state=0):
     """The certified bounds of :func:`deltafit.sensitivity` contain the refit.
 
@@ -760,59 +788,31 @@ def check_sensitivity_ball_contains_refit(estimator, *, X=None, y=None, random_s
     linear classification problems" (Thm 1), which needs a differentiable loss: the check
     returns without testing for ``loss="hinge"`` and for estimators that
     ``deltafit.sensitivity`` refuses with ValueError.
-
-    Parameters
-    ----------
-    estimator : estimator instance
-        Unfitted; it is cloned, not changed.
-    X, y : array-like, optional
-        Data to use instead of the bundled data set.
-    random_state : int, default=0
-
-    Raises
-    ------
-    AssertionError
-        With the largest violation of a bound.
     """
     from .. import sensitivity
 
-    name = "check_sensitivity_ball_contains_refit"
     if _loss(estimator) == "hinge":
         return
-    data = _Data(estimator, X, y, random_state)
-    est, tracker = _fitted(estimator, data)
+    model = _Subject.fitted("check_sensitivity_ball_contains_refit", estimator, X, y,
+                            random_state)
+    est, X_eval = model.est, model.data.X_eval
     try:
         s = sensitivity(est)
     except ValueError:
         return  # not covered by the bounds
-    keep = _keeps_data(est)
-    ids = tracker.ids()
-    rem = data.choice(ids, 5)
-    rel = data.choice(np.setdiff1d(ids, rem), 3)
-    new_y = _new_labels(est, tracker, rel)
-    Xa, ya = data.X_pool[:5], data.y_pool[:5]
-    if keep:
-        s.remove(rem)
-    else:
-        s.remove(X=tracker.X_of(rem), y=tracker.y_of(rem))
-    hyp_ids = s.add(Xa, ya)
-    s.relabel(rel, new_y, X=None if keep else tracker.X_of(rel))
-    lo, hi = s.decision_bounds(data.X_eval)
+    change = _Change(model, n_add=5, n_remove=5, n_relabel=3)
+    model.remove_from(s, change.remove_ids)
+    hyp_ids = s.add(change.X_add, change.y_add)
+    model.relabel_in(s, change.relabel_ids, change.y_relabel)
+    lo, hi = s.decision_bounds(X_eval)
     try:
         coef_lo, coef_hi = s.coef_bounds()
         icpt_lo, icpt_hi = s.intercept_bounds()
     except ValueError:  # kernel models: no explicit coefficients
         coef_lo = None
-    kw = dict(X_add=Xa, y_add=ya, relabel_ids=rel, y_relabel=new_y)
-    if keep:
-        kw["remove_ids"] = rem
-    else:
-        kw.update(X_remove=tracker.X_of(rem), y_remove=tracker.y_of(rem),
-                  X_relabel=tracker.X_of(rel))
-    tracker.remove(rem)
-    tracker.relabel(rel, new_y)
-    tracker.add(hyp_ids, Xa, ya)
-    Xn, yn, _ = tracker.data()
+    kw = change.update_kwargs()
+    change.track(hyp_ids)
+    Xn, yn, _ = model.tracker.data()
     ref = _refit(est, Xn, yn)
     est.update(**kw)
     tol = _tolerance(est)
@@ -820,24 +820,25 @@ def check_sensitivity_ball_contains_refit(estimator, *, X=None, y=None, random_s
     def inside(value, low, high, what):
         value, low, high = (np.asarray(a, dtype=np.float64) for a in (value, low, high))
         if value.shape != low.shape:
-            _fail(name, f"{what}: bounds of shape {low.shape} for values of shape "
-                        f"{value.shape}")
+            model.fail(f"{what}: bounds of shape {low.shape} for values of shape "
+                       f"{value.shape}")
         slack = tol * max(1.0, float(np.max(np.abs(value), initial=0.0)))
         below, above = low - value, value - high
         worst = float(np.max(np.maximum(below, above), initial=-np.inf))
         if not worst <= slack:
             k = int(np.argmax(np.maximum(below, above)))
-            _fail(name, f"{what} leave the certified bounds: value {value.ravel()[k]:.10g} "
-                        f"outside [{low.ravel()[k]:.10g}, {high.ravel()[k]:.10g}] by "
-                        f"{worst:.3g} > {slack:.1e}")
+            model.fail(f"{what} leave the certified bounds: value {value.ravel()[k]:.10g} "
+                       f"outside [{low.ravel()[k]:.10g}, {high.ravel()[k]:.10g}] by "
+                       f"{worst:.3g} > {slack:.1e}")
 
-    inside(_scores(ref, data.X_eval), lo, hi, "the refit's decision values")
-    inside(_scores(est, data.X_eval), lo, hi, "the updated model's decision values")
+    inside(_scores(ref, X_eval), lo, hi, "the refit's decision values")
+    inside(_scores(est, X_eval), lo, hi, "the updated model's decision values")
     if coef_lo is not None:
         inside(ref.coef_, coef_lo, coef_hi, "the refit's coef_")
         inside(ref.intercept_, icpt_lo, icpt_hi, "the refit's intercept_")
 
 
+@_check_doc("Naming the first difference.")
 def check_save_load_roundtrip(estimator, *, X=None, y=None, random_state=0):
     """``save`` then load gives the same model, which keeps updating exactly.
 
@@ -847,29 +848,15 @@ def check_save_load_roundtrip(estimator, *, X=None, y=None, random_state=0):
     ``coef_``, ``intercept_`` and ``dual_coef_``; after the same addition and removal on both,
     the two must agree to :data:`ROUNDTRIP_TOLERANCE`, give the same new ids and equal a
     refit.  Skipped for estimators without ``save``.
-
-    Parameters
-    ----------
-    estimator : estimator instance
-        Unfitted; it is cloned, not changed.
-    X, y : array-like, optional
-        Data to use instead of the bundled data set.
-    random_state : int, default=0
-
-    Raises
-    ------
-    AssertionError
-        Naming the first difference.
     """
     from ..persistence import load
 
-    name = "check_save_load_roundtrip"
     if not hasattr(estimator, "save"):
         return
-    data = _Data(estimator, X, y, random_state)
-    est, tracker = _fitted(estimator, data)
-    _add(name, est, tracker, data.X_pool[:2], data.y_pool[:2])
-    _remove(name, est, tracker, data.choice(tracker.ids(), 2))
+    model = _Subject.fitted("check_save_load_roundtrip", estimator, X, y, random_state)
+    est, X_eval = model.est, model.data.X_eval
+    model.add_pool(0, 2)
+    model.remove(model.choice(2))
     loader = getattr(type(est), "load", None)
     loader = loader if callable(loader) else load
     with tempfile.TemporaryDirectory() as tmp:
@@ -877,98 +864,81 @@ def check_save_load_roundtrip(estimator, *, X=None, y=None, random_state=0):
         est.save(path)
         loaded = loader(path)
     if not np.array_equal(np.asarray(loaded.sample_ids_), np.asarray(est.sample_ids_)):
-        _fail(name, "the loaded model's sample_ids_ differ from the saved model's")
-    for what, a, b in [("predict", loaded.predict(data.X_eval), est.predict(data.X_eval)),
-                       ("the decision values", _scores(loaded, data.X_eval),
-                        _scores(est, data.X_eval))] + \
+        model.fail("the loaded model's sample_ids_ differ from the saved model's")
+    for what, a, b in [("predict", loaded.predict(X_eval), est.predict(X_eval)),
+                       ("the decision values", _scores(loaded, X_eval), _scores(est, X_eval))] + \
             [(n, _attr(loaded, n), _attr(est, n)) for n in ("coef_", "intercept_", "dual_coef_")]:
         a, b = np.asarray(a), np.asarray(b)
         if a.dtype != b.dtype or a.shape != b.shape or a.tobytes() != b.tobytes():
             err = _rel_err(a, b) if a.dtype.kind in "iuf" and b.dtype.kind in "iuf" else None
-            _fail(name, f"{what} of the loaded model differ from the saved model's"
-                        + (f" (max|Δ| / max(1, max|saved|) = {err:.3g})" if err is not None
-                           else ""))
-    # the same updates on both
-    both = []
-    for model in (est, loaded):
-        t = tracker.copy()
-        new = _add(name, model, t, data.X_pool[2:6], data.y_pool[2:6])
-        _remove(name, model, t, [int(t.ids()[0]), int(new[1])])
-        both.append((model, t, new))
-    (_, t_est, new_est), (_, t_loaded, new_loaded) = both
-    if not np.array_equal(new_est, new_loaded):
-        _fail(name, f"add on the loaded model gave the ids {new_loaded.tolist()}, on the "
-                    f"original {new_est.tolist()}")
-    _assert_ids(name, loaded, t_loaded.ids(), "the same updates on the loaded model")
-    _assert_same_model(name, loaded, est, data.X_eval, ROUNDTRIP_TOLERANCE,
+            model.fail(f"{what} of the loaded model differ from the saved model's"
+                       + (f" (max|Δ| / max(1, max|saved|) = {err:.3g})" if err is not None
+                          else ""))
+    # the same updates on both, each with its own copy of the tracked data
+    original, reloaded = model.twin(est), model.twin(loaded)
+    new_ids = []
+    for m in (original, reloaded):
+        new = m.add_pool(2, 6)
+        m.remove([int(m.tracker.ids()[0]), int(new[1])])
+        new_ids.append(new)
+    if not np.array_equal(*new_ids):
+        model.fail(f"add on the loaded model gave the ids {new_ids[1].tolist()}, on the "
+                   f"original {new_ids[0].tolist()}")
+    reloaded.assert_ids("the same updates on the loaded model")
+    _assert_same_model(model.check, loaded, est, X_eval, ROUNDTRIP_TOLERANCE,
                        "the same updates on the loaded and the original model")
-    _assert_equals_refit(name, est, t_est, data, "updating the original after saving")
-    _assert_equals_refit(name, loaded, t_loaded, data, "updating the loaded model")
+    original.assert_equals_refit("updating the original after saving")
+    reloaded.assert_equals_refit("updating the loaded model")
 
 
+@_check_doc("Naming the step at which an id went wrong.")
 def check_sample_ids_stable(estimator, *, X=None, y=None, random_state=0):
     """Ids are ``0..n-1`` after ``fit``; added ids are fresh and increasing; removed ids
     disappear and are never reused; relabelling keeps the ids; ``sample_ids_`` is increasing.
-
-    Parameters
-    ----------
-    estimator : estimator instance
-        Unfitted; it is cloned, not changed.
-    X, y : array-like, optional
-        Data to use instead of the bundled data set.
-    random_state : int, default=0
-
-    Raises
-    ------
-    AssertionError
-        Naming the step at which an id went wrong.
     """
-    name = "check_sample_ids_stable"
-    data = _Data(estimator, X, y, random_state)
-    est, tracker = _fitted(estimator, data)
+    model = _Subject.fitted("check_sample_ids_stable", estimator, X, y, random_state)
+    est, data = model.est, model.data
     n = data.X_fit.shape[0]
     ids = np.asarray(est.sample_ids_)
     if ids.dtype.kind not in "iu" or not np.array_equal(ids, np.arange(n)):
-        _fail(name, f"after fit on {n} samples, sample_ids_ must be 0..{n - 1}, got "
-                    f"{ids[:10].tolist()}... ({ids.size} ids, dtype {ids.dtype})")
+        model.fail(f"after fit on {n} samples, sample_ids_ must be 0..{n - 1}, got "
+                   f"{ids[:10].tolist()}... ({ids.size} ids, dtype {ids.dtype})")
     issued = {"max": n - 1, "all": set(range(n))}
 
     def fresh(new, context):
         new = np.asarray(new)
         if new.size and (np.any(np.diff(new) <= 0) or new.min() <= issued["max"] or
                          issued["all"] & set(new.tolist())):
-            _fail(name, f"{context}: the new ids {new.tolist()} are not fresh and increasing "
-                        f"(largest id given before: {issued['max']})")
+            model.fail(f"{context}: the new ids {new.tolist()} are not fresh and increasing "
+                       f"(largest id given before: {issued['max']})")
         issued["max"] = max(issued["max"], int(new.max(initial=-1)))
         issued["all"] |= set(new.tolist())
 
-    fresh(_add(name, est, tracker, data.X_pool[:3], data.y_pool[:3]), "add")
-    _assert_ids(name, est, tracker.ids(), "adding 3 samples")
-    gone = np.unique(np.concatenate([[0], tracker.ids()[-2:-1], data.choice(tracker.ids(), 3)]))
-    _remove(name, est, tracker, gone)
-    _assert_ids(name, est, tracker.ids(), f"removing the ids {gone.tolist()}")
-    rel = data.choice(tracker.ids(), 4)
-    _relabel(est, tracker, rel, _new_labels(est, tracker, rel))
-    _assert_ids(name, est, tracker.ids(), "relabelling 4 samples")
+    fresh(model.add_pool(0, 3), "add")
+    model.assert_ids("adding 3 samples")
+    tracked = model.tracker.ids()
+    gone = np.unique(np.concatenate([[0], tracked[-2:-1], model.choice(3)]))
+    model.remove(gone)
+    model.assert_ids(f"removing the ids {gone.tolist()}")
+    model.relabel(model.choice(4))
+    model.assert_ids("relabelling 4 samples")
     for cycle in range(5):  # removed slots get reused: their ids must not be
-        new = _add(name, est, tracker, data.X_pool[3 + cycle:4 + cycle],
-                   data.y_pool[3 + cycle:4 + cycle])
+        new = model.add_pool(3 + cycle, 4 + cycle)
         fresh(new, f"add after removals (cycle {cycle})")
-        _remove(name, est, tracker, new)
-        _assert_ids(name, est, tracker.ids(), f"removing the id just added (cycle {cycle})")
-    fresh(_add(name, est, tracker, data.X_pool[8:10], data.y_pool[8:10]),
-          "add after removals")
-    _assert_ids(name, est, tracker.ids(), "the last addition")
+        model.remove(new)
+        model.assert_ids(f"removing the id just added (cycle {cycle})")
+    fresh(model.add_pool(8, 10), "add after removals")
+    model.assert_ids("the last addition")
     try:
-        if _keeps_data(est):
+        if model.keeps_data:
             est.remove([0])
         else:
             est.remove([0], X=data.X_fit[:1])
     except ValueError:
         pass
     else:
-        _fail(name, "removing the id 0 a second time did not raise ValueError")
-    _assert_equals_refit(name, est, tracker, data, "adds, removals and relabels")
+        model.fail("removing the id 0 a second time did not raise ValueError")
+    model.assert_equals_refit("adds, removals and relabels")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1065,6 +1035,9 @@ def parametrize_with_updatable_checks(estimators, *, expected_failed_checks=None
     return pytest.mark.parametrize("estimator, check", params)
 
 
+@_check_doc("""At the first check that fails, naming it (any other exception a check raises is
+            turned into an AssertionError naming the check, with the original as its cause).""",
+            bad_data=False)
 def check_updatable(estimator, *, X=None, y=None, random_state=0):
     """Run every check of the update contract on ``estimator``.
 
@@ -1072,25 +1045,8 @@ def check_updatable(estimator, *, X=None, y=None, random_state=0):
     :func:`check_remove_equals_refit`, :func:`check_relabel_equals_refit`,
     :func:`check_mixed_update_equals_refit`, :func:`check_partial_fit_equals_fit`,
     :func:`check_failed_update_leaves_model_unchanged`, :func:`check_save_load_roundtrip` and
-    :func:`check_sensitivity_ball_contains_refit`.
-
-    Parameters
-    ----------
-    estimator : estimator instance
-        Unfitted; it is cloned by every check, not changed.
-    X : array-like of shape (n_samples, n_features), optional
-        Data to use instead of the bundled data set (scikit-learn's breast cancer data for
-        classifiers, diabetes for regressors, standardised); at least 60 rows, of which 300
-        shuffled ones are used.
-    y : array-like of shape (n_samples,), optional
-    random_state : int, default=0
-        Seeds the shuffle of the data and the choice of the samples changed.
-
-    Raises
-    ------
-    AssertionError
-        At the first check that fails, naming it (any other exception a check raises is
-        turned into an AssertionError naming the check, with the original as its cause).
+    :func:`check_sensitivity_ball_contains_refit`; each is given ``X``, ``y`` and
+    ``random_state``.
 
     Examples
     --------
