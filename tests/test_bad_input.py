@@ -398,8 +398,12 @@ def test_keep_data_false_remove_needs_rows(name, nodata, cancer, diabetes):
     assert_unchanged(before, snapshot(m, D.Xq))
     # the wrong rows: digest mismatch
     with pytest.raises(ValueError, match="not sample id"):
-        m.remove([3, 4], X=D.X[[4, 3]])
+        m.remove([3, 4], X=D.X[[4, 3]], y=D.y[[4, 3]])
     assert_unchanged(before, snapshot(m, D.Xq))
+    if name == "LinearRegressor":  # it keeps no targets: they come with the rows
+        with pytest.raises(ValueError, match="keeps no targets"):
+            m.remove([3, 4], X=D.X[[3, 4]])
+        assert_unchanged(before, snapshot(m, D.Xq))
     # the right rows with the wrong labels
     wrong_y = D.y[[3, 4]] + 1 if name == "LinearRegressor" else 1 - D.y[[3, 4]]
     with pytest.raises(ValueError, match="not sample id"):
@@ -430,7 +434,7 @@ def test_keep_data_false_remove_by_value_equals_remove_by_id(name, nodata, cance
     a = copy.deepcopy(nodata[name])
     b = copy.deepcopy(nodata[name])
     removed_a = a.remove(X=D.X[ids], y=D.y[ids])
-    removed_b = b.remove(ids, X=D.X[ids])
+    removed_b = b.remove(ids, X=D.X[ids], y=D.y[ids])
     np.testing.assert_array_equal(np.sort(removed_a), ids)
     np.testing.assert_array_equal(np.sort(removed_b), ids)
     np.testing.assert_array_equal(a.sample_ids_, b.sample_ids_)
@@ -455,17 +459,21 @@ def test_keep_data_false_relabel_needs_rows(name, nodata, cancer, diabetes):
         m.relabel([5], new)
     assert_unchanged(before, snapshot(m, D.Xq))
     with pytest.raises(ValueError, match="not sample id"):
-        m.relabel([5], new, X=D.X[[6]])
+        m.relabel([5], new, X=D.X[[6]], y_old=D.y[[6]])
     assert_unchanged(before, snapshot(m, D.Xq))
-    # with the right row it works, and equals a fresh fit
-    m.relabel([5], new, X=D.X[[5]])
+    if name == "LinearRegressor":  # it keeps no targets: the current one comes with the row
+        with pytest.raises(ValueError, match="keeps no targets"):
+            m.relabel([5], new, X=D.X[[5]])
+        assert_unchanged(before, snapshot(m, D.Xq))
+    # with the right row (and current target) it works, and equals a fresh fit
+    m.relabel([5], new, X=D.X[[5]], y_old=D.y[[5]])
     y2 = D.y.copy().astype(float) if name == "LinearRegressor" else D.y.copy()
     y2[5] = new[0]
     fresh = MODELS[name]().fit(D.X, y2)
     f = "decision_function" if name == "LinearClassifier" else "predict"
     assert _rel_err(getattr(m, f)(D.Xq), getattr(fresh, f)(D.Xq)) <= 1e-8
     # a relabelled sample is later recognised by its new label
-    m.remove([5], X=D.X[[5]])
+    m.remove([5], X=D.X[[5]], y=new)
     assert 5 not in m.sample_ids_
 
 

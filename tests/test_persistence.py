@@ -133,14 +133,16 @@ class Case:
             rows[i] = (self.Xn[k], self.yn[k])
         rem = [3, 17, int(ids[1])]
         if self.needs_rows(m):
-            m.remove(rem, X=np.array([rows[i][0] for i in rem]))
+            m.remove(rem, X=np.array([rows[i][0] for i in rem]),
+                     y=np.array([rows[i][1] for i in rem]))
         else:
             m.remove(rem)
         for i in rem:
             del rows[i]
         rel = [5, int(ids[3])]
         new = self.flip(m, rel, rows)
-        kw = {"X": np.array([rows[i][0] for i in rel])} if self.needs_rows(m) else {}
+        kw = {"X": np.array([rows[i][0] for i in rel]),
+              "y_old": np.array([rows[i][1] for i in rel])} if self.needs_rows(m) else {}
         m.relabel(rel, new, **kw)
         for i, t in zip(rel, new):
             rows[i] = (rows[i][0], t)
@@ -150,7 +152,9 @@ class Case:
         kw = {}
         if self.needs_rows(m):
             kw = {"X_remove": np.array([rows[i][0] for i in rem2]),
-                  "X_relabel": np.array([rows[i][0] for i in rel2])}
+                  "y_remove": np.array([rows[i][1] for i in rem2]),
+                  "X_relabel": np.array([rows[i][0] for i in rel2]),
+                  "y_relabel_old": np.array([rows[i][1] for i in rel2])}
         ids2 = m.update(X_add=self.Xn[5:8], y_add=self.yn[5:8], remove_ids=rem2,
                         relabel_ids=rel2, y_relabel=new2, **kw)
         for i, k in zip(ids2.tolist(), range(5, 8)):
@@ -208,7 +212,8 @@ def test_roundtrip_and_updates(case, tmp_path):
         case.rows[i] = (case.Xn[k], case.yn[k])
     rem = [0, int(ids[0])]
     if case.needs_rows(m):
-        m.remove(rem, X=np.array([case.rows[i][0] for i in rem]))
+        m.remove(rem, X=np.array([case.rows[i][0] for i in rem]),
+                 y=np.array([case.rows[i][1] for i in rem]))
     else:
         m.remove(rem)
     for i in rem:
@@ -288,7 +293,7 @@ def test_save_does_not_change_the_model(case, tmp_path):
     for k in range(6):  # single additions leave pending low-rank corrections
         m.add(case.wrap(case.Xn[k:k + 1]), case.yn[k:k + 1])
     if case.needs_rows(m):
-        m.remove([1, 2], X=case.X[[1, 2]])
+        m.remove([1, 2], X=case.X[[1, 2]], y=case.y[[1, 2]])
     else:
         m.remove([1, 2])
     before = case.score(m)

@@ -585,8 +585,8 @@ def _predicts_and_updates(m, X, y):
         nodata = not m.problem_.keeps_rows  # the fitted model's, whatever its parameters say
         if nodata:
             m.remove(X=Xa[:1], y=ya[:1])
-            m.relabel(ids[1:2], ya[2:3], X=Xa[1:2])
-            m.remove(ids[2:3], X=Xa[2:3])
+            m.relabel(ids[1:2], ya[2:3], X=Xa[1:2], y_old=ya[1:2])
+            m.remove(ids[2:3], X=Xa[2:3], y=ya[2:3])
         else:
             m.remove(ids[:1])
             m.relabel(ids[1:2], ya[2:3])
@@ -691,13 +691,13 @@ def test_keep_data_false_model_keeps_no_labels_in_memory(kind, cancer, diabetes)
     m = make(C=1.0, keep_data=False).fit(X[:N], y[:N])
     ids = m.add(X[N:N + 5], y[N:N + 5])
     new = y[[7]] + 1.0 if kind == "reg" else 1 - y[[7]]
-    m.relabel([7], new, X=X[[7]])
+    m.relabel([7], new, X=X[[7]], y_old=y[[7]])
     led = m._ledger
     live = led.active_slots()
     stored = led.y[live]
     assert not np.any(np.isfinite(stored) & (stored != 0.0)), "labels kept in memory"
     # the updates still equal a fresh fit, and the model finds its samples by row
-    m.remove([3, int(ids[0])], X=X[[3, N]])
+    m.remove([3, int(ids[0])], X=X[[3, N]], y=y[[3, N]])
     y2 = np.array(y, dtype=float if kind == "reg" else y.dtype)
     y2[7] = new[0]
     keep = np.r_[np.setdiff1d(np.arange(N), [3]), np.arange(N + 1, N + 5)]
@@ -719,7 +719,7 @@ def test_keep_data_false_view_targets_come_from_the_caller(kind, cancer, diabete
     m = make(C=1.0, keep_data=False).fit(X[:N], y[:N])
     p = m.problem_
     assert np.all(np.isnan(p.targets[p.live]))
-    h, _ = p.locate([4, 9], X[[4, 9]])
+    h, _ = p.locate([4, 9], X[[4, 9]], y[[4, 9]])
     t = p.encode_targets(y[[4, 9]])
     np.testing.assert_array_equal(p.targets[h], t)
     h2 = p.find(X[[11]], y[[11]])
@@ -769,7 +769,7 @@ def test_digests_are_keyed_per_model(cancer, tmp_path):
     a.save(tmp_path / "a.npz")
     loaded = deltafit.load(tmp_path / "a.npz")
     assert loaded._ledger.digest_key == a._ledger.digest_key
-    loaded.remove([0, 1], X=X[:2])  # recognised with the saved key
+    loaded.remove([0, 1], X=X[:2], y=y[:2])  # recognised with the saved key
 
 
 def test_keep_data_false_label_errors_leave_the_model(cancer, diabetes):
@@ -779,7 +779,7 @@ def test_keep_data_false_label_errors_leave_the_model(cancer, diabetes):
     with pytest.raises(ValueError, match="2 ids but 1 labels"):
         m.remove([3, 4], X=X[[3, 4]], y=y[[3]])
     with pytest.raises(ValueError, match="not sample id 4"):
-        m.relabel([3, 4], y[[3, 4]] + 1.0, X=X[[3, 5]])
+        m.relabel([3, 4], y[[3, 4]] + 1.0, X=X[[3, 5]], y_old=y[[3, 5]])
     np.testing.assert_array_equal(m.predict(X), before)
     Xc, yc = cancer
     c = LinearClassifier(keep_data=False).fit(Xc[:N], yc[:N])

@@ -590,20 +590,24 @@ def test_keep_data_false_remove_needs_rows(nodata_pair):
         with pytest.raises(ValueError, match="keep_data=False"):
             s.relabel([3], [y[3] + 1.0])
         # wrong rows: another sample's row, a perturbed row, the right row with a wrong target
+        with pytest.raises(ValueError, match="keeps no targets"):
+            s.remove([3], X=X[3:4])  # a regressor's target comes with its row
+        with pytest.raises(ValueError, match="keeps no targets"):
+            s.relabel([3], [y[3] + 1.0], X=X[3:4])
         with pytest.raises(ValueError, match="not sample id 3"):
-            s.remove([3], X=X[4:5])
+            s.remove([3], X=X[4:5], y=y[4:5])
         Xp = X[3:4].copy()
         Xp[0, 0] += 1e-9
         with pytest.raises(ValueError, match="not sample id 3"):
-            s.remove([3], X=Xp)
+            s.remove([3], X=Xp, y=y[3:4])
         with pytest.raises(ValueError, match="not sample id 3"):
             s.remove([3], X=X[3:4], y=y[3:4] + 1.0)
         with pytest.raises(ValueError, match="1 ids but 2 rows"):
-            s.remove([3], X=X[3:5])
+            s.remove([3], X=X[3:5], y=y[3:5])
         with pytest.raises(ValueError, match="features"):
-            s.remove([3], X=X[3:4, :-1])
+            s.remove([3], X=X[3:4, :-1], y=y[3:4])
         with pytest.raises(ValueError, match="NaN or infinity"):
-            s.remove([3], X=np.full_like(X[3:4], np.nan))
+            s.remove([3], X=np.full_like(X[3:4], np.nan), y=y[3:4])
         with pytest.raises(ValueError, match="not a training sample"):
             s.remove(X=X[300:301], y=y[300:301])
         with pytest.raises(ValueError, match="remove needs ids"):
@@ -620,13 +624,13 @@ def test_keep_data_false_matches_keep_data_true(nodata_pair):
     Xq = queries("linear_squared")
     a, b, c = deltafit.sensitivity(kept), deltafit.sensitivity(lean), deltafit.sensitivity(lean)
     a.remove([3, 17])
-    b.remove([3, 17], X=X[[3, 17]])
+    b.remove([3, 17], X=X[[3, 17]], y=y[[3, 17]])
     c.remove(X=X[[17, 3]], y=y[[17, 3]])  # found by value
     for s in (a, b, c):
         s.add(X[N_FIT:N_FIT + 3], y[N_FIT:N_FIT + 3])
     a.relabel([5], [y[5] + 1.0])
-    b.relabel([5], [y[5] + 1.0], X=X[5:6])
-    c.relabel([5], [y[5] + 1.0], X=X[5:6])
+    b.relabel([5], [y[5] + 1.0], X=X[5:6], y_old=y[5:6])
+    c.relabel([5], [y[5] + 1.0], X=X[5:6], y_old=y[5:6])
     ref = snapshot(a, Xq)
     for s in (b, c):
         got = snapshot(s, Xq)

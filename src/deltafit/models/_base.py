@@ -330,7 +330,7 @@ class UpdatableMixin:
         """
         return self._update(remove_ids=ids, X_remove=X, y_remove=y)[1]
 
-    def relabel(self, ids, y, *, X=None):
+    def relabel(self, ids, y, *, X=None, y_old=None):
         """Change the labels (targets) of existing samples, keeping their ids.
 
         Parameters
@@ -340,19 +340,27 @@ class UpdatableMixin:
             The corrected labels; for classifiers one of ``classes_``.
         X : array-like, optional
             The samples' rows, required with ``keep_data=False`` (the model keeps neither rows
-            nor labels: the rows are checked against the stored digests, and the current
-            labels, which the exact update needs, are recognised from them).
+            nor labels: the rows, with the current labels, are checked against the stored
+            digests).
+        y_old : array-like, optional
+            The samples' current labels, which the exact update needs: required for a
+            ``keep_data=False`` regressor (it keeps no target); a ``keep_data=False``
+            classifier recognises them from the rows (given, they are checked).
 
         Returns
         -------
         self
         """
-        self.update(relabel_ids=ids, y_relabel=y, X_relabel=X)
+        self.update(relabel_ids=ids, y_relabel=y, X_relabel=X, y_relabel_old=y_old)
         return self
 
     def update(self, *, X_add=None, y_add=None, remove_ids=None, X_remove=None, y_remove=None,
-               relabel_ids=None, y_relabel=None, X_relabel=None):
+               relabel_ids=None, y_relabel=None, X_relabel=None, y_relabel_old=None):
         """Any mix of additions, removals and relabels as one exact update (one transaction).
+
+        The arguments are those of :meth:`add` (``X_add``, ``y_add``), :meth:`remove`
+        (``remove_ids``, ``X_remove``, ``y_remove``) and :meth:`relabel` (``relabel_ids``,
+        ``y_relabel``, ``X_relabel``, ``y_relabel_old``).
 
         Returns
         -------
@@ -361,7 +369,8 @@ class UpdatableMixin:
         """
         return self._update(X_add=X_add, y_add=y_add, remove_ids=remove_ids,
                             X_remove=X_remove, y_remove=y_remove, relabel_ids=relabel_ids,
-                            y_relabel=y_relabel, X_relabel=X_relabel)[0]
+                            y_relabel=y_relabel, X_relabel=X_relabel,
+                            y_relabel_old=y_relabel_old)[0]
 
     def _update(self, **change):
         """One update as a transaction: on any exception, an interruption included, the model is
@@ -375,7 +384,8 @@ class UpdatableMixin:
             lock.release()
 
     def _update_locked(self, X_add=None, y_add=None, remove_ids=None, X_remove=None,
-                       y_remove=None, relabel_ids=None, y_relabel=None, X_relabel=None):
+                       y_remove=None, relabel_ids=None, y_relabel=None, X_relabel=None,
+                       y_relabel_old=None):
         led = self._ledger
         d = self.n_features_in_
         # ---- validation: nothing is changed before this block has passed
@@ -407,7 +417,7 @@ class UpdatableMixin:
                 rel_rows = check_rows(X_relabel, d, "X")
                 if rel_rows.shape[0] != rel_slots.shape[0]:
                     raise ValueError(f"{rel_slots.shape[0]} ids but {rel_rows.shape[0]} rows in X")
-                rel_old = led.labels_of(rel_slots, rel_rows, self._label_candidates())
+                rel_old = self._current_targets(rel_slots, rel_rows, y_relabel_old)
         plan = UpdatePlan(Xa, ta, rem_slots, rem_rows, rel_slots, tl, rel_rows, rem_t, rel_old)
         if not (plan.adds or plan.removes or plan.relabels):
             raise ValueError("nothing to update: give samples to add, remove or relabel")
@@ -479,6 +489,24 @@ class UpdatableMixin:
     def _keeps_rows(self):
         return self._ledger.keep_rows
 
+    def _current_targets(self, slots, rows, y):
+        """The current encoded targets of the samples at ``slots`` of a model that keeps no
+        labels, given their rows: ``y`` as given (checked against the digests), or recognised
+        from the digests (classifiers)."""
+        led = self._ledger
+        if y is None:
+            if not self._classifier:
+                raise ValueError(
+                    "this model keeps no targets (keep_data=False): pass the samples' current "
+                    "targets (y of remove, y_old of relabel) with their rows"
+                )
+            return led.labels_of(slots, rows, self._label_candidates())
+        t = self._encode_y(y, what="y")
+        if t.shape[0] != slots.shape[0]:
+            raise ValueError(f"{slots.shape[0]} ids but {t.shape[0]} labels in y")
+        led.check_rows(slots, rows, t)
+        return t
+
     def _label_candidates(self):
         """The encoded labels a sample may have: what recognises a classifier's label from its
         row and digest when the model keeps no labels (None for a regressor)."""
@@ -501,13 +529,7 @@ class UpdatableMixin:
                     )
                 if rows.shape[0] != slots.shape[0]:
                     raise ValueError(f"{slots.shape[0]} ids but {rows.shape[0]} rows in X")
-                if y is None:
-                    t = led.labels_of(slots, rows, self._label_candidates())
-                else:
-                    t = self._encode_y(y, what="y")
-                    if t.shape[0] != slots.shape[0]:
-                        raise ValueError(f"{slots.shape[0]} ids but {t.shape[0]} labels in y")
-                    led.check_rows(slots, rows, t)
+                t = self._current_targets(slots, rows, y)
         else:
             if self._keeps_rows():
                 raise ValueError("this model keeps its training rows: remove samples by id")

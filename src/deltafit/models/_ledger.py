@@ -15,10 +15,9 @@ import numpy as np
 
 from .._validation import check_ids
 
-__all__ = ["Ledger", "IdIndex", "DIGEST_BYTES", "SEAL_BYTES", "KEY_BYTES"]
+__all__ = ["Ledger", "IdIndex", "DIGEST_BYTES", "KEY_BYTES"]
 
 DIGEST_BYTES = 16  # the keyed digest of a (row, label) pair
-SEAL_BYTES = 8  # a float64 label sealed under its row (regression targets, see Ledger)
 KEY_BYTES = 32  # the ledger's random digest key
 
 
@@ -32,17 +31,6 @@ def row_digests(X, y, key=b""):
                         person=b"deltafit.sample").digest()
         for i in range(X.shape[0])
     ]
-
-
-def _row_masks(X, key):
-    """An 8-byte keyed BLAKE2b mask of each row (it seals a label under its row)."""
-    X = np.ascontiguousarray(X, dtype=np.float64)
-    masks = b"".join(
-        hashlib.blake2b(X[i].tobytes(), digest_size=SEAL_BYTES, key=key,
-                        person=b"deltafit.label").digest()
-        for i in range(X.shape[0])
-    )
-    return np.frombuffer(masks, dtype=np.uint64)
 
 
 _COMPACTED = object()  # journal marker: the slots were renumbered
@@ -132,26 +120,18 @@ class Ledger:
     keep_rows : bool
         Whether feature rows are stored.
     keep_digests : bool
-        Keep no labels, only a *record* per sample that recognises it given its row: the keyed
-        digest of (row, label) (16 bytes), followed, when ``seal_labels``, by the label sealed
-        under its row (8 bytes: the float64 label XOR a keyed hash of the row).  The key is
-        random, one per ledger.  ``y`` then holds 0 for every sample: the labels come from the
-        caller (:meth:`labels_of`).
-    seal_labels : bool
-        With ``keep_digests``: seal each label under its row, so that the holder of a row can
-        have its label back (what relabelling a regression target by its row needs: the old
-        target enters the exact update).  Without it a label is found among ``candidates``
-        (the two classes of a classifier).
+        Keep no labels, only a *record* per sample that recognises it given its row and label:
+        the keyed BLAKE2b digest of (row, label), 16 bytes.  The key is random, one per ledger.
+        ``y`` then holds 0 for every sample: the labels come from the caller, or are found among
+        ``candidates`` (the two classes of a classifier; :meth:`labels_of`).
     """
 
-    def __init__(self, n_features, keep_rows=True, keep_digests=False, capacity=16, growth=2.0,
-                 seal_labels=False):
+    def __init__(self, n_features, keep_rows=True, keep_digests=False, capacity=16, growth=2.0):
         capacity = max(int(capacity), 1)
         self.growth = float(growth)
         self.n_features = int(n_features)
         self.keep_rows = bool(keep_rows)
         self.keep_digests = bool(keep_digests)
-        self.seal_labels = bool(seal_labels) and self.keep_digests
         self.digest_key = secrets.token_bytes(KEY_BYTES) if keep_digests else None
         self.X = np.zeros((capacity, self.n_features if keep_rows else 0))
         self.y = np.zeros(capacity)
@@ -209,13 +189,8 @@ class Ledger:
         return y if self.keeps_labels else np.zeros(y.shape)
 
     def records(self, X, y):
-        """The records that recognise the samples (X, y): keyed digest, then sealed label."""
-        key = self.digest_key
-        digests = row_digests(X, y, key)
-        if not self.seal_labels:
-            return digests
-        sealed = np.ascontiguousarray(y, dtype=np.float64).view(np.uint64) ^ _row_masks(X, key)
-        return [d + s.tobytes() for d, s in zip(digests, sealed)]
+        """The records that recognise the samples (X, y): their keyed digests."""
+        return row_digests(X, y, self.digest_key)
 
     def find(self, X, y):
         """Slots of the active samples equal to the rows of (X, y), matched by digest."""
@@ -245,25 +220,18 @@ class Ledger:
 
     def labels_of(self, slots, X, candidates=None):
         """The labels of the samples at ``slots``, given their rows ``X`` (a ledger that keeps
-        digests): unsealed (``seal_labels``) or found among ``candidates``, and checked against
-        the digests.
+        digests): the one among ``candidates`` whose digest matches.
 
         Raises
         ------
         ValueError
-            If a row is not that of the sample in its slot (or, without seals and candidates,
-            when the labels cannot be known: the caller must give them).
+            If a row is not that of the sample in its slot, or when there are no candidates (a
+            regression target cannot be guessed: the caller must give it).
         """
         slots = np.asarray(slots, dtype=np.intp)
-        if self.seal_labels:
-            sealed = np.frombuffer(b"".join(self.digests[s][DIGEST_BYTES:] for s in slots),
-                                   dtype=np.uint64)
-            y = (sealed ^ _row_masks(X, self.digest_key)).view(np.float64)
-            y = np.where(np.isfinite(y), y, 0.0)  # a wrong row unseals noise; the check says so
-            self.check_rows(slots, X, y)
-            return y.copy()
         if candidates is None:
-            raise ValueError("this model keeps no labels: give the samples' labels y")
+            raise ValueError("this model keeps no labels (keep_data=False): give the samples' "
+                             "current targets")
         y = np.full(slots.size, np.nan)
         for c in np.asarray(candidates, dtype=np.float64):
             c_digests = row_digests(X, np.full(slots.size, c), self.digest_key)
@@ -451,8 +419,8 @@ class Ledger:
 
         ``ledger_ids`` (increasing) and ``ledger_next_id`` always; ``ledger_y`` (the labels)
         only when the ledger keeps them; ``ledger_X`` with the rows; ``ledger_digests`` (one
-        record per sample: 16-byte keyed digest, plus the 8-byte sealed label with
-        ``seal_labels``) and ``ledger_key`` (the digest key) when it keeps digests instead.
+        16-byte keyed digest per sample) and ``ledger_key`` (the digest key) when it keeps
+        digests instead.
         """
         keep = self.active_slots()
         out = {"ledger_ids": self.ids[keep],
@@ -470,11 +438,11 @@ class Ledger:
 
     @property
     def record_bytes(self):
-        """Bytes of one sample's record (digest, then sealed label)."""
-        return DIGEST_BYTES + (SEAL_BYTES if self.seal_labels else 0)
+        """Bytes of one sample's record (its digest)."""
+        return DIGEST_BYTES
 
     @classmethod
-    def saved_shapes(cls, n, n_features, keep_rows, keep_digests, seal_labels):
+    def saved_shapes(cls, n, n_features, keep_rows, keep_digests):
         """``{member: (shape, dtype)}`` that :meth:`to_arrays` writes for ``n`` samples (dtype as
         kind and size: ``"f8"``, ``"i8"``, ``"u1"``)."""
         out = {"ledger_ids": ((n,), "i8"), "ledger_next_id": ((), "i8")}
@@ -483,18 +451,17 @@ class Ledger:
         if keep_rows:
             out["ledger_X"] = ((n, n_features), "f8")
         if keep_digests:
-            rec = DIGEST_BYTES + (SEAL_BYTES if seal_labels else 0)
-            out["ledger_digests"] = ((n, rec), "u1")
+            out["ledger_digests"] = ((n, DIGEST_BYTES), "u1")
             out["ledger_key"] = ((KEY_BYTES,), "u1")
         return out
 
     @classmethod
-    def from_arrays(cls, arrays, n_features, keep_rows, keep_digests, seal_labels=False):
+    def from_arrays(cls, arrays, n_features, keep_rows, keep_digests):
         """The ledger written by :meth:`to_arrays`; ValueError naming the problem when the
         arrays are inconsistent (shapes, ids, next id)."""
         shapes = cls.saved_shapes(np.shape(arrays["ledger_ids"])[0] if
                                   np.ndim(arrays["ledger_ids"]) == 1 else -1,
-                                  n_features, keep_rows, keep_digests, seal_labels)
+                                  n_features, keep_rows, keep_digests)
         for name, (shape, dtype) in shapes.items():
             a = arrays.get(name)
             if a is None or a.shape != shape or a.dtype.kind != dtype[0] or \
@@ -512,7 +479,7 @@ class Ledger:
             raise ValueError("corrupt model file: the ledger's ids are not increasing ids below "
                              "its next id")
         led = cls(n_features, keep_rows=keep_rows, keep_digests=keep_digests,
-                  capacity=max(16, n), seal_labels=seal_labels)
+                  capacity=max(16, n))
         if keep_rows:
             led.X[:n] = arrays["ledger_X"]
         if keep_digests:

@@ -65,11 +65,11 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         # headroom for a batch of additions without re-copying the stored rows
         capacity = n + max(16, n // 8)
         self._state = self._new_state(Phi, t, capacity, previous)
-        # keep_data=False keeps neither rows nor labels: one record per sample recognises it
-        # by its row (a classifier's label is one of two; a regression target is sealed)
+        # keep_data=False keeps neither rows nor labels: one keyed digest per sample recognises
+        # it by its row and label (a classifier's label is one of two; a regression target
+        # comes from the caller)
         led = Ledger(Phi.shape[1], keep_rows=self.keep_data, keep_digests=not self.keep_data,
-                     capacity=capacity, growth=1.5,
-                     seal_labels=not self.keep_data and not self._classifier)
+                     capacity=capacity, growth=1.5)
         digests = None if self.keep_data else led.records(X, t)
         led.insert(led.allocate(X.shape[0]), Phi if self.keep_data else None,
                    led.stored_labels(t), digests)
@@ -131,11 +131,10 @@ _LINEAR_DOC_PARAMS = """
         Keep the training rows and labels (required by every loss but the squared one, whose
         updates are closed form).  With ``keep_data=False`` (squared loss only) the model
         stores its sufficient statistics ``ΦᵀΦ + ρI`` and ``Φᵀy`` and, per sample, only what
-        recognises it given its row: a 16-byte keyed digest of (row, label) and, for a
-        regressor, the target sealed under the row (8 bytes: without the exact row it reveals
-        nothing; given the row it is the target, which the exact update of :meth:`relabel` and
-        :meth:`remove` by id needs).  No feature vector and no label is kept; :meth:`remove`
-        and :meth:`relabel` take the samples' rows as ``X``.
+        recognises it given its row and label: a 16-byte keyed digest of (row, label).  No
+        feature vector and no label is kept: :meth:`remove` and :meth:`relabel` take the
+        samples' rows as ``X`` and, for a regressor, their current targets (``y`` of
+        ``remove``, ``y_old`` of ``relabel``), which the exact update needs.
     tol : float, default=1e-10
         Newton stops when ``‖∇J(β)‖₂ ≤ tol · ‖∇J(0)‖₂`` (unused by the closed form); the hinge
         QP when its KKT violation (margin units) is at most ``tol`` (or at the rounding floor).

@@ -7,7 +7,7 @@ arrays, each with its CRC-32, and one JSON document ``__meta__`` (a uint8 array)
     The format and its version, the estimator's class and parameters, the parameters it was
     fitted with, the state's name, the fitted loss / C / solver settings and diagnostics, the
     declared sizes (``n_samples``, ``n_features_in``, ``row_width``), what the ledger keeps
-    (``keep_rows``, ``keep_digests``, ``seal_labels``), the feature map's class, parameters and
+    (``keep_rows``, ``keep_digests``), the feature map's class, parameters and
     fitted scalars, and for a classifier that keeps no labels the count of its positive
     samples.  No per-sample value.
 ``ledger_ids``, ``ledger_next_id``
@@ -15,9 +15,8 @@ arrays, each with its CRC-32, and one JSON document ``__meta__`` (a uint8 array)
 ``ledger_y``, ``ledger_X``
     The encoded labels and the stored rows (Φ, or raw X for kernel models), when kept.
 ``ledger_digests``, ``ledger_key``
-    ``keep_data=False``: per sample a 16-byte keyed BLAKE2b digest of (row, label) and, for a
-    regressor, the target sealed under its row (8 bytes, the target XOR a keyed hash of the
-    row); the 32-byte random key.  No labels and no rows.
+    ``keep_data=False``: per sample a 16-byte keyed BLAKE2b digest of (row, label); the
+    32-byte random key.  No labels and no rows.
 ``state_*``
     The exact-update state (:meth:`~deltafit.models._state.ModelState.to_arrays`).
 ``classes``, ``feature_names_in``, ``fmap__*``
@@ -74,7 +73,7 @@ _FITTED_ATTR = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,99}_")
 _CLOSED_FORM = ("primal_squared", "dual_squared")
 _META_KEYS = {
     "format", "format_version", "estimator", "params", "state", "spec", "fitted",
-    "n_features_in", "n_samples", "keep_rows", "keep_digests", "seal_labels", "row_width",
+    "n_features_in", "n_samples", "keep_rows", "keep_digests", "row_width",
     "feature_map", "feature_map_param", "solver", "hinge", "n_samples_fit", "classes_given",
     "n_positive", "deltafit_version",
 }
@@ -215,7 +214,6 @@ def save(model, path):
         "n_samples": int(keep.size),
         "keep_rows": bool(led.keep_rows),
         "keep_digests": bool(led.keep_digests),
-        "seal_labels": bool(led.seal_labels),
         "row_width": int(led.n_features),
         "feature_map": _dump_feature_map(getattr(model, "feature_map_", None), arrays,
                                          int(model.n_features_in_)),
@@ -556,15 +554,14 @@ def _check_meta(meta):
     width = _int(meta, "row_width", low=1, field="row_width")
     keep_rows = _bool(meta, "keep_rows")
     keep_digests = _bool(meta, "keep_digests")
-    seal = _bool(meta, "seal_labels")
     given = _bool(meta, "classes_given")
     _int(meta, "n_samples_fit", low=1)
     if not isinstance(meta["deltafit_version"], str) or len(meta["deltafit_version"]) > 100:
         raise _bad("deltafit_version", "must be a short string")
     if kernel:
-        if not keep_rows or keep_digests or seal:
+        if not keep_rows or keep_digests:
             raise ValueError("corrupt model file: a kernel model keeps its rows and labels "
-                             "(keep_rows true, keep_digests and seal_labels false)")
+                             "(keep_rows true, keep_digests false)")
         if width != d:
             raise ValueError(f"corrupt model file: the row width {width} of a kernel model "
                              f"differs from n_features_in {d}")
@@ -583,9 +580,6 @@ def _check_meta(meta):
                 width != d + fit_intercept:
             raise ValueError(f"corrupt model file: the row width {width} does not match "
                              f"n_features_in {d} (+1 for the intercept)")
-        if seal != (keep_digests and not classifier):
-            raise ValueError("corrupt model file: seal_labels must be set exactly for a "
-                             "regressor that keeps no rows")
     if not classifier and given:
         raise ValueError("corrupt model file: classes_given is set on a regressor")
     npos = meta["n_positive"]
@@ -652,8 +646,7 @@ def _expected_members(meta, headers):
     n, d, width = meta["n_samples"], meta["n_features_in"], meta["row_width"]
     est = _estimator_classes()[meta["estimator"]]
     out = {}
-    shapes = Ledger.saved_shapes(n, width, meta["keep_rows"], meta["keep_digests"],
-                                 meta["seal_labels"])
+    shapes = Ledger.saved_shapes(n, width, meta["keep_rows"], meta["keep_digests"])
     for k, (shape, kinds) in shapes.items():
         out[k] = (shape, kinds, True)
     for k, shape in state_class(meta["state"]).saved_shapes(n, width).items():
@@ -930,8 +923,7 @@ def _rebuild(meta, arrays):
         raise ValueError(f"corrupt model file: the row width {width} does not match "
                          f"n_features_in {d} (+1 for the intercept)")
     _check_arrays(meta, arrays, est._classifier)
-    led = Ledger.from_arrays(arrays, width, meta["keep_rows"], meta["keep_digests"],
-                             meta["seal_labels"])
+    led = Ledger.from_arrays(arrays, width, meta["keep_rows"], meta["keep_digests"])
     led.growth = 1.25 if model._kernel else 1.5  # as in the estimators' _build
     if meta["n_samples_fit"] > led.next_id:
         raise ValueError(f"corrupt model file: n_samples_fit {meta['n_samples_fit']} exceeds "

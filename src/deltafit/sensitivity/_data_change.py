@@ -350,7 +350,7 @@ class Sensitivity:
             raise
         return self
 
-    def relabel(self, ids, y, *, X=None):
+    def relabel(self, ids, y, *, X=None, y_old=None):
         """Hypothetically change the labels of samples (model samples or additions).
 
         Parameters
@@ -360,6 +360,9 @@ class Sensitivity:
             New labels (for classifiers, among ``classes_``).
         X : array-like, optional
             The samples' rows, required for model samples of ``keep_data=False`` models.
+        y_old : array-like, optional
+            The samples' current labels, required for model samples of a ``keep_data=False``
+            regressor (it keeps no targets), as in the model's own ``relabel``.
 
         Returns
         -------
@@ -379,7 +382,8 @@ class Sensitivity:
         try:
             if np.any(~hyp):
                 rows = None if X is None else np.asarray(X)[~hyp] if np.ndim(X) == 2 else X
-                idx[~hyp] = self._model_entries(ids[~hyp], rows, None, "relabel")
+                old = None if y_old is None else np.atleast_1d(np.asarray(y_old))[~hyp]
+                idx[~hyp] = self._model_entries(ids[~hyp], rows, old, "relabel")
             gone = np.isnan(self._y[idx])
             if np.any(gone):
                 raise ValueError(f"cannot relabel removed samples: {ids[gone][:10].tolist()}")

@@ -39,8 +39,8 @@ contract, and returns None otherwise (also when it does not apply, e.g.
 :func:`check_save_load_roundtrip` for an estimator without ``save``).
 
 The checks use the public interface only.  Models with ``keep_data=False`` (they store no
-training rows) remove samples by value, ``remove(X=rows, y=labels)``, and get the rows with
-``relabel(ids, y, X=rows)``.  A model with a data-dependent feature map fits it once, in
+training rows nor labels) remove samples by value, ``remove(X=rows, y=labels)``, and get the
+rows and current labels with ``relabel(ids, y, X=rows, y_old=labels)``.  A model with a data-dependent feature map fits it once, in
 ``fit``; its updates, and therefore the refits it is compared with, reuse that fitted map
 (``feature_map_``).
 
@@ -341,7 +341,7 @@ class _Subject:
         """``target.relabel`` of the tracked samples ``ids`` to ``y``."""
         if self.keeps_data:
             return target.relabel(ids, y)
-        return target.relabel(ids, y, X=self.tracker.X_of(ids))
+        return target.relabel(ids, y, X=self.tracker.X_of(ids), y_old=self.tracker.y_of(ids))
 
     # changes of the model and its twin --------------------------------------------------------
     def add(self, X, y):
@@ -411,7 +411,8 @@ class _Change:
         else:
             rows = self.model.tracker
             kw.update(X_remove=rows.X_of(self.remove_ids), y_remove=rows.y_of(self.remove_ids),
-                      X_relabel=rows.X_of(self.relabel_ids))
+                      X_relabel=rows.X_of(self.relabel_ids),
+                      y_relabel_old=rows.y_of(self.relabel_ids))
         return kw
 
     def track(self, new_ids):
