@@ -662,6 +662,8 @@ def test_keep_data_false_file_holds_no_labels(kind, cancer, diabetes, tmp_path):
         arrays = {k: z[k] for k in z.files}
     assert "ledger_y" not in names
     n = m.n_samples_
+    # per sample: the 16-byte keyed digest of (row, label) and nothing else
+    assert arrays["ledger_digests"].shape == (n, 16)
     live_y = np.r_[y[3:N], y[N:N + 5]].astype(np.float64)
     for key, a in arrays.items():
         if key in ("ledger_ids", "ledger_digests", "__meta__"):
