@@ -7,7 +7,50 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["check_rows", "check_real", "check_int", "check_bool", "check_ids"]
+__all__ = ["check_rows", "check_real", "check_int", "check_bool", "check_ids", "check_dense",
+           "SparseDataError"]
+
+
+class SparseDataError(TypeError, ValueError):
+    """Sparse input where dense data is required.
+
+    A TypeError, like scikit-learn's refusal of sparse input in ``fit`` (same message), and a
+    ValueError, like every other refusal of bad input in deltafit.
+    """
+
+
+def check_dense(A, what="X"):
+    """Refuse sparse matrices and complex values in ``A`` (an array-like of rows or labels).
+
+    Raises
+    ------
+    SparseDataError
+        For a scipy.sparse matrix or array (the TypeError scikit-learn's ``fit`` raises).
+    ValueError
+        For complex values, even with a zero imaginary part (``fit`` refuses them too).
+    """
+    kind = "sparse" if sp.issparse(A) else getattr(getattr(A, "dtype", None), "kind", None)
+    if kind is None or kind == "O":
+        try:
+            kind = np.asarray(A).dtype.kind
+        except (TypeError, ValueError):
+            return  # not an array: the caller's conversion names the problem
+        if kind == "O":  # a sparse matrix or complex numbers wrapped in an object array
+            values = np.asarray(A).ravel()
+            if any(sp.issparse(v) for v in values):
+                kind = "sparse"
+            elif any(isinstance(v, (complex, np.complexfloating)) for v in values):
+                kind = "c"
+    if kind == "sparse":
+        raise SparseDataError(
+            f"Sparse data was passed for {what}, but dense data is required. Use '.toarray()' "
+            "to convert to a dense numpy array."
+        )
+    if kind == "c":
+        raise ValueError(
+            f"Complex data not supported: {what} has complex values (the imaginary part would "
+            "be dropped)"
+        )
 
 
 def check_real(value, name, *, low=None, low_inclusive=False):
@@ -34,11 +77,12 @@ def check_bool(value, name):
 def check_rows(X, n_features, what="X", owner="the model", finite=True):
     """A 2-D finite float64 array with ``n_features`` columns and at least one row.
 
+    Sparse matrices are refused with scikit-learn's TypeError (:class:`SparseDataError`, also
+    a ValueError) and complex values with a ValueError, as the estimators' ``fit`` does.
     ``finite=False`` leaves the NaN/inf check to a caller whose next computation reveals
     non-finite input anyway (and which then calls again with ``finite=True`` for the message).
     """
-    if sp.issparse(X):
-        X = X.toarray()
+    check_dense(X, what)
     try:
         X = np.asarray(X, dtype=np.float64)
     except (TypeError, ValueError) as exc:

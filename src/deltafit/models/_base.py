@@ -22,7 +22,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 
 from .._labels import BinaryLabels, LabelMessages
 from .._transaction import atomic
-from .._validation import check_bool, check_int, check_real, check_rows
+from .._validation import check_bool, check_dense, check_int, check_real, check_rows
 from ..losses import get_loss
 from ._ledger import Ledger, row_digests
 from ._registry import state_for
@@ -47,7 +47,9 @@ _LABELS = LabelMessages(
 
 
 def _as_1d(y, what):
-    """A 1-D label array from a scalar, a list, a 1-D array or an (n, 1) column."""
+    """A 1-D label array from a scalar, a list, a 1-D array or an (n, 1) column (sparse and
+    complex labels are refused, as ``fit`` refuses them)."""
+    check_dense(y, what)
     y = np.asarray(y)
     if y.ndim == 0:
         return y.reshape(1)
@@ -175,7 +177,17 @@ class UpdatableMixin:
         -------
         self
         """
+        self._check_dense(X, y)
         return self._fit(X, y)
+
+    @staticmethod
+    def _check_dense(X, y=None):
+        """The refusals every entry point shares: sparse X or y (scikit-learn's TypeError,
+        :class:`deltafit._validation.SparseDataError`, also a ValueError) and complex values
+        (ValueError)."""
+        check_dense(X, "X")
+        if y is not None:
+            check_dense(y, "y")
 
     def _fit(self, X, y, classes=None):
         # a failed (re)fit leaves a fitted model as it was: fitting only creates new objects,
@@ -225,6 +237,7 @@ class UpdatableMixin:
         self
         """
         if not self._is_fitted():
+            self._check_dense(X, y)
             if self._classifier:
                 return self._fit(X, y, classes=classes)
             return self._fit(X, y)
@@ -520,6 +533,7 @@ class UpdatableMixin:
 
     def _decision(self, X):
         check_is_fitted(self, "_ledger")
+        self._check_dense(X)
         X = validate_data(self, X, dtype=np.float64, reset=False)
         return self._decision_checked(X)
 
