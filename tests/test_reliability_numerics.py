@@ -64,6 +64,124 @@ def _all_models():
 
 
 # ---------------------------------------------------------------------------------------------
+# 1. magnitudes that overflow
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("make", _all_models())
+@pytest.mark.parametrize("value", [1e60, 1e150, 1e155, 1e200, 1e300])
+def test_an_overflowing_row_is_refused_and_changes_nothing(make, value):
+    X, yc, yr = _data()
+    m = make()
+    y = _targets(m, yc, yr)
+    m.fit(X, y)
+    before = snapshot(m, X)
+    row = np.full((1, X.shape[1]), value)
+    if isinstance(m, KernelClassifier) and m.kernel == "rbf":
+        # a bounded kernel: the row is harmless (k(x, x) = 1 + intercept) and accepted, unless
+        # its squared distances overflow (from about 1e154), which the kernel refuses
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                m.add(row, y[:1])
+        except ValueError as exc:
+            assert value > 1e154 and "NaN or inf" in str(exc)
+            assert_unchanged(before, snapshot(m, X))
+        assert np.all(np.isfinite(m.dual_coef_)) and np.isfinite(m.grad_norm_)
+        return
+    nodata = not m.get_params().get("keep_data", True)
+    with warnings.catch_warnings():
+        # the kernels overflow inside scikit-learn / numpy, which may warn before the refusal
+        warnings.simplefilter("ignore", RuntimeWarning)
+        with pytest.raises(ValueError, match="overflow|limit|NaN or inf"):
+            m.add(row, y[:1])
+        with pytest.raises(ValueError, match="overflow|limit|NaN or inf"):
+            m.update(X_add=np.vstack([X[:2], row]), y_add=y[:3], remove_ids=[5],
+                     X_remove=X[5:6] if nodata else None)
+        with pytest.raises(ValueError, match="overflow|limit|NaN or inf"):
+            clone(m).fit(np.vstack([X, row]), np.concatenate([y, y[:1]]))
+    assert_unchanged(before, snapshot(m, X))
+    # and the model keeps updating exactly
+    ids = m.add(X[:3] + 0.5, y[:3])
+    m.remove(ids, X=X[:3] + 0.5) if nodata else m.remove(ids)
+    ref = clone(m).fit(X, y)
+    tol = 1e-8 if m.loss == "squared" else 1e-6
+    assert np.max(np.abs(_score(m, X) - _score(ref, X))) <= tol * max(1, np.abs(_score(ref, X)).max())
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+@pytest.mark.parametrize("kind", ["linear", "kernel"])
+def test_huge_intercept_scaling_is_refused_at_fit(loss, kind):
+    X, yc, _ = _data()
+    m = LinearClassifier(loss=loss, intercept_scaling=1e200) if kind == "linear" else \
+        KernelClassifier(loss=loss, kernel="linear", intercept_scaling=1e200)
+    with pytest.raises(ValueError, match="intercept_scaling"):
+        m.fit(X, yc)
+    # a refit with the problem fixed works
+    m.set_params(intercept_scaling=1.0).fit(X, yc)
+    assert np.isfinite(m.grad_norm_)
+
+
+@pytest.mark.parametrize("make", [LinearRegressor, KernelRegressor])
+def test_overflowing_targets_are_refused(make):
+    X, _, yr = _data()
+    with pytest.raises(ValueError, match="squared target"):
+        make().fit(X, np.where(np.arange(yr.size) == 3, 1e200, yr))
+    m = make().fit(X, yr)
+    before = snapshot(m, X)
+    with pytest.raises(ValueError, match="squared target"):
+        m.add(X[:1], [1e200])
+    with pytest.raises(ValueError, match="squared target"):
+        m.relabel([2], [-1e160])
+    assert_unchanged(before, snapshot(m, X))
+
+
+def test_the_cap_is_weighted_by_C():
+    """``max(1, C)·‖Φ(x)‖²`` is capped: what is fine with C = 1 overflows with C = 1e90."""
+    X, yc, _ = _data()
+    Xb, yb = np.vstack([X, np.full((1, X.shape[1]), 1e6)]), np.append(yc, 1)  # ‖Φ‖² ≈ 5e12
+    LinearClassifier(C=1.0).fit(Xb, yb)
+    LinearClassifier(C=1e87).fit(X, yc)
+    with pytest.raises(ValueError, match="limit"):
+        LinearClassifier(C=1e90).fit(Xb, yb)
+    m = LinearClassifier(C=1e90).fit(X, yc)
+    with pytest.raises(ValueError, match="limit"):
+        m.add(Xb[-1:], [1])
+    from deltafit._validation import MAX_SQUARED_NORM
+
+    assert MAX_SQUARED_NORM == 1e100
+
+
+@pytest.mark.parametrize("loss", ["logistic", "squared_hinge", "hinge"])
+@pytest.mark.parametrize("kind", ["linear", "kernel"])
+def test_a_non_finite_re_solve_is_refused_and_rolled_back(loss, kind, monkeypatch):
+    """The last line of defence: a solver that returns a non-finite solution (whatever the
+    cause) is refused and the state put back as it was."""
+    from deltafit.models import _warm_hinge, _warm_newton
+
+    X, yc, _ = _data()
+    m = (LinearClassifier if kind == "linear" else KernelClassifier)(loss=loss).fit(X, yc)
+    before = snapshot(m, X)
+    module = _warm_hinge if loss == "hinge" else _warm_newton
+    name = ("hinge_" if loss == "hinge" else "newton_") + ("primal" if kind == "linear"
+                                                          else "kernel")
+    orig = getattr(module, name)
+
+    def broken(*args, **kwargs):
+        res = orig(*args, **kwargs)
+        res.coef = res.coef * np.nan
+        return res
+
+    monkeypatch.setattr(module, name, broken)
+    with pytest.raises(ValueError, match="overflow"):
+        m.add(X[:2] + 0.1, yc[:2])
+    with pytest.raises(ValueError, match="overflow"):
+        clone(m).fit(X, yc)
+    monkeypatch.undo()
+    assert_unchanged(before, snapshot(m, X))
+    m.add(X[:2] + 0.1, yc[:2])
+    assert np.all(np.isfinite(_score(m, X)))
+
+
+# ---------------------------------------------------------------------------------------------
 # 8. complex and sparse input
 # ---------------------------------------------------------------------------------------------
 MODELS8 = [pytest.param(LinearClassifier, id="LinearClassifier"),

@@ -8,7 +8,17 @@ import numpy as np
 import scipy.sparse as sp
 
 __all__ = ["check_rows", "check_real", "check_int", "check_bool", "check_ids", "check_dense",
-           "SparseDataError"]
+           "check_magnitude", "MAX_SQUARED_NORM", "SparseDataError"]
+
+#: The largest weighted squared norm a training sample may have.  Every sample must satisfy
+#: ``max(1, C)·‖Φ(x)‖² ≤ MAX_SQUARED_NORM`` (``Φ(x)``: the features after the feature map, the
+#: intercept column included; kernel models: ``max(1, C)·k(x, x)`` and ``max(1, C)·|k(x, x')|``,
+#: the intercept term included), and a regression target ``max(1, C)·y² ≤ MAX_SQUARED_NORM``.
+#: With it the Gram entries are at most ``n·1e100``, the products an exact update forms (the
+#: Woodbury cores ``vᵀ(ΦᵀΦ + ρI)⁻¹v ≤ 2C‖v‖²``, the Hessians ``I + C ΦᵀDΦ``, the scores
+#: ``|⟨Φ(x), β⟩| ≤ ‖Φ(x)‖·sqrt(2 J(0))``) at most about ``n·1e200``: far inside the float64
+#: range (≈ 1.8e308).  Larger values overflow, and are refused rather than fitted.
+MAX_SQUARED_NORM = 1e100
 
 
 class SparseDataError(TypeError, ValueError):
@@ -50,6 +60,39 @@ def check_dense(A, what="X"):
         raise ValueError(
             f"Complex data not supported: {what} has complex values (the imaginary part would "
             "be dropped)"
+        )
+
+
+def check_magnitude(sq, C, what, remedy="rescale the data"):
+    """Refuse samples beyond :data:`MAX_SQUARED_NORM`.
+
+    Parameters
+    ----------
+    sq : array-like of float
+        Non-negative squared magnitudes (squared feature norms, kernel values, squared
+        targets); NaN or inf (an overflow while computing them) is refused too.
+    C : float
+        The data-term weight of the problem they enter; they are checked as ``max(1, C)·sq``.
+    what : str
+        What they are, for the message (e.g. ``"X: the squared feature norm ‖Φ(x)‖²"``).
+    remedy : str
+        What to do instead, for the message.
+
+    Raises
+    ------
+    ValueError
+        Naming the largest value and the limit.
+    """
+    sq = np.asarray(sq, dtype=np.float64)
+    if sq.size == 0:
+        return
+    top = float(np.max(sq))
+    w = max(1.0, float(C))
+    if not np.isfinite(top) or w * top > MAX_SQUARED_NORM:
+        shown = "overflows (not finite)" if not np.isfinite(top) else f"is {top:.3g}"
+        raise ValueError(
+            f"{what} {shown}, above the limit max(1, C)·value <= {MAX_SQUARED_NORM:.0e} "
+            f"(C={C:.3g}) beyond which an exact update overflows; {remedy}"
         )
 
 
