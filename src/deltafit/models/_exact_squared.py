@@ -29,7 +29,8 @@ Removing a sample of high leverage cancels digits twice, and the primal state gu
   core within ``_CORE_MARGIN`` of its noise is not used (the update refactorises the exact
   statistics instead); after any update whose core's relative noise exceeds ``_REFINE_RTOL``,
   β is refined against the exact statistics (a few steps, then a refactorisation if they do
-  not settle);
+  not settle); and once the bound on ``cond(M)`` passes ``_MAX_COND`` every update
+  refactorises, so that data a fresh fit cannot factorise are refused alike;
 * the statistics themselves cancel: ``M + vvᵀ − vvᵀ`` keeps the rounding error of the first
   sum, ``ε‖v‖²``, for good, and ordinary rows summed into an ``M`` that holds a large one are
   rounded at its scale.  Rows whose squared norm (or product with their target) stands far
@@ -99,6 +100,9 @@ _CORE_MARGIN = 1e2
 # for at most _REFINE_STEPS steps before a refactorisation.
 _REFINE_RTOL = 1e-11
 _REFINE_STEPS = 3
+# Above this bound on cond(M) the Woodbury step is not trusted at all: the update refactorises
+# (and, like a fresh fit, refuses the data once the Cholesky factorisation fails).
+_MAX_COND = 1e14
 
 
 # ------------------------------------------------------------------ error-free transformations
@@ -657,6 +661,10 @@ class PrimalSquaredState(ModelState):
                 core = None
             else:
                 refine = noise > _REFINE_RTOL * lam
+            n_M = self._nM + float(sqV[s > 0].sum())
+            n_H = self._nH + (w2 if Pr is not None else 0.0)
+            if n_M * n_H > _MAX_COND:  # nearly singular: as a fresh fit would, factorise
+                core = None
         if core is None:  # leverage ≈ 1: Woodbury is unreliable, use the exact statistics
             return self._apply_refactor(as_rows(Pa), ya, as_rows(Pr), yr, Pl, dy, q, rows_after)
         if q and self._excess(self.stats.lost + q, lambda: self._nH + w2):
@@ -673,10 +681,8 @@ class PrimalSquaredState(ModelState):
         self._np = r + k
         mark = self.inv.mark()
         self.inv.add(W, core)
-        self._nM += float(sqV[s > 0].sum())
+        self._nM, self._nH = n_M, n_H  # ‖H − W G⁻¹ Wᵀ‖ ≤ ‖H‖ + ‖W‖² / min|λ(G)|
         self._eW += _EPS * w2
-        if Pr is not None:  # ‖H − W G⁻¹ Wᵀ‖ ≤ ‖H‖ + ‖W‖² / min|λ(G)|
-            self._nH += w2
         self.beta = beta
         self.stats.rhs = rhs
         self.stats.lost += q
@@ -865,6 +871,16 @@ class PrimalSquaredState(ModelState):
         return st
 
 
+def _check_finite_alpha(alpha):
+    """ValueError unless the dual coefficients are finite (the magnitude cap of
+    :mod:`deltafit._validation` keeps the residual finite then)."""
+    if not np.all(np.isfinite(alpha)):
+        raise ValueError(
+            "the solution overflowed (non-finite coefficients): the kernel values are too large "
+            "for float64; rescale X (or use a smaller C)"
+        )
+
+
 class _Unreliable(Exception):
     """A block Woodbury core was numerically unreliable; refactorise from the exact data."""
 
@@ -926,6 +942,7 @@ class DualSquaredState(ModelState):
         self.inv.reset(H0)
         alpha = np.zeros(self.capacity)
         alpha[A] = linalg.cho_solve(c, self.y[A], check_finite=False)
+        _check_finite_alpha(alpha)
         self.alpha = alpha
         self._clean.extend(getattr(self, "_dirty", []))
         self._dirty = []
@@ -1131,6 +1148,7 @@ class DualSquaredState(ModelState):
             a = alpha * active
             r = (y - (self.gram.K @ a + self.rho * a)) * active
             alpha = alpha + self.inv.matvec(r) * active
+        _check_finite_alpha(alpha)
         self.alpha, self.y, self.active = alpha, y, active
         if direct:  # one refinement step against the exact kernel matrix, as in a fold
             self._zero_dirty()
