@@ -277,6 +277,7 @@ class _Statistics:
         self.Mbig = self.Mlo = None
         self.rhs = (np.zeros(p), np.zeros(p), np.zeros(p))
         self.big_sq, self.big_b, self.lost = float(big_sq), float(big_b), 0.0
+        self._trace = None  # trace(M), computed when asked
 
     @classmethod
     def of_rows(cls, Phi, y, rho, limits=None):
@@ -322,6 +323,7 @@ class _Statistics:
         None), streamed in chunks; large rows through error-free transformations."""
         if rows is None:
             return
+        self._trace = None
         for i, block in rows.chunks():
             sq = _row_sq(block)
             hot = self._hot(sq)
@@ -379,13 +381,14 @@ class _Statistics:
         addition and of their removal, which no longer cancel against the data."""
         if rows is None:
             return 0.0
-        q = 0.0
-        for _, block in rows.chunks():
-            sq = _row_sq(block)
-            hot = self._hot(sq)
-            q += 2.0 * (_PLAIN_ERR * float(sq[~hot].sum()) +
-                        _COMPENSATED_ERR * float(sq[hot].sum()))
-        return q
+        return sum(self.cancellation_of(_row_sq(block)) for _, block in rows.chunks())
+
+    def cancellation_of(self, sq):
+        """:meth:`cancellation` of rows of squared norms ``sq``."""
+        total = float(sq.sum())
+        hot = sq > self.big_sq
+        big = float(sq[hot].sum()) if hot.any() else 0.0
+        return 2.0 * (_PLAIN_ERR * (total - big) + _COMPENSATED_ERR * big)
 
     def matrix(self):
         """``M`` (lower triangle) for a factorisation: the parts summed."""
@@ -409,11 +412,13 @@ class _Statistics:
         return r
 
     def trace(self):
-        """trace(M), O(p)."""
-        t = float(np.trace(self.M))
-        if self.Mbig is not None:
-            t += float(np.trace(self.Mbig)) + float(np.trace(self.Mlo))
-        return t
+        """trace(M), O(p) (kept until M changes)."""
+        if self._trace is None:
+            t = float(np.trace(self.M))
+            if self.Mbig is not None:
+                t += float(np.trace(self.Mbig)) + float(np.trace(self.Mlo))
+            self._trace = t
+        return self._trace
 
     def full(self):
         """``M`` as a full symmetric matrix (the parts summed and rounded)."""
@@ -563,8 +568,8 @@ class PrimalSquaredState(ModelState):
     def _check_finite(self, beta, b):
         """ValueError unless β, b and a bound on the residual ``b − Mβ`` are finite."""
         # ‖Mβ − b‖ ≤ tr(M) ‖β‖ + ‖b‖ ≤ √p (tr(M) max|β| + max|b|); max and abs do not overflow
-        bound = math.sqrt(self.p) * (self._trace_M() * float(np.max(np.abs(beta))) +
-                                     float(np.max(np.abs(b))))
+        bound = math.sqrt(self.p) * (self._trace_M() * float(abs(beta).max()) +
+                                     float(abs(b).max()))
         if not math.isfinite(bound):
             raise ValueError(
                 "the solution overflowed (non-finite coefficients or residual): the data's "
@@ -572,11 +577,10 @@ class PrimalSquaredState(ModelState):
             )
 
     def _core_noise(self, h, sq):
-        """Rounding noise of the Woodbury core ``V H Vᵀ ± I`` for rows of leverages
-        ``h = diag(V H Vᵀ)`` and squared norms ``sq`` (see the module docstring)."""
-        sq = float(np.sum(sq))
-        return math.sqrt(self.p) * _EPS * ((1.0 + self._nM * self._nH) * float(np.sum(np.abs(h)))
-                                           + self._nH * sq) + self._eW * sq
+        """Rounding noise of the Woodbury core ``V H Vᵀ ± I`` for rows of total leverage
+        ``h = Σ |vᵀHv|`` and total squared norm ``sq`` (see the module docstring)."""
+        return math.sqrt(self.p) * _EPS * ((1.0 + self._nM * self._nH) * h + self._nH * sq) + \
+            self._eW * sq
 
     def _excess(self, lost, inv_norm):
         """Whether an error ``lost`` (2-norm) in M could move β by more than ``_LOST_RTOL``
@@ -623,10 +627,10 @@ class PrimalSquaredState(ModelState):
         Pa, Pr, Pl = as_rows(Pa), as_rows(Pr), as_rows(Pl)
         if Pl is not None:
             Pl = Pl.array()
-        q = self.stats.cancellation(Pr)
         k = (0 if Pa is None else len(Pa)) + (0 if Pr is None else len(Pr))
         if k > self.max_rank:
-            return self._apply_refactor(Pa, ya, Pr, yr, Pl, dy, q, rows_after)
+            return self._apply_refactor(Pa, ya, Pr, yr, Pl, dy, self.stats.cancellation(Pr),
+                                        rows_after)
         Pa = None if Pa is None else Pa.array()
         Pr = None if Pr is None else Pr.array()
         rel = None if Pl is None else Pl.T @ dy
@@ -641,6 +645,12 @@ class PrimalSquaredState(ModelState):
             self.beta, self.stats.rhs = t, rhs
             return
         V = parts[0][0] if len(parts) == 1 else np.vstack([B for B, _, _ in parts])
+        sqV = _row_sq(V)
+        n_add = 0 if Pa is None else Pa.shape[0]
+        sqs = [sqV[:n_add], sqV[n_add:]] if n_add and Pr is not None else [sqV]
+        sq_all = float(sqV.sum())
+        sq_add = float(sqs[0].sum()) if n_add else 0.0
+        q = 0.0 if Pr is None else self.stats.cancellation_of(sqs[-1])
         s = np.concatenate([np.full(B.shape[0], sg) for B, _, sg in parts])
         yv = np.concatenate([yy for _, yy, _ in parts])
         W = self.inv.matvec(np.ascontiguousarray(V.T)) if k > 1 else \
@@ -648,20 +658,19 @@ class PrimalSquaredState(ModelState):
         G = V @ W
         G.flat[:: k + 1] += s
         core = _woodbury_core(G)
-        sqV = _row_sq(V)
         refine = False
         if core is not None:
             lam = abs(float(G[0, 0])) if k == 1 else \
                 float(np.min(np.abs(np.linalg.eigvalsh(0.5 * (G + G.T)))))
-            w2 = float(np.sum(W * W)) / lam  # ≥ ‖W G⁻¹ Wᵀ‖, the size of the correction
+            w2 = float(W.ravel() @ W.ravel()) / lam  # ≥ ‖W G⁻¹ Wᵀ‖: the correction's size
             # a removal's core cancels as the leverage approaches 1; an addition's does not
             # (G ⪰ I), but a large one carries the tracked inverse's error into β
-            noise = self._core_noise(np.diagonal(G) - s, sqV)
+            noise = self._core_noise(float(np.abs(np.diagonal(G) - s).sum()), sq_all)
             if Pr is not None and lam <= _CORE_MARGIN * noise:
                 core = None
             else:
                 refine = noise > _REFINE_RTOL * lam
-            n_M = self._nM + float(sqV[s > 0].sum())
+            n_M = self._nM + sq_add
             n_H = self._nH + (w2 if Pr is not None else 0.0)
             if n_M * n_H > _MAX_COND:  # nearly singular: as a fresh fit would, factorise
                 core = None
@@ -672,7 +681,7 @@ class PrimalSquaredState(ModelState):
             return self._apply_refactor(as_rows(Pa), ya, as_rows(Pr), yr, Pl, dy, q, rows_after)
         t = t + W @ (s * yv)
         beta = t + W @ (core @ (V @ t))
-        rhs = self._rhs(parts, Pl, dy)
+        rhs = self._rhs(parts, Pl, dy, sqs)
         self._check_finite(beta, sum(rhs))
         r = self._np
         self._P[r:r + k] = V
@@ -689,12 +698,14 @@ class PrimalSquaredState(ModelState):
         if refine:
             self._refine(r, mark)
 
-    def _rhs(self, parts, Pl, dy):
-        """The statistics' ``rhs`` after the additions and removals ``parts`` and the relabels."""
+    def _rhs(self, parts, Pl, dy, sqs=None):
+        """The statistics' ``rhs`` after the additions and removals ``parts`` (rows of squared
+        norms ``sqs``, when known) and the relabels."""
         st = self.stats
         rhs = st.rhs
-        for B, yy, sg in parts:
-            rhs = st.plus(B, sg * np.asarray(yy, dtype=np.float64), base=rhs)
+        for i, (B, yy, sg) in enumerate(parts):
+            rhs = st.plus(B, sg * np.asarray(yy, dtype=np.float64),
+                          None if sqs is None else sqs[i], base=rhs)
         if Pl is not None:
             rhs = st.plus(Pl, dy, base=rhs)
         return rhs
