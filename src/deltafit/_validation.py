@@ -7,7 +7,93 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["check_rows", "check_real", "check_int", "check_bool", "check_ids"]
+__all__ = ["check_rows", "check_real", "check_int", "check_bool", "check_ids", "check_dense",
+           "check_magnitude", "MAX_SQUARED_NORM", "SparseDataError"]
+
+#: The largest weighted squared norm a training sample may have.  Every sample must satisfy
+#: ``max(1, C)·‖Φ(x)‖² ≤ MAX_SQUARED_NORM`` (``Φ(x)``: the features after the feature map, the
+#: intercept column included; kernel models: ``max(1, C)·k(x, x)`` and ``max(1, C)·|k(x, x')|``,
+#: the intercept term included), and a regression target ``max(1, C)·y² ≤ MAX_SQUARED_NORM``.
+#: With it the Gram entries are at most ``n·1e100``, the products an exact update forms (the
+#: Woodbury cores ``vᵀ(ΦᵀΦ + ρI)⁻¹v ≤ 2C‖v‖²``, the Hessians ``I + C ΦᵀDΦ``, the scores
+#: ``|⟨Φ(x), β⟩| ≤ ‖Φ(x)‖·sqrt(2 J(0))``) at most about ``n·1e200``: far inside the float64
+#: range (≈ 1.8e308).  Larger values overflow, and are refused rather than fitted.
+MAX_SQUARED_NORM = 1e100
+
+
+class SparseDataError(TypeError, ValueError):
+    """Sparse input where dense data is required.
+
+    A TypeError, like scikit-learn's refusal of sparse input in ``fit`` (same message), and a
+    ValueError, like every other refusal of bad input in deltafit.
+    """
+
+
+def check_dense(A, what="X"):
+    """Refuse sparse matrices and complex values in ``A`` (an array-like of rows or labels).
+
+    Raises
+    ------
+    SparseDataError
+        For a scipy.sparse matrix or array (the TypeError scikit-learn's ``fit`` raises).
+    ValueError
+        For complex values, even with a zero imaginary part (``fit`` refuses them too).
+    """
+    kind = "sparse" if sp.issparse(A) else getattr(getattr(A, "dtype", None), "kind", None)
+    if kind is None or kind == "O":
+        try:
+            kind = np.asarray(A).dtype.kind
+        except (TypeError, ValueError):
+            return  # not an array: the caller's conversion names the problem
+        if kind == "O":  # a sparse matrix or complex numbers wrapped in an object array
+            values = np.asarray(A).ravel()
+            if any(sp.issparse(v) for v in values):
+                kind = "sparse"
+            elif any(isinstance(v, (complex, np.complexfloating)) for v in values):
+                kind = "c"
+    if kind == "sparse":
+        raise SparseDataError(
+            f"Sparse data was passed for {what}, but dense data is required. Use '.toarray()' "
+            "to convert to a dense numpy array."
+        )
+    if kind == "c":
+        raise ValueError(
+            f"Complex data not supported: {what} has complex values (the imaginary part would "
+            "be dropped)"
+        )
+
+
+def check_magnitude(sq, C, what, remedy="rescale the data"):
+    """Refuse samples beyond :data:`MAX_SQUARED_NORM`.
+
+    Parameters
+    ----------
+    sq : array-like of float
+        Non-negative squared magnitudes (squared feature norms, kernel values, squared
+        targets); NaN or inf (an overflow while computing them) is refused too.
+    C : float
+        The data-term weight of the problem they enter; they are checked as ``max(1, C)·sq``.
+    what : str
+        What they are, for the message (e.g. ``"X: the squared feature norm ‖Φ(x)‖²"``).
+    remedy : str
+        What to do instead, for the message.
+
+    Raises
+    ------
+    ValueError
+        Naming the largest value and the limit.
+    """
+    sq = np.asarray(sq, dtype=np.float64)
+    if sq.size == 0:
+        return
+    top = float(np.max(sq))
+    w = max(1.0, float(C))
+    if not np.isfinite(top) or w * top > MAX_SQUARED_NORM:
+        shown = "overflows (not finite)" if not np.isfinite(top) else f"is {top:.3g}"
+        raise ValueError(
+            f"{what} {shown}, above the limit max(1, C)·value <= {MAX_SQUARED_NORM:.0e} "
+            f"(C={C:.3g}) beyond which an exact update overflows; {remedy}"
+        )
 
 
 def check_real(value, name, *, low=None, low_inclusive=False):
@@ -34,11 +120,12 @@ def check_bool(value, name):
 def check_rows(X, n_features, what="X", owner="the model", finite=True):
     """A 2-D finite float64 array with ``n_features`` columns and at least one row.
 
+    Sparse matrices are refused with scikit-learn's TypeError (:class:`SparseDataError`, also
+    a ValueError) and complex values with a ValueError, as the estimators' ``fit`` does.
     ``finite=False`` leaves the NaN/inf check to a caller whose next computation reveals
     non-finite input anyway (and which then calls again with ``finite=True`` for the message).
     """
-    if sp.issparse(X):
-        X = X.toarray()
+    check_dense(X, what)
     try:
         X = np.asarray(X, dtype=np.float64)
     except (TypeError, ValueError) as exc:

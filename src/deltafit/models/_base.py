@@ -23,7 +23,8 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 
 from .._labels import BinaryLabels, LabelMessages
 from .._transaction import atomic
-from .._validation import check_bool, check_int, check_real, check_rows
+from .._validation import (MAX_SQUARED_NORM, check_bool, check_dense, check_int,
+                           check_magnitude, check_real, check_rows)
 from ..losses import get_loss
 from ._ledger import Ledger
 from ._registry import state_for
@@ -48,7 +49,9 @@ _LABELS = LabelMessages(
 
 
 def _as_1d(y, what):
-    """A 1-D label array from a scalar, a list, a 1-D array or an (n, 1) column."""
+    """A 1-D label array from a scalar, a list, a 1-D array or an (n, 1) column (sparse and
+    complex labels are refused, as ``fit`` refuses them)."""
+    check_dense(y, what)
     y = np.asarray(y)
     if y.ndim == 0:
         return y.reshape(1)
@@ -134,7 +137,9 @@ class UpdatableMixin:
         check_bool(self.fit_intercept, "fit_intercept")
         check_bool(self.warm_start, "warm_start")
         if self.fit_intercept:
-            check_real(self.intercept_scaling, "intercept_scaling", low=0.0)
+            s = check_real(self.intercept_scaling, "intercept_scaling", low=0.0)
+            check_magnitude(s * s, self.C, f"intercept_scaling={s!r}: its square (a term of "
+                            "every sample's squared norm)", "use a smaller intercept_scaling")
         if self.callback is not None and not callable(self.callback):
             raise ValueError("callback must be callable or None")
         self._check_model_params()
@@ -196,7 +201,64 @@ class UpdatableMixin:
             raise ValueError(f"{what} must be numeric for a regressor: {exc}") from exc
         if not np.all(np.isfinite(y)):
             raise ValueError(f"{what} contains NaN or infinity")
+        top = float(np.max(np.abs(y))) if y.size else 0.0
+        check_magnitude(top * top, self._fitted_C(fitting), f"{what}: the squared target",
+                        "rescale y")
         return y
+
+    def _fitted_C(self, fitting=False):
+        """C of the problem the data enter: the parameter when fitting, else the fitted one
+        (``set_params`` may have changed the parameter since)."""
+        return float(self.C) if fitting or not self._is_fitted() else self._state.C
+
+    def _check_scale(self, data, C):
+        """Refuse Φ (linear) or a kernel block (kernel models) beyond the magnitude cap
+        :data:`deltafit._validation.MAX_SQUARED_NORM`: squared row norms ``‖Φ(x)‖²`` (the
+        intercept column included), or kernel values ``|k(x, x')|`` (intercept term
+        included)."""
+        if data.size == 0:
+            return
+        top = max(float(np.max(data)), -float(np.min(data)))  # NaN stays NaN: refused
+        if self._kernel:
+            check_magnitude(top, C, "the kernel value |k(x, x')| (intercept term included)",
+                            "rescale X or use a bounded kernel")
+        elif not top * top * data.shape[1] * max(1.0, C) <= MAX_SQUARED_NORM:
+            # some ‖Φ(x)‖² ≤ p·max|Φ|² may pass the cap: compute them
+            with np.errstate(over="ignore", invalid="ignore"):
+                sq = np.einsum("ij,ij->i", data, data)
+            check_magnitude(sq, C, "X: the squared feature norm ‖Φ(x)‖² (intercept column "
+                            "included)", "rescale X")
+
+    def _check_solution(self, st):
+        """Refuse a state whose solution or residual is not finite (an overflow)."""
+        res = st.result
+        if not np.all(np.isfinite(st.solution)) or (res is not None
+                                                   and not np.isfinite(res.grad_norm)):
+            raise ValueError(
+                "the solution overflowed (non-finite coefficients or residual): the data's "
+                "magnitudes or C are too large for float64; rescale X (or use a smaller C)"
+            )
+
+    def _apply_change(self, change):
+        """Hand a validated :class:`~deltafit.models._state.DataChange` to the state.
+
+        The new data (Φ of the added rows, or their kernel blocks) are checked against the
+        magnitude cap first; after a re-solve the new solution must be finite, otherwise the
+        state is put back as it was and a ValueError raised.  (The closed-form states check
+        their solution themselves: they update in place and roll back on their own.)
+        """
+        st = self._state
+        if change.rows_add is not None:
+            self._check_scale(np.asarray(change.rows_add), st.C)
+        if change.K_new is not None:
+            self._check_scale(change.K_new, st.C)
+            self._check_scale(change.K_cross, st.C)
+        if st.result is None:
+            st.apply_change(change)
+            return
+        with atomic(st):
+            st.apply_change(change)
+            self._check_solution(st)
 
     def _decode_y(self, t):
         return BinaryLabels(self.classes_).decode(t)
@@ -220,7 +282,17 @@ class UpdatableMixin:
         -------
         self
         """
+        self._check_dense(X, y)
         return self._fit(X, y)
+
+    @staticmethod
+    def _check_dense(X, y=None):
+        """The refusals every entry point shares: sparse X or y (scikit-learn's TypeError,
+        :class:`deltafit._validation.SparseDataError`, also a ValueError) and complex values
+        (ValueError)."""
+        check_dense(X, "X")
+        if y is not None:
+            check_dense(y, "y")
 
     def _fit(self, X, y, classes=None):
         # a failed (re)fit leaves a fitted model as it was: fitting only creates new objects,
@@ -261,7 +333,11 @@ class UpdatableMixin:
         width = data.shape[0] if cls.warm_per_sample else data.shape[1]
         if previous is not None and previous.shape != (width,):
             previous = None
-        return cls(self._solver_options(), self._max_rank).fit(data, t, capacity, previous)
+        opts = self._solver_options()
+        self._check_scale(data, opts.C)
+        st = cls(opts, self._max_rank).fit(data, t, capacity, previous)
+        self._check_solution(st)
+        return st
 
     def partial_fit(self, X, y, classes=None):
         """scikit-learn's spelling of :meth:`add`; on an unfitted model it fits.
@@ -279,6 +355,7 @@ class UpdatableMixin:
         self
         """
         if not self._is_fitted():
+            self._check_dense(X, y)
             if self._classifier:
                 return self._fit(X, y, classes=classes)
             return self._fit(X, y)
@@ -682,6 +759,7 @@ class UpdatableMixin:
 
     def _decision(self, X):
         check_is_fitted(self, "_ledger")
+        self._check_dense(X)
         X = validate_data(self, X, dtype=np.float64, reset=False)
         return self._decision_checked(X)
 

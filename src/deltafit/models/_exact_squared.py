@@ -15,10 +15,39 @@ stabler arrangement:
   recomputed from scratch.  Large batches go straight to a refactorisation of the updated exact
   statistics (a symmetric rank-k product plus one Cholesky factorisation).
 
+Removing a sample of high leverage cancels digits twice, and the primal state guards both:
+
+* the Woodbury core ``vᵀHv − 1`` of a removal cancels as the leverage ``vᵀM⁻¹v`` approaches 1.
+  An inverse formed from a factorisation has a backward error ``E`` (``‖E‖ ≲ √p ε ‖M‖``), which
+  gives ``vᵀHv`` an error ``(Hv)ᵀE(Hv) ≲ √p ε cond(M) vᵀHv``; each Woodbury correction
+  ``W G⁻¹ Wᵀ`` adds an absolute error of about ``ε ‖W‖² / min|λ(G)|`` (large after adding a
+  sample of large norm), which gives ``vᵀHv`` one of that times ``‖v‖²``.  The core's rounding
+  noise is estimated as ``√p ε ((1 + cond(M)) Σ vᵀHv + ‖H‖ Σ‖v‖²) + e_W Σ‖v‖²``, with ``e_W``
+  the corrections' errors since the last factorisation and bounds on ``‖M‖`` and ``‖M⁻¹‖``
+  kept as the data change (LAPACK's condition estimate pocon at each factorisation, 1-norms at
+  each fold; ``+ ‖v‖²`` for an addition, ``+ ‖W‖² / min|λ(G)|`` for a removal).  A removal's
+  core within ``_CORE_MARGIN`` of its noise is not used (the update refactorises the exact
+  statistics instead); after any update whose core's relative noise exceeds ``_REFINE_RTOL``,
+  β is refined against the exact statistics (a few steps, then a refactorisation if they do
+  not settle); and once the bound on ``cond(M)`` passes ``_MAX_COND`` every update
+  refactorises, so that data a fresh fit cannot factorise are refused alike;
+* the statistics themselves cancel: ``M + vvᵀ − vvᵀ`` keeps the rounding error of the first
+  sum, ``ε‖v‖²``, for good, and ordinary rows summed into an ``M`` that holds a large one are
+  rounded at its scale.  Rows whose squared norm (or product with their target) stands far
+  above the median at the fit are therefore kept in a separate part of ``M`` and ``b``, summed
+  through error-free transformations (Dekker's split product and Knuth's TwoSum; Ogita, Rump &
+  Oishi, "Accurate sum and dot product") as unevaluated sums ``hi + lo`` that lose about 26
+  bits fewer.  What cancellation still costs is bounded as it happens; once it could move β by
+  more than ``_LOST_RTOL`` (relative; and more than the rounding of a fresh computation), the
+  statistics are recomputed from the stored rows (``keep_data=True``) or, for a model that
+  keeps no rows, the removal is refused with a ValueError.
+
 ``ρ = 1/(2C)`` maps Lee et al.'s ρ onto the canonical objective of ARCHITECTURE.md, "The problem".
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from scipy import linalg
@@ -44,6 +73,92 @@ _SCHUR_MARGIN = 1e3
 _REFINE_COND = 1e3
 # Rows per chunk when streaming a large batch through syrk (bounds the gathered copy's memory).
 _CHUNK = 512
+
+_EPS = np.finfo(np.float64).eps
+# Dekker's splitting constant 2**27 + 1: the high part of a split double has at most 26
+# significant bits, so the product of two high parts is exact.
+_SPLIT = 134217729.0
+# A row whose squared norm (or |target|·norm) exceeds this multiple of the median at the fit
+# enters the primal statistics through error-free transformations: its removal would cancel
+# digits that a plain sum loses.
+_BIG_RATIO = 256.0
+# Error (2-norm, in units of ‖v‖²) one rank-one update of M leaves behind: plain (BLAS syrk:
+# the products and the sums are rounded) and compensated (only the low-order products, at most
+# 2⁻²⁶‖v‖², are rounded, once more when they are added up).
+_PLAIN_ERR = 2.0 * _EPS
+_COMPENSATED_ERR = 8.0 * 2.0 ** -26 * _EPS
+# Relative error in β that the digits cancelled from the primal statistics may cause before
+# they are recomputed from the rows (or, without rows, the removal is refused) ...
+_LOST_RTOL = 1e-10
+# ... unless the cancelled digits stay within this multiple of the rounding of a fresh
+# computation of the statistics (ε tr(M)), which a fresh fit suffers as well.
+_FRESH_FACTOR = 8.0
+# A removal's Woodbury core within this factor of its estimated rounding noise is not used (the
+# estimate is an upper bound; iterative refinement measures the actual error below it) ...
+_CORE_MARGIN = 1e2
+# ... and above this relative noise β is refined against the exact statistics after the update,
+# for at most _REFINE_STEPS steps before a refactorisation.
+_REFINE_RTOL = 1e-11
+_REFINE_STEPS = 3
+# Above this bound on cond(M) the Woodbury step is not trusted at all: the update refactorises
+# (and, like a fresh fit, refuses the data once the Cholesky factorisation fails).
+_MAX_COND = 1e14
+
+
+# ------------------------------------------------------------------ error-free transformations
+def _split(a):
+    """Dekker's split ``a = hi + lo`` (elementwise), ``hi`` with at most 26 significant bits."""
+    c = _SPLIT * a
+    hi = c - (c - a)
+    return hi, a - hi
+
+
+def _two_sum(a, b):
+    """Knuth's TwoSum: ``s + e = a + b`` exactly, ``s = fl(a + b)`` (elementwise)."""
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+def _two_prod(a, b):
+    """Dekker's TwoProduct: ``p + e = a·b`` exactly, ``p = fl(a·b)`` (elementwise)."""
+    p = a * b
+    ah, al = _split(a)
+    bh, bl = _split(b)
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+def _dot2(V, c):
+    """``Vᵀc`` as ``hi + lo``, as accurate as if computed in twice the working precision.
+
+    Ogita, Rump & Oishi's Dot2 ("Accurate sum and dot product") with the summation done as a
+    pairwise cascade of TwoSums (vectorised over the columns of ``V``).
+    """
+    P, E = _two_prod(V, np.asarray(c, dtype=np.float64)[:, None])
+    lo = E.sum(axis=0)
+    while P.shape[0] > 1:
+        m = P.shape[0] // 2
+        s, e = _two_sum(P[:m], P[m:2 * m])
+        lo += e.sum(axis=0)
+        P = s if P.shape[0] == 2 * m else np.vstack([s, P[2 * m:]])
+    return P[0], lo
+
+
+def _row_sq(V):
+    """Squared norms of the rows of ``V``."""
+    return np.einsum("ij,ij->i", V, V)
+
+
+def _symmetric(A):
+    """The full symmetric matrix whose lower triangle is ``A``."""
+    L = np.tril(A)
+    return L + np.tril(L, -1).T
+
+
+def _sym_norm1(M):
+    """1-norm of the symmetric matrix whose lower triangle is ``M`` (≥ its 2-norm)."""
+    A = np.abs(np.tril(M))
+    return float(np.max(A.sum(axis=0) + A.sum(axis=1) - np.diagonal(A)))
 
 
 def _cholesky(A, what):
@@ -101,7 +216,7 @@ def _spd_core(A):
 class Rows:
     """Rows ``source[index]`` of a matrix, gathered only when (and as) they are needed.
 
-    Large batches stream through :func:`_gram_update` in chunks, so that the rows of a removal
+    Large batches stream through :meth:`_Statistics.gram` in chunks, so that the rows of a removal
     are gathered from the ledger's storage once and a bounded amount at a time.
     """
 
@@ -134,31 +249,191 @@ def as_rows(x):
     return rows if len(rows) else None
 
 
-def _gram_update(M, rows, sign, y=None):
-    """``M += sign · VᵀV`` on the lower triangle of the Fortran-ordered ``M`` (BLAS syrk, in
-    chunks) and, if ``y`` is given, also return ``Vᵀy``; ``V`` are the rows (``Rows``)."""
-    rhs = None if y is None else np.zeros(M.shape[0])
-    if rows is None:
-        return M, rhs
-    for i, block in rows.chunks():
-        # block.T is a Fortran-ordered (p, k) view: C += sign · A Aᵀ, no transposed copy
-        M = blas.dsyrk(float(sign), block.T, beta=1.0, c=M, trans=0, lower=1, overwrite_c=1)
-        if y is not None:
-            rhs += block.T @ y[i:i + block.shape[0]]
-    return M, rhs
-
-
 def _sym_matvec(M, x):
     """``M x`` for a symmetric ``M`` of which only the lower triangle is maintained."""
     return blas.dsymv(1.0, M, x, lower=1)
 
 
+class _Statistics:
+    """The primal state's exact statistics ``M = ΦᵀΦ + ρI`` and ``b = Φᵀy``, in two parts.
+
+    Ordinary rows enter ``M`` (Fortran order, lower triangle maintained) and ``b`` by BLAS
+    (syrk, gemv), as plain sums.  Large rows, whose later removal would cancel digits (squared
+    norm above ``big_sq`` or ``|coefficient|·norm`` above ``big_b``, both a multiple
+    ``_BIG_RATIO`` of the median at the fit), enter a separate part ``Mbig + Mlo``, ``bbig +
+    blo`` through error-free transformations (``lo`` holds what the rounding of ``big`` lost):
+    kept apart, they neither cancel digits when they leave nor make the ordinary rows' sums round
+    at their scale while they are there.  ``lost`` bounds the error (2-norm) that cancellation
+    has left in ``M`` since it was last computed from the rows.
+
+    The targets' part ``rhs = (b, bbig, blo)`` is replaced, never changed in place (an update
+    restores it by reference); ``M``, ``Mbig`` and ``Mlo`` are changed in place (take a
+    :meth:`copy` to roll back).
+    """
+
+    def __init__(self, p, rho, big_sq, big_b):
+        self.M = np.zeros((p, p), order="F")
+        self.M.flat[:: p + 1] = rho
+        self.Mbig = self.Mlo = None
+        self.rhs = (np.zeros(p), np.zeros(p), np.zeros(p))
+        self.big_sq, self.big_b, self.lost = float(big_sq), float(big_b), 0.0
+        self._trace = None  # trace(M), computed when asked
+
+    @classmethod
+    def of_rows(cls, Phi, y, rho, limits=None):
+        """The statistics of rows ``Phi`` and targets ``y``; ``limits``: ``(big_sq, big_b)``
+        (None: from the medians of these rows)."""
+        if limits is None:
+            sq = _row_sq(Phi)
+            med_b = float(np.median(np.sqrt(sq) * np.abs(y))) if y.size else 0.0
+            limits = (_BIG_RATIO * (float(np.median(sq) if sq.size else 0.0) + rho),
+                      _BIG_RATIO * max(med_b, np.finfo(np.float64).tiny))
+        st = cls(Phi.shape[1], rho, *limits)
+        st.gram(Rows(Phi), 1.0, y)
+        return st
+
+    def copy(self):
+        """An independent copy (for a rollback)."""
+        out = _Statistics.__new__(_Statistics)
+        out.__dict__.update(self.__dict__)
+        out.M = self.M.copy(order="F")
+        if self.Mbig is not None:
+            out.Mbig = self.Mbig.copy(order="F")
+            out.Mlo = self.Mlo.copy(order="F")
+        return out
+
+    @property
+    def p(self):
+        return self.M.shape[0]
+
+    @property
+    def b(self):
+        """``b`` (the parts summed and rounded)."""
+        b, bbig, blo = self.rhs
+        return b + bbig + blo
+
+    def _hot(self, sq, c=None):
+        hot = sq > self.big_sq
+        if c is not None:
+            hot |= np.sqrt(sq) * np.abs(c) > self.big_b
+        return hot
+
+    def gram(self, rows, sign, y=None):
+        """``M += sign·VᵀV`` and, with ``y``, ``b += sign·Vᵀy`` for the rows ``V`` (``Rows`` or
+        None), streamed in chunks; large rows through error-free transformations."""
+        if rows is None:
+            return
+        self._trace = None
+        for i, block in rows.chunks():
+            sq = _row_sq(block)
+            hot = self._hot(sq)
+            if hot.any():
+                for v in block[hot]:
+                    self._exact_rank_one(v, sign)
+                cold = block[~hot]
+            else:
+                cold = block
+            if cold.shape[0]:
+                # cold.T is a Fortran-ordered (p, k) view: C += sign · A Aᵀ, no transposed copy
+                self.M = blas.dsyrk(float(sign), cold.T, beta=1.0, c=self.M, trans=0, lower=1,
+                                    overwrite_c=1)
+            if y is not None:
+                self.rhs = self.plus(block, sign * y[i:i + block.shape[0]], sq)
+
+    def _exact_rank_one(self, v, sign):
+        """``Mbig + Mlo += sign·vvᵀ``, the rounding error kept in ``Mlo``."""
+        h, l = _split(v)
+        P = np.multiply.outer(h, h).T  # exact products; .T: Fortran order, like M
+        if sign < 0:
+            P = -P
+        if self.Mbig is None:
+            self.Mbig = np.zeros_like(self.M, order="F")
+            self.Mlo = np.zeros_like(self.M, order="F")
+        self.Mbig, e = _two_sum(self.Mbig, P)
+        low = np.multiply.outer(h, l)
+        low = low + low.T
+        low += np.multiply.outer(l, l)  # the exact products h·l, l·h, l·l, rounded when summed
+        self.Mlo += e
+        if sign < 0:
+            self.Mlo -= low
+        else:
+            self.Mlo += low
+
+    def plus(self, V, c, sq=None, base=None):
+        """``rhs`` after ``b += Vᵀc``, starting from ``base`` (default: the current one); new
+        arrays, the statistics are not changed."""
+        V = np.asarray(V)
+        c = np.asarray(c, dtype=np.float64)
+        b, bbig, blo = self.rhs if base is None else base
+        if not c.size:
+            return b, bbig, blo
+        hot = self._hot(_row_sq(V) if sq is None else sq, c)
+        if not hot.any():
+            return b + V.T @ c, bbig, blo
+        if not hot.all():
+            b = b + V[~hot].T @ c[~hot]
+        hi, lo = _dot2(V[hot], c[hot])
+        bbig, e = _two_sum(bbig, hi)
+        return b, bbig, blo + (e + lo)
+
+    def cancellation(self, rows):
+        """The error (2-norm) that removing ``rows`` leaves in ``M``: the rounding of their
+        addition and of their removal, which no longer cancel against the data."""
+        if rows is None:
+            return 0.0
+        return sum(self.cancellation_of(_row_sq(block)) for _, block in rows.chunks())
+
+    def cancellation_of(self, sq):
+        """:meth:`cancellation` of rows of squared norms ``sq``."""
+        total = float(sq.sum())
+        hot = sq > self.big_sq
+        big = float(sq[hot].sum()) if hot.any() else 0.0
+        return 2.0 * (_PLAIN_ERR * (total - big) + _COMPENSATED_ERR * big)
+
+    def matrix(self):
+        """``M`` (lower triangle) for a factorisation: the parts summed."""
+        return self.M if self.Mbig is None else self.M + self.Mbig + self.Mlo
+
+    def matvec(self, x):
+        """``Mx`` from the parts."""
+        out = _sym_matvec(self.M, x)
+        if self.Mbig is not None:
+            out += _sym_matvec(self.Mbig, x) + _sym_matvec(self.Mlo, x)
+        return out
+
+    def residual(self, beta):
+        """``b − Mβ`` from the parts (each part's difference first)."""
+        b, bbig, blo = self.rhs
+        r = b - _sym_matvec(self.M, beta)
+        if self.Mbig is not None:
+            r += (bbig - _sym_matvec(self.Mbig, beta)) + (blo - _sym_matvec(self.Mlo, beta))
+        else:
+            r += bbig + blo
+        return r
+
+    def trace(self):
+        """trace(M), O(p) (kept until M changes)."""
+        if self._trace is None:
+            t = float(np.trace(self.M))
+            if self.Mbig is not None:
+                t += float(np.trace(self.Mbig)) + float(np.trace(self.Mlo))
+            self._trace = t
+        return self._trace
+
+    def full(self):
+        """``M`` as a full symmetric matrix (the parts summed and rounded)."""
+        M = np.tril(self.matrix())
+        return M + np.tril(M, -1).T
+
+
 class PrimalSquaredState(ModelState):
     """Exact state of ``(ΦᵀΦ + ρI) β = Φᵀy`` under row additions, removals and relabels.
 
-    ``M = ΦᵀΦ + ρI`` is kept exactly (lower triangle, updated by BLAS syrk), together with its
-    Cholesky factor from the last refactorisation; the explicit inverse that the one-sample
-    Woodbury updates need is formed from that factor only when an update first asks for it.
+    ``M = ΦᵀΦ + ρI`` and ``b = Φᵀy`` are kept exactly (:class:`_Statistics`: BLAS syrk, large
+    rows in double-double), together with the Cholesky factor from the last refactorisation;
+    the explicit inverse that the one-sample Woodbury updates need is formed from that factor
+    only when an update first asks for it.  See the module docstring for how a removal of high
+    leverage is kept exact.
 
     Parameters
     ----------
@@ -177,50 +452,90 @@ class PrimalSquaredState(ModelState):
 
     # ------------------------------------------------------------------ build
     def fit(self, Phi, y, capacity=None, coef0=None):
-        p = Phi.shape[1]
-        M, self.b = _gram_update(np.zeros((p, p), order="F"), Rows(Phi), 1.0, y)
-        M.flat[:: p + 1] += self.rho
-        self.M0 = M
-        self._init_buffers(p)
+        self.stats = _Statistics.of_rows(Phi, y, self.rho)
+        self._init_buffers(Phi.shape[1])
         self._refactor()
+        self._check_finite(self.beta, self.stats.b)
         return self
 
     def _init_buffers(self, p):
         self._P = np.zeros((self.max_rank, p))
         self._s = np.zeros(self.max_rank)
-        self._np = 0  # pending rows not yet written into M0
+        self._sq = np.zeros(self.max_rank)
+        self._np = 0  # pending rows not yet written into M
         self.inv = LowRankInverse(np.zeros((p, p)), self.max_rank)
-        self._chol = None      # Cholesky factor of M0 at the last refactorisation
+        self._chol = None      # Cholesky factor of M at the last refactorisation
         self._inv_ready = True  # whether inv.H0 is the inverse (else: form it from _chol)
         self.n_refactor = 0
+        self.n_rebuild = 0     # recomputations of the statistics from the stored rows
+        self._nM = self._nH = np.inf  # bounds on ‖M‖ and ‖M⁻¹‖ (see _core_noise)
+        self._eW = 0.0  # error the Woodbury corrections added to the inverse since a factorisation
 
     @property
     def p(self):
-        return self.M0.shape[0]
+        return self.stats.p
+
+    @property
+    def b(self):
+        """``b = Φᵀy`` (the parts summed and rounded)."""
+        return self.stats.b
 
     def _fold_rows(self):
         r = self._np
         if r:
             P, sg = self._P[:r], self._s[:r]
-            self.M0, _ = _gram_update(self.M0, as_rows(P[sg > 0]), 1.0)
-            self.M0, _ = _gram_update(self.M0, as_rows(P[sg < 0]), -1.0)
+            self.stats.gram(as_rows(P[sg > 0]), 1.0)
+            self.stats.gram(as_rows(P[sg < 0]), -1.0)
             self._np = 0
 
     def _refactor(self):
         """Recompute the factor and β from the exact statistics (O(p³)); the explicit inverse
         is formed later, on demand."""
         self._fold_rows()
-        c = _cholesky(self.M0, "ΦᵀΦ + ρI")
+        c = _cholesky(self.stats.matrix(), "ΦᵀΦ + ρI")
         self.beta = linalg.cho_solve(c, self.b, check_finite=False)
         self._chol = c
         self._inv_ready = False
         self.inv.rank = 0
         self.n_refactor += 1
+        rcond, self._nH = self._condition()
+        self._nM = 1.0 / (rcond * self._nH) if rcond > 0.0 else np.inf
+        self._eW = 0.0
+
+    def _condition(self):
+        """``(1/cond₁(M), ‖M⁻¹‖₁)`` estimated from the held Cholesky factor (LAPACK pocon, O(p²))."""
+        anorm = _sym_norm1(self.stats.matrix())
+        rcond, info = linalg.lapack.dpocon(self._chol[0], anorm, uplo="L")
+        if info != 0 or not rcond > 0.0:
+            return 0.0, np.inf
+        return float(rcond), 1.0 / (float(rcond) * anorm)
 
     def _ensure_inverse(self):
         if not self._inv_ready:
             self.inv.reset(_inverse_from_cholesky(self._chol, "ΦᵀΦ + ρI"))
             self._inv_ready = True
+
+    def _residual(self, beta):
+        """``b − Mβ`` from the exact statistics, the pending rows included."""
+        res = self.stats.residual(beta)
+        r = self._np
+        if r:
+            P = self._P[:r]
+            res -= P.T @ (self._s[:r] * (P @ beta))
+        return res
+
+    def _energy(self, d):
+        """``dᵀMd`` from the exact statistics, the pending rows included."""
+        Md = self.stats.matvec(d)
+        r = self._np
+        if r:
+            P = self._P[:r]
+            Md += P.T @ (self._s[:r] * (P @ d))
+        return abs(float(d @ Md))
+
+    def _trace_M(self):
+        r = self._np
+        return self.stats.trace() + float(self._s[:r] @ self._sq[:r])
 
     def fold(self, refine=True):
         """Write pending corrections into the base; with ``refine``, refine β against ``M β = b``.
@@ -230,11 +545,15 @@ class PrimalSquaredState(ModelState):
         if self.inv.rank == 0 and self._np == 0:
             return
         self._fold_rows()
-        self.inv.fold()
+        if self.inv.rank:
+            self.inv.fold()
+            # fresh bounds on ‖M‖ and ‖M⁻¹‖ (1-norms, O(p²)), for the next cores' noise
+            self._nM = _sym_norm1(self.stats.matrix())
+            self._nH = float(np.max(np.sum(np.abs(self.inv.H0), axis=0)))
+            self._eW += _EPS * self._nH  # H0 + U C Uᵀ rounded into H0
         if not refine:
             return
-        r = self.b - _sym_matvec(self.M0, self.beta)
-        d = self.inv.matvec(r)
+        d = self.inv.matvec(self._residual(self.beta))
         self.beta = self.beta + d
         if np.linalg.norm(d) > _DRIFT_RTOL * max(np.linalg.norm(self.beta), 1e-300):
             self._refactor()
@@ -243,53 +562,95 @@ class PrimalSquaredState(ModelState):
         """‖∇J(β)‖ = ‖2C (M β − b)‖ of the stored β, from the exact statistics (the pending rows
         included), O(p²): it certifies ‖β − β*‖ and covers rounding and the drift of the
         tracked inverse between refinements."""
-        Mb = _sym_matvec(self.M0, self.beta)
-        r = self._np
-        if r:
-            P = self._P[:r]
-            Mb = Mb + P.T @ (self._s[:r] * (P @ self.beta))
-        return float(np.linalg.norm(Mb - self.b)) / self.rho  # 2C = 1/ρ
+        return float(np.linalg.norm(self._residual(self.beta))) / self.rho  # 2C = 1/ρ
+
+    # ------------------------------------------------------------ safeguards
+    def _check_finite(self, beta, b):
+        """ValueError unless β, b and a bound on the residual ``b − Mβ`` are finite."""
+        # ‖Mβ − b‖ ≤ tr(M) ‖β‖ + ‖b‖ ≤ √p (tr(M) max|β| + max|b|); max and abs do not overflow
+        bound = math.sqrt(self.p) * (self._trace_M() * float(abs(beta).max()) +
+                                     float(abs(b).max()))
+        if not math.isfinite(bound):
+            raise ValueError(
+                "the solution overflowed (non-finite coefficients or residual): the data's "
+                "magnitudes are too large for float64; rescale X (or use a smaller C)"
+            )
+
+    def _core_noise(self, h, sq):
+        """Rounding noise of the Woodbury core ``V H Vᵀ ± I`` for rows of total leverage
+        ``h = Σ |vᵀHv|`` and total squared norm ``sq`` (see the module docstring)."""
+        return math.sqrt(self.p) * _EPS * ((1.0 + self._nM * self._nH) * h + self._nH * sq) + \
+            self._eW * sq
+
+    def _excess(self, lost, inv_norm):
+        """Whether an error ``lost`` (2-norm) in M could move β by more than ``_LOST_RTOL``
+        (relative, ``‖M⁻¹‖·lost``) and exceeds the rounding of a fresh computation of M.
+        ``inv_norm``: a callable estimating ‖M⁻¹‖ (called only when ``1/ρ`` does not settle
+        it)."""
+        if lost <= _FRESH_FACTOR * _EPS * self._trace_M() or lost / self.rho <= _LOST_RTOL:
+            return False
+        return lost * inv_norm() > _LOST_RTOL
+
+    def _inv_norm_from_factor(self):
+        """‖M⁻¹‖₁ estimated from the held Cholesky factor."""
+        return self._condition()[1]
+
+    def _save(self):
+        return (self.stats.copy(), self._np, self.inv.H0, self.inv.rank, self._chol,
+                self._inv_ready, self.beta, self.n_refactor, self.n_rebuild, self._nM,
+                self._nH, self._eW)
+
+    def _restore(self, saved):
+        (self.stats, self._np, self.inv.H0, self.inv.rank, self._chol, self._inv_ready,
+         self.beta, self.n_refactor, self.n_rebuild, self._nM, self._nH, self._eW) = saved
 
     # ---------------------------------------------------------------- update
-    def apply(self, Pa=None, ya=None, Pr=None, yr=None, Pl=None, dy=None):
+    def apply(self, Pa=None, ya=None, Pr=None, yr=None, Pl=None, dy=None, rows_after=None):
         """Add rows ``(Pa, ya)``, remove rows ``(Pr, yr)``, change labels of rows ``Pl`` by ``dy``.
 
-        On ValueError β and b are exactly as before (a fold done on the way only changed the
-        representation of the same matrices).
+        ``rows_after``: a callable returning ``(slots, Φ, t)`` of the data after the change
+        (models that keep their rows), from which the statistics are recomputed when a removal
+        has cancelled too many of their digits; None for a model without rows, which then
+        refuses such a removal.  On ValueError the model is exactly as before (a fold done on
+        the way only changed the representation of the same matrices).
         """
-        beta0, b0 = self.beta, self.b
+        st = self.stats
+        saved = (self.beta, st.rhs, st.lost, self._nM, self._nH, self._eW)
         try:
-            return self._apply(Pa, ya, Pr, yr, Pl, dy)
+            return self._apply(Pa, ya, Pr, yr, Pl, dy, rows_after)
         except ValueError:
-            self.beta, self.b = beta0, b0
+            (self.beta, self.stats.rhs, self.stats.lost, self._nM, self._nH,
+             self._eW) = saved
             raise
 
-    def _apply(self, Pa, ya, Pr, yr, Pl, dy):
-        p = self.p
-        Pa, Pr = as_rows(Pa), as_rows(Pr)
-        rel = None
-        if Pl is not None and len(Pl):
-            rel = as_rows(Pl).array().T @ dy
+    def _apply(self, Pa, ya, Pr, yr, Pl, dy, rows_after):
+        Pa, Pr, Pl = as_rows(Pa), as_rows(Pr), as_rows(Pl)
+        if Pl is not None:
+            Pl = Pl.array()
         k = (0 if Pa is None else len(Pa)) + (0 if Pr is None else len(Pr))
         if k > self.max_rank:
-            return self._apply_refactor(Pa, ya, Pr, yr, rel)
+            return self._apply_refactor(Pa, ya, Pr, yr, Pl, dy, self.stats.cancellation(Pr),
+                                        rows_after)
         Pa = None if Pa is None else Pa.array()
         Pr = None if Pr is None else Pr.array()
-        db = np.zeros(p) if rel is None else rel.copy()
-        if Pa is not None:
-            db += Pa.T @ ya
-        if Pr is not None:
-            db -= Pr.T @ yr
+        rel = None if Pl is None else Pl.T @ dy
         if not self.inv.room(k):
             self.fold()
         self._ensure_inverse()  # after the fold, which may have refactorised
         t = self.beta + (self.inv.matvec(rel) if rel is not None else 0.0)
-        if k == 0:
-            self.beta = t
-            self.b = self.b + db
-            return
         parts = [(B, yy, sg) for B, yy, sg in ((Pa, ya, 1.0), (Pr, yr, -1.0)) if B is not None]
+        if k == 0:
+            rhs = self._rhs(parts, Pl, dy)
+            self._check_finite(t, sum(rhs))
+            self.beta, self.stats.rhs = t, rhs
+            return
         V = parts[0][0] if len(parts) == 1 else np.vstack([B for B, _, _ in parts])
+        sqV = _row_sq(V)
+        n_add = 0 if Pa is None else Pa.shape[0]
+        sqs = [sqV[:n_add], sqV[n_add:]] if n_add and Pr is not None else [sqV]
+        sq_all = float(sqV.sum())
+        sq_add = float(sqs[0].sum()) if n_add else 0.0
+        q = 0.0 if Pr is None else self.stats.cancellation_of(sqs[-1])
         s = np.concatenate([np.full(B.shape[0], sg) for B, _, sg in parts])
         yv = np.concatenate([yy for _, yy, _ in parts])
         W = self.inv.matvec(np.ascontiguousarray(V.T)) if k > 1 else \
@@ -297,39 +658,153 @@ class PrimalSquaredState(ModelState):
         G = V @ W
         G.flat[:: k + 1] += s
         core = _woodbury_core(G)
+        refine = False
+        if core is not None:
+            lam = abs(float(G[0, 0])) if k == 1 else \
+                float(np.min(np.abs(np.linalg.eigvalsh(0.5 * (G + G.T)))))
+            w2 = float(W.ravel() @ W.ravel()) / lam  # ≥ ‖W G⁻¹ Wᵀ‖: the correction's size
+            # a removal's core cancels as the leverage approaches 1; an addition's does not
+            # (G ⪰ I), but a large one carries the tracked inverse's error into β
+            noise = self._core_noise(float(np.abs(np.diagonal(G) - s).sum()), sq_all)
+            if Pr is not None and lam <= _CORE_MARGIN * noise:
+                core = None
+            else:
+                refine = noise > _REFINE_RTOL * lam
+            n_M = self._nM + sq_add
+            n_H = self._nH + (w2 if Pr is not None else 0.0)
+            if n_M * n_H > _MAX_COND:  # nearly singular: as a fresh fit would, factorise
+                core = None
         if core is None:  # leverage ≈ 1: Woodbury is unreliable, use the exact statistics
-            return self._apply_refactor(as_rows(Pa), ya, as_rows(Pr), yr, rel)
+            return self._apply_refactor(as_rows(Pa), ya, as_rows(Pr), yr, Pl, dy, q, rows_after)
+        if q and self._excess(self.stats.lost + q, lambda: self._nH + w2):
+            # the removal cancels too many digits of the statistics: recompute them
+            return self._apply_refactor(as_rows(Pa), ya, as_rows(Pr), yr, Pl, dy, q, rows_after)
         t = t + W @ (s * yv)
         beta = t + W @ (core @ (V @ t))
+        rhs = self._rhs(parts, Pl, dy, sqs)
+        self._check_finite(beta, sum(rhs))
         r = self._np
         self._P[r:r + k] = V
         self._s[r:r + k] = s
+        self._sq[r:r + k] = sqV
         self._np = r + k
+        mark = self.inv.mark()
         self.inv.add(W, core)
+        self._nM, self._nH = n_M, n_H  # ‖H − W G⁻¹ Wᵀ‖ ≤ ‖H‖ + ‖W‖² / min|λ(G)|
+        self._eW += _EPS * w2
         self.beta = beta
-        self.b = self.b + db
+        self.stats.rhs = rhs
+        self.stats.lost += q
+        if refine:
+            self._refine(r, mark)
 
-    def _apply_refactor(self, Pa, ya, Pr, yr, rel):
-        """Large batch: ``M ± ΦᵀΦ`` by streamed syrk products (rows read once), then one
-        Cholesky factorisation.  ``Pa``, ``Pr``: ``Rows`` or None; ``rel``: Φ_lᵀ Δy or None."""
-        saved = (self.M0.copy(), self.b, self.beta, self.inv.H0, self.inv.rank, self._np,
-                 self._chol, self._inv_ready)
+    def _rhs(self, parts, Pl, dy, sqs=None):
+        """The statistics' ``rhs`` after the additions and removals ``parts`` (rows of squared
+        norms ``sqs``, when known) and the relabels."""
+        st = self.stats
+        rhs = st.rhs
+        for i, (B, yy, sg) in enumerate(parts):
+            rhs = st.plus(B, sg * np.asarray(yy, dtype=np.float64),
+                          None if sqs is None else sqs[i], base=rhs)
+        if Pl is not None:
+            rhs = st.plus(Pl, dy, base=rhs)
+        return rhs
+
+    def _refine(self, r, mark):
+        """Iterative refinement of β against the exact statistics, after an update whose core
+        was close to its rounding noise; refactorise if a few steps do not settle it (on
+        failure the update is undone: ``r`` and ``mark`` are the pending rows and corrections
+        before it).
+
+        Settled means a step below ``_DRIFT_RTOL`` relative to β, or, once the steps stop
+        shrinking (the rounding floor of an ill-conditioned M), below it in the norm of M,
+        which weighs a step as the scores of the data do (``dᵀMd`` against ``βᵀMβ = βᵀb``):
+        along the directions the data hardly span a fresh solve is no more accurate.
+        """
+        prev = np.inf
+        for _ in range(_REFINE_STEPS):
+            d = self.inv.matvec(self._residual(self.beta))
+            self.beta = self.beta + d
+            size = float(np.linalg.norm(d))
+            if size <= _DRIFT_RTOL * max(float(np.linalg.norm(self.beta)), 1e-300):
+                return
+            energy_ok = self._energy(d) <= _DRIFT_RTOL ** 2 * max(abs(float(self.beta @ self.b)),
+                                                                  1e-300)
+            if energy_ok and size > 0.25 * prev:
+                return
+            prev = size
+        if energy_ok:
+            return
+        saved = self._save()
+        try:
+            self._refactor()
+            self._check_finite(self.beta, self.stats.b)
+        except ValueError:
+            self._restore(saved)
+            self._np = r
+            self.inv.rank = mark
+            raise
+
+    def _apply_refactor(self, Pa, ya, Pr, yr, Pl, dy, q, rows_after):
+        """Large batch (or an unreliable Woodbury step): ``M ± ΦᵀΦ`` by streamed syrk products
+        (rows read once), then one Cholesky factorisation; the statistics are recomputed from
+        ``rows_after`` when the removal cancelled too many of their digits.  ``Pa``, ``Pr``:
+        ``Rows`` or None; ``Pl``: relabelled rows (array) or None."""
+        saved = self._save()
         try:
             self._fold_rows()
-            self.M0, ba = _gram_update(self.M0, Pa, 1.0, ya)
-            self.M0, br = _gram_update(self.M0, Pr, -1.0, yr)
-            b = self.b.copy()
-            for part, sg in ((ba, 1.0), (br, -1.0), (rel, 1.0)):
-                if part is not None:
-                    b += sg * part
-            self.b = b
-            self._refactor()
+            st = self.stats
+            st.gram(Pa, 1.0, ya)
+            st.gram(Pr, -1.0, yr)
+            if Pl is not None:
+                st.rhs = st.plus(Pl, dy)
+            st.lost += q
+            try:
+                self._refactor()
+            except ValueError as exc:
+                # cancellation may have cost M its definiteness
+                if not q or q / self.rho <= _LOST_RTOL:
+                    raise
+                if rows_after is None:
+                    raise ValueError(self._refusal(Pr, q / self.rho)) from exc
+                self._rebuild(rows_after)
+                q = 0.0
+            if q:
+                memo = []
+
+                def inv_norm():
+                    if not memo:
+                        memo.append(self._inv_norm_from_factor())
+                    return memo[0]
+
+                if self._excess(st.lost, inv_norm):
+                    if rows_after is not None:
+                        self._rebuild(rows_after)
+                    elif self._excess(q, inv_norm):
+                        raise ValueError(self._refusal(Pr, q * inv_norm()))
+            self._check_finite(self.beta, self.stats.b)
         except ValueError:
-            (self.M0, self.b, self.beta, H0, rank, self._np, self._chol,
-             self._inv_ready) = saved
-            self.inv.H0 = H0
-            self.inv.rank = rank
+            self._restore(saved)
             raise
+
+    def _rebuild(self, rows_after):
+        """Recompute the statistics from the rows of the data after the change, and refactorise."""
+        _, Phi, t = rows_after()
+        st = self.stats
+        self.stats = _Statistics.of_rows(Phi, t, self.rho, (st.big_sq, st.big_b))
+        self._np = 0
+        self.n_rebuild += 1
+        self._refactor()
+
+    def _refusal(self, Pr, err):
+        top = max(float(np.max(_row_sq(block))) for _, block in Pr.chunks())
+        return (
+            f"removing these samples (squared feature norm up to {top:.3g}, against a model "
+            f"of trace(ΦᵀΦ + ρI) = {self._trace_M():.3g}) would cancel so many digits of the "
+            f"model's statistics ΦᵀΦ + ρI that its coefficients could be off by up to {err:.1e} "
+            "(relative) from a fresh fit; this model keeps no training rows (keep_data=False) "
+            "to recompute them from: refit it on the remaining data (or use keep_data=True)"
+        )
 
     def tracked_inverse(self):
         self._ensure_inverse()  # forms the explicit inverse from the held factor: β is untouched
@@ -341,7 +816,7 @@ class PrimalSquaredState(ModelState):
 
     def exact_matrix(self):
         """``ΦᵀΦ + ρI`` from the exact statistics, pending rows included (no fold), full."""
-        M = np.tril(self.M0) + np.tril(self.M0, -1).T
+        M = self.stats.full()
         r = self._np
         if r:
             P = self._P[:r]
@@ -349,8 +824,9 @@ class PrimalSquaredState(ModelState):
         return M
 
     def apply_change(self, change):
+        rows_after = change.rows_after if change.ledger.keep_rows else None
         self.apply(change.rows_add, change.t_add, change.rows_remove, change.removed_targets,
-                   change.rows_relabel, change.target_shift)
+                   change.rows_relabel, change.target_shift, rows_after)
 
     def warm_coef(self, slots):
         return self.beta.copy()
@@ -359,14 +835,23 @@ class PrimalSquaredState(ModelState):
     def to_arrays(self, keep=None):
         self._ensure_inverse()
         self.fold(refine=False)
-        M = np.tril(self.M0)
-        M = M + np.tril(M, -1).T
-        return {"state_M": M, "state_b": self.b,
-                "state_beta": self.beta, "state_H": np.ascontiguousarray(self.inv.H0)}
+        st = self.stats
+        out = {"state_M": st.full(), "state_b": st.b, "state_beta": self.beta,
+               "state_H": np.ascontiguousarray(self.inv.H0),
+               "state_limits": np.array([st.big_sq, st.big_b, st.lost])}
+        if st.Mbig is not None:  # the parts, as kept (state_M is their rounded sum)
+            out["state_M_parts"] = np.stack([_symmetric(A) for A in (st.M, st.Mbig, st.Mlo)])
+            out["state_b_parts"] = np.stack(st.rhs)
+        return out
 
     @classmethod
     def saved_shapes(cls, n, p):
         return {"state_M": (p, p), "state_b": (p,), "state_beta": (p,), "state_H": (p, p)}
+
+    @classmethod
+    def optional_shapes(cls, n, p):
+        # the large rows' shares of the statistics, kept apart (see _Statistics)
+        return {"state_M_parts": (3, p, p), "state_b_parts": (3, p), "state_limits": (3,)}
 
     @classmethod
     def from_arrays(cls, arrays, opts, *, y=None, capacity=None, max_rank=64, result=None):
@@ -378,12 +863,43 @@ class PrimalSquaredState(ModelState):
         d = np.diag(M)
         if d.size and float(d.min()) < st.rho - 1e-8 * float(np.max(np.abs(d))):
             raise ValueError("corrupt model file: the diagonal of ΦᵀΦ + ρI is below ρ = 1/(2C)")
+        optional = {name: shape for name, shape in cls.optional_shapes(None, p).items()
+                    if name in arrays}
+        extra = dict(zip(optional, checked(arrays, optional, "squared-loss state")))
+        if "state_limits" in extra:
+            big_sq, big_b, lost = (float(v) for v in extra["state_limits"])
+        else:  # a file from before the limits were kept: from the mean row of M
+            n = max(1 if y is None else int(np.size(y)), 1)
+            mean_sq = max(float(np.trace(M)) - p * st.rho, 0.0) / n
+            big_sq = _BIG_RATIO * (mean_sq + st.rho)
+            big_b = _BIG_RATIO * max(np.sqrt(mean_sq) * float(np.median(np.abs(y)))
+                                     if y is not None and np.size(y) else 0.0,
+                                     np.finfo(np.float64).tiny)
+            lost = 0.0
+        stats = _Statistics(p, st.rho, big_sq, big_b)
+        if "state_M_parts" in extra and "state_b_parts" in extra:
+            stats.M, stats.Mbig, stats.Mlo = (np.asfortranarray(A) for A in extra["state_M_parts"])
+            stats.rhs = tuple(np.array(v) for v in extra["state_b_parts"])
+        else:
+            stats.M = np.asfortranarray(M)
+            stats.rhs = (b, np.zeros(p), np.zeros(p))
+        stats.lost = lost
+        st.stats = stats
         st._init_buffers(p)
-        st.M0 = np.asfortranarray(M)
-        st.b = b
         st.beta = beta
         st.inv = LowRankInverse(H, st.max_rank)
+        st._nM, st._nH = stats.trace(), st.inv.trace()  # ‖M‖ ≤ tr(M), ‖M⁻¹‖ ≤ tr(H)
         return st
+
+
+def _check_finite_alpha(alpha):
+    """ValueError unless the dual coefficients are finite (the magnitude cap of
+    :mod:`deltafit._validation` keeps the residual finite then)."""
+    if not np.all(np.isfinite(alpha)):
+        raise ValueError(
+            "the solution overflowed (non-finite coefficients): the kernel values are too large "
+            "for float64; rescale X (or use a smaller C)"
+        )
 
 
 class _Unreliable(Exception):
@@ -447,6 +963,7 @@ class DualSquaredState(ModelState):
         self.inv.reset(H0)
         alpha = np.zeros(self.capacity)
         alpha[A] = linalg.cho_solve(c, self.y[A], check_finite=False)
+        _check_finite_alpha(alpha)
         self.alpha = alpha
         self._clean.extend(getattr(self, "_dirty", []))
         self._dirty = []
@@ -652,6 +1169,7 @@ class DualSquaredState(ModelState):
             a = alpha * active
             r = (y - (self.gram.K @ a + self.rho * a)) * active
             alpha = alpha + self.inv.matvec(r) * active
+        _check_finite_alpha(alpha)
         self.alpha, self.y, self.active = alpha, y, active
         if direct:  # one refinement step against the exact kernel matrix, as in a fold
             self._zero_dirty()

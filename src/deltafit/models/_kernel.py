@@ -92,7 +92,7 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
             both = self._k(np.vstack([led.X[A], Xa]), Xa)  # one kernel call: k([X_A; Xa], Xa)
             change.K_cross[A] = both[: A.size]
             change.K_new = both[A.size:]
-        self._state.apply_change(change)
+        self._apply_change(change)
         return change.add_slots
 
     def _decision_checked(self, X):

@@ -98,7 +98,7 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
             slots = plan.relabel_slots
             change.rows_relabel = (led.X[slots] if led.keep_rows
                                    else self._features(plan.relabel_rows))
-        self._state.apply_change(change)
+        self._apply_change(change)
         return change.add_slots
 
     def _decision_checked(self, X):

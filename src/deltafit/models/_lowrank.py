@@ -81,6 +81,15 @@ class LowRankInverse:
         self._C[r:r + k, r:r + k] = C
         self.rank = r + k
 
+    def trace(self):
+        """``trace(H)``: O(p), plus O(p r²) for the pending corrections."""
+        t = float(np.trace(self.H0))
+        if self.rank:
+            r = self.rank
+            U = self._U[:, :r]
+            t += float(np.sum((U @ self._C[:r, :r]) * U))
+        return t
+
     def mark(self):
         """A token for :meth:`rollback` (the current rank)."""
         return self.rank

@@ -649,8 +649,11 @@ def _expected_members(meta, headers):
     shapes = Ledger.saved_shapes(n, width, meta["keep_rows"], meta["keep_digests"])
     for k, (shape, kinds) in shapes.items():
         out[k] = (shape, kinds, True)
-    for k, shape in state_class(meta["state"]).saved_shapes(n, width).items():
+    state = state_class(meta["state"])
+    for k, shape in state.saved_shapes(n, width).items():
         out[k] = (shape, "f8", True)
+    for k, shape in state.optional_shapes(n, width).items():
+        out[k] = (shape, "f8", False)
     if est._classifier:
         out["classes"] = ((2,), "biufU", True)
     out["feature_names_in"] = ((d,), "U", False)

@@ -253,6 +253,12 @@ class ModelState:
         raise NotImplementedError
 
     @classmethod
+    def optional_shapes(cls, n, p):
+        """``{name: shape}`` of further float64 arrays :meth:`to_arrays` may write (a file
+        without them still loads)."""
+        return {}
+
+    @classmethod
     def from_arrays(cls, arrays, opts, *, y, capacity, max_rank=64, result=None):
         """The state written by :meth:`to_arrays`: ``y`` the live targets in ledger order,
         ``capacity`` the restored ledger's, ``result`` the saved solver diagnostics (None for
