@@ -313,7 +313,7 @@ def load_csv(path, *, target=-1, delimiter=",", skip_header="auto"):
         line skipped holds the column names. With "auto" the first
         non-blank line is the header when it has a text cell (not a number)
         above a number in the next line (a text cell above text is a
-        string label of a data row).
+        string label of a data row), or when it holds the name ``target``.
 
     Returns
     -------
@@ -408,7 +408,11 @@ def _load_csv(p, target, delimiter, skip_header):
             raise ValueError(f"{p}: empty file, no data rows")
         idx, cells = lines[0]
         second = lines[1][1] if len(lines) > 1 else None
-        header = cells if _is_header(cells, second) else None
+        # A line naming the target is its header even when every name is a
+        # number but the target's, above a text label ("0,1,label" / "2,3,spam").
+        names_target = (isinstance(target, str) and target in cells
+                        and not _is_number(target))
+        header = cells if names_target or _is_header(cells, second) else None
         skiprows = idx + 1 if header is not None else 0
     else:
         skiprows = int(skip_header)
