@@ -35,11 +35,13 @@ def _make_model(args):
     return KernelClassifier(loss=args.loss, C=args.C, kernel="rbf", gamma=args.gamma)
 
 
-def demo(args, out=sys.stdout):
+def demo(args, out=None):
     """Run the demo scenario; returns the largest relative deviation from the fresh fit.
 
-    Raises ValueError for data it cannot use (a file that does not load, not two classes).
+    Prints to ``out`` (default: ``sys.stdout`` at the call). Raises ValueError for data it
+    cannot use (a file that does not load, not two classes).
     """
+    out = sys.stdout if out is None else out
     X, y, title = load_data(args.dataset, args.target)
     require_binary(y, "the demo's classifier")
     classes = np.unique(y)
