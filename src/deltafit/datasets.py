@@ -449,7 +449,7 @@ def _load_csv(p, target, delimiter, skip_header):
         features = [c for c in range(n_cols) if c != t]
         try:
             X = np.loadtxt(p, dtype=np.float64, usecols=features, **loadtxt)
-        except ValueError as exc2:  # pragma: no cover - the diagnosis finds it
+        except ValueError as exc2:  # a cell float() reads but loadtxt does not ("1_000")
             raise ValueError(f"{p}: {exc2}") from exc2
         y = np.array(_text_column(p, delimiter, skiprows, t), dtype=str)
         return np.ascontiguousarray(X, dtype=np.float64), y
