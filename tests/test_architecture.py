@@ -65,6 +65,7 @@ FLOORS = {
     # 7: the command line
     "cli": 7,
     "_cli_cv": 7,
+    "_cli_data": 7,
     "_cli_experiments": 7,
     "_cli_treecv": 7,
     # 8: the package itself (``deltafit/__init__.py``): re-exports; nothing inside imports it

@@ -55,12 +55,16 @@ def test_main_exit_codes_and_help(capsys):
     assert "--dataset" in capsys.readouterr().out
 
 
-def test_demo_rejects_multiclass_data(tmp_path):
+def test_demo_rejects_multiclass_data(tmp_path, capsys):
     path = tmp_path / "three.csv"
     rng = np.random.default_rng(0)
     np.savetxt(path, np.column_stack([rng.normal(size=(30, 2)), np.arange(30) % 3]), delimiter=",")
-    with pytest.raises(SystemExit, match="binary"):
+    with pytest.raises(ValueError, match=r"binary, but the target has 3 classes \(0, 1, 2\)"):
         _run(["demo", "--dataset", str(path)])
+    assert cli.main(["demo", "--dataset", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("deltafit demo: error: ") and "binary subset" in err
+    assert err.count("\n") == 1
 
 
 @pytest.mark.skipif(shutil.which("deltafit") is None, reason="console script not installed")

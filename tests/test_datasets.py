@@ -260,6 +260,204 @@ def test_csv_target_out_of_range(tmp_path):
 
 
 # ---------------------------------------------------------------------------
+# CSV: the target by name or index, text labels
+# ---------------------------------------------------------------------------
+_MAIL = "words,links,label\n12,0,ham\n3,4,spam\n7,1,ham\n"
+
+
+@pytest.mark.parametrize("target", ["label", -1, 2, "2", "-1", np.int64(2)])
+def test_csv_text_labels_by_name_or_index(tmp_path, target):
+    f = tmp_path / "mail.csv"
+    f.write_text(_MAIL)
+    X, y = load_csv(f, target=target)
+    assert X.dtype == np.float64 and X.flags.c_contiguous
+    np.testing.assert_array_equal(X, [[12, 0], [3, 4], [7, 1]])
+    assert y.dtype.kind == "U"
+    assert y.tolist() == ["ham", "spam", "ham"]
+
+
+def test_csv_numeric_target_by_name_stays_float(tmp_path, xy):
+    X, y = xy
+    f = tmp_path / "d.csv"
+    _write_csv(f, np.column_stack([X[:, :2], y, X[:, 2:]]), header="a,b,label,c,d,e")
+    X2, y2 = load_csv(f, target="label")
+    assert y2.dtype == np.float64
+    np.testing.assert_array_equal(X2, X)
+    np.testing.assert_array_equal(y2, y)
+    X3, y3 = load_csv(f, target="a")  # any column, by name
+    np.testing.assert_array_equal(y3, X[:, 0])
+    np.testing.assert_array_equal(X3, np.column_stack([X[:, 1:2], y, X[:, 2:]]))
+
+
+def test_csv_real_data_named_text_target(tmp_path):
+    """scikit-learn's breast cancer, written with a header and 'malignant'/'benign' labels first."""
+    from sklearn.datasets import load_breast_cancer as sk_breast_cancer
+
+    bc = sk_breast_cancer()
+    labels = bc.target_names[bc.target]  # 0 malignant, 1 benign
+    names = ["diagnosis"] + [n.replace(" ", "_") for n in bc.feature_names]
+    f = tmp_path / "wdbc.csv"
+    rows = [",".join([lab] + [repr(float(v)) for v in row]) for lab, row in zip(labels, bc.data)]
+    f.write_text(",".join(names) + "\n" + "\n".join(rows) + "\n")
+    for target in ("diagnosis", 0, "0", -31):
+        X, y = load_csv(f, target=target)
+        np.testing.assert_array_equal(X, bc.data)  # repr round-trips exactly
+        np.testing.assert_array_equal(y, labels)
+        assert sorted(set(y.tolist())) == ["benign", "malignant"]
+    # another target leaves the text column among the features: named in the error
+    with pytest.raises(ValueError, match=r"wdbc\.csv: non-numeric value 'malignant' at line 2, "
+                                         r"column 1 \('diagnosis'\): feature columns"):
+        load_csv(f, target="mean_radius")
+
+
+def test_csv_text_labels_without_header(tmp_path):
+    f = tmp_path / "d.csv"
+    f.write_text("1,2,M\n3,4,B\n5,6,M\n")  # a text label is no header
+    X, y = load_csv(f)
+    np.testing.assert_array_equal(X, [[1, 2], [3, 4], [5, 6]])
+    assert y.tolist() == ["M", "B", "M"]
+    f.write_text("1,2,M\n")  # one line: a data row, not a header
+    X, y = load_csv(f)
+    assert X.shape == (1, 2) and y.tolist() == ["M"]
+
+
+def test_csv_mixed_target_column_is_text(tmp_path):
+    f = tmp_path / "d.csv"
+    f.write_text("x,y\n1,1\n2,spam\n3,2.50\n")
+    _, y = load_csv(f, target="y")
+    assert y.tolist() == ["1", "spam", "2.50"]  # as written
+
+
+def test_csv_header_found_by_the_target_name(tmp_path):
+    f = tmp_path / "d.csv"
+    f.write_text("0,1,label\n1,2,spam\n3,4,ham\n")  # numeric names above numbers
+    X, y = load_csv(f, target="label")
+    np.testing.assert_array_equal(X, [[1, 2], [3, 4]])
+    assert y.tolist() == ["spam", "ham"]
+
+
+def test_csv_target_name_with_explicit_skip_header(tmp_path):
+    f = tmp_path / "d.csv"
+    f.write_text("exported 2024-01-01\n\nf,g,label\n1,2,spam\n3,4,ham\n")
+    X, y = load_csv(f, target="label", skip_header=3)  # the last line skipped names the columns
+    np.testing.assert_array_equal(X, [[1, 2], [3, 4]])
+    assert y.tolist() == ["spam", "ham"]
+    with pytest.raises(ValueError, match=r"non-numeric value 'spam' at line 4, column 3 "
+                                         r"\('label'\)"):
+        load_csv(f, target="g", skip_header=3)  # the text column is then a feature
+
+
+def test_csv_whitespace_delimited_names(tmp_path):
+    f = tmp_path / "d.txt"
+    f.write_text("a  b   class\n1 2 yes\n3  4 no\n")
+    X, y = load_csv(f, target="class", delimiter=None)
+    np.testing.assert_array_equal(X, [[1, 2], [3, 4]])
+    assert y.tolist() == ["yes", "no"]
+
+
+def test_csv_unknown_target_name_lists_the_columns(tmp_path):
+    f = tmp_path / "mail.csv"
+    f.write_text(_MAIL)
+    with pytest.raises(ValueError, match=r"mail\.csv: no column named 'Label'; the columns are "
+                                         r"'words', 'links', 'label'"):
+        load_csv(f, target="Label")
+
+
+def test_csv_target_name_needs_a_header(tmp_path):
+    f = tmp_path / "plain.csv"
+    f.write_text("1,2,3\n4,5,6\n")
+    with pytest.raises(ValueError, match=r"plain\.csv: target 'label' is a column name, but the "
+                                         r"file has no header line.*0 to 2"):
+        load_csv(f, target="label")
+
+
+def test_csv_duplicate_target_name(tmp_path):
+    f = tmp_path / "dup.csv"
+    f.write_text("a,a,b\n1,2,3\n")
+    with pytest.raises(ValueError, match=r"names 2 columns 'a'"):
+        load_csv(f, target="a")
+    X, y = load_csv(f, target="b")
+    np.testing.assert_array_equal(X, [[1, 2]])
+
+
+def test_csv_header_and_rows_disagree(tmp_path):
+    f = tmp_path / "short.csv"
+    f.write_text("a,b\n1,2,3\n4,5,6\n")
+    with pytest.raises(ValueError, match=r"header has 2 names but the data rows 3 columns"):
+        load_csv(f, target="b")
+
+
+@pytest.mark.parametrize("target", [1.5, True, None, [0]])
+def test_csv_target_type(tmp_path, target):
+    f = tmp_path / "d.csv"
+    f.write_text("1,2\n3,4\n")
+    with pytest.raises(ValueError, match=r"target must be a column index \(int\) or a column "
+                                         r"name \(str\)"):
+        load_csv(f, target=target)
+
+
+def test_csv_target_index_string_out_of_range(tmp_path):
+    f = tmp_path / "mail.csv"
+    f.write_text(_MAIL)
+    with pytest.raises(ValueError, match=r"target column 3 out of range for 3 columns"):
+        load_csv(f, target="3")
+
+
+@pytest.mark.parametrize("content, match", [
+    # a text feature column, with text labels or numeric ones: named, line and column
+    ("a,b,label\n1,2,spam\n3,x,ham\n",
+     r"t\.csv: non-numeric value 'x' at line 3, column 2 \('b'\): feature columns must hold "
+     r"numbers \(only the target, column 3 \('label'\), may hold text labels\)"),
+    ("a,b,label\n1,2,0\n3,x,1\n", r"non-numeric value 'x' at line 3, column 2 \('b'\)"),
+    ("1,x,spam\n2,y,ham\n", r"non-numeric value 'x' at line 1, column 2: feature columns"),
+    # the target's cells must still be there, and finite where numbers
+    ("a,b,label\n1,2,spam\n3,4,\n", r"empty cell at line 3, column 3 \('label'\)"),
+    ("a,b,label\n1,2,spam\n3,4,nan\n", r"non-finite value 'nan' .*line 3, column 3"),
+    ("a,b,label\n1,2,spam\n3,4\n", r"ragged rows: line 3 has 2 columns, expected 3"),
+])
+def test_csv_text_target_bad_input(tmp_path, content, match):
+    f = tmp_path / "t.csv"
+    f.write_text(content)
+    with pytest.raises(ValueError, match=match):
+        load_csv(f)
+
+
+def test_load_passes_target_to_csv_only(tmp_path, xy):
+    X, y = xy
+    f = tmp_path / "mail.tsv"
+    f.write_text(_MAIL.replace(",", "\t"))
+    X2, y2 = load(f, target="label")
+    assert y2.tolist() == ["ham", "spam", "ham"]
+    svm = tmp_path / "d.svm"
+    dump_svmlight_file(X, y, str(svm))
+    with pytest.raises(ValueError, match=r"d\.svm: a target column applies to CSV/TSV files only"):
+        load(svm, target=0)
+
+
+def test_load_named_target(tmp_path):
+    f = tmp_path / "mail.csv"
+    f.write_text(_MAIL.replace("ham", "1").replace("spam", "2"))
+    X, y, title = datasets.load_named(str(f), target="label", return_title=True)
+    assert y.tolist() == [1.0, 2.0, 1.0] and title == str(f)
+    X, y = datasets.load_named(str(f), target=0)
+    np.testing.assert_array_equal(y, [12, 3, 7])  # no text label: float64
+    assert y.dtype == np.float64
+    with pytest.raises(ValueError, match=r"target column applies to CSV/TSV files only; "
+                                         r"digits is a bundled data set"):
+        datasets.load_named("digits", target="label")
+
+
+def test_load_csv_docstring_example():
+    import doctest
+
+    finder = doctest.DocTestFinder()
+    runner = doctest.DocTestRunner()
+    for test in finder.find(load_csv, "load_csv", globs={}):
+        runner.run(test)
+    assert runner.failures == 0 and runner.tries >= 4
+
+
+# ---------------------------------------------------------------------------
 # Fashion-MNIST (fake IDX files; the real ones are not in CI)
 # ---------------------------------------------------------------------------
 def _write_idx(path, magic, dims, data):

@@ -60,6 +60,6 @@ def test_unknown_name_is_a_value_error(tmp_path):
 
 def test_bad_file_keeps_the_readers_message(tmp_path):
     f = tmp_path / "bad.csv"
-    f.write_text("1,2\n3,x\n")
-    with pytest.raises(ValueError, match=r"bad\.csv: non-numeric value 'x' at line 2, column 2"):
+    f.write_text("1,2\nx,3\n")  # a text feature (text in the target column is a label)
+    with pytest.raises(ValueError, match=r"bad\.csv: non-numeric value 'x' at line 2, column 1"):
         load_named(str(f))

