@@ -131,15 +131,10 @@ def _first_data_lines(p, delimiter, skiprows=0, count=2):
     file), shorter when the file has fewer such lines.
     """
     found = []
-    with open(p, encoding=_CSV_ENCODING) as fh:
-        for i, line in enumerate(fh):
-            if i < skiprows:
-                continue
-            cells = _split(line, delimiter)
-            if cells:
-                found.append((i, cells))
-                if len(found) == count:
-                    break
+    for i, cells in _data_lines(p, delimiter, skiprows):
+        found.append((i, cells))
+        if len(found) == count:
+            break
     return found
 
 
@@ -225,15 +220,18 @@ def _diagnose_csv(p, delimiter, skiprows, target=None, header=None):
 
 def _text_column(p, delimiter, skiprows, col):
     """The cells of column ``col`` (0-based) of the data lines, as written."""
-    out = []
+    return [cells[col] for _, cells in _data_lines(p, delimiter, skiprows)]
+
+
+def _data_lines(p, delimiter, skiprows=0):
+    """``(index, cells)`` of each non-blank, non-comment line after ``skiprows`` lines (index
+    0-based over every line of the file)."""
     with open(p, encoding=_CSV_ENCODING) as fh:
         for i, line in enumerate(fh):
-            if i < skiprows:
-                continue
-            cells = _split(line, delimiter)
-            if cells:
-                out.append(cells[col])
-    return out
+            if i >= skiprows:
+                cells = _split(line, delimiter)
+                if cells:
+                    yield i, cells
 
 
 # ---------------------------------------------------------------------------
