@@ -66,3 +66,25 @@ def test_bad_gamma_is_refused(bad, cancer):
     X, y = cancer
     with pytest.raises(ValueError, match="gamma"):
         KernelClassifier(gamma=bad).fit(X, y)
+
+
+def test_defaults_as_documented_against_scikit_learn():
+    """The README's table of defaults: deltafit's values, and scikit-learn's it compares with."""
+    from sklearn.kernel_ridge import KernelRidge
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.svm import LinearSVC
+
+    from deltafit import LinearClassifier
+
+    lin, ker = LinearClassifier().get_params(), KernelClassifier().get_params()
+    assert (lin["loss"], lin["C"], lin["fit_intercept"], lin["intercept_scaling"], lin["tol"],
+            lin["max_iter"], lin["keep_data"]) == ("squared", 1.0, True, 1.0, 1e-10, 100, True)
+    assert (ker["kernel"], ker["gamma"], ker["degree"], ker["coef0"]) == ("rbf", "scale", 3, 1.0)
+    svc, lsvc = SVC().get_params(), LinearSVC().get_params()
+    assert (svc["kernel"], svc["gamma"], svc["degree"], svc["coef0"], svc["C"]) == \
+        ("rbf", "scale", 3, 0.0, 1.0)
+    assert (lsvc["loss"], lsvc["C"], lsvc["fit_intercept"], lsvc["intercept_scaling"],
+            lsvc["tol"]) == ("squared_hinge", 1.0, True, 1, 1e-4)
+    lr = LogisticRegression().get_params()
+    assert (lr["C"], lr["tol"], lr["max_iter"]) == (1.0, 1e-4, 100)
+    assert KernelRidge().get_params()["coef0"] == 1
