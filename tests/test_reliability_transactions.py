@@ -308,3 +308,21 @@ def test_id_index_memory_is_bounded_by_the_live_samples(data):
     index = m._ledger._index
     assert m.problem_.next_id == 3020
     assert index.nbytes <= 16 * 4 * max(16, m.problem_.n_samples) + 1024
+
+
+def test_views_taken_before_a_rebuilt_state_know_they_are_stale(data):
+    """An interrupt that makes the model rebuild its state leaves the same model, but a view
+    taken before it held the old state object: it must report itself stale."""
+    X, y = data
+    m = KernelClassifier(loss="logistic", gamma=0.05, tol=1e-12).fit(X[:80], y[:80])
+    counter = _Interrupt()
+    counter.run(_mixed, copy.deepcopy(m), X, y)
+    seen_stale = False
+    for at in _positions(counter.n):
+        mm = copy.deepcopy(m)
+        view = mm.problem_
+        _Interrupt(at).run(_mixed, mm, X, y)
+        if mm.problem_._st is not view._st:  # the state was replaced (rebuilt or updated)
+            assert not view.is_current()
+            seen_stale = True
+    assert seen_stale

@@ -540,6 +540,9 @@ class UpdatableMixin:
             self.__dict__.update(saved)
             if not (in_state and isinstance(exc, ValueError)):
                 self._restore_state(checkpoint)
+                # the state object is a new one: views taken before (problem_, what-if
+                # objects) must see that they are stale, though the model is the same
+                self._bump_version()
             raise
         led.commit()
         return new_ids, removed
