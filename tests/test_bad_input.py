@@ -152,9 +152,9 @@ CASES = {
     "fit_inf": (ALL, lambda m, D: m.fit(_nan(D.X, np.inf), D.y), "infinity"),
     "fit_single_class": (CLASSIFIERS, lambda m, D: m.fit(D.X[:20], np.zeros(20, dtype=int)),
                          "one class|two classes|single class"),
-    "fit_three_classes": (CLASSIFIERS,
-                          lambda m, D: m.fit(D.X, np.arange(D.X.shape[0]) % 3),
-                          "OneVsRestClassifier"),
+    "fit_continuous_labels": (CLASSIFIERS,
+                              lambda m, D: m.fit(D.X, np.linspace(0, 1, D.X.shape[0])),
+                              "Unknown label type|continuous"),
     # ----- add
     "add_nan": (ALL, lambda m, D: m.add(_nan(D.Xn), D.yn), "NaN"),
     "add_inf": (ALL, lambda m, D: m.add(_nan(D.Xn, -np.inf), D.yn), "infinity"),

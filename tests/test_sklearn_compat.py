@@ -202,11 +202,16 @@ def test_one_vs_rest_digits(digits):
 @pytest.mark.parametrize("est", [LinearClassifier(), KernelClassifier(),
                                  LinearClassifier(loss="logistic")],
                          ids=["linear", "kernel", "logistic"])
-def test_three_classes_direct_raises(est, digits):
+def test_three_classes_directly_equal_one_vs_rest(est, digits):
+    # native multiclass (tests/test_multiclass.py) is scikit-learn's OneVsRestClassifier of the
+    # binary model, with the same C for every class
     X, y = digits
     mask = y < 3
-    with pytest.raises(ValueError, match="OneVsRestClassifier"):
-        clone(est).fit(X[mask][:90], y[mask][:90])
+    X, y = X[mask][:90], y[mask][:90]
+    own = clone(est).fit(X, y)
+    ovr = OneVsRestClassifier(clone(est)).fit(X, y)
+    np.testing.assert_allclose(own.decision_function(X), ovr.decision_function(X), atol=1e-6)
+    np.testing.assert_array_equal(own.predict(X), ovr.predict(X))
 
 
 # ---------------------------------------------------------------------------

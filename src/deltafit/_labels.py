@@ -205,3 +205,83 @@ class BinaryLabels:
     def decode(self, t):
         """Labels of the targets or decision values ``t``: ``classes_[1]`` where ``t > 0``."""
         return self.classes_[(np.asarray(t) > 0).astype(np.intp)]
+
+
+class ClassLabels:
+    """Two or more class labels and their encoding as class indices ``0 … K−1`` (the
+    multiclass models' targets; ``classes_`` sorted, as scikit-learn's).
+
+    Parameters
+    ----------
+    classes : ndarray or None, default=None
+        The labels, sorted; None until :meth:`fit`.
+    messages : LabelMessages, optional
+        The wording of the errors (``one_class``, ``outside_classes``, ``unknown``).
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,) or None
+    """
+
+    __slots__ = ("classes_", "messages")
+
+    def __init__(self, classes=None, messages=LabelMessages()):
+        self.classes_ = classes
+        self.messages = messages
+
+    def fit(self, y, classes=None):
+        """Learn the labels from ``y`` (at least two), or take them from ``classes`` (then
+        ``y`` must be among them and may show fewer).
+
+        Parameters
+        ----------
+        y : ndarray of shape (n_samples,)
+        classes : array-like, optional
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError
+            For values that are not class labels, a single label without ``classes``,
+            ``classes`` with fewer than two labels, or labels of ``y`` outside ``classes``.
+        """
+        m = self.messages
+        check_classification_targets(y)
+        if classes is None:
+            labels = np.unique(y)
+        else:
+            labels = np.unique(np.asarray(classes))
+            unseen = np.setdiff1d(np.unique(y), labels)
+            if unseen.size:
+                raise m.error(m.outside_classes, unseen=unseen.tolist(), classes=labels.tolist())
+        if labels.size < 2:
+            raise m.error(m.one_class, labels=labels.tolist())
+        self.classes_ = labels
+        return self
+
+    def encode(self, y, what="y"):
+        """Class indices (floats) of the labels ``y``; ValueError for a label that is not one
+        of ``classes_``."""
+        y = np.asarray(y)
+        classes = self.classes_
+        try:
+            idx = np.searchsorted(classes, y)
+        except TypeError:  # labels of a type that cannot be compared with the classes
+            idx = np.zeros(y.shape, dtype=np.intp)
+            bad = np.ones(y.shape, dtype=bool)
+        else:
+            idx = np.minimum(idx, classes.size - 1)
+            bad = classes[idx] != y
+        if np.any(bad):
+            m = self.messages
+            labels = np.unique(y[bad].astype(object)).tolist()
+            raise m.error(m.unknown, what=what, labels=labels, first10=labels[:10],
+                          classes=classes.tolist())
+        return idx.astype(np.float64)
+
+    def decode(self, scores):
+        """Labels of the decision values ``scores`` (n, K): the class of the largest score."""
+        return self.classes_[np.argmax(np.asarray(scores), axis=1)]

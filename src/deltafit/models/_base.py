@@ -21,30 +21,26 @@ from scipy.special import expit, log_expit
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
-from .._labels import BinaryLabels, LabelMessages
+from .._labels import BinaryLabels, ClassLabels, LabelMessages
 from .._transaction import atomic
 from .._validation import (MAX_SQUARED_NORM, check_bool, check_dense, check_int,
                            check_magnitude, check_real, check_rows)
 from ..losses import get_loss
 from ._ledger import Ledger
+from ._multiclass import OneVsRestState
 from ._registry import state_for
 from ._state import SolverOptions
 
 __all__ = ["UpdatableMixin"]
 
-_OVR_HINT = (
-    "Only binary classification is supported: for more classes wrap the estimator in "
-    "sklearn.multiclass.OneVsRestClassifier"
-)
-
 _LABELS = LabelMessages(
     label_type=None,  # scikit-learn's check_classification_targets
-    one_class="y has only one class ({labels}); a classifier needs two classes to train",
-    many="y has {n} classes {first10}; " + _OVR_HINT,
-    classes_size="classes must hold exactly two labels, got {n}. " + _OVR_HINT,
+    one_class=("y has only one class ({labels}); a classifier needs two classes to train (pass "
+               "classes= to partial_fit to declare the others)"),
     outside_classes="y has labels {unseen} not in classes",
     unknown=("{what} has labels {first10} that are not among the model's classes {classes}; an "
-             "update cannot add a third class (" + _OVR_HINT + ")"),
+             "update cannot add a class: declare every class the data may bring at the first "
+             "fit, with partial_fit(X, y, classes=[...]) (a class may have no samples)"),
 )
 
 
@@ -193,8 +189,8 @@ class UpdatableMixin:
         y = column_or_1d(y, warn=True) if fitting else _as_1d(y, what)
         if self._classifier:
             if fitting:
-                self.classes_ = BinaryLabels(messages=_LABELS).fit(y, classes).classes_
-            return BinaryLabels(self.classes_, _LABELS).encode(y, what)
+                self.classes_ = ClassLabels(messages=_LABELS).fit(y, classes).classes_
+            return self._labels().encode(y, what)
         try:
             y = np.asarray(y, dtype=np.float64)
         except (TypeError, ValueError) as exc:
@@ -261,7 +257,20 @@ class UpdatableMixin:
             self._check_solution(st)
 
     def _decode_y(self, t):
-        return BinaryLabels(self.classes_).decode(t)
+        return self._labels().decode(t)
+
+    def _labels(self):
+        """The label encoder of ``classes_``: targets ±1 for two classes, class indices for
+        more (one-vs-rest, :mod:`~deltafit.models._multiclass`)."""
+        if self.classes_.size == 2:
+            return BinaryLabels(self.classes_, _LABELS)
+        return ClassLabels(self.classes_, _LABELS)
+
+    @property
+    def _n_classes(self):
+        """K ≥ 3 for a multiclass classifier (one-vs-rest), else 0."""
+        classes = self.__dict__.get("classes_")
+        return 0 if classes is None or classes.size <= 2 else int(classes.size)
 
     def _solver_options(self):
         return SolverOptions(get_loss(self.loss), float(self.C), float(self.tol),
@@ -331,11 +340,14 @@ class UpdatableMixin:
         from ``previous`` when it has the shape the state starts from."""
         cls = state_for(self._kernel, self.loss)
         width = data.shape[0] if cls.warm_per_sample else data.shape[1]
-        if previous is not None and previous.shape != (width,):
+        K = self._n_classes
+        if previous is not None and previous.shape != ((width, K) if K else (width,)):
             previous = None
         opts = self._solver_options()
         self._check_scale(data, opts.C)
-        st = cls(opts, self._max_rank).fit(data, t, capacity, previous)
+        st = (OneVsRestState(opts, self._max_rank, base=cls, n_classes=K) if K
+              else cls(opts, self._max_rank))
+        st = st.fit(data, t, capacity, previous)
         self._check_solution(st)
         return st
 
@@ -559,7 +571,7 @@ class UpdatableMixin:
         n = led.n_samples
         rows = led.X[:n]
         data = self._k(rows, rows) if self._kernel else rows
-        self._state = type(st)(st.opts, st.max_rank).fit(data, led.y[:n].copy(), led.capacity)
+        self._state = st.blank().fit(data, led.y[:n].copy(), led.capacity)
 
     def _bump_version(self):
         """Count the changes of the fitted model, so that objects derived from it (the
@@ -590,7 +602,10 @@ class UpdatableMixin:
     def _label_candidates(self):
         """The encoded labels a sample may have: what recognises a classifier's label from its
         row and digest when the model keeps no labels (None for a regressor)."""
-        return (-1.0, 1.0) if self._classifier else None
+        if not self._classifier:
+            return None
+        K = self._n_classes
+        return tuple(float(k) for k in range(K)) if K else (-1.0, 1.0)
 
     def _plan_remove(self, ids, X, y):
         """Slots, rows (as given, ``keep_data=False``) and current targets (``keep_data=False``:
@@ -655,7 +670,7 @@ class UpdatableMixin:
                 if plan.adds:
                     labels.append(plan.t_add)
                 labels = np.concatenate(labels)
-                one_class = np.all(labels > 0) or np.all(labels < 0)
+                one_class = labels.size == 0 or np.all(labels == labels[0])
             if one_class:
                 raise ValueError(
                     "the update would leave a single class in the training data; a classifier "
@@ -772,18 +787,30 @@ class UpdatableMixin:
         return tags
 
 
-class BinaryClassifierMixin:
-    """What the two binary classifiers share (put before ClassifierMixin in the bases): tags,
-    ``decision_function`` and, for the logistic loss only, ``predict_proba``."""
+class ClassifierOutputMixin:
+    """What the two classifiers share (put before ClassifierMixin in the bases): tags,
+    ``decision_function`` and, for the logistic loss only, ``predict_proba``.
+
+    Two classes make one binary problem (targets ±1, ``classes_[1]`` positive); K ≥ 3 classes
+    make K one-vs-rest problems over one ledger (:mod:`~deltafit.models._multiclass`), as
+    scikit-learn's ``OneVsRestClassifier`` with the same C for every class.
+    """
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False
+        tags.classifier_tags.multi_class = True
         return tags
 
     def decision_function(self, X):
-        """Signed score ``⟨Φ(x), β⟩`` (kernel models: ``Σ α_i k(x_i, x)``); positive means
-        ``classes_[1]``."""
+        """Signed scores ``⟨Φ(x), β⟩`` (kernel models: ``Σ α_i k(x_i, x)``).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_classes)
+            Two classes: one score, positive means ``classes_[1]``.  More: one score per
+            class (its one-vs-rest problem), columns in the order of ``classes_``; the
+            prediction is the class of the largest.
+        """
         return self._decision(X)
 
     def _is_logistic(self):
@@ -791,14 +818,26 @@ class BinaryClassifierMixin:
 
     @available_if(_is_logistic)
     def predict_proba(self, X):
-        """Class probabilities (logistic loss only), columns in the order of ``classes_``."""
-        p = expit(self._decision(X))
-        return np.column_stack([1.0 - p, p])
+        """Class probabilities (logistic loss only), columns in the order of ``classes_``.
+
+        With more than two classes each class's one-vs-rest probability ``σ(z_k)`` is
+        normalised over the classes, as scikit-learn's ``OneVsRestClassifier`` does."""
+        z = self._decision(X)
+        if z.ndim == 1:
+            p = expit(z)
+            return np.column_stack([1.0 - p, p])
+        p = expit(z)
+        return p / p.sum(axis=1, keepdims=True)
 
     @available_if(_is_logistic)
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba` (logistic loss only)."""
-        return np.column_stack([log_expit(-self._decision(X)), log_expit(self._decision(X))])
+        z = self._decision(X)
+        if z.ndim == 1:
+            return np.column_stack([log_expit(-z), log_expit(z)])
+        lp = log_expit(z)
+        top = lp.max(axis=1, keepdims=True)
+        return lp - (top + np.log(np.exp(lp - top).sum(axis=1, keepdims=True)))
 
 
 class SingleOutputRegressorTags:
@@ -811,4 +850,4 @@ class SingleOutputRegressorTags:
         return tags
 
 
-__all__ += ["Ledger", "BinaryClassifierMixin", "SingleOutputRegressorTags"]
+__all__ += ["Ledger", "ClassifierOutputMixin", "SingleOutputRegressorTags"]

@@ -8,7 +8,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_int, check_real
 from ..kernels import kernel_matrix, validate_kernel
-from ._base import BinaryClassifierMixin, SingleOutputRegressorTags, UpdatableMixin
+from ._base import ClassifierOutputMixin, SingleOutputRegressorTags, UpdatableMixin
 from ._ledger import Ledger
 from ._state import DataChange
 
@@ -108,7 +108,8 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
         dual variables (scikit-learn's ``SVC.dual_coef_`` convention): 0 outside the margin,
         ``±C`` for margin violators, in between for free support vectors."""
         check_is_fitted(self, "_state")
-        return self._state.alpha[self._ledger.active_slots()].copy()
+        alpha = self._state.alpha[self._ledger.active_slots()]
+        return alpha.T.copy() if alpha.ndim == 2 else alpha.copy()
 
     @property
     def gamma_(self):
@@ -128,7 +129,8 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
     def intercept_(self):
         """``intercept_scaling² · Σ α_i`` (the regularised constant feature's contribution)."""
         check_is_fitted(self, "_state")
-        return float(self._s ** 2 * self.dual_coef_.sum())
+        a = self.dual_coef_
+        return self._s ** 2 * a.sum(axis=1) if a.ndim == 2 else float(self._s ** 2 * a.sum())
 
 
 def _resolve_gamma(gamma, X, n_features=None):
@@ -176,9 +178,13 @@ _KERNEL_DOC_PARAMS = """
 """
 
 
-class KernelClassifier(BinaryClassifierMixin, ClassifierMixin, _KernelModel):
-    __doc__ = """Binary kernel classifier with exact add / remove / relabel (LS-SVM, logistic,
-    L2-SVM, L1-SVM).
+class KernelClassifier(ClassifierOutputMixin, ClassifierMixin, _KernelModel):
+    __doc__ = """Kernel classifier with exact add / remove / relabel (LS-SVM, logistic, L2-SVM,
+    L1-SVM), for two classes or more.
+
+    With K ≥ 3 classes it solves the K one-vs-rest problems (class k against the rest, same C)
+    over one ledger and one kernel matrix, evaluated once and shared by the classes; the
+    predicted class is that of the largest score.
 
     Parameters
     ----------
@@ -193,7 +199,11 @@ class KernelClassifier(BinaryClassifierMixin, ClassifierMixin, _KernelModel):
     """ + _KERNEL_DOC_PARAMS + """
     Attributes
     ----------
-    classes_, dual_coef_, X_fit_, intercept_, sample_ids_, n_features_in_
+    classes_ : ndarray of shape (n_classes,)
+    dual_coef_ : ndarray of shape (n_samples,) or (n_classes, n_samples)
+        The expansion coefficients α (one row per class for K ≥ 3 classes).
+    intercept_ : float or ndarray of shape (n_classes,)
+    X_fit_, sample_ids_, n_features_in_
     """
 
     _classifier = True

@@ -8,7 +8,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_bool
 from ..kernels import resolve_feature_map
-from ._base import BinaryClassifierMixin, SingleOutputRegressorTags, UpdatableMixin
+from ._base import ClassifierOutputMixin, SingleOutputRegressorTags, UpdatableMixin
 from ._exact_squared import Rows
 from ._ledger import Ledger
 from ._state import DataChange
@@ -59,6 +59,11 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
                         self._s if self._fitted("fit_intercept") else None)
 
     def _build(self, X, t, previous):
+        if self._classifier and not self.keep_data and self._n_classes:
+            raise ValueError(
+                f"keep_data=False supports two classes; y has {self._n_classes} (a multiclass "
+                "model keeps each sample's class: use keep_data=True)"
+            )
         self.feature_map_ = resolve_feature_map(self.feature_map, X)
         Phi = self._features(X)
         n = X.shape[0]
@@ -112,7 +117,11 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
 
     @property
     def _intercept_value(self):
-        return float(self._state.beta[-1] * self._s) if self._fitted("fit_intercept") else 0.0
+        """The intercept: a float, or one per class (K ≥ 3 classes)."""
+        beta = self._state.beta
+        if not self._fitted("fit_intercept"):
+            return np.zeros(beta.shape[1]) if beta.ndim == 2 else 0.0
+        return beta[-1] * self._s if beta.ndim == 2 else float(beta[-1] * self._s)
 
 
 _LINEAR_DOC_PARAMS = """
@@ -151,12 +160,15 @@ _LINEAR_DOC_PARAMS = """
 """
 
 
-class LinearClassifier(BinaryClassifierMixin, ClassifierMixin, _LinearModel):
-    __doc__ = """Binary linear classifier with exact add / remove / relabel (LS-SVM, logistic,
-    L2-SVM, L1-SVM).
+class LinearClassifier(ClassifierOutputMixin, ClassifierMixin, _LinearModel):
+    __doc__ = """Linear classifier with exact add / remove / relabel (LS-SVM, logistic, L2-SVM,
+    L1-SVM), for two classes or more.
 
     Solves ``min_β C Σ ℓ(y_i, ⟨Φ(x_i), β⟩) + ½‖β‖²`` with y in {-1, +1} (any two labels are
-    accepted; ``classes_[1]`` is the positive one).
+    accepted; ``classes_[1]`` is the positive one).  With K ≥ 3 classes it solves the K
+    one-vs-rest problems (class k against the rest, same C), as scikit-learn's
+    ``OneVsRestClassifier`` does, over one ledger and one row store: every update changes
+    every class's problem exactly, and the predicted class is that of the largest score.
 
     Parameters
     ----------
@@ -169,12 +181,14 @@ class LinearClassifier(BinaryClassifierMixin, ClassifierMixin, _LinearModel):
     """ + _LINEAR_DOC_PARAMS + """
     Attributes
     ----------
-    classes_ : ndarray of shape (2,)
-    coef_ : ndarray of shape (1, n_map_features)
-    intercept_ : ndarray of shape (1,)
-    dual_coef_ : ndarray of shape (n_samples,)
+    classes_ : ndarray of shape (n_classes,)
+    coef_ : ndarray of shape (1, n_map_features) or (n_classes, n_map_features)
+        One row for two classes, one per class (its one-vs-rest problem) for more.
+    intercept_ : ndarray of shape (1,) or (n_classes,)
+    dual_coef_ : ndarray of shape (n_samples,) or (n_classes, n_samples)
         ``loss="hinge"`` only: ``y_i α_i`` with α_i ∈ [0, C] the dual variables
-        (``β = Σ y_i α_i Φ(x_i)``), in the order of ``sample_ids_``.
+        (``β = Σ y_i α_i Φ(x_i)``, y_i = ±1 in the class's one-vs-rest problem), in the order
+        of ``sample_ids_``.
     sample_ids_ : ndarray of int
         Stable ids of the training samples (``0..n-1`` after :meth:`fit`).
     feature_map_ : transformer or None
@@ -204,7 +218,8 @@ class LinearClassifier(BinaryClassifierMixin, ClassifierMixin, _LinearModel):
     @property
     def coef_(self):
         check_is_fitted(self, "_state")
-        return self._coef_vector[None, :].copy()
+        c = self._coef_vector
+        return c.T.copy() if c.ndim == 2 else c[None, :].copy()
 
     @property
     def dual_coef_(self):
@@ -221,12 +236,16 @@ class LinearClassifier(BinaryClassifierMixin, ClassifierMixin, _LinearModel):
                 f"loss={st.loss.name!r}"
             )
         slots = self._ledger.active_slots()
-        return self._ledger.y[slots] * st.dual[slots] + 0.0  # no negative zeros
+        t = self._ledger.y[slots]
+        if self._n_classes:
+            codes = np.where(t[None, :] == np.arange(self._n_classes)[:, None], 1.0, -1.0)
+            return codes * st.dual[slots].T + 0.0
+        return t * st.dual[slots] + 0.0  # no negative zeros
 
     @property
     def intercept_(self):
         check_is_fitted(self, "_state")
-        return np.array([self._intercept_value])
+        return np.atleast_1d(np.array(self._intercept_value, dtype=np.float64))
 
 
 class LinearRegressor(SingleOutputRegressorTags, RegressorMixin, _LinearModel):

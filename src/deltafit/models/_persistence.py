@@ -54,6 +54,7 @@ from .._validation import check_int, check_real
 from ..losses import get_loss
 from ..solvers import HingeResult, SolverResult
 from ._ledger import Ledger
+from ._multiclass import OneVsRestState, class_codes
 from ._registry import state_class, state_for
 
 __all__ = ["save", "load", "FORMAT_VERSION"]
@@ -77,6 +78,8 @@ _META_KEYS = {
     "feature_map", "feature_map_param", "solver", "hinge", "n_samples_fit", "classes_given",
     "n_positive", "deltafit_version",
 }
+# fields a file may lack (older files of this format version): their value is then None
+_OPTIONAL_META = {"one_vs_rest": None}
 
 
 def _estimator_classes():
@@ -200,6 +203,8 @@ def save(model, path):
     arrays.update(larrays)
     arrays.update(st.to_arrays(keep))
     res = getattr(st, "result", None)
+    ovr = isinstance(st, OneVsRestState)
+    results = res.results if ovr and res is not None else [res]
     meta = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -218,12 +223,15 @@ def save(model, path):
         "feature_map": _dump_feature_map(getattr(model, "feature_map_", None), arrays,
                                          int(model.n_features_in_)),
         "feature_map_param": _feature_map_param(getattr(model, "feature_map", None)),
-        "solver": None if res is None else {"grad_norm": float(res.grad_norm),
-                                            "n_iter": int(res.n_iter),
-                                            "objective": float(res.objective)},
-        "hinge": None if not isinstance(res, HingeResult) else {
-            "kkt_violation": float(res.kkt_violation), "duality_gap": float(res.duality_gap),
-            "dual_objective": float(res.dual_objective), "n_polish": int(res.n_polish)},
+        "solver": _per_class(ovr, None if res is None else [
+            {"grad_norm": float(r.grad_norm), "n_iter": int(r.n_iter),
+             "objective": float(r.objective)} for r in results]),
+        "hinge": _per_class(ovr, None if not isinstance(results[0], HingeResult) else [
+            {"kkt_violation": float(r.kkt_violation), "duality_gap": float(r.duality_gap),
+             "dual_objective": float(r.dual_objective), "n_polish": int(r.n_polish)}
+            for r in results]),
+        # K ≥ 3 classes: the K binary states of one kind (None for one binary problem)
+        "one_vs_rest": ({"base": st.base.kind, "n_classes": st.n_classes} if ovr else None),
         "n_samples_fit": int(getattr(model, "n_samples_fit_", led.n_samples)),
         "classes_given": bool(getattr(model, "_classes_given", False)),
         "n_positive": (int(model._n_positive) if "_n_positive" in model.__dict__ else None),
@@ -244,6 +252,13 @@ def save(model, path):
     buf = io.BytesIO()
     np.savez(buf, **arrays)  # uncompressed members: a file never expands beyond its size
     _write_atomically(os.fspath(path), buf.getbuffer())
+
+
+def _per_class(ovr, records):
+    """The solver records of a state: one record, or a list of one per class (one-vs-rest)."""
+    if records is None:
+        return None
+    return records if ovr else records[0]
 
 
 def _write_atomically(path, data):
@@ -524,7 +539,9 @@ def _dict(meta, key, keys=None, field=None):
 def _check_meta(meta):
     """Every metadata field: present, of its type and range, and consistent with the others
     (what the members are checked against next)."""
-    keys = set(meta)
+    for key, default in _OPTIONAL_META.items():
+        meta.setdefault(key, default)
+    keys = set(meta) - set(_OPTIONAL_META)
     if keys != _META_KEYS:
         unknown, missing = sorted(keys - _META_KEYS), sorted(_META_KEYS - keys)
         raise ValueError("corrupt model file: metadata fields "
@@ -536,7 +553,7 @@ def _check_meta(meta):
         raise ValueError(f"corrupt model file: unknown estimator {name!r}")
     est = classes[name]
     kernel, classifier = est._kernel, est._classifier
-    cls = state_class(meta["state"])
+    cls, n_classes = _state_of(meta, classifier)
     fitted = _dict(meta, "fitted", ("loss", "C", "tol", "max_iter"))
     if fitted["loss"] not in est._losses:
         raise ValueError(f"corrupt model file: unknown loss {fitted['loss']!r} for {name}")
@@ -596,17 +613,19 @@ def _check_meta(meta):
         if solver is not None or hinge is not None:
             raise _bad("solver", "must be null for the closed-form state")
     else:
-        _dict(meta, "solver", ("grad_norm", "n_iter", "objective"))
-        _real(solver, "grad_norm", low=0.0, field="solver.grad_norm")
-        _int(solver, "n_iter", field="solver.n_iter")
-        _real(solver, "objective", field="solver.objective")
         if (hinge is None) == ("hinge" in cls.loss_names):
             raise _bad("hinge", "must be given exactly for a hinge-loss state")
-        if hinge is not None:
-            _dict(meta, "hinge", ("kkt_violation", "duality_gap", "dual_objective", "n_polish"))
-            for k in ("kkt_violation", "duality_gap", "dual_objective"):
-                _real(hinge, k, field=f"hinge.{k}")
-            _int(hinge, "n_polish", field="hinge.n_polish")
+        for solver, hinge in _class_records(meta, n_classes):
+            _dict({"solver": solver}, "solver", ("grad_norm", "n_iter", "objective"))
+            _real(solver, "grad_norm", low=0.0, field="solver.grad_norm")
+            _int(solver, "n_iter", field="solver.n_iter")
+            _real(solver, "objective", field="solver.objective")
+            if hinge is not None:
+                _dict({"hinge": hinge}, "hinge",
+                      ("kkt_violation", "duality_gap", "dual_objective", "n_polish"))
+                for k in ("kkt_violation", "duality_gap", "dual_objective"):
+                    _real(hinge, k, field=f"hinge.{k}")
+                _int(hinge, "n_polish", field="hinge.n_polish")
     _dict(meta, "params")
     _dict(meta, "spec")
     fm = meta["feature_map"]
@@ -641,6 +660,34 @@ def _check_meta(meta):
             _dict(fp, "params", field="feature_map_param.params")
 
 
+def _state_of(meta, classifier):
+    """The binary state class the file names and its number of one-vs-rest classes (0 for one
+    binary problem)."""
+    ovr = meta["one_vs_rest"]
+    if meta["state"] != OneVsRestState.kind:
+        if ovr is not None:
+            raise _bad("one_vs_rest", f"is set, but the state is {meta['state']!r}")
+        return state_class(meta["state"]), 0
+    _dict(meta, "one_vs_rest", ("base", "n_classes"))
+    if not classifier:
+        raise ValueError("corrupt model file: a one-vs-rest state in a regressor")
+    k = _int(ovr, "n_classes", low=3, high=100_000, field="one_vs_rest.n_classes")
+    return state_class(ovr["base"]), k
+
+
+def _class_records(meta, n_classes):
+    """``(solver, hinge)`` records, one pair per class (one pair for a binary state)."""
+    solver, hinge = meta["solver"], meta["hinge"]
+    if not n_classes:
+        return [(solver, hinge)]
+    for field, rec in (("solver", solver), ("hinge", hinge)):
+        if rec is not None and (not isinstance(rec, list) or len(rec) != n_classes):
+            raise _bad(field, f"must hold one record per class ({n_classes})")
+    none = [None] * n_classes
+    return list(zip(solver if solver is not None else none,
+                    hinge if hinge is not None else none))
+
+
 def _expected_members(meta, headers):
     """``{member: (shape or shape test, dtype kinds, required)}`` that the metadata calls for."""
     n, d, width = meta["n_samples"], meta["n_features_in"], meta["row_width"]
@@ -649,13 +696,18 @@ def _expected_members(meta, headers):
     shapes = Ledger.saved_shapes(n, width, meta["keep_rows"], meta["keep_digests"])
     for k, (shape, kinds) in shapes.items():
         out[k] = (shape, kinds, True)
-    state = state_class(meta["state"])
-    for k, shape in state.saved_shapes(n, width).items():
+    state, n_classes = _state_of(meta, est._classifier)
+    if n_classes:
+        saved = OneVsRestState.shapes(state, n_classes, n, width)
+        optional = OneVsRestState.shapes(state, n_classes, n, width, optional=True)
+    else:
+        saved, optional = state.saved_shapes(n, width), state.optional_shapes(n, width)
+    for k, shape in saved.items():
         out[k] = (shape, "f8", True)
-    for k, shape in state.optional_shapes(n, width).items():
+    for k, shape in optional.items():
         out[k] = (shape, "f8", False)
     if est._classifier:
-        out["classes"] = ((2,), "biufU", True)
+        out["classes"] = ((n_classes or 2,), "biufU", True)
     out["feature_names_in"] = ((d,), "U", False)
     fm = meta["feature_map"]
     if fm is not None:
@@ -737,9 +789,8 @@ def _checked_spec(model, spec):
     return spec
 
 
-def _solver_result(meta):
+def _solver_result(solver, h):
     """The saved solver diagnostics (None for the closed form); ``coef`` is set by the state."""
-    solver, h = meta["solver"], meta["hinge"]
     if solver is None:
         return None
     common = (None, float(solver["grad_norm"]), int(solver["n_iter"]), True, False,
@@ -774,15 +825,22 @@ def _check_arrays(meta, arrays, classifier):
         c = arrays["classes"]
         ok = True
         try:
-            ok = bool(c[0] < c[1])
+            ok = bool(np.all(c[:-1] < c[1:]))
         except TypeError:
             ok = False
         if not ok:
-            raise ValueError(f"corrupt model file: classes {c.tolist()!r} are not two distinct "
+            raise ValueError(f"corrupt model file: classes {c.tolist()!r} are not distinct "
                              "labels in increasing order")
     if "ledger_y" in arrays:
         y = arrays["ledger_y"]
-        if classifier:
+        if classifier and meta["one_vs_rest"] is not None:
+            K = meta["one_vs_rest"]["n_classes"]
+            if not np.all((y >= 0) & (y < K) & (y == np.round(y))):
+                raise ValueError(f"corrupt model file: a classifier's labels are not class "
+                                 f"indices 0..{K - 1}")
+            if not meta["classes_given"] and np.all(y == y[0]):
+                raise ValueError("corrupt model file: a classifier's labels hold one class")
+        elif classifier:
             if not np.all(np.abs(y) == 1.0):
                 raise ValueError("corrupt model file: a classifier's labels are not ±1")
             if not meta["classes_given"] and (np.all(y > 0) or np.all(y < 0)):
@@ -790,6 +848,22 @@ def _check_arrays(meta, arrays, classifier):
 
 
 def _check_statistics(model, meta, arrays, st):
+    """:func:`_check_binary_statistics` for the state, class by class for a one-vs-rest one."""
+    if not isinstance(st, OneVsRestState):
+        _check_binary_statistics(model, meta, arrays, st)
+        return
+    y = arrays["ledger_y"]
+    for k, (sub, (solver, hinge)) in enumerate(zip(st.states,
+                                                   _class_records(meta, st.n_classes))):
+        mine = {key: a for key, a in arrays.items() if not key.startswith("state_")}
+        mine["ledger_y"] = class_codes(y, k)
+        for name in sub.saved_shapes(y.shape[0], meta["row_width"]):
+            key = f"state_c{k}_{name[len('state_'):]}"
+            mine[name] = arrays[key if key in arrays else f"state_c0_{name[len('state_'):]}"]
+        _check_binary_statistics(model, dict(meta, solver=solver, hinge=hinge), mine, sub)
+
+
+def _check_binary_statistics(model, meta, arrays, st):
     """What ties the state to the ledger and to the fitted parameters: the intercept column of
     the stored rows, ``ΦᵀΦ + ρI`` and ``Φᵀt`` on the constant feature, the stored kernel matrix
     against the kernel of the stored rows."""
@@ -936,10 +1010,20 @@ def _rebuild(meta, arrays):
         model.classes_ = arrays["classes"]
     if "feature_names_in" in arrays:
         model.feature_names_in_ = arrays["feature_names_in"].astype(object)
-    cls = state_class(meta["state"])
+    cls, n_classes = _state_of(meta, est._classifier)
     opts = _fitted_options(model, meta["fitted"])
-    model._state = cls.from_arrays(arrays, opts, y=led.y[:n].copy(), capacity=led.capacity,
-                                   max_rank=model._max_rank, result=_solver_result(meta))
+    if n_classes:
+        if model.classes_.size != n_classes:
+            raise ValueError("corrupt model file: the one-vs-rest classes do not match classes")
+        results = None if meta["solver"] is None else [
+            _solver_result(s, h) for s, h in _class_records(meta, n_classes)]
+        model._state = OneVsRestState.from_arrays_of(
+            arrays, opts, base=cls, n_classes=n_classes, y=led.y[:n].copy(),
+            capacity=led.capacity, max_rank=model._max_rank, results=results)
+    else:
+        model._state = cls.from_arrays(arrays, opts, y=led.y[:n].copy(), capacity=led.capacity,
+                                       max_rank=model._max_rank,
+                                       result=_solver_result(meta["solver"], meta["hinge"]))
     if model._kernel:
         model.n_samples_fit_ = meta["n_samples_fit"]
     else:

@@ -35,6 +35,7 @@ from scipy import linalg
 from sklearn.exceptions import NotFittedError
 
 from ..kernels import kernel_diagonal, kernel_matrix, kernel_rows
+from ._multiclass import CodedLedger, class_codes
 
 __all__ = ["FittedProblem", "ScoreFunction"]
 
@@ -100,10 +101,21 @@ class FittedProblem:
     squared-hinge and hinge losses with an L2 penalty and a penalised intercept.
     """
 
-    def __init__(self, model):
+    def __init__(self, model, klass=None):
         self._model = model
         self._led = model._ledger
         self._st = model._state
+        #: K ≥ 3 for a multiclass model (one-vs-rest), else 0
+        self.n_classes = int(model._n_classes) if model._classifier else 0
+        #: the class whose one-vs-rest problem this view shows (None: the whole model)
+        self.klass = None
+        if self.n_classes and klass is not None:
+            k = int(klass)
+            if not 0 <= k < self.n_classes:
+                raise ValueError(f"class index {klass!r} is not in [0, {self.n_classes})")
+            self.klass = k
+            self._led = CodedLedger(self._led, k)
+            self._st = self._st.states[k]
         st = self._st
         self.loss, self.C = st.loss, st.C
         self.tol, self.max_iter = float(st.opts.tol), int(st.opts.max_iter)
@@ -142,7 +154,34 @@ class FittedProblem:
                 f"this {type(model).__name__} is not fitted yet; call fit before asking for "
                 f"{what}"
             )
-        return cls(model)
+        view = cls(model)
+        if view.n_classes:
+            raise ValueError(
+                f"{what} of a model with {view.n_classes} classes is not available yet; "
+                "model.problem_.for_class(k) gives the binary one-vs-rest problem of class k"
+            )
+        return view
+
+    def for_class(self, k):
+        """The binary problem of class ``k`` (index into ``classes_``) of a multiclass model:
+        targets ±1 (+1 for class k), that class's solution, certificate and solver state,
+        over the same samples, rows and kernel matrix.  Every binary accessor of the view
+        then applies.
+
+        Raises
+        ------
+        ValueError
+            For a model with two classes or a regressor, or ``k`` out of range.
+        """
+        if not self.n_classes:
+            raise ValueError("for_class needs a model with three or more classes")
+        return type(self)(self._model, k)
+
+    @property
+    def binary(self):
+        """Whether the view is one binary (or regression) problem: False for the whole of a
+        multiclass model, whose problems are ``for_class(k)``."""
+        return not self.n_classes or self.klass is not None
 
     def __repr__(self):
         kind = "kernel" if self.kernel else "linear"
@@ -253,6 +292,8 @@ class FittedProblem:
         stored digests (given by the caller, or recognised from the rows), NaN elsewhere.
         """
         if self.keeps_labels:
+            if self.klass is not None:
+                return _frozen(class_codes(self._led._ledger.y, self.klass))
             return _frozen(self._led.y)
         if self._verified is None:
             self._verified = np.full(self._led.capacity, np.nan)
@@ -298,7 +339,11 @@ class FittedProblem:
 
     @property
     def certified_residual(self):
-        """A certified bound of ‖β − β*‖ for the stored solution (``model.grad_norm_``)."""
+        """A certified bound of ‖β − β*‖ for the stored solution (``model.grad_norm_``; of
+        one class's problem for a class view)."""
+        if self.klass is not None:
+            res = self._st.result
+            return float(res.grad_norm) if res is not None else float(self._st.gradient_norm())
         return self._model._certified_residual()
 
     # --------------------------------------------------------- feature map
@@ -343,18 +388,24 @@ class FittedProblem:
         ValueError
             For labels outside ``classes_``, non-numeric or non-finite regression targets.
         """
-        return self._model._encode_y(y, what=what)
+        t = self._model._encode_y(y, what=what)
+        return t if self.klass is None else class_codes(t, self.klass)
 
     def decode_targets(self, t):
         """Labels of encoded targets: ``classes_`` by sign for classifiers, the values for
         regressors."""
         if not self.classifier:
             return np.asarray(t, dtype=np.float64)
+        if self.klass is not None:  # class k where positive, else "not k" (None)
+            t = np.asarray(t)
+            return np.where(t > 0, self._model.classes_[self.klass], None)
         return self._model._decode_y(t)
 
     def decision(self, X):
-        """``⟨Φ(x), β⟩`` of validated float rows (no input checks)."""
-        return self._model._decision_checked(X)
+        """``⟨Φ(x), β⟩`` of validated float rows (no input checks); of every class
+        (columns) for the whole of a multiclass model."""
+        z = self._model._decision_checked(X)
+        return z if self.klass is None else z[:, self.klass]
 
     def scores(self, handles):
         """``z = ⟨Φ(x_h), β⟩`` and ``‖Φ(x_h)‖²`` of stored samples.

@@ -208,6 +208,10 @@ class ModelState:
         where a state keeps no such count."""
         return {"n_refactor": -1, "n_folds": -1, "pending_rank": -1}
 
+    def blank(self):
+        """An unfitted state of the same kind and settings (what a refit starts from)."""
+        return type(self)(self.opts, self.max_rank)
+
     def checkpoint(self):
         """An independent copy of the state (its arrays copied), to go back to if an update
         is interrupted half-way: O(size of the state)."""

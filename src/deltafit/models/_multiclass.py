@@ -1,0 +1,325 @@
+"""One-vs-rest: K binary problems over one ledger, one row store and (kernel models) one kernel
+matrix.
+
+A classifier with K ≥ 3 classes solves, for each class k, the binary canonical problem whose
+targets are ``+1`` for the samples of class k and ``-1`` for the others (scikit-learn's
+``OneVsRestClassifier``, with the same C for every class).  Its ledger stores each sample's class
+*index* (0 … K−1) once; :class:`OneVsRestState` keeps one binary state per class and hands each
+one the data change with the targets coded for its class (:class:`CodedLedger`).  The rows are
+read from the one ledger; a kernel model's kernel matrix is evaluated once and shared by the K
+states (:class:`SharedGram`), so an update evaluates each new kernel value once.
+
+Each class's state is exactly the binary model of that class: its solution, certificate
+(``result.grad_norm``) and updates are those of the binary problem, so every exactness
+guarantee and every bound of a binary model holds class by class.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ._state import ModelState
+
+__all__ = ["OneVsRestState", "CodedLedger", "class_codes", "SharedGram"]
+
+
+def class_codes(t, k):
+    """``+1`` where the class index ``t`` is ``k``, ``-1`` elsewhere (floats, shape of ``t``)."""
+    t = np.asarray(t)
+    return np.where(t == k, 1.0, -1.0)
+
+
+class _CodedLabels:
+    """``ledger.y`` as class ``k``'s targets ±1, computed for the entries that are read."""
+
+    __slots__ = ("_y", "_k")
+
+    def __init__(self, y, k):
+        self._y, self._k = y, k
+
+    def __getitem__(self, index):
+        return class_codes(self._y[index], self._k)
+
+    @property
+    def shape(self):
+        return self._y.shape
+
+    def __len__(self):
+        return len(self._y)
+
+
+class CodedLedger:
+    """A read-only view of the ledger in which the labels are class ``k``'s targets ±1.
+
+    Every other attribute is the ledger's own (rows, active flags, capacity), so a binary state
+    that reads a :class:`~deltafit.models._state.DataChange`'s ledger sees its own problem and
+    nothing is copied.
+    """
+
+    __slots__ = ("_ledger", "y")
+
+    def __init__(self, ledger, k):
+        self._ledger = ledger
+        self.y = _CodedLabels(ledger.y, k)
+
+    def __getattr__(self, name):
+        return getattr(self._ledger, name)
+
+
+class SharedGram:
+    """A kernel matrix cache shared with another state, which alone writes, grows and
+    reindexes it.  The view reads it at its own capacity (the state that holds the view grows
+    after the owner, within the same update), and its mutators only follow the capacity."""
+
+    def __init__(self, owner):
+        self._owner = owner
+        self._capacity = owner.capacity
+
+    @property
+    def K(self):
+        K, c = self._owner.K, self._capacity
+        return K if K.shape[0] == c else K[:c, :c]
+
+    @property
+    def capacity(self):
+        return self._capacity
+
+    def sub(self, rows, cols=None):
+        return self._owner.sub(rows, cols)
+
+    def ensure_capacity(self, cap):
+        """The owner has grown the matrix; read it at ``cap`` from now on."""
+        self._capacity = max(self._capacity, int(cap))
+
+    def write(self, new_slots, K_cross, K_new):
+        """Done by the owner."""
+
+    def take(self, keep, capacity):
+        """Done by the owner; read it at ``capacity`` from now on."""
+        self._capacity = int(capacity)
+
+
+def _coded(change, k):
+    """``change`` as seen by class ``k``'s binary state: targets ±1 and the coded ledger."""
+    def code(t):
+        return None if t is None else class_codes(t, k)
+
+    return dataclasses.replace(
+        change, ledger=CodedLedger(change.ledger, k), t_add=code(change.t_add),
+        relabel_t=code(change.relabel_t), remove_t=code(change.remove_t),
+        relabel_t_old=code(change.relabel_t_old))
+
+
+@dataclasses.dataclass
+class OneVsRestResult:
+    """The solver diagnostics of the K binary solves, read like one solver result.
+
+    Attributes
+    ----------
+    results : list of SolverResult
+        Class by class.
+    grad_norm : float
+        The largest certified residual: it bounds ``‖β_k − β_k*‖`` for every class k.
+    n_iter : int
+        The most iterations any class needed in its last solve.
+    """
+
+    results: list
+
+    @property
+    def grad_norm(self):
+        return max(float(r.grad_norm) for r in self.results)
+
+    @property
+    def n_iter(self):
+        return max(int(r.n_iter) for r in self.results)
+
+
+class OneVsRestState(ModelState):
+    """K binary states, one per class, updated together by each data change.
+
+    Parameters
+    ----------
+    opts : SolverOptions
+        The fitted problem's settings (the same for every class).
+    max_rank : int, default=64
+    base : type
+        The binary state class (one of the six of :mod:`~deltafit.models._state`).
+    n_classes : int
+        K ≥ 3.
+
+    Attributes
+    ----------
+    states : list of ModelState
+        Class k's binary state at position k.
+    """
+
+    kind = "one_vs_rest"
+
+    def __init__(self, opts, max_rank=64, *, base, n_classes):
+        super().__init__(opts, max_rank)
+        self.base = base
+        self.n_classes = int(n_classes)
+        self.states = []
+
+    # the per-class states all have the base's nature
+    @property
+    def kernel(self):
+        return self.base.kernel
+
+    @property
+    def loss_names(self):
+        return self.base.loss_names
+
+    @property
+    def warm_per_sample(self):
+        return self.base.warm_per_sample
+
+    def blank(self):
+        """An unfitted state of the same kind and classes."""
+        return type(self)(self.opts, self.max_rank, base=self.base, n_classes=self.n_classes)
+
+    def _make(self):
+        return self.base(self.opts, self.max_rank)
+
+    def _share_gram(self):
+        """Point every state but the first at the first one's kernel matrix."""
+        first = self.states[0]
+        if hasattr(first, "gram"):
+            for st in self.states[1:]:
+                st.gram = SharedGram(first.gram)
+
+    # ---------------------------------------------------------------- solution
+    @property
+    def result(self):
+        res = [st.result for st in self.states]
+        return None if any(r is None for r in res) else OneVsRestResult(res)
+
+    @property
+    def beta(self):
+        """β of every class, shape (p, K)."""
+        return np.column_stack([st.beta for st in self.states])
+
+    @property
+    def alpha(self):
+        """α of every class by slot, shape (capacity, K)."""
+        return np.column_stack([st.alpha for st in self.states])
+
+    @property
+    def dual(self):
+        """The hinge dual variables of every class by slot, shape (capacity, K)."""
+        return np.column_stack([st.dual for st in self.states])
+
+    def gradient_norm(self):
+        """The largest certified residual of the K closed-form states."""
+        return max(float(st.gradient_norm()) for st in self.states)
+
+    def tracked_inverse(self):
+        return self.states[0].tracked_inverse()
+
+    def counters(self):
+        return self.states[0].counters()
+
+    def checkpoint(self):
+        new = self.blank()
+        new.states = [st.checkpoint() for st in self.states]
+        new._share_gram()
+        return new
+
+    # --------------------------------------------------------------- lifecycle
+    def fit(self, data, t, capacity, coef0=None):
+        """Solve the K binary problems on Φ or K; ``t`` holds class indices, ``coef0`` the
+        warm start of every class as columns (or None)."""
+        self.states = []
+        for k in range(self.n_classes):
+            st = self._make()
+            warm = None if coef0 is None else coef0[:, k]
+            self.states.append(st.fit(data, class_codes(t, k), capacity, warm))
+            self._share_gram()  # one kernel matrix in memory at a time beyond the first
+        return self
+
+    def apply_change(self, change):
+        """Apply ``change`` to every class (the first state writes the new kernel values);
+        if any class refuses it, every class is put back as it was."""
+        saved = [dict(vars(st)) for st in self.states]
+        try:
+            for k, st in enumerate(self.states):
+                st.apply_change(_coded(change, k))
+        except BaseException:
+            for st, d in zip(self.states, saved):
+                vars(st).clear()
+                vars(st).update(d)
+            raise
+
+    def warm_coef(self, slots):
+        return np.column_stack([st.warm_coef(slots) for st in self.states])
+
+    def ensure_capacity(self, capacity):
+        for st in self.states:
+            st.ensure_capacity(capacity)
+
+    def take(self, keep, capacity):
+        for st in self.states:
+            st.take(keep, capacity)
+
+    def reusable_slots(self):
+        common = None
+        for st in self.states:
+            slots = st.reusable_slots()
+            if slots is None:
+                continue
+            common = slots if common is None else np.intersect1d(common, slots)
+        return common
+
+    # ------------------------------------------------------------- persistence
+    def to_arrays(self, keep):
+        out = {}
+        for k, st in enumerate(self.states):
+            for name, a in st.to_arrays(keep).items():
+                if k and name in self._shared_names():
+                    continue  # the kernel matrix is written once
+                out[_member(k, name)] = a
+        return out
+
+    def _shared_names(self):
+        return ("state_K",) if hasattr(self.states[0], "gram") else ()
+
+    def saved_shapes_of(self, n, p):
+        return self.shapes(self.base, self.n_classes, n, p)
+
+    @staticmethod
+    def shapes(base, n_classes, n, p, optional=False):
+        """``{member: shape}`` of a K-class state over binary states ``base``."""
+        per = base.optional_shapes(n, p) if optional else base.saved_shapes(n, p)
+        shared = ("state_K",) if base.kernel and "state_K" in per else ()
+        return {_member(k, name): s for k in range(n_classes) for name, s in per.items()
+                if not (k and name in shared)}
+
+    @classmethod
+    def from_arrays_of(cls, arrays, opts, *, base, n_classes, y, capacity, max_rank=64,
+                       results=None):
+        """The state written by :meth:`to_arrays`; ``y`` the live class indices, ``results``
+        the per-class solver diagnostics (None for the closed form)."""
+        st = cls(opts, max_rank, base=base, n_classes=n_classes)
+        names = set(base.saved_shapes(y.shape[0], 1)) | set(base.optional_shapes(y.shape[0], 1))
+        for k in range(n_classes):
+            mine = {}
+            for name in names:
+                key = _member(k, name)
+                if key not in arrays and name == "state_K":
+                    key = _member(0, name)
+                if key in arrays:
+                    mine[name] = arrays[key]
+            res = None if results is None else results[k]
+            st.states.append(base.from_arrays(mine, opts, y=class_codes(y, k),
+                                              capacity=capacity, max_rank=max_rank,
+                                              result=res))
+        st._share_gram()
+        return st
+
+
+def _member(k, name):
+    """The archive member of class ``k``'s array ``name`` (``state_beta`` → ``state_c3_beta``)."""
+    return f"state_c{k}_{name[len('state_'):]}"
