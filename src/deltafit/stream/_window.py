@@ -8,6 +8,8 @@ scikit-learn-style ``partial_fit`` / ``predict``.  They differ only in *when* th
 
 from __future__ import annotations
 
+import dataclasses
+
 import numbers
 
 import numpy as np
@@ -120,6 +122,9 @@ class WindowLearner(BaseEstimator):
         inner = get_tags(self.estimator)
         tags.estimator_type = inner.estimator_type
         tags.classifier_tags = inner.classifier_tags
+        if tags.classifier_tags is not None:
+            # the window learners take two classes (their labels are ±1 in the stream)
+            tags.classifier_tags = dataclasses.replace(tags.classifier_tags, multi_class=False)
         tags.regressor_tags = inner.regressor_tags
         if tags.regressor_tags is not None:
             # a window learner fits only its last `window` samples, by design
