@@ -39,7 +39,9 @@ def data():
     return X[:200], y[:200]
 
 
-def _target(cls, X, y):
+def _target(cls, X, y, config=""):
+    if config.endswith("-3class"):  # three classes: one-vs-rest over one ledger
+        return np.digitize(X[:, 0], np.quantile(X[:, 0], [1 / 3, 2 / 3]))
     return y if cls._classifier else X[:, 0] + 0.5 * X[:, 1]
 
 
@@ -60,6 +62,9 @@ CONFIGS = {
     "kernel-squared": (KernelRegressor, {"gamma": 0.05}),
     "kernel-logistic": (KernelClassifier, {"loss": "logistic", "gamma": 0.05, "tol": 1e-12}),
     "kernel-hinge": (KernelClassifier, {"loss": "hinge", "gamma": 0.05, "tol": 1e-12}),
+    "linear-squared-3class": (LinearClassifier, {}),
+    "linear-logistic-3class": (LinearClassifier, {"loss": "logistic", "tol": 1e-12}),
+    "kernel-hinge-3class": (KernelClassifier, {"loss": "hinge", "gamma": 0.05, "tol": 1e-12}),
 }
 
 
@@ -124,7 +129,7 @@ def _positions(n):
 def test_interrupted_update_leaves_a_consistent_exact_model(config, update, data):
     cls, kw = CONFIGS[config]
     X, y = data
-    t = _target(cls, X, y)
+    t = _target(cls, X, y, config)
     upd = UPDATES[update]
     m = cls(**kw).fit(X[:80], t[:80])
     ids0, score0 = m.sample_ids_.copy(), _score(m, X)
