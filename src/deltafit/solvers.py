@@ -1,6 +1,10 @@
 """Exact solvers for the canonical problem of ARCHITECTURE.md, "The problem".
 
-    minimise_β  J(β) = C · Σ_i ℓ(y_i, ⟨Φ(x_i), β⟩) + ½‖β‖²
+    minimise_β  J(β) = C · Σ_i w_i ℓ(y_i, ⟨Φ(x_i), β⟩) + ½‖β‖²
+
+with optional sample weights ``w_i ≥ 0`` (``sample_weight``; all 1 by default), i.e. a
+per-sample ``C_i = C · w_i``, scikit-learn's convention for ``LogisticRegression`` and
+``LinearSVC``.  A sample of weight 0 is absent: every solver drops it before solving.
 
 * squared loss: closed form, ``(ΦᵀΦ + ρI) β = Φᵀy`` with ``ρ = 1/(2C)`` (primal) or
   ``(K + ρI) α = y`` (dual); the incremental machinery lives in :mod:`deltafit.models`.
@@ -12,7 +16,7 @@
   active-set polishing (:func:`hinge_primal` over explicit features, :func:`hinge_kernel`
   over a kernel matrix); they stop on the KKT violation.
 
-Because J is 1-strongly convex, the returned ``grad_norm`` certifies
+Because J is 1-strongly convex (for any weights w ≥ 0), the returned ``grad_norm`` certifies
 ``‖β − β*‖₂ ≤ grad_norm`` (Okumura et al., KDD'15, Thm 6), which is what a caller needs to
 turn the solver's tolerance into a bound.  For the hinge solvers ``grad_norm`` is the radius
 that the duality gap certifies (see :class:`HingeResult`), not a gradient norm.
@@ -86,6 +90,63 @@ def _check_smooth(loss, solver):
             f"{solver} needs a smooth loss; loss={loss.name!r} is not differentiable "
             "(solve the hinge loss with hinge_primal / hinge_kernel)"
         )
+
+
+def _check_sample_weight(sample_weight, n, C=1.0):
+    """``None``, or the sample weights as a new float64 array of shape ``(n,)``.
+
+    Raises ValueError, naming the problem, for a wrong shape, a NaN, an infinite or a negative
+    weight, or weights whose product with ``C`` overflows.
+    """
+    if sample_weight is None:
+        return None
+    if np.iscomplexobj(sample_weight):
+        raise ValueError("sample_weight must be real, got complex values")
+    try:
+        w = np.array(sample_weight, dtype=np.float64, copy=True)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"sample_weight must be an array of numbers ({exc})") from exc
+    if w.shape != (n,):
+        raise ValueError(f"sample_weight must have shape ({n},) (one weight per sample), "
+                         f"got shape {w.shape}")
+    if np.isnan(w).any():
+        raise ValueError("sample_weight contains NaN "
+                         f"(at index {int(np.flatnonzero(np.isnan(w))[0])})")
+    if np.isinf(w).any():
+        raise ValueError("sample_weight contains an infinite value "
+                         f"(at index {int(np.flatnonzero(np.isinf(w))[0])})")
+    if (w < 0.0).any():
+        i = int(np.flatnonzero(w < 0.0)[0])
+        raise ValueError(f"sample_weight must be non-negative, got {w[i]!r} at index {i}")
+    with np.errstate(over="ignore"):
+        if not np.all(np.isfinite(float(C) * w)):
+            raise ValueError(f"C * sample_weight overflows (C={C!r}, max weight {w.max()!r})")
+    return w
+
+
+def _kept(w):
+    """Indices of the samples of positive weight, or None when there is nothing to drop."""
+    if w is None:
+        return None
+    keep = np.flatnonzero(w > 0.0)
+    return None if keep.size == w.size else keep
+
+
+def _embed(v, keep, n):
+    """The length-``n`` vector that holds ``v`` at ``keep`` and 0 elsewhere."""
+    out = np.zeros(n)
+    out[keep] = v
+    return out
+
+
+def _take_start(start, keep, n, what):
+    """The warm start restricted to ``keep`` (after checking that it has ``n`` entries)."""
+    if start is None:
+        return None
+    start = np.array(start, dtype=np.float64, copy=True).ravel()
+    if start.shape != (n,):
+        raise ValueError(f"{what} must hold {n} values, got {start.size}")
+    return start[keep]
 
 
 def _armijo(obj_at, f0, slope, max_halvings=60):
@@ -163,8 +224,9 @@ def _damped_newton(coef, features, objective, gradient, newton_step, grad_norm0,
     return SolverResult(coef, float(gnorm), it, bool(converged), bool(stopped), float(f))
 
 
-def newton_primal(X, y, loss, C, *, coef0=None, tol=1e-10, max_iter=100, callback=None):
-    """Damped Newton for ``C Σ ℓ(y_i, x_iᵀβ) + ½‖β‖²`` over explicit features.
+def newton_primal(X, y, loss, C, *, sample_weight=None, coef0=None, tol=1e-10, max_iter=100,
+                  callback=None):
+    """Damped Newton for ``C Σ w_i ℓ(y_i, x_iᵀβ) + ½‖β‖²`` over explicit features.
 
     Parameters
     ----------
@@ -174,6 +236,11 @@ def newton_primal(X, y, loss, C, *, coef0=None, tol=1e-10, max_iter=100, callbac
         Targets (±1 for classification losses).
     loss : :class:`deltafit.losses.Loss`
     C : float
+    sample_weight : array-like of shape (n,), optional
+        Non-negative finite weights ``w_i``; they scale C per sample, ``C_i = C · w_i``, as
+        ``sample_weight`` does in scikit-learn's ``LogisticRegression`` and ``LinearSVC``.
+        ``None`` (the default) means all 1, and gives exactly the unweighted solve.  Samples of
+        weight 0 are dropped before solving: they are absent from the problem.
     coef0 : ndarray of shape (p,), optional
         Warm start (zeros by default).
     tol : float
@@ -192,27 +259,45 @@ def newton_primal(X, y, loss, C, *, coef0=None, tol=1e-10, max_iter=100, callbac
 
     Notes
     -----
-    Newton direction from ``(C Xᵀ D X + I) Δ = −∇J`` with D the (generalised) second
-    derivative of the loss, then an Armijo backtracking line search.  For the squared hinge
-    the generalised Hessian makes this the finite Newton method of Keerthi & DeCoste (2005).
+    Newton direction from ``(Xᵀ diag(C w_i ℓ''_i) X + I) Δ = −∇J`` with ℓ'' the (generalised)
+    second derivative of the loss, then an Armijo backtracking line search.  For the squared
+    hinge the generalised Hessian makes this the finite Newton method of Keerthi & DeCoste
+    (2005).  With weights, ``∇J = C Xᵀ (w ∘ ℓ') + β``; J stays 1-strongly convex, so
+    ``grad_norm`` certifies ``‖β − β*‖ ≤ grad_norm`` for the weighted problem too.
     """
     _check_smooth(loss, "newton_primal")
     n, p = X.shape
+    w = _check_sample_weight(sample_weight, n, C)
+    if w is not None:
+        y = np.asarray(y)
+        keep = _kept(w)
+        if keep is not None:  # weight 0: the sample is absent
+            X, y, w = np.asarray(X)[keep], y[keep], w[keep]
+            n = keep.size
+        cw = C * w  # C_i
     beta = np.zeros(p) if coef0 is None else np.array(coef0, dtype=np.float64, copy=True)
-    g0 = np.linalg.norm(C * (X.T @ loss.d1(y, np.zeros(n))))
+    if w is None:
+        g0 = np.linalg.norm(C * (X.T @ loss.d1(y, np.zeros(n))))
+    else:
+        g0 = np.linalg.norm(X.T @ (cw * loss.d1(y, np.zeros(n))))
 
     def objective(b, z):
-        return C * loss.value(y, z).sum() + 0.5 * b @ b
+        if w is None:
+            return C * loss.value(y, z).sum() + 0.5 * b @ b
+        return C * (w @ loss.value(y, z)) + 0.5 * b @ b
 
     def gradient(b, z):
-        grad = C * (X.T @ loss.d1(y, z)) + b
+        if w is None:
+            grad = C * (X.T @ loss.d1(y, z)) + b
+        else:
+            grad = X.T @ (cw * loss.d1(y, z)) + b
         return grad, grad, np.linalg.norm(grad)
 
     def newton_step(z, grad, _):
         d2 = loss.d2(y, z)
         act = d2 > 0
         Xa = X[act] if not act.all() else X
-        H = (Xa.T * (C * d2[act])) @ Xa
+        H = (Xa.T * ((C if w is None else cw[act]) * d2[act])) @ Xa
         H.flat[:: p + 1] += 1.0
         return -solve_spd(H, grad)
 
@@ -220,7 +305,8 @@ def newton_primal(X, y, loss, C, *, coef0=None, tol=1e-10, max_iter=100, callbac
                           max_iter=max_iter, callback=callback, what="Newton")
 
 
-def newton_kernel(K, y, loss, C, *, coef0=None, tol=1e-10, max_iter=100, callback=None):
+def newton_kernel(K, y, loss, C, *, sample_weight=None, coef0=None, tol=1e-10, max_iter=100,
+                  callback=None):
     """Damped Newton in the kernel expansion β = Σ α_i Φ(x_i).
 
     Parameters
@@ -229,7 +315,12 @@ def newton_kernel(K, y, loss, C, *, coef0=None, tol=1e-10, max_iter=100, callbac
         Kernel matrix (intercept term included).
     y, loss, C, tol, max_iter, callback
         As in :func:`newton_primal`; ``callback`` receives α and, as ``grad``, the expansion
-        coefficients ``g = C ℓ'(z) + α`` of ∇J = Σ g_i Φ(x_i) (``grad_norm = sqrt(gᵀKg)``).
+        coefficients ``g = C w ∘ ℓ'(z) + α`` of ∇J = Σ g_i Φ(x_i) (``grad_norm = sqrt(gᵀKg)``).
+    sample_weight : array-like of shape (n,), optional
+        Non-negative finite weights ``w_i``, scaling C per sample: ``C_i = C · w_i``, as in
+        :func:`newton_primal`.  ``None`` means all 1 (exactly the unweighted solve).  Samples of
+        weight 0 are dropped before solving: their α is 0 (also in the warm start and in what
+        the callback receives).
     coef0 : ndarray of shape (n,), optional
         Warm start for α.
 
@@ -237,43 +328,63 @@ def newton_kernel(K, y, loss, C, *, coef0=None, tol=1e-10, max_iter=100, callbac
     -------
     SolverResult
         ``coef`` is α; ``grad_norm`` is the RKHS norm of ∇J, ``sqrt(gᵀ K g)`` with
-        ``g = C ℓ'(z) + α``.
+        ``g = C w ∘ ℓ'(z) + α``.
 
     Notes
     -----
-    With ``W = C·diag(ℓ'')`` the Newton step in function space solves ``(I + W K) Δ = −g``.
+    With ``W = diag(C w_i ℓ''_i)`` the Newton step in function space solves ``(I + W K) Δ = −g``.
     Writing ``S = W^{1/2}``, ``(I + WK)^{-1} = I − S (I + S K S)^{-1} S K``, so the step costs one
     Cholesky factorisation of the SPD matrix ``I + SKS`` restricted to the samples with ℓ'' > 0.
-    At the optimum ``α = −C ℓ'(z)``, the representer coefficients, unique even when K is
+    At the optimum ``α = −C w ∘ ℓ'(z)``, the representer coefficients, unique even when K is
     singular.
     """
     _check_smooth(loss, "newton_kernel")
-    n = K.shape[0]
+    n_all = n = K.shape[0]
+    w = _check_sample_weight(sample_weight, n, C)
+    keep = _kept(w)
+    if w is not None:
+        y = np.asarray(y)
+        if keep is not None:  # weight 0: the sample is absent
+            K, y, w = np.asarray(K)[np.ix_(keep, keep)], y[keep], w[keep]
+            coef0 = _take_start(coef0, keep, n, "coef0")
+            n = keep.size
+            if callback is not None:
+                full_callback = callback
+
+                def callback(it, a, gnorm, f, g):
+                    return full_callback(it, _embed(a, keep, n_all), gnorm, f,
+                                         _embed(g, keep, n_all))
+    cw = C if w is None else C * w  # C_i (elementwise: the unweighted case is unchanged)
     alpha = np.zeros(n) if coef0 is None else np.array(coef0, dtype=np.float64, copy=True)
-    g_zero = C * loss.d1(y, np.zeros(n))
+    g_zero = cw * loss.d1(y, np.zeros(n))
     g0 = np.sqrt(max(g_zero @ (K @ g_zero), 0.0))
 
     def objective(a, z):
-        return C * loss.value(y, z).sum() + 0.5 * a @ z
+        if w is None:
+            return C * loss.value(y, z).sum() + 0.5 * a @ z
+        return C * (w @ loss.value(y, z)) + 0.5 * a @ z
 
     def gradient(a, z):
-        g = C * loss.d1(y, z) + a
+        g = cw * loss.d1(y, z) + a
         Kg = K @ g
         return g, Kg, np.sqrt(max(g @ Kg, 0.0))
 
     def newton_step(z, g, Kg):
-        w = C * loss.d2(y, z)
-        act = np.flatnonzero(w > 0)
+        W = cw * loss.d2(y, z)
+        act = np.flatnonzero(W > 0)
         step = -g
         if act.size:
-            s = np.sqrt(w[act])
+            s = np.sqrt(W[act])
             A = K[np.ix_(act, act)] * np.outer(s, s)
             A.flat[:: act.size + 1] += 1.0
             step[act] += s * solve_spd(A, s * Kg[act])
         return step
 
-    return _damped_newton(alpha, K, objective, gradient, newton_step, g0, tol=tol,
-                          max_iter=max_iter, callback=callback, what="kernel Newton")
+    res = _damped_newton(alpha, K, objective, gradient, newton_step, g0, tol=tol,
+                         max_iter=max_iter, callback=callback, what="kernel Newton")
+    if keep is not None:
+        res.coef = _embed(res.coef, keep, n_all)
+    return res
 
 
 # ---------------------------------------------------------------------------------------------
@@ -294,28 +405,33 @@ class HingeResult(SolverResult):
     * ``grad_norm``: a certified radius, ``‖coef − β*‖ ≤ grad_norm`` (RKHS norm in kernel
       form), from the duality gap: J is 1-strongly convex, so
       ``½‖β − β*‖² ≤ J(β) − J(β*) ≤ J(β) − D(α) = gap``; the radius is
-      ``sqrt(2 (gap + δ))`` with δ a worst-case bound on the rounding of the gap (plus, in the
-      primal form, a bound on the rounding of β).  It is not a gradient norm (J has none at
-      the optimum) and is much larger than the actual error of an exact solve (≈ 1e-4 against
-      ≈ 1e-12 on 569 samples), but it never claims more than is true.
+      ``sqrt(2 (gap + δ))`` with δ a worst-case bound on the rounding of the gap,
+      ``δ = 2 γ Σ_i C_i s_i`` (``s_i ≥ Σ_j |q_ij| α_j`` the size of the terms summed into
+      ``(Qα)_i``, γ the relative rounding of such a sum: ``m ε / (1 − m ε)`` with m = n + 2 in
+      kernel form, n + p + 4 in primal form), plus, in the primal form, a bound on the rounding
+      of β.  With sample weights every ``C`` here is the per-sample ``C_i = C · w_i`` (the box,
+      the gap, δ, the KKT conditions).  It is not a gradient norm (J has none at the optimum)
+      and is much larger than the actual error of an exact solve (≈ 1e-4 against ≈ 1e-12 on
+      569 samples), but it never claims more than is true.
     * ``n_iter``: iterations (coordinate-descent sweeps and proximal steps); ``converged``:
       ``kkt_violation ≤ tol``, or, once the face of the solution has been solved exactly, at
       most the rounding level of the KKT residuals (``16 ε max_i Σ_j |q_ij| α_j``) when ``tol``
       lies below it.
-    * ``objective``: the primal objective J at ``coef``.
+    * ``objective``: the primal objective J at ``coef``, ``Σ_i C_i max(0, 1 − y_i z_i) + ½‖β‖²``.
 
     Attributes
     ----------
     alpha : ndarray of shape (n,)
-        The dual variables, ``0 ≤ α_i ≤ C``: 0 for samples outside the margin, C for margin
-        violators (``y_i z_i < 1``), in between for free support vectors (``y_i z_i = 1``).
+        The dual variables, ``0 ≤ α_i ≤ C_i`` (``C_i = C · w_i``, C without sample weights): 0
+        for samples outside the margin, C_i for margin violators (``y_i z_i < 1``), in between
+        for free support vectors (``y_i z_i = 1``); 0 for samples of weight 0.
     kkt_violation : float
         ``max_i |P(∇D)_i|``, the largest violation of the KKT conditions in margin units, with
         ``∇_i = y_i z_i − 1`` the gradient of the (minimised) dual ``½αᵀQα − Σα`` and P the
         projection onto the box's tangent cone: ``min(∇_i, 0)`` at ``α_i = 0``, ``max(∇_i, 0)``
-        at ``α_i = C`` and ``∇_i`` in between.
+        at ``α_i = C_i`` and ``∇_i`` in between.
     duality_gap : float
-        ``J(β) − D(α) = Σ_i [C max(0, 1 − y_i z_i) − α_i (1 − y_i z_i)]``, a sum of
+        ``J(β) − D(α) = Σ_i [C_i max(0, 1 − y_i z_i) − α_i (1 − y_i z_i)]``, a sum of
         non-negative complementarity terms (computed that way, without cancellation).
     dual_objective : float
         ``D(α) = Σ α_i − ½ Σ_ij α_i α_j y_i y_j k_ij``.
@@ -331,7 +447,8 @@ class HingeResult(SolverResult):
 
 
 def _box_violation(alpha, G, C):
-    """|projected gradient| of the minimised dual per coordinate (0 where KKT holds)."""
+    """|projected gradient| of the minimised dual per coordinate (0 where KKT holds); ``C`` is
+    the upper bound, a scalar or per coordinate."""
     v = np.abs(G)
     v[(alpha <= 0.0) & (G >= 0.0)] = 0.0
     v[(alpha >= C) & (G <= 0.0)] = 0.0
@@ -359,13 +476,15 @@ class _KernelQP:
         self.G = (alpha[nz] @ self.Q[nz] if nz.size else np.zeros(self.n)) - 1.0
 
     def cd_pass(self, alpha, order, C):
-        """One coordinate-descent sweep (Hsieh et al. 2008, Alg. 1) over ``order``."""
+        """One coordinate-descent sweep (Hsieh et al. 2008, Alg. 1) over ``order``; ``C`` holds
+        the upper bound of each coordinate."""
         from scipy.linalg.blas import daxpy
 
         Q, G, diag = self.Q, self.G, self.diag
+        ub = C.tolist()
         for i in order.tolist():
             a = alpha[i]
-            na = _coordinate_min(a, G[i], diag[i], C)
+            na = _coordinate_min(a, G[i], diag[i], ub[i])
             if na != a:
                 alpha[i] = na
                 daxpy(Q[i], G, a=na - a)
@@ -452,10 +571,11 @@ class _FeatureQP:
         from scipy.linalg.blas import daxpy
 
         Z, w, diag = self.Z, self.w, self.diag
+        ub = C.tolist()
         for i in order.tolist():
             zi = Z[i]
             a = alpha[i]
-            na = _coordinate_min(a, zi @ w - 1.0, diag[i], C)
+            na = _coordinate_min(a, zi @ w - 1.0, diag[i], ub[i])
             if na != a:
                 alpha[i] = na
                 daxpy(zi, w, a=na - a)
@@ -509,7 +629,8 @@ class _FeatureQP:
 
 def _polish(qp, alpha, C, thr, max_steps):
     """Active-set polishing: minimise the dual exactly over the face that fixes the variables at
-    their bounds, ``Q_FF α_F = 1 − Q_FB α_B`` on the free set F = {0 < α < C}.
+    their bounds, ``Q_FF α_F = 1 − Q_FB α_B`` on the free set F = {0 < α < C} (``C`` holds the
+    upper bound of each coordinate).
 
     When the face minimiser lies in the box it is taken and polishing ends.  Otherwise the
     better (lower dual objective) of two feasible points is taken: the step towards it as far as
@@ -530,22 +651,22 @@ def _polish(qp, alpha, C, thr, max_steps):
         unbounded = np.max(np.abs(d_null)) > 0.5 * thr
         if unbounded:
             d = d_null
-        aF = alpha[F]
+        aF, CF = alpha[F], C[F]
         with np.errstate(divide="ignore", invalid="ignore"):
-            room = np.where(d > 0.0, (C - aF) / d, np.where(d < 0.0, -aF / d, np.inf))
+            room = np.where(d > 0.0, (CF - aF) / d, np.where(d < 0.0, -aF / d, np.inf))
         t = float(np.min(room))
         if not unbounded and t >= 1.0:
-            new = np.clip(aF + d, 0.0, C)
+            new = np.clip(aF + d, 0.0, CF)
             qp.move(F, new - aF)
             alpha[F] = new
             break
         if not np.isfinite(t):
             break  # no direction at all
-        new = np.clip(aF + t * d, 0.0, C)
+        new = np.clip(aF + t * d, 0.0, CF)
         hit = room <= t
-        new[hit] = np.where(d[hit] > 0.0, C, 0.0)
+        new[hit] = np.where(d[hit] > 0.0, CF[hit], 0.0)
         if not unbounded:
-            proj = np.clip(aF + d, 0.0, C)
+            proj = np.clip(aF + d, 0.0, CF)
 
             def change(delta):
                 return float(G_F @ delta + 0.5 * delta @ Qmul(delta))
@@ -558,7 +679,8 @@ def _polish(qp, alpha, C, thr, max_steps):
 
 
 def _prox_step(qp, alpha, C, mu, max_steps=8):
-    """One proximal-point step ``argmin_{0≤a≤C} ½aᵀQa − Σa + μ/2 ‖a − α‖²`` by the primal-dual
+    """One proximal-point step ``argmin_{0≤a≤C} ½aᵀQa − Σa + μ/2 ‖a − α‖²`` (``C`` the upper
+    bound of each coordinate, all positive) by the primal-dual
     active-set method (Hintermüller, Ito & Kunisch, SIAM J. Optim. 2003), a semismooth Newton
     method: predict the sets ``{a = 0}``, ``{a = C}`` from ``a − ∇/diag``, solve
     ``(Q_FF + μI) a_F = …`` on the rest, repeat until the sets repeat with a feasible ``a``.
@@ -577,13 +699,13 @@ def _prox_step(qp, alpha, C, mu, max_steps=8):
         x = a - H / q
         lo, hi = x <= 0.0, x >= C
         sets = np.packbits(lo).tobytes() + np.packbits(hi).tobytes()
-        if sets == prev and a.min(initial=0.0) >= -slack and a.max(initial=0.0) <= C + slack:
+        if sets == prev and np.all(a >= -slack) and np.all(a <= C + slack):
             np.clip(a, 0.0, C, out=a)
             qp.refresh(a)
             return a, True, k
         prev = sets
         new = a.copy()
-        new[lo], new[hi] = 0.0, C
+        new[lo], new[hi] = 0.0, C[hi]
         qp.refresh(new)
         F = np.flatnonzero(~(lo | hi))
         if F.size:
@@ -606,18 +728,23 @@ def _coordinate_min(a, g, q, C):
     return min(max(a - g / q, 0.0), C)
 
 
-def _hinge_solve(qp, C, alpha0, tol, max_iter, callback, name):
+def _hinge_solve(qp, C, alpha0, tol, max_iter, callback, name, w=None):
+    """The hinge dual over ``qp`` with the box ``0 ≤ α_i ≤ C_i``, ``C_i = C · w_i`` (``w`` all
+    positive; None for C on every sample)."""
     n = qp.n
     C = float(C)
     if not (np.isfinite(C) and C > 0.0):
         raise ValueError(f"C must be a positive finite number, got {C!r}")
+    # the upper bounds, per coordinate: elementwise operations on np.full(n, C) give bitwise
+    # what the scalar C gave; sums over samples keep their unweighted form when w is None
+    ub = np.full(n, C) if w is None else C * w
     if alpha0 is None:
         alpha = np.zeros(n)
     else:
         alpha = np.array(alpha0, dtype=np.float64, copy=True).ravel()
         if alpha.shape != (n,) or not np.all(np.isfinite(alpha)):
             raise ValueError(f"alpha0 must hold {n} finite values")
-        np.clip(alpha, 0.0, C, out=alpha)
+        np.clip(alpha, 0.0, ub, out=alpha)
     qp.refresh(alpha)
     rng = np.random.default_rng(0)  # a fixed sweep order: fits are reproducible
     gamma = qp.gamma()
@@ -629,13 +756,16 @@ def _hinge_solve(qp, C, alpha0, tol, max_iter, callback, name):
     def report(it):
         if callback is None:
             return False
-        # a subgradient of J at coef: C on the margin violators, α on the exact margin
+        # a subgradient of J at coef: C_i on the margin violators, α on the exact margin
         G = qp.G
-        c = np.where(G < 0.0, C, np.where(G == 0.0, alpha, 0.0))
+        c = np.where(G < 0.0, ub, np.where(G == 0.0, alpha, 0.0))
         u = alpha - c
         coef = qp.coef(alpha)
         grad = qp.coef(u)
-        obj = C * np.maximum(0.0, -G).sum() + 0.5 * alpha @ (G + 1.0)
+        if w is None:
+            obj = C * np.maximum(0.0, -G).sum() + 0.5 * alpha @ (G + 1.0)
+        else:
+            obj = ub @ np.maximum(0.0, -G) + 0.5 * alpha @ (G + 1.0)
         return _check_callback(callback, it, coef, np.sqrt(qp.sq_norm(u)), float(obj), grad)
 
     it = n_polish = 0
@@ -646,16 +776,16 @@ def _hinge_solve(qp, C, alpha0, tol, max_iter, callback, name):
     converged = False
     warm_up, polished = 5, False
     last_sets = None if alpha0 is None else \
-        np.packbits(alpha > 0.0).tobytes() + np.packbits(alpha >= C).tobytes()
+        np.packbits(alpha > 0.0).tobytes() + np.packbits(alpha >= ub).tobytes()
     while not stopped:
-        viol = _box_violation(alpha, qp.G, C)
+        viol = _box_violation(alpha, qp.G, ub)
         vmax = float(np.max(viol, initial=0.0))
         if vmax <= tol or polished:
             # below tol, or at the rounding floor once the face has been solved exactly
             thr = max(tol, floor()) if polished else tol
             if vmax <= thr:
                 qp.refresh(alpha)  # decide on an exact gradient, not an accumulated one
-                viol = _box_violation(alpha, qp.G, C)
+                viol = _box_violation(alpha, qp.G, ub)
                 vmax = float(np.max(viol, initial=0.0))
                 if vmax <= thr:
                     converged = True
@@ -670,19 +800,19 @@ def _hinge_solve(qp, C, alpha0, tol, max_iter, callback, name):
             warm_up -= 1
             order = np.flatnonzero(viol > 0.0)
             rng.shuffle(order)
-            qp.cd_pass(alpha, order, C)
-            sets = np.packbits(alpha > 0.0).tobytes() + np.packbits(alpha >= C).tobytes()
+            qp.cd_pass(alpha, order, ub)
+            sets = np.packbits(alpha > 0.0).tobytes() + np.packbits(alpha >= ub).tobytes()
             if sets == last_sets:
                 # settled already (typical after a small data change): solve the face exactly
                 warm_up = 0
                 qp.refresh(alpha)
-                n_polish += _polish(qp, alpha, C, thr, 5)
+                n_polish += _polish(qp, alpha, ub, thr, 5)
                 qp.refresh(alpha)
                 polished = True
             last_sets = sets
             stopped = report(it)
             continue
-        a, ok, k = _prox_step(qp, alpha, C, mu)
+        a, ok, k = _prox_step(qp, alpha, ub, mu)
         n_polish += k
         if not ok:
             mu *= 10.0  # the active-set prediction cycled: a stronger proximal term
@@ -691,10 +821,10 @@ def _hinge_solve(qp, C, alpha0, tol, max_iter, callback, name):
         alpha = a
         if k <= 2:
             mu = max(0.1 * mu, 1e-12 * mu_scale)
-        sets = np.packbits(alpha > 0.0).tobytes() + np.packbits(alpha >= C).tobytes()
+        sets = np.packbits(alpha > 0.0).tobytes() + np.packbits(alpha >= ub).tobytes()
         if sets == last_sets:
             # the sets have settled: solve the face exactly (μ = 0)
-            n_polish += _polish(qp, alpha, C, thr, 5)
+            n_polish += _polish(qp, alpha, ub, thr, 5)
             qp.refresh(alpha)
             polished = True
         last_sets = sets
@@ -702,14 +832,19 @@ def _hinge_solve(qp, C, alpha0, tol, max_iter, callback, name):
 
     qp.refresh(alpha)
     G = qp.G
-    viol = _box_violation(alpha, G, C)
+    viol = _box_violation(alpha, G, ub)
     kkt = float(np.max(viol, initial=0.0))
     hinge = np.maximum(0.0, -G)  # max(0, 1 − y z)
-    gap = float(np.sum(C * hinge + alpha * G))
+    gap = float(np.sum(ub * hinge + alpha * G))  # Σ C_i hinge_i + α_i G_i, each term ≥ 0
     sq = float(alpha @ (G + 1.0))  # ‖β‖² = Σ α_i y_i z_i
-    primal = C * float(hinge.sum()) + 0.5 * sq
     dual = float(alpha.sum()) - 0.5 * sq
-    rounding = C * gamma * float(np.sum(qp.scale(alpha))) * 2.0
+    # term i of the gap is off by at most (C_i + α_i) γ (|Q| α)_i ≤ 2 C_i γ (|Q| α)_i
+    if w is None:
+        primal = C * float(hinge.sum()) + 0.5 * sq
+        rounding = C * gamma * float(np.sum(qp.scale(alpha))) * 2.0
+    else:
+        primal = float(ub @ hinge) + 0.5 * sq
+        rounding = gamma * float(ub @ qp.scale(alpha)) * 2.0
     radius = np.sqrt(2.0 * (max(gap, 0.0) + rounding)) + qp.coef_rounding(alpha)
     if not converged and not stopped:
         warnings.warn(
@@ -732,11 +867,12 @@ def _check_labels(y, n=None):
     return y
 
 
-def hinge_primal(X, y, C, *, alpha0=None, tol=1e-10, max_iter=1000, callback=None):
-    """Exact L1-SVM over explicit features: ``min_β C Σ max(0, 1 − y_i x_iᵀβ) + ½‖β‖²``.
+def hinge_primal(X, y, C, *, sample_weight=None, alpha0=None, tol=1e-10, max_iter=1000,
+                 callback=None):
+    """Exact L1-SVM over explicit features: ``min_β C Σ w_i max(0, 1 − y_i x_iᵀβ) + ½‖β‖²``.
 
-    Solved through the dual box QP ``max_α Σα_i − ½‖Σ α_i y_i x_i‖², 0 ≤ α_i ≤ C`` with
-    ``β = Σ α_i y_i x_i``.
+    Solved through the dual box QP ``max_α Σα_i − ½‖Σ α_i y_i x_i‖², 0 ≤ α_i ≤ C_i`` with
+    ``β = Σ α_i y_i x_i`` and ``C_i = C · w_i`` (``C_i = C`` without sample weights).
 
     Parameters
     ----------
@@ -745,6 +881,12 @@ def hinge_primal(X, y, C, *, alpha0=None, tol=1e-10, max_iter=1000, callback=Non
     y : ndarray of shape (n,)
         Labels in {-1, +1}.
     C : float
+    sample_weight : array-like of shape (n,), optional
+        Non-negative finite weights ``w_i``; they scale C per sample, ``C_i = C · w_i`` (the
+        upper bound of ``α_i``), as ``LinearSVC(...).fit(X, y, sample_weight=w)`` does
+        (LIBLINEAR's per-instance C).  ``None`` (the default) means all 1, and gives exactly the
+        unweighted solve.  Samples of weight 0 are dropped before solving (``α_i = 0``): they
+        are absent from the problem.
     alpha0 : ndarray of shape (n,), optional
         Warm start for the dual variables (clipped to the box; zeros by default).
     tol : float
@@ -756,7 +898,7 @@ def hinge_primal(X, y, C, *, alpha0=None, tol=1e-10, max_iter=1000, callback=Non
         ``callback(iteration, coef, grad_norm, objective, grad)`` once at the start and after
         every iteration, as for :func:`newton_primal`: ``coef`` is β, ``objective`` J(β) (not
         monotone: the solver descends on the dual) and
-        ``grad`` a *subgradient* of J at β (``β − Σ c_i y_i x_i`` with ``c_i = C`` on the margin
+        ``grad`` a *subgradient* of J at β (``β − Σ c_i y_i x_i`` with ``c_i = C_i`` on the margin
         violators and ``c_i = α_i`` on the exact margin), ``grad_norm = ‖grad‖``.  Okumura et
         al.'s Thm 6 holds for any subgradient of a 1-strongly convex J, so the ball it gives
         (e.g. :class:`deltafit.sensitivity.CertainSigns`) is valid; but it is loose: at the
@@ -794,12 +936,22 @@ def hinge_primal(X, y, C, *, alpha0=None, tol=1e-10, max_iter=1000, callback=Non
     1e-16 and 3e-12 in 2 to 32 iterations.
     """
     y = _check_labels(y, np.shape(X)[0])
-    return _hinge_solve(_FeatureQP(X, y), C, alpha0, tol, max_iter, callback, "hinge_primal")
+    n = y.shape[0]
+    w = _check_sample_weight(sample_weight, n, C)
+    keep = _kept(w)
+    if keep is not None:  # weight 0: the sample is absent
+        X, y, w = np.asarray(X)[keep], y[keep], w[keep]
+        alpha0 = _take_start(alpha0, keep, n, "alpha0")
+    res = _hinge_solve(_FeatureQP(X, y), C, alpha0, tol, max_iter, callback, "hinge_primal", w)
+    if keep is not None:
+        res.alpha = _embed(res.alpha, keep, n)
+    return res
 
 
-def hinge_kernel(K, y, C, *, alpha0=None, tol=1e-10, max_iter=1000, callback=None):
-    """Exact kernel L1-SVM: ``min_β C Σ max(0, 1 − y_i ⟨Φ(x_i), β⟩) + ½‖β‖²`` through the dual
-    box QP ``max_α Σα_i − ½ Σ_ij α_i α_j y_i y_j k_ij, 0 ≤ α_i ≤ C``.
+def hinge_kernel(K, y, C, *, sample_weight=None, alpha0=None, tol=1e-10, max_iter=1000,
+                 callback=None):
+    """Exact kernel L1-SVM: ``min_β C Σ w_i max(0, 1 − y_i ⟨Φ(x_i), β⟩) + ½‖β‖²`` through the
+    dual box QP ``max_α Σα_i − ½ Σ_ij α_i α_j y_i y_j k_ij, 0 ≤ α_i ≤ C_i = C · w_i``.
 
     Parameters
     ----------
@@ -808,6 +960,11 @@ def hinge_kernel(K, y, C, *, alpha0=None, tol=1e-10, max_iter=1000, callback=Non
     y : ndarray of shape (n,)
         Labels in {-1, +1}.
     C : float
+    sample_weight : array-like of shape (n,), optional
+        Non-negative finite weights; they scale C per sample, ``C_i = C · w_i``, as in
+        :func:`hinge_primal` (and ``SVC.fit(..., sample_weight=w)``).  ``None`` means all 1
+        (exactly the unweighted solve).  Samples of weight 0 are dropped before solving: their
+        ``α_i`` and ``coef_i`` are 0 (also in what the callback receives).
     alpha0 : ndarray of shape (n,), optional
         Warm start for the dual variables (clipped to the box).
     tol, max_iter
@@ -834,4 +991,22 @@ def hinge_kernel(K, y, C, *, alpha0=None, tol=1e-10, max_iter=1000, callback=Non
     makes single-coordinate steps and the box-only active-set method possible.
     """
     y = _check_labels(y, np.shape(K)[0])
-    return _hinge_solve(_KernelQP(K, y), C, alpha0, tol, max_iter, callback, "hinge_kernel")
+    n = y.shape[0]
+    w = _check_sample_weight(sample_weight, n, C)
+    keep = _kept(w)
+    if keep is not None:  # weight 0: the sample is absent
+        K = np.asarray(K)
+        if K.shape != (n, n):
+            raise ValueError(f"K must have shape ({n}, {n}), got {K.shape}")
+        K, y, w = K[np.ix_(keep, keep)], y[keep], w[keep]
+        alpha0 = _take_start(alpha0, keep, n, "alpha0")
+        if callback is not None:
+            full_callback = callback
+
+            def callback(it, coef, gnorm, f, grad):
+                return full_callback(it, _embed(coef, keep, n), gnorm, f, _embed(grad, keep, n))
+    res = _hinge_solve(_KernelQP(K, y), C, alpha0, tol, max_iter, callback, "hinge_kernel", w)
+    if keep is not None:
+        res.coef = _embed(res.coef, keep, n)
+        res.alpha = _embed(res.alpha, keep, n)
+    return res
