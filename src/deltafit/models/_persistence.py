@@ -203,7 +203,7 @@ def save(model, path):
     arrays.update(larrays)
     arrays.update(st.to_arrays(keep))
     res = getattr(st, "result", None)
-    ovr = isinstance(st, OneVsRestState)
+    ovr = st.n_classes > 0
     results = res.results if ovr and res is not None else [res]
     meta = {
         "format": FORMAT,
@@ -849,7 +849,7 @@ def _check_arrays(meta, arrays, classifier):
 
 def _check_statistics(model, meta, arrays, st):
     """:func:`_check_binary_statistics` for the state, class by class for a one-vs-rest one."""
-    if not isinstance(st, OneVsRestState):
+    if not st.n_classes:
         _check_binary_statistics(model, meta, arrays, st)
         return
     y = arrays["ledger_y"]

@@ -178,6 +178,9 @@ class ModelState:
     loss_names: ClassVar[tuple]
     warm_per_sample: ClassVar[bool]
     result = None
+    #: K ≥ 3: a one-vs-rest state of K binary ones (``_multiclass.OneVsRestState``); 0: one
+    #: problem
+    n_classes = 0
 
     def __init__(self, opts, max_rank=64):
         self.opts = opts
