@@ -58,6 +58,29 @@ def _as_1d(y, what):
     return y
 
 
+def _weights(sample_weight, n, what="sample_weight"):
+    """Validated sample weights for ``n`` samples: finite, non-negative floats (a scalar is
+    broadcast); None when ``sample_weight`` is None or every weight is 1 (the unweighted
+    problem, solved exactly as without weights)."""
+    if sample_weight is None:
+        return None
+    check_dense(sample_weight, what)
+    try:
+        w = np.asarray(sample_weight, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{what} must be numeric: {exc}") from exc
+    if w.ndim == 0:
+        w = np.full(n, float(w))
+    if w.shape != (n,):
+        raise ValueError(f"{what} must have shape ({n},), got {w.shape}")
+    if not np.all(np.isfinite(w)):
+        raise ValueError(f"{what} contains NaN or infinity")
+    if np.any(w < 0):
+        raise ValueError(f"{what} has negative weights (at {np.flatnonzero(w < 0)[:10].tolist()}); "
+                         "weights must be >= 0")
+    return None if np.all(w == 1.0) else w
+
+
 @dataclass(frozen=True)
 class UpdatePlan:
     """One validated update, before any change: what :meth:`UpdatableMixin._update` hands to
@@ -84,6 +107,10 @@ class UpdatePlan:
         (``keep_data=False`` models, which keep no labels), else None.
     relabel_t_old : ndarray or None
         The relabelled samples' current targets, likewise.
+    w_add : ndarray or None
+        The added samples' weights (None: 1 each).
+    reweight_slots, reweight_w : ndarray or None
+        Ledger slots of the samples whose weight changes, and the new weights.
     """
 
     X_add: np.ndarray | None = None
@@ -95,6 +122,14 @@ class UpdatePlan:
     relabel_rows: np.ndarray | None = None
     remove_t: np.ndarray | None = None
     relabel_t_old: np.ndarray | None = None
+    w_add: np.ndarray | None = None
+    reweight_slots: np.ndarray | None = None
+    reweight_w: np.ndarray | None = None
+
+    @property
+    def reweights(self):
+        """Whether the update changes sample weights."""
+        return self.reweight_slots is not None
 
     @property
     def adds(self):
@@ -277,7 +312,7 @@ class UpdatableMixin:
                              int(self.max_iter), self.callback)
 
     # ------------------------------------------------------------------- fit
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit on (X, y): the exact minimiser of the canonical objective (ARCHITECTURE.md, "The problem").
 
         After ``fit``, ``sample_ids_`` is ``0..n-1`` in row order.
@@ -286,13 +321,18 @@ class UpdatableMixin:
         ----------
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,) or float, optional
+            Non-negative weights: the data term becomes ``C Σ w_i ℓ(y_i, z_i)`` (C scaled per
+            sample, as scikit-learn's ``sample_weight``); weight 2 is the sample twice, weight 0
+            the sample absent.  Updates keep them (``add(..., sample_weight=)``,
+            :meth:`reweight`).
 
         Returns
         -------
         self
         """
         self._check_dense(X, y)
-        return self._fit(X, y)
+        return self._fit(X, y, sample_weight=sample_weight)
 
     @staticmethod
     def _check_dense(X, y=None):
@@ -303,17 +343,17 @@ class UpdatableMixin:
         if y is not None:
             check_dense(y, "y")
 
-    def _fit(self, X, y, classes=None):
+    def _fit(self, X, y, classes=None, sample_weight=None):
         # a failed (re)fit leaves a fitted model as it was: fitting only creates new objects,
         # so restoring the attribute dictionary is enough
         lock = self._lock()
         lock.acquire()
         try:
-            return self._fit_locked(X, y, classes)
+            return self._fit_locked(X, y, classes, sample_weight)
         finally:  # try/finally, not ``with``: an interrupt cannot slip between body and release
             lock.release()
 
-    def _fit_locked(self, X, y, classes):
+    def _fit_locked(self, X, y, classes, sample_weight=None):
         with atomic(self):
             self._validate_params()
             # partial_fit(classes=...) follows scikit-learn: the data may show one class at first
@@ -321,9 +361,10 @@ class UpdatableMixin:
             X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=not self._classifier,
                                  ensure_min_samples=1)
             t = self._encode_y(y, fitting=True, classes=classes)
+            w = _weights(sample_weight, X.shape[0])
             previous = self._warm_coef() if self.warm_start else None
             self._take_spec(X)
-            self._build(X, t, previous)
+            self._build(X, t, previous, w)
             self._bump_version()
         return self
 
@@ -335,9 +376,10 @@ class UpdatableMixin:
             return None  # unfitted, or set_params changed the loss since the fit
         return st.warm_coef(self._ledger.active_slots())
 
-    def _new_state(self, data, t, capacity, previous):
-        """A state for the current parameters, solved on Φ or K and targets ``t``, warm-started
-        from ``previous`` when it has the shape the state starts from."""
+    def _new_state(self, data, t, capacity, previous, w=None):
+        """A state for the current parameters, solved on Φ or K, targets ``t`` and weights
+        ``w`` (None: 1 each), warm-started from ``previous`` when it has the shape the state
+        starts from."""
         cls = state_for(self._kernel, self.loss)
         width = data.shape[0] if cls.warm_per_sample else data.shape[1]
         K = self._n_classes
@@ -347,11 +389,11 @@ class UpdatableMixin:
         self._check_scale(data, opts.C)
         st = (OneVsRestState(opts, self._max_rank, base=cls, n_classes=K) if K
               else cls(opts, self._max_rank))
-        st = st.fit(data, t, capacity, previous)
+        st = st.fit(data, t, capacity, previous, **({} if w is None else {"w": w}))
         self._check_solution(st)
         return st
 
-    def partial_fit(self, X, y, classes=None):
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
         """scikit-learn's spelling of :meth:`add`; on an unfitted model it fits.
 
         Parameters
@@ -359,8 +401,11 @@ class UpdatableMixin:
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
         classes : array-like of shape (2,), optional
-            Classifiers only: the two labels, required by scikit-learn's convention on the first
-            call when ``y`` may not show both (here both must be present to fit).
+            Classifiers only: every label the model will see, declared on the first call
+            (scikit-learn's convention); ``y`` may then show fewer, and later batches may bring
+            the others.
+        sample_weight : array-like of shape (n_samples,) or float, optional
+            The samples' weights (see :meth:`fit`).
 
         Returns
         -------
@@ -369,34 +414,54 @@ class UpdatableMixin:
         if not self._is_fitted():
             self._check_dense(X, y)
             if self._classifier:
-                return self._fit(X, y, classes=classes)
-            return self._fit(X, y)
+                return self._fit(X, y, classes=classes, sample_weight=sample_weight)
+            return self._fit(X, y, sample_weight=sample_weight)
         if classes is not None and self._classifier:
             if not np.array_equal(np.unique(np.asarray(classes)), self.classes_):
                 raise ValueError(
                     f"classes={list(classes)} differ from the model's {self.classes_.tolist()}"
                 )
-        self.add(X, y)
+        self.add(X, y, sample_weight=sample_weight)
         return self
 
     def _is_fitted(self):
         return hasattr(self, "_ledger")
 
     # --------------------------------------------------------------- updates
-    def add(self, X, y):
+    def add(self, X, y, sample_weight=None):
         """Add samples; the model becomes exactly the fit on the enlarged data.
 
         Parameters
         ----------
         X : array-like of shape (k, n_features)
         y : array-like of shape (k,)
+        sample_weight : array-like of shape (k,) or float, optional
+            Their weights (default 1; see :meth:`fit`).
 
         Returns
         -------
         ids : ndarray of shape (k,)
             The stable ids given to the new samples.
         """
-        return self.update(X_add=X, y_add=y)
+        return self.update(X_add=X, y_add=y, sample_weight_add=sample_weight)
+
+    def reweight(self, ids, sample_weight):
+        """Change the weights of existing samples, keeping their ids; the model becomes
+        exactly the fit with the new weights (weight 0 silences a sample without removing
+        it).
+
+        Parameters
+        ----------
+        ids : array-like of int
+        sample_weight : array-like of shape (len(ids),) or float
+            The new non-negative weights.
+
+        Returns
+        -------
+        self
+        """
+        self.update(reweight_ids=ids, reweight_weight=sample_weight)
+        return self
 
     def remove(self, ids=None, *, X=None, y=None):
         """Remove samples by id (or, for ``keep_data=False`` models, by value).
@@ -444,12 +509,15 @@ class UpdatableMixin:
         return self
 
     def update(self, *, X_add=None, y_add=None, remove_ids=None, X_remove=None, y_remove=None,
-               relabel_ids=None, y_relabel=None, X_relabel=None, y_relabel_old=None):
-        """Any mix of additions, removals and relabels as one exact update (one transaction).
+               relabel_ids=None, y_relabel=None, X_relabel=None, y_relabel_old=None,
+               sample_weight_add=None, reweight_ids=None, reweight_weight=None):
+        """Any mix of additions, removals, relabels and reweights as one exact update (one
+        transaction).
 
-        The arguments are those of :meth:`add` (``X_add``, ``y_add``), :meth:`remove`
-        (``remove_ids``, ``X_remove``, ``y_remove``) and :meth:`relabel` (``relabel_ids``,
-        ``y_relabel``, ``X_relabel``, ``y_relabel_old``).
+        The arguments are those of :meth:`add` (``X_add``, ``y_add``, ``sample_weight_add``),
+        :meth:`remove` (``remove_ids``, ``X_remove``, ``y_remove``), :meth:`relabel`
+        (``relabel_ids``, ``y_relabel``, ``X_relabel``, ``y_relabel_old``) and
+        :meth:`reweight` (``reweight_ids``, ``reweight_weight``).
 
         Returns
         -------
@@ -459,7 +527,8 @@ class UpdatableMixin:
         return self._update(X_add=X_add, y_add=y_add, remove_ids=remove_ids,
                             X_remove=X_remove, y_remove=y_remove, relabel_ids=relabel_ids,
                             y_relabel=y_relabel, X_relabel=X_relabel,
-                            y_relabel_old=y_relabel_old)[0]
+                            y_relabel_old=y_relabel_old, sample_weight_add=sample_weight_add,
+                            reweight_ids=reweight_ids, reweight_weight=reweight_weight)[0]
 
     def _update(self, **change):
         """One update as a transaction: on any exception, an interruption included, the model is
@@ -474,7 +543,8 @@ class UpdatableMixin:
 
     def _update_locked(self, X_add=None, y_add=None, remove_ids=None, X_remove=None,
                        y_remove=None, relabel_ids=None, y_relabel=None, X_relabel=None,
-                       y_relabel_old=None):
+                       y_relabel_old=None, sample_weight_add=None, reweight_ids=None,
+                       reweight_weight=None):
         led = self._ledger
         d = self.n_features_in_
         # ---- validation: nothing is changed before this block has passed
@@ -486,6 +556,18 @@ class UpdatableMixin:
             ta = self._encode_y(y_add, what="y")
             if ta.shape[0] != Xa.shape[0]:
                 raise ValueError(f"X has {Xa.shape[0]} rows but y has {ta.shape[0]} labels")
+            wa = _weights(sample_weight_add, Xa.shape[0])
+        elif sample_weight_add is not None:
+            raise ValueError("sample_weight of added samples needs samples to add")
+        else:
+            wa = None
+        rw_slots = rw = None
+        if reweight_ids is not None or reweight_weight is not None:
+            if reweight_ids is None or reweight_weight is None:
+                raise ValueError("reweighting needs both the sample ids and their weights")
+            rw_slots = led.slots_of(reweight_ids, "reweight ids")
+            rw = _weights(reweight_weight, rw_slots.shape[0])
+            rw = np.ones(rw_slots.shape[0]) if rw is None else rw
         rem_slots = rem_rows = rem_t = None
         if remove_ids is not None or X_remove is not None:
             rem_slots, rem_rows, rem_t = self._plan_remove(remove_ids, X_remove, y_remove)
@@ -507,13 +589,17 @@ class UpdatableMixin:
                 if rel_rows.shape[0] != rel_slots.shape[0]:
                     raise ValueError(f"{rel_slots.shape[0]} ids but {rel_rows.shape[0]} rows in X")
                 rel_old = self._current_targets(rel_slots, rel_rows, y_relabel_old)
-        plan = UpdatePlan(Xa, ta, rem_slots, rem_rows, rel_slots, tl, rel_rows, rem_t, rel_old)
-        if not (plan.adds or plan.removes or plan.relabels):
-            raise ValueError("nothing to update: give samples to add, remove or relabel")
+        plan = UpdatePlan(Xa, ta, rem_slots, rem_rows, rel_slots, tl, rel_rows, rem_t, rel_old,
+                          wa, rw_slots, rw)
+        if not (plan.adds or plan.removes or plan.relabels or plan.reweights):
+            raise ValueError("nothing to update: give samples to add, remove, relabel or "
+                             "reweight")
         if not plan.removes:
             rem_slots = np.zeros(0, dtype=np.intp)
         if plan.relabels and np.intersect1d(rem_slots, plan.relabel_slots).size:
             raise ValueError("the same sample ids are both removed and relabelled")
+        if plan.reweights and np.intersect1d(rem_slots, plan.reweight_slots).size:
+            raise ValueError("the same sample ids are both removed and reweighted")
         self._check_outcome(plan, rem_slots)
         return self._transaction(plan, rem_slots)
 
@@ -541,6 +627,8 @@ class UpdatableMixin:
                 digests = (led.records(plan.relabel_rows, plan.relabel_t) if led.keep_digests
                            else None)
                 led.relabel(plan.relabel_slots, led.stored_labels(plan.relabel_t), digests)
+            if plan.reweights:
+                led.reweight(plan.reweight_slots, plan.reweight_w)
             new_ids = self._commit_add(plan, new_ids)
             if "_n_positive" in self.__dict__:
                 self._n_positive = self._positives_after(plan)
@@ -571,7 +659,9 @@ class UpdatableMixin:
         n = led.n_samples
         rows = led.X[:n]
         data = self._k(rows, rows) if self._kernel else rows
-        self._state = st.blank().fit(data, led.y[:n].copy(), led.capacity)
+        w = led.weights(np.arange(n))
+        self._state = st.blank().fit(data, led.y[:n].copy(), led.capacity,
+                                     **({} if w is None else {"w": w.copy()}))
 
     def _bump_version(self):
         """Count the changes of the fitted model, so that objects derived from it (the
@@ -683,7 +773,8 @@ class UpdatableMixin:
         Xa, ta = plan.X_add, plan.t_add
         led = self._ledger
         digests = led.records(Xa, ta) if led.keep_digests else None
-        return led.insert(slots, self._stored_rows(Xa), led.stored_labels(ta), digests)
+        return led.insert(slots, self._stored_rows(Xa), led.stored_labels(ta), digests,
+                          plan.w_add)
 
     def _after_update(self):
         led = self._ledger
@@ -705,6 +796,15 @@ class UpdatableMixin:
         if not self._is_fitted():
             raise AttributeError("sample_ids_ is set by fit")
         return self._ledger.sample_ids()
+
+    @property
+    def sample_weight_(self):
+        """Weights of the training samples, in the order of ``sample_ids_`` (1 unless given
+        to :meth:`fit`, :meth:`add` or :meth:`reweight`)."""
+        if not self._is_fitted():
+            raise AttributeError("sample_weight_ is set by fit")
+        led = self._ledger
+        return led.w[led.active_slots()].copy()
 
     @property
     def problem_(self):

@@ -66,13 +66,13 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
             return None  # updated since the fit: the coefficients are of other samples
         return super()._warm_coef()
 
-    def _build(self, X, t, previous):
+    def _build(self, X, t, previous, w=None):
         n = X.shape[0]
         K = self._k(X, X)
         # the state is O(capacity²): leave room for a batch of additions, grow gently
         led = Ledger(X.shape[1], keep_rows=True, capacity=n + max(16, n // 8), growth=1.25)
-        self._state = self._new_state(K, t, led.capacity, previous)
-        led.insert(led.allocate(n), X, t)
+        self._state = self._new_state(K, t, led.capacity, previous, w)
+        led.insert(led.allocate(n), X, t, w=w)
         self._ledger = led
         self.n_samples_fit_ = n
 
@@ -82,7 +82,9 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
     def _apply(self, plan):
         led = self._ledger
         change = DataChange(led, remove_slots=plan.remove_slots,
-                            relabel_slots=plan.relabel_slots, relabel_t=plan.relabel_t)
+                            relabel_slots=plan.relabel_slots, relabel_t=plan.relabel_t,
+                            w_add=plan.w_add, reweight_slots=plan.reweight_slots,
+                            reweight_w=plan.reweight_w)
         if plan.adds:
             Xa = plan.X_add
             add = change.add_slots = led.allocate(Xa.shape[0])

@@ -124,6 +124,14 @@ class Ledger:
         the keyed BLAKE2b digest of (row, label), 16 bytes.  The key is random, one per ledger.
         ``y`` then holds 0 for every sample: the labels come from the caller, or are found among
         ``candidates`` (the two classes of a classifier; :meth:`labels_of`).
+
+    Attributes
+    ----------
+    w : ndarray of shape (capacity,)
+        The samples' weights (1.0 unless given; 0.0 at free slots).
+    weighted : bool
+        Whether a weight other than 1 was ever stored (until then the weights are all ones and
+        the solvers are called without them).
     """
 
     def __init__(self, n_features, keep_rows=True, keep_digests=False, capacity=16, growth=2.0):
@@ -135,6 +143,8 @@ class Ledger:
         self.digest_key = secrets.token_bytes(KEY_BYTES) if keep_digests else None
         self.X = np.zeros((capacity, self.n_features if keep_rows else 0))
         self.y = np.zeros(capacity)
+        self.w = np.zeros(capacity)
+        self.weighted = False
         self.ids = np.full(capacity, -1, dtype=np.int64)
         self.active = np.zeros(capacity, dtype=bool)
         self.digests = [None] * capacity if keep_digests else None
@@ -251,12 +261,13 @@ class Ledger:
     # it touches; ``rollback`` puts the ledger back exactly as it was at ``begin``, whatever
     # raised in between (an interruption included).  Growth and compaction replace the arrays
     # rather than resize them in place, so that the arrays of before survive both.
-    _ARRAYS = ("X", "y", "ids", "active", "digests")
+    _ARRAYS = ("X", "y", "w", "ids", "active", "digests")
 
     def begin(self):
         """Start recording undo information for the changes that follow."""
         refs = {a: getattr(self, a) for a in self._ARRAYS}
-        scalars = (self.next_id, self.end, self._n, list(self._free), list(self._freed))
+        scalars = (self.next_id, self.end, self._n, list(self._free), list(self._freed),
+                   self.weighted)
         self._journal = [(refs, scalars, self._index.mark())]
 
     def commit(self):
@@ -287,6 +298,7 @@ class Ledger:
         # undone: kept, so that the capacity stays what the owner's state has grown to
         self.next_id, self.end, self._n = scalars[:3]
         self._free, self._freed = list(scalars[3]), list(scalars[4])
+        self.weighted = scalars[5]
         self._index.restore(index_mark)
 
     def _record(self, slots):
@@ -295,7 +307,8 @@ class Ledger:
         if j is None:
             return
         slots = np.array(slots, dtype=np.intp)
-        for a in ("X", "y", "ids", "active") if self.keep_rows else ("y", "ids", "active"):
+        for a in ("X", "y", "w", "ids", "active") if self.keep_rows else ("y", "w", "ids",
+                                                                           "active"):
             arr = getattr(self, a)
             j.append((arr, slots, arr[slots].copy()))
         if self.keep_digests:
@@ -306,14 +319,14 @@ class Ledger:
         cap = self.capacity
         new_cap = max(needed, int(self.growth * cap) + 1)
         grown = {}
-        for a in ("X", "y", "ids", "active"):
+        for a in ("X", "y", "w", "ids", "active"):
             old = getattr(self, a)
             new = np.full((new_cap,) + old.shape[1:], -1 if a == "ids" else 0, dtype=old.dtype)
             new[:cap] = old
             grown[a] = new
         digests = (self.digests + [None] * (new_cap - cap)) if self.keep_digests else None
-        self.X, self.y, self.ids, self.active = grown["X"], grown["y"], grown["ids"], \
-            grown["active"]
+        self.X, self.y, self.w, self.ids, self.active = grown["X"], grown["y"], grown["w"], \
+            grown["ids"], grown["active"]
         self.digests = digests
 
     def allocate(self, k):
@@ -327,8 +340,9 @@ class Ledger:
         ).astype(np.intp)
         return slots
 
-    def insert(self, slots, X, y, digests=None):
-        """Write new samples into ``slots`` (from :meth:`allocate`); returns their ids."""
+    def insert(self, slots, X, y, digests=None, w=None):
+        """Write new samples into ``slots`` (from :meth:`allocate`), with weights ``w`` (None:
+        1.0); returns their ids."""
         k = len(slots)
         self._record(slots)
         ids = np.arange(self.next_id, self.next_id + k, dtype=np.int64)
@@ -342,6 +356,9 @@ class Ledger:
             else:
                 self.X[slots] = X
         self.y[slots] = y
+        self.w[slots] = 1.0 if w is None else w
+        if w is not None and np.any(np.asarray(w) != 1.0):
+            self.weighted = True
         self.ids[slots] = ids
         self.active[slots] = True
         if self.keep_digests:
@@ -360,6 +377,7 @@ class Ledger:
         self.active[slots] = False
         self.ids[slots] = -1
         self.y[slots] = 0.0
+        self.w[slots] = 0.0
         if self.keep_rows:
             self.X[slots] = 0.0
         if self.keep_digests:
@@ -373,6 +391,17 @@ class Ledger:
         if self.keep_digests:
             for s, d in zip(slots.tolist(), digests):
                 self.digests[s] = d
+
+    def reweight(self, slots, w):
+        """Give the samples at ``slots`` new weights ``w``."""
+        self._record(slots)
+        self.w[slots] = w
+        if np.any(np.asarray(w) != 1.0):
+            self.weighted = True
+
+    def weights(self, slots):
+        """The weights of the samples at ``slots`` (None while every weight is 1)."""
+        return self.w[slots] if self.weighted else None
 
     def release(self, slots=None):
         """Declare deleted slots reusable: all of them, or only ``slots`` (those whose rows the
@@ -395,13 +424,16 @@ class Ledger:
         X[:n] = self.X[keep]
         y = np.zeros(cap)
         y[:n] = self.y[keep]
+        w = np.zeros(cap)
+        w[:n] = self.w[keep]
         ids = np.full(cap, -1, dtype=np.int64)
         ids[:n] = self.ids[keep]
         active = np.zeros(cap, dtype=bool)
         active[:n] = True
         digests = ([self.digests[s] for s in keep] + [None] * (cap - n)) if self.keep_digests \
             else None
-        self.X, self.y, self.ids, self.active, self.digests = X, y, ids, active, digests
+        self.X, self.y, self.w, self.ids, self.active, self.digests = X, y, w, ids, active, \
+            digests
         self.end = n
         self._free = []
         self._freed = []
@@ -427,6 +459,8 @@ class Ledger:
                "ledger_next_id": np.array(self.next_id, dtype=np.int64)}
         if self.keeps_labels:
             out["ledger_y"] = self.y[keep]
+        if self.weighted:
+            out["ledger_w"] = self.w[keep]
         if self.keep_rows:
             out["ledger_X"] = self.X[keep]
         if self.keep_digests:
@@ -454,6 +488,12 @@ class Ledger:
             out["ledger_digests"] = ((n, DIGEST_BYTES), "u1")
             out["ledger_key"] = ((KEY_BYTES,), "u1")
         return out
+
+    @classmethod
+    def optional_shapes(cls, n):
+        """``{member: (shape, dtype)}`` that :meth:`to_arrays` may write: the weights, when
+        some weight is not 1."""
+        return {"ledger_w": ((n,), "f8")}
 
     @classmethod
     def from_arrays(cls, arrays, n_features, keep_rows, keep_digests):
@@ -490,6 +530,14 @@ class Ledger:
             led.y[:n] = arrays["ledger_y"]
         led.ids[:n] = ids
         led.active[:n] = True
+        led.w[:n] = 1.0
+        if "ledger_w" in arrays:
+            w = np.asarray(arrays["ledger_w"], dtype=np.float64)
+            if w.shape != (n,) or not np.all(np.isfinite(w)) or np.any(w < 0):
+                raise ValueError("corrupt model file: the sample weights are not n finite "
+                                 "non-negative numbers")
+            led.w[:n] = w
+            led.weighted = True
         led.end = n
         led.next_id = next_id
         led._index.reset(ids, np.arange(n, dtype=np.intp))

@@ -58,7 +58,7 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         return features(X, self.feature_map_,
                         self._s if self._fitted("fit_intercept") else None)
 
-    def _build(self, X, t, previous):
+    def _build(self, X, t, previous, w=None):
         if self._classifier and not self.keep_data and self._n_classes:
             raise ValueError(
                 f"keep_data=False supports two classes; y has {self._n_classes} (a multiclass "
@@ -69,7 +69,7 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         n = X.shape[0]
         # headroom for a batch of additions without re-copying the stored rows
         capacity = n + max(16, n // 8)
-        self._state = self._new_state(Phi, t, capacity, previous)
+        self._state = self._new_state(Phi, t, capacity, previous, w)
         # keep_data=False keeps neither rows nor labels: one keyed digest per sample recognises
         # it by its row and label (a classifier's label is one of two; a regression target
         # comes from the caller)
@@ -77,7 +77,7 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
                      capacity=capacity, growth=1.5)
         digests = None if self.keep_data else led.records(X, t)
         led.insert(led.allocate(X.shape[0]), Phi if self.keep_data else None,
-                   led.stored_labels(t), digests)
+                   led.stored_labels(t), digests, w)
         self._ledger = led
         if self._classifier and not self.keep_data:
             self._n_positive = int(np.count_nonzero(t > 0))
@@ -91,7 +91,9 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         led = self._ledger
         change = DataChange(led, remove_slots=plan.remove_slots,
                             relabel_slots=plan.relabel_slots, relabel_t=plan.relabel_t,
-                            remove_t=plan.remove_t, relabel_t_old=plan.relabel_t_old)
+                            remove_t=plan.remove_t, relabel_t_old=plan.relabel_t_old,
+                            w_add=plan.w_add, reweight_slots=plan.reweight_slots,
+                            reweight_w=plan.reweight_w)
         if plan.adds:
             change.add_slots = led.allocate(plan.X_add.shape[0])
             change.rows_add, change.t_add = self._features(plan.X_add), plan.t_add

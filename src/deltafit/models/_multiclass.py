@@ -229,14 +229,15 @@ class OneVsRestState(ModelState):
         return new
 
     # --------------------------------------------------------------- lifecycle
-    def fit(self, data, t, capacity, coef0=None):
+    def fit(self, data, t, capacity, coef0=None, w=None):
         """Solve the K binary problems on Φ or K; ``t`` holds class indices, ``coef0`` the
-        warm start of every class as columns (or None)."""
+        warm start of every class as columns (or None), ``w`` the samples' weights."""
         self.states = []
         for k in range(self.n_classes):
             st = self._make()
             warm = None if coef0 is None else coef0[:, k]
-            self.states.append(st.fit(data, class_codes(t, k), capacity, warm))
+            kw = {} if w is None else {"w": w}
+            self.states.append(st.fit(data, class_codes(t, k), capacity, warm, **kw))
             self._share_gram()  # one kernel matrix in memory at a time beyond the first
         return self
 
@@ -305,7 +306,7 @@ class OneVsRestState(ModelState):
         st = cls(opts, max_rank, base=base, n_classes=n_classes)
         names = set(base.saved_shapes(y.shape[0], 1)) | set(base.optional_shapes(y.shape[0], 1))
         for k in range(n_classes):
-            mine = {}
+            mine = {} if "ledger_w" not in arrays else {"ledger_w": arrays["ledger_w"]}
             for name in names:
                 key = _member(k, name)
                 if key not in arrays and name == "state_K":

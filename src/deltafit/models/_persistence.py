@@ -696,6 +696,8 @@ def _expected_members(meta, headers):
     shapes = Ledger.saved_shapes(n, width, meta["keep_rows"], meta["keep_digests"])
     for k, (shape, kinds) in shapes.items():
         out[k] = (shape, kinds, True)
+    for k, (shape, kinds) in Ledger.optional_shapes(n).items():
+        out[k] = (shape, kinds, False)
     state, n_classes = _state_of(meta, est._classifier)
     if n_classes:
         saved = OneVsRestState.shapes(state, n_classes, n, width)
@@ -922,13 +924,14 @@ def _check_solution(meta, arrays, st):
         scale = (norm(K) + st.rho) * norm(alpha) + norm(y)
     elif kind in ("primal_newton", "kernel_newton"):
         y, C, saved = arrays["ledger_y"], st.C, float(meta["solver"]["grad_norm"])
+        w = arrays.get("ledger_w", 1.0)  # C·w_i per sample
         if kind == "primal_newton":
             Phi, beta = arrays["ledger_X"], arrays["state_beta"]
-            g = beta + C * (Phi.T @ st.loss.d1(y, Phi @ beta))
+            g = beta + C * (Phi.T @ (w * st.loss.d1(y, Phi @ beta)))
             size, gnorm = norm(beta), norm(g)
         else:
             K, alpha = arrays["state_K"], arrays["state_alpha"]
-            g = alpha + C * st.loss.d1(y, K @ alpha)
+            g = alpha + C * w * st.loss.d1(y, K @ alpha)
             size = math.sqrt(max(float(alpha @ K @ alpha), 0.0))
             gnorm = math.sqrt(max(float(g @ K @ g), 0.0))
         residual, scale = max(gnorm - saved, 0.0), size + saved

@@ -129,6 +129,8 @@ class FittedProblem:
         self.keeps_labels = bool(self._led.keeps_labels)
         self._verified = None  # targets verified by locate / find (a model keeping no labels)
         self.n_samples = int(self._led.n_samples)
+        #: whether some sample's weight is not 1 (``sample_weight``)
+        self.weighted = bool(self._led.weighted)
         self.version = int(getattr(model, "_version", 0))
 
     @classmethod
@@ -155,6 +157,11 @@ class FittedProblem:
                 f"{what}"
             )
         view = cls(model)
+        if view.weighted:
+            raise ValueError(
+                f"{what} of a model with sample weights are not available yet (the bounds "
+                "take every sample's weight as 1); refit without sample_weight to use them"
+            )
         if view.n_classes:
             raise ValueError(
                 f"{what} of a model with {view.n_classes} classes is not available yet; "

@@ -82,6 +82,10 @@ class DataChange:
         The removed samples' targets and the relabelled samples' current targets, as the
         caller gave them (checked against the ledger's digests), for a ledger that keeps no
         labels; None: read from the ledger.
+    w_add : ndarray or None
+        The added samples' weights (None: 1 each).
+    reweight_slots, reweight_w : ndarray or None
+        Slots of the samples whose weight changes, and their new weights.
     """
 
     ledger: object
@@ -97,6 +101,27 @@ class DataChange:
     K_new: np.ndarray | None = None
     remove_t: np.ndarray | None = None
     relabel_t_old: np.ndarray | None = None
+    w_add: np.ndarray | None = None
+    reweight_slots: np.ndarray | None = None
+    reweight_w: np.ndarray | None = None
+
+    @property
+    def weighted(self):
+        """Whether some sample has (or will have) a weight other than 1."""
+        return bool(self.ledger.weighted or self.w_add is not None
+                    or self.reweight_slots is not None)
+
+    def weights_at(self, slots):
+        """The weights after the change of the samples at ``slots`` (kept or added ones);
+        None while every weight is 1 (the solvers then run unweighted)."""
+        if not self.weighted:
+            return None
+        W = self.ledger.w.copy()
+        if self.reweight_slots is not None:
+            W[self.reweight_slots] = self.reweight_w
+        if self.add_slots is not None:
+            W[self.add_slots] = 1.0 if self.w_add is None else self.w_add
+        return W[np.asarray(slots, dtype=np.intp)]
 
     @property
     def removed_targets(self):
@@ -221,9 +246,10 @@ class ModelState:
         return _copied(self)
 
     # --------------------------------------------------------------- lifecycle
-    def fit(self, data, t, capacity, coef0=None):
+    def fit(self, data, t, capacity, coef0=None, w=None):
         """Solve from scratch on Φ (linear) or K (kernel) and targets ``t``; ``capacity`` is
-        the ledger's, ``coef0`` a warm start in :meth:`warm_coef`'s terms.  Returns self."""
+        the ledger's, ``coef0`` a warm start in :meth:`warm_coef`'s terms, ``w`` the samples'
+        weights (None: 1 each; the data term is ``C Σ w_i ℓ_i``).  Returns self."""
         raise NotImplementedError
 
     def apply_change(self, change):

@@ -29,13 +29,22 @@ __all__ = ["PrimalHingeState", "KernelHingeState"]
 
 
 def _checked_dual(arrays, n, C):
-    """The saved dual variables, checked: n values in the box [0, C] of the fitted C."""
+    """The saved dual variables, checked: n values in the box [0, C·w_i] of the fitted C and
+    the samples' weights (``ledger_w`` when saved, else 1)."""
     dual = np.asarray(arrays["state_dual"], dtype=np.float64)
-    if dual.shape != (n,) or dual.min(initial=0.0) < 0.0 or \
-            dual.max(initial=0.0) > C * (1.0 + 1e-9):
+    w = np.asarray(arrays.get("ledger_w", np.ones(n)), dtype=np.float64)
+    if dual.shape != (n,) or w.shape != (n,) or dual.min(initial=0.0) < 0.0 or \
+            np.any(dual > C * w * (1.0 + 1e-9)):
         raise ValueError("corrupt model file: the hinge dual variables do not match the ledger "
-                         "or lie outside [0, C]")
+                         "or lie outside [0, C·w]")
     return dual
+
+
+def _in_box(alpha0, C, w):
+    """A warm start moved into the box ``[0, C·w_i]`` of the (new) weights."""
+    if alpha0 is None or w is None:
+        return alpha0
+    return np.minimum(alpha0, C * np.asarray(w))
 
 
 class PrimalHingeState(ModelState):
@@ -45,14 +54,14 @@ class PrimalHingeState(ModelState):
     kind, kernel, loss_names = "primal_hinge", False, ("hinge",)
     warm_per_sample = True
 
-    def solve(self, Phi, y, alpha0=None):
+    def solve(self, Phi, y, alpha0=None, w=None):
         o = self.opts
-        return hinge_primal(Phi, y, o.C, alpha0=alpha0, tol=o.tol, max_iter=o.max_iter,
-                            callback=o.callback)
+        return hinge_primal(Phi, y, o.C, sample_weight=w, alpha0=_in_box(alpha0, o.C, w),
+                            tol=o.tol, max_iter=o.max_iter, callback=o.callback)
 
-    def fit(self, Phi, y, capacity=None, coef0=None):
+    def fit(self, Phi, y, capacity=None, coef0=None, w=None):
         self.dual = np.zeros(Phi.shape[0] if capacity is None else capacity)
-        self.commit(np.arange(Phi.shape[0]), self.solve(Phi, y, coef0))
+        self.commit(np.arange(Phi.shape[0]), self.solve(Phi, y, coef0, w))
         return self
 
     @property
@@ -71,7 +80,7 @@ class PrimalHingeState(ModelState):
         alpha0 = self.dual[slots].copy()
         if change.add_slots is not None:
             alpha0[slots.size - change.add_slots.size:] = 0.0
-        self.commit(slots, self.solve(Phi, t, alpha0))
+        self.commit(slots, self.solve(Phi, t, alpha0, change.weights_at(slots)))
 
     def warm_coef(self, slots):
         return self.dual[slots].copy()
@@ -112,10 +121,11 @@ class KernelHingeState(KernelNewtonState):
         super()._init_slots(capacity)
         self.dual = np.zeros(capacity)
 
-    def solve(self, A, y, coef0=None):
+    def solve(self, A, y, coef0=None, w=None):
         o = self.opts
-        return hinge_kernel(self.gram.sub(A), y, o.C, alpha0=coef0, tol=o.tol,
-                            max_iter=o.max_iter, callback=o.callback)
+        return hinge_kernel(self.gram.sub(A), y, o.C, sample_weight=w,
+                            alpha0=_in_box(coef0, o.C, w), tol=o.tol, max_iter=o.max_iter,
+                            callback=o.callback)
 
     def commit(self, A, res):
         dual = padded_at(A, res.alpha, self.capacity)

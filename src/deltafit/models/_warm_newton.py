@@ -25,21 +25,21 @@ class PrimalNewtonState(ModelState):
     kind, kernel, loss_names = "primal_newton", False, ("logistic", "squared_hinge")
     warm_per_sample = False
 
-    def solve(self, Phi, y, coef0=None):
+    def solve(self, Phi, y, coef0=None, w=None):
         o = self.opts
-        return newton_primal(Phi, y, o.loss, o.C, coef0=coef0, tol=o.tol,
+        return newton_primal(Phi, y, o.loss, o.C, sample_weight=w, coef0=coef0, tol=o.tol,
                              max_iter=o.max_iter, callback=o.callback)
 
-    def fit(self, Phi, y, capacity=None, coef0=None):
-        self.commit(self.solve(Phi, y, coef0))
+    def fit(self, Phi, y, capacity=None, coef0=None, w=None):
+        self.commit(self.solve(Phi, y, coef0, w))
         return self
 
     def commit(self, res):
         self.beta, self.result = res.coef, res
 
     def apply_change(self, change):
-        _, Phi, t = change.rows_after()
-        self.commit(self.solve(Phi, t, self.beta))
+        slots, Phi, t = change.rows_after()
+        self.commit(self.solve(Phi, t, self.beta, change.weights_at(slots)))
 
     def warm_coef(self, slots):
         return self.beta.copy()
@@ -67,11 +67,11 @@ class KernelNewtonState(ModelState):
     kind, kernel, loss_names = "kernel_newton", True, ("logistic", "squared_hinge")
     warm_per_sample = True
 
-    def fit(self, K, y, capacity, coef0=None):
+    def fit(self, K, y, capacity, coef0=None, w=None):
         self.gram = GramCache(K, capacity)
         self._init_slots(capacity)
         n = K.shape[0]
-        self.commit(np.arange(n), self.solve(np.arange(n), y, coef0))
+        self.commit(np.arange(n), self.solve(np.arange(n), y, coef0, w))
         return self
 
     def _init_slots(self, capacity):
@@ -81,10 +81,10 @@ class KernelNewtonState(ModelState):
     def capacity(self):
         return self.alpha.shape[0]
 
-    def solve(self, A, y, coef0=None):
+    def solve(self, A, y, coef0=None, w=None):
         o = self.opts
-        return newton_kernel(self.gram.sub(A), y, o.loss, o.C, coef0=coef0, tol=o.tol,
-                             max_iter=o.max_iter, callback=o.callback)
+        return newton_kernel(self.gram.sub(A), y, o.loss, o.C, sample_weight=w, coef0=coef0,
+                             tol=o.tol, max_iter=o.max_iter, callback=o.callback)
 
     def commit(self, A, res):
         self.alpha, self.result = padded_at(A, res.coef, self.capacity), res
@@ -101,7 +101,7 @@ class KernelNewtonState(ModelState):
         start = self._warm_source().copy()
         if change.add_slots is not None:
             start[change.add_slots] = 0.0  # new samples start at 0
-        self.commit(A, self.solve(A, t, start[A]))
+        self.commit(A, self.solve(A, t, start[A], change.weights_at(A)))
 
     def warm_coef(self, slots):
         return self._warm_source()[slots].copy()
