@@ -1459,6 +1459,12 @@ class DualSquaredState(ModelState):
                 "state_H": (n, n)}
 
     @classmethod
+    def optional_shapes(cls, n, p, n_outputs=None):
+        """``{}``: the dual state writes no optional arrays (``n_outputs`` as in
+        :meth:`saved_shapes`)."""
+        return {}
+
+    @classmethod
     def from_arrays(cls, arrays, opts, *, y, capacity, max_rank=64, result=None):
         """The state written by :meth:`to_arrays`; the number of outputs is taken from ``y``
         (the live targets, (n,) or (n, K)).  ValueError on arrays of inconsistent shapes."""
