@@ -42,6 +42,15 @@ Removing a sample of high leverage cancels digits twice, and the primal state gu
   statistics are recomputed from the stored rows (``keep_data=True``) or, for a model that
   keeps no rows, the removal is refused with a ValueError.
 
+Both states also take targets of shape (n, K): K right-hand sides (the ±1 one-vs-rest codes of
+K classes, or K regression outputs) that share the one matrix, factorisation and tracked inverse.
+The solution is then ``beta`` (p, K) / ``alpha`` (capacity, K), and an update costs what a
+single-output one does plus O(p·K) (primal) or O(n·K) (dual) per changed sample; only the
+refinement against the exact statistics (at folds, or after every update of an ill-conditioned
+system) is a K-column product.  Every column is kept, refined and checked as a single output
+would be; :meth:`~PrimalSquaredState.gradient_norms` certifies each column, ``gradient_norm``
+is their maximum.  Targets of shape (n,) give exactly (bitwise) the single-output behaviour.
+
 ``ρ = 1/(2C)`` maps Lee et al.'s ρ onto the canonical objective of ARCHITECTURE.md, "The problem".
 """
 
@@ -775,7 +784,13 @@ class PrimalSquaredState(ModelState):
         if not self.inv.room(k):
             self.fold()
         self._ensure_inverse()  # after the fold, which may have refactorised
-        t = self.beta + (self.inv.matvec(rel) if rel is not None else 0.0)
+        if rel is None:
+            t = self.beta + 0.0
+        elif rel.ndim == 2 and Pl.shape[0] < rel.shape[1]:
+            # fewer relabelled rows than outputs: H (Plᵀ dy) = (H Plᵀ) dy, O(p² l + p l K)
+            t = self.beta + self.inv.matvec(np.ascontiguousarray(Pl.T)) @ dy
+        else:
+            t = self.beta + self.inv.matvec(rel)
         parts = [(B, yy, sg) for B, yy, sg in ((Pa, ya, 1.0), (Pr, yr, -1.0)) if B is not None]
         if k == 0:
             rhs = self._rhs(parts, Pl, dy)
