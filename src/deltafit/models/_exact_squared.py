@@ -1217,10 +1217,10 @@ class DualSquaredState(ModelState):
             One norm per column; shape (1,) for a state fitted on targets of shape (n,).
             ``‖β_k − β_k*‖ ≤ gradient_norms()[k]`` in the RKHS.
         """
+        if self.y.ndim == 1:
+            return np.array([self.gradient_norm()])
         A = np.flatnonzero(self.active)
         r = self.residual()[A]
-        if r.ndim == 1:
-            return np.array([self.gradient_norm()])
         q = np.einsum("ij,ij->j", r, self.gram.K[np.ix_(A, A)] @ r)
         return np.sqrt(np.maximum(q, 0.0)) / self.rho
 
@@ -1228,10 +1228,10 @@ class DualSquaredState(ModelState):
         """RKHS norm of ∇J at the stored α, ``2C sqrt(rᵀ K r)`` with r = y − (K + ρI)α the
         residual on the active slots (∇J = Σ g_i Φ(x_i), g = −2C r), O(n²).  With K outputs:
         the largest of :meth:`gradient_norms`, which bounds every column's ‖β_k − β_k*‖."""
+        if self.y.ndim == 2:
+            return float(np.max(self.gradient_norms(), initial=0.0))
         A = np.flatnonzero(self.active)
         r = self.residual()[A]
-        if r.ndim == 2:
-            return float(np.max(self.gradient_norms(), initial=0.0))
         return float(np.sqrt(max(r @ (self.gram.K[np.ix_(A, A)] @ r), 0.0))) / self.rho
 
     def fold(self, refine=True):
