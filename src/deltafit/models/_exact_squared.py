@@ -42,6 +42,15 @@ Removing a sample of high leverage cancels digits twice, and the primal state gu
   statistics are recomputed from the stored rows (``keep_data=True``) or, for a model that
   keeps no rows, the removal is refused with a ValueError.
 
+Both states also take targets of shape (n, K): K right-hand sides (the ±1 one-vs-rest codes of
+K classes, or K regression outputs) that share the one matrix, factorisation and tracked inverse.
+The solution is then ``beta`` (p, K) / ``alpha`` (capacity, K), and an update costs what a
+single-output one does plus O(p·K) (primal) or O(n·K) (dual) per changed sample; only the
+refinement against the exact statistics (at folds, or after every update of an ill-conditioned
+system) is a K-column product.  Every column is kept, refined and checked as a single output
+would be; :meth:`~PrimalSquaredState.gradient_norms` certifies each column, ``gradient_norm``
+is their maximum.  Targets of shape (n,) give exactly (bitwise) the single-output behaviour.
+
 ``ρ = 1/(2C)`` maps Lee et al.'s ρ onto the canonical objective of ARCHITECTURE.md, "The problem".
 """
 
@@ -55,7 +64,7 @@ from scipy.linalg import blas
 
 from ._gram import GramCache
 from ._lowrank import LowRankInverse
-from ._state import ModelState, check_symmetric, checked, padded
+from ._state import ModelState, check_symmetric, checked
 
 __all__ = ["PrimalSquaredState", "DualSquaredState"]
 
@@ -132,9 +141,14 @@ def _dot2(V, c):
     """``Vᵀc`` as ``hi + lo``, as accurate as if computed in twice the working precision.
 
     Ogita, Rump & Oishi's Dot2 ("Accurate sum and dot product") with the summation done as a
-    pairwise cascade of TwoSums (vectorised over the columns of ``V``).
+    pairwise cascade of TwoSums (vectorised over the columns of ``V`` and, for a matrix ``c``
+    of shape (k, K), over its K columns: then ``hi`` and ``lo`` have shape (p, K)).
     """
-    P, E = _two_prod(V, np.asarray(c, dtype=np.float64)[:, None])
+    c = np.asarray(c, dtype=np.float64)
+    if c.ndim == 1:
+        P, E = _two_prod(V, c[:, None])
+    else:
+        P, E = _two_prod(V[:, :, None], c[:, None, :])
     lo = E.sum(axis=0)
     while P.shape[0] > 1:
         m = P.shape[0] // 2
@@ -147,6 +161,56 @@ def _dot2(V, c):
 def _row_sq(V):
     """Squared norms of the rows of ``V``."""
     return np.einsum("ij,ij->i", V, V)
+
+
+# ------------------------------------------------------ one or several right-hand sides
+# Targets are a vector (n,) or a matrix (n, K) of K right-hand sides that share one matrix
+# and one tracked inverse; the helpers below act on a vector exactly as the single-output code
+# always did (same operations, bitwise the same results) and column by column on a matrix.
+def _norms(x):
+    """``‖x‖`` of a vector (a float), or the norms of the columns of a matrix (shape (K,))."""
+    return np.linalg.norm(x) if x.ndim == 1 else np.linalg.norm(x, axis=0)
+
+
+def _dots(a, b):
+    """``aᵀb`` of two vectors (a float), or of each pair of columns of two matrices (K,)."""
+    return float(a @ b) if a.ndim == 1 else np.einsum("ij,ij->j", a, b)
+
+
+def _scaled_rows(s, x):
+    """Row ``i`` of ``x`` (or entry ``i`` of a vector) times ``s[i]``."""
+    return s * x if x.ndim == 1 else s[:, None] * x
+
+
+def _target_size(c):
+    """``|c_i|`` of a vector of targets, ``max_k |c_ik|`` of a matrix (one value per row)."""
+    c = np.abs(c)
+    return c if c.ndim == 1 else c.max(axis=1, initial=0.0)
+
+
+def _out_shape(n_outputs):
+    """The trailing shape of targets: ``()`` for a vector, ``(K,)`` for K columns."""
+    return () if n_outputs is None else (int(n_outputs),)
+
+
+def _n_outputs(t):
+    """None for targets of shape (n,), ``K`` for shape (n, K)."""
+    t = np.asarray(t)
+    if t.ndim not in (1, 2):
+        raise ValueError(f"targets must have shape (n,) or (n, K), got {t.shape}")
+    return None if t.ndim == 1 else int(t.shape[1])
+
+
+def _padded(a, capacity):
+    """A zero array of ``capacity`` rows (a's trailing shape) with ``a`` at the front."""
+    out = np.zeros((capacity,) + a.shape[1:])
+    out[: a.shape[0]] = a
+    return out
+
+
+def _masked(x, mask):
+    """``x`` with the rows (entries) outside the boolean ``mask`` set to zero."""
+    return x * mask if x.ndim == 1 else x * mask[:, None]
 
 
 def _symmetric(A):
@@ -250,8 +314,11 @@ def as_rows(x):
 
 
 def _sym_matvec(M, x):
-    """``M x`` for a symmetric ``M`` of which only the lower triangle is maintained."""
-    return blas.dsymv(1.0, M, x, lower=1)
+    """``M x`` for a symmetric ``M`` of which only the lower triangle is maintained (``x`` a
+    vector, or a matrix of K columns)."""
+    if x.ndim == 1:
+        return blas.dsymv(1.0, M, x, lower=1)
+    return blas.dsymm(1.0, M, x, side=0, lower=1)
 
 
 class _Statistics:
@@ -269,26 +336,43 @@ class _Statistics:
     The targets' part ``rhs = (b, bbig, blo)`` is replaced, never changed in place (an update
     restores it by reference); ``M``, ``Mbig`` and ``Mlo`` are changed in place (take a
     :meth:`copy` to roll back).
+
+    With K right-hand sides (targets of shape (n, K)) each part of ``rhs`` has shape (p, K)
+    and every column is kept as exactly as a single one: a row is large (enters ``bbig +
+    blo`` by error-free transformations) when ``|c_ik|·norm`` exceeds ``big_b`` for any k.
+
+    Parameters
+    ----------
+    p : int
+        Width of Φ.
+    rho : float
+        ``ρ``, the ridge added to the diagonal.
+    big_sq, big_b : float
+        The limits above which a row is large.
+    n_outputs : int or None, default=None
+        None: one right-hand side, ``b`` of shape (p,); K: K of them, ``b`` of shape (p, K).
     """
 
-    def __init__(self, p, rho, big_sq, big_b):
+    def __init__(self, p, rho, big_sq, big_b, n_outputs=None):
         self.M = np.zeros((p, p), order="F")
         self.M.flat[:: p + 1] = rho
         self.Mbig = self.Mlo = None
-        self.rhs = (np.zeros(p), np.zeros(p), np.zeros(p))
+        shape = (p,) + _out_shape(n_outputs)
+        self.rhs = (np.zeros(shape), np.zeros(shape), np.zeros(shape))
         self.big_sq, self.big_b, self.lost = float(big_sq), float(big_b), 0.0
         self._trace = None  # trace(M), computed when asked
 
     @classmethod
     def of_rows(cls, Phi, y, rho, limits=None):
-        """The statistics of rows ``Phi`` and targets ``y``; ``limits``: ``(big_sq, big_b)``
-        (None: from the medians of these rows)."""
+        """The statistics of rows ``Phi`` and targets ``y`` (shape (n,) or (n, K));
+        ``limits``: ``(big_sq, big_b)`` (None: from the medians of these rows, a row's target
+        size being ``max_k |y_ik|`` for K columns)."""
         if limits is None:
             sq = _row_sq(Phi)
-            med_b = float(np.median(np.sqrt(sq) * np.abs(y))) if y.size else 0.0
+            med_b = float(np.median(np.sqrt(sq) * _target_size(y))) if y.size else 0.0
             limits = (_BIG_RATIO * (float(np.median(sq) if sq.size else 0.0) + rho),
                       _BIG_RATIO * max(med_b, np.finfo(np.float64).tiny))
-        st = cls(Phi.shape[1], rho, *limits)
+        st = cls(Phi.shape[1], rho, *limits, n_outputs=_n_outputs(y))
         st.gram(Rows(Phi), 1.0, y)
         return st
 
@@ -307,6 +391,12 @@ class _Statistics:
         return self.M.shape[0]
 
     @property
+    def n_outputs(self):
+        """None for one right-hand side, K for K of them."""
+        b = self.rhs[0]
+        return None if b.ndim == 1 else b.shape[1]
+
+    @property
     def b(self):
         """``b`` (the parts summed and rounded)."""
         b, bbig, blo = self.rhs
@@ -315,12 +405,13 @@ class _Statistics:
     def _hot(self, sq, c=None):
         hot = sq > self.big_sq
         if c is not None:
-            hot |= np.sqrt(sq) * np.abs(c) > self.big_b
+            hot |= np.sqrt(sq) * _target_size(c) > self.big_b
         return hot
 
     def gram(self, rows, sign, y=None):
-        """``M += sign·VᵀV`` and, with ``y``, ``b += sign·Vᵀy`` for the rows ``V`` (``Rows`` or
-        None), streamed in chunks; large rows through error-free transformations."""
+        """``M += sign·VᵀV`` and, with ``y`` (one target per row, or a row of K), ``b +=
+        sign·Vᵀy`` for the rows ``V`` (``Rows`` or None), streamed in chunks; large rows through
+        error-free transformations."""
         if rows is None:
             return
         self._trace = None
@@ -360,8 +451,8 @@ class _Statistics:
             self.Mlo += low
 
     def plus(self, V, c, sq=None, base=None):
-        """``rhs`` after ``b += Vᵀc``, starting from ``base`` (default: the current one); new
-        arrays, the statistics are not changed."""
+        """``rhs`` after ``b += Vᵀc`` (``c``: (k,) or (k, K)), starting from ``base`` (default:
+        the current one); new arrays, the statistics are not changed."""
         V = np.asarray(V)
         c = np.asarray(c, dtype=np.float64)
         b, bbig, blo = self.rhs if base is None else base
@@ -395,14 +486,14 @@ class _Statistics:
         return self.M if self.Mbig is None else self.M + self.Mbig + self.Mlo
 
     def matvec(self, x):
-        """``Mx`` from the parts."""
+        """``Mx`` from the parts (``x``: (p,) or (p, K))."""
         out = _sym_matvec(self.M, x)
         if self.Mbig is not None:
             out += _sym_matvec(self.Mbig, x) + _sym_matvec(self.Mlo, x)
         return out
 
     def residual(self, beta):
-        """``b − Mβ`` from the parts (each part's difference first)."""
+        """``b − Mβ`` from the parts (each part's difference first); (p,) or (p, K)."""
         b, bbig, blo = self.rhs
         r = b - _sym_matvec(self.M, beta)
         if self.Mbig is not None:
@@ -435,12 +526,27 @@ class PrimalSquaredState(ModelState):
     only when an update first asks for it.  See the module docstring for how a removal of high
     leverage is kept exact.
 
+    Several outputs share the state: fitted on targets of shape (n, K) (say ±1 one-vs-rest
+    codes of K classes, or K regression targets), ``b`` and :attr:`beta` have shape (p, K),
+    one column per output, and the one matrix ``M``, its factor and its tracked inverse serve
+    every column.  An update then costs the single-output update plus O(p·K·k) for ``k``
+    changed rows (the Woodbury vectors ``W = H Vᵀ`` are formed once); a refactorisation is one
+    Cholesky factorisation and a K-column solve.  Each column is kept and checked as a single
+    output would be (double-double statistics, refinement and drift tests per column).
+
     Parameters
     ----------
     opts : SolverOptions
         The fitted problem; ``ρ = 1/(2C)``.
     max_rank : int
         Pending Woodbury rank before a fold; batches larger than this refactorise instead.
+
+    Attributes
+    ----------
+    beta : ndarray of shape (p,) or (p, K)
+        The solution, shaped like one row of the targets it was fitted on.
+    stats : _Statistics
+        The exact statistics ``M = ΦᵀΦ + ρI`` and ``b = Φᵀy``.
     """
 
     kind, kernel, loss_names = "primal_squared", False, ("squared",)
@@ -452,6 +558,22 @@ class PrimalSquaredState(ModelState):
 
     # ------------------------------------------------------------------ build
     def fit(self, Phi, y, capacity=None, coef0=None):
+        """Solve ``(ΦᵀΦ + ρI) β = Φᵀy`` from scratch.
+
+        Parameters
+        ----------
+        Phi : ndarray of shape (n, p)
+        y : ndarray of shape (n,) or (n, K)
+            The encoded targets; K columns give K outputs sharing the factorisation.
+        capacity, coef0 : ignored
+            (per-slot storage and warm starts mean nothing to the closed form).
+
+        Returns
+        -------
+        self
+        """
+        y = np.asarray(y, dtype=np.float64)
+        _n_outputs(y)  # ValueError unless (n,) or (n, K)
         self.stats = _Statistics.of_rows(Phi, y, self.rho)
         self._init_buffers(Phi.shape[1])
         self._refactor()
@@ -476,8 +598,13 @@ class PrimalSquaredState(ModelState):
         return self.stats.p
 
     @property
+    def n_outputs(self):
+        """None when fitted on targets of shape (n,), K when fitted on shape (n, K)."""
+        return self.stats.n_outputs
+
+    @property
     def b(self):
-        """``b = Φᵀy`` (the parts summed and rounded)."""
+        """``b = Φᵀy`` (the parts summed and rounded): (p,) or (p, K)."""
         return self.stats.b
 
     def _fold_rows(self):
@@ -521,17 +648,18 @@ class PrimalSquaredState(ModelState):
         r = self._np
         if r:
             P = self._P[:r]
-            res -= P.T @ (self._s[:r] * (P @ beta))
+            res -= P.T @ _scaled_rows(self._s[:r], P @ beta)
         return res
 
     def _energy(self, d):
-        """``dᵀMd`` from the exact statistics, the pending rows included."""
+        """``dᵀMd`` from the exact statistics, the pending rows included (per column of a
+        matrix ``d``)."""
         Md = self.stats.matvec(d)
         r = self._np
         if r:
             P = self._P[:r]
-            Md += P.T @ (self._s[:r] * (P @ d))
-        return abs(float(d @ Md))
+            Md += P.T @ _scaled_rows(self._s[:r], P @ d)
+        return np.abs(_dots(d, Md))
 
     def _trace_M(self):
         r = self._np
@@ -555,14 +683,33 @@ class PrimalSquaredState(ModelState):
             return
         d = self.inv.matvec(self._residual(self.beta))
         self.beta = self.beta + d
-        if np.linalg.norm(d) > _DRIFT_RTOL * max(np.linalg.norm(self.beta), 1e-300):
+        if np.any(_norms(d) > _DRIFT_RTOL * np.maximum(_norms(self.beta), 1e-300)):
             self._refactor()
+
+    def gradient_norms(self):
+        """‖∇J_k(β_k)‖ = ‖2C (M β_k − b_k)‖ of each output, from the exact statistics (the
+        pending rows included), O(p²·K).
+
+        Returns
+        -------
+        ndarray of shape (K,)
+            One norm per column; shape (1,) for a state fitted on targets of shape (n,).
+            Since J_k is 1-strongly convex, ``‖β_k − β_k*‖ ≤ gradient_norms()[k]``.
+        """
+        res = self._residual(self.beta)
+        if res.ndim == 1:
+            return np.array([float(np.linalg.norm(res)) / self.rho])
+        return np.linalg.norm(res, axis=0) / self.rho  # 2C = 1/ρ
 
     def gradient_norm(self):
         """‖∇J(β)‖ = ‖2C (M β − b)‖ of the stored β, from the exact statistics (the pending rows
         included), O(p²): it certifies ‖β − β*‖ and covers rounding and the drift of the
-        tracked inverse between refinements."""
-        return float(np.linalg.norm(self._residual(self.beta))) / self.rho  # 2C = 1/ρ
+        tracked inverse between refinements.  With K outputs: the largest of
+        :meth:`gradient_norms`, which bounds every column's ‖β_k − β_k*‖."""
+        res = self._residual(self.beta)
+        if res.ndim == 1:
+            return float(np.linalg.norm(res)) / self.rho  # 2C = 1/ρ
+        return float(np.max(np.linalg.norm(res, axis=0), initial=0.0)) / self.rho
 
     # ------------------------------------------------------------ safeguards
     def _check_finite(self, beta, b):
@@ -637,7 +784,13 @@ class PrimalSquaredState(ModelState):
         if not self.inv.room(k):
             self.fold()
         self._ensure_inverse()  # after the fold, which may have refactorised
-        t = self.beta + (self.inv.matvec(rel) if rel is not None else 0.0)
+        if rel is None:
+            t = self.beta + 0.0
+        elif rel.ndim == 2 and Pl.shape[0] < rel.shape[1]:
+            # fewer relabelled rows than outputs: H (Plᵀ dy) = (H Plᵀ) dy, O(p² l + p l K)
+            t = self.beta + self.inv.matvec(np.ascontiguousarray(Pl.T)) @ dy
+        else:
+            t = self.beta + self.inv.matvec(rel)
         parts = [(B, yy, sg) for B, yy, sg in ((Pa, ya, 1.0), (Pr, yr, -1.0)) if B is not None]
         if k == 0:
             rhs = self._rhs(parts, Pl, dy)
@@ -679,7 +832,7 @@ class PrimalSquaredState(ModelState):
         if q and self._excess(self.stats.lost + q, lambda: self._nH + w2):
             # the removal cancels too many digits of the statistics: recompute them
             return self._apply_refactor(as_rows(Pa), ya, as_rows(Pr), yr, Pl, dy, q, rows_after)
-        t = t + W @ (s * yv)
+        t = t + W @ _scaled_rows(s, yv)
         beta = t + W @ (core @ (V @ t))
         rhs = self._rhs(parts, Pl, dy, sqs)
         self._check_finite(beta, sum(rhs))
@@ -719,21 +872,26 @@ class PrimalSquaredState(ModelState):
         Settled means a step below ``_DRIFT_RTOL`` relative to β, or, once the steps stop
         shrinking (the rounding floor of an ill-conditioned M), below it in the norm of M,
         which weighs a step as the scores of the data do (``dᵀMd`` against ``βᵀMβ = βᵀb``):
-        along the directions the data hardly span a fresh solve is no more accurate.
+        along the directions the data hardly span a fresh solve is no more accurate.  With K
+        outputs every column is refined (one K-column step) until each has settled.
         """
         prev = np.inf
+        settled = False
         for _ in range(_REFINE_STEPS):
             d = self.inv.matvec(self._residual(self.beta))
             self.beta = self.beta + d
-            size = float(np.linalg.norm(d))
-            if size <= _DRIFT_RTOL * max(float(np.linalg.norm(self.beta)), 1e-300):
+            size = _norms(d)
+            small = size <= _DRIFT_RTOL * np.maximum(_norms(self.beta), 1e-300)
+            settled = settled | small
+            if np.all(settled):
                 return
-            energy_ok = self._energy(d) <= _DRIFT_RTOL ** 2 * max(abs(float(self.beta @ self.b)),
-                                                                  1e-300)
-            if energy_ok and size > 0.25 * prev:
+            energy_ok = self._energy(d) <= _DRIFT_RTOL ** 2 * np.maximum(
+                np.abs(_dots(self.beta, self.b)), 1e-300)
+            settled = settled | (energy_ok & (size > 0.25 * prev))
+            if np.all(settled):
                 return
             prev = size
-        if energy_ok:
+        if np.all(settled | energy_ok):
             return
         saved = self._save()
         try:
@@ -829,10 +987,14 @@ class PrimalSquaredState(ModelState):
                    change.rows_relabel, change.target_shift, rows_after)
 
     def warm_coef(self, slots):
+        """A copy of β, (p,) or (p, K)."""
         return self.beta.copy()
 
     # ------------------------------------------------------------ persistence
     def to_arrays(self, keep=None):
+        """``state_M`` (p, p), ``state_H`` (p, p), ``state_b`` and ``state_beta`` ((p,) or
+        (p, K)), ``state_limits`` (3,) and, when large rows are kept apart, ``state_M_parts``
+        (3, p, p) and ``state_b_parts`` ((3, p) or (3, p, K))."""
         self._ensure_inverse()
         self.fold(refine=False)
         st = self.stats
@@ -845,26 +1007,54 @@ class PrimalSquaredState(ModelState):
         return out
 
     @classmethod
-    def saved_shapes(cls, n, p):
-        return {"state_M": (p, p), "state_b": (p,), "state_beta": (p,), "state_H": (p, p)}
+    def saved_shapes(cls, n, p, n_outputs=None):
+        """``{name: shape}`` of the arrays :meth:`to_arrays` always writes.
+
+        Parameters
+        ----------
+        n : int
+            Live samples (unused: the primal state is per feature).
+        p : int
+            Width of Φ.
+        n_outputs : int or None, default=None
+            None: a state fitted on targets of shape (n,) (``state_b``, ``state_beta``: (p,));
+            K: on targets of shape (n, K) (they are (p, K)).
+        """
+        out = (p,) + _out_shape(n_outputs)
+        return {"state_M": (p, p), "state_b": out, "state_beta": out, "state_H": (p, p)}
 
     @classmethod
-    def optional_shapes(cls, n, p):
-        # the large rows' shares of the statistics, kept apart (see _Statistics)
-        return {"state_M_parts": (3, p, p), "state_b_parts": (3, p), "state_limits": (3,)}
+    def optional_shapes(cls, n, p, n_outputs=None):
+        """``{name: shape}`` of the arrays :meth:`to_arrays` writes when it needs them (the
+        large rows' shares of the statistics, kept apart, see :class:`_Statistics`);
+        ``n_outputs`` as in :meth:`saved_shapes`."""
+        return {"state_M_parts": (3, p, p), "state_b_parts": (3, p) + _out_shape(n_outputs),
+                "state_limits": (3,)}
 
     @classmethod
     def from_arrays(cls, arrays, opts, *, y=None, capacity=None, max_rank=64, result=None):
+        """The state written by :meth:`to_arrays`.
+
+        The number of outputs is taken from ``y`` (the live targets: shape (n,) or (n, K));
+        without ``y``, from ``state_b``.  ValueError on arrays of inconsistent shapes.
+        """
         st = cls(opts, max_rank)
-        p = np.shape(arrays["state_b"])[0] if np.ndim(arrays["state_b"]) == 1 else -1
-        M, b, beta, H = checked(arrays, cls.saved_shapes(None, p), "squared-loss state")
+        b_shape = np.shape(arrays["state_b"])
+        p = b_shape[0] if len(b_shape) in (1, 2) else -1
+        if y is not None:
+            y = np.asarray(y, dtype=np.float64)
+            n_outputs = _n_outputs(y) if y.ndim in (1, 2) else -1
+        else:
+            n_outputs = b_shape[1] if len(b_shape) == 2 else None
+        M, b, beta, H = checked(arrays, cls.saved_shapes(None, p, n_outputs),
+                                "squared-loss state")
         check_symmetric(M, "matrix ΦᵀΦ + ρI")
         check_symmetric(H, "tracked inverse")
         d = np.diag(M)
         if d.size and float(d.min()) < st.rho - 1e-8 * float(np.max(np.abs(d))):
             raise ValueError("corrupt model file: the diagonal of ΦᵀΦ + ρI is below ρ = 1/(2C)")
-        optional = {name: shape for name, shape in cls.optional_shapes(None, p).items()
-                    if name in arrays}
+        optional = {name: shape for name, shape in
+                    cls.optional_shapes(None, p, n_outputs).items() if name in arrays}
         extra = dict(zip(optional, checked(arrays, optional, "squared-loss state")))
         if "state_limits" in extra:
             big_sq, big_b, lost = (float(v) for v in extra["state_limits"])
@@ -872,17 +1062,17 @@ class PrimalSquaredState(ModelState):
             n = max(1 if y is None else int(np.size(y)), 1)
             mean_sq = max(float(np.trace(M)) - p * st.rho, 0.0) / n
             big_sq = _BIG_RATIO * (mean_sq + st.rho)
-            big_b = _BIG_RATIO * max(np.sqrt(mean_sq) * float(np.median(np.abs(y)))
+            big_b = _BIG_RATIO * max(np.sqrt(mean_sq) * float(np.median(_target_size(y)))
                                      if y is not None and np.size(y) else 0.0,
                                      np.finfo(np.float64).tiny)
             lost = 0.0
-        stats = _Statistics(p, st.rho, big_sq, big_b)
+        stats = _Statistics(p, st.rho, big_sq, big_b, n_outputs)
         if "state_M_parts" in extra and "state_b_parts" in extra:
             stats.M, stats.Mbig, stats.Mlo = (np.asfortranarray(A) for A in extra["state_M_parts"])
             stats.rhs = tuple(np.array(v) for v in extra["state_b_parts"])
         else:
             stats.M = np.asfortranarray(M)
-            stats.rhs = (b, np.zeros(p), np.zeros(p))
+            stats.rhs = (b, np.zeros(b.shape), np.zeros(b.shape))
         stats.lost = lost
         st.stats = stats
         st._init_buffers(p)
@@ -912,6 +1102,26 @@ class DualSquaredState(ModelState):
     Adding samples borders the system (Schur complement), removing samples deletes rows and
     columns (the rank-k downdate ``H − H[:, R] H[R, R]⁻¹ H[R, :]``), relabelling changes only
     ``y`` and costs ``O(n k)``.  Inactive slots have zero rows and columns in ``H`` once folded.
+
+    Several outputs share the state: fitted on targets of shape (n, K), :attr:`y` and
+    :attr:`alpha` have shape (capacity, K), one column per output, and the one kernel matrix
+    and tracked inverse serve every column.  An update costs the single-output update plus
+    O(n·K·k) for ``k`` changed samples; refinement and drift tests are per column.
+
+    Parameters
+    ----------
+    opts : SolverOptions
+        The fitted problem; ``ρ = 1/(2C)``.
+    max_rank : int
+        Pending Woodbury rank before a fold; larger blocks are applied to the base at once.
+
+    Attributes
+    ----------
+    alpha : ndarray of shape (capacity,) or (capacity, K)
+        The solution by slot (zero at inactive slots).
+    y : ndarray of shape (capacity,) or (capacity, K)
+        The targets by slot (zero at inactive slots).
+    active : ndarray of bool, shape (capacity,)
     """
 
     kind, kernel, loss_names = "dual_squared", True, ("squared",)
@@ -922,13 +1132,30 @@ class DualSquaredState(ModelState):
         self.rho = float(opts.rho)
 
     def fit(self, K, y, capacity, coef0=None):
+        """Solve ``(K + ρI) α = y`` from scratch.
+
+        Parameters
+        ----------
+        K : ndarray of shape (n, n)
+            The kernel matrix of the samples, stored at slots ``0..n-1``.
+        y : ndarray of shape (n,) or (n, K)
+            The encoded targets; K columns give K outputs sharing the factorisation.
+        capacity : int
+            The ledger's capacity (≥ n).
+        coef0 : ignored
+
+        Returns
+        -------
+        self
+        """
+        y = np.asarray(y, dtype=np.float64)
         n = K.shape[0]
         self.gram = GramCache(K, capacity)
-        self.y = np.zeros(capacity)
+        self.y = np.zeros((capacity,) + _out_shape(_n_outputs(y)))
         self.y[:n] = y
         self.active = np.zeros(capacity, dtype=bool)
         self.active[:n] = True
-        self.alpha = np.zeros(capacity)
+        self.alpha = np.zeros(self.y.shape)
         self.inv = LowRankInverse(np.zeros((capacity, capacity)), self.max_rank)
         self.n_refactor = 0
         self.n_folds = 0
@@ -939,6 +1166,11 @@ class DualSquaredState(ModelState):
     @property
     def capacity(self):
         return self.y.shape[0]
+
+    @property
+    def n_outputs(self):
+        """None when fitted on targets of shape (n,), K when fitted on shape (n, K)."""
+        return None if self.y.ndim == 1 else self.y.shape[1]
 
     @property
     def refine_each(self):
@@ -961,7 +1193,7 @@ class DualSquaredState(ModelState):
             else:
                 H0[np.ix_(A, A)] = HA
         self.inv.reset(H0)
-        alpha = np.zeros(self.capacity)
+        alpha = np.zeros(self.y.shape)
         alpha[A] = linalg.cho_solve(c, self.y[A], check_finite=False)
         _check_finite_alpha(alpha)
         self.alpha = alpha
@@ -970,13 +1202,34 @@ class DualSquaredState(ModelState):
         self.n_refactor += 1
 
     def residual(self):
-        """``y − (K + ρI) α`` on the active slots (zero elsewhere), without copying K."""
-        a = self.alpha * self.active
-        return (self.y - (self.gram.K @ a + self.rho * a)) * self.active
+        """``y − (K + ρI) α`` on the active slots (zero elsewhere), without copying K; (capacity,)
+        or (capacity, K)."""
+        a = _masked(self.alpha, self.active)
+        return _masked(self.y - (self.gram.K @ a + self.rho * a), self.active)
+
+    def gradient_norms(self):
+        """RKHS norm of each output's ∇J_k at the stored α_k, ``2C sqrt(r_kᵀ K r_k)`` (see
+        :meth:`gradient_norm`), O(n²·K).
+
+        Returns
+        -------
+        ndarray of shape (K,)
+            One norm per column; shape (1,) for a state fitted on targets of shape (n,).
+            ``‖β_k − β_k*‖ ≤ gradient_norms()[k]`` in the RKHS.
+        """
+        if self.y.ndim == 1:
+            return np.array([self.gradient_norm()])
+        A = np.flatnonzero(self.active)
+        r = self.residual()[A]
+        q = np.einsum("ij,ij->j", r, self.gram.K[np.ix_(A, A)] @ r)
+        return np.sqrt(np.maximum(q, 0.0)) / self.rho
 
     def gradient_norm(self):
         """RKHS norm of ∇J at the stored α, ``2C sqrt(rᵀ K r)`` with r = y − (K + ρI)α the
-        residual on the active slots (∇J = Σ g_i Φ(x_i), g = −2C r), O(n²)."""
+        residual on the active slots (∇J = Σ g_i Φ(x_i), g = −2C r), O(n²).  With K outputs:
+        the largest of :meth:`gradient_norms`, which bounds every column's ‖β_k − β_k*‖."""
+        if self.y.ndim == 2:
+            return float(np.max(self.gradient_norms(), initial=0.0))
         A = np.flatnonzero(self.active)
         r = self.residual()[A]
         return float(np.sqrt(max(r @ (self.gram.K[np.ix_(A, A)] @ r), 0.0))) / self.rho
@@ -993,7 +1246,7 @@ class DualSquaredState(ModelState):
             return
         d = self.inv.H0 @ self.residual()
         self.alpha = self.alpha + d
-        if np.linalg.norm(d) > _DRIFT_RTOL * max(np.linalg.norm(self.alpha), 1e-300):
+        if np.any(_norms(d) > _DRIFT_RTOL * np.maximum(_norms(self.alpha), 1e-300)):
             self._refactor()
 
     def _zero_dirty(self):
@@ -1023,6 +1276,7 @@ class DualSquaredState(ModelState):
                    dy=change.target_shift, capacity=change.ledger.capacity)
 
     def warm_coef(self, slots):
+        """``α`` at ``slots``: (len(slots),) or (len(slots), K)."""
         return self.alpha[slots].copy()
 
     def ensure_capacity(self, cap):
@@ -1033,7 +1287,7 @@ class DualSquaredState(ModelState):
         self.gram.ensure_capacity(cap)
         for name in ("y", "alpha", "active"):
             a = getattr(self, name)
-            b = np.zeros(cap, dtype=a.dtype)
+            b = np.zeros((cap,) + a.shape[1:], dtype=a.dtype)
             b[:old] = a
             setattr(self, name, b)
         self.inv.resize(cap)
@@ -1045,7 +1299,7 @@ class DualSquaredState(ModelState):
         self.gram.take(keep, capacity)
         for name in ("y", "alpha", "active"):
             a = getattr(self, name)
-            b = np.zeros(capacity, dtype=a.dtype)
+            b = np.zeros((capacity,) + a.shape[1:], dtype=a.dtype)
             b[:n] = a[keep]
             setattr(self, name, b)
         self.inv.take(keep)
@@ -1055,8 +1309,9 @@ class DualSquaredState(ModelState):
               rel=None, dy=None, capacity=None):
         """Relabel ``rel`` by ``dy``, remove slots ``rem``, add slots ``add``; all or nothing.
 
-        ``capacity``: the ledger's capacity, which the state grows to first.  On ValueError α is
-        exactly as before (padded to the new capacity).
+        ``y_add`` and ``dy`` are (k,) or, with K outputs, (k, K).  ``capacity``: the ledger's
+        capacity, which the state grows to first.  On ValueError α is exactly as before (padded
+        to the new capacity).
         """
         alpha0 = self.alpha
         try:
@@ -1064,8 +1319,8 @@ class DualSquaredState(ModelState):
                 self.ensure_capacity(capacity)
             return self._apply(rem, add, K_cross, K_new, y_add, rel, dy)
         except ValueError:
-            alpha = np.zeros(self.capacity)
-            alpha[: alpha0.size] = alpha0
+            alpha = np.zeros((self.capacity,) + alpha0.shape[1:])
+            alpha[: alpha0.shape[0]] = alpha0
             self.alpha = alpha
             raise
 
@@ -1166,16 +1421,16 @@ class DualSquaredState(ModelState):
         if self.refine_each and not direct:
             # ill-conditioned system (ρ small next to the kernel values): one step of
             # iterative refinement against the exact kernel matrix after every update
-            a = alpha * active
-            r = (y - (self.gram.K @ a + self.rho * a)) * active
-            alpha = alpha + self.inv.matvec(r) * active
+            a = _masked(alpha, active)
+            r = _masked(y - (self.gram.K @ a + self.rho * a), active)
+            alpha = alpha + _masked(self.inv.matvec(r), active)
         _check_finite_alpha(alpha)
         self.alpha, self.y, self.active = alpha, y, active
         if direct:  # one refinement step against the exact kernel matrix, as in a fold
             self._zero_dirty()
             d = self.inv.H0 @ self.residual()
             self.alpha = self.alpha + d
-            if np.linalg.norm(d) > _DRIFT_RTOL * max(np.linalg.norm(self.alpha), 1e-300):
+            if np.any(_norms(d) > _DRIFT_RTOL * np.maximum(_norms(self.alpha), 1e-300)):
                 self._refactor()
 
     def _apply_refactor(self, rem, add, K_cross, K_new, y_add, rel, dy):
@@ -1204,26 +1459,42 @@ class DualSquaredState(ModelState):
 
     # ------------------------------------------------------------ persistence
     def to_arrays(self, keep):
+        """``state_K`` (n, n), ``state_H`` (n, n) and ``state_alpha`` ((n,) or (n, K)) over the
+        live slots ``keep``."""
         self.fold(refine=False)
         return {"state_K": self.gram.sub(keep), "state_alpha": self.alpha[keep],
                 "state_H": self.inv.H0[np.ix_(keep, keep)]}
 
     @classmethod
-    def saved_shapes(cls, n, p):
-        return {"state_K": (n, n), "state_alpha": (n,), "state_H": (n, n)}
+    def saved_shapes(cls, n, p, n_outputs=None):
+        """``{name: shape}`` of the arrays :meth:`to_arrays` writes for ``n`` live samples
+        (``p`` unused); ``n_outputs``: None for targets of shape (n,) (``state_alpha``: (n,)),
+        K for targets of shape (n, K) (``state_alpha``: (n, K))."""
+        return {"state_K": (n, n), "state_alpha": (n,) + _out_shape(n_outputs),
+                "state_H": (n, n)}
+
+    @classmethod
+    def optional_shapes(cls, n, p, n_outputs=None):
+        """``{}``: the dual state writes no optional arrays (``n_outputs`` as in
+        :meth:`saved_shapes`)."""
+        return {}
 
     @classmethod
     def from_arrays(cls, arrays, opts, *, y, capacity, max_rank=64, result=None):
+        """The state written by :meth:`to_arrays`; the number of outputs is taken from ``y``
+        (the live targets, (n,) or (n, K)).  ValueError on arrays of inconsistent shapes."""
         st = cls(opts, max_rank)
+        y = np.asarray(y, dtype=np.float64)
         n = y.shape[0]
-        K, alpha, H = checked(arrays, cls.saved_shapes(n, None), "kernel state")
+        n_outputs = _n_outputs(y) if y.ndim in (1, 2) else -1
+        K, alpha, H = checked(arrays, cls.saved_shapes(n, None, n_outputs), "kernel state")
         check_symmetric(K, "kernel matrix")
         check_symmetric(H, "tracked inverse")
         st.gram = GramCache(K, capacity)
-        st.y = padded(y, capacity)
+        st.y = _padded(y, capacity)
         st.active = np.zeros(capacity, dtype=bool)
         st.active[:n] = True
-        st.alpha = padded(alpha, capacity)
+        st.alpha = _padded(alpha, capacity)
         H0 = np.zeros((capacity, capacity), order="F")
         H0[:n, :n] = H
         st.inv = LowRankInverse(H0, max_rank)
