@@ -27,7 +27,7 @@ from .._validation import (MAX_SQUARED_NORM, check_bool, check_dense, check_int,
                            check_magnitude, check_real, check_rows)
 from ..losses import get_loss
 from ._ledger import Ledger
-from ._multiclass import OneVsRestState
+from ._multiclass import one_vs_rest_state
 from ._registry import state_for
 from ._state import SolverOptions
 
@@ -362,11 +362,24 @@ class UpdatableMixin:
                                  ensure_min_samples=1)
             t = self._encode_y(y, fitting=True, classes=classes)
             w = _weights(sample_weight, X.shape[0])
+            if w is not None:
+                self._check_fit_weights(t, w)
             previous = self._warm_coef() if self.warm_start else None
             self._take_spec(X)
             self._build(X, t, previous, w)
             self._bump_version()
         return self
+
+    def _check_fit_weights(self, t, w):
+        """Refuse weights that leave no sample, or (a classifier without declared classes)
+        one class, with a positive weight (scikit-learn's rules)."""
+        if not np.any(w > 0):
+            raise ValueError("sample_weight: every weight is zero; at least one sample needs a "
+                             "positive weight")
+        if self._classifier and not self._classes_given and \
+                np.unique(t[w > 0]).size < 2:
+            raise ValueError("the samples with a positive sample_weight show a single class; "
+                             "a classifier needs two classes")
 
     def _warm_coef(self):
         """The current solution to warm-start a refit from, when it solves the same loss over
@@ -387,7 +400,7 @@ class UpdatableMixin:
             previous = None
         opts = self._solver_options()
         self._check_scale(data, opts.C)
-        st = (OneVsRestState(opts, self._max_rank, base=cls, n_classes=K) if K
+        st = (one_vs_rest_state(opts, self._max_rank, cls, K) if K
               else cls(opts, self._max_rank))
         st = st.fit(data, t, capacity, previous, **({} if w is None else {"w": w}))
         self._check_solution(st)

@@ -22,7 +22,8 @@ import numpy as np
 
 from ._state import ModelState
 
-__all__ = ["OneVsRestState", "CodedLedger", "class_codes", "SharedGram"]
+__all__ = ["OneVsRestState", "SharedOneVsRestState", "one_vs_rest_class", "one_vs_rest_state", "CodedLedger",
+           "class_codes", "one_hot_codes", "SharedGram"]
 
 
 def class_codes(t, k):
@@ -31,15 +32,36 @@ def class_codes(t, k):
     return np.where(t == k, 1.0, -1.0)
 
 
+def one_hot_codes(t, n_classes):
+    """Every class's targets ±1 as columns: shape ``t.shape + (n_classes,)``."""
+    t = np.asarray(t)
+    return np.where(t[..., None] == np.arange(n_classes), 1.0, -1.0)
+
+
+def one_vs_rest_class(base):
+    """The K-class state over binary states ``base``: one multi-output state for the closed
+    form (one factorisation serves every class), K states otherwise."""
+    closed_form = base.kind in ("primal_squared", "dual_squared")
+    return SharedOneVsRestState if closed_form else OneVsRestState
+
+
+def one_vs_rest_state(opts, max_rank, base, n_classes):
+    """A new K-class state over binary states ``base`` (see :func:`one_vs_rest_class`)."""
+    return one_vs_rest_class(base)(opts, max_rank, base=base, n_classes=n_classes)
+
+
 class _CodedLabels:
-    """``ledger.y`` as class ``k``'s targets ±1, computed for the entries that are read."""
+    """``ledger.y`` as class ``k``'s targets ±1 (``k`` None: every class's, as columns of K),
+    computed for the entries that are read."""
 
-    __slots__ = ("_y", "_k")
+    __slots__ = ("_y", "_k", "_K")
 
-    def __init__(self, y, k):
-        self._y, self._k = y, k
+    def __init__(self, y, k, K=None):
+        self._y, self._k, self._K = y, k, K
 
     def __getitem__(self, index):
+        if self._k is None:
+            return one_hot_codes(self._y[index], self._K)
         return class_codes(self._y[index], self._k)
 
     @property
@@ -60,9 +82,9 @@ class CodedLedger:
 
     __slots__ = ("_ledger", "y")
 
-    def __init__(self, ledger, k):
+    def __init__(self, ledger, k, n_classes=None):
         self._ledger = ledger
-        self.y = _CodedLabels(ledger.y, k)
+        self.y = _CodedLabels(ledger.y, k, n_classes)
 
     def __getattr__(self, name):
         return getattr(self._ledger, name)
@@ -101,13 +123,16 @@ class SharedGram:
         self._capacity = int(capacity)
 
 
-def _coded(change, k):
-    """``change`` as seen by class ``k``'s binary state: targets ±1 and the coded ledger."""
+def _coded(change, k, n_classes=None):
+    """``change`` as seen by class ``k``'s binary state (``k`` None: by a K-output state):
+    targets ±1 and the coded ledger."""
     def code(t):
-        return None if t is None else class_codes(t, k)
+        if t is None:
+            return None
+        return one_hot_codes(t, n_classes) if k is None else class_codes(t, k)
 
     return dataclasses.replace(
-        change, ledger=CodedLedger(change.ledger, k), t_add=code(change.t_add),
+        change, ledger=CodedLedger(change.ledger, k, n_classes), t_add=code(change.t_add),
         relabel_t=code(change.relabel_t), remove_t=code(change.remove_t),
         relabel_t_old=code(change.relabel_t_old))
 
@@ -287,8 +312,17 @@ class OneVsRestState(ModelState):
     def _shared_names(self):
         return ("state_K",) if hasattr(self.states[0], "gram") else ()
 
-    def saved_shapes_of(self, n, p):
-        return self.shapes(self.base, self.n_classes, n, p)
+    def class_arrays(self, arrays, k):
+        """The arrays of class ``k``'s binary state among a file's ``arrays`` (the names its
+        own ``to_arrays`` gives them)."""
+        out = {}
+        for key, a in arrays.items():
+            prefix = f"state_c{k}_"
+            if key.startswith(prefix):
+                out["state_" + key[len(prefix):]] = a
+            elif key == "state_c0_K":
+                out.setdefault("state_K", a)
+        return out
 
     @staticmethod
     def shapes(base, n_classes, n, p, optional=False):
@@ -324,3 +358,141 @@ class OneVsRestState(ModelState):
 def _member(k, name):
     """The archive member of class ``k``'s array ``name`` (``state_beta`` → ``state_c3_beta``)."""
     return f"state_c{k}_{name[len('state_'):]}"
+
+
+class _Column:
+    """Class ``k``'s view of a K-output closed-form state: its solution column, residual and
+    right-hand side; the matrix, its tracked inverse and the kernel are the shared ones."""
+
+    def __init__(self, inner, k):
+        self._inner, self._k = inner, k
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+    result = None
+
+    @property
+    def beta(self):
+        return self._inner.beta[:, self._k]
+
+    @property
+    def alpha(self):
+        return self._inner.alpha[:, self._k]
+
+    @property
+    def b(self):
+        return self._inner.b[:, self._k]
+
+    @property
+    def y(self):
+        return self._inner.y[:, self._k]
+
+    @property
+    def solution(self):
+        return self.alpha if self._inner.kernel else self.beta
+
+    def gradient_norm(self):
+        return float(self._inner.gradient_norms()[self._k])
+
+
+class SharedOneVsRestState(OneVsRestState):
+    """The K one-vs-rest problems of the squared loss as one K-output closed-form state: the
+    targets are the K columns of ±1 codes, and one factorisation (one tracked inverse, one
+    kernel matrix) serves every class, so an update costs about what a binary one does plus
+    O(p·K) (Lee et al.'s updates with K right-hand sides).
+
+    ``states`` are per-class views (:class:`_Column`) of the one state ``inner``.
+    """
+
+    def __init__(self, opts, max_rank=64, *, base, n_classes):
+        super().__init__(opts, max_rank, base=base, n_classes=n_classes)
+        self.inner = None
+
+    @property
+    def states(self):
+        return [] if self.inner is None else [_Column(self.inner, k)
+                                              for k in range(self.n_classes)]
+
+    @states.setter
+    def states(self, value):  # the base class resets the list; the views are made on demand
+        pass
+
+    def _share_gram(self):
+        """One state: nothing to share."""
+
+    @property
+    def result(self):
+        return None
+
+    @property
+    def beta(self):
+        return self.inner.beta
+
+    @property
+    def alpha(self):
+        return self.inner.alpha
+
+    def gradient_norm(self):
+        return float(self.inner.gradient_norm())
+
+    def tracked_inverse(self):
+        return self.inner.tracked_inverse()
+
+    def counters(self):
+        return self.inner.counters()
+
+    def exact_matrix(self):
+        return self.inner.exact_matrix()
+
+    def checkpoint(self):
+        new = self.blank()
+        new.inner = self.inner.checkpoint()
+        return new
+
+    def fit(self, data, t, capacity, coef0=None, w=None):
+        kw = {} if w is None else {"w": w}
+        self.inner = self._make().fit(data, one_hot_codes(t, self.n_classes), capacity, None,
+                                      **kw)
+        return self
+
+    def apply_change(self, change):
+        self.inner.apply_change(_coded(change, None, self.n_classes))
+
+    def warm_coef(self, slots):
+        return self.inner.warm_coef(slots)
+
+    def ensure_capacity(self, capacity):
+        self.inner.ensure_capacity(capacity)
+
+    def take(self, keep, capacity):
+        self.inner.take(keep, capacity)
+
+    def reusable_slots(self):
+        return self.inner.reusable_slots()
+
+    def to_arrays(self, keep):
+        return self.inner.to_arrays(keep)
+
+    def class_arrays(self, arrays, k):
+        """Class ``k``'s binary arrays: the columns of the K-output ones."""
+        out = {}
+        for key, a in arrays.items():
+            if key.startswith("state_"):
+                two_d = key in ("state_beta", "state_b", "state_alpha")
+                out[key] = a[:, k] if two_d else (a[:, :, k] if key == "state_b_parts" else a)
+        return out
+
+    @staticmethod
+    def shapes(base, n_classes, n, p, optional=False):
+        if optional:
+            return base.optional_shapes(n, p, n_outputs=n_classes)
+        return base.saved_shapes(n, p, n_outputs=n_classes)
+
+    @classmethod
+    def from_arrays_of(cls, arrays, opts, *, base, n_classes, y, capacity, max_rank=64,
+                       results=None):
+        st = cls(opts, max_rank, base=base, n_classes=n_classes)
+        st.inner = base.from_arrays(arrays, opts, y=one_hot_codes(y, n_classes),
+                                    capacity=capacity, max_rank=max_rank, result=None)
+        return st

@@ -54,7 +54,7 @@ from .._validation import check_int, check_real
 from ..losses import get_loss
 from ..solvers import HingeResult, SolverResult
 from ._ledger import Ledger
-from ._multiclass import OneVsRestState, class_codes
+from ._multiclass import OneVsRestState, class_codes, one_vs_rest_class
 from ._registry import state_class, state_for
 
 __all__ = ["save", "load", "FORMAT_VERSION"]
@@ -700,8 +700,9 @@ def _expected_members(meta, headers):
         out[k] = (shape, kinds, False)
     state, n_classes = _state_of(meta, est._classifier)
     if n_classes:
-        saved = OneVsRestState.shapes(state, n_classes, n, width)
-        optional = OneVsRestState.shapes(state, n_classes, n, width, optional=True)
+        ovr = one_vs_rest_class(state)
+        saved = ovr.shapes(state, n_classes, n, width)
+        optional = ovr.shapes(state, n_classes, n, width, optional=True)
     else:
         saved, optional = state.saved_shapes(n, width), state.optional_shapes(n, width)
     for k, shape in saved.items():
@@ -859,9 +860,7 @@ def _check_statistics(model, meta, arrays, st):
                                                    _class_records(meta, st.n_classes))):
         mine = {key: a for key, a in arrays.items() if not key.startswith("state_")}
         mine["ledger_y"] = class_codes(y, k)
-        for name in sub.saved_shapes(y.shape[0], meta["row_width"]):
-            key = f"state_c{k}_{name[len('state_'):]}"
-            mine[name] = arrays[key if key in arrays else f"state_c0_{name[len('state_'):]}"]
+        mine.update(st.class_arrays(arrays, k))
         _check_binary_statistics(model, dict(meta, solver=solver, hinge=hinge), mine, sub)
 
 
@@ -1020,7 +1019,7 @@ def _rebuild(meta, arrays):
             raise ValueError("corrupt model file: the one-vs-rest classes do not match classes")
         results = None if meta["solver"] is None else [
             _solver_result(s, h) for s, h in _class_records(meta, n_classes)]
-        model._state = OneVsRestState.from_arrays_of(
+        model._state = one_vs_rest_class(cls).from_arrays_of(
             arrays, opts, base=cls, n_classes=n_classes, y=led.y[:n].copy(),
             capacity=led.capacity, max_rank=model._max_rank, results=results)
     else:
