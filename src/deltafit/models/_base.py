@@ -220,12 +220,34 @@ class UpdatableMixin:
         return state
 
     def _encode_y(self, y, *, fitting=False, classes=None, what="y"):
-        """Validated internal targets: ±1 for classifiers, float for regressors."""
+        """Validated internal targets: ±1 (two classes) or class indices for classifiers,
+        floats for regressors (one column per output for a multi-output regressor)."""
+        if not self._classifier:
+            return self._regression_targets(y, fitting, what)
         y = column_or_1d(y, warn=True) if fitting else _as_1d(y, what)
-        if self._classifier:
-            if fitting:
-                self.classes_ = ClassLabels(messages=_LABELS).fit(y, classes).classes_
-            return self._labels().encode(y, what)
+        if fitting:
+            self.classes_ = ClassLabels(messages=_LABELS).fit(y, classes).classes_
+        return self._labels().encode(y, what)
+
+    def _regression_targets(self, y, fitting, what):
+        """Float targets: 1-D, or (n, K) for a model fitted on K ≥ 2 outputs."""
+        check_dense(y, what)
+        if fitting:
+            arr = np.asarray(y)
+            multi = arr.ndim == 2 and arr.shape[1] >= 2
+            self._n_outputs = int(arr.shape[1]) if multi else 0
+            y = arr if multi else column_or_1d(y, warn=True)
+        else:
+            K = self._n_outputs_fitted
+            if K:
+                y = np.asarray(y)
+                if y.ndim == 1 and y.shape[0] == K:
+                    y = y[None, :]
+                if y.ndim != 2 or y.shape[1] != K:
+                    raise ValueError(f"{what} must have shape (n_samples, {K}) (the model has "
+                                     f"{K} outputs), got {y.shape}")
+            else:
+                y = _as_1d(y, what)
         try:
             y = np.asarray(y, dtype=np.float64)
         except (TypeError, ValueError) as exc:
@@ -236,6 +258,11 @@ class UpdatableMixin:
         check_magnitude(top * top, self._fitted_C(fitting), f"{what}: the squared target",
                         "rescale y")
         return y
+
+    @property
+    def _n_outputs_fitted(self):
+        """K ≥ 2 outputs of a multi-output regressor, else 0."""
+        return int(self.__dict__.get("_n_outputs", 0))
 
     def _fitted_C(self, fitting=False):
         """C of the problem the data enter: the parameter when fitting, else the fitted one
@@ -359,7 +386,7 @@ class UpdatableMixin:
             # partial_fit(classes=...) follows scikit-learn: the data may show one class at first
             self._classes_given = classes is not None
             X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=not self._classifier,
-                                 ensure_min_samples=1)
+                                 multi_output=not self._classifier, ensure_min_samples=1)
             t = self._encode_y(y, fitting=True, classes=classes)
             w = _weights(sample_weight, X.shape[0])
             if w is not None:
@@ -953,14 +980,15 @@ class ClassifierOutputMixin:
         return lp - (top + np.log(np.exp(lp - top).sum(axis=1, keepdims=True)))
 
 
-class SingleOutputRegressorTags:
-    """Tags of a single-output regressor (put before RegressorMixin in the bases)."""
+class RegressorTags:
+    """Tags of the regressors (put before RegressorMixin in the bases): one output or several
+    (a 2-D ``y``: one closed-form state with one column per output)."""
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.target_tags.multi_output = False
+        tags.target_tags.multi_output = True
         tags.target_tags.single_output = True
         return tags
 
 
-__all__ += ["Ledger", "ClassifierOutputMixin", "SingleOutputRegressorTags"]
+__all__ += ["Ledger", "ClassifierOutputMixin", "RegressorTags"]

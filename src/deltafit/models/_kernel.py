@@ -8,7 +8,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_int, check_real
 from ..kernels import kernel_matrix, validate_kernel
-from ._base import ClassifierOutputMixin, SingleOutputRegressorTags, UpdatableMixin
+from ._base import ClassifierOutputMixin, RegressorTags, UpdatableMixin
 from ._ledger import Ledger
 from ._state import DataChange
 
@@ -70,7 +70,8 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
         n = X.shape[0]
         K = self._k(X, X)
         # the state is O(capacity²): leave room for a batch of additions, grow gently
-        led = Ledger(X.shape[1], keep_rows=True, capacity=n + max(16, n // 8), growth=1.25)
+        led = Ledger(X.shape[1], keep_rows=True, capacity=n + max(16, n // 8), growth=1.25,
+                     n_outputs=self._n_outputs_fitted)
         self._state = self._new_state(K, t, led.capacity, previous, w)
         led.insert(led.allocate(n), X, t, w=w)
         self._ledger = led
@@ -111,7 +112,9 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
         ``±C`` for margin violators, in between for free support vectors."""
         check_is_fitted(self, "_state")
         alpha = self._state.alpha[self._ledger.active_slots()]
-        return alpha.T.copy() if alpha.ndim == 2 else alpha.copy()
+        # classifiers: one row per class (SVC's layout); regressors: one column per output
+        # (KernelRidge's)
+        return alpha.T.copy() if alpha.ndim == 2 and self._classifier else alpha.copy()
 
     @property
     def gamma_(self):
@@ -131,8 +134,9 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
     def intercept_(self):
         """``intercept_scaling² · Σ α_i`` (the regularised constant feature's contribution)."""
         check_is_fitted(self, "_state")
-        a = self.dual_coef_
-        return self._s ** 2 * a.sum(axis=1) if a.ndim == 2 else float(self._s ** 2 * a.sum())
+        alpha = self._state.alpha[self._ledger.active_slots()]
+        return self._s ** 2 * alpha.sum(axis=0) if alpha.ndim == 2 else \
+            float(self._s ** 2 * alpha.sum())
 
 
 def _resolve_gamma(gamma, X, n_features=None):
@@ -213,11 +217,12 @@ class KernelClassifier(ClassifierOutputMixin, ClassifierMixin, _KernelModel):
 
 
 
-class KernelRegressor(SingleOutputRegressorTags, RegressorMixin, _KernelModel):
+class KernelRegressor(RegressorTags, RegressorMixin, _KernelModel):
     __doc__ = """Kernel ridge regression with exact add / remove / relabel.
 
     ``(K + ρI) α = y`` with ``ρ = 1/(2C)``: ``KernelRidge(alpha=1/(2C))`` when
-    ``fit_intercept=False``.
+    ``fit_intercept=False``.  A 2-D ``y`` of K outputs shares one factorisation (K right-hand
+    sides; ``dual_coef_`` then has one column per output, as ``KernelRidge``'s).
 
     Parameters
     ----------

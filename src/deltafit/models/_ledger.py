@@ -134,7 +134,8 @@ class Ledger:
         the solvers are called without them).
     """
 
-    def __init__(self, n_features, keep_rows=True, keep_digests=False, capacity=16, growth=2.0):
+    def __init__(self, n_features, keep_rows=True, keep_digests=False, capacity=16, growth=2.0,
+                 n_outputs=0):
         capacity = max(int(capacity), 1)
         self.growth = float(growth)
         self.n_features = int(n_features)
@@ -142,7 +143,8 @@ class Ledger:
         self.keep_digests = bool(keep_digests)
         self.digest_key = secrets.token_bytes(KEY_BYTES) if keep_digests else None
         self.X = np.zeros((capacity, self.n_features if keep_rows else 0))
-        self.y = np.zeros(capacity)
+        # one label per sample, or a row of ``n_outputs`` targets (multi-output regression)
+        self.y = np.zeros((capacity, n_outputs) if n_outputs else capacity)
         self.w = np.zeros(capacity)
         self.weighted = False
         self.ids = np.full(capacity, -1, dtype=np.int64)
@@ -422,7 +424,7 @@ class Ledger:
         cap = max(16, int(self.growth * n) + 1)
         X = np.zeros((cap, self.X.shape[1]))
         X[:n] = self.X[keep]
-        y = np.zeros(cap)
+        y = np.zeros((cap,) + self.y.shape[1:])
         y[:n] = self.y[keep]
         w = np.zeros(cap)
         w[:n] = self.w[keep]
@@ -476,12 +478,12 @@ class Ledger:
         return DIGEST_BYTES
 
     @classmethod
-    def saved_shapes(cls, n, n_features, keep_rows, keep_digests):
+    def saved_shapes(cls, n, n_features, keep_rows, keep_digests, n_outputs=0):
         """``{member: (shape, dtype)}`` that :meth:`to_arrays` writes for ``n`` samples (dtype as
         kind and size: ``"f8"``, ``"i8"``, ``"u1"``)."""
         out = {"ledger_ids": ((n,), "i8"), "ledger_next_id": ((), "i8")}
         if not keep_digests:
-            out["ledger_y"] = ((n,), "f8")
+            out["ledger_y"] = ((n, n_outputs) if n_outputs else (n,), "f8")
         if keep_rows:
             out["ledger_X"] = ((n, n_features), "f8")
         if keep_digests:
@@ -496,12 +498,12 @@ class Ledger:
         return {"ledger_w": ((n,), "f8")}
 
     @classmethod
-    def from_arrays(cls, arrays, n_features, keep_rows, keep_digests):
+    def from_arrays(cls, arrays, n_features, keep_rows, keep_digests, n_outputs=0):
         """The ledger written by :meth:`to_arrays`; ValueError naming the problem when the
         arrays are inconsistent (shapes, ids, next id)."""
         shapes = cls.saved_shapes(np.shape(arrays["ledger_ids"])[0] if
                                   np.ndim(arrays["ledger_ids"]) == 1 else -1,
-                                  n_features, keep_rows, keep_digests)
+                                  n_features, keep_rows, keep_digests, n_outputs)
         for name, (shape, dtype) in shapes.items():
             a = arrays.get(name)
             if a is None or a.shape != shape or a.dtype.kind != dtype[0] or \
@@ -519,7 +521,7 @@ class Ledger:
             raise ValueError("corrupt model file: the ledger's ids are not increasing ids below "
                              "its next id")
         led = cls(n_features, keep_rows=keep_rows, keep_digests=keep_digests,
-                  capacity=max(16, n))
+                  capacity=max(16, n), n_outputs=n_outputs)
         if keep_rows:
             led.X[:n] = arrays["ledger_X"]
         if keep_digests:

@@ -8,7 +8,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_bool
 from ..kernels import resolve_feature_map
-from ._base import ClassifierOutputMixin, SingleOutputRegressorTags, UpdatableMixin
+from ._base import ClassifierOutputMixin, RegressorTags, UpdatableMixin
 from ._exact_squared import Rows
 from ._ledger import Ledger
 from ._state import DataChange
@@ -74,7 +74,7 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         # it by its row and label (a classifier's label is one of two; a regression target
         # comes from the caller)
         led = Ledger(Phi.shape[1], keep_rows=self.keep_data, keep_digests=not self.keep_data,
-                     capacity=capacity, growth=1.5)
+                     capacity=capacity, growth=1.5, n_outputs=self._n_outputs_fitted)
         digests = None if self.keep_data else led.records(X, t)
         led.insert(led.allocate(X.shape[0]), Phi if self.keep_data else None,
                    led.stored_labels(t), digests, w)
@@ -250,11 +250,13 @@ class LinearClassifier(ClassifierOutputMixin, ClassifierMixin, _LinearModel):
         return np.atleast_1d(np.array(self._intercept_value, dtype=np.float64))
 
 
-class LinearRegressor(SingleOutputRegressorTags, RegressorMixin, _LinearModel):
+class LinearRegressor(RegressorTags, RegressorMixin, _LinearModel):
     __doc__ = """Ridge regression with exact add / remove / relabel and optional data-free state.
 
     Solves ``min_β C Σ (y_i − ⟨Φ(x_i), β⟩)² + ½‖β‖²``, i.e. ``Ridge(alpha=1/(2C))`` with a
-    regularised intercept feature.  Updates are closed form (Lee et al., "Exact incremental and decremental learning for LS-SVM", Thm 1 and
+    regularised intercept feature.  A 2-D ``y`` of K outputs solves the K problems with one
+    factorisation (one tracked inverse, K right-hand sides): an update costs about what a
+    single-output one does.  Updates are closed form (Lee et al., "Exact incremental and decremental learning for LS-SVM", Thm 1 and
     Cor. 1–4, through Woodbury corrections of a tracked inverse).
 
     Parameters
@@ -263,8 +265,8 @@ class LinearRegressor(SingleOutputRegressorTags, RegressorMixin, _LinearModel):
     """ + _LINEAR_DOC_PARAMS + """
     Attributes
     ----------
-    coef_ : ndarray of shape (n_map_features,)
-    intercept_ : float
+    coef_ : ndarray of shape (n_map_features,) or (n_outputs, n_map_features)
+    intercept_ : float or ndarray of shape (n_outputs,)
     sample_ids_ : ndarray of int
     feature_map_ : transformer or None
     n_features_in_ : int
@@ -273,7 +275,8 @@ class LinearRegressor(SingleOutputRegressorTags, RegressorMixin, _LinearModel):
     @property
     def coef_(self):
         check_is_fitted(self, "_state")
-        return self._coef_vector.copy()
+        c = self._coef_vector
+        return c.T.copy() if c.ndim == 2 else c.copy()
 
     @property
     def intercept_(self):

@@ -22,7 +22,8 @@ import numpy as np
 
 from ._state import ModelState
 
-__all__ = ["OneVsRestState", "SharedOneVsRestState", "one_vs_rest_class", "one_vs_rest_state", "CodedLedger",
+__all__ = ["OneVsRestState", "SharedOneVsRestState", "one_vs_rest_class", "one_vs_rest_state",
+           "column_arrays", "column_view", "CodedLedger",
            "class_codes", "one_hot_codes", "SharedGram"]
 
 
@@ -476,12 +477,7 @@ class SharedOneVsRestState(OneVsRestState):
 
     def class_arrays(self, arrays, k):
         """Class ``k``'s binary arrays: the columns of the K-output ones."""
-        out = {}
-        for key, a in arrays.items():
-            if key.startswith("state_"):
-                two_d = key in ("state_beta", "state_b", "state_alpha")
-                out[key] = a[:, k] if two_d else (a[:, :, k] if key == "state_b_parts" else a)
-        return out
+        return column_arrays(arrays, k)
 
     @staticmethod
     def shapes(base, n_classes, n, p, optional=False):
@@ -496,3 +492,19 @@ class SharedOneVsRestState(OneVsRestState):
         st.inner = base.from_arrays(arrays, opts, y=one_hot_codes(y, n_classes),
                                     capacity=capacity, max_rank=max_rank, result=None)
         return st
+
+
+def column_arrays(arrays, k):
+    """Column ``k`` of a K-output closed-form state's saved arrays, as a single-output state
+    writes them (the matrix and the kernel are shared)."""
+    out = {}
+    for key, a in arrays.items():
+        if key.startswith("state_"):
+            two_d = key in ("state_beta", "state_b", "state_alpha")
+            out[key] = a[:, k] if two_d else (a[:, :, k] if key == "state_b_parts" else a)
+    return out
+
+
+def column_view(state, k):
+    """Output ``k`` of a K-output closed-form state, read as a single-output one."""
+    return _Column(state, k)

@@ -54,7 +54,8 @@ from .._validation import check_int, check_real
 from ..losses import get_loss
 from ..solvers import HingeResult, SolverResult
 from ._ledger import Ledger
-from ._multiclass import OneVsRestState, class_codes, one_vs_rest_class
+from ._multiclass import (OneVsRestState, class_codes, column_arrays, column_view,
+                          one_vs_rest_class)
 from ._registry import state_class, state_for
 
 __all__ = ["save", "load", "FORMAT_VERSION"]
@@ -79,7 +80,7 @@ _META_KEYS = {
     "n_positive", "deltafit_version",
 }
 # fields a file may lack (older files of this format version): their value is then None
-_OPTIONAL_META = {"one_vs_rest": None}
+_OPTIONAL_META = {"one_vs_rest": None, "n_outputs": None}
 
 
 def _estimator_classes():
@@ -232,6 +233,8 @@ def save(model, path):
             for r in results]),
         # K ≥ 3 classes: the K binary states of one kind (None for one binary problem)
         "one_vs_rest": ({"base": st.base.kind, "n_classes": st.n_classes} if ovr else None),
+        # K ≥ 2 outputs of a multi-output regressor (None: one)
+        "n_outputs": (int(model._n_outputs_fitted) or None) if not model._classifier else None,
         "n_samples_fit": int(getattr(model, "n_samples_fit_", led.n_samples)),
         "classes_given": bool(getattr(model, "_classes_given", False)),
         "n_positive": (int(model._n_positive) if "_n_positive" in model.__dict__ else None),
@@ -554,6 +557,10 @@ def _check_meta(meta):
     est = classes[name]
     kernel, classifier = est._kernel, est._classifier
     cls, n_classes = _state_of(meta, classifier)
+    if meta["n_outputs"] is not None:
+        _int(meta, "n_outputs", low=2, high=100_000)
+        if classifier or cls.kind not in _CLOSED_FORM:
+            raise _bad("n_outputs", "is set only for a regressor's closed-form state")
     fitted = _dict(meta, "fitted", ("loss", "C", "tol", "max_iter"))
     if fitted["loss"] not in est._losses:
         raise ValueError(f"corrupt model file: unknown loss {fitted['loss']!r} for {name}")
@@ -693,7 +700,8 @@ def _expected_members(meta, headers):
     n, d, width = meta["n_samples"], meta["n_features_in"], meta["row_width"]
     est = _estimator_classes()[meta["estimator"]]
     out = {}
-    shapes = Ledger.saved_shapes(n, width, meta["keep_rows"], meta["keep_digests"])
+    n_out = meta["n_outputs"] or 0
+    shapes = Ledger.saved_shapes(n, width, meta["keep_rows"], meta["keep_digests"], n_out)
     for k, (shape, kinds) in shapes.items():
         out[k] = (shape, kinds, True)
     for k, (shape, kinds) in Ledger.optional_shapes(n).items():
@@ -703,6 +711,9 @@ def _expected_members(meta, headers):
         ovr = one_vs_rest_class(state)
         saved = ovr.shapes(state, n_classes, n, width)
         optional = ovr.shapes(state, n_classes, n, width, optional=True)
+    elif n_out:
+        saved = state.saved_shapes(n, width, n_outputs=n_out)
+        optional = state.optional_shapes(n, width, n_outputs=n_out)
     else:
         saved, optional = state.saved_shapes(n, width), state.optional_shapes(n, width)
     for k, shape in saved.items():
@@ -852,6 +863,15 @@ def _check_arrays(meta, arrays, classifier):
 
 def _check_statistics(model, meta, arrays, st):
     """:func:`_check_binary_statistics` for the state, class by class for a one-vs-rest one."""
+    if meta["n_outputs"]:  # one column of the K-output state at a time
+        y = arrays.get("ledger_y")
+        for k in range(meta["n_outputs"]):
+            mine = {key: a for key, a in arrays.items() if key != "ledger_y"}
+            if y is not None:
+                mine["ledger_y"] = y[:, k]
+            mine.update(column_arrays(arrays, k))
+            _check_binary_statistics(model, meta, mine, column_view(st, k))
+        return
     if not st.n_classes:
         _check_binary_statistics(model, meta, arrays, st)
         return
@@ -1002,12 +1022,15 @@ def _rebuild(meta, arrays):
         raise ValueError(f"corrupt model file: the row width {width} does not match "
                          f"n_features_in {d} (+1 for the intercept)")
     _check_arrays(meta, arrays, est._classifier)
-    led = Ledger.from_arrays(arrays, width, meta["keep_rows"], meta["keep_digests"])
+    led = Ledger.from_arrays(arrays, width, meta["keep_rows"], meta["keep_digests"],
+                             meta["n_outputs"] or 0)
     led.growth = 1.25 if model._kernel else 1.5  # as in the estimators' _build
     if meta["n_samples_fit"] > led.next_id:
         raise ValueError(f"corrupt model file: n_samples_fit {meta['n_samples_fit']} exceeds "
                          f"the ids handed out ({led.next_id})")
     model.n_features_in_ = d
+    if meta["n_outputs"]:
+        model._n_outputs = meta["n_outputs"]
     if "classes" in arrays:
         model.classes_ = arrays["classes"]
     if "feature_names_in" in arrays:

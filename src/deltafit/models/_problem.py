@@ -107,6 +107,8 @@ class FittedProblem:
         self._st = model._state
         #: K ≥ 3 for a multiclass model (one-vs-rest), else 0
         self.n_classes = int(model._n_classes) if model._classifier else 0
+        #: K ≥ 2 outputs of a multi-output regressor, else 0
+        self.n_outputs = 0 if model._classifier else int(model._n_outputs_fitted)
         #: the class whose one-vs-rest problem this view shows (None: the whole model)
         self.klass = None
         if self.n_classes and klass is not None:
@@ -157,6 +159,11 @@ class FittedProblem:
                 f"{what}"
             )
         view = cls(model)
+        if view.n_outputs:
+            raise ValueError(
+                f"{what} of a regressor with {view.n_outputs} outputs are not available yet; "
+                "fit one regressor per output to use them"
+            )
         if view.weighted:
             raise ValueError(
                 f"{what} of a model with sample weights are not available yet (the bounds "
