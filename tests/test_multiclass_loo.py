@@ -149,3 +149,15 @@ def test_alo_is_per_class_and_exact_for_the_squared_loss(iris):
     assert a.approximate and a.decision.shape == (150, 3)
     np.testing.assert_allclose(a.decision, e.decision, atol=1e-8)
     np.testing.assert_array_equal(a.y_pred, e.y_pred)
+
+
+def test_treecv_training_sets_missing_a_class_keep_it_declared(iris):
+    X, y = iris  # sorted by class: unshuffled folds lack classes
+    from sklearn.model_selection import KFold
+
+    est = _model("linear", "squared")
+    cv = KFold(3)
+    r = treecv(est, X, y, cv=cv)
+    expect = [np.mean(clone(est).partial_fit(X[tr], y[tr], classes=np.unique(y)).predict(X[te])
+                      == y[te]) for tr, te in cv.split(X, y)]
+    np.testing.assert_allclose(r.fold_scores, expect, atol=0)
