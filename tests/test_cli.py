@@ -55,16 +55,19 @@ def test_main_exit_codes_and_help(capsys):
     assert "--dataset" in capsys.readouterr().out
 
 
-def test_demo_rejects_multiclass_data(tmp_path, capsys):
+@pytest.mark.parametrize("model,loss", [("linear", "squared"), ("linear", "logistic"),
+                                        ("kernel", "squared_hinge")])
+def test_demo_on_multiclass_data(tmp_path, model, loss):
     path = tmp_path / "three.csv"
     rng = np.random.default_rng(0)
-    np.savetxt(path, np.column_stack([rng.normal(size=(30, 2)), np.arange(30) % 3]), delimiter=",")
-    with pytest.raises(ValueError, match=r"binary, but the target has 3 classes \(0, 1, 2\)"):
-        _run(["demo", "--dataset", str(path)])
-    assert cli.main(["demo", "--dataset", str(path)]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("deltafit demo: error: ") and "binary subset" in err
-    assert err.count("\n") == 1
+    y = np.arange(90) % 3
+    X = rng.normal(size=(90, 2)) + 3.0 * np.eye(3)[y, :2]
+    np.savetxt(path, np.column_stack([X, y]), delimiter=",")
+    dev, out = _run(["demo", "--dataset", str(path), "--model", model, "--loss", loss])
+    assert dev < 1e-6
+    assert "0 (30), 1 (30), 2 (30)" in out
+    assert "OK: the updated model is the fresh fit" in out
+    assert "what-if bounds vs the updated model: OK" in out
 
 
 @pytest.mark.skipif(shutil.which("deltafit") is None, reason="console script not installed")

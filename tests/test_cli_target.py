@@ -211,8 +211,7 @@ def test_regression_takes_a_numeric_column_by_name(files, capsys):
 
 
 @pytest.mark.parametrize("argv", [
-    ["demo", "--dataset"], ["loo"], ["search", "--C", "1"], ["treecv", "--learner", "pegasos"],
-    ["treecv", "--learner", "linear"], ["stream"], ["active"],
+    ["treecv", "--learner", "pegasos"], ["stream"], ["active"],
 ])
 def test_binary_commands_name_the_classes_of_a_multiclass_file(files, capsys, argv):
     err = _error(capsys, argv + [files["iris"], "--target", "species"])
@@ -231,6 +230,24 @@ def test_multiclass_learners_and_positive_class_on_a_multiclass_file(files, caps
                                   "--permute", "--positive-class", "setosa"])
     assert rc == 0, err
     assert "class setosa vs rest" in out and "accuracy = 1" in out  # setosa is separable
+
+
+@pytest.mark.parametrize("argv", [
+    ["demo", "--dataset"], ["loo"], ["search", "--C", "0.1,1"], ["treecv", "--learner", "linear"],
+])
+def test_multiclass_models_take_a_multiclass_file(files, capsys, argv):
+    rc, out, err = _main(capsys, argv + [files["iris"], "--target", "species"])
+    assert rc == 0, err
+    assert "setosa (50), versicolor (50), virginica (50)" in out
+
+
+def test_a_single_class_is_refused(files, capsys, tmp_path):
+    path = tmp_path / "one.csv"
+    path.write_text("a,b,label\n1,2,x\n3,4,x\n5,6,x\n")
+    for argv in (["loo", str(path)], ["demo", "--dataset", str(path)],
+                 ["treecv", str(path), "--learner", "linear"]):
+        err = _error(capsys, argv + ["--target", "label"])
+        assert "needs at least two classes, but the target holds only x" in err
 
 
 @pytest.mark.parametrize("command", COMMANDS)

@@ -78,7 +78,10 @@ CASES = [
      "only one class"),
     ("single-class-refit", _logistic, lambda X, y, t: (X, np.zeros_like(y)),
      {"method": "refit"}, "only one class"),
-    ("three-classes", _logistic, lambda X, y, t: (X, np.arange(len(y)) % 3), {}, "3 classes"),
+    # three classes are supported (tests/test_multiclass_loo.py); ALO is for leave-one-out only
+    ("three-classes-closed-form-logistic", _logistic,
+     lambda X, y, t: (X, np.arange(len(y)) % 3), {"method": "closed_form"},
+     "needs loss='squared'"),
     ("unknown-method", _logistic, None, {"method": "fast"}, "method must be one of"),
     ("closed-form-logistic", _logistic, None, {"method": "closed_form"},
      "closed_form' needs loss='squared'"),

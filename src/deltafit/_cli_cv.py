@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 
-from ._cli_data import add_target_argument, describe_classes, load_data, require_binary, \
+from ._cli_data import add_target_argument, describe_classes, load_data, require_classes, \
     require_numeric
 
 __all__ = ["add_cv_commands", "run_cv_command"]
@@ -89,9 +89,7 @@ def _data(args):
     if args.regression:
         require_numeric(y, "--regression")
     else:
-        require_binary(y, f"the {args.model} classifier",
-                       hint="or add --regression to regress the numeric target"
-                       if y.dtype.kind in "fiub" else "")
+        require_classes(y, f"the {args.model} classifier")
     X = np.asarray(X, dtype=float)
     if args.scale == "standard":
         from sklearn.preprocessing import StandardScaler

@@ -92,6 +92,22 @@ def require_binary(y, what, hint=""):
         f"classes (a binary subset) in the file" + (f", {hint}" if hint else ""))
 
 
+def require_classes(y, what):
+    """Raise a ValueError unless ``y`` holds at least two classes (the classifiers of ``loo``,
+    ``search``, ``demo`` and ``treecv --learner linear`` take any number: three or more are
+    fitted one-vs-rest).
+
+    Raises
+    ------
+    ValueError
+        Naming the one class found.
+    """
+    labels = np.unique(np.asarray(y))
+    if labels.size < 2:
+        raise ValueError(f"{what} needs at least two classes, but the target holds only "
+                         f"{_listed(labels)}")
+
+
 def require_numeric(y, what):
     """Raise a ValueError if ``y`` holds text labels (a regressor needs numbers).
 

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 
 from ._cli_data import add_target_argument, describe_classes, format_label, load_data, \
-    require_binary, require_numeric
+    require_binary, require_classes, require_numeric
 
 __all__ = ["add_treecv_command", "run_treecv_command"]
 
@@ -24,7 +24,7 @@ LEARNERS = {
     "ridge": "deltafit LinearRegressor (exact updates; --C): equals k refits",
 }
 _REGRESSORS = ("lsqsgd", "sgd-regressor", "ridge")
-_BINARY = ("pegasos", "linear")  # the others are multiclass (scikit-learn's) or regressors
+_BINARY = ("pegasos",)  # the others are multiclass (linear: one-vs-rest) or regressors
 
 
 def add_treecv_command(sub):
@@ -101,7 +101,9 @@ def _data(args):
     if args.learner in _BINARY:
         require_binary(y, f"--learner {args.learner}",
                        hint="or give --positive-class CLASS (one class against the rest), or "
-                            "choose a multiclass learner (sgd, perceptron, gaussian-nb)")
+                            "choose a multiclass learner (linear, sgd, perceptron, gaussian-nb)")
+    elif args.learner == "linear":
+        require_classes(y, "--learner linear")
     if args.scale == "standard":
         from sklearn.preprocessing import StandardScaler
 

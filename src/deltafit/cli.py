@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from ._cli_data import add_target_argument, describe_classes, load_data, require_binary
+from ._cli_data import add_target_argument, describe_classes, load_data, require_classes
 from .datasets import NAMED_DATASETS as DATASETS
 
 __all__ = ["main"]
@@ -27,11 +27,12 @@ def _timed(fn, *args, **kw):
     return out, time.perf_counter() - t
 
 
-def _make_model(args):
+def _make_model(args, n_classes=2):
     from .models import KernelClassifier, LinearClassifier
 
-    if args.model == "linear":
-        return LinearClassifier(loss=args.loss, C=args.C, keep_data=args.loss != "squared")
+    if args.model == "linear":  # keep_data=False (sufficient statistics) is binary only
+        return LinearClassifier(loss=args.loss, C=args.C,
+                                keep_data=args.loss != "squared" or n_classes > 2)
     return KernelClassifier(loss=args.loss, C=args.C, kernel="rbf", gamma=args.gamma)
 
 
@@ -43,7 +44,7 @@ def demo(args, out=None):
     """
     out = sys.stdout if out is None else out
     X, y, title = load_data(args.dataset, args.target)
-    require_binary(y, "the demo's classifier")
+    require_classes(y, "the demo's classifier")
     classes = np.unique(y)
     rng = np.random.default_rng(args.seed)
     perm = rng.permutation(X.shape[0])
@@ -58,12 +59,14 @@ def demo(args, out=None):
     n_bad = int(args.mislabeled * train.size)
     bad = rng.choice(train.size, size=n_bad, replace=False)
     y_given = y_true.copy()
-    y_given[bad] = np.where(y_true[bad] == classes[0], classes[1], classes[0])
+    # each mislabeled sample gets the next class (of two: the other one)
+    nxt = (np.searchsorted(classes, y_true[bad]) + 1) % classes.size
+    y_given[bad] = classes[nxt]
 
     def say(msg):
         print(msg, file=out)
 
-    model = _make_model(args)
+    model = _make_model(args, classes.size)
     say(f"deltafit demo — {title}")
     say(f"model: {model!r}")
     say(f"classes: {describe_classes(y)}")
@@ -119,7 +122,7 @@ def demo(args, out=None):
     keep[gone] = False
     X_final = np.vstack([X_tr[keep], X[new]])
     y_final = np.concatenate([y_true[keep], y[new]])
-    fresh = _make_model(args)
+    fresh = _make_model(args, classes.size)
     _, t_ref = _timed(fresh.fit, X_final, y_final)
     f_upd = model.decision_function(X[test])
     f_ref = fresh.decision_function(X[test])
@@ -169,7 +172,8 @@ def build_parser():
         "demo",
         help="fit, correct labels, delete and add samples without retraining; check vs a fresh fit",
         description=(
-            "Fit a binary classifier on bundled real data whose labels are partly wrong, then "
+            "Fit a classifier (binary, or one-vs-rest for three or more classes) on bundled real "
+            "data whose labels are partly wrong, then "
             "relabel the wrong samples, remove one sample (a deletion request) and add newly "
             "arrived samples with exact updates; compare with a fresh fit and time every step."
         ),

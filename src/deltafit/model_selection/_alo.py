@@ -88,6 +88,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..losses import get_loss
 from ..models import FittedProblem
+from ..sensitivity._model_access import n_classes
 
 __all__ = ["alo_decisions", "alo_primal", "alo_kernel", "alo_feature_map", "MARGIN_TOL",
            "RANK_TOL"]
@@ -439,7 +440,7 @@ def alo_feature_map(Phi, y, loss, C, decision, *, dual_coef=None, margin_tol=MAR
 
 # ----------------------------------------------------------------------------- the models
 def _check_alo_model(model):
-    prob = FittedProblem.of(model, "ALO")
+    prob = model if isinstance(model, FittedProblem) else FittedProblem.of(model, "ALO")
     if not prob.kernel and not prob.keeps_rows:
         raise ValueError(
             "this model keeps no training rows (keep_data=False); ALO needs them: refit with "
@@ -500,9 +501,11 @@ def alo_decisions(model, *, feature_map=None, n_components=None, random_state=No
 
     Returns
     -------
-    z_alo : ndarray of shape (n_samples_,)
+    z_alo : ndarray of shape (n_samples_,), or (n_samples_, K) for K ≥ 3 classes
         ``≈ ⟨Φ(x_t), β_{−t}⟩`` for every training sample, in the order of ``model.sample_ids_``;
-        for classifiers positive means ``classes_[1]``.
+        for binary classifiers positive means ``classes_[1]``.  A multiclass (one-vs-rest)
+        model gets the ALO of each class's binary problem (``model.problem_.for_class(k)``),
+        column k; its ALO label is the argmax.
 
     Raises
     ------
@@ -527,9 +530,43 @@ def alo_decisions(model, *, feature_map=None, n_components=None, random_state=No
     β (linear) or the kernel matrix and expansion coefficients over the slots (kernel); for a
     linear hinge model the dual variables ``_state.dual`` (g_V = −y_v α_v / C).
     """
-    prob = _check_alo_model(model)
     if feature_map is not None and n_components is not None:
         raise ValueError("give feature_map or n_components, not both")
+    if n_classes(model):
+        # one-vs-rest: ALO of each class's binary problem, over one fitted feature map
+        whole = model.problem_
+        if not whole.kernel and not whole.keeps_rows:
+            _check_alo_model(whole.for_class(0))
+        if whole.kernel and (feature_map is not None or n_components is not None):
+            feature_map = _fitted_map(whole, feature_map, n_components, random_state)
+            n_components = None
+        return np.column_stack([
+            _alo_of(whole.for_class(k), feature_map, n_components, random_state, margin_tol,
+                    rank_tol) for k in range(whole.n_classes)])
+    return _alo_of(_check_alo_model(model), feature_map, n_components, random_state,
+                   margin_tol, rank_tol)
+
+
+def _fitted_map(prob, feature_map, n_components, random_state):
+    """The approximate feature map of a kernel model's leverages, fitted on its rows."""
+    if n_components is not None:
+        if isinstance(n_components, bool) or not isinstance(n_components, numbers.Integral) \
+                or n_components < 1:
+            raise ValueError(f"n_components must be an integer >= 1, got {n_components!r}")
+        feature_map = _nystroem_for(prob, n_components, random_state)
+    if not (hasattr(feature_map, "fit") and hasattr(feature_map, "transform")):
+        raise ValueError(
+            f"feature_map must be a scikit-learn transformer, got {type(feature_map).__name__}"
+        )
+    try:
+        check_is_fitted(feature_map)
+    except NotFittedError:
+        feature_map = clone(feature_map).fit(prob.rows[prob.live])
+    return feature_map
+
+
+def _alo_of(prob, feature_map, n_components, random_state, margin_tol, rank_tol):
+    """:func:`alo_decisions` of one binary (or regression) problem view."""
     slots = prob.live
     y = prob.targets[slots]
     C = prob.C
@@ -548,20 +585,8 @@ def alo_decisions(model, *, feature_map=None, n_components=None, random_state=No
     alpha = prob.alpha[slots]
     if feature_map is None and n_components is None:
         return alo_kernel(K, y, loss_obj, C, alpha, margin_tol=margin_tol, rank_tol=rank_tol)
-    if n_components is not None:
-        if isinstance(n_components, bool) or not isinstance(n_components, numbers.Integral) \
-                or n_components < 1:
-            raise ValueError(f"n_components must be an integer >= 1, got {n_components!r}")
-        feature_map = _nystroem_for(prob, n_components, random_state)
-    if not (hasattr(feature_map, "fit") and hasattr(feature_map, "transform")):
-        raise ValueError(
-            f"feature_map must be a scikit-learn transformer, got {type(feature_map).__name__}"
-        )
+    feature_map = _fitted_map(prob, feature_map, n_components, random_state)
     X = prob.rows[slots]
-    try:
-        check_is_fitted(feature_map)
-    except NotFittedError:
-        feature_map = clone(feature_map).fit(X)
     Phi = np.asarray(feature_map.transform(X), dtype=np.float64)
     s = prob.intercept_scaling
     if s:

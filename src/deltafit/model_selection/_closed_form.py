@@ -18,7 +18,7 @@ from scipy.linalg import cho_factor, cho_solve, solve
 __all__ = ["closed_form_predictions"]
 
 
-def closed_form_predictions(prob, splits):
+def closed_form_predictions(prob, splits, targets=None):
     """Exact scores of each split's model at its removed samples.
 
     Parameters
@@ -28,13 +28,18 @@ def closed_form_predictions(prob, splits):
     splits : None or list of (R, T)
         None: leave-one-out over every sample.  Otherwise removed indices R and evaluated
         indices T (T must be a subset of R: the left-out samples).
+    targets : ndarray of shape (n, K), optional
+        Several target columns over the same features (the K one-vs-rest problems of a
+        multiclass model): the hat matrix does not depend on the targets, so one
+        factorization gives every column's left-out scores.  Default: ``prob.t``.
 
     Returns
     -------
     list of ndarray
-        Scores at T per split (one array of length n for leave-one-out).
+        Scores at T per split (one array of length n for leave-one-out), of shape (·, K)
+        when ``targets`` is given.
     """
-    t, n = prob.t, prob.n
+    t, n = (prob.t if targets is None else np.asarray(targets, dtype=np.float64)), prob.n
     rho = 1.0 / (2.0 * prob.C)
     use_dual = prob.kernel or prob.Phi.shape[1] > n
     if use_dual:
@@ -45,7 +50,8 @@ def closed_form_predictions(prob, splits):
         Ginv = 0.5 * (Ginv + Ginv.T)
         alpha = Ginv @ t
         if splits is None:
-            return [t - alpha / np.diag(Ginv)]
+            d = np.diag(Ginv)
+            return [t - alpha / (d if t.ndim == 1 else d[:, None])]
         out = []
         for R, T in splits:
             e = solve(Ginv[np.ix_(R, R)], alpha[R], assume_a="pos", check_finite=False)
@@ -60,7 +66,7 @@ def closed_form_predictions(prob, splits):
     if splits is None:
         W = cho_solve(cf, Phi.T, check_finite=False)  # A⁻¹ Φᵀ
         h = np.einsum("ij,ji->i", Phi, W)
-        return [t - r / (1.0 - h)]
+        return [t - r / ((1.0 - h) if t.ndim == 1 else (1.0 - h)[:, None])]
     out = []
     for R, T in splits:
         PR = Phi[R]

@@ -27,8 +27,9 @@ from sklearn.utils.validation import check_array
 from .._progress import progress_bar
 from ..models import UpdatableMixin
 from ..sensitivity._model_access import COVERED_LOSSES
+from ..sensitivity._multiclass import certain_argmax
 from ._closed_form import closed_form_predictions
-from ._problem import problem_of
+from ._problem import OneVsRestProblem, problem_of
 from ._result import CVResult
 
 __all__ = ["METHODS", "evaluate", "check_data", "resolve_method", "fit_full"]
@@ -68,16 +69,30 @@ class _Outcome:
     details: dict = field(default_factory=dict)
 
     @classmethod
-    def empty(cls, m):
-        """Nothing known yet about m samples."""
-        return cls(decision=np.full(m, np.nan), lower=np.full(m, np.nan),
-                   upper=np.full(m, np.nan), decided=np.zeros(m, dtype=bool),
+    def empty(cls, m, n_classes=0):
+        """Nothing known yet about m samples (decision values of ``n_classes`` columns for a
+        multiclass model)."""
+        shape = (m, n_classes) if n_classes else m
+        return cls(decision=np.full(shape, np.nan), lower=np.full(shape, np.nan),
+                   upper=np.full(shape, np.nan), decided=np.zeros(m, dtype=bool),
                    refit=np.zeros(m, dtype=bool))
 
     def positive(self):
         """Where the label is positive: the decision value's sign, or the lower bound's where no
         value was computed."""
         return np.where(np.isnan(self.decision), self.lower > 0.0, self.decision > 0.0)
+
+    def label_index(self):
+        """Multiclass: the class index of each sample's left-out label.
+
+        Where decision values were computed (a refit: exact for the candidate classes), the
+        argmax of the exact values and, for the other classes, their upper bounds (each below a
+        candidate's exact value); where none was (a label decided by the bounds), the argmax of
+        the lower bounds, which :func:`~deltafit.sensitivity.certain_argmax` certified."""
+        known = ~np.all(np.isnan(self.decision), axis=1)
+        v = np.where(known[:, None], np.where(np.isnan(self.decision), self.upper,
+                                              self.decision), self.lower)
+        return np.argmax(v, axis=1)
 
 
 def check_data(X, y):
@@ -220,20 +235,30 @@ def evaluate(estimator, X, y, splits, method, *, n_jobs=None, progress=False, or
         fold = np.repeat(np.arange(len(tests)), [len(te) for te in tests])
         n_splits = len(tests)
     m = test_index.shape[0]
-    out = _Outcome.empty(m)
+    classes = np.unique(y) if clf else None
+    n_classes = classes.size if clf and classes.size > 2 else 0
+    out = _Outcome.empty(m, n_classes)
     if method == "refit":
         if model is not None:
             fmap = getattr(model, "feature_map_", None)
-        y_pred = _brute_force(estimator, X, y, splits, out, n_jobs, progress, desc, fmap)
+        y_pred = _brute_force(estimator, X, y, splits, out, n_jobs, progress, desc, fmap,
+                              classes if n_classes else None)
     else:
         if model is None:
             model = fit_full(estimator, X, y, fmap)
         prob = problem_of(model)
+        if n_classes and not isinstance(prob, OneVsRestProblem):
+            raise ValueError(f"y has {n_classes} classes but the model has "
+                             f"{model.classes_.size}")
         removed = None if loo else [_complement(tr, n) for tr, _ in splits]
         pairs = None if loo else list(zip(removed, tests))
         if method == "closed_form":
             _check_left_out(pairs)
-            z = np.concatenate(closed_form_predictions(prob, pairs))
+            if isinstance(prob, OneVsRestProblem):  # K target columns, one factorization
+                codes = np.where(prob.t[:, None] == np.arange(prob.n_classes), 1.0, -1.0)
+                z = np.concatenate(closed_form_predictions(prob.probs[0], pairs, codes))
+            else:
+                z = np.concatenate(closed_form_predictions(prob, pairs))
             out.decision[:] = z
             out.lower[:] = z
             out.upper[:] = z
@@ -277,6 +302,8 @@ def _check_left_out(pairs):
 
 def _labels(model, out):
     """Labels from decision values, or from certified intervals where no value was computed."""
+    if out.decision.ndim == 2:
+        return model.classes_[out.label_index()]
     return np.where(out.positive(), model.classes_[1], model.classes_[0])
 
 
@@ -305,13 +332,18 @@ def _split_range(splits, n, a, b):
     return [(np.asarray(tr), np.asarray(te)) for tr, te in splits[a:b]]
 
 
-def _fit_predict(estimator, X, y, work, fmap=None):
+def _fit_predict(estimator, X, y, work, fmap=None, classes=None):
     res = []
     for tr, te in work:
         est = _fresh(estimator, fmap).fit(X[tr], y[tr])
         pred = est.predict(X[te])
         dec = np.full(len(te), np.nan)
-        if hasattr(est, "decision_function") and getattr(est, "classes_", np.zeros(2)).size == 2:
+        seen = getattr(est, "classes_", np.zeros(2))
+        if classes is not None:  # multiclass: a column per class of the full data
+            dec = np.full((len(te), classes.size), np.nan)
+            if hasattr(est, "decision_function") and seen.size > 2:
+                dec[:, np.searchsorted(classes, seen)] = est.decision_function(X[te])
+        elif hasattr(est, "decision_function") and seen.size == 2:
             dec = np.asarray(est.decision_function(X[te]), dtype=float).reshape(-1)
         elif not is_classifier(est):
             dec = np.asarray(pred, dtype=float)
@@ -319,26 +351,26 @@ def _fit_predict(estimator, X, y, work, fmap=None):
     return res
 
 
-def _brute_force(estimator, X, y, splits, out, n_jobs, progress, desc, fmap):
+def _brute_force(estimator, X, y, splits, out, n_jobs, progress, desc, fmap, classes=None):
     n = X.shape[0]
     m = n if splits is None else len(splits)
     chunks = _chunks(m, n_jobs)
     preds, decs = [], []
     with progress_bar(m, progress, desc or "refits") as bar:
         if _effective_jobs(n_jobs) == 1:
-            results = (_fit_predict(estimator, X, y, _split_range(splits, n, a, b), fmap)
-                       for a, b in chunks)
+            results = (_fit_predict(estimator, X, y, _split_range(splits, n, a, b), fmap,
+                                    classes) for a, b in chunks)
         else:
             results = Parallel(n_jobs=n_jobs, return_as="generator")(
-                delayed(_fit_predict)(estimator, X, y, _split_range(splits, n, a, b), fmap)
-                for a, b in chunks)
+                delayed(_fit_predict)(estimator, X, y, _split_range(splits, n, a, b), fmap,
+                                      classes) for a, b in chunks)
         for (a, b), res in zip(chunks, results):
             for p, d in res:
                 preds.append(p)
                 decs.append(d)
             bar.update(b - a)
     y_pred = np.concatenate(preds) if preds else np.zeros(0, dtype=y.dtype)
-    dec = np.concatenate(decs) if decs else np.zeros(0)
+    dec = np.concatenate(decs) if decs else out.decision[:0].copy()
     out.decision[:] = dec
     out.lower[:] = dec
     out.upper[:] = dec
@@ -372,24 +404,38 @@ def _refit_many(prob, work, early):
     return [prob.refit(R, T, early=early) for R, T in work]
 
 
+def _decides(lo, hi):
+    """Where certified bounds decide the label: one sign (binary), or the argmax (multiclass,
+    bounds of shape (m, K); :func:`deltafit.sensitivity.certain_argmax`)."""
+    if lo.ndim == 2:
+        return certain_argmax(lo, hi)[1]
+    return (lo > 0.0) | (hi <= 0.0)
+
+
 def _bounds(prob, pairs, test_index, fold, out, early, order, stop, n_jobs, progress, desc):
+    """Bound screening, then refits of the undecided splits.
+
+    A multiclass problem (:class:`OneVsRestProblem`) has bounds of shape (m, K): a label is
+    decided when the argmax is; its refits compute the candidate classes exactly and do not
+    stop early (op2's rule certifies signs)."""
     t = prob.t
+    multi = isinstance(prob, OneVsRestProblem)
     if pairs is None:
         lo, hi = prob.loo_bounds()
     else:
-        lo = np.empty(test_index.shape[0])
+        lo = np.empty(out.lower.shape)
         hi = np.empty_like(lo)
         for k, (R, T) in enumerate(pairs):
             sel = fold == k
             lo[sel], hi[sel] = prob.removal_bounds(R, T)
-    decided = (lo > 0.0) | (hi <= 0.0)
+    decided = _decides(lo, hi)
     if early and pairs is None and prob.smooth and not np.all(decided):
         # op2's first iterate for every undecided sample at once: one Newton step each
         und = np.flatnonzero(~decided)
         lo2, hi2 = prob.newton_step_bounds(und)
         lo[und] = np.maximum(lo[und], lo2)
         hi[und] = np.minimum(hi[und], hi2)
-        now = und[(lo2 > 0.0) | (hi2 <= 0.0)]
+        now = und[_decides(lo[und], hi[und]) if multi else (lo2 > 0.0) | (hi2 <= 0.0)]
         # a Newton step is the first iterate of op2's refit: those samples count as refit
         # (stopped after one step), not as decided by the bound of the full model
         out.details["newton_step_refits"] = int(now.size)
@@ -402,13 +448,14 @@ def _bounds(prob, pairs, test_index, fold, out, early, order, stop, n_jobs, prog
         out.decided[:] = decided
     out.lower[:] = lo
     out.upper[:] = hi
-    exact = decided & (lo == hi)  # hinge: a removal that changes nothing
+    # hinge: a removal that changes nothing
+    exact = (decided[:, None] if multi else decided) & (lo == hi)
     out.decision[exact] = lo[exact]
-    truth_pos = t[test_index] > 0.0
+    truth = t[test_index] if multi else t[test_index] > 0.0
     # splits holding undecided samples, each refit once
     todo = np.unique(fold[~decided])
     if order == "margin":
-        marg = (t * prob.z)[test_index]
+        marg = (prob.margins() if multi else t * prob.z)[test_index]
         key = np.full(len(pairs) if pairs is not None else test_index.shape[0], np.inf)
         np.minimum.at(key, fold[~decided], marg[~decided])
         todo = todo[np.argsort(key[todo], kind="stable")]
@@ -419,7 +466,8 @@ def _bounds(prob, pairs, test_index, fold, out, early, order, stop, n_jobs, prog
 
     def known_errors():
         known = out.decided | out.refit
-        return known & (out.positive() != truth_pos), ~known
+        guess = out.label_index() if multi else out.positive()
+        return known & (guess != truth), ~known
 
     def score_upper():
         wrong, _ = known_errors()
@@ -429,7 +477,7 @@ def _bounds(prob, pairs, test_index, fold, out, early, order, stop, n_jobs, prog
         if pairs is None:
             return np.array([k]), np.array([k])
         R, T = pairs[k]
-        if early:  # certify the undecided samples only
+        if early and not multi:  # certify the undecided samples only
             sel = np.flatnonzero(fold == k)
             return R, T[~decided[sel]]
         return R, T
@@ -459,7 +507,8 @@ def _bounds(prob, pairs, test_index, fold, out, early, order, stop, n_jobs, prog
                 out.lower[rows] = rlo
                 out.upper[rows] = rhi
                 if not stopped:
-                    out.decision[rows] = rlo
+                    # multiclass: exact for the candidate classes only (lo == hi there)
+                    out.decision[rows] = np.where(rlo == rhi, rlo, np.nan) if multi else rlo
                     out.decided[rows] = False
             bar.update(len(batch))
             if stop is not None and a + step < len(todo) and stop(score_upper()):

@@ -28,7 +28,7 @@ from ..sensitivity import two_ball_bounds
 from ..sensitivity._ball import center_scores, half_gradient, loo_balls, sq_radius
 from ..solvers import hinge_kernel, hinge_primal, newton_kernel, newton_primal
 
-__all__ = ["TrainingProblem", "problem_of"]
+__all__ = ["OneVsRestProblem", "TrainingProblem", "problem_of"]
 
 # relative widening of every certified interval: rounding in the O(n) sums behind a bound is
 # far below this, and a slightly wider interval only costs an occasional refit
@@ -37,24 +37,107 @@ _ROUND = 1e-10
 _HINGE_MARGIN = 1e-6
 
 
-def problem_of(model):
+def problem_of(model, _view=None, _shared=None):
     """The :class:`TrainingProblem` of a deltafit estimator fitted on (X, y) (rows in order),
-    read through its :class:`~deltafit.models.FittedProblem`."""
-    prob = model.problem_
+    read through its :class:`~deltafit.models.FittedProblem`; a :class:`OneVsRestProblem` for
+    a model with three or more classes."""
+    prob = model.problem_ if _view is None else _view
+    if _view is None and prob.n_classes:
+        return OneVsRestProblem(model)
     slots = prob.live
     t = np.array(prob.targets[slots])
     if prob.kernel:
-        out = TrainingProblem(None, prob.gram(slots), t, prob.loss, prob.C,
+        K = prob.gram(slots) if _shared is None else _shared.K
+        out = TrainingProblem(None, K, t, prob.loss, prob.C,
                               np.array(prob.alpha[slots]), prob.tol, prob.max_iter)
     else:
         if not prob.keeps_rows:
             raise ValueError(
                 "cross-validation needs the model's training rows; fit with keep_data=True")
-        out = TrainingProblem(prob.rows[slots], None, t, prob.loss, prob.C,
+        Phi = prob.rows[slots] if _shared is None else _shared.Phi
+        out = TrainingProblem(Phi, None, t, prob.loss, prob.C,
                               np.array(prob.coef, dtype=float), prob.tol, prob.max_iter)
     if not prob.loss.smooth:  # hinge: the dual variables of the stored solution
         out.dual = np.array(prob.dual[slots])
     return out
+
+
+class OneVsRestProblem:
+    """The K one-vs-rest :class:`TrainingProblem` s of a model with K ≥ 3 classes, answering
+    the questions of cross-validation for the argmax label.
+
+    Class k's problem is the binary problem of ``model.problem_.for_class(k)`` (targets +1 for
+    class k, −1 for the others); the features or the kernel matrix are shared.  The model
+    trained without R is the K binary models trained without R, so each class's removal ball
+    (Okumura et al. Thm 6 / Thm 1; Sivan et al. Thm 1) bounds that class's decision value, and
+    the left-out label is decided when the top class's lower bound exceeds every other class's
+    upper bound (:func:`deltafit.sensitivity.certain_argmax`).  A refit recomputes exactly only
+    the *candidate* classes, those whose upper bound reaches the largest lower bound: every
+    other class's value is below that class's, so the argmax of the candidates' exact values is
+    the left-out model's label.
+
+    Attributes
+    ----------
+    probs : list of TrainingProblem
+    n_classes : int
+    t : ndarray of int, shape (n,)
+        Class index of each sample.
+    z : ndarray of shape (n, K)
+        Decision values of the full model.
+    smooth : bool
+    """
+
+    def __init__(self, model):
+        whole = model.problem_
+        self.n_classes = K = int(whole.n_classes)
+        first = problem_of(model, whole.for_class(0))
+        self.probs = [first] + [problem_of(model, whole.for_class(k), first)
+                                for k in range(1, K)]
+        self.t = np.asarray(whole.targets[whole.live]).astype(np.intp)
+        self.n = first.n
+        self.kernel = first.kernel
+        self.smooth = first.smooth
+        self.z = np.column_stack([p.z for p in self.probs])
+
+    def margins(self):
+        """``z_true − max_{j ≠ true} z_j`` of the full model (negative where it errs)."""
+        rows = np.arange(self.n)
+        other = self.z.copy()
+        other[rows, self.t] = -np.inf
+        return self.z[rows, self.t] - other.max(axis=1)
+
+    def _stack(self, name, *args):
+        got = [getattr(p, name)(*args) for p in self.probs]
+        return np.column_stack([lo for lo, _ in got]), np.column_stack([hi for _, hi in got])
+
+    def loo_bounds(self):
+        """Per-class bounds of every leave-one-out decision value, shape (n, K)."""
+        return self._stack("loo_bounds")
+
+    def removal_bounds(self, R, T):
+        """Per-class bounds at T of the model trained without R, shape (len(T), K)."""
+        return self._stack("removal_bounds", R, T)
+
+    def newton_step_bounds(self, ts):
+        """Per-class one-Newton-step bounds (:meth:`TrainingProblem.newton_step_bounds`)."""
+        return self._stack("newton_step_bounds", ts)
+
+    def refit(self, R, T, *, early=False):
+        """Exact decision values at T of the candidate classes of the model trained without R.
+
+        Returns ``(lo, hi, n_iter, False)`` with lo, hi of shape (len(T), K): equal (exact) for
+        the candidate classes, the removal ball's bounds for the others.  ``early`` is not used:
+        op2's stopping rule certifies signs, and the argmax needs values.
+        """
+        lo, hi = self.removal_bounds(R, T)
+        cand = hi >= lo.max(axis=1, keepdims=True)
+        n_iter = 0
+        for k in np.flatnonzero(cand.any(axis=0)):
+            z, _, it, _ = self.probs[k].refit(R, T, early=False)
+            n_iter += it
+            sel = cand[:, k]
+            lo[sel, k] = hi[sel, k] = z[sel]
+        return lo, hi, n_iter, False
 
 
 class TrainingProblem:

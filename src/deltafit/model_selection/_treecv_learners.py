@@ -131,11 +131,18 @@ class ExactLearner(_Learner):
     A classifier cannot be fitted on rows of one class; such rows wait (as a tuple of index
     arrays, the model being the fit on their union once both classes are there), which changes
     nothing in the result: the model is a function of its training set only.
+
+    With three or more classes in y the model is fitted with every class declared
+    (``partial_fit(X, y, classes=np.unique(y))``): a node whose rows lack a class still has
+    that class's one-vs-rest problem (no positive sample), so that later rows of that class can
+    be added.  Where every training set holds every class (stratified folds) this is ``fit``.
     """
 
     def __init__(self, template, X, y, strategy):
         super().__init__(template, X, y, strategy)
         self._classifier = learner_is_classifier(template)
+        labels = np.unique(y) if self._classifier else None
+        self._classes = labels if labels is not None and labels.size > 2 else None
 
     def _rows(self, rows):
         return np.arange(rows.start, rows.stop) if isinstance(rows, slice) else np.asarray(rows)
@@ -147,7 +154,10 @@ class ExactLearner(_Learner):
             if self._classifier and np.unique(self.y[idx]).size < 2:
                 return pending
             est = clone(self.template)
-            est.fit(self.X[idx], self.y[idx])
+            if self._classes is not None:
+                est.partial_fit(self.X[idx], self.y[idx], classes=self._classes)
+            else:
+                est.fit(self.X[idx], self.y[idx])
             return est
         model.add(self.X[rows], self.y[rows])
         return model

@@ -19,6 +19,11 @@ keeps the ball of a sliding window or an active learner up to date one sample at
 (Sivan et al. §3.3), with bounded memory.  :func:`loo_bounds` and
 :func:`zhang_loo_bounds` bound every leave-one-out score at once.
 
+A model with K ≥ 3 classes (one-vs-rest) gets one ball per class:
+``deltafit.sensitivity(model)`` is then a :class:`MulticlassSensitivity` whose bounds have
+shape (n, K), and a label is certified when the top class's lower bound exceeds every other
+class's upper bound (:func:`certain_argmax`); :func:`loo_bounds` gives (n, K) bounds too.
+
 The data-change ball is computed in one place, the private module ``_ball`` (its Thm 1 form
 here, its exact-gradient form for :mod:`deltafit.model_selection`), and the samples of a
 pending change are kept by one store, ``_changes`` (``LinearChanges`` / ``KernelChanges``),
@@ -37,10 +42,13 @@ from ._data_change import Sensitivity
 from ._incremental import IncrementalSphere
 from ._gradient import CertainSigns, gradient_sphere, model_gradient_sphere
 from ._loo import loo_bounds, zhang_loo_bounds
+from ._multiclass import MulticlassSensitivity, certain_argmax
 from ._sphere import BallIntersection, KernelSphere, PrimalSphere, Sphere, two_ball_bounds
 
 __all__ = [
     "Sensitivity",
+    "MulticlassSensitivity",
+    "certain_argmax",
     "IncrementalSphere",
     "Sphere",
     "PrimalSphere",

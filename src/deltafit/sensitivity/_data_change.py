@@ -25,7 +25,7 @@ import numpy as np
 from .._validation import check_ids, check_rows
 from . import _ball
 from ._changes import changes_for
-from ._model_access import certified_residual, check_model, fitted_C
+from ._model_access import certified_residual, check_model, fitted_C, n_classes
 
 __all__ = ["Sensitivity"]
 
@@ -49,6 +49,13 @@ class Sensitivity:
         ``C`` of the new problem (Sivan et al. Thm 1, ``C₂ ≠ C₁``).  None keeps the model's C;
         ``"mean"`` keeps ``C · n`` fixed (the mean-loss objective of Okumura et al.,
         ``C = 1/(λ n)``); a callable is called with the new number of samples.
+    problem : deltafit.models.FittedProblem, optional
+        The binary problem to bound: ``model.problem_.for_class(k)``, one class's one-vs-rest
+        problem of a multiclass model (labels given to :meth:`add` and :meth:`relabel` are
+        then the model's classes, coded ±1 for class k).  Default: the model's own problem.
+        ``Sensitivity(model)`` of a model with three or more classes returns a
+        :class:`~deltafit.sensitivity.MulticlassSensitivity`, which holds one such object per
+        class.
 
     Attributes
     ----------
@@ -63,15 +70,23 @@ class Sensitivity:
     updated after this object is made, every method raises ValueError.
     """
 
-    def __init__(self, model, C_new=None):
-        self._loss = check_model(model)
+    def __new__(cls, model=None, C_new=None, *, problem=None):
+        # a model with K ≥ 3 classes gets the what-if object of its K one-vs-rest problems
+        if cls is Sensitivity and problem is None and n_classes(model):
+            from ._multiclass import MulticlassSensitivity
+
+            return MulticlassSensitivity(model, C_new=C_new)
+        return super().__new__(cls)
+
+    def __init__(self, model, C_new=None, *, problem=None):
+        self._loss = check_model(model if problem is None else problem)
         self._model = model
-        self._prob = prob = model.problem_
-        self._C1 = fitted_C(model)
+        self._prob = prob = model.problem_ if problem is None else problem
+        self._C1 = fitted_C(prob)
         self._n_old = prob.n_samples
         self._c_new = _ball.resolve_c_new(C_new, self._C1, self._n_old)
         self._c_new_spec = C_new
-        self._eps = certified_residual(model)
+        self._eps = certified_residual(prob)
         self._kernel = prob.kernel
         self._first_hid = prob.next_id
         self._next_hid = self._first_hid

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _ball
-from ._model_access import check_model
+from ._model_access import check_model, n_classes, problem
 
 __all__ = ["loo_bounds", "zhang_loo_bounds"]
 
@@ -14,10 +14,17 @@ __all__ = ["loo_bounds", "zhang_loo_bounds"]
 def _left_out(model, ids):
     """``(problem, z_t, ‖Φ_t‖², ℓ'(y_t, z_t))`` of the samples to leave out."""
     loss = check_model(model, "leave-one-out bounds")
-    prob = model.problem_
+    prob = problem(model)
     slots = prob.live if ids is None else prob.handles(ids, "ids")
     z, ktt = prob.scores(slots)
     return prob, z, ktt, loss.d1(prob.targets[slots], z)
+
+
+def _per_class(bounds, model, ids, **kw):
+    """``bounds`` of each one-vs-rest class of a multiclass model, stacked to (n_ids, K)."""
+    whole = model.problem_
+    got = [bounds(whole.for_class(k), ids, **kw) for k in range(whole.n_classes)]
+    return np.column_stack([lo for lo, _ in got]), np.column_stack([hi for _, hi in got])
 
 
 def loo_bounds(model, ids=None, *, C_new=None):
@@ -44,8 +51,13 @@ def loo_bounds(model, ids=None, *, C_new=None):
 
     Returns
     -------
-    lo, hi : ndarray of shape (n_ids,)
+    lo, hi : ndarray of shape (n_ids,), or (n_ids, K) for a model with K ≥ 3 classes
+        A multiclass model's bounds are those of each class's one-vs-rest problem
+        (``model.problem_.for_class(k)``), column k; a sample's left-out label is certified
+        where :func:`~deltafit.sensitivity.certain_argmax` says the argmax is decided.
     """
+    if n_classes(model):
+        return _per_class(loo_bounds, model, ids, C_new=C_new)
     prob, z, ktt, d1 = _left_out(model, ids)
     n = prob.n_samples
     if n < 2:
@@ -78,8 +90,11 @@ def zhang_loo_bounds(model, ids=None):
 
     Returns
     -------
-    lo, hi : ndarray of shape (n_ids,)
+    lo, hi : ndarray of shape (n_ids,), or (n_ids, K) for a model with K ≥ 3 classes (per
+        one-vs-rest class, as :func:`loo_bounds`)
     """
+    if n_classes(model):
+        return _per_class(zhang_loo_bounds, model, ids)
     prob, z, ktt, d1 = _left_out(model, ids)
     alpha = -prob.C * d1  # α_t at the optimum (see above)
     w = np.abs(alpha) * ktt + prob.certified_residual * np.sqrt(np.maximum(ktt, 0.0))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..models import FittedProblem, ScoreFunction
 
 __all__ = ["COVERED_LOSSES", "ScoreFunction", "certified_residual", "check_model", "fitted_C",
-           "kernel_functions", "problem"]
+           "kernel_functions", "n_classes", "problem"]
 
 COVERED_LOSSES = ("squared", "logistic", "squared_hinge")
 
@@ -21,6 +21,18 @@ def problem(model, what="sensitivity bounds"):
     if isinstance(model, FittedProblem):
         return model
     return FittedProblem.of(model, what)
+
+
+def n_classes(model):
+    """K ≥ 3 for a fitted deltafit classifier with K classes (one-vs-rest), 0 for anything
+    else (binary models, regressors, unfitted or foreign estimators, class views)."""
+    if isinstance(model, FittedProblem):
+        return 0 if model.binary else model.n_classes
+    from ..models import UpdatableMixin
+
+    if not isinstance(model, UpdatableMixin) or not model._is_fitted():
+        return 0
+    return int(model.problem_.n_classes)
 
 
 def check_model(model, what="sensitivity bounds"):
