@@ -189,6 +189,11 @@ class FittedProblem:
         """
         if not self.n_classes:
             raise ValueError("for_class needs a model with three or more classes")
+        if self.weighted:
+            raise ValueError(
+                "the per-class bounds of a model with sample weights are not available yet "
+                "(they take every sample's weight as 1); refit without sample_weight to use them"
+            )
         return type(self)(self._model, k)
 
     @property
