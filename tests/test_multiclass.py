@@ -255,3 +255,19 @@ def test_class_views_are_the_binary_problems(digits10):
         deltafit.sensitivity.IncrementalSphere(m)
     with pytest.raises(ValueError, match="not in"):
         prob.for_class(10)
+
+
+@pytest.mark.parametrize("kind", ["linear", "kernel"])
+def test_classes_in_threads_give_the_same_model(digits10, kind):
+    import joblib
+
+    X, y = digits10
+    X, y = X[:250], y[:250]
+    seq = _model(kind, "logistic").fit(X[:200], y[:200])
+    with joblib.parallel_config(n_jobs=2):
+        par = _model(kind, "logistic").fit(X[:200], y[:200])
+        par.add(X[200:], y[200:])
+        par.remove([0, 3])
+    seq.add(X[200:], y[200:])
+    seq.remove([0, 3])
+    np.testing.assert_array_equal(par.decision_function(X), seq.decision_function(X))

@@ -124,6 +124,20 @@ class SharedGram:
         self._capacity = int(capacity)
 
 
+def _each_class(fn, classes):
+    """``fn(k)`` for every class ``k``: in threads when joblib's active configuration asks
+    for more than one job (the solves spend their time in BLAS, which releases the GIL),
+    else one after the other.  The first exception is raised."""
+    from joblib import Parallel, delayed, effective_n_jobs
+
+    classes = list(classes)
+    if effective_n_jobs() > 1 and len(classes) > 1:
+        Parallel(prefer="threads")(delayed(fn)(k) for k in classes)
+    else:
+        for k in classes:
+            fn(k)
+
+
 def _coded(change, k, n_classes=None):
     """``change`` as seen by class ``k``'s binary state (``k`` None: by a K-output state):
     targets ±1 and the coded ledger."""
@@ -272,8 +286,12 @@ class OneVsRestState(ModelState):
         if any class refuses it, every class is put back as it was."""
         saved = [dict(vars(st)) for st in self.states]
         try:
-            for k, st in enumerate(self.states):
-                st.apply_change(_coded(change, k))
+            # the first class writes the new kernel values that the others read: it goes
+            # first; the others are independent and run in threads when joblib is given
+            # more than one job (``joblib.parallel_config(n_jobs=...)``)
+            self.states[0].apply_change(_coded(change, 0))
+            _each_class(lambda k: self.states[k].apply_change(_coded(change, k)),
+                        range(1, self.n_classes))
         except BaseException:
             for st, d in zip(self.states, saved):
                 vars(st).clear()
