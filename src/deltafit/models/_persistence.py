@@ -53,6 +53,7 @@ from sklearn.base import clone
 from .._validation import check_int, check_real
 from ..losses import get_loss
 from ..solvers import HingeResult, SolverResult
+from . import _transformer_arrays as ta
 from ._ledger import Ledger
 from ._registry import state_class, state_for
 
@@ -62,7 +63,7 @@ FORMAT = "deltafit-model"
 FORMAT_VERSION = 2
 
 # Feature maps that can be stored: scikit-learn transformers rebuilt from params + arrays.
-_FEATURE_MAPS = ("Nystroem", "RBFSampler", "SkewedChi2Sampler", "PolynomialCountSketch")
+_FEATURE_MAPS = ta.FEATURE_MAPS
 
 _MAX_META_BYTES = 1 << 22  # the JSON record: parameters and scalars, never per-sample data
 _MAX_MEMBERS = 64
@@ -101,44 +102,17 @@ def _json_safe(value, name):
 # =============================================================================================
 # save
 # =============================================================================================
-def _probe_rows(d):
-    """Two fixed rows whose features fingerprint a fitted map (positive, as some maps need)."""
-    return np.vstack([np.zeros(d), np.linspace(0.1, 1.0, d)])
-
-
-def _probe(fmap, d):
-    """The fitted map's features of :func:`_probe_rows` (float64, shape (2, n_out))."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # e.g. a map fitted on a DataFrame: no feature names
-        return np.asarray(fmap.transform(_probe_rows(d)), dtype=np.float64)
-
-
 def _dump_feature_map(fmap, arrays, d):
     if fmap is None:
         return None
-    name = type(fmap).__name__
-    if name not in _FEATURE_MAPS or not type(fmap).__module__.startswith("sklearn."):
-        raise ValueError(
-            f"cannot save feature map {name}: supported are {list(_FEATURE_MAPS)} from "
-            "sklearn.kernel_approximation"
-        )
+    name = ta.check_supported(fmap, "feature map", _FEATURE_MAPS)
     params = {k: _json_safe(v, f"feature_map.{k}") for k, v in fmap.get_params().items()}
-    fitted, stored = {}, []
-    for key, val in vars(fmap).items():
-        if not key.endswith("_") or key.startswith("_"):
-            continue
-        if isinstance(val, np.ndarray):
-            if val.dtype == object:
-                raise ValueError(f"cannot save feature map attribute {key} (object array)")
-            arrays[f"fmap__{key}"] = val
-            stored.append(key)
-        elif isinstance(val, (int, float, str, bool, np.integer, np.floating, np.bool_)):
-            fitted[key] = val.item() if hasattr(val, "item") else val
-        else:
-            raise ValueError(f"cannot save feature map attribute {key} of type {type(val)}")
+    fitted, stored = ta.fitted_state(fmap, "feature map")
+    for key, val in stored.items():
+        arrays[f"fmap__{key}"] = val
     # the map's features of two fixed rows: what a loaded map must reproduce
-    probe = [[float(v) for v in row] for row in _probe(fmap, d)]
-    return {"class": name, "params": params, "scalars": fitted, "arrays": stored,
+    probe = [[float(v) for v in row] for row in ta.probe(fmap, d)]
+    return {"class": name, "params": params, "scalars": fitted, "arrays": list(stored),
             "probe": probe}
 
 
@@ -868,49 +842,10 @@ def _check_solution(meta, arrays, st):
 def _load_feature_map(spec, arrays, d, width_out):
     """The fitted feature map, rebuilt from its class, parameters and fitted attributes, and
     checked to map ``d`` features to ``width_out``."""
-    import sklearn.kernel_approximation as ka
-
-    cls = getattr(ka, spec["class"])
-    try:
-        fmap = cls(**spec["params"])
-        fmap.get_params()
-        check = getattr(fmap, "_validate_params", None)  # scikit-learn's parameter checks
-        if check is not None:
-            check()
-    except Exception as exc:  # noqa: BLE001 - scikit-learn validates in many ways
-        raise ValueError(f"corrupt model file: feature map {spec['class']} parameters "
-                         f"({type(exc).__name__}: {exc})") from None
-    fitted = dict(spec["scalars"])
-    fitted.update((k, arrays["fmap__" + k]) for k in spec["arrays"])
-    for key, val in fitted.items():
-        # only fitted attributes, never a method, property or parameter of the class
-        if hasattr(cls, key) or key in spec["params"] or key in vars(fmap):
-            raise ValueError(f"corrupt model file: feature map attribute {key!r} would replace "
-                             "part of the class")
-        if not isinstance(val, (bool, int, float, str, np.ndarray)):
-            raise ValueError(f"corrupt model file: feature map attribute {key!r} has type "
-                             f"{type(val).__name__}")
-        setattr(fmap, key, val)
-    try:
-        Z = _probe(fmap, d)
-    except Exception as exc:  # noqa: BLE001 - whatever a damaged map raises
-        raise ValueError(f"corrupt model file: the feature map cannot transform "
-                         f"{d} features ({type(exc).__name__}: {exc})") from None
-    if Z.shape != (2, width_out) or not np.all(np.isfinite(Z)):
-        raise ValueError(f"corrupt model file: the feature map gives {Z.shape[-1]} features, "
-                         f"the model's rows have {width_out}")
-    try:
-        saved = np.array(spec["probe"], dtype=np.float64)
-    except (TypeError, ValueError):
-        saved = None
-    if saved is None or saved.shape != Z.shape or not np.all(np.isfinite(saved)) or \
-            not np.all(np.abs(saved - Z) <= 1e-8 * (np.max(np.abs(saved), initial=0.0) + 1.0)):
-        raise ValueError("corrupt model file: the feature map does not give the features it "
-                         "was saved with (its parameters or fitted arrays were changed)")
-    if getattr(fmap, "n_features_in_", d) != d:
-        raise ValueError("corrupt model file: the feature map's n_features_in_ is not the "
-                         "model's")
-    return fmap
+    fmap = ta.build(spec["class"], spec["params"], "feature map", _FEATURE_MAPS)
+    ta.restore_fitted(fmap, dict(spec["scalars"]),
+                      {k: arrays["fmap__" + k] for k in spec["arrays"]}, "feature map")
+    return ta.check_probe(fmap, d, spec["probe"], width_out, "feature map")
 
 
 def _rebuild(meta, arrays):
