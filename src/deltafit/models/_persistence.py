@@ -21,6 +21,12 @@ arrays, each with its CRC-32, and one JSON document ``__meta__`` (a uint8 array)
     The exact-update state (:meth:`~deltafit.models._state.ModelState.to_arrays`).
 ``classes``, ``feature_names_in``, ``fmap__*``
     ``classes_``, ``feature_names_in_`` and the fitted arrays of the feature map.
+``pipe<i>__*`` (an :class:`deltafit.UpdatablePipeline`)
+    The fitted arrays of the pipeline's frozen transformer ``i``; ``__meta__`` then has a
+    ``pipeline`` field: per step its name, class (one of
+    :data:`._transformer_arrays.SUPPORTED`), parameters, fitted scalars, widths in and out and
+    its output on two fixed rows; the final step's name; the pipeline's parameters.  The rest
+    of the file is the final estimator's, as above.
 
 Loading trusts nothing in the file.  The archive's directory is read first: every member must
 be an uncompressed, unencrypted ``.npy`` of a known name, listed once, and the members must fit
@@ -145,8 +151,15 @@ def save(model, path):
 
     Parameters
     ----------
-    model : LinearClassifier, LinearRegressor, KernelClassifier or KernelRegressor
+    model : LinearClassifier, LinearRegressor, KernelClassifier, KernelRegressor or \
+UpdatablePipeline
         A fitted model.  Pending low-rank corrections are folded first (a no-op on the model).
+        A fitted :class:`deltafit.UpdatablePipeline` is stored as its final estimator plus its
+        frozen transformers as arrays (supported: ``StandardScaler``, ``MinMaxScaler``,
+        ``MaxAbsScaler``, ``Normalizer``, ``PolynomialFeatures``, ``Nystroem``,
+        ``RBFSampler``, ``SkewedChi2Sampler``, ``PolynomialCountSketch``,
+        ``TfidfTransformer``, and ``"passthrough"``); its ``memory`` is not stored (a loaded
+        pipeline caches nothing).
     path : str or os.PathLike
         Written exactly as given (no extension is appended); a symbolic link is followed.
 
@@ -154,14 +167,21 @@ def save(model, path):
     ------
     ValueError
         If the model is not fitted or holds something that cannot be stored without pickle
-        (a callable kernel, an unsupported feature map).
+        (a callable kernel, an unsupported feature map or pipeline step: the message names the
+        class and the supported ones).
     OSError
         If the file cannot be written (``path`` is then as it was).
     """
+    from .._pipeline import UpdatablePipeline
+
+    pipe = None
+    if isinstance(model, UpdatablePipeline):
+        pipe, model = model, model._fitted_final()
     classes = _estimator_classes()
     name = type(model).__name__
     if name not in classes or not hasattr(model, "_ledger"):
-        raise ValueError(f"save needs a fitted deltafit estimator, got {name}")
+        what = "the final step of a pipeline" if pipe is not None else "save"
+        raise ValueError(f"{what} needs a fitted deltafit estimator, got {name}")
     params = model.get_params(deep=False)
     params.pop("feature_map", None)
     params["callback"] = None  # not part of the model
@@ -214,6 +234,8 @@ def save(model, path):
     from .._version import __version__
 
     meta["deltafit_version"] = __version__
+    if pipe is not None:
+        meta["pipeline"] = _dump_pipeline(pipe, arrays, int(model.n_features_in_))
     arrays["__meta__"] = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
     buf = io.BytesIO()
     np.savez(buf, **arrays)  # uncompressed members: a file never expands beyond its size
@@ -498,7 +520,7 @@ def _dict(meta, key, keys=None, field=None):
 def _check_meta(meta):
     """Every metadata field: present, of its type and range, and consistent with the others
     (what the members are checked against next)."""
-    keys = set(meta)
+    keys = set(meta) - {"pipeline"}  # the one optional field
     if keys != _META_KEYS:
         unknown, missing = sorted(keys - _META_KEYS), sorted(_META_KEYS - keys)
         raise ValueError("corrupt model file: metadata fields "
@@ -600,6 +622,8 @@ def _check_meta(meta):
                 raise _bad("feature_map", f"names {attr!r}, which is not a fitted attribute")
         if set(arrays) & set(fm["scalars"]):
             raise _bad("feature_map", "names an attribute both as array and as scalar")
+    if "pipeline" in meta:
+        _check_pipeline_meta(meta)
     fp = meta["feature_map_param"]
     if fp is not None:
         _bool(fp if isinstance(fp, dict) else {}, "fitted", field="feature_map_param.fitted")
@@ -641,6 +665,8 @@ def _expected_members(meta, headers):
 
         for attr in fm["arrays"]:
             out["fmap__" + attr] = (fits, "U" if attr == "feature_names_in_" else "biuf", True)
+    if "pipeline" in meta:
+        out.update(_pipeline_members(meta["pipeline"]))
     return out
 
 
@@ -902,5 +928,151 @@ def _rebuild(meta, arrays):
         model._n_positive = meta["n_positive"]
     model._ledger = led
     _check_statistics(model, meta, arrays, model._state)
+    if "pipeline" in meta:
+        return _load_pipeline(meta["pipeline"], arrays, model)
     return model
 
+
+
+# =============================================================================================
+# pipelines: the frozen transformers of an UpdatablePipeline
+# =============================================================================================
+_MAX_STEPS = 32
+_STEP_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
+_PIPELINE_KEYS = {"steps", "final", "params"}
+_STEP_KEYS = {"name", "class", "params", "scalars", "arrays", "n_features_in",
+              "n_features_out", "probe"}
+_PASSTHROUGH_KEYS = {"name", "passthrough"}
+_PIPELINE_PARAMS = {"verbose", "transform_input"}
+
+
+def _dump_pipeline(pipe, arrays, width_final):
+    """The ``pipeline`` metadata field; the transformers' fitted arrays go into ``arrays`` as
+    ``pipe<i>__<attribute>``.  ValueError naming a step that cannot be stored."""
+    steps, width = [], None
+    for i, (name, step) in enumerate(pipe.steps[:-1]):
+        if step is None or (isinstance(step, str) and step == "passthrough"):
+            steps.append({"name": name, "passthrough": step})
+            continue
+        what = f"pipeline step {name!r}"
+        cls = ta.check_supported(step, what)
+        params = ta.encode_params(step.get_params(deep=False), what)
+        scalars, fitted = ta.fitted_state(step, what, private=True)
+        d = int(step.n_features_in_)
+        if width is not None and d != width:
+            raise ValueError(f"cannot save: {what} takes {d} features, the step before it "
+                             f"gives {width}")
+        Z = ta.probe(step, d)
+        width = int(Z.shape[1])
+        for key, val in fitted.items():
+            arrays[f"pipe{i}__{key}"] = val
+        steps.append({"name": name, "class": cls, "params": params, "scalars": scalars,
+                      "arrays": list(fitted), "n_features_in": d, "n_features_out": width,
+                      "probe": [[float(v) for v in row] for row in Z]})
+    if width is not None and width != width_final:
+        raise ValueError(f"cannot save: the transformers give {width} features, the final "
+                         f"step takes {width_final}")
+    params = pipe.get_params(deep=False)
+    params = {k: params[k] for k in _PIPELINE_PARAMS if k in params}
+    return {"steps": steps, "final": pipe.steps[-1][0],
+            "params": ta.encode_params(params, "pipeline")}
+
+
+def _check_pipeline_meta(meta):
+    """The ``pipeline`` field: its steps' names, classes, declared widths (chained, ending in
+    the final estimator's ``n_features_in``) and fitted attribute names."""
+    spec = _dict(meta, "pipeline", _PIPELINE_KEYS)
+    steps = spec["steps"]
+    if not isinstance(steps, list) or len(steps) > _MAX_STEPS:
+        raise _bad("pipeline.steps", f"must be a list of at most {_MAX_STEPS} steps")
+    names = []
+    width = None
+    for i, st in enumerate(steps):
+        field = f"pipeline.steps.{i}"
+        if not isinstance(st, dict) or set(st) not in (_STEP_KEYS, _PASSTHROUGH_KEYS):
+            raise _bad(field, "must be a transformer or a passthrough step")
+        names.append(st["name"])
+        if "passthrough" in st:
+            if st["passthrough"] not in (None, "passthrough"):
+                raise _bad(field, "must be null or 'passthrough'")
+            continue
+        if not isinstance(st["class"], str) or st["class"] not in ta.SUPPORTED:
+            raise ValueError(f"corrupt model file: unknown pipeline step class "
+                             f"{st['class']!r}")
+        _dict(st, "params", field=f"{field}.params")
+        _dict(st, "scalars", field=f"{field}.scalars")
+        d = _int(st, "n_features_in", low=1, high=2**31, field=f"{field}.n_features_in")
+        _int(st, "n_features_out", low=1, high=2**31, field=f"{field}.n_features_out")
+        if width is not None and d != width:
+            raise _bad(field, f"takes {d} features, the step before it gives {width}")
+        width = st["n_features_out"]
+        attrs = st["arrays"]
+        if not isinstance(attrs, list) or not all(isinstance(a, str) for a in attrs) or \
+                len(set(attrs)) != len(attrs) or len(attrs) > 16:
+            raise _bad(f"{field}.arrays", "must list distinct attribute names")
+        for attr in attrs:
+            if not _FITTED_ATTR.fullmatch(attr) or not _NAME.fullmatch(f"pipe{i}__{attr}"):
+                raise _bad(field, f"names {attr!r}, which is not a fitted attribute")
+        if set(attrs) & set(st["scalars"]):
+            raise _bad(field, "names an attribute both as array and as scalar")
+        if not isinstance(st["probe"], list):
+            raise _bad(f"{field}.probe", "must be a list")
+    names.append(spec["final"])
+    if not all(isinstance(n, str) and _STEP_NAME.fullmatch(n) and "__" not in n
+               for n in names) or len(set(names)) != len(names):
+        raise _bad("pipeline", f"step names {names!r} are not distinct names without '__'")
+    if width is not None and width != meta["n_features_in"]:
+        raise _bad("pipeline", f"its transformers give {width} features, the final step "
+                               f"takes {meta['n_features_in']}")
+    _dict(spec, "params", field="pipeline.params")
+    if set(spec["params"]) - _PIPELINE_PARAMS:
+        raise _bad("pipeline.params", f"may hold only {sorted(_PIPELINE_PARAMS)}")
+
+
+def _pipeline_members(spec):
+    """``{member: (shape test, dtype kinds, required)}`` of the transformers' fitted arrays:
+    at most two axes, none longer than the step's widths in and out (+16)."""
+    out = {}
+    for i, st in enumerate(spec["steps"]):
+        if "passthrough" in st:
+            continue
+        bound = max(st["n_features_in"], st["n_features_out"]) + 16
+
+        def fits(shape, bound=bound):
+            return len(shape) <= 2 and all(k <= bound for k in shape)
+
+        for attr in st["arrays"]:
+            out[f"pipe{i}__{attr}"] = (fits, "U" if attr == "feature_names_in_" else "biuf",
+                                       True)
+    return out
+
+
+def _load_pipeline(spec, arrays, model):
+    """The :class:`deltafit.UpdatablePipeline` of the stored transformers and ``model``, each
+    transformer rebuilt and checked to reproduce its saved output on the probe rows."""
+    from .._pipeline import UpdatablePipeline
+
+    steps = []
+    for i, st in enumerate(spec["steps"]):
+        if "passthrough" in st:
+            steps.append((st["name"], st["passthrough"]))
+            continue
+        what = f"pipeline step {st['name']!r}"
+        step = ta.build(st["class"], ta.decode_params(st["params"], what), what)
+        fitted = {k: arrays[f"pipe{i}__{k}"] for k in st["arrays"]}
+        if "feature_names_in_" in fitted:
+            fitted["feature_names_in_"] = fitted["feature_names_in_"].astype(object)
+        scalars = ta.decode_params(st["scalars"], what)
+        ta.restore_fitted(step, scalars, fitted, what, private=True)
+        ta.check_probe(step, st["n_features_in"], st["probe"], st["n_features_out"], what)
+        steps.append((st["name"], step))
+    params = ta.decode_params(spec["params"], "the pipeline parameters")
+    if not isinstance(params.get("verbose", False), bool):
+        raise ValueError("corrupt model file: the pipeline's verbose is not true or false")
+    ti = params.get("transform_input")
+    if ti is not None and not (isinstance(ti, list) and all(isinstance(t, str) for t in ti)):
+        raise ValueError("corrupt model file: the pipeline's transform_input is not a list of "
+                         "names")
+    pipe = UpdatablePipeline(steps + [(spec["final"], model)], **params)
+    pipe._check_final()
+    return pipe
