@@ -33,6 +33,15 @@ def _is_passthrough(step):
     return step is None or (isinstance(step, str) and step == "passthrough")
 
 
+def _fit_transform(step, X, y):
+    """A clone of ``step`` fitted on ``X`` and ``X`` transformed by it (as ``Pipeline.fit``
+    does; a ``FrozenEstimator`` stays as it is)."""
+    step = clone(step)
+    if hasattr(step, "fit_transform"):
+        return step, step.fit_transform(X, y)
+    return step, step.fit(X, y).transform(X)
+
+
 class UpdatablePipeline(Pipeline):
     """A scikit-learn ``Pipeline`` whose final step is updated exactly when the data change.
 
@@ -217,18 +226,20 @@ class UpdatablePipeline(Pipeline):
         self
         """
         est = self._check_final()
-        if self.__sklearn_is_fitted__():
-            self.add(X, y)
-            return self
+        fitted = self.__sklearn_is_fitted__()
+        if fitted:
+            steps, Xt = self.steps[:-1], self._transform_frozen(X)
+        else:
+            steps, Xt = [], X
+            for name, step in self.steps[:-1]:
+                if not _is_passthrough(step):
+                    step, Xt = _fit_transform(step, Xt, y)
+                steps.append((name, step))
         if not callable(getattr(est, "partial_fit", None)):
-            raise ValueError(f"the final step {self.steps[-1][0]!r} has no partial_fit")
-        steps, Xt = [], X
-        for name, step in self.steps[:-1]:
-            if not _is_passthrough(step):
-                step = clone(step)
-                Xt = step.fit_transform(Xt, y)
-            steps.append((name, step))
-        if classes is None:
+            if not fitted:
+                raise ValueError(f"the final step {self.steps[-1][0]!r} has no partial_fit")
+            est.add(Xt, y)
+        elif classes is None:
             est.partial_fit(Xt, y)
         else:
             est.partial_fit(Xt, y, classes=classes)
@@ -350,8 +361,7 @@ def freeze(estimator, X, y=None):
     steps, Xt = [], X
     for name, step in estimator.steps[:-1]:
         if not _is_passthrough(step):
-            step = clone(step)
-            Xt = step.fit_transform(Xt, y)
+            step, Xt = _fit_transform(step, Xt, y)
         steps.append((name, step))
     return FrozenPipeline(estimator, steps, estimator.steps[-1][0], clone(final), Xt)
 
