@@ -957,7 +957,7 @@ def _dump_pipeline(pipe, arrays, width_final):
         what = f"pipeline step {name!r}"
         cls = ta.check_supported(step, what)
         params = ta.encode_params(step.get_params(deep=False), what)
-        scalars, fitted = ta.fitted_state(step, what, private=True)
+        scalars, fitted = ta.fitted_state(step, what)
         d = int(step.n_features_in_)
         if width is not None and d != width:
             raise ValueError(f"cannot save: {what} takes {d} features, the step before it "
@@ -1010,7 +1010,7 @@ def _check_pipeline_meta(meta):
         if not isinstance(attrs, list) or not all(isinstance(a, str) for a in attrs) or \
                 len(set(attrs)) != len(attrs) or len(attrs) > 16:
             raise _bad(f"{field}.arrays", "must list distinct attribute names")
-        for attr in attrs:
+        for attr in list(attrs) + list(st["scalars"]):
             if not _FITTED_ATTR.fullmatch(attr) or not _NAME.fullmatch(f"pipe{i}__{attr}"):
                 raise _bad(field, f"names {attr!r}, which is not a fitted attribute")
         if set(attrs) & set(st["scalars"]):
@@ -1063,7 +1063,13 @@ def _load_pipeline(spec, arrays, model):
         if "feature_names_in_" in fitted:
             fitted["feature_names_in_"] = fitted["feature_names_in_"].astype(object)
         scalars = ta.decode_params(st["scalars"], what)
-        ta.restore_fitted(step, scalars, fitted, what, private=True)
+        if st["class"] in ta.FIT_ON_WIDTH:
+            if st["n_features_in"] > st["n_features_out"]:  # bounds the fit's memory
+                raise ValueError(f"corrupt model file: the {what} cannot map "
+                                 f"{st['n_features_in']} features to fewer")
+            ta.refit_on_width(step, st["n_features_in"], scalars, fitted, what)
+        else:
+            ta.restore_fitted(step, scalars, fitted, what)
         ta.check_probe(step, st["n_features_in"], st["probe"], st["n_features_out"], what)
         steps.append((st["name"], step))
     params = ta.decode_params(spec["params"], "the pipeline parameters")

@@ -21,8 +21,9 @@ import warnings
 
 import numpy as np
 
-__all__ = ["SUPPORTED", "FEATURE_MAPS", "check_supported", "encode_params", "decode_params",
-           "fitted_state", "build", "restore_fitted", "probe_rows", "probe"]
+__all__ = ["SUPPORTED", "FEATURE_MAPS", "FIT_ON_WIDTH", "check_supported", "encode_params",
+           "decode_params", "fitted_state", "build", "refit_on_width", "restore_fitted",
+           "probe_rows", "probe", "check_probe"]
 
 # class name -> scikit-learn module that defines it: every transformer that can be stored
 SUPPORTED = {
@@ -39,9 +40,12 @@ SUPPORTED = {
 }
 # those a linear model takes as ``feature_map``
 FEATURE_MAPS = ("Nystroem", "RBFSampler", "SkewedChi2Sampler", "PolynomialCountSketch")
+# those whose fit reads only the number of features: rebuilt by fitting them on a row of zeros
+# (``PolynomialFeatures`` keeps private state that ``transform`` trusts to fill an
+# ``np.empty`` output, so a stored value could never be checked by its output alone)
+FIT_ON_WIDTH = ("PolynomialFeatures", "Normalizer")
 
 _PUBLIC_ATTR = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,99}_")
-_PRIVATE_ATTR = re.compile(r"_[A-Za-z][A-Za-z0-9_]{0,99}")
 _SCALAR_TYPES = (bool, int, float, str, np.integer, np.floating, np.bool_)
 
 
@@ -102,9 +106,8 @@ def decode_params(params, what):
     return {k: dec(v) for k, v in params.items()}
 
 
-def fitted_state(obj, what, private=False):
-    """``(scalars, arrays)``: the fitted attributes of ``obj`` (names ending in ``_``; with
-    ``private``, also ``_name`` scalars such as ``PolynomialFeatures._max_degree``).
+def fitted_state(obj, what):
+    """``(scalars, arrays)``: the public fitted attributes of ``obj`` (names ending in ``_``).
 
     Raises ValueError for a fitted attribute that is neither a plain scalar nor an array of
     numbers or text (it could not be stored without pickle)."""
@@ -113,10 +116,11 @@ def fitted_state(obj, what, private=False):
     for key, val in vars(obj).items():
         if key in params:
             continue
-        public = bool(_PUBLIC_ATTR.fullmatch(key))
-        if not public and not (private and _PRIVATE_ATTR.fullmatch(key)):
+        if not _PUBLIC_ATTR.fullmatch(key):
             continue
-        if isinstance(val, np.ndarray) and public:
+        if isinstance(val, np.ndarray):
+            if val.dtype == object and all(isinstance(v, str) for v in val.flat):
+                val = np.asarray(val.tolist(), dtype=str)  # feature names: text, not objects
             if val.dtype.kind not in "biufU" or val.dtype.fields is not None:
                 raise ValueError(f"cannot save {what} attribute {key} (dtype {val.dtype})")
             arrays[key] = val
@@ -150,17 +154,29 @@ def build(name, params, what, allowed=None):
     return obj
 
 
-def restore_fitted(obj, scalars, arrays, what, private=False):
-    """Set the fitted attributes on ``obj`` (made by :func:`build`): only names that are not
-    part of the class, its parameters or what its constructor set; plain values only (with
-    ``private``, ``_name`` scalars too, as :func:`fitted_state` stores them)."""
+def refit_on_width(obj, d, scalars, arrays, what):
+    """A :data:`FIT_ON_WIDTH` transformer fitted on one row of ``d`` zeros; the stored fitted
+    values must be exactly those of this fit (no arrays; the scalars equal)."""
+    try:
+        obj.fit(np.zeros((1, d)))
+    except Exception as exc:  # noqa: BLE001 - scikit-learn validates in many ways
+        raise ValueError(f"corrupt model file: the {what} cannot be fitted to {d} features "
+                         f"({type(exc).__name__}: {exc})") from None
+    expected, _ = fitted_state(obj, what)
+    if arrays or set(scalars) != set(expected) or any(
+            type(scalars[k]) is not type(v) or scalars[k] != v for k, v in expected.items()):
+        raise ValueError(f"corrupt model file: the {what}'s fitted values {scalars} are not "
+                         f"those of its parameters on {d} features ({expected})")
+    return obj
+
+
+def restore_fitted(obj, scalars, arrays, what):
+    """Set the fitted attributes on ``obj`` (made by :func:`build`): only public names that
+    are not part of the class, its parameters or what its constructor set; plain values only."""
     cls = type(obj)
     params = set(obj.get_params(deep=False))
     for key, val in list(scalars.items()) + list(arrays.items()):
-        ok_name = isinstance(key, str) and (
-            _PUBLIC_ATTR.fullmatch(key)
-            or (private and key in scalars and _PRIVATE_ATTR.fullmatch(key)))
-        if not ok_name or key.startswith("__"):
+        if not isinstance(key, str) or not _PUBLIC_ATTR.fullmatch(key):
             raise ValueError(f"corrupt model file: {what} attribute {key!r} is not a fitted "
                              "attribute")
         if hasattr(cls, key) or key in params or key in vars(obj):
