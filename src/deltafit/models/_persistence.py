@@ -688,7 +688,10 @@ def load(path):
 
     Returns
     -------
-    LinearClassifier, LinearRegressor, KernelClassifier or KernelRegressor
+    LinearClassifier, LinearRegressor, KernelClassifier, KernelRegressor or UpdatablePipeline
+        A pipeline's transformers are rebuilt from their class (one of
+        :data:`._transformer_arrays.SUPPORTED`), checked parameters and stored arrays, and
+        must reproduce their saved output on two fixed rows.
 
     Raises
     ------
