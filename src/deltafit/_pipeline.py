@@ -23,13 +23,15 @@ from sklearn.pipeline import Pipeline
 from sklearn.pipeline import make_pipeline as _sk_make_pipeline
 from sklearn.utils.validation import check_is_fitted
 
-__all__ = ["UpdatablePipeline", "make_pipeline", "unwrap", "freeze", "PipelineSensitivity"]
+__all__ = ["UpdatablePipeline", "make_pipeline", "unwrap", "freeze", "PipelineSensitivity",
+           "is_passthrough"]
 
 _UPDATE_API = ("fit", "add", "remove", "relabel", "update")
 _FINAL_ALIAS = "estimator"
 
 
-def _is_passthrough(step):
+def is_passthrough(step):
+    """Whether a pipeline step is ``None`` or ``"passthrough"`` (no transformer)."""
     return step is None or (isinstance(step, str) and step == "passthrough")
 
 
@@ -93,7 +95,7 @@ class UpdatablePipeline(Pipeline):
             raise ValueError("the pipeline has no steps")
         name, est = self.steps[-1]
         missing = [m for m in _UPDATE_API if not callable(getattr(est, m, None))]
-        if _is_passthrough(est) or missing:
+        if is_passthrough(est) or missing:
             raise ValueError(
                 f"the final step {name!r} of an UpdatablePipeline must be a deltafit estimator "
                 f"(or another estimator with {', '.join(_UPDATE_API)}); got "
@@ -124,7 +126,7 @@ class UpdatablePipeline(Pipeline):
         if X is None:
             return None
         for _, step in self.steps[:-1]:
-            if not _is_passthrough(step):
+            if not is_passthrough(step):
                 X = step.transform(X)
         return X
 
@@ -232,7 +234,7 @@ class UpdatablePipeline(Pipeline):
         else:
             steps, Xt = [], X
             for name, step in self.steps[:-1]:
-                if not _is_passthrough(step):
+                if not is_passthrough(step):
                     step, Xt = _fit_transform(step, Xt, y)
                 steps.append((name, step))
         if not callable(getattr(est, "partial_fit", None)):
@@ -321,7 +323,7 @@ class FrozenPipeline:
     def n_features_in(self):
         """The number of raw features (the first transformer's ``n_features_in_``)."""
         for _, step in self._steps:
-            if not _is_passthrough(step):
+            if not is_passthrough(step):
                 return step.n_features_in_
         return self.X.shape[1]
 
@@ -360,7 +362,7 @@ def freeze(estimator, X, y=None):
     final = estimator._check_final()
     steps, Xt = [], X
     for name, step in estimator.steps[:-1]:
-        if not _is_passthrough(step):
+        if not is_passthrough(step):
             step, Xt = _fit_transform(step, Xt, y)
         steps.append((name, step))
     return FrozenPipeline(estimator, steps, estimator.steps[-1][0], clone(final), Xt)

@@ -952,9 +952,11 @@ _PIPELINE_PARAMS = {"verbose", "transform_input"}
 def _dump_pipeline(pipe, arrays, width_final):
     """The ``pipeline`` metadata field; the transformers' fitted arrays go into ``arrays`` as
     ``pipe<i>__<attribute>``.  ValueError naming a step that cannot be stored."""
+    from .._pipeline import is_passthrough
+
     steps, width = [], None
     for i, (name, step) in enumerate(pipe.steps[:-1]):
-        if step is None or (isinstance(step, str) and step == "passthrough"):
+        if is_passthrough(step):
             steps.append({"name": name, "passthrough": step})
             continue
         what = f"pipeline step {name!r}"
@@ -985,40 +987,40 @@ def _check_pipeline_meta(meta):
     """The ``pipeline`` field: its steps' names, classes, declared widths (chained, ending in
     the final estimator's ``n_features_in``) and fitted attribute names."""
     spec = _dict(meta, "pipeline", _PIPELINE_KEYS)
-    steps = spec["steps"]
-    if not isinstance(steps, list) or len(steps) > _MAX_STEPS:
+    entries = spec["steps"]
+    if not isinstance(entries, list) or len(entries) > _MAX_STEPS:
         raise _bad("pipeline.steps", f"must be a list of at most {_MAX_STEPS} steps")
     names = []
     width = None
-    for i, st in enumerate(steps):
+    for i, entry in enumerate(entries):
         field = f"pipeline.steps.{i}"
-        if not isinstance(st, dict) or set(st) not in (_STEP_KEYS, _PASSTHROUGH_KEYS):
+        if not isinstance(entry, dict) or set(entry) not in (_STEP_KEYS, _PASSTHROUGH_KEYS):
             raise _bad(field, "must be a transformer or a passthrough step")
-        names.append(st["name"])
-        if "passthrough" in st:
-            if st["passthrough"] not in (None, "passthrough"):
+        names.append(entry["name"])
+        if "passthrough" in entry:
+            if entry["passthrough"] not in (None, "passthrough"):
                 raise _bad(field, "must be null or 'passthrough'")
             continue
-        if not isinstance(st["class"], str) or st["class"] not in ta.SUPPORTED:
+        if not isinstance(entry["class"], str) or entry["class"] not in ta.SUPPORTED:
             raise ValueError(f"corrupt model file: unknown pipeline step class "
-                             f"{st['class']!r}")
-        _dict(st, "params", field=f"{field}.params")
-        _dict(st, "scalars", field=f"{field}.scalars")
-        d = _int(st, "n_features_in", low=1, high=2**31, field=f"{field}.n_features_in")
-        _int(st, "n_features_out", low=1, high=2**31, field=f"{field}.n_features_out")
+                             f"{entry['class']!r}")
+        _dict(entry, "params", field=f"{field}.params")
+        _dict(entry, "scalars", field=f"{field}.scalars")
+        d = _int(entry, "n_features_in", low=1, high=2**31, field=f"{field}.n_features_in")
+        _int(entry, "n_features_out", low=1, high=2**31, field=f"{field}.n_features_out")
         if width is not None and d != width:
             raise _bad(field, f"takes {d} features, the step before it gives {width}")
-        width = st["n_features_out"]
-        attrs = st["arrays"]
+        width = entry["n_features_out"]
+        attrs = entry["arrays"]
         if not isinstance(attrs, list) or not all(isinstance(a, str) for a in attrs) or \
                 len(set(attrs)) != len(attrs) or len(attrs) > 16:
             raise _bad(f"{field}.arrays", "must list distinct attribute names")
-        for attr in list(attrs) + list(st["scalars"]):
+        for attr in list(attrs) + list(entry["scalars"]):
             if not _FITTED_ATTR.fullmatch(attr) or not _NAME.fullmatch(f"pipe{i}__{attr}"):
                 raise _bad(field, f"names {attr!r}, which is not a fitted attribute")
-        if set(attrs) & set(st["scalars"]):
+        if set(attrs) & set(entry["scalars"]):
             raise _bad(field, "names an attribute both as array and as scalar")
-        if not isinstance(st["probe"], list):
+        if not isinstance(entry["probe"], list):
             raise _bad(f"{field}.probe", "must be a list")
     names.append(spec["final"])
     if not all(isinstance(n, str) and _STEP_NAME.fullmatch(n) and "__" not in n
@@ -1036,15 +1038,15 @@ def _pipeline_members(spec):
     """``{member: (shape test, dtype kinds, required)}`` of the transformers' fitted arrays:
     at most two axes, none longer than the step's widths in and out (+16)."""
     out = {}
-    for i, st in enumerate(spec["steps"]):
-        if "passthrough" in st:
+    for i, entry in enumerate(spec["steps"]):
+        if "passthrough" in entry:
             continue
-        bound = max(st["n_features_in"], st["n_features_out"]) + 16
+        bound = max(entry["n_features_in"], entry["n_features_out"]) + 16
 
         def fits(shape, bound=bound):
             return len(shape) <= 2 and all(k <= bound for k in shape)
 
-        for attr in st["arrays"]:
+        for attr in entry["arrays"]:
             out[f"pipe{i}__{attr}"] = (fits, "U" if attr == "feature_names_in_" else "biuf",
                                        True)
     return out
@@ -1056,25 +1058,25 @@ def _load_pipeline(spec, arrays, model):
     from .._pipeline import UpdatablePipeline
 
     steps = []
-    for i, st in enumerate(spec["steps"]):
-        if "passthrough" in st:
-            steps.append((st["name"], st["passthrough"]))
+    for i, entry in enumerate(spec["steps"]):
+        if "passthrough" in entry:
+            steps.append((entry["name"], entry["passthrough"]))
             continue
-        what = f"pipeline step {st['name']!r}"
-        step = ta.build(st["class"], ta.decode_params(st["params"], what), what)
-        fitted = {k: arrays[f"pipe{i}__{k}"] for k in st["arrays"]}
+        what = f"pipeline step {entry['name']!r}"
+        step = ta.build(entry["class"], ta.decode_params(entry["params"], what), what)
+        fitted = {k: arrays[f"pipe{i}__{k}"] for k in entry["arrays"]}
         if "feature_names_in_" in fitted:
             fitted["feature_names_in_"] = fitted["feature_names_in_"].astype(object)
-        scalars = ta.decode_params(st["scalars"], what)
-        if st["class"] in ta.FIT_ON_WIDTH:
-            if st["n_features_in"] > st["n_features_out"]:  # bounds the fit's memory
+        scalars = ta.decode_params(entry["scalars"], what)
+        if entry["class"] in ta.FIT_ON_WIDTH:
+            if entry["n_features_in"] > entry["n_features_out"]:  # bounds the fit's memory
                 raise ValueError(f"corrupt model file: the {what} cannot map "
-                                 f"{st['n_features_in']} features to fewer")
-            ta.refit_on_width(step, st["n_features_in"], scalars, fitted, what)
+                                 f"{entry['n_features_in']} features to fewer")
+            ta.refit_on_width(step, entry["n_features_in"], scalars, fitted, what)
         else:
             ta.restore_fitted(step, scalars, fitted, what)
-        ta.check_probe(step, st["n_features_in"], st["probe"], st["n_features_out"], what)
-        steps.append((st["name"], step))
+        ta.check_probe(step, entry["n_features_in"], entry["probe"], entry["n_features_out"], what)
+        steps.append((entry["name"], step))
     params = ta.decode_params(spec["params"], "the pipeline parameters")
     if not isinstance(params.get("verbose", False), bool):
         raise ValueError("corrupt model file: the pipeline's verbose is not true or false")
