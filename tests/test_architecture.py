@@ -46,8 +46,11 @@ FLOORS = {
     "solvers": 0,
     "datasets": 0,
     "_drift_data": 0,
-    # 1: the updatable models
+    # 1: the updatable models, and the pipeline of frozen transformers ending in one (a private
+    # helper of this floor: it reads the final estimator through its public API, so that
+    # models/_persistence can store pipelines)
     "models": 1,
+    "_pipeline": 1,
     # 2: saving and loading models (reads the models' classes; the models do not read it)
     "persistence": 2,
     # 3: certified bounds on what a data change does to a model

@@ -5,6 +5,7 @@ with squared, logistic, squared-hinge and hinge losses; see ARCHITECTURE.md for 
 """
 
 from . import datasets, sensitivity
+from ._pipeline import UpdatablePipeline, make_pipeline
 from ._version import __version__
 from .models import KernelClassifier, KernelRegressor, LinearClassifier, LinearRegressor
 from .persistence import load, save
@@ -14,6 +15,8 @@ __all__ = [
     "LinearRegressor",
     "KernelClassifier",
     "KernelRegressor",
+    "UpdatablePipeline",
+    "make_pipeline",
     "load",
     "save",
     "datasets",

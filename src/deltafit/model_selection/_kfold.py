@@ -6,6 +6,7 @@ import numpy as np
 from sklearn.base import is_classifier
 from sklearn.model_selection import check_cv
 
+from .._pipeline import freeze
 from .._validation import check_bool
 from ._engine import check_data, evaluate, resolve_method
 
@@ -32,7 +33,9 @@ def cross_validate(estimator, X, y, *, cv=5, groups=None, method="auto", n_jobs=
     Parameters
     ----------
     estimator : estimator
-        A deltafit estimator, or any scikit-learn estimator with ``method="refit"``.
+        A deltafit estimator, or any scikit-learn estimator with ``method="refit"``.  A
+        :class:`deltafit.UpdatablePipeline`'s transformers are fitted once on all of X and
+        frozen (see :func:`loo`).
     X : array-like of shape (n_samples, n_features)
     y : array-like of shape (n_samples,)
     cv : int, splitter or iterable of (train, test)
@@ -63,6 +66,9 @@ def cross_validate(estimator, X, y, *, cv=5, groups=None, method="auto", n_jobs=
         per-sample predictions and certified intervals, ``n_refits`` (folds refit).
     """
     check_bool(progress, "progress")
+    frozen = freeze(estimator, X, y)
+    if frozen is not None:
+        estimator, X = frozen.final, frozen.X
     X, y = check_data(X, y)
     method = resolve_method(method, estimator, loo=False)
     splits = make_splits(cv, X, y, estimator, groups)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .._pipeline import freeze
 from .._validation import check_bool
 from ._engine import check_data, evaluate, resolve_method
 
@@ -16,6 +17,10 @@ def loo(estimator, X, y, *, method="auto", n_jobs=None, progress=False, order="n
     estimator : estimator
         A deltafit estimator (every method), or any scikit-learn estimator
         (``method="refit"``, which ``"auto"`` then picks).  It is cloned, never modified.
+        A :class:`deltafit.UpdatablePipeline`'s transformers are fitted **once on all of X**
+        and frozen, and its final estimator is cross-validated on the transformed rows (the
+        left-out sample did shape the scaler: a small leak that scikit-learn's
+        ``cross_val_score`` on a ``Pipeline``, which refits every step per fold, avoids).
     X : array-like of shape (n_samples, n_features)
     y : array-like of shape (n_samples,)
     method : {"auto", "closed_form", "bounds", "bounds_early", "alo", "refit"}
@@ -64,6 +69,9 @@ def loo(estimator, X, y, *, method="auto", n_jobs=None, progress=False, order="n
     ('bounds_early', 11)
     """
     check_bool(progress, "progress")
+    frozen = freeze(estimator, X, y)
+    if frozen is not None:
+        estimator, X = frozen.final, frozen.X
     X, y = check_data(X, y)
     method = resolve_method(method, estimator, loo=True)
     return evaluate(estimator, X, y, None, method, n_jobs=n_jobs, progress=progress, order=order,

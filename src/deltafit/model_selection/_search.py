@@ -11,6 +11,7 @@ from sklearn.model_selection import ParameterGrid
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
+from .._pipeline import freeze
 from .._progress import progress_bar
 from .._validation import check_bool
 from ._engine import check_data, evaluate, fit_full, fitted_feature_map, resolve_method
@@ -51,6 +52,13 @@ class LOOSearchCV(MetaEstimatorMixin, BaseEstimator):
     Parameters
     ----------
     estimator : deltafit estimator (or any scikit-learn estimator with ``method="refit"``)
+        Or a :class:`deltafit.UpdatablePipeline`: its transformers are fitted once on all of
+        X and frozen (see :func:`loo`), and the grid ranges over the final step's parameters,
+        named as for ``GridSearchCV`` (``linearclassifier__C``: the step's name, which
+        :func:`deltafit.make_pipeline` takes from the lower-cased class name) or through the
+        alias ``estimator__C`` (unless a step is named ``estimator``); ``best_params_`` keeps
+        the names given, and ``best_estimator_`` is the pipeline of the frozen transformers and
+        the best final estimator.  A transformer's parameter raises ValueError.
     param_grid : dict or list of dicts
         As for ``GridSearchCV``.
     cv : None, int, splitter or iterable
@@ -119,19 +127,24 @@ class LOOSearchCV(MetaEstimatorMixin, BaseEstimator):
         check_bool(self.progress, "progress")
         if self.order not in ("margin", "natural"):
             raise ValueError(f"order must be 'margin' or 'natural', got {self.order!r}")
-        X, y = check_data(X, y)
         grid = list(ParameterGrid(self.param_grid))
         if not grid:
             raise ValueError("param_grid is empty")
+        frozen = freeze(self.estimator, X, y)  # a pipeline: transformers fitted once, frozen
+        estimator, settings = self.estimator, grid
+        if frozen is not None:
+            estimator, X = frozen.final, frozen.X
+            settings = [frozen.final_params(p) for p in grid]
+        X, y = check_data(X, y)
         loo = self.cv is None
-        splits = None if loo else make_splits(self.cv, X, y, self.estimator, groups)
+        splits = None if loo else make_splits(self.cv, X, y, estimator, groups)
         n_splits = X.shape[0] if loo else len(splits)
-        clf = is_classifier(self.estimator)
+        clf = is_classifier(estimator)
         rows, best, best_model = [], None, None
         t0 = time.perf_counter()
         with progress_bar(len(grid), self.progress, "configurations") as bar:
-            for i, params in enumerate(grid):
-                est = clone(self.estimator).set_params(**params)
+            for i, params in enumerate(settings):
+                est = clone(estimator).set_params(**params)
                 method = resolve_method(self.method, est, loo=loo)
                 bounded = method in ("bounds", "bounds_early") and clf
                 stop = None
@@ -159,7 +172,7 @@ class LOOSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.scorer_ = "accuracy" if clf else "neg_mean_squared_error"
         if self.refit:
             t1 = time.perf_counter()
-            asked = clone(self.estimator).set_params(**self.best_params_)
+            asked = clone(estimator).set_params(**settings[self.best_index_])
             keeps = asked.get_params().get("keep_data", True)
             if best_model is None or not keeps:
                 # the search's full model keeps its rows; keep_data=False promises none
@@ -167,9 +180,9 @@ class LOOSearchCV(MetaEstimatorMixin, BaseEstimator):
                 if fmap is not None:
                     asked.set_params(feature_map=fmap)
                 best_model = asked.fit(X, y)
-            self.best_estimator_ = best_model
+            self.best_estimator_ = best_model if frozen is None else frozen.wrap(best_model)
             self.refit_time_ = time.perf_counter() - t1
-        self.n_features_in_ = X.shape[1]
+        self.n_features_in_ = X.shape[1] if frozen is None else frozen.n_features_in
         return self
 
     # ------------------------------------------------------------- delegation

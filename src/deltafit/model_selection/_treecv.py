@@ -20,6 +20,7 @@ from sklearn.metrics import check_scoring, get_scorer
 from sklearn.model_selection import KFold, LeaveOneOut, check_cv
 from sklearn.utils import check_array, check_random_state
 
+from .._pipeline import freeze
 from .._progress import progress_bar
 from .._validation import check_bool
 from ._treecv_learners import (ReplayEstimator, learner_is_classifier, learner_is_regressor,
@@ -422,7 +423,9 @@ def treecv(learner, X, y=None, *, cv=5, scoring=None, strategy="copy", shuffle=F
     Parameters
     ----------
     learner : estimator
-        Not modified.  Either a ``deltafit.stream`` learner (``Pegasos``, ``LSQSGD``: the whole
+        Not modified.  A :class:`deltafit.UpdatablePipeline`'s transformers are fitted once on
+        all of X and frozen; its final estimator is cross-validated on the transformed rows
+        (a callable ``scoring`` receives the final estimator and transformed rows).  Either a ``deltafit.stream`` learner (``Pegasos``, ``LSQSGD``: the whole
         recursion runs compiled), a deltafit exact estimator (``LinearClassifier``, ...: trained
         by ``fit`` then ``add``; the result equals k refits exactly), anything with
         scikit-learn's ``partial_fit`` (classifiers get ``classes=np.unique(y)``), or a river
@@ -480,6 +483,9 @@ def treecv(learner, X, y=None, *, cv=5, scoring=None, strategy="copy", shuffle=F
     if n_jobs is not None and (isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer))
                                or n_jobs == 0):
         raise ValueError(f"n_jobs must be None or a non-zero integer, got {n_jobs!r}")
+    frozen = freeze(learner, X, y)
+    if frozen is not None:
+        learner, X = frozen.final, frozen.X
     compiled = all(callable(getattr(learner, a, None))
                    for a in ("_tree_spec", "_tree_targets", "_tree_predict"))
     X, y = _check_data(X, y, compiled)

@@ -21,6 +21,12 @@ arrays, each with its CRC-32, and one JSON document ``__meta__`` (a uint8 array)
     The exact-update state (:meth:`~deltafit.models._state.ModelState.to_arrays`).
 ``classes``, ``feature_names_in``, ``fmap__*``
     ``classes_``, ``feature_names_in_`` and the fitted arrays of the feature map.
+``pipe<i>__*`` (an :class:`deltafit.UpdatablePipeline`)
+    The fitted arrays of the pipeline's frozen transformer ``i``; ``__meta__`` then has a
+    ``pipeline`` field: per step its name, class (one of
+    :data:`._transformer_arrays.SUPPORTED`), parameters, fitted scalars, widths in and out and
+    its output on two fixed rows; the final step's name; the pipeline's parameters.  The rest
+    of the file is the final estimator's, as above.
 
 Loading trusts nothing in the file.  The archive's directory is read first: every member must
 be an uncompressed, unencrypted ``.npy`` of a known name, listed once, and the members must fit
@@ -53,6 +59,7 @@ from sklearn.base import clone
 from .._validation import check_int, check_real
 from ..losses import get_loss
 from ..solvers import HingeResult, SolverResult
+from . import _transformer_arrays as ta
 from ._ledger import Ledger
 from ._multiclass import (OneVsRestState, class_codes, column_arrays, column_view,
                           one_vs_rest_class)
@@ -64,7 +71,7 @@ FORMAT = "deltafit-model"
 FORMAT_VERSION = 2
 
 # Feature maps that can be stored: scikit-learn transformers rebuilt from params + arrays.
-_FEATURE_MAPS = ("Nystroem", "RBFSampler", "SkewedChi2Sampler", "PolynomialCountSketch")
+_FEATURE_MAPS = ta.FEATURE_MAPS
 
 _MAX_META_BYTES = 1 << 22  # the JSON record: parameters and scalars, never per-sample data
 _MAX_MEMBERS = 64
@@ -105,44 +112,17 @@ def _json_safe(value, name):
 # =============================================================================================
 # save
 # =============================================================================================
-def _probe_rows(d):
-    """Two fixed rows whose features fingerprint a fitted map (positive, as some maps need)."""
-    return np.vstack([np.zeros(d), np.linspace(0.1, 1.0, d)])
-
-
-def _probe(fmap, d):
-    """The fitted map's features of :func:`_probe_rows` (float64, shape (2, n_out))."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # e.g. a map fitted on a DataFrame: no feature names
-        return np.asarray(fmap.transform(_probe_rows(d)), dtype=np.float64)
-
-
 def _dump_feature_map(fmap, arrays, d):
     if fmap is None:
         return None
-    name = type(fmap).__name__
-    if name not in _FEATURE_MAPS or not type(fmap).__module__.startswith("sklearn."):
-        raise ValueError(
-            f"cannot save feature map {name}: supported are {list(_FEATURE_MAPS)} from "
-            "sklearn.kernel_approximation"
-        )
+    name = ta.check_supported(fmap, "feature map", _FEATURE_MAPS)
     params = {k: _json_safe(v, f"feature_map.{k}") for k, v in fmap.get_params().items()}
-    fitted, stored = {}, []
-    for key, val in vars(fmap).items():
-        if not key.endswith("_") or key.startswith("_"):
-            continue
-        if isinstance(val, np.ndarray):
-            if val.dtype == object:
-                raise ValueError(f"cannot save feature map attribute {key} (object array)")
-            arrays[f"fmap__{key}"] = val
-            stored.append(key)
-        elif isinstance(val, (int, float, str, bool, np.integer, np.floating, np.bool_)):
-            fitted[key] = val.item() if hasattr(val, "item") else val
-        else:
-            raise ValueError(f"cannot save feature map attribute {key} of type {type(val)}")
+    fitted, stored = ta.fitted_state(fmap, "feature map")
+    for key, val in stored.items():
+        arrays[f"fmap__{key}"] = val
     # the map's features of two fixed rows: what a loaded map must reproduce
-    probe = [[float(v) for v in row] for row in _probe(fmap, d)]
-    return {"class": name, "params": params, "scalars": fitted, "arrays": stored,
+    probe = [[float(v) for v in row] for row in ta.probe(fmap, d)]
+    return {"class": name, "params": params, "scalars": fitted, "arrays": list(stored),
             "probe": probe}
 
 
@@ -175,8 +155,15 @@ def save(model, path):
 
     Parameters
     ----------
-    model : LinearClassifier, LinearRegressor, KernelClassifier or KernelRegressor
+    model : LinearClassifier, LinearRegressor, KernelClassifier, KernelRegressor or \
+UpdatablePipeline
         A fitted model.  Pending low-rank corrections are folded first (a no-op on the model).
+        A fitted :class:`deltafit.UpdatablePipeline` is stored as its final estimator plus its
+        frozen transformers as arrays (supported: ``StandardScaler``, ``MinMaxScaler``,
+        ``MaxAbsScaler``, ``Normalizer``, ``PolynomialFeatures``, ``Nystroem``,
+        ``RBFSampler``, ``SkewedChi2Sampler``, ``PolynomialCountSketch``,
+        ``TfidfTransformer``, and ``"passthrough"``); its ``memory`` is not stored (a loaded
+        pipeline caches nothing).
     path : str or os.PathLike
         Written exactly as given (no extension is appended); a symbolic link is followed.
 
@@ -184,14 +171,21 @@ def save(model, path):
     ------
     ValueError
         If the model is not fitted or holds something that cannot be stored without pickle
-        (a callable kernel, an unsupported feature map).
+        (a callable kernel, an unsupported feature map or pipeline step: the message names the
+        class and the supported ones).
     OSError
         If the file cannot be written (``path`` is then as it was).
     """
+    from .._pipeline import UpdatablePipeline
+
+    pipe = None
+    if isinstance(model, UpdatablePipeline):
+        pipe, model = model, model._fitted_final()
     classes = _estimator_classes()
     name = type(model).__name__
     if name not in classes or not hasattr(model, "_ledger"):
-        raise ValueError(f"save needs a fitted deltafit estimator, got {name}")
+        what = "the final step of a pipeline" if pipe is not None else "save"
+        raise ValueError(f"{what} needs a fitted deltafit estimator, got {name}")
     params = model.get_params(deep=False)
     params.pop("feature_map", None)
     params["callback"] = None  # not part of the model
@@ -251,6 +245,8 @@ def save(model, path):
     from .._version import __version__
 
     meta["deltafit_version"] = __version__
+    if pipe is not None:
+        meta["pipeline"] = _dump_pipeline(pipe, arrays, int(model.n_features_in_))
     arrays["__meta__"] = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
     buf = io.BytesIO()
     np.savez(buf, **arrays)  # uncompressed members: a file never expands beyond its size
@@ -544,7 +540,7 @@ def _check_meta(meta):
     (what the members are checked against next)."""
     for key, default in _OPTIONAL_META.items():
         meta.setdefault(key, default)
-    keys = set(meta) - set(_OPTIONAL_META)
+    keys = set(meta) - set(_OPTIONAL_META) - {"pipeline"}  # a pipeline's own field
     if keys != _META_KEYS:
         unknown, missing = sorted(keys - _META_KEYS), sorted(_META_KEYS - keys)
         raise ValueError("corrupt model file: metadata fields "
@@ -652,6 +648,8 @@ def _check_meta(meta):
                 raise _bad("feature_map", f"names {attr!r}, which is not a fitted attribute")
         if set(arrays) & set(fm["scalars"]):
             raise _bad("feature_map", "names an attribute both as array and as scalar")
+    if "pipeline" in meta:
+        _check_pipeline_meta(meta)
     fp = meta["feature_map_param"]
     if fp is not None:
         _bool(fp if isinstance(fp, dict) else {}, "fitted", field="feature_map_param.fitted")
@@ -733,6 +731,8 @@ def _expected_members(meta, headers):
 
         for attr in fm["arrays"]:
             out["fmap__" + attr] = (fits, "U" if attr == "feature_names_in_" else "biuf", True)
+    if "pipeline" in meta:
+        out.update(_pipeline_members(meta["pipeline"]))
     return out
 
 
@@ -754,7 +754,10 @@ def load(path):
 
     Returns
     -------
-    LinearClassifier, LinearRegressor, KernelClassifier or KernelRegressor
+    LinearClassifier, LinearRegressor, KernelClassifier, KernelRegressor or UpdatablePipeline
+        A pipeline's transformers are rebuilt from their class (one of
+        :data:`._transformer_arrays.SUPPORTED`), checked parameters and stored arrays, and
+        must reproduce their saved output on two fixed rows.
 
     Raises
     ------
@@ -964,49 +967,10 @@ def _check_solution(meta, arrays, st):
 def _load_feature_map(spec, arrays, d, width_out):
     """The fitted feature map, rebuilt from its class, parameters and fitted attributes, and
     checked to map ``d`` features to ``width_out``."""
-    import sklearn.kernel_approximation as ka
-
-    cls = getattr(ka, spec["class"])
-    try:
-        fmap = cls(**spec["params"])
-        fmap.get_params()
-        check = getattr(fmap, "_validate_params", None)  # scikit-learn's parameter checks
-        if check is not None:
-            check()
-    except Exception as exc:  # noqa: BLE001 - scikit-learn validates in many ways
-        raise ValueError(f"corrupt model file: feature map {spec['class']} parameters "
-                         f"({type(exc).__name__}: {exc})") from None
-    fitted = dict(spec["scalars"])
-    fitted.update((k, arrays["fmap__" + k]) for k in spec["arrays"])
-    for key, val in fitted.items():
-        # only fitted attributes, never a method, property or parameter of the class
-        if hasattr(cls, key) or key in spec["params"] or key in vars(fmap):
-            raise ValueError(f"corrupt model file: feature map attribute {key!r} would replace "
-                             "part of the class")
-        if not isinstance(val, (bool, int, float, str, np.ndarray)):
-            raise ValueError(f"corrupt model file: feature map attribute {key!r} has type "
-                             f"{type(val).__name__}")
-        setattr(fmap, key, val)
-    try:
-        Z = _probe(fmap, d)
-    except Exception as exc:  # noqa: BLE001 - whatever a damaged map raises
-        raise ValueError(f"corrupt model file: the feature map cannot transform "
-                         f"{d} features ({type(exc).__name__}: {exc})") from None
-    if Z.shape != (2, width_out) or not np.all(np.isfinite(Z)):
-        raise ValueError(f"corrupt model file: the feature map gives {Z.shape[-1]} features, "
-                         f"the model's rows have {width_out}")
-    try:
-        saved = np.array(spec["probe"], dtype=np.float64)
-    except (TypeError, ValueError):
-        saved = None
-    if saved is None or saved.shape != Z.shape or not np.all(np.isfinite(saved)) or \
-            not np.all(np.abs(saved - Z) <= 1e-8 * (np.max(np.abs(saved), initial=0.0) + 1.0)):
-        raise ValueError("corrupt model file: the feature map does not give the features it "
-                         "was saved with (its parameters or fitted arrays were changed)")
-    if getattr(fmap, "n_features_in_", d) != d:
-        raise ValueError("corrupt model file: the feature map's n_features_in_ is not the "
-                         "model's")
-    return fmap
+    fmap = ta.build(spec["class"], spec["params"], "feature map", _FEATURE_MAPS)
+    ta.restore_fitted(fmap, dict(spec["scalars"]),
+                      {k: arrays["fmap__" + k] for k in spec["arrays"]}, "feature map")
+    return ta.check_probe(fmap, d, spec["probe"], width_out, "feature map")
 
 
 def _rebuild(meta, arrays):
@@ -1076,5 +1040,159 @@ def _rebuild(meta, arrays):
         model._n_positive = meta["n_positive"]
     model._ledger = led
     _check_statistics(model, meta, arrays, model._state)
+    if "pipeline" in meta:
+        return _load_pipeline(meta["pipeline"], arrays, model)
     return model
 
+
+
+# =============================================================================================
+# pipelines: the frozen transformers of an UpdatablePipeline
+# =============================================================================================
+_MAX_STEPS = 32
+_STEP_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
+_PIPELINE_KEYS = {"steps", "final", "params"}
+_STEP_KEYS = {"name", "class", "params", "scalars", "arrays", "n_features_in",
+              "n_features_out", "probe"}
+_PASSTHROUGH_KEYS = {"name", "passthrough"}
+_PIPELINE_PARAMS = {"verbose", "transform_input"}
+
+
+def _dump_pipeline(pipe, arrays, width_final):
+    """The ``pipeline`` metadata field; the transformers' fitted arrays go into ``arrays`` as
+    ``pipe<i>__<attribute>``.  ValueError naming a step that cannot be stored."""
+    from .._pipeline import is_passthrough
+
+    steps, width = [], None
+    for i, (name, step) in enumerate(pipe.steps[:-1]):
+        if is_passthrough(step):
+            steps.append({"name": name, "passthrough": step})
+            continue
+        what = f"pipeline step {name!r}"
+        cls = ta.check_supported(step, what)
+        params = ta.encode_params(step.get_params(deep=False), what)
+        scalars, fitted = ta.fitted_state(step, what)
+        d = int(step.n_features_in_)
+        if width is not None and d != width:
+            raise ValueError(f"cannot save: {what} takes {d} features, the step before it "
+                             f"gives {width}")
+        Z = ta.probe(step, d)
+        width = int(Z.shape[1])
+        for key, val in fitted.items():
+            arrays[f"pipe{i}__{key}"] = val
+        steps.append({"name": name, "class": cls, "params": params, "scalars": scalars,
+                      "arrays": list(fitted), "n_features_in": d, "n_features_out": width,
+                      "probe": [[float(v) for v in row] for row in Z]})
+    if width is not None and width != width_final:
+        raise ValueError(f"cannot save: the transformers give {width} features, the final "
+                         f"step takes {width_final}")
+    params = pipe.get_params(deep=False)
+    params = {k: params[k] for k in _PIPELINE_PARAMS if k in params}
+    return {"steps": steps, "final": pipe.steps[-1][0],
+            "params": ta.encode_params(params, "pipeline")}
+
+
+def _check_pipeline_meta(meta):
+    """The ``pipeline`` field: its steps' names, classes, declared widths (chained, ending in
+    the final estimator's ``n_features_in``) and fitted attribute names."""
+    spec = _dict(meta, "pipeline", _PIPELINE_KEYS)
+    entries = spec["steps"]
+    if not isinstance(entries, list) or len(entries) > _MAX_STEPS:
+        raise _bad("pipeline.steps", f"must be a list of at most {_MAX_STEPS} steps")
+    names = []
+    width = None
+    for i, entry in enumerate(entries):
+        field = f"pipeline.steps.{i}"
+        if not isinstance(entry, dict) or set(entry) not in (_STEP_KEYS, _PASSTHROUGH_KEYS):
+            raise _bad(field, "must be a transformer or a passthrough step")
+        names.append(entry["name"])
+        if "passthrough" in entry:
+            if entry["passthrough"] not in (None, "passthrough"):
+                raise _bad(field, "must be null or 'passthrough'")
+            continue
+        if not isinstance(entry["class"], str) or entry["class"] not in ta.SUPPORTED:
+            raise ValueError(f"corrupt model file: unknown pipeline step class "
+                             f"{entry['class']!r}")
+        _dict(entry, "params", field=f"{field}.params")
+        _dict(entry, "scalars", field=f"{field}.scalars")
+        d = _int(entry, "n_features_in", low=1, high=2**31, field=f"{field}.n_features_in")
+        _int(entry, "n_features_out", low=1, high=2**31, field=f"{field}.n_features_out")
+        if width is not None and d != width:
+            raise _bad(field, f"takes {d} features, the step before it gives {width}")
+        width = entry["n_features_out"]
+        attrs = entry["arrays"]
+        if not isinstance(attrs, list) or not all(isinstance(a, str) for a in attrs) or \
+                len(set(attrs)) != len(attrs) or len(attrs) > 16:
+            raise _bad(f"{field}.arrays", "must list distinct attribute names")
+        for attr in list(attrs) + list(entry["scalars"]):
+            if not _FITTED_ATTR.fullmatch(attr) or not _NAME.fullmatch(f"pipe{i}__{attr}"):
+                raise _bad(field, f"names {attr!r}, which is not a fitted attribute")
+        if set(attrs) & set(entry["scalars"]):
+            raise _bad(field, "names an attribute both as array and as scalar")
+        if not isinstance(entry["probe"], list):
+            raise _bad(f"{field}.probe", "must be a list")
+    names.append(spec["final"])
+    if not all(isinstance(n, str) and _STEP_NAME.fullmatch(n) and "__" not in n
+               for n in names) or len(set(names)) != len(names):
+        raise _bad("pipeline", f"step names {names!r} are not distinct names without '__'")
+    if width is not None and width != meta["n_features_in"]:
+        raise _bad("pipeline", f"its transformers give {width} features, the final step "
+                               f"takes {meta['n_features_in']}")
+    _dict(spec, "params", field="pipeline.params")
+    if set(spec["params"]) - _PIPELINE_PARAMS:
+        raise _bad("pipeline.params", f"may hold only {sorted(_PIPELINE_PARAMS)}")
+
+
+def _pipeline_members(spec):
+    """``{member: (shape test, dtype kinds, required)}`` of the transformers' fitted arrays:
+    at most two axes, none longer than the step's widths in and out (+16)."""
+    out = {}
+    for i, entry in enumerate(spec["steps"]):
+        if "passthrough" in entry:
+            continue
+        bound = max(entry["n_features_in"], entry["n_features_out"]) + 16
+
+        def fits(shape, bound=bound):
+            return len(shape) <= 2 and all(k <= bound for k in shape)
+
+        for attr in entry["arrays"]:
+            out[f"pipe{i}__{attr}"] = (fits, "U" if attr == "feature_names_in_" else "biuf",
+                                       True)
+    return out
+
+
+def _load_pipeline(spec, arrays, model):
+    """The :class:`deltafit.UpdatablePipeline` of the stored transformers and ``model``, each
+    transformer rebuilt and checked to reproduce its saved output on the probe rows."""
+    from .._pipeline import UpdatablePipeline
+
+    steps = []
+    for i, entry in enumerate(spec["steps"]):
+        if "passthrough" in entry:
+            steps.append((entry["name"], entry["passthrough"]))
+            continue
+        what = f"pipeline step {entry['name']!r}"
+        step = ta.build(entry["class"], ta.decode_params(entry["params"], what), what)
+        fitted = {k: arrays[f"pipe{i}__{k}"] for k in entry["arrays"]}
+        if "feature_names_in_" in fitted:
+            fitted["feature_names_in_"] = fitted["feature_names_in_"].astype(object)
+        scalars = ta.decode_params(entry["scalars"], what)
+        if entry["class"] in ta.FIT_ON_WIDTH:
+            if entry["n_features_in"] > entry["n_features_out"]:  # bounds the fit's memory
+                raise ValueError(f"corrupt model file: the {what} cannot map "
+                                 f"{entry['n_features_in']} features to fewer")
+            ta.refit_on_width(step, entry["n_features_in"], scalars, fitted, what)
+        else:
+            ta.restore_fitted(step, scalars, fitted, what)
+        ta.check_probe(step, entry["n_features_in"], entry["probe"], entry["n_features_out"], what)
+        steps.append((entry["name"], step))
+    params = ta.decode_params(spec["params"], "the pipeline parameters")
+    if not isinstance(params.get("verbose", False), bool):
+        raise ValueError("corrupt model file: the pipeline's verbose is not true or false")
+    ti = params.get("transform_input")
+    if ti is not None and not (isinstance(ti, list) and all(isinstance(t, str) for t in ti)):
+        raise ValueError("corrupt model file: the pipeline's transform_input is not a list of "
+                         "names")
+    pipe = UpdatablePipeline(steps + [(spec["final"], model)], **params)
+    pipe._check_final()
+    return pipe

@@ -38,6 +38,7 @@ from __future__ import annotations
 import sys
 import types
 
+from .._pipeline import PipelineSensitivity, unwrap
 from ._data_change import Sensitivity
 from ._incremental import IncrementalSphere
 from ._gradient import CertainSigns, gradient_sphere, model_gradient_sphere
@@ -67,8 +68,15 @@ class _CallableModule(types.ModuleType):
     """The module, callable as ``deltafit.sensitivity(model, C_new=None)``."""
 
     def __call__(self, model, C_new=None):
-        """What-if object for ``model``; see :class:`Sensitivity`."""
-        return Sensitivity(model, C_new=C_new)
+        """What-if object for ``model``; see :class:`Sensitivity`.
+
+        ``model`` may be a fitted :class:`deltafit.UpdatablePipeline`: the what-if object of
+        its final estimator, whose methods taking rows pass them through the frozen
+        transformers (:class:`deltafit._pipeline.PipelineSensitivity`).
+        """
+        final, transform = unwrap(model)
+        s = Sensitivity(final, C_new=C_new)
+        return s if transform is None else PipelineSensitivity(s, transform)
 
 
 sys.modules[__name__].__class__ = _CallableModule

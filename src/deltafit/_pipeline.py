@@ -1,0 +1,435 @@
+"""Pipelines whose transformers are fitted once and then frozen, ending in an updatable model.
+
+:func:`make_pipeline` / :class:`UpdatablePipeline` (a :class:`sklearn.pipeline.Pipeline`): the
+first ``fit`` fits the transformers, later data changes (``add``, ``remove``, ``relabel``,
+``update``, ``partial_fit``) transform their rows through the fitted ("frozen") transformers
+and update the final estimator exactly; a second ``fit`` refits everything.
+
+The other layers take a pipeline through two helpers: :func:`unwrap` (a fitted pipeline: its
+final estimator and the frozen transform; ``deltafit.sensitivity``) and :func:`freeze` (an
+unfitted pipeline and the data: transformers fitted once on all of it, the transformed rows and
+the final estimator; ``loo``, ``cross_validate``, ``LOOSearchCV``, ``treecv``).  Persistence
+lives in ``models/_persistence.py``.
+
+This module is a private helper of the models' floor (ARCHITECTURE.md, "Floors"): it reads the
+final estimator through its public update API only (any estimator with ``fit``, ``add``,
+``remove``, ``relabel`` and ``update``), so that ``models`` can import it and not the reverse.
+"""
+
+from __future__ import annotations
+
+from sklearn.base import clone
+from sklearn.pipeline import Pipeline
+from sklearn.pipeline import make_pipeline as _sk_make_pipeline
+from sklearn.utils.validation import check_is_fitted
+
+__all__ = ["UpdatablePipeline", "make_pipeline", "unwrap", "freeze", "PipelineSensitivity",
+           "is_passthrough"]
+
+_UPDATE_API = ("fit", "add", "remove", "relabel", "update")
+_FINAL_ALIAS = "estimator"
+
+
+def is_passthrough(step):
+    """Whether a pipeline step is ``None`` or ``"passthrough"`` (no transformer)."""
+    return step is None or (isinstance(step, str) and step == "passthrough")
+
+
+def _fit_transform(step, X, y):
+    """A clone of ``step`` fitted on ``X`` and ``X`` transformed by it (as ``Pipeline.fit``
+    does; a ``FrozenEstimator`` stays as it is)."""
+    step = clone(step)
+    if hasattr(step, "fit_transform"):
+        return step, step.fit_transform(X, y)
+    return step, step.fit(X, y).transform(X)
+
+
+class UpdatablePipeline(Pipeline):
+    """A scikit-learn ``Pipeline`` whose final step is updated exactly when the data change.
+
+    The first :meth:`fit` fits the transformers (scikit-learn's ``Pipeline.fit``); from then
+    on they are **frozen**: :meth:`add`, :meth:`remove`, :meth:`relabel`, :meth:`update` and
+    :meth:`partial_fit` pass the rows they are given through the fitted transformers
+    (``transform`` only) and forward the change to the final estimator, which updates
+    exactly.  After any sequence of updates the pipeline equals
+    ``make_pipeline(<the fitted transformers, frozen>, <a fresh fit of the final estimator on
+    the transformed rows it holds>)`` — not a refit of the whole pipeline, whose scaler would
+    see the new data.  A second :meth:`fit` refits everything, as in scikit-learn.
+
+    Build it with :func:`deltafit.make_pipeline`, or from named steps as any ``Pipeline``.
+
+    Parameters
+    ----------
+    steps : list of (str, estimator) tuples
+        Transformers (or ``"passthrough"``) followed by the final estimator, which must be
+        updatable: a deltafit estimator (``LinearClassifier``, ``KernelRegressor``, ...) or
+        any estimator with ``fit``, ``add``, ``remove``, ``relabel`` and ``update``.
+    transform_input, memory, verbose
+        As in :class:`sklearn.pipeline.Pipeline` (``memory`` caches the transformers of
+        ``fit`` only; updates never refit them).
+
+    Attributes
+    ----------
+    sample_ids_ : ndarray of int
+        The final estimator's sample ids (``fit`` gives ``0..n-1``).
+    n_samples_ : int
+        The number of samples the final estimator holds.
+    problem_ : FittedProblem
+        The final estimator's fitted problem, in the transformed feature space.
+    classes_, n_features_in_, feature_names_in_, named_steps
+        As in scikit-learn's ``Pipeline``.
+
+    Notes
+    -----
+    Every update is one transaction of the final estimator: the rows are transformed first
+    (a transformer that refuses them raises before anything changes), and a failed update
+    leaves the pipeline as it was.  ``deltafit.sensitivity(pipe)``, ``loo``,
+    ``cross_validate``, ``LOOSearchCV``, ``treecv`` and ``deltafit.save`` / ``deltafit.load``
+    accept the pipeline; see their documentation for how they treat the transformers.
+    """
+
+    # ------------------------------------------------------------------ fitting
+    def _check_final(self):
+        """ValueError unless the final step is an updatable estimator."""
+        if not self.steps:
+            raise ValueError("the pipeline has no steps")
+        name, est = self.steps[-1]
+        missing = [m for m in _UPDATE_API if not callable(getattr(est, m, None))]
+        if is_passthrough(est) or missing:
+            raise ValueError(
+                f"the final step {name!r} of an UpdatablePipeline must be a deltafit estimator "
+                f"(or another estimator with {', '.join(_UPDATE_API)}); got "
+                f"{est!r}" + (f", which has no {', '.join(missing)}" if missing else ""))
+        return est
+
+    def fit(self, X, y=None, **params):
+        """Fit the transformers and the final estimator (scikit-learn's ``Pipeline.fit``).
+
+        The fitted transformers are then frozen: updates only transform.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        **params
+            Routed as by ``Pipeline.fit`` (``stepname__param``).
+
+        Returns
+        -------
+        self
+        """
+        self._check_final()
+        return super().fit(X, y, **params)
+
+    def _transform_frozen(self, X):
+        """``X`` through the fitted transformers (``transform`` only); None stays None."""
+        if X is None:
+            return None
+        for _, step in self.steps[:-1]:
+            if not is_passthrough(step):
+                X = step.transform(X)
+        return X
+
+    def _fitted_final(self):
+        est = self._check_final()
+        check_is_fitted(self)
+        return est
+
+    # ------------------------------------------------------------------ updates
+    def add(self, X, y):
+        """Add samples: their rows are transformed, the final estimator updates exactly.
+
+        Parameters
+        ----------
+        X : array-like of shape (k, n_features)
+            Raw rows, as for ``fit``.
+        y : array-like of shape (k,)
+
+        Returns
+        -------
+        ids : ndarray of shape (k,)
+            The ids given to the new samples.
+        """
+        est = self._fitted_final()
+        return est.add(self._transform_frozen(X), y)
+
+    def remove(self, ids=None, *, X=None, y=None):
+        """Remove samples by id, or by value (``keep_data=False`` final estimators).
+
+        Parameters
+        ----------
+        ids : array-like of int, optional
+        X : array-like of shape (k, n_features), optional
+            Raw rows; transformed before the final estimator checks them against what it
+            stores (its digests, for ``keep_data=False``).
+        y : array-like, optional
+
+        Returns
+        -------
+        The final estimator's ``remove`` result.
+        """
+        est = self._fitted_final()
+        out = est.remove(ids, X=self._transform_frozen(X), y=y)
+        return self if out is est else out
+
+    def relabel(self, ids, y, *, X=None, y_old=None):
+        """Change the labels of existing samples (rows, if given, are transformed).
+
+        Parameters
+        ----------
+        ids : array-like of int
+        y : array-like
+        X : array-like, optional
+            Raw rows, required by ``keep_data=False`` final estimators.
+        y_old : array-like, optional
+
+        Returns
+        -------
+        The final estimator's ``relabel`` result.
+        """
+        est = self._fitted_final()
+        out = est.relabel(ids, y, X=self._transform_frozen(X), y_old=y_old)
+        return self if out is est else out
+
+    def update(self, *, X_add=None, y_add=None, remove_ids=None, X_remove=None, y_remove=None,
+               relabel_ids=None, y_relabel=None, X_relabel=None, y_relabel_old=None):
+        """Any mix of additions, removals and relabels as one exact update of the final step.
+
+        The arguments are those of the final estimator's ``update``; ``X_add``, ``X_remove``
+        and ``X_relabel`` are raw rows, transformed by the frozen transformers first.
+
+        Returns
+        -------
+        ids : ndarray of int
+            The ids of the added samples.
+        """
+        est = self._fitted_final()
+        t = self._transform_frozen
+        return est.update(X_add=t(X_add), y_add=y_add, remove_ids=remove_ids,
+                          X_remove=t(X_remove), y_remove=y_remove, relabel_ids=relabel_ids,
+                          y_relabel=y_relabel, X_relabel=t(X_relabel),
+                          y_relabel_old=y_relabel_old)
+
+    def partial_fit(self, X, y, classes=None):
+        """scikit-learn's incremental spelling: :meth:`add` on a fitted pipeline.
+
+        On an unfitted pipeline the transformers are fitted on this first batch (clones; they
+        replace the steps only if the final estimator's ``partial_fit`` succeeds) and frozen.
+
+        Parameters
+        ----------
+        X : array-like of shape (k, n_features)
+        y : array-like of shape (k,)
+        classes : array-like, optional
+            Passed to the final estimator's ``partial_fit`` on the first call.
+
+        Returns
+        -------
+        self
+        """
+        est = self._check_final()
+        fitted = self.__sklearn_is_fitted__()
+        if fitted:
+            steps, Xt = self.steps[:-1], self._transform_frozen(X)
+        else:
+            steps, Xt = [], X
+            for name, step in self.steps[:-1]:
+                if not is_passthrough(step):
+                    step, Xt = _fit_transform(step, Xt, y)
+                steps.append((name, step))
+        if not callable(getattr(est, "partial_fit", None)):
+            if not fitted:
+                raise ValueError(f"the final step {self.steps[-1][0]!r} has no partial_fit")
+            est.add(Xt, y)
+        elif classes is None:
+            est.partial_fit(Xt, y)
+        else:
+            est.partial_fit(Xt, y, classes=classes)
+        self.steps = steps + [self.steps[-1]]
+        return self
+
+    # ------------------------------------------------------------------ state
+    @property
+    def sample_ids_(self):
+        """The final estimator's sample ids."""
+        return self._final_estimator.sample_ids_
+
+    @property
+    def n_samples_(self):
+        """The number of samples the final estimator holds."""
+        return self._final_estimator.n_samples_
+
+    @property
+    def problem_(self):
+        """The final estimator's ``FittedProblem`` (in the transformed feature space)."""
+        return self._final_estimator.problem_
+
+
+def make_pipeline(*steps, memory=None, verbose=False):
+    """An :class:`UpdatablePipeline` from estimators, named as scikit-learn's ``make_pipeline``
+    names them (the lower-cased class name: ``standardscaler``, ``linearclassifier``).
+
+    Parameters
+    ----------
+    *steps : estimators
+        Transformers, then an updatable final estimator (checked at ``fit``).
+    memory : str, joblib.Memory or None
+        As in scikit-learn (caches the transformers' ``fit``).
+    verbose : bool
+
+    Returns
+    -------
+    UpdatablePipeline
+
+    Examples
+    --------
+    >>> import deltafit
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> pipe = deltafit.make_pipeline(StandardScaler(), deltafit.LinearClassifier())
+    >>> [name for name, _ in pipe.steps]
+    ['standardscaler', 'linearclassifier']
+    """
+    named = _sk_make_pipeline(*steps, memory=memory, verbose=verbose)
+    return UpdatablePipeline(named.steps, memory=memory, verbose=verbose)
+
+
+# =============================================================================================
+# what the upper layers use
+# =============================================================================================
+def unwrap(model):
+    """``(final_estimator, transform)`` of a fitted :class:`UpdatablePipeline` (``transform``:
+    raw rows through the frozen transformers); ``(model, None)`` for anything else."""
+    if not isinstance(model, UpdatablePipeline):
+        return model, None
+    return model._fitted_final(), model._transform_frozen
+
+
+class FrozenPipeline:
+    """A pipeline's transformers fitted once on all the data, for cross-validation.
+
+    Attributes
+    ----------
+    final : estimator
+        An unfitted clone of the final estimator.
+    X : array-like
+        The rows through the fitted transformers.
+    """
+
+    def __init__(self, pipeline, steps, final_name, final, X):
+        self._pipeline, self._steps, self._final_name = pipeline, steps, final_name
+        self.final, self.X = final, X
+
+    @property
+    def n_features_in(self):
+        """The number of raw features (the first transformer's ``n_features_in_``)."""
+        for _, step in self._steps:
+            if not is_passthrough(step):
+                return step.n_features_in_
+        return self.X.shape[1]
+
+    def final_params(self, params):
+        """A pipeline parameter setting (``<final step>__C`` or ``estimator__C``) as the final
+        estimator's (``C``); ValueError for a transformer's or an unknown parameter."""
+        out = {}
+        for key, val in params.items():
+            prefix, sep, param = key.partition("__")
+            final = prefix == self._final_name or (
+                prefix == _FINAL_ALIAS and _FINAL_ALIAS not in dict(self._steps))
+            if not sep or not final:
+                raise ValueError(
+                    f"cannot search {key!r} on an UpdatablePipeline: the transformers are fitted "
+                    "once on all the data and frozen, so only the final step's parameters can "
+                    f"be searched, as '{self._final_name}__<param>' (or "
+                    f"'{_FINAL_ALIAS}__<param>')")
+            if param in out:
+                raise ValueError(f"parameter {param!r} of the final step is given twice")
+            out[param] = val
+        return out
+
+    def wrap(self, fitted_final):
+        """The pipeline of the frozen transformers and ``fitted_final``."""
+        p = self._pipeline
+        kwargs = {k: v for k, v in p.get_params(deep=False).items() if k != "steps"}
+        return type(p)(list(self._steps) + [(self._final_name, fitted_final)], **kwargs)
+
+
+def freeze(estimator, X, y=None):
+    """For the cross-validation entry points: an unfitted :class:`UpdatablePipeline`'s
+    transformers fitted (clones) on all of ``X`` and frozen, as a :class:`FrozenPipeline`;
+    None for any other estimator."""
+    if not isinstance(estimator, UpdatablePipeline):
+        return None
+    final = estimator._check_final()
+    steps, Xt = [], X
+    for name, step in estimator.steps[:-1]:
+        if not is_passthrough(step):
+            step, Xt = _fit_transform(step, Xt, y)
+        steps.append((name, step))
+    return FrozenPipeline(estimator, steps, estimator.steps[-1][0], clone(final), Xt)
+
+
+class PipelineSensitivity:
+    """``deltafit.sensitivity(pipe)``: the what-if object of the final estimator, taking raw rows.
+
+    Every method that takes rows (:meth:`add`, :meth:`remove`, :meth:`relabel`,
+    :meth:`decision_bounds`, :meth:`tightness`, :meth:`predict_certain`) passes them through
+    the pipeline's frozen transformers first; everything else (``distance_bound``,
+    ``coef_bounds`` — in the transformed feature space —, ``undo``, ``reset``, ``sphere``, the
+    counts) is the final estimator's :class:`~deltafit.sensitivity.Sensitivity`'s.  The balls
+    returned by ``sphere()`` live in the transformed space: give them transformed rows
+    (``transform``).
+
+    Attributes
+    ----------
+    sensitivity : Sensitivity
+        The final estimator's what-if object.
+    transform : callable
+        Raw rows to the final estimator's features (the frozen transformers).
+    """
+
+    def __init__(self, sensitivity, transform):
+        self.sensitivity = sensitivity
+        self.transform = transform
+
+    def _same(self, out):
+        return self if out is self.sensitivity else out
+
+    def add(self, X, y):
+        """Hypothetically add samples (raw rows); returns their hypothetical ids."""
+        return self._same(self.sensitivity.add(self.transform(X), y))
+
+    def remove(self, ids=None, *, X=None, y=None):
+        """Hypothetically remove samples by id, or by raw rows (``keep_data=False``)."""
+        return self._same(self.sensitivity.remove(ids, X=self.transform(X), y=y))
+
+    def relabel(self, ids, y, *, X=None, y_old=None):
+        """Hypothetically relabel samples (raw rows where the final estimator needs them)."""
+        return self._same(self.sensitivity.relabel(ids, y, X=self.transform(X), y_old=y_old))
+
+    def decision_bounds(self, X):
+        """Bounds on the retrained pipeline's ``decision_function`` at raw rows ``X``."""
+        return self.sensitivity.decision_bounds(self.transform(X))
+
+    def tightness(self, X):
+        """The bounds' widths at raw rows ``X``."""
+        return self.sensitivity.tightness(self.transform(X))
+
+    def predict_certain(self, X):
+        """Labels at raw rows ``X`` and which of them the retrained pipeline is certain to give."""
+        return self.sensitivity.predict_certain(self.transform(X))
+
+    def undo(self):
+        """Undo the last change."""
+        return self._same(self.sensitivity.undo())
+
+    def reset(self):
+        """Drop every pending change."""
+        return self._same(self.sensitivity.reset())
+
+    def __getattr__(self, name):
+        if name in ("sensitivity", "transform") or name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.sensitivity, name)
+
+    def __repr__(self):
+        return f"PipelineSensitivity({self.sensitivity!r})"
