@@ -51,6 +51,27 @@ system) is a K-column product.  Every column is kept, refined and checked as a s
 would be; :meth:`~PrimalSquaredState.gradient_norms` certifies each column, ``gradient_norm``
 is their maximum.  Targets of shape (n,) give exactly (bitwise) the single-output behaviour.
 
+Sample weights (the data term ``C Σ w_i (t_i − z_i)²``, ``w_i ≥ 0``):
+
+* primal: the weighted problem is the unweighted one on rows ``√w_i φ_i`` and targets
+  ``√w_i t_i``, so ``M = ΦᵀWΦ + ρI`` and ``b = ΦᵀWt``.  The statistics are kept as sums of
+  those scaled rows (the same plain / error-free machinery): each scaled entry is rounded once,
+  so they are the exact statistics of the data with weights perturbed by about 2ε (relative),
+  and a row leaves them (removal, or a reweight's old weight) as exactly as it entered.  An
+  added row enters with its weight, a removed or relabelled one with its stored weight; a
+  reweight ``w → w'`` is one Woodbury row ``√|w' − w| φ`` of sign ``sign(w' − w)`` (a decrease
+  is a partial removal, with its safeguards and refusals), while the statistics see the row
+  leave with ``√w`` and come back with ``√w'``.  Weight 0 rows contribute nothing;
+* dual: ``(K + ρW⁻¹) α = t`` over the samples of positive weight (diagonal ``ρ/w_i`` per
+  slot).  A sample of weight 0 is inactive in the state (``α_i = 0``, zero row and column in
+  the tracked inverse) but stays in the ledger, its kernel values and target kept; a reweight
+  between positive weights is a diagonal Woodbury correction, 0 → w borders the system and
+  w → 0 deletes the slot from it.  The certified residual is ``2C sqrt((w∘r)ᵀK(w∘r))``
+  (:meth:`DualSquaredState.gradient_norm`).
+
+Without weights (a change and a ledger that never saw a weight other than 1) every update runs
+the unweighted code, bitwise as before weights existed.
+
 ``ρ = 1/(2C)`` maps Lee et al.'s ρ onto the canonical objective of ARCHITECTURE.md, "The problem".
 """
 
@@ -517,8 +538,107 @@ class _Statistics:
         return M + np.tril(M, -1).T
 
 
+def _is_weighted(change):
+    """Whether a change (or its ledger) carries sample weights: ``DataChange.weighted``, read
+    so that a ledger without weights (a test's stand-in) counts as unweighted."""
+    return bool(getattr(change.ledger, "weighted", False) or change.w_add is not None
+                or change.reweight_slots is not None)
+
+
+def _weighted_rows(V, c, w):
+    """``(√w_i v_i, √w_i c_i)`` of the rows of positive weight: the weighted least-squares
+    problem as an unweighted one (``(√w v)(√w v)ᵀ = w vvᵀ`` up to one rounding of each
+    entry of the scaled row; rows of weight 0 are left out).  ``(None, None)`` when no
+    weight is positive.  ``c``: (n,) or (n, K)."""
+    V = np.asarray(V, dtype=np.float64)
+    c = np.asarray(c, dtype=np.float64)
+    w = np.asarray(w, dtype=np.float64)
+    pos = w > 0
+    if not pos.any():
+        return None, None
+    if not pos.all():
+        V, c, w = V[pos], c[pos], w[pos]
+    sw = np.sqrt(w)
+    return sw[:, None] * V, _scaled_rows(sw, c)
+
+
+def _reweight_data(change, slots):
+    """Rows ``φ`` and targets (after the change's relabels) of the reweighted samples at
+    ``slots``: from the ledger, or, for a ledger that keeps no rows or labels, from the
+    change's ``rows_reweight`` / ``reweight_t`` (ValueError when it has none)."""
+    led = change.ledger
+    rows = led.X[slots] if led.keep_rows else getattr(change, "rows_reweight", None)
+    if getattr(led, "keeps_labels", True):
+        t = np.array(led.y[slots], dtype=np.float64)
+        if change.relabel_slots is not None and len(change.relabel_slots):
+            where = {int(r): i for i, r in enumerate(change.relabel_slots)}
+            for j, slot in enumerate(np.asarray(slots).tolist()):
+                if slot in where:
+                    t[j] = change.relabel_t[where[slot]]
+    else:
+        t = getattr(change, "reweight_t", None)
+    if rows is None or t is None:
+        raise ValueError(
+            "reweighting samples of a model that keeps no training rows (keep_data=False) "
+            "needs their rows and labels, which this change does not carry: remove them "
+            "(remove(X=..., y=...)) and add them back with the new weights, or refit"
+        )
+    return np.asarray(rows, dtype=np.float64), np.asarray(t, dtype=np.float64)
+
+
+class _Reweight:
+    """The reweights of one change in the primal state's terms.
+
+    Attributes
+    ----------
+    U, cu, su : ndarray
+        The Woodbury rows ``√|Δw| φ``, their targets ``√|Δw| t`` and signs ``sign(Δw)``
+        (``Δw = w_new − w_old ≠ 0``).
+    Sa, ca, Sr, cr : ndarray or None
+        The statistics' rows: ``√w_new φ`` entering, ``√w_old φ`` leaving (None when every
+        such weight is 0), and their targets.
+    """
+
+    def __init__(self, rows, t, w_old, w_new):
+        dw = w_new - w_old
+        self.U, self.cu = _weighted_rows(rows, t, np.abs(dw))
+        self.su = np.sign(dw)
+        self.Sa, self.ca = _weighted_rows(rows, t, w_new)
+        self.Sr, self.cr = _weighted_rows(rows, t, w_old)
+
+    @classmethod
+    def of_change(cls, change):
+        """The reweights of ``change`` whose weight moves (None when none does)."""
+        slots = np.asarray(change.reweight_slots, dtype=np.intp)
+        w_new = np.asarray(change.reweight_w, dtype=np.float64)
+        w_old = np.asarray(change.ledger.w[slots], dtype=np.float64)
+        moved = w_new != w_old
+        if not moved.any():
+            return None
+        rows, t = _reweight_data(change, slots)
+        if not moved.all():
+            slots, rows, t, w_old, w_new = (a[moved] for a in (slots, rows, t, w_old, w_new))
+        return cls(rows, t, w_old, w_new)
+
+    @property
+    def n_stat(self):
+        """Rows the statistics take (one or two per reweighted row)."""
+        return sum(0 if B is None else B.shape[0] for B in (self.Sa, self.Sr))
+
+    def merged(self, rows, c, sign):
+        """``(Rows, targets)`` of ``rows`` (``Rows`` or None) and this reweight's entering
+        (``sign`` > 0) or leaving statistics rows, for a refactorisation."""
+        B, cb = (self.Sa, self.ca) if sign > 0 else (self.Sr, self.cr)
+        if B is None:
+            return rows, c
+        if rows is None:
+            return Rows(B), cb
+        return Rows(np.vstack([rows.array(), B])), np.concatenate([np.asarray(c), cb])
+
+
 class PrimalSquaredState(ModelState):
-    """Exact state of ``(ΦᵀΦ + ρI) β = Φᵀy`` under row additions, removals and relabels.
+    """Exact state of ``(ΦᵀΦ + ρI) β = Φᵀy`` under row additions, removals, relabels and
+    reweights (with sample weights ``(ΦᵀWΦ + ρI) β = ΦᵀWy``, see the module docstring).
 
     ``M = ΦᵀΦ + ρI`` and ``b = Φᵀy`` are kept exactly (:class:`_Statistics`: BLAS syrk, large
     rows in double-double), together with the Cholesky factor from the last refactorisation;
@@ -557,8 +677,8 @@ class PrimalSquaredState(ModelState):
         self.rho = float(opts.rho)
 
     # ------------------------------------------------------------------ build
-    def fit(self, Phi, y, capacity=None, coef0=None):
-        """Solve ``(ΦᵀΦ + ρI) β = Φᵀy`` from scratch.
+    def fit(self, Phi, y, capacity=None, coef0=None, w=None):
+        """Solve ``(ΦᵀWΦ + ρI) β = ΦᵀWy`` from scratch (``W = diag(w)``, ``I`` without ``w``).
 
         Parameters
         ----------
@@ -567,6 +687,10 @@ class PrimalSquaredState(ModelState):
             The encoded targets; K columns give K outputs sharing the factorisation.
         capacity, coef0 : ignored
             (per-slot storage and warm starts mean nothing to the closed form).
+        w : ndarray of shape (n,) or None, default=None
+            Non-negative sample weights: the statistics are those of the rows ``√w_i φ_i`` and
+            targets ``√w_i y_i`` (rows of weight 0 are left out).  None: every weight is 1
+            (the unweighted statistics, bitwise as before weights existed).
 
         Returns
         -------
@@ -574,6 +698,11 @@ class PrimalSquaredState(ModelState):
         """
         y = np.asarray(y, dtype=np.float64)
         _n_outputs(y)  # ValueError unless (n,) or (n, K)
+        if w is not None:
+            p, out = Phi.shape[1], y.shape[1:]
+            Phi, y = _weighted_rows(Phi, y, w)
+            if Phi is None:  # every weight 0: β = 0
+                Phi, y = np.zeros((0, p)), np.zeros((0,) + out)
         self.stats = _Statistics.of_rows(Phi, y, self.rho)
         self._init_buffers(Phi.shape[1])
         self._refactor()
@@ -581,9 +710,11 @@ class PrimalSquaredState(ModelState):
         return self
 
     def _init_buffers(self, p):
-        self._P = np.zeros((self.max_rank, p))
-        self._s = np.zeros(self.max_rank)
-        self._sq = np.zeros(self.max_rank)
+        # pending rows of the statistics: one per Woodbury rank, two for a reweight (its row
+        # leaves with the old weight and comes back with the new one)
+        self._P = np.zeros((2 * self.max_rank, p))
+        self._s = np.zeros(2 * self.max_rank)
+        self._sq = np.zeros(2 * self.max_rank)
         self._np = 0  # pending rows not yet written into M
         self.inv = LowRankInverse(np.zeros((p, p)), self.max_rank)
         self._chol = None      # Cholesky factor of M at the last refactorisation
@@ -752,36 +883,44 @@ class PrimalSquaredState(ModelState):
          self.beta, self.n_refactor, self.n_rebuild, self._nM, self._nH, self._eW) = saved
 
     # ---------------------------------------------------------------- update
-    def apply(self, Pa=None, ya=None, Pr=None, yr=None, Pl=None, dy=None, rows_after=None):
+    def apply(self, Pa=None, ya=None, Pr=None, yr=None, Pl=None, dy=None, rows_after=None,
+              rw=None):
         """Add rows ``(Pa, ya)``, remove rows ``(Pr, yr)``, change labels of rows ``Pl`` by ``dy``.
 
         ``rows_after``: a callable returning ``(slots, Φ, t)`` of the data after the change
         (models that keep their rows), from which the statistics are recomputed when a removal
         has cancelled too many of their digits; None for a model without rows, which then
-        refuses such a removal.  On ValueError the model is exactly as before (a fold done on
-        the way only changed the representation of the same matrices).
+        refuses such a removal.  ``rw``: the reweights (a :class:`_Reweight`: rows whose weight
+        changes, as rank-one Woodbury corrections with a signed weight), or None.  On
+        ValueError the model is exactly as before (a fold done on the way only changed the
+        representation of the same matrices).
         """
         st = self.stats
         saved = (self.beta, st.rhs, st.lost, self._nM, self._nH, self._eW)
         try:
-            return self._apply(Pa, ya, Pr, yr, Pl, dy, rows_after)
+            return self._apply(Pa, ya, Pr, yr, Pl, dy, rows_after, rw)
         except ValueError:
             (self.beta, self.stats.rhs, self.stats.lost, self._nM, self._nH,
              self._eW) = saved
             raise
 
-    def _apply(self, Pa, ya, Pr, yr, Pl, dy, rows_after):
+    def _apply(self, Pa, ya, Pr, yr, Pl, dy, rows_after, rw=None):
         Pa, Pr, Pl = as_rows(Pa), as_rows(Pr), as_rows(Pl)
         if Pl is not None:
             Pl = Pl.array()
         k = (0 if Pa is None else len(Pa)) + (0 if Pr is None else len(Pr))
+        if rw is not None:
+            k += rw.U.shape[0]
         if k > self.max_rank:
+            if rw is not None:  # the statistics see a reweight as a removal and an addition
+                (Pa, ya), (Pr, yr) = rw.merged(Pa, ya, 1), rw.merged(Pr, yr, -1)
             return self._apply_refactor(Pa, ya, Pr, yr, Pl, dy, self.stats.cancellation(Pr),
                                         rows_after)
         Pa = None if Pa is None else Pa.array()
         Pr = None if Pr is None else Pr.array()
         rel = None if Pl is None else Pl.T @ dy
-        if not self.inv.room(k):
+        n_stat = k if rw is None else k - rw.U.shape[0] + rw.n_stat
+        if not self.inv.room(k) or self._np + n_stat > self._P.shape[0]:
             self.fold()
         self._ensure_inverse()  # after the fold, which may have refactorised
         if rel is None:
@@ -797,15 +936,39 @@ class PrimalSquaredState(ModelState):
             self._check_finite(t, sum(rhs))
             self.beta, self.stats.rhs = t, rhs
             return
-        V = parts[0][0] if len(parts) == 1 else np.vstack([B for B, _, _ in parts])
-        sqV = _row_sq(V)
-        n_add = 0 if Pa is None else Pa.shape[0]
-        sqs = [sqV[:n_add], sqV[n_add:]] if n_add and Pr is not None else [sqV]
-        sq_all = float(sqV.sum())
-        sq_add = float(sqs[0].sum()) if n_add else 0.0
-        q = 0.0 if Pr is None else self.stats.cancellation_of(sqs[-1])
-        s = np.concatenate([np.full(B.shape[0], sg) for B, _, sg in parts])
-        yv = np.concatenate([yy for _, yy, _ in parts])
+        if rw is None:
+            V = parts[0][0] if len(parts) == 1 else np.vstack([B for B, _, _ in parts])
+            sqV = _row_sq(V)
+            n_add = 0 if Pa is None else Pa.shape[0]
+            sqs = [sqV[:n_add], sqV[n_add:]] if n_add and Pr is not None else [sqV]
+            sq_all = float(sqV.sum())
+            sq_add = float(sqs[0].sum()) if n_add else 0.0
+            q = 0.0 if Pr is None else self.stats.cancellation_of(sqs[-1])
+            s = np.concatenate([np.full(B.shape[0], sg) for B, _, sg in parts])
+            yv = np.concatenate([yy for _, yy, _ in parts])
+            removing = Pr is not None
+            stat = None
+        else:
+            # the Woodbury rows: the additions, the removals and, for each reweight, √|Δw| φ
+            # with the sign of Δw; the statistics' rows: the additions and removals, and each
+            # reweighted row leaving with √w_old and coming back with √w_new (so that M and b
+            # stay sums of the same rounded rows that a later removal subtracts)
+            cparts = parts + [(rw.U, rw.cu, rw.su)]
+            V = np.vstack([B for B, _, _ in cparts])
+            sqV = _row_sq(V)
+            s = np.concatenate([np.broadcast_to(np.asarray(sg, dtype=np.float64), B.shape[:1])
+                                for B, _, sg in cparts])
+            yv = np.concatenate([yy for _, yy, _ in cparts])
+            sq_all = float(sqV.sum())
+            sq_add = float(sqV[s > 0].sum())
+            removing = bool(np.any(s < 0))
+            sparts = parts + [(B, c, sg) for B, c, sg in ((rw.Sa, rw.ca, 1.0),
+                                                          (rw.Sr, rw.cr, -1.0)) if B is not None]
+            S = np.vstack([B for B, _, _ in sparts])
+            sqS = _row_sq(S)
+            sS = np.concatenate([np.full(B.shape[0], sg) for B, _, sg in sparts])
+            q = self.stats.cancellation_of(sqS[sS < 0]) if np.any(sS < 0) else 0.0
+            stat = (sparts, S, sS, sqS)
         W = self.inv.matvec(np.ascontiguousarray(V.T)) if k > 1 else \
             self.inv.matvec(V[0])[:, None]
         G = V @ W
@@ -819,28 +982,40 @@ class PrimalSquaredState(ModelState):
             # a removal's core cancels as the leverage approaches 1; an addition's does not
             # (G ⪰ I), but a large one carries the tracked inverse's error into β
             noise = self._core_noise(float(np.abs(np.diagonal(G) - s).sum()), sq_all)
-            if Pr is not None and lam <= _CORE_MARGIN * noise:
+            if removing and lam <= _CORE_MARGIN * noise:
                 core = None
             else:
                 refine = noise > _REFINE_RTOL * lam
             n_M = self._nM + sq_add
-            n_H = self._nH + (w2 if Pr is not None else 0.0)
+            n_H = self._nH + (w2 if removing else 0.0)
             if n_M * n_H > _MAX_COND:  # nearly singular: as a fresh fit would, factorise
                 core = None
-        if core is None:  # leverage ≈ 1: Woodbury is unreliable, use the exact statistics
-            return self._apply_refactor(as_rows(Pa), ya, as_rows(Pr), yr, Pl, dy, q, rows_after)
-        if q and self._excess(self.stats.lost + q, lambda: self._nH + w2):
-            # the removal cancels too many digits of the statistics: recompute them
-            return self._apply_refactor(as_rows(Pa), ya, as_rows(Pr), yr, Pl, dy, q, rows_after)
+        if core is None or (q and self._excess(self.stats.lost + q, lambda: self._nH + w2)):
+            # leverage ≈ 1: Woodbury is unreliable, use the exact statistics; or the removal
+            # cancels too many digits of the statistics: recompute them
+            Pa, Pr = as_rows(Pa), as_rows(Pr)
+            if rw is not None:
+                (Pa, ya), (Pr, yr) = rw.merged(Pa, ya, 1), rw.merged(Pr, yr, -1)
+            return self._apply_refactor(Pa, ya, Pr, yr, Pl, dy, q, rows_after)
         t = t + W @ _scaled_rows(s, yv)
         beta = t + W @ (core @ (V @ t))
-        rhs = self._rhs(parts, Pl, dy, sqs)
-        self._check_finite(beta, sum(rhs))
         r = self._np
-        self._P[r:r + k] = V
-        self._s[r:r + k] = s
-        self._sq[r:r + k] = sqV
-        self._np = r + k
+        if stat is None:
+            rhs = self._rhs(parts, Pl, dy, sqs)
+            self._check_finite(beta, sum(rhs))
+            self._P[r:r + k] = V
+            self._s[r:r + k] = s
+            self._sq[r:r + k] = sqV
+            self._np = r + k
+        else:
+            sparts, S, sS, sqS = stat
+            rhs = self._rhs(sparts, Pl, dy)
+            self._check_finite(beta, sum(rhs))
+            m = S.shape[0]
+            self._P[r:r + m] = S
+            self._s[r:r + m] = sS
+            self._sq[r:r + m] = sqS
+            self._np = r + m
         mark = self.inv.mark()
         self.inv.add(W, core)
         self._nM, self._nH = n_M, n_H  # ‖H − W G⁻¹ Wᵀ‖ ≤ ‖H‖ + ‖W‖² / min|λ(G)|
@@ -957,7 +1132,8 @@ class PrimalSquaredState(ModelState):
     def _refusal(self, Pr, err):
         top = max(float(np.max(_row_sq(block))) for _, block in Pr.chunks())
         return (
-            f"removing these samples (squared feature norm up to {top:.3g}, against a model "
+            f"removing these samples or lowering their weights (weighted squared feature norm "
+            f"up to {top:.3g}, against a model "
             f"of trace(ΦᵀΦ + ρI) = {self._trace_M():.3g}) would cancel so many digits of the "
             f"model's statistics ΦᵀΦ + ρI that its coefficients could be off by up to {err:.1e} "
             "(relative) from a fresh fit; this model keeps no training rows (keep_data=False) "
@@ -982,9 +1158,50 @@ class PrimalSquaredState(ModelState):
         return M
 
     def apply_change(self, change):
+        """Apply a :class:`~deltafit.models._state.DataChange`; with sample weights (the ledger's
+        or the change's), through :meth:`_apply_weighted`."""
+        if _is_weighted(change):
+            return self._apply_weighted(change)
         rows_after = change.rows_after if change.ledger.keep_rows else None
         self.apply(change.rows_add, change.t_add, change.rows_remove, change.removed_targets,
                    change.rows_relabel, change.target_shift, rows_after)
+
+    def _apply_weighted(self, change):
+        """The weighted change as the unweighted one of rows ``√w_i φ_i``, targets ``√w_i t_i``.
+
+        An added row enters with its weight, a removed or relabelled one with its stored
+        weight (``ledger.w``, kept by ``keep_data=False`` models too); a reweight
+        ``w_old → w_new`` is the rank-one change ``(w_new − w_old) φφᵀ`` of ``M`` and
+        ``(w_new − w_old) φ t`` of ``b`` (a relabel in the same change comes first, at the old
+        weight): one Woodbury row ``√|Δw| φ`` of sign ``sign(Δw)`` (Lee et al., Cor. 1 and 2
+        with a signed weight), so that a decrease is refused or refactorised like a removal of
+        high leverage.  Rows of weight 0 contribute nothing and are left out.
+        """
+        led = change.ledger
+
+        def weighted_rows_after():
+            slots, Phi, t = change.rows_after()
+            Phi, t = _weighted_rows(Phi, t, change.weights_at(slots))
+            if Phi is None:  # every weight 0: the statistics of no rows
+                Phi, t = np.zeros((0, self.p)), np.zeros((0,) + _out_shape(self.n_outputs))
+            return slots, Phi, t
+
+        rows_after = weighted_rows_after if led.keep_rows else None
+        Pa = ya = Pr = yr = Pl = dy = None
+        if change.add_slots is not None and len(change.add_slots):
+            wa = (np.ones(len(change.add_slots)) if change.w_add is None
+                  else np.asarray(change.w_add, dtype=np.float64))
+            Pa, ya = _weighted_rows(as_rows(change.rows_add).array(), change.t_add, wa)
+        if change.remove_slots is not None and len(change.remove_slots):
+            Pr, yr = _weighted_rows(as_rows(change.rows_remove).array(),
+                                    change.removed_targets, led.w[change.remove_slots])
+        if change.relabel_slots is not None and len(change.relabel_slots):
+            Pl, dy = _weighted_rows(np.asarray(change.rows_relabel), change.target_shift,
+                                    led.w[change.relabel_slots])
+        rw = _Reweight.of_change(change) if change.reweight_slots is not None else None
+        if Pa is None and Pr is None and Pl is None and rw is None:
+            return  # only rows of weight 0 (or unchanged weights): the problem is the same
+        self.apply(Pa, ya, Pr, yr, Pl, dy, rows_after, rw)
 
     def warm_coef(self, slots):
         """A copy of β, (p,) or (p, K)."""
@@ -1096,8 +1313,30 @@ class _Unreliable(Exception):
     """A block Woodbury core was numerically unreliable; refactorise from the exact data."""
 
 
+class _WeightedPlan:
+    """A weighted change of the dual state by slot: relabels ``rel`` by ``dy``; removals
+    ``rem_all`` (``rem`` active, ``rem_quiet`` of weight 0); weights set to 0 (``mute``),
+    changed between positive values (``diag`` to ``diag_w``) or made positive (``unmute`` to
+    ``unmute_w``); additions ``add`` of weights ``add_w``, targets ``y_add`` and kernel blocks
+    ``K_cross``, ``K_new``."""
+
+    def __init__(self):
+        empty = np.zeros(0, dtype=np.intp)
+        self.rel = self.rem_all = self.rem = self.rem_quiet = self.mute = empty
+        self.diag = self.unmute = self.add = empty
+        self.diag_w = self.unmute_w = self.add_w = np.zeros(0)
+        self.dy = self.y_add = self.K_cross = self.K_new = None
+
+    @property
+    def rank(self):
+        """The rank of the Woodbury corrections."""
+        return (self.rem.size + self.mute.size + self.diag.size + self.unmute.size
+                + int(np.count_nonzero(self.add_w > 0)))
+
+
 class DualSquaredState(ModelState):
-    """Exact state of ``(K + ρI) α = y`` over the ledger's slots (kernel ridge / LS-SVM dual).
+    """Exact state of ``(K + ρI) α = y`` over the ledger's slots (kernel ridge / LS-SVM dual);
+    with sample weights ``(K + ρW⁻¹) α = y`` over the slots of positive weight.
 
     Adding samples borders the system (Schur complement), removing samples deletes rows and
     columns (the rank-k downdate ``H − H[:, R] H[R, R]⁻¹ H[R, :]``), relabelling changes only
@@ -1122,6 +1361,10 @@ class DualSquaredState(ModelState):
     y : ndarray of shape (capacity,) or (capacity, K)
         The targets by slot (zero at inactive slots).
     active : ndarray of bool, shape (capacity,)
+        The slots in the system: the live samples (of positive weight, when weighted).
+    w : ndarray of shape (capacity,) or None
+        The weights by slot (0 at free slots and at samples of weight 0); None while every
+        weight is 1.
     """
 
     kind, kernel, loss_names = "dual_squared", True, ("squared",)
@@ -1131,8 +1374,8 @@ class DualSquaredState(ModelState):
         super().__init__(opts, max_rank)
         self.rho = float(opts.rho)
 
-    def fit(self, K, y, capacity, coef0=None):
-        """Solve ``(K + ρI) α = y`` from scratch.
+    def fit(self, K, y, capacity, coef0=None, w=None):
+        """Solve ``(K + ρI) α = y`` (with weights: ``(K + ρW⁻¹) α = y``) from scratch.
 
         Parameters
         ----------
@@ -1143,6 +1386,12 @@ class DualSquaredState(ModelState):
         capacity : int
             The ledger's capacity (≥ n).
         coef0 : ignored
+        w : ndarray of shape (n,) or None, default=None
+            Non-negative sample weights.  The system is then ``(K + ρW⁻¹)α = y`` over the
+            samples of positive weight (diagonal ``ρ/w_i``); a sample of weight 0 has
+            ``α_i = 0`` and stays out of the system (inactive in the state, its kernel values
+            and target kept for a later reweight).  None: every weight is 1 (bitwise the
+            unweighted state).
 
         Returns
         -------
@@ -1155,13 +1404,49 @@ class DualSquaredState(ModelState):
         self.y[:n] = y
         self.active = np.zeros(capacity, dtype=bool)
         self.active[:n] = True
+        self.w = None
+        if w is not None:
+            self.w = np.zeros(capacity)
+            self.w[:n] = w
+            self.active[:n] = self.w[:n] > 0
         self.alpha = np.zeros(self.y.shape)
         self.inv = LowRankInverse(np.zeros((capacity, capacity)), self.max_rank)
         self.n_refactor = 0
         self.n_folds = 0
         self._dirty, self._clean = [], []  # removed slots before / after exact zeroing
+        self._muted = []  # slots of weight 0 (still in the ledger) to zero exactly
         self._refactor()
         return self
+
+    # ----------------------------------------------------------------- weights
+    # ``w`` is None while every weight is 1 (the diagonal is the scalar ρ: the unweighted
+    # code, bitwise); else the weight by slot, 0 at free slots and at samples of weight 0,
+    # which are inactive: ``active`` is ``w > 0`` over the ledger's live slots.
+    def _diag_at(self, slots):
+        """The diagonal ``ρ/w_i`` of the system at (active) ``slots``; the scalar ρ when
+        unweighted."""
+        return self.rho if self.w is None else self.rho / self.w[slots]
+
+    def _diag_times(self, a, w=None, active=None):
+        """``D a`` for the diagonal ``D = ρW⁻¹`` on the active slots (0 elsewhere): ``ρ a``
+        when unweighted.  ``w``, ``active``: the weights and active set to use (default: the
+        state's)."""
+        w = self.w if w is None else w
+        if w is None:
+            return self.rho * a
+        active = self.active if active is None else active
+        d = np.zeros(w.shape[0])
+        d[active] = self.rho / w[active]
+        return _scaled_rows(d, a)
+
+    def _diag_min(self, w=None, active=None):
+        """The smallest diagonal entry ``ρ / max w`` over the active slots (ρ unweighted)."""
+        w = self.w if w is None else w
+        if w is None:
+            return self.rho
+        active = self.active if active is None else active
+        top = float(np.max(w[active], initial=0.0))
+        return self.rho / top if top > 0 else self.rho
 
     @property
     def capacity(self):
@@ -1175,14 +1460,14 @@ class DualSquaredState(ModelState):
     @property
     def refine_each(self):
         """Whether the system is ill-conditioned enough to refine α after every update."""
-        return float(np.max(np.diagonal(self.gram.K))) > _REFINE_COND * self.rho
+        return float(np.max(np.diagonal(self.gram.K))) > _REFINE_COND * self._diag_min()
 
     def _refactor(self):
         A = np.flatnonzero(self.active)
         n = A.size
         dense = n == 0 or A[-1] == n - 1  # the active slots are 0..n-1: slices, no gathers
         G = np.array(self.gram.K[:n, :n], order="F") if dense else self.gram.sub(A)
-        G.flat[:: n + 1] += self.rho
+        G.flat[:: n + 1] += self._diag_at(A)
         HA, c = _spd_inverse(G, "K + ρI")
         if dense and n == self.capacity:
             H0 = HA
@@ -1199,13 +1484,23 @@ class DualSquaredState(ModelState):
         self.alpha = alpha
         self._clean.extend(getattr(self, "_dirty", []))
         self._dirty = []
+        self._muted = []  # H0 was rebuilt with zeros there
         self.n_refactor += 1
 
     def residual(self):
-        """``y − (K + ρI) α`` on the active slots (zero elsewhere), without copying K; (capacity,)
-        or (capacity, K)."""
+        """``y − (K + ρI) α`` (weighted: ``y − (K + ρW⁻¹) α``) on the active slots (zero
+        elsewhere), without copying K; (capacity,) or (capacity, K)."""
         a = _masked(self.alpha, self.active)
-        return _masked(self.y - (self.gram.K @ a + self.rho * a), self.active)
+        return _masked(self.y - (self.gram.K @ a + self._diag_times(a)), self.active)
+
+    def _gradient_coefs(self):
+        """The active slots and the coefficients ``w ∘ r`` of ``∇J = −2C Σ w_i r_i Φ(x_i)``
+        (``r`` the residual; ``w = 1`` unweighted)."""
+        A = np.flatnonzero(self.active)
+        r = self.residual()[A]
+        if self.w is not None:
+            r = _scaled_rows(self.w[A], r)
+        return A, r
 
     def gradient_norms(self):
         """RKHS norm of each output's ∇J_k at the stored α_k, ``2C sqrt(r_kᵀ K r_k)`` (see
@@ -1219,19 +1514,23 @@ class DualSquaredState(ModelState):
         """
         if self.y.ndim == 1:
             return np.array([self.gradient_norm()])
-        A = np.flatnonzero(self.active)
-        r = self.residual()[A]
+        A, r = self._gradient_coefs()
         q = np.einsum("ij,ij->j", r, self.gram.K[np.ix_(A, A)] @ r)
         return np.sqrt(np.maximum(q, 0.0)) / self.rho
 
     def gradient_norm(self):
         """RKHS norm of ∇J at the stored α, ``2C sqrt(rᵀ K r)`` with r = y − (K + ρI)α the
         residual on the active slots (∇J = Σ g_i Φ(x_i), g = −2C r), O(n²).  With K outputs:
-        the largest of :meth:`gradient_norms`, which bounds every column's ‖β_k − β_k*‖."""
+        the largest of :meth:`gradient_norms`, which bounds every column's ‖β_k − β_k*‖.
+
+        With sample weights, J(β) = C Σ w_i (t_i − z_i)² + ½‖β‖² with β = Σ α_i Φ(x_i) and
+        z = Kα; writing ``t − Kα = r + ρW⁻¹α`` (r = y − (K + ρW⁻¹)α, ρ = 1/(2C)),
+        ∇J = β − 2C Σ w_i (t_i − z_i) Φ(x_i) = −2C Σ w_i r_i Φ(x_i): the norm is
+        ``2C sqrt((w∘r)ᵀ K (w∘r))``, and J being 1-strongly convex, ‖β − β*‖ ≤ it (samples
+        of weight 0 contribute nothing to ∇J)."""
         if self.y.ndim == 2:
             return float(np.max(self.gradient_norms(), initial=0.0))
-        A = np.flatnonzero(self.active)
-        r = self.residual()[A]
+        A, r = self._gradient_coefs()
         return float(np.sqrt(max(r @ (self.gram.K[np.ix_(A, A)] @ r), 0.0))) / self.rho
 
     def fold(self, refine=True):
@@ -1250,13 +1549,17 @@ class DualSquaredState(ModelState):
             self._refactor()
 
     def _zero_dirty(self):
-        """Zero, exactly, the rows and columns of the slots removed since the last fold."""
+        """Zero, exactly, the rows and columns of the slots removed (or given weight 0) since
+        the last fold; the removed ones become reusable."""
         dead = np.array(sorted(set(self._dirty)), dtype=np.intp)
-        if dead.size:
-            self.inv.H0[dead, :] = 0.0
-            self.inv.H0[:, dead] = 0.0
+        muted = np.array(sorted(set(getattr(self, "_muted", []))), dtype=np.intp)
+        for z in (dead, muted):
+            if z.size:
+                self.inv.H0[z, :] = 0.0
+                self.inv.H0[:, z] = 0.0
         self._clean.extend(dead.tolist())
         self._dirty = []
+        self._muted = []
 
     def tracked_inverse(self):
         return self.inv.matvec
@@ -1271,6 +1574,10 @@ class DualSquaredState(ModelState):
         return clean
 
     def apply_change(self, change):
+        """Apply a :class:`~deltafit.models._state.DataChange`; with sample weights (the
+        ledger's or the change's), through :meth:`_apply_weighted`."""
+        if _is_weighted(change) or self.w is not None:
+            return self._apply_weighted(change)
         self.apply(rem=change.remove_slots, add=change.add_slots, K_cross=change.K_cross,
                    K_new=change.K_new, y_add=change.t_add, rel=change.relabel_slots,
                    dy=change.target_shift, capacity=change.ledger.capacity)
@@ -1285,7 +1592,7 @@ class DualSquaredState(ModelState):
         self.fold()
         old = self.capacity
         self.gram.ensure_capacity(cap)
-        for name in ("y", "alpha", "active"):
+        for name in ("y", "alpha", "active") + (() if self.w is None else ("w",)):
             a = getattr(self, name)
             b = np.zeros((cap,) + a.shape[1:], dtype=a.dtype)
             b[:old] = a
@@ -1294,10 +1601,10 @@ class DualSquaredState(ModelState):
 
     def take(self, keep, capacity):
         self.fold()
-        self._dirty, self._clean = [], []
+        self._dirty, self._clean, self._muted = [], [], []
         n = len(keep)
         self.gram.take(keep, capacity)
-        for name in ("y", "alpha", "active"):
+        for name in ("y", "alpha", "active") + (() if self.w is None else ("w",)):
             a = getattr(self, name)
             b = np.zeros((capacity,) + a.shape[1:], dtype=a.dtype)
             b[:n] = a[keep]
@@ -1433,6 +1740,255 @@ class DualSquaredState(ModelState):
             if np.any(_norms(d) > _DRIFT_RTOL * np.maximum(_norms(self.alpha), 1e-300)):
                 self._refactor()
 
+    # ------------------------------------------------------------ weighted update
+    def _apply_weighted(self, change):
+        """A change with sample weights: relabels, removals, weight changes and additions as
+        Woodbury corrections of ``H = (K + ρW⁻¹)⁻¹`` over the active slots; all or nothing.
+
+        With ``D = ρW⁻¹`` (Lee et al., Thm 1 and Cor. 1–4, with the diagonal per slot):
+
+        * a removal, or a weight set to 0, deletes the slot from the system (the rank-k
+          downdate ``H − H[:, R] H[R, R]⁻¹ H[R, :]``); a sample of weight 0 stays in the
+          ledger (its target and kernel values are kept) with ``α_i = 0``;
+        * a weight change ``w → w'`` (both positive) changes one diagonal entry by
+          ``δ = ρ/w' − ρ/w``: ``H' = H − H[:, S] (Δ⁻¹ + H[S, S])⁻¹ H[S, :]`` with
+          ``Δ = diag(δ)``, computed as ``(I + Δ H[S, S])⁻¹ Δ`` (no ``1/δ``); and
+          ``α' = α − H[:, S] (I + ΔH[S,S])⁻¹ Δ α_S``.  ``I + ΔH[S, S]`` has determinant
+          ``det(A')/det(A) > 0``; it comes near 0 only when a weight grows by orders of
+          magnitude, and a core too close to its rounding noise is not used (the update then
+          refactorises);
+        * an addition of weight ``w > 0``, or a weight 0 made positive, borders the system:
+          the Schur complement ``k_ii + ρ/w_i − bᵀHb`` (≥ ρ/w_i exactly);
+        * a relabel moves α by ``H[:, i] Δt_i`` (nothing for a sample of weight 0).
+
+        On ValueError the state is exactly as before (α padded to the new capacity).
+        """
+        alpha0, w0 = self.alpha, self.w
+        lists = (list(self._dirty), list(self._clean), list(self._muted))
+        try:
+            self.ensure_capacity(change.ledger.capacity)
+            if self.w is None:  # the first weighted change: every live weight was 1
+                self.w = self.active.astype(np.float64)
+            plan = self._weighted_plan(change)
+            if plan.unmute.size and np.intersect1d(plan.unmute, self._muted).size:
+                self.fold()  # their rows and columns of H must be exactly zero first
+            k = plan.rank
+            if k > self.max_rank:
+                before = (self.y.copy(), self.active.copy(), self.w.copy(), list(self._dirty),
+                          list(self._muted), list(self._clean))
+                try:
+                    return self._woodbury_weighted(None, plan)
+                except _Unreliable:
+                    self._put_back(before)
+                    try:
+                        return self._refactor_weighted(plan)
+                    except ValueError:
+                        self._put_back(before)
+                        self._refactor()
+                        raise
+                except ValueError:
+                    self._put_back(before)
+                    self._refactor()
+                    raise
+            if not self.inv.room(k):
+                self.fold()
+            mark = self.inv.mark()
+            try:
+                return self._woodbury_weighted(mark, plan)
+            except _Unreliable:
+                self.inv.rollback(mark)
+                self._dirty, self._clean, self._muted = (list(a) for a in lists)
+                return self._refactor_weighted(plan)
+            except ValueError:
+                self.inv.rollback(mark)
+                raise
+        except ValueError:
+            alpha = np.zeros((self.capacity,) + alpha0.shape[1:])
+            alpha[: alpha0.shape[0]] = alpha0
+            self.alpha = alpha
+            if w0 is None:
+                self.w = None
+            else:
+                w = np.zeros(self.capacity)
+                w[: w0.shape[0]] = w0
+                self.w = w
+            self._dirty, self._clean, self._muted = (list(a) for a in lists)
+            raise
+
+    def _put_back(self, before):
+        """Restore targets, active set, weights and the slot lists saved before a block."""
+        y, active, w, dirty, muted, clean = before
+        self.y, self.active, self.w = y.copy(), active.copy(), w.copy()
+        self._dirty, self._muted, self._clean = list(dirty), list(muted), list(clean)
+
+    def _weighted_plan(self, change):
+        """The change in slot terms, split by what each part does to the system."""
+        w, active = self.w, self.active
+        P = _WeightedPlan()
+        if change.relabel_slots is not None and len(change.relabel_slots):
+            P.rel = np.asarray(change.relabel_slots, dtype=np.intp)
+            P.dy = np.asarray(change.target_shift, dtype=np.float64)
+        if change.remove_slots is not None and len(change.remove_slots):
+            rem = np.asarray(change.remove_slots, dtype=np.intp)
+            P.rem_all = rem
+            P.rem = rem[active[rem]]
+            P.rem_quiet = rem[~active[rem]]  # weight 0: already out of the system
+        if change.reweight_slots is not None and len(change.reweight_slots):
+            rs = np.asarray(change.reweight_slots, dtype=np.intp)
+            wn = np.broadcast_to(np.asarray(change.reweight_w, dtype=np.float64), rs.shape)
+            on = active[rs]
+            P.mute = rs[on & (wn == 0)]
+            moved = on & (wn > 0) & (wn != w[rs])
+            P.diag, P.diag_w = rs[moved], wn[moved]
+            up = ~on & (wn > 0)
+            P.unmute, P.unmute_w = rs[up], wn[up]
+        if change.add_slots is not None and len(change.add_slots):
+            P.add = np.asarray(change.add_slots, dtype=np.intp)
+            P.add_w = (np.ones(P.add.size) if change.w_add is None
+                       else np.asarray(change.w_add, dtype=np.float64))
+            P.K_cross, P.K_new = change.K_cross, change.K_new
+            P.y_add = np.asarray(change.t_add, dtype=np.float64)
+        return P
+
+    def _woodbury_weighted(self, mark, P):
+        """The Woodbury corrections of :meth:`_apply_weighted` (``mark``: the rollback token
+        for pending corrections, or None to apply them to the base at once); raises
+        :class:`_Unreliable` when a core is numerically unreliable."""
+        direct = mark is None
+        put = self.inv.apply_now if direct else self.inv.add
+        rho = self.rho
+        alpha, y = self.alpha.copy(), self.y.copy()
+        active, w = self.active.copy(), self.w.copy()
+        dirty, muted, clean = list(self._dirty), list(self._muted), list(self._clean)
+        if P.rel.size:
+            y[P.rel] += P.dy
+            on = active[P.rel]
+            if on.any():
+                alpha += self.inv.columns(P.rel[on]) @ P.dy[on]
+        out = np.concatenate([P.rem, P.mute])
+        if out.size:
+            HR = self.inv.columns(out)
+            core = _spd_core(HR[out])  # = -H_RR⁻¹; H_RR is SPD
+            if core is None:
+                raise _Unreliable()
+            alpha += HR @ (core @ alpha[out])
+            put(HR, core)
+            alpha[out] = 0.0
+            active[out] = False
+            w[out] = 0.0
+            dirty += P.rem.tolist()
+            muted += P.mute.tolist()
+        if P.rem_all.size:
+            y[P.rem_all] = 0.0
+            w[P.rem_all] = 0.0
+            pending = set(muted)
+            for slot in P.rem_quiet.tolist():  # zero rows already, or once the muted are
+                (dirty if slot in pending else clean).append(slot)
+        trace = float(np.sum(np.diagonal(self.gram.K)[active]))
+        if P.diag.size:
+            S = P.diag
+            delta = rho / P.diag_w - rho / w[S]
+            HS = self.inv.columns(S)
+            Hss = 0.5 * (HS[S] + HS[S].T)
+            G = np.eye(S.size) + delta[:, None] * Hss  # I + ΔH_SS
+            sv = np.linalg.svd(G, compute_uv=False)
+            dmin = min(self._diag_min(w, active), float(np.min(rho / P.diag_w)))
+            noise = _EPS * (trace / dmin + 1.0) * float(np.max(np.abs(delta))) * \
+                float(np.max(np.abs(np.diagonal(Hss)), initial=0.0)) * S.size
+            if not (sv[-1] > _CORE_RTOL * max(1.0, sv[0]) and sv[-1] > _SCHUR_MARGIN * noise):
+                raise _Unreliable()
+            core = -np.linalg.solve(G, np.diag(delta))  # -(Δ⁻¹ + H_SS)⁻¹
+            core = 0.5 * (core + core.T)
+            alpha += HS @ (core @ alpha[S])
+            put(HS, core)
+            w[S] = P.diag_w
+        if P.add.size:
+            self.gram.write(P.add, P.K_cross, P.K_new)
+            y[P.add] = P.y_add
+            w[P.add] = P.add_w
+        grow = P.add[P.add_w > 0] if P.add.size else P.add
+        grow_w = P.add_w[P.add_w > 0] if P.add.size else P.add_w
+        Bs = np.concatenate([grow, P.unmute])
+        if Bs.size:
+            m = Bs.size
+            wb = np.concatenate([grow_w, P.unmute_w])
+            B = self.gram.K[:, Bs] * active[:, None]
+            K_new = self.gram.sub(Bs)
+            HB = self.inv.matvec(B)
+            Sc = K_new - B.T @ HB
+            Sc.flat[:: m + 1] += rho / wb
+            # Sc ⪰ ρW_B⁻¹ in exact arithmetic; H is accurate to about ε·cond(K + ρW⁻¹) (cond
+            # bounded by trace(K)/min(ρ/w) + 1): as for the unweighted addition
+            lam = np.linalg.eigvalsh(0.5 * (Sc + Sc.T))[0]
+            dmin = min(self._diag_min(w, active), float(np.min(rho / wb)))
+            noise = _EPS * (trace / dmin + 1.0) * float(np.max(np.diag(K_new)))
+            ok = lam > 0.5 * float(np.min(rho / wb)) and lam > _SCHUR_MARGIN * noise
+            core = _spd_core(Sc) if ok else None  # = -Sc⁻¹
+            if core is None:
+                raise _Unreliable()
+            core = -core
+            U = -HB
+            U[Bs] = np.eye(m)
+            active[Bs] = True
+            w[P.unmute] = P.unmute_w
+            alpha += U @ (core @ (y[Bs] - B.T @ alpha))
+            put(U, core)
+        if self.refine_each_for(w, active) and not direct:
+            a = _masked(alpha, active)
+            r = _masked(y - (self.gram.K @ a + self._diag_times(a, w, active)), active)
+            alpha = alpha + _masked(self.inv.matvec(r), active)
+        _check_finite_alpha(alpha)
+        self.alpha, self.y, self.active, self.w = alpha, y, active, w
+        self._dirty, self._muted, self._clean = dirty, muted, clean
+        if direct:  # one refinement step against the exact kernel matrix, as in a fold
+            self._zero_dirty()
+            d = self.inv.H0 @ self.residual()
+            self.alpha = self.alpha + d
+            if np.any(_norms(d) > _DRIFT_RTOL * np.maximum(_norms(self.alpha), 1e-300)):
+                self._refactor()
+
+    def refine_each_for(self, w, active):
+        """:attr:`refine_each` for the weights ``w`` on the slots ``active``."""
+        return float(np.max(np.diagonal(self.gram.K))) > \
+            _REFINE_COND * self._diag_min(w, active)
+
+    def _refactor_weighted(self, P):
+        """The weighted change applied to the targets, weights and active set, then one
+        refactorisation of ``K + ρW⁻¹`` (an unreliable or too large Woodbury step)."""
+        saved = (self.y.copy(), self.active.copy(), self.w.copy(), self.alpha, self.inv.H0,
+                 self.inv.rank, list(self._dirty), list(self._muted), list(self._clean))
+        try:
+            y, active, w = self.y.copy(), self.active.copy(), self.w.copy()
+            if P.rel.size:
+                y[P.rel] += P.dy
+            if P.rem_all.size:
+                y[P.rem_all] = 0.0
+                w[P.rem_all] = 0.0
+                active[P.rem_all] = False
+            if P.mute.size:
+                w[P.mute] = 0.0
+                active[P.mute] = False
+            if P.diag.size:
+                w[P.diag] = P.diag_w
+            if P.add.size:
+                self.gram.write(P.add, P.K_cross, P.K_new)
+                y[P.add] = P.y_add
+                w[P.add] = P.add_w
+                active[P.add] = P.add_w > 0
+            if P.unmute.size:
+                w[P.unmute] = P.unmute_w
+                active[P.unmute] = True
+            self.y, self.active, self.w = y, active, w
+            self._dirty = list(self._dirty) + P.rem_all.tolist()  # zeroed by the refactor
+            self._refactor()
+            self.n_folds += 1
+        except ValueError:
+            (self.y, self.active, self.w, self.alpha, H0, rank, self._dirty, self._muted,
+             self._clean) = saved
+            self.inv.H0 = H0
+            self.inv.rank = rank
+            raise
+
     def _apply_refactor(self, rem, add, K_cross, K_new, y_add, rel, dy):
         saved = (self.y.copy(), self.active.copy(), self.alpha, self.inv.H0, self.inv.rank)
         dirty0 = list(self._dirty)
@@ -1497,8 +2053,20 @@ class DualSquaredState(ModelState):
         st.alpha = _padded(alpha, capacity)
         H0 = np.zeros((capacity, capacity), order="F")
         H0[:n, :n] = H
+        st.w = None
+        if "ledger_w" in arrays:  # the ledger's weights (checked by the ledger)
+            w = np.asarray(arrays["ledger_w"], dtype=np.float64)
+            if w.shape != (n,):
+                raise ValueError("corrupt model file: the sample weights do not match the "
+                                 "kernel state")
+            st.w = np.zeros(capacity)
+            st.w[:n] = w
+            st.active[:n] = w > 0
+            off = np.flatnonzero(~st.active[:n])
+            H0[off, :] = 0.0  # samples of weight 0 are out of the system
+            H0[:, off] = 0.0
         st.inv = LowRankInverse(H0, max_rank)
-        st._dirty, st._clean = [], []
+        st._dirty, st._clean, st._muted = [], [], []
         st.n_refactor = 0
         st.n_folds = 0
         return st

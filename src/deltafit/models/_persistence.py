@@ -899,16 +899,21 @@ def _check_binary_statistics(model, meta, arrays, st):
             raise ValueError("corrupt model file: the stored rows' intercept column is not "
                              f"intercept_scaling = {s}")
     if st.kind == "primal_squared" and intercept:
+        # with sample weights the statistics are ΦᵀWΦ + ρI and ΦᵀWy: the constant feature
+        # counts the total weight, s²·Σw + ρ, and sums s·Σ w_i y_i
         M, b = arrays["state_M"], arrays["state_b"]
-        expected = n * s * s + st.rho
+        w = arrays.get("ledger_w")
+        expected = (n if w is None else float(np.sum(w))) * s * s + st.rho
         if abs(M[-1, -1] - expected) > 1e-6 * expected:
             raise ValueError("corrupt model file: ΦᵀΦ + ρI does not count the samples "
                              f"(constant feature: {M[-1, -1]:.6g}, expected {expected:.6g})")
         total = None
         if "ledger_y" in arrays:
             y = arrays["ledger_y"]
-            total, scale = float(y.sum()), float(np.abs(y).sum()) + 1.0
-        elif meta["n_positive"] is not None:
+            wy = y if w is None else w * y
+            total, scale = float(wy.sum()), float(np.abs(wy).sum()) + 1.0
+        elif meta["n_positive"] is not None and w is None:
+            # (weighted and without labels: which weights are the positives' is unknown)
             total, scale = float(2 * meta["n_positive"] - n), float(n)
         if total is not None and abs(b[-1] - s * total) > 1e-6 * s * scale:
             raise ValueError("corrupt model file: Φᵀy does not match the labels on the "
@@ -942,8 +947,19 @@ def _check_solution(meta, arrays, st):
         residual, scale = norm(M @ beta - b), norm(M) * norm(beta) + norm(b)
     elif kind == "dual_squared":
         K, alpha, y = arrays["state_K"], arrays["state_alpha"], arrays["ledger_y"]
-        residual = norm(K @ alpha + st.rho * alpha - y)
-        scale = (norm(K) + st.rho) * norm(alpha) + norm(y)
+        w = arrays.get("ledger_w")
+        if w is None:
+            residual = norm(K @ alpha + st.rho * alpha - y)
+            scale = (norm(K) + st.rho) * norm(alpha) + norm(y)
+        else:
+            # (K + ρW⁻¹)α = y over the samples of positive weight and α_i = 0 where w_i = 0:
+            # W(Kα − y) + ρα = 0 states both
+            w = np.asarray(w, dtype=np.float64)
+            wmax = float(np.max(w, initial=0.0))
+            if np.ndim(alpha) == 2:
+                w = w[:, None]
+            residual = norm(w * (K @ alpha - y) + st.rho * alpha)
+            scale = (wmax * norm(K) + st.rho) * norm(alpha) + wmax * norm(y)
     elif kind in ("primal_newton", "kernel_newton"):
         y, C, saved = arrays["ledger_y"], st.C, float(meta["solver"]["grad_norm"])
         w = arrays.get("ledger_w", 1.0)  # C·w_i per sample
