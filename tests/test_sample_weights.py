@@ -155,7 +155,9 @@ def test_keep_data_false_weighted_updates(cancer):
     X, y, w = cancer
     m = LinearClassifier(keep_data=False).fit(X[:300], y[:300], sample_weight=w[:300])
     m.remove(X=X[:3], y=y[:3])
-    m.reweight([10], [0.25])
+    with pytest.raises(ValueError, match="rows as X"):
+        m.reweight([10], [0.25])
+    m.reweight([10], [0.25], X=X[[10]])  # the classifier recognises the label from the row
     m.add(X[300:310], y[300:310], sample_weight=w[300:310])
     ww = w.copy()
     ww[10] = 0.25

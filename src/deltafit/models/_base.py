@@ -111,6 +111,9 @@ class UpdatePlan:
         The added samples' weights (None: 1 each).
     reweight_slots, reweight_w : ndarray or None
         Ledger slots of the samples whose weight changes, and the new weights.
+    reweight_rows, reweight_t : ndarray or None
+        ``keep_data=False`` models: the reweighted samples' rows as given and their targets
+        after the update's relabels; else None.
     """
 
     X_add: np.ndarray | None = None
@@ -125,6 +128,8 @@ class UpdatePlan:
     w_add: np.ndarray | None = None
     reweight_slots: np.ndarray | None = None
     reweight_w: np.ndarray | None = None
+    reweight_rows: np.ndarray | None = None
+    reweight_t: np.ndarray | None = None
 
     @property
     def reweights(self):
@@ -184,9 +189,9 @@ class UpdatableMixin:
     # and prediction, whatever set_params does in between.
     _SPEC_KERNEL = ()
 
-    def _take_spec(self, X=None):
+    def _take_spec(self, X=None, w=None):
         """Snapshot the parameters the fitted model is made of (called by ``fit`` with the
-        training rows ``X``)."""
+        training rows ``X`` and their weights ``w``)."""
         spec = {"fit_intercept": bool(self.fit_intercept),
                 "intercept_scaling": float(self.intercept_scaling) if self.fit_intercept
                 else 0.0}
@@ -392,7 +397,7 @@ class UpdatableMixin:
             if w is not None:
                 self._check_fit_weights(t, w)
             previous = self._warm_coef() if self.warm_start else None
-            self._take_spec(X)
+            self._take_spec(X, w)
             self._build(X, t, previous, w)
             self._bump_version()
         return self
@@ -485,7 +490,7 @@ class UpdatableMixin:
         """
         return self.update(X_add=X, y_add=y, sample_weight_add=sample_weight)
 
-    def reweight(self, ids, sample_weight):
+    def reweight(self, ids, sample_weight, *, X=None, y=None):
         """Change the weights of existing samples, keeping their ids; the model becomes
         exactly the fit with the new weights (weight 0 silences a sample without removing
         it).
@@ -495,12 +500,17 @@ class UpdatableMixin:
         ids : array-like of int
         sample_weight : array-like of shape (len(ids),) or float
             The new non-negative weights.
+        X, y : array-like, optional
+            ``keep_data=False`` models only: the samples' rows (required) and current labels
+            (required for a regressor; a classifier recognises them from the rows), checked
+            against the stored digests, as for :meth:`relabel`.
 
         Returns
         -------
         self
         """
-        self.update(reweight_ids=ids, reweight_weight=sample_weight)
+        self.update(reweight_ids=ids, reweight_weight=sample_weight, X_reweight=X,
+                    y_reweight=y)
         return self
 
     def remove(self, ids=None, *, X=None, y=None):
@@ -550,14 +560,16 @@ class UpdatableMixin:
 
     def update(self, *, X_add=None, y_add=None, remove_ids=None, X_remove=None, y_remove=None,
                relabel_ids=None, y_relabel=None, X_relabel=None, y_relabel_old=None,
-               sample_weight_add=None, reweight_ids=None, reweight_weight=None):
+               sample_weight_add=None, reweight_ids=None, reweight_weight=None,
+               X_reweight=None, y_reweight=None):
         """Any mix of additions, removals, relabels and reweights as one exact update (one
         transaction).
 
         The arguments are those of :meth:`add` (``X_add``, ``y_add``, ``sample_weight_add``),
         :meth:`remove` (``remove_ids``, ``X_remove``, ``y_remove``), :meth:`relabel`
         (``relabel_ids``, ``y_relabel``, ``X_relabel``, ``y_relabel_old``) and
-        :meth:`reweight` (``reweight_ids``, ``reweight_weight``).
+        :meth:`reweight` (``reweight_ids``, ``reweight_weight``, ``X_reweight``,
+        ``y_reweight``).
 
         Returns
         -------
@@ -568,7 +580,8 @@ class UpdatableMixin:
                             X_remove=X_remove, y_remove=y_remove, relabel_ids=relabel_ids,
                             y_relabel=y_relabel, X_relabel=X_relabel,
                             y_relabel_old=y_relabel_old, sample_weight_add=sample_weight_add,
-                            reweight_ids=reweight_ids, reweight_weight=reweight_weight)[0]
+                            reweight_ids=reweight_ids, reweight_weight=reweight_weight,
+                            X_reweight=X_reweight, y_reweight=y_reweight)[0]
 
     def _update(self, **change):
         """One update as a transaction: on any exception, an interruption included, the model is
@@ -584,7 +597,7 @@ class UpdatableMixin:
     def _update_locked(self, X_add=None, y_add=None, remove_ids=None, X_remove=None,
                        y_remove=None, relabel_ids=None, y_relabel=None, X_relabel=None,
                        y_relabel_old=None, sample_weight_add=None, reweight_ids=None,
-                       reweight_weight=None):
+                       reweight_weight=None, X_reweight=None, y_reweight=None):
         led = self._ledger
         d = self.n_features_in_
         # ---- validation: nothing is changed before this block has passed
@@ -629,8 +642,25 @@ class UpdatableMixin:
                 if rel_rows.shape[0] != rel_slots.shape[0]:
                     raise ValueError(f"{rel_slots.shape[0]} ids but {rel_rows.shape[0]} rows in X")
                 rel_old = self._current_targets(rel_slots, rel_rows, y_relabel_old)
+        rw_rows = rw_t = None
+        if rw_slots is not None and not self._keeps_rows():
+            if X_reweight is None:
+                raise ValueError(
+                    "this model keeps no training rows (keep_data=False): pass the samples' "
+                    "rows as X to reweight them"
+                )
+            rw_rows = check_rows(X_reweight, d, "X")
+            if rw_rows.shape[0] != rw_slots.shape[0]:
+                raise ValueError(f"{rw_slots.shape[0]} ids but {rw_rows.shape[0]} rows in X")
+            rw_t = self._current_targets(rw_slots, rw_rows, y_reweight)
+            if rel_slots is not None:  # the targets after this update's relabels
+                rw_t = rw_t.copy()
+                for j, slot in enumerate(rw_slots.tolist()):
+                    hit = np.flatnonzero(rel_slots == slot)
+                    if hit.size:
+                        rw_t[j] = tl[hit[0]]
         plan = UpdatePlan(Xa, ta, rem_slots, rem_rows, rel_slots, tl, rel_rows, rem_t, rel_old,
-                          wa, rw_slots, rw)
+                          wa, rw_slots, rw, rw_rows, rw_t)
         if not (plan.adds or plan.removes or plan.relabels or plan.reweights):
             raise ValueError("nothing to update: give samples to add, remove, relabel or "
                              "reweight")

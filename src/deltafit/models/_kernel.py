@@ -50,9 +50,10 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
 
     _SPEC_KERNEL = ("kernel", "gamma", "degree", "coef0", "kernel_params")
 
-    def _take_spec(self, X=None):
-        super()._take_spec(X)
-        self._spec["gamma"] = _resolve_gamma(self.gamma, X, getattr(self, "n_features_in_", None))
+    def _take_spec(self, X=None, w=None):
+        super()._take_spec(X, w)
+        self._spec["gamma"] = _resolve_gamma(self.gamma, X, getattr(self, "n_features_in_", None),
+                                             w)
 
     def _kernel_spec(self):
         """Keyword arguments of :func:`~deltafit.kernels.kernel_matrix` for the kernel the
@@ -139,14 +140,19 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
             float(self._s ** 2 * alpha.sum())
 
 
-def _resolve_gamma(gamma, X, n_features=None):
+def _resolve_gamma(gamma, X, n_features=None, w=None):
     """The numeric kernel coefficient for training rows ``X``, as :class:`sklearn.svm.SVC`
     resolves it: ``"scale"`` is ``1 / (n_features · X.var())`` (1 when X is constant),
-    ``"auto"`` (or None) ``1 / n_features``."""
+    ``"auto"`` (or None) ``1 / n_features``.  With sample weights ``w`` the variance is the
+    weighted one (a sample of weight 2 counts as two copies)."""
     if gamma == "scale":
         if X is None:
             raise ValueError("gamma='scale' is resolved from the training rows at fit")
-        var = float(X.var())
+        if w is None:
+            var = float(X.var())
+        else:
+            mean = float(w @ X.mean(axis=1)) / float(w.sum())
+            var = float(w @ ((X - mean) ** 2).mean(axis=1)) / float(w.sum())
         return 1.0 / (X.shape[1] * var) if var > 0.0 else 1.0
     if gamma is None or gamma == "auto":
         return 1.0 / (X.shape[1] if X is not None else n_features)

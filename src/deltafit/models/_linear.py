@@ -93,7 +93,9 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
                             relabel_slots=plan.relabel_slots, relabel_t=plan.relabel_t,
                             remove_t=plan.remove_t, relabel_t_old=plan.relabel_t_old,
                             w_add=plan.w_add, reweight_slots=plan.reweight_slots,
-                            reweight_w=plan.reweight_w)
+                            reweight_w=plan.reweight_w, reweight_t=plan.reweight_t)
+        if plan.reweight_rows is not None:
+            change.rows_reweight = self._features(plan.reweight_rows)
         if plan.adds:
             change.add_slots = led.allocate(plan.X_add.shape[0])
             change.rows_add, change.t_add = self._features(plan.X_add), plan.t_add

@@ -86,6 +86,10 @@ class DataChange:
         The added samples' weights (None: 1 each).
     reweight_slots, reweight_w : ndarray or None
         Slots of the samples whose weight changes, and their new weights.
+    rows_reweight, reweight_t : ndarray or None
+        For a ledger that keeps no rows or labels: Φ of the reweighted samples and their
+        targets after the change's relabels (given by the caller, checked against the
+        digests); None otherwise.
     """
 
     ledger: object
@@ -104,6 +108,8 @@ class DataChange:
     w_add: np.ndarray | None = None
     reweight_slots: np.ndarray | None = None
     reweight_w: np.ndarray | None = None
+    rows_reweight: object = None
+    reweight_t: np.ndarray | None = None
 
     @property
     def weighted(self):
