@@ -495,3 +495,24 @@ def test_treecv_of_a_pipeline(strategy, cancer):
     b = treecv(df.LinearClassifier(), _scaled(X), y, cv=10, strategy=strategy)
     np.testing.assert_array_equal(a.fold_scores, b.fold_scores)
     assert np.array_equal(a.y_pred, b.y_pred) and a.score >= 0.95
+
+
+def test_pipeline_forwards_sample_weights():
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    w = np.random.default_rng(3).uniform(0.5, 2.0, len(y))
+    pipe = df.make_pipeline(StandardScaler(), df.LinearClassifier(loss="logistic"))
+    pipe.fit(X[:120], y[:120], linearclassifier__sample_weight=w[:120])
+    pipe.add(X[120:], y[120:], sample_weight=w[120:])
+    pipe.reweight([0, 5], [4.0, 0.0])
+    pipe.update(remove_ids=[7], reweight_ids=[8], reweight_weight=[2.0])
+    ww = w.copy()
+    ww[[0, 5, 8]] = [4.0, 0.0, 2.0]
+    keep = np.setdiff1d(np.arange(150), [7])
+    scaler = pipe[0]
+    fresh = df.LinearClassifier(loss="logistic").fit(scaler.transform(X[keep]), y[keep],
+                                                           sample_weight=ww[keep])
+    np.testing.assert_allclose(pipe.decision_function(X), fresh.decision_function(
+        scaler.transform(X)), atol=1e-6)
+    np.testing.assert_array_equal(pipe[-1].sample_weight_, ww[keep])

@@ -136,7 +136,7 @@ class UpdatablePipeline(Pipeline):
         return est
 
     # ------------------------------------------------------------------ updates
-    def add(self, X, y):
+    def add(self, X, y, sample_weight=None):
         """Add samples: their rows are transformed, the final estimator updates exactly.
 
         Parameters
@@ -144,6 +144,8 @@ class UpdatablePipeline(Pipeline):
         X : array-like of shape (k, n_features)
             Raw rows, as for ``fit``.
         y : array-like of shape (k,)
+        sample_weight : array-like of shape (k,), optional
+            Their weights (the final estimator's ``add``).
 
         Returns
         -------
@@ -151,7 +153,29 @@ class UpdatablePipeline(Pipeline):
             The ids given to the new samples.
         """
         est = self._fitted_final()
-        return est.add(self._transform_frozen(X), y)
+        if sample_weight is None:
+            return est.add(self._transform_frozen(X), y)
+        return est.add(self._transform_frozen(X), y, sample_weight=sample_weight)
+
+    def reweight(self, ids, sample_weight, *, X=None, y=None):
+        """Change the weights of existing samples (the final estimator's ``reweight``; rows,
+        if given, are transformed).
+
+        Parameters
+        ----------
+        ids : array-like of int
+        sample_weight : array-like or float
+        X : array-like, optional
+            Raw rows, required by ``keep_data=False`` final estimators.
+        y : array-like, optional
+
+        Returns
+        -------
+        self
+        """
+        est = self._fitted_final()
+        est.reweight(ids, sample_weight, X=self._transform_frozen(X), y=y)
+        return self
 
     def remove(self, ids=None, *, X=None, y=None):
         """Remove samples by id, or by value (``keep_data=False`` final estimators).
@@ -192,11 +216,14 @@ class UpdatablePipeline(Pipeline):
         return self if out is est else out
 
     def update(self, *, X_add=None, y_add=None, remove_ids=None, X_remove=None, y_remove=None,
-               relabel_ids=None, y_relabel=None, X_relabel=None, y_relabel_old=None):
+               relabel_ids=None, y_relabel=None, X_relabel=None, y_relabel_old=None,
+               **weights):
         """Any mix of additions, removals and relabels as one exact update of the final step.
 
-        The arguments are those of the final estimator's ``update``; ``X_add``, ``X_remove``
-        and ``X_relabel`` are raw rows, transformed by the frozen transformers first.
+        The arguments are those of the final estimator's ``update``; ``X_add``, ``X_remove``,
+        ``X_relabel`` (and ``X_reweight``) are raw rows, transformed by the frozen transformers
+        first.  ``**weights``: ``sample_weight_add``, ``reweight_ids``, ``reweight_weight``,
+        ``X_reweight``, ``y_reweight``, forwarded.
 
         Returns
         -------
@@ -205,10 +232,12 @@ class UpdatablePipeline(Pipeline):
         """
         est = self._fitted_final()
         t = self._transform_frozen
+        if "X_reweight" in weights:
+            weights["X_reweight"] = t(weights["X_reweight"])
         return est.update(X_add=t(X_add), y_add=y_add, remove_ids=remove_ids,
                           X_remove=t(X_remove), y_remove=y_remove, relabel_ids=relabel_ids,
                           y_relabel=y_relabel, X_relabel=t(X_relabel),
-                          y_relabel_old=y_relabel_old)
+                          y_relabel_old=y_relabel_old, **weights)
 
     def partial_fit(self, X, y, classes=None):
         """scikit-learn's incremental spelling: :meth:`add` on a fitted pipeline.
