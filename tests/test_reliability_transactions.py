@@ -85,7 +85,15 @@ def _relabel(m, X, t):
     m.update(relabel_ids=[7, 9], y_relabel=new, **kw)
 
 
-UPDATES = {"mixed": _mixed, "grow": _grow, "relabel": _relabel}
+def _reweight(m, X, t):  # weights of two samples change, one is silenced; and one added
+    kw = {} if m.problem_.keeps_rows else {"X_reweight": X[[11, 12]]}
+    if not m.problem_.keeps_rows and not type(m)._classifier:
+        kw["y_reweight"] = t[[11, 12]]
+    m.update(reweight_ids=[11, 12], reweight_weight=[3.0, 0.0], X_add=X[80:81],
+             y_add=t[80:81], sample_weight_add=[2.0], **kw)
+
+
+UPDATES = {"mixed": _mixed, "grow": _grow, "relabel": _relabel, "reweight": _reweight}
 
 
 class _Interrupt:
@@ -154,16 +162,28 @@ def test_interrupted_update_leaves_a_consistent_exact_model(config, update, data
         ref_rows = np.vstack([X[:80][keep[:80]], _new_rows(update, X), X[150:170]])
         ref_t = np.concatenate([_relabelled(mm, update, t)[:80][keep[:80]],
                                 _new_targets(update, t), t[150:170]])
-        ref = cls(**kw).fit(ref_rows, ref_t)
+        ref = cls(**kw).fit(ref_rows, ref_t, sample_weight=_weights(update, ref_t.shape[0]))
         assert _err(_score(mm, X), _score(ref, X)) <= TOL, (config, update, at)
 
 
 def _new_rows(update, X):
-    return {"mixed": X[80:85], "grow": X[85:120], "relabel": X[:0]}[update]
+    return {"mixed": X[80:85], "grow": X[85:120], "relabel": X[:0],
+            "reweight": X[80:81]}[update]
 
 
 def _new_targets(update, t):
-    return {"mixed": t[80:85], "grow": t[85:120], "relabel": t[:0]}[update]
+    return {"mixed": t[80:85], "grow": t[85:120], "relabel": t[:0],
+            "reweight": t[80:81]}[update]
+
+
+def _weights(update, n):
+    """The weights of the reference fit's rows (the first 80, the update's, 20 more)."""
+    if update != "reweight":
+        return None
+    w = np.ones(n)
+    w[[11, 12]] = [3.0, 0.0]
+    w[80] = 2.0  # the one added row follows the 80 kept ones
+    return w
 
 
 def _relabelled(m, update, t):
