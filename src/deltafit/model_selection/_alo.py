@@ -571,6 +571,8 @@ def _alo_of(prob, feature_map, n_components, random_state, margin_tol, rank_tol)
     y = prob.targets[slots]
     C = prob.C
     loss_obj = prob.loss
+    if prob.weighted:
+        return _alo_weighted(prob, slots, y, feature_map, n_components, random_state)
     if not prob.kernel:
         if feature_map is not None or n_components is not None:
             raise ValueError(
@@ -593,3 +595,43 @@ def _alo_of(prob, feature_map, n_components, random_state, margin_tol, rank_tol)
         Phi = np.column_stack([Phi, np.full(Phi.shape[0], s)])
     return alo_feature_map(Phi, y, loss_obj, C, K @ alpha, dual_coef=alpha,
                            margin_tol=margin_tol, rank_tol=rank_tol)
+
+
+def _alo_weighted(prob, slots, y, feature_map, n_components, random_state):
+    """ALO of a model fitted with sample weights (smooth losses only).
+
+    The Newton-step formula (N) has one per-sample coefficient ``C`` in front of ``ℓ'_t`` and
+    ``ℓ''_t``; with weights it is ``C w_t`` (the weighted objective is the unweighted one with
+    a per-sample C), so ``z_t + C w_t ℓ'_t h_t / (1 − C w_t ℓ''_t h_t)`` with the leverages of
+    ``I + Φᵀ diag(C w ℓ'') Φ``; exact leave-one-out for the squared loss.  The hinge formula of
+    He et al. rests on the dual box ``[0, C]`` shared by every sample (its singular-set
+    gradients ``g_V = −α_V / C``); it is not extended to per-sample boxes here.
+    """
+    loss_obj = prob.loss
+    if loss_obj.name == "hinge":
+        raise ValueError(
+            "ALO of a hinge model with sample weights is not available: He et al.'s formula "
+            "assumes one dual box [0, C] for every sample; use loo(..., method='bounds') "
+            "(exact) or refit without sample_weight"
+        )
+    _, obj = _loss_name(loss_obj)
+    cw = prob.C * prob.weights[slots]
+    if not prob.kernel:
+        if feature_map is not None or n_components is not None:
+            raise ValueError(
+                "feature_map / n_components apply to kernel models; a linear model's features "
+                "are its own (set its feature_map when fitting)"
+            )
+        Phi = np.asarray(prob.rows[slots])
+        z = Phi @ np.asarray(prob.coef)
+        return _alo_smooth(z, y, obj, cw, lambda d: _smooth_leverage_features(Phi, d))
+    K = prob.gram(slots)
+    z = K @ prob.alpha[slots]
+    if feature_map is None and n_components is None:
+        return _alo_smooth(z, y, obj, cw, lambda d: _smooth_leverage_kernel(K, d))
+    feature_map = _fitted_map(prob, feature_map, n_components, random_state)
+    Phi = np.asarray(feature_map.transform(prob.rows[slots]), dtype=np.float64)
+    s = prob.intercept_scaling
+    if s:
+        Phi = np.column_stack([Phi, np.full(Phi.shape[0], s)])
+    return _alo_smooth(z, y, obj, cw, lambda d: _smooth_leverage_features(Phi, d))

@@ -32,7 +32,7 @@ from ._closed_form import closed_form_predictions
 from ._problem import OneVsRestProblem, problem_of
 from ._result import CVResult
 
-__all__ = ["METHODS", "evaluate", "check_data", "resolve_method", "fit_full"]
+__all__ = ["METHODS", "evaluate", "check_data", "check_weights", "resolve_method", "fit_full"]
 
 METHODS = ("auto", "closed_form", "bounds", "bounds_early", "alo", "refit")
 
@@ -105,6 +105,13 @@ def check_data(X, y):
     if y.dtype.kind in "fc" and not np.all(np.isfinite(y)):
         raise ValueError("Input y contains NaN or infinity")
     return X, y
+
+
+def check_weights(sample_weight, X):
+    """Validated sample weights for the rows of X (None stays None): finite, ``≥ 0``."""
+    from ..solvers import _check_sample_weight
+
+    return _check_sample_weight(sample_weight, X.shape[0])
 
 
 def _loss_param(estimator):
@@ -182,16 +189,19 @@ def _fresh(estimator, feature_map):
     return est
 
 
-def fit_full(estimator, X, y, feature_map=None):
-    """A clone of ``estimator`` fitted on all of (X, y), keeping its training rows."""
+def fit_full(estimator, X, y, feature_map=None, sample_weight=None):
+    """A clone of ``estimator`` fitted on all of (X, y) (weighted by ``sample_weight``),
+    keeping its training rows."""
     model = _fresh(estimator, feature_map)
     if "keep_data" in model.get_params():
         model.set_params(keep_data=True)
-    return model.fit(X, y)
+    if sample_weight is None:
+        return model.fit(X, y)
+    return model.fit(X, y, sample_weight=sample_weight)
 
 
 def evaluate(estimator, X, y, splits, method, *, n_jobs=None, progress=False, order="natural",
-             stop=None, model=None, desc=None):
+             stop=None, model=None, desc=None, sample_weight=None):
     """Run one cross-validation; see the module docstring.
 
     Parameters
@@ -212,6 +222,11 @@ def evaluate(estimator, X, y, splits, method, *, n_jobs=None, progress=False, or
         ``details["pruned"] = True`` and the score's certified bounds in ``details``.
     model : fitted estimator, optional
         The full model, when the caller already has it.
+    sample_weight : ndarray of shape (n,), optional
+        Validated weights (:func:`check_weights`): every model — the full one, each split's
+        brute-force refit and the warm refits of the bound methods — solves the weighted
+        problem over its training samples; the scores are unweighted (scikit-learn's
+        ``cross_validate`` with ``params={"sample_weight": w}``).
 
     Returns
     -------
@@ -242,10 +257,10 @@ def evaluate(estimator, X, y, splits, method, *, n_jobs=None, progress=False, or
         if model is not None:
             fmap = getattr(model, "feature_map_", None)
         y_pred = _brute_force(estimator, X, y, splits, out, n_jobs, progress, desc, fmap,
-                              classes if n_classes else None)
+                              classes if n_classes else None, sample_weight)
     else:
         if model is None:
-            model = fit_full(estimator, X, y, fmap)
+            model = fit_full(estimator, X, y, fmap, sample_weight)
         prob = problem_of(model)
         if n_classes and not isinstance(prob, OneVsRestProblem):
             raise ValueError(f"y has {n_classes} classes but the model has "
@@ -332,10 +347,14 @@ def _split_range(splits, n, a, b):
     return [(np.asarray(tr), np.asarray(te)) for tr, te in splits[a:b]]
 
 
-def _fit_predict(estimator, X, y, work, fmap=None, classes=None):
+def _fit_predict(estimator, X, y, work, fmap=None, classes=None, sample_weight=None):
     res = []
     for tr, te in work:
-        est = _fresh(estimator, fmap).fit(X[tr], y[tr])
+        est = _fresh(estimator, fmap)
+        if sample_weight is None:
+            est.fit(X[tr], y[tr])
+        else:
+            est.fit(X[tr], y[tr], sample_weight=sample_weight[tr])
         pred = est.predict(X[te])
         dec = np.full(len(te), np.nan)
         seen = getattr(est, "classes_", np.zeros(2))
@@ -351,7 +370,8 @@ def _fit_predict(estimator, X, y, work, fmap=None, classes=None):
     return res
 
 
-def _brute_force(estimator, X, y, splits, out, n_jobs, progress, desc, fmap, classes=None):
+def _brute_force(estimator, X, y, splits, out, n_jobs, progress, desc, fmap, classes=None,
+                 sample_weight=None):
     n = X.shape[0]
     m = n if splits is None else len(splits)
     chunks = _chunks(m, n_jobs)
@@ -359,11 +379,11 @@ def _brute_force(estimator, X, y, splits, out, n_jobs, progress, desc, fmap, cla
     with progress_bar(m, progress, desc or "refits") as bar:
         if _effective_jobs(n_jobs) == 1:
             results = (_fit_predict(estimator, X, y, _split_range(splits, n, a, b), fmap,
-                                    classes) for a, b in chunks)
+                                    classes, sample_weight) for a, b in chunks)
         else:
             results = Parallel(n_jobs=n_jobs, return_as="generator")(
                 delayed(_fit_predict)(estimator, X, y, _split_range(splits, n, a, b), fmap,
-                                      classes) for a, b in chunks)
+                                      classes, sample_weight) for a, b in chunks)
         for (a, b), res in zip(chunks, results):
             for p, d in res:
                 preds.append(p)

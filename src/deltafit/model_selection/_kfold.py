@@ -8,7 +8,7 @@ from sklearn.model_selection import check_cv
 
 from .._pipeline import freeze
 from .._validation import check_bool
-from ._engine import check_data, evaluate, resolve_method
+from ._engine import check_data, check_weights, evaluate, resolve_method
 
 __all__ = ["cross_validate", "make_splits"]
 
@@ -23,7 +23,7 @@ def make_splits(cv, X, y, estimator, groups=None):
 
 
 def cross_validate(estimator, X, y, *, cv=5, groups=None, method="auto", n_jobs=None,
-                   progress=False, order="natural"):
+                   progress=False, order="natural", sample_weight=None):
     """Cross-validation over any scikit-learn splitter, with exact fast methods.
 
     Each split removes the samples outside its training set from the model fitted on all of
@@ -57,6 +57,9 @@ def cross_validate(estimator, X, y, *, cv=5, groups=None, method="auto", n_jobs=
     progress : bool
         Progress bar over the refits (needs tqdm).
     order : {"natural", "margin"}
+    sample_weight : array-like of shape (n_samples,), optional
+        Weights of the fit: each split's model is the weighted fit on its training samples
+        (see :func:`~deltafit.model_selection.loo`); the scores are unweighted.
 
     Returns
     -------
@@ -70,7 +73,8 @@ def cross_validate(estimator, X, y, *, cv=5, groups=None, method="auto", n_jobs=
     if frozen is not None:
         estimator, X = frozen.final, frozen.X
     X, y = check_data(X, y)
+    sample_weight = check_weights(sample_weight, X)
     method = resolve_method(method, estimator, loo=False)
     splits = make_splits(cv, X, y, estimator, groups)
     return evaluate(estimator, X, y, splits, method, n_jobs=n_jobs, progress=progress,
-                    order=order, desc="folds")
+                    order=order, desc="folds", sample_weight=sample_weight)

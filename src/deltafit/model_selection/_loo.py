@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from .._pipeline import freeze
 from .._validation import check_bool
-from ._engine import check_data, evaluate, resolve_method
+from ._engine import check_data, check_weights, evaluate, resolve_method
 
 __all__ = ["loo", "alo"]
 
 
-def loo(estimator, X, y, *, method="auto", n_jobs=None, progress=False, order="natural"):
+def loo(estimator, X, y, *, method="auto", n_jobs=None, progress=False, order="natural",
+        sample_weight=None):
     """Leave-one-out cross-validation, exact unless ``method="alo"``.
 
     Parameters
@@ -47,6 +48,12 @@ def loo(estimator, X, y, *, method="auto", n_jobs=None, progress=False, order="n
         Show a progress bar over the refits (needs tqdm).
     order : {"natural", "margin"}
         Order of the refits (``"margin"``: smallest ``y·f(x)`` first, Okumura §5.2).
+    sample_weight : array-like of shape (n_samples,), optional
+        Weights ``w_i ≥ 0`` of the fit ``C Σ w_i ℓ_i + ½‖β‖²``: sample t's left-out model is
+        the weighted fit on the other samples with their weights (the closed form uses the
+        weighted leverage ``h_t = w_t Φ_tᵀ(ΦᵀWΦ + ρI)⁻¹Φ_t``, the balls the coefficients
+        ``w_i ℓ'_i``).  The error rate / MSE counts every sample once, as scikit-learn's
+        cross-validation does with ``sample_weight`` passed to ``fit`` only.
 
     Returns
     -------
@@ -73,12 +80,13 @@ def loo(estimator, X, y, *, method="auto", n_jobs=None, progress=False, order="n
     if frozen is not None:
         estimator, X = frozen.final, frozen.X
     X, y = check_data(X, y)
+    sample_weight = check_weights(sample_weight, X)
     method = resolve_method(method, estimator, loo=True)
     return evaluate(estimator, X, y, None, method, n_jobs=n_jobs, progress=progress, order=order,
-                    desc="leave-one-out")
+                    desc="leave-one-out", sample_weight=sample_weight)
 
 
-def alo(estimator, X, y):
+def alo(estimator, X, y, *, sample_weight=None):
     """Approximate leave-one-out: ``loo(estimator, X, y, method="alo")``.
 
     An **approximation** of the leave-one-out predictions (``result.approximate`` is True;
@@ -87,4 +95,4 @@ def alo(estimator, X, y):
     He et al. ("Approximate leave-one-out with kernel SVM") with its smooth set S and singular set V, in kernel form or through
     explicit (e.g. Nyström) features.
     """
-    return loo(estimator, X, y, method="alo")
+    return loo(estimator, X, y, method="alo", sample_weight=sample_weight)

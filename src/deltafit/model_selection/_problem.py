@@ -46,17 +46,18 @@ def problem_of(model, _view=None, _shared=None):
         return OneVsRestProblem(model)
     slots = prob.live
     t = np.array(prob.targets[slots])
+    w = prob.sample_weights(slots)
     if prob.kernel:
         K = prob.gram(slots) if _shared is None else _shared.K
         out = TrainingProblem(None, K, t, prob.loss, prob.C,
-                              np.array(prob.alpha[slots]), prob.tol, prob.max_iter)
+                              np.array(prob.alpha[slots]), prob.tol, prob.max_iter, w=w)
     else:
         if not prob.keeps_rows:
             raise ValueError(
                 "cross-validation needs the model's training rows; fit with keep_data=True")
         Phi = prob.rows[slots] if _shared is None else _shared.Phi
         out = TrainingProblem(Phi, None, t, prob.loss, prob.C,
-                              np.array(prob.coef, dtype=float), prob.tol, prob.max_iter)
+                              np.array(prob.coef, dtype=float), prob.tol, prob.max_iter, w=w)
     if not prob.loss.smooth:  # hinge: the dual variables of the stored solution
         out.dual = np.array(prob.dual[slots])
     return out
@@ -141,7 +142,7 @@ class OneVsRestProblem:
 
 
 class TrainingProblem:
-    """``C Σ ℓ(t_i, ⟨Φ_i, β⟩) + ½‖β‖²`` with its solution, explicit (``Phi``) or kernel (``K``).
+    """``C Σ w_i ℓ(t_i, ⟨Φ_i, β⟩) + ½‖β‖²`` with its solution, explicit (``Phi``) or kernel (``K``).
 
     Parameters
     ----------
@@ -157,9 +158,18 @@ class TrainingProblem:
         β (shape (p,)) or α (shape (n,)).
     tol, max_iter :
         The refits' solver settings (the estimator's).
+    w : ndarray of shape (n,) or None
+        Sample weights (None: all 1).  Every per-sample coefficient ``C ℓ'`` / ``C ℓ''`` of
+        the balls and of the Newton steps is ``C w_i ℓ'`` / ``C w_i ℓ''``; leaving sample t
+        out removes its weighted term, and every refit keeps the other samples' weights.
+
+    Attributes
+    ----------
+    wd1 : ndarray of shape (n,)
+        ``w_i ℓ'(t_i, z_i)``: each sample's coefficient in the data term's gradient.
     """
 
-    def __init__(self, Phi, K, t, loss, C, coef, tol, max_iter):
+    def __init__(self, Phi, K, t, loss, C, coef, tol, max_iter, w=None):
         self.Phi, self.K, self.t, self.loss, self.C = Phi, K, t, loss, float(C)
         self.coef, self.tol, self.max_iter = coef, tol, max_iter
         self.kernel = K is not None
@@ -173,15 +183,17 @@ class TrainingProblem:
             self.z = Phi @ coef
             self.sq = np.einsum("ij,ij->i", Phi, Phi)
         self.d1 = loss.d1(t, self.z)
+        self.w = None if w is None else np.asarray(w, dtype=np.float64)
+        self.wd1 = self.d1 if self.w is None else self.w * self.d1
         if not self.smooth:
             return  # no gradient ball for the hinge: see loo_bounds / removal_bounds
         # exact gradient of the full problem at the stored solution (its solver residual)
         if self.kernel:
-            self.g = coef + self.C * self.d1  # coefficients: ∇P = Σ g_i Φ_i
+            self.g = coef + self.C * self.wd1  # coefficients: ∇P = Σ g_i Φ_i
             self.Kg = K @ self.g
             self.gg = float(self.g @ self.Kg)
         else:
-            self.g = coef + self.C * (Phi.T @ self.d1)
+            self.g = coef + self.C * (Phi.T @ self.wd1)
             self.gg = float(self.g @ self.g)
 
     # ------------------------------------------------------------- screening
@@ -193,7 +205,8 @@ class TrainingProblem:
         """Certified bounds of every leave-one-out score ``⟨Φ_t, β_{−t}⟩`` at once.
 
         With ``g`` the exact gradient of the full problem at the stored solution and
-        ``g_t = g − C ℓ'_t Φ_t`` that of the problem without t, the ball is
+        ``g_t = g − C w_t ℓ'_t Φ_t`` that of the problem without t (write ℓ'_t for w_t ℓ'_t
+        below), the ball is
         ``(β − g_t/2, ‖g_t‖/2)``; its score at Φ_t needs only ``⟨Φ_t, g⟩``, ℓ'_t and ``‖Φ_t‖²``:
 
             center  z_t − ⟨Φ_t, g⟩/2 + C ℓ'_t ‖Φ_t‖²/2
@@ -206,7 +219,7 @@ class TrainingProblem:
         if not self.smooth:
             return self._hinge_bounds(np.arange(self.n), None)
         pg = self.Kg if self.kernel else self.Phi @ self.g
-        center, r_norm = loo_balls(self.z, self.d1, self.sq, C1=self.C, C2=self.C,
+        center, r_norm = loo_balls(self.z, self.wd1, self.sq, C1=self.C, C2=self.C,
                                    phi_grad=pg, grad_sq=self.gg)
         return _widen(center, np.sqrt(np.maximum(self.sq, 0.0)) * r_norm)
 
@@ -220,6 +233,8 @@ class TrainingProblem:
         left undecided (infinite bounds) and refit.
         """
         safe = self.t * self.z > 1.0 + _HINGE_MARGIN
+        if self.w is not None:  # a sample of weight 0 is not in the problem
+            safe |= self.w == 0.0
         if R is None:  # leave-one-out: R = {t} for each t in T
             ok = safe[T]
         else:
@@ -230,12 +245,12 @@ class TrainingProblem:
     def _removal(self, R, T):
         """Center scores at T and radius of the ball around the model trained without R.
 
-        Removing R gives ``Δg = Σ_R γ_i Φ_i`` with ``γ_i = −ℓ'_i``; the ball of the reduced
+        Removing R gives ``Δg = Σ_R γ_i Φ_i`` with ``γ_i = −w_i ℓ'_i``; the ball of the reduced
         problem at the stored solution, with its exact gradient ``g + C Δg``, is
         :mod:`deltafit.sensitivity._ball` in its exact-gradient form (Okumura et al. Thm 6).
         Costs O(|R|² + |T| |R|) kernel values or O((|R| + |T|) p).
         """
-        gam = -self.d1[R]
+        gam = -self.wd1[R]
         if self.kernel:
             K = self.K
             phi_dg = K[np.ix_(T, R)] @ gam
@@ -255,7 +270,7 @@ class TrainingProblem:
     def _removal_center(self, R):
         """``β − r``, the center of :meth:`_removal`'s ball as a vector (explicit features) or
         as coefficients over the n samples (kernel)."""
-        gam = -self.d1[R]
+        gam = -self.wd1[R]
         if self.kernel:
             dg = np.zeros(self.n)
             dg[R] = gam
@@ -306,9 +321,11 @@ class TrainingProblem:
         hi = np.empty_like(lo)
         if ts.size == 0:
             return lo, hi
-        C, t = self.C, self.t
+        C, t, sw = self.C, self.t, self.w
         d2 = self.loss.d2(t, self.z)
-        cd1 = C * self.d1
+        if sw is not None:
+            d2 = sw * d2
+        cd1 = C * self.wd1
         if self.kernel:
             K = self.K
             # (I + C D K): Δα = −M⁻¹ γ; only the columns of M⁻¹ at the samples are needed
@@ -334,7 +351,8 @@ class TrainingProblem:
                 X = x0 + U * (w * vx / np.maximum(1.0 - w * vu, 1e-300))
                 A1 = self.coef[:, None] - X  # α¹, one column per t
                 Z = K @ A1
-                G = A1 + C * self.loss.d1(t[:, None], Z)
+                L = self.loss.d1(t[:, None], Z)
+                G = A1 + C * (L if sw is None else sw[:, None] * L)
                 G[tb, cols] = A1[tb, cols]  # t's loss is gone
                 KG = K @ G
                 gnorm = np.sqrt(np.maximum(np.einsum("ij,ij->j", G, KG), 0.0))
@@ -349,6 +367,8 @@ class TrainingProblem:
                 B1 = self.coef[:, None] - X  # β¹, one column per t
                 Z = Phi @ B1
                 L = self.loss.d1(t[:, None], Z)
+                if sw is not None:
+                    L *= sw[:, None]
                 L[tb, cols] = 0.0  # t's loss is gone
                 G = B1 + C * (Phi.T @ L)
                 gnorm = np.sqrt(np.einsum("ij,ij->j", G, G))
@@ -383,15 +403,16 @@ class TrainingProblem:
             return self._hinge_refit(keep, T)
         if early:
             cb = self._early_callback(R, T, keep, box)
+        sw = None if self.w is None else self.w[keep]
         if self.kernel:
             res = newton_kernel(self.K[np.ix_(keep, keep)], self.t[keep], self.loss, self.C,
-                                coef0=self.coef[keep], tol=self.tol, max_iter=self.max_iter,
-                                callback=cb)
+                                sample_weight=sw, coef0=self.coef[keep], tol=self.tol,
+                                max_iter=self.max_iter, callback=cb)
             z = self.K[np.ix_(T, keep)] @ res.coef
         else:
             res = newton_primal(self.Phi[keep], self.t[keep], self.loss, self.C,
-                                coef0=self.coef, tol=self.tol, max_iter=self.max_iter,
-                                callback=cb)
+                                sample_weight=sw, coef0=self.coef, tol=self.tol,
+                                max_iter=self.max_iter, callback=cb)
             z = self.Phi[T] @ res.coef
         if res.stopped_by_callback:
             return box["lo"], box["hi"], res.n_iter, True
@@ -400,13 +421,15 @@ class TrainingProblem:
     def _hinge_refit(self, keep, T):
         """Exact hinge refit without the removed samples, warm-started from the dual."""
         a0 = self.dual[keep]
+        sw = None if self.w is None else self.w[keep]  # α_i ∈ [0, C w_i]
         if self.kernel:
-            res = hinge_kernel(self.K[np.ix_(keep, keep)], self.t[keep], self.C, alpha0=a0,
-                               tol=self.tol, max_iter=max(self.max_iter, 1000))
+            res = hinge_kernel(self.K[np.ix_(keep, keep)], self.t[keep], self.C,
+                               sample_weight=sw, alpha0=a0, tol=self.tol,
+                               max_iter=max(self.max_iter, 1000))
             z = self.K[np.ix_(T, keep)] @ res.coef
         else:
-            res = hinge_primal(self.Phi[keep], self.t[keep], self.C, alpha0=a0, tol=self.tol,
-                               max_iter=max(self.max_iter, 1000))
+            res = hinge_primal(self.Phi[keep], self.t[keep], self.C, sample_weight=sw,
+                               alpha0=a0, tol=self.tol, max_iter=max(self.max_iter, 1000))
             z = self.Phi[T] @ res.coef
         return z, z.copy(), res.n_iter, False
 

@@ -14,7 +14,8 @@ from sklearn.utils.validation import check_is_fitted
 from .._pipeline import freeze
 from .._progress import progress_bar
 from .._validation import check_bool
-from ._engine import check_data, evaluate, fit_full, fitted_feature_map, resolve_method
+from ._engine import (check_data, check_weights, evaluate, fit_full, fitted_feature_map,
+                      resolve_method)
 from ._kfold import make_splits
 
 __all__ = ["LOOSearchCV"]
@@ -108,7 +109,7 @@ class LOOSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.n_jobs = n_jobs
         self.progress = progress
 
-    def fit(self, X, y, groups=None):
+    def fit(self, X, y, groups=None, sample_weight=None):
         """Score every configuration and keep the best.
 
         Parameters
@@ -117,6 +118,12 @@ class LOOSearchCV(MetaEstimatorMixin, BaseEstimator):
         y : array-like of shape (n_samples,)
         groups : array-like, optional
             For group splitters (``cv`` given).
+        sample_weight : array-like of shape (n_samples,), optional
+            Weights of every fit (as ``GridSearchCV.fit(X, y, sample_weight=w)`` passes them
+            to the estimator, indexed by each split's training set): the split models, the
+            full model and the refit best estimator.  The scores are unweighted (a
+            leave-one-out fold holds one sample: with positive weights this is what
+            scikit-learn's ``GridSearchCV``, which also weights its scorer, computes).
 
         Returns
         -------
@@ -136,6 +143,7 @@ class LOOSearchCV(MetaEstimatorMixin, BaseEstimator):
             estimator, X = frozen.final, frozen.X
             settings = [frozen.final_params(p) for p in grid]
         X, y = check_data(X, y)
+        sample_weight = check_weights(sample_weight, X)
         loo = self.cv is None
         splits = None if loo else make_splits(self.cv, X, y, estimator, groups)
         n_splits = X.shape[0] if loo else len(splits)
@@ -151,11 +159,13 @@ class LOOSearchCV(MetaEstimatorMixin, BaseEstimator):
                 if self.prune and bounded and best is not None:
                     stop = _stop_rule(rows[best]["score"], loo)
                 fmap = fitted_feature_map(est, X)
-                model = fit_full(est, X, y, fmap) if method != "refit" or self.refit else None
+                model = fit_full(est, X, y, fmap, sample_weight) \
+                    if method != "refit" or self.refit else None
                 res = evaluate(est if fmap is None else est.set_params(feature_map=fmap), X, y,
                                splits, method, n_jobs=self.n_jobs,
                                order=self.order if bounded else "natural", stop=stop,
-                               model=model if method != "refit" else None)
+                               model=model if method != "refit" else None,
+                               sample_weight=sample_weight)
                 row = _row(res, clf, loo)
                 rows.append(row)
                 if not row["pruned"] and (best is None or row["score"] > rows[best]["score"]):
@@ -179,7 +189,8 @@ class LOOSearchCV(MetaEstimatorMixin, BaseEstimator):
                 fmap = fitted_feature_map(asked, X)
                 if fmap is not None:
                     asked.set_params(feature_map=fmap)
-                best_model = asked.fit(X, y)
+                best_model = asked.fit(X, y) if sample_weight is None else \
+                    asked.fit(X, y, sample_weight=sample_weight)
             self.best_estimator_ = best_model if frozen is None else frozen.wrap(best_model)
             self.refit_time_ = time.perf_counter() - t1
         self.n_features_in_ = X.shape[1] if frozen is None else frozen.n_features_in

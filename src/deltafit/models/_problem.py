@@ -2,9 +2,10 @@
 
 Every deltafit estimator solves
 
-    min_β  J(β) = C Σ_i ℓ(t_i, ⟨Φ(x_i), β⟩) + ½ ‖β‖²
+    min_β  J(β) = C Σ_i w_i ℓ(t_i, ⟨Φ(x_i), β⟩) + ½ ‖β‖²
 
-over its live training samples, with ``t_i`` the encoded targets (±1 for classifiers), ``Φ``
+over its live training samples, with ``w_i ≥ 0`` the sample weights (:attr:`FittedProblem.weights`,
+1 unless given), ``t_i`` the encoded targets (±1 for classifiers), ``Φ``
 the explicit features (linear models: ``feature_map`` plus a regularised constant column of
 value ``intercept_scaling``) or the feature space of a kernel (kernel models:
 ``β = Σ α_i Φ(x_i)``, the constant ``intercept_scaling²`` added to the kernel).  The layers
@@ -14,7 +15,8 @@ through :class:`FittedProblem` and the estimators' public API.
 
 Handles
 -------
-Per-sample arrays of the view (:attr:`FittedProblem.targets`, :attr:`~FittedProblem.rows`,
+Per-sample arrays of the view (:attr:`FittedProblem.targets`, :attr:`~FittedProblem.weights`,
+:attr:`~FittedProblem.rows`,
 :attr:`~FittedProblem.alpha`, :attr:`~FittedProblem.dual`, :meth:`~FittedProblem.gram`) are
 indexed by *handles*: the storage positions of the samples, which stay valid until the model's
 next update (``problem.version`` changes).  :attr:`FittedProblem.live` lists the handles of the
@@ -164,11 +166,6 @@ class FittedProblem:
                 f"{what} of a regressor with {view.n_outputs} outputs are not available yet; "
                 "fit one regressor per output to use them"
             )
-        if view.weighted:
-            raise ValueError(
-                f"{what} of a model with sample weights are not available yet (the bounds "
-                "take every sample's weight as 1); refit without sample_weight to use them"
-            )
         if view.n_classes:
             raise ValueError(
                 f"{what} of a model with {view.n_classes} classes is not available yet; "
@@ -189,11 +186,6 @@ class FittedProblem:
         """
         if not self.n_classes:
             raise ValueError("for_class needs a model with three or more classes")
-        if self.weighted:
-            raise ValueError(
-                "the per-class bounds of a model with sample weights are not available yet "
-                "(they take every sample's weight as 1); refit without sample_weight to use them"
-            )
         return type(self)(self._model, k)
 
     @property
@@ -317,6 +309,20 @@ class FittedProblem:
         if self._verified is None:
             self._verified = np.full(self._led.capacity, np.nan)
         return _frozen(self._verified)
+
+    @property
+    def weights(self):
+        """Sample weights ``w_i`` by handle (1.0 for every live sample of an unweighted model;
+        0.0 at free handles).  Every per-sample coefficient of the bounds is ``C w_i ℓ'`` (or
+        ``C w_i ℓ''``): a sample of weight 2 counts as two copies, one of weight 0 as absent."""
+        return _frozen(self._led.w)
+
+    def sample_weights(self, handles):
+        """``w`` at ``handles`` as a new array, or None when every weight is 1 (the unweighted
+        arithmetic is then used unchanged)."""
+        if not self.weighted:
+            return None
+        return self._led.w[np.asarray(handles, dtype=np.intp)].copy()
 
     @property
     def rows(self):
@@ -468,21 +474,24 @@ class FittedProblem:
         """
         A = self._led.active_slots()
         t = self._led.y[A]
+        w = self.sample_weights(A)
         if self.kernel:
             a = self._st.alpha[A]
             z = self._st.gram.sub(A) @ a
-            return a + self.C * self.loss.d1(t, z)
+            d1 = self.loss.d1(t, z)
+            return a + self.C * (d1 if w is None else w * d1)
         if not self.keeps_rows:  # closed form: ∇J = 2C (M β − b), from the exact statistics
             return (self._exact_M() @ self._st.beta - self._st.b) / self._st.rho
         Phi = self._led.X[A]
-        return self._st.beta + self.C * (Phi.T @ self.loss.d1(t, Phi @ self._st.beta))
+        d1 = self.loss.d1(t, Phi @ self._st.beta)
+        return self._st.beta + self.C * (Phi.T @ (d1 if w is None else w * d1))
 
     def _exact_M(self):
         """``ΦᵀΦ + ρI`` of the closed-form primal state, pending rows included (no fold)."""
         return self._st.exact_matrix()
 
     def hessian(self):
-        """∇²J at the stored solution, ``I + C Φᵀ diag(ℓ''(t, z)) Φ`` (linear models, p × p).
+        """∇²J at the stored solution, ``I + C Φᵀ diag(w ℓ''(t, z)) Φ`` (linear models, p × p).
 
         For the squared loss this is ``2C (ΦᵀΦ + ρI)`` from the exact statistics the
         closed-form state keeps (no rows needed); otherwise it is formed from the stored rows.
@@ -499,6 +508,9 @@ class FittedProblem:
         A = self._led.active_slots()
         Phi = self._led.X[A]
         w = self.C * self.loss.d2(self._led.y[A], Phi @ st.beta)
+        sw = self.sample_weights(A)
+        if sw is not None:
+            w = w * sw
         H = (Phi.T * w) @ Phi
         H.flat[:: H.shape[0] + 1] += 1.0
         return H
@@ -509,7 +521,7 @@ class FittedProblem:
 
         Linear models: ``V`` of shape (p,) or (p, k).  Kernel models (squared loss): the
         coefficients over :attr:`live` of ``(∇²J)⁻¹ Σ_i V_i Φ(x_i)``, which by the push-through
-        identity are ``ρ (K + ρI)⁻¹ V`` with ρ = 1/(2C).  For the inverse the closed-form
+        identity are ``ρ (K + ρI)⁻¹ V`` with ρ = 1/(2C) (``ρ (W K + ρI)⁻¹ V`` with weights).  For the inverse the closed-form
         states track between factorisations, see :meth:`tracked_inverse`.
         """
         V = np.asarray(V, dtype=np.float64)
@@ -518,6 +530,11 @@ class FittedProblem:
                 raise ValueError("solve_hessian of a kernel model needs loss='squared'")
             rho = 1.0 / (2.0 * self.C)
             G = self.gram(self.live)
+            w = self.sample_weights(self.live)
+            if w is not None:  # (I + 2C Σ w_i Φ_i Φ_iᵀ)⁻¹ Φᵀ V = Φᵀ ρ (W K + ρI)⁻¹ V
+                G *= w[:, None]
+                G.flat[:: G.shape[0] + 1] += rho
+                return rho * linalg.lu_solve(linalg.lu_factor(G), V)
             G.flat[:: G.shape[0] + 1] += rho
             return rho * linalg.cho_solve(linalg.cho_factor(G, lower=True), V)
         return linalg.cho_solve(linalg.cho_factor(self.hessian(), lower=True), V)

@@ -1,17 +1,21 @@
 """The ball around the retrained model after a hypothetical data change (no retraining).
 
-Let β₁ minimise ``P₁(β) = C₁ Σ_{D₁} ℓ_i(β) + ½‖β‖²`` and β₂ minimise
-``P₂(β) = C₂ Σ_{D₂} ℓ_i(β) + ½‖β‖²`` with ``D₂ = D₁ ∖ R ∪ A``.  ``P₂`` is 1-strongly
-convex, so β₂ lies in the ball of center ``β₁ − r`` and radius ``‖r‖``, ``r = ½ ∇P₂(β₁)``.
-With the optimality of β₁,
+Let β₁ minimise ``P₁(β) = C₁ Σ_{D₁} w_i ℓ_i(β) + ½‖β‖²`` and β₂ minimise
+``P₂(β) = C₂ Σ_{D₂} w'_i ℓ_i(β) + ½‖β‖²`` with ``D₂ = D₁ ∖ R ∪ A`` and sample weights
+``w`` (``w'`` after a reweight; 1 unless given).  ``P₂`` is 1-strongly convex, so β₂ lies in
+the ball of center ``β₁ − r`` and radius ``‖r‖``, ``r = ½ ∇P₂(β₁)``.  With the optimality of
+β₁,
 
-    r = ½ (1 − C₂/C₁) β₁ + (C₂/2) Δg,    Δg = Σ_A ∇ℓ_i(β₁) − Σ_R ∇ℓ_i(β₁)
+    r = ½ (1 − C₂/C₁) β₁ + (C₂/2) Δg,
+    Δg = Σ_A w_i ∇ℓ_i(β₁) − Σ_R w_i ∇ℓ_i(β₁) + Σ_{reweighted} (w'_i − w_i) ∇ℓ_i(β₁)
 
 (Sivan et al., "Sensitivity analysis for kernel models", Thm 1 and eq. 5; Okumura et al.,
 "Quick sensitivity analysis for incremental data modification and its application to
 leave-one-out CV in linear classification problems", Thm 1 with C = 1/(λn)), which costs only
 the gradients of the changed samples.  A relabel is a removal of (x, y_old) and an addition of
-(x, y_new).  Since β₁ is computed to a tolerance, the radius is widened by the model's
+(x, y_new), both with the sample's weight; a reweight ``w → w'`` changes the data term by
+``(w' − w) ℓ_i``, linear in the weights, so it is the same kind of change (a weight-2 sample is
+two copies: removing it moves the ball exactly as removing both copies).  Since β₁ is computed to a tolerance, the radius is widened by the model's
 certified solver residual.  The ball is computed by :mod:`deltafit.sensitivity._ball`, the
 changed samples are kept by :mod:`deltafit.sensitivity._changes`.
 """
@@ -23,6 +27,7 @@ import numbers
 import numpy as np
 
 from .._validation import check_ids, check_rows
+from ..solvers import _check_sample_weight
 from . import _ball
 from ._changes import changes_for
 from ._model_access import certified_residual, check_model, fitted_C, n_classes
@@ -34,7 +39,7 @@ class Sensitivity:
     """What-if object: guaranteed bounds on the model retrained after a data change.
 
     Made by ``deltafit.sensitivity(model, C_new=None)``.  Changes (:meth:`add`,
-    :meth:`remove`, :meth:`relabel`) are hypothetical: the model is not touched, nothing is
+    :meth:`remove`, :meth:`relabel`, :meth:`reweight`) are hypothetical: the model is not touched, nothing is
     retrained, and each change costs the gradients of the changed samples only — O(p) per
     sample for a linear model, O((n_old + |A|) d) for a kernel model (Sivan et al. §3.3).
     Queries (:meth:`decision_bounds`, :meth:`predict_certain`, :meth:`distance_bound`,
@@ -61,6 +66,12 @@ class Sensitivity:
     ----------
     n_added, n_removed, n_relabeled, n_new : int
         Samples added / removed / relabelled by the pending changes, and the new sample count.
+    n_reweighted : int
+        Samples of both D₁ and D₂ whose weight the pending changes make different.
+
+    Notes on weights: a model fitted with ``sample_weight`` is bounded for its weighted problem
+    ``C Σ w_i ℓ_i + ½‖β‖²``; every sample's coefficient in Δg is ``w_i ℓ'_i`` (its current
+    weight for removals and relabels, the given ``sample_weight`` for additions).
 
     Notes
     -----
@@ -98,6 +109,9 @@ class Sensitivity:
         self._ids = np.empty(0, dtype=np.int64)  # grown with the store
         self._y0 = np.empty(0)    # label in D₁ (NaN for additions)
         self._y = np.empty(0)     # label in D₂ (NaN when absent from D₂)
+        self._w0 = np.empty(0)    # weight in D₁ (0 for additions)
+        self._w = np.empty(0)     # weight in D₂
+        self._n_rw = 0            # entries in D₁ and D₂ with a weight other than in D₁
         self._counts = [0, 0, 0]  # removed, added, relabelled
         self._cache = None        # the parts of the ball, until the next change
         self._r = None            # r of the ball (linear models), with the cache
@@ -123,6 +137,10 @@ class Sensitivity:
     @property
     def n_relabeled(self):
         return self._counts[2]
+
+    @property
+    def n_reweighted(self):
+        return self._n_rw
 
     @property
     def n_new(self):
@@ -165,15 +183,20 @@ class Sensitivity:
         """Number of entries (slots 0 … m − 1 of the store)."""
         return self._store.hi
 
-    def _insert(self, ids, y0, y, points, z, c=None, src=None):
-        """New entries (labels ``y0`` in D₁, ``y`` in D₂, coefficients ``c``, default 0)."""
+    def _insert(self, ids, y0, y, points, z, c=None, src=None, w0=None, w=None):
+        """New entries (labels ``y0`` in D₁, ``y`` in D₂, weights ``w0`` / ``w`` (default:
+        1), coefficients ``c``, default 0)."""
         m = self._m
         slots = self._store.insert(points, z, c, src)
         cap = self._store.capacity
         if self._ids.shape[0] < cap:
-            self._ids, self._y0, self._y = (_grown(a, cap, m)
-                                            for a in (self._ids, self._y0, self._y))
+            self._ids, self._y0, self._y, self._w0, self._w = (
+                _grown(a, cap, m) for a in (self._ids, self._y0, self._y, self._w0, self._w))
         self._ids[slots], self._y0[slots], self._y[slots] = ids, y0, y
+        if w0 is None:
+            w0 = 1.0
+        self._w0[slots] = w0
+        self._w[slots] = w0 if w is None else w
         self._pending.append((ids, m))
         return slots
 
@@ -186,25 +209,37 @@ class Sensitivity:
             self._pending = []
         return self._index
 
-    def _coef(self, idx, y):
-        """Δg coefficient of each entry when its D₂ label is ``y`` (NaN: absent)."""
+    def _coef(self, idx, y, w):
+        """Δg coefficient of each entry when its D₂ label is ``y`` (NaN: absent) and its D₂
+        weight ``w``: ``w ℓ'(y, z) − w₀ ℓ'(y₀, z)`` over the terms present."""
         d1 = self._loss.d1
-        z, y0 = self._store.z[idx], self._y0[idx]
+        z, y0, w0 = self._store.z[idx], self._y0[idx], self._w0[idx]
         model, present = y0 == y0, y == y  # NaN marks "not in D₁" / "not in D₂"
-        c = np.where(present, d1(np.where(present, y, 0.0), z), 0.0)
-        return c - np.where(model, d1(np.where(model, y0, 0.0), z), 0.0)
+        c = np.where(present, w * d1(np.where(present, y, 0.0), z), 0.0)
+        return c - np.where(model, w0 * d1(np.where(model, y0, 0.0), z), 0.0)
 
-    def _set(self, idx, y):
-        """Give entries ``idx`` the D₂ labels ``y`` and update Δg."""
+    def _set(self, idx, y, w=None):
+        """Give entries ``idx`` the D₂ labels ``y`` (and weights ``w``; default: unchanged)
+        and update Δg."""
         self._cache = None
-        self._store.set(idx, self._coef(idx, y))
+        w = self._w[idx] if w is None else w
+        self._store.set(idx, self._coef(idx, y, w))
         before = self._y[idx]  # a copy (fancy indexing)
+        self._rw_count(idx, -1)
         self._y[idx] = y
+        self._w[idx] = w
+        self._rw_count(idx, 1)
         self._recount(idx, before)
 
-    def _commit(self, idx, y, first_new=None):
-        before = self._y[idx].copy()
-        self._set(idx, y)
+    def _rw_count(self, idx, sign):
+        """Add ``sign`` × the entries of ``idx`` present in D₁ and D₂ with another weight."""
+        y0, y = self._y0[idx], self._y[idx]
+        self._n_rw += sign * int(np.count_nonzero((y0 == y0) & (y == y) &
+                                                  (self._w[idx] != self._w0[idx])))
+
+    def _commit(self, idx, y, first_new=None, w=None):
+        before = (self._y[idx].copy(), self._w[idx].copy())
+        self._set(idx, y, w)
         # an addition remembers where its entries and ids start, so that undo can give them back
         self._history.append((idx, before, first_new))
 
@@ -237,23 +272,25 @@ class Sensitivity:
             rows = rows[fresh]
         points, z, src = self._store.model_points(slots, rows)
         y0 = prob.targets[slots]
-        new = self._insert(new_ids, y0, y0, points, z, src=src)
+        w0 = prob.weights[slots] if prob.weighted else None
+        new = self._insert(new_ids, y0, y0, points, z, src=src, w0=w0)
         if all_fresh:
             return new
         out = np.fromiter((index.get(i, -1) for i in id_list), dtype=np.intp, count=ids.size)
         out[fresh] = new
         return out
 
-    def _append(self, ids, y0, y, points, z, c, first_new=None, removed=0, added=0, src=None):
+    def _append(self, ids, y0, y, points, z, c, first_new=None, removed=0, added=0, src=None,
+                w0=None, w=None):
         """Append entries already in their final state (coefficients ``c``), with one history
         record — the lean path of the common additions and removals."""
-        slots = self._insert(ids, y0, y, points, z, c, src)
+        slots = self._insert(ids, y0, y, points, z, c, src, w0, w)
         self._counts[0] += removed
         self._counts[1] += added
         self._cache = None
-        # undo sets the entries back to their state before: present with their D₁ label
-        # (model samples) or absent (additions, whose entries and ids are then dropped)
-        self._history.append((slots, y0.copy(), first_new))
+        # undo sets the entries back to their state before: present with their D₁ label and
+        # weight (model samples) or absent (additions, whose entries and ids are then dropped)
+        self._history.append((slots, (y0.copy(), self._w0[slots]), first_new))
 
     def _remove_fresh(self, ids):
         """Rows kept, none of ``ids`` touched before: removal in a few steps."""
@@ -263,8 +300,13 @@ class Sensitivity:
             raise ValueError("the change would remove every sample; a model needs at least one")
         points, z, src = self._store.model_points(slots)
         y0 = np.array(prob.targets[slots])
-        self._append(ids, y0, np.full(ids.size, np.nan), points, z, -self._loss.d1(y0, z),
-                     removed=ids.size, src=src)
+        c = -self._loss.d1(y0, z)
+        w0 = None
+        if prob.weighted:  # a removed sample takes its weighted term out: −w ℓ'
+            w0 = prob.weights[slots]
+            c *= w0
+        self._append(ids, y0, np.full(ids.size, np.nan), points, z, c,
+                     removed=ids.size, src=src, w0=w0)
 
     def _split_ids(self, ids, what):
         ids = check_ids(ids, what)
@@ -275,7 +317,7 @@ class Sensitivity:
             raise ValueError(f"unknown sample {what} (not in the model): {unknown[:10]}")
         return ids, hyp
 
-    def add(self, X, y):
+    def add(self, X, y, sample_weight=None):
         """Hypothetically add samples.
 
         Parameters
@@ -284,6 +326,9 @@ class Sensitivity:
             The new rows (finite for kernel models).
         y : array-like of shape (k,)
             Their labels (for classifiers, among ``classes_``).
+        sample_weight : array-like of shape (k,), optional
+            Their weights ``w ≥ 0`` (default 1): each adds ``w ℓ'(y, z) Φ(x)`` to Δg, as
+            ``model.add(X, y, sample_weight=w)`` adds ``C w ℓ`` to the objective.
 
         Returns
         -------
@@ -297,13 +342,17 @@ class Sensitivity:
         ta = self._prob.encode_targets(y, what="y")
         if ta.shape[0] != Xa.shape[0]:
             raise ValueError(f"X has {Xa.shape[0]} rows but y has {ta.shape[0]} labels")
+        wa = _check_sample_weight(sample_weight, Xa.shape[0], self._C1)
         ids = np.arange(self._next_hid, self._next_hid + Xa.shape[0], dtype=np.int64)
         points, z = self._store.new_points(Xa)
         if not np.isfinite(z).all():  # NaN/inf in X (checked here, not in a pass of its own)
             check_rows(Xa, model.n_features_in_, "X", name)
         d1 = self._store.check_new(points, z, ta, self._loss)
+        if wa is not None:
+            d1 = wa * d1
         self._append(ids, np.full(ids.size, np.nan), ta, points, z, d1,
-                     (self._m, self._next_hid), added=ids.size)
+                     (self._m, self._next_hid), added=ids.size, w0=0.0,
+                     w=1.0 if wa is None else wa)
         self._next_hid += Xa.shape[0]
         return ids
 
@@ -408,8 +457,53 @@ class Sensitivity:
             raise
         return self
 
+    def reweight(self, ids, sample_weight, *, X=None, y=None):
+        """Hypothetically give samples (model samples or additions) new weights.
+
+        A reweight ``w → w'`` changes the data term by ``C (w' − w) ℓ_i``, so Δg gains
+        ``(w' − w) ℓ'(y_i, z_i) Φ(x_i)``: the change of Okumura et al. Thm 1 / Sivan et al.
+        Thm 1 with a fractional sample (weight 0 is a removal that keeps the sample's id, an
+        integer increase adds copies).  As ``model.reweight(ids, w)``.
+
+        Parameters
+        ----------
+        ids : array-like of int
+        sample_weight : array-like of shape (len(ids),)
+            The new weights, ``≥ 0``.
+        X, y : array-like, optional
+            The samples' rows (and, for a regressor, targets), required for model samples of
+            ``keep_data=False`` models.
+
+        Returns
+        -------
+        self
+        """
+        self._check_model()
+        ids, hyp = self._split_ids(ids, "ids")
+        w = _check_sample_weight(np.atleast_1d(np.asarray(sample_weight)), ids.size, self._C1)
+        if X is not None and self._prob.keeps_rows:
+            X = None
+        idx = np.full(ids.size, -1, dtype=np.intp)
+        if np.any(hyp):
+            idx[hyp] = [self._lookup()[i] for i in ids[hyp].tolist()]
+        m0 = self._m
+        try:
+            if np.any(~hyp):
+                rows = None if X is None else np.asarray(X)[~hyp] if np.ndim(X) == 2 else X
+                old = None if y is None else np.atleast_1d(np.asarray(y))[~hyp]
+                idx[~hyp] = self._model_entries(ids[~hyp], rows, old, "reweight")
+            yi = self._y[idx]
+            gone = yi != yi
+            if np.any(gone):
+                raise ValueError(f"cannot reweight removed samples: {ids[gone][:10].tolist()}")
+            self._commit(idx, yi, w=w)
+        except BaseException:
+            self._drop_entries(m0)
+            raise
+        return self
+
     def undo(self):
-        """Revert the last :meth:`add`, :meth:`remove` or :meth:`relabel`.
+        """Revert the last :meth:`add`, :meth:`remove`, :meth:`relabel` or :meth:`reweight`.
 
         Returns
         -------
@@ -418,8 +512,8 @@ class Sensitivity:
         self._check_model()
         if not self._history:
             raise ValueError("nothing to undo")
-        idx, before, first_new = self._history.pop()
-        self._set(idx, before)
+        idx, (y_before, w_before), first_new = self._history.pop()
+        self._set(idx, y_before, w_before)
         if first_new is not None:
             # undoing the last change undid every later one: the entries from this addition on
             # all have coefficient 0 and no pending change refers to them; the ids are free again
@@ -579,7 +673,8 @@ class Sensitivity:
 
     def __repr__(self):
         return (f"Sensitivity({type(self._model).__name__}, added={self.n_added}, "
-                f"removed={self.n_removed}, relabeled={self.n_relabeled})")
+                f"removed={self.n_removed}, relabeled={self.n_relabeled}, "
+                f"reweighted={self.n_reweighted})")
 
 
 def _grown(a, cap, keep):

@@ -1,8 +1,9 @@
 """The ball around the retrained model, kept up to date one change at a time (Sivan et al. §3.3).
 
 For a fixed ``C = C₁ = C₂`` the ball of Theorem 1 has center ``m = β₁ − r`` and radius ``‖r‖``
-with ``r = (C/2) Σ_{A∪R} γ_i Φ(x_i)``, ``γ_i = ℓ'(y_i, z_i)`` for an added sample and
-``−ℓ'(y_i, z_i)`` for a removed one, ``z_i = ⟨Φ(x_i), β₁⟩`` (eqs. 4, 9, 10).  Adding an entry i
+with ``r = (C/2) Σ_{A∪R} γ_i Φ(x_i)``, ``γ_i = w_i ℓ'(y_i, z_i)`` for an added sample and
+``−w_i ℓ'(y_i, z_i)`` for a removed one (``w_i`` its sample weight, 1 unless given),
+``z_i = ⟨Φ(x_i), β₁⟩`` (eqs. 4, 9, 10).  Adding an entry i
 to ``A ∪ R`` changes ``‖r‖²`` by ``K_i = (C²/4)(2 γ_i Σ_{j≠i} γ_j k(x_i, x_j) + γ_i² k(x_i, x_i))``
 and taking it out subtracts the same amount, so each change costs one kernel row over the
 entries, ``O((n₁ + |A| + |R|) d)`` (linear models keep ``Σ γ_i Φ(x_i)`` as a vector: O(p)).
@@ -19,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import check_ids, check_rows
+from ..solvers import _check_sample_weight
 from . import _ball
 from ._changes import changes_for
 from ._model_access import certified_residual, check_model, fitted_C
@@ -114,7 +116,7 @@ class IncrementalSphere:
         return keys
 
     # ---------------------------------------------------------------- changes
-    def add(self, X, y):
+    def add(self, X, y, sample_weight=None):
         """Add samples to ``A`` (hypothetically: nothing is retrained).
 
         Parameters
@@ -123,6 +125,8 @@ class IncrementalSphere:
             Finite rows.
         y : array-like of shape (k,)
             Their labels (for classifiers, among ``classes_``).
+        sample_weight : array-like of shape (k,), optional
+            Their weights (default 1): ``γ_i = w_i ℓ'(y_i, z_i)``.
 
         Returns
         -------
@@ -134,14 +138,16 @@ class IncrementalSphere:
         t = self._prob.encode_targets(y, what="y")
         if t.shape[0] != Xa.shape[0]:
             raise ValueError(f"X has {Xa.shape[0]} rows but y has {t.shape[0]} labels")
+        w = _check_sample_weight(sample_weight, Xa.shape[0], self.C)
         P, z = self._store.new_points(Xa)
         self._store.check_new(P, z, t, self._loss)
-        return self._add_scored(P, t, z)
+        return self._add_scored(P, t, z, w)
 
-    def _add_scored(self, P, t, z):
+    def _add_scored(self, P, t, z, w=None):
         """:meth:`add` of mapped, validated points whose scores ``z`` under β₁ are known
-        (a stream learner has just predicted them)."""
-        keys = self._insert(P, z, self._loss.d1(t, z))
+        (a stream learner has just predicted them), with weights ``w`` (None: 1)."""
+        gamma = self._loss.d1(t, z)
+        keys = self._insert(P, z, gamma if w is None else w * gamma)
         self.n_added += P.shape[0]
         return keys
 
@@ -167,7 +173,11 @@ class IncrementalSphere:
         if prob.n_samples - self.n_removed + self.n_added - ids.size < 1:
             raise ValueError("the change would remove every sample; a model needs at least one")
         P, z, src = self._store.model_points(slots)
-        keys = self._insert(P, z, -self._loss.d1(prob.targets[slots], z), src, ids)
+        gamma = -self._loss.d1(prob.targets[slots], z)
+        w = prob.sample_weights(slots)
+        if w is not None:  # a removed sample takes its weighted term out
+            gamma *= w
+        keys = self._insert(P, z, gamma, src, ids)
         self.n_removed += ids.size
         return keys
 

@@ -12,12 +12,15 @@ __all__ = ["loo_bounds", "zhang_loo_bounds"]
 
 
 def _left_out(model, ids):
-    """``(problem, z_t, ‖Φ_t‖², ℓ'(y_t, z_t))`` of the samples to leave out."""
+    """``(problem, z_t, ‖Φ_t‖², w_t ℓ'(y_t, z_t))`` of the samples to leave out (``w_t`` the
+    sample weight: leaving t out removes its weighted term)."""
     loss = check_model(model, "leave-one-out bounds")
     prob = problem(model)
     slots = prob.live if ids is None else prob.handles(ids, "ids")
     z, ktt = prob.scores(slots)
-    return prob, z, ktt, loss.d1(prob.targets[slots], z)
+    d1 = loss.d1(prob.targets[slots], z)
+    w = prob.sample_weights(slots)
+    return prob, z, ktt, d1 if w is None else w * d1
 
 
 def _per_class(bounds, model, ids, **kw):
@@ -31,7 +34,7 @@ def loo_bounds(model, ids=None, *, C_new=None):
     """Bounds of ``⟨Φ(x_t), β_{−t}⟩``, the score of sample t by the model trained without it.
 
     For each t the ball of Sivan et al. Thm 1 / Okumura et al. Thm 1 with ``R = {t}`` gives
-    (with γ_t = −ℓ'(y_t, z_t), ρ = C₂/C₁, c = ½(1 − ρ))
+    (with γ_t = −w_t ℓ'(y_t, z_t), w_t the sample's weight, ρ = C₂/C₁, c = ½(1 − ρ))
 
         center score  (1 − c) z_t − (C₂/2) γ_t k_tt
         ‖r_t‖²        c² ‖β‖² + c C₂ γ_t z_t + (C₂²/4) γ_t² k_tt
@@ -76,7 +79,7 @@ def zhang_loo_bounds(model, ids=None):
 
     The baseline against which Sivan et al. compare their bounds.  α_t is the sample's
     coefficient in the dual form β = Σ α_i Φ(x_i), taken as its value at the optimum,
-    ``−C ℓ'(y_t, z_t)`` (the stored α of a kernel model is not unique when K is singular).  As in
+    ``−C w_t ℓ'(y_t, z_t)`` (``w_t`` the sample weight) (the stored α of a kernel model is not unique when K is singular).  As in
     :func:`loo_bounds`, the interval is widened by the model's certified solver residual,
     ``grad_norm_ · sqrt(k_tt)``: Zhang's bound is about the exact optimum, and without the
     allowance it "decides" labels whose left-out score is zero up to rounding (a kernel matrix
@@ -96,6 +99,6 @@ def zhang_loo_bounds(model, ids=None):
     if n_classes(model):
         return _per_class(zhang_loo_bounds, model, ids)
     prob, z, ktt, d1 = _left_out(model, ids)
-    alpha = -prob.C * d1  # α_t at the optimum (see above)
+    alpha = -prob.C * d1  # α_t at the optimum (see above; d1 carries the weight)
     w = np.abs(alpha) * ktt + prob.certified_residual * np.sqrt(np.maximum(ktt, 0.0))
     return z - w, z + w

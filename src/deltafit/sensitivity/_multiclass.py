@@ -62,7 +62,7 @@ class MulticlassSensitivity:
     """What-if object of a model with K ≥ 3 classes: one certified ball per one-vs-rest class.
 
     ``deltafit.sensitivity(model)`` (or ``Sensitivity(model)``) returns it for a multiclass
-    model.  Changes (:meth:`add`, :meth:`remove`, :meth:`relabel`, :meth:`undo`,
+    model.  Changes (:meth:`add`, :meth:`remove`, :meth:`relabel`, :meth:`reweight`, :meth:`undo`,
     :meth:`reset`) are applied to each class's binary :class:`Sensitivity` (:meth:`for_class`);
     queries stack the K answers.  Every bound is the binary one of Okumura et al. Thm 1 /
     Sivan et al. Thm 1 for that class's problem, widened by that class's certified solver
@@ -80,7 +80,7 @@ class MulticlassSensitivity:
     n_classes : int
     classes_ : ndarray
         The model's classes (column order of every (n, K) result).
-    n_added, n_removed, n_relabeled, n_new : int
+    n_added, n_removed, n_relabeled, n_reweighted, n_new : int
         As for :class:`Sensitivity`.
 
     Notes
@@ -137,6 +137,10 @@ class MulticlassSensitivity:
         return self._parts[0].n_relabeled
 
     @property
+    def n_reweighted(self):
+        return self._parts[0].n_reweighted
+
+    @property
     def n_new(self):
         return self._parts[0].n_new
 
@@ -146,12 +150,13 @@ class MulticlassSensitivity:
         return self._parts[0].C_new_
 
     # ------------------------------------------------------------------ change
-    def add(self, X, y):
-        """Hypothetically add samples (labels among ``classes_``); returns their ids.
+    def add(self, X, y, sample_weight=None):
+        """Hypothetically add samples (labels among ``classes_``, weights ``sample_weight``,
+        default 1); returns their ids.
 
         See :meth:`Sensitivity.add`.  Every class's problem changes.
         """
-        return self._each("add", X, y)
+        return self._each("add", X, y, sample_weight)
 
     def remove(self, ids=None, *, X=None, y=None):
         """Hypothetically remove samples; see :meth:`Sensitivity.remove`.  Returns self."""
@@ -165,6 +170,15 @@ class MulticlassSensitivity:
         Returns self.
         """
         self._each("relabel", ids, y, X=X, y_old=y_old)
+        return self
+
+    def reweight(self, ids, sample_weight, *, X=None, y=None):
+        """Hypothetically give samples new weights; see :meth:`Sensitivity.reweight`.
+
+        A sample's weight multiplies its term in every class's problem, so every class's ball
+        changes.  Returns self.
+        """
+        self._each("reweight", ids, sample_weight, X=X, y=y)
         return self
 
     def undo(self):
