@@ -1,0 +1,25 @@
+"""The README's first example runs as printed (in a temporary directory: it writes a file)."""
+
+from pathlib import Path
+
+import numpy as np
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def _first_python_block():
+    text = README.read_text(encoding="utf-8")
+    start = text.index("```python\n") + len("```python\n")
+    return text[start:text.index("```\n", start)]
+
+
+def test_first_example_runs(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    scope = {}
+    exec(compile(_first_python_block(), str(README), "exec"), scope)  # noqa: S102
+    m, s, X = scope["m"], scope["s"], scope["X"]
+    assert (tmp_path / "model.npz").is_file()
+    assert scope["lo"].shape == (5, 10) and np.all(scope["lo"] <= scope["hi"])
+    assert scope["certain"].mean() > 0.5  # what the comment says (85%)
+    assert m.n_samples_ == 1797 - 2
+    assert set(scope["search"].best_params_) == {"kernelclassifier__C"}
