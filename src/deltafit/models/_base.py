@@ -633,26 +633,11 @@ class UpdatableMixin:
             if tl.shape[0] != rel_slots.shape[0]:
                 raise ValueError(f"{rel_slots.shape[0]} ids but {tl.shape[0]} labels to relabel")
             if not self._keeps_rows():
-                if X_relabel is None:
-                    raise ValueError(
-                        "this model keeps no training rows (keep_data=False): pass the samples' "
-                        "rows as X to relabel them"
-                    )
-                rel_rows = check_rows(X_relabel, d, "X")
-                if rel_rows.shape[0] != rel_slots.shape[0]:
-                    raise ValueError(f"{rel_slots.shape[0]} ids but {rel_rows.shape[0]} rows in X")
-                rel_old = self._current_targets(rel_slots, rel_rows, y_relabel_old)
+                rel_rows, rel_old = self._given_samples(rel_slots, X_relabel, y_relabel_old,
+                                                        "relabel")
         rw_rows = rw_t = None
         if rw_slots is not None and not self._keeps_rows():
-            if X_reweight is None:
-                raise ValueError(
-                    "this model keeps no training rows (keep_data=False): pass the samples' "
-                    "rows as X to reweight them"
-                )
-            rw_rows = check_rows(X_reweight, d, "X")
-            if rw_rows.shape[0] != rw_slots.shape[0]:
-                raise ValueError(f"{rw_slots.shape[0]} ids but {rw_rows.shape[0]} rows in X")
-            rw_t = self._current_targets(rw_slots, rw_rows, y_reweight)
+            rw_rows, rw_t = self._given_samples(rw_slots, X_reweight, y_reweight, "reweight")
             if rel_slots is not None:  # the targets after this update's relabels
                 rw_t = rw_t.copy()
                 for j, slot in enumerate(rw_slots.tolist()):
@@ -740,6 +725,19 @@ class UpdatableMixin:
 
     def _keeps_rows(self):
         return self._ledger.keep_rows
+
+    def _given_samples(self, slots, X, y, verb):
+        """The rows and current targets of the samples at ``slots`` of a model that keeps
+        no rows (``keep_data=False``), as the caller gives them to ``verb`` them: the rows are
+        required, the targets taken from ``y`` or recognised (both checked against the
+        digests)."""
+        if X is None:
+            raise ValueError("this model keeps no training rows (keep_data=False): pass the "
+                             f"samples' rows as X to {verb} them")
+        rows = check_rows(X, self.n_features_in_, "X")
+        if rows.shape[0] != slots.shape[0]:
+            raise ValueError(f"{slots.shape[0]} ids but {rows.shape[0]} rows in X")
+        return rows, self._current_targets(slots, rows, y)
 
     def _current_targets(self, slots, rows, y):
         """The current encoded targets of the samples at ``slots`` of a model that keeps no
