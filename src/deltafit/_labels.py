@@ -66,6 +66,14 @@ class LabelMessages:
         return ValueError(template.format(name=self.name, **fields))
 
 
+def _check_within(y, labels, messages):
+    """ValueError (``messages.outside_classes``) when ``y`` has labels outside ``labels``."""
+    unseen = np.setdiff1d(np.unique(y), labels)
+    if unseen.size:
+        raise messages.error(messages.outside_classes, unseen=unseen.tolist(),
+                             classes=labels.tolist())
+
+
 class BinaryLabels:
     """Two class labels and their encoding as targets ±1 (``classes_[1]`` is +1).
 
@@ -130,9 +138,7 @@ class BinaryLabels:
                 if m.classes_size is not None:
                     raise m.error(m.classes_size, n=labels.size, given=list(classes))
                 self._check_two(labels, "classes")
-            unseen = np.setdiff1d(np.unique(y), labels)
-            if unseen.size:
-                raise m.error(m.outside_classes, unseen=unseen.tolist(), classes=labels.tolist())
+            _check_within(y, labels, m)
         self.classes_ = labels
         return self
 
@@ -254,9 +260,7 @@ class ClassLabels:
             labels = np.unique(y)
         else:
             labels = np.unique(np.asarray(classes))
-            unseen = np.setdiff1d(np.unique(y), labels)
-            if unseen.size:
-                raise m.error(m.outside_classes, unseen=unseen.tolist(), classes=labels.tolist())
+            _check_within(y, labels, m)
         if labels.size < 2:
             raise m.error(m.one_class, labels=labels.tolist())
         self.classes_ = labels
