@@ -436,29 +436,53 @@ def test_complex_input_is_refused_everywhere(make, imag):
 
 
 @pytest.mark.parametrize("make", MODELS8)
-def test_sparse_input_is_refused_as_fit_refuses_it(make):
-    """Sparse X or y: every entry point raises what fit raises (scikit-learn's TypeError,
-    same message), which is also a ValueError; before, add accepted a sparse X."""
+def test_sparse_y_is_refused_as_fit_refuses_it(make):
+    """Sparse y: every entry point raises what fit raises (scikit-learn's TypeError, same
+    message), which is also a ValueError.  (Sparse X: the linear models take it, see
+    tests/test_sparse.py.)"""
     X, yc, yr = _data(n=40, d=3)
     m = make()
     y = _targets(m, yc, yr)
-    # the refusal scikit-learn's validation gives (the estimator's own fit gives it too)
-    from sklearn.utils.validation import check_array
-
-    with pytest.raises(TypeError) as fit_error:
-        check_array(sp.csr_matrix(X), accept_sparse=False, input_name="X")
     m.fit(X, y)
     before = snapshot(m, X)
-    for name, call in _calls(m, X, y, bad_X=sp.csr_matrix(X[:2])).items():
-        with pytest.raises(type(fit_error.value)) as info:
-            call()
-        assert str(info.value) == str(fit_error.value), name
-        assert isinstance(info.value, ValueError), name
     ys = sp.csr_matrix(y[:2, None].astype(float))
     for name, call in _calls(m, X, y, bad_y=ys).items():
         with pytest.raises(TypeError, match="Sparse data was passed for y, but dense data is "
                                             "required") as info:
             call()
+        assert isinstance(info.value, ValueError), name
+    assert_unchanged(before, snapshot(m, X))
+
+
+def _rbf(A, B):
+    from sklearn.metrics.pairwise import rbf_kernel
+
+    return rbf_kernel(A, B, gamma=0.5)
+
+
+DENSE_ONLY = [pytest.param(lambda: KernelClassifier(kernel=_rbf), id="KernelClassifier-callable"),
+              pytest.param(lambda: KernelRegressor(kernel=_rbf), id="KernelRegressor-callable"),
+              pytest.param(lambda: LinearClassifier(loss="hinge"), id="LinearClassifier-hinge")]
+
+
+@pytest.mark.parametrize("make", DENSE_ONLY)
+def test_sparse_input_is_refused_as_fit_refuses_it(make):
+    """Sparse X given to a model that takes dense X only (a callable kernel, the linear hinge
+    loss): every entry point raises what fit raises (scikit-learn's TypeError and message,
+    with the reason), which is also a ValueError; before, add accepted a sparse X.  (The
+    other models take sparse X: tests/test_sparse.py.)"""
+    X, yc, yr = _data(n=40, d=3)
+    m = make()
+    y = _targets(m, yc, yr)
+    m.fit(X, y)
+    before = snapshot(m, X)
+    for name, call in _calls(m, X, y, bad_X=sp.csr_matrix(X[:2])).items():
+        with pytest.raises(TypeError) as info:
+            call()
+        text = str(info.value)
+        assert text.startswith("Sparse data was passed for X, but dense data is required ("), \
+            name
+        assert text.endswith("). Use '.toarray()' to convert to a dense numpy array."), name
         assert isinstance(info.value, ValueError), name
     assert_unchanged(before, snapshot(m, X))
 

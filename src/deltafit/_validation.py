@@ -8,7 +8,7 @@ import numpy as np
 import scipy.sparse as sp
 
 __all__ = ["check_rows", "check_real", "check_int", "check_bool", "check_ids", "check_dense",
-           "check_magnitude", "MAX_SQUARED_NORM", "SparseDataError"]
+           "check_magnitude", "check_sparse_rows", "MAX_SQUARED_NORM", "SparseDataError"]
 
 #: The largest weighted squared norm a training sample may have.  Every sample must satisfy
 #: ``max(1, C)·‖Φ(x)‖² ≤ MAX_SQUARED_NORM`` (``Φ(x)``: the features after the feature map, the
@@ -117,14 +117,48 @@ def check_bool(value, name):
     return bool(value)
 
 
-def check_rows(X, n_features, what="X", owner="the model", finite=True):
+def check_sparse_rows(X, n_features, what="X", owner="the model"):
+    """A scipy.sparse matrix or array as a float64 ``csr_matrix`` with ``n_features`` columns
+    and at least one row, its stored values finite and real.
+
+    Raises
+    ------
+    ValueError
+        For complex or non-numeric values, NaN or infinity, a wrong width or no row.
+    """
+    kind = X.dtype.kind
+    if kind == "c":
+        raise ValueError(f"Complex data not supported: {what} has complex values (the "
+                         "imaginary part would be dropped)")
+    if kind not in "biuf":
+        raise ValueError(f"{what} must be numeric, got a sparse matrix of dtype {X.dtype}")
+    if len(X.shape) != 2:
+        raise ValueError(f"{what} must be a 2-D array, got {len(X.shape)} dimension(s)")
+    X = sp.csr_matrix(X, dtype=np.float64)
+    if X.shape[0] == 0:
+        raise ValueError(f"{what} is empty (0 samples)")
+    if n_features is not None and X.shape[1] != n_features:
+        raise ValueError(
+            f"{what} has {X.shape[1]} features, but {owner} is expecting {n_features} features "
+            "as input"
+        )
+    if not np.all(np.isfinite(X.data)):
+        raise ValueError(f"{what} contains NaN or infinity")
+    return X
+
+
+def check_rows(X, n_features, what="X", owner="the model", finite=True, sparse=False):
     """A 2-D finite float64 array with ``n_features`` columns and at least one row.
 
     Sparse matrices are refused with scikit-learn's TypeError (:class:`SparseDataError`, also
-    a ValueError) and complex values with a ValueError, as the estimators' ``fit`` does.
-    ``finite=False`` leaves the NaN/inf check to a caller whose next computation reveals
-    non-finite input anyway (and which then calls again with ``finite=True`` for the message).
+    a ValueError) and complex values with a ValueError, as the estimators' ``fit`` does;
+    with ``sparse=True`` a sparse matrix or array is accepted and returned as a float64
+    ``csr_matrix`` (:func:`check_sparse_rows`).  ``finite=False`` leaves the NaN/inf check to
+    a caller whose next computation reveals non-finite input anyway (and which then calls
+    again with ``finite=True`` for the message).
     """
+    if sparse and sp.issparse(X):
+        return check_sparse_rows(X, n_features, what, owner)
     check_dense(X, what)
     try:
         X = np.asarray(X, dtype=np.float64)

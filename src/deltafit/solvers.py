@@ -28,6 +28,7 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 from scipy import linalg
 from sklearn.exceptions import ConvergenceWarning
 
@@ -36,6 +37,10 @@ __all__ = ["SolverResult", "HingeResult", "newton_primal", "newton_kernel", "hin
 
 # Below this decrease J cannot be resolved in floating point; a Newton step is then taken whole.
 _FLOOR = 1e-12
+#: Sparse X with more features than this: Newton solves its steps by conjugate gradients on
+#: Hessian-vector products (``Xᵀ D X v`` through sparse products) instead of forming the dense
+#: p × p Hessian.
+HESSIAN_FREE_FEATURES = 500
 
 
 @dataclass
@@ -230,8 +235,11 @@ def newton_primal(X, y, loss, C, *, sample_weight=None, coef0=None, tol=1e-10, m
 
     Parameters
     ----------
-    X : ndarray of shape (n, p)
-        Features, the intercept column included when the model has one.
+    X : ndarray or scipy.sparse matrix of shape (n, p)
+        Features, the intercept column included when the model has one.  A sparse X is used
+        through sparse products (gradient ``Xᵀ(...)``, Hessian ``Xᵀ D X``); beyond
+        :data:`HESSIAN_FREE_FEATURES` features its Newton steps are solved Hessian-free by
+        conjugate gradients (the stopping rule on ‖∇J‖ is the same: the solution is as exact).
     y : ndarray of shape (n,)
         Targets (±1 for classification losses).
     loss : :class:`deltafit.losses.Loss`
@@ -272,7 +280,7 @@ def newton_primal(X, y, loss, C, *, sample_weight=None, coef0=None, tol=1e-10, m
         y = np.asarray(y)
         keep = _kept(w)
         if keep is not None:  # weight 0: the sample is absent
-            X, y, w = np.asarray(X)[keep], y[keep], w[keep]
+            X, y, w = (X[keep] if sp.issparse(X) else np.asarray(X)[keep]), y[keep], w[keep]
             n = keep.size
         cw = C * w  # C_i
     beta = np.zeros(p) if coef0 is None else np.array(coef0, dtype=np.float64, copy=True)
@@ -293,16 +301,60 @@ def newton_primal(X, y, loss, C, *, sample_weight=None, coef0=None, tol=1e-10, m
             grad = X.T @ (cw * loss.d1(y, z)) + b
         return grad, grad, np.linalg.norm(grad)
 
+    sparse = sp.issparse(X)
+    if sparse:
+        X = sp.csr_matrix(X, dtype=np.float64)
+
     def newton_step(z, grad, _):
         d2 = loss.d2(y, z)
         act = d2 > 0
         Xa = X[act] if not act.all() else X
-        H = (Xa.T * ((C if w is None else cw[act]) * d2[act])) @ Xa
+        D = (C if w is None else cw[act]) * d2[act]
+        if sparse and p > HESSIAN_FREE_FEATURES:
+            return _cg_step(Xa, D, grad)
+        if sparse:
+            H = (Xa.T @ sp.diags(D) @ Xa).toarray()
+        else:
+            H = (Xa.T * D) @ Xa
         H.flat[:: p + 1] += 1.0
         return -solve_spd(H, grad)
 
     return _damped_newton(beta, X, objective, gradient, newton_step, g0, tol=tol,
                           max_iter=max_iter, callback=callback, what="Newton")
+
+
+def _cg_step(Xa, D, grad, max_iter=None):
+    """The Newton step ``−(I + Xaᵀ diag(D) Xa)⁻¹ grad`` by conjugate gradients on
+    Hessian-vector products (a truncated Newton step: stopped at a residual of
+    ``min(0.1, √‖grad‖)·‖grad‖``, which keeps Newton's local superlinear convergence; the
+    iterates are descent directions, so the line search and the gradient test that ends the
+    solve are those of the exact step)."""
+    XaT = Xa.T  # a CSC view: no copy
+
+    def H(v):
+        return v + XaT @ (D * (Xa @ v))
+
+    g = np.asarray(grad, dtype=np.float64)
+    gnorm = float(np.linalg.norm(g))
+    target = min(0.1, np.sqrt(gnorm)) * gnorm
+    x = np.zeros_like(g)
+    r = -g
+    d = r.copy()
+    rr = float(r @ r)
+    for _ in range(max_iter or 10 * g.size + 10):
+        if np.sqrt(rr) <= target:
+            break
+        Hd = H(d)
+        dHd = float(d @ Hd)
+        if dHd <= 0.0:
+            break
+        a = rr / dHd
+        x += a * d
+        r -= a * Hd
+        rr_new = float(r @ r)
+        d = r + (rr_new / rr) * d
+        rr = rr_new
+    return x if x.any() else -g
 
 
 def newton_kernel(K, y, loss, C, *, sample_weight=None, coef0=None, tol=1e-10, max_iter=100,

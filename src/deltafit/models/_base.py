@@ -17,14 +17,15 @@ import threading
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.special import expit, log_expit
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from .._labels import BinaryLabels, ClassLabels, LabelMessages
 from .._transaction import atomic
-from .._validation import (MAX_SQUARED_NORM, check_bool, check_dense, check_int,
-                           check_magnitude, check_real, check_rows)
+from .._validation import (MAX_SQUARED_NORM, SparseDataError, check_bool, check_dense,
+                           check_int, check_magnitude, check_real, check_rows)
 from ..losses import get_loss
 from ._ledger import Ledger
 from ._multiclass import one_vs_rest_state
@@ -279,16 +280,22 @@ class UpdatableMixin:
         :data:`deltafit._validation.MAX_SQUARED_NORM`: squared row norms ``‖Φ(x)‖²`` (the
         intercept column included), or kernel values ``|k(x, x')|`` (intercept term
         included)."""
-        if data.size == 0:
+        if sp.issparse(data):
+            if data.nnz == 0:
+                return
+            top = max(float(np.max(data.data)), -float(np.min(data.data)))
+        elif data.size == 0:
             return
-        top = max(float(np.max(data)), -float(np.min(data)))  # NaN stays NaN: refused
+        else:
+            top = max(float(np.max(data)), -float(np.min(data)))  # NaN stays NaN: refused
         if self._kernel:
             check_magnitude(top, C, "the kernel value |k(x, x')| (intercept term included)",
                             "rescale X or use a bounded kernel")
         elif not top * top * data.shape[1] * max(1.0, C) <= MAX_SQUARED_NORM:
             # some ‖Φ(x)‖² ≤ p·max|Φ|² may pass the cap: compute them
             with np.errstate(over="ignore", invalid="ignore"):
-                sq = np.einsum("ij,ij->i", data, data)
+                sq = (np.asarray(data.multiply(data).sum(axis=1)).ravel() if sp.issparse(data)
+                      else np.einsum("ij,ij->i", data, data))
             check_magnitude(sq, C, "X: the squared feature norm ‖Φ(x)‖² (intercept column "
                             "included)", "rescale X")
 
@@ -312,7 +319,8 @@ class UpdatableMixin:
         """
         st = self._state
         if change.rows_add is not None:
-            self._check_scale(np.asarray(change.rows_add), st.C)
+            rows = change.rows_add
+            self._check_scale(rows if sp.issparse(rows) else np.asarray(rows), st.C)
         if change.K_new is not None:
             self._check_scale(change.K_new, st.C)
             self._check_scale(change.K_cross, st.C)
@@ -366,14 +374,46 @@ class UpdatableMixin:
         self._check_dense(X, y)
         return self._fit(X, y, sample_weight=sample_weight)
 
-    @staticmethod
-    def _check_dense(X, y=None):
-        """The refusals every entry point shares: sparse X or y (scikit-learn's TypeError,
+    def _check_dense(self, X, y=None, fitting=True):
+        """The refusals every entry point shares: sparse X (unless the model takes it, see
+        :meth:`_sparse_refusal`) or sparse y (scikit-learn's TypeError,
         :class:`deltafit._validation.SparseDataError`, also a ValueError) and complex values
         (ValueError)."""
-        check_dense(X, "X")
+        if sp.issparse(X):
+            why = self._sparse_refusal(fitting)
+            if why is not None:
+                raise SparseDataError(
+                    "Sparse data was passed for X, but dense data is required"
+                    + (f" ({why})" if why else "")
+                    + ". Use '.toarray()' to convert to a dense numpy array."
+                )
+            if X.dtype.kind == "c":
+                check_dense(np.zeros(1, dtype=complex), "X")
+        else:
+            check_dense(X, "X")
         if y is not None:
             check_dense(y, "y")
+
+    def _sparse_refusal(self, fitting=True):
+        """Why this model takes no sparse X (a phrase for the message; "" for scikit-learn's
+        plain refusal), or None when it takes it."""
+        return ""
+
+    def _rows(self, X, what="X", owner="the model"):
+        """Validated rows of an update or query: ``check_rows``, sparse X accepted where the
+        fitted model takes it, converted to the format the model was fitted on."""
+        sparse_ok = self._sparse_refusal(fitting=False) is None
+        if sp.issparse(X) and not sparse_ok:
+            self._check_dense(X, fitting=False)
+        rows = check_rows(X, self.n_features_in_, what, owner, sparse=sparse_ok)
+        return self._model_format(rows)
+
+    def _model_format(self, X):
+        """Validated rows ``X`` in the format the model was fitted on: dense, or a float64
+        ``csr_matrix`` for a model fitted on sparse X."""
+        if self.__dict__.get("_sparse_input", False):
+            return X if sp.issparse(X) else sp.csr_matrix(X)
+        return X.toarray() if sp.issparse(X) else X
 
     def _fit(self, X, y, classes=None, sample_weight=None):
         # a failed (re)fit leaves a fitted model as it was: fitting only creates new objects,
@@ -390,8 +430,13 @@ class UpdatableMixin:
             self._validate_params()
             # partial_fit(classes=...) follows scikit-learn: the data may show one class at first
             self._classes_given = classes is not None
+            sparse_ok = self._sparse_refusal(fitting=True) is None
             X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=not self._classifier,
-                                 multi_output=not self._classifier, ensure_min_samples=1)
+                                 multi_output=not self._classifier, ensure_min_samples=1,
+                                 accept_sparse="csr" if sparse_ok else False)
+            if sp.issparse(X):
+                X = sp.csr_matrix(X)  # the sparse arrays too: one format inside
+            self._sparse_input = sp.issparse(X)
             t = self._encode_y(y, fitting=True, classes=classes)
             w = _weights(sample_weight, X.shape[0])
             if w is not None:
@@ -599,13 +644,12 @@ class UpdatableMixin:
                        y_relabel_old=None, sample_weight_add=None, reweight_ids=None,
                        reweight_weight=None, X_reweight=None, y_reweight=None):
         led = self._ledger
-        d = self.n_features_in_
         # ---- validation: nothing is changed before this block has passed
         Xa = ta = None
         if X_add is not None or y_add is not None:
             if X_add is None or y_add is None:
                 raise ValueError("adding samples needs both X and y")
-            Xa = check_rows(X_add, d, "X", type(self).__name__)
+            Xa = self._rows(X_add, owner=type(self).__name__)
             ta = self._encode_y(y_add, what="y")
             if ta.shape[0] != Xa.shape[0]:
                 raise ValueError(f"X has {Xa.shape[0]} rows but y has {ta.shape[0]} labels")
@@ -734,7 +778,7 @@ class UpdatableMixin:
         if X is None:
             raise ValueError("this model keeps no training rows (keep_data=False): pass the "
                              f"samples' rows as X to {verb} them")
-        rows = check_rows(X, self.n_features_in_, "X")
+        rows = self._rows(X)
         if rows.shape[0] != slots.shape[0]:
             raise ValueError(f"{slots.shape[0]} ids but {rows.shape[0]} rows in X")
         return rows, self._current_targets(slots, rows, y)
@@ -771,7 +815,7 @@ class UpdatableMixin:
         led = self._ledger
         rows = t = None
         if X is not None:
-            rows = check_rows(X, self.n_features_in_, "X")
+            rows = self._rows(X)
         if ids is not None:
             slots = led.slots_of(ids, "ids")
             if not self._keeps_rows():
@@ -945,13 +989,13 @@ class UpdatableMixin:
 
     def _decision(self, X):
         check_is_fitted(self, "_ledger")
-        self._check_dense(X)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
-        return self._decision_checked(X)
+        self._check_dense(X, fitting=False)
+        X = validate_data(self, X, dtype=np.float64, reset=False, accept_sparse="csr")
+        return self._decision_checked(self._model_format(X))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = False
+        tags.input_tags.sparse = self._sparse_refusal(fitting=True) is None
         return tags
 
 

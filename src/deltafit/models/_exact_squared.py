@@ -80,6 +80,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import scipy.sparse as sp
 from scipy import linalg
 from scipy.linalg import blas
 
@@ -180,8 +181,17 @@ def _dot2(V, c):
 
 
 def _row_sq(V):
-    """Squared norms of the rows of ``V``."""
+    """Squared norms of the rows of ``V`` (an array or a sparse matrix)."""
+    if sp.issparse(V):
+        return np.asarray(V.multiply(V).sum(axis=1), dtype=np.float64).ravel()
     return np.einsum("ij,ij->i", V, V)
+
+
+def _dense(V):
+    """``V`` as an array (a sparse matrix densified: the few rows of an update)."""
+    if isinstance(V, Rows):
+        return V.array()
+    return V.toarray() if sp.issparse(V) else V
 
 
 # ------------------------------------------------------ one or several right-hand sides
@@ -313,7 +323,9 @@ class Rows:
         return self.source.shape[0] if self.index is None else self.index.size
 
     def array(self):
-        return self.source if self.index is None else self.source[self.index]
+        """The rows as one array (sparse rows densified)."""
+        block = self.source if self.index is None else self.source[self.index]
+        return block.toarray() if sp.issparse(block) else block
 
     def chunks(self, size=None):
         size = size or _CHUNK
@@ -323,7 +335,9 @@ class Rows:
                 block = self.source[i:i + size]
             else:
                 block = self.source[self.index[i:i + size]]
-            yield i, np.ascontiguousarray(block)
+            # sparse rows enter the statistics a dense chunk at a time: the double-double
+            # machinery (and BLAS) sees exactly what dense rows would give it
+            yield i, np.ascontiguousarray(block.toarray() if sp.issparse(block) else block)
 
 
 def as_rows(x):
@@ -550,15 +564,17 @@ def _weighted_rows(V, c, w):
     problem as an unweighted one (``(√w v)(√w v)ᵀ = w vvᵀ`` up to one rounding of each
     entry of the scaled row; rows of weight 0 are left out).  ``(None, None)`` when no
     weight is positive.  ``c``: (n,) or (n, K)."""
-    V = np.asarray(V, dtype=np.float64)
+    V = sp.csr_matrix(V, dtype=np.float64) if sp.issparse(V) else np.asarray(V, dtype=np.float64)
     c = np.asarray(c, dtype=np.float64)
     w = np.asarray(w, dtype=np.float64)
     pos = w > 0
     if not pos.any():
         return None, None
     if not pos.all():
-        V, c, w = V[pos], c[pos], w[pos]
+        V, c, w = V[np.flatnonzero(pos)], c[pos], w[pos]
     sw = np.sqrt(w)
+    if sp.issparse(V):  # the same products as the dense rows', on the stored entries
+        return sp.csr_matrix(V.multiply(sw[:, None])), _scaled_rows(sw, c)
     return sw[:, None] * V, _scaled_rows(sw, c)
 
 
@@ -583,7 +599,7 @@ def _reweight_data(change, slots):
             "needs their rows and labels, which this change does not carry: remove them "
             "(remove(X=..., y=...)) and add them back with the new weights, or refit"
         )
-    return np.asarray(rows, dtype=np.float64), np.asarray(t, dtype=np.float64)
+    return np.asarray(_dense(rows), dtype=np.float64), np.asarray(t, dtype=np.float64)
 
 
 class _Reweight:
@@ -1163,8 +1179,11 @@ class PrimalSquaredState(ModelState):
         if _is_weighted(change):
             return self._apply_weighted(change)
         rows_after = change.rows_after if change.ledger.keep_rows else None
-        self.apply(change.rows_add, change.t_add, change.rows_remove, change.removed_targets,
-                   change.rows_relabel, change.target_shift, rows_after)
+        rows_add, rows_relabel = change.rows_add, change.rows_relabel
+        self.apply(None if rows_add is None else _dense(rows_add), change.t_add,
+                   change.rows_remove, change.removed_targets,
+                   None if rows_relabel is None else _dense(rows_relabel), change.target_shift,
+                   rows_after)
 
     def _apply_weighted(self, change):
         """The weighted change as the unweighted one of rows ``√w_i φ_i``, targets ``√w_i t_i``.
@@ -1196,7 +1215,7 @@ class PrimalSquaredState(ModelState):
             Pr, yr = _weighted_rows(as_rows(change.rows_remove).array(),
                                     change.removed_targets, led.w[change.remove_slots])
         if change.relabel_slots is not None and len(change.relabel_slots):
-            Pl, dy = _weighted_rows(np.asarray(change.rows_relabel), change.target_shift,
+            Pl, dy = _weighted_rows(np.asarray(_dense(change.rows_relabel)), change.target_shift,
                                     led.w[change.relabel_slots])
         rw = _Reweight.of_change(change) if change.reweight_slots is not None else None
         if Pa is None and Pr is None and Pl is None and rw is None:

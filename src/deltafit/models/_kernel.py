@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
@@ -45,6 +46,17 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
         if self.kernel_params is not None and not isinstance(self.kernel_params, dict):
             raise ValueError("kernel_params must be a dict or None")
 
+    #: the kernels :func:`sklearn.metrics.pairwise.pairwise_kernels` evaluates on sparse rows
+    _SPARSE_KERNELS = ("linear", "rbf", "poly", "sigmoid", "cosine", "laplacian")
+
+    def _sparse_refusal(self, fitting=True):
+        kernel = self.kernel if fitting or not self._is_fitted() else self._fitted("kernel")
+        if callable(kernel) or kernel not in self._SPARSE_KERNELS:
+            name = "a callable kernel" if callable(kernel) else f"kernel={kernel!r}"
+            return (f"{name} is not evaluated on sparse rows; sparse X needs one of "
+                    f"{list(self._SPARSE_KERNELS)}")
+        return None
+
     def _k(self, X, Y):
         return kernel_matrix(X, Y, **self._kernel_spec())
 
@@ -72,7 +84,7 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
         K = self._k(X, X)
         # the state is O(capacity²): leave room for a batch of additions, grow gently
         led = Ledger(X.shape[1], keep_rows=True, capacity=n + max(16, n // 8), growth=1.25,
-                     n_outputs=self._n_outputs_fitted)
+                     n_outputs=self._n_outputs_fitted, sparse_rows=sp.issparse(X))
         self._state = self._new_state(K, t, led.capacity, previous, w)
         led.insert(led.allocate(n), X, t, w=w)
         self._ledger = led
@@ -93,7 +105,9 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
             change.t_add = plan.t_add
             change.K_cross = np.zeros((led.capacity, add.size))
             A = np.flatnonzero(led.active)
-            both = self._k(np.vstack([led.X[A], Xa]), Xa)  # one kernel call: k([X_A; Xa], Xa)
+            rows = (sp.vstack([led.X[A], Xa], format="csr") if sp.issparse(Xa)
+                    else np.vstack([led.X[A], Xa]))
+            both = self._k(rows, Xa)  # one kernel call: k([X_A; Xa], Xa)
             change.K_cross[A] = both[: A.size]
             change.K_new = both[A.size:]
         self._apply_change(change)
@@ -148,7 +162,17 @@ def _resolve_gamma(gamma, X, n_features=None, w=None):
     if gamma == "scale":
         if X is None:
             raise ValueError("gamma='scale' is resolved from the training rows at fit")
-        if w is None:
+        if sp.issparse(X):  # E[x²] − E[x]², over every entry (the zeros included)
+            sq = np.asarray(X.multiply(X).mean(axis=1), dtype=np.float64).ravel()
+            mu = np.asarray(X.mean(axis=1), dtype=np.float64).ravel()
+            if w is None:
+                m = float(mu.mean())
+                var = float(sq.mean()) - m * m
+            else:
+                m = float(w @ mu) / float(w.sum())
+                var = float(w @ (sq - 2.0 * m * mu + m * m)) / float(w.sum())
+            var = max(var, 0.0)
+        elif w is None:
             var = float(X.var())
         else:
             mean = float(w @ X.mean(axis=1)) / float(w.sum())

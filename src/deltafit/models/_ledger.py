@@ -12,10 +12,11 @@ import hashlib
 import secrets
 
 import numpy as np
+import scipy.sparse as sp
 
 from .._validation import check_ids
 
-__all__ = ["Ledger", "IdIndex", "DIGEST_BYTES", "KEY_BYTES"]
+__all__ = ["Ledger", "IdIndex", "SparseRows", "DIGEST_BYTES", "KEY_BYTES"]
 
 DIGEST_BYTES = 16  # the keyed digest of a (row, label) pair
 KEY_BYTES = 32  # the ledger's random digest key
@@ -23,14 +24,114 @@ KEY_BYTES = 32  # the ledger's random digest key
 
 def row_digests(X, y, key=b""):
     """16-byte BLAKE2b digest of each (row, label) pair, keyed with ``key``: what recognises a
-    sample later, given its row and its label."""
-    X = np.ascontiguousarray(X, dtype=np.float64)
+    sample later, given its row and its label.
+
+    A sparse ``X`` is digested in its canonical CSR form (sorted column indices as int64, no
+    stored zeros, then the values): a sparse model recognises a row whichever format it comes
+    in, as long as the caller converts it to the model's format first."""
     y = np.ascontiguousarray(y, dtype=np.float64)
+    if sp.issparse(X):
+        X = canonical_csr(X)
+        parts = [X.indices[a:b].astype(np.int64).tobytes() + b"|" + X.data[a:b].tobytes()
+                 for a, b in zip(X.indptr[:-1].tolist(), X.indptr[1:].tolist())]
+        person = b"deltafit.sparse"
+    else:
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        parts = [X[i].tobytes() for i in range(X.shape[0])]
+        person = b"deltafit.sample"
     return [
-        hashlib.blake2b(X[i].tobytes() + y[i].tobytes(), digest_size=DIGEST_BYTES, key=key,
-                        person=b"deltafit.sample").digest()
-        for i in range(X.shape[0])
+        hashlib.blake2b(parts[i] + y[i].tobytes(), digest_size=DIGEST_BYTES, key=key,
+                        person=person).digest()
+        for i in range(len(parts))
     ]
+
+
+def canonical_csr(X):
+    """``X`` as a float64 ``csr_matrix`` in canonical form (duplicates summed, stored zeros
+    dropped, column indices sorted); a copy, never a view of the caller's arrays."""
+    X = sp.csr_matrix(X, dtype=np.float64, copy=True)
+    X.sum_duplicates()
+    X.eliminate_zeros()
+    X.sort_indices()
+    return X
+
+
+class SparseRows:
+    """The ledger's row store for sparse rows: one CSR row (column indices and values) per
+    slot, O(nnz) memory.
+
+    It offers what the ledger and the states use of a dense row array: ``shape``, reads
+    ``rows[slots]`` / ``rows[a:b]`` (a ``csr_matrix`` of those rows, in that order), writes
+    ``rows[slots] = R`` (``R`` sparse or dense, one row per slot) and ``rows[slots] = 0.0``
+    (the slots cleared).  A write replaces the per-slot arrays (never changes them in place), so
+    that the rows read before a write, which the ledger's undo journal keeps, stay valid.
+    """
+
+    _NO_INDEX = np.zeros(0, dtype=np.int32)
+    _NO_DATA = np.zeros(0)
+
+    def __init__(self, capacity, n_features):
+        self.n_features = int(n_features)
+        self.indices = [self._NO_INDEX] * int(capacity)
+        self.data = [self._NO_DATA] * int(capacity)
+
+    @property
+    def shape(self):
+        return (len(self.indices), self.n_features)
+
+    @property
+    def nnz(self):
+        return int(sum(d.size for d in self.data))
+
+    @property
+    def nbytes(self):
+        return int(sum(d.nbytes + i.nbytes for d, i in zip(self.data, self.indices)))
+
+    def _slots(self, key):
+        if isinstance(key, slice):
+            return list(range(*key.indices(len(self.indices))))
+        key = np.asarray(key)
+        if key.dtype == bool:
+            key = np.flatnonzero(key)
+        return np.atleast_1d(key).astype(np.intp).tolist()
+
+    def __getitem__(self, key):
+        slots = self._slots(key)
+        ind = [self.indices[s] for s in slots]
+        dat = [self.data[s] for s in slots]
+        indptr = np.zeros(len(slots) + 1, dtype=np.int64)
+        if slots:
+            np.cumsum([a.size for a in dat], out=indptr[1:])
+        indices = np.concatenate(ind) if slots else self._NO_INDEX
+        data = np.concatenate(dat) if slots else self._NO_DATA
+        if indptr[-1] < np.iinfo(np.int32).max:
+            indptr = indptr.astype(np.int32)
+        return sp.csr_matrix((data, indices, indptr), shape=(len(slots), self.n_features))
+
+    def __setitem__(self, key, value):
+        slots = self._slots(key)
+        if np.isscalar(value):
+            if value != 0:
+                raise ValueError("a sparse row store can only be cleared with 0")
+            for s in slots:
+                self.indices[s], self.data[s] = self._NO_INDEX, self._NO_DATA
+            return
+        R = canonical_csr(value)
+        if R.shape != (len(slots), self.n_features):
+            raise ValueError(f"cannot write {R.shape[0]} rows of width {R.shape[1]} into "
+                             f"{len(slots)} slots of width {self.n_features}")
+        ind = R.indices.astype(np.int32)
+        for k, s in enumerate(slots):
+            a, b = R.indptr[k], R.indptr[k + 1]
+            self.indices[s], self.data[s] = ind[a:b].copy(), R.data[a:b].copy()
+
+    def grown(self, capacity):
+        """A new store of ``capacity`` slots holding these rows (this one is left as it is)."""
+        out = SparseRows(0, self.n_features)
+        extra = int(capacity) - len(self.indices)
+        out.indices = self.indices + [self._NO_INDEX] * extra
+        out.data = self.data + [self._NO_DATA] * extra
+        return out
 
 
 _COMPACTED = object()  # journal marker: the slots were renumbered
@@ -135,14 +236,16 @@ class Ledger:
     """
 
     def __init__(self, n_features, keep_rows=True, keep_digests=False, capacity=16, growth=2.0,
-                 n_outputs=0):
+                 n_outputs=0, sparse_rows=False):
         capacity = max(int(capacity), 1)
+        self.sparse_rows = bool(sparse_rows) and bool(keep_rows)
         self.growth = float(growth)
         self.n_features = int(n_features)
         self.keep_rows = bool(keep_rows)
         self.keep_digests = bool(keep_digests)
         self.digest_key = secrets.token_bytes(KEY_BYTES) if keep_digests else None
-        self.X = np.zeros((capacity, self.n_features if keep_rows else 0))
+        self.X = (SparseRows(capacity, self.n_features) if self.sparse_rows
+                  else np.zeros((capacity, self.n_features if keep_rows else 0)))
         # one label per sample, or a row of ``n_outputs`` targets (multi-output regression)
         self.y = np.zeros((capacity, n_outputs) if n_outputs else capacity)
         self.w = np.zeros(capacity)
@@ -323,6 +426,9 @@ class Ledger:
         grown = {}
         for a in ("X", "y", "w", "ids", "active"):
             old = getattr(self, a)
+            if isinstance(old, SparseRows):
+                grown[a] = old.grown(new_cap)
+                continue
             new = np.full((new_cap,) + old.shape[1:], -1 if a == "ids" else 0, dtype=old.dtype)
             new[:cap] = old
             grown[a] = new
@@ -352,7 +458,11 @@ class Ledger:
         n_reused = int(np.count_nonzero(slots < self.end))
         del self._free[:n_reused]
         self.end = max(self.end, int(slots.max()) + 1) if k else self.end
-        if self.keep_rows:
+        if self.sparse_rows:
+            self.X[slots] = X
+        elif self.keep_rows:
+            if sp.issparse(X):
+                X = X.toarray()
             if k and slots[-1] - slots[0] == k - 1 and np.all(np.diff(slots) == 1):
                 self.X[slots[0]:slots[-1] + 1] = X  # a block copy, no scatter
             else:
@@ -422,7 +532,8 @@ class Ledger:
         keep = self.active_slots()
         n = keep.size
         cap = max(16, int(self.growth * n) + 1)
-        X = np.zeros((cap, self.X.shape[1]))
+        X = (SparseRows(cap, self.n_features) if self.sparse_rows
+             else np.zeros((cap, self.X.shape[1])))
         X[:n] = self.X[keep]
         y = np.zeros((cap,) + self.y.shape[1:])
         y[:n] = self.y[keep]
@@ -452,7 +563,9 @@ class Ledger:
         """The arrays that restore the ledger, and the live slots in ledger (id) order.
 
         ``ledger_ids`` (increasing) and ``ledger_next_id`` always; ``ledger_y`` (the labels)
-        only when the ledger keeps them; ``ledger_X`` with the rows; ``ledger_digests`` (one
+        only when the ledger keeps them; ``ledger_X`` with the rows (sparse rows: their
+        canonical CSR components ``ledger_X_indptr``, ``ledger_X_indices`` (int64) and
+        ``ledger_X_data``); ``ledger_digests`` (one
         16-byte keyed digest per sample) and ``ledger_key`` (the digest key) when it keeps
         digests instead.
         """
@@ -463,7 +576,12 @@ class Ledger:
             out["ledger_y"] = self.y[keep]
         if self.weighted:
             out["ledger_w"] = self.w[keep]
-        if self.keep_rows:
+        if self.sparse_rows:  # the CSR components of the rows, in ledger order
+            R = self.X[keep]
+            out["ledger_X_indptr"] = R.indptr.astype(np.int64)
+            out["ledger_X_indices"] = R.indices.astype(np.int64)
+            out["ledger_X_data"] = R.data
+        elif self.keep_rows:
             out["ledger_X"] = self.X[keep]
         if self.keep_digests:
             out["ledger_digests"] = np.frombuffer(
@@ -478,13 +596,24 @@ class Ledger:
         return DIGEST_BYTES
 
     @classmethod
-    def saved_shapes(cls, n, n_features, keep_rows, keep_digests, n_outputs=0):
+    def saved_shapes(cls, n, n_features, keep_rows, keep_digests, n_outputs=0,
+                     sparse_rows=False):
         """``{member: (shape, dtype)}`` that :meth:`to_arrays` writes for ``n`` samples (dtype as
-        kind and size: ``"f8"``, ``"i8"``, ``"u1"``)."""
+        kind and size: ``"f8"``, ``"i8"``, ``"u1"``; the shape of a sparse row store's
+        components as a test: a vector of at most ``n · n_features`` entries)."""
         out = {"ledger_ids": ((n,), "i8"), "ledger_next_id": ((), "i8")}
         if not keep_digests:
             out["ledger_y"] = ((n, n_outputs) if n_outputs else (n,), "f8")
-        if keep_rows:
+        if keep_rows and sparse_rows:
+            bound = max(n, 0) * n_features
+
+            def vector(shape):
+                return len(shape) == 1 and shape[0] <= bound
+
+            out["ledger_X_indptr"] = ((n + 1,), "i8")
+            out["ledger_X_indices"] = (vector, "i8")
+            out["ledger_X_data"] = (vector, "f8")
+        elif keep_rows:
             out["ledger_X"] = ((n, n_features), "f8")
         if keep_digests:
             out["ledger_digests"] = ((n, DIGEST_BYTES), "u1")
@@ -498,16 +627,18 @@ class Ledger:
         return {"ledger_w": ((n,), "f8")}
 
     @classmethod
-    def from_arrays(cls, arrays, n_features, keep_rows, keep_digests, n_outputs=0):
+    def from_arrays(cls, arrays, n_features, keep_rows, keep_digests, n_outputs=0,
+                    sparse_rows=False):
         """The ledger written by :meth:`to_arrays`; ValueError naming the problem when the
-        arrays are inconsistent (shapes, ids, next id)."""
+        arrays are inconsistent (shapes, ids, next id; sparse rows: index ranges, sorted
+        column indices, finite non-zero values)."""
         shapes = cls.saved_shapes(np.shape(arrays["ledger_ids"])[0] if
                                   np.ndim(arrays["ledger_ids"]) == 1 else -1,
-                                  n_features, keep_rows, keep_digests, n_outputs)
+                                  n_features, keep_rows, keep_digests, n_outputs, sparse_rows)
         for name, (shape, dtype) in shapes.items():
             a = arrays.get(name)
-            if a is None or a.shape != shape or a.dtype.kind != dtype[0] or \
-                    a.dtype.itemsize != int(dtype[1:]):
+            if a is None or not (shape(a.shape) if callable(shape) else a.shape == shape) or \
+                    a.dtype.kind != dtype[0] or a.dtype.itemsize != int(dtype[1:]):
                 raise ValueError(f"corrupt model file: the ledger's {name} is missing or has "
                                  f"the wrong shape or type")
         ids = np.asarray(arrays["ledger_ids"], dtype=np.int64)
@@ -521,8 +652,10 @@ class Ledger:
             raise ValueError("corrupt model file: the ledger's ids are not increasing ids below "
                              "its next id")
         led = cls(n_features, keep_rows=keep_rows, keep_digests=keep_digests,
-                  capacity=max(16, n), n_outputs=n_outputs)
-        if keep_rows:
+                  capacity=max(16, n), n_outputs=n_outputs, sparse_rows=sparse_rows)
+        if keep_rows and sparse_rows:
+            led.X[:n] = _checked_csr(arrays, n, n_features)
+        elif keep_rows:
             led.X[:n] = arrays["ledger_X"]
         if keep_digests:
             dg = np.ascontiguousarray(arrays["ledger_digests"], dtype=np.uint8)
@@ -545,3 +678,32 @@ class Ledger:
         led._index.reset(ids, np.arange(n, dtype=np.intp))
         led._n = n
         return led
+
+
+def _checked_csr(arrays, n, n_features):
+    """The saved sparse rows as a ``csr_matrix``, after checking that the components are
+    canonical CSR of ``n`` rows of width ``n_features``: ``indptr`` from 0 to nnz, not
+    decreasing; column indices in range and increasing within each row; values finite and not
+    zero."""
+    indptr = np.asarray(arrays["ledger_X_indptr"], dtype=np.int64)
+    indices = np.asarray(arrays["ledger_X_indices"], dtype=np.int64)
+    data = np.asarray(arrays["ledger_X_data"], dtype=np.float64)
+    nnz = data.size
+    if indices.size != nnz or indptr.size != n + 1 or indptr[0] != 0 or indptr[-1] != nnz or \
+            np.any(np.diff(indptr) < 0):
+        raise ValueError("corrupt model file: the sparse rows' index pointer does not run from "
+                         "0 to the number of stored values")
+    if nnz and (indices.min() < 0 or indices.max() >= n_features):
+        raise ValueError("corrupt model file: a sparse row's column index is out of range")
+    if nnz > 1:
+        across = np.zeros(nnz - 1, dtype=bool)
+        starts = indptr[1:-1]
+        starts = starts[(starts > 0) & (starts < nnz)]
+        across[starts - 1] = True
+        if not np.all((np.diff(indices) > 0) | across):
+            raise ValueError("corrupt model file: a sparse row's column indices are not sorted "
+                             "and distinct")
+    if not np.all(np.isfinite(data)) or np.any(data == 0.0):
+        raise ValueError("corrupt model file: the sparse rows hold NaN, inf or stored zeros")
+    return sp.csr_matrix((data, indices.astype(np.int32) if n_features < 2**31 else indices,
+                          indptr), shape=(n, n_features))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import ClassifierMixin, RegressorMixin, BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
@@ -18,8 +19,22 @@ __all__ = ["LinearClassifier", "LinearRegressor"]
 
 def features(X, feature_map, s):
     """Φ(X): the fitted ``feature_map`` (or X itself), with a constant column of value ``s``
-    appended unless ``s`` is None."""
-    Phi = X if feature_map is None else np.asarray(feature_map.transform(X), dtype=np.float64)
+    appended unless ``s`` is None.
+
+    Sparse features (a sparse X without a map, or a map whose output is sparse) stay sparse:
+    a float64 ``csr_matrix``; a map's dense output (``Nystroem``, ``RBFSampler``) is dense."""
+    if feature_map is None:
+        Phi = X
+    else:
+        Phi = feature_map.transform(X)
+        Phi = (sp.csr_matrix(Phi, dtype=np.float64) if sp.issparse(Phi)
+               else np.asarray(Phi, dtype=np.float64))
+    if sp.issparse(Phi):
+        Phi = sp.csr_matrix(Phi, dtype=np.float64)
+        if s is None:
+            return Phi
+        col = sp.csr_matrix(np.full((Phi.shape[0], 1), float(s)))
+        return sp.hstack([Phi, col], format="csr", dtype=np.float64)
     if s is not None:
         out = np.empty((Phi.shape[0], Phi.shape[1] + 1))
         out[:, :-1] = Phi
@@ -53,6 +68,13 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
                 "re-solves on the stored rows"
             )
 
+    def _sparse_refusal(self, fitting=True):
+        loss = self.loss if fitting or not self._is_fitted() else self._state.loss.name
+        if loss == "hinge":
+            return ("loss='hinge' solves its dual QP on dense rows; use loss='squared_hinge' "
+                    "or 'logistic' for sparse X")
+        return None
+
     def _features(self, X):
         """Φ(X) with the constant column ``intercept_scaling`` appended when fitting an intercept."""
         return features(X, self.feature_map_,
@@ -74,7 +96,8 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         # it by its row and label (a classifier's label is one of two; a regression target
         # comes from the caller)
         led = Ledger(Phi.shape[1], keep_rows=self.keep_data, keep_digests=not self.keep_data,
-                     capacity=capacity, growth=1.5, n_outputs=self._n_outputs_fitted)
+                     capacity=capacity, growth=1.5, n_outputs=self._n_outputs_fitted,
+                     sparse_rows=sp.issparse(Phi))
         digests = None if self.keep_data else led.records(X, t)
         led.insert(led.allocate(X.shape[0]), Phi if self.keep_data else None,
                    led.stored_labels(t), digests, w)

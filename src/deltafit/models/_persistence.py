@@ -53,6 +53,7 @@ import warnings
 import zipfile
 
 import numpy as np
+import scipy.sparse as sp
 
 from sklearn.base import clone
 
@@ -87,7 +88,8 @@ _META_KEYS = {
     "n_positive", "deltafit_version",
 }
 # fields a file may lack (older files of this format version): their value is then None
-_OPTIONAL_META = {"one_vs_rest": None, "n_outputs": None}
+_OPTIONAL_META = {"one_vs_rest": None, "n_outputs": None, "sparse_input": False,
+                  "sparse_rows": False}
 
 
 def _estimator_classes():
@@ -232,6 +234,10 @@ UpdatablePipeline
         "n_samples_fit": int(getattr(model, "n_samples_fit_", led.n_samples)),
         "classes_given": bool(getattr(model, "_classes_given", False)),
         "n_positive": (int(model._n_positive) if "_n_positive" in model.__dict__ else None),
+        # fitted on sparse X (updates take its rows as CSR), and whether the ledger's rows
+        # are sparse (stored as CSR components)
+        "sparse_input": bool(model.__dict__.get("_sparse_input", False)),
+        "sparse_rows": bool(getattr(led, "sparse_rows", False)),
     }
     if hasattr(model, "classes_"):
         c = np.asarray(model.classes_)
@@ -574,6 +580,15 @@ def _check_meta(meta):
     width = _int(meta, "row_width", low=1, field="row_width")
     keep_rows = _bool(meta, "keep_rows")
     keep_digests = _bool(meta, "keep_digests")
+    sparse_input = _bool(meta, "sparse_input")
+    sparse_rows = _bool(meta, "sparse_rows")
+    if sparse_rows and (not keep_rows or not sparse_input):
+        raise _bad("sparse_rows", "is set only for a model fitted on sparse X that keeps its "
+                                  "rows")
+    if keep_rows and meta["feature_map"] is None and sparse_input != sparse_rows:
+        # without a feature map the stored rows are X's own: sparse exactly when X was
+        raise _bad("sparse_input", "must match sparse_rows for rows stored without a "
+                                   "feature map")
     given = _bool(meta, "classes_given")
     _int(meta, "n_samples_fit", low=1)
     if not isinstance(meta["deltafit_version"], str) or len(meta["deltafit_version"]) > 100:
@@ -699,7 +714,8 @@ def _expected_members(meta, headers):
     est = _estimator_classes()[meta["estimator"]]
     out = {}
     n_out = meta["n_outputs"] or 0
-    shapes = Ledger.saved_shapes(n, width, meta["keep_rows"], meta["keep_digests"], n_out)
+    shapes = Ledger.saved_shapes(n, width, meta["keep_rows"], meta["keep_digests"], n_out,
+                                 meta["sparse_rows"])
     for k, (shape, kinds) in shapes.items():
         out[k] = (shape, kinds, True)
     for k, (shape, kinds) in Ledger.optional_shapes(n).items():
@@ -895,7 +911,8 @@ def _check_binary_statistics(model, meta, arrays, st):
     s = float(model._s)
     intercept = bool(model._spec["fit_intercept"])
     if not model._kernel and meta["keep_rows"] and intercept:
-        if not np.all(arrays["ledger_X"][:, -1] == s):
+        col = arrays["ledger_X"][:, -1]
+        if not np.all((col.toarray().ravel() if sp.issparse(col) else col) == s):
             raise ValueError("corrupt model file: the stored rows' intercept column is not "
                              f"intercept_scaling = {s}")
     if st.kind == "primal_squared" and intercept:
@@ -1003,7 +1020,10 @@ def _rebuild(meta, arrays):
                          f"n_features_in {d} (+1 for the intercept)")
     _check_arrays(meta, arrays, est._classifier)
     led = Ledger.from_arrays(arrays, width, meta["keep_rows"], meta["keep_digests"],
-                             meta["n_outputs"] or 0)
+                             meta["n_outputs"] or 0, meta["sparse_rows"])
+    if meta["sparse_rows"]:  # the checks below read the rows as one (sparse) matrix
+        arrays["ledger_X"] = led.X[:n]
+    model._sparse_input = meta["sparse_input"]
     led.growth = 1.25 if model._kernel else 1.5  # as in the estimators' _build
     if meta["n_samples_fit"] > led.next_id:
         raise ValueError(f"corrupt model file: n_samples_fit {meta['n_samples_fit']} exceeds "

@@ -33,9 +33,11 @@ from __future__ import annotations
 import functools
 
 import numpy as np
+import scipy.sparse as sp
 from scipy import linalg
 from sklearn.exceptions import NotFittedError
 
+from .._validation import SparseDataError
 from ..kernels import kernel_diagonal, kernel_matrix, kernel_rows
 from ._multiclass import CodedLedger, class_codes
 
@@ -104,6 +106,12 @@ class FittedProblem:
     """
 
     def __init__(self, model, klass=None):
+        if getattr(model._ledger, "sparse_rows", False):
+            raise SparseDataError(
+                f"the fitted-problem view (sensitivity bounds, leave-one-out, ALO) of a "
+                f"{type(model).__name__} fitted on sparse X is not available yet; fit it on "
+                "X.toarray() for those"
+            )
         self._model = model
         self._led = model._ledger
         self._st = model._state
@@ -270,6 +278,8 @@ class FittedProblem:
         """
         handles, rows, t = self._model._plan_remove(ids, X, y)
         self._remember(handles, t)
+        if rows is not None and sp.issparse(rows):  # (a model fitted on sparse X, rows kept
+            rows = rows.toarray()                    # as digests): the bounds read dense rows
         return handles, rows
 
     def _remember(self, handles, t):

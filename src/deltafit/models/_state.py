@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
+import scipy.sparse as sp
 
 __all__ = ["SolverOptions", "DataChange", "ModelState", "grown", "taken", "padded", "checked",
            "saved_coef", "check_symmetric", "needs_result"]
@@ -167,8 +168,11 @@ class DataChange:
         Phi = self.ledger.X[A]
         if self.add_slots is None:
             return A, Phi, t
-        return (np.concatenate([A, self.add_slots]), np.vstack([Phi, self.rows_add]),
-                np.concatenate([t, self.t_add]))
+        if sp.issparse(Phi) or sp.issparse(self.rows_add):
+            rows = sp.vstack([sp.csr_matrix(Phi), sp.csr_matrix(self.rows_add)], format="csr")
+        else:
+            rows = np.vstack([Phi, self.rows_add])
+        return np.concatenate([A, self.add_slots]), rows, np.concatenate([t, self.t_add])
 
     def slots_after(self):
         """Kernel models: ``(slots, t)`` of the problem after the change, in slot order."""
