@@ -487,7 +487,7 @@ def test_sparse_input_is_refused_as_fit_refuses_it(make):
     assert_unchanged(before, snapshot(m, X))
 
 
-def test_the_sensitivity_module_refuses_complex_and_sparse_rows():
+def test_the_sensitivity_module_refuses_complex_rows_and_takes_sparse_ones():
     X, _, yr = _data(n=40, d=3)
     m = LinearRegressor().fit(X, yr)
     s = deltafit.sensitivity(m)
@@ -497,7 +497,10 @@ def test_the_sensitivity_module_refuses_complex_and_sparse_rows():
         s.add(X[:2], yr[:2] + 9j)
     with pytest.raises(ValueError, match="complex"):
         s.decision_bounds(X[:2] + 0j)
-    with pytest.raises(TypeError, match="Sparse data"):
-        s.decision_bounds(sp.csr_matrix(X[:2]))
-    with pytest.raises(TypeError, match="Sparse data"):
-        s.add(sp.csr_matrix(X[:2]), yr[:2])
+    # sparse rows are taken (densified): the same bounds as the dense rows
+    for got, want in zip(s.decision_bounds(sp.csr_matrix(X[:2])), s.decision_bounds(X[:2])):
+        assert np.array_equal(got, want)
+    bad = sp.csr_matrix(X[:2])
+    bad.data[0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        s.add(bad, yr[:2])

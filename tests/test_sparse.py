@@ -249,11 +249,8 @@ def test_what_is_not_supported_yet_is_refused_clearly(cancer):
     with pytest.raises(SparseDataError, match="hinge"):
         h.add(sp.csr_matrix(X[300:302]), y[300:302])
     assert np.array_equal(coef, h.coef_)
-    m = LinearClassifier().fit(Xs, y[:300])
-    with pytest.raises(SparseDataError, match="sparse"):
-        deltafit.sensitivity(m)
-    with pytest.raises(TypeError, match="Sparse data"):
-        loo(LinearClassifier(), Xs, y[:300])
+    with pytest.raises(SparseDataError, match="hinge"):
+        loo(LinearClassifier(loss="hinge"), Xs, y[:300])
 
 
 def test_an_interrupted_update_restores_the_sparse_model(cancer, monkeypatch):
@@ -464,9 +461,6 @@ def test_kernel_without_sparse_support_is_refused(cancer):
     assert not m.__sklearn_tags__().input_tags.sparse
     with pytest.raises(SparseDataError, match="callable kernel"):
         m.fit(sp.csr_matrix(X[:50]), y[:50])
-    ms = deltafit.KernelClassifier().fit(sp.csr_matrix(X[:50]), y[:50])
-    with pytest.raises(SparseDataError, match="sparse"):
-        deltafit.sensitivity(ms)
 
 
 def test_sensitivity_of_a_model_that_keeps_no_rows_fitted_on_sparse_x(cancer):
@@ -482,3 +476,69 @@ def test_sensitivity_of_a_model_that_keeps_no_rows_fitted_on_sparse_x(cancer):
     ss.remove([3, 4], X=X[[3, 4]], y=t[[3, 4]])
     for a, b in zip(sd.decision_bounds(X[300:]), ss.decision_bounds(X[300:])):
         _close(a, b, 1e-10)
+
+
+
+# ----------------------------------------------------------------- sensitivity and LOO
+@pytest.mark.parametrize("loss", ["squared", "logistic", "squared_hinge"])
+def test_sensitivity_bounds_of_sparse_rows_equal_dense(cancer, loss):
+    X, y = cancer
+    md = LinearClassifier(loss=loss, C=0.1).fit(X[:400], y[:400])
+    ms = LinearClassifier(loss=loss, C=0.1).fit(sp.csr_matrix(X[:400]), y[:400])
+    sd, ss = deltafit.sensitivity(md), deltafit.sensitivity(ms)
+    sd.remove([1, 2, 3])
+    ss.remove([1, 2, 3])
+    sd.relabel([7], [1 - y[7]])
+    ss.relabel([7], [1 - y[7]])
+    sd.add(X[400:410], y[400:410])
+    ss.add(sp.csr_matrix(X[400:410]), y[400:410])
+    for a, b in zip(sd.decision_bounds(X[410:]), ss.decision_bounds(sp.csc_matrix(X[410:]))):
+        _close(a, b, 1e-10)
+    prob = ms.problem_
+    rows = prob.rows[prob.live[:5]]
+    assert isinstance(rows, np.ndarray) and not rows.flags.writeable
+    assert np.array_equal(rows, md.problem_.rows[md.problem_.live[:5]])
+    _close(prob.gradient(), md.problem_.gradient(), 1e-8)
+    _close(prob.hessian(), md.problem_.hessian(), 1e-10)
+    for a, b in zip(prob.scores(prob.live), md.problem_.scores(md.problem_.live)):
+        _close(a, b, 1e-8)
+
+
+def test_multiclass_and_kernel_sensitivity_of_sparse_rows(tfidf, cancer):
+    Xs, y = tfidf
+    Xd = Xs.toarray()
+    md = LinearClassifier(C=2.0).fit(Xd[:200], y[:200])
+    ms = LinearClassifier(C=2.0).fit(Xs[:200], y[:200])
+    sd, ss = deltafit.sensitivity(md), deltafit.sensitivity(ms)
+    sd.remove([0, 5])
+    ss.remove([0, 5])
+    for a, b in zip(sd.decision_bounds(Xd[200:]), ss.decision_bounds(Xs[200:])):
+        _close(a, b, 1e-10)
+    X, yb = cancer
+    kd = deltafit.KernelClassifier(loss="logistic", C=0.5).fit(X[:200], yb[:200])
+    ks = deltafit.KernelClassifier(loss="logistic", C=0.5).fit(sp.csr_matrix(X[:200]),
+                                                               yb[:200])
+    sd, ss = deltafit.sensitivity(kd), deltafit.sensitivity(ks)
+    sd.remove([3])
+    ss.remove([3])
+    sd.add(X[200:205], yb[200:205])
+    ss.add(sp.csr_matrix(X[200:205]), yb[200:205])
+    for a, b in zip(sd.decision_bounds(X[205:]), ss.decision_bounds(X[205:])):
+        _close(a, b, 1e-8)
+
+
+@pytest.mark.parametrize("make", [
+    pytest.param(lambda: LinearClassifier(C=0.1), id="squared"),
+    pytest.param(lambda: LinearClassifier(loss="logistic", C=0.1), id="logistic"),
+    pytest.param(lambda: LinearRegressor(C=0.5), id="regressor"),
+    pytest.param(lambda: deltafit.KernelClassifier(C=0.5), id="kernel")])
+def test_loo_of_sparse_x_equals_dense(cancer, make):
+    X, y = cancer
+    t = X[:, 0] * 0.05 + y if isinstance(make(), LinearRegressor) else y
+    rd = loo(make(), X[:250], t[:250])
+    rs = loo(make(), sp.csr_matrix(X[:250]), t[:250])
+    assert rd.method == rs.method
+    _close(rd.y_pred, rs.y_pred, 1e-10)
+    if rd.lower is not None and np.all(np.isfinite(rd.lower)):
+        _close(rd.lower, rs.lower, 1e-8)
+        _close(rd.upper, rs.upper, 1e-8)

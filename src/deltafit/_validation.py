@@ -153,12 +153,14 @@ def check_rows(X, n_features, what="X", owner="the model", finite=True, sparse=F
     Sparse matrices are refused with scikit-learn's TypeError (:class:`SparseDataError`, also
     a ValueError) and complex values with a ValueError, as the estimators' ``fit`` does;
     with ``sparse=True`` a sparse matrix or array is accepted and returned as a float64
-    ``csr_matrix`` (:func:`check_sparse_rows`).  ``finite=False`` leaves the NaN/inf check to
+    ``csr_matrix`` (:func:`check_sparse_rows`), with ``sparse="dense"`` accepted and returned
+    densified (the few query rows of a bound).  ``finite=False`` leaves the NaN/inf check to
     a caller whose next computation reveals non-finite input anyway (and which then calls
     again with ``finite=True`` for the message).
     """
     if sparse and sp.issparse(X):
-        return check_sparse_rows(X, n_features, what, owner)
+        X = check_sparse_rows(X, n_features, what, owner)
+        return X.toarray() if sparse == "dense" else X
     check_dense(X, what)
     try:
         X = np.asarray(X, dtype=np.float64)

@@ -96,8 +96,10 @@ class _Outcome:
 
 
 def check_data(X, y):
-    """Validated dense X (float, finite) and 1-d y of the same length."""
-    X = check_array(X, dtype=np.float64, ensure_min_samples=2, input_name="X")
+    """Validated X (float, finite; sparse X as CSR, for the estimators that take it) and 1-d
+    y of the same length."""
+    X = check_array(X, dtype=np.float64, ensure_min_samples=2, input_name="X",
+                    accept_sparse="csr")
     if y is None:
         raise ValueError("y is required")
     y = column_or_1d(y)

@@ -37,7 +37,6 @@ import scipy.sparse as sp
 from scipy import linalg
 from sklearn.exceptions import NotFittedError
 
-from .._validation import SparseDataError
 from ..kernels import kernel_diagonal, kernel_matrix, kernel_rows
 from ._multiclass import CodedLedger, class_codes
 
@@ -106,12 +105,6 @@ class FittedProblem:
     """
 
     def __init__(self, model, klass=None):
-        if getattr(model._ledger, "sparse_rows", False):
-            raise SparseDataError(
-                f"the fitted-problem view (sensitivity bounds, leave-one-out, ALO) of a "
-                f"{type(model).__name__} fitted on sparse X is not available yet; fit it on "
-                "X.toarray() for those"
-            )
         self._model = model
         self._led = model._ledger
         self._st = model._state
@@ -337,8 +330,15 @@ class FittedProblem:
     @property
     def rows(self):
         """Stored rows by handle: Φ(x) with the constant column (linear models) or the raw x
-        (kernel models); None when the model keeps no rows."""
-        return _frozen(self._led.X) if self.keeps_rows else None
+        (kernel models); None when the model keeps no rows.
+
+        A model fitted on sparse X keeps its rows sparse; this view gives the rows it is
+        indexed by as read-only dense arrays (``rows[handles]``: O(k·p) for k handles), so
+        that every certificate computes on exactly the rows a dense model would hold."""
+        if not self.keeps_rows:
+            return None
+        X = self._led.X
+        return DenseRows(X) if getattr(self._led, "sparse_rows", False) else _frozen(X)
 
     # ------------------------------------------------------------ solution
     @property
@@ -463,6 +463,8 @@ class FittedProblem:
                 "this model keeps no training rows (keep_data=False); these bounds need them"
             )
         rows = self._led.X[h]
+        if sp.issparse(rows):
+            return rows @ self._st.beta, np.asarray(rows.multiply(rows).sum(axis=1)).ravel()
         return rows @ self._st.beta, np.einsum("ij,ij->i", rows, rows)
 
     def solution_sq_norm(self):
@@ -521,7 +523,7 @@ class FittedProblem:
         sw = self.sample_weights(A)
         if sw is not None:
             w = w * sw
-        H = (Phi.T * w) @ Phi
+        H = (Phi.T @ sp.diags(w) @ Phi).toarray() if sp.issparse(Phi) else (Phi.T * w) @ Phi
         H.flat[:: H.shape[0] + 1] += 1.0
         return H
 
@@ -563,6 +565,31 @@ class FittedProblem:
     def score_function(self):
         """A :class:`ScoreFunction`: the current solution's scores, frozen, without checks."""
         return ScoreFunction(self)
+
+
+class DenseRows:
+    """Read-only dense rows of a sparse row store: ``rows[handles]`` is a dense array (not
+    writeable) of the rows at those handles; ``shape`` the store's."""
+
+    def __init__(self, store):
+        self._store = store
+
+    @property
+    def shape(self):
+        return self._store.shape
+
+    def __len__(self):
+        return self._store.shape[0]
+
+    def __getitem__(self, key):
+        if isinstance(key, tuple):
+            rows, cols = key[0], key[1:]
+            return self[rows][(slice(None),) + cols]
+        single = np.ndim(key) == 0 and not isinstance(key, slice)
+        out = self._store[[key] if single else key].toarray()
+        out = out[0] if single else out
+        out.flags.writeable = False
+        return out
 
 
 class ScoreFunction:

@@ -338,7 +338,8 @@ class Sensitivity:
         self._check_model()
         model = self._model
         name = type(model).__name__
-        Xa = check_rows(X, model.n_features_in_, "X", name, finite=self._kernel)
+        Xa = check_rows(X, model.n_features_in_, "X", name, finite=self._kernel,
+                        sparse="dense")
         ta = self._prob.encode_targets(y, what="y")
         if ta.shape[0] != Xa.shape[0]:
             raise ValueError(f"X has {Xa.shape[0]} rows but y has {ta.shape[0]} labels")
@@ -563,7 +564,7 @@ class Sensitivity:
     def _scores(self, X):
         C2, _, _, _, R = self._parts()
         model = self._model
-        X = check_rows(X, model.n_features_in_, "X", type(model).__name__)
+        X = check_rows(X, model.n_features_in_, "X", type(model).__name__, sparse="dense")
         store = self._store
         P = store.map(X)
         return store.center_scores(P, self._C1, C2), np.sqrt(np.maximum(store.sq_norms(P),

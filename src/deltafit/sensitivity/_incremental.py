@@ -94,7 +94,8 @@ class IncrementalSphere:
 
     def _points(self, X):
         model = self._model
-        return self._store.map(check_rows(X, model.n_features_in_, "X", type(model).__name__))
+        return self._store.map(check_rows(X, model.n_features_in_, "X", type(model).__name__,
+                                          sparse="dense"))
 
     def _insert(self, P, z, gamma, src=None, model_ids=None):
         """Entries with points ``P``, scores ``z`` and coefficients ``gamma`` join ``A ∪ R``;
@@ -134,7 +135,7 @@ class IncrementalSphere:
         """
         self._check_model()
         model = self._model
-        Xa = check_rows(X, model.n_features_in_, "X", type(model).__name__)
+        Xa = check_rows(X, model.n_features_in_, "X", type(model).__name__, sparse="dense")
         t = self._prob.encode_targets(y, what="y")
         if t.shape[0] != Xa.shape[0]:
             raise ValueError(f"X has {Xa.shape[0]} rows but y has {t.shape[0]} labels")

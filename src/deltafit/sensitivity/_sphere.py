@@ -382,4 +382,4 @@ class _Features:
     __hash__ = None
 
     def __call__(self, X):
-        return features(check_rows(X, self._width, "X"), self._map, self._const)
+        return features(check_rows(X, self._width, "X", sparse="dense"), self._map, self._const)
