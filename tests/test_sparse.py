@@ -542,3 +542,50 @@ def test_loo_of_sparse_x_equals_dense(cancer, make):
     if rd.lower is not None and np.all(np.isfinite(rd.lower)):
         _close(rd.lower, rs.lower, 1e-8)
         _close(rd.upper, rs.upper, 1e-8)
+
+
+def test_pipeline_with_a_sparse_transformer_keeps_sparse_rows(tmp_path):
+    """TfidfTransformer's sparse output goes to the final model as it is: sparse rows in the
+    ledger, the same model as the dense twin, saved and loaded with the pipeline."""
+    from sklearn.feature_extraction.text import TfidfTransformer
+
+    rng = np.random.default_rng(0)
+    counts = rng.poisson(0.3, size=(120, 40)).astype(float)
+    y = (counts[:, 0] + counts[:, 1] > counts[:, 2] + counts[:, 3]).astype(int)
+    p = deltafit.UpdatablePipeline([("tfidf", TfidfTransformer()),
+                                    ("clf", LinearClassifier(loss="logistic"))])
+    p.fit(counts[:100], y[:100])
+    p.add(counts[100:], y[100:])
+    p.remove([0, 1])
+    assert isinstance(p[-1]._ledger.X, SparseRows)
+    Z = TfidfTransformer().fit(counts[:100]).transform(counts[2:]).toarray()
+    twin = LinearClassifier(loss="logistic").fit(Z, y[2:])
+    _close(p[-1].coef_, twin.coef_, 1e-8)
+    deltafit.save(p, tmp_path / "p.npz")
+    loaded = deltafit.load(tmp_path / "p.npz")
+    assert np.array_equal(loaded.decision_function(counts), p.decision_function(counts))
+
+
+def test_non_canonical_sparse_input(cancer):
+    """Duplicates, stored zeros, unsorted and int64 indices, empty rows: the same model as
+    the dense rows they stand for; keep_data=False recognises the rows in any of these forms."""
+    X, y = cancer
+    X = X[:120].copy()
+    X[5] = 0.0  # an empty row
+    coo = sp.coo_matrix(X)
+    n = coo.nnz
+    # every value split in two duplicates, plus stored zeros, in reverse order
+    rows = np.concatenate([coo.row, coo.row, [0, 1]])[::-1]
+    cols = np.concatenate([coo.col, coo.col, [0, 1]])[::-1]
+    vals = np.concatenate([coo.data * 0.25, coo.data * 0.75, [0.0, 0.0]])[::-1]
+    messy = sp.csr_matrix((vals, (rows.astype(np.int64), cols.astype(np.int64))),
+                          shape=X.shape)
+    messy.has_canonical_format = False
+    assert messy.nnz >= n
+    Xc = sp.csr_matrix(X)
+    for make in (lambda: LinearClassifier(loss="logistic"), lambda: LinearClassifier()):
+        a, b = make().fit(X, y[:120]), make().fit(messy, y[:120])
+        _close(a.coef_, b.coef_, 1e-8)
+    m = LinearClassifier(keep_data=False).fit(Xc, y[:120])
+    m.remove([5, 7], X=sp.coo_matrix(X[[5, 7]]))  # other format, recognised
+    assert m.n_samples_ == 118
