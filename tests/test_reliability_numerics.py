@@ -461,14 +461,13 @@ def _rbf(A, B):
 
 
 DENSE_ONLY = [pytest.param(lambda: KernelClassifier(kernel=_rbf), id="KernelClassifier-callable"),
-              pytest.param(lambda: KernelRegressor(kernel=_rbf), id="KernelRegressor-callable"),
-              pytest.param(lambda: LinearClassifier(loss="hinge"), id="LinearClassifier-hinge")]
+              pytest.param(lambda: KernelRegressor(kernel=_rbf), id="KernelRegressor-callable")]
 
 
 @pytest.mark.parametrize("make", DENSE_ONLY)
 def test_sparse_input_is_refused_as_fit_refuses_it(make):
-    """Sparse X given to a model that takes dense X only (a callable kernel, the linear hinge
-    loss): every entry point raises what fit raises (scikit-learn's TypeError and message,
+    """Sparse X given to a model that takes dense X only (a callable kernel): every entry
+    point raises what fit raises (scikit-learn's TypeError and message,
     with the reason), which is also a ValueError; before, add accepted a sparse X.  (The
     other models take sparse X: tests/test_sparse.py.)"""
     X, yc, yr = _data(n=40, d=3)

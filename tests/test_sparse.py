@@ -22,7 +22,7 @@ from deltafit.models._ledger import Ledger, SparseRows
 
 FORMATS = [pytest.param(sp.csr_matrix, id="csr"), pytest.param(sp.csc_matrix, id="csc"),
            pytest.param(sp.csr_array, id="csr_array"), pytest.param(sp.coo_array, id="coo")]
-TOL = {"squared": 1e-10, "logistic": 1e-8, "squared_hinge": 1e-8}
+TOL = {"squared": 1e-10, "logistic": 1e-8, "squared_hinge": 1e-8, "hinge": 1e-8}
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +91,7 @@ def _updates(md, ms, X, y, fmt, keep_data=True, regressor=False):
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
-@pytest.mark.parametrize("loss", ["squared", "logistic", "squared_hinge"])
+@pytest.mark.parametrize("loss", ["squared", "logistic", "squared_hinge", "hinge"])
 def test_classifier_fit_and_updates_equal_dense(cancer, fmt, loss):
     X, y = cancer
     md = LinearClassifier(loss=loss, C=0.3).fit(X[:300], y[:300])
@@ -123,7 +123,7 @@ def test_regressor_and_multi_output_equal_dense(cancer, weighted):
         _same_model(md, ms, X, 1e-10)
 
 
-@pytest.mark.parametrize("loss", ["squared", "logistic"])
+@pytest.mark.parametrize("loss", ["squared", "logistic", "hinge"])
 def test_multiclass_tfidf_equals_dense(tfidf, loss):
     """A real TF-IDF matrix (generated documents of three topics), one-vs-rest."""
     Xs, y = tfidf
@@ -238,19 +238,25 @@ def test_bad_sparse_input_is_refused_and_leaves_the_model_unchanged(cancer):
     assert np.array_equal(before[0], m.coef_) and np.array_equal(before[1], m.sample_ids_)
 
 
-def test_what_is_not_supported_yet_is_refused_clearly(cancer):
+@pytest.mark.parametrize("C", [0.01, 1.0, 100.0])
+def test_hinge_dual_qp_on_sparse_rows_equals_dense(cancer, C):
+    """The L1-SVM's dual QP over sparse rows (coordinate steps on sparse row products, face
+    solves on the densified free rows): the dense model's solution and dual variables, and
+    its approximate LOO."""
     X, y = cancer
-    Xs = sp.csr_matrix(X[:300])
-    with pytest.raises(SparseDataError, match="hinge"):
-        LinearClassifier(loss="hinge").fit(Xs, y[:300])
-    assert not LinearClassifier(loss="hinge").__sklearn_tags__().input_tags.sparse
-    h = LinearClassifier(loss="hinge").fit(X[:300], y[:300])
-    coef = h.coef_.copy()
-    with pytest.raises(SparseDataError, match="hinge"):
-        h.add(sp.csr_matrix(X[300:302]), y[300:302])
-    assert np.array_equal(coef, h.coef_)
-    with pytest.raises(SparseDataError, match="hinge"):
-        loo(LinearClassifier(loss="hinge"), Xs, y[:300])
+    w = np.linspace(0.5, 1.5, 300)
+    md = LinearClassifier(loss="hinge", C=C).fit(X[:300], y[:300], sample_weight=w)
+    ms = LinearClassifier(loss="hinge", C=C).fit(sp.csr_matrix(X[:300]), y[:300],
+                                                 sample_weight=w)
+    assert ms._state.result.kkt_violation <= 1e-10
+    _updates(md, ms, X, y, sp.csr_matrix)
+    _same_model(md, ms, X, 1e-8)
+    _close(md.dual_coef_, ms.dual_coef_, 1e-8)
+    from deltafit.model_selection import alo
+
+    a = alo(LinearClassifier(loss="hinge", C=C), X[:200], y[:200])
+    b = alo(LinearClassifier(loss="hinge", C=C), sp.csr_matrix(X[:200]), y[:200])
+    assert np.array_equal(a.y_pred, b.y_pred)
 
 
 def test_an_interrupted_update_restores_the_sparse_model(cancer, monkeypatch):

@@ -69,11 +69,7 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
             )
 
     def _sparse_refusal(self, fitting=True):
-        loss = self.loss if fitting or not self._is_fitted() else self._state.loss.name
-        if loss == "hinge":
-            return ("loss='hinge' solves its dual QP on dense rows; use loss='squared_hinge' "
-                    "or 'logistic' for sparse X")
-        return None
+        return None  # every loss takes sparse X
 
     def _features(self, X):
         """Φ(X) with the constant column ``intercept_scaling`` appended when fitting an intercept."""
