@@ -17,7 +17,7 @@ def test_first_example_runs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     scope = {}
     exec(compile(_first_python_block(), str(README), "exec"), scope)  # noqa: S102
-    m, s, X = scope["m"], scope["s"], scope["X"]
+    m = scope["m"]
     assert (tmp_path / "model.npz").is_file()
     assert scope["lo"].shape == (5, 10) and np.all(scope["lo"] <= scope["hi"])
     assert scope["certain"].mean() > 0.5  # what the comment says (85%)
