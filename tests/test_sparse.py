@@ -595,3 +595,29 @@ def test_non_canonical_sparse_input(cancer):
     m = LinearClassifier(keep_data=False).fit(Xc, y[:120])
     m.remove([5, 7], X=sp.coo_matrix(X[[5, 7]]))  # other format, recognised
     assert m.n_samples_ == 118
+
+
+def test_sparse_text_parity_with_scikit_learn(tfidf):
+    # the sparse TF-IDF matrix straight into scikit-learn's twins, with the intercept as a
+    # regularised constant column (their fit_intercept=False on [X, 1]): Ridge (one-hot ±1
+    # targets, RidgeClassifier's encoding), one-vs-rest LogisticRegression, LinearSVC
+    from sklearn.linear_model import LogisticRegression, RidgeClassifier
+    from sklearn.multiclass import OneVsRestClassifier
+    from sklearn.svm import LinearSVC
+
+    X, y = tfidf
+    Xs = sp.hstack([X, np.ones((X.shape[0], 1))], format="csr")
+    C = 2.0
+    m = LinearClassifier(C=C).fit(X, y)
+    ref = RidgeClassifier(alpha=1 / (2 * C), fit_intercept=False, solver="sparse_cg",
+                          tol=1e-14, max_iter=100_000).fit(Xs, y)
+    _close(m.decision_function(X), ref.decision_function(Xs), 1e-8)
+    m = LinearClassifier(loss="logistic", C=C, tol=1e-12).fit(X, y)
+    ref = OneVsRestClassifier(LogisticRegression(C=C, fit_intercept=False, tol=1e-12,
+                                                 solver="newton-cg", max_iter=1000)).fit(Xs, y)
+    _close(m.decision_function(X), ref.decision_function(Xs), 1e-6)
+    _close(m.predict_proba(X), ref.predict_proba(Xs), 1e-6)
+    m = LinearClassifier(loss="squared_hinge", C=C).fit(X, y)
+    ref = OneVsRestClassifier(LinearSVC(C=C, fit_intercept=False, tol=1e-10,
+                                        max_iter=100_000)).fit(Xs, y)
+    _close(m.decision_function(X), ref.decision_function(Xs), 1e-5)
