@@ -1752,12 +1752,8 @@ class DualSquaredState(ModelState):
             alpha = alpha + _masked(self.inv.matvec(r), active)
         _check_finite_alpha(alpha)
         self.alpha, self.y, self.active = alpha, y, active
-        if direct:  # one refinement step against the exact kernel matrix, as in a fold
-            self._zero_dirty()
-            d = self.inv.H0 @ self.residual()
-            self.alpha = self.alpha + d
-            if np.any(_norms(d) > _DRIFT_RTOL * np.maximum(_norms(self.alpha), 1e-300)):
-                self._refactor()
+        if direct:
+            self._refine_once()
 
     # ------------------------------------------------------------ weighted update
     def _apply_weighted(self, change):
@@ -1959,12 +1955,17 @@ class DualSquaredState(ModelState):
         _check_finite_alpha(alpha)
         self.alpha, self.y, self.active, self.w = alpha, y, active, w
         self._dirty, self._muted, self._clean = dirty, muted, clean
-        if direct:  # one refinement step against the exact kernel matrix, as in a fold
-            self._zero_dirty()
-            d = self.inv.H0 @ self.residual()
-            self.alpha = self.alpha + d
-            if np.any(_norms(d) > _DRIFT_RTOL * np.maximum(_norms(self.alpha), 1e-300)):
-                self._refactor()
+        if direct:
+            self._refine_once()
+
+    def _refine_once(self):
+        """One refinement step against the exact kernel matrix, as in a fold; refactorise
+        when it moves α beyond the drift tolerance."""
+        self._zero_dirty()
+        d = self.inv.H0 @ self.residual()
+        self.alpha = self.alpha + d
+        if np.any(_norms(d) > _DRIFT_RTOL * np.maximum(_norms(self.alpha), 1e-300)):
+            self._refactor()
 
     def refine_each_for(self, w, active):
         """:attr:`refine_each` for the weights ``w`` on the slots ``active``."""

@@ -438,17 +438,9 @@ class Sensitivity:
         t = self._prob.encode_targets(np.atleast_1d(np.asarray(y)), what="y")
         if t.shape[0] != ids.shape[0]:
             raise ValueError(f"{ids.shape[0]} ids but {t.shape[0]} labels to relabel")
-        if X is not None and self._prob.keeps_rows:
-            X = None  # the rows are stored; nothing to check
-        idx = np.full(ids.size, -1, dtype=np.intp)
-        if np.any(hyp):
-            idx[hyp] = [self._lookup()[i] for i in ids[hyp].tolist()]
         m0 = self._m
         try:
-            if np.any(~hyp):
-                rows = None if X is None else np.asarray(X)[~hyp] if np.ndim(X) == 2 else X
-                old = None if y_old is None else np.atleast_1d(np.asarray(y_old))[~hyp]
-                idx[~hyp] = self._model_entries(ids[~hyp], rows, old, "relabel")
+            idx = self._entries_of(ids, hyp, X, y_old, "relabel")
             gone = np.isnan(self._y[idx])
             if np.any(gone):
                 raise ValueError(f"cannot relabel removed samples: {ids[gone][:10].tolist()}")
@@ -457,6 +449,21 @@ class Sensitivity:
             self._drop_entries(m0)
             raise
         return self
+
+    def _entries_of(self, ids, hyp, X, y, verb):
+        """The store's entries of ``ids``: hypothetical additions (``hyp``) by their ids, model
+        samples entered now (their rows ``X`` and labels ``y`` checked for a model that keeps
+        none; given rows of a model that keeps them are not needed)."""
+        if X is not None and self._prob.keeps_rows:
+            X = None  # the rows are stored; nothing to check
+        idx = np.full(ids.size, -1, dtype=np.intp)
+        if np.any(hyp):
+            idx[hyp] = [self._lookup()[i] for i in ids[hyp].tolist()]
+        if np.any(~hyp):
+            rows = None if X is None else np.asarray(X)[~hyp] if np.ndim(X) == 2 else X
+            old = None if y is None else np.atleast_1d(np.asarray(y))[~hyp]
+            idx[~hyp] = self._model_entries(ids[~hyp], rows, old, verb)
+        return idx
 
     def reweight(self, ids, sample_weight, *, X=None, y=None):
         """Hypothetically give samples (model samples or additions) new weights.
@@ -482,17 +489,9 @@ class Sensitivity:
         self._check_model()
         ids, hyp = self._split_ids(ids, "ids")
         w = _check_sample_weight(np.atleast_1d(np.asarray(sample_weight)), ids.size, self._C1)
-        if X is not None and self._prob.keeps_rows:
-            X = None
-        idx = np.full(ids.size, -1, dtype=np.intp)
-        if np.any(hyp):
-            idx[hyp] = [self._lookup()[i] for i in ids[hyp].tolist()]
         m0 = self._m
         try:
-            if np.any(~hyp):
-                rows = None if X is None else np.asarray(X)[~hyp] if np.ndim(X) == 2 else X
-                old = None if y is None else np.atleast_1d(np.asarray(y))[~hyp]
-                idx[~hyp] = self._model_entries(ids[~hyp], rows, old, "reweight")
+            idx = self._entries_of(ids, hyp, X, y, "reweight")
             yi = self._y[idx]
             gone = yi != yi
             if np.any(gone):
