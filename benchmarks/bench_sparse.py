@@ -36,31 +36,16 @@ Prints one JSON document and then a markdown table (one row per scenario).
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
 import platform
-import sys
 import time
 
 import numpy as np
 import scipy
 import scipy.sparse as sp
 
-
-def log(msg):
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
-def timed(fn):
-    gc.collect()
-    gc.disable()
-    try:
-        t = time.perf_counter()
-        out = fn()
-        return time.perf_counter() - t, out
-    finally:
-        gc.enable()
+from _timing import log, timed  # benchmarks/_timing.py (the scripts run from this folder)
 
 
 def corpus(n_docs, vocab, seed=0):

@@ -67,26 +67,12 @@ import numpy as np
 import deltafit
 from deltafit.datasets import fashion_mnist_available, load_fashion_mnist
 
+from _timing import log, timed  # benchmarks/_timing.py (the scripts run from this folder)
+
 DEVIATION_BAR = 1e-8
 
 
 # --------------------------------------------------------------------------- helpers
-def log(msg):
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
-def timed(fn):
-    """(seconds, result) of ``fn()``, with the garbage collector off during the call."""
-    gc.collect()
-    gc.disable()
-    try:
-        t0 = time.perf_counter()
-        out = fn()
-        t = time.perf_counter() - t0
-    finally:
-        gc.enable()
-    return t, out
-
 
 def deviation(pred, ref):
     pred = np.asarray(pred, dtype=np.float64)

@@ -22,6 +22,16 @@ def mnist_sample():
     return load_mnist_sample()
 
 
+@pytest.fixture(scope="session")
+def iris():
+    """scikit-learn's iris, standardised, with the species names as labels (three classes)."""
+    from sklearn.datasets import load_iris
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = load_iris(return_X_y=True)
+    return StandardScaler().fit_transform(X), np.array(["setosa", "versicolor", "virginica"])[y]
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)

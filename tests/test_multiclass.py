@@ -8,7 +8,7 @@ cold solves agree to 1e-6; scikit-learn's solvers are compared at 1e-6 (Ridge: 1
 
 import numpy as np
 import pytest
-from sklearn.datasets import load_digits, load_iris
+from sklearn.datasets import load_digits
 from sklearn.linear_model import LogisticRegression, RidgeClassifier
 from sklearn.multiclass import OneVsRestClassifier
 from sklearn.preprocessing import StandardScaler
@@ -25,12 +25,6 @@ TOL = {"squared": 1e-9, "hinge": 1e-7, "logistic": 1e-6, "squared_hinge": 1e-6}
 def digits10():
     X, y = load_digits(return_X_y=True)
     return StandardScaler().fit_transform(X), y
-
-
-@pytest.fixture(scope="module")
-def iris():
-    X, y = load_iris(return_X_y=True)
-    return StandardScaler().fit_transform(X), np.array(["setosa", "versicolor", "virginica"])[y]
 
 
 def _with_ones(X):

@@ -7,18 +7,12 @@ which must all be the refits' labels (their exact refits agree to the solver tol
 import numpy as np
 import pytest
 from sklearn.base import clone
-from sklearn.datasets import load_digits, load_iris
+from sklearn.datasets import load_digits
 from sklearn.model_selection import StratifiedKFold
 from sklearn.preprocessing import StandardScaler
 
 from deltafit import KernelClassifier, LinearClassifier
 from deltafit.model_selection import LOOSearchCV, cross_validate, loo, treecv
-
-
-@pytest.fixture(scope="module")
-def iris():
-    X, y = load_iris(return_X_y=True)
-    return StandardScaler().fit_transform(X), np.array(["setosa", "versicolor", "virginica"])[y]
 
 
 @pytest.fixture(scope="module")

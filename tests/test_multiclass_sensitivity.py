@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from sklearn.base import clone
-from sklearn.datasets import load_digits, load_iris
+from sklearn.datasets import load_digits
 from sklearn.preprocessing import StandardScaler
 
 import deltafit
@@ -13,12 +13,6 @@ from deltafit import KernelClassifier, LinearClassifier
 from deltafit.sensitivity import MulticlassSensitivity, Sensitivity, certain_argmax, loo_bounds
 
 SLACK = 1e-7  # the retrained model is computed to its solver tolerance
-
-
-@pytest.fixture(scope="module")
-def iris():
-    X, y = load_iris(return_X_y=True)
-    return StandardScaler().fit_transform(X), np.array(["setosa", "versicolor", "virginica"])[y]
 
 
 @pytest.fixture(scope="module")
