@@ -71,6 +71,7 @@ FLOORS = {
     "_cli_data": 7,
     "_cli_experiments": 7,
     "_cli_treecv": 7,
+    "_demo": 7,
     # 8: the package itself (``deltafit/__init__.py``): re-exports; nothing inside imports it
     PACKAGE: 8,
 }

@@ -8,7 +8,8 @@ from ._plot_experiments import (_require_nonempty, _save_png, active_learning_cu
                                 tradeoff_curves)
 from ._pyplot import pyplot as _pyplot
 
-__all__ = ["tightness_cdf", "treecv_times", "tradeoff_curves", "active_learning_curves"]
+__all__ = ["tightness_cdf", "treecv_times", "tradeoff_curves", "active_learning_curves",
+           "demo_figure"]
 
 
 def tightness_cdf(ratios, path, *, title=None, xmax=None):
@@ -114,4 +115,99 @@ def treecv_times(results, path, *, title=None):
             else:  # this learner has no such panel
                 ax.set_axis_off()
     fig.suptitle(title or "TreeCV vs standard k-fold CV (Joulani et al. Fig. 2)", fontsize=10)
+    return _save_png(plt, fig, path)
+
+
+def demo_figure(steps, path, *, intervals=None, max_intervals=40, title=None):
+    """Draw ``deltafit demo``'s figure to a PNG: update vs refit times, certified intervals.
+
+    Left: the time of each operation, deltafit's update against a refit on the same data
+    (log scale).  Right (with ``intervals``): the certified bounds on the change of each test
+    row's decision value after a data change (Okumura et al., "Quick sensitivity analysis for
+    incremental data modification and its application to leave-one-out CV in linear
+    classification problems", Thm 1), against the exact change of a retrained model.
+
+    Parameters
+    ----------
+    steps : list of (str, float, float)
+        ``(operation, seconds of the update, seconds of the refit)``, times > 0.
+    path : str or path-like
+        Where to write the PNG.
+    intervals : dict, optional
+        ``"lower"``, ``"upper"``, ``"exact"``: arrays of one length (the bounds and the exact
+        value of the change, ``lower ≤ exact ≤ upper`` when the bounds hold); optionally
+        ``"certified"``: the fraction of labels certified, for the title.
+    max_intervals : int, default=40
+        How many rows to draw (evenly spaced in the order of their exact change).
+    title : str, optional
+
+    Returns
+    -------
+    path : str
+
+    Raises
+    ------
+    ValueError
+        For empty ``steps``, a time that is not a positive finite number, or ``intervals``
+        without its three arrays of one length.
+    """
+    _require_nonempty(steps, (list, tuple), "steps", "list of (label, t_update, t_refit)")
+    labels, times = [], []
+    for step in steps:
+        if len(step) != 3:
+            raise ValueError(f"each step must be (label, t_update, t_refit), got {step!r}")
+        t = np.asarray(step[1:], dtype=np.float64)
+        if not np.all(np.isfinite(t)) or np.any(t <= 0):
+            raise ValueError(f"times must be positive finite numbers, got {step!r}")
+        labels.append(str(step[0]))
+        times.append(t)
+    times = np.array(times)
+    if intervals is not None:
+        try:
+            lo, hi, ex = (np.asarray(intervals[k], dtype=np.float64).ravel()
+                          for k in ("lower", "upper", "exact"))
+        except (KeyError, TypeError) as exc:
+            raise ValueError("intervals must be a dict with arrays 'lower', 'upper' and "
+                             "'exact'") from exc
+        if not (lo.size == hi.size == ex.size) or lo.size == 0:
+            raise ValueError(f"intervals' arrays must have one non-zero length, got "
+                             f"{lo.size}, {hi.size}, {ex.size}")
+    plt = _pyplot()
+    ncols = 1 if intervals is None else 2
+    fig, axes = plt.subplots(1, ncols, figsize=(5.5 * ncols, 4), dpi=120, squeeze=False)
+    ax = axes[0, 0]
+    x = np.arange(len(labels))
+    ax.bar(x - 0.2, times[:, 0], 0.4, label="deltafit update")
+    ax.bar(x + 0.2, times[:, 1], 0.4, label="refit on the same data")
+    for i, (tu, tr) in enumerate(times):
+        ax.annotate(f"{tr / tu:.3g}x", (i, max(tu, tr)), ha="center", va="bottom", fontsize=7)
+    ax.set_yscale("log")
+    ax.set_xticks(x)
+    ax.set_xticklabels(labels, rotation=20, ha="right", fontsize=8)
+    ax.set_ylabel("seconds (log scale)")
+    ax.set_title("time per operation", fontsize=10)
+    ax.grid(alpha=0.3, axis="y")
+    ax.legend(fontsize=7)
+    if intervals is not None:
+        ax = axes[0, 1]
+        order = np.argsort(ex, kind="stable")
+        pick = order[np.unique(np.linspace(0, order.size - 1, min(max_intervals, order.size))
+                               .round().astype(int))]
+        xi = np.arange(pick.size)
+        ax.vlines(xi, lo[pick], hi[pick], color="tab:blue", linewidth=2,
+                  label="certified interval (no retraining)")
+        ax.plot(xi, ex[pick], "o", color="tab:red", markersize=3,
+                label="exact change (retrained model)")
+        scale = float(np.max(np.abs(ex[pick]))) if np.any(ex[pick]) else 1.0
+        ax.set_yscale("symlog", linthresh=scale)
+        ax.set_xlabel(f"test rows, in the order of their exact change ({pick.size} of {ex.size})")
+        ax.set_ylabel("change of the decision value")
+        cert = intervals.get("certified")
+        ax.set_title("certified bounds vs the exact answer"
+                     + ("" if cert is None else f": {float(cert):.1%} of labels certified"),
+                     fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    if title:
+        fig.suptitle(title, fontsize=10)
     return _save_png(plt, fig, path)
