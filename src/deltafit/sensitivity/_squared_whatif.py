@@ -250,6 +250,7 @@ class LinearExactRegion:
         self.coef = beta1 + x
         self.step = x
         self.solver = factor.kind
+        self._factor = factor
         norms = np.sqrt(np.einsum("ij,ij->i", Phi, Phi))
         bn = float(np.linalg.norm(beta1))
         # rounding of the residual M₂x − f, of f (Δg from the scores z_j), of x's product
@@ -450,7 +451,7 @@ class KernelExactRegion:
         factor = _shared(sens, _key(C2, slots, ids, w0, w, pts),
                          lambda: _KernelFactor(prob, store, slots, w0, w, ids, model, C1, C2))
         self.solver = factor.kind
-        self._f = factor
+        self._f = self._factor = factor
         L, nL = factor.L, factor.L.size
         alphaL = np.asarray(prob.alpha, dtype=np.float64)[L]
         t2 = np.zeros(factor.nP)
