@@ -18,6 +18,15 @@ the gradients of the changed samples.  A relabel is a removal of (x, y_old) and 
 two copies: removing it moves the ball exactly as removing both copies).  Since β₁ is computed to a tolerance, the radius is widened by the model's
 certified solver residual.  The ball is computed by :mod:`deltafit.sensitivity._ball`, the
 changed samples are kept by :mod:`deltafit.sensitivity._changes`.
+
+The queries answer from a *region* of the pending change (``method=``; built by
+:func:`build_region` on first use, kept until the next change): the ball above
+(:class:`SphereRegion`, ``"sphere"``), the exact retrained model of the squared loss
+(:mod:`deltafit.sensitivity._squared_whatif`, ``"exact"``) or the curvature-aware region of the
+logistic and squared-hinge losses (``"curvature"``).  A region has ``kind``,
+``decision_bounds(X)``, ``center_decision(X)``, ``distance_bound()`` and ``coef_bounds()``
+(linear models: the full β, the constant feature last); :meth:`Sensitivity.sphere` is always
+the ball.
 """
 
 from __future__ import annotations
