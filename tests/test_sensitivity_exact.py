@@ -197,6 +197,23 @@ def test_hypothetical_additions_removed_again_are_no_change(cancer):
     assert_exact(lo, hi, m.decision_function(Xt), "add then remove")
 
 
+@pytest.mark.parametrize("est", LINEAR_AND_KERNEL, ids=["linear", "kernel"])
+def test_samples_of_weight_zero_brought_back(cancer, est):
+    """Model samples of weight 0 are outside the stored system (kernel: not in the tracked
+    inverse); a what-if that gives them a weight borders the system with them."""
+    X, y, Xt, _ = cancer
+    X, y = X[:150], y[:150]
+    w = np.ones(150)
+    w[[3, 4, 5]] = 0.0
+    m = clone(est).fit(X, y, sample_weight=w)
+    s = df.sensitivity(m).reweight([3, 4], [1.5, 0.7]).remove([10]).relabel([5], [1 - y[5]])
+    w2, y2 = w.copy(), y.copy()
+    w2[3], w2[4], y2[5] = 1.5, 0.7, 1 - y[5]
+    keep = np.setdiff1d(np.arange(150), [10])
+    assert_exact(*s.decision_bounds(Xt), twin(m, X[keep], y2[keep], w2[keep], 1.0, Xt),
+                 "weight 0 -> positive")
+
+
 # ----------------------------------------------------------------------- keep_data=False
 @pytest.mark.parametrize("task", ["classifier", "regressor"])
 def test_keep_data_false_models_are_exact(cancer, task):
