@@ -27,6 +27,17 @@ exact twins:
     exact updated model is checked against the bounds (coefficients, intercept, test decision
     values, certified labels): a violation above 1e-8 fails the row.
 
+(c) **squared loss** (issue 16, ``--part squared``, run only when named).  Breast cancer
+    standardised, 70/30 split, ``LinearClassifier(C=1)`` and ``KernelClassifier(C=1)``; remove
+    k ∈ {1, 10, 40} random samples (20 draws each): the width of the decision intervals over
+    the true change ``|f_new − f_old|`` (median over test rows and draws) and the share of
+    test labels certified, for the sphere (``method="sphere"``) and the exact what-if
+    (``method="exact"``); the truth is ``m.remove`` on a copy, and any interval that misses it
+    fails the run.  Cost: an exact what-if (``deltafit.sensitivity(m).remove(R)`` plus
+    ``decision_bounds`` at the test rows) against the same answer from the exact update,
+    ``m.remove(R).decision_function(X_test)`` on a copy (the copy off the clock), minimum of
+    20 runs each, one BLAS thread (``--threads`` to change it).
+
 Timing protocol
 ---------------
 * ``time.perf_counter`` around the timed calls only, the garbage collector off during each
@@ -688,9 +699,115 @@ def markdown_speed(res, max_contention):
     return "\n".join(out)
 
 
+# ------------------------------------------------------------ --part squared (issue 16)
+SQUARED_KS = (1, 10, 40)
+
+
+def squared_data(seed):
+    """Breast cancer (scikit-learn's), a seeded 70/30 split, standardised on the training
+    part: the setting of issue 16's table."""
+    from sklearn.datasets import load_breast_cancer as skl_cancer
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = skl_cancer(return_X_y=True)
+    perm = np.random.default_rng(seed).permutation(y.size)
+    tr, te = perm[: int(0.7 * y.size)], perm[int(0.7 * y.size):]
+    sc = StandardScaler().fit(X[tr])
+    return c64(sc.transform(X[tr])), y[tr], c64(sc.transform(X[te]))
+
+
+def squared_row(name, m, Xt, k, draws, rng, repeats):
+    """Issue 16's table for one model and one k: width / |true change| and % certified for
+    the sphere and the exact what-if over ``draws`` random removals of k samples (the truth:
+    ``m.update(remove_ids=...)`` on a copy), and the cost of an exact what-if (build +
+    decision bounds at the test rows) against the exact update."""
+    f_old = m.decision_function(Xt)
+    out = {"model": name, "k": k, "draws": draws, "n": int(m.n_samples_), "n_test": len(Xt)}
+    acc = {"sphere": ([], [], 0, 0), "exact": ([], [], 0, 0)}
+    t_exact, t_sphere, t_update = [], [], []
+    for _ in range(draws):
+        rem = np.sort(rng.choice(m.sample_ids_, k, replace=False))
+        new = copy.deepcopy(m)
+        t_up, _ = timed(lambda: new.remove(rem))
+        t_update.append(t_up)
+        f_new = new.decision_function(Xt)
+        change = np.abs(f_new - f_old)
+        for method in ("sphere", "exact"):
+            def what_if(method=method):
+                s = deltafit.sensitivity(m, method=method).remove(rem)
+                return s.decision_bounds(Xt), s
+            t, ((lo, hi), s) = timed(what_if)
+            (t_exact if method == "exact" else t_sphere).append(t)
+            labels, certain = s.predict_certain(Xt)
+            wr, ce, viol, wrong = acc[method]
+            ok = change > 0
+            wr.extend(((hi - lo)[ok] / change[ok]).tolist())
+            ce.append(float(certain.mean()))
+            viol += int(np.sum((f_new < lo) | (f_new > hi)))
+            wrong += int(np.sum(certain & (labels != new.predict(Xt))))
+            acc[method] = (wr, ce, viol, wrong)
+    for method, (wr, ce, viol, wrong) in acc.items():
+        out[method] = {"width_over_change_median": float(np.median(wr)),
+                       "width_over_change_max": float(np.max(wr)),
+                       "certified_pct": 100.0 * float(np.mean(ce)),
+                       "violations": viol, "wrong_certified_labels": wrong}
+    # the cost, timed again back to back (minimum of `repeats`)
+    rem = np.sort(rng.choice(m.sample_ids_, k, replace=False))
+    te, _ = timed_batch(lambda: deltafit.sensitivity(m).remove(rem).decision_bounds(Xt),
+                        repeats)
+    tu = []
+    for _ in range(repeats):  # the same answer from the model: update, then its decisions
+        new = copy.deepcopy(m)
+        tu.append(timed(lambda: (new.remove(rem), new.decision_function(Xt)))[0])
+    out["t_exact_whatif_s"] = float(min(te))
+    out["t_update_s"] = float(min(tu))
+    out["update_over_whatif"] = out["t_update_s"] / out["t_exact_whatif_s"]
+    out["solver"] = deltafit.sensitivity(m).remove(rem)._region().solver
+    return out
+
+
+def run_squared(args):
+    """Issue 16's table for the squared loss (LinearClassifier / KernelClassifier, C = 1),
+    sphere vs exact, and the cost of an exact what-if vs the exact update."""
+    rng = np.random.default_rng(args.seed)
+    X, y, Xt = squared_data(args.seed)
+    draws = 3 if args.quick else 20
+    repeats = 3 if args.quick else 20
+    rows = []
+    for name, est in (("LinearClassifier(C=1)", deltafit.LinearClassifier(C=1.0)),
+                      ("KernelClassifier(C=1, rbf)", deltafit.KernelClassifier(C=1.0))):
+        m = est.fit(X, y)
+        for k in SQUARED_KS:
+            log(f"squared: {name}, k = {k}")
+            rows.append(squared_row(name, m, Xt, k, draws, rng, repeats))
+    valid = all(r[mt]["violations"] == 0 and r[mt]["wrong_certified_labels"] == 0
+                for r in rows for mt in ("sphere", "exact"))
+    return {"dataset": "breast_cancer (sklearn), standardised, 70/30 split", "rows": rows,
+            "all_valid": bool(valid)}
+
+
+def markdown_squared(res):
+    head = ("| model | k | solver | width / \\|true change\\| sphere (median) | exact (median) "
+            "| certified sphere | certified exact | exact what-if | `m.remove` + decisions "
+            "| update / what-if "
+            "| violations |")
+    lines = [head, "|" + "---|" * 11]
+    for r in res["rows"]:
+        sp, ex = r["sphere"], r["exact"]
+        lines.append(
+            f"| {r['model']} | {r['k']} | {r['solver']} | {sp['width_over_change_median']:.3g} "
+            f"| {ex['width_over_change_median']:.2g} | {sp['certified_pct']:.1f}% "
+            f"| {ex['certified_pct']:.1f}% | {1e3 * r['t_exact_whatif_s']:.2f} ms "
+            f"| {1e3 * r['t_update_s']:.2f} ms | {r['update_over_whatif']:.2f}x "
+            f"| {sp['violations'] + ex['violations']} |")
+    return "\n".join(lines)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--part", choices=("tightness", "speed", "all"), default="all")
+    ap.add_argument("--part", choices=("tightness", "speed", "squared", "all"), default="all",
+                    help="squared: issue 16's table for the squared loss (sphere vs exact), "
+                         "run only when named")
     ap.add_argument("--quick", action="store_true",
                     help="small problems: 150-sample tightness sets, 5k/20k x 20 speed problems")
     ap.add_argument("--out", help="write the JSON document here as well (and a .md, a .png)")
@@ -769,9 +886,13 @@ def main(argv=None):
     if args.part in ("speed", "all"):
         with thread_limit(args.threads):
             doc["speed"] = run_speed(args)
+    if args.part == "squared":
+        with thread_limit(args.threads or 1):  # small problems: one BLAS thread is fastest
+            doc["squared"] = run_squared(args)
     info["loadavg_end"] = loadavg()
     ok_t = doc.get("tightness", {}).get("all_valid", True)
     ok_s = all(r["pass"] for r in doc.get("speed", {}).get("rows", []))
+    ok_t = ok_t and doc.get("squared", {}).get("all_valid", True)
     doc["all_valid"] = bool(ok_t and all(
         r["max_violation"] <= VIOLATION_TOL and not r["wrong_certified_labels"]
         for r in doc.get("speed", {}).get("rows", [])))
@@ -792,6 +913,9 @@ def main(argv=None):
     if "speed" in doc:
         md += [f"Speed (Okumura et al. §5.1): logistic, λ = {LAMBDA}, C = 1/(λn), intercept", "",
                markdown_speed(doc["speed"], args.max_contention), ""]
+    if "squared" in doc:
+        md += ["Squared loss (issue 16): sphere vs exact what-ifs, breast cancer, C = 1", "",
+               markdown_squared(doc["squared"]), ""]
     md_text = "\n".join(md)
     print(text)
     print()

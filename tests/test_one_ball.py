@@ -82,7 +82,7 @@ def test_cross_validation_and_sensitivity_share_the_removal_ball(cancer, kind, l
     R = np.arange(10, 40)
     T = np.arange(100, 160)
     lo1, hi1 = problem_of(model).removal_bounds(R, T)
-    lo2, hi2 = df.sensitivity(model).remove(R).decision_bounds(X[T])
+    lo2, hi2 = df.sensitivity(model, method="sphere").remove(R).decision_bounds(X[T])
     _, sq = model.problem_.scores(model.problem_.live[T])
     slack = gradient_norm(model) + model.grad_norm_
     assert slack < 1e-3 * np.median(hi2 - lo2)

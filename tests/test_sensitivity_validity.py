@@ -1,5 +1,8 @@
 """Validity of ``deltafit.sensitivity``: every bound holds for the model retrained exactly.
 
+These are the ball's tests (``method="sphere"``, for every loss); the exact what-ifs of the
+squared loss are checked in ``test_sensitivity_exact.py``.
+
 A certificate that fails once is a bug (ARCHITECTURE.md, "Principles"), so each bound of the what-if object is
 checked against its exact twin, the model retrained on the changed data with ``C = C_new``
 (a fresh fit, or for an unchanged C a deep copy of the model updated exactly):
@@ -413,7 +416,7 @@ def test_bounds_hold_for_the_retrained_model(family, task, loss, sc):
     n_old = len(mirror.rows)
     c_new = {"none": None, "mean": "mean", "float": C * 10.0 ** sc["c_factor"],
              "callable": lambda n: C * (n_old / n) ** 0.5 * 10.0 ** sc["c_factor"]}[sc["c_mode"]]
-    s = df.sensitivity(model, C_new=c_new)
+    s = df.sensitivity(model, C_new=c_new, method="sphere")
     apply_ops(s, model, mirror, problem, sc["ops"], sc["task"])
     n_new = len(mirror.rows)
     expected_C = {"none": C, "mean": C * n_old / n_new, "float": c_new,
@@ -502,7 +505,7 @@ def test_real_data_large_change(data, name, n_remove, request):
     rem, rel = ids[:n_remove], ids[n_remove:n_remove + 5]
     rel_y = 1 - ytr[rel]
     for c_new in (None, "mean"):
-        s = df.sensitivity(model, C_new=c_new)
+        s = df.sensitivity(model, C_new=c_new, method="sphere")
         s.remove(rem)
         added = s.add(Xa, ya)
         s.relabel(rel, rel_y)
@@ -553,7 +556,7 @@ def test_real_data_small_changes_certify_most_labels(data, name, request):
     for k in (1, 2, 3, 4, 5):
         share = []
         for _ in range(20):
-            s = df.sensitivity(model)
+            s = df.sensitivity(model, method="sphere")
             rem = rng.choice(model.sample_ids_, size=k, replace=False)
             s.remove(rem)
             labels, certain = s.predict_certain(Xte)
@@ -577,7 +580,7 @@ def test_explicit_feature_map(loss, breast_cancer):
     Xtr, ytr, Xa, ya, Xte, _ = real_split(X, y, 200, seed=2)
     fm = Nystroem(gamma=0.1, n_components=40, random_state=0)
     model = df.LinearClassifier(loss=loss, C=2.0, feature_map=fm).fit(Xtr, ytr)
-    s = df.sensitivity(model, C_new="mean")
+    s = df.sensitivity(model, C_new="mean", method="sphere")
     rem = np.arange(0, 40, 2)
     s.remove(rem)
     s.add(Xa, ya)
@@ -599,7 +602,7 @@ def test_keep_data_false_gives_the_same_bounds(breast_cancer):
     Xtr, ytr, Xa, ya, Xte, _ = real_split(X, y, 200, seed=3)
     a = df.LinearClassifier(C=1.0).fit(Xtr, ytr)
     b = df.LinearClassifier(C=1.0, keep_data=False).fit(Xtr, ytr)
-    sa, sb = df.sensitivity(a, C_new="mean"), df.sensitivity(b, C_new="mean")
+    sa, sb = df.sensitivity(a, C_new="mean", method="sphere"), df.sensitivity(b, C_new="mean", method="sphere")
     rem, rel = [3, 7, 11], [20, 21]
     sa.remove(rem)
     sb.remove(rem, X=Xtr[rem])
@@ -608,13 +611,13 @@ def test_keep_data_false_gives_the_same_bounds(breast_cancer):
     sa.add(Xa, ya)
     sb.add(Xa, ya)
     assert_same(snapshot(sb, Xte), snapshot(sa, Xte), EXACT)
-    sc = df.sensitivity(b)
+    sc = df.sensitivity(b, method="sphere")
     sc.remove(X=Xtr[rem], y=ytr[rem])  # by value
-    sd = df.sensitivity(a)
+    sd = df.sensitivity(a, method="sphere")
     sd.remove(rem)
     assert_same(snapshot(sc, Xte), snapshot(sd, Xte), EXACT)
     with pytest.raises(ValueError):
-        df.sensitivity(b).remove(rem, X=Xtr[[4, 7, 11]])  # rows that are not those samples
+        df.sensitivity(b, method="sphere").remove(rem, X=Xtr[[4, 7, 11]])  # rows that are not those samples
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
@@ -635,7 +638,7 @@ def test_early_stopped_model_still_gives_valid_bounds(name, max_iter, breast_can
     rem = [1, 2, 3]
     keep = np.setdiff1d(np.arange(200), rem)
     for c_new in (None, 20.0, "mean"):
-        s = df.sensitivity(model, C_new=c_new)
+        s = df.sensitivity(model, C_new=c_new, method="sphere")
         s.remove(rem)
         s.add(Xa[:5], ya[:5])
         new = make().set_params(C=s.C_new_).fit(np.vstack([Xtr[keep], Xa[:5]]),
@@ -694,7 +697,7 @@ def test_undo_and_reset_restore_the_unchanged_model(name):
     e = phi_norms(model, X_test)
     eps = float(model.grad_norm_)
     for c_new in (None, "mean"):
-        s = df.sensitivity(model, C_new=c_new)
+        s = df.sensitivity(model, C_new=c_new, method="sphere")
         base = snapshot(s, X_test)
         for finish in ("undo", "reset"):
             n_ops = 0
@@ -731,13 +734,13 @@ def test_removing_an_added_sample_equals_never_adding_it(name):
     X_test = problem.sample(rng, 30)[0]
     Xa, ya = problem.sample(rng, 6)
     Xb, yb = problem.sample(rng, 4)
-    a = df.sensitivity(model, C_new="mean")
+    a = df.sensitivity(model, C_new="mean", method="sphere")
     a.remove([0, 5])
     ids_a = a.add(Xa, ya)
     a.relabel(ids_a[:2], problem.label(rng, 2))
     ids_b = a.add(Xb, yb)
     a.remove(ids_a)  # every first addition gone, including the relabelled ones
-    b = df.sensitivity(model, C_new="mean")
+    b = df.sensitivity(model, C_new="mean", method="sphere")
     b.remove([0, 5])
     b.add(Xb, yb)
     assert (a.n_added, a.n_removed, a.n_new) == (b.n_added, b.n_removed, b.n_new) == (4, 2, 42)
@@ -755,7 +758,7 @@ def test_removing_an_added_sample_equals_never_adding_it(name):
 def test_relabel_to_the_same_label_is_a_no_op(name):
     rng, problem, X, y, model = small_problem(name, seed=2)
     X_test = problem.sample(rng, 30)[0]
-    s = df.sensitivity(model)
+    s = df.sensitivity(model, method="sphere")
     s.remove([1, 2, 3])
     before = snapshot(s, X_test)
     s.relabel([4, 9, 17], y[[4, 9, 17]])
@@ -779,7 +782,7 @@ def test_hypothetical_ids_equal_the_ids_of_real_updates(name):
     model.add(*problem.sample(rng, 5))
     model.remove([0, 3, 41])
     real = copy.deepcopy(model)
-    s = df.sensitivity(model)
+    s = df.sensitivity(model, method="sphere")
     for step in range(5):
         Xa, ya = problem.sample(rng, step + 1)
         hyp = s.add(Xa, ya)
@@ -814,7 +817,7 @@ def test_c_new_mean_and_callable(name):
         return 0.3 + 0.01 * n
 
     def changed(c_new):
-        s = df.sensitivity(model, C_new=c_new)
+        s = df.sensitivity(model, C_new=c_new, method="sphere")
         s.add(Xa, ya)
         s.remove([2, 4, 6])
         return s
@@ -833,7 +836,7 @@ def test_c_new_mean_and_callable(name):
     assert fn.C_new_ == pytest.approx(0.3 + 0.01 * (n_new + 2), rel=1e-15)
     assert mean.C_new_ == pytest.approx(model.C * len(y) / n_new, rel=1e-15)
     # "mean" with no change in n (one added, one removed) is the same C
-    s = df.sensitivity(model, C_new="mean")
+    s = df.sensitivity(model, C_new="mean", method="sphere")
     s.add(Xa[:1], ya[:1])
     s.remove([0])
     assert s.C_new_ == model.C
@@ -846,7 +849,7 @@ def test_c_new_mean_and_callable(name):
 def test_no_change_is_the_models_own_certificate(name):
     rng, problem, X, y, model = small_problem(name, seed=5)
     X_test = np.vstack([problem.sample(rng, 30)[0], X])
-    s = df.sensitivity(model)
+    s = df.sensitivity(model, method="sphere")
     assert (s.n_added, s.n_removed, s.n_relabeled, s.n_new) == (0, 0, 0, len(y))
     rho = s.C_new_ / model.C
     assert rho == 1.0
@@ -873,9 +876,9 @@ def test_one_at_a_time_equals_one_batch(name):
     rel = np.setdiff1d(model.sample_ids_, rem)[:4]
     rel_y = problem.label(rng, 4)
     for c_new in (None, "mean", 0.7):
-        batch = df.sensitivity(model, C_new=c_new)
+        batch = df.sensitivity(model, C_new=c_new, method="sphere")
         ids_b = batch.add(Xa, ya)
-        one = df.sensitivity(model, C_new=c_new)
+        one = df.sensitivity(model, C_new=c_new, method="sphere")
         ids_o = np.concatenate([one.add(Xa[i:i + 1], ya[i:i + 1]) for i in range(len(ya))])
         np.testing.assert_array_equal(ids_b, ids_o)
         assert_same(snapshot(one, X_test), snapshot(batch, X_test), 1e-10)
@@ -907,7 +910,7 @@ def test_kernel_r_matches_sivan_eq3(loss, c_new, breast_cancer):
     rem, rel = ids[:9], ids[9:13]
     rel_y = 1 - ytr[rel]
     Xa, ya = X[150:161], y[150:161]
-    s = df.sensitivity(model, C_new=c_new)
+    s = df.sensitivity(model, C_new=c_new, method="sphere")
     s.remove(rem)
     s.add(Xa, ya)
     s.relabel(rel, rel_y)
@@ -940,7 +943,7 @@ def test_linear_r_matches_sivan_eq5(c_new, digits):
     Xtr, ytr = X[:300], y[:300]
     model = df.LinearClassifier(loss="logistic", C=0.5, intercept_scaling=2.0).fit(Xtr, ytr)
     rem, Xa, ya = np.arange(0, 30, 3), X[300:315], y[300:315]
-    s = df.sensitivity(model, C_new=c_new)
+    s = df.sensitivity(model, C_new=c_new, method="sphere")
     s.remove(rem)
     s.add(Xa, ya)
     C1, C2 = 0.5, (0.5 if c_new is None else c_new)

@@ -562,6 +562,44 @@ class FittedProblem:
         """
         return self._st.tracked_inverse()
 
+    def _closed_form(self, what):
+        st = self._st
+        if getattr(st, "kind", None) not in ("primal_squared", "dual_squared"):
+            raise ValueError(f"{what} needs a closed-form (loss='squared') model")
+        return st
+
+    def normal_matrix(self):
+        """``ΦᵀWΦ + ρI`` (ρ = 1/(2C)) from the exact statistics of the closed-form primal
+        state, pending rows included (a new p × p array; linear squared-loss models)."""
+        st = self._closed_form("normal_matrix")
+        if st.kind != "primal_squared":
+            raise ValueError("normal_matrix needs a linear model; kernel models offer gram")
+        return st.exact_matrix()
+
+    def apply_inverse(self, V):
+        """``H V`` with the closed-form state's current inverse, never changing the model.
+
+        Primal: ``H ≈ (ΦᵀWΦ + ρI)⁻¹`` over the features (the tracked inverse, or a solve with
+        the held Cholesky factor when the explicit inverse has not been formed, which
+        :meth:`tracked_inverse` would form and keep).  Kernel: ``H ≈ (K + ρW⁻¹)⁻¹`` by handle
+        over the samples of positive weight (``V`` of :attr:`capacity` rows; rows and columns
+        of other handles are not meaningful).  Accurate to the tracked inverse's drift (below
+        1e-9 relative): refine against the exact statistics where more is needed.
+        """
+        st = self._closed_form("apply_inverse")
+        V = np.asarray(V, dtype=np.float64)
+        if st.kind == "primal_squared" and not st._inv_ready:
+            return linalg.cho_solve(st._chol, V, check_finite=False)
+        return st.inv.matvec(V)
+
+    def inverse_columns(self, handles):
+        """Columns ``H[:, handles]`` of the kernel closed-form state's current inverse
+        ``H ≈ (K + ρW⁻¹)⁻¹`` (shape (capacity, k)), O(capacity · (k + pending rank))."""
+        st = self._closed_form("inverse_columns")
+        if st.kind != "dual_squared":
+            raise ValueError("inverse_columns needs a kernel model")
+        return st.inv.columns(np.asarray(handles, dtype=np.intp))
+
     def score_function(self):
         """A :class:`ScoreFunction`: the current solution's scores, frozen, without checks."""
         return ScoreFunction(self)

@@ -29,8 +29,13 @@ here, its exact-gradient form for :mod:`deltafit.model_selection`), and the samp
 pending change are kept by one store, ``_changes`` (``LinearChanges`` / ``KernelChanges``),
 shared by :class:`Sensitivity` and :class:`IncrementalSphere`.
 
-This module is callable: ``deltafit.sensitivity(model, C_new=None)`` is
-``deltafit.sensitivity.Sensitivity(model, C_new=None)``.
+For the squared loss the answers are exact (``method="auto"`` resolves to ``"exact"``): the
+retrained model's own decision values, computed from the stored factorisation without changing
+the model (Woodbury / Schur complement, ``_squared_whatif``), in intervals of rounding width;
+``method="sphere"`` gives the published ball for every loss.
+
+This module is callable: ``deltafit.sensitivity(model, C_new=None, method="auto")`` is
+``deltafit.sensitivity.Sensitivity(model, C_new=None, method="auto")``.
 """
 
 from __future__ import annotations
@@ -67,15 +72,16 @@ __all__ = [
 class _CallableModule(types.ModuleType):
     """The module, callable as ``deltafit.sensitivity(model, C_new=None)``."""
 
-    def __call__(self, model, C_new=None):
-        """What-if object for ``model``; see :class:`Sensitivity`.
+    def __call__(self, model, C_new=None, *, method="auto"):
+        """What-if object for ``model``; see :class:`Sensitivity` (``method``: ``"auto"``,
+        ``"sphere"``, ``"exact"`` or ``"curvature"``).
 
         ``model`` may be a fitted :class:`deltafit.UpdatablePipeline`: the what-if object of
         its final estimator, whose methods taking rows pass them through the frozen
         transformers (:class:`deltafit._pipeline.PipelineSensitivity`).
         """
         final, transform = unwrap(model)
-        s = Sensitivity(final, C_new=C_new)
+        s = Sensitivity(final, C_new=C_new, method=method)
         return s if transform is None else PipelineSensitivity(s, transform)
 
 

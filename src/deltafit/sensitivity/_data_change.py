@@ -18,6 +18,15 @@ the gradients of the changed samples.  A relabel is a removal of (x, y_old) and 
 two copies: removing it moves the ball exactly as removing both copies).  Since β₁ is computed to a tolerance, the radius is widened by the model's
 certified solver residual.  The ball is computed by :mod:`deltafit.sensitivity._ball`, the
 changed samples are kept by :mod:`deltafit.sensitivity._changes`.
+
+The queries answer from a *region* of the pending change (``method=``; built by
+:func:`build_region` on first use, kept until the next change): the ball above
+(:class:`SphereRegion`, ``"sphere"``), the exact retrained model of the squared loss
+(:mod:`deltafit.sensitivity._squared_whatif`, ``"exact"``) or the curvature-aware region of the
+logistic and squared-hinge losses (``"curvature"``).  A region has ``kind``,
+``decision_bounds(X)``, ``center_decision(X)``, ``distance_bound()`` and ``coef_bounds()``
+(linear models: the full β, the constant feature last); :meth:`Sensitivity.sphere` is always
+the ball.
 """
 
 from __future__ import annotations
@@ -32,7 +41,114 @@ from . import _ball
 from ._changes import changes_for
 from ._model_access import certified_residual, check_model, fitted_C, n_classes
 
-__all__ = ["Sensitivity"]
+__all__ = ["METHODS", "Sensitivity", "resolve_method"]
+
+#: the answers a what-if object can give (``method=``); see :func:`resolve_method`
+METHODS = ("auto", "sphere", "exact", "curvature")
+_CURVATURE_LOSSES = ("logistic", "squared_hinge")
+
+
+def _curvature_builder():
+    """``curvature_region`` of the curvature module, or None where it is not installed."""
+    try:
+        from ._curvature import curvature_region
+    except ModuleNotFoundError as exc:
+        if exc.name != f"{__package__}._curvature":
+            raise
+        return None
+    return curvature_region
+
+
+def resolve_method(method, loss):
+    """The region kind ``method`` names for a model with ``loss``.
+
+    ``"sphere"``: the ball of Okumura et al. Thm 1 / Sivan et al. Thm 1 (any covered loss);
+    ``"exact"``: the retrained model itself, squared loss only
+    (:mod:`deltafit.sensitivity._squared_whatif`); ``"curvature"``: the curvature-aware
+    region, logistic and squared-hinge losses; ``"auto"``: ``"exact"`` for the squared loss,
+    ``"curvature"`` for the others (the sphere where that region is not available).
+
+    Raises
+    ------
+    ValueError
+        For an unknown method, or one that does not cover ``loss``.
+    """
+    if not isinstance(method, str) or method not in METHODS:
+        raise ValueError(f"method must be one of {list(METHODS)}, got {method!r}")
+    name = loss.name
+    if method == "auto":
+        if name == "squared":
+            return "exact"
+        return "curvature" if _curvature_builder() is not None else "sphere"
+    if method == "exact" and name != "squared":
+        raise ValueError(f"method='exact' needs loss='squared' (the retrained model in closed "
+                         f"form); loss={name!r}: use method='curvature' or 'sphere'")
+    if method == "curvature":
+        if name not in _CURVATURE_LOSSES:
+            raise ValueError(f"method='curvature' needs loss in {list(_CURVATURE_LOSSES)}; "
+                             f"loss={name!r}: use method='exact' or 'sphere'")
+        if _curvature_builder() is None:
+            raise ValueError("method='curvature' is not available in this version of "
+                             "deltafit; use method='sphere'")
+    return method
+
+
+class SphereRegion:
+    """The ball of Okumura et al. Thm 1 = Sivan et al. Thm 1 as a region (``method="sphere"``):
+    center ``β₁ − r``, radius ``‖r‖`` plus the certified solver allowance.
+
+    Attributes
+    ----------
+    kind : str
+        ``"sphere"``.
+    r, rnorm, radius : ndarray or None, float, float
+        ``r`` (linear models; None for kernels), ``‖r‖`` and the ball's radius.
+    """
+
+    kind = "sphere"
+
+    def __init__(self, sens):
+        self._sens = sens
+        self._C2, _, _, self.rnorm, self.radius = sens._parts()
+        self.r = sens._r
+
+    def center_and_bounds(self, X):
+        store, R = self._sens._store, self.radius
+        P = store.map(X)
+        s = store.center_scores(P, self._sens._C1, self._C2)
+        e = np.sqrt(np.maximum(store.sq_norms(P), 0.0))
+        return s, s - e * R, s + e * R
+
+    def center_decision(self, X):
+        return self.center_and_bounds(X)[0]
+
+    def decision_bounds(self, X):
+        _, lo, hi = self.center_and_bounds(X)
+        return lo, hi
+
+    def tightness(self, X):
+        """``2 ‖Φ(x)‖ R`` (Okumura et al. eq. 11)."""
+        store = self._sens._store
+        return 2.0 * np.sqrt(np.maximum(store.sq_norms(store.map(X)), 0.0)) * self.radius
+
+    def distance_bound(self):
+        return self.rnorm + self.radius
+
+    def coef_bounds(self):
+        m = self._sens._store.beta - self.r
+        return m - self.radius, m + self.radius
+
+
+def build_region(sens):
+    """The region of ``sens``'s pending change for its method (see :func:`resolve_method`)."""
+    kind = sens._method
+    if kind == "exact":
+        from ._squared_whatif import exact_region
+
+        return exact_region(sens)
+    if kind == "curvature":
+        return _curvature_builder()(sens)
+    return SphereRegion(sens)
 
 
 class Sensitivity:
@@ -54,6 +170,17 @@ class Sensitivity:
         ``C`` of the new problem (Sivan et al. Thm 1, ``C₂ ≠ C₁``).  None keeps the model's C;
         ``"mean"`` keeps ``C · n`` fixed (the mean-loss objective of Okumura et al.,
         ``C = 1/(λ n)``); a callable is called with the new number of samples.
+    method : {"auto", "sphere", "exact", "curvature"}, default="auto"
+        What the queries answer from.  ``"sphere"``: the ball of Okumura et al. Thm 1 /
+        Sivan et al. Thm 1 (any covered loss; the published certificate).  ``"exact"``
+        (squared loss only): the retrained model itself, computed from the stored
+        factorisation without changing the model (:mod:`~deltafit.sensitivity._squared_whatif`:
+        Woodbury / Schur complement on the tracked inverse, O(k·p²) for k changed samples of a
+        linear model, O(n·k + k³) plus O(n²) for the certificate of a kernel model); its
+        intervals are ``center ± tol`` with ``tol`` a certified bound of the floating-point
+        error (rounding level).  ``"curvature"`` (logistic, squared hinge): the
+        curvature-aware region.  ``"auto"``: ``"exact"`` for the squared loss,
+        ``"curvature"`` for the others.  :meth:`sphere` is the ball whatever the method.
     problem : deltafit.models.FittedProblem, optional
         The binary problem to bound: ``model.problem_.for_class(k)``, one class's one-vs-rest
         problem of a multiclass model (labels given to :meth:`add` and :meth:`relabel` are
@@ -81,16 +208,19 @@ class Sensitivity:
     updated after this object is made, every method raises ValueError.
     """
 
-    def __new__(cls, model=None, C_new=None, *, problem=None):
+    def __new__(cls, model=None, C_new=None, *, problem=None, method="auto"):
         # a model with K ≥ 3 classes gets the what-if object of its K one-vs-rest problems
         if cls is Sensitivity and problem is None and n_classes(model):
             from ._multiclass import MulticlassSensitivity
 
-            return MulticlassSensitivity(model, C_new=C_new)
+            return MulticlassSensitivity(model, C_new=C_new, method=method)
         return super().__new__(cls)
 
-    def __init__(self, model, C_new=None, *, problem=None):
+    def __init__(self, model, C_new=None, *, problem=None, method="auto"):
         self._loss = check_model(model if problem is None else problem)
+        self._method = resolve_method(method, self._loss)
+        self._reg = None          # the region of the pending change, until the next change
+        self._shared = None       # parts shared with the other classes' objects (multiclass)
         self._model = model
         self._prob = prob = model.problem_ if problem is None else problem
         self._C1 = fitted_C(prob)
@@ -221,7 +351,7 @@ class Sensitivity:
     def _set(self, idx, y, w=None):
         """Give entries ``idx`` the D₂ labels ``y`` (and weights ``w``; default: unchanged)
         and update Δg."""
-        self._cache = None
+        self._cache = self._reg = None
         w = self._w[idx] if w is None else w
         self._store.set(idx, self._coef(idx, y, w))
         before = self._y[idx]  # a copy (fancy indexing)
@@ -287,7 +417,7 @@ class Sensitivity:
         slots = self._insert(ids, y0, y, points, z, c, src, w0, w)
         self._counts[0] += removed
         self._counts[1] += added
-        self._cache = None
+        self._cache = self._reg = None
         # undo sets the entries back to their state before: present with their D₁ label and
         # weight (model samples) or absent (additions, whose entries and ids are then dropped)
         self._history.append((slots, (y0.copy(), self._w0[slots]), first_new))
@@ -545,14 +675,33 @@ class Sensitivity:
 
     @property
     def radius(self):
-        """Radius of the ball that contains the new optimum."""
+        """Radius of the ball that contains the new optimum (:meth:`sphere`, whatever the
+        method)."""
         return self._parts()[4]
 
+    @property
+    def method(self):
+        """The region the queries answer from: ``"sphere"``, ``"exact"`` or ``"curvature"``
+        (``method="auto"`` resolved for the model's loss)."""
+        return self._method
+
+    def _region(self):
+        """The region of the pending change (built on first use, kept until the next change;
+        rebuilt at every query when ``C_new`` is a user's callable)."""
+        self._check_model()
+        reg = self._reg
+        if reg is None:
+            reg = build_region(self)
+            if not callable(self._c_new_spec) or isinstance(self._c_new_spec, str):
+                self._reg = reg
+        return reg
+
     def distance_bound(self):
-        """Upper bound of ``‖β_new − β_old‖`` (Sivan et al. Thm 1: ``2‖r‖``; plus the old
-        model's certified solver residual ``(C₂/C₁)·grad_norm_``)."""
-        _, rho, _, rnorm, R = self._parts()
-        return rnorm + R
+        """Upper bound of ``‖β_new − β_old‖`` (RKHS norm for kernel models).
+
+        Sphere: Sivan et al. Thm 1, ``2‖r‖`` plus the old model's certified solver residual
+        ``(C₂/C₁)·grad_norm_``; exact: the computed change plus its certified error."""
+        return self._region().distance_bound()
 
     def sphere(self):
         """The ball as a :class:`~deltafit.sensitivity.Sphere` (primal vector or kernel
@@ -560,14 +709,19 @@ class Sensitivity:
         C2, _, _, _, R = self._parts()
         return self._store.sphere(self._C1, C2, R)
 
-    def _scores(self, X):
-        C2, _, _, _, R = self._parts()
+    def _rows(self, X):
         model = self._model
-        X = check_rows(X, model.n_features_in_, "X", type(model).__name__, sparse="dense")
-        store = self._store
-        P = store.map(X)
-        return store.center_scores(P, self._C1, C2), np.sqrt(np.maximum(store.sq_norms(P),
-                                                                        0.0)), R
+        return check_rows(X, model.n_features_in_, "X", type(model).__name__, sparse="dense")
+
+    def _center_bounds(self, X):
+        """``(center, lo, hi)`` of the new decision values at validated rows."""
+        reg = self._region()
+        X = self._rows(X)
+        both = getattr(reg, "center_and_bounds", None)
+        if both is not None:
+            return both(X)
+        lo, hi = reg.decision_bounds(X)
+        return reg.center_decision(X), lo, hi
 
     def decision_bounds(self, X):
         """Guaranteed bounds of the new model's ``decision_function`` (regressors: ``predict``).
@@ -580,15 +734,22 @@ class Sensitivity:
         Returns
         -------
         lo, hi : ndarray of shape (n_samples,)
-            ``lo ≤ ⟨Φ(x), β_new⟩ ≤ hi`` (Sivan et al. Lemma 1, eq. 7; Okumura et al. eq. 10).
+            ``lo ≤ ⟨Φ(x), β_new⟩ ≤ hi``: Sivan et al. Lemma 1, eq. 7, Okumura et al. eq. 10
+            (sphere); the retrained model's value ± its certified rounding error (exact).
         """
-        s, e, R = self._scores(X)
-        return s - e * R, s + e * R
+        reg = self._region()
+        return reg.decision_bounds(self._rows(X))
 
     def tightness(self, X):
-        """``hi − lo`` of :meth:`decision_bounds`, ``2 ‖Φ(x)‖ R`` (Okumura et al. eq. 11)."""
-        _, e, R = self._scores(X)
-        return 2.0 * e * R
+        """``hi − lo`` of :meth:`decision_bounds` (sphere: ``2 ‖Φ(x)‖ R``, Okumura et al.
+        eq. 11)."""
+        reg = self._region()
+        X = self._rows(X)
+        own = getattr(reg, "tightness", None)
+        if own is not None:
+            return own(X)
+        lo, hi = reg.decision_bounds(X)
+        return hi - lo
 
     def predict_certain(self, X):
         """Labels of the new model where the bounds decide them (Okumura et al. Cor. 4).
@@ -596,54 +757,51 @@ class Sensitivity:
         Returns
         -------
         labels : ndarray of shape (n_samples,)
-            The new model's label where ``certain``; elsewhere the label of the ball's center
-            (a guess, not a guarantee).
+            The new model's label where ``certain``; elsewhere the label of the region's
+            center (a guess, not a guarantee).
         certain : ndarray of bool
             ``lo > 0`` (label ``classes_[1]``) or ``hi ≤ 0`` (``classes_[0]``, as ``predict``
             maps a zero score).
         """
         if not self._prob.classifier:
             raise ValueError("predict_certain needs a classifier; use decision_bounds")
-        s, e, R = self._scores(X)
-        lo, hi = s - e * R, s + e * R
+        s, lo, hi = self._center_bounds(X)
         certain = (lo > 0) | (hi <= 0)
         return self._prob.decode_targets(s), certain
 
     # ------------------------------------------------------- linear models only
-    def _primal(self, what):
-        """``(β₁ − r, r)`` without the constant feature, and the radius (linear models)."""
+    def _linear(self, what):
         if self._kernel:
             raise ValueError(
                 f"{what} needs a linear model (explicit coefficients); for kernel models use "
                 "decision_bounds or sphere().score_bounds"
             )
-        _, _, _, rnorm, R = self._parts()
-        r = self._r
-        m = self._store.beta - r
-        if self._store.const is not None:
-            return m[:-1], r[:-1], m[-1], rnorm, R
-        return m, r, None, rnorm, R
+        return self._region()
 
     def coef_bounds(self):
-        """Bounds of every coefficient of the new model (Okumura et al. Cor. 2).
+        """Bounds of every coefficient of the new model (Okumura et al. Cor. 2 for the
+        sphere; the retrained coefficients ± their certified error for the exact method).
 
         Returns
         -------
         lo, hi : ndarray shaped like ``coef_``
         """
-        m, _, _, _, R = self._primal("coef_bounds")
-        return (m - R).reshape(self._coef_shape), (m + R).reshape(self._coef_shape)
+        lo, hi = self._linear("coef_bounds").coef_bounds()
+        if self._store.const is not None:
+            lo, hi = lo[:-1], hi[:-1]
+        return lo.reshape(self._coef_shape), hi.reshape(self._coef_shape)
 
     def intercept_bounds(self):
         """Bounds of the new model's ``intercept_`` (``intercept_scaling`` times the last
         coordinate; exactly 0 without an intercept)."""
-        _, _, last, _, R = self._primal("intercept_bounds")
+        reg = self._linear("intercept_bounds")
         shape = (1,) if self._prob.classifier else ()
-        if last is None:
+        s = self._store.const
+        if s is None:
             z = np.zeros(shape) if shape else 0.0
             return z, z
-        s = self._store.const
-        lo, hi = s * (last - R), s * (last + R)
+        lo, hi = reg.coef_bounds()
+        lo, hi = s * lo[-1], s * hi[-1]
         if shape:
             return np.full(shape, lo), np.full(shape, hi)
         return lo, hi
@@ -651,20 +809,28 @@ class Sensitivity:
     def norm_change_bound(self, q=2):
         """Upper bound of ``‖coef_new − coef_old‖_q`` (Okumura et al. Cor. 3).
 
-        Cor. 3 sums ``max(β_old,j − L_j, U_j − β_old,j)^q = (|r_j| + R)^q`` over the
-        coefficients; the result is also capped by the distance bound (``‖·‖_q ≤ ‖·‖₂`` for
-        q ≥ 2, ``≤ d^{1/q − 1/2} ‖·‖₂`` below), whichever is smaller.
+        Cor. 3 sums ``max(β_old,j − L_j, U_j − β_old,j)^q`` over the coefficients (for the
+        sphere ``(|r_j| + R)^q``) with ``[L_j, U_j]`` of :meth:`coef_bounds`; the result is
+        also capped by the distance bound (``‖·‖_q ≤ ‖·‖₂`` for q ≥ 2,
+        ``≤ d^{1/q − 1/2} ‖·‖₂`` below), whichever is smaller.
 
         Parameters
         ----------
         q : float > 0 or numpy.inf, default=2
         """
-        _, r, _, rnorm, R = self._primal("norm_change_bound")
+        reg = self._linear("norm_change_bound")
         if isinstance(q, bool) or not isinstance(q, numbers.Real) or np.isnan(q) or q <= 0:
             raise ValueError(f"q must be a positive number or numpy.inf, got {q!r}")
-        v = np.abs(r) + R
+        if reg.kind == "sphere":
+            v = np.abs(reg.r) + reg.radius
+        else:
+            lo, hi = reg.coef_bounds()
+            b = self._store.beta
+            v = np.maximum(b - lo, hi - b)
+        if self._store.const is not None:
+            v = v[:-1]
         d = v.size
-        dist = rnorm + R
+        dist = reg.distance_bound()
         if np.isinf(q):
             return float(min(v.max(initial=0.0), dist))
         cor3 = float(np.sum(v ** q) ** (1.0 / q))

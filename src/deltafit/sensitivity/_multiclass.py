@@ -74,6 +74,10 @@ class MulticlassSensitivity:
         Its loss must be squared, logistic or squared hinge.
     C_new : float, "mean", callable or None
         As for :class:`Sensitivity` (the same for every class).
+    method : {"auto", "sphere", "exact", "curvature"}, default="auto"
+        As for :class:`Sensitivity`.  With ``"exact"`` (squared loss) the K classes share one
+        factorisation of the changed problem (their Hessians are the same): one solve with K
+        right-hand sides.
 
     Attributes
     ----------
@@ -90,7 +94,7 @@ class MulticlassSensitivity:
     queries evaluate the kernel once per class (K times the cost of a binary query).
     """
 
-    def __init__(self, model, C_new=None):
+    def __init__(self, model, C_new=None, *, method="auto"):
         whole = model.problem_
         if not whole.n_classes:
             raise ValueError("MulticlassSensitivity needs a model with three or more classes; "
@@ -98,8 +102,16 @@ class MulticlassSensitivity:
         self._model = model
         self.n_classes = int(whole.n_classes)
         self.classes_ = model.classes_
-        self._parts = [Sensitivity(model, C_new, problem=whole.for_class(k))
+        self._parts = [Sensitivity(model, C_new, problem=whole.for_class(k), method=method)
                        for k in range(self.n_classes)]
+        shared = {}  # what the classes' exact regions share: one factorisation, K right sides
+        for part in self._parts:
+            part._shared = shared
+
+    @property
+    def method(self):
+        """The region every class answers from (see :attr:`Sensitivity.method`)."""
+        return self._parts[0].method
 
     # ------------------------------------------------------------------- parts
     def for_class(self, k):
@@ -236,10 +248,10 @@ class MulticlassSensitivity:
             The top class's lower bound exceeds every other class's upper bound
             (:func:`certain_argmax`).
         """
-        parts = [p._scores(X) for p in self._parts]
+        parts = [p._center_bounds(X) for p in self._parts]
         s = np.column_stack([c for c, _, _ in parts])
-        w = np.column_stack([e * R for _, e, R in parts])
-        _, certain = certain_argmax(s - w, s + w)
+        _, certain = certain_argmax(np.column_stack([lo for _, lo, _ in parts]),
+                                    np.column_stack([hi for _, _, hi in parts]))
         return self.classes_[np.argmax(s, axis=1)], certain
 
     def coef_bounds(self):
