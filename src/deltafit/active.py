@@ -27,10 +27,16 @@ from sklearn.utils import check_random_state
 from ._progress import progress_bar
 from ._validation import check_bool, check_int, check_rows
 from .models import UpdatableMixin
-from .sensitivity._incremental import IncrementalSphere
+from .sensitivity._incremental import IncrementalSphere, MulticlassIncrementalSphere
 
 __all__ = ["FGAL", "UncertaintySampling", "ActiveLearningResult", "run_active_learning",
            "compare_strategies"]
+
+
+def _top_two_margin(Z):
+    """Per row, the largest value minus the second largest (K ≥ 2 columns)."""
+    part = np.partition(Z, Z.shape[1] - 2, axis=1)
+    return part[:, -1] - part[:, -2]
 
 
 def _lowest(values, k):
@@ -43,9 +49,14 @@ class UncertaintySampling:
     ``|decision_function|`` of the current model (for ``predict_proba``-only classifiers:
     the smallest ``|P(class 1) − ½|``).
 
+    With K ≥ 3 classes the uncertainty is the margin between the two largest decision values
+    (or probabilities), which is ``|z|``'s role for two classes: a sample is uncertain when
+    its top two classes are close (the "margin" criterion of Scheffer et al., "Active hidden
+    Markov models for information extraction").
+
     Parameters
     ----------
-    estimator : scikit-learn binary classifier
+    estimator : scikit-learn classifier
     m : int, default=10
         Samples labeled per model computation.
     """
@@ -65,13 +76,13 @@ class UncertaintySampling:
     def _margin(model, X):
         if hasattr(model, "decision_function"):
             z = np.asarray(model.decision_function(X), dtype=np.float64)
-            if z.ndim != 1:
-                raise ValueError("uncertainty sampling needs a binary classifier")
-            return np.abs(z)
+            if z.ndim == 1:
+                return np.abs(z)
+            return _top_two_margin(z)
         p = np.asarray(model.predict_proba(X))
-        if p.shape[1] != 2:
-            raise ValueError("uncertainty sampling needs a binary classifier")
-        return np.abs(p[:, 1] - 0.5)
+        if p.shape[1] == 2:
+            return np.abs(p[:, 1] - 0.5)
+        return _top_two_margin(p)
 
     def select(self, model, X_pool, candidates, k, label):
         """Choose ``k`` of the pool rows ``candidates`` and label them.
@@ -113,6 +124,15 @@ class FGAL(UncertaintySampling):
     -----
     A sub-iteration costs ``O(n_pool · p · d)`` kernel evaluations (the tracked bounds of the
     pool move with each added sample), far less than a model computation.
+
+    With K ≥ 3 classes (a one-vs-rest model) the sphere holds one ball per class
+    (:class:`~deltafit.sensitivity.MulticlassIncrementalSphere`, K times the cost) and a
+    sample's uncertainty is the margin between the two largest centre decision values
+    ``(U_k + L_k)/2``: the multiclass form of ``|(U + L)/2|`` (a sample is uncertain when the
+    next model's top two classes are close), as :class:`UncertaintySampling` uses the margin
+    of the current model.  A labelled sample of a class the model has not seen yet cannot
+    enter the balls; it waits for the next model computation.  Two classes: the paper's rule,
+    unchanged.
     """
 
     def __init__(self, estimator, m=100, p=10):
@@ -135,12 +155,17 @@ class FGAL(UncertaintySampling):
         p = int(self.p)
         sphere = IncrementalSphere(model, capacity=k)
         sphere.track(X_pool[candidates])
+        multi = isinstance(sphere, MulticlassIncrementalSphere)
         open_ = np.ones(candidates.size, dtype=bool)
         chosen, labels, groups = [], [], []
         while len(chosen) < k:
             q = min(p, k - len(chosen))
             pos = np.flatnonzero(open_)
-            pick = pos[_lowest(np.abs(sphere.tracked_center(pos)), q)]
+            if multi:
+                score = _top_two_margin(sphere.tracked_center(pos))
+            else:
+                score = np.abs(sphere.tracked_center(pos))
+            pick = pos[_lowest(score, q)]
             idx = candidates[pick]
             lab = label(idx)
             open_[pick] = False
@@ -148,7 +173,11 @@ class FGAL(UncertaintySampling):
             labels.extend(list(lab))
             groups.append(idx)
             if len(chosen) < k:
-                sphere.add(X_pool[idx], lab)
+                known = np.isin(lab, model.classes_)
+                if known.all():
+                    sphere.add(X_pool[idx], lab)
+                elif known.any():  # a class new to the model waits for the next model
+                    sphere.add(X_pool[idx[known]], np.asarray(lab)[known])
         return np.asarray(chosen, dtype=np.intp), np.asarray(labels), groups
 
     def __repr__(self):
@@ -217,7 +246,8 @@ def run_active_learning(strategy, X_pool, oracle, X_test, y_test, initial=50, bu
     X_test, y_test : array-like
         Where each computed model is scored (accuracy).
     initial : int, default=50
-        Randomly chosen samples labeled before the first model (they must hold two classes).
+        Randomly chosen samples labeled before the first model (they must hold at least two
+        classes; a class first labeled later joins the model at its next computation).
     budget : int, optional
         Total number of labels (initial included); default: the whole pool.
     random_state : int, RandomState or None
