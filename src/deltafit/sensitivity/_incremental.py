@@ -150,6 +150,11 @@ class IncrementalSphere:
         -------
         keys : ndarray of int64, shape (k,)
         """
+        return self._add_scored(*self._checked_add(X, y, sample_weight))
+
+    def _checked_add(self, X, y, sample_weight):
+        """The arguments of :meth:`_add_scored` for :meth:`add`, every check done (nothing
+        changes)."""
         self._check_model()
         model = self._model
         Xa = check_rows(X, model.n_features_in_, "X", type(model).__name__, sparse="dense")
@@ -159,7 +164,7 @@ class IncrementalSphere:
         w = _check_sample_weight(sample_weight, Xa.shape[0], self.C)
         P, z = self._store.new_points(Xa)
         self._store.check_new(P, z, t, self._loss)
-        return self._add_scored(P, t, z, w)
+        return P, t, z, w
 
     def _add_scored(self, P, t, z, w=None):
         """:meth:`add` of mapped, validated points whose scores ``z`` under β₁ are known
@@ -377,20 +382,6 @@ class MulticlassIncrementalSphere:
             raise ValueError(f"class index must be an int in [0, {self.n_classes}), got {k!r}")
         return self._parts[int(k)]
 
-    def _each(self, method, *args):
-        """Apply a change that returns keys to every class; if a class refuses it, the classes
-        that took it discard its entries again, so the object is unchanged."""
-        done, keys = [], None
-        try:
-            for part in self._parts:
-                keys = getattr(part, method)(*args)
-                done.append(part)
-        except BaseException:
-            for part in done:
-                part.discard(keys)
-            raise
-        return keys
-
     # ---------------------------------------------------------------- changes
     def add(self, X, y, sample_weight=None):
         """Add samples to ``A`` of every class's ball; see :meth:`IncrementalSphere.add`.
@@ -399,28 +390,27 @@ class MulticlassIncrementalSphere:
         -------
         keys : ndarray of int64, shape (k,)
         """
-        self._parts[0]._check_model()
-        self._prob.encode_targets(y, what="y")  # an unknown label fails before any change
-        return self._each("add", X, y, sample_weight)
+        checked = [part._checked_add(X, y, sample_weight) for part in self._parts]
+        keys = None  # every class has accepted the samples: nothing below refuses them
+        for part, args in zip(self._parts, checked):
+            keys = part._add_scored(*args)
+        return keys
 
     def _add_scored(self, P, t, Z, w=None):
         """:meth:`add` of mapped, validated points with class indices ``t`` and scores
         ``Z`` (k, K) under the K solutions."""
         t = np.asarray(t)
-        done, keys = [], None
-        try:
-            for k, part in enumerate(self._parts):
-                keys = part._add_scored(P, np.where(t == k, 1.0, -1.0), Z[:, k], w)
-                done.append(part)
-        except BaseException:
-            for part in done:
-                part.discard(keys)
-            raise
+        keys = None
+        for k, part in enumerate(self._parts):
+            keys = part._add_scored(P, np.where(t == k, 1.0, -1.0), Z[:, k], w)
         return keys
 
     def remove(self, ids):
         """Remove model samples (by id) into ``R`` of every class's ball."""
-        return self._each("remove", ids)
+        keys = self._parts[0].remove(ids)  # its checks are every class's: they fail here
+        for part in self._parts[1:]:
+            part.remove(ids)
+        return keys
 
     def discard(self, keys):
         """Take entries out of ``A ∪ R`` of every class's ball."""
