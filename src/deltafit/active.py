@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import linalg
 from sklearn.base import clone, is_classifier
 from sklearn.utils import check_random_state
 
@@ -37,6 +38,117 @@ def _top_two_margin(Z):
     """Per row, the largest value minus the second largest (K ≥ 2 columns)."""
     part = np.partition(Z, Z.shape[1] - 2, axis=1)
     return part[:, -1] - part[:, -2]
+
+
+class _NewtonScores:
+    """Decision values at pool points of one Newton step of the new problem from β₁, for one
+    binary problem of a kernel model (FGAL's ``center="newton"``).
+
+    With ``A`` the labelled samples not yet in the model, the new objective's gradient at β₁
+    is ``g = Σ_{a∈A} c_a Φ(x_a)``, ``c_a = C w_a ℓ'(t_a, z_a)`` (the stored β₁ is the old
+    optimum; its solver residual is left out), and its (generalised) Hessian
+    ``H = I + Φ_N D Φ_Nᵀ`` over the samples ``N`` with ``D_i = C w_i ℓ''(t_i, z_i) > 0`` (old
+    samples and A).  The point estimate ``β₁ − H⁻¹ g`` is, by Woodbury,
+    ``β₁ − Φ_A c + Φ_N (D⁻¹ + K_NN)⁻¹ K_NA c``.  ``F = D_M⁻¹ + K_MM`` over the old samples
+    is factorised once per model (Cholesky); each labelled sample borders it by one row, and
+    the bordered system is solved through its Schur complement: a sub-iteration costs
+    ``O(n_pool · |M| + |M|² · p + |A|³)`` and the kernel values between the pool and the p new
+    samples, no refit.  For the squared loss one Newton step is the exact minimiser: the
+    scores are those of the refit (up to the old solver residual).
+    """
+
+    def __init__(self, prob, K_pool):
+        # K_pool: k(pool, x_h) for the model's live handles (shared by the classes)
+        loss, C = prob.loss, prob.C
+        L = np.asarray(prob.live)
+        alpha = prob.alpha[L]
+        G = prob.gram(L)
+        z = G @ alpha
+        w = prob.sample_weights(L)
+        d2 = C * loss.d2(prob.targets[L], z)
+        if w is not None:
+            d2 = d2 * w
+        M = np.flatnonzero(d2 > 0.0)
+        self.loss, self.C = loss, C
+        self.z = K_pool @ alpha                      # β₁'s scores of the pool
+        self.K_pM = np.ascontiguousarray(K_pool[:, M])
+        F = G[np.ix_(M, M)]
+        F.flat[:: M.size + 1] += 1.0 / d2[M]
+        self.F = linalg.cho_factor(F, lower=True) if M.size else None
+        self.A = np.zeros(0, dtype=np.intp)          # pool positions of A
+        self.c = np.zeros(0)
+        self.dA = np.zeros(0)
+        self.W = np.zeros((M.size, 0))               # F⁻¹ K_MA
+        self.K_pA = np.zeros((self.z.shape[0], 0))   # k(pool, x_A)
+
+    def add(self, pos, t, K_new):
+        """Samples at pool positions ``pos`` with coded targets ``t`` (±1) join A; ``K_new``
+        is ``k(pool, x_pos)``."""
+        za = self.z[pos]
+        self.A = np.concatenate([self.A, pos])
+        self.c = np.concatenate([self.c, self.C * self.loss.d1(t, za)])
+        self.dA = np.concatenate([self.dA, self.C * self.loss.d2(t, za)])
+        self.K_pA = np.hstack([self.K_pA, K_new])
+        if self.F is not None:
+            self.W = np.hstack([self.W, linalg.cho_solve(self.F, self.K_pM[pos].T)])
+
+    def scores(self, idx):
+        """The Newton point's decision values at pool positions ``idx``."""
+        if not self.A.size:
+            return self.z[idx]
+        c = self.c
+        Wc = self.W @ c                              # F⁻¹ K_MA c
+        out = self.z[idx] - self.K_pA[idx] @ c
+        act = np.flatnonzero(self.dA > 0.0)
+        if act.size:
+            Ka = self.K_pA[self.A[act]]              # K_{A', A}
+            Kma = self.K_pM[self.A[act]]             # K_{A', M}
+            S = Ka[:, act] - Kma @ self.W[:, act]    # Schur complement of F
+            S.flat[:: act.size + 1] += 1.0 / self.dA[act]
+            v2 = linalg.solve(S, Ka @ c - Kma @ Wc, assume_a="sym")
+            v1 = Wc - self.W[:, act] @ v2
+            out += self.K_pA[idx][:, act] @ v2
+        else:
+            v1 = Wc
+        if v1.size:
+            out += self.K_pM[idx] @ v1
+        return out
+
+
+class _NewtonCentre:
+    """:class:`_NewtonScores` of a model's problems (one, or one per class)."""
+
+    def __init__(self, model, P):
+        prob = model.problem_
+        if not prob.kernel:
+            raise ValueError("FGAL(center='newton') needs a kernel model (KernelClassifier)")
+        check = prob.for_class(0) if prob.n_classes else prob
+        if check.loss.name not in ("squared", "logistic", "squared_hinge"):
+            raise ValueError(f"FGAL(center='newton') needs a twice differentiable loss "
+                             f"(squared, logistic, squared_hinge), got {check.loss.name!r}")
+        self.P = P
+        L = np.asarray(prob.live)
+        kfun, _ = prob.kernel_functions()
+        K_pool = kfun(P, prob.rows[L])
+        self.multi = bool(prob.n_classes)
+        self.parts = [_NewtonScores(prob.for_class(k) if self.multi else prob, K_pool)
+                      for k in range(prob.n_classes if self.multi else 1)]
+        self.kfun = kfun
+        self.prob = prob
+
+    def add(self, pos, labels):
+        K_new = self.kfun(self.P, self.P[pos])
+        t = self.prob.encode_targets(labels, what="y")
+        if not self.multi:
+            self.parts[0].add(pos, t, K_new)
+            return
+        for k, part in enumerate(self.parts):
+            part.add(pos, np.where(t == k, 1.0, -1.0), K_new)
+
+    def uncertainty(self, idx):
+        if not self.multi:
+            return np.abs(self.parts[0].scores(idx))
+        return _top_two_margin(np.column_stack([p.scores(idx) for p in self.parts]))
 
 
 def _lowest(values, k):
@@ -119,11 +231,28 @@ class FGAL(UncertaintySampling):
         Samples labeled per model computation.
     p : int, default=10
         Samples labeled per sub-iteration.
+    center : {"sphere", "newton"}, default="sphere"
+        The point estimate of the next model that ranks the pool.  ``"sphere"``: the
+        paper's centre ``(U + L)/2`` of the incremental sphere, ``β₁ − r`` with
+        ``r = ½∇J_new(β₁)`` — half a gradient step.  ``"newton"``: ``β₁ − H⁻¹∇J_new(β₁)``,
+        one Newton step of the new problem with the Hessian of the old samples extended by
+        the labelled ones (a bordered solve over a Cholesky factorisation made once per
+        model; kernel models with a squared, logistic or squared-hinge loss).
 
     Notes
     -----
     A sub-iteration costs ``O(n_pool · p · d)`` kernel evaluations (the tracked bounds of the
     pool move with each added sample), far less than a model computation.
+
+    Which centre: a gradient step moves the decision near a labelled sample ``x_j`` by
+    ``C·|ℓ'|·k(x, x_j)``, whatever the curvature.  In the paper's narrow-kernel regime (the
+    nearest neighbours' kernel values ≈ 0.01–0.03, e.g. splice at γ = 0.1) that move is small
+    and local, the Hessian is close to the identity, and the sphere's centre is a good point
+    estimate: FGAL(100, 10) then beats AL(100).  With wide kernels (``gamma="scale"``: nearest
+    neighbours at 0.66–1.0) the half step over-moves the decision several-fold, FGAL ranks
+    worse than the old model and trails AL(100); the Newton step scales each move by the
+    curvature of the labelled neighbourhood and tracks the refit.  Binary ``"sphere"`` is the
+    paper's rule, unchanged.
 
     With K ≥ 3 classes (a one-vs-rest model) the sphere holds one ball per class
     (:class:`~deltafit.sensitivity.MulticlassIncrementalSphere`, K times the cost) and a
@@ -135,9 +264,10 @@ class FGAL(UncertaintySampling):
     unchanged.
     """
 
-    def __init__(self, estimator, m=100, p=10):
+    def __init__(self, estimator, m=100, p=10, center="sphere"):
         super().__init__(estimator, m=m)
         self.p = p
+        self.center = center
 
     def _check(self):
         if not isinstance(self.estimator, UpdatableMixin) or not is_classifier(self.estimator):
@@ -149,9 +279,13 @@ class FGAL(UncertaintySampling):
         p = check_int(self.p, "p", low=1)
         if p > m:
             raise ValueError(f"p ({p}) cannot exceed m ({m})")
+        if self.center not in ("sphere", "newton"):
+            raise ValueError(f"center must be 'sphere' or 'newton', got {self.center!r}")
         return m
 
     def select(self, model, X_pool, candidates, k, label):
+        if self.center == "newton":
+            return self._select_newton(model, X_pool, candidates, k, label)
         p = int(self.p)
         sphere = IncrementalSphere(model, capacity=k)
         sphere.track(X_pool[candidates])
@@ -180,7 +314,30 @@ class FGAL(UncertaintySampling):
                     sphere.add(X_pool[idx[known]], np.asarray(lab)[known])
         return np.asarray(chosen, dtype=np.intp), np.asarray(labels), groups
 
+    def _select_newton(self, model, X_pool, candidates, k, label):
+        p = int(self.p)
+        newton = _NewtonCentre(model, X_pool[candidates])
+        open_ = np.ones(candidates.size, dtype=bool)
+        chosen, labels, groups = [], [], []
+        while len(chosen) < k:
+            q = min(p, k - len(chosen))
+            pos = np.flatnonzero(open_)
+            pick = pos[_lowest(newton.uncertainty(pos), q)]
+            idx = candidates[pick]
+            lab = label(idx)
+            open_[pick] = False
+            chosen.extend(idx.tolist())
+            labels.extend(list(lab))
+            groups.append(idx)
+            if len(chosen) < k:
+                known = np.isin(lab, model.classes_)
+                if known.any():  # a class new to the model waits for the next model
+                    newton.add(pick[known], np.asarray(lab)[known])
+        return np.asarray(chosen, dtype=np.intp), np.asarray(labels), groups
+
     def __repr__(self):
+        if self.center == "newton":
+            return f"FGAL(m={self.m}, p={self.p}, center='newton')"
         return f"FGAL(m={self.m}, p={self.p})"
 
 
