@@ -471,7 +471,7 @@ def run_active_learning(strategy, X_pool, oracle, X_test, y_test, initial=50, bu
 
 
 def compare_strategies(estimator, X, y, *, m=100, p=10, small_m=None, seeds=5, n_test=350,
-                       n_pool=None, initial=50, log=None):
+                       n_pool=None, initial=50, log=None, center="sphere"):
     """The experiment of Sivan et al. Fig. 2: FGAL(m, p), AL(m) and AL(small_m) over seeds.
 
     Each seed draws ``n_test`` test samples and a pool of ``n_pool`` others (default: the
@@ -489,6 +489,9 @@ def compare_strategies(estimator, X, y, *, m=100, p=10, small_m=None, seeds=5, n
     seeds : int
     n_test, n_pool, initial : int
     log : callable, optional
+    center : {"sphere", "newton"}, default="sphere"
+        FGAL's point estimate (:class:`FGAL`); the FGAL curve is named
+        ``"FGAL(m, p, newton)"`` for ``"newton"``.
 
     Returns
     -------
@@ -511,7 +514,8 @@ def compare_strategies(estimator, X, y, *, m=100, p=10, small_m=None, seeds=5, n
     n_pool = X.shape[0] - n_test if n_pool is None else check_int(n_pool, "n_pool", low=2)
     if n_test + n_pool > X.shape[0]:
         raise ValueError(f"n_test + n_pool ({n_test + n_pool}) exceeds the {X.shape[0]} samples")
-    strategies = {f"FGAL(m={m}, p={p})": FGAL(estimator, m=m, p=p),
+    name = f"FGAL(m={m}, p={p})" if center == "sphere" else f"FGAL(m={m}, p={p}, {center})"
+    strategies = {name: FGAL(estimator, m=m, p=p, center=center),
                   f"AL(m={m})": UncertaintySampling(estimator, m=m),
                   f"AL(m={small_m})": UncertaintySampling(estimator, m=small_m)}
     runs = {k: [] for k in strategies}
