@@ -228,6 +228,11 @@ def test_stream_active_and_pegasos_take_a_multiclass_file(files, capsys, tmp_pat
         "--out", str(tmp_path)])
     assert rc == 0, err
     assert f"(classes {species}): mean test accuracy" in out and "FGAL(m=30, p=10)" in out
+    rc, out, err = _main(capsys, ["active"] + iris + [
+        "--seeds", "1", "--n-test", "50", "--m", "30", "--p", "10", "--initial", "20",
+        "--center", "newton", "--out", str(tmp_path)])
+    assert rc == 0, err
+    assert "FGAL(m=30, p=10, newton)" in out
     rc, out, err = _main(capsys, ["treecv"] + iris + ["--learner", "pegasos", "--cv", "5",
                                                      "--permute", "--json"])
     assert rc == 0, err

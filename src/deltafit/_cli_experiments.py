@@ -76,6 +76,10 @@ def add_experiment_commands(sub):
     a.add_argument("--gamma", type=float, default=None,
                    help="RBF gamma (default 1 / (n_features * X.var()))")
     a.add_argument("--C", type=float, default=1.0)
+    a.add_argument("--center", choices=("sphere", "newton"), default="sphere",
+                   help="FGAL's point estimate of the next model: the sphere's centre (the "
+                        "paper's, suited to narrow kernels) or one Newton step (any kernel "
+                        "width)")
     a.add_argument("--intercept", action="store_true",
                    help="fit deltafit's regularised intercept (off, as in the paper: its "
                         "constant kernel term shifts every bound by each labeled sample)")
@@ -171,7 +175,7 @@ def run_active_command(args, out=None):
     log = None if args.json else (lambda line: print("  " + line, file=out, flush=True))
     curves = compare_strategies(est, X, y, m=args.m, p=args.p, seeds=args.seeds,
                                 n_test=args.n_test, n_pool=args.n_pool, initial=args.initial,
-                                log=log)
+                                log=log, center=args.center)
     fig = _figure("active_fig2", curves, args.out, args.data,
                   f"{title}: active learning ({args.seeds} seeds)")
     if args.json:
