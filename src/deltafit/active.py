@@ -91,6 +91,8 @@ class _NewtonScores:
         self.K_pA = np.hstack([self.K_pA, K_new])
         if self.F is not None:
             self.W = np.hstack([self.W, linalg.cho_solve(self.F, self.K_pM[pos].T)])
+        else:  # no old sample has curvature (all beyond the margin)
+            self.W = np.zeros((0, self.A.size))
 
     def scores(self, idx):
         """The Newton point's decision values at pool positions ``idx``."""

@@ -10,8 +10,6 @@ a model's decision values are then K per sample).
 
 from __future__ import annotations
 
-import dataclasses
-
 import numbers
 
 import numpy as np
@@ -131,10 +129,8 @@ class WindowLearner(BaseEstimator):
         tags = super().__sklearn_tags__()
         inner = get_tags(self.estimator)
         tags.estimator_type = inner.estimator_type
+        # as many classes as the batch learner takes (deltafit's: any, one-vs-rest)
         tags.classifier_tags = inner.classifier_tags
-        if tags.classifier_tags is not None:
-            # as many classes as the batch learner takes (deltafit's: any, one-vs-rest)
-            tags.classifier_tags = dataclasses.replace(tags.classifier_tags)
         tags.regressor_tags = inner.regressor_tags
         if tags.regressor_tags is not None:
             # a window learner fits only its last `window` samples, by design
