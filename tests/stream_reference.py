@@ -25,12 +25,22 @@ def kernel_of(model):
     return lambda A, B: A @ B.T + s2
 
 
-def scratch_ball(model, X_add, y_add, X_rem, y_rem, X_query):
-    """‖r‖ and the centre scores of X_query from the definitions, O((|A|+|R|)²)."""
+def scratch_ball(model, X_add, y_add, X_rem, y_rem, X_query, klass=None):
+    """‖r‖ and the centre scores of X_query from the definitions, O((|A|+|R|)²).
+
+    ``klass``: of a multiclass model, the ball of class ``klass``'s one-vs-rest problem
+    (targets +1 for that class, −1 for the others; its column of ``decision_function``)."""
     k = kernel_of(model)
-    enc = (lambda t: np.where(t == model.classes_[1], 1.0, -1.0)) if hasattr(model, "classes_") \
-        else (lambda t: t.astype(float))
-    dec = getattr(model, "decision_function", model.predict)
+    if klass is not None:
+        def enc(t):
+            return np.where(t == model.classes_[klass], 1.0, -1.0)
+
+        def dec(X):
+            return model.decision_function(X)[:, klass]
+    else:
+        enc = (lambda t: np.where(t == model.classes_[1], 1.0, -1.0)) \
+            if hasattr(model, "classes_") else (lambda t: t.astype(float))
+        dec = getattr(model, "decision_function", model.predict)
     pts, gam = [], []
     if len(X_add):
         pts.append(X_add)

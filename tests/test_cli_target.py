@@ -3,7 +3,7 @@
 The data: scikit-learn's breast cancer (a stratified sample of 160 rows, as CSV with a header and
 'malignant'/'benign' in its first column ``diagnosis``), and the same rows with the labels as
 numbers in the last column, where each report must say the same; iris (three species) for the
-commands that need two classes.
+multiclass runs of every command.
 """
 
 import json
@@ -209,15 +209,50 @@ def test_regression_takes_a_numeric_column_by_name(files, capsys):
     assert "non-numeric value 'malignant' at line 2, column 1 ('diagnosis')" in err
 
 
-@pytest.mark.parametrize("argv", [
-    ["treecv", "--learner", "pegasos"], ["stream"], ["active"],
-])
-def test_binary_commands_name_the_classes_of_a_multiclass_file(files, capsys, argv):
-    err = _error(capsys, argv + [files["iris"], "--target", "species"])
-    assert "is binary, but the target has 3 classes (setosa, versicolor, virginica)" in err
-    assert "binary subset" in err
-    if argv[0] == "treecv":
-        assert "--positive-class" in err
+def test_stream_active_and_pegasos_take_a_multiclass_file(files, capsys, tmp_path):
+    """The commands whose learners are binary by their papers run one-vs-rest on iris."""
+    iris = [files["iris"], "--target", "species"]
+    species = "setosa (50), versicolor (50), virginica (50)"
+    rc, out, err = _main(capsys, ["stream"] + iris + [
+        "--window", "40", "--periods", "20", "--thresholds", "1", "--ddm-levels", "3",
+        "--out", str(tmp_path), "--json"])
+    assert rc == 0, err
+    got = json.loads(out)
+    assert got["classes"] == species
+    assert [r["algorithm"] for r in got["rows"]] == ["SW", "KDR", "DDM(SW)", "DDM(NORMA)",
+                                                     "NORMA"]
+    assert all(0.3 < r["accuracy"] <= 1 for r in got["rows"])
+    rc, out, err = _main(capsys, ["active"] + iris + [
+        "--seeds", "1", "--n-test", "50", "--m", "30", "--p", "10", "--initial", "20",
+        "--out", str(tmp_path)])
+    assert rc == 0, err
+    assert f"(classes {species}): mean test accuracy" in out and "FGAL(m=30, p=10)" in out
+    rc, out, err = _main(capsys, ["active"] + iris + [
+        "--seeds", "1", "--n-test", "50", "--m", "30", "--p", "10", "--initial", "20",
+        "--center", "newton", "--out", str(tmp_path)])
+    assert rc == 0, err
+    assert "FGAL(m=30, p=10, newton)" in out
+    rc, out, err = _main(capsys, ["treecv"] + iris + ["--learner", "pegasos", "--cv", "5",
+                                                     "--permute", "--json"])
+    assert rc == 0, err
+    got = json.loads(out)
+    assert got["classes"] == species and got["learner"].startswith("OneVsRest(")
+    # the same CV through the library: one-vs-rest Pegasos on the standardised rows
+    from sklearn.datasets import load_iris
+    from sklearn.model_selection import KFold
+    from sklearn.preprocessing import StandardScaler
+
+    from deltafit.model_selection import treecv
+    from deltafit.stream import OneVsRest, Pegasos
+
+    d = load_iris()
+    r = treecv(OneVsRest(Pegasos(lam=1e-4)), StandardScaler().fit_transform(d.data),
+               d.target_names[d.target], cv=KFold(5, shuffle=True, random_state=0))
+    assert got["score"] == pytest.approx(r.score, abs=1e-12)
+    rc, out, err = _main(capsys, ["treecv"] + iris + ["--learner", "pegasos", "--cv", "5",
+                                                     "--positive-class", "setosa"])
+    assert rc == 0, err
+    assert "learner: Pegasos()" in out and "class setosa vs rest" in out
 
 
 def test_multiclass_learners_and_positive_class_on_a_multiclass_file(files, capsys):

@@ -242,11 +242,10 @@ def test_class_views_are_the_binary_problems(digits10):
         np.testing.assert_allclose(view.decision(X), own.decision_function(X), atol=1e-6)
         assert view.certified_residual <= m.grad_norm_
         np.testing.assert_allclose(view.gradient(), 0.0, atol=10 * view.certified_residual + 1e-9)
-    # multiclass sensitivity is per class (tests/test_multiclass_sensitivity.py); the
-    # incremental sphere of the stream learners is still binary
+    # multiclass sensitivity is per class (tests/test_multiclass_sensitivity.py), and so is
+    # the incremental sphere of the stream learners (tests/test_incremental_multiclass.py)
     assert deltafit.sensitivity(m).n_classes == 10
-    with pytest.raises(ValueError, match="for_class"):
-        deltafit.sensitivity.IncrementalSphere(m)
+    assert deltafit.sensitivity.IncrementalSphere(m).n_classes == 10
     with pytest.raises(ValueError, match="not in"):
         prob.for_class(10)
 

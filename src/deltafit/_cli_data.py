@@ -1,12 +1,12 @@
 """The data argument shared by the ``deltafit`` subcommands: ``--target``, and checks of the labels
-(binary classes, numeric targets) with messages that name the labels as the file writes them."""
+(at least two classes, numeric targets) with messages that name the labels as the file writes them."""
 
 from __future__ import annotations
 
 import numpy as np
 
 __all__ = ["add_target_argument", "load_data", "format_label", "describe_classes",
-           "require_binary", "require_numeric"]
+           "require_classes", "require_numeric"]
 
 TARGET_HELP = ("the target column of a CSV/TSV file: its name in the header line or its index "
                "(0-based, negative from the end; default: the last column); numbers, or text "
@@ -64,38 +64,9 @@ def describe_classes(y):
         f", ... ({labels.size} classes)" if labels.size > 10 else "")
 
 
-def require_binary(y, what, hint=""):
-    """Raise a ValueError unless ``y`` holds exactly two classes.
-
-    Parameters
-    ----------
-    y : ndarray of shape (n_samples,)
-    what : str
-        The binary model, for the message (``"the linear classifier"``).
-    hint : str, default=""
-        A further way out, appended to the message (``"or --positive-class CLASS"``).
-
-    Raises
-    ------
-    ValueError
-        Naming the classes found and suggesting a binary subset.
-    """
-    labels = np.unique(np.asarray(y))
-    if labels.size == 2:
-        return
-    if labels.size < 2:
-        raise ValueError(f"{what} is binary and needs two classes, but the target holds only "
-                         f"{_listed(labels)}")
-    raise ValueError(
-        f"{what} is binary, but the target has {labels.size} classes "
-        f"({_listed(labels)}); multiclass models are not supported: keep the rows of two "
-        f"classes (a binary subset) in the file" + (f", {hint}" if hint else ""))
-
-
 def require_classes(y, what):
-    """Raise a ValueError unless ``y`` holds at least two classes (the classifiers of ``loo``,
-    ``search``, ``demo`` and ``treecv --learner linear`` take any number: three or more are
-    fitted one-vs-rest).
+    """Raise a ValueError unless ``y`` holds at least two classes (the classifiers of every
+    command take any number: three or more are fitted one-vs-rest).
 
     Raises
     ------

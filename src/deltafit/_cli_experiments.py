@@ -9,7 +9,7 @@ import sys
 
 import numpy as np
 
-from ._cli_data import add_target_argument, describe_classes, load_data, require_binary
+from ._cli_data import add_target_argument, describe_classes, load_data, require_classes
 
 __all__ = ["add_experiment_commands", "run_stream_command", "run_active_command"]
 
@@ -33,7 +33,9 @@ def add_experiment_commands(sub):
         description="Prequential accuracy against batch model computations (Sivan et al. "
                     "Fig. 3) of KDR (drift detection by the distance bound), SW (recompute "
                     "every period samples), DDM over SW and over NORMA, and NORMA. Kernel "
-                    "parameters are tuned on the first 1000 samples, as in the paper.")
+                    "parameters are tuned on the first 1000 samples, as in the paper. Three or "
+                    "more classes: one-vs-rest models, one KDR ball per class (KDR watches the "
+                    "largest), NORMA one-vs-rest.")
     s.add_argument("data", nargs="?", default="checkerboard",
                    help="checkerboard (Elwell & Polikar's rotating checkerboard, seeded by "
                         "--seed), weather (NOAA weather stream, needs deltafit[drift]), or a "
@@ -59,9 +61,11 @@ def add_experiment_commands(sub):
         description="Pool-based active learning (Sivan et al. §4.3): FGAL(m, p), which labels "
                     "p samples per sub-iteration by the bounds of an incremental sphere and "
                     "computes one model per m labels, against uncertainty sampling AL(m) and "
-                    "AL(p), over several seeds.")
+                    "AL(p), over several seeds. Three or more classes: one-vs-rest models, one "
+                    "ball per class, uncertainty = the margin between the top two (centre) "
+                    "decision values.")
     a.add_argument("data", help="one of digits, breast_cancer, mnist, or a LIBSVM/CSV file "
-                                "(binary labels)")
+                                "(two or more classes)")
     add_target_argument(a)
     a.add_argument("--m", type=int, default=100)
     a.add_argument("--p", type=int, default=10)
@@ -72,6 +76,10 @@ def add_experiment_commands(sub):
     a.add_argument("--gamma", type=float, default=None,
                    help="RBF gamma (default 1 / (n_features * X.var()))")
     a.add_argument("--C", type=float, default=1.0)
+    a.add_argument("--center", choices=("sphere", "newton"), default="sphere",
+                   help="FGAL's point estimate of the next model: the sphere's centre (the "
+                        "paper's, suited to narrow kernels) or one Newton step (any kernel "
+                        "width)")
     a.add_argument("--intercept", action="store_true",
                    help="fit deltafit's regularised intercept (off, as in the paper: its "
                         "constant kernel term shifts every bound by each labeled sample)")
@@ -121,7 +129,7 @@ def run_stream_command(args, out=None):
         if args.n < 2:
             raise ValueError("--n must be at least 2")
         X, y = X[:args.n], y[:args.n]
-    require_binary(y, "the stream experiment's classifier")
+    require_classes(y, "the stream experiment's classifier")
     window = window if args.window is None else args.window
     algos = [a.strip() for a in args.algorithms.split(",") if a.strip()]
     log = None if args.json else (lambda line: print("  " + line, file=out, flush=True))
@@ -159,7 +167,7 @@ def run_active_command(args, out=None):
     from .models import KernelClassifier
 
     X, y, title = load_data(args.data, args.target)
-    require_binary(y, "the active-learning classifier")
+    require_classes(y, "the active-learning classifier")
     X = np.asarray(X, dtype=np.float64)
     gamma = args.gamma if args.gamma is not None else 1.0 / (X.shape[1] * X.var())
     est = KernelClassifier(loss="squared_hinge", kernel="rbf", gamma=gamma, C=args.C,
@@ -167,7 +175,7 @@ def run_active_command(args, out=None):
     log = None if args.json else (lambda line: print("  " + line, file=out, flush=True))
     curves = compare_strategies(est, X, y, m=args.m, p=args.p, seeds=args.seeds,
                                 n_test=args.n_test, n_pool=args.n_pool, initial=args.initial,
-                                log=log)
+                                log=log, center=args.center)
     fig = _figure("active_fig2", curves, args.out, args.data,
                   f"{title}: active learning ({args.seeds} seeds)")
     if args.json:

@@ -8,12 +8,13 @@ import sys
 import numpy as np
 
 from ._cli_data import add_target_argument, describe_classes, format_label, load_data, \
-    require_binary, require_classes, require_numeric
+    require_classes, require_numeric
 
 __all__ = ["add_treecv_command", "run_treecv_command"]
 
 LEARNERS = {
-    "pegasos": "deltafit.stream.Pegasos (linear SVM, last iterate; --lam)",
+    "pegasos": "deltafit.stream.Pegasos (linear SVM, last iterate; --lam; three or more "
+               "classes: deltafit.stream.OneVsRest over Pegasos)",
     "lsqsgd": "deltafit.stream.LSQSGD (least squares, averaged SGD in the unit ball; --alpha)",
     "sgd": "sklearn SGDClassifier (hinge)",
     "sgd-regressor": "sklearn SGDRegressor",
@@ -24,7 +25,7 @@ LEARNERS = {
     "ridge": "deltafit LinearRegressor (exact updates; --C): equals k refits",
 }
 _REGRESSORS = ("lsqsgd", "sgd-regressor", "ridge")
-_BINARY = ("pegasos",)  # the others are multiclass (linear: one-vs-rest) or regressors
+# every classifier takes any number of classes (pegasos and linear: one-vs-rest)
 
 
 def add_treecv_command(sub):
@@ -52,7 +53,8 @@ def add_treecv_command(sub):
     p.add_argument("--scoring", default=None,
                    help="a scikit-learn scorer name (default: accuracy / r2)")
     p.add_argument("--positive-class", default=None,
-                   help="binary task: this label against all others (e.g. 1 for covertype)")
+                   help="binary task: this label against all others (e.g. 1 for covertype); "
+                        "without it, three or more classes are learned as they are")
     p.add_argument("--scale", choices=("standard", "minmax", "minmax01", "none"),
                    default="standard", help="feature scaling (minmax: to [-1, 1])")
     p.add_argument("--scale-target", action="store_true",
@@ -98,12 +100,8 @@ def _data(args):
         c = _labels(args.positive_class, y)
         y = np.where(y == c, 1, -1)
         title += f", class {args.positive_class} vs rest"
-    if args.learner in _BINARY:
-        require_binary(y, f"--learner {args.learner}",
-                       hint="or give --positive-class CLASS (one class against the rest), or "
-                            "choose a multiclass learner (linear, sgd, perceptron, gaussian-nb)")
-    elif args.learner == "linear":
-        require_classes(y, "--learner linear")
+    if not regression:
+        require_classes(y, f"--learner {args.learner}")
     if args.scale == "standard":
         from sklearn.preprocessing import StandardScaler
 
@@ -119,12 +117,14 @@ def _data(args):
     return np.ascontiguousarray(X), y, title, classes
 
 
-def _learner(args, n):
+def _learner(args, n, y):
     from . import stream
     from .models import LinearClassifier, LinearRegressor
 
     name = args.learner
     if name == "pegasos":
+        if np.unique(y).size > 2:  # binary by its paper: one learner per class
+            return stream.OneVsRest(stream.Pegasos(lam=args.lam))
         return stream.Pegasos(lam=args.lam)
     if name == "lsqsgd":
         if args.alpha == "sqrt-n":
@@ -179,7 +179,7 @@ def run_treecv_command(args, out=None):
 
     X, y, title, classes = _data(args)
     n = X.shape[0]
-    learner = _learner(args, n)
+    learner = _learner(args, n, y)
     cv, what = _cv(args, n)
     r = treecv(learner, X, y, cv=cv, scoring=args.scoring, strategy=args.strategy,
                shuffle=args.shuffle, random_state=args.seed if args.shuffle else None,

@@ -22,7 +22,8 @@ keeps the ball of a sliding window or an active learner up to date one sample at
 A model with K ≥ 3 classes (one-vs-rest) gets one ball per class:
 ``deltafit.sensitivity(model)`` is then a :class:`MulticlassSensitivity` whose bounds have
 shape (n, K), and a label is certified when the top class's lower bound exceeds every other
-class's upper bound (:func:`certain_argmax`); :func:`loo_bounds` gives (n, K) bounds too.
+class's upper bound (:func:`certain_argmax`); :func:`loo_bounds` gives (n, K) bounds too, and
+``IncrementalSphere(model)`` is a :class:`MulticlassIncrementalSphere` (one ball per class).
 
 The data-change ball is computed in one place, the private module ``_ball`` (its Thm 1 form
 here, its exact-gradient form for :mod:`deltafit.model_selection`), and the samples of a
@@ -45,7 +46,7 @@ import types
 
 from .._pipeline import PipelineSensitivity, unwrap
 from ._data_change import Sensitivity
-from ._incremental import IncrementalSphere
+from ._incremental import IncrementalSphere, MulticlassIncrementalSphere
 from ._gradient import CertainSigns, gradient_sphere, model_gradient_sphere
 from ._loo import loo_bounds, zhang_loo_bounds
 from ._multiclass import MulticlassSensitivity, certain_argmax
@@ -56,6 +57,7 @@ __all__ = [
     "MulticlassSensitivity",
     "certain_argmax",
     "IncrementalSphere",
+    "MulticlassIncrementalSphere",
     "Sphere",
     "PrimalSphere",
     "KernelSphere",

@@ -13,6 +13,14 @@ Unlike :class:`~deltafit.sensitivity.Sensitivity` (any
 change, C₂ ≠ C₁, undo), this object also lets entries *leave* ``A ∪ R`` and reuses their room:
 its memory is bounded by the largest ``|A| + |R|`` it ever held, which is what a sliding window
 (KDR, :class:`deltafit.stream.KDR`) and an active learner (:class:`deltafit.active.FGAL`) need.
+
+A model with K ≥ 3 classes (one-vs-rest) gets one ball per class over the same entries
+(:class:`MulticlassIncrementalSphere`, returned by ``IncrementalSphere(model)``): class k's ball
+is the one above for the binary problem ``model.problem_.for_class(k)`` (targets +1 for class
+k, −1 for the rest), as :class:`~deltafit.sensitivity.MulticlassSensitivity` does for
+:class:`~deltafit.sensitivity.Sensitivity`; a label is certain when the top class's lower
+bound exceeds every other class's upper bound
+(:func:`~deltafit.sensitivity.certain_argmax`).
 """
 
 from __future__ import annotations
@@ -23,9 +31,10 @@ from .._validation import check_ids, check_rows
 from ..solvers import _check_sample_weight
 from . import _ball
 from ._changes import changes_for
-from ._model_access import certified_residual, check_model, fitted_C
+from ._model_access import certified_residual, check_model, fitted_C, n_classes
+from ._multiclass import certain_argmax
 
-__all__ = ["IncrementalSphere"]
+__all__ = ["IncrementalSphere", "MulticlassIncrementalSphere"]
 
 
 class IncrementalSphere:
@@ -39,6 +48,10 @@ class IncrementalSphere:
         squared-hinge loss (linear models with ``keep_data=True`` to remove samples).
     capacity : int, default=64
         Initial room for entries (grown when needed, never shrunk).
+    problem : deltafit.models.FittedProblem, optional
+        The binary problem the ball is about (default ``model.problem_``); a multiclass
+        model's class view ``model.problem_.for_class(k)``.  Without it, a model with three or
+        more classes gets a :class:`MulticlassIncrementalSphere`.
 
     Attributes
     ----------
@@ -61,15 +74,19 @@ class IncrementalSphere:
     :class:`~deltafit.sensitivity.Sensitivity`, so the bounds hold for the stored β₁ as it is.
     """
 
-    def __init__(self, model, *, capacity=64):
-        self._loss = check_model(model, "an incremental sphere")
-        if isinstance(capacity, bool) or not isinstance(capacity, (int, np.integer)) or \
-                capacity < 1:
-            raise ValueError(f"capacity must be a positive integer, got {capacity!r}")
+    def __new__(cls, model=None, *, capacity=64, problem=None):
+        # a model with K ≥ 3 classes gets one ball per one-vs-rest class
+        if cls is IncrementalSphere and problem is None and n_classes(model):
+            return MulticlassIncrementalSphere(model, capacity=capacity)
+        return super().__new__(cls)
+
+    def __init__(self, model, *, capacity=64, problem=None):
+        self._loss = check_model(model if problem is None else problem, "an incremental sphere")
+        _check_capacity(capacity)
         self._model = model
-        self._prob = prob = model.problem_
-        self.C = fitted_C(model)
-        self._eps = certified_residual(model)
+        self._prob = prob = model.problem_ if problem is None else problem
+        self.C = fitted_C(prob)
+        self._eps = certified_residual(prob)
         # the entries of A ∪ R: points, scores under β₁, coefficients γ (Sivan et al. eq. 4)
         self._store = changes_for(prob, int(capacity))
         self._keys = {}                    # key -> slot
@@ -133,6 +150,11 @@ class IncrementalSphere:
         -------
         keys : ndarray of int64, shape (k,)
         """
+        return self._add_scored(*self._checked_add(X, y, sample_weight))
+
+    def _checked_add(self, X, y, sample_weight):
+        """The arguments of :meth:`_add_scored` for :meth:`add`, every check done (nothing
+        changes)."""
         self._check_model()
         model = self._model
         Xa = check_rows(X, model.n_features_in_, "X", type(model).__name__, sparse="dense")
@@ -142,7 +164,7 @@ class IncrementalSphere:
         w = _check_sample_weight(sample_weight, Xa.shape[0], self.C)
         P, z = self._store.new_points(Xa)
         self._store.check_new(P, z, t, self._loss)
-        return self._add_scored(P, t, z, w)
+        return P, t, z, w
 
     def _add_scored(self, P, t, z, w=None):
         """:meth:`add` of mapped, validated points whose scores ``z`` under β₁ are known
@@ -293,6 +315,189 @@ class IncrementalSphere:
     def __repr__(self):
         return (f"IncrementalSphere({type(self._model).__name__}, added={self.n_added}, "
                 f"removed={self.n_removed}, r_norm={self.r_norm:.4g})")
+
+
+def _check_capacity(capacity):
+    if isinstance(capacity, bool) or not isinstance(capacity, (int, np.integer)) or \
+            capacity < 1:
+        raise ValueError(f"capacity must be a positive integer, got {capacity!r}")
+
+
+class MulticlassIncrementalSphere:
+    """Incremental balls of a model with K ≥ 3 classes: one :class:`IncrementalSphere` per
+    one-vs-rest class, changed together (Sivan et al. §3.3 per class).
+
+    ``IncrementalSphere(model)`` returns this object for a multiclass model.  Every change
+    (:meth:`add`, :meth:`remove`, :meth:`discard`, :meth:`clear`) goes to each class's ball
+    (:meth:`for_class`), whose entries are the same samples with that class's coded targets
+    (+1 for class k, −1 for the rest), so their keys agree; queries stack the K answers
+    column by column.  Class k's ball is Sivan et al. Theorem 1 for its binary problem
+    ``model.problem_.for_class(k)``, widened by that class's certified solver residual.
+
+    Parameters
+    ----------
+    model : fitted deltafit classifier with three or more classes
+        Squared, logistic or squared-hinge loss.
+    capacity : int, default=64
+
+    Attributes
+    ----------
+    C : float
+    n_classes : int
+    classes_ : ndarray of shape (K,)
+        The column order of every (n, K) result.
+    n_added, n_removed : int
+
+    Notes
+    -----
+    Each change and query costs K times the binary one (each class keeps its own store of the
+    entries).  A label is certain when the top class's lower bound beats every other class's
+    upper bound (:meth:`predict_certain`, :func:`~deltafit.sensitivity.certain_argmax`).
+    """
+
+    def __init__(self, model, *, capacity=64):
+        whole = model.problem_
+        if not n_classes(model):
+            raise ValueError("MulticlassIncrementalSphere needs a model with three or more "
+                             "classes; use IncrementalSphere(model)")
+        check_model(whole.for_class(0), "an incremental sphere")
+        _check_capacity(capacity)
+        self._model = model
+        self._prob = whole
+        self.n_classes = int(whole.n_classes)
+        self.classes_ = model.classes_
+        self._parts = [IncrementalSphere(model, capacity=capacity, problem=whole.for_class(k))
+                       for k in range(self.n_classes)]
+        self.C = self._parts[0].C
+
+    @property
+    def problem(self):
+        """The whole model's :class:`~deltafit.models.FittedProblem` (targets: class indices)."""
+        return self._prob
+
+    def for_class(self, k):
+        """The binary :class:`IncrementalSphere` of class ``k`` (index into ``classes_``)."""
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or \
+                not 0 <= k < self.n_classes:
+            raise ValueError(f"class index must be an int in [0, {self.n_classes}), got {k!r}")
+        return self._parts[int(k)]
+
+    # ---------------------------------------------------------------- changes
+    def add(self, X, y, sample_weight=None):
+        """Add samples to ``A`` of every class's ball; see :meth:`IncrementalSphere.add`.
+
+        Returns
+        -------
+        keys : ndarray of int64, shape (k,)
+        """
+        checked = [part._checked_add(X, y, sample_weight) for part in self._parts]
+        keys = None  # every class has accepted the samples: nothing below refuses them
+        for part, args in zip(self._parts, checked):
+            keys = part._add_scored(*args)
+        return keys
+
+    def _add_scored(self, P, t, Z, w=None):
+        """:meth:`add` of mapped, validated points with class indices ``t`` and scores
+        ``Z`` (k, K) under the K solutions."""
+        t = np.asarray(t)
+        keys = None
+        for k, part in enumerate(self._parts):
+            keys = part._add_scored(P, np.where(t == k, 1.0, -1.0), Z[:, k], w)
+        return keys
+
+    def remove(self, ids):
+        """Remove model samples (by id) into ``R`` of every class's ball."""
+        keys = self._parts[0].remove(ids)  # its checks are every class's: they fail here
+        for part in self._parts[1:]:
+            part.remove(ids)
+        return keys
+
+    def discard(self, keys):
+        """Take entries out of ``A ∪ R`` of every class's ball."""
+        self._parts[0].discard(keys)  # unknown keys fail here, before any other class changes
+        for part in self._parts[1:]:
+            part.discard(keys)
+
+    def clear(self):
+        """Empty ``A`` and ``R`` (keeps the tracked points and the room)."""
+        for part in self._parts:
+            part.clear()
+
+    # ---------------------------------------------------------------- queries
+    @property
+    def n_added(self):
+        return self._parts[0].n_added
+
+    @property
+    def n_removed(self):
+        return self._parts[0].n_removed
+
+    @property
+    def n_entries(self):
+        return self._parts[0].n_entries
+
+    @property
+    def capacity(self):
+        return self._parts[0].capacity
+
+    @property
+    def r_norm(self):
+        """``‖r_k‖`` of every class, shape (K,)."""
+        return np.array([p.r_norm for p in self._parts])
+
+    @property
+    def radius(self):
+        """Radius of every class's ball, shape (K,)."""
+        return np.array([p.radius for p in self._parts])
+
+    def distance_bound(self):
+        """Upper bound of ``‖β_k,2 − β_k,1‖`` for every class k, shape (K,)."""
+        return np.array([p.distance_bound() for p in self._parts])
+
+    def recompute(self):
+        """:meth:`IncrementalSphere.recompute` of every class; ``‖r_k‖``, shape (K,)."""
+        return np.array([p.recompute() for p in self._parts])
+
+    def center_decision(self, X):
+        """The K balls' centre decision values, shape (n, K)."""
+        return np.column_stack([p.center_decision(X) for p in self._parts])
+
+    def decision_bounds(self, X):
+        """Guaranteed ``lo ≤ decision_function_new(X) ≤ hi``, each of shape (n, K)."""
+        b = [p.decision_bounds(X) for p in self._parts]
+        return np.column_stack([lo for lo, _ in b]), np.column_stack([hi for _, hi in b])
+
+    def predict_certain(self, X):
+        """Labels of the new model where the balls decide its argmax.
+
+        Returns
+        -------
+        labels : ndarray
+            The argmax of the centres (certain where ``certain``).
+        certain : ndarray of bool
+        """
+        lo, hi = self.decision_bounds(X)
+        _, certain = certain_argmax(lo, hi)
+        return self.classes_[np.argmax(self.center_decision(X), axis=1)], certain
+
+    def track(self, X):
+        """Keep the bounds of the points ``X`` up to date in every class's ball."""
+        for part in self._parts:
+            part.track(X)
+        return self
+
+    def tracked_center(self, idx=None):
+        """Centre decision values of the tracked points, shape (n, K)."""
+        return np.column_stack([p.tracked_center(idx) for p in self._parts])
+
+    def tracked_bounds(self, idx=None):
+        """Bounds of the tracked points, each of shape (n, K)."""
+        b = [p.tracked_bounds(idx) for p in self._parts]
+        return np.column_stack([lo for lo, _ in b]), np.column_stack([hi for _, hi in b])
+
+    def __repr__(self):
+        return (f"MulticlassIncrementalSphere({type(self._model).__name__}, "
+                f"n_classes={self.n_classes}, added={self.n_added}, removed={self.n_removed})")
 
 
 def _grown(a, cap):

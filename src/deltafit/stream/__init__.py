@@ -15,12 +15,17 @@ incremental sphere says the window moved; the baselines :class:`SlidingWindow` (
 :class:`DDM` (Gama et al.'s error-rate detector) and :class:`NORMA` (Kivinen et al.'s truncated
 kernel SGD); :func:`prequential` evaluation; :func:`as_river` for river's own evaluation;
 :func:`tradeoff_experiment` for the paper's Fig. 3.
+
+More than two classes: the batch models are multiclass (one-vs-rest), so :class:`SlidingWindow`,
+:class:`DDM` over them and :class:`KDR` (one incremental ball per class) take K classes;
+the binary online learners get K classes through :class:`OneVsRest` (one learner per class).
 """
 
 from ._ddm import DDM
 from ._kdr import KDR
 from ._lsqsgd import LSQSGD
 from ._norma import NORMA, NORMARegressor
+from ._ovr import OneVsRest
 from ._pegasos import Pegasos
 from ._prequential import StreamReport, prequential
 from ._river import as_river
@@ -28,4 +33,5 @@ from ._tradeoff import tradeoff_experiment, tune_stream
 from ._window import SlidingWindow
 
 __all__ = ["Pegasos", "LSQSGD", "KDR", "SlidingWindow", "NORMA", "NORMARegressor", "DDM",
+           "OneVsRest",
            "prequential", "StreamReport", "as_river", "tradeoff_experiment", "tune_stream"]

@@ -40,15 +40,23 @@ class KDR(WindowLearner):
     ----------
     model_ : deltafit estimator or None
         β₁, the model predictions come from.
-    sphere_ : IncrementalSphere or None
-        The ball around the model of the current window.
+    sphere_ : IncrementalSphere, MulticlassIncrementalSphere or None
+        The ball around the model of the current window (one per class for K ≥ 3).
     n_model_computations_ : int
     n_samples_seen_ : int
     mean_r_norm_ : float
-        The monitored mean ``‖r‖`` since the last computation.
+        The monitored mean ``‖r‖`` (K ≥ 3 classes: ``max_k ‖r_k‖``) since the last
+        computation.
 
     Notes
     -----
+    With K ≥ 3 classes (a one-vs-rest model) the sphere holds one ball per class
+    (:class:`~deltafit.sensitivity.MulticlassIncrementalSphere`) and KDR monitors
+    ``max_k ‖r_k‖``: half the bound on how far the class whose model may have moved most has
+    moved, so the rule fires when any class's model may have drifted by the threshold (with
+    two classes this is the binary ``‖r‖``, unchanged).  A sample whose label the model does
+    not know (a class new to the stream) cannot enter the balls: it triggers a recomputation.
+
     Per sample, KDR costs one prediction and two kernel rows over ``W₁ ∪ A`` (O(window · d));
     its memory is the window, β₁ and the sphere's ``2·window`` entries, whatever the length of
     the stream.  If the window holds a single class when a recomputation is due, the model is
@@ -86,6 +94,8 @@ class KDR(WindowLearner):
         if not super()._compute():
             return False
         self.sphere_ = IncrementalSphere(self.model_, capacity=2 * self._window_ + 1)
+        if self._classifier:
+            self._classes = set(self.model_.classes_.tolist())
         self._key[:] = -1
         self._w1id[:] = -1
         self._w1id[self._ring()] = np.arange(self._count)  # fit gives ids 0..n-1 in row order
@@ -100,22 +110,27 @@ class KDR(WindowLearner):
             self._maybe_first_model()
             return
         sphere = self.sphere_
-        z = self._decision_of(row)                           # β₁'s score (cached by predict_one)
-        prob = sphere.problem
-        t = prob.encode_targets(np.array([y]), what="y")
-        P = row if prob.kernel else prob.features(row)
-        key = sphere._add_scored(P, t, np.array([z]))[0]    # the new sample joins A
+        new_class = self._classifier and y not in self._classes
+        if new_class:                                        # a new class: the balls cannot
+            key = -1                                         # hold it, recompute below
+        else:
+            z = self._decision_of(row)                       # β₁'s score (cached by predict_one)
+            prob = sphere.problem
+            t = prob.encode_targets(np.array([y]), what="y")
+            P = row if prob.kernel else prob.features(row)
+            key = sphere._add_scored(P, t, np.array([z]))[0]  # the new sample joins A
         if self._count == self._window_:                     # the oldest sample leaves W
             old = self._start
             if self._w1id[old] >= 0:                         # from W₁: it joins R
                 sphere.remove([self._w1id[old]])
-            else:                                            # added since: it leaves A
+            elif self._key[old] >= 0:                        # added since: it leaves A
                 sphere.discard([self._key[old]])
         pos = self._push(row, y)
         self._key[pos] = key
         self._w1id[pos] = -1
-        self._sum_r += sphere.r_norm
+        r = sphere.r_norm
+        self._sum_r += r if np.ndim(r) == 0 else float(np.max(r))
         self._n_since += 1
         self.mean_r_norm_ = self._sum_r / self._n_since
-        if self.mean_r_norm_ > self._T:
+        if new_class or self.mean_r_norm_ > self._T:
             self._compute()

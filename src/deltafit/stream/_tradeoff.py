@@ -34,6 +34,7 @@ def tune_stream(X, y, window, *, n_tune=1000):
     """
     from ._norma import NORMA
 
+    classes = np.unique(y)
     X, y = X[:n_tune], y[:n_tune]
     d = X.shape[1]
     best = None
@@ -44,8 +45,8 @@ def tune_stream(X, y, window, *, n_tune=1000):
     acc, gamma, C = best
     nbest = None
     for gm, eta, lam in itertools.product([0.25, 1.0, 4.0], [0.25, 1.0], [1e-4, 1e-3, 1e-2]):
-        r = prequential(NORMA(kernel="rbf", gamma=gm * gamma, eta=eta, lam=lam,
-                              budget=window), (X, y))
+        r = prequential(_online(NORMA(kernel="rbf", gamma=gm * gamma, eta=eta, lam=lam,
+                                      budget=window), classes), (X, y))
         if nbest is None or r.accuracy > nbest[0]:
             nbest = (r.accuracy, eta, lam, gm * gamma)
     w = min(window, X.shape[0] // 2)
@@ -53,18 +54,25 @@ def tune_stream(X, y, window, *, n_tune=1000):
     kdr.partial_fit(X[:2 * w], y[:2 * w])
     return {"gamma": gamma, "C": C, "cv_accuracy": acc, "norma_gamma": nbest[3],
             "norma_eta": nbest[1], "norma_lam": nbest[2], "norma_accuracy": nbest[0],
-            "r0": kdr.sphere_.r_norm}
+            "r0": float(np.max(kdr.sphere_.r_norm))}
 
 
-def _learners(params, window, periods, thresholds, ddm_levels, algorithms):
+def _online(learner, classes):
+    """A binary online learner as is for two classes, one-vs-rest over ``classes`` for more."""
+    from ._ovr import OneVsRest
+
+    return learner if classes.size <= 2 else OneVsRest(learner, classes=classes)
+
+
+def _learners(params, window, periods, thresholds, ddm_levels, algorithms, classes):
     from ._ddm import DDM
     from ._norma import NORMA
 
     est = _kernel_classifier(params["gamma"], params["C"])
 
     def norma():
-        return NORMA(kernel="rbf", gamma=params["norma_gamma"], eta=params["norma_eta"],
-                     lam=params["norma_lam"], budget=window)
+        return _online(NORMA(kernel="rbf", gamma=params["norma_gamma"], eta=params["norma_eta"],
+                             lam=params["norma_lam"], budget=window), classes)
 
     if "SW" in algorithms:
         for p in periods:
@@ -92,6 +100,9 @@ def tradeoff_experiment(X, y, *, window=500, periods=(25, 50, 100, 250, 500, 100
     Parameters
     ----------
     X, y : arrays, the stream in arrival order
+        Two or more classes: the batch models are one-vs-rest, KDR keeps one ball per class
+        (``r0`` is the largest class's ``‖r‖``) and NORMA is wrapped in
+        :class:`~deltafit.stream.OneVsRest` over the stream's classes.
     window : int
         Window of SW, KDR, DDM(SW) and NORMA's budget.
     periods : SW's recomputation periods.
@@ -121,7 +132,7 @@ def tradeoff_experiment(X, y, *, window=500, periods=(25, 50, 100, 250, 500, 100
         params = tune_stream(X, y, window, n_tune=n_tune)
     rows = []
     for algo, cfg, learner in _learners(params, window, periods, thresholds, ddm_levels,
-                                        algorithms):
+                                        algorithms, np.unique(y)):
         rep = prequential(learner, (X, y), progress=progress)
         rows.append({"algorithm": algo, "config": cfg, "accuracy": rep.accuracy,
                      "n_model_computations": rep.n_model_computations, "time_s": rep.time_s,

@@ -4,11 +4,11 @@
 :class:`WindowLearner`: the last ``window`` samples in a ring buffer, a batch model computed on
 them from time to time (``clone(estimator).fit``), river-style ``learn_one`` / ``predict_one`` and
 scikit-learn-style ``partial_fit`` / ``predict``.  They differ only in *when* they recompute.
+A classifier takes as many classes as its batch learner (deltafit's: any number, one-vs-rest;
+a model's decision values are then K per sample).
 """
 
 from __future__ import annotations
-
-import dataclasses
 
 import numbers
 
@@ -72,6 +72,14 @@ def as_row(learner, x):
     return row[None, :]
 
 
+def _binary(estimator):
+    """Whether a classifier takes two classes only (its scikit-learn tags say so)."""
+    try:
+        return get_tags(estimator).classifier_tags.multi_class is False
+    except AttributeError:
+        return False
+
+
 class _Decision:
     """A fast ``X -> decision values`` for a fitted model: its
     :class:`~deltafit.models.ScoreFunction` for a deltafit estimator with its
@@ -121,10 +129,8 @@ class WindowLearner(BaseEstimator):
         tags = super().__sklearn_tags__()
         inner = get_tags(self.estimator)
         tags.estimator_type = inner.estimator_type
+        # as many classes as the batch learner takes (deltafit's: any, one-vs-rest)
         tags.classifier_tags = inner.classifier_tags
-        if tags.classifier_tags is not None:
-            # the window learners take two classes (their labels are ±1 in the stream)
-            tags.classifier_tags = dataclasses.replace(tags.classifier_tags, multi_class=False)
         tags.regressor_tags = inner.regressor_tags
         if tags.regressor_tags is not None:
             # a window learner fits only its last `window` samples, by design
@@ -183,7 +189,7 @@ class WindowLearner(BaseEstimator):
         if self._classifier:
             if isinstance(y, float) and not np.isfinite(y):
                 raise ValueError("y is NaN or infinite")
-            if isinstance(self.estimator, UpdatableMixin):  # binary classifiers
+            if _binary(self.estimator):
                 seen = list(self._labels) if self.model_ is None else list(self.model_.classes_)
                 if len(seen) >= 2 and y not in seen:
                     raise ValueError(
@@ -253,7 +259,8 @@ class WindowLearner(BaseEstimator):
         key = row.tobytes()
         if self._cached is not None and self._cached[0] == key:
             return self._cached[1]
-        z = float(self._decision(row)[0])
+        z = self._decision(row)[0]  # a float, or K values of a multiclass model
+        z = float(z) if np.ndim(z) == 0 else z
         self._cached = (key, z)
         return z
 
@@ -365,7 +372,7 @@ class WindowLearner(BaseEstimator):
             check_classification_targets(y)
             if y.dtype.kind == "f" and not np.isfinite(y).all():
                 raise ValueError("y contains NaN or infinity")
-            if isinstance(self.estimator, UpdatableMixin):  # binary: check before learning
+            if _binary(self.estimator):  # check before learning
                 seen = set() if fresh else set(self.classes_.tolist())
                 labels = seen | set(np.unique(y).tolist())
                 if len(labels) > 2:
