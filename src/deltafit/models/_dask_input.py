@@ -82,6 +82,8 @@ def _aligned(v, chunks, n, what):
         v = np.asarray(v)
         if v.ndim == 0:  # a scalar weight
             v = np.full(n, v.item())
+        if v.ndim in (1, 2) and v.shape[0] != n:
+            raise ValueError(f"{what} has {v.shape[0]} rows, X has {n}")
         v = da.from_array(v, chunks=(chunks,) + v.shape[1:])
     if v.ndim not in (1, 2):
         raise ValueError(f"{what} must be 1-D or 2-D, got {v.ndim} dimensions")
