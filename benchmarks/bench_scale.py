@@ -40,7 +40,6 @@ import os
 import shutil
 import sys
 import threading
-import time
 
 import numpy as np
 

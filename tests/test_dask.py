@@ -111,6 +111,7 @@ def test_weighted_fit_equals_numpy_and_ridge(digits):
     assert rel(c.coef_, a.coef_) < RTOL
 
 
+@pytest.mark.filterwarnings("ignore:Dask currently has limited support")
 def test_dataframe_input_and_string_labels(breast_cancer):
     dd = pytest.importorskip("dask.dataframe")
     pd = pytest.importorskip("pandas")

@@ -229,8 +229,8 @@ def reduce_statistics(blocks, problem, rho):
     -------
     total : FitStatistics
         ``total.stats`` is ``M = ΦᵀWΦ + ρI`` and ``b`` with the limits set.
-    digests : ndarray of shape (n, 16) uint8
-        The samples' keyed digests in row order (empty without a key).
+    digests : list of ndarray of shape (k, 16) uint8
+        The samples' keyed digests, one array per block in row order (empty without a key).
     n_passes : int
     """
     import dask
@@ -255,6 +255,4 @@ def reduce_statistics(blocks, problem, rho):
     st.M = np.asfortranarray(st.M)
     st.M.flat[:: st.p + 1] += rho
     st._trace = None
-    digests = (np.concatenate(digests) if digests else
-               np.zeros((0, DIGEST_BYTES), dtype=np.uint8))
     return total, digests, passes

@@ -243,9 +243,8 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         st = state_for(False, "squared")(opts, self._max_rank).fit_statistics(total.stats)
         self._check_solution(st)
         K = self._n_outputs_fitted
-        raw, size = digests.tobytes(), digests.shape[1]
         led.insert(led.allocate(n), None, np.zeros((n, K) if K else n),
-                   [raw[i:i + size] for i in range(0, len(raw), size)], w)
+                   np.concatenate(digests), w)
         self._state, self._ledger = st, led
         if self._classifier:
             self._n_positive = total.n_positive
