@@ -224,8 +224,17 @@ def test_decisions_are_lazy_for_any_linear_model(iris, breast_cancer):
     p = m.predict(Xd)
     assert isinstance(p, da.Array)
     np.testing.assert_array_equal(p.compute(), m.predict(X))
+    for proba in ("predict_proba", "predict_log_proba"):
+        q = getattr(m, proba)(Xd)
+        assert isinstance(q, da.Array)
+        np.testing.assert_allclose(q.compute(), getattr(m, proba)(X), rtol=1e-12, atol=1e-12)
     with pytest.raises(ValueError, match="features"):
         m.predict(da.from_array(np.zeros((3, 5))))
+    Xb, yb = breast_cancer
+    b = df.LinearClassifier(loss="logistic", C=1.0).fit(Xb, yb)
+    q = b.predict_proba(da.from_array(Xb, chunks=100))
+    assert isinstance(q, da.Array) and q.shape == (Xb.shape[0], 2)
+    np.testing.assert_allclose(q.compute(), b.predict_proba(Xb), rtol=1e-12, atol=1e-12)
 
 
 # ----------------------------------------------------------------------------- refusals

@@ -1055,23 +1055,38 @@ class ClassifierOutputMixin:
         """Class probabilities (logistic loss only), columns in the order of ``classes_``.
 
         With more than two classes each class's one-vs-rest probability ``σ(z_k)`` is
-        normalised over the classes, as scikit-learn's ``OneVsRestClassifier`` does."""
-        z = self._decision(X)
-        if z.ndim == 1:
-            p = expit(z)
-            return np.column_stack([1.0 - p, p])
-        p = expit(z)
-        return p / p.sum(axis=1, keepdims=True)
+        normalised over the classes, as scikit-learn's ``OneVsRestClassifier`` does.  A dask
+        X gives a lazy dask array."""
+        return _per_block(self._decision(X), _probabilities)
 
     @available_if(_is_logistic)
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba` (logistic loss only)."""
-        z = self._decision(X)
-        if z.ndim == 1:
-            return np.column_stack([log_expit(-z), log_expit(z)])
-        lp = log_expit(z)
-        top = lp.max(axis=1, keepdims=True)
-        return lp - (top + np.log(np.exp(lp - top).sum(axis=1, keepdims=True)))
+        return _per_block(self._decision(X), _log_probabilities)
+
+
+def _per_block(z, fn):
+    """``fn(z)`` (one column per class), block by block when ``z`` is a dask array."""
+    if not is_dask(z):
+        return fn(z)
+    cols = 2 if z.ndim == 1 else z.shape[1]
+    return z.map_blocks(fn, dtype=np.float64, chunks=(z.chunks[0], (cols,)),
+                        **({"new_axis": 1} if z.ndim == 1 else {}))
+
+
+def _probabilities(z):
+    p = expit(z)
+    if z.ndim == 1:
+        return np.column_stack([1.0 - p, p])
+    return p / p.sum(axis=1, keepdims=True)
+
+
+def _log_probabilities(z):
+    if z.ndim == 1:
+        return np.column_stack([log_expit(-z), log_expit(z)])
+    lp = log_expit(z)
+    top = lp.max(axis=1, keepdims=True)
+    return lp - (top + np.log(np.exp(lp - top).sum(axis=1, keepdims=True)))
 
 
 class RegressorTags:
