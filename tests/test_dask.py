@@ -249,6 +249,8 @@ def test_refusals_name_the_problem_and_change_nothing(breast_cancer, iris):
         df.LinearClassifier(keep_data=False, feature_map=RBFSampler()).fit(Xd, yd)
     with pytest.raises(ValueError, match="no dask input"):
         df.KernelClassifier().fit(Xd, yd)
+    with pytest.raises(ValueError, match="give X as a dask array"):
+        df.LinearClassifier(keep_data=False).fit(X, yd)
     Xi, yi = iris
     with pytest.raises(ValueError, match="two classes"):
         df.LinearClassifier(keep_data=False).fit(da.from_array(Xi), da.from_array(yi))

@@ -106,7 +106,9 @@ def row_blocks(X, y=None, w=None):
     """
     X = _as_array(X, "X") if is_dask(X) else None
     if X is None:
-        raise ValueError("X must be a dask array or DataFrame here")
+        raise ValueError(f"y or sample_weight is a dask collection but X is a "
+                         f"{type(X).__name__}: give X as a dask array or DataFrame too, or "
+                         "compute y and the weights")
     if X.ndim != 2:
         raise ValueError(f"X must be 2-D, got {X.ndim} dimensions (reshape a single feature "
                          "with X.reshape(-1, 1))")
