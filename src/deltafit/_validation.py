@@ -8,7 +8,8 @@ import numpy as np
 import scipy.sparse as sp
 
 __all__ = ["check_rows", "check_real", "check_int", "check_bool", "check_ids", "check_dense",
-           "check_magnitude", "check_sparse_rows", "MAX_SQUARED_NORM", "SparseDataError"]
+           "check_magnitude", "check_scale", "check_sparse_rows", "MAX_SQUARED_NORM",
+           "SparseDataError"]
 
 #: The largest weighted squared norm a training sample may have.  Every sample must satisfy
 #: ``max(1, C)·‖Φ(x)‖² ≤ MAX_SQUARED_NORM`` (``Φ(x)``: the features after the feature map, the
@@ -94,6 +95,26 @@ def check_magnitude(sq, C, what, remedy="rescale the data"):
             f"{what} {shown}, above the limit max(1, C)·value <= {MAX_SQUARED_NORM:.0e} "
             f"(C={C:.3g}) beyond which an exact update overflows; {remedy}"
         )
+
+
+def check_scale(Phi, C):
+    """Refuse feature rows ``Phi`` (dense or sparse, the intercept column included) with a
+    squared norm ``‖Φ(x)‖²`` beyond :data:`MAX_SQUARED_NORM` (see :func:`check_magnitude`);
+    the norms are computed only when ``p·max|Φ|²`` could pass the cap."""
+    if sp.issparse(Phi):
+        if Phi.nnz == 0:
+            return
+        top = max(float(np.max(Phi.data)), -float(np.min(Phi.data)))
+    elif Phi.size == 0:
+        return
+    else:
+        top = max(float(np.max(Phi)), -float(np.min(Phi)))  # NaN stays NaN: refused
+    if not top * top * Phi.shape[1] * max(1.0, C) <= MAX_SQUARED_NORM:
+        with np.errstate(over="ignore", invalid="ignore"):
+            sq = (np.asarray(Phi.multiply(Phi).sum(axis=1)).ravel() if sp.issparse(Phi)
+                  else np.einsum("ij,ij->i", Phi, Phi))
+        check_magnitude(sq, C, "X: the squared feature norm ‖Φ(x)‖² (intercept column "
+                        "included)", "rescale X")
 
 
 def check_real(value, name, *, low=None, low_inclusive=False):

@@ -24,9 +24,10 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 
 from .._labels import BinaryLabels, ClassLabels, LabelMessages
 from .._transaction import atomic
-from .._validation import (MAX_SQUARED_NORM, SparseDataError, check_bool, check_dense,
-                           check_int, check_magnitude, check_real, check_rows)
+from .._validation import (SparseDataError, check_bool, check_dense, check_int,
+                           check_magnitude, check_real, check_rows, check_scale)
 from ..losses import get_loss
+from ._dask_input import any_dask, gathered, is_dask, map_labels
 from ._ledger import Ledger
 from ._multiclass import one_vs_rest_state
 from ._registry import state_for
@@ -280,6 +281,9 @@ class UpdatableMixin:
         :data:`deltafit._validation.MAX_SQUARED_NORM`: squared row norms ``‖Φ(x)‖²`` (the
         intercept column included), or kernel values ``|k(x, x')|`` (intercept term
         included)."""
+        if not self._kernel:
+            check_scale(data, C)
+            return
         if sp.issparse(data):
             if data.nnz == 0:
                 return
@@ -288,16 +292,8 @@ class UpdatableMixin:
             return
         else:
             top = max(float(np.max(data)), -float(np.min(data)))  # NaN stays NaN: refused
-        if self._kernel:
-            check_magnitude(top, C, "the kernel value |k(x, x')| (intercept term included)",
-                            "rescale X or use a bounded kernel")
-        elif not top * top * data.shape[1] * max(1.0, C) <= MAX_SQUARED_NORM:
-            # some ‖Φ(x)‖² ≤ p·max|Φ|² may pass the cap: compute them
-            with np.errstate(over="ignore", invalid="ignore"):
-                sq = (np.asarray(data.multiply(data).sum(axis=1)).ravel() if sp.issparse(data)
-                      else np.einsum("ij,ij->i", data, data))
-            check_magnitude(sq, C, "X: the squared feature norm ‖Φ(x)‖² (intercept column "
-                            "included)", "rescale X")
+        check_magnitude(top, C, "the kernel value |k(x, x')| (intercept term included)",
+                        "rescale X or use a bounded kernel")
 
     def _check_solution(self, st):
         """Refuse a state whose solution or residual is not finite (an overflow)."""
@@ -371,8 +367,16 @@ class UpdatableMixin:
         -------
         self
         """
+        if any_dask(X, y, sample_weight):
+            return self._fit_dask(X, y, sample_weight)
         self._check_dense(X, y)
         return self._fit(X, y, sample_weight=sample_weight)
+
+    def _fit_dask(self, X, y, sample_weight=None):
+        """Fit on dask collections: the linear models' squared loss (``keep_data=False``)
+        only; see :meth:`deltafit.LinearRegressor.fit`."""
+        raise ValueError(f"{type(self).__name__} takes no dask input; LinearClassifier and "
+                         "LinearRegressor (loss='squared', keep_data=False) do")
 
     def _check_dense(self, X, y=None, fitting=True):
         """The refusals every entry point shares: sparse X (unless the model takes it, see
@@ -502,6 +506,11 @@ class UpdatableMixin:
         self
         """
         if not self._is_fitted():
+            if any_dask(X, y, sample_weight):
+                if classes is not None:
+                    raise ValueError("partial_fit(classes=...) takes no dask input; fit the "
+                                     "dask collections with fit")
+                return self._fit_dask(X, y, sample_weight)
             self._check_dense(X, y)
             if self._classifier:
                 return self._fit(X, y, classes=classes, sample_weight=sample_weight)
@@ -632,6 +641,8 @@ class UpdatableMixin:
         """One update as a transaction: on any exception, an interruption included, the model is
         left as it was (see :meth:`_transaction`); updates of one model are serialised."""
         check_is_fitted(self, "_ledger")
+        # dask rows, labels, ids or weights of an update are the size of the change: gathered
+        change = {k: gathered(v) for k, v in change.items()}
         lock = self._lock()
         lock.acquire()
         try:
@@ -948,7 +959,11 @@ class UpdatableMixin:
         ndarray of shape (n_samples,)
         """
         z = self._decision(X)
-        return self._decode_y(z) if self._classifier else z
+        if not self._classifier:
+            return z
+        if is_dask(z):
+            return map_labels(z, self._labels().decode, self.classes_.dtype)
+        return self._decode_y(z)
 
     @property
     def n_iter_(self):
@@ -989,9 +1004,16 @@ class UpdatableMixin:
 
     def _decision(self, X):
         check_is_fitted(self, "_ledger")
+        if is_dask(X):
+            return self._decision_dask(X)
         self._check_dense(X, fitting=False)
         X = validate_data(self, X, dtype=np.float64, reset=False, accept_sparse="csr")
         return self._decision_checked(self._model_format(X))
+
+    def _decision_dask(self, X):
+        """Lazy decisions on a dask X (the linear models; see their ``decision_function``)."""
+        raise ValueError(f"{type(self).__name__} takes no dask input; LinearClassifier and "
+                         "LinearRegressor do")
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -1033,23 +1055,38 @@ class ClassifierOutputMixin:
         """Class probabilities (logistic loss only), columns in the order of ``classes_``.
 
         With more than two classes each class's one-vs-rest probability ``σ(z_k)`` is
-        normalised over the classes, as scikit-learn's ``OneVsRestClassifier`` does."""
-        z = self._decision(X)
-        if z.ndim == 1:
-            p = expit(z)
-            return np.column_stack([1.0 - p, p])
-        p = expit(z)
-        return p / p.sum(axis=1, keepdims=True)
+        normalised over the classes, as scikit-learn's ``OneVsRestClassifier`` does.  A dask
+        X gives a lazy dask array."""
+        return _per_block(self._decision(X), _probabilities)
 
     @available_if(_is_logistic)
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba` (logistic loss only)."""
-        z = self._decision(X)
-        if z.ndim == 1:
-            return np.column_stack([log_expit(-z), log_expit(z)])
-        lp = log_expit(z)
-        top = lp.max(axis=1, keepdims=True)
-        return lp - (top + np.log(np.exp(lp - top).sum(axis=1, keepdims=True)))
+        return _per_block(self._decision(X), _log_probabilities)
+
+
+def _per_block(z, fn):
+    """``fn(z)`` (one column per class), block by block when ``z`` is a dask array."""
+    if not is_dask(z):
+        return fn(z)
+    cols = 2 if z.ndim == 1 else z.shape[1]
+    return z.map_blocks(fn, dtype=np.float64, chunks=(z.chunks[0], (cols,)),
+                        **({"new_axis": 1} if z.ndim == 1 else {}))
+
+
+def _probabilities(z):
+    p = expit(z)
+    if z.ndim == 1:
+        return np.column_stack([1.0 - p, p])
+    return p / p.sum(axis=1, keepdims=True)
+
+
+def _log_probabilities(z):
+    if z.ndim == 1:
+        return np.column_stack([log_expit(-z), log_expit(z)])
+    lp = log_expit(z)
+    top = lp.max(axis=1, keepdims=True)
+    return lp - (top + np.log(np.exp(lp - top).sum(axis=1, keepdims=True)))
 
 
 class RegressorTags:

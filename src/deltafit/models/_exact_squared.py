@@ -725,6 +725,16 @@ class PrimalSquaredState(ModelState):
         self._check_finite(self.beta, self.stats.b)
         return self
 
+    def fit_statistics(self, stats):
+        """Solve from statistics summed elsewhere (the row blocks of a Dask collection, see
+        :mod:`~deltafit.models._dask_stats`): ``stats`` is a :class:`_Statistics` holding
+        ``M = ΦᵀWΦ + ρI`` and ``b = ΦᵀWy`` with its limits set.  Then as :meth:`fit`."""
+        self.stats = stats
+        self._init_buffers(stats.p)
+        self._refactor()
+        self._check_finite(self.beta, self.stats.b)
+        return self
+
     def _init_buffers(self, p):
         # pending rows of the statistics: one per Woodbury rank, two for a reweight (its row
         # leaves with the old weight and comes back with the new one)

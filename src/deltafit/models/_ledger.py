@@ -16,7 +16,7 @@ import scipy.sparse as sp
 
 from .._validation import check_ids
 
-__all__ = ["Ledger", "IdIndex", "SparseRows", "DIGEST_BYTES", "KEY_BYTES"]
+__all__ = ["Ledger", "IdIndex", "SparseRows", "DigestStore", "DIGEST_BYTES", "KEY_BYTES"]
 
 DIGEST_BYTES = 16  # the keyed digest of a (row, label) pair
 KEY_BYTES = 32  # the ledger's random digest key
@@ -28,22 +28,34 @@ def row_digests(X, y, key=b""):
 
     A sparse ``X`` is digested in its canonical CSR form (sorted column indices as int64, no
     stored zeros, then the values): a sparse model recognises a row whichever format it comes
-    in, as long as the caller converts it to the model's format first."""
+    in, as long as the caller converts it to the model's format first.  A dense ``X`` is
+    digested as the bytes of its float64 row followed by those of its label(s); the keyed
+    hash state is made once and copied per row (the same digests, a third of the time)."""
     y = np.ascontiguousarray(y, dtype=np.float64)
     if sp.issparse(X):
         X = canonical_csr(X)
         parts = [X.indices[a:b].astype(np.int64).tobytes() + b"|" + X.data[a:b].tobytes()
                  for a, b in zip(X.indptr[:-1].tolist(), X.indptr[1:].tolist())]
-        person = b"deltafit.sparse"
-    else:
-        X = np.ascontiguousarray(X, dtype=np.float64)
-        parts = [X[i].tobytes() for i in range(X.shape[0])]
-        person = b"deltafit.sample"
-    return [
-        hashlib.blake2b(parts[i] + y[i].tobytes(), digest_size=DIGEST_BYTES, key=key,
-                        person=person).digest()
-        for i in range(len(parts))
-    ]
+        return [
+            hashlib.blake2b(parts[i] + y[i].tobytes(), digest_size=DIGEST_BYTES, key=key,
+                            person=b"deltafit.sparse").digest()
+            for i in range(len(parts))
+        ]
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    n = X.shape[0]
+    if n == 0:
+        return []
+    record = np.concatenate([X.reshape(n, -1).view(np.uint8),
+                             y.reshape(n, -1).view(np.uint8)], axis=1)
+    width = record.shape[1]
+    flat = memoryview(record.reshape(-1))
+    keyed = hashlib.blake2b(digest_size=DIGEST_BYTES, key=key, person=b"deltafit.sample")
+    out = []
+    for i in range(n):
+        h = keyed.copy()
+        h.update(flat[i * width:(i + 1) * width])
+        out.append(h.digest())
+    return out
 
 
 def canonical_csr(X):
@@ -135,6 +147,60 @@ class SparseRows:
 
 
 _COMPACTED = object()  # journal marker: the slots were renumbered
+
+
+def as_digest_array(digests):
+    """Digests (a sequence of 16-byte strings, or an array of shape (k, 16)) as a uint8 array
+    of shape (k, 16)."""
+    if isinstance(digests, np.ndarray):
+        return np.ascontiguousarray(digests, dtype=np.uint8).reshape(-1, DIGEST_BYTES)
+    digests = list(digests)
+    return np.frombuffer(b"".join(digests), dtype=np.uint8).reshape(len(digests),
+                                                                   DIGEST_BYTES).copy()
+
+
+class DigestStore:
+    """The ledger's per-slot digests: one uint8 array of shape (capacity, 16), 16 bytes a
+    sample (a free slot holds zeros).
+
+    ``store[slot]`` reads one digest as ``bytes``; ``store[slots]`` (an index array) and
+    ``store[slots] = values`` read and write rows of the array, as the undo journal does;
+    :meth:`write` takes digests as ``bytes`` or as an array.  Arrays are replaced, never
+    resized in place (:meth:`grown`, :meth:`taken`), like the ledger's other arrays.
+    """
+
+    def __init__(self, capacity):
+        self.a = np.zeros((int(capacity), DIGEST_BYTES), dtype=np.uint8)
+
+    def __len__(self):
+        return self.a.shape[0]
+
+    @property
+    def nbytes(self):
+        return self.a.nbytes
+
+    def __getitem__(self, key):
+        if isinstance(key, (int, np.integer)):
+            return self.a[int(key)].tobytes()
+        return self.a[key].copy()
+
+    def __setitem__(self, key, value):
+        self.a[key] = 0 if value is None else value
+
+    def write(self, slots, digests):
+        """Store ``digests`` (bytes or an array of shape (k, 16)) at ``slots``."""
+        self.a[np.asarray(slots, dtype=np.intp)] = as_digest_array(digests)
+
+    def grown(self, capacity):
+        out = DigestStore(capacity)
+        out.a[:len(self)] = self.a
+        return out
+
+    def taken(self, keep, capacity):
+        """A new store holding the digests of slots ``keep`` at 0..len(keep)-1."""
+        out = DigestStore(capacity)
+        out.a[:len(keep)] = self.a[keep]
+        return out
 
 
 class IdIndex:
@@ -252,7 +318,7 @@ class Ledger:
         self.weighted = False
         self.ids = np.full(capacity, -1, dtype=np.int64)
         self.active = np.zeros(capacity, dtype=bool)
-        self.digests = [None] * capacity if keep_digests else None
+        self.digests = DigestStore(capacity) if keep_digests else None
         self.next_id = 0
         self.end = 0  # slots [end, capacity) have never been used since the last compaction
         self._index = IdIndex()  # id -> slot
@@ -312,8 +378,10 @@ class Ledger:
         if not self.keep_digests:
             raise ValueError("this model keeps no digests; remove samples by id")
         index = {}
-        for s in np.flatnonzero(self.active):
-            index.setdefault(self.digests[s][:DIGEST_BYTES], []).append(s)
+        live = np.flatnonzero(self.active)
+        raw = self.digests.a[live].tobytes()
+        for j, s in enumerate(live.tolist()):
+            index.setdefault(raw[j * DIGEST_BYTES:(j + 1) * DIGEST_BYTES], []).append(s)
         slots = []
         for i, d in enumerate(row_digests(X, y, self.digest_key)):
             bucket = index.get(d)
@@ -327,7 +395,7 @@ class Ledger:
     def check_rows(self, slots, X, y):
         """ValueError unless (X, y) are the samples stored in ``slots`` (digest comparison)."""
         for k, (s, d) in enumerate(zip(slots, row_digests(X, y, self.digest_key))):
-            if self.digests[s][:DIGEST_BYTES] != d:
+            if self.digests[s] != d:
                 raise ValueError(
                     f"row {k} of X (with its label) is not sample id {int(self.ids[s])} "
                     "of this model"
@@ -351,7 +419,7 @@ class Ledger:
         for c in np.asarray(candidates, dtype=np.float64):
             c_digests = row_digests(X, np.full(slots.size, c), self.digest_key)
             for k, (s, d) in enumerate(zip(slots, c_digests)):
-                if self.digests[s][:DIGEST_BYTES] == d:
+                if self.digests[s] == d:
                     y[k] = c
         bad = np.flatnonzero(np.isnan(y))
         if bad.size:
@@ -417,7 +485,7 @@ class Ledger:
             arr = getattr(self, a)
             j.append((arr, slots, arr[slots].copy()))
         if self.keep_digests:
-            j.append((self.digests, slots.tolist(), [self.digests[s] for s in slots.tolist()]))
+            j.append((self.digests, slots, self.digests[slots]))
 
     # ---------------------------------------------------------------- changes
     def _grow(self, needed):
@@ -432,7 +500,7 @@ class Ledger:
             new = np.full((new_cap,) + old.shape[1:], -1 if a == "ids" else 0, dtype=old.dtype)
             new[:cap] = old
             grown[a] = new
-        digests = (self.digests + [None] * (new_cap - cap)) if self.keep_digests else None
+        digests = self.digests.grown(new_cap) if self.keep_digests else None
         self.X, self.y, self.w, self.ids, self.active = grown["X"], grown["y"], grown["w"], \
             grown["ids"], grown["active"]
         self.digests = digests
@@ -474,8 +542,7 @@ class Ledger:
         self.ids[slots] = ids
         self.active[slots] = True
         if self.keep_digests:
-            for s, d in zip(slots, digests):
-                self.digests[s] = d
+            self.digests.write(slots, digests)
         self._index.append(ids, np.asarray(slots, dtype=np.intp))
         self._n += k
         return ids
@@ -493,16 +560,14 @@ class Ledger:
         if self.keep_rows:
             self.X[slots] = 0.0
         if self.keep_digests:
-            for s in slots.tolist():
-                self.digests[s] = None
+            self.digests[slots] = None
 
     def relabel(self, slots, y, digests=None):
         """Give the samples at ``slots`` new labels (and, when digests are kept, new digests)."""
         self._record(slots)
         self.y[slots] = y
         if self.keep_digests:
-            for s, d in zip(slots.tolist(), digests):
-                self.digests[s] = d
+            self.digests.write(slots, digests)
 
     def reweight(self, slots, w):
         """Give the samples at ``slots`` new weights ``w``."""
@@ -543,8 +608,7 @@ class Ledger:
         ids[:n] = self.ids[keep]
         active = np.zeros(cap, dtype=bool)
         active[:n] = True
-        digests = ([self.digests[s] for s in keep] + [None] * (cap - n)) if self.keep_digests \
-            else None
+        digests = self.digests.taken(keep, cap) if self.keep_digests else None
         self.X, self.y, self.w, self.ids, self.active, self.digests = X, y, w, ids, active, \
             digests
         self.end = n
@@ -584,9 +648,7 @@ class Ledger:
         elif self.keep_rows:
             out["ledger_X"] = self.X[keep]
         if self.keep_digests:
-            out["ledger_digests"] = np.frombuffer(
-                b"".join(self.digests[s] for s in keep), dtype=np.uint8
-            ).reshape(keep.size, self.record_bytes)
+            out["ledger_digests"] = self.digests[keep]
             out["ledger_key"] = np.frombuffer(self.digest_key, dtype=np.uint8)
         return out, keep
 
@@ -659,7 +721,7 @@ class Ledger:
             led.X[:n] = arrays["ledger_X"]
         if keep_digests:
             dg = np.ascontiguousarray(arrays["ledger_digests"], dtype=np.uint8)
-            led.digests[:n] = [bytes(row) for row in dg]
+            led.digests.a[:n] = dg
             led.digest_key = bytes(np.ascontiguousarray(arrays["ledger_key"], dtype=np.uint8))
         else:
             led.y[:n] = arrays["ledger_y"]

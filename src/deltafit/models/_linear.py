@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import ClassifierMixin, RegressorMixin, BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
+from .._transaction import atomic
 from .._validation import check_bool
 from ..kernels import resolve_feature_map
 from ._base import ClassifierOutputMixin, RegressorTags, UpdatableMixin
 from ._exact_squared import Rows
 from ._ledger import Ledger
+from ._registry import state_for
 from ._state import DataChange
 
 __all__ = ["LinearClassifier", "LinearRegressor"]
@@ -41,6 +45,11 @@ def features(X, feature_map, s):
         out[:, -1] = s
         return out
     return np.ascontiguousarray(Phi)
+
+
+def _scores(x, feature_map, s, beta):
+    """``Φ(x) β`` of a block of rows (a Dask task: module level, picklable)."""
+    return features(x, feature_map, s) @ beta
 
 
 class _LinearModel(UpdatableMixin, BaseEstimator):
@@ -131,6 +140,116 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
 
     def _decision_checked(self, X):
         return self._features(X) @ self._state.beta
+
+    # ------------------------------------------------------------------- dask
+    def _featurizer(self):
+        """``Φ`` as a picklable function of a NumPy block of rows (for Dask tasks)."""
+        return partial(features, feature_map=self.feature_map_,
+                       s=self._s if self._fitted("fit_intercept") else None)
+
+    def _decision_dask(self, X):
+        """``Φ(X) β`` of a dask X, lazily: a dask array mapped over the row blocks (the
+        model's p-sized β travels with each task)."""
+        from ._dask_input import map_decision
+
+        beta = np.array(self._state.beta, copy=True)
+        score = partial(_scores, feature_map=self.feature_map_,
+                        s=self._s if self._fitted("fit_intercept") else None, beta=beta)
+        return map_decision(X, score, beta.shape[1] if beta.ndim == 2 else 0,
+                            self.n_features_in_)
+
+    def _fit_dask(self, X, y, sample_weight=None):
+        """``fit`` on dask collections (a transaction under the model's lock, as ``fit``)."""
+        lock = self._lock()
+        lock.acquire()
+        try:
+            with atomic(self):
+                self._fit_dask_locked(X, y, sample_weight)
+                self._bump_version()
+        finally:
+            lock.release()
+        return self
+
+    def _fit_dask_locked(self, X, y, sample_weight):
+        """The squared loss's statistics reduced on the cluster, the p × p state solved on the
+        client, the ledger filled with the ids and digests of the samples (see
+        :mod:`~deltafit.models._dask_stats`)."""
+        from ._dask_input import row_blocks
+        from ._dask_stats import BlockProblem, reduce_statistics
+
+        self._validate_params()
+        if self.loss != "squared" or self.keep_data:
+            raise ValueError(
+                f"dask input is fitted with loss='squared', keep_data=False (the p × p "
+                f"sufficient statistics reduced on the cluster); loss={self.loss!r}, "
+                f"keep_data={self.keep_data!r} would keep the rows, which this version does "
+                "not hold on a cluster: compute X to a NumPy array, or fit the squared loss "
+                "with keep_data=False"
+            )
+        if y is None:
+            raise ValueError("fit needs y")
+        if self.feature_map is not None:
+            try:
+                check_is_fitted(self.feature_map)
+            except Exception as exc:
+                raise ValueError("a dask fit takes a fitted feature_map (fit it on a sample "
+                                 "of the rows first); an unfitted one would need the rows "
+                                 "on the client") from exc
+        blocks = row_blocks(X, y, sample_weight)
+        self._classes_given = False
+        self._sparse_input = False
+        self.n_features_in_ = blocks.n_features
+        self.__dict__.pop("feature_names_in_", None)
+        if self._classifier:
+            import dask.array as da
+
+            yv = blocks.y.ravel() if blocks.y.ndim == 2 and blocks.y.shape[1] == 1 \
+                else blocks.y
+            if yv.ndim != 1:
+                raise ValueError(f"y must be 1-D for a classifier, got shape {blocks.y.shape}")
+            self._encode_y(np.asarray(da.unique(yv).compute()), fitting=True)
+            if self._n_classes:
+                raise ValueError(
+                    f"keep_data=False supports two classes; y has {self._n_classes} (a "
+                    "multiclass model keeps each sample's class: use keep_data=True on a "
+                    "NumPy X)"
+                )
+            labels = self._labels()
+        else:
+            multi = blocks.y.ndim == 2 and blocks.y.shape[1] >= 2
+            self._n_outputs = int(blocks.y.shape[1]) if multi else 0
+            labels = None
+        self._take_spec()
+        self.feature_map_ = resolve_feature_map(self.feature_map, None)
+        featurize = self._featurizer()
+        p = featurize(np.zeros((1, blocks.n_features))).shape[1]
+        n = blocks.n
+        capacity = n + max(16, n // 8)
+        led = Ledger(p, keep_rows=False, keep_digests=True, capacity=capacity, growth=1.5,
+                     n_outputs=self._n_outputs_fitted)
+        opts = self._solver_options()
+        problem = BlockProblem(featurize, blocks.n_features, labels, self._n_outputs_fitted,
+                               opts.C, led.digest_key)
+        total, digests, self._dask_passes = reduce_statistics(blocks, problem, opts.rho)
+        w = None
+        if not total.all_ones:
+            w = np.asarray(blocks.w.compute(), dtype=np.float64).reshape(-1)
+            if total.n_weighted == 0:
+                raise ValueError("sample_weight: every weight is zero; at least one sample "
+                                 "needs a positive weight")
+            if self._classifier and total.n_weighted_positive in (0, total.n_weighted):
+                raise ValueError("the samples with a positive sample_weight show a single "
+                                 "class; a classifier needs two classes")
+        st = state_for(False, "squared")(opts, self._max_rank).fit_statistics(total.stats)
+        self._check_solution(st)
+        K = self._n_outputs_fitted
+        led.insert(led.allocate(n), None, np.zeros((n, K) if K else n),
+                   np.concatenate(digests), w)
+        self._state, self._ledger = st, led
+        if self._classifier:
+            self._n_positive = total.n_positive
+        else:
+            self.__dict__.pop("_n_positive", None)
 
     # -------------------------------------------------------------- attributes
     @property
