@@ -31,7 +31,7 @@ for name, strategy in [("FGAL (m=50, p=10)", FGAL(estimator, m=m, p=10)),
                        ("uncertainty sampling (m=50)", UncertaintySampling(estimator, m=m)),
                        ("uncertainty sampling (m=10)", UncertaintySampling(estimator, m=10))]:
     curves[name] = run_active_learning(strategy, X_pool, y_pool, X_test, y_test,
-                                       initial=50, budget=350, random_state=0)
+                                       initial=50, budget=250, random_state=0)
     c = curves[name]
     print(f"{name:28s}: {c.n_model_computations:2d} model computations, accuracy "
           f"{c.accuracy[0]:.3f} at {c.n_labeled[0]} labels -> {c.accuracy[-1]:.3f} at "

@@ -54,15 +54,20 @@ print(f"mean interval width {np.mean(hi - lo):.3f}; "
 # %%
 # The picture
 # -----------
-# 40 test points, sorted by the current model's decision value.  Each bar is a certified
-# interval; the dot is the decision value after retraining, always inside its bar.  Blue bars
-# do not cross zero: their label is decided without retraining.  Orange bars cross zero: only a
-# retrain can tell.
-idx = np.argsort(model.decision_function(X_test))[:: len(y_test) // 40][:40]
+# 40 test points (every undecided one, and others evenly spread), sorted by the current
+# model's decision value.  Each bar is a certified interval; the dot is the decision value after
+# retraining, always inside its bar.  Blue bars do not cross zero: their label is decided
+# without retraining.  Orange bars cross zero: only a retrain can tell.
+order = np.argsort(model.decision_function(X_test))
+undecided = order[~certain[order]]
+spread = np.setdiff1d(order[:: len(order) // (40 - len(undecided))], undecided)
+idx = order[np.isin(order, np.concatenate([undecided, spread]))][:40]
+x = np.arange(len(idx))
 fig, ax = plt.subplots(figsize=(9, 3.8))
-colors = np.where(certain[idx], "C0", "C1")
-ax.vlines(np.arange(len(idx)), lo[idx], hi[idx], colors=colors, lw=4, alpha=0.6)
-ax.plot(np.arange(len(idx)), exact[idx], "k.", label="retrained model (exact)")
+for mask, color, name in [(certain[idx], "C0", "certified interval, label decided"),
+                          (~certain[idx], "C1", "certified interval, label undecided")]:
+    ax.vlines(x[mask], lo[idx][mask], hi[idx][mask], colors=color, lw=5, alpha=0.6, label=name)
+ax.plot(x, exact[idx], "k.", label="retrained model (exact)")
 ax.axhline(0, color="k", lw=0.8)
 ax.set_xlabel("test point (sorted by the current decision value)")
 ax.set_ylabel("decision value")

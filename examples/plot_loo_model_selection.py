@@ -61,13 +61,15 @@ for C, s, a, b, ref in zip(grid["C"], scores, lower, upper,
 # %%
 # The picture
 # -----------
-# Left: the leave-one-out accuracy of each ``C`` — GridSearchCV's (dots) and LOOSearchCV's
-# certified interval (bars; a single point where it computed the score exactly).  Right: the
-# time of each search.
+# Left: the leave-one-out accuracy of each ``C`` — GridSearchCV's (dots), LOOSearchCV's exact
+# score (circles) and, for a pruned candidate, its certified interval (bar): the interval's top
+# does not exceed the best score, so the candidate could not win.  Right: the time of each
+# search.
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.6))
 x = np.arange(len(grid["C"]))
-ax1.vlines(x, lower, upper, lw=6, alpha=0.5, label="LOOSearchCV (certified)")
-ax1.plot(x, brute.cv_results_["mean_test_score"], "k.", ms=10, label="GridSearchCV")
+ax1.vlines(x, lower, upper, lw=8, alpha=0.4, label="LOOSearchCV, certified interval")
+ax1.plot(x, scores, "o", ms=12, mfc="none", label="LOOSearchCV, exact score")
+ax1.plot(x, brute.cv_results_["mean_test_score"], "k.", ms=8, label="GridSearchCV")
 ax1.set_xticks(x, [str(c) for c in grid["C"]])
 ax1.set_xlabel("C")
 ax1.set_ylabel("leave-one-out accuracy")
