@@ -73,7 +73,7 @@ def loo(estimator, X, y, *, method="auto", n_jobs=None, progress=False, order="n
     >>> X = StandardScaler().fit_transform(X)
     >>> r = loo(deltafit.LinearClassifier(loss="logistic", C=0.1), X, y)
     >>> r.method, r.n_errors
-    ('bounds_early', 11)
+    ('bounds_early', 10)
     """
     check_bool(progress, "progress")
     frozen = freeze(estimator, X, y)
