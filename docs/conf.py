@@ -64,9 +64,15 @@ sphinx_gallery_conf = {
     "min_reported_time": 1,
 }
 
+# Maths: MathJax from its CDN.  To read the built site offline, point DELTAFIT_DOCS_MATHJAX at a
+# local MathJax 3 (for instance ``file:///.../mathjax/es5/tex-chtml.js`` from the npm package).
+if os.environ.get("DELTAFIT_DOCS_MATHJAX"):
+    mathjax_path = os.environ["DELTAFIT_DOCS_MATHJAX"]
+
 html_theme = "pydata_sphinx_theme"
 html_title = f"deltafit {release}"
 html_static_path = ["_static"]
+html_css_files = ["custom.css"]
 html_theme_options = {
     "navbar_align": "left",
     "show_toc_level": 2,
