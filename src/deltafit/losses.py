@@ -46,7 +46,7 @@ class Loss:
     smooth : bool
         Whether ℓ is differentiable in ``z`` with a Lipschitz derivative (so that ``d1`` is the
         derivative and ``d2`` a generalised second derivative): the condition of the Newton
-        solvers and of the sensitivity bounds (Okumura et al. Thm 1, Sivan et al. Thm 1).
+        solvers and of the sensitivity bounds (Okumura et al. Theorem 1, Sivan et al. Theorem 1).
         False for the hinge, whose ``d1`` is only a subgradient.
     """
 

@@ -17,8 +17,9 @@ per-sample ``C_i = C · w_i``, scikit-learn's convention for ``LogisticRegressio
   over a kernel matrix); they stop on the KKT violation.
 
 Because J is 1-strongly convex (for any weights w ≥ 0), the returned ``grad_norm`` certifies
-``‖β − β*‖₂ ≤ grad_norm`` (Okumura et al., KDD'15, Thm 6), which is what a caller needs to
-turn the solver's tolerance into a bound.  For the hinge solvers ``grad_norm`` is the radius
+``‖β − β*‖₂ ≤ grad_norm`` (Okumura et al., "Quick sensitivity analysis for incremental data
+modification", KDD 2015, Theorem 6), which is what a caller needs to turn the solver's
+tolerance into a bound.  For the hinge solvers ``grad_norm`` is the radius
 that the duality gap certifies (see :class:`HingeResult`), not a gradient norm.
 """
 
@@ -259,7 +260,7 @@ def newton_primal(X, y, loss, C, *, sample_weight=None, coef0=None, tol=1e-10, m
         once at the start), with ``grad`` the full gradient ∇J(coef); returning True stops the
         solver (``stopped_by_callback``).  ``coef`` and ``grad`` are the solver's own arrays:
         copy them to keep them.  :class:`deltafit.sensitivity.CertainSigns` is such a callback
-        (stop once the signs of given scores are certified, Okumura et al. Thm 6).
+        (stop once the signs of given scores are certified, Okumura et al. Theorem 6).
 
     Returns
     -------
@@ -1015,7 +1016,7 @@ def hinge_primal(X, y, C, *, sample_weight=None, alpha0=None, tol=1e-10, max_ite
         monotone: the solver descends on the dual) and
         ``grad`` a *subgradient* of J at β (``β − Σ c_i y_i x_i`` with ``c_i = C_i`` on the margin
         violators and ``c_i = α_i`` on the exact margin), ``grad_norm = ‖grad‖``.  Okumura et
-        al.'s Thm 6 holds for any subgradient of a 1-strongly convex J, so the ball it gives
+        al.'s Theorem 6 holds for any subgradient of a 1-strongly convex J, so the ball it gives
         (e.g. :class:`deltafit.sensitivity.CertainSigns`) is valid; but it is loose: at the
         optimum the free support vectors lie on the margin only up to rounding, and the
         subgradient does not vanish.  Returning True stops the solver.

@@ -27,8 +27,9 @@ def cross_validate(estimator, X, y, *, cv=5, groups=None, method="auto", n_jobs=
     """Cross-validation over any scikit-learn splitter, with exact fast methods.
 
     Each split removes the samples outside its training set from the model fitted on all of
-    (X, y) — a batch removal, which the bounds of Okumura et al. Thm 1 / Sivan et al. Thm 1
-    cover (Sivan et al. leave k-fold as future work) — and evaluates its test samples.
+    (X, y) — a batch removal, which the bounds of Okumura et al. (Theorem 1) and Sivan et al.
+    (Theorem 1) cover (Sivan et al. leave k-fold as future work) — and evaluates its test
+    samples.
 
     Parameters
     ----------
@@ -48,7 +49,7 @@ def cross_validate(estimator, X, y, *, cv=5, groups=None, method="auto", n_jobs=
         * ``"bounds"``: the ball of the fold's removal decides each test label; a fold with
           undecided samples is refit exactly, warm-started from the full model.
         * ``"bounds_early"``: such a refit stops once the undecided signs are certified
-          (Okumura Thm 6 ball around the iterate ∩ removal ball).
+          (Okumura Theorem 6 ball around the iterate ∩ removal ball).
         * ``"refit"``: a fresh fit per split (brute force, the reference).
         * ``"auto"``: closed form for the squared loss, ``bounds_early`` for other
           differentiable classification losses, else ``refit``.

@@ -29,11 +29,11 @@ def loo(estimator, X, y, *, method="auto", n_jobs=None, progress=False, order="n
           prediction from one factorization, ``residual_t / (1 − H_tt)`` (primal) or
           ``α_t / (G⁻¹)_tt`` (dual, ``G = K + I/(2C)``); linear and kernel models.
         * ``"bounds"``: Okumura et al. (KDD'15) Algorithm 1 (op1): the leave-one-out ball
-          (Okumura Cor. 5 = Sivan et al. §4.2, from the exact gradient of the stored
+          (Okumura Corollary 5 = Sivan et al. §4.2, from the exact gradient of the stored
           solution) decides each label; undecided samples are refit exactly, warm-started
           from the full model.  Classifiers with a differentiable loss.
         * ``"bounds_early"``: op2: the refit stops as soon as the gradient ball of Okumura
-          Thm 6 around the iterate, intersected with the leave-one-out ball, certifies the
+          Theorem 6 around the iterate, intersected with the leave-one-out ball, certifies the
           sign.  The labels (hence the error count) are exact; the decision values of those
           samples are not computed (``decision`` NaN, ``lower``/``upper`` certified).
         * ``"alo"``: approximate leave-one-out (one Newton step per sample for smooth losses;

@@ -557,8 +557,9 @@ class FittedProblem:
         Primal squared loss: ``H ≈ (ΦᵀΦ + ρI)⁻¹`` over the features.  Kernel squared loss:
         ``H ≈ (K + ρI)⁻¹`` by handle (vectors of length :attr:`capacity`, zero at free handles
         once folded).  It is the base inverse plus the pending Woodbury corrections (Lee et
-        al., Thm 1 and Cor. 1–4); refinement against the exact statistics keeps its relative
-        drift below 1e-9.  None for the other losses, which keep no inverse.
+        al., "Exact incremental and decremental learning for LS-SVM", Theorem 1 and
+        Corollaries 1–4); refinement against the exact statistics keeps its relative drift
+        below 1e-9.  None for the other losses, which keep no inverse.
         """
         return self._st.tracked_inverse()
 
