@@ -102,6 +102,19 @@ class FittedProblem:
     data modification and its application to leave-one-out CV in linear classification
     problems", and Sivan et al., "Sensitivity analysis for kernel models": squared, logistic,
     squared-hinge and hinge losses with an L2 penalty and a penalised intercept.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import deltafit
+    >>> from deltafit.datasets import load_breast_cancer
+    >>> X, y = load_breast_cancer()
+    >>> m = deltafit.LinearClassifier(loss="logistic").fit(X[:200], y[:200])
+    >>> p = m.problem_
+    >>> p.loss.name, p.C
+    ('logistic', 1.0)
+    >>> bool(np.linalg.norm(p.gradient()) <= 1e-6)     # the stored solution is optimal
+    True
     """
 
     def __init__(self, model, klass=None):
@@ -604,6 +617,18 @@ class ScoreFunction:
     kernel : bool
     kw : dict
         The model's :attr:`FittedProblem.kernel_params` (kernel models).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import deltafit
+    >>> from deltafit.datasets import load_breast_cancer
+    >>> from deltafit.models import ScoreFunction
+    >>> X, y = load_breast_cancer()
+    >>> m = deltafit.LinearClassifier().fit(X, y)
+    >>> f = ScoreFunction(m.problem_)
+    >>> bool(np.allclose(f(X[:5]), m.decision_function(X[:5])))
+    True
     """
 
     def __init__(self, problem):
