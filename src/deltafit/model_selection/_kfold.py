@@ -68,6 +68,20 @@ def cross_validate(estimator, X, y, *, cv=5, groups=None, method="auto", n_jobs=
         ``fold_scores`` (accuracy per fold for classifiers, negative MSE for regressors, as
         scikit-learn's ``cross_val_score``), ``score`` (their mean), ``error_rate``,
         per-sample predictions and certified intervals, ``n_refits`` (folds refit).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import deltafit
+    >>> from sklearn.model_selection import KFold, cross_val_score
+    >>> from deltafit.model_selection import cross_validate
+    >>> from deltafit.datasets import load_breast_cancer
+    >>> X, y = load_breast_cancer()
+    >>> cv = KFold(5, shuffle=True, random_state=0)
+    >>> r = cross_validate(deltafit.LinearClassifier(loss="logistic"), X, y, cv=cv)
+    >>> ref = cross_val_score(deltafit.LinearClassifier(loss="logistic"), X, y, cv=cv)
+    >>> bool(np.allclose(r.fold_scores, ref))   # the same scores as 5 refits
+    True
     """
     check_bool(progress, "progress")
     frozen = freeze(estimator, X, y)

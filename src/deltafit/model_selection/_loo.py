@@ -94,5 +94,15 @@ def alo(estimator, X, y, *, sample_weight=None):
     step from the full solution for smooth losses, and for the hinge loss the formula of
     He et al. ("Approximate leave-one-out with kernel SVM") with its smooth set S and singular set V, in kernel form or through
     explicit (e.g. Nyström) features.
+
+    Examples
+    --------
+    >>> import deltafit
+    >>> from deltafit.model_selection import alo
+    >>> from deltafit.datasets import load_breast_cancer
+    >>> X, y = load_breast_cancer()
+    >>> r = alo(deltafit.LinearClassifier(loss="logistic"), X, y)
+    >>> r.method, r.approximate                 # an approximation, flagged as such
+    ('alo', True)
     """
     return loo(estimator, X, y, method="alo", sample_weight=sample_weight)
