@@ -46,7 +46,6 @@ numpydoc_xref_param_type = False
 numpydoc_validation_checks = set()
 
 # The gallery: every example runs at build time; a failing example fails the build.
-matplotlib_backend = "agg"
 os.environ.setdefault("MPLBACKEND", "agg")
 warnings.filterwarnings("ignore", category=UserWarning,
                         message="Matplotlib is currently using agg")
