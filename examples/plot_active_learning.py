@@ -15,7 +15,6 @@ bounds ``|(U + L)/2|``.  Both learners compute one model per ``m`` labels.
 # The pool, the test set and two strategies
 # -----------------------------------------
 import matplotlib.pyplot as plt
-import numpy as np
 from sklearn.model_selection import train_test_split
 
 import deltafit as df

@@ -15,7 +15,6 @@ Each learner is scored prequentially: predict each sample, then learn it.
 # The stream and the learners
 # ---------------------------
 import matplotlib.pyplot as plt
-import numpy as np
 
 import deltafit as df
 from deltafit.datasets import rotating_checkerboard
