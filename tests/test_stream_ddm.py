@@ -118,7 +118,7 @@ def test_ddm_over_a_batch_learner_detects_the_flip():
     X, y = blobs()
     m = DDM(_kc(), window=200)
     drifts, warns, side = _run(m, X, y)
-    assert drifts == side == [3023]          # pinned (seed 0); none before the flip
+    assert drifts == side == [3023]          # pinned (random_state=0); none before the flip
     # warnings: a few false alarms while the error rate of the first model settles, then the
     # flip (the detector restarts when the first model arrives at sample 199)
     assert warns == [642, 683, 728, 747, 3010]
@@ -152,7 +152,7 @@ def test_ddm_over_norma_detects_the_flip_and_retrains_on_the_warning_buffer():
     X, y = blobs()
     m = DDM(NORMA(gamma=1.0, eta=0.5, lam=1e-3, budget=200), window=200)
     drifts, warns, side = _run(m, X, y)
-    assert drifts == side == [3023]          # pinned (seed 0)
+    assert drifts == side == [3023]          # pinned (random_state=0)
     assert warns == [2632, 2820, 2966, 3001]
     assert m.n_model_computations_ == m.n_drifts_ == 1
     # the live learner replaced at 3023 learned the 23 samples since the warning at 3001,

@@ -52,6 +52,14 @@ def rotating_checkerboard(n_drifts=9, angle=np.pi / 20, gap=(2000, 8000), board=
     Bunch with ``data`` (n, 2), ``target`` (n,) in {0, 1}, ``concept`` (n,) the concept index of
     each sample, ``drift_points`` (n_drifts,) the first sample of each new concept, ``angles``
     (n_drifts + 1,), ``DESCR``; or ``(data, target)`` with ``return_X_y=True``.
+
+    Examples
+    --------
+    >>> from deltafit.datasets import rotating_checkerboard
+    >>> X, y = rotating_checkerboard(n_drifts=2, gap=(100, 100), random_state=0,
+    ...                              return_X_y=True)
+    >>> X.shape[1], sorted(set(y.tolist()))
+    (2, [0, 1])
     """
     if isinstance(n_drifts, bool) or not isinstance(n_drifts, numbers.Integral) or n_drifts < 0:
         raise ValueError(f"n_drifts must be a non-negative integer, got {n_drifts!r}")
@@ -106,6 +114,13 @@ def load_weather():
     -------
     X : ndarray of shape (18159, 8)
     y : ndarray of shape (18159,), int64 in {0, 1}
+
+    Examples
+    --------
+    >>> from deltafit.datasets import load_weather
+    >>> X, y = load_weather()                   # doctest: +SKIP
+    >>> X.shape                                 # doctest: +SKIP
+    (18159, 8)
     """
     raw = np.loadtxt(_weather_file(), delimiter=",", skiprows=1)
     if raw.ndim != 2 or raw.shape[1] != WEATHER_SHAPE[1] + 2:

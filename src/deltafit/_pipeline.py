@@ -86,6 +86,23 @@ class UpdatablePipeline(Pipeline):
     leaves the pipeline as it was.  ``deltafit.sensitivity(pipe)``, ``loo``,
     ``cross_validate``, ``LOOSearchCV``, ``treecv`` and ``deltafit.save`` / ``deltafit.load``
     accept the pipeline; see their documentation for how they treat the transformers.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import deltafit
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from deltafit.datasets import load_breast_cancer
+    >>> X, y = load_breast_cancer()
+    >>> pipe = deltafit.make_pipeline(StandardScaler(), deltafit.LinearClassifier())
+    >>> pipe = pipe.fit(X[:400], y[:400])             # the scaler is fitted here, then frozen
+    >>> ids = pipe.add(X[400:], y[400:])              # raw rows: transformed, then added
+    >>> _ = pipe.remove(ids[:3])
+    >>> scaler = pipe.named_steps["standardscaler"]
+    >>> keep = np.r_[0:400, 403:len(y)]
+    >>> fresh = deltafit.LinearClassifier().fit(scaler.transform(X[keep]), y[keep])
+    >>> bool(np.allclose(pipe.decision_function(X), fresh.decision_function(scaler.transform(X))))
+    True
     """
 
     # ------------------------------------------------------------------ fitting

@@ -54,6 +54,18 @@ def tradeoff_curves(results, path, *, title=None, logx=True):
     Returns
     -------
     path : str
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from deltafit.plotting import tradeoff_curves
+    >>> rows = [{"algorithm": "KDR", "n_model_computations": 10, "accuracy": 0.80},
+    ...         {"algorithm": "KDR", "n_model_computations": 40, "accuracy": 0.83},
+    ...         {"algorithm": "SW", "n_model_computations": 20, "accuracy": 0.78},
+    ...         {"algorithm": "SW", "n_model_computations": 80, "accuracy": 0.82}]
+    >>> path = tradeoff_curves(rows, os.path.join(tempfile.mkdtemp(), "tradeoff.png"))
+    >>> os.path.getsize(path) > 0
+    True
     """
     _require_nonempty(results, (list, tuple), "results", "list of dicts")
     groups = {}
@@ -109,6 +121,16 @@ def active_learning_curves(curves, path, *, title=None):
     Returns
     -------
     path : str
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from deltafit.plotting import active_learning_curves
+    >>> curves = {"FGAL": {"n_labeled": [50, 150, 250], "accuracy_mean": [0.85, 0.90, 0.92]},
+    ...           "AL(100)": {"n_labeled": [50, 150, 250], "accuracy_mean": [0.85, 0.91, 0.93]}}
+    >>> path = active_learning_curves(curves, os.path.join(tempfile.mkdtemp(), "al.png"))
+    >>> os.path.getsize(path) > 0
+    True
     """
     _require_nonempty(curves, dict, "curves", "dict name -> curve")
     for name, c in curves.items():

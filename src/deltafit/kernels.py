@@ -72,6 +72,18 @@ def kernel_matrix(X, Y, *, kernel="rbf", gamma=None, degree=3, coef0=1.0,
     Returns
     -------
     K : ndarray of shape (n, m), float64
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deltafit.kernels import kernel_matrix
+    >>> X = np.array([[0.0, 0.0], [1.0, 0.0]])
+    >>> kernel_matrix(X, X, kernel="rbf", gamma=1.0)
+    array([[1.        , 0.36787944],
+           [0.36787944, 1.        ]])
+    >>> kernel_matrix(X, X, kernel="linear", intercept_scaling=1.0)   # + s² for the intercept
+    array([[1., 1.],
+           [1., 2.]])
     """
     if callable(kernel):
         K = np.asarray(kernel(X, Y), dtype=np.float64)
@@ -119,6 +131,14 @@ def kernel_rows(X, Y, *, kernel="rbf", gamma=None, degree=3, coef0=1.0, kernel_p
     this evaluates scikit-learn's formulas directly (equal to rounding; tested against
     scikit-learn); everything else goes to :func:`kernel_matrix`.  Inputs must already be
     validated finite float64 arrays.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deltafit.kernels import kernel_rows
+    >>> X = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 2.0]])
+    >>> kernel_rows(X[:1], X, kernel="linear", intercept_scaling=1.0)
+    array([[1., 1., 1.]])
     """
     if callable(kernel) or kernel_params or kernel not in ("linear", "rbf", "poly", "sigmoid") \
             or X.shape[0] * Y.shape[0] > _FEW:
@@ -142,7 +162,16 @@ def kernel_rows(X, Y, *, kernel="rbf", gamma=None, degree=3, coef0=1.0, kernel_p
 
 
 def kernel_diagonal(X, **kw):
-    """Diagonal k(x_i, x_i) (+ s²) of the kernel matrix, without forming it where possible."""
+    """Diagonal k(x_i, x_i) (+ s²) of the kernel matrix, without forming it where possible.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deltafit.kernels import kernel_diagonal
+    >>> X = np.array([[1.0, 2.0], [3.0, 0.0]])
+    >>> kernel_diagonal(X, kernel="linear")
+    array([5., 9.])
+    """
     kernel = kw.get("kernel", "rbf")
     s = kw.get("intercept_scaling", 0.0)
     if kernel in ("rbf", "laplacian"):
@@ -162,6 +191,18 @@ def resolve_feature_map(feature_map, X):
 
     A transformer that is already fitted is used as it is (so that updates and fresh fits can
     share one map); an unfitted one is cloned and fitted on ``X``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.kernel_approximation import RBFSampler
+    >>> from deltafit.kernels import resolve_feature_map
+    >>> X = np.random.default_rng(0).normal(size=(20, 3))
+    >>> fmap = resolve_feature_map(RBFSampler(n_components=8, random_state=0), X)
+    >>> fmap.transform(X).shape
+    (20, 8)
+    >>> resolve_feature_map(None, X) is None
+    True
     """
     if feature_map is None:
         return None

@@ -46,8 +46,19 @@ class Loss:
     smooth : bool
         Whether ℓ is differentiable in ``z`` with a Lipschitz derivative (so that ``d1`` is the
         derivative and ``d2`` a generalised second derivative): the condition of the Newton
-        solvers and of the sensitivity bounds (Okumura et al. Thm 1, Sivan et al. Thm 1).
+        solvers and of the sensitivity bounds (Okumura et al. Theorem 1, Sivan et al. Theorem 1).
         False for the hinge, whose ``d1`` is only a subgradient.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deltafit.losses import get_loss
+    >>> loss = get_loss("logistic")
+    >>> z = np.array([-1.0, 0.0, 2.0])
+    >>> loss.value(np.ones(3), z).round(4)
+    array([1.3133, 0.6931, 0.1269])
+    >>> loss.smooth
+    True
     """
 
     name = ""
@@ -71,7 +82,15 @@ class Loss:
 
 
 class Squared(Loss):
-    """ℓ(y, z) = (y − z)²: least squares (LS-SVM, ridge, kernel ridge)."""
+    """ℓ(y, z) = (y − z)²: least squares (LS-SVM, ridge, kernel ridge).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deltafit.losses import Squared
+    >>> Squared().value(np.array([1.0]), np.array([0.5]))          # (y - z)²
+    array([0.25])
+    """
 
     name = "squared"
     classification = False
@@ -88,7 +107,15 @@ class Squared(Loss):
 
 
 class Logistic(Loss):
-    """ℓ(y, z) = log(1 + exp(−y z)), y in {-1, +1}."""
+    """ℓ(y, z) = log(1 + exp(−y z)), y in {-1, +1}.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deltafit.losses import Logistic
+    >>> Logistic().value(np.array([1.0]), np.array([0.0])).round(4)  # log(1 + exp(-y z))
+    array([0.6931])
+    """
 
     name = "logistic"
 
@@ -104,7 +131,15 @@ class Logistic(Loss):
 
 
 class SquaredHinge(Loss):
-    """ℓ(y, z) = max(0, 1 − y z)², y in {-1, +1} (L2-SVM)."""
+    """ℓ(y, z) = max(0, 1 − y z)², y in {-1, +1} (L2-SVM).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deltafit.losses import SquaredHinge
+    >>> SquaredHinge().value(np.array([1.0, 1.0]), np.array([0.5, 2.0]))  # max(0, 1 - y z)²
+    array([0.25, 0.  ])
+    """
 
     name = "squared_hinge"
 
@@ -124,6 +159,15 @@ class Hinge(Loss):
 
     ``d1`` is the subgradient ``−y · 1{y z < 1}`` (0 at the kink ``y z = 1``) and ``d2`` is 0;
     neither describes the loss near the kink, hence ``smooth = False``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deltafit.losses import Hinge
+    >>> Hinge().value(np.array([1.0, 1.0]), np.array([0.5, 2.0]))        # max(0, 1 - y z)
+    array([0.5, 0. ])
+    >>> Hinge.smooth
+    False
     """
 
     name = "hinge"
@@ -143,7 +187,14 @@ LOSSES = {cls.name: cls for cls in (Squared, Logistic, SquaredHinge, Hinge)}
 
 
 def get_loss(name):
-    """Return the loss object called ``name``; ValueError listing the known ones otherwise."""
+    """Return the loss object called ``name``; ValueError listing the known ones otherwise.
+
+    Examples
+    --------
+    >>> from deltafit.losses import get_loss
+    >>> get_loss("squared_hinge").name
+    'squared_hinge'
+    """
     if isinstance(name, Loss):
         return name
     try:

@@ -29,6 +29,16 @@ def tightness_cdf(ratios, path, *, title=None, xmax=None):
     Returns
     -------
     path : str
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> from deltafit.plotting import tightness_cdf
+    >>> ratios = {"example": 1 + np.random.default_rng(0).exponential(0.3, size=100)}
+    >>> path = tightness_cdf(ratios, os.path.join(tempfile.mkdtemp(), "cdf.png"))
+    >>> os.path.getsize(path) > 0
+    True
     """
     _require_nonempty(ratios, dict, "ratios", "dict label -> array of ratios")
     curves = {}
@@ -73,6 +83,16 @@ def treecv_times(results, path, *, title=None):
     Returns
     -------
     path : str
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from deltafit.plotting import treecv_times
+    >>> results = {"Pegasos": {"k-CV": {"TreeCV k=10": ([1000, 2000], [0.1, 0.2]),
+    ...                                 "standard k=10": ([1000, 2000], [0.5, 1.0])}}}
+    >>> path = treecv_times(results, os.path.join(tempfile.mkdtemp(), "treecv.png"))
+    >>> os.path.getsize(path) > 0
+    True
     """
     _require_nonempty(results, dict, "results", "dict row -> panel -> curve -> (n, t)")
     rows = list(results)

@@ -53,6 +53,18 @@ class CVResult:
         Wall-clock time of the whole run, the fit(s) of the full model included.
     n_iter : int
         Solver iterations spent in refits.
+
+    Examples
+    --------
+    >>> import deltafit
+    >>> from deltafit.model_selection import loo
+    >>> from deltafit.datasets import load_breast_cancer
+    >>> X, y = load_breast_cancer()
+    >>> r = loo(deltafit.LinearClassifier(), X, y)     # squared loss: closed form
+    >>> r.method, r.n_refits, r.approximate
+    ('closed_form', 0, False)
+    >>> r.y_pred.shape
+    (569,)
     """
 
     method: str

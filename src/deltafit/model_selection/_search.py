@@ -95,6 +95,17 @@ class LOOSearchCV(MetaEstimatorMixin, BaseEstimator):
         Time of the final fit: ~0 when the best model is the full model the search computed,
         one fit when the estimator asked for ``keep_data=False`` (the search's full models keep
         their rows) or ``method="refit"`` fitted no full model.
+
+    Examples
+    --------
+    >>> import deltafit
+    >>> from deltafit.model_selection import LOOSearchCV
+    >>> from deltafit.datasets import load_breast_cancer
+    >>> X, y = load_breast_cancer()
+    >>> search = LOOSearchCV(deltafit.LinearClassifier(loss="logistic"),
+    ...                      {"C": [0.1, 1.0, 10.0]}).fit(X, y)
+    >>> search.best_params_
+    {'C': 10.0}
     """
 
     def __init__(self, estimator, param_grid, *, cv=None, method="auto", prune=True,

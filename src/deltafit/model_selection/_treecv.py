@@ -63,6 +63,16 @@ class TreeCVResult:
         Out-of-fold predictions: always for deltafit's stream learners; for other learners when
         the score is computed from predictions (accuracy, r2, (root) mean squared or absolute
         error — the default), else None.
+
+    Examples
+    --------
+    >>> import deltafit
+    >>> from deltafit.model_selection import treecv
+    >>> from deltafit.datasets import load_breast_cancer
+    >>> X, y = load_breast_cancer()
+    >>> r = treecv(deltafit.LinearClassifier(), X, y, cv=8)
+    >>> r.n_folds, len(r.fold_scores), r.peak_models <= 3 + 2
+    (8, 8, True)
     """
 
     score: float
@@ -474,6 +484,22 @@ def treecv(learner, X, y=None, *, cv=5, scoring=None, strategy="copy", shuffle=F
     estimators, naive Bayes) the result is exactly that of k separate fits.  For SGD-type
     learners it differs by the learner's incremental stability (Theorem 1): the folds' models
     saw the same samples in another order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import deltafit
+    >>> from sklearn.model_selection import KFold, cross_val_score
+    >>> from deltafit.model_selection import treecv
+    >>> from deltafit.datasets import load_breast_cancer
+    >>> X, y = load_breast_cancer()
+    >>> cv = KFold(10, shuffle=True, random_state=0)
+    >>> r = treecv(deltafit.LinearClassifier(), X, y, cv=cv)
+    >>> ref = cross_val_score(deltafit.LinearClassifier(), X, y, cv=cv)
+    >>> bool(np.allclose(r.fold_scores, ref))   # exact learners: TreeCV equals k refits
+    True
+    >>> r.n_sample_updates < 9 * len(y)         # fewer samples learned than by 10 refits
+    True
     """
     t0 = time.perf_counter()
     if strategy not in ("copy", "revert"):

@@ -240,6 +240,20 @@ class KernelClassifier(ClassifierOutputMixin, ClassifierMixin, _KernelModel):
         The expansion coefficients α (one row per class for K ≥ 3 classes).
     intercept_ : float or ndarray of shape (n_classes,)
     X_fit_, sample_ids_, n_features_in_
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import deltafit
+    >>> from deltafit.datasets import load_breast_cancer
+    >>> X, y = load_breast_cancer()
+    >>> X = (X - X.mean(axis=0)) / X.std(axis=0)
+    >>> m = deltafit.KernelClassifier(C=1.0).fit(X[:150], y[:150])
+    >>> new = m.add(X[150:200], y[150:200])        # exact: the kernel system is bordered
+    >>> _ = m.remove([0, 1])
+    >>> fresh = deltafit.KernelClassifier(C=1.0, gamma=m.gamma_).fit(X[2:200], y[2:200])
+    >>> bool(np.allclose(m.decision_function(X), fresh.decision_function(X)))
+    True
     """
 
     _classifier = True
@@ -261,5 +275,21 @@ class KernelRegressor(RegressorTags, RegressorMixin, _KernelModel):
     Attributes
     ----------
     dual_coef_, X_fit_, intercept_, sample_ids_, n_features_in_
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import deltafit
+    >>> from sklearn.datasets import load_diabetes
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> m = deltafit.KernelRegressor(C=10.0, gamma=0.5).fit(X[:300], y[:300])
+    >>> _ = m.remove([5, 6, 7])
+    >>> _ = m.relabel([8], [150.0])
+    >>> y2 = y[:300].copy()
+    >>> y2[8] = 150.0
+    >>> keep = np.setdiff1d(np.arange(300), [5, 6, 7])
+    >>> fresh = deltafit.KernelRegressor(C=10.0, gamma=0.5).fit(X[keep], y2[keep])
+    >>> bool(np.allclose(m.predict(X), fresh.predict(X)))
+    True
     """
 

@@ -177,6 +177,19 @@ UpdatablePipeline
         class and the supported ones).
     OSError
         If the file cannot be written (``path`` is then as it was).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> import deltafit
+    >>> from deltafit.datasets import load_breast_cancer
+    >>> X, y = load_breast_cancer()
+    >>> m = deltafit.LinearClassifier().fit(X, y)
+    >>> path = os.path.join(tempfile.mkdtemp(), "model.npz")
+    >>> deltafit.save(m, path)
+    >>> sorted(np.load(path).files)[:4]
+    ['__meta__', 'classes', 'ledger_X', 'ledger_ids']
     """
     from .._pipeline import UpdatablePipeline
 
@@ -780,6 +793,20 @@ def load(path):
     ValueError
         For a missing, corrupt, truncated, contradictory or version-mismatched file; the
         message names the file and the problem.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> import deltafit
+    >>> from deltafit.datasets import load_breast_cancer
+    >>> X, y = load_breast_cancer()
+    >>> path = os.path.join(tempfile.mkdtemp(), "model.npz")
+    >>> deltafit.save(deltafit.LinearClassifier().fit(X, y), path)
+    >>> m = deltafit.load(path)                       # no pickle; checked before it is read
+    >>> _ = m.remove([0, 1])                          # and it goes on updating exactly
+    >>> m.n_samples_
+    567
     """
     path = os.fspath(path)
     if not os.path.isfile(path):

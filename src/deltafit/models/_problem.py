@@ -102,6 +102,19 @@ class FittedProblem:
     data modification and its application to leave-one-out CV in linear classification
     problems", and Sivan et al., "Sensitivity analysis for kernel models": squared, logistic,
     squared-hinge and hinge losses with an L2 penalty and a penalised intercept.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import deltafit
+    >>> from deltafit.datasets import load_breast_cancer
+    >>> X, y = load_breast_cancer()
+    >>> m = deltafit.LinearClassifier(loss="logistic").fit(X[:200], y[:200])
+    >>> p = m.problem_
+    >>> p.loss.name, p.C
+    ('logistic', 1.0)
+    >>> bool(np.linalg.norm(p.gradient()) <= 1e-6)     # the stored solution is optimal
+    True
     """
 
     def __init__(self, model, klass=None):
@@ -557,8 +570,9 @@ class FittedProblem:
         Primal squared loss: ``H ≈ (ΦᵀΦ + ρI)⁻¹`` over the features.  Kernel squared loss:
         ``H ≈ (K + ρI)⁻¹`` by handle (vectors of length :attr:`capacity`, zero at free handles
         once folded).  It is the base inverse plus the pending Woodbury corrections (Lee et
-        al., Thm 1 and Cor. 1–4); refinement against the exact statistics keeps its relative
-        drift below 1e-9.  None for the other losses, which keep no inverse.
+        al., "Exact incremental and decremental learning for LS-SVM", Theorem 1 and
+        Corollaries 1–4); refinement against the exact statistics keeps its relative drift
+        below 1e-9.  None for the other losses, which keep no inverse.
         """
         return self._st.tracked_inverse()
 
@@ -641,6 +655,18 @@ class ScoreFunction:
     kernel : bool
     kw : dict
         The model's :attr:`FittedProblem.kernel_params` (kernel models).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import deltafit
+    >>> from deltafit.datasets import load_breast_cancer
+    >>> from deltafit.models import ScoreFunction
+    >>> X, y = load_breast_cancer()
+    >>> m = deltafit.LinearClassifier().fit(X, y)
+    >>> f = ScoreFunction(m.problem_)
+    >>> bool(np.allclose(f(X[:5]), m.decision_function(X[:5])))
+    True
     """
 
     def __init__(self, problem):

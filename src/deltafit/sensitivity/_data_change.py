@@ -157,7 +157,7 @@ class Sensitivity:
     Made by ``deltafit.sensitivity(model, C_new=None)``.  Changes (:meth:`add`,
     :meth:`remove`, :meth:`relabel`, :meth:`reweight`) are hypothetical: the model is not touched, nothing is
     retrained, and each change costs the gradients of the changed samples only — O(p) per
-    sample for a linear model, O((n_old + |A|) d) for a kernel model (Sivan et al. §3.3).
+    sample for a linear model, ``O((n_old + |A|) d)`` for a kernel model (Sivan et al. §3.3).
     Queries (:meth:`decision_bounds`, :meth:`predict_certain`, :meth:`distance_bound`,
     :meth:`coef_bounds`, :meth:`norm_change_bound`, :meth:`tightness`) hold for the exact
     optimum of the canonical problem (ARCHITECTURE.md, "The problem") on the changed data.

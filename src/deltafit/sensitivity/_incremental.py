@@ -257,7 +257,7 @@ class IncrementalSphere:
         return self.r_norm + self.radius
 
     def recompute(self):
-        """``‖r‖`` recomputed from the stored entries (O(|A∪R|²)); also resets the running
+        """``‖r‖`` recomputed from the stored entries (``O(|A∪R|²)``); also resets the running
         sum to it."""
         self._store.recompute()
         return self.r_norm

@@ -240,13 +240,13 @@ class _NORMABase(BaseEstimator):
 
     @property
     def support_vectors_(self):
-        """Support points, oldest first, shape (n_support_, n_features)."""
+        """Support points, oldest first, shape ``(n_support_, n_features)``."""
         check_is_fitted(self, "_sv")
         return self._sv[self._positions()].copy()
 
     @property
     def dual_coef_(self):
-        """Expansion coefficients α_i of :attr:`support_vectors_`, shape (n_support_,)."""
+        """Expansion coefficients α_i of :attr:`support_vectors_`, shape ``(n_support_,)``."""
         check_is_fitted(self, "_sv")
         return self._scale * self._a[self._positions()]
 

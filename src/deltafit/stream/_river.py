@@ -59,6 +59,6 @@ def as_river(learner):
     Examples
     --------
     >>> from river import evaluate, metrics                       # doctest: +SKIP
-    >>> evaluate.progressive_val_score(dataset, as_river(kdr), metrics.Accuracy())  # +SKIP
+    >>> evaluate.progressive_val_score(dataset, as_river(kdr), metrics.Accuracy())  # doctest: +SKIP
     """
     return _adapter("classifier" if is_classifier(learner) else "regressor")(learner)

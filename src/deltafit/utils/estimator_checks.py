@@ -562,6 +562,12 @@ def check_add_equals_refit(estimator, *, X=None, y=None, random_state=0):
 
     The large batch is the rest of the pool of samples not yet fitted (79 rows with the
     bundled data): larger than the rank of a typical low-rank update.
+
+    Examples
+    --------
+    >>> import deltafit
+    >>> from deltafit.utils.estimator_checks import check_add_equals_refit
+    >>> check_add_equals_refit(deltafit.LinearRegressor())   # silent when the contract holds
     """
     model = _Subject.fitted("check_add_equals_refit", estimator, X, y, random_state)
     for start, stop in ((0, 1), (1, 11), (11, model.data.X_pool.shape[0])):
@@ -576,6 +582,12 @@ def check_remove_equals_refit(estimator, *, X=None, y=None, random_state=0):
     samples at most) gives the model of a refit.
 
     Models with ``keep_data=False`` remove the samples by value, ``remove(X=rows, y=labels)``.
+
+    Examples
+    --------
+    >>> import deltafit
+    >>> from deltafit.utils.estimator_checks import check_remove_equals_refit
+    >>> check_remove_equals_refit(deltafit.LinearRegressor())   # silent when the contract holds
     """
     model = _Subject.fitted("check_remove_equals_refit", estimator, X, y, random_state)
     for k in (1, 10, None):
@@ -589,6 +601,12 @@ def check_relabel_equals_refit(estimator, *, X=None, y=None, random_state=0):
     """Relabelling samples (one, then a batch of eight) gives the model of a refit.
 
     Classifiers get the other class, regressors their target plus one.
+
+    Examples
+    --------
+    >>> import deltafit
+    >>> from deltafit.utils.estimator_checks import check_relabel_equals_refit
+    >>> check_relabel_equals_refit(deltafit.LinearRegressor())   # silent when the contract holds
     """
     model = _Subject.fitted("check_relabel_equals_refit", estimator, X, y, random_state)
     for k in (1, 8):
@@ -600,7 +618,14 @@ def check_relabel_equals_refit(estimator, *, X=None, y=None, random_state=0):
             wrong, or the model differs from a refit.""")
 def check_mixed_update_equals_refit(estimator, *, X=None, y=None, random_state=0):
     """One ``update()`` that adds six, removes five and relabels four samples gives the model
-    of a refit."""
+    of a refit.
+
+    Examples
+    --------
+    >>> import deltafit
+    >>> from deltafit.utils.estimator_checks import check_mixed_update_equals_refit
+    >>> check_mixed_update_equals_refit(deltafit.LinearRegressor())   # silent when the contract holds
+    """
     model = _Subject.fitted("check_mixed_update_equals_refit", estimator, X, y, random_state)
     change = _Change(model, n_add=6, n_remove=5, n_relabel=4)
     new_ids = np.asarray(model.est.update(**change.update_kwargs()))
@@ -614,7 +639,14 @@ def check_mixed_update_equals_refit(estimator, *, X=None, y=None, random_state=0
             from ``fit``.""")
 def check_partial_fit_equals_fit(estimator, *, X=None, y=None, random_state=0):
     """``partial_fit`` in three batches (the first with ``classes=`` for classifiers) equals
-    ``fit`` on all of them; the ids are ``0..n-1``.  Skipped without ``partial_fit``."""
+    ``fit`` on all of them; the ids are ``0..n-1``.  Skipped without ``partial_fit``.
+
+    Examples
+    --------
+    >>> import deltafit
+    >>> from deltafit.utils.estimator_checks import check_partial_fit_equals_fit
+    >>> check_partial_fit_equals_fit(deltafit.LinearRegressor())   # silent when the contract holds
+    """
     if not hasattr(estimator, "partial_fit"):
         return
     data = _Data(estimator, X, y, random_state)
@@ -743,6 +775,12 @@ def check_failed_update_leaves_model_unchanged(estimator, *, X=None, y=None, ran
     estimator's ``__dict__`` (objects' attributes, lists, tuples, dicts; arrays by dtype,
     shape and bytes) and on the bytes of ``predict`` and the decision values.  The model
     is then updated once more and must still equal a refit.
+
+    Examples
+    --------
+    >>> import deltafit
+    >>> from deltafit.utils.estimator_checks import check_failed_update_leaves_model_unchanged
+    >>> check_failed_update_leaves_model_unchanged(deltafit.LinearRegressor())   # silent when the contract holds
     """
     model = _Subject.fitted("check_failed_update_leaves_model_unchanged", estimator, X, y,
                             random_state)
@@ -789,6 +827,12 @@ def check_sensitivity_ball_contains_refit(estimator, *, X=None, y=None, random_s
     linear classification problems" (Thm 1), which needs a differentiable loss: the check
     returns without testing for ``loss="hinge"`` and for estimators that
     ``deltafit.sensitivity`` refuses with ValueError.
+
+    Examples
+    --------
+    >>> import deltafit
+    >>> from deltafit.utils.estimator_checks import check_sensitivity_ball_contains_refit
+    >>> check_sensitivity_ball_contains_refit(deltafit.LinearRegressor())   # silent when the contract holds
     """
     from .. import sensitivity
 
@@ -849,6 +893,12 @@ def check_save_load_roundtrip(estimator, *, X=None, y=None, random_state=0):
     ``coef_``, ``intercept_`` and ``dual_coef_``; after the same addition and removal on both,
     the two must agree to :data:`ROUNDTRIP_TOLERANCE`, give the same new ids and equal a
     refit.  Skipped for estimators without ``save``.
+
+    Examples
+    --------
+    >>> import deltafit
+    >>> from deltafit.utils.estimator_checks import check_save_load_roundtrip
+    >>> check_save_load_roundtrip(deltafit.LinearRegressor())   # silent when the contract holds
     """
     from ..persistence import load
 
@@ -896,6 +946,12 @@ def check_save_load_roundtrip(estimator, *, X=None, y=None, random_state=0):
 def check_sample_ids_stable(estimator, *, X=None, y=None, random_state=0):
     """Ids are ``0..n-1`` after ``fit``; added ids are fresh and increasing; removed ids
     disappear and are never reused; relabelling keeps the ids; ``sample_ids_`` is increasing.
+
+    Examples
+    --------
+    >>> import deltafit
+    >>> from deltafit.utils.estimator_checks import check_sample_ids_stable
+    >>> check_sample_ids_stable(deltafit.LinearRegressor())   # silent when the contract holds
     """
     model = _Subject.fitted("check_sample_ids_stable", estimator, X, y, random_state)
     est, data = model.est, model.data
@@ -974,6 +1030,13 @@ def yield_updatable_checks(estimator):
     check : callable
         ``check(estimator, *, X=None, y=None, random_state=0)``; raises AssertionError on
         failure.
+
+    Examples
+    --------
+    >>> import deltafit
+    >>> from deltafit.utils.estimator_checks import yield_updatable_checks
+    >>> for estimator, check in yield_updatable_checks(deltafit.LinearRegressor()):
+    ...     check(estimator)                    # each raises AssertionError on failure
     """
     for check in _CHECKS:
         yield estimator, check
