@@ -36,6 +36,8 @@ NO_EXAMPLES_YET = {
     "deltafit.stream.tune_stream", "deltafit.active.FGAL",
     "deltafit.active.UncertaintySampling", "deltafit.active.ActiveLearningResult",
     "deltafit.active.run_active_learning", "deltafit.active.compare_strategies",
+    "deltafit.stream.OneVsRest", "deltafit.sensitivity.MulticlassIncrementalSphere",
+    "deltafit.plotting.demo_figure",
 }
 
 

@@ -61,7 +61,7 @@ def load_shifted_digits(max_shift=1, n_features=DIGIT_FEATURES, gamma=DIGIT_GAMM
     to [0, 1], each copied at every shift ``(dy, dx)`` with ``|dy|, |dx| ≤ max_shift`` (the
     pixels shifted in from outside are 0), then mapped to ``n_features`` random Fourier
     features of the RBF kernel ``exp(-gamma ‖x − x'‖²)`` (Rahimi & Recht, "Random features for
-    large-scale kernel machines"; :class:`sklearn.kernel_approximation.RBFSampler`, seed 0): a
+    large-scale kernel machines"; :class:`sklearn.kernel_approximation.RBFSampler`, random_state=0): a
     linear model on them approximates a kernel machine, which a linear model on the shifted
     pixels cannot be.
 
