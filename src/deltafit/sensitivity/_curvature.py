@@ -75,7 +75,8 @@ __all__ = ["CurvatureRegion", "curvature_region", "CURVATURE_LOSSES"]
 
 CURVATURE_LOSSES = ("logistic", "squared_hinge")
 _EXACT_WORK = 4e6        # n p² up to which every training sample's interval is exact
-_GUESS_MARGINS = (0.5, 2.0)
+_GUESS_MARGINS = (0.25, 1.0, 3.0)
+_BLOCK_EIG = 300         # largest block of curvature-free samples bounded by its eigenvalue
 _MAX_REFINE = 8
 _REFINE_GAIN = 0.02      # stop refining when the H-radius shrinks by less than this
 _SAFE = 1e-10            # relative cushion on computed radii (rounding)
@@ -93,15 +94,78 @@ def _logistic_d2(z):
     return expit(z) * expit(-z)
 
 
-def min_d2(loss, t, z, dev):
-    """``min ℓ''(t, ·)`` over ``[z − dev, z + dev]`` (the curvature lower bound ``c_i``).
+def curvature_range(loss, t, A, B):
+    """``(min, max)`` of ``ℓ''(t, ·)`` over the score interval ``[A, B]``.
 
-    Logistic: the endpoint farther from 0.  Squared hinge: 2 if ``t·z' < 1`` on the whole
-    interval (up to its endpoint), else 0.
+    Logistic (``ℓ'' = σ(z)σ(−z)``, decreasing in ``|z|``): the minimum at the endpoint farther
+    from 0, the maximum ¼ if the interval holds 0, else at the nearer endpoint.  Squared hinge
+    (2 where ``t z < 1``, 0 beyond the margin; the kink is a single point): the minimum is 2 if
+    the whole interval lies on the active side, the maximum 2 if any of it does.
     """
     if loss.name == "logistic":
-        return _logistic_d2(np.abs(z) + dev)
-    return np.where(t * z + dev <= 1.0, 2.0, 0.0)
+        hA, hB = _logistic_d2(A), _logistic_d2(B)
+        lo = np.minimum(hA, hB)
+        hi = np.where((A <= 0.0) & (B >= 0.0), 0.25, np.maximum(hA, hB))
+        return lo, hi
+    mA, mB = t * A, t * B
+    lo = np.where(np.maximum(mA, mB) <= 1.0, 2.0, 0.0)
+    hi = np.where(np.minimum(mA, mB) < 1.0, 2.0, 0.0)
+    return lo, hi
+
+
+def secant_range(loss, t, z1, A, B):
+    """Bounds ``(lo, hi)`` of the secant slope ``(ℓ'(t, z₂) − ℓ'(t, z₁)) / (z₂ − z₁)`` over
+    ``z₂ ∈ [A, B]`` (the derivative at ``z₁`` where ``z₂ = z₁``).
+
+    Logistic: the slope is the mean of ``h = ℓ'' = σ(z)σ(−z)`` over ``[z₁, z₂]``, i.e.
+    ``(σ(z₂) − σ(z₁)) / (z₂ − z₁)``.  As a function of ``z₂`` on either side of ``z₁`` it has
+    no interior local minimum (at a critical point the mean equals ``h(z₂)``, and its second
+    derivative has the sign of ``h'(z₂)(z₂ − z₁)``; a local minimum would need ``h`` to rise
+    towards ``z₂`` on the whole of ``[z₁, z₂]`` — ``h`` is unimodal — and then ``h(z₂)``
+    exceeds the mean), so its minimum over ``[A, B]`` is at ``A``, ``B`` or ``z₁``; the
+    maximum is bounded by the maximum of ``h`` over the hull.  Squared hinge: in margin units
+    ``m = t z`` the slope is ``2 (f(m₁) − f(m₂)) / (m₂ − m₁)`` with ``f(m) = max(0, 1 − m)``
+    convex, so it does not increase with ``m₂``: its extremes are at the ends of the margin
+    interval.  Rounding is allowed for (``4·10⁻¹⁶ / |z₂ − z₁|``), and near ``z₁`` the
+    bounds fall back to the extremes of ``ℓ''`` over the hull.
+    """
+    z1 = np.asarray(z1, dtype=np.float64)
+    if loss.name == "logistic":
+        h1 = _logistic_d2(z1)
+        s1 = expit(z1)
+        ends = []
+        for E in (A, B):
+            gap = E - z1
+            safe = np.minimum(h1, _logistic_d2(E))  # min of h over [z₁, E] ≤ the mean
+            big = np.abs(gap) > 1e-6
+            g = np.where(big, gap, 1.0)
+            q = (expit(E) - s1) / g - 4e-16 / np.abs(g)
+            ends.append(np.where(big, np.maximum(safe, q), safe))
+        lo = np.minimum(ends[0], ends[1])
+        lo = np.where((A <= z1) & (z1 <= B), np.minimum(lo, h1), lo)
+        lo_h, hi_h = np.minimum(A, z1), np.maximum(B, z1)
+        hi = np.where((lo_h <= 0.0) & (hi_h >= 0.0), 0.25,
+                      np.maximum(_logistic_d2(lo_h), _logistic_d2(hi_h)))
+        return np.clip(lo, 0.0, 0.25), hi
+    m1 = t * z1
+    mA, mB = np.minimum(t * A, t * B), np.maximum(t * A, t * B)
+    f1 = np.maximum(0.0, 1.0 - m1)
+
+    def slope(m2, lower):
+        gap = m2 - m1
+        near = np.abs(gap) <= 1e-9 * (1.0 + np.abs(m1))
+        g = np.where(near, 1.0, gap)
+        q = 2.0 * (f1 - np.maximum(0.0, 1.0 - m2)) / g
+        tol = 1e-15 * (2.0 + np.abs(m1) + np.abs(m2)) / np.abs(g)
+        q = q - tol if lower else q + tol
+        # at (or very near) m₁: the one-sided derivatives, 2 on the active side, 0 beyond
+        if lower:
+            limit = np.where(m1 < 1.0 - 1e-9, 2.0, 0.0)
+        else:
+            limit = np.where(m1 <= 1.0 + 1e-9, 2.0, 0.0)
+        return np.clip(np.where(near, limit, q), 0.0, 2.0)
+
+    return slope(mB, True), slope(mA, False)
 
 
 # ============================================================================ linear models
@@ -132,13 +196,21 @@ def _linear_cache(prob, loss):
     return c
 
 
-class _LinearProblem:
-    """The data of one curvature region of a linear model, in the eigenbasis of H₀."""
+def _hnorms(L, psi):
+    """``‖ψ_i‖_{H⁻¹}`` of the rows of ``psi`` for ``H = L Lᵀ``."""
+    if not psi.shape[0]:
+        return np.zeros(0)
+    W = linalg.solve_triangular(L, psi.T, lower=True, check_finite=False)
+    return np.sqrt(np.einsum("ij,ij->j", W, W))
 
-    def __init__(self, sens, mode):
+
+class _LinearBase:
+    """What both schedules of a linear model share: the pending change, in the eigenbasis
+    ``V`` of the stored Hessian ``H₀ = VΛVᵀ``."""
+
+    def __init__(self, sens):
         prob, loss = sens._prob, sens._loss
         self.loss, self.prob = loss, prob
-        self._psi_prefix = None
         self.cache = cache = prob.cached(("curvature", loss.name),
                                          lambda: _linear_cache(prob, loss))
         store = sens._store
@@ -152,8 +224,7 @@ class _LinearProblem:
         self.R_ball = _ball.certified_radius(rnorm, C1=self.C1, C2=self.C2, residual=self.eps)
         self.g = self.V.T @ (2.0 * r)  # g₀ in the eigenbasis
         # the entries: every sample the change touches (model samples and additions)
-        m = sens._m
-        idx = np.flatnonzero(store.live[:m])
+        idx = np.flatnonzero(store.live[:sens._m])
         src = store.src[idx]
         y0, y = sens._y0[idx], sens._y[idx]
         self.e_z = store.z[idx]
@@ -162,25 +233,203 @@ class _LinearProblem:
         model = y0 == y0
         self.e_h0w = np.where(model, sens._w0[idx] * loss.d2(np.where(model, y0, 0.0),
                                                              self.e_z), 0.0)
-        self.e_psi = store.rows_of(idx) @ self.V if idx.size else np.zeros((0, self.lam.size))
+        p = self.lam.size
+        self.e_psi = store.rows_of(idx) @ self.V if idx.size else np.zeros((0, p))
         self.e_q = np.sqrt(np.einsum("ij,ij->i", self.e_psi, self.e_psi / self.lam))
-        n = cache["z"].size
-        in_entries = np.zeros(n, dtype=bool)
+        in_entries = np.zeros(cache["z"].size, dtype=bool)
         ep = cache["pos"][src[src >= 0]]
         in_entries[ep[ep >= 0]] = True
         self.in_entries = in_entries
-        self.exact = mode == "exact" or (mode == "auto" and n * self.lam.size ** 2 <= _EXACT_WORK)
-        if self.exact:
-            rest = np.flatnonzero(~in_entries)
-            self.rest = rest
-            live = cache["live"]
-            self.r_psi = prob.rows[live[rest]] @ self.V
-            self.r_z, self.r_t = cache["z"][rest], cache["t"][rest]
-            self.r_w = cache["w"][rest]
+        self.newton_ball = None
 
-    # ------------------------------------------------------------------ H from Δ
+    def ellipsoid(self, a, psi, d):
+        """``(L, x, R_H)`` of ``H̃ = diag(a) + Ψᵀ diag(d) Ψ``: its Cholesky factor,
+        ``x = H̃⁻¹ g̃`` (center ``β₁ − ½Vx``) and the H-radius ``½‖g₀‖_{H⁻¹} + ρε``; None if
+        H̃ is not numerically positive definite."""
+        Ht = (psi.T * d) @ psi if d.size else np.zeros((a.size, a.size))
+        Ht[np.diag_indices_from(Ht)] += a
+        try:
+            L = linalg.cholesky(Ht, lower=True, check_finite=False)
+        except linalg.LinAlgError:
+            return None
+        x = linalg.cho_solve((L, True), self.g, check_finite=False)
+        RH = 0.5 * np.sqrt(max(float(self.g @ x), 0.0)) + self.rho * self.eps
+        return L, x, RH * (1.0 + _SAFE) + 1e-300, Ht
+
+
+class _LinearExact(_LinearBase):
+    """Every sample's exact score interval (small problems): a region is represented by the
+    intervals ``[A_i, B_i]`` it gives for ``z_i(β₂)``, and the curvature by the secant slopes
+    of ``ℓ'`` between ``z_i(β₁)`` and those intervals (:func:`secant_range`)."""
+
+    exact = True
+
+    def __init__(self, sens):
+        super().__init__(sens)
+        c = self.cache
+        rest = np.flatnonzero(~self.in_entries)
+        live = c["live"]
+        self.psi = np.vstack([self.e_psi, self.prob.rows[live[rest]] @ self.V])
+        self.z = np.concatenate([self.e_z, c["z"][rest]])
+        self.t = np.concatenate([self.e_t, c["t"][rest]])
+        self.u = np.concatenate([self.e_u, c["w"][rest]])
+        self.used = self.u > 0
+
+    def _region(self, shift, width):
+        """The intervals ``z_i + shift_i ± width_i`` (with a rounding cushion)."""
+        w = width * (1.0 + _SAFE) + 1e-15 * (np.abs(self.z) + np.abs(shift))
+        return self.z + shift - w, self.z + shift + w
+
+    def _hull(self, iv):
+        return np.minimum(iv[0], self.z), np.maximum(iv[1], self.z)
+
+    def curvature(self, iv):
+        return secant_range(self.loss, self.t, self.z, iv[0], iv[1])
+
+    def build(self, iv):
+        lo, _ = self.curvature(iv)
+        return np.ones(self.lam.size), self.psi, self.C2 * self.u * lo
+
+    def ell_iv(self, ell):
+        L, x, RH, _ = ell
+        return self._region(-0.5 * (self.psi @ x), RH * _hnorms(L, self.psi))
+
+    def ball_iv(self):
+        norms = np.sqrt(np.einsum("ij,ij->i", self.psi, self.psi))
+        return self._region(-(self.psi @ (self.V.T @ self.r)), self.R_ball * norms)
+
+    def newton(self, iv, ell):
+        """The Newton ball ``‖β − (β₁ − V M⁻¹g̃)‖_{H_lo} ≤ ρ₂ + ρε`` (module docstring) for
+        the secant bounds of the intervals ``iv``, ``H_lo = LLᵀ`` their lower bounds:
+        ``(d₀, radius, intervals)``."""
+        L = ell[0]
+        C2, u, psi = self.C2, self.u, self.psi
+        lo, hi = self.curvature(iv)
+        mid, half = 0.5 * (lo + hi), 0.5 * (hi - lo)
+        M = (psi.T * (C2 * u * mid)) @ psi
+        M[np.diag_indices_from(M)] += 1.0
+        try:
+            d0 = linalg.cho_solve(linalg.cho_factor(M, lower=True, check_finite=False),
+                                  self.g, check_finite=False)
+        except linalg.LinAlgError:
+            return None
+        s = psi @ d0                                      # z_i(β₁ − d₀) = z_i − s_i
+        err = C2 * u * half * np.abs(s)                   # |(m_i − c̄_i) s_i| ≤ err_i
+        W = linalg.solve_triangular(L, psi.T, lower=True, check_finite=False)
+        qh = np.sqrt(np.einsum("ij,ij->j", W, W))         # ‖Φ_i‖_{H_lo⁻¹}
+        # a sample with curvature enters through ΦᵀWΦ ⪯ H_lo (err²/(C₂ u c_lo)); one
+        # without, or with little, through the triangle inequality (err ‖Φ_i‖_{H_lo⁻¹}) or
+        # the largest singular value of its block
+        pos = (err > 0) & (C2 * u * lo * qh ** 2 >= 1.0)
+        part = float(np.sqrt(np.sum(err[pos] ** 2 / (C2 * u[pos] * lo[pos]))))
+        unc = np.flatnonzero((err > 0) & ~pos)
+        if unc.size:
+            tri = float(err[unc] @ qh[unc])
+            if unc.size <= _BLOCK_EIG:
+                Wu = W[:, unc]
+                top = float(linalg.eigvalsh(Wu.T @ Wu, subset_by_index=[unc.size - 1] * 2,
+                                            check_finite=False)[0])
+                tri = min(tri, np.sqrt(max(top, 0.0) * (1.0 + 1e-9))
+                          * float(np.linalg.norm(err[unc])))
+            part += tri
+        rad = (part + self.rho * self.eps) * (1.0 + _SAFE) + 1e-300
+        return d0, rad, self._region(-s, rad * qh)
+
+    @staticmethod
+    def _meet(u, v):
+        return np.maximum(u[0], v[0]), np.minimum(u[1], v[1])
+
+    def _trial(self, iv, margin):
+        """The hull of ``z_i`` and ``iv``, widened by ``margin`` of its deviations."""
+        A, B = self._hull(iv)
+        top = max(float(np.max(self.z - A, initial=0.0)), float(np.max(B - self.z, initial=0.0)))
+        f = 1e-9 * top + 1e-12 * (1.0 + np.abs(self.z))
+        return (self.z - (1.0 + margin) * (self.z - A) - f,
+                self.z + (1.0 + margin) * (B - self.z) + f)
+
+    def _inside(self, new, trial):
+        A, B = self._hull(new)
+        ok = (A > trial[0]) & (B < trial[1])
+        return bool(np.all(ok[self.used]))
+
+    def _size(self, iv):
+        return float(np.sum((iv[1] - iv[0])[self.used]))
+
+    def _guess(self, newton):
+        """Guess and verify (module docstring): intervals around ``z_i(β₁)`` whose region
+        (Newton ball: the homotopy argument; ellipsoid: the argument over K) lies strictly
+        inside them.  The verified region's intervals, or None."""
+        guess = (self.z, self.z)
+        first = True
+        for margin in (0.0,) + _GUESS_MARGINS:
+            trial = guess if first else self._trial(guess, margin)
+            ell = self.ellipsoid(*self.build(trial))
+            if ell is None:
+                return None
+            if newton:
+                nb = self.newton(trial, ell)
+                if nb is None:
+                    return None
+                new = nb[2]
+            else:
+                new = self.ell_iv(ell)
+            if not first and self._inside(new, trial):
+                return new
+            guess, first = new, False
+        return None
+
+    def solve(self):
+        """``(ellipsoid, Newton ball)`` of the last valid intervals (either may be None)."""
+        valid = self.ball_iv()
+        for newton in (True, False):
+            got = self._guess(newton)
+            if got is not None:
+                valid = self._meet(valid, got)
+                break
+        # refine: every region built from valid intervals contains β₂
+        best, best_size = (None, None), np.inf
+        last = np.inf
+        for _ in range(_MAX_REFINE):
+            ell = self.ellipsoid(*self.build(valid))
+            if ell is None:
+                break
+            iv = self.ell_iv(ell)
+            nb = self.newton(valid, ell)
+            if nb is not None:
+                iv = self._meet(iv, nb[2])
+            iv = self._meet(iv, valid)
+            size = self._size(iv)
+            if size < best_size:
+                best, best_size = (ell, None if nb is None else nb[:2]), size
+            valid = iv
+            if size > (1.0 - _REFINE_GAIN) * last:
+                break
+            last = size
+        return best
+
+
+class _LinearCheap(_LinearBase):
+    """The cheap intervals of the H₀-ball ``‖β − β₁‖_{H₀} ≤ τ`` (large problems): a scalar κ
+    for the bulk of the samples, per-sample corrections for the changed ones and the few that
+    break κ; ``O(k p² + p³)`` per region once the model's cache exists."""
+
+    exact = False
+
+    def __init__(self, sens):
+        super().__init__(sens)
+        self._psi_prefix = None
+
+    def _prefix_psi(self, ordering, k):
+        """``VᵀΦ_i`` of the first ``k`` samples of a fixed ordering (kept between calls)."""
+        have = self._psi_prefix
+        if have is None or have[0] is not ordering or have[1].shape[0] < k:
+            live = self.cache["live"]
+            rows = self.prob.rows[live[ordering[:k]]]
+            self._psi_prefix = (ordering, rows @ self.V)
+        return self._psi_prefix[1][:k]
+
     def _extra(self, tau):
-        """Cheap mode: (κ, positions of non-entry samples corrected one by one) for τ."""
+        """(κ, positions of non-entry samples corrected one by one, their VᵀΦ) for τ."""
         c = self.cache
         if self.loss.name == "logistic":
             ordering = c["order"]
@@ -193,153 +442,77 @@ class _LinearProblem:
         keep = ~self.in_entries[ordering[:k]]
         return kappa, ordering[:k][keep], self._prefix_psi(ordering, k)[keep]
 
-    def build(self, dev):
-        """H̃ = VᵀHV for the deviation bounds ``dev`` (cheap: the scalar τ; exact: a pair of
-        arrays (entries, other samples)), as ``(diag a, Ψ, d)`` with ``H̃ = diag(a) + Ψᵀ diag(d) Ψ``."""
-        C2, loss = self.C2, self.loss
-        if self.exact:
-            dev_e, dev_r = dev
-            kappa = 0.0
-            d_e = C2 * self.e_u * min_d2(loss, self.e_t, self.e_z, dev_e)
-            d_r = C2 * self.r_w * min_d2(loss, self.r_t, self.r_z, dev_r)
-            psi = np.vstack([self.e_psi, self.r_psi])
-            d = np.concatenate([d_e, d_r])
-        else:
-            tau = dev
-            kappa, extra, rows_psi = self._extra(tau)
-            c = self.cache
-            d_e = C2 * (self.e_u * min_d2(loss, self.e_t, self.e_z, self.e_q * tau)
-                        - kappa * self.e_h0w)
-            if extra.size:
-                cx = min_d2(loss, c["t"][extra], c["z"][extra], c["q"][extra] * tau)
-                d_x = C2 * c["w"][extra] * (cx - kappa * c["h"][extra])
-                psi = np.vstack([self.e_psi, rows_psi])
-                d = np.concatenate([d_e, d_x])
-                qq = np.concatenate([self.e_q, c["q"][extra]])
-            else:
-                psi, d, qq = self.e_psi, d_e, self.e_q
-            self._qq = qq
-        a = 1.0 + kappa * self.rho * (self.lam - 1.0)
-        return kappa, a, psi, d
+    def build(self, tau):
+        """``(a, Ψ, d)`` with ``H̃ = diag(a) + Ψᵀ diag(d) Ψ ⪯ VᵀHV`` valid on the H₀-ball τ."""
+        C2, loss, c = self.C2, self.loss, self.cache
+        kappa, extra, x_psi = self._extra(tau)
+        dq = self.e_q * tau
+        lo, _ = curvature_range(loss, self.e_t, self.e_z - dq, self.e_z + dq)
+        d = C2 * (self.e_u * lo - kappa * self.e_h0w)
+        psi, qq = self.e_psi, self.e_q
+        if extra.size:
+            dx = c["q"][extra] * tau
+            zx = c["z"][extra]
+            lx, _ = curvature_range(loss, c["t"][extra], zx - dx, zx + dx)
+            psi = np.vstack([psi, x_psi])
+            d = np.concatenate([d, C2 * c["w"][extra] * (lx - kappa * c["h"][extra])])
+            qq = np.concatenate([qq, c["q"][extra]])
+        self._qq = qq
+        self._kappa = kappa
+        return 1.0 + kappa * self.rho * (self.lam - 1.0), psi, d
 
-    def _prefix_psi(self, ordering, k):
-        """``VᵀΦ_i`` of the first ``k`` samples of a fixed ordering (kept between calls)."""
-        have = self._psi_prefix
-        if have is None or have[0] is not ordering or have[1].shape[0] < k:
-            live = self.cache["live"]
-            rows = self.prob.rows[live[ordering[:k]]]
-            self._psi_prefix = (ordering, rows @ self.V)
-        return self._psi_prefix[1][:k]
-
-    def ellipsoid(self, kappa, a, psi, d):
-        """``(L, x, R_H)``: Cholesky factor of H̃, ``x = H̃⁻¹ g̃`` (center ``β₁ − ½Vx``) and
-        the H-radius ``½‖g₀‖_{H⁻¹} + ρε``; None if H̃ is not numerically positive definite."""
-        Ht = (psi.T * d) @ psi if d.size else np.zeros((a.size, a.size))
-        Ht[np.diag_indices_from(Ht)] += a
-        try:
-            L = linalg.cholesky(Ht, lower=True, check_finite=False)
-        except linalg.LinAlgError:
-            return None
-        x = linalg.cho_solve((L, True), self.g, check_finite=False)
-        RH = 0.5 * np.sqrt(max(float(self.g @ x), 0.0)) + self.rho * self.eps
-        return L, x, RH * (1.0 + _SAFE) + 1e-300, Ht
-
-    def deviation(self, ell, kappa, a, d):
-        """Bounds of ``|z_i(β) − z_i(β₁)|`` over the ellipsoid: (entries, others) arrays in
-        exact mode, the H₀-radius τ in cheap mode."""
+    def ell_dev(self, ell, a, d):
+        """``sup_E ‖β − β₁‖_{H₀}`` (Weyl's bound on ``λ_max(H̃⁻¹Λ)``, or the eigenvalue)."""
         L, x, RH, Ht = ell
-        if self.exact:
-            out = []
-            for psi in (self.e_psi, self.r_psi):
-                if not psi.shape[0]:
-                    out.append(np.zeros(0))
-                    continue
-                s = linalg.solve_triangular(L, psi.T, lower=True, check_finite=False)
-                out.append((np.abs(psi @ x) * 0.5 + RH * np.sqrt(np.einsum("ij,ij->j", s, s)))
-                           * (1.0 + _SAFE))
-            return tuple(out)
         lam = self.lam
         off = 0.5 * float(np.sqrt(np.sum(lam * x * x)))  # ‖c − β₁‖_{H₀}
-        # λ_max(H̃⁻¹Λ) = 1 / λ_min(Λ^{-½} H̃ Λ^{-½}); Weyl: ≥ min(a/λ) + Σ_{d<0} d q²
         base = float(np.min(a / lam))
         neg = d < 0
         low = base + float(np.sum(d[neg] * self._qq[neg] ** 2)) if neg.any() else base
         if low < 0.5 * base:
             s = 1.0 / np.sqrt(lam)
-            M = Ht * s[:, None] * s[None, :]
-            low = float(linalg.eigvalsh(M, subset_by_index=[0, 0], check_finite=False)[0])
-            low *= 1.0 - 1e-9
+            low = float(linalg.eigvalsh(Ht * s[:, None] * s[None, :], subset_by_index=[0, 0],
+                                        check_finite=False)[0]) * (1.0 - 1e-9)
         if low <= 0.0:
             return np.inf
         return (off + RH / np.sqrt(low)) * (1.0 + _SAFE)
 
-    def ball_deviation(self):
-        """The deviation bounds of the ball of Thm 1 (valid without any check)."""
-        if self.exact:
-            r_e = self.V.T @ self.r
-            out = []
-            for psi in (self.e_psi, self.r_psi):
-                norms = np.sqrt(np.einsum("ij,ij->i", psi, psi))
-                out.append((np.abs(psi @ r_e) + self.R_ball * norms) * (1.0 + _SAFE))
-            return tuple(out)
+    def ball_dev(self):
         rv = self.V.T @ self.r
         return (float(np.sqrt(np.sum(self.lam * rv * rv)))
                 + self.R_ball * float(np.sqrt(self.lam[-1]))) * (1.0 + _SAFE)
 
-    # ----------------------------------------------------------------- schedule
-    def _scaled(self, dev, f):
-        return tuple(v * f for v in dev) if self.exact else dev * f
-
-    def _inside(self, dev_new, dev, kappa, a, d):
-        """E strictly inside K (the check of the guess); samples without curvature have no
-        constraint."""
-        if self.exact:
-            used = d > 0
-            new = np.concatenate(dev_new)
-            old = np.concatenate(dev)
-            return bool(np.all(new[used] < old[used]))
-        return dev_new < dev
-
-    def _min(self, u, v):
-        if self.exact:
-            return tuple(np.minimum(a, b) for a, b in zip(u, v))
-        return min(u, v)
-
     def solve(self):
-        """The final (valid) ellipsoid, or None (the ball alone)."""
-        zero = (np.zeros(self.e_z.size), np.zeros(self.r_z.size)) if self.exact else 0.0
-        valid = self.ball_deviation()
-        # guess and verify: the ellipsoid of the curvature at β₁, widened by a margin
-        parts = self.build(zero)
-        ell = self.ellipsoid(*parts)
+        valid = self.ball_dev()
+        # guess and verify with the ellipsoid of the curvature at β₁
+        a, psi, d = self.build(0.0)
+        ell = self.ellipsoid(a, psi, d)
         if ell is not None:
-            guess = self.deviation(ell, parts[0], parts[1], parts[3])
+            guess = self.ell_dev(ell, a, d)
             for margin in _GUESS_MARGINS:
-                trial = self._scaled(guess, 1.0 + margin)
-                parts = self.build(trial)
-                ell = self.ellipsoid(*parts)
+                trial = (1.0 + margin) * guess + 1e-300
+                a, psi, d = self.build(trial)
+                ell = self.ellipsoid(a, psi, d)
                 if ell is None:
                     break
-                dev = self.deviation(ell, parts[0], parts[1], parts[3])
-                if self._inside(dev, trial, parts[0], parts[1], parts[3]):
-                    valid = self._min(valid, dev)
+                dev = self.ell_dev(ell, a, d)
+                if dev < trial:
+                    valid = min(valid, dev)
                     break
-                guess = self._scaled(dev, 1.0)
-        # refine from the valid deviations (each step's ellipsoid contains β₂)
-        best, last_R = None, np.inf
+                guess = dev
+        best, last = None, np.inf
         for _ in range(_MAX_REFINE):
-            parts = self.build(valid)
-            ell = self.ellipsoid(*parts)
+            a, psi, d = self.build(valid)
+            ell = self.ellipsoid(a, psi, d)
             if ell is None:
                 break
-            R = ell[2]
-            if best is None or R < best[2]:
+            if best is None or ell[2] < best[2]:
                 best = ell
-            valid = self._min(valid, self.deviation(ell, parts[0], parts[1], parts[3]))
-            if R > (1.0 - _REFINE_GAIN) * last_R:
+            valid = min(valid, self.ell_dev(ell, a, d))
+            if ell[2] > (1.0 - _REFINE_GAIN) * last:
                 break
-            last_R = R
-        return best
+            last = ell[2]
+        return best, None
 
 
 class CurvatureRegion:
@@ -356,14 +529,23 @@ class CurvatureRegion:
 
     def __init__(self, sens, mode="auto"):
         self._sens = sens
-        lp = _LinearProblem(sens, mode)
+        if mode not in ("auto", "exact", "cheap"):
+            raise ValueError(f"mode must be 'auto', 'exact' or 'cheap', got {mode!r}")
+        prob = sens._prob
+        n, p = prob.n_samples, prob.coef.shape[0]
+        exact = mode == "exact" or (mode == "auto" and n * p * p <= _EXACT_WORK)
+        lp = (_LinearExact if exact else _LinearCheap)(sens)
         self._lp = lp
         self._store = sens._store
-        self._ell = lp.solve()
+        self._ell, newton = lp.solve()
         if self._ell is not None:
             L, x, RH, _ = self._ell
             self._L, self._RH = L, RH
             self._center = lp.beta - 0.5 * (lp.V @ x)
+        self._newton = None
+        if self._ell is not None and newton is not None:
+            d0, rad = newton
+            self._newton = (lp.beta - lp.V @ d0, rad)
         self._C1, self._C2, self._R = lp.C1, lp.C2, lp.R_ball
 
     @property
@@ -387,19 +569,29 @@ class CurvatureRegion:
         lo, hi, _ = self._ball(P)
         if self._ell is None:
             return lo, hi
-        s, w = self._ell_scores(P)
-        return np.maximum(lo, s - w), np.minimum(hi, s + w)
+        qn = self._hnorms(P)
+        s, w = P @ self._center, self._RH * qn
+        lo, hi = np.maximum(lo, s - w), np.minimum(hi, s + w)
+        if self._newton is not None:
+            c, rad = self._newton
+            s, w = P @ c, rad * qn
+            lo, hi = np.maximum(lo, s - w), np.minimum(hi, s + w)
+        return lo, hi
 
-    def _ell_scores(self, P):
+    def _hnorms(self, P):
+        """``‖Φ(x)‖_{H⁻¹}`` (with a rounding cushion)."""
         psi = P @ self._lp.V
         u = linalg.solve_triangular(self._L, psi.T, lower=True, check_finite=False)
-        return P @ self._center, self._RH * np.sqrt(np.einsum("ij,ij->j", u, u)) * (1.0 + _SAFE)
+        return np.sqrt(np.einsum("ij,ij->j", u, u)) * (1.0 + _SAFE)
 
     def center_decision(self, X):
-        """The ellipsoid center's scores (the ball's without an ellipsoid)."""
+        """Scores of the best point estimate: the Newton ball's center, else the ellipsoid's,
+        else the ball's."""
         P = self._map(X)
         if self._ell is None:
             return self._ball(P)[2]
+        if self._newton is not None:
+            return P @ self._newton[0]
         return P @ self._center
 
     def distance_bound(self):
@@ -408,7 +600,11 @@ class CurvatureRegion:
         ball = lp.rnorm + lp.R_ball
         if self._ell is None:
             return ball
-        return min(ball, float(np.linalg.norm(self._center - lp.beta)) + self._RH)
+        out = min(ball, float(np.linalg.norm(self._center - lp.beta)) + self._RH)
+        if self._newton is not None:
+            c, rad = self._newton
+            out = min(out, float(np.linalg.norm(c - lp.beta)) + rad)
+        return out
 
     def coef_bounds(self):
         """Bounds of every coordinate of β₂ (the constant feature last when fitted with an
@@ -419,8 +615,13 @@ class CurvatureRegion:
         if self._ell is None:
             return lo, hi
         M = linalg.solve_triangular(self._L, lp.V.T, lower=True, check_finite=False)
-        w = self._RH * np.sqrt(np.einsum("ij,ij->j", M, M)) * (1.0 + _SAFE)
-        return np.maximum(lo, self._center - w), np.minimum(hi, self._center + w)
+        qn = np.sqrt(np.einsum("ij,ij->j", M, M)) * (1.0 + _SAFE)
+        w = self._RH * qn
+        lo, hi = np.maximum(lo, self._center - w), np.minimum(hi, self._center + w)
+        if self._newton is not None:
+            c, rad = self._newton
+            lo, hi = np.maximum(lo, c - rad * qn), np.minimum(hi, c + rad * qn)
+        return lo, hi
 
 
 def curvature_region(sens, mode="auto"):
