@@ -233,21 +233,30 @@ class _LinearBase:
         model = y0 == y0
         self.e_h0w = np.where(model, sens._w0[idx] * loss.d2(np.where(model, y0, 0.0),
                                                              self.e_z), 0.0)
-        p = self.lam.size
-        self.e_psi = store.rows_of(idx) @ self.V if idx.size else np.zeros((0, p))
-        self.e_q = np.sqrt(np.einsum("ij,ij->i", self.e_psi, self.e_psi / self.lam))
+        self.e_w0 = np.where(model, sens._w0[idx], 0.0)
+        self._store, self._idx = store, idx
         in_entries = np.zeros(cache["z"].size, dtype=bool)
         ep = cache["pos"][src[src >= 0]]
         in_entries[ep[ep >= 0]] = True
         self.in_entries = in_entries
         self.newton_ball = None
 
+    def entry_psi(self, sel):
+        """``VᵀΦ_i`` of the entries ``sel``."""
+        if not sel.size:
+            return np.zeros((0, self.lam.size))
+        return self._store.rows_of(self._idx[sel]) @ self.V
+
     def ellipsoid(self, a, psi, d):
-        """``(L, x, R_H)`` of ``H̃ = diag(a) + Ψᵀ diag(d) Ψ``: its Cholesky factor,
-        ``x = H̃⁻¹ g̃`` (center ``β₁ − ½Vx``) and the H-radius ``½‖g₀‖_{H⁻¹} + ρε``; None if
-        H̃ is not numerically positive definite."""
+        """The ellipsoid of ``H̃ = diag(a) + Ψᵀ diag(d) Ψ`` (see :meth:`factor`)."""
         Ht = (psi.T * d) @ psi if d.size else np.zeros((a.size, a.size))
         Ht[np.diag_indices_from(Ht)] += a
+        return self.factor(Ht)
+
+    def factor(self, Ht):
+        """``(L, x, R_H, H̃)`` of ``H̃ = VᵀHV``: its Cholesky factor, ``x = H̃⁻¹ g̃`` (center
+        ``β₁ − ½Vx``) and the H-radius ``½‖g₀‖_{H⁻¹} + ρε``; None if H̃ is not numerically
+        positive definite."""
         try:
             L = linalg.cholesky(Ht, lower=True, check_finite=False)
         except linalg.LinAlgError:
@@ -269,7 +278,8 @@ class _LinearExact(_LinearBase):
         c = self.cache
         rest = np.flatnonzero(~self.in_entries)
         live = c["live"]
-        self.psi = np.vstack([self.e_psi, self.prob.rows[live[rest]] @ self.V])
+        self.psi = np.vstack([self.entry_psi(np.arange(self.e_z.size)),
+                              self.prob.rows[live[rest]] @ self.V])
         self.z = np.concatenate([self.e_z, c["z"][rest]])
         self.t = np.concatenate([self.e_t, c["t"][rest]])
         self.u = np.concatenate([self.e_u, c["w"][rest]])
@@ -409,67 +419,97 @@ class _LinearExact(_LinearBase):
 
 
 class _LinearCheap(_LinearBase):
-    """The cheap intervals of the H₀-ball ``‖β − β₁‖_{H₀} ≤ τ`` (large problems): a scalar κ
-    for the bulk of the samples, per-sample corrections for the changed ones and the few that
-    break κ; ``O(k p² + p³)`` per region once the model's cache exists."""
+    """The cheap intervals of the H₀-ball ``K_τ = {‖β − β₁‖_{H₀} ≤ τ}`` (large problems).
+
+    On ``K_τ`` every score moves by at most ``q_i τ``, ``q_i = ‖Φ_i‖_{H₀⁻¹}`` (cached), so
+    ``c_i ≥ κ ℓ''_i(β₁)`` for all samples but a few (logistic: ``κ = e^{−q τ}`` over the
+    samples outside the ``p`` largest ``q_i``, which are corrected one by one; squared hinge:
+    ``κ = 1`` and the active samples with ``1 − t_i z_i < q_i τ`` corrected).  Hence
+
+        H = (1 − κρ) I + κρ H₀ − κ C₂ Σ_{changed model samples} w_i ℓ''_i Φ_iΦ_iᵀ
+            + Σ_{staying changed samples} C₂ w'_i c_i Φ_iΦ_iᵀ + Σ_{corrected} C₂ w_i (c_i − κℓ''_i) Φ_iΦ_iᵀ
+
+    (hypothetical additions are dropped), diagonal up to ``O(p)`` rank-one terms in the
+    eigenbasis of H₀ once the changed samples' part is formed: ``O(k p² + p³)`` per region.
+    """
 
     exact = False
 
     def __init__(self, sens):
         super().__init__(sens)
-        self._psi_prefix = None
+        model = self.e_w0 > 0  # changed model samples (additions are dropped from H)
+        sel = np.flatnonzero(model)
+        p = self.lam.size
+        psi = self.entry_psi(sel)
+        self.m_q = np.sqrt(np.einsum("ij,ij->i", psi, psi / self.lam))
+        h0w = self.e_h0w[sel]
+        self.S_minus = self.C2 * ((psi.T * h0w) @ psi) if sel.size else np.zeros((p, p))
+        self.neg_trace = self.C2 * float(h0w @ self.m_q ** 2)  # Σ of its q-weighted terms
+        stay = self.e_u[sel] > 0  # reweighted / relabelled: their D₂ term is added back
+        self.s_psi, self.s_q = psi[stay], self.m_q[stay]
+        st = sel[stay]
+        self.s_z, self.s_t, self.s_u = self.e_z[st], self.e_t[st], self.e_u[st]
 
-    def _prefix_psi(self, ordering, k):
-        """``VᵀΦ_i`` of the first ``k`` samples of a fixed ordering (kept between calls)."""
-        have = self._psi_prefix
-        if have is None or have[0] is not ordering or have[1].shape[0] < k:
-            live = self.cache["live"]
-            rows = self.prob.rows[live[ordering[:k]]]
-            self._psi_prefix = (ordering, rows @ self.V)
-        return self._psi_prefix[1][:k]
+    def _prefix_psi(self, name, ordering, k):
+        """``VᵀΦ_i`` of the first ``k`` samples of a fixed ordering (kept with the model's
+        cache: the same samples serve every region)."""
+        c = self.cache
+        have = c.get(name)
+        if have is None or have.shape[0] < k:
+            live = c["live"]
+            k2 = min(ordering.size, max(k, 2 * (0 if have is None else have.shape[0]), 16))
+            have = self.prob.rows[live[ordering[:k2]]] @ self.V
+            c[name] = have
+        return have[:k]
 
     def _extra(self, tau):
-        """(κ, positions of non-entry samples corrected one by one, their VᵀΦ) for τ."""
+        """(κ, positions of the samples corrected one by one, their VᵀΦ) for τ."""
         c = self.cache
         if self.loss.name == "logistic":
-            ordering = c["order"]
+            ordering, name = c["order"], "order_psi"
             k = min(ordering.size, self.lam.size)
             kappa = float(np.exp(-c["q"][ordering[k]] * tau)) if k < ordering.size else 0.0
         else:
-            ordering = c["act"]
+            ordering, name = c["act"], "act_psi"
             k = int(np.searchsorted(c["act_ratio"], tau * (1.0 + 1e-9) + 1e-300, side="right"))
             kappa = 1.0
         keep = ~self.in_entries[ordering[:k]]
-        return kappa, ordering[:k][keep], self._prefix_psi(ordering, k)[keep]
+        return kappa, ordering[:k][keep], self._prefix_psi(name, ordering, k)[keep]
 
     def build(self, tau):
-        """``(a, Ψ, d)`` with ``H̃ = diag(a) + Ψᵀ diag(d) Ψ ⪯ VᵀHV`` valid on the H₀-ball τ."""
+        """``(H̃, κ, Weyl's lower bound of λ_min(Λ^{-½}H̃Λ^{-½}))`` valid on ``K_τ``."""
         C2, loss, c = self.C2, self.loss, self.cache
         kappa, extra, x_psi = self._extra(tau)
-        dq = self.e_q * tau
-        lo, _ = curvature_range(loss, self.e_t, self.e_z - dq, self.e_z + dq)
-        d = C2 * (self.e_u * lo - kappa * self.e_h0w)
-        psi, qq = self.e_psi, self.e_q
+        a = 1.0 + kappa * self.rho * (self.lam - 1.0)
+        Ht = -kappa * self.S_minus
+        Ht[np.diag_indices_from(Ht)] += a
+        neg = kappa * self.neg_trace
+        parts_psi, parts_d = [], []
+        if self.s_z.size:
+            dq = self.s_q * tau
+            lo, _ = curvature_range(loss, self.s_t, self.s_z - dq, self.s_z + dq)
+            parts_psi.append(self.s_psi)
+            parts_d.append(C2 * self.s_u * lo)
         if extra.size:
             dx = c["q"][extra] * tau
             zx = c["z"][extra]
             lx, _ = curvature_range(loss, c["t"][extra], zx - dx, zx + dx)
-            psi = np.vstack([psi, x_psi])
-            d = np.concatenate([d, C2 * c["w"][extra] * (lx - kappa * c["h"][extra])])
-            qq = np.concatenate([qq, c["q"][extra]])
-        self._qq = qq
-        self._kappa = kappa
-        return 1.0 + kappa * self.rho * (self.lam - 1.0), psi, d
+            d = C2 * c["w"][extra] * (lx - kappa * c["h"][extra])
+            parts_psi.append(x_psi)
+            parts_d.append(d)
+            neg += float(np.sum(np.minimum(d, 0.0) * -c["q"][extra] ** 2))
+        if parts_psi:
+            P, d = np.vstack(parts_psi), np.concatenate(parts_d)
+            Ht += (P.T * d) @ P
+        return Ht, float(np.min(a / self.lam)) - neg
 
-    def ell_dev(self, ell, a, d):
-        """``sup_E ‖β − β₁‖_{H₀}`` (Weyl's bound on ``λ_max(H̃⁻¹Λ)``, or the eigenvalue)."""
+    def ell_dev(self, ell, low):
+        """``sup_E ‖β − β₁‖_{H₀} ≤ ‖c − β₁‖_{H₀} + R_H / sqrt(λ_min(Λ^{-½}H̃Λ^{-½}))``
+        (Weyl's bound, or the eigenvalue when that bound is poor)."""
         L, x, RH, Ht = ell
         lam = self.lam
-        off = 0.5 * float(np.sqrt(np.sum(lam * x * x)))  # ‖c − β₁‖_{H₀}
-        base = float(np.min(a / lam))
-        neg = d < 0
-        low = base + float(np.sum(d[neg] * self._qq[neg] ** 2)) if neg.any() else base
-        if low < 0.5 * base:
+        off = 0.5 * float(np.sqrt(np.sum(lam * x * x)))
+        if low < 0.25 * float(np.min(np.diag(Ht) / lam)):
             s = 1.0 / np.sqrt(lam)
             low = float(linalg.eigvalsh(Ht * s[:, None] * s[None, :], subset_by_index=[0, 0],
                                         check_finite=False)[0]) * (1.0 - 1e-9)
@@ -482,33 +522,33 @@ class _LinearCheap(_LinearBase):
         return (float(np.sqrt(np.sum(self.lam * rv * rv)))
                 + self.R_ball * float(np.sqrt(self.lam[-1]))) * (1.0 + _SAFE)
 
+    def _region(self, tau):
+        Ht, low = self.build(tau)
+        ell = self.factor(Ht)
+        return ell, (None if ell is None else self.ell_dev(ell, low))
+
     def solve(self):
         valid = self.ball_dev()
         # guess and verify with the ellipsoid of the curvature at β₁
-        a, psi, d = self.build(0.0)
-        ell = self.ellipsoid(a, psi, d)
+        ell, guess = self._region(0.0)
         if ell is not None:
-            guess = self.ell_dev(ell, a, d)
             for margin in _GUESS_MARGINS:
                 trial = (1.0 + margin) * guess + 1e-300
-                a, psi, d = self.build(trial)
-                ell = self.ellipsoid(a, psi, d)
+                ell, dev = self._region(trial)
                 if ell is None:
                     break
-                dev = self.ell_dev(ell, a, d)
                 if dev < trial:
                     valid = min(valid, dev)
                     break
                 guess = dev
         best, last = None, np.inf
         for _ in range(_MAX_REFINE):
-            a, psi, d = self.build(valid)
-            ell = self.ellipsoid(a, psi, d)
+            ell, dev = self._region(valid)
             if ell is None:
                 break
             if best is None or ell[2] < best[2]:
                 best = ell
-            valid = min(valid, self.ell_dev(ell, a, d))
+            valid = min(valid, dev)
             if ell[2] > (1.0 - _REFINE_GAIN) * last:
                 break
             last = ell[2]
