@@ -168,6 +168,28 @@ def secant_range(loss, t, z1, A, B):
     return slope(mB, True), slope(mA, False)
 
 
+def newton_radius(err, w_lo, qh, block_gram):
+    """``ρ₂ ≥ ‖Σ_i e_i s_i Φ_i‖_{H_lo⁻¹}`` for ``|e_i s_i| ≤ err_i`` (the Newton ball).
+
+    A sample with curvature (``w_lo_i = C₂ w'_i c_lo,i > 0``) enters through
+    ``Σ w_lo,i Φ_iΦ_iᵀ ⪯ H_lo``: ``‖H_lo^{-½} Σ_P Φ_i v_i‖ ≤ ‖v / sqrt(w_lo)‖``; one without
+    (or with little) through the triangle inequality, ``Σ err_i ‖Φ_i‖_{H_lo⁻¹}``, or the
+    largest eigenvalue of its block's Gram matrix ``block_gram(idx)`` of ``H_lo^{-½}Φ_i``.
+    """
+    pos = (err > 0) & (w_lo * qh ** 2 >= 1.0)
+    part = float(np.sqrt(np.sum(err[pos] ** 2 / w_lo[pos])))
+    unc = np.flatnonzero((err > 0) & ~pos)
+    if unc.size:
+        tri = float(err[unc] @ qh[unc])
+        if unc.size <= _BLOCK_EIG:
+            G = block_gram(unc)
+            top = float(linalg.eigvalsh(G, subset_by_index=[unc.size - 1] * 2,
+                                        check_finite=False)[0])
+            tri = min(tri, np.sqrt(max(top, 0.0) * (1.0 + 1e-9)) * float(np.linalg.norm(err[unc])))
+        part += tri
+    return part
+
+
 # ============================================================================ linear models
 def _linear_cache(prob, loss):
     """What every curvature region of this model version reuses: the stored Hessian's
@@ -266,7 +288,98 @@ class _LinearBase:
         return L, x, RH * (1.0 + _SAFE) + 1e-300, Ht
 
 
-class _LinearExact(_LinearBase):
+class _ExactSchedule:
+    """The schedule of the exact-interval regions (linear and kernel): guess and verify, then
+    refine; a subclass gives ``z, t, u, used`` (scores under β₁, D₂ labels and weights of the
+    D₂ samples), ``_region``, ``curvature``, ``build_ell``, ``ell_iv``, ``newton``,
+    ``ball_iv``.  A region is held as the intervals ``(A, B)`` it gives for every
+    ``z_i(β₂)``."""
+
+    def _region(self, shift, width):
+        """The intervals ``z_i + shift_i ± width_i`` (with a rounding cushion)."""
+        w = width * (1.0 + _SAFE) + 1e-15 * (np.abs(self.z) + np.abs(shift))
+        return self.z + shift - w, self.z + shift + w
+
+    def _hull(self, iv):
+        return np.minimum(iv[0], self.z), np.maximum(iv[1], self.z)
+
+    def curvature(self, iv):
+        return secant_range(self.loss, self.t, self.z, iv[0], iv[1])
+
+    @staticmethod
+    def _meet(u, v):
+        return np.maximum(u[0], v[0]), np.minimum(u[1], v[1])
+
+    def _trial(self, iv, margin):
+        """The hull of ``z_i`` and ``iv``, widened by ``margin`` of its deviations."""
+        A, B = self._hull(iv)
+        top = max(float(np.max(self.z - A, initial=0.0)), float(np.max(B - self.z, initial=0.0)))
+        f = 1e-9 * top + 1e-12 * (1.0 + np.abs(self.z))
+        return (self.z - (1.0 + margin) * (self.z - A) - f,
+                self.z + (1.0 + margin) * (B - self.z) + f)
+
+    def _inside(self, new, trial):
+        A, B = self._hull(new)
+        ok = (A > trial[0]) & (B < trial[1])
+        return bool(np.all(ok[self.used]))
+
+    def _size(self, iv):
+        return float(np.sum((iv[1] - iv[0])[self.used]))
+
+    def _guess(self, newton):
+        """Guess and verify (module docstring): intervals around ``z_i(β₁)`` whose region
+        (Newton ball: the homotopy argument; ellipsoid: the argument over K) lies strictly
+        inside them.  The verified region's intervals, or None."""
+        guess = (self.z, self.z)
+        first = True
+        for margin in (0.0,) + _GUESS_MARGINS:
+            trial = guess if first else self._trial(guess, margin)
+            ell = self.build_ell(trial)
+            if ell is None:
+                return None
+            if newton:
+                nb = self.newton(trial, ell)
+                if nb is None:
+                    return None
+                new = nb[2]
+            else:
+                new = self.ell_iv(ell)
+            if not first and self._inside(new, trial):
+                return new
+            guess, first = new, False
+        return None
+
+    def solve(self):
+        """``(ellipsoid, Newton ball)`` of the last valid intervals (either may be None)."""
+        valid = self.ball_iv()
+        for newton in (True, False):
+            got = self._guess(newton)
+            if got is not None:
+                valid = self._meet(valid, got)
+                break
+        # refine: every region built from valid intervals contains β₂
+        best, best_size = (None, None), np.inf
+        last = np.inf
+        for _ in range(_MAX_REFINE):
+            ell = self.build_ell(valid)
+            if ell is None:
+                break
+            iv = self.ell_iv(ell)
+            nb = self.newton(valid, ell)
+            if nb is not None:
+                iv = self._meet(iv, nb[2])
+            iv = self._meet(iv, valid)
+            size = self._size(iv)
+            if size < best_size:
+                best, best_size = (ell, None if nb is None else nb[:2]), size
+            valid = iv
+            if size > (1.0 - _REFINE_GAIN) * last:
+                break
+            last = size
+        return best
+
+
+class _LinearExact(_ExactSchedule, _LinearBase):
     """Every sample's exact score interval (small problems): a region is represented by the
     intervals ``[A_i, B_i]`` it gives for ``z_i(β₂)``, and the curvature by the secant slopes
     of ``ℓ'`` between ``z_i(β₁)`` and those intervals (:func:`secant_range`)."""
@@ -284,17 +397,6 @@ class _LinearExact(_LinearBase):
         self.t = np.concatenate([self.e_t, c["t"][rest]])
         self.u = np.concatenate([self.e_u, c["w"][rest]])
         self.used = self.u > 0
-
-    def _region(self, shift, width):
-        """The intervals ``z_i + shift_i ± width_i`` (with a rounding cushion)."""
-        w = width * (1.0 + _SAFE) + 1e-15 * (np.abs(self.z) + np.abs(shift))
-        return self.z + shift - w, self.z + shift + w
-
-    def _hull(self, iv):
-        return np.minimum(iv[0], self.z), np.maximum(iv[1], self.z)
-
-    def curvature(self, iv):
-        return secant_range(self.loss, self.t, self.z, iv[0], iv[1])
 
     def build(self, iv):
         lo, _ = self.curvature(iv)
@@ -327,95 +429,12 @@ class _LinearExact(_LinearBase):
         err = C2 * u * half * np.abs(s)                   # |(m_i − c̄_i) s_i| ≤ err_i
         W = linalg.solve_triangular(L, psi.T, lower=True, check_finite=False)
         qh = np.sqrt(np.einsum("ij,ij->j", W, W))         # ‖Φ_i‖_{H_lo⁻¹}
-        # a sample with curvature enters through ΦᵀWΦ ⪯ H_lo (err²/(C₂ u c_lo)); one
-        # without, or with little, through the triangle inequality (err ‖Φ_i‖_{H_lo⁻¹}) or
-        # the largest singular value of its block
-        pos = (err > 0) & (C2 * u * lo * qh ** 2 >= 1.0)
-        part = float(np.sqrt(np.sum(err[pos] ** 2 / (C2 * u[pos] * lo[pos]))))
-        unc = np.flatnonzero((err > 0) & ~pos)
-        if unc.size:
-            tri = float(err[unc] @ qh[unc])
-            if unc.size <= _BLOCK_EIG:
-                Wu = W[:, unc]
-                top = float(linalg.eigvalsh(Wu.T @ Wu, subset_by_index=[unc.size - 1] * 2,
-                                            check_finite=False)[0])
-                tri = min(tri, np.sqrt(max(top, 0.0) * (1.0 + 1e-9))
-                          * float(np.linalg.norm(err[unc])))
-            part += tri
+        part = newton_radius(err, C2 * u * lo, qh, lambda idx: W[:, idx].T @ W[:, idx])
         rad = (part + self.rho * self.eps) * (1.0 + _SAFE) + 1e-300
         return d0, rad, self._region(-s, rad * qh)
 
-    @staticmethod
-    def _meet(u, v):
-        return np.maximum(u[0], v[0]), np.minimum(u[1], v[1])
-
-    def _trial(self, iv, margin):
-        """The hull of ``z_i`` and ``iv``, widened by ``margin`` of its deviations."""
-        A, B = self._hull(iv)
-        top = max(float(np.max(self.z - A, initial=0.0)), float(np.max(B - self.z, initial=0.0)))
-        f = 1e-9 * top + 1e-12 * (1.0 + np.abs(self.z))
-        return (self.z - (1.0 + margin) * (self.z - A) - f,
-                self.z + (1.0 + margin) * (B - self.z) + f)
-
-    def _inside(self, new, trial):
-        A, B = self._hull(new)
-        ok = (A > trial[0]) & (B < trial[1])
-        return bool(np.all(ok[self.used]))
-
-    def _size(self, iv):
-        return float(np.sum((iv[1] - iv[0])[self.used]))
-
-    def _guess(self, newton):
-        """Guess and verify (module docstring): intervals around ``z_i(β₁)`` whose region
-        (Newton ball: the homotopy argument; ellipsoid: the argument over K) lies strictly
-        inside them.  The verified region's intervals, or None."""
-        guess = (self.z, self.z)
-        first = True
-        for margin in (0.0,) + _GUESS_MARGINS:
-            trial = guess if first else self._trial(guess, margin)
-            ell = self.ellipsoid(*self.build(trial))
-            if ell is None:
-                return None
-            if newton:
-                nb = self.newton(trial, ell)
-                if nb is None:
-                    return None
-                new = nb[2]
-            else:
-                new = self.ell_iv(ell)
-            if not first and self._inside(new, trial):
-                return new
-            guess, first = new, False
-        return None
-
-    def solve(self):
-        """``(ellipsoid, Newton ball)`` of the last valid intervals (either may be None)."""
-        valid = self.ball_iv()
-        for newton in (True, False):
-            got = self._guess(newton)
-            if got is not None:
-                valid = self._meet(valid, got)
-                break
-        # refine: every region built from valid intervals contains β₂
-        best, best_size = (None, None), np.inf
-        last = np.inf
-        for _ in range(_MAX_REFINE):
-            ell = self.ellipsoid(*self.build(valid))
-            if ell is None:
-                break
-            iv = self.ell_iv(ell)
-            nb = self.newton(valid, ell)
-            if nb is not None:
-                iv = self._meet(iv, nb[2])
-            iv = self._meet(iv, valid)
-            size = self._size(iv)
-            if size < best_size:
-                best, best_size = (ell, None if nb is None else nb[:2]), size
-            valid = iv
-            if size > (1.0 - _REFINE_GAIN) * last:
-                break
-            last = size
-        return best
+    def build_ell(self, iv):
+        return self.ellipsoid(*self.build(iv))
 
 
 class _LinearCheap(_LinearBase):
