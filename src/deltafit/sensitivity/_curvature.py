@@ -71,7 +71,7 @@ from scipy.special import expit
 
 from . import _ball
 
-__all__ = ["CurvatureRegion", "curvature_region", "CURVATURE_LOSSES"]
+__all__ = ["CurvatureRegion", "curvature_region", "removal_intervals", "CURVATURE_LOSSES"]
 
 CURVATURE_LOSSES = ("logistic", "squared_hinge")
 _EXACT_WORK = 4e6        # n p² up to which every training sample's interval is exact
@@ -352,6 +352,7 @@ class _ExactSchedule:
     def solve(self):
         """``(ellipsoid, Newton ball)`` of the last valid intervals (either may be None)."""
         valid = self.ball_iv()
+        self.final_iv = valid
         for newton in (True, False):
             got = self._guess(newton)
             if got is not None:
@@ -376,6 +377,7 @@ class _ExactSchedule:
             if size > (1.0 - _REFINE_GAIN) * last:
                 break
             last = size
+        self.final_iv = valid
         return best
 
 
@@ -681,6 +683,55 @@ class CurvatureRegion:
             c, rad = self._newton
             lo, hi = np.maximum(lo, c - rad * qn), np.minimum(hi, c + rad * qn)
         return lo, hi
+
+
+def removal_intervals(z, t, u, coef, grad, C, loss, *, Phi=None, K=None):
+    """Certified intervals of every sample's score after a change, from arrays (the
+    exact-gradient form used by cross-validation).
+
+    Parameters
+    ----------
+    z, t, u : ndarray of shape (n,)
+        Scores under β₁, encoded targets, weights in the changed problem (0: removed).
+    coef : ndarray
+        β₁ (shape (p,)) or its expansion coefficients over the n samples (kernel).
+    grad : ndarray, shaped like ``coef``
+        ``∇P₂(β₁)``, exactly (vector or coefficients).
+    C : float
+    loss : deltafit.losses.Loss
+    Phi, K : ndarray
+        The samples' feature rows (n, p), or their kernel matrix (n, n).
+
+    Returns
+    -------
+    lo, hi : ndarray of shape (n,)
+    """
+    _check_loss(loss)
+    if K is None:
+        ex = _LinearExact.__new__(_LinearExact)
+        p = Phi.shape[1]
+        ex.V, ex.lam, ex.psi = np.eye(p), np.ones(p), np.asarray(Phi, dtype=np.float64)
+        ex.g = np.asarray(grad, dtype=np.float64)
+        ex.r = 0.5 * ex.g
+        ex.rnorm = float(np.linalg.norm(ex.r))
+    else:
+        from ._curvature_kernel import _KernelExact
+
+        ex = _KernelExact.__new__(_KernelExact)
+        ex.K = np.asarray(K, dtype=np.float64)
+        ex.alpha = np.asarray(coef, dtype=np.float64)
+        ex.kdiag = np.diag(ex.K).copy()
+        ex.gamma = np.asarray(grad, dtype=np.float64)
+        ex.Kg = ex.K @ ex.gamma
+        ex.g_sq = max(float(ex.gamma @ ex.Kg), 0.0)
+        ex.rnorm = 0.5 * np.sqrt(ex.g_sq)
+    ex.loss, ex.C1, ex.C2, ex.rho, ex.eps = loss, float(C), float(C), 1.0, 0.0
+    ex.R_ball = ex.rnorm
+    ex.z, ex.t = np.asarray(z, dtype=np.float64), np.asarray(t, dtype=np.float64)
+    ex.u = np.asarray(u, dtype=np.float64)
+    ex.used = ex.u > 0
+    ex.solve()
+    return ex.final_iv
 
 
 def curvature_region(sens, mode="auto"):
