@@ -747,7 +747,7 @@ def curvature_region(sens, mode="auto"):
     """
     _check_loss(sens._loss)
     sens._check_model()
-    if sens._kernel:
+    if sens._prob.kernel:
         from ._curvature_kernel import KernelCurvatureRegion
 
         return KernelCurvatureRegion(sens)
