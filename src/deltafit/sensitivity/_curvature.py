@@ -65,6 +65,8 @@ points.
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 from scipy import linalg
 from scipy.special import expit
@@ -76,7 +78,8 @@ __all__ = ["CurvatureRegion", "curvature_region", "removal_intervals", "CURVATUR
 CURVATURE_LOSSES = ("logistic", "squared_hinge")
 _EXACT_WORK = 4e6        # n p² up to which every training sample's interval is exact
 _GUESS_MARGINS = (0.25, 1.0, 3.0)
-_BLOCK_EIG = 300         # largest block of curvature-free samples bounded by its eigenvalue
+_BLOCK_EIG = 300
+_RECENTER = 2            # re-centrings of the exact-interval regions at their Newton point         # largest block of curvature-free samples bounded by its eigenvalue
 _MAX_REFINE = 8
 _REFINE_GAIN = 0.02      # stop refining when the H-radius shrinks by less than this
 _SAFE = 1e-10            # relative cushion on computed radii (rounding)
@@ -349,16 +352,9 @@ class _ExactSchedule:
             guess, first = new, False
         return None
 
-    def solve(self):
-        """``(ellipsoid, Newton ball)`` of the last valid intervals (either may be None)."""
-        valid = self.ball_iv()
-        self.final_iv = valid
-        for newton in (True, False):
-            got = self._guess(newton)
-            if got is not None:
-                valid = self._meet(valid, got)
-                break
-        # refine: every region built from valid intervals contains β₂
+    def _refine(self, valid):
+        """Regions from valid intervals (each contains β₂), until they stop shrinking:
+        ``((ellipsoid, Newton ball), size, intervals)``."""
         best, best_size = (None, None), np.inf
         last = np.inf
         for _ in range(_MAX_REFINE):
@@ -377,8 +373,33 @@ class _ExactSchedule:
             if size > (1.0 - _REFINE_GAIN) * last:
                 break
             last = size
+        return best, best_size, valid
+
+    def solve(self):
+        """``(expansion point, (ellipsoid, Newton ball))`` of the last valid intervals (either
+        region may be None); the expansion point is this object or a re-centred copy."""
+        valid = self.ball_iv()
+        for newton in (True, False):
+            got = self._guess(newton)
+            if got is not None:
+                valid = self._meet(valid, got)
+                break
+        best, size, valid = self._refine(valid)
+        here = self
+        # re-centre at the Newton ball's center β̃ (Okumura et al. Thm 6 around β̃, with
+        # the exact gradient ∇P₂(β̃)), while that shrinks the intervals
+        for _ in range(_RECENTER):
+            if best[1] is None:
+                break
+            rc = here.recentered(best[1][0])
+            start = here._meet(valid, rc.ball_iv())
+            b2, s2, v2 = rc._refine(start)
+            valid = here._meet(valid, v2)
+            if b2[0] is None or s2 >= (1.0 - _REFINE_GAIN) * size:
+                break
+            here, best, size = rc, b2, s2
         self.final_iv = valid
-        return best
+        return here, best
 
 
 class _LinearExact(_ExactSchedule, _LinearBase):
@@ -437,6 +458,24 @@ class _LinearExact(_ExactSchedule, _LinearBase):
 
     def build_ell(self, iv):
         return self.ellipsoid(*self.build(iv))
+
+    def recentered(self, d0):
+        """This problem expanded at ``β̃ = β₁ − V d₀`` with its exact gradient
+        ``∇P₂(β̃) = β̃ + C₂ Σ w'_i ℓ'(t_i, z̃_i) Φ_i`` (every D₂ sample is held here), the
+        rounding of that sum as the residual allowance."""
+        rc = copy.copy(self)
+        rc.z = self.z - self.psi @ d0
+        b = self.V.T @ self.beta - d0
+        d1 = self.C2 * self.u * self.loss.d1(self.t, rc.z)
+        rc.g = b + self.psi.T @ d1
+        norms = np.sqrt(np.einsum("ij,ij->i", self.psi, self.psi))
+        delta = 1e-13 * (float(np.linalg.norm(b)) + float(np.abs(d1) @ norms)) + 1e-300
+        rc.beta = self.V @ b
+        rc.r = self.V @ (0.5 * rc.g)
+        rc.rnorm = 0.5 * float(np.linalg.norm(rc.g))
+        rc.eps, rc.rho = delta, 1.0
+        rc.R_ball = rc.rnorm + delta
+        return rc
 
 
 class _LinearCheap(_LinearBase):
@@ -573,7 +612,7 @@ class _LinearCheap(_LinearBase):
             if ell[2] > (1.0 - _REFINE_GAIN) * last:
                 break
             last = ell[2]
-        return best, None
+        return self, (best, None)
 
 
 class CurvatureRegion:
@@ -595,10 +634,11 @@ class CurvatureRegion:
         prob = sens._prob
         n, p = prob.n_samples, prob.coef.shape[0]
         exact = mode == "exact" or (mode == "auto" and n * p * p <= _EXACT_WORK)
-        lp = (_LinearExact if exact else _LinearCheap)(sens)
-        self._lp = lp
+        lp0 = (_LinearExact if exact else _LinearCheap)(sens)
         self._store = sens._store
-        self._ell, newton = lp.solve()
+        self._beta1 = lp0.beta
+        lp, (self._ell, newton) = lp0.solve()
+        self._lp = lp
         if self._ell is not None:
             L, x, RH, _ = self._ell
             self._L, self._RH = L, RH
@@ -607,7 +647,8 @@ class CurvatureRegion:
         if self._ell is not None and newton is not None:
             d0, rad = newton
             self._newton = (lp.beta - lp.V @ d0, rad)
-        self._C1, self._C2, self._R = lp.C1, lp.C2, lp.R_ball
+        self._C1, self._C2, self._R = lp0.C1, lp0.C2, lp0.R_ball
+        self._ball_dist = lp0.rnorm + lp0.R_ball
 
     @property
     def radius(self):
@@ -657,14 +698,14 @@ class CurvatureRegion:
 
     def distance_bound(self):
         """Upper bound of ``‖β₂ − β₁‖``: ``‖c − β₁‖ + R_H`` (H ⪰ I), or the ball's."""
-        lp = self._lp
-        ball = lp.rnorm + lp.R_ball
+        b1 = self._beta1
+        out = self._ball_dist
         if self._ell is None:
-            return ball
-        out = min(ball, float(np.linalg.norm(self._center - lp.beta)) + self._RH)
+            return out
+        out = min(out, float(np.linalg.norm(self._center - b1)) + self._RH)
         if self._newton is not None:
             c, rad = self._newton
-            out = min(out, float(np.linalg.norm(c - lp.beta)) + rad)
+            out = min(out, float(np.linalg.norm(c - b1)) + rad)
         return out
 
     def coef_bounds(self):

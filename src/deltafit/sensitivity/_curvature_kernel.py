@@ -20,6 +20,8 @@ exact for any x (the part of Φ(x) outside the span sees ``H = I``).  A region c
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 from scipy import linalg
 
@@ -83,6 +85,24 @@ class _KernelExact(_ExactSchedule):
         _, rnorm = store.half_gradient(self.C1, self.C2)
         self.rnorm = rnorm
         self.R_ball = rnorm + self.rho * self.eps
+
+    def recentered(self, d0):
+        """This problem expanded at ``β̃ = Φ(α − d₀)`` with its exact gradient (coefficients
+        ``α − d₀ + C₂ w' ℓ'(t, z̃)``), the rounding of that sum as the residual allowance."""
+        rc = copy.copy(self)
+        rc.z = self.z - self.K @ d0
+        rc.alpha = self.alpha - d0
+        d1 = self.C2 * self.u * self.loss.d1(self.t, rc.z)
+        rc.gamma = rc.alpha + d1
+        rc.Kg = self.K @ rc.gamma
+        rc.g_sq = max(float(rc.gamma @ rc.Kg), 0.0)
+        a_norm = np.sqrt(max(float(rc.alpha @ (self.K @ rc.alpha)), 0.0))
+        delta = 1e-13 * (a_norm + float(np.abs(d1) @ np.sqrt(np.maximum(self.kdiag, 0.0)))) \
+            + 1e-300
+        rc.rnorm = 0.5 * np.sqrt(rc.g_sq)
+        rc.eps, rc.rho = delta, 1.0
+        rc.R_ball = rc.rnorm + delta
+        return rc
 
     # ----------------------------------------------------------------- regions
     def _factor(self, D):
@@ -153,15 +173,16 @@ class KernelCurvatureRegion:
 
     def __init__(self, sens):
         self._store = sens._store
-        kp = _KernelExact(sens)
-        self._kp = kp
-        self._C1, self._C2 = kp.C1, kp.C2
-        self._ell, self._newton = kp.solve()
+        kp0 = _KernelExact(sens)
+        self._alpha1, self._K = kp0.alpha, kp0.K
+        self._C1, self._C2, self._R = kp0.C1, kp0.C2, kp0.R_ball
+        self._ball_dist = kp0.rnorm + kp0.R_ball
+        self._kp, (self._ell, self._newton) = kp0.solve()
 
     def _ball(self, X):
         st = self._store
         s = st.center_scores(X, self._C1, self._C2)
-        e = np.sqrt(np.maximum(st.sq_norms(X), 0.0)) * self._kp.R_ball
+        e = np.sqrt(np.maximum(st.sq_norms(X), 0.0)) * self._R
         return s - e, s + e, s
 
     def _parts(self, X):
@@ -206,15 +227,20 @@ class KernelCurvatureRegion:
 
     def distance_bound(self):
         """Upper bound of the RKHS distance ``‖β₂ − β₁‖``."""
-        kp = self._kp
-        out = kp.rnorm + kp.R_ball
+        kp, K = self._kp, self._K
+        out = self._ball_dist
         if self._ell is None:
             return out
+
+        def dist(coef):  # ‖Φ coef − β₁‖ in the RKHS
+            v = coef - self._alpha1
+            return np.sqrt(max(float(v @ K @ v), 0.0))
+
         _, x, RH, _ = self._ell
-        out = min(out, 0.5 * np.sqrt(max(float(x @ kp.K @ x), 0.0)) + RH)
+        out = min(out, dist(kp.alpha - 0.5 * x) + RH)
         if self._newton is not None:
             d0, rad = self._newton
-            out = min(out, np.sqrt(max(float(d0 @ kp.K @ d0), 0.0)) + rad)
+            out = min(out, dist(kp.alpha - d0) + rad)
         return float(out)
 
     def coef_bounds(self):
