@@ -76,9 +76,10 @@ from . import _ball
 __all__ = ["CurvatureRegion", "curvature_region", "removal_intervals", "CURVATURE_LOSSES"]
 
 CURVATURE_LOSSES = ("logistic", "squared_hinge")
-_EXACT_WORK = 4e6        # n p² up to which every training sample's interval is exact
+_EXACT_WORK = 4e6        # n p² up to which every training sample's interval is exact ...
+_EXACT_N = 1500          # ... and n up to which (beyond, the cached-Hessian intervals)
 _GUESS_MARGINS = (0.25, 1.0, 3.0)
-_BLOCK_EIG = 300
+_BLOCK_EIG = 150
 _RECENTER = 2            # re-centrings of the exact-interval regions at their Newton point         # largest block of curvature-free samples bounded by its eigenvalue
 _MAX_REFINE = 8
 _REFINE_GAIN = 0.02      # stop refining when the H-radius shrinks by less than this
@@ -375,7 +376,7 @@ class _ExactSchedule:
             last = size
         return best, best_size, valid
 
-    def solve(self):
+    def solve(self, recenter=True):
         """``(expansion point, (ellipsoid, Newton ball))`` of the last valid intervals (either
         region may be None); the expansion point is this object or a re-centred copy."""
         valid = self.ball_iv()
@@ -388,7 +389,7 @@ class _ExactSchedule:
         here = self
         # re-centre at the Newton ball's center β̃ (Okumura et al. Thm 6 around β̃, with
         # the exact gradient ∇P₂(β̃)), while that shrinks the intervals
-        for _ in range(_RECENTER):
+        for _ in range(_RECENTER if recenter else 0):
             if best[1] is None:
                 break
             rc = here.recentered(best[1][0])
@@ -587,7 +588,7 @@ class _LinearCheap(_LinearBase):
         ell = self.factor(Ht)
         return ell, (None if ell is None else self.ell_dev(ell, low))
 
-    def solve(self):
+    def solve(self, recenter=True):
         valid = self.ball_dev()
         # guess and verify with the ellipsoid of the curvature at β₁
         ell, guess = self._region(0.0)
@@ -627,17 +628,18 @@ class CurvatureRegion:
 
     kind = "curvature"
 
-    def __init__(self, sens, mode="auto"):
+    def __init__(self, sens, mode="auto", recenter=True):
         self._sens = sens
         if mode not in ("auto", "exact", "cheap"):
             raise ValueError(f"mode must be 'auto', 'exact' or 'cheap', got {mode!r}")
         prob = sens._prob
         n, p = prob.n_samples, prob.coef.shape[0]
-        exact = mode == "exact" or (mode == "auto" and n * p * p <= _EXACT_WORK)
+        exact = mode == "exact" or (mode == "auto" and n <= _EXACT_N
+                                    and n * p * p <= _EXACT_WORK)
         lp0 = (_LinearExact if exact else _LinearCheap)(sens)
         self._store = sens._store
         self._beta1 = lp0.beta
-        lp, (self._ell, newton) = lp0.solve()
+        lp, (self._ell, newton) = lp0.solve(recenter)
         self._lp = lp
         if self._ell is not None:
             L, x, RH, _ = self._ell
@@ -775,7 +777,7 @@ def removal_intervals(z, t, u, coef, grad, C, loss, *, Phi=None, K=None):
     return ex.final_iv
 
 
-def curvature_region(sens, mode="auto"):
+def curvature_region(sens, mode="auto", recenter=True):
     """The curvature-aware region of a :class:`~deltafit.sensitivity.Sensitivity`'s pending
     change (logistic or squared-hinge loss; ValueError otherwise).
 
@@ -784,12 +786,18 @@ def curvature_region(sens, mode="auto"):
     sens : Sensitivity
     mode : {"auto", "exact", "cheap"}
         Linear models: every training sample's exact score interval (``"exact"``), the cheap
-        intervals of the stored Hessian's norm (``"cheap"``), or by problem size.
+        intervals of the stored Hessian's norm (``"cheap"``), or by problem size (exact for
+        ``n ≤ 1500`` and ``n p² ≤ 4·10⁶``).
+    recenter : bool
+        Exact intervals: re-centre (at most twice) at the Newton ball's center with the exact
+        gradient there (Okumura et al. Thm 6) — an O(n p) (kernel O(n²)) gradient each, after
+        which the region is nearly the exact retrained model; False stops at the regions
+        around β₁.
     """
     _check_loss(sens._loss)
     sens._check_model()
     if sens._prob.kernel:
         from ._curvature_kernel import KernelCurvatureRegion
 
-        return KernelCurvatureRegion(sens)
-    return CurvatureRegion(sens, mode)
+        return KernelCurvatureRegion(sens, recenter)
+    return CurvatureRegion(sens, mode, recenter)

@@ -171,13 +171,13 @@ class KernelCurvatureRegion:
 
     kind = "curvature"
 
-    def __init__(self, sens):
+    def __init__(self, sens, recenter=True):
         self._store = sens._store
         kp0 = _KernelExact(sens)
         self._alpha1, self._K = kp0.alpha, kp0.K
         self._C1, self._C2, self._R = kp0.C1, kp0.C2, kp0.R_ball
         self._ball_dist = kp0.rnorm + kp0.R_ball
-        self._kp, (self._ell, self._newton) = kp0.solve()
+        self._kp, (self._ell, self._newton) = kp0.solve(recenter)
 
     def _ball(self, X):
         st = self._store
