@@ -3,7 +3,7 @@
 
 Each case (``tests/curvature_cases.py``, the generator the unit tests run 200 of) draws a small
 binary problem — logistic or squared hinge; linear (interval modes auto / exact / cheap) or RBF
-kernel; intercept on or off; sample weights or not — fits it to ``‖∇J‖ ≤ 1e-13`` relative,
+kernel; re-centred at the Newton point or not; intercept on or off; sample weights or not — fits it to ``‖∇J‖ ≤ 1e-13`` relative,
 applies a random mix of hypothetical removals, additions, relabels and reweights (``C_new ≠ C``
 in a quarter of the cases), builds ``curvature_region`` and refits the changed data from
 scratch.  A violation is a refit decision value (training, added and random rows), coefficient
@@ -52,7 +52,7 @@ def main(argv=None):
                 continue
             n += 1
             kinds[(case["loss"], "kernel" if case["kernel"] else "linear",
-                   case["mode"])] += 1
+                   case["mode"], "re-centred" if case["recenter"] else "around beta1")] += 1
             worst, worst_out = max(worst, r["violation"]), max(worst_out, r["outside_ball"])
             if r["ball_width"] > 0:
                 gains.append(r["width"] / r["ball_width"])

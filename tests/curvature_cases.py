@@ -5,7 +5,7 @@ Shared by ``tests/test_sensitivity_curvature.py`` (a few hundred cases under hyp
 problem (logistic or squared hinge; linear or RBF kernel; intercept on or off; weights or
 not), fits it, applies a random mix of hypothetical removals, additions, relabels and
 reweights (with ``C_new ≠ C`` now and then) to a :class:`deltafit.sensitivity.Sensitivity`,
-builds the curvature region, and refits the changed data from scratch: the reference.
+builds the curvature region (re-centred at its Newton point or not), and refits the changed data from scratch: the reference.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ def draw_case(seed):
         "weighted": bool(rng.random() < 0.3),
         "C_new": bool(rng.random() < 0.25),
         "mode": str(rng.choice(["auto", "exact", "cheap"])) if not kernel else "auto",
+        "recenter": bool(rng.random() < 0.5),
     }
 
 
@@ -88,7 +89,7 @@ def run_case(case):
     X2 = np.vstack([X[keep], Xa])
     y2 = np.concatenate([y2[keep], ya])
     w2 = np.concatenate([w2[keep], wa])
-    region = curvature_region(s, mode=case["mode"])
+    region = curvature_region(s, mode=case["mode"], recenter=case.get("recenter", True))
     ref = clone(model)
     if C2 is not None:
         ref.set_params(C=C2)
