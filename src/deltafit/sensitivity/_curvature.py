@@ -1,4 +1,5 @@
-"""Curvature-aware certified regions: an ellipsoid that uses the loss's curvature.
+"""Curvature-aware certified regions: an ellipsoid and a Newton ball that use the loss's
+curvature.
 
 The published ball (Okumura et al., "Quick sensitivity analysis for incremental data
 modification and its application to leave-one-out CV in linear classification problems",
@@ -33,9 +34,25 @@ downdates, samples whose interval breaks the ratio are corrected one by one.  Fo
 logistic loss ``log ℓ''`` is 1-Lipschitz (``|(log σ(z)σ(−z))'| = |σ(−z) − σ(z)| < 1``), so
 ``c_i ≥ ℓ''_i e^{−Δ_i}``.
 
-Iteration.  Start from the ball of Thm 1 (it contains β₂): its score intervals give ``c_i`` and
-an ellipsoid E₁ ∋ β₂; E₁'s narrower intervals give larger ``c_i`` and E₂ ∋ β₂, and so on; every
-``Δ_i`` kept is the smallest any valid region gave.
+Secant form (the exact-interval regions).  Sharper than the minimum of ``ℓ''`` over the hull:
+``∇P₂(β₁) − ∇P₂(β₂) = H̄ (β₁ − β₂)`` holds exactly with the secant matrix
+``H̄ = I + C₂ Σ w'_i c̄_i Φ_iΦ_iᵀ``, ``c̄_i`` the secant slope of ``ℓ'`` between ``z_i(β₁)`` and
+``z_i(β₂)`` (:func:`secant_range` bounds it from an interval for ``z_i(β₂)`` alone).  Any
+``H ⪯ H̄`` gives E (``⟨g, d⟩ = dᵀH̄d ≥ ‖d‖²_H``).
+
+Newton ball (a second-order certificate).  With ``c̄_i ∈ [lo_i, hi_i]``, ``M = I + C₂ Σ w'_i
+m_i Φ_iΦ_iᵀ`` (``m_i`` the midpoint), ``H_lo ⪯ H̄`` (the lower ends) and ``d₀ = M⁻¹g``:
+``H̄(d − d₀) = (M − H̄) d₀ = Σ_i C₂ w'_i (m_i − c̄_i) s_i Φ_i`` with ``s_i = ⟨Φ_i, d₀⟩``, so
+``‖d − d₀‖_{H_lo} ≤ ‖d − d₀‖_{H̄} ≤ ‖Σ_i e_i Φ_i‖_{H_lo⁻¹}``, ``|e_i| ≤ C₂ w'_i (hi_i − lo_i)/2
+|s_i|`` (bounded by :func:`newton_radius`): β₂ lies in a ball of radius quadratic in the change
+around the Newton point ``β₁ − d₀``.
+
+Iteration.  Start from the ball of Thm 1 (it contains β₂): its score intervals give the
+curvature bounds, hence E₁ and N₁ ∋ β₂; their narrower intervals give better bounds, and so on;
+every interval kept is the intersection of all valid ones.  Re-centring (exact intervals): at
+the Newton point β̃ the exact gradient ``∇P₂(β̃)`` (every D₂ sample is at hand, O(n p)) gives
+Okumura et al.'s Thm 6 ball around β̃ and the same regions expanded at β̃ (``z_i(β̃)`` for
+``z_i(β₁)``, rounding of the gradient as the residual).
 
 Guess and verify (how the iteration gets off the ground when the ball is too wide for any
 curvature).  Let ``K = {β : |z_i(β) − z_i(β₁)| ≤ Δ_i}`` for any ``Δ ≥ 0`` (convex, ∋ β₁), ``H``
@@ -44,8 +61,13 @@ interior of K (every score deviation over E is strictly below its ``Δ_i``), the
 ``β̂ = argmin_K P₂`` satisfies ``⟨∇P₂(β̂), β₁ − β̂⟩ ≥ 0`` (optimality over K ∋ β₁) and
 ``⟨∇P₂(β₁) − ∇P₂(β̂), β₁ − β̂⟩ ≥ ‖β₁ − β̂‖²_H`` (K convex), so ``⟨g, β₁ − β̂⟩ ≥ ‖β₁ − β̂‖²_H``
 and β̂ ∈ E ⊂ int K; a minimiser of the convex P₂ over K in K's interior is its global
-minimiser, β̂ = β₂.  The guess is the ellipsoid of ``H`` with ``c_i = ℓ''_i(β₁)`` widened by a
-margin; if the check fails the iteration starts from the ball.
+minimiser, β̂ = β₂.  The Newton ball is verified by a homotopy: the problems
+``P^s = P₂ − (1 − s)⟨g, ·⟩`` (s ∈ [0, 1]) have ``∇P^s(β₁) = s g``, minimisers β^s continuous
+in s with β⁰ = β₁, and the same secant matrices; their Newton balls, whose score deviations
+are s times those of N₁, lie in int K whenever N₁ does (K's intervals contain ``z_i(β₁)``).
+The set of s with β^s ∈ K is closed, contains 0, and is open (β^s ∈ K puts β^s in its Newton
+ball, inside int K), so it is [0, 1]: β₂ ∈ N₁.  The guess is the region of the curvature at
+β₁ widened by a margin; if the check fails the iteration starts from the ball.
 
 Solver residual.  The stored β₁ is not the exact optimum of P₁: ``∇P₂(β₁) = g₀ + ρ e`` with
 ``g₀ = (1 − ρ)β₁ + C₂ Δg`` known and ``e = ∇P₁(β₁)``, ``‖e‖ ≤ ε`` (the certified residual).
@@ -55,7 +77,7 @@ Since ``H ⪰ I``, ``‖e‖_{H⁻¹} ≤ ε``, and E(g₀ + ρe) lies in the el
 Every region is intersected with the ball: the bounds returned are never wider than Thm 1's.
 Linear models work in the eigenbasis of the stored Hessian ``H₀ = VΛVᵀ`` (computed once per
 model version, :meth:`deltafit.models.FittedProblem.cached`).  Small problems
-(``n p² ≤ 4·10⁶``) take every sample's exact interval; large ones take the cheap intervals of
+(``n ≤ 1500``, ``n p² ≤ 4·10⁶``) take every sample's exact interval; large ones take the cheap intervals of
 the H₀-ball ``K_τ = {‖β − β₁‖_{H₀} ≤ τ}``: ``Δ_i = q_i τ`` with ``q_i = ‖Φ_i‖_{H₀⁻¹}`` (cached),
 a scalar κ for the bulk of the samples and per-sample corrections only for the changed
 samples and the few whose interval breaks κ — a what-if then costs ``O(k p² + p³)``, not
