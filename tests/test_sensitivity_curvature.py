@@ -283,3 +283,19 @@ def test_bad_input_and_cache(breast_cancer):
     ref = clone(m).fit(np.delete(X[:60], [0, 5], axis=0), np.delete(y[:60], [0, 5]))
     lo, hi = curvature_region(s2).decision_bounds(X[60:90])
     assert _contains(lo, hi, ref.decision_function(X[60:90])) <= TOL
+
+
+def test_large_kernel_what_if_falls_back_to_the_ball(monkeypatch, breast_cancer):
+    """Beyond the kernel form's size limit the region is the ball itself (same bounds)."""
+    from deltafit.sensitivity import _curvature_kernel
+
+    X, y = breast_cancer
+    m = deltafit.KernelClassifier(loss="logistic", C=1.0, gamma=0.5).fit(X[:80], y[:80])
+    s = deltafit.sensitivity(m).remove([0, 1])
+    monkeypatch.setattr(_curvature_kernel, "_MAX_POINTS", 50)
+    reg = curvature_region(s)
+    lo, hi = reg.decision_bounds(X[80:120])
+    blo, bhi = s.decision_bounds(X[80:120])
+    np.testing.assert_allclose(lo, blo, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(hi, bhi, rtol=1e-12, atol=1e-12)
+    assert reg.distance_bound() == pytest.approx(s.distance_bound(), rel=1e-12)

@@ -750,6 +750,36 @@ class CurvatureRegion:
         return lo, hi
 
 
+class BallRegion:
+    """The ball of Thm 1 in the region interface, computed from the what-if's store (a kernel
+    what-if too large for the kernel form of the curvature region)."""
+
+    kind = "curvature"
+
+    def __init__(self, sens):
+        self._store = sens._store
+        self._C1, self._C2 = sens._C1, sens._C2(sens.n_new)
+        _, rnorm = self._store.half_gradient(self._C1, self._C2)
+        self._rnorm = rnorm
+        self._R = _ball.certified_radius(rnorm, C1=self._C1, C2=self._C2, residual=sens._eps)
+
+    def center_decision(self, X):
+        return self._store.center_scores(np.asarray(X, dtype=np.float64), self._C1, self._C2)
+
+    def decision_bounds(self, X):
+        X = np.asarray(X, dtype=np.float64)
+        s = self._store.center_scores(X, self._C1, self._C2)
+        e = np.sqrt(np.maximum(self._store.sq_norms(X), 0.0)) * self._R
+        return s - e, s + e
+
+    def distance_bound(self):
+        return self._rnorm + self._R
+
+    def coef_bounds(self):
+        raise ValueError("coef_bounds needs a linear model (explicit coefficients); for kernel "
+                         "models use decision_bounds")
+
+
 def removal_intervals(z, t, u, coef, grad, C, loss, *, Phi=None, K=None):
     """Certified intervals of every sample's score after a change, from arrays (the
     exact-gradient form used by cross-validation).
@@ -819,7 +849,10 @@ def curvature_region(sens, mode="auto", recenter=True):
     _check_loss(sens._loss)
     sens._check_model()
     if sens._prob.kernel:
-        from ._curvature_kernel import KernelCurvatureRegion
+        from ._curvature_kernel import KernelCurvatureRegion, _TooLarge
 
-        return KernelCurvatureRegion(sens, recenter)
+        try:
+            return KernelCurvatureRegion(sens, recenter)
+        except _TooLarge:
+            return BallRegion(sens)
     return CurvatureRegion(sens, mode, recenter)

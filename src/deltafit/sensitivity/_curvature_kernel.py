@@ -15,7 +15,8 @@ curvature matrix is ``H = I + Σ_j D_j Φ_jΦ_jᵀ`` with ``D ≥ 0``.  By the p
     ‖Φ(x)‖²_{H⁻¹} = k(x, x) − ‖L⁻¹ D^{½} k_T(x)‖²          (M = L Lᵀ),
 
 exact for any x (the part of Φ(x) outside the span sees ``H = I``).  A region costs
-``O(|T|³)`` per step (a Cholesky factorisation of M and a triangular solve with ``D^{½}K``).
+``O(|T|³)`` per step (a Cholesky factorisation of M and a triangular solve with ``D^{½}K``);
+beyond 2,500 points :func:`~deltafit.sensitivity._curvature.curvature_region` returns the ball.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from ..kernels import kernel_diagonal, kernel_rows
 from ._curvature import _SAFE, _ExactSchedule, newton_radius
 
 __all__ = ["KernelCurvatureRegion"]
+
+_MAX_POINTS = 2500   # |T| beyond which the region is the ball (O(|T|³) per step)
 
 
 class _KernelExact(_ExactSchedule):
@@ -164,6 +167,10 @@ class _KernelExact(_ExactSchedule):
         return d0, rad, self._region(-s, rad * qh)
 
 
+class _TooLarge(Exception):
+    """More points than the kernel form handles at a what-if's cost."""
+
+
 class KernelCurvatureRegion:
     """The curvature-aware region of a kernel model's what-if: ellipsoid and Newton ball in
     the expansion over the training and added points, intersected with the ball of Thm 1
@@ -173,6 +180,9 @@ class KernelCurvatureRegion:
 
     def __init__(self, sens, recenter=True):
         self._store = sens._store
+        prob = sens._prob
+        if prob.n_samples + sens.n_added > _MAX_POINTS:
+            raise _TooLarge
         kp0 = _KernelExact(sens)
         self._alpha1, self._K = kp0.alpha, kp0.K
         self._C1, self._C2, self._R = kp0.C1, kp0.C2, kp0.R_ball

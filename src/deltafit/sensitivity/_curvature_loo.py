@@ -24,7 +24,8 @@ most ``s ‖Φ_i‖_{H_lo,t⁻¹} ‖g‖_{H_lo,t⁻¹} ≤ s ‖Φ_i‖_{B_lo�
 ``T_t = (C|γ_t| sqrt(s_hi) + ε) / sqrt(1 − C w_t c_lo,t q_t)``, so t is certified when
 ``‖Φ_i‖_{B_lo⁻¹} T_t < Δ_i`` for every ``i ≠ t``.  A few levels τ are tried (one pair of
 factorisations each); samples no level certifies keep the ball's interval, and every interval
-is intersected with the ball's.
+is intersected with the ball's.  Beyond ``n³ = 3·10¹⁰`` (kernel) or ``n p² = 3·10¹⁰`` (linear)
+the balls are kept.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from ._curvature import _SAFE, secant_range
 
 __all__ = ["KernelSpace", "LinearSpace", "curvature_loo_bounds"]
 
+_MAX_WORK = 3e10            # n³ (kernel) or n p² (linear) beyond which the balls are kept
 _LEVELS = (0.5, 0.9, 1.0)   # quantiles of the first guess of T_t over the changing samples
 _MARGIN = 0.5
 
@@ -45,6 +47,7 @@ class LinearSpace:
 
     def __init__(self, Phi):
         self.Phi = np.asarray(Phi, dtype=np.float64)
+        self.work = float(self.Phi.shape[0]) * self.Phi.shape[1] ** 2
 
     def qnorms(self, D):
         Phi = self.Phi
@@ -64,6 +67,7 @@ class KernelSpace:
 
     def __init__(self, K):
         self.K = np.asarray(K, dtype=np.float64)
+        self.work = float(self.K.shape[0]) ** 3
 
     def qnorms(self, D):
         K = self.K
@@ -110,6 +114,8 @@ def curvature_loo_bounds(space, z, t, w, gamma, C, eps, loss):
     n = z.shape[0]
     lo_out = np.full(n, np.nan)
     hi_out = np.full(n, np.nan)
+    if space.work > _MAX_WORK:  # a few factorisations would cost more than the refits saved
+        return lo_out, hi_out
     h0 = loss.d2(t, z)
     q0 = space.qnorms(C * w * h0)
     if q0 is None:
