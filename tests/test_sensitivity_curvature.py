@@ -230,10 +230,11 @@ def test_loo_and_kfold_screening_switch(breast_cancer):
     for r in res.values():
         np.testing.assert_array_equal(r.y_pred, brute.y_pred)
     assert res["auto"].n_refits < res["sphere"].n_refits
-    kb = cross_validate(est, X, y, cv=5, method="refit")
-    for region in ("sphere", "curvature"):
-        kr = cross_validate(est, X, y, cv=5, method="bounds", region=region)
-        np.testing.assert_array_equal(kr.y_pred, kb.y_pred)
+    for e in (est, deltafit.LinearClassifier(loss="logistic", C=1.0)):
+        kb = cross_validate(e, X, y, cv=5, method="refit")
+        for region in ("sphere", "curvature"):
+            kr = cross_validate(e, X, y, cv=5, method="bounds", region=region)
+            np.testing.assert_array_equal(kr.y_pred, kb.y_pred)
 
 
 def test_removal_intervals_linear_against_refit(breast_cancer):

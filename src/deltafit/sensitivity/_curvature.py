@@ -806,6 +806,7 @@ def removal_intervals(z, t, u, coef, grad, C, loss, *, Phi=None, K=None):
         ex = _LinearExact.__new__(_LinearExact)
         p = Phi.shape[1]
         ex.V, ex.lam, ex.psi = np.eye(p), np.ones(p), np.asarray(Phi, dtype=np.float64)
+        ex.beta = np.asarray(coef, dtype=np.float64)
         ex.g = np.asarray(grad, dtype=np.float64)
         ex.r = 0.5 * ex.g
         ex.rnorm = float(np.linalg.norm(ex.r))
