@@ -208,7 +208,7 @@ def run_tightness_dataset(name, X, y, source, args, rng, C=1.0, ks=("n", "n/10",
     log(f"tightness {name} (C={C:g}): n={n}, d={d}, fit {fit_s:.2f}s, {info['n_support']} "
         f"support vectors, mean off-diagonal k = {off.mean():.2g}")
 
-    s = deltafit.sensitivity(m)
+    s = deltafit.sensitivity(m, method="sphere")  # the papers' ball
     perm = rng.permutation(n)
     rows, ratios, loo_scores = [], {}, None
     all_ks = {"n": ("k=n (LOO)", n), "n/10": ("k=n/10", max(1, n // 10)),
@@ -482,7 +482,7 @@ def timed_batch(fn, repeats):
 
 
 def bounds_once(m, rem, Xa, ya):
-    s = deltafit.sensitivity(m, C_new="mean")
+    s = deltafit.sensitivity(m, C_new="mean", method="sphere")
     s.remove(rem)
     s.add(Xa, ya)
     dist = s.distance_bound()
@@ -598,6 +598,216 @@ def run_speed(args):
         rows += r
         gc.collect()
     return {"problems": problems, "rows": rows}
+
+
+# =========================================================================== curvature (issue 16)
+CURV_KS = (1, 10, 40)
+CURV_GAMMAS = (0.001, 0.01, 0.1, 1.0, 10.0)
+
+
+def _curv_breast_cancer_split(seed):
+    """Breast cancer, standardised with the training statistics, a 70/30 split."""
+    from sklearn.datasets import load_breast_cancer as sk_bc
+
+    X, y = sk_bc(return_X_y=True)
+    idx = np.random.default_rng(seed).permutation(len(y))
+    k = int(0.7 * len(y))
+    tr, te = idx[:k], idx[k:]
+    mu, sd = X[tr].mean(axis=0), X[tr].std(axis=0)
+    return (X[tr] - mu) / sd, y[tr], (X[te] - mu) / sd, y[te]
+
+
+def run_tightness_curvature(args):
+    """Width / |true change| and the share of certified test labels, ball vs curvature region,
+    after removing k random training samples (the table of issue 16)."""
+    from sklearn.base import clone
+
+    from deltafit.sensitivity._curvature import curvature_region
+
+    reps = 4 if args.quick else args.curv_reps
+    Xtr, ytr, Xte, _ = _curv_breast_cancer_split(args.seed)
+    rows, viol = [], 0
+    rng = np.random.default_rng(args.seed + 16)
+    for loss in ("logistic", "squared_hinge"):
+        m = deltafit.LinearClassifier(loss=loss, C=1.0, tol=1e-12).fit(Xtr, ytr)
+        d1 = m.decision_function(Xte)
+        for k in CURV_KS:
+            acc = {"ball": ([], [], []), "curvature": ([], [], []),
+                   "around_beta1": ([], [], [])}
+            times = []
+            for _ in range(reps):
+                ids = rng.choice(np.asarray(m.sample_ids_), k, replace=False)
+                s = deltafit.sensitivity(m).remove(ids)
+                sec, reg = timed(lambda: curvature_region(s))  # noqa: B023
+                times.append(sec)
+                keep = np.ones(len(ytr), dtype=bool)
+                keep[ids] = False
+                d2 = clone(m).fit(Xtr[keep], ytr[keep]).decision_function(Xte)
+                change = np.abs(d2 - d1)
+                moved = change > 1e-9
+                reg1 = curvature_region(s, recenter=False)
+                for name, (lo, hi) in (("ball", s.decision_bounds(Xte)),
+                                       ("curvature", reg.decision_bounds(Xte)),
+                                       ("around_beta1", reg1.decision_bounds(Xte))):
+                    scale = 1.0 + np.abs(d2)
+                    viol += int(np.sum((lo - d2 > 1e-7 * scale) | (d2 - hi > 1e-7 * scale)))
+                    ratio, certified, pooled = acc[name]
+                    if moved.any():
+                        ratio.append(float(np.median((hi - lo)[moved] / change[moved])))
+                        pooled.extend(((hi - lo)[moved] / change[moved]).tolist())
+                    certified.append(float(np.mean((lo > 0) | (hi <= 0))))
+            row = {"loss": loss, "k": k, "repeats": reps,
+                   "curvature_median_s": float(np.median(times))}
+            for name, (ratio, certified, pooled) in acc.items():
+                row[f"{name}_ratio_median"] = float(np.median(ratio)) if ratio else None
+                row[f"{name}_ratio_pooled_median"] = float(np.median(pooled)) if pooled else None
+                row[f"{name}_certified"] = float(np.mean(certified))
+            rows.append(row)
+            log(f"curvature tightness {loss} k={k}: ratio ball {row['ball_ratio_median']} "
+                f"curv {row['curvature_ratio_median']}, certified ball "
+                f"{row['ball_certified']:.1%} curv {row['curvature_certified']:.1%}")
+    return {"data": "sklearn breast_cancer, standardised (training statistics), 70/30 split, "
+                    "LinearClassifier(C=1, tol=1e-12); k random training samples removed; "
+                    "width / |true change| per test point, median over the test points with a "
+                    "change > 1e-9, then the median over the repeats",
+            "rows": rows, "violations": viol}
+
+
+def run_table2(args):
+    """Sivan et al. Table 2 protocol: squared hinge, RBF, C = 1, no intercept; the share of
+    leave-one-out samples whose label the bounds leave undecided (a refit), per γ."""
+    from sklearn.base import clone
+
+    from deltafit.sensitivity import loo_bounds
+
+    X_bc, y_bc = load_breast_cancer()
+    X_dg, y_dg = load_digits_even_odd()
+    sub = np.random.default_rng(args.seed + 2).choice(len(y_dg), 208, replace=False)
+    sets = [("breast_cancer", X_bc, y_bc),
+            ("digits_even_odd (208 random rows: sonar is not bundled)", X_dg[sub], y_dg[sub])]
+    if args.quick:
+        sets = [(n, X[:120], y[:120]) for n, X, y in sets]
+    rows = []
+    rng = np.random.default_rng(args.seed + 3)
+    for name, X, y in sets:
+        for g in CURV_GAMMAS:
+            m = deltafit.KernelClassifier(loss="squared_hinge", C=1.0, kernel="rbf", gamma=g,
+                                          fit_intercept=False, tol=1e-12).fit(X, y)
+            t_s, (slo, shi) = timed(lambda: loo_bounds(m, method="sphere"))  # noqa: B023
+            t_c, (clo, chi) = timed(lambda: loo_bounds(m, method="curvature"))  # noqa: B023
+            ds, dc = (slo > 0) | (shi <= 0), (clo > 0) | (chi <= 0)
+            # validity: exact leave-one-out refits of a random subset
+            check = rng.choice(len(y), min(args.table2_checks, len(y)), replace=False)
+            viol = 0
+            for i in check:
+                keep = np.arange(len(y)) != i
+                d = clone(m).fit(X[keep], y[keep]).decision_function(X[i:i + 1])[0]
+                viol += int(d < clo[i] - 1e-7 * (1 + abs(d)) or d > chi[i] + 1e-7 * (1 + abs(d)))
+            rows.append({"data": name, "n": int(len(y)), "gamma": g,
+                         "refit_share_sphere": float(1 - ds.mean()),
+                         "refit_share_curvature": float(1 - dc.mean()),
+                         "t_sphere_s": t_s, "t_curvature_s": t_c,
+                         "checked_refits": int(check.size), "violations": viol})
+            log(f"table2 {name} gamma={g}: refits sphere {1 - ds.mean():.1%} curvature "
+                f"{1 - dc.mean():.1%} ({t_c:.1f}s), violations {viol}/{check.size}")
+    return {"rows": rows}
+
+
+def run_curvature_speed(args):
+    """A curvature what-if vs the exact warm-started update, 50k x 100 logistic (the speed
+    problem): the first what-if of a model version (it builds the cached Hessian
+    eigendecomposition) and later ones (min over repeats)."""
+    import copy as _copy
+
+    from deltafit.sensitivity._curvature import curvature_region
+
+    n, p = (5000, 20) if args.quick else (50000, 100)
+    X, y, Xt, Xp, yp = synthetic_linear(n, p, 2000 if args.quick else 10000,
+                                        max(FIXED_HALF, int(0.005 * n)), args.seed + 10)
+    m = deltafit.LinearClassifier(loss="logistic", C=1.0 / (LAMBDA * n),
+                                  fit_intercept=True).fit(X, y)
+    rng = np.random.default_rng(args.seed + 5)
+    rows = []
+    changes = [(f"{100 * f:g}%", max(1, int(round(f * n / 2)))) for f in FRACTIONS]
+    changes.append((f"fixed {2 * FIXED_HALF}", FIXED_HALF))
+    first = True
+    for label, half in changes:
+        rem = np.sort(rng.choice(np.asarray(m.sample_ids_), half, replace=False))
+        Xa, ya = c64(Xp[:half]), np.asarray(yp[:half])
+
+        def whatif():
+            s = deltafit.sensitivity(m, C_new="mean")
+            s.remove(rem)
+            s.add(Xa, ya)
+            reg = curvature_region(s)
+            return s, reg, reg.distance_bound(), reg.coef_bounds()
+
+        t_first = timed(whatif)[0] if first else None
+        first = False
+        tw, (s, reg, _, _) = timed_batch(whatif, args.curv_repeats)
+        tb, _ = timed_batch(lambda: bounds_once(m, rem, Xa, ya), args.curv_repeats)  # noqa: B023
+        tu = []
+        for _ in range(args.repeats):
+            m2 = _copy.deepcopy(m)
+            gc.collect()
+            sec, _ = timed(lambda: m2.update(X_add=Xa, y_add=ya, remove_ids=rem))  # noqa: B023
+            tu.append(sec)
+        lo, hi = reg.decision_bounds(Xt)
+        blo, bhi = s.decision_bounds(Xt)
+        d2, d1 = m2.decision_function(Xt), m.decision_function(Xt)
+        viol = int(np.sum((lo - d2 > 1e-8) | (d2 - hi > 1e-8)))
+        ch = np.abs(d2 - d1)
+        mv = ch > 1e-12
+        row = {"change": label, "n_changed": 2 * half, "t_first_whatif_s": t_first,
+               "t_whatif_s": min(tw), "t_ball_s": min(tb), "t_update_s": min(tu),
+               "ratio_update_over_whatif": min(tu) / min(tw),
+               "certified_curvature": float(np.mean((lo > 0) | (hi <= 0))),
+               "certified_ball": float(np.mean((blo > 0) | (bhi <= 0))),
+               "ratio_width_change_curvature": float(np.median((hi - lo)[mv] / ch[mv])),
+               "ratio_width_change_ball": float(np.median((bhi - blo)[mv] / ch[mv])),
+               "violations": viol}
+        rows.append(row)
+        log(f"curvature speed {label}: what-if {row['t_whatif_s'] * 1e3:.2f} ms, update "
+            f"{row['t_update_s']:.3f}s: {row['ratio_update_over_whatif']:.0f}x")
+    return {"n": n, "p": p + 1, "rows": rows}
+
+
+def markdown_curvature(doc):
+    out = []
+    if "tightness_curvature" in doc:
+        res = doc["tightness_curvature"]
+        out += ["| loss | k | width / change: ball / around β₁ / re-centred | certified: ball / "
+                "around β₁ / re-centred | what-if (ms) |", "|---|---:|---:|---:|---:|"]
+        for r in res["rows"]:
+            out.append(f"| {r['loss']} | {r['k']} | {_f(r['ball_ratio_median'], '.3g')} / "
+                       f"{_f(r['around_beta1_ratio_median'], '.3g')} / "
+                       f"{_f(r['curvature_ratio_median'], '.3g')} | {r['ball_certified']:.1%} / "
+                       f"{r['around_beta1_certified']:.1%} / {r['curvature_certified']:.1%} | "
+                       f"{r['curvature_median_s'] * 1e3:.0f} |")
+        out += [f"violations: {res['violations']}", ""]
+    if "table2" in doc:
+        out += ["| data | γ | refits, sphere | refits, curvature | LOO bounds (s) | checked "
+                "| violations |", "|---|---:|---:|---:|---:|---:|---:|"]
+        for r in doc["table2"]["rows"]:
+            out.append(f"| {r['data']} | {r['gamma']:g} | {r['refit_share_sphere']:.1%} | "
+                       f"{r['refit_share_curvature']:.1%} | {r['t_curvature_s']:.2f} | "
+                       f"{r['checked_refits']} | {r['violations']} |")
+        out.append("")
+    if "curvature_speed" in doc:
+        res = doc["curvature_speed"]
+        out += [f"{res['n']} x {res['p']} logistic: | change | first what-if (ms) | what-if "
+                "(ms) | ball (ms) | update (s) | update / what-if | certified curv / ball "
+                "| width/change curv / ball | violations |",
+                "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for r in res["rows"]:
+            tf = "—" if r["t_first_whatif_s"] is None else f"{r['t_first_whatif_s'] * 1e3:.0f}"
+            out.append(f"| {r['change']} | {tf} | {r['t_whatif_s'] * 1e3:.2f} | "
+                       f"{r['t_ball_s'] * 1e3:.2f} | {r['t_update_s']:.3f} | "
+                       f"{r['ratio_update_over_whatif']:.0f}x | {r['certified_curvature']:.1%} / "
+                       f"{r['certified_ball']:.1%} | {r['ratio_width_change_curvature']:.3g} / "
+                       f"{r['ratio_width_change_ball']:.3g} | {r['violations']} |")
+        out.append("")
+    return "\n".join(out)
 
 
 # =========================================================================== output
@@ -805,9 +1015,19 @@ def markdown_squared(res):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--part", choices=("tightness", "speed", "squared", "all"), default="all",
-                    help="squared: issue 16's table for the squared loss (sphere vs exact), "
-                         "run only when named")
+    ap.add_argument("--part", choices=("tightness", "speed", "all", "squared",
+                                       "tightness-logistic", "table2", "curvature-speed",
+                                       "curvature"),
+                    default="all",
+                    help="'squared' (issue 16's table for the squared loss, sphere vs exact) and "
+                         "'curvature' (the three curvature parts of issue 16) run only when "
+                         "named; 'all' does not include them")
+    ap.add_argument("--curv-reps", type=int, default=20,
+                    help="random removals per k in --part tightness-logistic (default 20)")
+    ap.add_argument("--curv-repeats", type=int, default=30,
+                    help="timed what-ifs per change in --part curvature-speed (default 30)")
+    ap.add_argument("--table2-checks", type=int, default=40,
+                    help="exact leave-one-out refits checked per gamma in --part table2")
     ap.add_argument("--quick", action="store_true",
                     help="small problems: 150-sample tightness sets, 5k/20k x 20 speed problems")
     ap.add_argument("--out", help="write the JSON document here as well (and a .md, a .png)")
@@ -889,11 +1109,23 @@ def main(argv=None):
     if args.part == "squared":
         with thread_limit(args.threads or 1):  # small problems: one BLAS thread is fastest
             doc["squared"] = run_squared(args)
+    if args.part in ("tightness-logistic", "curvature"):
+        with thread_limit(args.loo_threads):
+            doc["tightness_curvature"] = run_tightness_curvature(args)
+    if args.part in ("table2", "curvature"):
+        with thread_limit(args.loo_threads):
+            doc["table2"] = run_table2(args)
+    if args.part in ("curvature-speed", "curvature"):
+        with thread_limit(args.threads):
+            doc["curvature_speed"] = run_curvature_speed(args)
     info["loadavg_end"] = loadavg()
     ok_t = doc.get("tightness", {}).get("all_valid", True)
-    ok_s = all(r["pass"] for r in doc.get("speed", {}).get("rows", []))
     ok_t = ok_t and doc.get("squared", {}).get("all_valid", True)
-    doc["all_valid"] = bool(ok_t and all(
+    ok_s = all(r["pass"] for r in doc.get("speed", {}).get("rows", []))
+    ok_c = (doc.get("tightness_curvature", {}).get("violations", 0) == 0
+            and all(r["violations"] == 0 for r in doc.get("table2", {}).get("rows", []))
+            and all(r["violations"] == 0 for r in doc.get("curvature_speed", {}).get("rows", [])))
+    doc["all_valid"] = bool(ok_t and ok_c and all(
         r["max_violation"] <= VIOLATION_TOL and not r["wrong_certified_labels"]
         for r in doc.get("speed", {}).get("rows", [])))
     doc["all_pass"] = bool(ok_t and ok_s)
@@ -916,6 +1148,8 @@ def main(argv=None):
     if "squared" in doc:
         md += ["Squared loss (issue 16): sphere vs exact what-ifs, breast cancer, C = 1", "",
                markdown_squared(doc["squared"]), ""]
+    if any(k in doc for k in ("tightness_curvature", "table2", "curvature_speed")):
+        md += ["Curvature-aware regions (issue 16)", "", markdown_curvature(doc)]
     md_text = "\n".join(md)
     print(text)
     print()

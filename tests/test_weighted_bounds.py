@@ -279,8 +279,12 @@ def test_weighted_loo_bounds_contain_the_weighted_refits(cancer, kind):
         f = _dec(r, Xtr[i:i + 1])
         _check_inside(lo[i:i + 1], hi[i:i + 1], f, r, Xtr[i:i + 1])
         _check_inside(zlo[i:i + 1], zhi[i:i + 1], f, r, Xtr[i:i + 1])
-    # a zero-weight sample's left-out model is the model: its interval is the allowance only
-    assert hi[0] - lo[0] == pytest.approx(2 * m.grad_norm_ * _norms(m, Xtr[:1])[0], abs=1e-12)
+    # a zero-weight sample's left-out model is the model: its ball interval is the allowance
+    # only (the curvature-aware interval of the default method is no wider)
+    slo, shi = loo_bounds(m, method="sphere")
+    assert shi[0] - slo[0] == pytest.approx(2 * m.grad_norm_ * _norms(m, Xtr[:1])[0],
+                                            abs=1e-12)
+    assert hi[0] - lo[0] <= shi[0] - slo[0] + 1e-15
 
 
 @pytest.mark.parametrize("kind", ["linear", "kernel"])

@@ -203,7 +203,7 @@ def fit_full(estimator, X, y, feature_map=None, sample_weight=None):
 
 
 def evaluate(estimator, X, y, splits, method, *, n_jobs=None, progress=False, order="natural",
-             stop=None, model=None, desc=None, sample_weight=None):
+             stop=None, model=None, desc=None, sample_weight=None, region="auto"):
     """Run one cross-validation; see the module docstring.
 
     Parameters
@@ -229,6 +229,12 @@ def evaluate(estimator, X, y, splits, method, *, n_jobs=None, progress=False, or
         brute-force refit and the warm refits of the bound methods — solves the weighted
         problem over its training samples; the scores are unweighted (scikit-learn's
         ``cross_validate`` with ``params={"sample_weight": w}``).
+    region : {"auto", "sphere", "curvature"}
+        The screening region of the bound methods: ``"sphere"``, the published balls
+        (Okumura et al. Thm 1 / Cor. 5, Sivan et al. Thm 1); ``"curvature"``, the
+        curvature-aware regions for the logistic and squared-hinge losses, intersected with
+        the balls (:mod:`deltafit.sensitivity._curvature`); ``"auto"``, curvature for
+        leave-one-out and the balls for other splits.
 
     Returns
     -------
@@ -237,6 +243,8 @@ def evaluate(estimator, X, y, splits, method, *, n_jobs=None, progress=False, or
     t0 = time.perf_counter()
     if order not in ("natural", "margin"):
         raise ValueError(f"order must be 'natural' or 'margin', got {order!r}")
+    if region not in ("auto", "sphere", "curvature"):
+        raise ValueError(f"region must be 'auto', 'sphere' or 'curvature', got {region!r}")
     n = X.shape[0]
     clf = is_classifier(estimator)
     fmap = fitted_feature_map(estimator, X) if model is None else None
@@ -264,6 +272,8 @@ def evaluate(estimator, X, y, splits, method, *, n_jobs=None, progress=False, or
         if model is None:
             model = fit_full(estimator, X, y, fmap, sample_weight)
         prob = problem_of(model)
+        for p in getattr(prob, "probs", [prob]):
+            p.region = region
         if n_classes and not isinstance(prob, OneVsRestProblem):
             raise ValueError(f"y has {n_classes} classes but the model has "
                              f"{model.classes_.size}")

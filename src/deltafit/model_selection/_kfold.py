@@ -23,7 +23,7 @@ def make_splits(cv, X, y, estimator, groups=None):
 
 
 def cross_validate(estimator, X, y, *, cv=5, groups=None, method="auto", n_jobs=None,
-                   progress=False, order="natural", sample_weight=None):
+                   progress=False, order="natural", sample_weight=None, region="auto"):
     """Cross-validation over any scikit-learn splitter, with exact fast methods.
 
     Each split removes the samples outside its training set from the model fitted on all of
@@ -61,6 +61,11 @@ def cross_validate(estimator, X, y, *, cv=5, groups=None, method="auto", n_jobs=
     sample_weight : array-like of shape (n_samples,), optional
         Weights of the fit: each split's model is the weighted fit on its training samples
         (see :func:`~deltafit.model_selection.loo`); the scores are unweighted.
+    region : {"auto", "sphere", "curvature"}
+        The bound methods' screening region: the published removal ball (``"sphere"``, and
+        ``"auto"``) or, for the logistic and squared-hinge losses, the curvature-aware region
+        of each fold intersected with it (``"curvature"``; :mod:`deltafit.sensitivity._curvature`;
+        a few O(n³) kernel / O(n p²) linear factorisations per fold).
 
     Returns
     -------
@@ -92,4 +97,4 @@ def cross_validate(estimator, X, y, *, cv=5, groups=None, method="auto", n_jobs=
     method = resolve_method(method, estimator, loo=False)
     splits = make_splits(cv, X, y, estimator, groups)
     return evaluate(estimator, X, y, splits, method, n_jobs=n_jobs, progress=progress,
-                    order=order, desc="folds", sample_weight=sample_weight)
+                    order=order, desc="folds", sample_weight=sample_weight, region=region)

@@ -10,7 +10,7 @@ __all__ = ["loo", "alo"]
 
 
 def loo(estimator, X, y, *, method="auto", n_jobs=None, progress=False, order="natural",
-        sample_weight=None):
+        sample_weight=None, region="auto"):
     """Leave-one-out cross-validation, exact unless ``method="alo"``.
 
     Parameters
@@ -54,6 +54,11 @@ def loo(estimator, X, y, *, method="auto", n_jobs=None, progress=False, order="n
         weighted leverage ``h_t = w_t Φ_tᵀ(ΦᵀWΦ + ρI)⁻¹Φ_t``, the balls the coefficients
         ``w_i ℓ'_i``).  The error rate / MSE counts every sample once, as scikit-learn's
         cross-validation does with ``sample_weight`` passed to ``fit`` only.
+    region : {"auto", "sphere", "curvature"}
+        The bound methods' screening region: ``"sphere"`` is the published leave-one-out ball
+        (for reproducing the papers); ``"auto"`` / ``"curvature"`` add the loss's curvature
+        for the logistic and squared-hinge losses (:func:`deltafit.sensitivity.loo_bounds`),
+        which decides more labels without refitting.  Labels are exact either way.
 
     Returns
     -------
@@ -83,7 +88,7 @@ def loo(estimator, X, y, *, method="auto", n_jobs=None, progress=False, order="n
     sample_weight = check_weights(sample_weight, X)
     method = resolve_method(method, estimator, loo=True)
     return evaluate(estimator, X, y, None, method, n_jobs=n_jobs, progress=progress, order=order,
-                    desc="leave-one-out", sample_weight=sample_weight)
+                    desc="leave-one-out", sample_weight=sample_weight, region=region)
 
 
 def alo(estimator, X, y, *, sample_weight=None):

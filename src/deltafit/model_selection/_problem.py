@@ -26,6 +26,8 @@ from scipy.linalg import cho_factor, cho_solve, lu_factor, lu_solve
 
 from ..sensitivity import two_ball_bounds
 from ..sensitivity._ball import center_scores, half_gradient, loo_balls, sq_radius
+from ..sensitivity._curvature import CURVATURE_LOSSES, removal_intervals
+from ..sensitivity._curvature_loo import KernelSpace, LinearSpace, curvature_loo_bounds
 from ..solvers import hinge_kernel, hinge_primal, newton_kernel, newton_primal
 
 __all__ = ["OneVsRestProblem", "TrainingProblem", "problem_of"]
@@ -169,6 +171,14 @@ class TrainingProblem:
         ``w_i ℓ'(t_i, z_i)``: each sample's coefficient in the data term's gradient.
     """
 
+    #: the screening region (set by ``evaluate(..., region=...)``): "sphere", the published
+    #: balls; "curvature", the curvature-aware regions of deltafit.sensitivity._curvature for
+    #: the logistic and squared-hinge losses, intersected with the balls; "auto", curvature
+    #: for leave-one-out (one factorisation pair for all n) and the balls for k-fold (the
+    #: region of a fold costs a few O(n³) / O(n p²) factorisations and rarely decides a whole
+    #: fold)
+    region = "auto"
+
     def __init__(self, Phi, K, t, loss, C, coef, tol, max_iter, w=None):
         self.Phi, self.K, self.t, self.loss, self.C = Phi, K, t, loss, float(C)
         self.coef, self.tol, self.max_iter = coef, tol, max_iter
@@ -221,7 +231,21 @@ class TrainingProblem:
         pg = self.Kg if self.kernel else self.Phi @ self.g
         center, r_norm = loo_balls(self.z, self.wd1, self.sq, C1=self.C, C2=self.C,
                                    phi_grad=pg, grad_sq=self.gg)
-        return _widen(center, np.sqrt(np.maximum(self.sq, 0.0)) * r_norm)
+        lo, hi = _widen(center, np.sqrt(np.maximum(self.sq, 0.0)) * r_norm)
+        if self._curved(lo, hi):
+            space = KernelSpace(self.K) if self.kernel else LinearSpace(self.Phi)
+            w = np.ones(self.n) if self.w is None else self.w
+            clo, chi = curvature_loo_bounds(space, self.z, self.t, w, -self.wd1, self.C,
+                                            float(np.sqrt(max(self.gg, 0.0))), self.loss)
+            lo, hi = np.fmax(lo, clo), np.fmin(hi, chi)
+        return lo, hi
+
+    def _curved(self, lo, hi, folds=False):
+        """Whether the curvature-aware region is to be tried: its losses, the region setting,
+        and some label the balls leave undecided."""
+        wanted = self.region == "curvature" or (self.region == "auto" and not folds)
+        return (wanted and self.loss.name in CURVATURE_LOSSES
+                and not np.all((lo > 0.0) | (hi <= 0.0)))
 
     def _hinge_bounds(self, T, R):
         """Hinge loss: removing samples that are not support vectors changes nothing.
@@ -293,7 +317,21 @@ class TrainingProblem:
         if not self.smooth:
             return self._hinge_bounds(T, R)
         s, r = self._removal(R, T)
-        return _widen(s, np.sqrt(np.maximum(self.sq[T], 0.0)) * r)
+        lo, hi = _widen(s, np.sqrt(np.maximum(self.sq[T], 0.0)) * r)
+        if self._curved(lo, hi, folds=True):
+            # the region of the problem without R, from its exact gradient g + C Δg
+            u = np.ones(self.n) if self.w is None else self.w.copy()
+            u[R] = 0.0
+            gam = -self.wd1[R]
+            if self.kernel:
+                grad = self.g.copy()
+                grad[R] += self.C * gam
+            else:
+                grad = self.g + self.C * (self.Phi[R].T @ gam)
+            A, B = removal_intervals(self.z, self.t, u, self.coef, grad, self.C, self.loss,
+                                     Phi=self.Phi, K=self.K)
+            lo, hi = np.maximum(lo, A[T]), np.minimum(hi, B[T])
+        return lo, hi
 
     def newton_step_bounds(self, ts, batch=256):
         """Certified bounds of the leave-one-out scores at ``ts`` from one Newton step each.

@@ -618,6 +618,21 @@ class FittedProblem:
         """A :class:`ScoreFunction`: the current solution's scores, frozen, without checks."""
         return ScoreFunction(self)
 
+    def cached(self, key, compute):
+        """``compute()``, computed once per model version and key and kept with the solver
+        state (for derived quantities of the stored solution that many queries reuse, such as
+        the curvature-aware sensitivity regions' Hessian eigendecomposition).  The cache is
+        dropped at the model's next fit or update; the returned object must not be changed."""
+        st = self._st
+        memo = st.__dict__.get("_derived_cache")
+        if memo is None or memo[0] != self.version:
+            memo = (self.version, {})
+            st.__dict__["_derived_cache"] = memo
+        table = memo[1]
+        if key not in table:
+            table[key] = compute()
+        return table[key]
+
 
 class DenseRows:
     """Read-only dense rows of a sparse row store: ``rows[handles]`` is a dense array (not

@@ -1,11 +1,15 @@
 """Leave-one-out bounds for every training sample at once: the ball of Thm 1 with R = {t}
-(Okumura et al. Cor. 5; Sivan et al. §4.2) and Zhang's bound, the baseline of Sivan §4.2."""
+(Okumura et al. Cor. 5; Sivan et al. §4.2), its curvature-aware refinement for the logistic
+and squared-hinge losses (:mod:`deltafit.sensitivity._curvature_loo`), and Zhang's bound, the
+baseline of Sivan §4.2."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from . import _ball
+from ._curvature import CURVATURE_LOSSES
+from ._curvature_loo import KernelSpace, LinearSpace, curvature_loo_bounds
 from ._model_access import check_model, n_classes, problem
 
 __all__ = ["loo_bounds", "zhang_loo_bounds"]
@@ -30,7 +34,7 @@ def _per_class(bounds, model, ids, **kw):
     return np.column_stack([lo for lo, _ in got]), np.column_stack([hi for _, hi in got])
 
 
-def loo_bounds(model, ids=None, *, C_new=None):
+def loo_bounds(model, ids=None, *, C_new=None, method="auto"):
     """Bounds of ``⟨Φ(x_t), β_{−t}⟩``, the score of sample t by the model trained without it.
 
     For each t the ball of Sivan et al. Thm 1 / Okumura et al. Thm 1 with ``R = {t}`` gives
@@ -51,6 +55,13 @@ def loo_bounds(model, ids=None, *, C_new=None):
         Samples to leave out (default: all, in ``sample_ids_`` order).
     C_new : float, "mean", callable or None
         As in :func:`deltafit.sensitivity`; evaluated at ``n − 1``.
+    method : {"auto", "sphere", "curvature"}
+        ``"sphere"``: the published balls above (Okumura et al. Cor. 5, Sivan et al. §4.2),
+        for reproducing the papers.  ``"curvature"`` (logistic and squared-hinge losses):
+        the loss's curvature as well (:mod:`deltafit.sensitivity._curvature_loo`), every
+        interval intersected with the ball's; with ``C_new`` other than the model's C it
+        falls back to the balls.  ``"auto"``: ``"curvature"`` for those losses, else
+        ``"sphere"``.
 
     Returns
     -------
@@ -59,8 +70,10 @@ def loo_bounds(model, ids=None, *, C_new=None):
         (``model.problem_.for_class(k)``), column k; a sample's left-out label is certified
         where :func:`~deltafit.sensitivity.certain_argmax` says the argmax is decided.
     """
+    if method not in ("auto", "sphere", "curvature"):
+        raise ValueError(f"method must be 'auto', 'sphere' or 'curvature', got {method!r}")
     if n_classes(model):
-        return _per_class(loo_bounds, model, ids, C_new=C_new)
+        return _per_class(loo_bounds, model, ids, C_new=C_new, method=method)
     prob, z, ktt, d1 = _left_out(model, ids)
     n = prob.n_samples
     if n < 2:
@@ -71,7 +84,34 @@ def loo_bounds(model, ids=None, *, C_new=None):
                                      beta_sq=prob.solution_sq_norm() if C2 != C1 else None)
     R = _ball.certified_radius(r_norm, C1=C1, C2=C2, residual=prob.certified_residual)
     e = np.sqrt(np.maximum(ktt, 0.0))
-    return center - e * R, center + e * R
+    lo, hi = center - e * R, center + e * R
+    curved = prob.loss.name in CURVATURE_LOSSES
+    if method == "curvature" and not curved:
+        raise ValueError(f"method='curvature' needs a logistic or squared-hinge loss; "
+                         f"loss={prob.loss.name!r} has no curvature to use")
+    if method == "sphere" or not curved or C2 != C1:
+        return lo, hi
+    clo, chi = _curvature_bounds(prob, ids)
+    return np.fmax(lo, clo), np.fmin(hi, chi)
+
+
+def _curvature_bounds(prob, ids):
+    """:func:`curvature_loo_bounds` over every live sample, at ``ids`` (NaN: not certified)."""
+    live = np.asarray(prob.live)
+    z, _ = prob.scores(live)
+    t = np.asarray(prob.targets[live], dtype=np.float64)
+    w = prob.sample_weights(live)
+    w = np.ones(live.size) if w is None else w
+    gamma = -w * prob.loss.d1(t, z)
+    space = KernelSpace(prob.gram(live)) if prob.kernel else LinearSpace(prob.rows[live])
+    lo, hi = curvature_loo_bounds(space, z, t, w, gamma, prob.C, prob.certified_residual,
+                                  prob.loss)
+    if ids is None:
+        return lo, hi
+    pos = np.full(prob.capacity, -1, dtype=np.intp)
+    pos[live] = np.arange(live.size)
+    at = pos[prob.handles(ids, "ids")]
+    return lo[at], hi[at]
 
 
 def zhang_loo_bounds(model, ids=None):
