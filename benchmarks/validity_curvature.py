@@ -12,7 +12,7 @@ published ball.  The claim: 0 violations.
 
 Usage::
 
-    python benchmarks/validity_curvature.py [--cases 10000] [--seed 0]
+    python benchmarks/validity_curvature.py [--cases 10000] [--seed N]
 
 Prints one JSON document and a markdown row.
 """

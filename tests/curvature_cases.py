@@ -60,7 +60,7 @@ def run_case(case):
                                           max_iter=500)
     model.fit(X, y, sample_weight=w)
     C2 = case["C"] * float(rng.uniform(0.5, 2.0)) if case["C_new"] else None
-    s = deltafit.sensitivity(model, C_new=C2)
+    s = deltafit.sensitivity(model, C_new=C2, method="sphere")
     perm = rng.permutation(n)
     k_rem = int(rng.integers(0, max(1, n // 3)))
     k_rel = int(rng.integers(0, 4))

@@ -65,7 +65,7 @@ def test_equals_the_multiclass_what_if(digits10):
     sp = IncrementalSphere(model)
     sp.add(X[300:340], y[300:340])
     sp.remove(np.arange(30))
-    s = df.sensitivity(model)
+    s = df.sensitivity(model, method="sphere")
     s.add(X[300:340], y[300:340])
     s.remove(np.arange(30))
     np.testing.assert_allclose(sp.distance_bound(), s.distance_bound(), rtol=1e-10)

@@ -68,7 +68,7 @@ def test_equals_the_sensitivity_what_if(digits):
     ka = sp.add(X[300:340], y[300:340])
     sp.remove(np.arange(0, 30))
     sp.discard(ka[:10])
-    s = df.sensitivity(model)
+    s = df.sensitivity(model, method="sphere")
     s.add(X[310:340], y[310:340])
     s.remove(np.arange(0, 30))
     assert sp.distance_bound() == pytest.approx(s.distance_bound(), rel=1e-10)

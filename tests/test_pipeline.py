@@ -369,7 +369,7 @@ def test_sensitivity_of_a_pipeline(final, cancer):
 def test_sensitivity_undo_reset_and_sphere(cancer):
     X, y = cancer
     pipe = df.make_pipeline(StandardScaler(), df.LinearClassifier(loss="logistic")).fit(X, y)
-    s = df.sensitivity(pipe)
+    s = df.sensitivity(pipe, method="sphere")
     s.remove([0, 1])
     r2 = s.distance_bound()
     assert s.add(X[:3], y[:3]) is not s and s.undo() is s and s.distance_bound() == r2

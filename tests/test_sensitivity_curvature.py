@@ -77,7 +77,7 @@ def test_breast_cancer_removals_linear(loss, breast_cancer):
         cur, ball = [], []
         for _ in range(3):
             ids = rng.choice(m.sample_ids_, k, replace=False)
-            s = deltafit.sensitivity(m).remove(ids)
+            s = deltafit.sensitivity(m, method="sphere").remove(ids)
             reg = curvature_region(s)
             keep = np.ones(len(ytr), dtype=bool)
             keep[ids] = False
@@ -107,7 +107,7 @@ def test_matches_sklearn_logistic_regression(breast_cancer):
     Xtr, ytr, Xte, _ = _split(X, y, seed=3)
     m = deltafit.LinearClassifier(loss="logistic", C=0.5, tol=1e-13).fit(Xtr, ytr)
     ids = np.arange(0, 60, 3)
-    s = deltafit.sensitivity(m).remove(ids)
+    s = deltafit.sensitivity(m, method="sphere").remove(ids)
     reg = curvature_region(s)
     keep = np.ones(len(ytr), dtype=bool)
     keep[ids] = False
@@ -126,7 +126,7 @@ def test_exact_and_cheap_intervals_agree_in_validity(breast_cancer):
     Xtr, ytr, Xte, _ = _split(X, y, seed=5)
     m = deltafit.LinearClassifier(loss="logistic", C=1.0, tol=1e-13).fit(Xtr, ytr)
     ids = np.arange(5)
-    s = deltafit.sensitivity(m).remove(ids)
+    s = deltafit.sensitivity(m, method="sphere").remove(ids)
     s.add(Xte[:4], np.array([0, 1, 1, 0]))
     keep = np.ones(len(ytr), dtype=bool)
     keep[ids] = False
@@ -150,7 +150,7 @@ def test_digits_kernel_squared_hinge_mixed_change(digits):
     Xnew, ynew = X[idx[200:]], y[idx[200:]]
     m = deltafit.KernelClassifier(loss="squared_hinge", C=1.0, gamma=0.02,
                                   tol=1e-13).fit(Xtr, ytr)
-    s = deltafit.sensitivity(m)
+    s = deltafit.sensitivity(m, method="sphere")
     s.remove(np.arange(10))
     s.add(Xnew[:6], ynew[:6])
     s.relabel([20, 21], 1 - ytr[[20, 21]])
@@ -268,7 +268,7 @@ def test_bad_input_and_cache(breast_cancer):
     with pytest.raises(ValueError, match="method must be"):
         loo_bounds(sq, method="ellipse")
     m = deltafit.LinearClassifier(loss="logistic", C=1.0).fit(X[:60], y[:60])
-    s = deltafit.sensitivity(m).remove([0])
+    s = deltafit.sensitivity(m, method="sphere").remove([0])
     with pytest.raises(ValueError, match="mode must be"):
         curvature_region(s, mode="fast")
     with pytest.raises(ValueError, match="region must be"):
@@ -280,7 +280,7 @@ def test_bad_input_and_cache(breast_cancer):
     m.remove([5])
     with pytest.raises(ValueError, match="fitted or updated"):
         curvature_region(s)
-    s2 = deltafit.sensitivity(m).remove([0])
+    s2 = deltafit.sensitivity(m, method="sphere").remove([0])
     ref = clone(m).fit(np.delete(X[:60], [0, 5], axis=0), np.delete(y[:60], [0, 5]))
     lo, hi = curvature_region(s2).decision_bounds(X[60:90])
     assert _contains(lo, hi, ref.decision_function(X[60:90])) <= TOL
@@ -292,7 +292,7 @@ def test_large_kernel_what_if_falls_back_to_the_ball(monkeypatch, breast_cancer)
 
     X, y = breast_cancer
     m = deltafit.KernelClassifier(loss="logistic", C=1.0, gamma=0.5).fit(X[:80], y[:80])
-    s = deltafit.sensitivity(m).remove([0, 1])
+    s = deltafit.sensitivity(m, method="sphere").remove([0, 1])
     monkeypatch.setattr(_curvature_kernel, "_MAX_POINTS", 50)
     reg = curvature_region(s)
     lo, hi = reg.decision_bounds(X[80:120])
