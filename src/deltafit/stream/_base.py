@@ -160,9 +160,10 @@ class StreamLinearModel(BaseEstimator):
 
         A dict has integer column keys ``{j: x_j}`` or feature names; missing features read as
         0 and new ones grow the model with zero weights (:mod:`deltafit.stream._features`;
-        exactly the learner fed zero-filled rows from the start).  A classifier's first samples
-        wait until both labels have been seen, then are learned in their order (exactly what
-        learning them one by one from w = 0 gives).  Nothing changes when the sample is refused.
+        the learner fed zero-filled rows from the start, to rounding).  A classifier's first
+        samples wait until both labels have been seen, then are learned in their order (exactly
+        what learning them one by one from w = 0 gives).  Nothing changes when the sample is
+        refused.
         """
         if not isinstance(x, dict):
             return self._learn_row(as_row(self, x), y, False)

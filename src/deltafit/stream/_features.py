@@ -11,7 +11,8 @@ the same for every stream learner (:class:`~deltafit.stream.KDR`,
 * a **new** feature in a learned sample gets the next column (the new names of one sample in
   sorted order, so the key order of a dict never matters) and the learner grows by one zero
   column: every sample learned before had it at 0.  For the online learners this is exactly the
-  learner fed the zero-filled rows from the start (tested bit for bit); the window learners keep
+  learner fed the zero-filled rows from the start (tested; equal to rounding, since the compiled
+  loops sum in a width-dependent order); the window learners keep
   it in their window, and their next model computation learns from it (KDR recomputes at once:
   its balls live in the model's feature space, as for a class new to the stream);
 * a new feature in a sample only **predicted** is ignored (the model has no weight for it).
