@@ -159,7 +159,7 @@ class StreamLinearModel(BaseEstimator):
         """river's spelling: learn one sample ``x`` (a dict or a 1-d array).
 
         A dict has integer column keys ``{j: x_j}`` or feature names; missing features read as
-        0 and new ones grow the model with zero weights (:mod:`deltafit.stream._features`;
+        0 and new ones grow the model with zero weights (``stream/_features.py``;
         the learner fed zero-filled rows from the start, to rounding).  A classifier's first
         samples wait until both labels have been seen, then are learned in their order (exactly
         what learning them one by one from w = 0 gives).  Nothing changes when the sample is

@@ -57,7 +57,7 @@ class KDR(WindowLearner):
     two classes this is the binary ``‖r‖``, unchanged).  A sample whose label the model does
     not know (a class new to the stream) cannot enter the balls: it triggers a recomputation.
 So does a dict sample with a feature new to the learner (the balls live in the model's feature
-space; see :mod:`deltafit.stream._features` for the feature-space policy of dict samples).
+space; see ``stream/_features.py`` for the feature-space policy of dict samples).
 
     Per sample, KDR costs one prediction and two kernel rows over ``W₁ ∪ A`` (O(window · d));
     its memory is the window, β₁ and the sphere's ``2·window`` entries, whatever the length of

@@ -209,9 +209,9 @@ class _NORMABase(BaseEstimator):
         """Learn one sample (river's spelling); ``x`` is a 1-d array or a dict.
 
         A dict has integer column keys ``{j: x_j}`` or feature names; missing features read as
-        0 and new ones grow the feature space (:mod:`deltafit.stream._features`: exactly the
-        learner fed zero-filled rows from the start).  A classifier's first samples wait until
-        both labels have been seen and are then learned in their order.
+        0 and new ones grow the feature space (``stream/_features.py``: the learner fed
+        zero-filled rows from the start, to rounding).  A classifier's first samples wait
+        until both labels have been seen and are then learned in their order.
         """
         if not isinstance(x, dict):
             return self._learn_row(self._check_row(as_row(self, x)), y, False)

@@ -214,7 +214,7 @@ class OneVsRest(ClassifierMixin, BaseEstimator):
 
         The learner must know every class first: ``OneVsRest(est, classes=...)`` or an
         earlier ``fit`` / ``partial_fit``.  A dict's new features grow every learner
-        (:mod:`deltafit.stream._features`); learners without that ability (not deltafit's)
+        (``stream/_features.py``); learners without that ability (not deltafit's)
         ignore them.
         """
         if not hasattr(self, "estimators_") and self.classes is None:

@@ -26,7 +26,7 @@ def as_river(learner):
     :class:`~deltafit.stream._river_adapters.RiverRegressor` (module-level classes: they pickle
     and clone as river expects, and pass river's ``checks.yield_checks``).  The wrapper
     forwards ``learn_one`` / ``predict_one`` (dict or array samples; dict features may come and
-    go, see :mod:`deltafit.stream._features`) to the learner, which it does not copy;
+    go, see ``stream/_features.py``) to the learner, which it does not copy;
     ``predict_one`` returns None before the learner can predict (river's convention).
 
     Examples

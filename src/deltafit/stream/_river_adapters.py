@@ -29,7 +29,7 @@ class _RiverAdapter:
 
     def learn_one(self, x, y):
         """Learn one sample: ``learner.learn_one(x, y)`` (dict or 1-d array ``x``; dict
-        features may come and go, see :mod:`deltafit.stream._features`)."""
+        features may come and go, see ``stream/_features.py``)."""
         self.learner.learn_one(x, y)
 
     def predict_one(self, x, **kwargs):
@@ -95,8 +95,8 @@ class RiverClassifier(_RiverAdapter, base.Classifier):
         from ._window import SlidingWindow
 
         kc = KernelClassifier(loss="squared_hinge")
-        yield {"learner": KDR(kc, window=30, threshold=1.0)}
-        yield {"learner": SlidingWindow(kc, window=30, period=10)}
+        yield {"learner": KDR(kc, window=50, threshold=1.0)}   # the configurations of issue 19
+        yield {"learner": SlidingWindow(kc, window=50, period=10)}
         yield {"learner": DDM(kc, window=30)}
         yield {"learner": DDM(NORMA(budget=30), window=30)}
         yield {"learner": NORMA(budget=30)}

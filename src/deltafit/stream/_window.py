@@ -5,9 +5,9 @@
 them from time to time (``clone(estimator).fit``), river-style ``learn_one`` / ``predict_one`` and
 scikit-learn-style ``partial_fit`` / ``predict``.  They differ only in *when* they recompute.
 A classifier takes as many classes as its batch learner (deltafit's: any number, one-vs-rest;
-a model's decision values are then K per sample).  Dict samples follow the feature-space policy
-of :mod:`._features`: the window grows a zero column for a new feature, and the current model
-reads the columns it was fitted on until the next model computation.
+a model's decision values are then K per sample).  Dict samples follow the feature-space
+policy of ``stream/_features.py``: the window grows a zero column for a new feature, and the
+current model reads the columns it was fitted on until the next model computation.
 """
 
 from __future__ import annotations
