@@ -117,14 +117,14 @@ def test_pieces_learn_one_fit_and_dicts_agree():
     for xi, yi in zip(X, y):
         c.learn_one(xi, yi)
         d.learn_one({j: v for j, v in enumerate(xi)}, yi)
-        e.learn_one({f"f{j}": v for j, v in enumerate(xi)}, yi)
+        e.learn_one({f"f{j:02d}": v for j, v in enumerate(xi)}, yi)  # names sort as columns
     ref = a.decision_function(X)
     for m in (b, c, d, e):
         np.testing.assert_allclose(m.decision_function(X), ref, rtol=0, atol=1e-12)
-    assert e.predict_one({f"f{j}": v for j, v in enumerate(X[3])}) == a.predict(X[3:4])[0]
+    assert e.predict_one({f"f{j:02d}": v for j, v in enumerate(X[3])}) == a.predict(X[3:4])[0]
     assert c.predict_one(X[5]) == a.predict(X[5:6])[0]
-    with pytest.raises(ValueError, match="other features"):
-        e.learn_one({"g0": 1.0}, 1)
+    e.learn_one({"g0": 1.0}, 1)  # a new feature grows the learner (issue 19)
+    assert e.n_features_in_ == X.shape[1] + 1
     # refitting starts afresh
     np.testing.assert_allclose(a.fit(X, y).decision_function(X), ref, rtol=0, atol=1e-12)
 

@@ -106,8 +106,10 @@ def test_partial_fit_equals_learn_one_and_dicts(stream):
     np.testing.assert_array_equal(b.predict(X), c.predict(X))
     assert a.mean_r_norm_ == pytest.approx(b.mean_r_norm_, rel=1e-12)
     assert c.predict_one({"v": 0.2, "u": 0.7}) == b.predict_one(np.array([0.7, 0.2]))
+    c.learn_one({"u": 0.1, "w": 0.3}, 1)  # a new feature grows the learner (issue 19)
+    assert c.n_features_in_ == 3 and b.n_features_in_ == 2
     with pytest.raises(ValueError, match="features"):
-        c.learn_one({"u": 0.1, "w": 0.3}, 1)
+        c.learn_one(X[0], y[0])  # arrays keep scikit-learn's rule: the width is fixed
 
 
 def test_memory_stays_bounded_on_a_long_stream():

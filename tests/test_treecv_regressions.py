@@ -29,11 +29,11 @@ def test_learn_one_sparse_dicts():
     np.testing.assert_array_equal(m.coef_, ref.coef_)
     r = LSQSGD()
     r.learn_one({0: 1.0, 1: 0.0}, 1.0)
-    with pytest.raises(ValueError, match="outside 0..1"):
-        r.learn_one({0: 1.0, 2: 2.0}, 0.0)
     with pytest.raises(ValueError, match="column indices"):
         r.learn_one({"x": 1.0}, 0.0)
-    assert r.t_ == 1
+    assert r.t_ == 1 and r.n_features_in_ == 2
+    r.learn_one({0: 1.0, 2: 2.0}, 0.0)  # a larger key grows the learner (issue 19)
+    assert r.n_features_in_ == 3 and r.t_ == 2
 
 
 def test_scorer_needing_proba_fails_before_the_run():

@@ -88,6 +88,8 @@ class CodedLedger:
         self.y = _CodedLabels(ledger.y, k, n_classes)
 
     def __getattr__(self, name):
+        if name == "_ledger":  # unpickling or copying: the slot is not set yet
+            raise AttributeError(name)
         return getattr(self._ledger, name)
 
 
@@ -387,6 +389,8 @@ class _Column:
         self._inner, self._k = inner, k
 
     def __getattr__(self, name):
+        if name == "_inner":  # unpickling or copying: the attribute is not set yet
+            raise AttributeError(name)
         return getattr(self._inner, name)
 
     result = None

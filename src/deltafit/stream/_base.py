@@ -11,6 +11,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._transaction import atomic
 from .._validation import check_bool, check_real
+from ._features import as_row, pad
 
 __all__ = ["StreamLinearModel"]
 
@@ -99,6 +100,8 @@ class StreamLinearModel(BaseEstimator):
         params = self._check_params()
         X, y = validate_rows(self, X, y, reset=True)
         t = self._encode(y, fitting=True)
+        for a in ("_dict_keys", "_pending"):  # a fit starts afresh: no dict features, no wait
+            self.__dict__.pop(a, None)
         self._params = params
         self._state = _kernels.new_state(self._kind, X.shape[1] + 1)
         order = None
@@ -137,60 +140,61 @@ class StreamLinearModel(BaseEstimator):
             self._pass(X, t)
         return self
 
-    @staticmethod
-    def _keys(x):
-        keys = []
-        for k in x:
-            if isinstance(k, bool) or not isinstance(k, (numbers.Integral, np.integer)) or k < 0:
-                raise ValueError(f"feature keys must be column indices 0, 1, ..., got {k!r}")
-            keys.append(int(k))
-        return keys
+    def _grow(self, d):
+        """A dict sample brought new features: zero weights for them, in both of the state's
+        weight vectors (layouts in :mod:`deltafit._sgd_kernels`), which is exactly the state
+        of the learner fed those features at 0 from the start."""
+        from .. import _sgd_kernels as _kernels
 
-    def _row(self, x, d=None):
-        """One sample as a (1, d) array; a dict ``{j: x_j}`` may leave out zeros."""
-        d = getattr(self, "n_features_in_", None) if d is None else d
-        if isinstance(x, dict):
-            keys = self._keys(x)
-            if d is None:
-                d = max(keys) + 1 if keys else 0
-            row = np.zeros(d)
-            for j, v in zip(keys, x.values()):
-                if j >= d:
-                    raise ValueError(f"feature key {j} outside 0..{d - 1}: the model has {d} "
-                                     "features")
-                row[j] = float(v)
-            return row[None, :]
-        row = np.asarray(x, dtype=np.float64)
-        if row.ndim != 1:
-            raise ValueError(f"x must be a dict or a 1-d array, got shape {row.shape}")
-        return row[None, :]
+        d0 = self.n_features_in_
+        s, z = self._state, np.zeros(d - d0)
+        if self._kind == _kernels.PEGASOS:   # [v (d0), v_icpt, scale, t, |v|^2]
+            parts = [s[:d0], z, s[d0:]]
+        else:                                # [w (d0), w_icpt, wbar (d0), wbar_icpt, t, sum]
+            parts = [s[:d0], z, s[d0:2 * d0 + 1], z, s[2 * d0 + 1:]]
+        self._state = np.concatenate(parts)
+        self.n_features_in_ = d
 
     def learn_one(self, x, y):
-        """river's spelling: learn one sample ``x`` (a dict ``{j: x_j}`` or a 1-d array).
+        """river's spelling: learn one sample ``x`` (a dict or a 1-d array).
 
-        A classifier's first samples wait until both labels have been seen, then are learned in
-        their order (exactly what learning them one by one from w = 0 gives); the number of
-        features is then the largest key seen + 1 (or the arrays' length).
+        A dict has integer column keys ``{j: x_j}`` or feature names; missing features read as
+        0 and new ones grow the model with zero weights (``stream/_features.py``;
+        the learner fed zero-filled rows from the start, to rounding).  A classifier's first
+        samples wait until both labels have been seen, then are learned in their order (exactly
+        what learning them one by one from w = 0 gives).  Nothing changes when the sample is
+        refused.
         """
+        if not isinstance(x, dict):
+            return self._learn_row(as_row(self, x), y, False)
+        with atomic(self):  # a rejected dict leaves no feature, width or pending sample
+            return self._learn_row(as_row(self, x), y, True)
+
+    def _learn_row(self, row, y, grows):
         if is_classifier(self) and not hasattr(self, "_state"):
-            if isinstance(x, dict):
-                self._keys(x)
-            pending = self.__dict__.setdefault("_pending", [])
-            pending.append((x, y))
-            labels = np.unique(np.asarray([p[1] for p in pending]))
+            pending = list(self.__dict__.get("_pending", []))
+            if pending and pending[0][0].shape[1] != row.shape[1]:
+                if not grows:
+                    raise ValueError(f"x has {row.shape[1]} features, but the earlier samples "
+                                     f"have {pending[0][0].shape[1]}")
+                pending = [(pad(r, row.shape[1]), label) for r, label in pending]
+            self._pending = pending + [(np.array(row, dtype=np.float64), y)]
+            labels = np.unique(np.asarray([p[1] for p in self._pending]))
             if labels.size < 2:
                 return self
-            widths = [max(self._keys(p[0]), default=-1) + 1 if isinstance(p[0], dict)
-                      else np.asarray(p[0]).shape[-1] for p in pending]
-            rows = np.vstack([self._row(p[0], max(widths)) for p in pending])
-            ys = [p[1] for p in pending]
+            rows = np.vstack([p[0] for p in self._pending])
+            ys = [p[1] for p in self._pending]
             del self._pending
             return self.partial_fit(rows, ys, classes=labels)
-        return self.partial_fit(self._row(x), [y])
+        if grows and hasattr(self, "_state") and row.shape[1] > self.n_features_in_:
+            self._grow(row.shape[1])  # undone by learn_one's atomic if partial_fit refuses
+        return self.partial_fit(row, [y])
 
     def predict_one(self, x):
-        """river's spelling: the prediction for one sample."""
-        return self.predict(self._row(x))[0]
+        """river's spelling: the prediction for one sample (features it has not learned from
+        are ignored)."""
+        check_is_fitted(self, "_state")
+        return self.predict(as_row(self, x, learn=False))[0]
 
     # ------------------------------------------------------------- prediction
     def _coef_full(self):

@@ -197,6 +197,7 @@ class DDM(WindowLearner):
         key = row.tobytes()
         if self._pred is not None and self._pred[0] == key and self._pred[1] == self._version:
             return self._pred[2]
+        row = self._model_rows(row)
         if self._online:
             try:
                 pred = self.model_.predict_one(row[0])
@@ -217,7 +218,7 @@ class DDM(WindowLearner):
             return super().predict(X)
         X = check_rows(X, self.n_features_in_, "X", type(self).__name__)
         try:
-            return self.model_.predict(X)
+            return self.model_.predict(self._model_rows(X))
         except NotFittedError:
             m = self._majority()
             return np.full(X.shape[0], m, dtype=object if isinstance(m, str) else None)
@@ -228,7 +229,7 @@ class DDM(WindowLearner):
         if model is None:
             raise NotFittedError(f"this {type(self).__name__} has no model yet")
         X = check_rows(X, self.n_features_in_, "X", type(self).__name__)
-        return model.decision_function(X)
+        return model.decision_function(self._model_rows(X))
 
     @property
     def classes_(self):
@@ -269,7 +270,7 @@ class DDM(WindowLearner):
         elif not drift:
             self._warn_start = None
         if self._online:
-            self.model_.learn_one(row[0], y)
+            self.model_.learn_one(self._model_rows(row)[0], y)
         if drift:
             self.n_drifts_ += 1
             self.last_drift_ = i
@@ -290,6 +291,7 @@ class DDM(WindowLearner):
             for xi, yi in zip(X, y):
                 model.learn_one(xi, yi.item() if isinstance(yi, np.generic) else yi)
             self.model_ = model
+            self._model_width = X.shape[1]
             self.n_model_computations_ += 1
             return
         if self.model_ is None:                # the first model comes at `initial`
@@ -300,6 +302,7 @@ class DDM(WindowLearner):
                 return
         model = clone(self.estimator).fit(X, y)
         self.model_ = model
+        self._model_width = X.shape[1]
         self._decision = _Decision(model)
         self._cached = None
         self.n_model_computations_ += 1

@@ -56,6 +56,8 @@ class KDR(WindowLearner):
     moved, so the rule fires when any class's model may have drifted by the threshold (with
     two classes this is the binary ``‖r‖``, unchanged).  A sample whose label the model does
     not know (a class new to the stream) cannot enter the balls: it triggers a recomputation.
+So does a dict sample with a feature new to the learner (the balls live in the model's feature
+space; see ``stream/_features.py`` for the feature-space policy of dict samples).
 
     Per sample, KDR costs one prediction and two kernel rows over ``W₁ ∪ A`` (O(window · d));
     its memory is the window, β₁ and the sphere's ``2·window`` entries, whatever the length of
@@ -110,7 +112,8 @@ class KDR(WindowLearner):
             self._maybe_first_model()
             return
         sphere = self.sphere_
-        new_class = self._classifier and y not in self._classes
+        new_class = (self._classifier and y not in self._classes) or \
+            row.shape[1] != self._model_width               # or a feature new to the model
         if new_class:                                        # a new class: the balls cannot
             key = -1                                         # hold it, recompute below
         else:

@@ -14,11 +14,12 @@ from .._transaction import atomic
 from .._validation import check_bool, check_int, check_real, check_rows
 from ..kernels import kernel_rows, validate_kernel
 from ._base import validate_rows
-from ._window import as_row
+from ._features import as_row, pad
 
 __all__ = ["NORMA", "NORMARegressor"]
 
 _RENORM = 1e-100  # the global decay factor is folded into the coefficients below this
+_GAMMA_KERNELS = ("rbf", "laplacian", "poly", "polynomial", "sigmoid")
 _LABELS = LabelMessages(name="NORMA")
 
 
@@ -67,9 +68,25 @@ class _NORMABase(BaseEstimator):
     def _check_loss(self):
         raise NotImplementedError
 
+    def _resolved(self, kw):
+        """The kernel parameters with ``gamma=None`` fixed at 1 / (first sample's width): the
+        value scikit-learn would use, kept when dict samples grow the feature space."""
+        if kw["gamma"] is None and isinstance(kw["kernel"], str) and \
+                kw["kernel"] in _GAMMA_KERNELS and "_gamma_width" in self.__dict__:
+            kw = dict(kw, gamma=1.0 / self._gamma_width)
+        return kw
+
+    def _grow(self, d):
+        """A dict sample brought new features: the support points get zero columns up to
+        ``d`` (they had those features at 0; gamma stays as resolved at the first sample)."""
+        sv = self._sv
+        self._sv = np.hstack([sv, np.zeros((sv.shape[0], d - sv.shape[1]))])
+        self.n_features_in_ = d
+
     # ------------------------------------------------------------------ state
     def _reset(self, d):
-        self._kw = self._check_params()
+        self._gamma_width = d    # gamma=None is 1 / (the width of the first sample), for good
+        self._kw = self._resolved(self._check_params())
         self.n_features_in_ = d
         self._sv = np.zeros((min(int(self.budget), 16), d))
         self._a = np.zeros(self._sv.shape[0])
@@ -129,14 +146,12 @@ class _NORMABase(BaseEstimator):
         return validate_rows(self, X, reset=False)
 
     def _row(self, x):
-        if isinstance(x, dict) and "_dict_keys" not in self.__dict__:
-            # the first dict fixes the feature names (as_row), unless it is rejected
-            with atomic(self, attrs=("_dict_keys",)):
-                return self._check_row(as_row(self, x))
-        return self._check_row(as_row(self, x))
+        """A row to predict (features not learned from are ignored)."""
+        return self._check_row(as_row(self, x, learn=False))
 
-    def _check_row(self, row):
-        return check_rows(row, getattr(self, "n_features_in_", None), "x", type(self).__name__)
+    def _check_row(self, row, grows=False):
+        d = None if grows else self.__dict__.get("n_features_in_")
+        return check_rows(row, d, "x", type(self).__name__)
 
     def _targets(self, y, first, classes=None):
         raise NotImplementedError
@@ -185,7 +200,7 @@ class _NORMABase(BaseEstimator):
             self._reset(d)
             if feats is not None:
                 self.feature_names_in_ = feats
-        self._kw = kw
+        self._kw = self._resolved(kw)
         for i in range(X.shape[0]):
             self._step(X[i:i + 1], t[i])
         return self
@@ -193,11 +208,17 @@ class _NORMABase(BaseEstimator):
     def learn_one(self, x, y):
         """Learn one sample (river's spelling); ``x`` is a 1-d array or a dict.
 
-        A dict has integer column keys ``{j: x_j}`` (missing keys are 0) or feature names,
-        whose order is fixed by the first dict seen.  A classifier's first samples wait until
-        both labels have been seen and are then learned in their order.
+        A dict has integer column keys ``{j: x_j}`` or feature names; missing features read as
+        0 and new ones grow the feature space (``stream/_features.py``: the learner fed
+        zero-filled rows from the start, to rounding).  A classifier's first samples wait
+        until both labels have been seen and are then learned in their order.
         """
-        row = self._row(x)
+        if not isinstance(x, dict):
+            return self._learn_row(self._check_row(as_row(self, x)), y, False)
+        with atomic(self, attrs=("_dict_keys",)):  # a rejected sample adds no feature
+            return self._learn_row(self._check_row(as_row(self, x), grows=True), y, True)
+
+    def _learn_row(self, row, y, grows):
         if not hasattr(self, "_sv"):
             if is_classifier(self):
                 self._check_params()
@@ -206,8 +227,11 @@ class _NORMABase(BaseEstimator):
                 self._check_label(y)
                 pending = self.__dict__.get("_pending", [])
                 if pending and pending[0][0].shape[1] != row.shape[1]:
-                    raise ValueError(f"x has {row.shape[1]} features, but the earlier samples "
-                                     f"have {pending[0][0].shape[1]}")
+                    if not grows:
+                        raise ValueError(f"x has {row.shape[1]} features, but the earlier "
+                                         f"samples have {pending[0][0].shape[1]}")
+                    d = row.shape[1]  # a dict grew the space: earlier rows had 0 there
+                    pending = [(pad(r, d), label) for r, label in pending]
                 pending = pending + [(row, y)]
                 labels = np.unique(np.asarray([p[1] for p in pending]))
                 if labels.size > 2:
@@ -222,7 +246,11 @@ class _NORMABase(BaseEstimator):
             return self.partial_fit(row, [y])
         kw = self._check_params()
         t = self._targets(np.asarray([y]), False)
-        self._kw = kw
+        if grows and row.shape[1] > self.n_features_in_:
+            self._grow(row.shape[1])
+        elif row.shape[1] != self.n_features_in_:
+            self._check_row(row)  # the width error
+        self._kw = self._resolved(kw)
         self._step(row, t[0])
         return self
 

@@ -21,7 +21,9 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from ._base import validate_rows
-from ._window import as_row
+from .._transaction import atomic
+from .._validation import check_rows
+from ._features import as_row
 
 __all__ = ["OneVsRest"]
 
@@ -199,18 +201,39 @@ class OneVsRest(ClassifierMixin, BaseEstimator):
         return self
 
     def _row(self, x):
-        return as_row(self, x)
+        return as_row(self, x, learn=False)
+
+    def _grow(self, d):
+        """A dict sample brought new features: every learner grows (zero weights) to ``d``."""
+        for est in self.estimators_:
+            est._grow(d)
+        self.n_features_in_ = d
 
     def learn_one(self, x, y):
         """Learn one sample (river's spelling); ``x`` is a 1-d array or a dict.
 
         The learner must know every class first: ``OneVsRest(est, classes=...)`` or an
-        earlier ``fit`` / ``partial_fit``.
+        earlier ``fit`` / ``partial_fit``.  A dict's new features grow every learner
+        (``stream/_features.py``); learners without that ability (not deltafit's)
+        ignore them.
         """
         if not hasattr(self, "estimators_") and self.classes is None:
             raise ValueError("OneVsRest.learn_one needs every class before the first sample: "
                              "give classes=[...] (a one-vs-rest learner cannot start late)")
-        return self.partial_fit(self._row(x), [y])
+        if not isinstance(x, dict):
+            return self.partial_fit(as_row(self, x), [y])
+        with atomic(self):  # a refused sample adds no feature and grows nothing
+            row = as_row(self, x)
+            d = self.__dict__.get("n_features_in_")
+            if d is not None and row.shape[1] > d:
+                if all(callable(getattr(e, "_grow", None)) for e in self.estimators_):
+                    check_rows(row, None, "x", "OneVsRest")            # all checked before
+                    self._check_within(self._labels([y]), self.classes_, "classes_")
+                    self.estimators_ = [_copy(e) for e in self.estimators_]
+                    self._grow(row.shape[1])
+                else:
+                    row = row[:, :d]
+            return self.partial_fit(row, [y])
 
     # ------------------------------------------------------------- prediction
     def decision_function(self, X):

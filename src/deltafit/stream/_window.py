@@ -5,12 +5,12 @@
 them from time to time (``clone(estimator).fit``), river-style ``learn_one`` / ``predict_one`` and
 scikit-learn-style ``partial_fit`` / ``predict``.  They differ only in *when* they recompute.
 A classifier takes as many classes as its batch learner (deltafit's: any number, one-vs-rest;
-a model's decision values are then K per sample).
+a model's decision values are then K per sample).  Dict samples follow the feature-space
+policy of ``stream/_features.py``: the window grows a zero column for a new feature, and the
+current model reads the columns it was fitted on until the next model computation.
 """
 
 from __future__ import annotations
-
-import numbers
 
 import numpy as np
 from sklearn.base import BaseEstimator, clone, is_classifier
@@ -22,54 +22,9 @@ from sklearn.utils.validation import column_or_1d
 from .._transaction import atomic
 from .._validation import check_int, check_rows
 from ..models import UpdatableMixin
+from ._features import as_row
 
 __all__ = ["WindowLearner", "SlidingWindow", "as_row"]
-
-
-def as_row(learner, x):
-    """One sample as a (1, d) float array.
-
-    ``x`` is a 1-d array or a dict: ``{j: x_j}`` with integer column keys (missing keys are 0;
-    the first dict fixes the width at its largest key + 1)
-    or river's ``{name: value}``, whose key order is fixed by the first dict the learner sees.
-    """
-    if isinstance(x, dict):
-        names = learner.__dict__.get("_dict_keys")
-        if names is None:
-            keys = list(x)
-            if keys and all(isinstance(k, (numbers.Integral, np.integer)) and
-                            not isinstance(k, bool) and k >= 0 for k in keys):
-                names = "int"
-            else:
-                names = {k: j for j, k in enumerate(keys)}
-            learner._dict_keys = names
-        d = getattr(learner, "n_features_in_", None)
-        if names == "int":
-            if d is None:
-                d = max(x, default=-1) + 1
-            row = np.zeros(d)
-            for k, v in x.items():
-                if isinstance(k, bool) or not isinstance(k, (numbers.Integral, np.integer)) or \
-                        not 0 <= k < d:
-                    raise ValueError(f"feature key {k!r} is not a column index in 0..{d - 1}")
-                row[k] = v
-        else:
-            if set(x) != set(names):
-                extra = sorted(map(str, set(x) - set(names)))[:5]
-                missing = sorted(map(str, set(names) - set(x)))[:5]
-                raise ValueError(
-                    f"x has other features than the first sample: unknown {extra}, "
-                    f"missing {missing}"
-                )
-            row = np.empty(len(names))
-            for k, v in x.items():
-                row[names[k]] = v
-        x = row
-    row = np.asarray(x, dtype=np.float64) if not isinstance(x, np.ndarray) or \
-        x.dtype != np.float64 else x
-    if row.ndim != 1:
-        raise ValueError(f"x must be a dict or a 1-d array, got shape {row.shape}")
-    return row[None, :]
 
 
 def _binary(estimator):
@@ -165,6 +120,7 @@ class WindowLearner(BaseEstimator):
         self.n_samples_seen_ = 0
         self.n_model_computations_ = 0
         self.model_ = None
+        self._model_width = d               # the columns the current model reads
         self._decision = None
         self._labels = {}                   # label -> count before the first model
         self._seen_labels = set()
@@ -247,11 +203,26 @@ class WindowLearner(BaseEstimator):
             return False
         model = clone(self.estimator).fit(X, y)
         self.model_ = model
+        self._model_width = X.shape[1]
         self._decision = _Decision(model)
         self._cached = self._cached_pred = None
         self.n_model_computations_ += 1
         self._labels = {}
         return True
+
+    def _grow(self, d):
+        """A dict sample brought new features: the window gets zero columns up to ``d``
+        (the model keeps reading its own columns until the next computation)."""
+        X = self._X
+        self._X = np.hstack([X, np.zeros((X.shape[0], d - X.shape[1]))])
+        self.n_features_in_ = d
+        self._cached = self._cached_pred = None
+
+    def _model_rows(self, X):
+        """``X`` restricted to the columns of the current model (features it has not learned
+        from are ignored)."""
+        d = self._model_width
+        return X if X.shape[1] == d else X[:, :d]
 
     # ------------------------------------------------------------ prediction
     def _decision_of(self, row):
@@ -268,7 +239,7 @@ class WindowLearner(BaseEstimator):
         """The current model's prediction for one sample (river's spelling)."""
         if not hasattr(self, "_X"):
             raise NotFittedError(f"this {type(self).__name__} has not seen any sample yet")
-        return self._predict_row(self._check_x(as_row(self, x)))
+        return self._predict_row(self._check_x(as_row(self, x, learn=False)))
 
     def _predict_row(self, row):
         """Prediction for one validated row (the last one is cached for ``learn_one``)."""
@@ -276,6 +247,7 @@ class WindowLearner(BaseEstimator):
             if self._classifier:
                 return max(self._labels, key=self._labels.get)
             return self._mean
+        row = self._model_rows(row)
         if self._decision.fast:
             z = self._decision_of(row)
             return self.model_._decode_y(np.array([z]))[0] if self._classifier else z
@@ -297,7 +269,7 @@ class WindowLearner(BaseEstimator):
         if self.model_ is None:
             one = self.predict_one(X[0])
             return np.full(X.shape[0], one, dtype=object if isinstance(one, str) else None)
-        return self._decision.predict(X)
+        return self._decision.predict(self._model_rows(X))
 
     def score(self, X, y, sample_weight=None):
         """Accuracy (classifiers) or R² (regressors) of the current model on (X, y)."""
@@ -310,8 +282,11 @@ class WindowLearner(BaseEstimator):
     def learn_one(self, x, y):
         """Learn one sample (river's spelling): it enters the window, the oldest sample leaves
         once the window is full, and the learner decides whether to recompute its model."""
-        if hasattr(self, "_X"):
+        if hasattr(self, "_X") and not isinstance(x, dict):
             row, y = self._check_sample(x, y, False)
+        elif hasattr(self, "_X"):
+            with atomic(self, attrs=("_dict_keys",)):  # a rejected dict adds no feature
+                row, y = self._check_sample(x, y, False)
         else:
             with atomic(self):  # a rejected first sample leaves nothing behind (width, dict keys)
                 row, y = self._check_sample(x, y, True)
@@ -319,11 +294,17 @@ class WindowLearner(BaseEstimator):
         return self
 
     def _check_sample(self, x, y, fresh):
-        """The validated (1, d) row and label of one sample; the first sets up the state."""
+        """The validated (1, d) row and label of one sample; the first sets up the state, a
+        dict with new features grows it (after every check)."""
         row = as_row(self, x)
         if fresh:  # checked before the first sample sets the width
             row = check_rows(row, None, "x", type(self).__name__)
         self._ensure(row)
+        if row.shape[1] > self.n_features_in_ and isinstance(x, dict):
+            row = check_rows(row, row.shape[1], "x", type(self).__name__)
+            y = self._check_y(y)
+            self._grow(row.shape[1])
+            return row, y
         return self._check_x(row), self._check_y(y)
 
     def _learn(self, row, y):
