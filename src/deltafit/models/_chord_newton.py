@@ -184,6 +184,15 @@ class RowBlock:
     cw_before: np.ndarray = None
     stored: bool = True
 
+    def __post_init__(self):
+        s = np.asarray(self.slots)
+        run = s.size and s[-1] - s[0] + 1 == s.size and np.all(np.diff(s) == 1)
+        self._at = slice(int(s[0]), int(s[-1]) + 1) if run else s
+
+    def at(self, by_slot):
+        """``by_slot[slots]`` (a view when the slots are a run)."""
+        return by_slot[self._at]
+
     def scores(self, beta):
         return self.X @ beta
 
@@ -276,7 +285,7 @@ def point_by_slot(blocks, Z, f, grad, g0, capacity):
     """A :class:`Point` holding the scores Z at their ledger slots."""
     z = np.zeros(capacity)
     for b, zb in zip(blocks, Z):
-        z[b.slots] = zb
+        z[b._at] = zb
     return Point(z, float(f), grad, g0)
 
 
@@ -290,7 +299,7 @@ def _moved(blocks, beta, start, loss, changed):
     Z, f = [], start.f
     grad, g0 = start.grad.copy(), start.grad0.copy()
     for b, ch in zip(blocks, changed):
-        z = start.z[b.slots] if b.stored else b.scores(beta)
+        z = b.at(start.z) if b.stored else b.scores(beta)
         Z.append(z)
         j = np.flatnonzero(ch)
         if not j.size:
@@ -306,18 +315,39 @@ def _moved(blocks, beta, start, loss, changed):
     return Z, f, grad, g0
 
 
-def _corrections(blocks, Z, curv, loss, changed, exact=False):
+def curvature_switches(loss):
+    """Whether ℓ'' vanishes beyond the margin (the squared hinge's generalised Hessian): rows
+    then enter and leave M as the margin set moves, and every chord step checks them.  With
+    ℓ'' > 0 (logistic) only the changed rows are corrected (M stays a chord matrix)."""
+    return float(loss.d2(np.ones(1), np.full(1, 2.0))[0]) == 0.0
+
+
+def _corrections(blocks, Z, curv, loss, changed, exact=False, switches=True):
     """The rows whose weight in M must change at the scores Z: the ``changed`` rows of each
-    block (a boolean mask or None) and the rows whose curvature switched on or off (every row
-    whose curvature differs from M's, with ``exact``).
+    block (a boolean mask or None) and, when the loss's curvature ``switches``, the rows whose
+    curvature switched on or off (every row whose curvature differs from M's, with ``exact``).
 
     Returns ``(rows, delta, slots)`` stacked over the blocks, None when there are none, or
     ``"rebuild"`` when they are more than half of the rows in the problem (``exact`` only).
     """
+    if not (exact or switches):
+        if all(ch is None for ch in changed):
+            return None
+        found = []
+        for b, z, ch in zip(blocks, Z, changed):
+            j = np.flatnonzero(ch) if ch is not None else np.zeros(0, dtype=np.intp)
+            if j.size:
+                now = b.cw[j] * loss.d2(b.t[j], z[j])
+                found.append((b, j, now - curv.d[b.slots[j]]))
+        if not found:
+            return None
+        return (np.vstack([_dense(b.X[j]) for b, j, _ in found]),
+                np.concatenate([dl for _, _, dl in found]),
+                np.concatenate([b.slots[j] for b, j, _ in found]))
     found, n_rows = [], 0
     for b, z, ch in zip(blocks, Z, changed):
         now = b.curvature(z, loss)
-        had = curv.d[b.slots]
+        had = b.at(curv.d)
         fix = (now != had) if exact else ((had > 0.0) != (now > 0.0))
         # a row outside the problem is corrected only when the change removed it: a free slot
         # that an added row reuses is the added row's in M (its own block holds it)
@@ -338,11 +368,11 @@ def _corrections(blocks, Z, curv, loss, changed, exact=False):
             np.concatenate([b.slots[j] for b, j, _ in found]))
 
 
-def _updated(blocks, Z, curv, loss, capacity, changed, exact):
+def _updated(blocks, Z, curv, loss, capacity, changed, exact, switches=True):
     """M corrected at the scores Z (made the exact Hessian there, with ``exact``)."""
     if curv is None:
         return Curvature.at(blocks, Z, loss, capacity)
-    fix = _corrections(blocks, Z, curv, loss, changed, exact)
+    fix = _corrections(blocks, Z, curv, loss, changed, exact, switches)
     if fix is None:
         return curv
     if isinstance(fix, str):
@@ -431,6 +461,7 @@ def chord_solve(blocks, beta, curv, loss, *, tol, max_iter, callback=None, capac
     refresh = curv is None
     exact_m = False  # whether curv is the exact Hessian at the current β
     secants = _Secants()
+    switches = curvature_switches(loss)
     while not stopped:
         if gnorm <= thr:
             if is_fresh:
@@ -442,7 +473,7 @@ def chord_solve(blocks, beta, curv, loss, *, tol, max_iter, callback=None, capac
         if it >= max_iter:
             break
         before = curv
-        curv = _updated(blocks, Z, curv, loss, capacity, changed, refresh)
+        curv = _updated(blocks, Z, curv, loss, capacity, changed, refresh, switches)
         if curv is not before:
             secants.clear()  # pairs measured against another M
         exact_m, refresh, changed = refresh, False, [None] * len(blocks)

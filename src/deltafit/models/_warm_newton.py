@@ -181,13 +181,13 @@ def change_blocks(change, C):
     end = led.end
     if led.sparse_rows:
         S = np.flatnonzero(led.active[:end])
-        X = led.X[S]
+        X, at = led.X[S], S
     else:
         S = np.arange(end)
-        X = led.X[:end]
-    t_before = np.array(led.y[S], dtype=np.float64)
+        X, at = led.X[:end], slice(0, end)
+    t_before = np.array(led.y[at], dtype=np.float64)
     t = t_before.copy()
-    w_before = np.where(led.active[S], led.w[S], 0.0)
+    w_before = np.where(led.active[at], led.w[at], 0.0)
     w = w_before.copy()
     changed = np.zeros(S.size, dtype=bool)
 
