@@ -354,6 +354,34 @@ def test_many_classes_file_drops_the_optional_arrays(tmp_path):
     _assert_certified(back, _model("logistic").fit(X[keep], y[keep]))
 
 
+@pytest.mark.parametrize("loss", LOSSES)
+def test_leave_one_out_refits_use_chord_steps(loss, breast_cancer, monkeypatch):
+    """model_selection's warm refits (LOO / k-fold) take chord steps on the full problem's
+    Hessian: each refit is within its certificate of a fresh fit without the left-out rows,
+    and LOOSearchCV's errors equal those of the Newton refits it replaces."""
+    from deltafit.model_selection import LOOSearchCV
+    from deltafit.model_selection import _problem as P
+
+    X, y = breast_cancer
+    X = StandardScaler().fit_transform(X)[:300]
+    y = y[:300]
+    m = _model(loss).fit(X, y)
+    prob = P.problem_of(m)
+    for R in ([5], [0, 17, 101], list(range(30))):
+        res = prob._chord_refit(np.array(R), None)
+        keep = np.setdiff1d(np.arange(300), R)
+        fresh = _model(loss).fit(X[keep], y[keep])._state
+        assert res.converged
+        assert np.linalg.norm(res.coef - fresh.beta) <= res.grad_norm + \
+            fresh.result.grad_norm + SLACK * np.linalg.norm(fresh.beta)
+    grid = {"C": [0.01, 0.3, 10.0]}
+    chord = LOOSearchCV(_model(loss), grid, method="bounds_early").fit(X, y)
+    monkeypatch.setattr(P.TrainingProblem, "_chord_refit", lambda self, R, cb: None)
+    newton = LOOSearchCV(_model(loss), grid, method="bounds_early").fit(X, y)
+    np.testing.assert_array_equal(chord.cv_results_["mean_test_score"],
+                                  newton.cv_results_["mean_test_score"])
+
+
 # ------------------------------------------------------------------------------ hypothesis
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 from scipy import linalg
+from scipy.linalg import lapack
 
 from ..solvers import SolverResult
 
@@ -97,7 +98,9 @@ class Curvature:
 
     def solve(self, g):
         """``M⁻¹ g``."""
-        y = linalg.cho_solve((self.factor, True), g, check_finite=False)
+        y, info = lapack.dpotrs(self.factor, g, lower=1)  # cho_solve, without its checks
+        if info:
+            raise ValueError(f"dpotrs failed (info={info})")
         if self.rank:
             y -= self.W @ linalg.lu_solve(self.cap, self.U.T @ y, check_finite=False)
         return y
@@ -196,10 +199,11 @@ class RowBlock:
     def scores(self, beta):
         return self.X @ beta
 
-    def evaluate(self, beta, loss, with_g0=False):
-        """Scores ``X β``, the data term ``Σ cw ℓ``, ``Xᵀ (cw ℓ')`` and (``with_g0``)
-        ``Xᵀ (cw ℓ'(t, 0))`` in one pass over the rows: dense rows are taken a cache-sized
-        chunk at a time, so that the gradient product reads them from the cache."""
+    def evaluate(self, beta, loss, with_g0=False, with_value=True):
+        """Scores ``X β``, the data term ``Σ cw ℓ`` (``with_value``; else None), ``Xᵀ (cw ℓ')``
+        and (``with_g0``) ``Xᵀ (cw ℓ'(t, 0))`` in one pass over the rows: dense rows are taken
+        a cache-sized chunk at a time, so that the gradient product reads them from the
+        cache."""
         X, t, cw = self.X, self.t, self.cw
         n, p = X.shape
         step = n if sp.issparse(X) else max(64, CHUNK_BYTES // (8 * max(p, 1)))
@@ -212,7 +216,8 @@ class RowBlock:
             zc = Xc @ beta
             z[a:b] = zc
             tc, wc = t[a:b], cw[a:b]
-            val += float(wc @ loss.value(tc, zc))
+            if with_value:
+                val += float(wc @ loss.value(tc, zc))
             if with_g0:
                 C = np.empty((b - a, 2))
                 C[:, 0] = wc * loss.d1(tc, zc)
@@ -220,7 +225,7 @@ class RowBlock:
                 G += Xc.T @ C
             else:
                 G[:, 0] += Xc.T @ (wc * loss.d1(tc, zc))
-        return z, val, G[:, 0], (G[:, 1] if with_g0 else None)
+        return z, (val if with_value else None), G[:, 0], (G[:, 1] if with_g0 else None)
 
     def value(self, z, loss, before=False):
         t, cw = (self.t_before, self.cw_before) if before else (self.t, self.cw)
@@ -265,16 +270,16 @@ class Point:
         return Point(z, self.f, self.grad, self.grad0)
 
 
-def fresh_point(blocks, beta, loss, capacity=None, with_g0=True):
-    """Scores (one array per block), J, ∇J and (``with_g0``) the vector ∇J(0) at β computed
-    afresh from the rows, in one pass over them."""
+def fresh_point(blocks, beta, loss, capacity=None, with_g0=True, with_value=True):
+    """Scores (one array per block), J (``with_value``; else None), ∇J and (``with_g0``) the
+    vector ∇J(0) at β computed afresh from the rows, in one pass over them."""
     Z, f = [], 0.5 * float(beta @ beta)
     grad = beta.copy()
     g0 = np.zeros_like(beta) if with_g0 else None
     for b in blocks:
-        z, val, g, g0b = b.evaluate(beta, loss, with_g0)
+        z, val, g, g0b = b.evaluate(beta, loss, with_g0, with_value)
         Z.append(z)
-        f += val
+        f = None if val is None else f + val
         grad += g
         if with_g0:
             g0 += g0b
@@ -457,6 +462,10 @@ def chord_solve(blocks, beta, curv, loss, *, tol, max_iter, callback=None, capac
     gnorm = float(np.linalg.norm(grad))
     it = 0
     stopped = bool(callback(it, beta, gnorm, f, grad)) if callback is not None else False
+
+    def value(f, x, Zx):  # J, computed from the scores when not known yet: O(n), no pass
+        return _objective(blocks, x, Zx, loss) if f is None else f
+
     curv = None if curv is None else curv.grown(capacity)
     refresh = curv is None
     exact_m = False  # whether curv is the exact Hessian at the current β
@@ -485,8 +494,13 @@ def chord_solve(blocks, beta, curv, loss, *, tol, max_iter, callback=None, capac
             step = -curv.solve(grad)
             slope = float(grad @ step)
         new = beta + step
-        Zn, fn, gnew, _ = fresh_point(blocks, new, loss, with_g0=False)
-        if not (fn <= f + 1e-4 * slope or -slope <= _FLOOR * (abs(f) + 1.0)):
+        Zn, fn, gnew, _ = fresh_point(blocks, new, loss, with_g0=False, with_value=False)
+        # a step that halves ‖∇J‖ is taken as it is (J is evaluated only when needed: the
+        # other steps pass Armijo's test on J; max_iter and the fallback bound any cycling)
+        if float(np.linalg.norm(gnew)) <= 0.5 * gnorm:
+            pass
+        elif not ((fn := value(fn, new, Zn)) <= (f := value(f, beta, Z)) + 1e-4 * slope
+                  or -slope <= _FLOOR * (abs(f) + 1.0)):
             # backtrack along the step (Armijo), then recompute the scores at the point taken
             Zs = [zn - z for zn, z in zip(Zn, Z)]
             t = 0.5
@@ -502,14 +516,16 @@ def chord_solve(blocks, beta, curv, loss, *, tol, max_iter, callback=None, capac
                 refresh = True
                 continue
             new = beta + t * step
-            Zn, fn, gnew, _ = fresh_point(blocks, new, loss, with_g0=False)
+            Zn, fn, gnew, _ = fresh_point(blocks, new, loss, with_g0=False, with_value=False)
         secants.add(new - beta, gnew - grad)
         beta, Z, f, grad, is_fresh = new, Zn, fn, gnew, True
         gprev, gnorm = gnorm, float(np.linalg.norm(grad))
         refresh = gnorm > refresh_ratio * gprev
         if callback is not None:
+            f = value(f, beta, Z)
             stopped = bool(callback(it, beta, gnorm, f, grad))
     converged = gnorm <= thr and is_fresh
+    f = value(f, beta, Z)
     if not converged and not stopped:
         return None
     res = SolverResult(beta, gnorm, it, bool(converged), bool(stopped), float(f))
