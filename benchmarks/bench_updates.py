@@ -49,9 +49,9 @@ correlated standardised features, a linear teacher with 10% label noise), remove
 thread, then the default):
 
 * the exact update (chord steps on the stored Hessian, ``models/_chord_newton.py``), min of
-  ``--repeats`` on copies of one fitted model;
+  ``--repeats`` (at least 5) on copies of one fitted model;
 * today's update, i.e. the warm-started Newton re-solve the chord path falls back to (the
-  chord path switched off for the measurement), min of ``--repeats``;
+  chord path switched off for the measurement), min of as many, interleaved with the former;
 * scikit-learn's refit of the same model on the changed data, both of its fast solvers:
   ``LogisticRegression(C, fit_intercept=False, tol=1e-8)`` with ``solver="lbfgs"`` and
   ``"newton-cholesky"`` (default ``max_iter=100``: lbfgs stops there short of tol, which
@@ -578,12 +578,11 @@ def nonsquared_rows(loss, X, t, Xt, args, threads):
 
         with CpuMonitor() as mon:
             new_t, today_t = [], []
-            for _ in range(args.repeats):
+            for _ in range(args.repeats):  # interleaved: a burst of load hits both sides
                 m = copy.deepcopy(base)
                 sec, _ = timed(lambda: update(m))  # noqa: B023
                 new_t.append(sec)
-            upd = m
-            for _ in range(args.repeats):
+                upd = m
                 m = copy.deepcopy(base)
                 with _chord_off():
                     sec, _ = timed(lambda: update(m))  # noqa: B023

@@ -7,8 +7,12 @@ by ledger slot), corrects it by a low-rank term for the rows whose curvature it 
 the removed, added, relabelled and reweighted samples, and the rows that enter or leave the
 squared hinge's margin set — and iterates chord steps ``β ← β − t M⁻¹ ∇J(β)`` (Ortega &
 Rheinboldt, "Iterative solution of nonlinear equations in several variables", 1970, §7.1;
-Kelley, "Iterative methods for linear and nonlinear equations", 1995, §5.4), each costing one
-product ``X s`` and one gradient ``Xᵀ c`` (two passes over the rows) plus O(p²).  The low-rank
+Kelley, "Iterative methods for linear and nonlinear equations", 1995, §5.4), with limited-memory
+BFGS pairs on top of M (Nocedal 1980), each step costing one fused pass over the rows (the
+scores ``X β`` and the gradient ``Xᵀ c`` of a cache-sized chunk at a time) plus O(p²); the first
+step needs no pass (the scores, J and ∇J at β are kept from the previous solve and moved by the
+changed rows).  A step that halves ‖∇J‖ is taken whole; any other passes Armijo's test on J
+(evaluated from the scores, no pass).  The low-rank
 term is applied by the Sherman–Morrison–Woodbury identity on the stored Cholesky factor (Hager,
 "Updating the inverse of a matrix", SIAM Review 1989, eq. (1.1)) and folded into a fresh
 factor once its rank passes p/4.  With the margin set corrected, a squared-hinge step is the
@@ -49,6 +53,11 @@ CHUNK_BYTES = 1 << 20
 _TINY = 1e-280
 
 
+def _cholesky(H):
+    """The lower Cholesky factor of the SPD matrix ``H`` (LinAlgError when it is not)."""
+    return linalg.cholesky(H, lower=True, check_finite=False)
+
+
 def _dense(rows):
     return rows.toarray() if sp.issparse(rows) else np.asarray(rows, dtype=np.float64)
 
@@ -71,8 +80,7 @@ class Curvature:
     def __init__(self, H, d, *, factor=None, U=None, delta=None):
         self.H = H
         self.d = d
-        self.factor = factor if factor is not None else linalg.cholesky(
-            H, lower=True, check_finite=False)
+        self.factor = factor if factor is not None else _cholesky(H)
         p = H.shape[0]
         self.U = np.zeros((p, 0)) if U is None else U
         self.delta = np.zeros(0) if delta is None else delta
