@@ -33,8 +33,8 @@ import scipy.sparse as sp
 from scipy import linalg
 from sklearn.exceptions import ConvergenceWarning
 
-__all__ = ["SolverResult", "HingeResult", "newton_primal", "newton_kernel", "hinge_primal",
-           "hinge_kernel", "solve_spd"]
+__all__ = ["SolverResult", "HingeResult", "NewtonCurvature", "newton_primal", "newton_kernel",
+           "hinge_primal", "hinge_kernel", "solve_spd"]
 
 # Below this decrease J cannot be resolved in floating point; a Newton step is then taken whole.
 _FLOOR = 1e-12
@@ -80,6 +80,24 @@ class SolverResult:
     converged: bool
     stopped_by_callback: bool
     objective: float
+
+
+@dataclass
+class NewtonCurvature:
+    """The Hessian of the last Newton step of :func:`newton_primal` (``keep_hessian=True``).
+
+    Attributes
+    ----------
+    hessian : ndarray of shape (p, p)
+        ``I + Xᵀ diag(d) X``, the (generalised) Hessian of J at the point of the last Newton
+        step (not at the returned β, one step further: close to it once Newton converges).
+    d : ndarray of shape (n,)
+        The curvature weights ``C w_i ℓ''(y_i, x_iᵀβ)`` of that Hessian, one per input row
+        (0 for rows of weight 0).
+    """
+
+    hessian: np.ndarray
+    d: np.ndarray
 
 
 def solve_spd(A, b):
@@ -248,7 +266,7 @@ def _damped_newton(coef, features, objective, gradient, newton_step, grad_norm0,
 
 
 def newton_primal(X, y, loss, C, *, sample_weight=None, coef0=None, tol=1e-10, max_iter=100,
-                  callback=None):
+                  callback=None, keep_hessian=False):
     """Damped Newton for ``C Σ w_i ℓ(y_i, x_iᵀβ) + ½‖β‖²`` over explicit features.
 
     Parameters
@@ -278,10 +296,15 @@ def newton_primal(X, y, loss, C, *, sample_weight=None, coef0=None, tol=1e-10, m
         solver (``stopped_by_callback``).  ``coef`` and ``grad`` are the solver's own arrays:
         copy them to keep them.  :class:`deltafit.sensitivity.CertainSigns` is such a callback
         (stop once the signs of given scores are certified, Okumura et al. Theorem 6).
+    keep_hessian : bool, default=False
+        Also return the Hessian of the last Newton step (what a later warm re-solve reuses,
+        :mod:`deltafit.models._chord_newton`).
 
     Returns
     -------
     SolverResult
+        With ``keep_hessian``, a pair ``(SolverResult, NewtonCurvature or None)``: None when no
+        dense Hessian was formed (no Newton step taken, or Hessian-free CG steps).
 
     Notes
     -----
@@ -306,8 +329,10 @@ def newton_primal(X, y, loss, C, *, sample_weight=None, coef0=None, tol=1e-10, m
     True
     """
     _check_smooth(loss, "newton_primal")
-    n, p = X.shape
+    n_all = n = X.shape[0]
+    p = X.shape[1]
     w = _check_sample_weight(sample_weight, n, C)
+    keep = None
     if w is not None:
         y = np.asarray(y)
         keep = _kept(w)
@@ -336,6 +361,7 @@ def newton_primal(X, y, loss, C, *, sample_weight=None, coef0=None, tol=1e-10, m
     sparse = sp.issparse(X)
     if sparse:
         X = sp.csr_matrix(X, dtype=np.float64)
+    last = []  # (H, d) of the last Newton step, when asked for
 
     def newton_step(z, grad, _):
         d2 = loss.d2(y, z)
@@ -349,10 +375,20 @@ def newton_primal(X, y, loss, C, *, sample_weight=None, coef0=None, tol=1e-10, m
         else:
             H = (Xa.T * D) @ Xa
         H.flat[:: p + 1] += 1.0
+        if keep_hessian:
+            d = np.zeros(n)
+            d[act] = D
+            last[:] = [(H, d)]
         return -solve_spd(H, grad)
 
-    return _damped_newton(beta, X, objective, gradient, newton_step, g0, tol=tol,
-                          max_iter=max_iter, callback=callback, what="Newton")
+    res = _damped_newton(beta, X, objective, gradient, newton_step, g0, tol=tol,
+                         max_iter=max_iter, callback=callback, what="Newton")
+    if not keep_hessian:
+        return res
+    if not last:
+        return res, None
+    H, d = last[0]
+    return res, NewtonCurvature(H, d if keep is None else _embed(d, keep, n_all))
 
 
 def _cg_step(Xa, D, grad, max_iter=None):

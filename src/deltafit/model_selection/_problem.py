@@ -28,6 +28,7 @@ from ..sensitivity import two_ball_bounds
 from ..sensitivity._ball import center_scores, half_gradient, loo_balls, sq_radius
 from ..sensitivity._curvature import CURVATURE_LOSSES, removal_intervals
 from ..sensitivity._curvature_loo import KernelSpace, LinearSpace, curvature_loo_bounds
+from ..models._chord_newton import Curvature, RowBlock, chord_solve, fresh_point, point_by_slot
 from ..solvers import hinge_kernel, hinge_primal, newton_kernel, newton_primal
 
 __all__ = ["OneVsRestProblem", "TrainingProblem", "problem_of"]
@@ -448,13 +449,38 @@ class TrainingProblem:
                                 max_iter=self.max_iter, callback=cb)
             z = self.K[np.ix_(T, keep)] @ res.coef
         else:
-            res = newton_primal(self.Phi[keep], self.t[keep], self.loss, self.C,
-                                sample_weight=sw, coef0=self.coef, tol=self.tol,
-                                max_iter=self.max_iter, callback=cb)
+            res = self._chord_refit(R, cb)
+            if res is None:  # the chord steps stalled: Newton, as a fit
+                res = newton_primal(self.Phi[keep], self.t[keep], self.loss, self.C,
+                                    sample_weight=sw, coef0=self.coef, tol=self.tol,
+                                    max_iter=self.max_iter, callback=cb)
             z = self.Phi[T] @ res.coef
         if res.stopped_by_callback:
             return box["lo"], box["hi"], res.n_iter, True
         return z, z.copy(), res.n_iter, False
+
+    def _chord_refit(self, R, cb):
+        """The refit without ``R`` by chord steps on the full problem's Hessian (downdated for
+        R by Woodbury), warm-started from the stored solution, with the same certified stop
+        rule as :func:`~deltafit.solvers.newton_primal` (``models/_chord_newton.py``); None
+        when the steps stall."""
+        if getattr(self, "_chord", None) is None:  # shared by every refit
+            n = self.n
+            cw = self.C * (np.ones(n) if self.w is None else self.w)
+            block = RowBlock(self.Phi, self.t, cw, np.arange(n))
+            Z, f, grad, g0 = fresh_point([block], self.coef, self.loss)
+            self._chord = (cw, Curvature.at([block], Z, self.loss, n),
+                           point_by_slot([block], Z, f, grad, g0, n))
+        cw, curv, start = self._chord
+        after = cw.copy()
+        after[R] = 0.0
+        changed = np.zeros(self.n, dtype=bool)
+        changed[R] = True
+        block = RowBlock(self.Phi, self.t, after, np.arange(self.n), self.t, cw)
+        out = chord_solve([block], self.coef, curv, self.loss, tol=self.tol,
+                          max_iter=self.max_iter, callback=cb, capacity=self.n,
+                          changed=[changed], start=start)
+        return None if out is None else out[0]
 
     def _hinge_refit(self, keep, T):
         """Exact hinge refit without the removed samples, warm-started from the dual."""

@@ -328,6 +328,11 @@ class OneVsRestState(ModelState):
                 if k and name in self._shared_names():
                     continue  # the kernel matrix is written once
                 out[_member(k, name)] = a
+        if len(out) > _MAX_STATE_MEMBERS:  # a file holds 64 members: drop the optional ones
+            required = set(type(self.states[0]).saved_shapes(len(keep), 1))
+            out = {key: a for key, a in out.items()
+                   if any(key == _member(k, name) for k in range(self.n_classes)
+                          for name in required)}
         return out
 
     def _shared_names(self):
@@ -374,6 +379,11 @@ class OneVsRestState(ModelState):
                                               result=res))
         st._share_gram()
         return st
+
+
+#: Members a K-class state writes at most with its optional arrays (a stored Hessian, which
+#: the next update otherwise rebuilds): the model file's other members need the rest of 64.
+_MAX_STATE_MEMBERS = 32
 
 
 def _member(k, name):
