@@ -94,6 +94,20 @@ class NewtonCurvature:
     d : ndarray of shape (n,)
         The curvature weights ``C w_i ℓ''(y_i, x_iᵀβ)`` of that Hessian, one per input row
         (0 for rows of weight 0).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deltafit.losses import get_loss
+    >>> from deltafit.solvers import newton_primal
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(40, 3))
+    >>> y = np.where(X[:, 0] + 0.5 * rng.normal(size=40) > 0, 1.0, -1.0)
+    >>> res, curv = newton_primal(X, y, get_loss("logistic"), 1.0, keep_hessian=True)
+    >>> curv.hessian.shape, curv.d.shape
+    ((3, 3), (40,))
+    >>> bool(np.allclose(curv.hessian, np.eye(3) + X.T @ (curv.d[:, None] * X)))
+    True
     """
 
     hessian: np.ndarray
