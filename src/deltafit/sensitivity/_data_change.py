@@ -206,6 +206,28 @@ class Sensitivity:
     next free id upwards (the ids a real ``model.add`` would give them, if made in the same
     order) and can be removed or relabelled like any other sample.  If the model is fitted or
     updated after this object is made, every method raises ValueError.
+
+    Examples
+    --------
+    >>> import copy
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> import deltafit
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> model = deltafit.LinearClassifier(loss="logistic", C=0.1).fit(X, y)
+    >>> s = deltafit.sensitivity(model)          # a Sensitivity; nothing is retrained
+    >>> _ = s.remove([0, 1, 2])
+    >>> lo, hi = s.decision_bounds(X)
+    >>> labels, certain = s.predict_certain(X)
+    >>> refit = copy.deepcopy(model)
+    >>> _ = refit.remove([0, 1, 2])                # the exact update, for comparison
+    >>> d = refit.decision_function(X)
+    >>> bool(np.all((lo <= d) & (d <= hi)))
+    True
+    >>> bool(np.all(labels[certain] == refit.predict(X)[certain]))
+    True
     """
 
     def __new__(cls, model=None, C_new=None, *, problem=None, method="auto"):

@@ -45,6 +45,24 @@ def gradient_sphere(coef, grad, *, points=None, kernel=None, diagonal=None, grad
     Returns
     -------
     PrimalSphere or KernelSphere
+
+    Examples
+    --------
+    A ball around an approximate solution of ``J(β) = C Σ (y_i − ⟨x_i, β⟩)² + ½‖β‖²`` (ridge,
+    gradient ``β + 2C Xᵀ(Xβ − y)``) contains the exact one:
+
+    >>> import numpy as np
+    >>> from deltafit.sensitivity import gradient_sphere
+    >>> rng = np.random.default_rng(0)
+    >>> X, y, C = rng.normal(size=(50, 3)), rng.normal(size=50), 0.1
+    >>> exact = np.linalg.solve(np.eye(3) + 2 * C * X.T @ X, 2 * C * X.T @ y)
+    >>> beta = exact + 0.01                      # an iterate of some solver
+    >>> ball = gradient_sphere(beta, beta + 2 * C * X.T @ (X @ beta - y))
+    >>> ball.contains(exact)
+    True
+    >>> lo, hi = ball.decision_bounds(X)
+    >>> bool(np.all((lo <= X @ exact) & (X @ exact <= hi)))
+    True
     """
     coef = np.asarray(coef, dtype=np.float64).ravel()
     grad = np.asarray(grad, dtype=np.float64).ravel()
@@ -87,6 +105,26 @@ def model_gradient_sphere(model):
     Returns
     -------
     PrimalSphere or KernelSphere
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> import deltafit
+    >>> from deltafit.sensitivity import model_gradient_sphere
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> import warnings
+    >>> with warnings.catch_warnings():           # stopped early: ConvergenceWarning
+    ...     warnings.simplefilter("ignore")
+    ...     early = deltafit.LinearClassifier(loss="logistic", max_iter=2).fit(X, y)
+    >>> ball = model_gradient_sphere(early)
+    >>> exact = deltafit.LinearClassifier(loss="logistic").fit(X, y)
+    >>> lo, hi = ball.decision_bounds(X)
+    >>> d = exact.decision_function(X)
+    >>> bool(np.all((lo <= d) & (d <= hi)))
+    True
     """
     check_model(model, "a gradient sphere")
     prob = model.problem_
@@ -133,6 +171,26 @@ class CertainSigns:
     certain_ : ndarray of bool
         ``lo_ > 0`` or ``hi_ ≤ 0``.
     n_calls_ : int
+
+    Examples
+    --------
+    Stop the solver as soon as the labels of five test rows are certified:
+
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> import deltafit
+    >>> from deltafit.sensitivity import CertainSigns
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> X_test = X[:5]
+    >>> stop = CertainSigns(np.c_[X_test, np.ones(5)])   # rows Φ(x), constant feature last
+    >>> early = deltafit.LinearClassifier(loss="logistic", callback=stop).fit(X, y)
+    >>> exact = deltafit.LinearClassifier(loss="logistic").fit(X, y)
+    >>> bool(np.all(stop.certain_))
+    True
+    >>> bool(np.all(early.predict(X_test) == exact.predict(X_test)))
+    True
     """
 
     def __init__(self, eta=None, *, cross_kernel=None, sq_norms=None):

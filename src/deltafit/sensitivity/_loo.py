@@ -69,6 +69,23 @@ def loo_bounds(model, ids=None, *, C_new=None, method="auto"):
         A multiclass model's bounds are those of each class's one-vs-rest problem
         (``model.problem_.for_class(k)``), column k; a sample's left-out label is certified
         where :func:`~deltafit.sensitivity.certain_argmax` says the argmax is decided.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> import deltafit
+    >>> from deltafit.sensitivity import loo_bounds
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> model = deltafit.LinearClassifier(loss="logistic", C=0.1).fit(X, y)
+    >>> lo, hi = loo_bounds(model, ids=[0, 1, 2])
+    >>> d = [deltafit.LinearClassifier(loss="logistic", C=0.1)
+    ...      .fit(np.delete(X, t, 0), np.delete(y, t)).decision_function(X[t:t + 1])[0]
+    ...      for t in range(3)]                  # the left-out scores, by refitting
+    >>> bool(np.all((lo <= d) & (d <= hi)))
+    True
     """
     if method not in ("auto", "sphere", "curvature"):
         raise ValueError(f"method must be 'auto', 'sphere' or 'curvature', got {method!r}")
@@ -135,6 +152,26 @@ def zhang_loo_bounds(model, ids=None):
     -------
     lo, hi : ndarray of shape (n_ids,), or (n_ids, K) for a model with K ≥ 3 classes (per
         one-vs-rest class, as :func:`loo_bounds`)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> import deltafit
+    >>> from deltafit.sensitivity import loo_bounds, zhang_loo_bounds
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> model = deltafit.LinearClassifier(loss="squared_hinge", C=0.1).fit(X, y)
+    >>> lo, hi = zhang_loo_bounds(model)
+    >>> lo_s, hi_s = loo_bounds(model, method="sphere")
+    >>> bool(np.all(hi_s - lo_s <= hi - lo))     # Sivan et al.'s ball is never wider
+    True
+    >>> t = 0
+    >>> d = (deltafit.LinearClassifier(loss="squared_hinge", C=0.1)
+    ...      .fit(X[1:], y[1:]).decision_function(X[:1])[0])
+    >>> bool(lo[t] <= d <= hi[t])
+    True
     """
     if n_classes(model):
         return _per_class(zhang_loo_bounds, model, ids)

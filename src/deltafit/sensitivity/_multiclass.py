@@ -42,6 +42,16 @@ def certain_argmax(lo, hi):
     certain : ndarray of bool, shape (n,)
         ``lo[top] > max_{j ≠ top} hi[j]``: then every vector with ``lo ≤ z ≤ hi`` has its
         unique maximum at ``top``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deltafit.sensitivity import certain_argmax
+    >>> lo = np.array([[2.0, 0.0, -1.0], [1.0, 0.9, 0.0]])
+    >>> hi = np.array([[3.0, 1.5, 0.0], [2.0, 1.2, 0.5]])
+    >>> top, certain = certain_argmax(lo, hi)
+    >>> top.tolist(), certain.tolist()          # row 2: class 1 may still beat class 0
+    ([0, 0], [True, False])
     """
     lo = np.asarray(lo, dtype=np.float64)
     hi = np.asarray(hi, dtype=np.float64)
@@ -92,6 +102,29 @@ class MulticlassSensitivity:
     Hypothetical samples get the same ids in every class (the model's next free ids), so ids
     returned by :meth:`add` work for :meth:`remove` and :meth:`relabel`.  A kernel model's
     queries evaluate the kernel once per class (K times the cost of a binary query).
+
+    Examples
+    --------
+    >>> import copy
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> import deltafit
+    >>> X, y = load_iris(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> model = deltafit.LinearClassifier(loss="logistic", C=1.0).fit(X, y)
+    >>> s = deltafit.sensitivity(model)
+    >>> type(s).__name__, s.n_classes
+    ('MulticlassSensitivity', 3)
+    >>> _ = s.remove([0, 50, 100])
+    >>> lo, hi = s.decision_bounds(X)            # one column per class
+    >>> lo.shape
+    (150, 3)
+    >>> refit = copy.deepcopy(model)
+    >>> _ = refit.remove([0, 50, 100])
+    >>> d = refit.decision_function(X)
+    >>> bool(np.all((lo <= d) & (d <= hi)))
+    True
     """
 
     def __init__(self, model, C_new=None, *, method="auto"):
