@@ -145,7 +145,7 @@ def demo_figure(steps, path, *, intervals=None, max_intervals=40, title=None):
     (log scale).  Right (with ``intervals``): the certified bounds on the change of each test
     row's decision value after a data change (Okumura et al., "Quick sensitivity analysis for
     incremental data modification and its application to leave-one-out CV in linear
-    classification problems", Thm 1), against the exact change of a retrained model.
+    classification problems", Theorem 1), against the exact change of a retrained model.
 
     Parameters
     ----------

@@ -1,8 +1,8 @@
-"""The ball around the optimum from any approximate solution and its gradient (Okumura Thm 6).
+"""The ball around the optimum from any approximate solution and its gradient.
 
 For the 1-strongly convex canonical objective J (ARCHITECTURE.md, "The problem") and any point β̂,
 ``⟨∇J(β̂), β̂ − β*⟩ ≥ ‖β̂ − β*‖²``, so β* lies in the ball of center ``β̂ − ∇J(β̂)/2`` and
-radius ``‖∇J(β̂)‖/2`` (Okumura et al., KDD'15, Thm 6 with λ = 1 in our scaling).  Its bounds
+radius ``‖∇J(β̂)‖/2`` (Theorem 6 of Okumura et al. (2015) with λ = 1 in our scaling).  Its bounds
 tighten as a solver converges, which makes it a stopping rule: :class:`CertainSigns` stops a
 solver once the signs of given scores are certified.
 """
@@ -19,7 +19,10 @@ __all__ = ["gradient_sphere", "model_gradient_sphere", "CertainSigns"]
 
 def gradient_sphere(coef, grad, *, points=None, kernel=None, diagonal=None, grad_norm=None,
                     features=None):
-    """The ball ``(coef − grad/2, ‖grad‖/2)`` that contains the optimum (Okumura Thm 6).
+    """The ball ``(coef − grad/2, ‖grad‖/2)`` that contains the optimum.
+
+    Theorem 6 of Okumura et al. (2015), "Quick sensitivity analysis for incremental data
+    modification and its application to leave-one-out CV in linear classification problems".
 
     Parameters
     ----------
@@ -92,7 +95,10 @@ def gradient_sphere(coef, grad, *, points=None, kernel=None, diagonal=None, grad
 
 
 def model_gradient_sphere(model):
-    """The Thm 6 ball around a fitted model's own solution, from its full gradient.
+    """The ball around a fitted model's own solution, from its full gradient.
+
+    The ball of :func:`gradient_sphere` (Theorem 6 of Okumura et al. (2015)) at the model's
+    coefficients.
 
     Useful for a model whose solver was stopped early (small ``max_iter``, a callback): the
     ball certifies where the exact optimum lies.  Costs one pass over the training data
@@ -147,9 +153,9 @@ def model_gradient_sphere(model):
 class CertainSigns:
     """Solver callback: stop once the signs of given scores of the optimum are certified.
 
-    At each iterate the callback forms the Thm 6 ball (Okumura et al.) from the gradient the
-    solver passes, bounds every score, and returns True (stop) when each score's sign is
-    decided.  Pass it as ``callback=`` to :func:`deltafit.solvers.newton_primal` /
+    At each iterate the callback forms the ball of Theorem 6 of Okumura et al. (2015) from the
+    gradient the solver passes, bounds every score, and returns True (stop) when each score's sign
+    is decided.  Pass it as ``callback=`` to :func:`deltafit.solvers.newton_primal` /
     :func:`~deltafit.solvers.newton_kernel` or to a deltafit estimator.
 
     Parameters

@@ -2,7 +2,7 @@
 
 Every certificate of deltafit is a ball in model space (ARCHITECTURE.md, "Floors").  For a ball with
 center m and radius R, any linear score of a point β of the ball satisfies
-``⟨η, m⟩ − ‖η‖ R ≤ ⟨η, β⟩ ≤ ⟨η, m⟩ + ‖η‖ R`` (Okumura et al., KDD'15, Thm 1; Sivan et al.,
+``⟨η, m⟩ − ‖η‖ R ≤ ⟨η, β⟩ ≤ ⟨η, m⟩ + ‖η‖ R`` (Theorem 1 of Okumura et al. (2015); Sivan et al.,
 Lemma 1), with equality reached on the sphere.  Two forms share one interface:
 
 * :class:`PrimalSphere` — m is a vector over explicit features Φ(x) (linear models, the
@@ -159,7 +159,7 @@ class PrimalSphere(Sphere):
         return (self.features(X),)
 
     def coef_bounds(self):
-        """Bounds of every coordinate of β over the ball (Okumura et al. Cor. 2)."""
+        """Bounds of every coordinate of β over the ball (Corollary 2 of Okumura et al. (2015))."""
         return self.center - self.radius, self.center + self.radius
 
     def center_distance(self, beta):
@@ -383,9 +383,9 @@ class BallIntersection:
     """The intersection of two balls that both contain the same unknown optimum.
 
     Typical use: the data-change ball of :func:`deltafit.sensitivity` and the gradient ball
-    (Okumura et al. Thm 6) of an iterate of the re-solve, ``s.sphere() & gradient_sphere(...)``.
-    Its bounds are the exact extremes of the score over the intersection
-    (:func:`two_ball_bounds`), never looser than either ball alone.
+    (Theorem 6 of Okumura et al. (2015)) of an iterate of the re-solve,
+    ``s.sphere() & gradient_sphere(...)``.  Its bounds are the exact extremes of the score over
+    the intersection (:func:`two_ball_bounds`), never looser than either ball alone.
 
     Parameters
     ----------
