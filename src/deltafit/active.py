@@ -173,6 +173,22 @@ class UncertaintySampling:
     estimator : scikit-learn classifier
     m : int, default=10
         Samples labeled per model computation.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import deltafit
+    >>> from deltafit.active import UncertaintySampling
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(100, 2))
+    >>> y = (X[:, 0] > 0).astype(int)
+    >>> model = deltafit.LinearClassifier(loss="logistic").fit(X[:20], y[:20])
+    >>> al = UncertaintySampling(deltafit.LinearClassifier(loss="logistic"), m=5)
+    >>> chosen, labels, groups = al.select(model, X, np.arange(20, 100), 5, lambda i: y[i])
+    >>> z = np.abs(model.decision_function(X[20:]))
+    >>> closest = 20 + np.argsort(z)[:5]            # nearest the decision boundary
+    >>> sorted(chosen.tolist()) == sorted(closest.tolist())
+    True
     """
 
     def __init__(self, estimator, m=10):
@@ -264,6 +280,22 @@ class FGAL(UncertaintySampling):
     of the current model.  A labelled sample of a class the model has not seen yet cannot
     enter the balls; it waits for the next model computation.  Two classes: the paper's rule,
     unchanged.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import deltafit
+    >>> from deltafit.active import FGAL
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(200, 2))
+    >>> y = (X[:, 0] > 0).astype(int)
+    >>> model = deltafit.LinearClassifier(loss="squared_hinge").fit(X[:20], y[:20])
+    >>> fgal = FGAL(deltafit.LinearClassifier(loss="squared_hinge"), m=20, p=5)
+    >>> chosen, labels, groups = fgal.select(model, X, np.arange(20, 200), 20, lambda i: y[i])
+    >>> len(chosen), [len(g) for g in groups]
+    (20, [5, 5, 5, 5])
+    >>> bool(np.all(labels == y[chosen]))
+    True
     """
 
     def __init__(self, estimator, m=100, p=10, center="sphere"):
@@ -360,6 +392,22 @@ class ActiveLearningResult:
         The pool indices labeled by each (sub-)iteration, in order.
     time_s : float
     strategy : str
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import deltafit
+    >>> from deltafit.active import FGAL, run_active_learning
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(300, 2))
+    >>> y = (X[:, 0] + X[:, 1] > 0).astype(int)
+    >>> fgal = FGAL(deltafit.LinearClassifier(loss="squared_hinge"), m=20, p=5)
+    >>> result = run_active_learning(fgal, X[:200], y[:200], X[200:], y[200:], initial=10,
+    ...                              budget=50, random_state=0)
+    >>> result.strategy, result.n_model_computations, result.n_labeled.tolist()
+    ('FGAL(m=20, p=5)', 3, [10, 30, 50])
+    >>> [len(g) for g in result.groups]          # the initial draw, then sub-iterations of p
+    [10, 5, 5, 5, 5, 5, 5, 5, 5]
     """
 
     n_labeled: np.ndarray
@@ -418,6 +466,22 @@ def run_active_learning(strategy, X_pool, oracle, X_test, y_test, initial=50, bu
     -------
     ActiveLearningResult
         ``n_labeled`` and ``accuracy`` with one entry per model computation.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> import deltafit
+    >>> from deltafit.active import UncertaintySampling, run_active_learning
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> strategy = UncertaintySampling(deltafit.LinearClassifier(loss="logistic"), m=20)
+    >>> result = run_active_learning(strategy, X[:400], y[:400], X[400:], y[400:],
+    ...                              initial=20, budget=100, random_state=0)
+    >>> result.n_labeled.tolist()                # one model per 20 labels
+    [20, 40, 60, 80, 100]
+    >>> result.labeled.shape, bool(result.accuracy[-1] > 0.9)
+    ((100,), True)
     """
     m = strategy._check()
     check_bool(progress, "progress")
@@ -500,6 +564,21 @@ def compare_strategies(estimator, X, y, *, m=100, p=10, small_m=None, seeds=5, n
     curves : dict
         name -> {"n_labeled", "accuracy_mean", "accuracy_std", "accuracy" (seeds x points),
         "n_model_computations"}, ready for :func:`deltafit.plotting.active_learning_curves`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import deltafit
+    >>> from deltafit.active import compare_strategies
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(200, 2))
+    >>> y = (X[:, 0] > 0).astype(int)
+    >>> curves = compare_strategies(deltafit.LinearClassifier(loss="squared_hinge"), X, y, m=40,
+    ...                             p=10, seeds=2, n_test=50, initial=20)
+    >>> sorted(curves)
+    ['AL(m=10)', 'AL(m=40)', 'FGAL(m=40, p=10)']
+    >>> curves["FGAL(m=40, p=10)"]["accuracy"].shape   # seeds x models
+    (2, 5)
     """
     X = check_rows(X, None, "X")
     y = np.asarray(y)

@@ -145,7 +145,7 @@ def demo_figure(steps, path, *, intervals=None, max_intervals=40, title=None):
     (log scale).  Right (with ``intervals``): the certified bounds on the change of each test
     row's decision value after a data change (Okumura et al., "Quick sensitivity analysis for
     incremental data modification and its application to leave-one-out CV in linear
-    classification problems", Thm 1), against the exact change of a retrained model.
+    classification problems", Theorem 1), against the exact change of a retrained model.
 
     Parameters
     ----------
@@ -170,6 +170,18 @@ def demo_figure(steps, path, *, intervals=None, max_intervals=40, title=None):
     ValueError
         For empty ``steps``, a time that is not a positive finite number, or ``intervals``
         without its three arrays of one length.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> from deltafit.plotting import demo_figure
+    >>> steps = [("remove 5", 0.003, 0.05), ("add 100", 0.01, 0.06)]
+    >>> exact = np.linspace(-1.0, 1.0, 20)
+    >>> intervals = {"lower": exact - 0.1, "upper": exact + 0.1, "exact": exact}
+    >>> path = os.path.join(tempfile.mkdtemp(), "demo.png")
+    >>> demo_figure(steps, path, intervals=intervals) == path   # doctest: +SKIP
+    True
     """
     _require_nonempty(steps, (list, tuple), "steps", "list of (label, t_update, t_refit)")
     labels, times = [], []

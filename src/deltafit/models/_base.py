@@ -155,7 +155,34 @@ class UpdatePlan:
 
 
 class UpdatableMixin:
-    """Fit / update protocol shared by the four deltafit estimators."""
+    """Fit / update protocol shared by the four deltafit estimators.
+
+    Examples
+    --------
+    Every deltafit estimator follows it; an update equals a fit on the changed data:
+
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from deltafit import LinearClassifier
+    >>> from deltafit.models import UpdatableMixin
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> model = LinearClassifier(loss="logistic", C=0.1).fit(X[:500], y[:500])
+    >>> isinstance(model, UpdatableMixin)
+    True
+    >>> new_ids = model.add(X[500:], y[500:])    # ids 500..568
+    >>> _ = model.remove([3, 7])
+    >>> _ = model.relabel([10], [1 - y[10]])
+    >>> y_new = y.copy()
+    >>> y_new[10] = 1 - y[10]
+    >>> keep = np.setdiff1d(np.arange(569), [3, 7])
+    >>> refit = LinearClassifier(loss="logistic", C=0.1).fit(X[keep], y_new[keep])
+    >>> float(np.max(np.abs(model.coef_ - refit.coef_))) < 1e-6
+    True
+    >>> model.sample_ids_.shape
+    (567,)
+    """
 
     _classifier = False
     _kernel = False

@@ -396,8 +396,9 @@ class LinearRegressor(RegressorTags, RegressorMixin, _LinearModel):
     Solves ``min_β C Σ (y_i − ⟨Φ(x_i), β⟩)² + ½‖β‖²``, i.e. ``Ridge(alpha=1/(2C))`` with a
     regularised intercept feature.  A 2-D ``y`` of K outputs solves the K problems with one
     factorisation (one tracked inverse, K right-hand sides): an update costs about what a
-    single-output one does.  Updates are closed form (Lee et al., "Exact incremental and decremental learning for LS-SVM", Thm 1 and
-    Cor. 1–4, through Woodbury corrections of a tracked inverse).
+    single-output one does.  Updates are closed form (Theorem 1 and Corollaries 1–4 of Lee
+    et al., "Exact incremental and decremental learning for LS-SVM", through Woodbury
+    corrections of a tracked inverse).
 
     Parameters
     ----------
@@ -410,6 +411,24 @@ class LinearRegressor(RegressorTags, RegressorMixin, _LinearModel):
     sample_ids_ : ndarray of int
     feature_map_ : transformer or None
     n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import Ridge
+    >>> from deltafit import LinearRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X, y = rng.normal(size=(100, 3)), rng.normal(size=100)
+    >>> reg = LinearRegressor(C=0.5).fit(X[:80], y[:80])
+    >>> new_ids = reg.add(X[80:], y[80:])        # exact: a refit on all 100 samples
+    >>> _ = reg.remove([0, 1])
+    >>> keep = np.r_[2:100]
+    >>> X1 = np.c_[X, np.ones(100)]             # Ridge(alpha=1/(2C)), constant feature last
+    >>> ridge = Ridge(alpha=1.0, fit_intercept=False).fit(X1[keep], y[keep])
+    >>> bool(np.allclose(reg.coef_, ridge.coef_[:3]))
+    True
+    >>> bool(np.isclose(reg.intercept_, ridge.coef_[3]))     # the regularised intercept
+    True
     """
 
     @property

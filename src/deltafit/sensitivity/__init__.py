@@ -11,12 +11,12 @@ that grows with the change, not with the data::
     labels, certain = s.predict_certain(X_test)
     s.distance_bound(); s.coef_bounds(); s.norm_change_bound(q=1)
 
-Every bound is a ball in model space (:class:`Sphere`): after a data change (Okumura et al.
-Thm 1 = Sivan et al. Thm 1), around any approximate solution from its gradient
-(:func:`gradient_sphere`, Okumura Thm 6), or the intersection of two balls
-(:class:`BallIntersection`, exact extremes of a linear score).  :class:`IncrementalSphere`
-keeps the ball of a sliding window or an active learner up to date one sample at a time
-(Sivan et al. §3.3), with bounded memory.  :func:`loo_bounds` and
+Every bound is a ball in model space (:class:`Sphere`): after a data change (Theorem 1 of
+Okumura et al. (2015) = Theorem 1 of Sivan et al. (2020)), around any approximate solution from
+its gradient (:func:`gradient_sphere`, Theorem 6 of Okumura et al. (2015)), or the intersection
+of two balls (:class:`BallIntersection`, exact extremes of a linear score).
+:class:`IncrementalSphere` keeps the ball of a sliding window or an active learner up to date
+one sample at a time (Sivan et al. §3.3), with bounded memory.  :func:`loo_bounds` and
 :func:`zhang_loo_bounds` bound every leave-one-out score at once.
 
 A model with K ≥ 3 classes (one-vs-rest) gets one ball per class:
@@ -25,7 +25,7 @@ shape (n, K), and a label is certified when the top class's lower bound exceeds 
 class's upper bound (:func:`certain_argmax`); :func:`loo_bounds` gives (n, K) bounds too, and
 ``IncrementalSphere(model)`` is a :class:`MulticlassIncrementalSphere` (one ball per class).
 
-The data-change ball is computed in one place, the private module ``_ball`` (its Thm 1 form
+The data-change ball is computed in one place, the private module ``_ball`` (its Theorem 1 form
 here, its exact-gradient form for :mod:`deltafit.model_selection`), and the samples of a
 pending change are kept by one store, ``_changes`` (``LinearChanges`` / ``KernelChanges``),
 shared by :class:`Sensitivity` and :class:`IncrementalSphere`.

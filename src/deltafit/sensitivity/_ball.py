@@ -6,7 +6,7 @@ with ``D₂ = D₁ ∖ R ∪ A``.  ``P₂`` is 1-strongly convex, so for any β,
 ``⟨∇P₂(β), β − β₂⟩ ≥ ‖β − β₂‖²``: β₂ lies in the ball of center ``β − r`` and radius ``‖r‖``,
 ``r = ½ ∇P₂(β)`` (Okumura et al., "Quick sensitivity analysis for incremental data
 modification and its application to leave-one-out CV in linear classification problems",
-Thm 6).  At β = β₁, with ``g = ∇P₁(β₁)`` and the gradients of the changed samples
+Theorem 6).  At β = β₁, with ``g = ∇P₁(β₁)`` and the gradients of the changed samples
 
     Δg = Σ_A ∇ℓ_i(β₁) − Σ_R ∇ℓ_i(β₁) = Σ_i c_i Φ(x_i),      c_i = ±ℓ'(y_i, z_i),
 
@@ -17,19 +17,20 @@ the gradient of the new problem is
 so that ``r = c β₁ + (ρ/2) g + (C₂/2) Δg`` with ``c = ½(1 − ρ)``.  Two forms of one ball:
 
 * the **exact-gradient form** keeps ``g`` (computed from the stored solution): the ball of
-  Thm 6 for the changed problem, used by cross-validation
+  Theorem 6 for the changed problem, used by cross-validation
   (:class:`deltafit.model_selection._problem.TrainingProblem`);
-* the **Thm 1 form** (Okumura et al. Thm 1; Sivan et al., "Sensitivity analysis for kernel
-  models", Thm 1 and eq. 5) uses ``g = 0`` at the optimum and widens the radius by
-  ``ρ ‖g‖ ≤ ρ ε``, ε the model's certified solver residual (:func:`certified_radius`), so the
-  ball holds for the stored β₁ as it is.  Its cost is that of the changed samples only.
+* the **Theorem 1 form** (Theorem 1 of Okumura et al. (2015); Sivan et al., "Incremental
+  sensitivity analysis for kernelized models", Theorem 1 and eq. 5) uses ``g = 0`` at the optimum
+  and widens the radius by ``ρ ‖g‖ ≤ ρ ε``, ε the model's certified solver residual
+  (:func:`certified_radius`), so the ball holds for the stored β₁ as it is.  Its cost is that of
+  the changed samples only.
 
 The functions below take ``grad`` / ``phi_grad`` / ``grad_sq`` for the first form and leave
-them out for the second; ``C₁ ≠ C₂`` (Sivan et al. Thm 1) is one more parameter, not another
-copy.  Each computes the same ``r`` from what the caller has: a vector (or coefficients over
-shared points, :func:`half_gradient`), its scores (:func:`center_scores`) or its inner
+them out for the second; ``C₁ ≠ C₂`` (Theorem 1 of Sivan et al. (2020)) is one more parameter, not
+another copy.  Each computes the same ``r`` from what the caller has: a vector (or coefficients
+over shared points, :func:`half_gradient`), its scores (:func:`center_scores`) or its inner
 products (:func:`sq_radius`); :func:`loo_balls` is the case ``R = {t}`` for every t at once
-(Okumura et al. Cor. 5; Sivan et al. §4.2).
+(Corollary 5 of Okumura et al. (2015); Sivan et al. §4.2).
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ def half_gradient(beta, dg, *, C1, C2, grad=None):
     C1, C2 : float
         C of the fitted and of the changed problem.
     grad : ndarray, optional
-        The exact ``g = ∇P₁(β₁)`` (exact-gradient form); omitted in the Thm 1 form.
+        The exact ``g = ∇P₁(β₁)`` (exact-gradient form); omitted in the Theorem 1 form.
 
     Returns
     -------
@@ -106,7 +107,7 @@ def sq_radius(dg_sq, beta_dg=0.0, *, C1, C2, beta_sq=None, grad_sq=None, grad_dg
                + c ρ ⟨β₁, g⟩ + (ρ²/4) ‖g‖² + (ρ C₂/2) ⟨g, Δg⟩
 
     (Sivan et al. eq. 9 for ``C₁ = C₂`` and ``g = 0``).  Terms in ``c`` are skipped when
-    ``C₁ = C₂``, terms in ``g`` in the Thm 1 form; their inputs are then not needed.
+    ``C₁ = C₂``, terms in ``g`` in the Theorem 1 form; their inputs are then not needed.
 
     Parameters
     ----------
@@ -138,9 +139,9 @@ def sq_radius(dg_sq, beta_dg=0.0, *, C1, C2, beta_sq=None, grad_sq=None, grad_dg
 
 
 def certified_radius(r_norm, *, C1, C2, residual):
-    """Radius of the Thm 1 ball for the stored β₁: ``‖r‖ + ρ ε``.
+    """Radius of the Theorem 1 ball for the stored β₁: ``‖r‖ + ρ ε``.
 
-    ∇P₂(β₁) carries the term ``ρ ∇P₁(β₁)`` that the Thm 1 form drops; its norm is at most
+    ∇P₂(β₁) carries the term ``ρ ∇P₁(β₁)`` that the Theorem 1 form drops; its norm is at most
     ``ρ ε``, ε the model's certified solver residual (``grad_norm_``; 0 for the closed form).
     """
     return r_norm + (C2 / C1) * residual
@@ -156,7 +157,7 @@ def loo_balls(z, d1, sq, *, C1, C2, beta_sq=None, phi_grad=None, grad_sq=None, b
         ‖r_t‖²                :func:`sq_radius` with ‖Δg‖² = γ_t² ‖Φ_t‖², ⟨β₁, Δg⟩ = γ_t z_t,
                               ⟨g, Δg⟩ = γ_t ⟨Φ_t, g⟩
 
-    (Okumura et al. Cor. 5; Sivan et al. §4.2).  O(n) once ``⟨Φ_t, g⟩`` is known.
+    (Corollary 5 of Okumura et al. (2015); Sivan et al. §4.2).  O(n) once ``⟨Φ_t, g⟩`` is known.
 
     Parameters
     ----------

@@ -4,9 +4,9 @@ Both what-if objects (:class:`~deltafit.sensitivity.Sensitivity` and
 :class:`~deltafit.sensitivity.IncrementalSphere`) keep the changed samples here.  An *entry* is
 a sample in ``A ∪ R`` (or about to be): its point, its score ``z_i = ⟨Φ(x_i), β₁⟩`` under the
 stored solution, and its coefficient ``c_i`` in ``Δg`` (``ℓ'(y_i, z_i)`` for an addition,
-``−ℓ'(y_i, z_i)`` for a removal; Sivan et al., "Sensitivity analysis for kernel models", eq. 4).
-Entries sit in *slots*; a slot given back is reused, the lowest first, so a store that only
-grows and shrinks at its end keeps its entries in slots ``0 … n − 1``.
+``−ℓ'(y_i, z_i)`` for a removal; Sivan et al., "Incremental sensitivity analysis for kernelized
+models", eq. 4).  Entries sit in *slots*; a slot given back is reused, the lowest first, so a store
+that only grows and shrinks at its end keeps its entries in slots ``0 … n − 1``.
 
 Two stores share one interface:
 
@@ -227,15 +227,15 @@ class ChangedSamples:
         return float(self.c[:hi] @ self.z[:hi])
 
     def center_scores(self, P, C1, C2):
-        """Scores of the ball's center at points (Thm 1 form, :func:`_ball.center_scores`)."""
+        """Scores of the ball's center at points (Theorem 1 form, :func:`_ball.center_scores`)."""
         return _ball.center_scores(self.beta_scores(P), self.scores(P), C1=C1, C2=C2)
 
     def half_gradient(self, C1, C2):
-        """``(r, ‖r‖)`` of the Thm 1 ball (r None when it is not a vector)."""
+        """``(r, ‖r‖)`` of the Theorem 1 ball (r None when it is not a vector)."""
         raise NotImplementedError
 
     def sphere(self, C1, C2, radius):
-        """The Thm 1 ball as a :class:`~deltafit.sensitivity.Sphere`."""
+        """The Theorem 1 ball as a :class:`~deltafit.sensitivity.Sphere`."""
         raise NotImplementedError
 
     def recompute(self):

@@ -3,18 +3,18 @@ curvature.
 
 The published ball (Okumura et al., "Quick sensitivity analysis for incremental data
 modification and its application to leave-one-out CV in linear classification problems",
-Thm 1; Sivan et al., "Sensitivity analysis for kernel models", Thm 1) uses only the
-1-strong convexity of the regulariser of ``P₂(β) = C₂ Σ_{D₂} w'_i ℓ_i(β) + ½‖β‖²``.  For the
-logistic and squared-hinge losses the data term is curved too, and this module certifies the
+Theorem 1; Sivan et al., "Incremental sensitivity analysis for kernelized models", Theorem 1) uses
+only the 1-strong convexity of the regulariser of ``P₂(β) = C₂ Σ_{D₂} w'_i ℓ_i(β) + ½‖β‖²``.  For
+the logistic and squared-hinge losses the data term is curved too, and this module certifies the
 smaller region that curvature gives.
 
-Theorem (the generalisation of Thm 1).  Let ``H`` be symmetric positive definite with
+Theorem (the generalisation of Theorem 1).  Let ``H`` be symmetric positive definite with
 ``⟨∇P₂(a) − ∇P₂(b), a − b⟩ ≥ ‖a − b‖²_H`` for all ``a, b`` on the segment ``[β₁, β₂]``
 (``β₂`` the minimiser of ``P₂``, ``β₁`` any point, here the stored solution).  With
 ``g = ∇P₂(β₁)`` and ``d = β₁ − β₂``, ``∇P₂(β₂) = 0`` gives ``⟨g, d⟩ ≥ ‖d‖²_H``; completing
 the square, ``‖d − ½H⁻¹g‖²_H = ‖d‖²_H − ⟨g, d⟩ + ¼‖g‖²_{H⁻¹} ≤ ¼‖g‖²_{H⁻¹}``:
 
-    β₂ ∈ E = { β : ‖β − (β₁ − ½H⁻¹g)‖_H ≤ ½‖g‖_{H⁻¹} }            (H = I: the ball of Thm 1).
+    β₂ ∈ E = { β : ‖β − (β₁ − ½H⁻¹g)‖_H ≤ ½‖g‖_{H⁻¹} }            (H = I: the ball of Theorem 1).
 
 A valid H.  Write ``z_i(β) = ⟨Φ_i, β⟩``.  ``ℓ'`` is Lipschitz (absolutely continuous), so for
 scores a, b: ``(ℓ'(a) − ℓ'(b))(a − b) ≥ c_i (a − b)²`` whenever ``ℓ'' ≥ c_i`` almost everywhere
@@ -47,11 +47,11 @@ m_i Φ_iΦ_iᵀ`` (``m_i`` the midpoint), ``H_lo ⪯ H̄`` (the lower ends) and 
 |s_i|`` (bounded by :func:`newton_radius`): β₂ lies in a ball of radius quadratic in the change
 around the Newton point ``β₁ − d₀``.
 
-Iteration.  Start from the ball of Thm 1 (it contains β₂): its score intervals give the
+Iteration.  Start from the ball of Theorem 1 (it contains β₂): its score intervals give the
 curvature bounds, hence E₁ and N₁ ∋ β₂; their narrower intervals give better bounds, and so on;
 every interval kept is the intersection of all valid ones.  Re-centring (exact intervals): at
 the Newton point β̃ the exact gradient ``∇P₂(β̃)`` (every D₂ sample is at hand, O(n p)) gives
-Okumura et al.'s Thm 6 ball around β̃ and the same regions expanded at β̃ (``z_i(β̃)`` for
+Okumura et al.'s Theorem 6 ball around β̃ and the same regions expanded at β̃ (``z_i(β̃)`` for
 ``z_i(β₁)``, rounding of the gradient as the residual).
 
 Guess and verify (how the iteration gets off the ground when the ball is too wide for any
@@ -74,7 +74,7 @@ Solver residual.  The stored β₁ is not the exact optimum of P₁: ``∇P₂(�
 Since ``H ⪰ I``, ``‖e‖_{H⁻¹} ≤ ε``, and E(g₀ + ρe) lies in the ellipsoid of center
 ``β₁ − ½H⁻¹g₀`` and H-radius ``½‖g₀‖_{H⁻¹} + ρε`` (the ball's own allowance, in the H norm).
 
-Every region is intersected with the ball: the bounds returned are never wider than Thm 1's.
+Every region is intersected with the ball: the bounds returned are never wider than Theorem 1's.
 Linear models work in the eigenbasis of the stored Hessian ``H₀ = VΛVᵀ`` (computed once per
 model version, :meth:`deltafit.models.FittedProblem.cached`).  Small problems
 (``n ≤ 1500``, ``n p² ≤ 4·10⁶``) take every sample's exact interval; large ones take the cheap intervals of
@@ -640,7 +640,7 @@ class _LinearCheap(_LinearBase):
 
 class CurvatureRegion:
     """The curvature-aware region of a linear model's what-if: an ellipsoid
-    ``‖β − c‖_H ≤ R_H`` intersected with the ball of Thm 1 (see the module).
+    ``‖β − c‖_H ≤ R_H`` intersected with the ball of Theorem 1 (see the module).
 
     Attributes
     ----------
@@ -751,7 +751,7 @@ class CurvatureRegion:
 
 
 class BallRegion:
-    """The ball of Thm 1 in the region interface, computed from the what-if's store (a kernel
+    """The ball of Theorem 1 in the region interface, computed from the what-if's store (a kernel
     what-if too large for the kernel form of the curvature region)."""
 
     kind = "curvature"
@@ -843,9 +843,9 @@ def curvature_region(sens, mode="auto", recenter=True):
         ``n ≤ 1500`` and ``n p² ≤ 4·10⁶``).
     recenter : bool
         Exact intervals: re-centre (at most twice) at the Newton ball's center with the exact
-        gradient there (Okumura et al. Thm 6) — an O(n p) (kernel O(n²)) gradient each, after
-        which the region is nearly the exact retrained model; False stops at the regions
-        around β₁.
+        gradient there (Theorem 6 of Okumura et al. (2015)) — an O(n p) (kernel O(n²)) gradient
+        each, after which the region is nearly the exact retrained model; False stops at the
+        regions around β₁.
     """
     _check_loss(sens._loss)
     sens._check_model()

@@ -3,10 +3,10 @@
 The theorem, the valid curvature, the Newton ball and the schedule are those of
 :mod:`deltafit.sensitivity._curvature` (Okumura et al., "Quick sensitivity analysis for
 incremental data modification and its application to leave-one-out CV in linear
-classification problems", Thm 1 generalised; Sivan et al., "Sensitivity analysis for kernel
-models", Thm 1 and eq. 3 for the expansion).  Here every vector of the region lies in the span
-of the feature vectors of the points ``T`` = the live training samples and the hypothetical
-additions, with kernel matrix ``K``: ``β₁ = Σ α_j Φ_j``, ``g₀ = Σ γ_j Φ_j`` with
+classification problems", Theorem 1 generalised; Sivan et al., "Incremental sensitivity analysis
+for kernelized models", Theorem 1 and eq. 3 for the expansion).  Here every vector of the region
+lies in the span of the feature vectors of the points ``T`` = the live training samples and the
+hypothetical additions, with kernel matrix ``K``: ``β₁ = Σ α_j Φ_j``, ``g₀ = Σ γ_j Φ_j`` with
 ``γ = (1 − ρ) α + C₂ c`` (``c`` the Δg coefficients of the changed samples), and every
 curvature matrix is ``H = I + Σ_j D_j Φ_jΦ_jᵀ`` with ``D ≥ 0``.  By the push-through identity
 ``H Φ b = Φ (I + D K) b``, so with ``M = I + D^{½} K D^{½}`` (SPD, ``⪰ I``):
@@ -173,7 +173,7 @@ class _TooLarge(Exception):
 
 class KernelCurvatureRegion:
     """The curvature-aware region of a kernel model's what-if: ellipsoid and Newton ball in
-    the expansion over the training and added points, intersected with the ball of Thm 1
+    the expansion over the training and added points, intersected with the ball of Theorem 1
     (see :mod:`deltafit.sensitivity._curvature`)."""
 
     kind = "curvature"

@@ -3,11 +3,12 @@ squared-hinge models.
 
 The leave-one-out ball (Okumura et al., "Quick sensitivity analysis for incremental data
 modification and its application to leave-one-out CV in linear classification problems",
-Cor. 5; Sivan et al., "Sensitivity analysis for kernel models", §4.2) uses only the
-regulariser's curvature.  With C unchanged, leaving t out gives ``g = ∇P₂(β₁) = e + C γ_t Φ_t``
-(``γ_t = −w_t ℓ'(t_t, z_t)``, ``e = ∇P₁(β₁)``, ``‖e‖ ≤ ε``), and with the secant Hessian
-``H̄ = I + C Σ_{i≠t} w_i c̄_i Φ_iΦ_iᵀ`` of the problem without t between β₁ and its optimum
-β₂ (``c̄_i`` the secant slope of ``ℓ'`` between ``z_i(β₁)`` and ``z_i(β₂)``; see
+Corollary 5; Sivan et al., "Incremental sensitivity analysis for kernelized models", §4.2) uses
+only the regulariser's curvature.  With C unchanged, leaving t out gives
+``g = ∇P₂(β₁) = e + C γ_t Φ_t`` (``γ_t = −w_t ℓ'(t_t, z_t)``, ``e = ∇P₁(β₁)``,
+``‖e‖ ≤ ε``), and with the secant Hessian ``H̄ = I + C Σ_{i≠t} w_i c̄_i Φ_iΦ_iᵀ`` of the
+problem without t between β₁ and its optimum β₂ (``c̄_i`` the secant slope of ``ℓ'`` between
+``z_i(β₁)`` and ``z_i(β₂)``; see
 :mod:`deltafit.sensitivity._curvature`), ``∇P₂(β₁) − ∇P₂(β₂) = H̄(β₁ − β₂)`` gives exactly
 
     z_t(β₂) = z_t − C γ_t Φ_tᵀH̄⁻¹Φ_t − Φ_tᵀH̄⁻¹e,     |Φ_tᵀH̄⁻¹e| ≤ ε ‖Φ_t‖_{H̄⁻¹}.

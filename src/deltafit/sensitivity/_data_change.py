@@ -9,15 +9,16 @@ the ball of center ``β₁ − r`` and radius ``‖r‖``, ``r = ½ ∇P₂(β�
     r = ½ (1 − C₂/C₁) β₁ + (C₂/2) Δg,
     Δg = Σ_A w_i ∇ℓ_i(β₁) − Σ_R w_i ∇ℓ_i(β₁) + Σ_{reweighted} (w'_i − w_i) ∇ℓ_i(β₁)
 
-(Sivan et al., "Sensitivity analysis for kernel models", Thm 1 and eq. 5; Okumura et al.,
-"Quick sensitivity analysis for incremental data modification and its application to
-leave-one-out CV in linear classification problems", Thm 1 with C = 1/(λn)), which costs only
-the gradients of the changed samples.  A relabel is a removal of (x, y_old) and an addition of
+(Sivan et al., "Incremental sensitivity analysis for kernelized models", Theorem 1 and eq. 5;
+Okumura et al., "Quick sensitivity analysis for incremental data modification and its application
+to leave-one-out CV in linear classification problems", Theorem 1 with C = 1/(λn)), which costs
+only the gradients of the changed samples.  A relabel is a removal of (x, y_old) and an addition of
 (x, y_new), both with the sample's weight; a reweight ``w → w'`` changes the data term by
 ``(w' − w) ℓ_i``, linear in the weights, so it is the same kind of change (a weight-2 sample is
-two copies: removing it moves the ball exactly as removing both copies).  Since β₁ is computed to a tolerance, the radius is widened by the model's
-certified solver residual.  The ball is computed by :mod:`deltafit.sensitivity._ball`, the
-changed samples are kept by :mod:`deltafit.sensitivity._changes`.
+two copies: removing it moves the ball exactly as removing both copies).  Since β₁ is computed
+to a tolerance, the radius is widened by the model's certified solver residual.  The ball is
+computed by :mod:`deltafit.sensitivity._ball`, the changed samples are kept by
+:mod:`deltafit.sensitivity._changes`.
 
 The queries answer from a *region* of the pending change (``method=``; built by
 :func:`build_region` on first use, kept until the next change): the ball above
@@ -62,10 +63,10 @@ def _curvature_builder():
 def resolve_method(method, loss):
     """The region kind ``method`` names for a model with ``loss``.
 
-    ``"sphere"``: the ball of Okumura et al. Thm 1 / Sivan et al. Thm 1 (any covered loss);
-    ``"exact"``: the retrained model itself, squared loss only
-    (:mod:`deltafit.sensitivity._squared_whatif`); ``"curvature"``: the curvature-aware
-    region, logistic and squared-hinge losses; ``"auto"``: ``"exact"`` for the squared loss,
+    ``"sphere"``: the ball of Theorem 1 of Okumura et al. (2015) / Theorem 1 of Sivan et al. (2020)
+    (any covered loss); ``"exact"``: the retrained model itself, squared loss only
+    (:mod:`deltafit.sensitivity._squared_whatif`); ``"curvature"``: the curvature-aware region,
+    logistic and squared-hinge losses; ``"auto"``: ``"exact"`` for the squared loss,
     ``"curvature"`` for the others (the sphere where that region is not available).
 
     Raises
@@ -94,8 +95,9 @@ def resolve_method(method, loss):
 
 
 class SphereRegion:
-    """The ball of Okumura et al. Thm 1 = Sivan et al. Thm 1 as a region (``method="sphere"``):
-    center ``β₁ − r``, radius ``‖r‖`` plus the certified solver allowance.
+    """The ball of Theorem 1 of Okumura et al. (2015) = Theorem 1 of Sivan et al. (2020) as a
+    region (``method="sphere"``): center ``β₁ − r``, radius ``‖r‖`` plus the certified solver
+    allowance.
 
     Attributes
     ----------
@@ -167,20 +169,20 @@ class Sensitivity:
     model : fitted deltafit estimator
         Any of the four estimators with a squared, logistic or squared-hinge loss.
     C_new : float, "mean", callable or None
-        ``C`` of the new problem (Sivan et al. Thm 1, ``C₂ ≠ C₁``).  None keeps the model's C;
-        ``"mean"`` keeps ``C · n`` fixed (the mean-loss objective of Okumura et al.,
+        ``C`` of the new problem (Theorem 1 of Sivan et al. (2020), ``C₂ ≠ C₁``).  None keeps the
+        model's C; ``"mean"`` keeps ``C · n`` fixed (the mean-loss objective of Okumura et al.,
         ``C = 1/(λ n)``); a callable is called with the new number of samples.
     method : {"auto", "sphere", "exact", "curvature"}, default="auto"
-        What the queries answer from.  ``"sphere"``: the ball of Okumura et al. Thm 1 /
-        Sivan et al. Thm 1 (any covered loss; the published certificate).  ``"exact"``
-        (squared loss only): the retrained model itself, computed from the stored
+        What the queries answer from.  ``"sphere"``: the ball of Theorem 1 of Okumura et al. (2015)
+        / Theorem 1 of Sivan et al. (2020) (any covered loss; the published certificate).
+        ``"exact"`` (squared loss only): the retrained model itself, computed from the stored
         factorisation without changing the model (:mod:`~deltafit.sensitivity._squared_whatif`:
         Woodbury / Schur complement on the tracked inverse, O(k·p²) for k changed samples of a
-        linear model, O(n·k + k³) plus O(n²) for the certificate of a kernel model); its
-        intervals are ``center ± tol`` with ``tol`` a certified bound of the floating-point
-        error (rounding level).  ``"curvature"`` (logistic, squared hinge): the
-        curvature-aware region.  ``"auto"``: ``"exact"`` for the squared loss,
-        ``"curvature"`` for the others.  :meth:`sphere` is the ball whatever the method.
+        linear model, O(n·k + k³) plus O(n²) for the certificate of a kernel model); its intervals
+        are ``center ± tol`` with ``tol`` a certified bound of the floating-point error (rounding
+        level).  ``"curvature"`` (logistic, squared hinge): the curvature-aware region.
+        ``"auto"``: ``"exact"`` for the squared loss, ``"curvature"`` for the others.
+        :meth:`sphere` is the ball whatever the method.
     problem : deltafit.models.FittedProblem, optional
         The binary problem to bound: ``model.problem_.for_class(k)``, one class's one-vs-rest
         problem of a multiclass model (labels given to :meth:`add` and :meth:`relabel` are
@@ -206,6 +208,28 @@ class Sensitivity:
     next free id upwards (the ids a real ``model.add`` would give them, if made in the same
     order) and can be removed or relabelled like any other sample.  If the model is fitted or
     updated after this object is made, every method raises ValueError.
+
+    Examples
+    --------
+    >>> import copy
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> import deltafit
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> model = deltafit.LinearClassifier(loss="logistic", C=0.1).fit(X, y)
+    >>> s = deltafit.sensitivity(model)          # a Sensitivity; nothing is retrained
+    >>> _ = s.remove([0, 1, 2])
+    >>> lo, hi = s.decision_bounds(X)
+    >>> labels, certain = s.predict_certain(X)
+    >>> refit = copy.deepcopy(model)
+    >>> _ = refit.remove([0, 1, 2])                # the exact update, for comparison
+    >>> d = refit.decision_function(X)
+    >>> bool(np.all((lo <= d) & (d <= hi)))
+    True
+    >>> bool(np.all(labels[certain] == refit.predict(X)[certain]))
+    True
     """
 
     def __new__(cls, model=None, C_new=None, *, problem=None, method="auto"):
@@ -599,9 +623,9 @@ class Sensitivity:
         """Hypothetically give samples (model samples or additions) new weights.
 
         A reweight ``w → w'`` changes the data term by ``C (w' − w) ℓ_i``, so Δg gains
-        ``(w' − w) ℓ'(y_i, z_i) Φ(x_i)``: the change of Okumura et al. Thm 1 / Sivan et al.
-        Thm 1 with a fractional sample (weight 0 is a removal that keeps the sample's id, an
-        integer increase adds copies).  As ``model.reweight(ids, w)``.
+        ``(w' − w) ℓ'(y_i, z_i) Φ(x_i)``: the change of Theorem 1 of Okumura et al. (2015) /
+        Theorem 1 of Sivan et al. (2020) with a fractional sample (weight 0 is a removal that
+        keeps the sample's id, an integer increase adds copies).  As ``model.reweight(ids, w)``.
 
         Parameters
         ----------
@@ -699,8 +723,8 @@ class Sensitivity:
     def distance_bound(self):
         """Upper bound of ``‖β_new − β_old‖`` (RKHS norm for kernel models).
 
-        Sphere: Sivan et al. Thm 1, ``2‖r‖`` plus the old model's certified solver residual
-        ``(C₂/C₁)·grad_norm_``; exact: the computed change plus its certified error."""
+        Sphere: Theorem 1 of Sivan et al. (2020), ``2‖r‖`` plus the old model's certified solver
+        residual ``(C₂/C₁)·grad_norm_``; exact: the computed change plus its certified error."""
         return self._region().distance_bound()
 
     def sphere(self):
@@ -752,7 +776,9 @@ class Sensitivity:
         return hi - lo
 
     def predict_certain(self, X):
-        """Labels of the new model where the bounds decide them (Okumura et al. Cor. 4).
+        """Labels of the new model where the bounds decide them.
+
+        Corollary 4 of Okumura et al. (2015).
 
         Returns
         -------
@@ -779,8 +805,8 @@ class Sensitivity:
         return self._region()
 
     def coef_bounds(self):
-        """Bounds of every coefficient of the new model (Okumura et al. Cor. 2 for the
-        sphere; the retrained coefficients ± their certified error for the exact method).
+        """Bounds of every coefficient of the new model (Corollary 2 of Okumura et al. (2015) for
+        the sphere; the retrained coefficients ± their certified error for the exact method).
 
         Returns
         -------
@@ -807,9 +833,9 @@ class Sensitivity:
         return lo, hi
 
     def norm_change_bound(self, q=2):
-        """Upper bound of ``‖coef_new − coef_old‖_q`` (Okumura et al. Cor. 3).
+        """Upper bound of ``‖coef_new − coef_old‖_q`` (Corollary 3 of Okumura et al. (2015)).
 
-        Cor. 3 sums ``max(β_old,j − L_j, U_j − β_old,j)^q`` over the coefficients (for the
+        Corollary 3 sums ``max(β_old,j − L_j, U_j − β_old,j)^q`` over the coefficients (for the
         sphere ``(|r_j| + R)^q``) with ``[L_j, U_j]`` of :meth:`coef_bounds`; the result is
         also capped by the distance bound (``‖·‖_q ≤ ‖·‖₂`` for q ≥ 2,
         ``≤ d^{1/q − 1/2} ‖·‖₂`` below), whichever is smaller.

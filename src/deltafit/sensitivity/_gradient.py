@@ -1,8 +1,8 @@
-"""The ball around the optimum from any approximate solution and its gradient (Okumura Thm 6).
+"""The ball around the optimum from any approximate solution and its gradient.
 
 For the 1-strongly convex canonical objective J (ARCHITECTURE.md, "The problem") and any point β̂,
 ``⟨∇J(β̂), β̂ − β*⟩ ≥ ‖β̂ − β*‖²``, so β* lies in the ball of center ``β̂ − ∇J(β̂)/2`` and
-radius ``‖∇J(β̂)‖/2`` (Okumura et al., KDD'15, Thm 6 with λ = 1 in our scaling).  Its bounds
+radius ``‖∇J(β̂)‖/2`` (Theorem 6 of Okumura et al. (2015) with λ = 1 in our scaling).  Its bounds
 tighten as a solver converges, which makes it a stopping rule: :class:`CertainSigns` stops a
 solver once the signs of given scores are certified.
 """
@@ -19,7 +19,10 @@ __all__ = ["gradient_sphere", "model_gradient_sphere", "CertainSigns"]
 
 def gradient_sphere(coef, grad, *, points=None, kernel=None, diagonal=None, grad_norm=None,
                     features=None):
-    """The ball ``(coef − grad/2, ‖grad‖/2)`` that contains the optimum (Okumura Thm 6).
+    """The ball ``(coef − grad/2, ‖grad‖/2)`` that contains the optimum.
+
+    Theorem 6 of Okumura et al. (2015), "Quick sensitivity analysis for incremental data
+    modification and its application to leave-one-out CV in linear classification problems".
 
     Parameters
     ----------
@@ -45,6 +48,24 @@ def gradient_sphere(coef, grad, *, points=None, kernel=None, diagonal=None, grad
     Returns
     -------
     PrimalSphere or KernelSphere
+
+    Examples
+    --------
+    A ball around an approximate solution of ``J(β) = C Σ (y_i − ⟨x_i, β⟩)² + ½‖β‖²`` (ridge,
+    gradient ``β + 2C Xᵀ(Xβ − y)``) contains the exact one:
+
+    >>> import numpy as np
+    >>> from deltafit.sensitivity import gradient_sphere
+    >>> rng = np.random.default_rng(0)
+    >>> X, y, C = rng.normal(size=(50, 3)), rng.normal(size=50), 0.1
+    >>> exact = np.linalg.solve(np.eye(3) + 2 * C * X.T @ X, 2 * C * X.T @ y)
+    >>> beta = exact + 0.01                      # an iterate of some solver
+    >>> ball = gradient_sphere(beta, beta + 2 * C * X.T @ (X @ beta - y))
+    >>> ball.contains(exact)
+    True
+    >>> lo, hi = ball.decision_bounds(X)
+    >>> bool(np.all((lo <= X @ exact) & (X @ exact <= hi)))
+    True
     """
     coef = np.asarray(coef, dtype=np.float64).ravel()
     grad = np.asarray(grad, dtype=np.float64).ravel()
@@ -74,7 +95,10 @@ def gradient_sphere(coef, grad, *, points=None, kernel=None, diagonal=None, grad
 
 
 def model_gradient_sphere(model):
-    """The Thm 6 ball around a fitted model's own solution, from its full gradient.
+    """The ball around a fitted model's own solution, from its full gradient.
+
+    The ball of :func:`gradient_sphere` (Theorem 6 of Okumura et al. (2015)) at the model's
+    coefficients.
 
     Useful for a model whose solver was stopped early (small ``max_iter``, a callback): the
     ball certifies where the exact optimum lies.  Costs one pass over the training data
@@ -87,6 +111,26 @@ def model_gradient_sphere(model):
     Returns
     -------
     PrimalSphere or KernelSphere
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> import deltafit
+    >>> from deltafit.sensitivity import model_gradient_sphere
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> import warnings
+    >>> with warnings.catch_warnings():           # stopped early: ConvergenceWarning
+    ...     warnings.simplefilter("ignore")
+    ...     early = deltafit.LinearClassifier(loss="logistic", max_iter=2).fit(X, y)
+    >>> ball = model_gradient_sphere(early)
+    >>> exact = deltafit.LinearClassifier(loss="logistic").fit(X, y)
+    >>> lo, hi = ball.decision_bounds(X)
+    >>> d = exact.decision_function(X)
+    >>> bool(np.all((lo <= d) & (d <= hi)))
+    True
     """
     check_model(model, "a gradient sphere")
     prob = model.problem_
@@ -109,9 +153,9 @@ def model_gradient_sphere(model):
 class CertainSigns:
     """Solver callback: stop once the signs of given scores of the optimum are certified.
 
-    At each iterate the callback forms the Thm 6 ball (Okumura et al.) from the gradient the
-    solver passes, bounds every score, and returns True (stop) when each score's sign is
-    decided.  Pass it as ``callback=`` to :func:`deltafit.solvers.newton_primal` /
+    At each iterate the callback forms the ball of Theorem 6 of Okumura et al. (2015) from the
+    gradient the solver passes, bounds every score, and returns True (stop) when each score's sign
+    is decided.  Pass it as ``callback=`` to :func:`deltafit.solvers.newton_primal` /
     :func:`~deltafit.solvers.newton_kernel` or to a deltafit estimator.
 
     Parameters
@@ -133,6 +177,26 @@ class CertainSigns:
     certain_ : ndarray of bool
         ``lo_ > 0`` or ``hi_ ≤ 0``.
     n_calls_ : int
+
+    Examples
+    --------
+    Stop the solver as soon as the labels of five test rows are certified:
+
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> import deltafit
+    >>> from deltafit.sensitivity import CertainSigns
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> X_test = X[:5]
+    >>> stop = CertainSigns(np.c_[X_test, np.ones(5)])   # rows Φ(x), constant feature last
+    >>> early = deltafit.LinearClassifier(loss="logistic", callback=stop).fit(X, y)
+    >>> exact = deltafit.LinearClassifier(loss="logistic").fit(X, y)
+    >>> bool(np.all(stop.certain_))
+    True
+    >>> bool(np.all(early.predict(X_test) == exact.predict(X_test)))
+    True
     """
 
     def __init__(self, eta=None, *, cross_kernel=None, sq_norms=None):

@@ -72,6 +72,30 @@ class IncrementalSphere:
 
     The radius is widened by the model's certified solver residual (``grad_norm_``) like
     :class:`~deltafit.sensitivity.Sensitivity`, so the bounds hold for the stored β₁ as it is.
+
+    Examples
+    --------
+    >>> import copy
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> import deltafit
+    >>> from deltafit.sensitivity import IncrementalSphere
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> model = deltafit.LinearClassifier(loss="squared_hinge", C=0.1).fit(X[:500], y[:500])
+    >>> ball = IncrementalSphere(model)
+    >>> keys = ball.add(X[500:520], y[500:520])  # a window slides: 20 samples in ...
+    >>> keys = ball.remove(np.arange(20))        # ... the 20 oldest out
+    >>> ball.n_added, ball.n_removed
+    (20, 20)
+    >>> lo, hi = ball.decision_bounds(X)
+    >>> refit = copy.deepcopy(model)
+    >>> _ = refit.add(X[500:520], y[500:520])
+    >>> _ = refit.remove(np.arange(20))
+    >>> d = refit.decision_function(X)
+    >>> bool(np.all((lo <= d) & (d <= hi)))
+    True
     """
 
     def __new__(cls, model=None, *, capacity=64, problem=None):
@@ -353,6 +377,33 @@ class MulticlassIncrementalSphere:
     Each change and query costs K times the binary one (each class keeps its own store of the
     entries).  A label is certain when the top class's lower bound beats every other class's
     upper bound (:meth:`predict_certain`, :func:`~deltafit.sensitivity.certain_argmax`).
+
+    Examples
+    --------
+    >>> import copy
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> import deltafit
+    >>> from deltafit.sensitivity import IncrementalSphere
+    >>> X, y = load_iris(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> model = deltafit.LinearClassifier(loss="logistic", C=1.0).fit(X[::2], y[::2])
+    >>> ball = IncrementalSphere(model)          # K = 3 classes: one ball per class
+    >>> type(ball).__name__
+    'MulticlassIncrementalSphere'
+    >>> keys = ball.add(X[1:20:2], y[1:20:2])
+    >>> lo, hi = ball.decision_bounds(X)
+    >>> lo.shape
+    (150, 3)
+    >>> refit = copy.deepcopy(model)
+    >>> _ = refit.add(X[1:20:2], y[1:20:2])
+    >>> d = refit.decision_function(X)
+    >>> bool(np.all((lo <= d) & (d <= hi)))
+    True
+    >>> labels, certain = ball.predict_certain(X)
+    >>> bool(np.all(labels[certain] == refit.predict(X)[certain]))
+    True
     """
 
     def __init__(self, model, *, capacity=64):

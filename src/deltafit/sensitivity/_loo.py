@@ -1,7 +1,7 @@
-"""Leave-one-out bounds for every training sample at once: the ball of Thm 1 with R = {t}
-(Okumura et al. Cor. 5; Sivan et al. §4.2), its curvature-aware refinement for the logistic
-and squared-hinge losses (:mod:`deltafit.sensitivity._curvature_loo`), and Zhang's bound, the
-baseline of Sivan §4.2."""
+"""Leave-one-out bounds for every training sample at once: the ball of Theorem 1 with R = {t}
+(Corollary 5 of Okumura et al. (2015); Sivan et al. §4.2), its curvature-aware refinement for the
+logistic and squared-hinge losses (:mod:`deltafit.sensitivity._curvature_loo`), and Zhang's bound,
+the baseline of Sivan et al. §4.2."""
 
 from __future__ import annotations
 
@@ -37,16 +37,17 @@ def _per_class(bounds, model, ids, **kw):
 def loo_bounds(model, ids=None, *, C_new=None, method="auto"):
     """Bounds of ``⟨Φ(x_t), β_{−t}⟩``, the score of sample t by the model trained without it.
 
-    For each t the ball of Sivan et al. Thm 1 / Okumura et al. Thm 1 with ``R = {t}`` gives
-    (with γ_t = −w_t ℓ'(y_t, z_t), w_t the sample's weight, ρ = C₂/C₁, c = ½(1 − ρ))
+    For each t the ball of Theorem 1 of Sivan et al. (2020) / Theorem 1 of Okumura et al. (2015)
+    with ``R = {t}`` gives (with γ_t = −w_t ℓ'(y_t, z_t), w_t the sample's weight, ρ = C₂/C₁,
+    c = ½(1 − ρ))
 
         center score  (1 − c) z_t − (C₂/2) γ_t k_tt
         ‖r_t‖²        c² ‖β‖² + c C₂ γ_t z_t + (C₂²/4) γ_t² k_tt
 
-    and bounds ``center ∓ sqrt(k_tt) (‖r_t‖ + ρ · grad_norm_)`` (Okumura et al. Cor. 5 in the
-    mean-loss case ``C_new="mean"``): the balls of :func:`deltafit.sensitivity._ball.loo_balls`
-    in their Thm 1 form (cross-validation uses the same balls with the exact gradient).  All n
-    bounds cost one pass over the training scores.
+    and bounds ``center ∓ sqrt(k_tt) (‖r_t‖ + ρ · grad_norm_)`` (Corollary 5 of Okumura et al.
+    (2015) in the mean-loss case ``C_new="mean"``): the balls of
+    :func:`deltafit.sensitivity._ball.loo_balls` in their Theorem 1 form (cross-validation uses the
+    same balls with the exact gradient).  All n bounds cost one pass over the training scores.
 
     Parameters
     ----------
@@ -56,12 +57,11 @@ def loo_bounds(model, ids=None, *, C_new=None, method="auto"):
     C_new : float, "mean", callable or None
         As in :func:`deltafit.sensitivity`; evaluated at ``n − 1``.
     method : {"auto", "sphere", "curvature"}
-        ``"sphere"``: the published balls above (Okumura et al. Cor. 5, Sivan et al. §4.2),
-        for reproducing the papers.  ``"curvature"`` (logistic and squared-hinge losses):
-        the loss's curvature as well (:mod:`deltafit.sensitivity._curvature_loo`), every
-        interval intersected with the ball's; with ``C_new`` other than the model's C it
-        falls back to the balls.  ``"auto"``: ``"curvature"`` for those losses, else
-        ``"sphere"``.
+        ``"sphere"``: the published balls above (Corollary 5 of Okumura et al. (2015), Sivan et al.
+        §4.2), for reproducing the papers.  ``"curvature"`` (logistic and squared-hinge losses):
+        the loss's curvature as well (:mod:`deltafit.sensitivity._curvature_loo`), every interval
+        intersected with the ball's; with ``C_new`` other than the model's C it falls back to the
+        balls.  ``"auto"``: ``"curvature"`` for those losses, else ``"sphere"``.
 
     Returns
     -------
@@ -69,6 +69,23 @@ def loo_bounds(model, ids=None, *, C_new=None, method="auto"):
         A multiclass model's bounds are those of each class's one-vs-rest problem
         (``model.problem_.for_class(k)``), column k; a sample's left-out label is certified
         where :func:`~deltafit.sensitivity.certain_argmax` says the argmax is decided.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> import deltafit
+    >>> from deltafit.sensitivity import loo_bounds
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> model = deltafit.LinearClassifier(loss="logistic", C=0.1).fit(X, y)
+    >>> lo, hi = loo_bounds(model, ids=[0, 1, 2])
+    >>> d = [deltafit.LinearClassifier(loss="logistic", C=0.1)
+    ...      .fit(np.delete(X, t, 0), np.delete(y, t)).decision_function(X[t:t + 1])[0]
+    ...      for t in range(3)]                  # the left-out scores, by refitting
+    >>> bool(np.all((lo <= d) & (d <= hi)))
+    True
     """
     if method not in ("auto", "sphere", "curvature"):
         raise ValueError(f"method must be 'auto', 'sphere' or 'curvature', got {method!r}")
@@ -135,6 +152,26 @@ def zhang_loo_bounds(model, ids=None):
     -------
     lo, hi : ndarray of shape (n_ids,), or (n_ids, K) for a model with K ≥ 3 classes (per
         one-vs-rest class, as :func:`loo_bounds`)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> import deltafit
+    >>> from deltafit.sensitivity import loo_bounds, zhang_loo_bounds
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> model = deltafit.LinearClassifier(loss="squared_hinge", C=0.1).fit(X, y)
+    >>> lo, hi = zhang_loo_bounds(model)
+    >>> lo_s, hi_s = loo_bounds(model, method="sphere")
+    >>> bool(np.all(hi_s - lo_s <= hi - lo))     # Sivan et al.'s ball is never wider
+    True
+    >>> t = 0
+    >>> d = (deltafit.LinearClassifier(loss="squared_hinge", C=0.1)
+    ...      .fit(X[1:], y[1:]).decision_function(X[:1])[0])
+    >>> bool(lo[t] <= d <= hi[t])
+    True
     """
     if n_classes(model):
         return _per_class(zhang_loo_bounds, model, ids)

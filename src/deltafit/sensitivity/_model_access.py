@@ -37,8 +37,8 @@ def n_classes(model):
 
 def check_model(model, what="sensitivity bounds"):
     """The fitted loss of ``model``; ValueError/NotFittedError unless it is a fitted deltafit
-    estimator whose loss is convex and differentiable (the condition of Okumura Thm 1 / Sivan
-    Thm 1)."""
+    estimator whose loss is convex and differentiable (the condition of Theorem 1 of Okumura et
+    al. (2015) and of Theorem 1 of Sivan et al. (2020))."""
     loss = problem(model, what).loss
     if loss.name not in COVERED_LOSSES:
         raise ValueError(

@@ -4,11 +4,11 @@ A classifier with K ≥ 3 classes solves K binary problems over the same samples
 the rest = −1, the same C; :mod:`deltafit.models._multiclass`).  A data change is a data
 change of each of them, so each class's retrained solution lies in its own ball of Okumura
 et al., "Quick sensitivity analysis for incremental data modification and its application to
-leave-one-out CV in linear classification problems", Thm 1 (= Sivan et al., "Sensitivity
-analysis for kernel models", Thm 1), computed by the binary :class:`Sensitivity` on the class's
-view ``model.problem_.for_class(k)``.  The retrained model's decision values lie in the product
-of the K intervals; its label, the argmax, is certain when the top class's lower bound exceeds
-every other class's upper bound (:func:`certain_argmax`).
+leave-one-out CV in linear classification problems", Theorem 1 (= Sivan et al., "Incremental
+sensitivity analysis for kernelized models", Theorem 1), computed by the binary
+:class:`Sensitivity` on the class's view ``model.problem_.for_class(k)``.  The retrained model's
+decision values lie in the product of the K intervals; its label, the argmax, is certain when the
+top class's lower bound exceeds every other class's upper bound (:func:`certain_argmax`).
 
 What a change costs per class: an addition or a removal changes every class's problem (its
 sample is +1 for one class and −1 for the others); a relabel from class a to class b changes
@@ -42,6 +42,16 @@ def certain_argmax(lo, hi):
     certain : ndarray of bool, shape (n,)
         ``lo[top] > max_{j ≠ top} hi[j]``: then every vector with ``lo ≤ z ≤ hi`` has its
         unique maximum at ``top``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deltafit.sensitivity import certain_argmax
+    >>> lo = np.array([[2.0, 0.0, -1.0], [1.0, 0.9, 0.0]])
+    >>> hi = np.array([[3.0, 1.5, 0.0], [2.0, 1.2, 0.5]])
+    >>> top, certain = certain_argmax(lo, hi)
+    >>> top.tolist(), certain.tolist()          # row 2: class 1 may still beat class 0
+    ([0, 0], [True, False])
     """
     lo = np.asarray(lo, dtype=np.float64)
     hi = np.asarray(hi, dtype=np.float64)
@@ -64,9 +74,9 @@ class MulticlassSensitivity:
     ``deltafit.sensitivity(model)`` (or ``Sensitivity(model)``) returns it for a multiclass
     model.  Changes (:meth:`add`, :meth:`remove`, :meth:`relabel`, :meth:`reweight`, :meth:`undo`,
     :meth:`reset`) are applied to each class's binary :class:`Sensitivity` (:meth:`for_class`);
-    queries stack the K answers.  Every bound is the binary one of Okumura et al. Thm 1 /
-    Sivan et al. Thm 1 for that class's problem, widened by that class's certified solver
-    residual; labels are certified by the argmax rule of :func:`certain_argmax`.
+    queries stack the K answers.  Every bound is the binary one of Theorem 1 of Okumura et al.
+    (2015) / Theorem 1 of Sivan et al. (2020) for that class's problem, widened by that class's
+    certified solver residual; labels are certified by the argmax rule of :func:`certain_argmax`.
 
     Parameters
     ----------
@@ -92,6 +102,29 @@ class MulticlassSensitivity:
     Hypothetical samples get the same ids in every class (the model's next free ids), so ids
     returned by :meth:`add` work for :meth:`remove` and :meth:`relabel`.  A kernel model's
     queries evaluate the kernel once per class (K times the cost of a binary query).
+
+    Examples
+    --------
+    >>> import copy
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> import deltafit
+    >>> X, y = load_iris(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> model = deltafit.LinearClassifier(loss="logistic", C=1.0).fit(X, y)
+    >>> s = deltafit.sensitivity(model)
+    >>> type(s).__name__, s.n_classes
+    ('MulticlassSensitivity', 3)
+    >>> _ = s.remove([0, 50, 100])
+    >>> lo, hi = s.decision_bounds(X)            # one column per class
+    >>> lo.shape
+    (150, 3)
+    >>> refit = copy.deepcopy(model)
+    >>> _ = refit.remove([0, 50, 100])
+    >>> d = refit.decision_function(X)
+    >>> bool(np.all((lo <= d) & (d <= hi)))
+    True
     """
 
     def __init__(self, model, C_new=None, *, method="auto"):
@@ -256,7 +289,7 @@ class MulticlassSensitivity:
 
     def coef_bounds(self):
         """Bounds of every coefficient of the new model, shaped like ``coef_`` (K, p)
-        (linear models; Okumura et al. Cor. 2 per class)."""
+        (linear models; Corollary 2 of Okumura et al. (2015) per class)."""
         b = [p.coef_bounds() for p in self._parts]
         return np.vstack([lo for lo, _ in b]), np.vstack([hi for _, hi in b])
 
@@ -267,7 +300,7 @@ class MulticlassSensitivity:
 
     def norm_change_bound(self, q=2):
         """Upper bound of ``‖coef_k,new − coef_k,old‖_q`` for every class k, shape (K,)
-        (linear models; Okumura et al. Cor. 3 per class)."""
+        (linear models; Corollary 3 of Okumura et al. (2015) per class)."""
         return np.array([p.norm_change_bound(q) for p in self._parts])
 
     def __repr__(self):

@@ -2,7 +2,7 @@
 
 Every certificate of deltafit is a ball in model space (ARCHITECTURE.md, "Floors").  For a ball with
 center m and radius R, any linear score of a point β of the ball satisfies
-``⟨η, m⟩ − ‖η‖ R ≤ ⟨η, β⟩ ≤ ⟨η, m⟩ + ‖η‖ R`` (Okumura et al., KDD'15, Thm 1; Sivan et al.,
+``⟨η, m⟩ − ‖η‖ R ≤ ⟨η, β⟩ ≤ ⟨η, m⟩ + ‖η‖ R`` (Theorem 1 of Okumura et al. (2015); Sivan et al.,
 Lemma 1), with equality reached on the sphere.  Two forms share one interface:
 
 * :class:`PrimalSphere` — m is a vector over explicit features Φ(x) (linear models, the
@@ -45,6 +45,22 @@ class Sphere:
 
     Subclasses say how the center is represented; this base class turns center scores
     ``⟨η, m⟩`` and norms ``‖η‖`` into bounds.
+
+    Examples
+    --------
+    Every ball of :mod:`deltafit.sensitivity` is a Sphere; :class:`PrimalSphere` is the
+    simplest one.
+
+    >>> import numpy as np
+    >>> from deltafit.sensitivity import PrimalSphere, Sphere
+    >>> ball = PrimalSphere(center=np.array([1.0, 0.0]), radius=0.5)
+    >>> isinstance(ball, Sphere)
+    True
+    >>> lo, hi = ball.score_bounds(np.array([[1.0, 0.0], [0.0, 2.0]]))   # ⟨η, m⟩ ∓ ‖η‖ r
+    >>> lo.tolist(), hi.tolist()
+    ([0.5, -1.0], [1.5, 1.0])
+    >>> ball.contains(np.array([1.3, 0.3])), ball.contains(np.array([2.0, 0.0]))
+    (True, False)
     """
 
     radius: float
@@ -108,6 +124,20 @@ class PrimalSphere(Sphere):
     features : callable or None
         ``features(X) -> Φ(X)`` of shape (n, p), used by :meth:`decision_bounds`; None means
         the rows given are already features.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deltafit.sensitivity import PrimalSphere
+    >>> ball = PrimalSphere(np.array([1.0, -1.0, 0.5]), radius=0.1)
+    >>> ball.n_features
+    3
+    >>> lo, hi = ball.decision_bounds(np.array([[1.0, 0.0, 0.0], [2.0, 2.0, 1.0]]))
+    >>> np.round(lo, 3).tolist(), np.round(hi, 3).tolist()
+    ([0.9, 0.2], [1.1, 0.8])
+    >>> lo, hi = ball.coef_bounds()              # every coefficient within ± radius
+    >>> np.round(hi - lo, 3).tolist()
+    [0.2, 0.2, 0.2]
     """
 
     def __init__(self, center, radius, features=None):
@@ -129,7 +159,7 @@ class PrimalSphere(Sphere):
         return (self.features(X),)
 
     def coef_bounds(self):
-        """Bounds of every coordinate of β over the ball (Okumura et al. Cor. 2)."""
+        """Bounds of every coordinate of β over the ball (Corollary 2 of Okumura et al. (2015))."""
         return self.center - self.radius, self.center + self.radius
 
     def center_distance(self, beta):
@@ -163,6 +193,17 @@ class KernelSphere(Sphere):
         ``kernel(A, B) -> k(A, B)`` (the regularised intercept term included).
     diagonal : callable, optional
         ``diagonal(A) -> k(a, a)`` for every row; computed from ``kernel`` row by row if omitted.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.metrics.pairwise import rbf_kernel
+    >>> from deltafit.sensitivity import KernelSphere
+    >>> P = np.array([[0.0, 0.0], [1.0, 1.0]])
+    >>> ball = KernelSphere(np.array([1.0, -1.0]), P, radius=0.1, kernel=rbf_kernel)
+    >>> lo, hi = ball.decision_bounds(P)         # k(x, x) = 1: width 2 r
+    >>> np.round(lo, 4).tolist(), np.round(hi, 4).tolist()
+    ([0.5321, -0.7321], [0.7321, -0.5321])
     """
 
     def __init__(self, coef, points, radius, kernel, diagonal=None):
@@ -285,6 +326,17 @@ def two_ball_bounds(s1, s2, e, r1, r2, gap):
     ``m1 + t (m2 − m1)/D`` with ``t = (D² + r1² − r2²)/(2D)``, radius ``sqrt(r1² − t²)``, in
     the hyperplane orthogonal to ``m2 − m1``, over which the minimum of ⟨η, ·⟩ is
     ``s1 + t (s2 − s1)/D − sqrt(r1² − t²) · sqrt(‖η‖² − (s2 − s1)²/D²)``.
+
+    Examples
+    --------
+    The first coordinate over the balls of radius 1 around (0, 0) and (1.5, 0):
+
+    >>> import numpy as np
+    >>> from deltafit.sensitivity import two_ball_bounds
+    >>> lo, hi = two_ball_bounds(np.array([0.0]), np.array([1.5]), np.array([1.0]),
+    ...                          1.0, 1.0, 1.5)
+    >>> float(lo[0]), float(hi[0])
+    (0.5, 1.0)
     """
     s1, s2, e = (np.atleast_1d(np.asarray(a, dtype=np.float64)) for a in (s1, s2, e))
     if not (s1.shape == s2.shape == e.shape) or s1.ndim != 1:
@@ -331,14 +383,25 @@ class BallIntersection:
     """The intersection of two balls that both contain the same unknown optimum.
 
     Typical use: the data-change ball of :func:`deltafit.sensitivity` and the gradient ball
-    (Okumura et al. Thm 6) of an iterate of the re-solve, ``s.sphere() & gradient_sphere(...)``.
-    Its bounds are the exact extremes of the score over the intersection
-    (:func:`two_ball_bounds`), never looser than either ball alone.
+    (Theorem 6 of Okumura et al. (2015)) of an iterate of the re-solve,
+    ``s.sphere() & gradient_sphere(...)``.  Its bounds are the exact extremes of the score over
+    the intersection (:func:`two_ball_bounds`), never looser than either ball alone.
 
     Parameters
     ----------
     a, b : Sphere
         Of the same form and space.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deltafit.sensitivity import PrimalSphere
+    >>> a = PrimalSphere(np.array([0.0, 0.0]), radius=1.0)
+    >>> b = PrimalSphere(np.array([1.5, 0.0]), radius=1.0)
+    >>> both = a & b                             # a BallIntersection
+    >>> lo, hi = both.score_bounds(np.array([[1.0, 0.0]]))
+    >>> float(lo[0]), float(hi[0])               # a alone: [-1, 1]; b alone: [0.5, 2.5]
+    (0.5, 1.0)
     """
 
     def __init__(self, a, b):

@@ -9,13 +9,13 @@ one Newton step from the stored one:
 with ``Δg`` the change of the data gradient over the changed samples (the vector whose half,
 scaled, is ``r`` of Okumura et al., "Quick sensitivity analysis for incremental data
 modification and its application to leave-one-out CV in linear classification problems",
-Thm 1; Sivan et al., "Sensitivity analysis for kernel models", Thm 1 and eq. 4).  The stored
-solution's gradient ``∇J₁(β₁)`` is not known exactly, only bounded by the certified residual
-``ε₁`` (``grad_norm_``); dropping it moves the answer by at most ``(C₂/C₁) ε₁`` (H₂ ⪰ I).
-For ``C₂ = C₁`` the Hessian changes only by the changed samples,
+Theorem 1; Sivan et al., "Incremental sensitivity analysis for kernelized models", Theorem 1 and
+eq. 4).  The stored solution's gradient ``∇J₁(β₁)`` is not known exactly, only bounded by the
+certified residual ``ε₁`` (``grad_norm_``); dropping it moves the answer by at most ``(C₂/C₁) ε₁``
+(H₂ ⪰ I).  For ``C₂ = C₁`` the Hessian changes only by the changed samples,
 ``H₂ = H₁ + Φ_Jᵀ E Φ_J`` (``E = 2C diag(w'_j − w_j)``, a relabel changes no weight), which the
 Woodbury identity (Lee et al., "Exact incremental and decremental learning for LS-SVM",
-Thm 1 / Cor. 3–4, the identity the exact updates use) turns into a k × k system on the
+Theorem 1 / Corollaries 3–4, the identity the exact updates use) turns into a k × k system on the
 stored factorisation:
 
 * **linear models** (:class:`LinearExactRegion`): with ``M = ΦᵀWΦ + ρI = H/(2C)`` and the

@@ -137,6 +137,21 @@ class DDM(WindowLearner):
     the warning, the model is refitted on the whole window, mostly the old concept; the
     restarted detector then sees a steadily high error rate, which it cannot tell from a
     stationary one, and may not fire again for a long time.
+
+    Examples
+    --------
+    DDM over an online learner: a fresh learner when the error rate jumps.
+
+    >>> import numpy as np
+    >>> from deltafit.stream import DDM, Pegasos, prequential
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(1000, 2))
+    >>> y = (X[:, 0] > 0).astype(int)
+    >>> y[500:] = 1 - y[500:]                    # the concept drifts at sample 500
+    >>> ddm = DDM(Pegasos(lam=1e-2))
+    >>> report = prequential(ddm, (X, y))
+    >>> ddm.n_drifts_ >= 1, bool(ddm.last_drift_ > 500)
+    (True, True)
     """
 
     def __init__(self, estimator, window=500, warning_level=2.0, drift_level=3.0,

@@ -56,13 +56,34 @@ class KDR(WindowLearner):
     moved, so the rule fires when any class's model may have drifted by the threshold (with
     two classes this is the binary ``‖r‖``, unchanged).  A sample whose label the model does
     not know (a class new to the stream) cannot enter the balls: it triggers a recomputation.
-So does a dict sample with a feature new to the learner (the balls live in the model's feature
-space; see ``stream/_features.py`` for the feature-space policy of dict samples).
+    So does a dict sample with a feature new to the learner (the balls live in the model's feature
+    space; see ``stream/_features.py`` for the feature-space policy of dict samples).
 
     Per sample, KDR costs one prediction and two kernel rows over ``W₁ ∪ A`` (O(window · d));
     its memory is the window, β₁ and the sphere's ``2·window`` entries, whatever the length of
     the stream.  If the window holds a single class when a recomputation is due, the model is
     kept and the monitor goes on.
+
+    Examples
+    --------
+    A window of 100 samples over a stream whose labels flip halfway: KDR recomputes its model
+    when the incremental ball says the window has moved.
+
+    >>> import numpy as np
+    >>> import deltafit
+    >>> from deltafit.stream import KDR, prequential
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(600, 2))
+    >>> y = (X[:, 0] > 0).astype(int)
+    >>> y[300:] = 1 - y[300:]                    # the concept drifts at sample 300
+    >>> kdr = KDR(deltafit.LinearClassifier(loss="squared_hinge", C=0.01), window=100,
+    ...           threshold=0.1)
+    >>> report = prequential(kdr, (X, y))
+    >>> first, second = report.computation_at[:2]
+    >>> int(first), bool(300 < second < 350)     # no recomputation until the drift
+    (99, True)
+    >>> bool(kdr.n_model_computations_ < 20), bool(report.accuracy > 0.75)
+    (True, True)
     """
 
     def __init__(self, estimator, window=500, threshold=0.05, initial=None):

@@ -51,6 +51,18 @@ class LSQSGD(RegressorMixin, StreamLinearModel):
     Step ``t``: ``w̄ ← w̄ + (γ_t / Σ_{s≤t} γ_s)(w_t − w̄)`` (the average over the points where the
     gradients are taken, ``w_1 = 0``), then
     ``w_{t+1} = Π(w_t − γ_t (⟨w_t, x_t⟩ − y_t) x_t)``.  Compiled with numba.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deltafit.stream import LSQSGD
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(2000, 3)) / np.sqrt(3)
+    >>> w = np.array([0.5, -0.3, 0.2])
+    >>> y = X @ w + 0.01 * rng.normal(size=2000)
+    >>> reg = LSQSGD(fit_intercept=False).fit(X, y)          # one pass, averaged iterates
+    >>> bool(np.linalg.norm(reg.coef_ - w) < 0.1), bool(np.linalg.norm(reg.coef_) <= 1.0)
+    (True, True)
     """
 
     _kind = _LSQSGD_KIND

@@ -71,6 +71,19 @@ class OneVsRest(ClassifierMixin, BaseEstimator):
     A sample costs K updates of the binary learner; ``decision_function`` has shape
     (n_samples, K) for K ≥ 3 and (n_samples,) for K = 2 (scikit-learn's convention).  Labels
     outside ``classes_`` raise ValueError before any learner changes.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from deltafit.stream import OneVsRest, Pegasos
+    >>> X, y = load_iris(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> clf = OneVsRest(Pegasos(lam=1e-2, shuffle=True, random_state=0)).fit(X, y)
+    >>> len(clf.estimators_), clf.decision_function(X).shape
+    (3, (150, 3))
+    >>> bool(clf.score(X, y) > 0.7)
+    True
     """
 
     def __init__(self, estimator, classes=None):

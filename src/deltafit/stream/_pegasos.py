@@ -65,6 +65,21 @@ class Pegasos(ClassifierMixin, StreamLinearModel):
     (``w`` before the step), else ``w ← (1 − η_t λ) w``.  The state keeps ``w = a · v`` so the
     shrinkage costs O(1) per sample; the loop is compiled with numba
     (``pip install "deltafit[fast]"``).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from deltafit.stream import Pegasos
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> clf = Pegasos(lam=1e-2, shuffle=True, random_state=0).fit(X, y)
+    >>> clf.t_, clf.coef_.shape
+    (569, (30,))
+    >>> bool(clf.score(X, y) > 0.9)
+    True
+    >>> clf.learn_one(X[0], y[0]).predict_one(X[0]) in (0, 1)   # river-style, one sample
+    True
     """
 
     _kind = PEGASOS

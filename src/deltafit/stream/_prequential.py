@@ -39,6 +39,17 @@ class StreamReport:
         for KDR and DDM).
     time_s : float
         Wall-clock time of the run.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deltafit.stream import LSQSGD, prequential
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(300, 2)) / 2
+    >>> y = X @ np.array([0.5, -0.5])
+    >>> report = prequential(LSQSGD(), (X, y))   # a regressor: errors, mse and mae
+    >>> report.errors.shape, report.accuracy is None, bool(report.mse < 0.1)
+    ((300,), True, True)
     """
 
     n_samples: int
@@ -119,6 +130,19 @@ def prequential(learner, stream, *, n_samples=None, progress=False):
     -----
     A sample that the learner cannot predict yet (``predict_one`` raising
     ``NotFittedError``, or any ValueError on the very first sample) counts as an error.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deltafit.stream import Pegasos, prequential
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(500, 2))
+    >>> y = (X[:, 0] + X[:, 1] > 0).astype(int)
+    >>> report = prequential(Pegasos(lam=1e-2), (X, y))   # predict each sample, then learn it
+    >>> report.n_samples, report.correct.shape, report.n_model_computations
+    (500, (500,), 0)
+    >>> bool(report.accuracy > 0.9)
+    True
     """
     check_bool(progress, "progress")
     if not (hasattr(learner, "predict_one") and hasattr(learner, "learn_one")):

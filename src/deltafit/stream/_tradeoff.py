@@ -31,6 +31,19 @@ def tune_stream(X, y, window, *, n_tune=1000):
     Returns
     -------
     dict with gamma, C, cv_accuracy, norma_gamma, norma_eta, norma_lam, norma_accuracy, r0
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deltafit.stream import tune_stream
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(200, 2))
+    >>> y = (X[:, 0] > 0).astype(int)
+    >>> params = tune_stream(X, y, window=50, n_tune=200)
+    >>> sorted(params)
+    ['C', 'cv_accuracy', 'gamma', 'norma_accuracy', 'norma_eta', 'norma_gamma', 'norma_lam', 'r0']
+    >>> bool(params["r0"] > 0)
+    True
     """
     from ._norma import NORMA
 
@@ -119,6 +132,22 @@ def tradeoff_experiment(X, y, *, window=500, periods=(25, 50, 100, 250, 500, 100
     rows : list of dict
         algorithm, config, accuracy, n_model_computations, time_s, computation_at.
     params : dict
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deltafit.stream import tradeoff_experiment
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(300, 2))
+    >>> y = (X[:, 0] > 0).astype(int)
+    >>> params = {"gamma": 0.5, "C": 1.0, "norma_gamma": 0.5, "norma_eta": 0.1,
+    ...           "norma_lam": 1e-3, "r0": 0.1}
+    >>> rows, _ = tradeoff_experiment(X, y, window=50, periods=(50,), thresholds=(1.0,),
+    ...                               algorithms=("SW", "KDR"), params=params)
+    >>> [(r["algorithm"], r["config"]) for r in rows]
+    [('SW', 'period=50'), ('KDR', 'T=1r0')]
+    >>> all(0 < r["accuracy"] <= 1 and r["n_model_computations"] >= 1 for r in rows)
+    True
     """
     X = check_rows(X, None, "X")
     y = np.asarray(y)

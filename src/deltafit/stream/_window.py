@@ -392,6 +392,21 @@ class SlidingWindow(WindowLearner):
         The model predictions come from (None before the first computation).
     n_model_computations_ : int
     n_samples_seen_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import deltafit
+    >>> from deltafit.stream import SlidingWindow, prequential
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(400, 2))
+    >>> y = (X[:, 0] > 0).astype(int)
+    >>> sw = SlidingWindow(deltafit.LinearClassifier(loss="squared_hinge"), window=100, period=50)
+    >>> report = prequential(sw, (X, y))
+    >>> sw.n_model_computations_                 # after 100 samples, then every 50
+    7
+    >>> bool(report.accuracy > 0.8)
+    True
     """
 
     def __init__(self, estimator, window=500, period=100, initial=None):
