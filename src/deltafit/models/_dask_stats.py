@@ -7,9 +7,11 @@ path's accumulation (:meth:`~deltafit.models._exact_squared._Statistics.of_rows`
 chunks, rows of large norm through error-free transformations), and the shares are added in a
 tree (fan-in 8), the double-double parts through Knuth's TwoSum (Ogita, Rump & Oishi,
 "Accurate sum and dot product").  The same block task validates its rows and labels, encodes
-the labels and returns the keyed digests of its samples (16 bytes each: what recognises a
-sample of a ``keep_data=False`` model later).  Only p × p and p-sized arrays (and the digests)
-reach the client.
+the labels and computes the keyed digests of its samples (16 bytes each, :mod:`._digest`:
+what recognises a sample of a ``keep_data=False`` model later), split by the top bits of
+their key into the segments of :class:`~._ledger.SortedDigests`; one task per segment then
+gathers that segment's pieces of every block and sorts them.  Only p × p and p-sized arrays
+and the sorted segments (20 bytes a sample) reach the client, which builds no n-sized array.
 
 The NumPy path sets the limit above which a row is *large* from the median squared norm of all
 rows; here it is the median of the blocks' medians, known only after the pass.  The first pass
@@ -25,7 +27,7 @@ import numpy as np
 from .._validation import check_magnitude, check_scale
 from ._exact_squared import (_BIG_RATIO, _Statistics, _row_sq, _target_size, _two_sum,
                              _weighted_rows)
-from ._ledger import DIGEST_BYTES, row_digests
+from ._ledger import SEGMENT_BITS, digest_array, digest_keys, sorted_segment
 
 __all__ = ["BlockProblem", "FitStatistics", "reduce_statistics"]
 
@@ -48,11 +50,14 @@ class BlockProblem:
     C : float
     key : bytes or None
         The ledger's digest key (None: no digests).
+    scheme : str
+        The ledger's digest scheme.
     """
 
-    def __init__(self, featurize, n_features, labels, n_outputs, C, key):
+    def __init__(self, featurize, n_features, labels, n_outputs, C, key, scheme="nh-sip"):
         self.featurize, self.n_features = featurize, int(n_features)
         self.labels, self.n_outputs, self.C, self.key = labels, int(n_outputs), float(C), key
+        self.scheme = scheme
 
     def targets(self, y):
         """Encoded targets of a block of labels (ValueError naming a bad label or value)."""
@@ -131,9 +136,30 @@ class FitStatistics:
         self.all_ones, self.medians, self.max_sq, self.max_b = all_ones, medians, max_sq, max_b
 
 
-def _block_share(x, y, w, problem, limits):
-    """A block's :class:`FitStatistics` and the digests of its samples ((k, 16) uint8; empty
-    without a key)."""
+def _block_pieces(D, offset):
+    """The digests ``D`` of a block whose first row is sample ``offset``, split into the
+    segments of :class:`~._ledger.SortedDigests`: per segment ``(keys, checks, slots)``."""
+    k1, k2 = digest_keys(D)
+    n_seg = 2 ** SEGMENT_BITS
+    slots = np.arange(offset, offset + k1.size, dtype=np.int64)
+    g = (k1 >> np.uint64(64 - SEGMENT_BITS)).astype(np.intp)
+    order = np.argsort(g, kind="stable")
+    bounds = np.searchsorted(g[order], np.arange(n_seg + 1))
+    return [(k1[order[a:b]], k2[order[a:b]], slots[order[a:b]])
+            for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def _segment(n, *pieces):
+    """One segment of every block's pieces, sorted (slots as uint32 below 2³² samples)."""
+    keys = np.concatenate([p[0] for p in pieces])
+    checks = np.concatenate([p[1] for p in pieces])
+    slots = np.concatenate([p[2] for p in pieces])
+    return sorted_segment(keys, checks, slots.astype(np.uint32 if n < 2**32 else np.int64))
+
+
+def _block_share(x, y, w, problem, limits, offset=0):
+    """A block's :class:`FitStatistics` and the digests of its samples split into segments
+    (``_block_pieces``; an empty list without a key)."""
     x = problem.rows(x)
     t = problem.targets(y)
     k = x.shape[0]
@@ -143,10 +169,9 @@ def _block_share(x, y, w, problem, limits):
     Phi = np.asarray(problem.featurize(x), dtype=np.float64)
     check_scale(Phi, problem.C)
     if problem.key is not None:
-        digests = np.frombuffer(b"".join(row_digests(x, t, problem.key)),
-                                dtype=np.uint8).reshape(k, DIGEST_BYTES)
+        digests = _block_pieces(digest_array(x, t, problem.key, problem.scheme), offset)
     else:
-        digests = np.zeros((0, DIGEST_BYTES), dtype=np.uint8)
+        digests = []
     all_ones = w is None or bool(np.all(w == 1.0))
     V, c = (Phi, t) if w is None else _weighted_rows(Phi, t, w)
     if V is None:  # every weight 0
@@ -229,17 +254,25 @@ def reduce_statistics(blocks, problem, rho):
     -------
     total : FitStatistics
         ``total.stats`` is ``M = ΦᵀWΦ + ρI`` and ``b`` with the limits set.
-    digests : list of ndarray of shape (k, 16) uint8
-        The samples' keyed digests, one array per block in row order (empty without a key).
+    segments : list of (keys, checks, slots)
+        The samples' keyed digests as the sorted segments of a
+        :class:`~._ledger.SortedDigests` (samples numbered 0..n-1 in row order; empty
+        without a key).
     n_passes : int
     """
     import dask
     from dask import delayed
 
     infinite = (np.inf, np.inf)
-    tasks = [delayed(_block_share, nout=2)(x, y, w, problem, infinite)
-             for x, y, w in blocks.parts]
-    total, *digests = dask.compute(_tree_sum([t[0] for t in tasks]), *[t[1] for t in tasks])
+    offsets = np.concatenate([[0], np.cumsum(blocks.X.chunks[0])]).astype(np.int64)
+    tasks = [delayed(_block_share, nout=2)(x, y, w, problem, infinite, int(off))
+             for (x, y, w), off in zip(blocks.parts, offsets[:-1].tolist())]
+    segs = []
+    if problem.key is not None:
+        n = int(offsets[-1])
+        segs = [delayed(_segment)(n, *[t[1][g] for t in tasks])
+                for g in range(2 ** SEGMENT_BITS)]
+    total, *digests = dask.compute(_tree_sum([t[0] for t in tasks]), *segs)
     limits = _limits(total.medians, rho)
     passes = 1
     if total.max_sq > limits[0] or total.max_b > limits[1]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from functools import partial
 
 import numpy as np
@@ -14,7 +15,7 @@ from .._validation import check_bool
 from ..kernels import resolve_feature_map
 from ._base import ClassifierOutputMixin, RegressorTags, UpdatableMixin
 from ._exact_squared import Rows
-from ._ledger import Ledger
+from ._ledger import DEFAULT_SCHEME, KEY_BYTES, Ledger, SortedDigests
 from ._registry import state_for
 from ._state import DataChange
 
@@ -224,13 +225,11 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         featurize = self._featurizer()
         p = featurize(np.zeros((1, blocks.n_features))).shape[1]
         n = blocks.n
-        capacity = n + max(16, n // 8)
-        led = Ledger(p, keep_rows=False, keep_digests=True, capacity=capacity, growth=1.5,
-                     n_outputs=self._n_outputs_fitted)
+        key = secrets.token_bytes(KEY_BYTES)
         opts = self._solver_options()
         problem = BlockProblem(featurize, blocks.n_features, labels, self._n_outputs_fitted,
-                               opts.C, led.digest_key)
-        total, digests, self._dask_passes = reduce_statistics(blocks, problem, opts.rho)
+                               opts.C, key, DEFAULT_SCHEME)
+        total, segments, self._dask_passes = reduce_statistics(blocks, problem, opts.rho)
         w = None
         if not total.all_ones:
             w = np.asarray(blocks.w.compute(), dtype=np.float64).reshape(-1)
@@ -243,8 +242,13 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         st = state_for(False, "squared")(opts, self._max_rank).fit_statistics(total.stats)
         self._check_solution(st)
         K = self._n_outputs_fitted
-        led.insert(led.allocate(n), None, np.zeros((n, K) if K else n),
-                   np.concatenate(digests), w)
+        # the range ledger: ids, weights and (absent) labels implicit, digests sorted
+        led = Ledger.from_range(p, n, SortedDigests(n, segments, 0), n + max(16, n // 64),
+                                n_outputs=K, key=key)
+        if w is not None:  # weights given: stored per slot
+            led.w = np.zeros(len(led.w))
+            led.w[:n] = w
+            led.weighted = bool(np.any(w != 1.0))
         self._state, self._ledger = st, led
         if self._classifier:
             self._n_positive = total.n_positive
