@@ -159,19 +159,21 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         return map_decision(X, score, beta.shape[1] if beta.ndim == 2 else 0,
                             self.n_features_in_)
 
-    def _fit_dask(self, X, y, sample_weight=None):
-        """``fit`` on dask collections (a transaction under the model's lock, as ``fit``)."""
+    def _fit_dask(self, X, y, sample_weight=None, fold=None, n_folds=0):
+        """``fit`` on dask collections (a transaction under the model's lock, as ``fit``).
+        With ``fold`` (each row's fold, 0..n_folds-1) the same pass also sums each fold's
+        statistics (kept in ``_dask_folds`` for the closed-form cross-validation)."""
         lock = self._lock()
         lock.acquire()
         try:
             with atomic(self):
-                self._fit_dask_locked(X, y, sample_weight)
+                self._fit_dask_locked(X, y, sample_weight, fold, n_folds)
                 self._bump_version()
         finally:
             lock.release()
         return self
 
-    def _fit_dask_locked(self, X, y, sample_weight):
+    def _fit_dask_locked(self, X, y, sample_weight, fold=None, n_folds=0):
         """The squared loss's statistics reduced on the cluster, the p × p state solved on the
         client, the ledger filled with the ids and digests of the samples (see
         :mod:`~deltafit.models._dask_stats`)."""
@@ -196,7 +198,7 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
                 raise ValueError("a dask fit takes a fitted feature_map (fit it on a sample "
                                  "of the rows first); an unfitted one would need the rows "
                                  "on the client") from exc
-        blocks = row_blocks(X, y, sample_weight)
+        blocks = row_blocks(X, y, sample_weight, fold)
         self._classes_given = False
         self._sparse_input = False
         self.n_features_in_ = blocks.n_features
@@ -229,7 +231,8 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         opts = self._solver_options()
         problem = BlockProblem(featurize, blocks.n_features, labels, self._n_outputs_fitted,
                                opts.C, key, DEFAULT_SCHEME)
-        total, segments, self._dask_passes = reduce_statistics(blocks, problem, opts.rho)
+        total, segments, self._dask_passes = reduce_statistics(blocks, problem, opts.rho,
+                                                               n_folds)
         w = None
         if not total.all_ones:
             w = np.asarray(blocks.w.compute(), dtype=np.float64).reshape(-1)
@@ -250,6 +253,7 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
             led.w[:n] = w
             led.weighted = bool(np.any(w != 1.0))
         self._state, self._ledger = st, led
+        self._dask_folds = total if n_folds else None
         if self._classifier:
             self._n_positive = total.n_positive
         else:
