@@ -324,23 +324,28 @@ class SortedDigests:
         return out
 
     def _unique_head(self, k1, k2):
-        """The fit slot of each query when exactly one sorted entry has its key (else −1): the
-        vectorised common case."""
+        """The fit slot of each query when exactly one sorted entry has its key and its check
+        matches (−1: none matches; −2: several entries share the key, resolved one by one by
+        the caller): the vectorised common case.  The queries are sorted first, so that each
+        segment is searched with sorted needles (cache friendly)."""
         res = np.full(k1.size, -1, dtype=np.intp)
-        g = (k1 >> self.shift).astype(np.intp)
-        for seg in np.unique(g).tolist():
-            q = np.flatnonzero(g == seg)
+        order = np.argsort(k1)
+        ks = k1[order]
+        g = (ks >> self.shift).astype(np.intp)
+        bounds = np.searchsorted(g, np.arange(len(self.segments) + 1))
+        for seg, (a, b) in enumerate(zip(bounds[:-1].tolist(), bounds[1:].tolist())):
             keys, checks, slots = self.segments[seg]
-            if keys.size == 0:
+            if a == b or keys.size == 0:
                 continue
-            lo = np.searchsorted(keys, k1[q], "left")
-            hi = np.searchsorted(keys, k1[q], "right")
-            one = (hi - lo) == 1
+            q = order[a:b]
+            lo = np.searchsorted(keys, ks[a:b], "left")
             p = np.minimum(lo, keys.size - 1)
-            ok = one & (checks[p] == k2[q])
+            hit = keys[p] == ks[a:b]
+            nxt = np.minimum(p + 1, keys.size - 1)
+            multi = hit & (nxt != p) & (keys[nxt] == ks[a:b])
+            ok = hit & ~multi & (checks[p] == k2[q])
             res[q[ok]] = slots[p[ok]]
-            multi = q[(hi - lo) > 1]
-            res[multi] = -2  # several entries share the key: resolved one by one
+            res[q[multi]] = -2
         return res
 
     def matches(self, slots, D, active=None):
@@ -428,17 +433,20 @@ class SortedDigests:
         slots = np.atleast_1d(np.asarray(key, dtype=np.intp))
         head, tail = slots[slots < self.n0], slots[slots >= self.n0]
         if isinstance(value, _Snapshot):  # an undo: back to the recorded state
-            for s in head.tolist():
-                self.overlay.pop(s, None)
+            if self.overlay:
+                for s in head.tolist():
+                    self.overlay.pop(s, None)
             self.overlay.update(value.overlay)
             self.tail[tail - self.n0] = value.tail
             return
         if value is not None:
             self.write(slots, value)
             return
-        for s in head.tolist():  # deleted: the ledger's active flag hides the sorted entry
-            self.overlay.pop(s, None)
-        self.tail[tail - self.n0] = None
+        if self.overlay:  # deleted: the ledger's active flag hides the sorted entry
+            for s in head.tolist():
+                self.overlay.pop(s, None)
+        if tail.size:
+            self.tail[tail - self.n0] = None
 
     def write(self, slots, digests):
         """Store ``digests`` at ``slots`` (a fit slot gets an overlay entry)."""
