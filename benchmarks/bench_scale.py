@@ -9,7 +9,8 @@ Claims measured (benchmarks/README.md, "Scale-out on Dask"):
   the data once; bar: its rate (bytes / fit time) ≥ 50% of the disk-read rate measured in the
   same run (a pass that only reads and sums the same arrays).  The page cache is emptied of the
   files (``posix_fadvise(DONTNEED)``) before each pass, so both read the disk.  The client's
-  peak RSS during the fit is sampled (bar ≤ 2 GB).  Then one removal by id with its row
+  peak RSS during the fit is sampled (bar ≤ 2 GB), with the bytes the model's ledger holds
+  (the range ledger: sorted digests, active flags) and the load average around the fit.  Then one removal by id with its row
   (``remove([i], X=row, y=t)``; median of 20; bar ≤ 10 ms) and a 1% removal (bar ≤ 1 s), the
   model after them compared with a full refit on the remaining rows (bar: relative deviation
   of the coefficients ≤ 1e-8);

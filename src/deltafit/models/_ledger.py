@@ -44,8 +44,8 @@ def digest_array(X, y, key, scheme):
 
 
 def row_digests(X, y, key=b""):
-    """16-byte BLAKE2b digest of each (row, label) pair, keyed with ``key``: what recognises a
-    sample later, given its row and its label.
+    """16-byte BLAKE2b digest of each (row, label) pair, keyed with ``key``: digest scheme
+    ``"blake2b"`` (model files of format 2), and the digest of sparse rows under every scheme.
 
     A sparse ``X`` is digested in its canonical CSR form (sorted column indices as int64, no
     stored zeros, then the values): a sparse model recognises a row whichever format it comes
@@ -1054,8 +1054,8 @@ class Ledger:
         only when the ledger keeps them; ``ledger_X`` with the rows (sparse rows: their
         canonical CSR components ``ledger_X_indptr``, ``ledger_X_indices`` (int64) and
         ``ledger_X_data``); ``ledger_digests`` (one
-        16-byte keyed digest per sample) and ``ledger_key`` (the digest key) when it keeps
-        digests instead.
+        16-byte keyed digest per sample, of the ledger's ``digest_scheme``) and
+        ``ledger_key`` (the digest key) when it keeps digests instead.
         """
         keep = self.active_slots()
         out = {"ledger_ids": self.ids[keep],
