@@ -250,6 +250,21 @@ def test_dask_fit_keeps_a_range_ledger(breast_cancer):
                                   digest_array(X, t, led.digest_key, "nh-sip"))
     np.testing.assert_array_equal(m.sample_ids_, np.arange(X.shape[0]))
     np.testing.assert_array_equal(m.sample_weight_, np.ones(X.shape[0]))
+    # the seam reads it as it reads the NumPy-fitted model's explicit ledger
+    from deltafit.sensitivity import Sensitivity
+
+    ref = df.LinearClassifier(keep_data=False).fit(X, y)
+    for model in (m, ref):
+        model.remove([3], X=X[[3]])
+    pm, pr = m.problem_, ref.problem_  # per-handle arrays: capacities differ, handles not
+    np.testing.assert_array_equal(pm.live, pr.live)
+    np.testing.assert_array_equal(pm.sample_ids, pr.sample_ids)
+    np.testing.assert_array_equal(pm.weights[pm.live], pr.weights[pr.live])
+    s, r = Sensitivity(m), Sensitivity(ref)
+    for obj in (s, r):
+        obj.remove([5, 400], X=X[[5, 400]])
+    for a, b in zip(s.decision_bounds(X[:50]), r.decision_bounds(X[:50])):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
 
 
 # ----------------------------------------------------------------------- format 2 files

@@ -568,6 +568,10 @@ class LazyColumn:
     def copy(self):
         return self[:]
 
+    def view(self):
+        """The whole column, materialised (read-only views of it are snapshots)."""
+        return self[:]
+
     def __array__(self, dtype=None, copy=None):
         out = self[:]
         return out if dtype is None else out.astype(dtype)
