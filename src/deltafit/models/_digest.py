@@ -156,26 +156,39 @@ if HAVE_NUMBA:  # pragma: no branch - depends on the environment
         return v0 ^ v1 ^ v2 ^ v3
 
     @_numba.njit(cache=True, nogil=True)
-    def _digests_nb(Wx, Wy, K1, K2, s1, s2, out):
-        k, wx = Wx.shape
-        wy = Wy.shape[1]
+    def _nh_pairs_nb(Q, Ke1, Ko1, Ke2, Ko2, h):
+        """Add to ``h[r]`` the two NH sums of row r of ``Q`` (64-bit words, each the pair of
+        32-bit words (low, high) of the record): a loop that compiles to SIMD 32x32->64-bit
+        multiplies."""
+        k, w = Q.shape
         m32 = _U(0xFFFFFFFF)
         for r in range(k):
-            h1 = _U(0)
-            h2 = _U(0)
-            for i in range(0, wx, 2):
-                a = _U(Wx[r, i])
-                b = _U(Wx[r, i + 1])
-                h1 += ((a + _U(K1[i])) & m32) * ((b + _U(K1[i + 1])) & m32)
-                h2 += ((a + _U(K2[i])) & m32) * ((b + _U(K2[i + 1])) & m32)
-            for i in range(0, wy, 2):
-                a = _U(Wy[r, i])
-                b = _U(Wy[r, i + 1])
-                j = wx + i
-                h1 += ((a + _U(K1[j])) & m32) * ((b + _U(K1[j + 1])) & m32)
-                h2 += ((a + _U(K2[j])) & m32) * ((b + _U(K2[j + 1])) & m32)
-            out[r, 0] = _sip_nb(s1[0], s1[1], h1, h2, _U(wx + wy))
-            out[r, 1] = _sip_nb(s2[0], s2[1], h1, h2, _U(wx + wy))
+            h1 = h[r, 0]
+            h2 = h[r, 1]
+            for i in range(w):
+                x = Q[r, i]
+                xh = x >> _U(32)
+                h1 += ((x + Ke1[i]) & m32) * ((xh + Ko1[i]) & m32)
+                h2 += ((x + Ke2[i]) & m32) * ((xh + Ko2[i]) & m32)
+            h[r, 0] = h1
+            h[r, 1] = h2
+
+    @_numba.njit(cache=True, nogil=True)
+    def _finish_nb(h, n_words, s1, s2, out):
+        for r in range(h.shape[0]):
+            out[r, 0] = _sip_nb(s1[0], s1[1], h[r, 0], h[r, 1], n_words)
+            out[r, 1] = _sip_nb(s2[0], s2[1], h[r, 0], h[r, 1], n_words)
+
+    def _digests_nb(Wx, Wy, K1, K2, s1, s2, out):
+        k = Wx.shape[0]
+        h = np.zeros((k, 2), dtype=np.uint64)
+        wx = Wx.shape[1]
+        for W, a, b in ((Wx, 0, wx), (Wy, wx, wx + Wy.shape[1])):
+            Q = W.view("<u8")  # word pairs (low word first: little-endian)
+            k1, k2 = K1[a:b].astype(np.uint64), K2[a:b].astype(np.uint64)
+            _nh_pairs_nb(Q, k1[0::2].copy(), k1[1::2].copy(), k2[0::2].copy(),
+                         k2[1::2].copy(), h)
+        _finish_nb(h, _U(wx + Wy.shape[1]), s1, s2, out)
 
 
 def nh_sip_digests(X, y, key, use_numba=None):
