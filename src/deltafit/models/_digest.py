@@ -20,8 +20,9 @@ chosen against the key: the bound is what the ledger needs to refuse a row that 
 training sample (a removal of a foreign row would corrupt the model silently).
 
 All the key material comes from the ledger's 32-byte random key through SHAKE-256, so a model
-file stores only that key.  Cost: about 2L multiply-adds a record (no per-row Python work),
-against the keyed BLAKE2b's per-row call (about 1.6 µs a 408-byte record).
+file stores only that key.  Cost: L multiply-adds of 32-bit halves per key and record (no
+per-row Python work; numba's loop over the 64-bit words vectorises: about 0.08 µs a 408-byte
+record, against the keyed BLAKE2b's per-row call, about 1.6 µs).
 """
 
 from __future__ import annotations
@@ -93,9 +94,15 @@ def _siphash_words(k0, k1, words, nbytes):
 
 
 def _nh_numpy(W, K):
+    """NH of the rows of ``W`` (32-bit words) under key ``K``, on 64-bit word pairs."""
+    Q = W.view("<u8").astype(np.uint64, copy=False)
+    K = K.astype(np.uint64)
+    m32 = np.uint64(0xFFFFFFFF)
     with np.errstate(over="ignore"):
-        a = (W + K).astype(np.uint64)        # uint32 sums wrap mod 2^32
-        return (a[:, 0::2] * a[:, 1::2]).sum(axis=1, dtype=np.uint64)  # mod 2^64
+        a = (Q + K[0::2]) & m32                   # low word + key, mod 2^32
+        b = ((Q >> np.uint64(32)) + K[1::2]) & m32  # high word + key, mod 2^32
+        a *= b                                    # < 2^64: exact
+        return a.sum(axis=1, dtype=np.uint64)     # mod 2^64
 
 
 def _digests_numpy(Wx, Wy, K1, K2, s1, s2):
