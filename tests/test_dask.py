@@ -299,6 +299,101 @@ def test_any_chunking_gives_the_numpy_statistics(n, p, rows, C, seed, outliers):
     assert rel(full_coef(b), full_coef(a)) < 1e-9
 
 
+# ------------------------------------------------------------------ cross-validation
+def _row_order(res):
+    """A NumPy CVResult's decisions in row order."""
+    z = np.empty_like(res.decision)
+    z[res.test_index] = res.decision
+    return z
+
+
+def test_loo_closed_form_equals_numpy_and_refits(breast_cancer):
+    from deltafit.model_selection import loo
+
+    X, y = breast_cancer
+    est = df.LinearClassifier(C=0.3)
+    a = loo(est, X, y, method="closed_form")
+    b = loo(est, *chunked(X, y), method="closed_form")
+    assert b.details == {"dask": True, "n_passes": 2}
+    assert all(is_lazy for is_lazy in (isinstance(b.decision, da.Array),
+                                       isinstance(b.y_pred, da.Array)))
+    zb = b.decision.compute()
+    assert rel(zb, _row_order(a)) < RTOL
+    np.testing.assert_array_equal(b.y_pred.compute(), a.y_pred)
+    assert b.error_rate == a.error_rate and b.n_errors == a.n_errors
+    # brute force twin: sample 7 left out, Ridge on the rest
+    keep = np.delete(np.arange(X.shape[0]), 7)
+    beta = ridge_coef(X[keep], np.where(y[keep] == 1, 1.0, -1.0), 0.3)
+    assert abs(zb[7] - np.append(X[7], 1.0) @ beta) < 1e-8
+
+
+def test_loo_weighted_and_multi_output_equal_numpy(digits):
+    from deltafit.model_selection import loo
+
+    X, y = digits
+    X = X[:600]
+    w = np.random.default_rng(4).uniform(0.0, 2.0, 600)
+    est = df.LinearRegressor(C=0.5)
+    a = loo(est, X, y[:600].astype(float), method="closed_form", sample_weight=w)
+    b = loo(est, da.from_array(X, chunks=(150, -1)), y[:600].astype(float),
+            sample_weight=da.from_array(w, chunks=150))
+    assert rel(b.decision.compute(), _row_order(a)) < RTOL
+    assert abs(b.mse - a.mse) <= 1e-10 * a.mse
+    Y = np.column_stack([X[:, 10], X[:, 20] - X[:, 30]])  # two outputs of the pixels
+    Xr = np.delete(X, [10, 20, 30], axis=1)
+    for k in range(2):  # K outputs share the leverages: each column is a one-output LOO
+        ak = loo(df.LinearRegressor(C=2.0), Xr, Y[:, k], method="closed_form")
+        bk = loo(df.LinearRegressor(C=2.0), da.from_array(Xr, chunks=(128, -1)),
+                 da.from_array(Y, chunks=(128, -1)))
+        assert bk.decision.shape == (600, 2)
+        assert rel(bk.decision.compute()[:, k], _row_order(ak)) < RTOL
+
+
+def test_kfold_is_k_batch_removals_equal_to_numpy_and_refits(breast_cancer):
+    from sklearn.model_selection import GroupKFold, KFold
+    from deltafit.model_selection import cross_validate
+
+    X, y = breast_cancer
+    Xd, yd = chunked(X, y)
+    est = df.LinearClassifier(C=1.5)
+    a = cross_validate(est, X, y, cv=5, method="closed_form")  # StratifiedKFold(5)
+    b = cross_validate(est, Xd, yd, cv=5)
+    assert b.details["n_passes"] == 2 and b.n_splits == 5
+    np.testing.assert_allclose(b.fold_scores, a.fold_scores, rtol=0, atol=1e-15)
+    zb = b.decision.compute()
+    assert rel(zb, _row_order(a)) < RTOL
+    # brute force twin of one fold: Ridge on the other folds
+    fold = b.fold.compute()
+    tr = fold != 2
+    beta = ridge_coef(X[tr], np.where(y[tr] == 1, 1.0, -1.0), 1.5)
+    assert rel(zb[~tr], np.column_stack([X[~tr], np.ones((~tr).sum())]) @ beta) < 1e-8
+    # a regressor, shuffled folds and groups
+    t = X[:, 1:] @ np.linspace(-1, 1, X.shape[1] - 1)
+    reg = df.LinearRegressor(C=3.0)
+    for cv, groups in ((KFold(4, shuffle=True, random_state=0), None),
+                       (GroupKFold(3), np.arange(X.shape[0]) % 7)):
+        a = cross_validate(reg, X[:, :-1], t, cv=cv, groups=groups, method="closed_form")
+        b = cross_validate(reg, *chunked(X[:, :-1], t, rows=120), cv=cv, groups=groups)
+        np.testing.assert_allclose(b.fold_scores, a.fold_scores, rtol=1e-10)
+        assert rel(b.decision.compute(), _row_order(a)) < RTOL
+
+
+def test_dask_cross_validation_refusals(breast_cancer):
+    from sklearn.model_selection import ShuffleSplit
+    from deltafit.model_selection import cross_validate, loo
+
+    X, y = breast_cancer
+    Xd, yd = chunked(X, y)
+    with pytest.raises(ValueError, match="exactly one test fold"):
+        cross_validate(df.LinearClassifier(), Xd, yd, cv=ShuffleSplit(3, random_state=0))
+    with pytest.raises(ValueError, match="closed_form"):
+        loo(df.LinearClassifier(), Xd, yd, method="bounds")
+    with pytest.raises(ValueError, match="squared loss"):
+        loo(df.LinearClassifier(loss="logistic"), Xd, yd)
+    with pytest.raises(ValueError, match="squared loss"):
+        cross_validate(df.KernelClassifier(), Xd, yd, cv=3)
+
+
 # ----------------------------------------------------------------------------- processes
 def _slow_block(x):
     time.sleep(0.15)

@@ -491,7 +491,7 @@ def test_meta_not_json(tmp_path, saved):
         deltafit.load(_resave(tmp_path, saved, change_arrays=bad))
 
 
-@pytest.mark.parametrize("version", [0, 1, 3, 999, "2", None, True])
+@pytest.mark.parametrize("version", [0, 1, 4, 999, "2", "3", None, True])
 def test_wrong_format_version(tmp_path, saved, version):
     p = _resave(tmp_path, saved, change_meta=lambda m: m.update(format_version=version))
     with pytest.raises(ValueError, match="format version"):

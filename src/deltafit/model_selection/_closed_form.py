@@ -17,14 +17,24 @@ of weight 0 has ``h_t = 0``: its left-out prediction is the model's).  In dual f
 push-through identity ``A⁻¹Φᵀ = Φᵀ(WK + ρI)⁻¹``, ``I − HW = ρ Ĝ⁻¹`` with the non-symmetric
 ``Ĝ = KW + ρI`` and ``r = ρ Ĝ⁻¹ t``, so ``e_R = ((Ĝ⁻¹)_RR)⁻¹ α̂_R`` with ``α̂ = Ĝ⁻¹ t``: the
 unweighted formula with ``G`` replaced by ``Ĝ`` (an LU factorisation instead of Cholesky).
+**Dask collections** (:func:`dask_cross_validation`): the same predictions for a squared-loss
+linear model fitted on the Dask path, leave-one-out as one ``map_blocks`` pass of the leverages
+and k folds as k batch removals of per-fold statistics summed in the fit's own pass
+(:mod:`deltafit.models._dask_cv`); the per-sample results stay lazy.
 """
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve, lu_factor, lu_solve, solve
+from sklearn.base import is_classifier
+from sklearn.model_selection import check_cv
 
-__all__ = ["closed_form_predictions"]
+from ._result import CVResult
+
+__all__ = ["closed_form_predictions", "dask_cross_validation", "fold_vector"]
 
 
 def closed_form_predictions(prob, splits, targets=None):
@@ -128,3 +138,79 @@ def _weighted(prob, splits, t, n, rho, w, use_dual):
         e = solve(np.eye(len(R)) - H, r[R], check_finite=False)
         out.append(_at(t[R] - e, R, T))
     return out
+
+
+# ------------------------------------------------------------------------------ Dask
+def fold_vector(cv, n, y, estimator, groups=None):
+    """Each sample's fold under the splitter ``cv`` (an int, a scikit-learn splitter or an
+    iterable of (train, test)), as an int array of length n, and the number of folds.
+
+    Raises
+    ------
+    ValueError
+        When the splits do not partition the samples into test folds whose training sets are
+        their complements (the closed form removes each fold from the full statistics).
+    """
+    cv = check_cv(cv, y, classifier=is_classifier(estimator))
+    fold = np.full(n, -1, dtype=np.int32)
+    seen = np.zeros(n, dtype=bool)
+    k = 0
+    for k, (train, test) in enumerate(cv.split(np.zeros((n, 0)), y, groups), start=1):
+        test = np.asarray(test, dtype=np.intp)
+        seen[:] = False
+        seen[np.asarray(train, dtype=np.intp)] = True
+        if np.any(fold[test] >= 0) or np.any(seen[test]) or \
+                np.count_nonzero(seen) + test.size != n or np.unique(test).size != test.size:
+            raise ValueError(
+                "dask input is cross-validated by batch removals of whole folds: each sample "
+                "must be in exactly one test fold, and each training set the complement of its "
+                "test fold (KFold, StratifiedKFold, GroupKFold; not ShuffleSplit)")
+        fold[test] = k - 1
+    if k < 2 or np.any(fold < 0):
+        raise ValueError("the splitter must put every sample in a test fold, over at least "
+                         "two folds")
+    return fold, k
+
+
+def dask_cross_validation(estimator, X, y, *, cv=None, groups=None, method="auto",
+                          sample_weight=None):
+    """Closed-form leave-one-out (``cv`` None) or k-fold cross-validation of a squared-loss
+    linear model on dask collections (see the module docstring).
+
+    The result's per-sample arrays (``y_true``, ``y_pred``, ``decision``, ``fold``,
+    ``test_index``: row order) are lazy dask arrays; ``fold_scores`` is computed for k folds
+    (lazy, per sample, for leave-one-out).  ``details["n_passes"]`` counts the passes over
+    the rows: two (the fit's, then the predictions').
+    """
+    import dask.array as da
+
+    from ..models._dask_cv import dask_closed_form
+    from ..models._dask_input import is_dask, row_blocks
+
+    if method not in ("auto", "closed_form"):
+        raise ValueError(f"dask input is cross-validated by method='closed_form' (or 'auto'), "
+                         f"got method={method!r}")
+    t0 = time.perf_counter()
+    fold, k = None, 0
+    if cv is not None:
+        blocks = row_blocks(X) if is_dask(X) else None
+        if blocks is None:
+            raise ValueError(f"y or sample_weight is a dask collection but X is a "
+                             f"{type(X).__name__}: give X as a dask array or DataFrame too")
+        X, n = blocks.X, blocks.n  # a DataFrame's partition lengths are computed once
+        yy = None
+        if is_classifier(estimator) and not isinstance(cv, (list, tuple)):
+            yy = np.asarray(y.compute() if is_dask(y) else y).reshape(-1)  # the strata
+        fold, k = fold_vector(cv, n, yy, estimator, groups)
+    res = dask_closed_form(estimator, X, y, sample_weight, fold, k)
+    z = res.decision
+    n = int(z.shape[0])
+    lazy_none = da.zeros(n, dtype=bool, chunks=z.chunks[0])
+    return CVResult(method="closed_form", approximate=False,
+                    classifier=is_classifier(estimator), y_true=res.y_true,
+                    test_index=da.arange(n, chunks=z.chunks[0]), fold=res.fold,
+                    y_pred=res.y_pred, decision=z, lower=z, upper=z,
+                    decided_by_bound=lazy_none, refit=lazy_none, n_refits=0,
+                    n_splits=n if cv is None else k, fold_scores=res.fold_scores,
+                    time_s=time.perf_counter() - t0,
+                    details={"dask": True, "n_passes": res.n_passes})

@@ -8,6 +8,8 @@ from sklearn.model_selection import check_cv
 
 from .._pipeline import freeze
 from .._validation import check_bool
+from ..models._dask_input import any_dask
+from ._closed_form import dask_cross_validation
 from ._engine import check_data, check_weights, evaluate, resolve_method
 
 __all__ = ["cross_validate", "make_splits"]
@@ -73,6 +75,9 @@ def cross_validate(estimator, X, y, *, cv=5, groups=None, method="auto", n_jobs=
         ``fold_scores`` (accuracy per fold for classifiers, negative MSE for regressors, as
         scikit-learn's ``cross_val_score``), ``score`` (their mean), ``error_rate``,
         per-sample predictions and certified intervals, ``n_refits`` (folds refit).
+        With dask X (squared loss): the folds' statistics are summed in the fit's pass and
+        each fold's model is their batch removal; the per-sample arrays are lazy, in row
+        order (:func:`~deltafit.model_selection._closed_form.dask_cross_validation`).
 
     Examples
     --------
@@ -89,6 +94,9 @@ def cross_validate(estimator, X, y, *, cv=5, groups=None, method="auto", n_jobs=
     True
     """
     check_bool(progress, "progress")
+    if any_dask(X, y, sample_weight):  # squared loss: k batch removals of fold statistics
+        return dask_cross_validation(estimator, X, y, cv=cv, groups=groups, method=method,
+                                     sample_weight=sample_weight)
     frozen = freeze(estimator, X, y)
     if frozen is not None:
         estimator, X = frozen.final, frozen.X

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from .._pipeline import freeze
 from .._validation import check_bool
+from ..models._dask_input import any_dask
+from ._closed_form import dask_cross_validation
 from ._engine import check_data, check_weights, evaluate, resolve_method
 
 __all__ = ["loo", "alo"]
@@ -67,6 +69,10 @@ def loo(estimator, X, y, *, method="auto", n_jobs=None, progress=False, order="n
         per-sample ``y_pred``, ``decision`` and certified ``lower``/``upper``,
         ``decided_by_bound``, ``n_refits``, ``time_s``.  Classifiers' labels equal brute
         force exactly; regressors' left-out predictions to solver precision (1e-8).
+        With dask X (a squared-loss ``LinearClassifier`` / ``LinearRegressor``, method
+        ``"closed_form"``): the model is fitted on the Dask path and the leverages come from
+        one ``map_blocks`` pass; the per-sample arrays are lazy dask arrays in row order
+        (:func:`~deltafit.model_selection._closed_form.dask_cross_validation`).
 
     Examples
     --------
@@ -81,6 +87,9 @@ def loo(estimator, X, y, *, method="auto", n_jobs=None, progress=False, order="n
     ('bounds_early', 10)
     """
     check_bool(progress, "progress")
+    if any_dask(X, y, sample_weight):  # squared loss: one more pass, lazy results
+        return dask_cross_validation(estimator, X, y, method=method,
+                                     sample_weight=sample_weight)
     frozen = freeze(estimator, X, y)
     if frozen is not None:
         estimator, X = frozen.final, frozen.X

@@ -46,20 +46,22 @@ def _as_array(obj, what):
 
 
 class RowBlocks:
-    """Aligned row blocks of X (and of y and the sample weights): ``X`` as a dask array chunked
-    along rows only, ``parts`` the (x, y, w) delayed blocks in row order, ``n`` the rows.
+    """Aligned row blocks of X (and of y, the sample weights and the cross-validation folds):
+    ``X`` as a dask array chunked along rows only, ``parts`` the (x, y, w, fold) delayed blocks
+    in row order, ``n`` the rows.
 
     Parameters
     ----------
     X : dask array of shape (n, d)
     parts : list of tuple
-        ``(x_block, y_block, w_block)`` per block, dask delayed objects (y, w: None when absent).
-    y, w : dask array or None
-        The labels and weights, aligned to the rows of X.
+        ``(x_block, y_block, w_block, fold_block)`` per block, dask delayed objects (y, w,
+        fold: None when absent).
+    y, w, fold : dask array or None
+        The labels, weights and fold numbers, aligned to the rows of X.
     """
 
-    def __init__(self, X, parts, y=None, w=None):
-        self.X, self.parts, self.y, self.w = X, parts, y, w
+    def __init__(self, X, parts, y=None, w=None, fold=None):
+        self.X, self.parts, self.y, self.w, self.fold = X, parts, y, w, fold
 
     @property
     def n(self):
@@ -95,9 +97,10 @@ def _aligned(v, chunks, n, what):
     return v
 
 
-def row_blocks(X, y=None, w=None):
-    """``RowBlocks`` of ``X`` (a dask array or DataFrame; ``y`` and ``w`` dask or NumPy),
-    validated: X 2-D with known chunk sizes, columns in one chunk, y and w aligned to its rows.
+def row_blocks(X, y=None, w=None, fold=None):
+    """``RowBlocks`` of ``X`` (a dask array or DataFrame; ``y``, ``w`` and ``fold`` dask or
+    NumPy), validated: X 2-D with known chunk sizes, columns in one chunk, y, w and fold
+    aligned to its rows.
 
     Raises
     ------
@@ -120,10 +123,12 @@ def row_blocks(X, y=None, w=None):
     n, chunks = int(X.shape[0]), X.chunks[0]
     yy = _aligned(y, chunks, n, "y")
     ww = _aligned(w, chunks, n, "sample_weight")
+    ff = _aligned(fold, chunks, n, "fold")
     xs = X.to_delayed().ravel().tolist()
     ys = yy.to_delayed().ravel().tolist() if yy is not None else [None] * len(xs)
     ws = ww.to_delayed().ravel().tolist() if ww is not None else [None] * len(xs)
-    return RowBlocks(X, list(zip(xs, ys, ws)), yy, ww)
+    fs = ff.to_delayed().ravel().tolist() if ff is not None else [None] * len(xs)
+    return RowBlocks(X, list(zip(xs, ys, ws, fs)), yy, ww, ff)
 
 
 def _block_decision(x, score):

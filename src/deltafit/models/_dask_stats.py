@@ -7,9 +7,11 @@ path's accumulation (:meth:`~deltafit.models._exact_squared._Statistics.of_rows`
 chunks, rows of large norm through error-free transformations), and the shares are added in a
 tree (fan-in 8), the double-double parts through Knuth's TwoSum (Ogita, Rump & Oishi,
 "Accurate sum and dot product").  The same block task validates its rows and labels, encodes
-the labels and returns the keyed digests of its samples (16 bytes each: what recognises a
-sample of a ``keep_data=False`` model later).  Only p × p and p-sized arrays (and the digests)
-reach the client.
+the labels and computes the keyed digests of its samples (16 bytes each, :mod:`._digest`:
+what recognises a sample of a ``keep_data=False`` model later), split by the top bits of
+their key into the segments of :class:`~._ledger.SortedDigests`; one task per segment then
+gathers that segment's pieces of every block and sorts them.  Only p × p and p-sized arrays
+and the sorted segments (20 bytes a sample) reach the client, which builds no n-sized array.
 
 The NumPy path sets the limit above which a row is *large* from the median squared norm of all
 rows; here it is the median of the blocks' medians, known only after the pass.  The first pass
@@ -25,7 +27,7 @@ import numpy as np
 from .._validation import check_magnitude, check_scale
 from ._exact_squared import (_BIG_RATIO, _Statistics, _row_sq, _target_size, _two_sum,
                              _weighted_rows)
-from ._ledger import DIGEST_BYTES, row_digests
+from ._ledger import SEGMENT_BITS, digest_array, digest_keys, sorted_segment
 
 __all__ = ["BlockProblem", "FitStatistics", "reduce_statistics"]
 
@@ -48,11 +50,14 @@ class BlockProblem:
     C : float
     key : bytes or None
         The ledger's digest key (None: no digests).
+    scheme : str
+        The ledger's digest scheme.
     """
 
-    def __init__(self, featurize, n_features, labels, n_outputs, C, key):
+    def __init__(self, featurize, n_features, labels, n_outputs, C, key, scheme="nh-sip"):
         self.featurize, self.n_features = featurize, int(n_features)
         self.labels, self.n_outputs, self.C, self.key = labels, int(n_outputs), float(C), key
+        self.scheme = scheme
 
     def targets(self, y):
         """Encoded targets of a block of labels (ValueError naming a bad label or value)."""
@@ -131,9 +136,31 @@ class FitStatistics:
         self.all_ones, self.medians, self.max_sq, self.max_b = all_ones, medians, max_sq, max_b
 
 
-def _block_share(x, y, w, problem, limits):
-    """A block's :class:`FitStatistics` and the digests of its samples ((k, 16) uint8; empty
-    without a key)."""
+def _block_pieces(D, offset):
+    """The digests ``D`` of a block whose first row is sample ``offset``, split into the
+    segments of :class:`~._ledger.SortedDigests`: per segment ``(keys, checks, slots)``."""
+    k1, k2 = digest_keys(D)
+    n_seg = 2 ** SEGMENT_BITS
+    slots = np.arange(offset, offset + k1.size, dtype=np.int64)
+    g = (k1 >> np.uint64(64 - SEGMENT_BITS)).astype(np.intp)
+    order = np.argsort(g, kind="stable")
+    bounds = np.searchsorted(g[order], np.arange(n_seg + 1))
+    return [(k1[order[a:b]], k2[order[a:b]], slots[order[a:b]])
+            for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def _segment(n, *pieces):
+    """One segment of every block's pieces, sorted (slots as uint32 below 2³² samples)."""
+    keys = np.concatenate([p[0] for p in pieces])
+    checks = np.concatenate([p[1] for p in pieces])
+    slots = np.concatenate([p[2] for p in pieces])
+    return sorted_segment(keys, checks, slots.astype(np.uint32 if n < 2**32 else np.int64))
+
+
+def _block_share(x, y, w, problem, limits, offset=0, fold=None, n_folds=0):
+    """A block's :class:`FitStatistics` (with folds: a list of one per fold, the fold's rows
+    of the block) and the digests of its samples split into segments (``_block_pieces``; an
+    empty list without a key)."""
     x = problem.rows(x)
     t = problem.targets(y)
     k = x.shape[0]
@@ -143,25 +170,35 @@ def _block_share(x, y, w, problem, limits):
     Phi = np.asarray(problem.featurize(x), dtype=np.float64)
     check_scale(Phi, problem.C)
     if problem.key is not None:
-        digests = np.frombuffer(b"".join(row_digests(x, t, problem.key)),
-                                dtype=np.uint8).reshape(k, DIGEST_BYTES)
+        digests = _block_pieces(digest_array(x, t, problem.key, problem.scheme), offset)
     else:
-        digests = np.zeros((0, DIGEST_BYTES), dtype=np.uint8)
+        digests = []
+    if fold is None:
+        return _share(Phi, t, w, limits), digests
+    fold = np.asarray(fold).reshape(-1)
+    if fold.shape != (k,):
+        raise ValueError(f"fold block of shape {fold.shape}: expected ({k},)")
+    return [_share(Phi[fold == f], t[fold == f], None if w is None else w[fold == f], limits)
+            for f in range(n_folds)], digests
+
+
+def _share(Phi, t, w, limits):
+    """The :class:`FitStatistics` of rows ``Phi`` with targets ``t`` and weights ``w``."""
+    k = Phi.shape[0]
     all_ones = w is None or bool(np.all(w == 1.0))
     V, c = (Phi, t) if w is None else _weighted_rows(Phi, t, w)
-    if V is None:  # every weight 0
+    if V is None or V.shape[0] == 0:  # every weight 0, or no row
         V, c = np.zeros((0, Phi.shape[1])), np.zeros((0,) + t.shape[1:])
     stats = _Statistics.of_rows(V, c, 0.0, limits)
     sq = _row_sq(V)
     bs = np.sqrt(sq) * _target_size(c)
     pos = t > 0 if t.ndim == 1 else np.zeros(k, dtype=bool)
     wpos = np.ones(k, dtype=bool) if w is None else w > 0
-    share = FitStatistics(
+    return FitStatistics(
         stats, k, int(np.count_nonzero(pos)), int(np.count_nonzero(wpos)),
         int(np.count_nonzero(pos & wpos)), all_ones,
         [(int(sq.size), float(np.median(sq)), float(np.median(bs)))] if sq.size else [],
         float(sq.max(initial=0.0)), float(bs.max(initial=0.0)))
-    return share, digests
 
 
 def _merge(*shares):
@@ -193,14 +230,30 @@ def _merge(*shares):
     return FitStatistics(st, n, n_pos, n_w, n_wp, ones, meds, max_sq, max_b)
 
 
-def _tree_sum(shares):
+def _merge_folds(*lists):
+    """Per fold, the sum of blocks' shares."""
+    return [_merge(*shares) for shares in zip(*lists)]
+
+
+def _tree_sum(shares, folds=False):
     from dask import delayed
 
+    merge = _merge_folds if folds else _merge
     level = list(shares)
     while len(level) > 1:
-        level = [delayed(_merge)(*level[i:i + _FAN_IN]) for i in range(0, len(level),
-                                                                        _FAN_IN)]
+        level = [delayed(merge)(*level[i:i + _FAN_IN]) for i in range(0, len(level),
+                                                                       _FAN_IN)]
     return level[0]
+
+
+def with_limits(total, limits, rho):
+    """``total.stats`` made ``M = ΦᵀWΦ + ρI`` with the large-row limits set (in place)."""
+    st = total.stats
+    st.big_sq, st.big_b = float(limits[0]), float(limits[1])
+    st.M = np.asfortranarray(st.M)
+    st.M.flat[:: st.p + 1] += rho
+    st._trace = None
+    return total
 
 
 def _limits(medians, rho):
@@ -221,38 +274,63 @@ def _limits(medians, rho):
             _BIG_RATIO * max(weighted_median(order_b), np.finfo(np.float64).tiny))
 
 
-def reduce_statistics(blocks, problem, rho):
+def reduce_statistics(blocks, problem, rho, n_folds=0):
     """The statistics of the rows of ``blocks`` (:class:`~._dask_input.RowBlocks`) on the
     cluster: one pass (two when some row is large, see the module docstring).
+
+    With ``n_folds`` (and ``blocks.fold``: each row's fold, 0..n_folds-1) the same pass sums
+    each fold's statistics apart (``total.folds``: a list of :class:`FitStatistics` without
+    ρ, with ``total.limits``), from which each fold's model is a batch removal
+    (:func:`fold_statistics`).
 
     Returns
     -------
     total : FitStatistics
         ``total.stats`` is ``M = ΦᵀWΦ + ρI`` and ``b`` with the limits set.
-    digests : list of ndarray of shape (k, 16) uint8
-        The samples' keyed digests, one array per block in row order (empty without a key).
+    segments : list of (keys, checks, slots)
+        The samples' keyed digests as the sorted segments of a
+        :class:`~._ledger.SortedDigests` (samples numbered 0..n-1 in row order; empty
+        without a key).
     n_passes : int
     """
     import dask
     from dask import delayed
 
     infinite = (np.inf, np.inf)
-    tasks = [delayed(_block_share, nout=2)(x, y, w, problem, infinite)
-             for x, y, w in blocks.parts]
-    total, *digests = dask.compute(_tree_sum([t[0] for t in tasks]), *[t[1] for t in tasks])
+    offsets = np.concatenate([[0], np.cumsum(blocks.X.chunks[0])]).astype(np.int64)
+    folds = n_folds > 0
+    tasks = [delayed(_block_share, nout=2)(x, y, w, problem, infinite, int(off), f, n_folds)
+             for (x, y, w, f), off in zip(blocks.parts, offsets[:-1].tolist())]
+    segs = []
+    if problem.key is not None:
+        n = int(offsets[-1])
+        segs = [delayed(_segment)(n, *[t[1][g] for t in tasks])
+                for g in range(2 ** SEGMENT_BITS)]
+    total, *digests = dask.compute(_tree_sum([t[0] for t in tasks], folds), *segs)
+    parts = total if folds else None
+    if folds:
+        total = _merge(*parts)
     limits = _limits(total.medians, rho)
     passes = 1
     if total.max_sq > limits[0] or total.max_b > limits[1]:
         # some rows are large: sum the shares again with those rows kept apart, exactly
         nokey = BlockProblem(problem.featurize, problem.n_features, problem.labels,
                              problem.n_outputs, problem.C, None)
-        again = [delayed(_block_share, nout=2)(x, y, w, nokey, limits)[0]
-                 for x, y, w in blocks.parts]
-        (total,) = dask.compute(_tree_sum(again))
+        again = [delayed(_block_share, nout=2)(x, y, w, nokey, limits, 0, f, n_folds)[0]
+                 for x, y, w, f in blocks.parts]
+        (total,) = dask.compute(_tree_sum(again, folds))
+        if folds:
+            parts, total = total, _merge(*total)
         passes = 2
-    st = total.stats
-    st.big_sq, st.big_b = float(limits[0]), float(limits[1])
-    st.M = np.asfortranarray(st.M)
-    st.M.flat[:: st.p + 1] += rho
-    st._trace = None
-    return total, digests, passes
+    total.folds, total.limits = parts, limits
+    return with_limits(total, limits, rho), digests, passes
+
+
+def fold_statistics(total, f, rho):
+    """The statistics of every fold but ``f`` (``total`` from :func:`reduce_statistics` with
+    folds): summed from the other folds' shares, not subtracted from the total, so that no
+    cancellation enters (a fold's model is the batch removal of its fold's samples)."""
+    others = [s for g, s in enumerate(total.folds) if g != f]
+    if not others:
+        raise ValueError("cross-validation needs at least two folds")
+    return with_limits(_merge(*others), total.limits, rho)

@@ -4,6 +4,13 @@ Samples live in *slots* (rows of preallocated arrays that grow by doubling).  Re
 frees its slot without moving any other row, so that removing one sample costs O(1) here and the
 exact-update states (which index their matrices by slot) never copy O(n²) data for it.  Ids are
 handed out in increasing order and never reused: after ``fit`` the ids are 0..n-1 in row order.
+
+A *range ledger* (:meth:`Ledger.from_range`, the Dask fit of a model without rows or labels)
+keeps the fit's n samples in O(n) bits plus their digests: their ids are the range of the
+slots (``LazyColumn``), their weights are implicit 1, their labels implicit 0 (none kept), the
+id index holds only the ids added later (``RangeIdIndex``) and the digests are kept sorted, in
+segments, for lookup by value (``SortedDigests``: 20 bytes a sample).  Later writes that depart
+from those rules are kept as patches; nothing of size n is written until a compaction.
 """
 
 from __future__ import annotations
@@ -15,16 +22,30 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._validation import check_ids
+from ._digest import SCHEMES, nh_sip_digests
 
-__all__ = ["Ledger", "IdIndex", "SparseRows", "DigestStore", "DIGEST_BYTES", "KEY_BYTES"]
+__all__ = ["Ledger", "IdIndex", "SparseRows", "DigestStore", "SortedDigests", "LazyColumn",
+           "RangeIdIndex", "DIGEST_BYTES", "KEY_BYTES", "digest_array", "DEFAULT_SCHEME"]
 
 DIGEST_BYTES = 16  # the keyed digest of a (row, label) pair
 KEY_BYTES = 32  # the ledger's random digest key
+DEFAULT_SCHEME = "nh-sip"  # new ledgers (format 3); files of format 2 hold "blake2b"
+
+
+def digest_array(X, y, key, scheme):
+    """The digests of the (row, label) records as a (k, 16) uint8 array: scheme ``"nh-sip"``
+    (:mod:`._digest`) for dense rows, the keyed BLAKE2b of :func:`row_digests` for scheme
+    ``"blake2b"`` and for sparse rows (their canonical CSR form) under either scheme."""
+    if scheme not in SCHEMES:
+        raise ValueError(f"unknown digest scheme {scheme!r}")
+    if scheme == "nh-sip" and not sp.issparse(X):
+        return nh_sip_digests(X, y, key)
+    return as_digest_array(row_digests(X, y, key))
 
 
 def row_digests(X, y, key=b""):
-    """16-byte BLAKE2b digest of each (row, label) pair, keyed with ``key``: what recognises a
-    sample later, given its row and its label.
+    """16-byte BLAKE2b digest of each (row, label) pair, keyed with ``key``: digest scheme
+    ``"blake2b"`` (model files of format 2), and the digest of sparse rows under every scheme.
 
     A sparse ``X`` is digested in its canonical CSR form (sorted column indices as int64, no
     stored zeros, then the values): a sparse model recognises a row whichever format it comes
@@ -202,6 +223,409 @@ class DigestStore:
         out.a[:len(keep)] = self.a[keep]
         return out
 
+    def dense(self, slots):
+        """The digests at ``slots`` as a (k, 16) uint8 array."""
+        return self.a[np.asarray(slots, dtype=np.intp)].copy()
+
+    def matches(self, slots, D):
+        """Whether the digest stored at ``slots[i]`` is ``D[i]`` (a bool array)."""
+        return np.all(self.a[np.asarray(slots, dtype=np.intp)] == D, axis=1)
+
+    def lookup(self, D, active):
+        """Per digest of ``D``, the active slots holding it (a list of lists)."""
+        index = {}
+        live = np.flatnonzero(active[:len(self)])
+        raw = self.a[live].tobytes()
+        for j, s in enumerate(live.tolist()):
+            index.setdefault(raw[j * DIGEST_BYTES:(j + 1) * DIGEST_BYTES], []).append(s)
+        return [list(index.get(d.tobytes(), ())) for d in D]
+
+
+def digest_keys(D):
+    """The two 64-bit halves of (k, 16) uint8 digests: the sort key and its check."""
+    q = np.ascontiguousarray(D, dtype=np.uint8).reshape(-1, DIGEST_BYTES).view("<u8")
+    return q[:, 0].astype(np.uint64), q[:, 1].astype(np.uint64)
+
+
+SEGMENT_BITS = 4  # the sorted digests of a range ledger: 16 segments by the top 4 key bits
+
+
+def sorted_segment(keys, checks, slots):
+    """One segment of :class:`SortedDigests`: the entries sorted by key (then slot)."""
+    order = np.lexsort((slots, keys))
+    return keys[order], checks[order], slots[order]
+
+
+class _Snapshot:
+    """The undo record of a :class:`SortedDigests` write: the overlay entries and tail rows of
+    the slots it wrote, as they were."""
+
+    def __init__(self, slots, overlay, tail):
+        self.slots, self.overlay, self.tail = slots, overlay, tail
+
+
+class SortedDigests:
+    """The digests of a range ledger: those of the fit's slots ``[0, n0)`` kept sorted by value
+    (no per-slot array), the later ones per slot.
+
+    ``segments[g]`` holds the fit's samples whose key (the digest's first 8 bytes, uniform: the
+    digest is a PRF output) has top bits ``g``: keys sorted, the digests' last 8 bytes, the
+    slots (uint32 for fewer than 2³² samples): 20 bytes a sample.  A fit slot rewritten later
+    (reused by an added sample, relabelled) gets an *overlay* entry that hides its sorted one;
+    a deleted slot needs nothing (the ledger's ``active`` flag says it is gone).  Slots
+    ``[n0, capacity)`` are a :class:`DigestStore` (``tail``).  Lookup by value is a binary
+    search in one segment; by slot (``matches``: is the digest at slot s this one?) it is a
+    lookup by value that must find s.
+    """
+
+    def __init__(self, n0, segments, tail_capacity, overlay=None):
+        self.n0, self.segments = int(n0), segments
+        self.tail = DigestStore(max(int(tail_capacity), 0))
+        self.overlay = {} if overlay is None else overlay
+        self.shift = np.uint64(64 - SEGMENT_BITS)
+
+    @classmethod
+    def of_digests(cls, D, tail_capacity):
+        """The store of digests ``D`` ((n, 16) uint8) at slots 0..n-1 (the NumPy-side build)."""
+        n = D.shape[0]
+        k1, k2 = digest_keys(D)
+        slots = np.arange(n, dtype=np.uint32 if n < 2**32 else np.int64)
+        g = (k1 >> np.uint64(64 - SEGMENT_BITS)).astype(np.intp)
+        order = np.argsort(g, kind="stable")
+        bounds = np.searchsorted(g[order], np.arange(2**SEGMENT_BITS + 1))
+        segs = []
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            i = order[a:b]
+            segs.append(sorted_segment(k1[i], k2[i], slots[i]))
+        return cls(n, segs, tail_capacity)
+
+    def __len__(self):
+        return self.n0 + len(self.tail)
+
+    @property
+    def nbytes(self):
+        return sum(k.nbytes + c.nbytes + s.nbytes for k, c, s in self.segments) + \
+            self.tail.nbytes + 40 * len(self.overlay)
+
+    # ------------------------------------------------------------ by value
+    def _head_candidates(self, k1, k2):
+        """Per query (arrays of keys), the fit slots whose sorted digest equals it (lists)."""
+        out = [[] for _ in range(k1.size)]
+        g = (k1 >> self.shift).astype(np.intp)
+        for seg in np.unique(g).tolist():
+            q = np.flatnonzero(g == seg)
+            keys, checks, slots = self.segments[seg]
+            lo = np.searchsorted(keys, k1[q], "left")
+            hi = np.searchsorted(keys, k1[q], "right")
+            for j, a, b in zip(q.tolist(), lo.tolist(), hi.tolist()):
+                for p in range(a, b):
+                    if checks[p] == k2[j]:
+                        out[j].append(int(slots[p]))
+        return out
+
+    def _unique_head(self, k1, k2):
+        """The fit slot of each query when exactly one sorted entry has its key and its check
+        matches (−1: none matches; −2: several entries share the key, resolved one by one by
+        the caller): the vectorised common case.  The queries are sorted first, so that each
+        segment is searched with sorted needles (cache friendly)."""
+        res = np.full(k1.size, -1, dtype=np.intp)
+        order = np.argsort(k1)
+        ks = k1[order]
+        g = (ks >> self.shift).astype(np.intp)
+        bounds = np.searchsorted(g, np.arange(len(self.segments) + 1))
+        for seg, (a, b) in enumerate(zip(bounds[:-1].tolist(), bounds[1:].tolist())):
+            keys, checks, slots = self.segments[seg]
+            if a == b or keys.size == 0:
+                continue
+            q = order[a:b]
+            lo = np.searchsorted(keys, ks[a:b], "left")
+            p = np.minimum(lo, keys.size - 1)
+            hit = keys[p] == ks[a:b]
+            nxt = np.minimum(p + 1, keys.size - 1)
+            multi = hit & (nxt != p) & (keys[nxt] == ks[a:b])
+            ok = hit & ~multi & (checks[p] == k2[q])
+            res[q[ok]] = slots[p[ok]]
+            res[q[multi]] = -2
+        return res
+
+    def matches(self, slots, D, active=None):
+        """Whether the digest at ``slots[i]`` is ``D[i]`` (bool array)."""
+        slots = np.asarray(slots, dtype=np.intp)
+        D = np.ascontiguousarray(D, dtype=np.uint8).reshape(-1, DIGEST_BYTES)
+        ok = np.zeros(slots.size, dtype=bool)
+        tail = slots >= self.n0
+        if tail.any():
+            ok[tail] = self.tail.matches(slots[tail] - self.n0, D[tail])
+        head = np.flatnonzero(~tail)
+        if head.size:
+            over = np.array([int(s) in self.overlay for s in slots[head]], dtype=bool) \
+                if self.overlay else np.zeros(head.size, dtype=bool)
+            for i in head[over].tolist():
+                v = self.overlay[int(slots[i])]
+                ok[i] = v is not None and bool(np.all(v == D[i]))
+            plain = head[~over]
+            k1, k2 = digest_keys(D[plain])
+            found = self._unique_head(k1, k2)
+            ok[plain] = found == slots[plain]
+            for j in np.flatnonzero(found == -2).tolist():
+                ok[plain[j]] = int(slots[plain[j]]) in self._head_candidates(
+                    k1[j:j + 1], k2[j:j + 1])[0]
+        return ok
+
+    def lookup(self, D, active):
+        """Per digest of ``D``, the active slots holding it (a list of lists)."""
+        D = np.ascontiguousarray(D, dtype=np.uint8).reshape(-1, DIGEST_BYTES)
+        k1, k2 = digest_keys(D)
+        found = self._unique_head(k1, k2)
+        out = [[int(f)] if f >= 0 else [] for f in found.tolist()]
+        for j in np.flatnonzero(found == -2).tolist():
+            out[j] = self._head_candidates(k1[j:j + 1], k2[j:j + 1])[0]
+        over = self.overlay
+        for j, c in enumerate(out):  # fit slots since deleted or rewritten do not count
+            if c and (len(c) > 1 or not active[c[0]] or c[0] in over):
+                out[j] = [s for s in c if active[s] and s not in over]
+        extra = {}
+        for s, v in over.items():
+            if v is not None and active[s]:
+                extra.setdefault(v.tobytes(), []).append(s)
+        live = np.flatnonzero(active[self.n0:self.n0 + len(self.tail)])
+        for s in live.tolist():
+            extra.setdefault(self.tail.a[s].tobytes(), []).append(s + self.n0)
+        if extra:
+            for j in range(len(out)):
+                out[j] = out[j] + extra.get(D[j].tobytes(), [])
+        return out
+
+    # ------------------------------------------------------------ by slot
+    def dense(self, slots):
+        """The digests at ``slots`` ((k, 16) uint8; fit slots are found by inverting the
+        sorted segments, O(n0))."""
+        slots = np.asarray(slots, dtype=np.intp)
+        out = np.zeros((slots.size, DIGEST_BYTES), dtype=np.uint8)
+        tail = slots >= self.n0
+        if tail.any():
+            out[tail] = self.tail.dense(slots[tail] - self.n0)
+        head = np.flatnonzero(~tail)
+        if head.size:
+            want = np.full(self.n0, -1, dtype=np.intp)
+            want[slots[head]] = head
+            q = out.view("<u8")
+            for keys, checks, sl in self.segments:
+                i = want[sl.astype(np.intp)]
+                hit = i >= 0
+                q[i[hit], 0], q[i[hit], 1] = keys[hit], checks[hit]
+            for i in head.tolist():
+                v = self.overlay.get(int(slots[i]))
+                if v is not None:
+                    out[i] = v
+        return out
+
+    def __getitem__(self, key):
+        if isinstance(key, (int, np.integer)):
+            return self.dense([int(key)])[0].tobytes()
+        slots = np.atleast_1d(np.asarray(key, dtype=np.intp))
+        tail = slots[slots >= self.n0] - self.n0
+        over = {int(s): self.overlay[int(s)] for s in slots[slots < self.n0].tolist()
+                if int(s) in self.overlay} if self.overlay else {}
+        return _Snapshot(slots, over, self.tail[tail])
+
+    def __setitem__(self, key, value):
+        slots = np.atleast_1d(np.asarray(key, dtype=np.intp))
+        head, tail = slots[slots < self.n0], slots[slots >= self.n0]
+        if isinstance(value, _Snapshot):  # an undo: back to the recorded state
+            if self.overlay:
+                for s in head.tolist():
+                    self.overlay.pop(s, None)
+            self.overlay.update(value.overlay)
+            self.tail[tail - self.n0] = value.tail
+            return
+        if value is not None:
+            self.write(slots, value)
+            return
+        if self.overlay:  # deleted: the ledger's active flag hides the sorted entry
+            for s in head.tolist():
+                self.overlay.pop(s, None)
+        if tail.size:
+            self.tail[tail - self.n0] = None
+
+    def write(self, slots, digests):
+        """Store ``digests`` at ``slots`` (a fit slot gets an overlay entry)."""
+        slots = np.atleast_1d(np.asarray(slots, dtype=np.intp))
+        D = as_digest_array(digests)
+        tail = slots >= self.n0
+        if tail.any():
+            self.tail.write(slots[tail] - self.n0, D[tail])
+        for s, d in zip(slots[~tail].tolist(), D[~tail]):
+            self.overlay[s] = d.copy()
+
+    def grown(self, capacity):
+        out = SortedDigests(self.n0, self.segments, 0, dict(self.overlay))
+        out.tail = self.tail.grown(int(capacity) - self.n0)
+        return out
+
+    def taken(self, keep, capacity):
+        """A per-slot :class:`DigestStore` holding the digests of slots ``keep`` at
+        0..len(keep)-1 (a compaction ends the range)."""
+        out = DigestStore(capacity)
+        out.a[:len(keep)] = self.dense(keep)
+        return out
+
+
+class LazyColumn:
+    """A per-slot column of a range ledger, not stored for the fit's slots ``[0, n0)``: there
+    its value is the *rule* (the slot itself for ids, a constant for weights and labels) at an
+    active slot and ``dead`` at a free one, unless a write departed from that (a *patch*).
+    Slots ``[n0, capacity)`` are a plain array (``tail``).
+
+    It offers what the ledger and the states use of an array: ``shape``, ``dtype``, reads
+    ``col[slots]`` / ``col[a:b]`` / ``col[mask]`` (new arrays), writes ``col[slots] = v``,
+    ``copy()`` and ``np.asarray(col)`` (the whole column, materialised).  A write of the rule's
+    value, or of ``dead`` at a free slot, drops the patch: deletions, the inserts that follow
+    them and their undos leave no patch but where a value really departs from the rule.
+    """
+
+    def __init__(self, ledger, n0, capacity, rule, dead, dtype, width=0):
+        self._led, self.n0 = ledger, int(n0)
+        self.rule, self.dead = rule, dead
+        self.dtype = np.dtype(dtype)
+        self.width = int(width)
+        self.tail = np.full((max(int(capacity) - self.n0, 0),) + self._row_shape, dead,
+                            dtype=self.dtype)
+        self.patches = {}
+
+    @property
+    def _row_shape(self):
+        return (self.width,) if self.width else ()
+
+    @property
+    def shape(self):
+        return (self.n0 + self.tail.shape[0],) + self._row_shape
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def __len__(self):
+        return self.shape[0]
+
+    @property
+    def nbytes(self):
+        return self.tail.nbytes + 60 * len(self.patches)
+
+    def _slots(self, key):
+        if isinstance(key, slice):
+            return np.arange(*key.indices(len(self)), dtype=np.intp)
+        key = np.asarray(key)
+        if key.dtype == bool:
+            return np.flatnonzero(key)
+        return key.astype(np.intp, copy=False)
+
+    def _rule(self, s):
+        v = s.astype(self.dtype) if self.rule == "slot" else np.full(s.shape, self.rule,
+                                                                      dtype=self.dtype)
+        return v[:, None] * np.ones(self.width, dtype=self.dtype) if self.width else v
+
+    def __getitem__(self, key):
+        scalar = isinstance(key, (int, np.integer))
+        s = np.atleast_1d(self._slots(key))
+        out = np.empty(s.shape + self._row_shape, dtype=self.dtype)
+        head = s < self.n0
+        hs = s[head]
+        if hs.size:
+            act = self._led.active[hs]
+            v = self._rule(hs)
+            act = act[:, None] if self.width else act
+            out[head] = np.where(act, v, np.asarray(self.dead, dtype=self.dtype))
+            if self.patches:
+                for j in np.flatnonzero(head).tolist():
+                    p = self.patches.get(int(s[j]))
+                    if p is not None:
+                        out[j] = p
+        if not head.all():
+            out[~head] = self.tail[s[~head] - self.n0]
+        return out[0] if scalar else out
+
+    def __setitem__(self, key, value):
+        s = np.atleast_1d(self._slots(key))
+        v = np.broadcast_to(np.asarray(value, dtype=self.dtype), s.shape + self._row_shape)
+        head = s < self.n0
+        if not head.all():
+            self.tail[s[~head] - self.n0] = v[~head]
+        hs, hv = s[head], v[head]
+        if not hs.size:
+            return
+        act = self._led.active[hs]
+        same = (hv == self._rule(hs)) | (~(act[:, None] if self.width else act) &
+                                         (hv == self.dead))
+        if self.width:
+            same = same.all(axis=1)
+        if self.patches:
+            for x in hs[same].tolist():
+                self.patches.pop(x, None)
+        for j in np.flatnonzero(~same).tolist():
+            self.patches[int(hs[j])] = np.array(hv[j], copy=True)
+
+    def copy(self):
+        return self[:]
+
+    def view(self):
+        """The whole column, materialised (read-only views of it are snapshots)."""
+        return self[:]
+
+    def __array__(self, dtype=None, copy=None):
+        out = self[:]
+        return out if dtype is None else out.astype(dtype)
+
+    def grown(self, capacity):
+        out = LazyColumn(self._led, self.n0, capacity, self.rule, self.dead, self.dtype,
+                         self.width)
+        out.tail[:self.tail.shape[0]] = self.tail
+        out.patches = dict(self.patches)
+        return out
+
+
+class RangeIdIndex:
+    """Id -> slot of a range ledger: the fit's ids ``[0, n0)`` live at the slot of the same
+    number (while that slot is active and holds that id); the ids handed out later are in an
+    :class:`IdIndex`."""
+
+    def __init__(self, ledger, n0):
+        self._led, self.n0 = ledger, int(n0)
+        self.inner = IdIndex()
+
+    @property
+    def nbytes(self):
+        return self.inner.nbytes
+
+    def lookup(self, ids):
+        ids = np.asarray(ids, dtype=np.int64)
+        out = self.inner.lookup(ids)
+        fit = (ids >= 0) & (ids < self.n0)
+        if fit.any():
+            s = ids[fit].astype(np.intp)
+            ok = self._led.active[s] & (self._led.ids[s] == ids[fit])
+            out = np.array(out, dtype=np.intp, copy=True)
+            out[fit] = np.where(ok, s, -1)
+        return out
+
+    def append(self, ids, slots):
+        self.inner.append(ids, slots)
+
+    def remove(self, ids, journal=None):
+        ids = np.asarray(ids, dtype=np.int64)
+        later = ids[ids >= self.n0]
+        if later.size:
+            self.inner.remove(later, journal)
+
+    def reset(self, ids, slots):
+        self.inner.reset(ids, slots)
+
+    def mark(self):
+        return self.inner.mark()
+
+    def restore(self, mark):
+        self.inner.restore(mark)
+
 
 class IdIndex:
     """Sample id -> slot, in memory proportional to the live samples.
@@ -288,7 +712,9 @@ class Ledger:
         Whether feature rows are stored.
     keep_digests : bool
         Keep no labels, only a *record* per sample that recognises it given its row and label:
-        the keyed BLAKE2b digest of (row, label), 16 bytes.  The key is random, one per ledger.
+        a keyed 16-byte digest of (row, label) (``digest_scheme``: ``"nh-sip"``, see
+        :mod:`._digest`; ``"blake2b"`` in files of format 2).  The key is random, one per
+        ledger.
         ``y`` then holds 0 for every sample: the labels come from the caller, or are found among
         ``candidates`` (the two classes of a classifier; :meth:`labels_of`).
 
@@ -302,7 +728,7 @@ class Ledger:
     """
 
     def __init__(self, n_features, keep_rows=True, keep_digests=False, capacity=16, growth=2.0,
-                 n_outputs=0, sparse_rows=False):
+                 n_outputs=0, sparse_rows=False, digest_scheme=None):
         capacity = max(int(capacity), 1)
         self.sparse_rows = bool(sparse_rows) and bool(keep_rows)
         self.growth = float(growth)
@@ -310,6 +736,7 @@ class Ledger:
         self.keep_rows = bool(keep_rows)
         self.keep_digests = bool(keep_digests)
         self.digest_key = secrets.token_bytes(KEY_BYTES) if keep_digests else None
+        self.digest_scheme = (digest_scheme or DEFAULT_SCHEME) if keep_digests else None
         self.X = (SparseRows(capacity, self.n_features) if self.sparse_rows
                   else np.zeros((capacity, self.n_features if keep_rows else 0)))
         # one label per sample, or a row of ``n_outputs`` targets (multi-output regression)
@@ -339,7 +766,10 @@ class Ledger:
     def active_slots(self):
         """Slots of the active samples, ordered by id."""
         slots = np.flatnonzero(self.active)
-        return slots[np.argsort(self.ids[slots], kind="stable")]
+        ids = self.ids[slots]
+        if ids.size < 2 or np.all(ids[1:] > ids[:-1]):  # already in id order (no reuse)
+            return slots
+        return slots[np.argsort(ids, kind="stable")]
 
     def sample_ids(self):
         return np.sort(self.ids[self.active])
@@ -370,36 +800,36 @@ class Ledger:
         return y if self.keeps_labels else np.zeros(y.shape)
 
     def records(self, X, y):
-        """The records that recognise the samples (X, y): their keyed digests."""
-        return row_digests(X, y, self.digest_key)
+        """The records that recognise the samples (X, y): their keyed digests ((k, 16) uint8,
+        the ledger's scheme)."""
+        return digest_array(X, y, self.digest_key, self.digest_scheme)
 
     def find(self, X, y):
-        """Slots of the active samples equal to the rows of (X, y), matched by digest."""
+        """Slots of the active samples equal to the rows of (X, y), matched by digest (a row
+        given twice matches two samples)."""
         if not self.keep_digests:
             raise ValueError("this model keeps no digests; remove samples by id")
-        index = {}
-        live = np.flatnonzero(self.active)
-        raw = self.digests.a[live].tobytes()
-        for j, s in enumerate(live.tolist()):
-            index.setdefault(raw[j * DIGEST_BYTES:(j + 1) * DIGEST_BYTES], []).append(s)
-        slots = []
-        for i, d in enumerate(row_digests(X, y, self.digest_key)):
-            bucket = index.get(d)
-            if not bucket:
+        found = self.digests.lookup(self.records(X, y), self.active)
+        slots, taken = [], set()
+        for i, bucket in enumerate(found):
+            free = [s for s in bucket if s not in taken] if taken else bucket
+            if not free:
                 raise ValueError(
                     f"row {i} of X (with its label) is not a training sample of this model"
                 )
-            slots.append(bucket.pop())
+            slots.append(free[-1])
+            taken.add(free[-1])
         return np.asarray(slots, dtype=np.intp)
 
     def check_rows(self, slots, X, y):
         """ValueError unless (X, y) are the samples stored in ``slots`` (digest comparison)."""
-        for k, (s, d) in enumerate(zip(slots, row_digests(X, y, self.digest_key))):
-            if self.digests[s] != d:
-                raise ValueError(
-                    f"row {k} of X (with its label) is not sample id {int(self.ids[s])} "
-                    "of this model"
-                )
+        ok = self.digests.matches(slots, self.records(X, y))
+        if not ok.all():
+            k = int(np.flatnonzero(~ok)[0])
+            raise ValueError(
+                f"row {k} of X (with its label) is not sample id "
+                f"{int(self.ids[int(slots[k])])} of this model"
+            )
 
     def labels_of(self, slots, X, candidates=None):
         """The labels of the samples at ``slots``, given their rows ``X`` (a ledger that keeps
@@ -417,10 +847,8 @@ class Ledger:
                              "current targets")
         y = np.full(slots.size, np.nan)
         for c in np.asarray(candidates, dtype=np.float64):
-            c_digests = row_digests(X, np.full(slots.size, c), self.digest_key)
-            for k, (s, d) in enumerate(zip(slots, c_digests)):
-                if self.digests[s] == d:
-                    y[k] = c
+            hit = self.digests.matches(slots, self.records(X, np.full(slots.size, c)))
+            y[hit] = c
         bad = np.flatnonzero(np.isnan(y))
         if bad.size:
             k = int(bad[0])
@@ -494,7 +922,7 @@ class Ledger:
         grown = {}
         for a in ("X", "y", "w", "ids", "active"):
             old = getattr(self, a)
-            if isinstance(old, SparseRows):
+            if isinstance(old, (SparseRows, LazyColumn)):
                 grown[a] = old.grown(new_cap)
                 continue
             new = np.full((new_cap,) + old.shape[1:], -1 if a == "ids" else 0, dtype=old.dtype)
@@ -630,8 +1058,8 @@ class Ledger:
         only when the ledger keeps them; ``ledger_X`` with the rows (sparse rows: their
         canonical CSR components ``ledger_X_indptr``, ``ledger_X_indices`` (int64) and
         ``ledger_X_data``); ``ledger_digests`` (one
-        16-byte keyed digest per sample) and ``ledger_key`` (the digest key) when it keeps
-        digests instead.
+        16-byte keyed digest per sample, of the ledger's ``digest_scheme``) and
+        ``ledger_key`` (the digest key) when it keeps digests instead.
         """
         keep = self.active_slots()
         out = {"ledger_ids": self.ids[keep],
@@ -648,7 +1076,7 @@ class Ledger:
         elif self.keep_rows:
             out["ledger_X"] = self.X[keep]
         if self.keep_digests:
-            out["ledger_digests"] = self.digests[keep]
+            out["ledger_digests"] = self.digests.dense(keep)
             out["ledger_key"] = np.frombuffer(self.digest_key, dtype=np.uint8)
         return out, keep
 
@@ -689,8 +1117,31 @@ class Ledger:
         return {"ledger_w": ((n,), "f8")}
 
     @classmethod
+    def from_range(cls, n_features, n, digests, capacity, n_outputs=0, growth=1.5,
+                   key=None, digest_scheme=DEFAULT_SCHEME):
+        """A range ledger (see the module docstring) of ``n`` samples fitted without rows,
+        labels or weights: ids 0..n-1 at slots 0..n-1, every weight 1, and ``digests`` a
+        :class:`SortedDigests` of those samples (made with ``key``)."""
+        capacity = max(int(capacity), n + 1)
+        led = cls(n_features, keep_rows=False, keep_digests=True, capacity=1,
+                  growth=growth, n_outputs=n_outputs, digest_scheme=digest_scheme)
+        if key is not None:
+            led.digest_key = bytes(key)
+        led.active = np.zeros(capacity, dtype=bool)
+        led.active[:n] = True
+        led.ids = LazyColumn(led, n, capacity, "slot", -1, np.int64)
+        led.w = LazyColumn(led, n, capacity, 1.0, 0.0, np.float64)
+        led.y = LazyColumn(led, n, capacity, 0.0, 0.0, np.float64, n_outputs)
+        led.X = np.zeros((capacity, 0))
+        digests.tail = DigestStore(capacity - n)
+        led.digests = digests
+        led._index = RangeIdIndex(led, n)
+        led.next_id = led.end = led._n = int(n)
+        return led
+
+    @classmethod
     def from_arrays(cls, arrays, n_features, keep_rows, keep_digests, n_outputs=0,
-                    sparse_rows=False):
+                    sparse_rows=False, digest_scheme=DEFAULT_SCHEME):
         """The ledger written by :meth:`to_arrays`; ValueError naming the problem when the
         arrays are inconsistent (shapes, ids, next id; sparse rows: index ranges, sorted
         column indices, finite non-zero values)."""
@@ -714,7 +1165,8 @@ class Ledger:
             raise ValueError("corrupt model file: the ledger's ids are not increasing ids below "
                              "its next id")
         led = cls(n_features, keep_rows=keep_rows, keep_digests=keep_digests,
-                  capacity=max(16, n), n_outputs=n_outputs, sparse_rows=sparse_rows)
+                  capacity=max(16, n), n_outputs=n_outputs, sparse_rows=sparse_rows,
+                  digest_scheme=digest_scheme)
         if keep_rows and sparse_rows:
             led.X[:n] = _checked_csr(arrays, n, n_features)
         elif keep_rows:

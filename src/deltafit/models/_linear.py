@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from functools import partial
 
 import numpy as np
@@ -14,7 +15,7 @@ from .._validation import check_bool
 from ..kernels import resolve_feature_map
 from ._base import ClassifierOutputMixin, RegressorTags, UpdatableMixin
 from ._exact_squared import Rows
-from ._ledger import Ledger
+from ._ledger import DEFAULT_SCHEME, KEY_BYTES, Ledger, SortedDigests
 from ._registry import state_for
 from ._state import DataChange
 
@@ -158,19 +159,21 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         return map_decision(X, score, beta.shape[1] if beta.ndim == 2 else 0,
                             self.n_features_in_)
 
-    def _fit_dask(self, X, y, sample_weight=None):
-        """``fit`` on dask collections (a transaction under the model's lock, as ``fit``)."""
+    def _fit_dask(self, X, y, sample_weight=None, fold=None, n_folds=0):
+        """``fit`` on dask collections (a transaction under the model's lock, as ``fit``).
+        With ``fold`` (each row's fold, 0..n_folds-1) the same pass also sums each fold's
+        statistics (kept in ``_dask_folds`` for the closed-form cross-validation)."""
         lock = self._lock()
         lock.acquire()
         try:
             with atomic(self):
-                self._fit_dask_locked(X, y, sample_weight)
+                self._fit_dask_locked(X, y, sample_weight, fold, n_folds)
                 self._bump_version()
         finally:
             lock.release()
         return self
 
-    def _fit_dask_locked(self, X, y, sample_weight):
+    def _fit_dask_locked(self, X, y, sample_weight, fold=None, n_folds=0):
         """The squared loss's statistics reduced on the cluster, the p × p state solved on the
         client, the ledger filled with the ids and digests of the samples (see
         :mod:`~deltafit.models._dask_stats`)."""
@@ -195,7 +198,7 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
                 raise ValueError("a dask fit takes a fitted feature_map (fit it on a sample "
                                  "of the rows first); an unfitted one would need the rows "
                                  "on the client") from exc
-        blocks = row_blocks(X, y, sample_weight)
+        blocks = row_blocks(X, y, sample_weight, fold)
         self._classes_given = False
         self._sparse_input = False
         self.n_features_in_ = blocks.n_features
@@ -224,13 +227,12 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         featurize = self._featurizer()
         p = featurize(np.zeros((1, blocks.n_features))).shape[1]
         n = blocks.n
-        capacity = n + max(16, n // 8)
-        led = Ledger(p, keep_rows=False, keep_digests=True, capacity=capacity, growth=1.5,
-                     n_outputs=self._n_outputs_fitted)
+        key = secrets.token_bytes(KEY_BYTES)
         opts = self._solver_options()
         problem = BlockProblem(featurize, blocks.n_features, labels, self._n_outputs_fitted,
-                               opts.C, led.digest_key)
-        total, digests, self._dask_passes = reduce_statistics(blocks, problem, opts.rho)
+                               opts.C, key, DEFAULT_SCHEME)
+        total, segments, self._dask_passes = reduce_statistics(blocks, problem, opts.rho,
+                                                               n_folds)
         w = None
         if not total.all_ones:
             w = np.asarray(blocks.w.compute(), dtype=np.float64).reshape(-1)
@@ -243,9 +245,15 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         st = state_for(False, "squared")(opts, self._max_rank).fit_statistics(total.stats)
         self._check_solution(st)
         K = self._n_outputs_fitted
-        led.insert(led.allocate(n), None, np.zeros((n, K) if K else n),
-                   np.concatenate(digests), w)
+        # the range ledger: ids, weights and (absent) labels implicit, digests sorted
+        led = Ledger.from_range(p, n, SortedDigests(n, segments, 0), n + max(16, n // 64),
+                                n_outputs=K, key=key)
+        if w is not None:  # weights given: stored per slot
+            led.w = np.zeros(len(led.w))
+            led.w[:n] = w
+            led.weighted = bool(np.any(w != 1.0))
         self._state, self._ledger = st, led
+        self._dask_folds = total if n_folds else None
         if self._classifier:
             self._n_positive = total.n_positive
         else:

@@ -1,6 +1,6 @@
 """Saving and loading fitted deltafit models without pickle.
 
-A model file (format version 2) is a NumPy ``.npz`` archive: a zip of uncompressed ``.npy``
+A model file (format version 3; version 2 is read too) is a NumPy ``.npz`` archive: a zip of uncompressed ``.npy``
 arrays, each with its CRC-32, and one JSON document ``__meta__`` (a uint8 array).
 
 ``__meta__``
@@ -15,8 +15,11 @@ arrays, each with its CRC-32, and one JSON document ``__meta__`` (a uint8 array)
 ``ledger_y``, ``ledger_X``
     The encoded labels and the stored rows (Φ, or raw X for kernel models), when kept.
 ``ledger_digests``, ``ledger_key``
-    ``keep_data=False``: per sample a 16-byte keyed BLAKE2b digest of (row, label); the
-    32-byte random key.  No labels and no rows.
+    ``keep_data=False``: per sample a 16-byte keyed digest of (row, label); the 32-byte random
+    key.  No labels and no rows.  The digest's scheme is ``__meta__``'s ``digest_scheme``:
+    ``"nh-sip"`` (NH then SipHash, :mod:`._digest`) in files of version 3; files of version 2
+    have no such field and hold keyed BLAKE2b digests (``"blake2b"``), which a model loaded
+    from them keeps using.
 ``state_*``
     The exact-update state (:meth:`~deltafit.models._state.ModelState.to_arrays`).
 ``classes``, ``feature_names_in``, ``fmap__*``
@@ -61,6 +64,7 @@ from .._validation import check_int, check_real
 from ..losses import get_loss
 from ..solvers import HingeResult, SolverResult
 from . import _transformer_arrays as ta
+from ._digest import SCHEMES as DIGEST_SCHEMES
 from ._ledger import Ledger
 from ._multiclass import (OneVsRestState, class_codes, column_arrays, column_view,
                           one_vs_rest_class)
@@ -69,7 +73,8 @@ from ._registry import state_class, state_for
 __all__ = ["save", "load", "FORMAT_VERSION"]
 
 FORMAT = "deltafit-model"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
+READ_VERSIONS = (2, 3)  # 2: keep_data=False digests are keyed BLAKE2b (no digest_scheme field)
 
 # Feature maps that can be stored: scikit-learn transformers rebuilt from params + arrays.
 _FEATURE_MAPS = ta.FEATURE_MAPS
@@ -89,7 +94,7 @@ _META_KEYS = {
 }
 # fields a file may lack (older files of this format version): their value is then None
 _OPTIONAL_META = {"one_vs_rest": None, "n_outputs": None, "sparse_input": False,
-                  "sparse_rows": False}
+                  "sparse_rows": False, "digest_scheme": None}
 
 
 def _estimator_classes():
@@ -251,6 +256,7 @@ UpdatablePipeline
         # are sparse (stored as CSR components)
         "sparse_input": bool(model.__dict__.get("_sparse_input", False)),
         "sparse_rows": bool(getattr(led, "sparse_rows", False)),
+        "digest_scheme": led.digest_scheme if led.keep_digests else None,
     }
     if hasattr(model, "classes_"):
         c = np.asarray(model.classes_)
@@ -497,16 +503,17 @@ def _read_meta(zf, info):
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise ValueError("not a deltafit model file (its __meta__ record names another format)")
     version = meta.get("format_version")
-    if version != FORMAT_VERSION or isinstance(version, bool):
+    if version not in READ_VERSIONS or not isinstance(version, int) or \
+            isinstance(version, bool):
         older = isinstance(version, int) and not isinstance(version, bool) and \
-            version < FORMAT_VERSION
+            version < min(READ_VERSIONS)
         writer = meta.get("deltafit_version")
         writer = f" (deltafit {writer})" if isinstance(writer, str) and len(writer) < 40 else ""
         hint = (f": it was written by an older deltafit{writer}, whose files kept the labels of "
                 "keep_data=False models; load it with that version and refit, or refit from "
                 "the data" if older else "")
         raise ValueError(f"the file has model format version {version!r}; this deltafit reads "
-                         f"version {FORMAT_VERSION}{hint}")
+                         f"versions {READ_VERSIONS[0]} to {FORMAT_VERSION}{hint}")
     _check_meta(meta)
     return meta
 
@@ -630,6 +637,15 @@ def _check_meta(meta):
                              f"n_features_in {d} (+1 for the intercept)")
     if not classifier and given:
         raise ValueError("corrupt model file: classes_given is set on a regressor")
+    scheme = meta["digest_scheme"]
+    if not keep_digests or meta["format_version"] == 2:
+        if scheme is not None:
+            raise _bad("digest_scheme", "is set only in files of version 3 or later whose "
+                                        "model keeps digests")
+        if keep_digests:
+            meta["digest_scheme"] = "blake2b"
+    elif scheme not in DIGEST_SCHEMES:
+        raise _bad("digest_scheme", f"must be one of {list(DIGEST_SCHEMES)}, got {scheme!r}")
     npos = meta["n_positive"]
     if classifier and keep_digests:
         low, high = (0, n) if given else (1, n - 1)
@@ -1047,7 +1063,8 @@ def _rebuild(meta, arrays):
                          f"n_features_in {d} (+1 for the intercept)")
     _check_arrays(meta, arrays, est._classifier)
     led = Ledger.from_arrays(arrays, width, meta["keep_rows"], meta["keep_digests"],
-                             meta["n_outputs"] or 0, meta["sparse_rows"])
+                             meta["n_outputs"] or 0, meta["sparse_rows"],
+                             meta["digest_scheme"])
     if meta["sparse_rows"]:  # the checks below read the rows as one (sparse) matrix
         arrays["ledger_X"] = led.X[:n]
     model._sparse_input = meta["sparse_input"]
