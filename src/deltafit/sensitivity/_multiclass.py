@@ -123,7 +123,8 @@ class MulticlassSensitivity:
     >>> refit = copy.deepcopy(model)
     >>> _ = refit.remove([0, 50, 100])
     >>> d = refit.decision_function(X)
-    >>> bool(np.all((lo <= d) & (d <= hi)))
+    >>> slack = 1e-6   # the bounds hold for the exact optimum; the update is solved to a tolerance
+    >>> bool(np.all((lo - slack <= d) & (d <= hi + slack)))
     True
     """
 
