@@ -79,7 +79,7 @@ def test_the_list_of_names_without_examples_only_shrinks():
     assert not stale, f"remove from NO_EXAMPLES_YET (now documented or gone): {stale}"
 
 
-@pytest.mark.parametrize("needle", ["shared/", "DESIGN.md", "seed 0"])
+@pytest.mark.parametrize("needle", ["shared" + "/", "DESIGN" + ".md", "seed" + " 0"])
 def test_no_internal_references(needle):
     hits = []
     files = [ROOT / "README.md"] + [p for d in ("src", "tests", "benchmarks")
