@@ -33,6 +33,7 @@ from . import _ball
 from ._changes import changes_for
 from ._model_access import certified_residual, check_model, fitted_C, n_classes
 from ._multiclass import certain_argmax
+from ._per_class import PerClass
 
 __all__ = ["IncrementalSphere", "MulticlassIncrementalSphere"]
 
@@ -347,7 +348,7 @@ def _check_capacity(capacity):
         raise ValueError(f"capacity must be a positive integer, got {capacity!r}")
 
 
-class MulticlassIncrementalSphere:
+class MulticlassIncrementalSphere(PerClass):
     """Incremental balls of a model with K ≥ 3 classes: one :class:`IncrementalSphere` per
     one-vs-rest class, changed together (Sivan et al. §3.3 per class).
 
@@ -426,13 +427,6 @@ class MulticlassIncrementalSphere:
         """The whole model's :class:`~deltafit.models.FittedProblem` (targets: class indices)."""
         return self._prob
 
-    def for_class(self, k):
-        """The binary :class:`IncrementalSphere` of class ``k`` (index into ``classes_``)."""
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or \
-                not 0 <= k < self.n_classes:
-            raise ValueError(f"class index must be an int in [0, {self.n_classes}), got {k!r}")
-        return self._parts[int(k)]
-
     # ---------------------------------------------------------------- changes
     def add(self, X, y, sample_weight=None):
         """Add samples to ``A`` of every class's ball; see :meth:`IncrementalSphere.add`.
@@ -476,14 +470,6 @@ class MulticlassIncrementalSphere:
 
     # ---------------------------------------------------------------- queries
     @property
-    def n_added(self):
-        return self._parts[0].n_added
-
-    @property
-    def n_removed(self):
-        return self._parts[0].n_removed
-
-    @property
     def n_entries(self):
         return self._parts[0].n_entries
 
@@ -496,27 +482,13 @@ class MulticlassIncrementalSphere:
         """``‖r_k‖`` of every class, shape (K,)."""
         return np.array([p.r_norm for p in self._parts])
 
-    @property
-    def radius(self):
-        """Radius of every class's ball, shape (K,)."""
-        return np.array([p.radius for p in self._parts])
-
-    def distance_bound(self):
-        """Upper bound of ``‖β_k,2 − β_k,1‖`` for every class k, shape (K,)."""
-        return np.array([p.distance_bound() for p in self._parts])
-
     def recompute(self):
         """:meth:`IncrementalSphere.recompute` of every class; ``‖r_k‖``, shape (K,)."""
         return np.array([p.recompute() for p in self._parts])
 
     def center_decision(self, X):
         """The K balls' centre decision values, shape (n, K)."""
-        return np.column_stack([p.center_decision(X) for p in self._parts])
-
-    def decision_bounds(self, X):
-        """Guaranteed ``lo ≤ decision_function_new(X) ≤ hi``, each of shape (n, K)."""
-        b = [p.decision_bounds(X) for p in self._parts]
-        return np.column_stack([lo for lo, _ in b]), np.column_stack([hi for _, hi in b])
+        return self._stacked("center_decision", X)
 
     def predict_certain(self, X):
         """Labels of the new model where the balls decide its argmax.
@@ -539,12 +511,11 @@ class MulticlassIncrementalSphere:
 
     def tracked_center(self, idx=None):
         """Centre decision values of the tracked points, shape (n, K)."""
-        return np.column_stack([p.tracked_center(idx) for p in self._parts])
+        return self._stacked("tracked_center", idx)
 
     def tracked_bounds(self, idx=None):
         """Bounds of the tracked points, each of shape (n, K)."""
-        b = [p.tracked_bounds(idx) for p in self._parts]
-        return np.column_stack([lo for lo, _ in b]), np.column_stack([hi for _, hi in b])
+        return self._stacked_pairs("tracked_bounds", idx)
 
     def __repr__(self):
         return (f"MulticlassIncrementalSphere({type(self._model).__name__}, "

@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._data_change import Sensitivity
+from ._per_class import PerClass
 
 __all__ = ["MulticlassSensitivity", "certain_argmax"]
 
@@ -68,7 +69,7 @@ def certain_argmax(lo, hi):
     return top, certain
 
 
-class MulticlassSensitivity:
+class MulticlassSensitivity(PerClass):
     """What-if object of a model with K ≥ 3 classes: one certified ball per one-vs-rest class.
 
     ``deltafit.sensitivity(model)`` (or ``Sensitivity(model)``) returns it for a multiclass
@@ -148,14 +149,6 @@ class MulticlassSensitivity:
         return self._parts[0].method
 
     # ------------------------------------------------------------------- parts
-    def for_class(self, k):
-        """The binary :class:`Sensitivity` of class ``k`` (index into ``classes_``): its
-        changes are those of this object."""
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or \
-                not 0 <= k < self.n_classes:
-            raise ValueError(f"class index must be an int in [0, {self.n_classes}), got {k!r}")
-        return self._parts[int(k)]
-
     def _each(self, method, *args, **kwargs):
         """Apply a change to every class; if one class refuses it, the classes that took it
         give it back, so the object is unchanged."""
@@ -169,14 +162,6 @@ class MulticlassSensitivity:
                 part.undo()
             raise
         return out
-
-    @property
-    def n_added(self):
-        return self._parts[0].n_added
-
-    @property
-    def n_removed(self):
-        return self._parts[0].n_removed
 
     @property
     def n_relabeled(self):
@@ -241,34 +226,13 @@ class MulticlassSensitivity:
         return self
 
     # ----------------------------------------------------------------- queries
-    @property
-    def radius(self):
-        """Radius of each class's ball, shape (K,)."""
-        return np.array([p.radius for p in self._parts])
-
-    def distance_bound(self):
-        """Upper bound of ``‖β_k,new − β_k,old‖`` for every class k, shape (K,)."""
-        return np.array([p.distance_bound() for p in self._parts])
-
     def sphere(self):
         """The K balls (list of :class:`~deltafit.sensitivity.Sphere`, class order)."""
         return [p.sphere() for p in self._parts]
 
-    def decision_bounds(self, X):
-        """Guaranteed bounds of the new model's ``decision_function``.
-
-        Returns
-        -------
-        lo, hi : ndarray of shape (n_samples, K)
-            ``lo ≤ decision_function_new(X) ≤ hi`` column by column (Sivan et al. Lemma 1 per
-            class).
-        """
-        b = [p.decision_bounds(X) for p in self._parts]
-        return np.column_stack([lo for lo, _ in b]), np.column_stack([hi for _, hi in b])
-
     def tightness(self, X):
         """``hi − lo`` of :meth:`decision_bounds`, shape (n_samples, K)."""
-        return np.column_stack([p.tightness(X) for p in self._parts])
+        return self._stacked("tightness", X)
 
     def predict_certain(self, X):
         """Labels of the new model where the bounds decide its argmax.
