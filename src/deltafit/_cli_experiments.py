@@ -158,6 +158,8 @@ def run_stream_command(args, out=None):
               f"{r['n_model_computations']} |", file=out)
     if fig:
         print(f"\nfigure: {fig}", file=out)
+        print("   (prequential accuracy against the number of model computations, one point "
+              "per configuration: up and to the left is better)", file=out)
     return 0
 
 
@@ -207,4 +209,6 @@ def run_active_command(args, out=None):
                                              for k in names), file=out)
     if fig:
         print(f"figure: {fig}", file=out)
+        print("   (mean test accuracy against the number of labelled samples, one curve per "
+              "strategy, error bars ± one standard deviation over the seeds)", file=out)
     return 0
