@@ -127,6 +127,21 @@ if HAVE_NUMBA:  # pragma: no branch - depends on the environment
     def _rotl_nb(x, r):
         return (x << _U(r)) | (x >> _U(64 - r))
 
+    @_numba.njit(cache=True, nogil=True, inline="always")
+    def _sipround_nb(v0, v1, v2, v3):
+        """One SipRound (compiled twin of :func:`_sipround`)."""
+        v0 += v1
+        v1 = _rotl_nb(v1, 13) ^ v0
+        v0 = _rotl_nb(v0, 32)
+        v2 += v3
+        v3 = _rotl_nb(v3, 16) ^ v2
+        v0 += v3
+        v3 = _rotl_nb(v3, 21) ^ v0
+        v2 += v1
+        v1 = _rotl_nb(v1, 17) ^ v2
+        v2 = _rotl_nb(v2, 32)
+        return v0, v1, v2, v3
+
     @_numba.njit(cache=True, nogil=True)
     def _sip_nb(k0, k1, a, b, c):
         v0 = _U(0x736F6D6570736575) ^ k0
@@ -137,29 +152,11 @@ if HAVE_NUMBA:  # pragma: no branch - depends on the environment
             m = a if j == 0 else (b if j == 1 else (c if j == 2 else _U(24) << _U(56)))
             v3 ^= m
             for _ in range(2):
-                v0 += v1
-                v1 = _rotl_nb(v1, 13) ^ v0
-                v0 = _rotl_nb(v0, 32)
-                v2 += v3
-                v3 = _rotl_nb(v3, 16) ^ v2
-                v0 += v3
-                v3 = _rotl_nb(v3, 21) ^ v0
-                v2 += v1
-                v1 = _rotl_nb(v1, 17) ^ v2
-                v2 = _rotl_nb(v2, 32)
+                v0, v1, v2, v3 = _sipround_nb(v0, v1, v2, v3)
             v0 ^= m
         v2 ^= _U(0xFF)
         for _ in range(4):
-            v0 += v1
-            v1 = _rotl_nb(v1, 13) ^ v0
-            v0 = _rotl_nb(v0, 32)
-            v2 += v3
-            v3 = _rotl_nb(v3, 16) ^ v2
-            v0 += v3
-            v3 = _rotl_nb(v3, 21) ^ v0
-            v2 += v1
-            v1 = _rotl_nb(v1, 17) ^ v2
-            v2 = _rotl_nb(v2, 32)
+            v0, v1, v2, v3 = _sipround_nb(v0, v1, v2, v3)
         return v0 ^ v1 ^ v2 ^ v3
 
     @_numba.njit(cache=True, nogil=True)
