@@ -1004,7 +1004,8 @@ class UpdatableMixin:
     @property
     def grad_norm_(self):
         """‖∇J‖₂ in model space (RKHS norm for kernel models) at the current solution; it
-        certifies ``‖β − β*‖ ≤ grad_norm_`` by 1-strong convexity (Okumura et al., Thm 6).  For the
+        certifies ``‖β − β*‖ ≤ grad_norm_`` by 1-strong convexity (Okumura et al., "Quick sensitivity analysis for incremental data modification and its
+        application to leave-one-out CV in linear classification problems", Theorem 6).  For the
         closed form it is computed from the exact statistics (O(p²), kernel O(n²)), so that it
         also covers rounding and the drift between refinements of the tracked inverse.
 

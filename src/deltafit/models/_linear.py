@@ -323,9 +323,10 @@ class LinearClassifier(ClassifierOutputMixin, ClassifierMixin, _LinearModel):
     Parameters
     ----------
     loss : {"squared", "logistic", "squared_hinge", "hinge"}, default="squared"
-        ``"squared"`` is the LS-SVM of Lee et al. ("Exact incremental and decremental learning for LS-SVM") with ``ρ = 1/(2C)``; its updates are
-        closed form (Thm 1, Cor. 1–4).  ``"logistic"`` and ``"squared_hinge"`` update by a
-        warm-started Newton re-solve.  ``"hinge"`` is the L1-SVM, solved exactly through its
+        ``"squared"`` is the LS-SVM of Lee et al. ("Exact incremental and decremental
+        learning for LS-SVM") with ``ρ = 1/(2C)``; its updates are closed form (their
+        Theorem 1 and Corollaries 1–4).  ``"logistic"`` and ``"squared_hinge"`` update by a
+        warm-started Newton re-solve (chord steps on the stored factorised Hessian).  ``"hinge"`` is the L1-SVM, solved exactly through its
         dual box QP (:func:`deltafit.solvers.hinge_primal`) and updated by a warm-started
         re-solve; it offers no ``predict_proba``.
     """ + _LINEAR_DOC_PARAMS + """
