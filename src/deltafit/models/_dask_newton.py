@@ -47,10 +47,64 @@ _CHUNK_BYTES = 1 << 20
 
 
 class PassSpec:
-    """What every block task needs (picklable): Φ of a NumPy block of rows, the loss, C."""
+    """What every block task needs (picklable): Φ of a NumPy block of rows, the loss, C.
+
+    ``plain``: Φ(x) is x with the constant column ``s`` appended (or x itself, ``s`` None)
+    when ``featurize`` is the linear models' ``features`` without a feature map: the tasks
+    then compute on x and the constant apart, without forming Φ."""
 
     def __init__(self, featurize, loss, C):
         self.featurize, self.loss, self.C = featurize, loss, float(C)
+        kw = getattr(featurize, "keywords", None) or {}
+        self.plain = (getattr(featurize, "func", None) is not None
+                      and getattr(featurize.func, "__name__", "") == "features"
+                      and kw.get("feature_map", 0) is None)
+        self.s = kw.get("s") if self.plain else None
+
+
+def _syrk_add(H, V):
+    """``H += VᵀV`` (BLAS syrk on the lower triangle, mirrored)."""
+    if not V.shape[0]:
+        return
+    L = linalg.blas.dsyrk(1.0, V.T, trans=0, lower=1)  # V.T: Fortran order, no copy
+    L = np.tril(L) + np.tril(L, -1).T
+    H += L
+
+
+class _Chunk:
+    """Products with Φ of a chunk of rows x: Φ B, Φᵀ C and Φᵀ diag(d) Φ, with Φ = [x, s]
+    never formed for plain features."""
+
+    def __init__(self, x, spec):
+        self.s = spec.s if spec.plain else None
+        self.plain = spec.plain
+        self.x = x if spec.plain else np.asarray(spec.featurize(x), dtype=np.float64)
+
+    def dot(self, B):
+        if self.s is None:
+            return self.x @ B
+        return self.x @ B[:-1] + self.s * B[-1]
+
+    def tdot(self, Cm):
+        if self.s is None:
+            return self.x.T @ Cm
+        return np.concatenate([self.x.T @ Cm, self.s * Cm.sum(axis=0, keepdims=True)])
+
+    def weighted_gram(self, d, rows=None):
+        """``Φᵀ diag(d) Φ`` over ``rows`` (all: None); ``d ≥ 0`` through syrk, else gemm."""
+        x = self.x if rows is None else self.x[rows]
+        q = x.shape[1]
+        out = np.zeros((q + (self.s is not None),) * 2)
+        if np.all(d >= 0.0):
+            _syrk_add(out[:q, :q], x * np.sqrt(d)[:, None])
+        else:
+            out[:q, :q] = (x.T * d) @ x
+        if self.s is not None:  # the constant column's row and corner
+            xd = self.s * (x.T @ d)
+            out[:q, q] = xd
+            out[q, :q] = xd
+            out[q, q] = self.s * self.s * float(d.sum())
+        return out
 
 
 class Share:
@@ -101,8 +155,8 @@ def block_share(x, t, w, mods, spec, beta, g0=False, value=True, hessian=False, 
     step = max(64, _CHUNK_BYTES // (8 * max(p, 1)))
     for a in range(0, k, step):
         b = min(k, a + step)
-        Phi = np.asarray(spec.featurize(x[a:b]), dtype=np.float64)
-        Z = Phi @ B
+        Phi = _Chunk(x[a:b], spec)
+        Z = Phi.dot(B)
         tc, wc = t[a:b], cw[a:b]
         if line is not None:
             for j, s in enumerate(LADDER):
@@ -115,20 +169,18 @@ def block_share(x, t, w, mods, spec, beta, g0=False, value=True, hessian=False, 
             Cm = np.empty((b - a, 2))
             Cm[:, 0] = wc * loss.d1(tc, z)
             Cm[:, 1] = wc * loss.d1(tc, np.zeros(b - a))
-            G += Phi.T @ Cm
+            G += Phi.tdot(Cm)
         else:
-            G[:, 0] += Phi.T @ (wc * loss.d1(tc, z))
+            G += Phi.tdot((wc * loss.d1(tc, z))[:, None])
         if hessian:
-            D = wc * loss.d2(tc, z)
-            H += (Phi.T * D) @ Phi
+            H += Phi.weighted_gram(wc * loss.d2(tc, z))
         if ref is not None:
             dn = wc * loss.d2(tc, z)
             dr = wc * loss.d2(tc, Z[:, 1])
             sw = np.flatnonzero(dn != dr)
             if sw.size:
                 n_sw += sw.size
-                P = Phi[sw]
-                dH += (P.T * (dn - dr)[sw]) @ P
+                dH += Phi.weighted_gram((dn - dr)[sw], sw)
     return Share(val, G, H, dH, n_sw, lad, k)
 
 

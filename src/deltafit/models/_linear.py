@@ -349,14 +349,27 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         change.dask_rows = new
         if self._state.kind == "dask_newton":
             change.dask_featurize = self._featurizer()
-            parts = [a for a in (rem, rel, rw) if a is not None]
-            touched = np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+            # the changed rows as the plan holds them (gathered from the store by the plan,
+            # or given), their weights from the ledger: id -> [row, t before, w before]
+            rows = {}
+            for slots, X, t in ((plan.remove_slots, plan.remove_rows, plan.remove_t),
+                                (plan.relabel_slots, plan.relabel_rows, plan.relabel_t_old),
+                                (plan.reweight_slots, plan.reweight_rows, plan.reweight_t)):
+                if slots is None or X is None:
+                    continue
+                for s_, x, t_ in zip(np.asarray(slots).tolist(), np.asarray(X), t):
+                    rows.setdefault(int(led.ids[s_]), [x, float(t_), float(led.w[s_])])
+            if rel is not None:  # a relabelled and reweighted sample: its label before
+                for i, t_ in zip(rel.tolist(), plan.relabel_t_old):
+                    rows[int(i)][1] = float(t_)
+            touched = np.array(sorted(rows), dtype=np.int64)
             p = self._state.beta.shape[0]
             Phi, tb, cb, ta, ca = np.zeros((0, p)), *(np.zeros(0) for _ in range(4))
             if touched.size:
-                X, T, W = store.gather(touched)
-                Phi = self._features(X)
-                tb, cb = T.astype(np.float64), C * W
+                Phi = self._features(np.vstack([rows[i][0] for i in touched.tolist()]))
+                tb = np.array([rows[i][1] for i in touched.tolist()])
+                W = np.array([rows[i][2] for i in touched.tolist()])
+                cb = C * W
                 ta, wa = tb.copy(), W.copy()
                 if rel is not None:
                     ta[np.searchsorted(touched, rel)] = plan.relabel_t
