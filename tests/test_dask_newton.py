@@ -201,6 +201,11 @@ def test_bad_input_and_failures_leave_the_model(cancer8, monkeypatch):
     with pytest.raises(ValueError, match="two classes"):
         df.LinearClassifier(loss="logistic").fit(Xd, da.from_array(y % 2 + (X[:, 0] > 1),
                                                                    chunks=250))
+    with pytest.raises(ValueError, match="Dask cluster"):
+        m.problem_.gradient()  # formed from rows on the client: refused, named
+    with pytest.raises(ValueError, match="Dask cluster"):
+        df.save(m, "never-written.npz")
+    unchanged()
     # a failure inside a pass (a lost worker that Dask could not recover, say): the update
     # raises and the model, its row store included, is as it was
     calls = {"n": 0}

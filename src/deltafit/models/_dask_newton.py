@@ -458,6 +458,13 @@ class DaskNewtonState(ModelState):
     def warm_coef(self, slots):
         return self.beta.copy()
 
+    def exact_matrix(self):
+        """Refused: what reads the rows on the client (the exact gradient or Hessian from the
+        rows, the curvature regions) does not apply to rows on a cluster."""
+        raise ValueError("this model's rows live on a Dask cluster: the exact gradient and "
+                         "Hessian are not formed on the client (grad_norm_ certifies the "
+                         "solution; use the sensitivity sphere)")
+
     def ensure_capacity(self, capacity):
         pass
 
