@@ -131,8 +131,8 @@ class DaskRowStore:
         small task per block they lie in, computed together."""
         import dask
 
+        ids = np.asarray(ids, dtype=np.int64).reshape(-1)
         b, off = self.locate(ids)
-        order = np.argsort(b, kind="stable")
         touched = np.unique(b)
         tasks = []
         for blk in touched.tolist():
@@ -141,7 +141,7 @@ class DaskRowStore:
             tasks.append((dask.delayed(_take)(x, at), dask.delayed(_take)(t, at),
                           dask.delayed(_take_w)(w, at)))
         got = dask.compute(*tasks)
-        X = np.empty((ids.size if hasattr(ids, "size") else len(ids), self.n_features))
+        X = np.empty((ids.size, self.n_features))
         T, W = None, np.ones(X.shape[0])
         for blk, (xr, tr, wr) in zip(touched.tolist(), got):
             j = np.flatnonzero(b == blk)
@@ -159,7 +159,6 @@ class DaskRowStore:
                         T[jj] = p[0][o]
                     if o in p[1]:
                         W[jj] = p[1][o]
-        del order
         return X, T, W
 
     # ------------------------------------------------------------------ changes

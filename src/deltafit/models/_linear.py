@@ -423,7 +423,9 @@ _LINEAR_DOC_PARAMS = """
         recognises it given its row and label: a 16-byte keyed digest of (row, label).  No
         feature vector and no label is kept: :meth:`remove` and :meth:`relabel` take the
         samples' rows as ``X`` and, for a regressor, their current targets (``y`` of
-        ``remove``, ``y_old`` of ``relabel``), which the exact update needs.
+        ``remove``, ``y_old`` of ``relabel``), which the exact update needs.  A dask X with
+        ``keep_data=True`` keeps its rows persisted on the cluster (updates by id gather the
+        few rows they change; logistic and squared-hinge re-solves are cluster reductions).
     tol : float, default=1e-10
         Newton stops when ``‖∇J(β)‖₂ ≤ tol · ‖∇J(0)‖₂`` (unused by the closed form); the hinge
         QP when its KKT violation (margin units) is at most ``tol`` (or at the rounding floor).
