@@ -241,8 +241,8 @@ def test_decisions_are_lazy_for_any_linear_model(iris, breast_cancer):
 def test_refusals_name_the_problem_and_change_nothing(breast_cancer, iris):
     X, y = breast_cancer
     Xd, yd = chunked(X, y)
-    with pytest.raises(ValueError, match="keep_data=False"):
-        df.LinearClassifier().fit(Xd, yd)  # keep_data=True: rows are not held on a cluster
+    with pytest.raises(ValueError, match="squared_hinge"):
+        df.LinearClassifier(loss="hinge").fit(Xd, yd)  # not differentiable: named twin
     with pytest.raises(ValueError, match="loss='squared'"):
         df.LinearClassifier(loss="logistic", keep_data=False).fit(Xd, yd)
     with pytest.raises(ValueError, match="fitted feature_map"):
@@ -430,6 +430,24 @@ def test_process_cluster_equals_numpy(process_client, breast_cancer):
         z = b.decision_function(Xd).compute()
     assert rel(b.coef_, a.coef_) < RTOL
     assert rel(z, a.decision_function(X)) < RTOL
+
+
+def test_process_cluster_keeps_rows_and_resolves_logistic(process_client, breast_cancer):
+    """keep_data=True on two worker processes: the rows persisted there (futures), the
+    logistic fit and a removal by id equal the NumPy path within their certificates."""
+    X, y = breast_cancer
+    Xd, yd = chunked(X, y, rows=150)
+    a = df.LinearClassifier(loss="logistic", C=0.5).fit(X, y)
+    with process_client.as_current(), dask.config.set(scheduler=process_client.get):
+        b = df.LinearClassifier(loss="logistic", C=0.5).fit(Xd, yd)
+        graph = b._dask_rows.blocks[0][0].dask
+        assert any(type(v).__name__ == "Future" for v in dict(graph).values())
+        a.remove([4, 40])
+        b.remove([4, 40])
+        z = b.decision_function(Xd).compute()
+    tol = a.grad_norm_ + b.grad_norm_ + 1e-10
+    assert np.max(np.abs(b.coef_ - a.coef_)) <= tol
+    assert np.max(np.abs(z - a.decision_function(X))) <= 1e-8
 
 
 def test_lost_worker_mid_reduction(process_client, breast_cancer):

@@ -808,12 +808,20 @@ class UpdatableMixin:
     def _keeps_rows(self):
         return self._ledger.keep_rows
 
+    def _stored_samples(self, slots):
+        """``(rows, targets)`` of the samples at ``slots`` from a store outside the ledger
+        (the linear models' Dask row store), or None when the model has none."""
+        return None
+
     def _given_samples(self, slots, X, y, verb):
         """The rows and current targets of the samples at ``slots`` of a model that keeps
         no rows (``keep_data=False``), as the caller gives them to ``verb`` them: the rows are
         required, the targets taken from ``y`` or recognised (both checked against the
         digests)."""
         if X is None:
+            got = self._stored_samples(slots)  # rows kept elsewhere (a Dask row store)
+            if got is not None:
+                return got
             raise ValueError("this model keeps no training rows (keep_data=False): pass the "
                              f"samples' rows as X to {verb} them")
         rows = self._rows(X)
@@ -857,14 +865,18 @@ class UpdatableMixin:
         if ids is not None:
             slots = led.slots_of(ids, "ids")
             if not self._keeps_rows():
-                if rows is None:
+                got = self._stored_samples(slots) if rows is None else None
+                if got is not None:
+                    rows, t = got
+                elif rows is None:
                     raise ValueError(
                         "this model keeps no training rows (keep_data=False): pass the samples "
                         "to forget as remove(ids, X=...) or remove(X=..., y=...)"
                     )
-                if rows.shape[0] != slots.shape[0]:
-                    raise ValueError(f"{slots.shape[0]} ids but {rows.shape[0]} rows in X")
-                t = self._current_targets(slots, rows, y)
+                else:
+                    if rows.shape[0] != slots.shape[0]:
+                        raise ValueError(f"{slots.shape[0]} ids but {rows.shape[0]} rows in X")
+                    t = self._current_targets(slots, rows, y)
         else:
             if self._keeps_rows():
                 raise ValueError("this model keeps its training rows: remove samples by id")

@@ -87,6 +87,7 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
                         self._s if self._fitted("fit_intercept") else None)
 
     def _build(self, X, t, previous, w=None):
+        self.__dict__.pop("_dask_rows", None)  # a NumPy fit keeps its rows in the ledger
         if self._classifier and not self.keep_data and self._n_classes:
             raise ValueError(
                 f"keep_data=False supports two classes; y has {self._n_classes} (a multiclass "
@@ -136,6 +137,9 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
             slots = plan.relabel_slots
             change.rows_relabel = (led.X[slots] if led.keep_rows
                                    else self._features(plan.relabel_rows))
+        store = self.__dict__.get("_dask_rows")
+        if store is not None:
+            self._dask_change(change, plan, store)
         self._apply_change(change)
         return change.add_slots
 
@@ -181,13 +185,18 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         from ._dask_stats import BlockProblem, reduce_statistics
 
         self._validate_params()
-        if self.loss != "squared" or self.keep_data:
+        if self.loss == "hinge":
             raise ValueError(
-                f"dask input is fitted with loss='squared', keep_data=False (the p × p "
-                f"sufficient statistics reduced on the cluster); loss={self.loss!r}, "
-                f"keep_data={self.keep_data!r} would keep the rows, which this version does "
-                "not hold on a cluster: compute X to a NumPy array, or fit the squared loss "
-                "with keep_data=False"
+                "dask input is fitted with loss='squared', 'logistic' or 'squared_hinge'; "
+                "the hinge loss is not differentiable (its exact solve is a dual QP over the "
+                "rows): use loss='squared_hinge' on the cluster, or compute X to a NumPy "
+                "array for loss='hinge'"
+            )
+        if self.loss != "squared" and not self.keep_data:
+            raise ValueError(
+                f"dask input with loss={self.loss!r} needs keep_data=True (the rows stay "
+                "persisted on the cluster for the re-solves); keep_data=False needs "
+                "loss='squared'"
             )
         if y is None:
             raise ValueError("fit needs y")
@@ -213,9 +222,8 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
             self._encode_y(np.asarray(da.unique(yv).compute()), fitting=True)
             if self._n_classes:
                 raise ValueError(
-                    f"keep_data=False supports two classes; y has {self._n_classes} (a "
-                    "multiclass model keeps each sample's class: use keep_data=True on a "
-                    "NumPy X)"
+                    f"dask input supports two classes; y has {self._n_classes} (fit the "
+                    "multiclass model on a NumPy X)"
                 )
             labels = self._labels()
         else:
@@ -231,6 +239,24 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         opts = self._solver_options()
         problem = BlockProblem(featurize, blocks.n_features, labels, self._n_outputs_fitted,
                                opts.C, key, DEFAULT_SCHEME)
+        store = None
+        if self.keep_data:  # the rows persisted on the cluster (the range ledger's ids)
+            from ._dask_fit import persist_rows
+
+            smooth = self.loss != "squared"
+            spec = beta0 = None
+            if smooth:
+                from ._dask_newton import PassSpec
+
+                spec, beta0 = PassSpec(featurize, opts.loss, opts.C), self._dask_start(p)
+            store, blocks, counts, share, segments = persist_rows(blocks, problem, spec,
+                                                                  beta0, digests=smooth)
+            if smooth:
+                return self._fit_smooth_dask(blocks, store, counts, share, segments, key, p,
+                                             beta0, opts)
+            # the statistics from the persisted rows (targets encoded there)
+            problem = BlockProblem(featurize, blocks.n_features, None,
+                                   self._n_outputs_fitted, opts.C, key, DEFAULT_SCHEME)
         total, segments, self._dask_passes = reduce_statistics(blocks, problem, opts.rho,
                                                                n_folds)
         w = None
@@ -252,12 +278,116 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
             led.w = np.zeros(len(led.w))
             led.w[:n] = w
             led.weighted = bool(np.any(w != 1.0))
-        self._state, self._ledger = st, led
+        self._state, self._ledger, self._dask_rows = st, led, store
         self._dask_folds = total if n_folds else None
         if self._classifier:
             self._n_positive = total.n_positive
         else:
             self.__dict__.pop("_n_positive", None)
+
+    def _dask_start(self, p):
+        """The start of a Dask fit's Newton solve: the previous β (``warm_start``) or 0."""
+        st = self.__dict__.get("_state")
+        if self.warm_start and st is not None and np.shape(st.solution) == (p,):
+            return np.array(st.solution, dtype=np.float64, copy=True)
+        return np.zeros(p)
+
+    def _fit_smooth_dask(self, blocks, store, counts, share, segments, key, p, beta0, opts):
+        """A logistic / squared-hinge fit on rows persisted on the cluster: Newton with the
+        gradient and Hessian as cluster reductions (see :mod:`._dask_newton`)."""
+        from ._dask_newton import DaskNewtonState, DaskPasses, PassSpec
+
+        n, n_pos, n_w, n_wp, ones = (int(v) for v in counts)
+        w = None
+        if not ones:
+            w = np.asarray(blocks.w.compute(), dtype=np.float64).reshape(-1)
+        if n_w == 0:
+            raise ValueError("sample_weight: every weight is zero; at least one sample needs "
+                             "a positive weight")
+        if n_wp in (0, n_w):
+            raise ValueError("the samples with a positive sample_weight show a single class; "
+                             "a classifier needs two classes")
+        passes = DaskPasses(store, PassSpec(self._featurizer(), opts.loss, opts.C))
+        passes.count = 1  # the pass that persisted the rows evaluated the start
+        st = DaskNewtonState(opts, self._max_rank).fit_passes(passes, beta0, share)
+        self._check_solution(st)
+        led = Ledger.from_range(p, n, SortedDigests(n, segments, 0), n + max(16, n // 64),
+                                key=key)
+        if w is not None:
+            led.w = np.zeros(len(led.w))
+            led.w[:n] = w
+            led.weighted = bool(np.any(w != 1.0))
+        self._state, self._ledger, self._dask_rows = st, led, store
+        self._dask_folds, self._dask_passes = None, passes.count
+        self._n_positive = n_pos
+
+    def _stored_samples(self, slots):
+        """Rows and targets of the samples at ``slots`` gathered from the Dask row store (a
+        few rows: one small task per block they lie in); None without a store."""
+        store = self.__dict__.get("_dask_rows")
+        if store is None:
+            return None
+        X, T, _ = store.gather(self._ledger.ids[np.asarray(slots, dtype=np.intp)])
+        return X, T
+
+    def _dask_change(self, change, plan, store):
+        """The row store after ``plan`` (removals masked, relabels and reweights patched,
+        additions appended as one block under the ids they will receive), put on ``change``
+        with, for the smooth losses, Φ and the targets and ``C w`` before and after of every
+        changed row (gathered from the store: a few)."""
+        led, C = self._ledger, float(self._state.C)
+
+        def ids(slots):
+            return None if slots is None else led.ids[np.asarray(slots, dtype=np.intp)]
+
+        add = (int(led.next_id), plan.X_add, plan.t_add, plan.w_add) if plan.adds else None
+        rem = ids(plan.remove_slots) if plan.removes else None
+        rel = ids(plan.relabel_slots) if plan.relabels else None
+        rw = ids(plan.reweight_slots) if plan.reweights else None
+        new = store.changed(remove_ids=rem, relabel_ids=rel, relabel_t=plan.relabel_t,
+                            reweight_ids=rw, reweight_w=plan.reweight_w, add=add)
+        change.dask_rows = new
+        if self._state.kind == "dask_newton":
+            change.dask_featurize = self._featurizer()
+            # the changed rows as the plan holds them (gathered from the store by the plan,
+            # or given), their weights from the ledger: id -> [row, t before, w before]
+            rows = {}
+            for slots, X, t in ((plan.remove_slots, plan.remove_rows, plan.remove_t),
+                                (plan.relabel_slots, plan.relabel_rows, plan.relabel_t_old),
+                                (plan.reweight_slots, plan.reweight_rows, plan.reweight_t)):
+                if slots is None or X is None:
+                    continue
+                for s_, x, t_ in zip(np.asarray(slots).tolist(), np.asarray(X), t):
+                    rows.setdefault(int(led.ids[s_]), [x, float(t_), float(led.w[s_])])
+            if rel is not None:  # a relabelled and reweighted sample: its label before
+                for i, t_ in zip(rel.tolist(), plan.relabel_t_old):
+                    rows[int(i)][1] = float(t_)
+            touched = np.array(sorted(rows), dtype=np.int64)
+            p = self._state.beta.shape[0]
+            Phi, tb, cb, ta, ca = np.zeros((0, p)), *(np.zeros(0) for _ in range(4))
+            if touched.size:
+                Phi = self._features(np.vstack([rows[i][0] for i in touched.tolist()]))
+                tb = np.array([rows[i][1] for i in touched.tolist()])
+                W = np.array([rows[i][2] for i in touched.tolist()])
+                cb = C * W
+                ta, wa = tb.copy(), W.copy()
+                if rel is not None:
+                    ta[np.searchsorted(touched, rel)] = plan.relabel_t
+                if rw is not None:
+                    wa[np.searchsorted(touched, rw)] = plan.reweight_w
+                if rem is not None:
+                    wa[np.searchsorted(touched, rem)] = 0.0
+                ca = C * wa
+            if plan.adds:
+                k = plan.X_add.shape[0]
+                wadd = np.ones(k) if plan.w_add is None else np.asarray(plan.w_add, float)
+                Phi = np.vstack([Phi, np.asarray(change.rows_add, dtype=np.float64)])
+                tb = np.concatenate([tb, plan.t_add])
+                ta = np.concatenate([ta, plan.t_add])
+                cb = np.concatenate([cb, np.zeros(k)])
+                ca = np.concatenate([ca, C * wadd])
+            change.dask_changed = (Phi, tb, cb, ta, ca)
+        self._dask_rows = new
 
     # -------------------------------------------------------------- attributes
     @property
@@ -293,7 +423,9 @@ _LINEAR_DOC_PARAMS = """
         recognises it given its row and label: a 16-byte keyed digest of (row, label).  No
         feature vector and no label is kept: :meth:`remove` and :meth:`relabel` take the
         samples' rows as ``X`` and, for a regressor, their current targets (``y`` of
-        ``remove``, ``y_old`` of ``relabel``), which the exact update needs.
+        ``remove``, ``y_old`` of ``relabel``), which the exact update needs.  A dask X with
+        ``keep_data=True`` keeps its rows persisted on the cluster (updates by id gather the
+        few rows they change; logistic and squared-hinge re-solves are cluster reductions).
     tol : float, default=1e-10
         Newton stops when ``‖∇J(β)‖₂ ≤ tol · ‖∇J(0)‖₂`` (unused by the closed form); the hinge
         QP when its KKT violation (margin units) is at most ``tol`` (or at the rounding floor).

@@ -38,7 +38,7 @@ import numpy as np
 
 from .._validation import check_ids, check_rows
 from ..solvers import _check_sample_weight
-from . import _ball
+from . import _ball, _dask_rows
 from ._changes import changes_for
 from ._model_access import certified_residual, check_model, fitted_C, n_classes
 
@@ -248,6 +248,8 @@ class Sensitivity:
         self._shared = None       # parts shared with the other classes' objects (multiclass)
         self._model = model
         self._prob = prob = model.problem_ if problem is None else problem
+        if method == "auto" and self._method == "curvature" and not prob.keeps_rows:
+            self._method = "sphere"  # rows on a Dask cluster: the curvature region reads all
         self._C1 = fitted_C(prob)
         self._n_old = prob.n_samples
         self._c_new = _ball.resolve_c_new(C_new, self._C1, self._n_old)
@@ -411,13 +413,16 @@ class Sensitivity:
             fresh = np.ones(ids.size, dtype=bool)
         rows = None
         if not prob.keeps_rows:
-            # keep_data=False: the rows are needed, checked against the stored digests
-            if rows_X is None:
-                raise ValueError(
-                    "this model keeps no training rows (keep_data=False): pass the samples' "
-                    f"rows as X to {action} them"
-                )
-            _, rows = prob.locate(ids, rows_X, rows_y)  # the model's own row checks
+            # keep_data=False: the rows are needed, checked against the stored digests (a
+            # model whose rows are persisted on a Dask cluster gathers them: locate)
+            try:
+                _, rows = prob.locate(ids, rows_X, rows_y)  # the model's own row checks
+            except ValueError:
+                if rows_X is None:
+                    raise ValueError(
+                        "this model keeps no training rows (keep_data=False): pass the "
+                        f"samples' rows as X to {action} them") from None
+                raise
         all_fresh = bool(fresh.all())
         if not fresh.any():
             return np.fromiter((index[i] for i in id_list), dtype=np.intp, count=ids.size)
@@ -763,6 +768,8 @@ class Sensitivity:
             (sphere); the retrained model's value ± its certified rounding error (exact).
         """
         reg = self._region()
+        if _dask_rows.is_dask(X):  # lazy: one task per row block
+            return _dask_rows.lazy_decision_bounds(reg.decision_bounds, X, self._rows)
         return reg.decision_bounds(self._rows(X))
 
     def tightness(self, X):

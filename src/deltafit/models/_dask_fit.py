@@ -1,0 +1,78 @@
+"""The fit of a Dask-backed ``keep_data=True`` model: one pass that validates, encodes and
+persists the row blocks on the cluster (:class:`~._dask_rows.DaskRowStore`), computes the
+samples' keyed digests (the range ledger's :class:`~._ledger.SortedDigests`) and the counts
+the model checks, and, for the smooth losses, the first Newton pass at the start (J, ∇J,
+∇J(0) and the Hessian: :func:`~._dask_newton.prepare_block`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._dask_input import RowBlocks
+from ._dask_newton import prepare_block
+from ._dask_rows import DaskRowStore
+from ._dask_stats import _segment
+from ._ledger import SEGMENT_BITS
+
+__all__ = ["persist_rows"]
+
+
+def _piece(out, g):
+    return out[1][g]
+
+
+def _row_part(out, i):
+    return out[0][i]
+
+
+def _counts(*outs):
+    return sum(o[2] for o in outs)
+
+
+def _shares(*outs):
+    total = outs[0][3]
+    for o in outs[1:]:
+        total = total + o[3]
+    return total
+
+
+def persist_rows(blocks, problem, spec=None, beta0=None, digests=True):
+    """Validate, encode and persist the rows of ``blocks`` (one pass).
+
+    Returns
+    -------
+    store : DaskRowStore
+    kept : RowBlocks
+        The same blocks read from the persisted rows (encoded targets, validated weights).
+    counts : ndarray
+        ``[n, positives, weighted, weighted positives, all weights one]``.
+    share : Share or None
+        The sum of the blocks' shares of a Newton pass at ``beta0`` (with ``spec``).
+    segments : list
+        The digests' sorted segments (empty without ``digests`` or a key).
+    """
+    import dask
+    from dask import delayed
+
+    offsets = np.concatenate([[0], np.cumsum(blocks.X.chunks[0])]).astype(np.int64)
+    n = int(offsets[-1])
+    full = dask.persist(*[delayed(prepare_block)(x, y, w, problem, int(off), spec, beta0)
+                          for (x, y, w, _), off in zip(blocks.parts, offsets[:-1].tolist())])
+    want = [delayed(_counts)(*full)]
+    if spec is not None:
+        want.append(delayed(_shares)(*full))
+    segs = []
+    if digests and problem.key is not None:
+        segs = [delayed(_segment)(n, *[delayed(_piece)(o, g) for o in full])
+                for g in range(2 ** SEGMENT_BITS)]
+    got = dask.compute(*want, *segs)
+    counts, share = got[0], (got[1] if spec is not None else None)
+    segments = list(got[1 + (spec is not None):])
+    parts = dask.persist(*[delayed(_row_part)(o, i) for o in full for i in range(3)])
+    del full
+    triples = [tuple(parts[3 * j:3 * j + 3]) for j in range(len(blocks.parts))]
+    store = DaskRowStore.of_blocks(triples, np.diff(offsets), blocks.n_features)
+    folds = [f for (_, _, _, f) in blocks.parts]
+    kept = RowBlocks(blocks.X, [(x, t, w, f) for (x, t, w), f in zip(triples, folds)],
+                     None, blocks.w, blocks.fold)
+    return store, kept, np.asarray(counts), share, segments

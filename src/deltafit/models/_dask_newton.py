@@ -1,0 +1,484 @@
+"""The smooth losses (logistic, squared hinge) on rows persisted on a Dask cluster.
+
+The rows stay in a :class:`~._dask_rows.DaskRowStore`; the client holds β, the stored matrix
+``M`` (p × p) and p-sized vectors.  Every *pass* maps one task over the persisted blocks that
+returns p-sized and p × p shares — ``Σ cw ℓ``, ``Φᵀ(cw ℓ')``, ``Φᵀ(cw ℓ'(t, 0))`` and, when
+asked, ``Φᵀ diag(cw ℓ'') Φ`` — summed in a tree on the cluster (fan-in 8): nothing n-sized
+reaches the client.  Each task walks its block a cache-sized chunk at a time, Φ formed per
+chunk (the fitted feature map and the constant column).
+
+* **Fit**: damped Newton (the stopping rule of :func:`deltafit.solvers.newton_primal`,
+  ``‖∇J(β)‖ ≤ tol · ‖∇J(0)‖``), each iteration one pass that returns J, ∇J and the Hessian at
+  the new point; the validating pass that persists the rows also evaluates the start.
+* **Updates**: the chord iteration of :mod:`._chord_newton` (Ortega & Rheinboldt 1970, §7.1;
+  Kelley 1995, §5.4), with L-BFGS pairs on top of M (Nocedal 1980).  M is the exact Hessian
+  of the current problem at a reference point β_ref (kept with it), so the change's rows —
+  gathered from the store, a few — correct it exactly by a Woodbury term (Hager 1989), and J,
+  ∇J and ∇J(0) at β move by those rows alone: the first step costs no pass.  Each chord step
+  is then one gradient pass; a step that reduces ‖∇J‖ by less than
+  :data:`~._chord_newton.REFRESH_RATIO` asks for one Hessian pass.  For the squared hinge the
+  same gradient pass also sums ``Σ (d_now − d_ref) φ φᵀ`` over the rows whose margin state
+  switched since β_ref (its curvature is piecewise constant: M then becomes the exact
+  generalised Hessian at the new point, the finite Newton step of Keerthi & DeCoste, JMLR
+  2005).  The solve ends on ∇J computed afresh by a pass, so ``grad_norm`` certifies
+  ``‖β − β*‖ ≤ grad_norm`` (Okumura et al., KDD'15, Thm 6) as the NumPy path's does.
+* **Hinge** (not differentiable) is refused on Dask input: its squared-hinge twin, or the
+  NumPy path's dual QP on a computed X, are the alternatives.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import linalg
+
+from ..solvers import SolverResult
+from ._chord_newton import REFRESH_RATIO, Curvature, _Secants, curvature_switches
+from ._state import ModelState
+
+__all__ = ["PassSpec", "DaskPasses", "dask_newton", "dask_chord", "DaskNewtonState",
+           "prepare_block", "LADDER"]
+
+_FAN_IN = 8
+_FLOOR = 1e-12
+#: Step lengths a backtracking pass evaluates J at, all in one pass.
+LADDER = 0.5 ** np.arange(1, 41)
+#: Bytes of rows a task takes at a time.
+_CHUNK_BYTES = 1 << 20
+
+
+class PassSpec:
+    """What every block task needs (picklable): Φ of a NumPy block of rows, the loss, C.
+
+    ``plain``: Φ(x) is x with the constant column ``s`` appended (or x itself, ``s`` None)
+    when ``featurize`` is the linear models' ``features`` without a feature map: the tasks
+    then compute on x and the constant apart, without forming Φ."""
+
+    def __init__(self, featurize, loss, C):
+        self.featurize, self.loss, self.C = featurize, loss, float(C)
+        kw = getattr(featurize, "keywords", None) or {}
+        self.plain = (getattr(featurize, "func", None) is not None
+                      and getattr(featurize.func, "__name__", "") == "features"
+                      and kw.get("feature_map", 0) is None)
+        self.s = kw.get("s") if self.plain else None
+
+
+def _syrk_add(H, V):
+    """``H += VᵀV`` (BLAS syrk on the lower triangle, mirrored)."""
+    if not V.shape[0]:
+        return
+    L = linalg.blas.dsyrk(1.0, V.T, trans=0, lower=1)  # V.T: Fortran order, no copy
+    L = np.tril(L) + np.tril(L, -1).T
+    H += L
+
+
+class _Chunk:
+    """Products with Φ of a chunk of rows x: Φ B, Φᵀ C and Φᵀ diag(d) Φ, with Φ = [x, s]
+    never formed for plain features."""
+
+    def __init__(self, x, spec):
+        self.s = spec.s if spec.plain else None
+        self.plain = spec.plain
+        self.x = x if spec.plain else np.asarray(spec.featurize(x), dtype=np.float64)
+
+    def dot(self, B):
+        if self.s is None:
+            return self.x @ B
+        return self.x @ B[:-1] + self.s * B[-1]
+
+    def tdot(self, Cm):
+        if self.s is None:
+            return self.x.T @ Cm
+        return np.concatenate([self.x.T @ Cm, self.s * Cm.sum(axis=0, keepdims=True)])
+
+    def weighted_gram(self, d, rows=None):
+        """``Φᵀ diag(d) Φ`` over ``rows`` (all: None); ``d ≥ 0`` through syrk, else gemm."""
+        x = self.x if rows is None else self.x[rows]
+        q = x.shape[1]
+        out = np.zeros((q + (self.s is not None),) * 2)
+        if np.all(d >= 0.0):
+            _syrk_add(out[:q, :q], x * np.sqrt(d)[:, None])
+        else:
+            out[:q, :q] = (x.T * d) @ x
+        if self.s is not None:  # the constant column's row and corner
+            xd = self.s * (x.T @ d)
+            out[:q, q] = xd
+            out[q, :q] = xd
+            out[q, q] = self.s * self.s * float(d.sum())
+        return out
+
+
+class Share:
+    """A block's (or a sum of blocks') share of a pass."""
+
+    def __init__(self, val, G, H, dH, n_switch, ladder, n):
+        self.val, self.G, self.H, self.dH = val, G, H, dH
+        self.n_switch, self.ladder, self.n = n_switch, ladder, n
+
+    def __add__(self, o):
+        def add(a, b):
+            return None if a is None else a + b
+
+        return Share(self.val + o.val, self.G + o.G, add(self.H, o.H), add(self.dH, o.dH),
+                     self.n_switch + o.n_switch, add(self.ladder, o.ladder), self.n + o.n)
+
+
+def _sum(*shares):
+    out = shares[0]
+    for s in shares[1:]:
+        out = out + s
+    return out
+
+
+def block_share(x, t, w, mods, spec, beta, g0=False, value=True, hessian=False, ref=None,
+                line=None):
+    """One block's share of a pass at β (a Dask task).
+
+    ``g0``: also ``Φᵀ(cw ℓ'(t, 0))``; ``hessian``: ``Φᵀ diag(cw ℓ'') Φ``; ``ref``: β_ref, the
+    Hessian correction of the rows whose curvature differs between β_ref and β; ``line``:
+    ``(base, step)``, J's data term at ``base + s · step`` for ``s`` in :data:`LADDER`
+    (β unused)."""
+    loss, C = spec.loss, spec.C
+    x = np.asarray(x, dtype=np.float64)
+    k = x.shape[0]
+    t = mods.targets(np.asarray(t, dtype=np.float64))
+    wv = mods.weights(w, k)
+    cw = np.full(k, C) if wv is None else C * wv
+    p = beta.shape[0]
+    G = np.zeros((p, 2 if g0 else 1))
+    H = np.zeros((p, p)) if hessian else None
+    dH = np.zeros((p, p)) if ref is not None else None
+    lad = np.zeros(LADDER.size) if line is not None else None
+    val, n_sw = 0.0, 0
+    cols = [line[0], line[1]] if line is not None else [beta] + ([ref] if ref is not None
+                                                                  else [])
+    B = np.column_stack(cols)
+    step = max(64, _CHUNK_BYTES // (8 * max(p, 1)))
+    for a in range(0, k, step):
+        b = min(k, a + step)
+        Phi = _Chunk(x[a:b], spec)
+        Z = Phi.dot(B)
+        tc, wc = t[a:b], cw[a:b]
+        if line is not None:
+            for j, s in enumerate(LADDER):
+                lad[j] += float(wc @ loss.value(tc, Z[:, 0] + s * Z[:, 1]))
+            continue
+        z = Z[:, 0]
+        if value:
+            val += float(wc @ loss.value(tc, z))
+        if g0:
+            Cm = np.empty((b - a, 2))
+            Cm[:, 0] = wc * loss.d1(tc, z)
+            Cm[:, 1] = wc * loss.d1(tc, np.zeros(b - a))
+            G += Phi.tdot(Cm)
+        else:
+            G += Phi.tdot((wc * loss.d1(tc, z))[:, None])
+        if hessian:
+            H += Phi.weighted_gram(wc * loss.d2(tc, z))
+        if ref is not None:
+            dn = wc * loss.d2(tc, z)
+            dr = wc * loss.d2(tc, Z[:, 1])
+            sw = np.flatnonzero(dn != dr)
+            if sw.size:
+                n_sw += sw.size
+                dH += Phi.weighted_gram((dn - dr)[sw], sw)
+    return Share(val, G, H, dH, n_sw, lad, k)
+
+
+class DaskPasses:
+    """Passes over the store's blocks: ``run(β, ...)`` is one tree-summed :class:`Share`;
+    ``count`` passes so far."""
+
+    def __init__(self, store, spec):
+        self.store, self.spec, self.count = store, spec, 0
+
+    def run(self, beta, **want):
+        import dask
+        from dask import delayed
+
+        beta = np.array(beta, dtype=np.float64, copy=True)
+        want = {k: (None if v is None else (tuple(np.array(a, copy=True) for a in v)
+                                            if isinstance(v, tuple) else v))
+                for k, v in want.items()}
+        st = self.store
+        level = [delayed(block_share)(x, t, w, st.mods(i), self.spec, beta, **want)
+                 for i, (x, t, w) in enumerate(st.blocks)]
+        while len(level) > 1:
+            level = [delayed(_sum)(*level[i:i + _FAN_IN]) for i in range(0, len(level),
+                                                                         _FAN_IN)]
+        (out,) = dask.compute(level[0])
+        self.count += 1
+        return out
+
+
+def _cholesky(H):
+    return linalg.cholesky(H, lower=True, check_finite=False)
+
+
+def _at(beta, share):
+    """J, ∇J (and ∇J(0) when the share holds it) at β from a pass's share."""
+    f = 0.5 * float(beta @ beta) + share.val
+    grad = beta + share.G[:, 0]
+    g0 = share.G[:, 1].copy() if share.G.shape[1] > 1 else None
+    return f, grad, g0
+
+
+def _armijo_ladder(passes, beta, step, f, slope):
+    """The longest step of :data:`LADDER` along ``step`` that passes Armijo's test (one
+    pass), or None."""
+    sh = passes.run(beta, line=(beta, step))
+    for s, v in zip(LADDER, sh.ladder):
+        x = beta + s * step
+        if v + 0.5 * float(x @ x) <= f + 1e-4 * s * slope:
+            return s
+    return None
+
+
+def dask_newton(passes, beta, *, tol, max_iter, callback=None, first=None):
+    """Damped Newton over the store's rows from β: ``(result, H, β_ref, (f, ∇J, ∇J(0)))``
+    with H the exact Hessian (identity included) at the final β = β_ref; None when a line
+    search failed.  ``first``: the share of a pass at β (g0 and Hessian included) already
+    made."""
+    beta = np.array(beta, dtype=np.float64, copy=True)
+    p = beta.shape[0]
+    sh = first if first is not None else passes.run(beta, g0=True, hessian=True)
+    f, grad, g0 = _at(beta, sh)
+    H = sh.H + np.eye(p)
+    thr = tol * max(float(np.linalg.norm(g0)), np.finfo(float).tiny)
+    gnorm = float(np.linalg.norm(grad))
+    it = 0
+    stopped = bool(callback(it, beta, gnorm, f, grad)) if callback is not None else False
+    while not stopped and gnorm > thr and it < max_iter:
+        step = -linalg.cho_solve((_cholesky(H), True), grad, check_finite=False)
+        slope = float(grad @ step)
+        new = beta + step
+        sh = passes.run(new, hessian=True)
+        fn, gn, _ = _at(new, sh)
+        if not (float(np.linalg.norm(gn)) <= 0.5 * gnorm or fn <= f + 1e-4 * slope
+                or -slope <= _FLOOR * (abs(f) + 1.0)):
+            s = _armijo_ladder(passes, beta, step, f, slope)
+            if s is None:
+                return None
+            new = beta + s * step
+            sh = passes.run(new, hessian=True)
+            fn, gn, _ = _at(new, sh)
+        beta, f, grad, H = new, fn, gn, sh.H + np.eye(p)
+        gnorm = float(np.linalg.norm(grad))
+        it += 1
+        if callback is not None:
+            stopped = bool(callback(it, beta, gnorm, f, grad))
+    converged = gnorm <= thr
+    if not converged and not stopped:
+        return None
+    res = SolverResult(beta, gnorm, it, bool(converged), bool(stopped), float(f))
+    return res, H, beta.copy(), (float(f), grad, g0)
+
+
+def dask_chord(passes, beta, curv, beta_ref, loss, start, *, tol, max_iter, callback=None,
+               refresh_ratio=REFRESH_RATIO):
+    """Chord steps on M (a :class:`~._chord_newton.Curvature`, the exact Hessian of the
+    current problem at ``beta_ref``) from β, where ``start = (J, ∇J, ∇J(0))`` at β were moved
+    by the change's rows (not fresh).  Returns ``(result, curv, β_ref, (f, ∇J, ∇J(0)))`` or
+    None when the iteration stalled (the caller then runs :func:`dask_newton`)."""
+    beta = np.array(beta, dtype=np.float64, copy=True)
+    f, grad, g0 = start
+    is_fresh = False
+    thr = tol * max(float(np.linalg.norm(g0)), np.finfo(float).tiny)
+    gnorm = float(np.linalg.norm(grad))
+    it = 0
+    stopped = bool(callback(it, beta, gnorm, f, grad)) if callback is not None else False
+    switches = curvature_switches(loss)
+    secants = _Secants()
+    refresh = exact_m = False
+    p = beta.shape[0]
+    while not stopped:
+        if gnorm <= thr:
+            if is_fresh:
+                break
+            f, grad, g0 = _at(beta, passes.run(beta, g0=True))
+            thr = tol * max(float(np.linalg.norm(g0)), np.finfo(float).tiny)
+            gnorm, is_fresh = float(np.linalg.norm(grad)), True
+            continue
+        if it >= max_iter:
+            break
+        exact_m = refresh
+        if refresh:  # the exact Hessian at β (its pass gives a fresh ∇J too)
+            sh = passes.run(beta, hessian=True)
+            f, grad, _ = _at(beta, sh)
+            gnorm, is_fresh = float(np.linalg.norm(grad)), True
+            curv, beta_ref = Curvature(sh.H + np.eye(p), np.zeros(1)), beta.copy()
+            secants.clear()
+            refresh = False
+            if gnorm <= thr:
+                continue
+        it += 1
+        step = secants.direction(curv, grad)
+        slope = float(grad @ step)
+        if not slope < 0.0:
+            secants.clear()
+            step = -curv.solve(grad)
+            slope = float(grad @ step)
+        new = beta + step
+        ref = beta_ref if switches else None
+        sh = passes.run(new, ref=ref)
+        fn, gn, _ = _at(new, sh)
+        if not (float(np.linalg.norm(gn)) <= 0.5 * gnorm or fn <= f + 1e-4 * slope
+                or -slope <= _FLOOR * (abs(f) + 1.0)):
+            s = _armijo_ladder(passes, beta, step, f, slope)
+            if s is None:
+                if exact_m:
+                    return None
+                refresh = True
+                continue
+            new = beta + s * step
+            sh = passes.run(new, ref=ref)
+            fn, gn, _ = _at(new, sh)
+        if switches and sh.n_switch:  # M made the exact generalised Hessian at the new β
+            curv, beta_ref = Curvature(curv.folded().H + sh.dH, np.zeros(1)), new.copy()
+            secants.clear()
+        else:
+            secants.add(new - beta, gn - grad)
+        beta, f, grad, is_fresh = new, fn, gn, True
+        gprev, gnorm = gnorm, float(np.linalg.norm(grad))
+        refresh = gnorm > refresh_ratio * gprev
+        if callback is not None:
+            stopped = bool(callback(it, beta, gnorm, f, grad))
+    converged = gnorm <= thr and is_fresh
+    if not converged and not stopped:
+        return None
+    res = SolverResult(beta, gnorm, it, bool(converged), bool(stopped), float(f))
+    return res, curv.folded(), beta_ref, (float(f), grad, g0)
+
+
+# --------------------------------------------------------------------------- fit pass
+def prepare_block(x, y, w, problem, offset, spec, beta0):
+    """The fit's one pass over a block (a Dask task): validated rows, encoded targets and
+    weights (to persist), the samples' digests split into segments, the counts, and the
+    block's share of a Newton pass at ``beta0`` (None without ``spec``)."""
+    from ._dask_stats import _block_pieces
+    from ._ledger import digest_array
+
+    x = problem.rows(x)
+    t = problem.targets(y)
+    k = x.shape[0]
+    if t.shape[0] != k:
+        raise ValueError(f"X has {k} rows but y has {t.shape[0]} labels in a block")
+    w = problem.weights(w, k)
+    from .._validation import check_scale
+
+    check_scale(np.asarray(problem.featurize(x[:1]) if k else np.zeros((0, 1))), problem.C)
+    pieces = (_block_pieces(digest_array(x, t, problem.key, problem.scheme), offset)
+              if problem.key is not None else [])
+    wpos = np.ones(k, dtype=bool) if w is None else w > 0
+    pos = t > 0 if t.ndim == 1 else np.zeros(k, dtype=bool)
+    counts = np.array([k, np.count_nonzero(pos), np.count_nonzero(wpos),
+                       np.count_nonzero(pos & wpos), int(w is None or np.all(w == 1.0))])
+    share = None
+    if spec is not None:
+        from ._dask_rows import BlockMods
+
+        share = block_share(x, t, w, BlockMods(), spec, beta0, g0=True, hessian=True)
+    return (x, t, w), pieces, counts, share
+
+
+def _part(out, i):
+    return out[i]
+
+
+def _part_w(out):
+    return out[0][2]
+
+
+# --------------------------------------------------------------------------- the state
+class DaskNewtonState(ModelState):
+    """β of a logistic / squared-hinge model whose rows live on a Dask cluster, re-solved
+    after each change by :func:`dask_chord` (see the module docstring).
+
+    Attributes
+    ----------
+    curv : Curvature
+        M, the exact Hessian of the current problem at ``beta_ref``.
+    beta_ref : ndarray of shape (p,)
+    point : tuple
+        ``(J, ∇J, ∇J(0))`` at β, computed afresh by the last solve.
+    passes : int
+        Passes over the rows the last solve made.
+    """
+
+    kind, kernel, loss_names = "dask_newton", False, ("logistic", "squared_hinge")
+    warm_per_sample = False
+    curv = beta_ref = point = None
+    passes = 0
+
+    def spec(self, featurize):
+        return PassSpec(featurize, self.loss, self.C)
+
+    def fit_passes(self, passes, beta0, first):
+        o = self.opts
+        out = dask_newton(passes, beta0, tol=o.tol, max_iter=o.max_iter, callback=o.callback,
+                          first=first)
+        if out is None:
+            raise ValueError("Newton's method did not descend on the Dask rows (the problem "
+                             "is too ill-conditioned for float64)")
+        self._take(out)
+        self.passes = passes.count
+        return self
+
+    def _take(self, out):
+        res, H, self.beta_ref, self.point = out
+        self.curv = H if isinstance(H, Curvature) else Curvature(H, np.zeros(1))
+        self.beta, self.result = res.coef, res
+
+    def apply_change(self, change):
+        """Correct M and (J, ∇J, ∇J(0)) for the change's rows, then chord steps over the
+        store after the change (``change.dask_rows``); Newton from β if they stall."""
+        o = self.opts
+        passes = DaskPasses(change.dask_rows, self.spec(change.dask_featurize))
+        Phi, t_b, cw_b, t_a, cw_a = change.dask_changed
+        loss, beta = self.loss, self.beta
+        f, grad, g0 = self.point
+        curv = self.curv
+        if Phi.shape[0]:
+            z, zr, zero = Phi @ beta, Phi @ self.beta_ref, np.zeros(Phi.shape[0])
+            f = f + float(cw_a @ loss.value(t_a, z) - cw_b @ loss.value(t_b, z))
+            G = Phi.T @ np.column_stack([cw_a * loss.d1(t_a, z) - cw_b * loss.d1(t_b, z),
+                                         cw_a * loss.d1(t_a, zero) - cw_b * loss.d1(t_b, zero)])
+            grad, g0 = grad + G[:, 0], g0 + G[:, 1]
+            delta = cw_a * loss.d2(t_a, zr) - cw_b * loss.d2(t_b, zr)
+            curv = curv.corrected(Phi, delta, np.zeros(Phi.shape[0], dtype=np.intp))
+        out = dask_chord(passes, beta, curv, self.beta_ref, loss, (f, grad, g0), tol=o.tol,
+                         max_iter=o.max_iter, callback=o.callback)
+        if out is None:
+            out = dask_newton(passes, beta, tol=o.tol, max_iter=o.max_iter,
+                              callback=o.callback)
+            if out is None:
+                raise ValueError("the re-solve on the Dask rows did not descend")
+        self._take(out)
+        self.passes = passes.count
+
+    def warm_coef(self, slots):
+        return self.beta.copy()
+
+    def exact_matrix(self):
+        """Refused: what reads the rows on the client (the exact gradient or Hessian from the
+        rows, the curvature regions) does not apply to rows on a cluster."""
+        raise ValueError("this model's rows live on a Dask cluster: the exact gradient and "
+                         "Hessian are not formed on the client (grad_norm_ certifies the "
+                         "solution; use the sensitivity sphere)")
+
+    def ensure_capacity(self, capacity):
+        pass
+
+    def take(self, keep, capacity):
+        pass
+
+    def to_arrays(self, keep):
+        raise ValueError("a model whose rows live on a Dask cluster is not saved (its rows "
+                         "are not in the file): compute X and fit on NumPy arrays to save")
+
+    @classmethod
+    def saved_shapes(cls, n, p):
+        return {"state_beta": (p,)}
+
+    @classmethod
+    def from_arrays(cls, arrays, opts, *, y, capacity, max_rank=64, result=None):
+        raise ValueError("a Dask-backed model cannot be loaded from a file")
