@@ -32,9 +32,11 @@ from ._closed_form import closed_form_predictions
 from ._problem import OneVsRestProblem, problem_of
 from ._result import CVResult
 
-__all__ = ["METHODS", "evaluate", "check_data", "check_weights", "resolve_method", "fit_full"]
+__all__ = ["METHODS", "REGIONS", "evaluate", "check_data", "check_weights", "resolve_method", "fit_full"]
 
 METHODS = ("auto", "closed_form", "bounds", "bounds_early", "alo", "refit")
+#: the screening regions of the bound methods (``region=``)
+REGIONS = ("auto", "sphere", "curvature")
 
 
 @dataclass
@@ -243,7 +245,7 @@ def evaluate(estimator, X, y, splits, method, *, n_jobs=None, progress=False, or
     t0 = time.perf_counter()
     if order not in ("natural", "margin"):
         raise ValueError(f"order must be 'natural' or 'margin', got {order!r}")
-    if region not in ("auto", "sphere", "curvature"):
+    if not isinstance(region, str) or region not in REGIONS:
         raise ValueError(f"region must be 'auto', 'sphere' or 'curvature', got {region!r}")
     n = X.shape[0]
     clf = is_classifier(estimator)
@@ -272,8 +274,9 @@ def evaluate(estimator, X, y, splits, method, *, n_jobs=None, progress=False, or
         if model is None:
             model = fit_full(estimator, X, y, fmap, sample_weight)
         prob = problem_of(model)
+        resolved = _resolve_region(region, prob, loo, method)
         for p in getattr(prob, "probs", [prob]):
-            p.region = region
+            p.region = resolved
         if n_classes and not isinstance(prob, OneVsRestProblem):
             raise ValueError(f"y has {n_classes} classes but the model has "
                              f"{model.classes_.size}")
@@ -295,6 +298,7 @@ def evaluate(estimator, X, y, splits, method, *, n_jobs=None, progress=False, or
             z = np.asarray(alo_decisions(model), dtype=float)
             out.decision[:] = z
         else:
+            out.details["region"] = resolved
             _bounds(prob, pairs, test_index, fold, out, method == "bounds_early", order,
                     stop, n_jobs, progress, desc)
         y_pred = _labels(model, out) if clf else out.decision.copy()
@@ -310,6 +314,26 @@ def evaluate(estimator, X, y, splits, method, *, n_jobs=None, progress=False, or
 
 
 # ---------------------------------------------------------------------------------- helpers
+def _batched(prob, loo):
+    """Whether the refits of ``prob`` run side by side (:meth:`TrainingProblem.loo_refits`):
+    leave-one-out of a binary smooth problem over explicit features."""
+    return (loo and not isinstance(prob, OneVsRestProblem) and prob.smooth
+            and not prob.kernel)
+
+
+def _resolve_region(region, prob, loo, method):
+    """The screening region ``"auto"`` stands for: the balls for k folds (a fold's region costs
+    a few factorisations and rarely decides a whole fold) and for op2's batched
+    leave-one-out refits (:func:`_batched`: the first Newton step of every undecided sample,
+    one matrix product, decides nearly all that the curvature region's factorisations would,
+    and the few left are refit side by side for less); the curvature region otherwise."""
+    if region != "auto":
+        return region
+    if not loo or (method == "bounds_early" and _batched(prob, loo)):
+        return "sphere"
+    return "curvature"
+
+
 def _complement(train, n):
     mask = np.ones(n, dtype=bool)
     mask[np.asarray(train, dtype=np.intp)] = False
@@ -520,6 +544,35 @@ def _bounds(prob, pairs, test_index, fold, out, early, order, stop, n_jobs, prog
         todo = todo[:0]
     jobs = _effective_jobs(n_jobs)
     step = 1 if jobs == 1 else jobs * 2
+    if _batched(prob, pairs is None) and len(todo):
+        # leave-one-out over explicit features: the refits of a chunk run side by side as
+        # the columns of one matrix (TrainingProblem.loo_refits); chunks double in size, in
+        # the refit order, with the pruning rule checked between them
+        a, size = 0, 8
+        with progress_bar(len(todo), progress, desc or "refits") as bar:
+            while a < len(todo):
+                ks = todo[a:a + size]
+                rlo, rhi, its, stopped, failed = prob.loo_refits(
+                    ks, early=early, lo=out.lower[ks], hi=out.upper[ks])
+                for j in np.flatnonzero(failed):  # a stalled column: a sequential refit
+                    k = np.array([ks[j]])
+                    flo, fhi, fit_, fst = prob.refit(k, k, early=early)
+                    rlo[j], rhi[j], stopped[j] = flo[0], fhi[0], fst
+                    its[j] += fit_
+                out.refit[ks] = True
+                out.n_refits += int(ks.size)
+                out.n_iter += int(its.sum())
+                out.lower[ks], out.upper[ks] = rlo, rhi
+                done = ~stopped
+                out.decision[ks[done]] = rlo[done]
+                out.decided[ks[done]] = False
+                bar.update(len(ks))
+                a += ks.size
+                size *= 2
+                if stop is not None and a < len(todo) and stop(score_upper()):
+                    pruned = True
+                    break
+        todo = todo[:0]
     with progress_bar(len(todo), progress, desc or "refits") as bar:
         for a in range(0, len(todo), step):
             batch = todo[a:a + step]

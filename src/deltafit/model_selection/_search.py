@@ -14,8 +14,8 @@ from sklearn.utils.validation import check_is_fitted
 from .._pipeline import freeze
 from .._progress import progress_bar
 from .._validation import check_bool
-from ._engine import (check_data, check_weights, evaluate, fit_full, fitted_feature_map,
-                      resolve_method)
+from ._engine import (REGIONS, check_data, check_weights, evaluate, fit_full,
+                      fitted_feature_map, resolve_method)
 from ._kfold import make_splits
 
 __all__ = ["LOOSearchCV"]
@@ -80,6 +80,15 @@ class LOOSearchCV(MetaEstimatorMixin, BaseEstimator):
         Refits in parallel within a configuration (joblib).
     progress : bool
         A progress bar over the configurations (needs tqdm).
+    region : {"auto", "sphere", "curvature"}
+        The screening region of the bound methods, passed to every configuration's
+        :func:`loo` / :func:`cross_validate` (Okumura et al. Cor. 5 / Thm 1, Sivan et al.
+        Thm 1 for ``"sphere"``; :func:`deltafit.sensitivity.loo_bounds` for the others):
+        ``"sphere"`` reproduces the published balls exactly; ``"curvature"`` intersects them
+        with the curvature-aware regions of the logistic and squared-hinge losses, which
+        decide more labels without a refit; ``"auto"`` is ``"curvature"`` for leave-one-out
+        and ``"sphere"`` for k folds.  The selection, the scores and every label are the same
+        for all three (the regions only decide how many refits are needed).
 
     Attributes
     ----------
@@ -109,7 +118,7 @@ class LOOSearchCV(MetaEstimatorMixin, BaseEstimator):
     """
 
     def __init__(self, estimator, param_grid, *, cv=None, method="auto", prune=True,
-                 order="margin", refit=True, n_jobs=None, progress=False):
+                 order="margin", refit=True, n_jobs=None, progress=False, region="auto"):
         self.estimator = estimator
         self.param_grid = param_grid
         self.cv = cv
@@ -119,6 +128,7 @@ class LOOSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.refit = refit
         self.n_jobs = n_jobs
         self.progress = progress
+        self.region = region
 
     def fit(self, X, y, groups=None, sample_weight=None):
         """Score every configuration and keep the best.
@@ -145,6 +155,8 @@ class LOOSearchCV(MetaEstimatorMixin, BaseEstimator):
         check_bool(self.progress, "progress")
         if self.order not in ("margin", "natural"):
             raise ValueError(f"order must be 'margin' or 'natural', got {self.order!r}")
+        if not isinstance(self.region, str) or self.region not in REGIONS:
+            raise ValueError(f"region must be one of {list(REGIONS)}, got {self.region!r}")
         grid = list(ParameterGrid(self.param_grid))
         if not grid:
             raise ValueError("param_grid is empty")
@@ -176,7 +188,7 @@ class LOOSearchCV(MetaEstimatorMixin, BaseEstimator):
                                splits, method, n_jobs=self.n_jobs,
                                order=self.order if bounded else "natural", stop=stop,
                                model=model if method != "refit" else None,
-                               sample_weight=sample_weight)
+                               sample_weight=sample_weight, region=self.region)
                 row = _row(res, clf, loo)
                 rows.append(row)
                 if not row["pruned"] and (best is None or row["score"] > rows[best]["score"]):
