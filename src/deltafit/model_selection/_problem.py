@@ -558,6 +558,10 @@ class TrainingProblem:
                     fn = self._loo_objective(Bn[:, q], Zn[:, q], tb[j[q]], cw)
                     ok[q] = (fn <= fq + 1e-4 * slope[q]) | \
                         (-slope[q] <= 1e-12 * (np.abs(fq) + 1.0))
+                    r = q[~ok[q]]
+                    if r.size:  # backtrack (Armijo), then recompute at the point taken
+                        self._backtrack(r, j, B, Z, Bn, Zn, Gn, gn, step, slope, fq[~ok[q]],
+                                        tb, cw, ok)
                 slow = ok & (gn > REFRESH_RATIO * gnorm[j]) & (gn > thr[j])
                 bad = ~ok if refresh_ok else ~ok | slow
                 if refresh_ok and slow.any():
@@ -582,6 +586,31 @@ class TrainingProblem:
                 gnorm[jk] = gn[keepj]
                 n_iter[a + jk] += 1
         return out_lo, out_hi, n_iter, stopped, failed
+
+    def _backtrack(self, r, j, B, Z, Bn, Zn, Gn, gn, step, slope, f0, tb, cw, ok):
+        """Armijo backtracking ``t ∈ {½, ¼, …}`` for the columns ``r`` (of the live columns
+        ``j``) whose full step failed; the point taken gets scores and gradient computed
+        afresh, written into ``Bn``, ``Zn``, ``Gn``, ``gn``, and ``ok`` set for it."""
+        jr = j[r]
+        S, Zs = step[:, r], Zn[:, r] - Z[:, jr]
+        tt = np.ones(r.size)
+        found = np.zeros(r.size, dtype=bool)
+        for _ in range(40):
+            tt[~found] *= 0.5
+            ft = self._loo_objective(B[:, jr] + tt * S, Z[:, jr] + tt * Zs, tb[jr], cw)
+            found |= ft <= f0 + 1e-4 * tt * slope[r]
+            if found.all():
+                break
+        if not found.any():
+            return
+        rf = r[found]
+        Bn[:, rf] = B[:, j[rf]] + tt[found] * S[:, found]
+        Zn[:, rf] = self.Phi @ Bn[:, rf]  # afresh
+        L = cw[:, None] * self.loss.d1(self.t[:, None], Zn[:, rf])
+        L[tb[j[rf]], np.arange(rf.size)] = 0.0
+        Gn[:, rf] = Bn[:, rf] + self.Phi.T @ L
+        gn[rf] = np.linalg.norm(Gn[:, rf], axis=0)
+        ok[rf] = True
 
     def _loo_objective(self, B, Z, ts, cw):
         """``J_{−t}`` of each column (β_j, its scores Z_j) without its sample ``ts[j]``."""
