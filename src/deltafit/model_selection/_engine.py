@@ -100,8 +100,9 @@ class _Outcome:
 def check_data(X, y):
     """Validated X (float, finite; sparse X as CSR, for the estimators that take it) and 1-d
     y of the same length."""
-    X = check_array(X, dtype=np.float64, ensure_min_samples=2, input_name="X",
-                    accept_sparse="csr")
+    if not _plain(X):  # a finite float64 ndarray of two rows or more passes as it is
+        X = check_array(X, dtype=np.float64, ensure_min_samples=2, input_name="X",
+                        accept_sparse="csr")
     if y is None:
         raise ValueError("y is required")
     y = column_or_1d(y)
@@ -109,6 +110,13 @@ def check_data(X, y):
     if y.dtype.kind in "fc" and not np.all(np.isfinite(y)):
         raise ValueError("Input y contains NaN or infinity")
     return X, y
+
+
+def _plain(X):
+    """Whether X is what :func:`check_array` would return unchanged: a 2-d float64 ndarray of
+    two rows or more and one column or more, all finite."""
+    return (type(X) is np.ndarray and X.dtype == np.float64 and X.ndim == 2
+            and X.shape[0] >= 2 and X.shape[1] >= 1 and bool(np.isfinite(X).all()))
 
 
 def check_weights(sample_weight, X):
@@ -119,7 +127,9 @@ def check_weights(sample_weight, X):
 
 
 def _loss_param(estimator):
-    return estimator.get_params().get("loss") if isinstance(estimator, UpdatableMixin) else None
+    # a deltafit estimator keeps its parameters as attributes (scikit-learn's convention);
+    # get_params would inspect the signature on every call
+    return getattr(estimator, "loss", None) if isinstance(estimator, UpdatableMixin) else None
 
 
 def resolve_method(method, estimator, *, loo):
@@ -176,9 +186,10 @@ def fitted_feature_map(estimator, X):
     deltafit's updates keep it fixed, so a left-out model is the model without the sample in the
     same features.  An already fitted map is used as it is.
     """
-    params = estimator.get_params(deep=False) if hasattr(estimator, "get_params") else {}
-    fm = params.get("feature_map")
-    if fm is None or not isinstance(estimator, UpdatableMixin):
+    if not isinstance(estimator, UpdatableMixin):
+        return None
+    fm = getattr(estimator, "feature_map", None)
+    if fm is None:
         return None
     from ..kernels import resolve_feature_map
 
@@ -197,7 +208,7 @@ def fit_full(estimator, X, y, feature_map=None, sample_weight=None):
     """A clone of ``estimator`` fitted on all of (X, y) (weighted by ``sample_weight``),
     keeping its training rows."""
     model = _fresh(estimator, feature_map)
-    if "keep_data" in model.get_params():
+    if isinstance(model, UpdatableMixin) and getattr(model, "keep_data", True) is not True:
         model.set_params(keep_data=True)
     if sample_weight is None:
         return model.fit(X, y)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import time
 
 import numpy as np
@@ -14,6 +15,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._pipeline import freeze
 from .._progress import progress_bar
 from .._validation import check_bool
+from ..models import UpdatableMixin
 from ._engine import (REGIONS, check_data, check_weights, evaluate, fit_full,
                       fitted_feature_map, resolve_method)
 from ._kfold import make_splits
@@ -171,7 +173,7 @@ class LOOSearchCV(MetaEstimatorMixin, BaseEstimator):
         splits = None if loo else make_splits(self.cv, X, y, estimator, groups)
         n_splits = X.shape[0] if loo else len(splits)
         clf = is_classifier(estimator)
-        rows, best, best_model = [], None, None
+        rows, best, best_model, prev = [], None, None, None
         t0 = time.perf_counter()
         with progress_bar(len(grid), self.progress, "configurations") as bar:
             for i, params in enumerate(settings):
@@ -182,8 +184,10 @@ class LOOSearchCV(MetaEstimatorMixin, BaseEstimator):
                 if self.prune and bounded and best is not None:
                     stop = _stop_rule(rows[best]["score"], loo)
                 fmap = fitted_feature_map(est, X)
-                model = fit_full(est, X, y, fmap, sample_weight) \
-                    if method != "refit" or self.refit else None
+                model = None
+                if method != "refit" or self.refit:
+                    model = _warm_fit(prev, est, X, y, fmap, sample_weight)
+                    prev = model
                 res = evaluate(est if fmap is None else est.set_params(feature_map=fmap), X, y,
                                splits, method, n_jobs=self.n_jobs,
                                order=self.order if bounded else "natural", stop=stop,
@@ -245,6 +249,41 @@ class LOOSearchCV(MetaEstimatorMixin, BaseEstimator):
         """``best_estimator_.score(X, y)``."""
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.score(X, y)
+
+
+def _warm_fit(prev, est, X, y, fmap, sample_weight):
+    """The full model of the configuration ``est``: warm-started from the previous
+    configuration's full model ``prev`` when the two differ in C only (Newton from the previous
+    solution, through the estimators' ``warm_start``; the fit stops on the same certified
+    gradient norm as a cold one), else :func:`fit_full`.
+
+    ``prev`` is copied (``copy.copy``: a fit replaces a model's fitted attributes, it never
+    changes them in place), so the previous model stays as it was.
+    """
+    if prev is None or type(prev) is not type(est) or not isinstance(est, UpdatableMixin) \
+            or fmap is not None:
+        return fit_full(est, X, y, fmap, sample_weight)
+    mine, theirs = est.get_params(deep=False), prev.get_params(deep=False)
+    same = mine.keys() == theirs.keys() and all(
+        k in ("C", "warm_start", "keep_data") or _same_value(mine[k], theirs[k]) for k in mine)
+    if not same or mine.get("warm_start", False):
+        return fit_full(est, X, y, fmap, sample_weight)
+    model = copy.copy(prev)
+    model.set_params(C=mine["C"], warm_start=True)
+    if "keep_data" in mine:
+        model.set_params(keep_data=True)
+    model.fit(X, y) if sample_weight is None else model.fit(X, y, sample_weight=sample_weight)
+    model.set_params(warm_start=False)
+    return model
+
+
+def _same_value(a, b):
+    if a is b:
+        return True
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001 - arrays, objects without a truth value
+        return False
 
 
 def _stop_rule(best_score, loo):
