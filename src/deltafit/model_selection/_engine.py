@@ -247,7 +247,8 @@ def evaluate(estimator, X, y, splits, method, *, n_jobs=None, progress=False, or
         (Okumura et al. Thm 1 / Cor. 5, Sivan et al. Thm 1); ``"curvature"``, the
         curvature-aware regions for the logistic and squared-hinge losses, intersected with
         the balls (:mod:`deltafit.sensitivity._curvature`); ``"auto"``, curvature for
-        leave-one-out and the balls for other splits.
+        leave-one-out and the balls for other splits and for op2's batched leave-one-out
+        refits (:func:`_resolve_region`).
 
     Returns
     -------

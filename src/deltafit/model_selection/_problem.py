@@ -40,6 +40,8 @@ _ROUND = 1e-10
 # loo_refits: widest features for a column's own Hessian (O(n p²) to form, O(p³) per step);
 # wider problems hand a slowly contracting column to the sequential refit
 _OWN_HESSIAN_FEATURES = 128
+# loo_refits: values in one (n, batch) array of scores or coefficients (128 MiB)
+_BATCH_VALUES = 1 << 24
 # hinge: margin beyond 1 above which a sample is certainly not a support vector
 _HINGE_MARGIN = 1e-6
 
@@ -459,7 +461,8 @@ class TrainingProblem:
         lo, hi : ndarray of shape (len(ts),), optional
             Certified bounds already known (the screening's); needed with ``early``.
         batch : int
-            Samples per block of matrix products.
+            Samples per block of matrix products (fewer when n × batch values would pass
+            ``_BATCH_VALUES``).
 
         Returns
         -------
@@ -490,6 +493,7 @@ class TrainingProblem:
         tiny = np.finfo(float).tiny
         p = Phi.shape[1]
         refresh_ok = p <= _OWN_HESSIAN_FEATURES
+        batch = max(1, min(int(batch), _BATCH_VALUES // max(self.n, 1)))  # n × batch arrays
         for a in range(0, m, batch):
             sl = slice(a, min(m, a + batch))
             tb = ts[sl]
