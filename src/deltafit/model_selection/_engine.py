@@ -26,13 +26,15 @@ from sklearn.utils.validation import check_array
 
 from .._progress import progress_bar
 from ..models import UpdatableMixin
+from ..sensitivity._curvature import CURVATURE_LOSSES
 from ..sensitivity._model_access import COVERED_LOSSES
 from ..sensitivity._multiclass import certain_argmax
 from ._closed_form import closed_form_predictions
 from ._problem import OneVsRestProblem, problem_of
 from ._result import CVResult
 
-__all__ = ["METHODS", "REGIONS", "evaluate", "check_data", "check_weights", "resolve_method", "fit_full"]
+__all__ = ["METHODS", "REGIONS", "evaluate", "check_data", "check_weights", "resolve_method",
+           "fit_full"]
 
 METHODS = ("auto", "closed_form", "bounds", "bounds_early", "alo", "refit")
 #: the screening regions of the bound methods (``region=``)
@@ -338,10 +340,13 @@ def _resolve_region(region, prob, loo, method):
     a few factorisations and rarely decides a whole fold) and for op2's batched
     leave-one-out refits (:func:`_batched`: the first Newton step of every undecided sample,
     one matrix product, decides nearly all that the curvature region's factorisations would,
-    and the few left are refit side by side for less); the curvature region otherwise."""
+    and the few left are refit side by side for less) and for the losses it does not cover;
+    the curvature region otherwise."""
     if region != "auto":
         return region
-    if not loo or (method == "bounds_early" and _batched(prob, loo)):
+    loss = getattr(prob, "probs", [prob])[0].loss
+    if not loo or loss.name not in CURVATURE_LOSSES or (
+            method == "bounds_early" and _batched(prob, loo)):
         return "sphere"
     return "curvature"
 
