@@ -46,7 +46,8 @@ def loo(estimator, X, y, *, method="auto", n_jobs=None, progress=False, order="n
         * ``"auto"``: the fastest exact method: ``closed_form`` for the squared loss,
           ``bounds_early`` for other differentiable classification losses, else ``refit``.
     n_jobs : int, optional
-        Refits in parallel with joblib (``-1``: all cores).
+        Refits in parallel with joblib (``-1``: all cores).  The refits of a binary linear
+        model with a smooth loss run side by side as one matrix iteration, in this process.
     progress : bool
         Show a progress bar over the refits (needs tqdm).
     order : {"natural", "margin"}
