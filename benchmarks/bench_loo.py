@@ -4,8 +4,8 @@ Parts (``--part``):
 
 * ``table2``  Sivan et al. Table 2: the percentage of LOO iterations that needed a refit, our
   ball vs Zhang's, squared hinge, RBF, no intercept, C = 1, gamma in {0.001, 0.01, 0.1, 1, 10},
-  features scaled to [-1, 1], averaged over the gammas; plus the share left after op2's first
-  Newton step.  Every label decided without a refit is checked against an exact refit on a
+  features scaled to [-1, 1], averaged over the gammas; plus the share the curvature-aware
+  region leaves (``region="curvature"``) and the share left after op2's first Newton step.  Every label decided without a refit is checked against an exact refit on a
   sample of the decided ones.
 * ``linear``  Okumura et al. Tables 14-15, linear: LOO model selection of a logistic model over
   lambda in 2^-20..2^0 (C = 1/(lambda n)), without and with the two tricks of §5.2, against
@@ -16,6 +16,10 @@ Parts (``--part``):
   the data, as the paper's randomly chosen centers).
 * ``closed``  closed-form LOO of the squared loss vs RidgeCV (linear) and vs brute-force
   KernelRidge refits (kernel); the LOO residuals must agree to 1e-8.
+* ``speed``   issue 20's bar: exact LOO (``bounds_early``) over the linear grid's 21 values of
+  C, and ``LOOSearchCV`` on that grid, against the code of ``--baseline`` (default 6744a45,
+  extracted with ``git archive``) in the same run, alternating subprocesses; identical LOO
+  errors and selection, at least 2x faster.
 
 Prints one JSON document and a markdown table; ``--out`` also writes them to files.
 Timings are single-threaded (BLAS limited to one thread) for both sides.
@@ -47,6 +51,7 @@ from deltafit.sensitivity import zhang_loo_bounds  # noqa: E402
 
 GAMMAS_T2 = (0.001, 0.01, 0.1, 1.0, 10.0)
 PAPER_T2 = {"breast_cancer": (48.86, 55.50)}  # Sivan et al. Table 2: ours %, Zhang %
+HERE = os.path.dirname(os.path.abspath(__file__))
 LINEAR_BAR = 50.0
 KERNEL_BAR = 10.0
 CLOSED_TOL = 1e-8
@@ -80,6 +85,10 @@ def table2(args):
                                             fit_intercept=False)
             m = clone(est).fit(X, y)
             prob = problem_of(m)
+            prob.region = "curvature"  # the curvature region, intersected with the ball
+            clo, chi = prob.loo_bounds()
+            cund = ~((clo > 0) | (chi <= 0))
+            prob.region = "sphere"  # the paper's: the leave-one-out ball alone
             lo, hi = prob.loo_bounds()
             und = ~((lo > 0) | (hi <= 0))
             zl, zh = zhang_loo_bounds(m)
@@ -93,14 +102,24 @@ def table2(args):
             for i in chk:
                 z = prob.refit(np.array([i]), np.array([i]))[0][0]
                 wrong += int((z > 0) != (lo[i] > 0))
+            # labels the curvature region decides beyond the ball, checked too
+            cdec = np.flatnonzero(cund < und)
+            cchk = rng.choice(cdec, size=min(args.check, cdec.size), replace=False)
+            for i in cchk:
+                z = prob.refit(np.array([i]), np.array([i]))[0][0]
+                wrong += int((z > 0) != (clo[i] > 0))
             per.append({"gamma": g, "ours_pct": 100 * und.mean(), "zhang_pct": 100 * zund.mean(),
+                        "curvature_pct": 100 * cund.mean(),
+                        "checked_curvature_only": int(cchk.size),
                         "after_newton_step_pct": 100 * und2.sum() / len(y),
                         "checked_decided": int(chk.size), "wrong_decided": wrong})
-            log(f"table2 {name} gamma={g}: ours {100 * und.mean():.2f}% zhang "
+            log(f"table2 {name} gamma={g}: ours {100 * und.mean():.2f}% curvature "
+                f"{100 * cund.mean():.2f}% zhang "
                 f"{100 * zund.mean():.2f}% after one Newton step {100 * und2.sum() / len(y):.2f}%")
         row = {"dataset": name, "n": int(len(y)), "d": int(X.shape[1]), "per_gamma": per,
                "ours_pct": float(np.mean([p["ours_pct"] for p in per])),
                "zhang_pct": float(np.mean([p["zhang_pct"] for p in per])),
+               "curvature_pct": float(np.mean([p["curvature_pct"] for p in per])),
                "after_newton_step_pct": float(np.mean([p["after_newton_step_pct"] for p in per])),
                "wrong_decided": int(sum(p["wrong_decided"] for p in per))}
         if name in PAPER_T2:
@@ -222,6 +241,97 @@ def grid_part(args, kind):
     return res
 
 
+# ============================================================================ speed (issue 20)
+_SPEED_CHILD = r"""
+import json, sys, time
+import numpy as np
+from sklearn.preprocessing import MinMaxScaler
+import deltafit
+from deltafit.datasets import load_breast_cancer
+from deltafit.model_selection import LOOSearchCV, loo
+X, y = load_breast_cancer()
+X = MinMaxScaler((-1, 1)).fit_transform(np.asarray(X, dtype=float))
+n = len(y)
+Cs = [float(c) for c in 1.0 / (2.0 ** np.arange(-20, 1) * n)]
+est = deltafit.LinearClassifier(loss="logistic")
+reps = int(sys.argv[1])
+def run_loo():
+    return [int(loo(est.set_params(C=C), X, y, method="bounds_early").n_errors) for C in Cs]
+def run_search():
+    s = LOOSearchCV(est, {"C": Cs}, method="bounds_early").fit(X, y)
+    return {"best_index": int(s.best_index_),
+            "scores": [None if np.isnan(v) else float(v)
+                       for v in s.cv_results_["mean_test_score"]]}
+out = {}
+for name, f in (("loo", run_loo), ("search", run_search)):
+    f()  # warm-up (imports, numba-free code paths)
+    wall, cpu = [], []
+    for _ in range(reps):
+        w0, c0 = time.perf_counter(), time.process_time()
+        r = f()
+        wall.append(time.perf_counter() - w0)
+        cpu.append(time.process_time() - c0)
+    out[name] = {"wall_s": min(wall), "cpu_s": min(cpu), "result": r}
+print(json.dumps(out))
+"""
+
+
+def _baseline_source(commit):
+    """``src/`` of ``commit`` extracted into a temporary directory (git archive)."""
+    import subprocess
+    import tempfile
+
+    root = os.path.dirname(HERE)
+    tmp = tempfile.mkdtemp(prefix="deltafit-base-")
+    archive = subprocess.run(["git", "-C", root, "archive", commit, "src"],
+                             capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
+    return os.path.join(tmp, "src")
+
+
+def speed_part(args):
+    """Exact LOO over the 21-C breast-cancer grid and LOOSearchCV on it, this tree against
+    the code of ``--baseline`` in the same run (alternating subprocesses, one BLAS thread,
+    best of ``--reps`` each); the LOO errors and the selection must be identical."""
+    import subprocess
+
+    here = os.path.join(os.path.dirname(HERE), "src")
+    srcs = {"baseline": _baseline_source(args.baseline), "this tree": here}
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    got = {k: [] for k in srcs}
+    for _ in range(args.rounds):
+        for name, src in srcs.items():
+            out = subprocess.run([sys.executable, "-c", _SPEED_CHILD, str(args.reps)],
+                                 env=dict(env, PYTHONPATH=src), capture_output=True,
+                                 text=True, check=True).stdout
+            got[name].append(json.loads(out))
+            log(f"speed {name}: loo {got[name][-1]['loo']['wall_s']:.3f}s, search "
+                f"{got[name][-1]['search']['wall_s']:.3f}s")
+    rows = []
+    for what in ("loo", "search"):
+        b = got["baseline"][0][what]["result"]
+        t = got["this tree"][0][what]["result"]
+        if what == "loo":
+            same = b == t
+        else:  # pruned configurations (None) may differ: their scores are certified bounds
+            same = b["best_index"] == t["best_index"] and all(
+                x == z for x, z in zip(b["scores"], t["scores"])
+                if x is not None and z is not None)
+        row = {"what": what, "identical": bool(same), "load_during": loadavg()}
+        for name in srcs:
+            row[f"{name}_wall_s"] = min(g[what]["wall_s"] for g in got[name])
+            row[f"{name}_cpu_s"] = min(g[what]["cpu_s"] for g in got[name])
+        row["ratio_wall"] = row["baseline_wall_s"] / row["this tree_wall_s"]
+        row["ratio_cpu"] = row["baseline_cpu_s"] / row["this tree_cpu_s"]
+        row["bar"] = ">= 2x vs the baseline, identical errors / selection"
+        row["bar_met"] = bool(row["ratio_wall"] >= 2.0 and same)
+        row["errors"] = t if what == "loo" else None
+        rows.append(row)
+    return {"baseline": args.baseline, "grid": "breast cancer 569 x 30 (+1), logistic, "
+            "C = 1/(lambda n), lambda in 2^-20..2^0 (21 values), method='bounds_early'",
+            "rows": rows}
+
+
 # ============================================================================ closed form
 def closed_part(args):
     from sklearn.datasets import load_diabetes, load_digits
@@ -291,13 +401,13 @@ def closed_part(args):
 def markdown(doc):
     lines = []
     if "table2" in doc:
-        lines += ["| data set | n | ours % refits | Zhang % | after one Newton step % | paper ours / Zhang % | wrong decided | bar |",
-                  "|---|---|---|---|---|---|---|---|"]
+        lines += ["| data set | n | ours % refits | curvature region % | Zhang % | after one Newton step % | paper ours / Zhang % | wrong decided | bar |",
+                  "|---|---|---|---|---|---|---|---|---|"]
         for r in doc["table2"]:
             paper = f"{r['paper_pct']} / {r['paper_zhang_pct']}" if "paper_pct" in r else "–"
             bar = ("met" if r["bar_met"] else "NOT met") if "bar_met" in r else "–"
             lines.append(f"| {r['dataset']} | {r['n']} | {r['ours_pct']:.2f} | "
-                         f"{r['zhang_pct']:.2f} | {r['after_newton_step_pct']:.2f} | {paper} | "
+                         f"{r['curvature_pct']:.2f} | {r['zhang_pct']:.2f} | {r['after_newton_step_pct']:.2f} | {paper} | "
                          f"{r['wrong_decided']} | {bar} |")
         lines.append("")
     for kind in ("linear", "kernel"):
@@ -312,6 +422,16 @@ def markdown(doc):
                       f"{r['time_deltafit_op2_tricks_s']:.2f} ({r['ratio_op2_tricks']:.0f}x) | "
                       f"{r['refits_op2_tricks']} | {r['selected_identical']} | "
                       f"{'met' if r['bar_met'] else 'NOT met'} ({r['bar']}) |", ""]
+    if "speed" in doc:
+        sp = doc["speed"]
+        lines += [f"| 21-C grid ({sp['baseline']} vs this tree) | baseline s | this tree s | "
+                  "ratio (wall / CPU) | identical | bar |", "|---|---|---|---|---|---|"]
+        for r in sp["rows"]:
+            lines.append(f"| {r['what']} | {r['baseline_wall_s']:.3f} | "
+                         f"{r['this tree_wall_s']:.3f} | {r['ratio_wall']:.2f}x / "
+                         f"{r['ratio_cpu']:.2f}x | {r['identical']} | "
+                         f"{'met' if r['bar_met'] else 'NOT met'} |")
+        lines.append("")
     if "closed" in doc:
         lines += ["| closed-form LOO | n x d | baseline | deltafit s | baseline s | ratio | max rel. deviation |",
                   "|---|---|---|---|---|---|---|"]
@@ -324,8 +444,13 @@ def markdown(doc):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--part", choices=("table2", "linear", "kernel", "closed", "all"),
+    ap.add_argument("--part", choices=("table2", "linear", "kernel", "closed", "speed", "all"),
                     default="all")
+    ap.add_argument("--baseline", default="6744a45",
+                    help="commit the speed part compares with (git archive of its src/)")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="speed part: alternating baseline / this-tree subprocesses")
+    ap.add_argument("--reps", type=int, default=3, help="speed part: repetitions per process")
     ap.add_argument("--quick", action="store_true", help="tiny problems; bars not applied")
     ap.add_argument("--out", help="write the JSON document here (and a .md)")
     ap.add_argument("--brute-fraction", type=float, default=1.0,
@@ -340,13 +465,16 @@ def main(argv=None):
            "source": source_info(), "loadavg_start": loadavg(),
            "settings": {"part": args.part, "brute_fraction": args.brute_fraction,
                         "threads": args.threads, "seed": args.seed}}
-    parts = ("table2", "linear", "kernel", "closed") if args.part == "all" else (args.part,)
+    parts = ("table2", "linear", "kernel", "closed", "speed") if args.part == "all" \
+        else (args.part,)
     with thread_limit(args.threads):
         for part in parts:
             if part == "table2":
                 doc["table2"] = table2(args)
             elif part in ("linear", "kernel"):
                 doc[part] = grid_part(args, part)
+            elif part == "speed":
+                doc["speed"] = speed_part(args)
             else:
                 doc["closed"] = closed_part(args)
     doc["loadavg_end"] = loadavg()

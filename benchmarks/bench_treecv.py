@@ -19,6 +19,11 @@ Parts (``--part``):
   estimates (misclassification rate x100 for Pegasos, squared error x100 for LSQSGD), k in
   {5, 10, 100, n}, TreeCV vs standard, fixed vs randomized order; on the synthetic sets
   (``--n-table`` rows) and on the two real sets (all rows), ``--table2-data``.
+* ``exact``   deltafit's exact logistic ``LinearClassifier`` (breast cancer, digits even/odd;
+  k = 10, 100): TreeCV grows each node by a warm update of its parent's model (chord steps on
+  the stored Hessian); time, fold scores and the solver work counted (cold Newton solves and
+  iterations, warm chord solves and steps, Hessians formed from all rows) against k fresh
+  fits.
 
 The real covertype and YearPredictionMSD sets cannot be downloaded here (no network but the
 package registries); the synthetic sets have their shapes (see ``covertype_like`` and
@@ -351,6 +356,88 @@ def table2_part(args, out):
 
 
 # ============================================================================ output
+# ============================================================================ exact learners
+class _WarmPathCounts:
+    """Counts, while active, the cold Newton solves (and their iterations), the warm chord
+    solves (and their steps) and the Hessians formed from all rows by the linear Newton state
+    (through the module attributes it calls): instrumentation, restored on exit."""
+
+    def __enter__(self):
+        from deltafit.models import _chord_newton as CN
+        from deltafit.models import _warm_newton as WN
+
+        self.c = dict(newton=0, newton_iter=0, chord=0, chord_iter=0, chord_stalled=0,
+                      hessian_refresh=0)
+        self._saved = (WN.newton_primal, WN.chord_solve, CN.Curvature.__dict__["at"])
+        newton, chord, at = WN.newton_primal, WN.chord_solve, CN.Curvature.at.__func__
+        c = self.c
+
+        def counted_newton(*a, **k):
+            r = newton(*a, **k)
+            c["newton"] += 1
+            c["newton_iter"] += (r[0] if isinstance(r, tuple) else r).n_iter
+            return r
+
+        def counted_chord(*a, **k):
+            r = chord(*a, **k)
+            c["chord"] += 1
+            c["chord_stalled"] += r is None
+            c["chord_iter"] += 0 if r is None else r[0].n_iter
+            return r
+
+        def counted_at(cls, *a, **k):
+            c["hessian_refresh"] += 1
+            return at(cls, *a, **k)
+
+        WN.newton_primal, WN.chord_solve = counted_newton, counted_chord
+        CN.Curvature.at = classmethod(counted_at)
+        return self
+
+    def __exit__(self, *exc):
+        from deltafit.models import _chord_newton as CN
+        from deltafit.models import _warm_newton as WN
+
+        WN.newton_primal, WN.chord_solve, CN.Curvature.at = self._saved
+        return False
+
+
+def exact_part(args, out):
+    """TreeCV of deltafit's exact logistic LinearClassifier (each node's model is its
+    parent's, warm-updated by ``add`` / reverted by ``remove``: chord steps on the stored
+    Hessian) against k fresh fits: time, fold scores, and the solver work counted."""
+    import deltafit
+    from deltafit.datasets import load_breast_cancer, load_digits_even_odd
+    from sklearn.model_selection import StratifiedKFold
+
+    sets = {"breast cancer 569 x 30": load_breast_cancer(),
+            "digits even/odd 1,797 x 64": load_digits_even_odd()}
+    rows = []
+    for data, (X, y) in sets.items():
+        X = np.asarray(X, dtype=float)
+        for k in (10, 100):
+            make = lambda: deltafit.LinearClassifier(loss="logistic", C=1.0)  # noqa: E731
+            with _WarmPathCounts() as tc:
+                t = time.perf_counter()
+                res = treecv(make(), X, y, cv=k)
+                t_tree = time.perf_counter() - t
+            with _WarmPathCounts() as rc:
+                t = time.perf_counter()
+                scores = [make().fit(X[tr], y[tr]).score(X[te], y[te])
+                          for tr, te in StratifiedKFold(k).split(X, y)]
+                t_std = time.perf_counter() - t
+            same = bool(np.allclose(res.fold_scores, scores, rtol=0, atol=1e-12))
+            row = {"learner": "LinearClassifier(logistic, C=1)", "data": data, "k": k,
+                   "treecv_s": t_tree, "standard_s": t_std, "speedup": t_std / t_tree,
+                   "same_fold_scores": same, "treecv_counts": tc.c, "standard_counts": rc.c,
+                   "hessians_treecv": tc.c["newton_iter"] + tc.c["hessian_refresh"],
+                   "hessians_standard": rc.c["newton_iter"] + rc.c["hessian_refresh"],
+                   "loadavg": loadavg()}
+            rows.append(row)
+            log(f"exact {data} k={k}: TreeCV {t_tree:.2f}s ({tc.c}), standard {t_std:.2f}s "
+                f"({rc.c}), same scores {same}")
+    out["exact"] = rows
+
+
 def _share(c):
     s = (c or {}).get("other_processes_share")
     return "n/a" if s is None else f"{100 * s:.1f}%"
@@ -376,6 +463,19 @@ def markdown(out):
                     f"LOO<=25x {'met' if r['loo_bar_met'] else 'NOT met'}, "
                     f"100-fold>=10x {'met' if r['kfold_bar_met'] else 'NOT met'} |"
                     if r["has_bar"] else "(no bar) |"))
+    if "exact" in out:
+        lines += ["", "| exact learner | data | k | TreeCV s | k fits s | speed-up | cold Newton "
+                      "solves (iterations) TreeCV / k fits | warm chord solves (steps, stalled) | "
+                      "Hessians from all rows TreeCV / k fits | same fold scores |",
+                  "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+        for r in out["exact"]:
+            tc, rc = r["treecv_counts"], r["standard_counts"]
+            lines.append(
+                f"| {r['learner']} | {r['data']} | {r['k']} | {r['treecv_s']:.3f} | "
+                f"{r['standard_s']:.3f} | {r['speedup']:.1f}x | {tc['newton']} "
+                f"({tc['newton_iter']}) / {rc['newton']} ({rc['newton_iter']}) | "
+                f"{tc['chord']} ({tc['chord_iter']}, {tc['chord_stalled']}) | "
+                f"{r['hessians_treecv']} / {r['hessians_standard']} | {r['same_fold_scores']} |")
     if "table2" in out:
         lines += ["", "| learner | data | k | TreeCV fixed | TreeCV randomized | standard fixed | "
                       "standard randomized |", "|---|---|---|---:|---:|---:|---:|"]
@@ -392,7 +492,7 @@ def markdown(out):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--part", choices=("bar", "fig2", "table2", "all"), default="all")
+    p.add_argument("--part", choices=("bar", "fig2", "table2", "exact", "all"), default="all")
     p.add_argument("--quick", action="store_true", help="small sizes, a smoke run")
     p.add_argument("--reps", type=int, default=10, help="repetitions of Table 2 (paper: 100)")
     p.add_argument("--n-cov", type=int, default=581_012)
@@ -414,10 +514,11 @@ def main(argv=None):
         out["numba_compile_s"] = warm_up()
         log(f"numba compile / warm-up (both learners, all code paths): "
             f"{out['numba_compile_s']:.1f} s")
-        parts = ("bar", "fig2", "table2") if args.part == "all" else (args.part,)
+        parts = ("bar", "fig2", "table2", "exact") if args.part == "all" else (args.part,)
         for part in parts:
             t = time.perf_counter()
-            {"bar": bar_part, "fig2": fig2_part, "table2": table2_part}[part](args, out)
+            {"bar": bar_part, "fig2": fig2_part, "table2": table2_part,
+             "exact": exact_part}[part](args, out)
             out[f"{part}_wall_s"] = time.perf_counter() - t
             log(f"part {part}: {out[f'{part}_wall_s']:.0f} s, loadavg {loadavg()}")
         out["total_wall_s"] = time.perf_counter() - t0

@@ -397,11 +397,20 @@ def test_loo_equals_brute_force(loo_case, method):
 
 def test_bounds_decide_most_samples(bc):
     """Not a vacuous screening: on breast cancer most labels come from the bound of the full
-    model, and op2 spends fewer solver iterations than op1."""
+    model, and op2 spends fewer solver iterations than op1 (on the same screening: "auto"
+    gives op2's batched refits the balls, op1 the curvature region)."""
     X, y = bc
     est = df.LinearClassifier(loss="logistic", C=1.0, tol=1e-12)
-    op1 = loo(est, X, y, method="bounds")
-    op2 = loo(est, X, y, method="bounds_early")
+    for region in ("sphere", "curvature"):
+        op1 = loo(est, X, y, method="bounds", region=region)
+        op2 = loo(est, X, y, method="bounds_early", region=region)
+        assert op1.details["region"] == op2.details["region"] == region
+        _same_screening(op1, op2)
+    assert loo(est, X, y, method="bounds").details["region"] == "curvature"
+    assert loo(est, X, y, method="bounds_early").details["region"] == "sphere"
+
+
+def _same_screening(op1, op2):
     assert op1.decided_share > 0.5
     np.testing.assert_array_equal(op1.decided_by_bound, op2.decided_by_bound)
     assert op2.n_iter <= op1.n_iter

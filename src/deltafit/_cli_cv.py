@@ -52,7 +52,8 @@ def _common(p):
     p.add_argument("--loss", choices=("squared", "logistic", "squared_hinge", "hinge"),
                    default="logistic")
     p.add_argument("--regression", action="store_true",
-                   help="fit a regressor (squared loss) instead of a binary classifier")
+                   help="fit a regressor (squared loss) instead of a classifier (two "
+                        "classes, or more: one-vs-rest)")
     p.add_argument("--kernel", default="rbf", help="kernel for --model kernel (default rbf)")
     p.add_argument("--no-intercept", action="store_true")
     p.add_argument("--scale", choices=("none", "standard", "minmax"), default="standard",

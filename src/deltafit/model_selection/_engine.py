@@ -26,15 +26,19 @@ from sklearn.utils.validation import check_array
 
 from .._progress import progress_bar
 from ..models import UpdatableMixin
+from ..sensitivity._curvature import CURVATURE_LOSSES
 from ..sensitivity._model_access import COVERED_LOSSES
 from ..sensitivity._multiclass import certain_argmax
 from ._closed_form import closed_form_predictions
 from ._problem import OneVsRestProblem, problem_of
 from ._result import CVResult
 
-__all__ = ["METHODS", "evaluate", "check_data", "check_weights", "resolve_method", "fit_full"]
+__all__ = ["METHODS", "REGIONS", "evaluate", "check_data", "check_weights", "resolve_method",
+           "fit_full"]
 
 METHODS = ("auto", "closed_form", "bounds", "bounds_early", "alo", "refit")
+#: the screening regions of the bound methods (``region=``)
+REGIONS = ("auto", "sphere", "curvature")
 
 
 @dataclass
@@ -98,8 +102,9 @@ class _Outcome:
 def check_data(X, y):
     """Validated X (float, finite; sparse X as CSR, for the estimators that take it) and 1-d
     y of the same length."""
-    X = check_array(X, dtype=np.float64, ensure_min_samples=2, input_name="X",
-                    accept_sparse="csr")
+    if not _plain(X):  # a finite float64 ndarray of two rows or more passes as it is
+        X = check_array(X, dtype=np.float64, ensure_min_samples=2, input_name="X",
+                        accept_sparse="csr")
     if y is None:
         raise ValueError("y is required")
     y = column_or_1d(y)
@@ -107,6 +112,13 @@ def check_data(X, y):
     if y.dtype.kind in "fc" and not np.all(np.isfinite(y)):
         raise ValueError("Input y contains NaN or infinity")
     return X, y
+
+
+def _plain(X):
+    """Whether X is what :func:`check_array` would return unchanged: a 2-d float64 ndarray of
+    two rows or more and one column or more, all finite."""
+    return (type(X) is np.ndarray and X.dtype == np.float64 and X.ndim == 2
+            and X.shape[0] >= 2 and X.shape[1] >= 1 and bool(np.isfinite(X).all()))
 
 
 def check_weights(sample_weight, X):
@@ -117,7 +129,9 @@ def check_weights(sample_weight, X):
 
 
 def _loss_param(estimator):
-    return estimator.get_params().get("loss") if isinstance(estimator, UpdatableMixin) else None
+    # a deltafit estimator keeps its parameters as attributes (scikit-learn's convention);
+    # get_params would inspect the signature on every call
+    return getattr(estimator, "loss", None) if isinstance(estimator, UpdatableMixin) else None
 
 
 def resolve_method(method, estimator, *, loo):
@@ -174,9 +188,10 @@ def fitted_feature_map(estimator, X):
     deltafit's updates keep it fixed, so a left-out model is the model without the sample in the
     same features.  An already fitted map is used as it is.
     """
-    params = estimator.get_params(deep=False) if hasattr(estimator, "get_params") else {}
-    fm = params.get("feature_map")
-    if fm is None or not isinstance(estimator, UpdatableMixin):
+    if not isinstance(estimator, UpdatableMixin):
+        return None
+    fm = getattr(estimator, "feature_map", None)
+    if fm is None:
         return None
     from ..kernels import resolve_feature_map
 
@@ -195,7 +210,7 @@ def fit_full(estimator, X, y, feature_map=None, sample_weight=None):
     """A clone of ``estimator`` fitted on all of (X, y) (weighted by ``sample_weight``),
     keeping its training rows."""
     model = _fresh(estimator, feature_map)
-    if "keep_data" in model.get_params():
+    if isinstance(model, UpdatableMixin) and getattr(model, "keep_data", True) is not True:
         model.set_params(keep_data=True)
     if sample_weight is None:
         return model.fit(X, y)
@@ -234,7 +249,8 @@ def evaluate(estimator, X, y, splits, method, *, n_jobs=None, progress=False, or
         (Okumura et al. Thm 1 / Cor. 5, Sivan et al. Thm 1); ``"curvature"``, the
         curvature-aware regions for the logistic and squared-hinge losses, intersected with
         the balls (:mod:`deltafit.sensitivity._curvature`); ``"auto"``, curvature for
-        leave-one-out and the balls for other splits.
+        leave-one-out and the balls for other splits and for op2's batched leave-one-out
+        refits (:func:`_resolve_region`).
 
     Returns
     -------
@@ -243,7 +259,7 @@ def evaluate(estimator, X, y, splits, method, *, n_jobs=None, progress=False, or
     t0 = time.perf_counter()
     if order not in ("natural", "margin"):
         raise ValueError(f"order must be 'natural' or 'margin', got {order!r}")
-    if region not in ("auto", "sphere", "curvature"):
+    if not isinstance(region, str) or region not in REGIONS:
         raise ValueError(f"region must be 'auto', 'sphere' or 'curvature', got {region!r}")
     n = X.shape[0]
     clf = is_classifier(estimator)
@@ -272,8 +288,9 @@ def evaluate(estimator, X, y, splits, method, *, n_jobs=None, progress=False, or
         if model is None:
             model = fit_full(estimator, X, y, fmap, sample_weight)
         prob = problem_of(model)
+        resolved = _resolve_region(region, prob, loo, method)
         for p in getattr(prob, "probs", [prob]):
-            p.region = region
+            p.region = resolved
         if n_classes and not isinstance(prob, OneVsRestProblem):
             raise ValueError(f"y has {n_classes} classes but the model has "
                              f"{model.classes_.size}")
@@ -295,6 +312,7 @@ def evaluate(estimator, X, y, splits, method, *, n_jobs=None, progress=False, or
             z = np.asarray(alo_decisions(model), dtype=float)
             out.decision[:] = z
         else:
+            out.details["region"] = resolved
             _bounds(prob, pairs, test_index, fold, out, method == "bounds_early", order,
                     stop, n_jobs, progress, desc)
         y_pred = _labels(model, out) if clf else out.decision.copy()
@@ -310,6 +328,29 @@ def evaluate(estimator, X, y, splits, method, *, n_jobs=None, progress=False, or
 
 
 # ---------------------------------------------------------------------------------- helpers
+def _batched(prob, loo):
+    """Whether the refits of ``prob`` run side by side (:meth:`TrainingProblem.loo_refits`):
+    leave-one-out of a binary smooth problem over explicit features."""
+    return (loo and not isinstance(prob, OneVsRestProblem) and prob.smooth
+            and not prob.kernel)
+
+
+def _resolve_region(region, prob, loo, method):
+    """The screening region ``"auto"`` stands for: the balls for k folds (a fold's region costs
+    a few factorisations and rarely decides a whole fold) and for op2's batched
+    leave-one-out refits (:func:`_batched`: the first Newton step of every undecided sample,
+    one matrix product, decides nearly all that the curvature region's factorisations would,
+    and the few left are refit side by side for less) and for the losses it does not cover;
+    the curvature region otherwise."""
+    if region != "auto":
+        return region
+    loss = getattr(prob, "probs", [prob])[0].loss
+    if not loo or loss.name not in CURVATURE_LOSSES or (
+            method == "bounds_early" and _batched(prob, loo)):
+        return "sphere"
+    return "curvature"
+
+
 def _complement(train, n):
     mask = np.ones(n, dtype=bool)
     mask[np.asarray(train, dtype=np.intp)] = False
@@ -520,6 +561,35 @@ def _bounds(prob, pairs, test_index, fold, out, early, order, stop, n_jobs, prog
         todo = todo[:0]
     jobs = _effective_jobs(n_jobs)
     step = 1 if jobs == 1 else jobs * 2
+    if _batched(prob, pairs is None) and len(todo):
+        # leave-one-out over explicit features: the refits of a chunk run side by side as
+        # the columns of one matrix (TrainingProblem.loo_refits); chunks double in size, in
+        # the refit order, with the pruning rule checked between them
+        a, size = 0, 8
+        with progress_bar(len(todo), progress, desc or "refits") as bar:
+            while a < len(todo):
+                ks = todo[a:a + size]
+                rlo, rhi, its, stopped, failed = prob.loo_refits(
+                    ks, early=early, lo=out.lower[ks], hi=out.upper[ks])
+                for j in np.flatnonzero(failed):  # a stalled column: a sequential refit
+                    k = np.array([ks[j]])
+                    flo, fhi, fit_, fst = prob.refit(k, k, early=early)
+                    rlo[j], rhi[j], stopped[j] = flo[0], fhi[0], fst
+                    its[j] += fit_
+                out.refit[ks] = True
+                out.n_refits += int(ks.size)
+                out.n_iter += int(its.sum())
+                out.lower[ks], out.upper[ks] = rlo, rhi
+                done = ~stopped
+                out.decision[ks[done]] = rlo[done]
+                out.decided[ks[done]] = False
+                bar.update(len(ks))
+                a += ks.size
+                size *= 2
+                if stop is not None and a < len(todo) and stop(score_upper()):
+                    pruned = True
+                    break
+        todo = todo[:0]
     with progress_bar(len(todo), progress, desc or "refits") as bar:
         for a in range(0, len(todo), step):
             batch = todo[a:a + step]

@@ -35,8 +35,9 @@ def loo(estimator, X, y, *, method="auto", n_jobs=None, progress=False, order="n
           solution) decides each label; undecided samples are refit exactly, warm-started
           from the full model.  Classifiers with a differentiable loss.
         * ``"bounds_early"``: op2: the refit stops as soon as the gradient ball of Okumura
-          Theorem 6 around the iterate, intersected with the leave-one-out ball, certifies the
-          sign.  The labels (hence the error count) are exact; the decision values of those
+          Theorem 6 around the iterate, intersected with the leave-one-out ball (a binary
+          linear model's refits, which run side by side: with the interval the screening
+          certified), certifies the sign.  The labels (hence the error count) are exact; the decision values of those
           samples are not computed (``decision`` NaN, ``lower``/``upper`` certified).
         * ``"alo"``: approximate leave-one-out (one Newton step per sample for smooth losses;
           the smooth-set / singular-set formula of He et al. for the hinge loss).  An
@@ -45,7 +46,8 @@ def loo(estimator, X, y, *, method="auto", n_jobs=None, progress=False, order="n
         * ``"auto"``: the fastest exact method: ``closed_form`` for the squared loss,
           ``bounds_early`` for other differentiable classification losses, else ``refit``.
     n_jobs : int, optional
-        Refits in parallel with joblib (``-1``: all cores).
+        Refits in parallel with joblib (``-1``: all cores).  The refits of a binary linear
+        model with a smooth loss run side by side as one matrix iteration, in this process.
     progress : bool
         Show a progress bar over the refits (needs tqdm).
     order : {"natural", "margin"}
@@ -58,9 +60,13 @@ def loo(estimator, X, y, *, method="auto", n_jobs=None, progress=False, order="n
         cross-validation does with ``sample_weight`` passed to ``fit`` only.
     region : {"auto", "sphere", "curvature"}
         The bound methods' screening region: ``"sphere"`` is the published leave-one-out ball
-        (for reproducing the papers); ``"auto"`` / ``"curvature"`` add the loss's curvature
-        for the logistic and squared-hinge losses (:func:`deltafit.sensitivity.loo_bounds`),
-        which decides more labels without refitting.  Labels are exact either way.
+        (for reproducing the papers); ``"curvature"`` adds the loss's curvature for the
+        logistic and squared-hinge losses (:func:`deltafit.sensitivity.loo_bounds`), which
+        decides more labels without refitting; ``"auto"`` is ``"curvature"``, except for
+        ``"bounds_early"`` on a binary linear model, whose undecided samples all take one
+        Newton step at once and are then refit side by side (the step decides nearly all that
+        the curvature region would, for less).  ``result.details["region"]`` is the region
+        used.  Labels are exact either way.
 
     Returns
     -------

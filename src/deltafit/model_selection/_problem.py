@@ -28,7 +28,8 @@ from ..sensitivity import two_ball_bounds
 from ..sensitivity._ball import center_scores, half_gradient, loo_balls, sq_radius
 from ..sensitivity._curvature import CURVATURE_LOSSES, removal_intervals
 from ..sensitivity._curvature_loo import KernelSpace, LinearSpace, curvature_loo_bounds
-from ..models._chord_newton import Curvature, RowBlock, chord_solve, fresh_point, point_by_slot
+from ..models._chord_newton import (REFRESH_RATIO, Curvature, RowBlock, chord_solve,
+                                    fresh_point, point_by_slot)
 from ..solvers import hinge_kernel, hinge_primal, newton_kernel, newton_primal
 
 __all__ = ["OneVsRestProblem", "TrainingProblem", "problem_of"]
@@ -36,6 +37,11 @@ __all__ = ["OneVsRestProblem", "TrainingProblem", "problem_of"]
 # relative widening of every certified interval: rounding in the O(n) sums behind a bound is
 # far below this, and a slightly wider interval only costs an occasional refit
 _ROUND = 1e-10
+# loo_refits: widest features for a column's own Hessian (O(n p²) to form, O(p³) per step);
+# wider problems hand a slowly contracting column to the sequential refit
+_OWN_HESSIAN_FEATURES = 128
+# loo_refits: values in one (n, batch) array of scores or coefficients (128 MiB)
+_BATCH_VALUES = 1 << 24
 # hinge: margin beyond 1 above which a sample is certainly not a support vector
 _HINGE_MARGIN = 1e-6
 
@@ -172,12 +178,12 @@ class TrainingProblem:
         ``w_i ℓ'(t_i, z_i)``: each sample's coefficient in the data term's gradient.
     """
 
-    #: the screening region (set by ``evaluate(..., region=...)``): "sphere", the published
-    #: balls; "curvature", the curvature-aware regions of deltafit.sensitivity._curvature for
-    #: the logistic and squared-hinge losses, intersected with the balls; "auto", curvature
-    #: for leave-one-out (one factorisation pair for all n) and the balls for k-fold (the
-    #: region of a fold costs a few O(n³) / O(n p²) factorisations and rarely decides a whole
-    #: fold)
+    #: the screening region (``evaluate(..., region=...)`` sets it, "auto" resolved): "sphere",
+    #: the published balls; "curvature", the curvature-aware regions of
+    #: deltafit.sensitivity._curvature for the logistic and squared-hinge losses, intersected
+    #: with the balls; "auto" (a problem used on its own), curvature for leave-one-out (one
+    #: factorisation pair for all n) and the balls for removals (the region of a fold costs a
+    #: few O(n³) / O(n p²) factorisations and rarely decides a whole fold)
     region = "auto"
 
     def __init__(self, Phi, K, t, loss, C, coef, tol, max_iter, w=None):
@@ -372,7 +378,7 @@ class TrainingProblem:
             Mg = lu_solve(lu, self.g, check_finite=False)
         else:
             Phi = self.Phi
-            cf = cho_factor(np.eye(Phi.shape[1]) + C * (Phi.T * d2) @ Phi, check_finite=False)
+            cf = self._hessian_factor()[0]
             Hg = cho_solve(cf, self.g, check_finite=False)
             W = cho_solve(cf, Phi[ts].T, check_finite=False)  # H⁻¹ Φ_t, one column per t
         for a in range(0, ts.shape[0], batch):
@@ -415,6 +421,206 @@ class TrainingProblem:
             half = 0.5 * gnorm * np.sqrt(np.maximum(self.sq[tb], 0.0))
             lo[a:a + tb.shape[0]], hi[a:a + tb.shape[0]] = _widen(center, half)
         return lo, hi
+
+    def _hessian_factor(self):
+        """Cholesky factor of the full problem's Hessian ``I + C Φᵀ diag(w ℓ'') Φ`` at the
+        stored solution (explicit features), and the curvature weights ``C w ℓ''``; computed
+        once, shared by :meth:`newton_step_bounds` and :meth:`loo_refits`."""
+        if getattr(self, "_hess", None) is None:
+            d2 = self.loss.d2(self.t, self.z)
+            cd2 = self.C * (d2 if self.w is None else self.w * d2)
+            Phi = self.Phi
+            self._hess = (cho_factor(np.eye(Phi.shape[1]) + (Phi.T * cd2) @ Phi,
+                                     check_finite=False), cd2)
+        return self._hess
+
+    def loo_refits(self, ts, *, early=False, lo=None, hi=None, batch=256):
+        """Exact leave-one-out refits of the samples ``ts``, all at once (explicit features,
+        smooth losses).
+
+        Sample t's refit minimises ``J_{−t}(β) = J(β) − C w_t ℓ(t_t, ⟨Φ_t, β⟩)`` from the stored
+        solution by chord steps ``β ← β − H_t⁻¹ ∇J_{−t}(β)`` with ``H_t`` the exact Hessian of
+        ``J_{−t}`` at the stored solution, the full Hessian downdated by t's term
+        (Sherman–Morrison on one shared Cholesky factor: the first step is op2's Newton step,
+        :meth:`newton_step_bounds`); the iterates of all samples are the columns of one
+        matrix, so each step is two matrix products over the rows.  A column stops on the rule
+        of :func:`~deltafit.solvers.newton_primal`, ``‖∇J_{−t}(β)‖ ≤ tol · ‖∇J_{−t}(0)‖``, with
+        the gradient computed from scores ``Φ β`` computed afresh at every step (never
+        accumulated); with ``early`` also as soon as the gradient ball of Okumura et al.
+        Thm 6 around the iterate, intersected with the interval ``[lo, hi]`` already
+        certified for the sample (the leave-one-out ball's, refined by the curvature region
+        and the first Newton step), decides the sign (Okumura §4, op2).  A step is taken when it halves ‖∇J_{−t}‖ or passes
+        Armijo's test; a column whose step does neither, or whose chord steps contract
+        ‖∇J_{−t}‖ by less than :data:`~deltafit.models._chord_newton.REFRESH_RATIO`, is
+        handed back (``failed``) for a sequential refit (:meth:`refit`).
+
+        Parameters
+        ----------
+        ts : ndarray of int
+        early : bool
+        lo, hi : ndarray of shape (len(ts),), optional
+            Certified bounds already known (the screening's); needed with ``early``.
+        batch : int
+            Samples per block of matrix products (fewer when n × batch values would pass
+            ``_BATCH_VALUES``).
+
+        Returns
+        -------
+        lo, hi : ndarray of shape (len(ts),)
+            Equal (the exact left-out scores) for the columns run to convergence.
+        n_iter : ndarray of int, shape (len(ts),)
+        stopped : ndarray of bool
+            Stopped early (a certified sign, no exact value).
+        failed : ndarray of bool
+            Not solved here: refit them with :meth:`refit`.
+        """
+        ts = np.asarray(ts, dtype=np.intp)
+        m = ts.shape[0]
+        out_lo, out_hi = np.full(m, -np.inf), np.full(m, np.inf)
+        n_iter = np.zeros(m, dtype=np.intp)
+        stopped = np.zeros(m, dtype=bool)
+        failed = np.zeros(m, dtype=bool)
+        if m == 0:
+            return out_lo, out_hi, n_iter, stopped, failed
+        if self.kernel or not self.smooth:
+            raise ValueError("loo_refits solves explicit-feature smooth problems")
+        cf, cd2 = self._hessian_factor()
+        Phi, t, C, loss = self.Phi, self.t, self.C, self.loss
+        cw = C * (np.ones(self.n) if self.w is None else self.w)
+        g_zero = Phi.T @ (cw * loss.d1(t, np.zeros(self.n)))  # ∇J(0), all samples
+        c0 = cw * loss.d1(t, np.zeros(self.n))
+        e_all = np.sqrt(np.maximum(self.sq, 0.0))
+        tiny = np.finfo(float).tiny
+        p = Phi.shape[1]
+        refresh_ok = p <= _OWN_HESSIAN_FEATURES
+        batch = max(1, min(int(batch), _BATCH_VALUES // max(self.n, 1)))  # n × batch arrays
+        for a in range(0, m, batch):
+            sl = slice(a, min(m, a + batch))
+            tb = ts[sl]
+            k = tb.shape[0]
+            Pt = Phi[tb]  # (k, p)
+            W = cho_solve(cf, Pt.T, check_finite=False)  # H⁻¹ Φ_t
+            ct = cd2[tb]
+            den = np.maximum(1.0 - ct * np.einsum("ij,ji->i", Pt, W), 1e-300)
+            thr = self.tol * np.maximum(
+                np.linalg.norm(g_zero[:, None] - Pt.T * c0[tb], axis=0), tiny)
+            grad = self.g[:, None] - Pt.T * (C * self.wd1[tb])  # ∇J_{−t} at the solution
+            B = np.repeat(self.coef[:, None], k, axis=1)
+            Z = np.repeat(self.z[:, None], k, axis=1)
+            et = e_all[tb]
+            blo = np.full(k, -np.inf) if lo is None else np.asarray(lo[sl], dtype=float)
+            bhi = np.full(k, np.inf) if hi is None else np.asarray(hi[sl], dtype=float)
+            live = np.ones(k, dtype=bool)
+            own = np.zeros(k, dtype=bool)
+            Hown = None  # the columns' own Hessians, once one needs it
+            gnorm = np.linalg.norm(grad, axis=0)
+            for it in range(max(int(self.max_iter), 1) + 1):
+                done = live & (gnorm <= thr)
+                if done.any():
+                    j = np.flatnonzero(done)
+                    zt = Z[tb[j], j]
+                    out_lo[a + j] = zt
+                    out_hi[a + j] = zt
+                    live[j] = False
+                if early and it > 0 and live.any():
+                    j = np.flatnonzero(live)
+                    s2 = Z[tb[j], j] - 0.5 * np.einsum("ij,ji->i", Pt[j], grad[:, j])
+                    l2, h2 = _widen(s2, 0.5 * gnorm[j] * et[j])
+                    l2, h2 = np.fmax(l2, blo[j]), np.fmin(h2, bhi[j])
+                    dec = (l2 > 0.0) | (h2 <= 0.0)
+                    if dec.any():
+                        jd = j[dec]
+                        out_lo[a + jd], out_hi[a + jd] = l2[dec], h2[dec]
+                        stopped[a + jd] = True
+                        live[jd] = False
+                if not live.any():
+                    break
+                if it == self.max_iter:
+                    failed[a + np.flatnonzero(live)] = True
+                    break
+                j = np.flatnonzero(live)
+                # the chord step −H_t⁻¹ ∇J_{−t} (Sherman–Morrison on the shared factor), or
+                # with the column's own Hessian once it has one
+                Gj = grad[:, j]
+                Y = cho_solve(cf, Gj, check_finite=False)
+                Y += W[:, j] * (ct[j] * np.einsum("ij,ji->i", Pt[j], Y) / den[j])
+                mine = own[j]
+                if mine.any():
+                    Y[:, mine] = np.linalg.solve(Hown[j[mine]], Gj[:, mine].T[..., None])[..., 0].T
+                step = -Y
+                slope = np.einsum("ij,ij->j", Gj, step)
+                Bn = B[:, j] + step
+                Zn = Phi @ Bn  # afresh
+                L = cw[:, None] * loss.d1(t[:, None], Zn)
+                L[tb[j], np.arange(j.size)] = 0.0  # t's loss is gone
+                Gn = Bn + Phi.T @ L
+                gn = np.linalg.norm(Gn, axis=0)
+                ok = gn <= 0.5 * gnorm[j]
+                if not ok.all():  # Armijo on J_{−t}, from the scores
+                    q = np.flatnonzero(~ok)
+                    fq = self._loo_objective(B[:, j[q]], Z[:, j[q]], tb[j[q]], cw)
+                    fn = self._loo_objective(Bn[:, q], Zn[:, q], tb[j[q]], cw)
+                    ok[q] = (fn <= fq + 1e-4 * slope[q]) | \
+                        (-slope[q] <= 1e-12 * (np.abs(fq) + 1.0))
+                    r = q[~ok[q]]
+                    if r.size:  # backtrack (Armijo), then recompute at the point taken
+                        self._backtrack(r, j, B, Z, Bn, Zn, Gn, gn, step, slope, fq[~ok[q]],
+                                        tb, cw, ok)
+                slow = ok & (gn > REFRESH_RATIO * gnorm[j]) & (gn > thr[j])
+                bad = ~ok if refresh_ok else ~ok | slow
+                if refresh_ok and slow.any():
+                    # a slow contraction: the column's exact Hessian at the new point, as
+                    # chord_solve refreshes M (O(n p²) per column)
+                    q = np.flatnonzero(slow)
+                    D = cw[:, None] * loss.d2(t[:, None], Zn[:, q])
+                    D[tb[j[q]], np.arange(q.size)] = 0.0
+                    H = np.matmul(Phi.T[None] * D.T[:, None, :], Phi)
+                    H[:, np.arange(p), np.arange(p)] += 1.0
+                    if Hown is None:
+                        Hown = np.empty((k, p, p))
+                    Hown[j[q]] = H
+                    own[j[q]] = True
+                if bad.any():
+                    failed[a + j[bad]] = True
+                    live[j[bad]] = False
+                    n_iter[a + j[bad]] += 1
+                keepj = ~bad
+                jk = j[keepj]
+                B[:, jk], Z[:, jk], grad[:, jk] = Bn[:, keepj], Zn[:, keepj], Gn[:, keepj]
+                gnorm[jk] = gn[keepj]
+                n_iter[a + jk] += 1
+        return out_lo, out_hi, n_iter, stopped, failed
+
+    def _backtrack(self, r, j, B, Z, Bn, Zn, Gn, gn, step, slope, f0, tb, cw, ok):
+        """Armijo backtracking ``t ∈ {½, ¼, …}`` for the columns ``r`` (of the live columns
+        ``j``) whose full step failed; the point taken gets scores and gradient computed
+        afresh, written into ``Bn``, ``Zn``, ``Gn``, ``gn``, and ``ok`` set for it."""
+        jr = j[r]
+        S, Zs = step[:, r], Zn[:, r] - Z[:, jr]
+        tt = np.ones(r.size)
+        found = np.zeros(r.size, dtype=bool)
+        for _ in range(40):
+            tt[~found] *= 0.5
+            ft = self._loo_objective(B[:, jr] + tt * S, Z[:, jr] + tt * Zs, tb[jr], cw)
+            found |= ft <= f0 + 1e-4 * tt * slope[r]
+            if found.all():
+                break
+        if not found.any():
+            return
+        rf = r[found]
+        Bn[:, rf] = B[:, j[rf]] + tt[found] * S[:, found]
+        Zn[:, rf] = self.Phi @ Bn[:, rf]  # afresh
+        L = cw[:, None] * self.loss.d1(self.t[:, None], Zn[:, rf])
+        L[tb[j[rf]], np.arange(rf.size)] = 0.0
+        Gn[:, rf] = Bn[:, rf] + self.Phi.T @ L
+        gn[rf] = np.linalg.norm(Gn[:, rf], axis=0)
+        ok[rf] = True
+
+    def _loo_objective(self, B, Z, ts, cw):
+        """``J_{−t}`` of each column (β_j, its scores Z_j) without its sample ``ts[j]``."""
+        V = cw[:, None] * self.loss.value(self.t[:, None], Z)
+        V[ts, np.arange(ts.shape[0])] = 0.0
+        return V.sum(axis=0) + 0.5 * np.einsum("ij,ij->j", B, B)
 
     # ---------------------------------------------------------------- refits
     def refit(self, R, T, *, early=False):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import time
 
 import numpy as np
@@ -14,8 +15,9 @@ from sklearn.utils.validation import check_is_fitted
 from .._pipeline import freeze
 from .._progress import progress_bar
 from .._validation import check_bool
-from ._engine import (check_data, check_weights, evaluate, fit_full, fitted_feature_map,
-                      resolve_method)
+from ..models import UpdatableMixin
+from ._engine import (REGIONS, check_data, check_weights, evaluate, fit_full,
+                      fitted_feature_map, resolve_method)
 from ._kfold import make_splits
 
 __all__ = ["LOOSearchCV"]
@@ -80,6 +82,15 @@ class LOOSearchCV(MetaEstimatorMixin, BaseEstimator):
         Refits in parallel within a configuration (joblib).
     progress : bool
         A progress bar over the configurations (needs tqdm).
+    region : {"auto", "sphere", "curvature"}
+        The screening region of the bound methods, passed to every configuration's
+        :func:`loo` / :func:`cross_validate` (Okumura et al. Cor. 5 / Thm 1, Sivan et al.
+        Thm 1 for ``"sphere"``; :func:`deltafit.sensitivity.loo_bounds` for the others):
+        ``"sphere"`` reproduces the published balls exactly; ``"curvature"`` intersects them
+        with the curvature-aware regions of the logistic and squared-hinge losses, which
+        decide more labels without a refit; ``"auto"`` is ``"curvature"`` for leave-one-out
+        and ``"sphere"`` for k folds.  The selection, the scores and every label are the same
+        for all three (the regions only decide how many refits are needed).
 
     Attributes
     ----------
@@ -109,7 +120,7 @@ class LOOSearchCV(MetaEstimatorMixin, BaseEstimator):
     """
 
     def __init__(self, estimator, param_grid, *, cv=None, method="auto", prune=True,
-                 order="margin", refit=True, n_jobs=None, progress=False):
+                 order="margin", refit=True, n_jobs=None, progress=False, region="auto"):
         self.estimator = estimator
         self.param_grid = param_grid
         self.cv = cv
@@ -119,6 +130,7 @@ class LOOSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.refit = refit
         self.n_jobs = n_jobs
         self.progress = progress
+        self.region = region
 
     def fit(self, X, y, groups=None, sample_weight=None):
         """Score every configuration and keep the best.
@@ -145,6 +157,8 @@ class LOOSearchCV(MetaEstimatorMixin, BaseEstimator):
         check_bool(self.progress, "progress")
         if self.order not in ("margin", "natural"):
             raise ValueError(f"order must be 'margin' or 'natural', got {self.order!r}")
+        if not isinstance(self.region, str) or self.region not in REGIONS:
+            raise ValueError(f"region must be one of {list(REGIONS)}, got {self.region!r}")
         grid = list(ParameterGrid(self.param_grid))
         if not grid:
             raise ValueError("param_grid is empty")
@@ -159,7 +173,7 @@ class LOOSearchCV(MetaEstimatorMixin, BaseEstimator):
         splits = None if loo else make_splits(self.cv, X, y, estimator, groups)
         n_splits = X.shape[0] if loo else len(splits)
         clf = is_classifier(estimator)
-        rows, best, best_model = [], None, None
+        rows, best, best_model, prev = [], None, None, None
         t0 = time.perf_counter()
         with progress_bar(len(grid), self.progress, "configurations") as bar:
             for i, params in enumerate(settings):
@@ -170,13 +184,15 @@ class LOOSearchCV(MetaEstimatorMixin, BaseEstimator):
                 if self.prune and bounded and best is not None:
                     stop = _stop_rule(rows[best]["score"], loo)
                 fmap = fitted_feature_map(est, X)
-                model = fit_full(est, X, y, fmap, sample_weight) \
-                    if method != "refit" or self.refit else None
+                model = None
+                if method != "refit" or self.refit:
+                    model = _warm_fit(prev, est, X, y, fmap, sample_weight)
+                    prev = model
                 res = evaluate(est if fmap is None else est.set_params(feature_map=fmap), X, y,
                                splits, method, n_jobs=self.n_jobs,
                                order=self.order if bounded else "natural", stop=stop,
                                model=model if method != "refit" else None,
-                               sample_weight=sample_weight)
+                               sample_weight=sample_weight, region=self.region)
                 row = _row(res, clf, loo)
                 rows.append(row)
                 if not row["pruned"] and (best is None or row["score"] > rows[best]["score"]):
@@ -233,6 +249,41 @@ class LOOSearchCV(MetaEstimatorMixin, BaseEstimator):
         """``best_estimator_.score(X, y)``."""
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.score(X, y)
+
+
+def _warm_fit(prev, est, X, y, fmap, sample_weight):
+    """The full model of the configuration ``est``: warm-started from the previous
+    configuration's full model ``prev`` when the two differ in C only (Newton from the previous
+    solution, through the estimators' ``warm_start``; the fit stops on the same certified
+    gradient norm as a cold one), else :func:`fit_full`.
+
+    ``prev`` is copied (``copy.copy``: a fit replaces a model's fitted attributes, it never
+    changes them in place), so the previous model stays as it was.
+    """
+    if prev is None or type(prev) is not type(est) or not isinstance(est, UpdatableMixin) \
+            or fmap is not None:
+        return fit_full(est, X, y, fmap, sample_weight)
+    mine, theirs = est.get_params(deep=False), prev.get_params(deep=False)
+    same = mine.keys() == theirs.keys() and all(
+        k in ("C", "warm_start", "keep_data") or _same_value(mine[k], theirs[k]) for k in mine)
+    if not same or mine.get("warm_start", False):
+        return fit_full(est, X, y, fmap, sample_weight)
+    model = copy.copy(prev)
+    model.set_params(C=mine["C"], warm_start=True)
+    if "keep_data" in mine:
+        model.set_params(keep_data=True)
+    model.fit(X, y) if sample_weight is None else model.fit(X, y, sample_weight=sample_weight)
+    model.set_params(warm_start=False)
+    return model
+
+
+def _same_value(a, b):
+    if a is b:
+        return True
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001 - arrays, objects without a truth value
+        return False
 
 
 def _stop_rule(best_score, loo):
