@@ -10,6 +10,7 @@ and the warm updates give the same model as a fit on the same samples.
 """
 
 import copy
+import json
 
 import numpy as np
 import pytest
@@ -263,7 +264,7 @@ def test_kdr_recomputes_by_warm_updates(monkeypatch, breast_cancer):
 
 def test_kdr_curvature_monitor(breast_cancer):
     X, y = _stream(breast_cancer)
-    X, y = X[:200], y[:200]
+    X, y = X[:130], y[:130]
     est = df.LinearClassifier(loss="logistic", C=0.1)
     ball = KDR(est, window=60, threshold=0.3)
     tight = KDR(est, window=60, threshold=0.3, region="curvature")
@@ -331,3 +332,20 @@ def test_fgal_curvature_ranking(breast_cancer):
     assert sorted(groups[1].tolist()) == sorted(rest[np.argsort(c, kind="stable")[:10]].tolist())
     with pytest.raises(ValueError, match="center='newton'"):
         FGAL(fgal.estimator, center="newton", region="curvature")._check()
+
+
+def test_active_command_region_and_cold(tmp_path, capsys):
+    from deltafit.cli import main
+
+    argv = ["active", "breast_cancer", "--seeds", "1", "--n-test", "100", "--n-pool", "100",
+            "--m", "40", "--p", "20", "--initial", "20", "--out", str(tmp_path), "--json"]
+    assert main(argv + ["--region", "curvature"]) == 0
+    curv = json.loads(capsys.readouterr().out)["curves"]
+    assert "FGAL(m=40, p=20, curvature)" in curv
+    assert main(argv + ["--cold"]) == 0
+    cold = json.loads(capsys.readouterr().out)["curves"]
+    assert main(argv) == 0
+    warm = json.loads(capsys.readouterr().out)["curves"]
+    for k in warm:
+        np.testing.assert_allclose(warm[k]["accuracy_mean"], cold[k]["accuracy_mean"],
+                                   atol=1e-12)
