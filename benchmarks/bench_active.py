@@ -28,8 +28,9 @@ no intercept, on ``splice-like`` data and ``digits``:
   the paper's γ = 0.1; digits at the γ that gives 0.02);
 * scale: ``gamma = 1 / (d · var X)``;
 
-each with ``FGAL(center="sphere")`` (the paper's centre) and ``FGAL(center="newton")`` (one
-Newton step of the new problem).  The issue's bar is read on (narrow, sphere) and
+each with ``FGAL(center="sphere")`` (the paper's centre), ``FGAL(center="newton")`` (one
+Newton step of the new problem) and ``FGAL(region="curvature")`` (the centre of the
+curvature-aware region of the labels so far, issue 16 part 3: ``--centres`` picks).  The issue's bar is read on (narrow, sphere) and
 (scale, newton); the other two runs show where each centre holds.  Model computations:
 FGAL makes 7, AL(10) 61 (the pool of 650 from 50 labels); both count the initial model, so the
 ratio is 7/61 = 0.115 and, beyond that shared model, 6/60 = 0.10 (the bar's ≤ 10%).
@@ -39,6 +40,11 @@ downloaded here; this is 1,000 random sequences of 60 bases coded −1, −1/3, 
 a fixed random motif score of the 4 bases at positions 28–31 (plus noise 0.1, split at the
 median) — the same width, coding and nearest-neighbour kernel values (0.02 at γ = 0.1) as the
 paper's splice, but not its data.
+
+``--part warm`` (issue 20, part 3): the same active-learning runs with every model after the
+first a warm update of the previous one (``run_active_learning(warm=True)``, the default:
+``model.add`` of the newly labelled samples) and with a fit from scratch (``warm=False``, the
+old path), timed in the same run; the labelled order and the accuracies must agree.
 """
 
 from __future__ import annotations
@@ -130,6 +136,12 @@ def summarize(curves):
     }
 
 
+def _gamma(data, regime, X):
+    if regime == "narrow":
+        return 0.1 if data == "splice-like" else float(-np.log(0.02) / np.median(nn_sq_dist(X)))
+    return 1.0 / (X.shape[1] * X.var())
+
+
 def run_regime(data, regime, center, args):
     X, y = splice_like() if data == "splice-like" else load(data)
     nn = nn_sq_dist(X)
@@ -140,8 +152,11 @@ def run_regime(data, regime, center, args):
     est = df.KernelClassifier(loss="squared_hinge", kernel="rbf", gamma=gamma, C=args.C,
                               fit_intercept=False)
     t0 = time.perf_counter()
+    region = "curvature" if center == "curvature" else "sphere"
     curves = compare_strategies(est, X, y, m=100, p=10, small_m=10, seeds=args.seeds,
-                                n_test=args.n_test, n_pool=args.n_pool, center=center,
+                                n_test=args.n_test, n_pool=args.n_pool,
+                                center="sphere" if center == "curvature" else center,
+                                region=region,
                                 log=lambda line: log(f"{data} {regime} {line}"))
     res = {"data": data, "regime": regime, "center": center, "gamma": gamma,
            "nn_kernel_median": float(np.median(np.exp(-gamma * nn))),
@@ -159,7 +174,7 @@ def run_regime(data, regime, center, args):
 
 def regimes(args):
     configs = [(d, r, c) for d in ("splice-like", "digits") for r in ("narrow", "scale")
-               for c in ("sphere", "newton")]
+               for c in args.centres.split(",")]
     t0 = time.perf_counter()
     results = [run_regime(*c, args) for c in configs]
     print(json.dumps({"machine": machine_info(), "source": source_info(), "results": results,
@@ -191,6 +206,50 @@ def regimes(args):
                 j = (n - 50) // 10 if k == "AL(m=10)" else i
                 cells.append(f"{100 * v['accuracy_mean'][j]:.1f} ± {100 * v['accuracy_std'][j]:.1f}")
             print(f"| {n} | " + " | ".join(cells) + " |")
+
+
+def warm_vs_cold(args):
+    """Issue 20 part 3: the runs of ``--part regimes`` (narrow splice-like, scale digits) with
+    warm updates and with cold fits, timed in the same process."""
+    from deltafit.active import FGAL, UncertaintySampling, run_active_learning
+
+    rows = []
+    for data, regime, center in (("splice-like", "narrow", "sphere"),
+                                 ("digits", "scale", "newton")):
+        X, y = splice_like() if data == "splice-like" else load(data)
+        est = df.KernelClassifier(loss="squared_hinge", kernel="rbf",
+                                  gamma=_gamma(data, regime, X), C=args.C, fit_intercept=False)
+        for strategy in (UncertaintySampling(est, m=10), FGAL(est, m=100, p=10, center=center)):
+            t = {True: 0.0, False: 0.0}
+            same, n_comp, n_warm = True, 0, 0
+            for seed in range(args.seeds):
+                perm = np.random.default_rng(seed).permutation(X.shape[0])
+                test, pool = perm[:args.n_test], perm[args.n_test:args.n_test + args.n_pool]
+                out = {}
+                for warm in (False, True):
+                    r = run_active_learning(strategy, X[pool], y[pool], X[test], y[test],
+                                            initial=50, random_state=seed, warm=warm)
+                    t[warm] += r.time_s
+                    out[warm] = r
+                same &= bool(np.array_equal(out[True].labeled, out[False].labeled)
+                             and np.allclose(out[True].accuracy, out[False].accuracy,
+                                             atol=1e-12))
+                n_comp, n_warm = out[True].n_model_computations, out[True].n_warm_updates
+            rows.append({"data": data, "regime": regime, "strategy": repr(strategy),
+                         "n_model_computations": n_comp, "n_warm_updates": n_warm,
+                         "time_cold_s": t[False], "time_warm_s": t[True],
+                         "speedup": t[False] / t[True], "same_labels_and_accuracy": same})
+            log(f"warm {rows[-1]}")
+    print(json.dumps({"machine": machine_info(), "source": source_info(), "seeds": args.seeds,
+                      "rows": rows}, indent=1))
+    print()
+    print("| data | strategy | model computations (warm updates) | cold fits (s) | "
+          "warm updates (s) | cold / warm | same picks and accuracies |")
+    print("|---|---|---:|---:|---:|---:|---|")
+    for r in rows:
+        print(f"| {r['data']} {r['regime']} | {r['strategy']} | {r['n_model_computations']} "
+              f"({r['n_warm_updates']}) | {r['time_cold_s']:.2f} | {r['time_warm_s']:.2f} | "
+              f"{r['speedup']:.2f}x | {'yes' if r['same_labels_and_accuracy'] else 'no'} |")
 
 
 def run_dataset(name, args):
@@ -244,12 +303,18 @@ def main(argv=None):
     ap.add_argument("--n-test", type=int, default=350)
     ap.add_argument("--C", type=float, default=1.0)
     ap.add_argument("--out", default=HERE)
-    ap.add_argument("--part", choices=("fig2", "regimes"), default="fig2",
+    ap.add_argument("--part", choices=("fig2", "regimes", "warm"), default="fig2",
                     help="fig2: Sivan et al. Fig. 2 (issue 6); regimes: FGAL's centre in the "
-                         "narrow and scale kernel regimes (issue 16)")
+                         "narrow and scale kernel regimes (issue 16); warm: warm updates vs "
+                         "cold fits of the models (issue 20)")
+    ap.add_argument("--centres", default="sphere,newton,curvature",
+                    help="--part regimes: FGAL's point estimates (curvature: the centre of "
+                         "the curvature region, region='curvature')")
     args = ap.parse_args(argv)
     if args.part == "regimes":
         return regimes(args)
+    if args.part == "warm":
+        return warm_vs_cold(args)
     t0 = time.perf_counter()
     results = [run_dataset(name, args) for name in args.data.split(",")]
     print(json.dumps({"machine": machine_info(), "source": source_info(),

@@ -22,6 +22,13 @@ windows of the first concept (measured on the tuning samples), so one grid fits 
 
 Bar: KDR matches the best SW accuracy (within 1 point) with at most half of its model
 computations.  Prints JSON and markdown; writes ``stream_fig3_<stream>.png``.
+
+``--part warm`` (issue 20, part 3): KDR with its recomputations as warm updates of β₁'s model
+(``KDR(warm=True)``, the default: the samples of ``R`` removed and those of ``A`` added in one
+exact update) against fits on the window (``warm=False``, the old path), on the first
+``--n`` samples (default 20,000) of the checkerboard (``random_state=0``) and of the weather
+stream, one threshold (``--kdr``'s first, in units of r0), timed in the same run; the
+computation times and the predictions must agree.
 """
 
 from __future__ import annotations
@@ -44,7 +51,8 @@ from bench_updates import log, machine_info, source_info  # noqa: E402
 from joblib import Parallel, delayed  # noqa: E402
 
 from deltafit import datasets  # noqa: E402
-from deltafit.stream import tradeoff_experiment  # noqa: E402
+from deltafit.stream import KDR, prequential, tradeoff_experiment, tune_stream  # noqa: E402
+from deltafit.models import KernelClassifier  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -85,6 +93,51 @@ def bar(agg):
     return {"best_sw": best, "kdr": pick, "met": pick is not None}
 
 
+def warm_vs_cold(args):
+    """KDR's recomputations as warm updates vs fits on the window, same stream, same run."""
+    n = 20000 if args.n is None else args.n
+    q = float(args.kdr.split(",")[0])
+    rows = []
+    for name in args.streams.split(","):
+        if name == "checkerboard":
+            b = datasets.rotating_checkerboard(random_state=0)
+            X, y, window = b.data[:n], b.target[:n], 500
+        else:
+            X, y = datasets.load_weather()
+            X, y, window = X[:n], y[:n], 200
+        params = tune_stream(X, y, window)
+        out = {}
+        for warm in (False, True):
+            est = KernelClassifier(loss="squared_hinge", kernel="rbf", gamma=params["gamma"],
+                                   C=params["C"])
+            kdr = KDR(est, window=window, threshold=q * params["r0"], warm=warm)
+            t0 = time.perf_counter()
+            rep = prequential(kdr, (X, y))
+            out[warm] = (time.perf_counter() - t0, rep, kdr)
+            log(f"{name} warm={warm}: {kdr.n_model_computations_} computations, "
+                f"{out[warm][0]:.1f} s, accuracy {rep.accuracy:.4f}")
+        (tc, rc, kc), (tw, rw, kw) = out[False], out[True]
+        rows.append({"stream": name, "n_samples": int(X.shape[0]), "window": window,
+                     "threshold": f"{q:g}r0", "n_model_computations": kw.n_model_computations_,
+                     "n_warm_updates": kw.n_warm_updates_,
+                     "same_computations": bool(np.array_equal(rc.computation_at,
+                                                              rw.computation_at)),
+                     "accuracy_cold": rc.accuracy, "accuracy_warm": rw.accuracy,
+                     "time_cold_s": tc, "time_warm_s": tw, "speedup": tc / tw})
+    print(json.dumps({"machine": machine_info(), "source": source_info(), "rows": rows},
+                     indent=1))
+    print()
+    print("| stream | samples | KDR T | computations (warm updates) | same computation times | "
+          "accuracy cold / warm (%) | cold fits (s) | warm updates (s) | cold / warm |")
+    print("|---|---:|---|---:|---|---|---:|---:|---:|")
+    for r in rows:
+        print(f"| {r['stream']} | {r['n_samples']} | {r['threshold']} | "
+              f"{r['n_model_computations']} ({r['n_warm_updates']}) | "
+              f"{'yes' if r['same_computations'] else 'no'} | {100 * r['accuracy_cold']:.2f} / "
+              f"{100 * r['accuracy_warm']:.2f} | {r['time_cold_s']:.1f} | "
+              f"{r['time_warm_s']:.1f} | {r['speedup']:.2f}x |")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--streams", default="checkerboard,weather")
@@ -98,7 +151,12 @@ def main(argv=None):
                     help="seeds run in parallel processes (accuracy and computation counts do "
                          "not depend on it; the times do)")
     ap.add_argument("--out", default=HERE)
+    ap.add_argument("--part", choices=("fig3", "warm"), default="fig3",
+                    help="fig3: Sivan et al. Fig. 3 (issue 6); warm: KDR's warm updates vs "
+                         "fits on the window (issue 20)")
     args = ap.parse_args(argv)
+    if args.part == "warm":
+        return warm_vs_cold(args)
     t0 = time.perf_counter()
     results = []
     for name in args.streams.split(","):

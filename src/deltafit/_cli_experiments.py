@@ -80,6 +80,13 @@ def add_experiment_commands(sub):
                    help="FGAL's point estimate of the next model: the sphere's centre (the "
                         "paper's, suited to narrow kernels) or one Newton step (any kernel "
                         "width)")
+    a.add_argument("--region", choices=("sphere", "curvature"), default="sphere",
+                   help="with --center sphere: the certified region whose centre ranks the "
+                        "pool, the paper's ball or the curvature-aware region (tighter, a "
+                        "region rebuild per sub-iteration)")
+    a.add_argument("--cold", action="store_true",
+                   help="fit every model from scratch (default: each model after the first "
+                        "is an exact warm update of the previous one with the new labels)")
     a.add_argument("--intercept", action="store_true",
                    help="fit deltafit's regularised intercept (off, as in the paper: its "
                         "constant kernel term shifts every bound by each labeled sample)")
@@ -177,7 +184,8 @@ def run_active_command(args, out=None):
     log = None if args.json else (lambda line: print("  " + line, file=out, flush=True))
     curves = compare_strategies(est, X, y, m=args.m, p=args.p, seeds=args.seeds,
                                 n_test=args.n_test, n_pool=args.n_pool, initial=args.initial,
-                                log=log, center=args.center)
+                                log=log, center=args.center, region=args.region,
+                                warm=not args.cold)
     fig = _figure("active_fig2", curves, args.out, args.data,
                   f"{title}: active learning ({args.seeds} seeds)")
     if args.json:

@@ -28,7 +28,7 @@ from sklearn.utils import check_random_state
 from ._progress import progress_bar
 from ._validation import check_bool, check_int, check_rows
 from .models import UpdatableMixin
-from .sensitivity._incremental import IncrementalSphere, MulticlassIncrementalSphere
+from .sensitivity._incremental import REGIONS, IncrementalSphere, MulticlassIncrementalSphere
 
 __all__ = ["FGAL", "UncertaintySampling", "ActiveLearningResult", "run_active_learning",
            "compare_strategies"]
@@ -256,6 +256,16 @@ class FGAL(UncertaintySampling):
         one Newton step of the new problem with the Hessian of the old samples extended by
         the labelled ones (a bordered solve over a Cholesky factorisation made once per
         model; kernel models with a squared, logistic or squared-hinge loss).
+    region : {"sphere", "curvature"}, default="sphere"
+        The certified region whose centre ranks the pool under ``center="sphere"`` (the
+        region of the :class:`~deltafit.sensitivity.IncrementalSphere`).  ``"sphere"``: the
+        paper's ball, centre ``β₁ − r``.  ``"curvature"``: the curvature-aware region of the
+        labelled samples' change (logistic, squared hinge; the exact what-if for the squared
+        loss) intersected with the ball; its centre is the region's Newton-ball centre,
+        re-centred with exact gradients — in practice the model a refit would give — at the
+        cost of rebuilding the region after every sub-iteration (O(n³) for a kernel model
+        of n samples, none beyond 2,500 points).  ``center="newton"`` ranks by its own Newton
+        step and takes no region: it needs ``region="sphere"``.
 
     Notes
     -----
@@ -298,10 +308,11 @@ class FGAL(UncertaintySampling):
     True
     """
 
-    def __init__(self, estimator, m=100, p=10, center="sphere"):
+    def __init__(self, estimator, m=100, p=10, center="sphere", region="sphere"):
         super().__init__(estimator, m=m)
         self.p = p
         self.center = center
+        self.region = region
 
     def _check(self):
         if not isinstance(self.estimator, UpdatableMixin) or not is_classifier(self.estimator):
@@ -315,13 +326,19 @@ class FGAL(UncertaintySampling):
             raise ValueError(f"p ({p}) cannot exceed m ({m})")
         if self.center not in ("sphere", "newton"):
             raise ValueError(f"center must be 'sphere' or 'newton', got {self.center!r}")
+        if not isinstance(self.region, str) or self.region not in REGIONS:
+            raise ValueError(f"region must be one of {list(REGIONS)}, got {self.region!r}")
+        if self.center == "newton" and self.region != "sphere":
+            raise ValueError("center='newton' ranks by its own Newton step, not by a region: "
+                             "use region='sphere' with it (or center='sphere' with "
+                             f"region={self.region!r})")
         return m
 
     def select(self, model, X_pool, candidates, k, label):
         if self.center == "newton":
             return self._select_newton(model, X_pool, candidates, k, label)
         p = int(self.p)
-        sphere = IncrementalSphere(model, capacity=k)
+        sphere = IncrementalSphere(model, capacity=k, region=self.region)
         sphere.track(X_pool[candidates])
         multi = isinstance(sphere, MulticlassIncrementalSphere)
         open_ = np.ones(candidates.size, dtype=bool)
@@ -372,6 +389,8 @@ class FGAL(UncertaintySampling):
     def __repr__(self):
         if self.center == "newton":
             return f"FGAL(m={self.m}, p={self.p}, center='newton')"
+        if self.region != "sphere":
+            return f"FGAL(m={self.m}, p={self.p}, region={self.region!r})"
         return f"FGAL(m={self.m}, p={self.p})"
 
 
@@ -386,6 +405,9 @@ class ActiveLearningResult:
     accuracy : ndarray of float
         Test accuracy of each computed model.
     n_model_computations : int
+        Model computations (fits and warm updates together).
+    n_warm_updates : int
+        Those of them that were warm updates of the previous model.
     labeled : ndarray of int
         Pool indices in the order they were labeled (the initial ones first).
     groups : list of ndarray
@@ -417,6 +439,7 @@ class ActiveLearningResult:
     groups: list
     time_s: float
     strategy: str = ""
+    n_warm_updates: int = 0
 
 
 def _oracle(oracle, n_pool):
@@ -438,8 +461,20 @@ def _oracle(oracle, n_pool):
     return lambda idx: y[np.asarray(idx)]
 
 
+def _warm(model, X, y):
+    """``model`` updated with the labelled samples (True), or False where an update cannot
+    take them (not a deltafit model; a class new to it) — the model is then as it was."""
+    if not isinstance(model, UpdatableMixin) or not np.all(np.isin(y, model.classes_)):
+        return False
+    try:
+        model.add(X, y)
+    except ValueError:  # refused, model unchanged: the caller fits
+        return False
+    return True
+
+
 def run_active_learning(strategy, X_pool, oracle, X_test, y_test, initial=50, budget=None,
-                        random_state=None, progress=False):
+                        random_state=None, progress=False, warm=True):
     """Pool-based active learning: label, compute the model, score it, choose, repeat.
 
     Parameters
@@ -461,6 +496,12 @@ def run_active_learning(strategy, X_pool, oracle, X_test, y_test, initial=50, bu
         Draw of the initial samples.
     progress : bool, default=False
         Show a progress bar (tqdm).
+    warm : bool, default=True
+        Each model after the first is the previous one updated with the newly labelled
+        samples (``model.add``: an exact update, equal to the fit on all the labels to the
+        solver's tolerance) instead of a fit from scratch; a class new to the model, or an
+        estimator without updates, is fitted.  False: fit every model (the papers' cost
+        model).
 
     Returns
     -------
@@ -485,6 +526,7 @@ def run_active_learning(strategy, X_pool, oracle, X_test, y_test, initial=50, bu
     """
     m = strategy._check()
     check_bool(progress, "progress")
+    check_bool(warm, "warm")
     X_pool = check_rows(X_pool, None, "X_pool")
     n_pool = X_pool.shape[0]
     X_test = check_rows(X_test, X_pool.shape[1], "X_test", "X_pool")
@@ -509,13 +551,17 @@ def run_active_learning(strategy, X_pool, oracle, X_test, y_test, initial=50, bu
     is_open[labeled] = False
     order, labels, groups = [labeled], [y_lab], [labeled]
     n_lab, acc = [], []
+    model, n_warm = None, 0
     t0 = time.perf_counter()
     bar = progress_bar(total=-(-(budget - initial) // m) + 1, desc=repr(strategy),
                        enabled=progress)
     try:
         while True:
             idx = np.concatenate(order)
-            model = clone(strategy.estimator).fit(X_pool[idx], np.concatenate(labels))
+            if model is not None and warm and _warm(model, X_pool[order[-1]], labels[-1]):
+                n_warm += 1
+            else:
+                model = clone(strategy.estimator).fit(X_pool[idx], np.concatenate(labels))
             n_lab.append(idx.size)
             acc.append(float(np.mean(model.predict(X_test) == y_test)))
             bar.update(1)
@@ -532,12 +578,13 @@ def run_active_learning(strategy, X_pool, oracle, X_test, y_test, initial=50, bu
     return ActiveLearningResult(
         n_labeled=np.asarray(n_lab, dtype=np.int64), accuracy=np.asarray(acc),
         n_model_computations=len(n_lab), labeled=np.concatenate(order), groups=groups,
-        time_s=time.perf_counter() - t0, strategy=repr(strategy),
+        time_s=time.perf_counter() - t0, strategy=repr(strategy), n_warm_updates=n_warm,
     )
 
 
 def compare_strategies(estimator, X, y, *, m=100, p=10, small_m=None, seeds=5, n_test=350,
-                       n_pool=None, initial=50, log=None, center="sphere"):
+                       n_pool=None, initial=50, log=None, center="sphere", region="sphere",
+                       warm=True):
     """The experiment of Sivan et al. Fig. 2: FGAL(m, p), AL(m) and AL(small_m) over seeds.
 
     Each seed draws ``n_test`` test samples and a pool of ``n_pool`` others (default: the
@@ -558,6 +605,11 @@ def compare_strategies(estimator, X, y, *, m=100, p=10, small_m=None, seeds=5, n
     center : {"sphere", "newton"}, default="sphere"
         FGAL's point estimate (:class:`FGAL`); the FGAL curve is named
         ``"FGAL(m, p, newton)"`` for ``"newton"``.
+    region : {"sphere", "curvature"}, default="sphere"
+        FGAL's region (:class:`FGAL`); the curve is named ``"FGAL(m, p, curvature)"`` for
+        ``"curvature"``.
+    warm : bool, default=True
+        Models after the first are warm updates (:func:`run_active_learning`).
 
     Returns
     -------
@@ -596,7 +648,9 @@ def compare_strategies(estimator, X, y, *, m=100, p=10, small_m=None, seeds=5, n
     if n_test + n_pool > X.shape[0]:
         raise ValueError(f"n_test + n_pool ({n_test + n_pool}) exceeds the {X.shape[0]} samples")
     name = f"FGAL(m={m}, p={p})" if center == "sphere" else f"FGAL(m={m}, p={p}, {center})"
-    strategies = {name: FGAL(estimator, m=m, p=p, center=center),
+    if region != "sphere":
+        name = f"{name[:-1]}, {region})"
+    strategies = {name: FGAL(estimator, m=m, p=p, center=center, region=region),
                   f"AL(m={m})": UncertaintySampling(estimator, m=m),
                   f"AL(m={small_m})": UncertaintySampling(estimator, m=small_m)}
     runs = {k: [] for k in strategies}
@@ -605,7 +659,7 @@ def compare_strategies(estimator, X, y, *, m=100, p=10, small_m=None, seeds=5, n
         test, pool = perm[:n_test], perm[n_test:n_test + n_pool]
         for key, strategy in strategies.items():
             r = run_active_learning(strategy, X[pool], y[pool], X[test], y[test],
-                                    initial=initial, random_state=seed)
+                                    initial=initial, random_state=seed, warm=warm)
             runs[key].append(r)
             if log is not None:
                 log(f"seed {seed} {key}: {r.n_model_computations} computations, final "

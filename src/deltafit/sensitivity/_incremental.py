@@ -21,6 +21,18 @@ k, −1 for the rest), as :class:`~deltafit.sensitivity.MulticlassSensitivity` d
 :class:`~deltafit.sensitivity.Sensitivity`; a label is certain when the top class's lower
 bound exceeds every other class's upper bound
 (:func:`~deltafit.sensitivity.certain_argmax`).
+
+``region="curvature"`` answers the bound queries (:meth:`IncrementalSphere.decision_bounds`,
+the tracked points' bounds, certain labels, :meth:`IncrementalSphere.distance_bound`) from the
+tighter region of the current ``A ∪ R`` change that
+:class:`~deltafit.sensitivity.Sensitivity` builds with ``method="auto"`` — the curvature-aware
+ellipsoid and Newton ball of the logistic and squared-hinge losses
+(:mod:`deltafit.sensitivity._curvature`; a generalisation of Sivan et al. Theorem 1 with the
+loss's secant slopes), the exact what-if of the squared loss — intersected with the ball, so it
+is never wider.  That region is rebuilt lazily, at the first query after a change (a what-if
+over the ``|A| + |R|`` entries plus the region's own cost, O(n p²) / O(n²)); the changes
+themselves, ``‖r‖`` and :attr:`IncrementalSphere.r_norm` keep their O(changed) cost and stay
+the ball's (KDR's threshold is defined on the ball's ``‖r‖``).
 """
 
 from __future__ import annotations
@@ -31,11 +43,21 @@ from .._validation import check_ids, check_rows
 from ..solvers import _check_sample_weight
 from . import _ball
 from ._changes import changes_for
+from ._data_change import Sensitivity, resolve_method
 from ._model_access import certified_residual, check_model, fitted_C, n_classes
 from ._multiclass import certain_argmax
 from ._per_class import PerClass
 
-__all__ = ["IncrementalSphere", "MulticlassIncrementalSphere"]
+__all__ = ["IncrementalSphere", "MulticlassIncrementalSphere", "REGIONS"]
+
+#: what the bound queries answer from (``region=``)
+REGIONS = ("sphere", "curvature")
+
+
+def _check_region(region):
+    if not isinstance(region, str) or region not in REGIONS:
+        raise ValueError(f"region must be one of {list(REGIONS)}, got {region!r}")
+    return region
 
 
 class IncrementalSphere:
@@ -53,6 +75,18 @@ class IncrementalSphere:
         The binary problem the ball is about (default ``model.problem_``); a multiclass
         model's class view ``model.problem_.for_class(k)``.  Without it, a model with three or
         more classes gets a :class:`MulticlassIncrementalSphere`.
+    region : {"sphere", "curvature"}, default="sphere"
+        What the bound queries answer from.  ``"sphere"``: the ball of Sivan et al. Theorem 1
+        (§3.3), every query O(n_X) — the paper's object, unchanged.  ``"curvature"``: the
+        tighter region of the current ``A ∪ R`` change (the curvature-aware region of the
+        logistic and squared-hinge losses, the exact what-if of the squared loss; see
+        :class:`~deltafit.sensitivity.Sensitivity`, ``method="auto"``), intersected with the
+        ball; built at the first query after a change.  Either way :attr:`r_norm` and
+        :attr:`radius` are the ball's and a change costs O(changed) (the entries' raw rows
+        and labels are kept besides, to rebuild the region).  The default is the ball
+        because its queries are cheap and tracked bounds move with every change; ask for
+        ``"curvature"`` when the bounds (certain labels, a ranking by the centre) matter more
+        than the cost of a query.
 
     Attributes
     ----------
@@ -60,6 +94,8 @@ class IncrementalSphere:
         The model's C, kept for the new problem (``C₁ = C₂``, the case of §3.3).
     n_added, n_removed : int
         Current sizes of ``A`` and ``R``.
+    region : str
+        ``"sphere"`` or ``"curvature"``, as given.
 
     Notes
     -----
@@ -97,17 +133,31 @@ class IncrementalSphere:
     >>> d = refit.decision_function(X)
     >>> bool(np.all((lo <= d) & (d <= hi)))
     True
+
+    The curvature region of the same change is never wider than the ball, and much narrower:
+
+    >>> tight = IncrementalSphere(model, region="curvature")
+    >>> keys = tight.add(X[500:520], y[500:520])
+    >>> keys = tight.remove(np.arange(20))
+    >>> lo_c, hi_c = tight.decision_bounds(X)
+    >>> slack = refit.grad_norm_ * np.linalg.norm(
+    ...     refit.problem_.features(X), axis=1)      # the refit is solved to a tolerance
+    >>> bool(np.all((lo_c - slack <= d) & (d <= hi_c + slack)))
+    True
+    >>> bool(np.all(hi_c - lo_c <= hi - lo)), bool(np.median((hi_c - lo_c) / (hi - lo)) < 0.5)
+    (True, True)
     """
 
-    def __new__(cls, model=None, *, capacity=64, problem=None):
+    def __new__(cls, model=None, *, capacity=64, problem=None, region="sphere"):
         # a model with K ≥ 3 classes gets one ball per one-vs-rest class
         if cls is IncrementalSphere and problem is None and n_classes(model):
-            return MulticlassIncrementalSphere(model, capacity=capacity)
+            return MulticlassIncrementalSphere(model, capacity=capacity, region=region)
         return super().__new__(cls)
 
-    def __init__(self, model, *, capacity=64, problem=None):
+    def __init__(self, model, *, capacity=64, problem=None, region="sphere"):
         self._loss = check_model(model if problem is None else problem, "an incremental sphere")
         _check_capacity(capacity)
+        self.region = _check_region(region)
         self._model = model
         self._prob = prob = model.problem_ if problem is None else problem
         self.C = fitted_C(prob)
@@ -121,6 +171,14 @@ class IncrementalSphere:
         self.n_added = 0
         self.n_removed = 0
         self._T = None                     # tracked points: (pts, z, ⟨Φ, Δg⟩, ‖Φ‖)
+        if self.region == "curvature":
+            # what the region is rebuilt from: the added samples as given (raw rows, labels,
+            # weights; by slot), the tracked points' raw rows, the last region and its version
+            self._method = resolve_method("auto", self._loss)
+            self._raw = [None] * int(capacity)
+            self._T_raw = None
+            self._version = 0
+            self._cache = None             # (version, what-if, tracked (center, lo, hi))
 
     # -------------------------------------------------------------- helpers
     @property
@@ -156,6 +214,8 @@ class IncrementalSphere:
             self._in_R.update(zip(model_ids.tolist(), keys.tolist()))
         if self._T is not None:
             self._T[2] += store.kernel(self._T[0], slots) @ gamma
+        if self.region == "curvature":
+            self._version += 1
         return keys
 
     # ---------------------------------------------------------------- changes
@@ -175,7 +235,12 @@ class IncrementalSphere:
         -------
         keys : ndarray of int64, shape (k,)
         """
-        return self._add_scored(*self._checked_add(X, y, sample_weight))
+        P, t, z, w = self._checked_add(X, y, sample_weight)
+        if self.region == "curvature":
+            Xa = check_rows(X, self._model.n_features_in_, "X", type(self._model).__name__,
+                            sparse="dense")
+            return self._add_scored(P, t, z, w, raw=(Xa, np.asarray(y)))
+        return self._add_scored(P, t, z, w)
 
     def _checked_add(self, X, y, sample_weight):
         """The arguments of :meth:`_add_scored` for :meth:`add`, every check done (nothing
@@ -191,12 +256,22 @@ class IncrementalSphere:
         self._store.check_new(P, z, t, self._loss)
         return P, t, z, w
 
-    def _add_scored(self, P, t, z, w=None):
+    def _add_scored(self, P, t, z, w=None, raw=None):
         """:meth:`add` of mapped, validated points whose scores ``z`` under β₁ are known
-        (a stream learner has just predicted them), with weights ``w`` (None: 1)."""
+        (a stream learner has just predicted them), with weights ``w`` (None: 1).
+        ``raw``: the samples as given, ``(X, y)`` (validated rows, labels), which
+        ``region="curvature"`` needs to rebuild its region."""
+        if self.region == "curvature" and raw is None:
+            raise ValueError("region='curvature' needs the added samples' rows and labels")
         gamma = self._loss.d1(t, z)
         keys = self._insert(P, z, gamma if w is None else w * gamma)
         self.n_added += P.shape[0]
+        if self.region == "curvature":
+            Xr, yr = raw
+            if len(self._raw) < self._store.capacity:
+                self._raw.extend([None] * (self._store.capacity - len(self._raw)))
+            for i, k in enumerate(keys.tolist()):
+                self._raw[self._keys[k]] = (Xr[i], yr[i], 1.0 if w is None else float(w[i]))
         return keys
 
     def remove(self, ids):
@@ -250,6 +325,10 @@ class IncrementalSphere:
         self.n_added -= int(np.count_nonzero(mids < 0))
         self._model_id[slots] = -1
         store.release(slots)
+        if self.region == "curvature":
+            for s in slots.tolist():
+                self._raw[s] = None
+            self._version += 1
 
     def clear(self):
         """Empty ``A`` and ``R`` (keeps the tracked points and the room)."""
@@ -278,8 +357,14 @@ class IncrementalSphere:
         return _ball.certified_radius(self.r_norm, C1=self.C, C2=self.C, residual=self._eps)
 
     def distance_bound(self):
-        """Upper bound of ``‖β₂ − β₁‖`` (Theorem 1: ``2‖r‖``, plus the solver residual)."""
-        return self.r_norm + self.radius
+        """Upper bound of ``‖β₂ − β₁‖`` (Theorem 1: ``2‖r‖``, plus the solver residual;
+        ``region="curvature"``: the smaller of that and the curvature region's bound)."""
+        out = self.r_norm + self.radius
+        if self.region == "curvature":
+            wi = self._whatif()
+            if wi is not None:
+                out = min(out, float(wi.distance_bound()))
+        return out
 
     def recompute(self):
         """``‖r‖`` recomputed from the stored entries (``O(|A∪R|²)``); also resets the running
@@ -292,17 +377,58 @@ class IncrementalSphere:
 
     def center_decision(self, X):
         """``(U + L)/2 = ⟨Φ(x), β₁⟩ − ⟨Φ(x), r⟩`` (eqs. 7, 10): the new model's decision value
-        at the ball's center."""
-        self._check_model()
-        return self._store.center_scores(self._points(X), self.C, self.C)
+        at the ball's center.  ``region="curvature"``: the curvature region's centre (its
+        Newton ball's, else its ellipsoid's; the exact what-if of the squared loss), kept
+        inside :meth:`decision_bounds`."""
+        return self._center_bounds(X)[0]
 
     def decision_bounds(self, X):
-        """Guaranteed ``lo ≤ ⟨Φ(x), β₂⟩ ≤ hi`` (Sivan et al. Lemma 1, eq. 7)."""
+        """Guaranteed ``lo ≤ ⟨Φ(x), β₂⟩ ≤ hi`` (Sivan et al. Lemma 1, eq. 7; with
+        ``region="curvature"`` intersected with the curvature region's bounds)."""
+        _, lo, hi = self._center_bounds(X)
+        return lo, hi
+
+    def _center_bounds(self, X):
         self._check_model()
         P = self._points(X)
         s = self._store.center_scores(P, self.C, self.C)
         e = np.sqrt(np.maximum(self._store.sq_norms(P), 0.0)) * self.radius
-        return s - e, s + e
+        if self.region == "curvature":
+            return self._tighter(X, s, s - e, s + e)
+        return s, s - e, s + e
+
+    # ------------------------------------------------------- the curvature region
+    def _whatif(self):
+        """The :class:`~deltafit.sensitivity.Sensitivity` of the current ``A ∪ R`` (method
+        ``"auto"``: curvature, or exact for the squared loss), rebuilt after each change; None
+        while ``A ∪ R`` is empty."""
+        self._check_model()
+        c = self._cache
+        if c is not None and c[0] == self._version:
+            return c[1]
+        wi = None
+        if self._keys:
+            wi = Sensitivity(self._model, problem=self._prob, method=self._method)
+            slots = np.array(sorted(self._keys.values()), dtype=np.intp)
+            mids = self._model_id[slots]
+            added = [self._raw[i] for i in slots[mids < 0].tolist()]
+            if added:  # first: removing every old sample is allowed once A is in
+                w = np.array([a[2] for a in added])
+                wi.add(np.stack([a[0] for a in added]), np.array([a[1] for a in added]),
+                       sample_weight=None if np.all(w == 1.0) else w)
+            if np.any(mids >= 0):
+                wi.remove(mids[mids >= 0])
+        self._cache = [self._version, wi, None]
+        return wi
+
+    def _tighter(self, X, s, lo, hi):
+        """The ball's ``(centre, lo, hi)`` at rows X intersected with the what-if's region."""
+        wi = self._whatif()
+        if wi is None:
+            return s, lo, hi
+        c, lo2, hi2 = wi._center_bounds(X)
+        lo, hi = np.maximum(lo, lo2), np.minimum(hi, hi2)
+        return np.minimum(np.maximum(c, lo), hi), lo, hi
 
     def track(self, X):
         """Keep the bounds of the points ``X`` up to date with every change (O(n_X) kernel
@@ -315,6 +441,11 @@ class IncrementalSphere:
         store = self._store
         self._T = [P, store.beta_scores(P), store.scores(P),
                    np.sqrt(np.maximum(store.sq_norms(P), 0.0))]
+        if self.region == "curvature":
+            self._T_raw = check_rows(X, self._model.n_features_in_, "X",
+                                     type(self._model).__name__, sparse="dense").copy()
+            if self._cache is not None:
+                self._cache[2] = None
         return self
 
     def _tracked(self, idx):
@@ -327,19 +458,38 @@ class IncrementalSphere:
         idx = np.asarray(idx)
         return self._center(z[idx], phi_dg[idx]), e[idx]
 
+    def _tracked_tight(self, idx):
+        """``(centre, lo, hi)`` of the tracked points under ``region="curvature"``: every
+        tracked point's, computed once per change, then indexed."""
+        s, e = self._tracked(None)
+        self._whatif()
+        c = self._cache
+        if c[2] is None:
+            e = e * self.radius
+            c[2] = self._tighter(self._T_raw, s, s - e, s + e)
+        if idx is None:
+            return c[2]
+        idx = np.asarray(idx)
+        return tuple(a[idx] for a in c[2])
+
     def tracked_center(self, idx=None):
         """:meth:`center_decision` of the tracked points (or those at positions ``idx``)."""
+        if self.region == "curvature":
+            return self._tracked_tight(idx)[0]
         return self._tracked(idx)[0]
 
     def tracked_bounds(self, idx=None):
         """:meth:`decision_bounds` of the tracked points (or those at positions ``idx``)."""
+        if self.region == "curvature":
+            return self._tracked_tight(idx)[1:]
         s, e = self._tracked(idx)
         e = e * self.radius
         return s - e, s + e
 
     def __repr__(self):
+        extra = "" if self.region == "sphere" else f", region={self.region!r}"
         return (f"IncrementalSphere({type(self._model).__name__}, added={self.n_added}, "
-                f"removed={self.n_removed}, r_norm={self.r_norm:.4g})")
+                f"removed={self.n_removed}, r_norm={self.r_norm:.4g}{extra})")
 
 
 def _check_capacity(capacity):
@@ -364,6 +514,9 @@ class MulticlassIncrementalSphere(PerClass):
     model : fitted deltafit classifier with three or more classes
         Squared, logistic or squared-hinge loss.
     capacity : int, default=64
+    region : {"sphere", "curvature"}, default="sphere"
+        Each class's :class:`IncrementalSphere` region (``"curvature"``: the curvature region
+        of class k's one-vs-rest problem, intersected with its ball).
 
     Attributes
     ----------
@@ -407,18 +560,20 @@ class MulticlassIncrementalSphere(PerClass):
     True
     """
 
-    def __init__(self, model, *, capacity=64):
+    def __init__(self, model, *, capacity=64, region="sphere"):
         whole = model.problem_
         if not n_classes(model):
             raise ValueError("MulticlassIncrementalSphere needs a model with three or more "
                              "classes; use IncrementalSphere(model)")
         check_model(whole.for_class(0), "an incremental sphere")
         _check_capacity(capacity)
+        self.region = _check_region(region)
         self._model = model
         self._prob = whole
         self.n_classes = int(whole.n_classes)
         self.classes_ = model.classes_
-        self._parts = [IncrementalSphere(model, capacity=capacity, problem=whole.for_class(k))
+        self._parts = [IncrementalSphere(model, capacity=capacity, problem=whole.for_class(k),
+                                         region=region)
                        for k in range(self.n_classes)]
         self.C = self._parts[0].C
 
@@ -436,18 +591,24 @@ class MulticlassIncrementalSphere(PerClass):
         keys : ndarray of int64, shape (k,)
         """
         checked = [part._checked_add(X, y, sample_weight) for part in self._parts]
+        raw = None
+        if self.region == "curvature":
+            model = self._model
+            raw = (check_rows(X, model.n_features_in_, "X", type(model).__name__,
+                              sparse="dense"), np.asarray(y))
         keys = None  # every class has accepted the samples: nothing below refuses them
         for part, args in zip(self._parts, checked):
-            keys = part._add_scored(*args)
+            keys = part._add_scored(*args, raw=raw)
         return keys
 
-    def _add_scored(self, P, t, Z, w=None):
+    def _add_scored(self, P, t, Z, w=None, raw=None):
         """:meth:`add` of mapped, validated points with class indices ``t`` and scores
-        ``Z`` (k, K) under the K solutions."""
+        ``Z`` (k, K) under the K solutions (``raw``: see
+        :meth:`IncrementalSphere._add_scored`)."""
         t = np.asarray(t)
         keys = None
         for k, part in enumerate(self._parts):
-            keys = part._add_scored(P, np.where(t == k, 1.0, -1.0), Z[:, k], w)
+            keys = part._add_scored(P, np.where(t == k, 1.0, -1.0), Z[:, k], w, raw=raw)
         return keys
 
     def remove(self, ids):
@@ -518,8 +679,10 @@ class MulticlassIncrementalSphere(PerClass):
         return self._stacked_pairs("tracked_bounds", idx)
 
     def __repr__(self):
+        extra = "" if self.region == "sphere" else f", region={self.region!r}"
         return (f"MulticlassIncrementalSphere({type(self._model).__name__}, "
-                f"n_classes={self.n_classes}, added={self.n_added}, removed={self.n_removed})")
+                f"n_classes={self.n_classes}, added={self.n_added}, removed={self.n_removed}"
+                f"{extra})")
 
 
 def _grown(a, cap):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_real
+from .._validation import check_bool, check_real
 from ..models import UpdatableMixin
-from ..sensitivity._incremental import IncrementalSphere
-from ._window import WindowLearner
+from ..sensitivity._incremental import REGIONS, IncrementalSphere
+from ._window import WindowLearner, _Decision
 
 __all__ = ["KDR"]
 
@@ -35,6 +35,21 @@ class KDR(WindowLearner):
         ``T``: the mean ``‖r‖`` since the last computation above which the model is recomputed.
     initial : int or None, default=None
         Samples before the first computation (None: ``window``).
+    region : {"sphere", "curvature"}, default="sphere"
+        The region of :attr:`sphere_` (:class:`~deltafit.sensitivity.IncrementalSphere`).
+        ``"sphere"``: the paper's rule, the monitored quantity is the ball's ``‖r‖`` (the
+        threshold T is defined on it).  ``"curvature"`` (opt-in): the monitored quantity is
+        half the curvature region's distance bound (never above the ball's ``‖r‖`` plus half
+        the solver residual; logistic / squared hinge: the curvature region, squared loss: the
+        exact change), so the same T fires later on changes the loss's curvature absorbs —
+        and each sample then costs a rebuild of that region over the window (O(window²) and
+        more for kernel models), not O(window · d).
+    warm : bool, default=True
+        A recomputation updates β₁'s model in place — ``remove`` the samples of ``R`` and
+        ``add`` those of ``A`` in one exact update (:meth:`~deltafit.models.UpdatableMixin.update`;
+        the result equals a fit on the window to the solver's tolerance) — instead of fitting a
+        clone on the window.  A class or feature new to the model (which an update cannot
+        take) and the first model are fitted.  False: always fit (the paper's cost model).
 
     Attributes
     ----------
@@ -43,10 +58,13 @@ class KDR(WindowLearner):
     sphere_ : IncrementalSphere, MulticlassIncrementalSphere or None
         The ball around the model of the current window (one per class for K ≥ 3).
     n_model_computations_ : int
+        Model computations, fits and warm updates together.
+    n_warm_updates_ : int
+        Those of them that were warm updates.
     n_samples_seen_ : int
     mean_r_norm_ : float
-        The monitored mean ``‖r‖`` (K ≥ 3 classes: ``max_k ‖r_k‖``) since the last
-        computation.
+        The monitored mean ``‖r‖`` (K ≥ 3 classes: ``max_k ‖r_k‖``; ``region="curvature"``:
+        half the region's distance bound) since the last computation.
 
     Notes
     -----
@@ -86,9 +104,12 @@ class KDR(WindowLearner):
     (True, True)
     """
 
-    def __init__(self, estimator, window=500, threshold=0.05, initial=None):
+    def __init__(self, estimator, window=500, threshold=0.05, initial=None, region="sphere",
+                 warm=True):
         super().__init__(estimator, window=window, initial=initial)
         self.threshold = threshold
+        self.region = region
+        self.warm = warm
 
     def _check_params(self):
         if not isinstance(self.estimator, UpdatableMixin):
@@ -102,10 +123,14 @@ class KDR(WindowLearner):
                 "KDR's bounds need the window's rows in the model: use keep_data=True"
             )
         check_real(self.threshold, "threshold", low=0.0, low_inclusive=True)
+        if not isinstance(self.region, str) or self.region not in REGIONS:
+            raise ValueError(f"region must be one of {list(REGIONS)}, got {self.region!r}")
+        check_bool(self.warm, "warm")
         return super()._check_params()
 
     def _setup(self):
         self._T = float(self.threshold)
+        self.n_warm_updates_ = 0
         self.sphere_ = None
         self._key = np.full(self._window_, -1, dtype=np.int64)    # sphere key of an A entry
         self._w1id = np.full(self._window_, -1, dtype=np.int64)   # model id of a W₁ sample
@@ -113,15 +138,50 @@ class KDR(WindowLearner):
         self._n_since = 0
         self.mean_r_norm_ = 0.0
 
-    def _compute(self):
+    def _compute(self, fit=False):
+        """Recompute β₁ from the window: a warm update of the model (``warm``, unless ``fit``
+        or no model yet), else a fit; False (model kept) when the window holds one class."""
+        if self.warm and not fit and self.model_ is not None:
+            if self._classifier and np.unique(self._window_data()[1]).size < 2:
+                return False
+            if self._warm_update():
+                return self._restart()
         if not super()._compute():
             return False
-        self.sphere_ = IncrementalSphere(self.model_, capacity=2 * self._window_ + 1)
+        self._w1id[:] = -1
+        self._w1id[self._ring()] = np.arange(self._count)  # fit gives ids 0..n-1 in row order
+        return self._restart()
+
+    def _warm_update(self):
+        """β₁'s model updated in place to the window's: the samples of ``W₁`` no longer in
+        the window (``R``) removed and those of the window not in ``W₁`` (``A``) added, in one
+        exact update.  False (model unchanged) if the update refuses the change."""
+        model = self.model_
+        pos = self._ring()
+        ids = self._w1id[pos]
+        add = pos[ids < 0]
+        gone = np.setdiff1d(model.sample_ids_, ids[ids >= 0], assume_unique=True)
+        try:
+            new = model.update(X_add=self._X[add] if add.size else None,
+                               y_add=self._y[add] if add.size else None,
+                               remove_ids=gone if gone.size else None)
+        except ValueError:  # the update refuses (left as it was): fit instead
+            return False
+        self._w1id[add] = new
+        self._decision = _Decision(model)
+        self._cached = self._cached_pred = None
+        self.n_model_computations_ += 1
+        self.n_warm_updates_ += 1
+        self._labels = {}
+        return True
+
+    def _restart(self):
+        """A new β₁: a new sphere, ``A = R = ∅``, the monitor from zero."""
+        self.sphere_ = IncrementalSphere(self.model_, capacity=2 * self._window_ + 1,
+                                         region=self.region)
         if self._classifier:
             self._classes = set(self.model_.classes_.tolist())
         self._key[:] = -1
-        self._w1id[:] = -1
-        self._w1id[self._ring()] = np.arange(self._count)  # fit gives ids 0..n-1 in row order
         self._sum_r = 0.0
         self._n_since = 0
         self.mean_r_norm_ = 0.0
@@ -142,7 +202,8 @@ class KDR(WindowLearner):
             prob = sphere.problem
             t = prob.encode_targets(np.array([y]), what="y")
             P = row if prob.kernel else prob.features(row)
-            key = sphere._add_scored(P, t, np.array([z]))[0]  # the new sample joins A
+            raw = (row, np.array([y])) if self.region == "curvature" else None
+            key = sphere._add_scored(P, t, np.array([z]), raw=raw)[0]  # the sample joins A
         if self._count == self._window_:                     # the oldest sample leaves W
             old = self._start
             if self._w1id[old] >= 0:                         # from W₁: it joins R
@@ -152,9 +213,12 @@ class KDR(WindowLearner):
         pos = self._push(row, y)
         self._key[pos] = key
         self._w1id[pos] = -1
-        r = sphere.r_norm
+        if self.region == "curvature" and sphere.n_entries:
+            r = 0.5 * sphere.distance_bound()
+        else:
+            r = sphere.r_norm
         self._sum_r += r if np.ndim(r) == 0 else float(np.max(r))
         self._n_since += 1
         self.mean_r_norm_ = self._sum_r / self._n_since
         if new_class or self.mean_r_norm_ > self._T:
-            self._compute()
+            self._compute(fit=new_class)
