@@ -8,9 +8,9 @@ rows (or kernel matrix), warm-started from the current dual variables (new sampl
 change moved (added, relabelled, reweighted), the free set and the samples nearest to the
 margin under the solution before the change first, the other variables held at their bounds,
 widened through full gradient checks until every variable meets the cold solve's stopping
-rule (the solvers' ``working_set`` and ``margin0``; shrinking, as LIBLINEAR and LIBSVM do).  The kernel state reads its matrix by slot in place (no n × n copy):
-a full gradient check is one matrix-vector product.  The result's ``n_touched`` counts the
-coordinate visits.
+rule (the solvers' ``working_set`` and ``margin0``; shrinking, as LIBLINEAR and LIBSVM do).
+The kernel state reads its matrix by slot in place (no n × n copy): a full gradient check is
+one matrix-vector product.  The result's ``n_touched`` counts the coordinate visits.
 
 Where the dual variables live (what approximate leave-one-out for SVMs needs):
 
