@@ -756,24 +756,34 @@ class _SlotKernelQP:
         self.nonneg = bool(nonneg)
         self.diag = np.asarray(K[self.A, self.A], dtype=np.float64)  # y_i² = 1
         self.G = None
+        self._scale = None  # (α, |Q|α) from the last refresh (nonneg: the same pass)
 
     def _mul(self, c):
-        """``K_AA c`` (the inactive slots' columns multiplied by 0)."""
-        v = np.zeros(self.K.shape[0])
-        v[self.A] = c
-        return (self.K @ v)[self.A]
+        """``K_AA c`` (the inactive slots' columns multiplied by 0); ``c`` a vector, or rows
+        of vectors (one pass over the matrix for all of them)."""
+        c = np.atleast_2d(c)
+        v = np.zeros((c.shape[0], self.K.shape[0]))
+        v[:, self.A] = c
+        return (v @ self.K)[:, self.A]  # K symmetric on the live slots
 
     def refresh(self, alpha):
-        self.G = self.y * self._mul(self.y * alpha) - 1.0
+        if self.nonneg:
+            P = self._mul(np.stack([self.y * alpha, alpha]))
+            self.G = self.y * P[0] - 1.0
+            self._scale = (alpha.copy(), P[1])
+        else:
+            self.G = self.y * self._mul(self.y * alpha)[0] - 1.0
 
     def scale(self, alpha):
         if self.nonneg:
-            return self._mul(alpha)
+            if self._scale is not None and np.array_equal(self._scale[0], alpha):
+                return self._scale[1]
+            return self._mul(alpha)[0]
         nz = np.flatnonzero(alpha)
         return np.abs(self.K[np.ix_(self.A, self.A[nz])]) @ alpha[nz]
 
     def sq_norm(self, u):
-        return float(max(u @ (self.y * self._mul(self.y * u)), 0.0))
+        return float(max(u @ (self.y * self._mul(self.y * u)[0]), 0.0))
 
     def coef(self, alpha):
         return self.y * alpha + 0.0
@@ -787,10 +797,16 @@ class _SlotKernelQP:
     def restrict(self, S, alpha):
         AS, yS = self.A[S], self.y[S]
         rest = np.setdiff1d(np.flatnonzero(alpha), S, assume_unique=True)
-        KS = self.K[:, AS]  # columns first: contiguous copies of a Fortran-ordered matrix
-        Kr = KS[self.A[rest]]
-        return _SubKernelQP(KS[AS] * yS[:, None] * yS[None, :], yS,
-                            yS * ((self.y[rest] * alpha[rest]) @ Kr), alpha[rest] @ np.abs(Kr))
+        QS = self.K[:, AS][AS] * yS[:, None] * yS[None, :]
+        if self.nonneg and self._scale is not None and np.array_equal(self._scale[0], alpha):
+            # the fixed variables' part of (Qα)_S and of (|Q|α)_S from the last refresh (no
+            # pass over the matrix): G_S + 1 and |Q|α minus the working set's own part
+            aS = alpha[S]
+            return _SubKernelQP(QS, yS, self.G[S] + 1.0 - QS @ aS,
+                                np.maximum(self._scale[1][S] - np.abs(QS) @ aS, 0.0))
+        Kr = self.K[np.ix_(self.A[rest], AS)]
+        return _SubKernelQP(QS, yS, yS * ((self.y[rest] * alpha[rest]) @ Kr),
+                            alpha[rest] @ np.abs(Kr))
 
     def full(self):
         return _KernelQP(self.K[:, self.A][self.A], self.y)
