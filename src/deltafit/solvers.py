@@ -583,6 +583,12 @@ class HingeResult(SolverResult):
         ``D(α) = Σ α_i − ½ Σ_ij α_i α_j y_i y_j k_ij``.
     n_polish : int
         Linear systems solved over a free set (active-set Newton steps and polishing).
+    n_touched : int
+        Coordinate visits: variables examined by the coordinate-descent sweeps, the
+        active-set predictions of the proximal steps and the face systems (the full gradient
+        checks not counted).  A warm start from a solution (``working_set``) visits the
+        samples a data change moved and the violators it creates, a cold solve every sample
+        several times; 0 for a result loaded from a model file.
 
     Examples
     --------
@@ -599,6 +605,7 @@ class HingeResult(SolverResult):
     duality_gap: float = float("nan")
     dual_objective: float = float("nan")
     n_polish: int = 0
+    n_touched: int = 0
 
 
 def _box_violation(alpha, G, C):
@@ -613,6 +620,8 @@ def _box_violation(alpha, G, C):
 class _KernelQP:
     """The dual over a dense kernel matrix: ``Q = diag(y) K diag(y)``, gradient ``G = Qα − 1``
     kept up to date by the coordinate steps (an O(n) row update each)."""
+
+    touched = 0  # coordinate visits (HingeResult.n_touched)
 
     def __init__(self, K, y):
         n = y.shape[0]
@@ -637,6 +646,7 @@ class _KernelQP:
 
         Q, G, diag = self.Q, self.G, self.diag
         ub = C.tolist()
+        self.touched += order.size
         for i in order.tolist():
             a = alpha[i]
             na = _coordinate_min(a, G[i], diag[i], ub[i])
@@ -700,11 +710,115 @@ class _KernelQP:
     def gamma(self):
         return (self.n + 2) * _EPS / (1.0 - (self.n + 2) * _EPS)
 
+    def restrict(self, S, alpha):
+        """The QP over the variables ``S`` with the others fixed at ``alpha``
+        (:func:`_hinge_warm`)."""
+        rest = np.setdiff1d(np.flatnonzero(alpha), S, assume_unique=True)
+        Qr = self.Q[np.ix_(rest, S)]
+        return _SubKernelQP(self.Q[np.ix_(S, S)], self.y[S], alpha[rest] @ Qr,
+                            alpha[rest] @ np.abs(Qr))
+
+    def full(self):
+        return self
+
+
+class _SubKernelQP(_KernelQP):
+    """:class:`_KernelQP` over a working set S: ``G_S = Q_SS α_S + o − 1`` with ``o`` the
+    fixed variables' part of ``(Qα)_S`` and ``s0`` their part of :meth:`scale`."""
+
+    def __init__(self, Q, y, offset, s0):
+        self.Q, self.y, self.n = np.ascontiguousarray(Q), y, y.shape[0]
+        self.diag = np.diag(self.Q).copy()
+        self.o, self.s0 = offset, s0
+        self.G = None
+
+    def refresh(self, alpha):
+        super().refresh(alpha)
+        self.G += self.o
+
+    def scale(self, alpha):
+        return self.s0 + super().scale(alpha)
+
+
+class _SlotKernelQP:
+    """The dual over the live slots ``A`` of a kernel matrix kept by slot (``K``:
+    capacity × capacity, read in place, never copied whole): the full gradient
+    ``G = y ∘ K_AA (y ∘ α) − 1`` is one matrix-vector product over the slots, the working
+    sets read their rows (:meth:`restrict`).  ``nonneg``: K has no negative entry (RBF,
+    Laplacian, ...), so ``|K| α = K α``."""
+
+    touched = 0
+
+    def __init__(self, K, A, y, nonneg):
+        self.K, self.A, self.y, self.n = K, np.asarray(A, dtype=np.intp), y, y.shape[0]
+        if self.A.shape != (self.n,):
+            raise ValueError(f"{self.A.size} slots for {self.n} labels")
+        self.nonneg = bool(nonneg)
+        self.diag = np.asarray(K[self.A, self.A], dtype=np.float64)  # y_i² = 1
+        self.G = None
+        self._scale = None  # (α, |Q|α) from the last refresh (nonneg: the same pass)
+
+    def _mul(self, c):
+        """``K_AA c`` (the inactive slots' columns multiplied by 0); ``c`` a vector, or rows
+        of vectors (one pass over the matrix for all of them)."""
+        c = np.atleast_2d(c)
+        v = np.zeros((c.shape[0], self.K.shape[0]))
+        v[:, self.A] = c
+        return (v @ self.K)[:, self.A]  # K symmetric on the live slots
+
+    def refresh(self, alpha):
+        if self.nonneg:
+            P = self._mul(np.stack([self.y * alpha, alpha]))
+            self.G = self.y * P[0] - 1.0
+            self._scale = (alpha.copy(), P[1])
+        else:
+            self.G = self.y * self._mul(self.y * alpha)[0] - 1.0
+
+    def scale(self, alpha):
+        if self.nonneg:
+            if self._scale is not None and np.array_equal(self._scale[0], alpha):
+                return self._scale[1]
+            return self._mul(alpha)[0]
+        nz = np.flatnonzero(alpha)
+        return np.abs(self.K[np.ix_(self.A, self.A[nz])]) @ alpha[nz]
+
+    def sq_norm(self, u):
+        return float(max(u @ (self.y * self._mul(self.y * u)[0]), 0.0))
+
+    def coef(self, alpha):
+        return self.y * alpha + 0.0
+
+    def coef_rounding(self, alpha):
+        return 0.0
+
+    def gamma(self):
+        return (self.n + 2) * _EPS / (1.0 - (self.n + 2) * _EPS)
+
+    def restrict(self, S, alpha):
+        AS, yS = self.A[S], self.y[S]
+        rest = np.setdiff1d(np.flatnonzero(alpha), S, assume_unique=True)
+        QS = self.K[:, AS][AS] * yS[:, None] * yS[None, :]
+        if self.nonneg and self._scale is not None and np.array_equal(self._scale[0], alpha):
+            # the fixed variables' part of (Qα)_S and of (|Q|α)_S from the last refresh (no
+            # pass over the matrix): G_S + 1 and |Q|α minus the working set's own part
+            aS = alpha[S]
+            return _SubKernelQP(QS, yS, self.G[S] + 1.0 - QS @ aS,
+                                np.maximum(self._scale[1][S] - np.abs(QS) @ aS, 0.0))
+        Kr = self.K[np.ix_(self.A[rest], AS)]
+        return _SubKernelQP(QS, yS, yS * ((self.y[rest] * alpha[rest]) @ Kr),
+                            alpha[rest] @ np.abs(Kr))
+
+    def full(self):
+        return _KernelQP(self.K[:, self.A][self.A], self.y)
+
 
 class _FeatureQP:
     """The dual over explicit features, LIBLINEAR's way (Hsieh et al. 2008): the primal vector
     ``w = Σ α_i y_i Φ_i`` is kept instead of Q, so a coordinate step costs O(p) and memory is
     O(n p); ``G = y ∘ (Φ w) − 1`` is recomputed after each sweep."""
+
+    touched = 0  # coordinate visits (HingeResult.n_touched)
+    _abs = None
 
     def __init__(self, Phi, y):
         Z = np.array(Phi, dtype=np.float64, order="C", copy=True)
@@ -727,6 +841,7 @@ class _FeatureQP:
 
         Z, w, diag = self.Z, self.w, self.diag
         ub = C.tolist()
+        self.touched += order.size
         for i in order.tolist():
             zi = Z[i]
             a = alpha[i]
@@ -763,10 +878,33 @@ class _FeatureQP:
         self.w += d @ self.Z[F]
         self.G = self.Z @ self.w - 1.0
 
+    def abs_rows(self):
+        """``|Z|`` (computed once)."""
+        if self._abs is None:
+            self._abs = np.abs(self.Z)
+        return self._abs
+
     def scale(self, alpha):
         """An upper bound on ``Σ_j |q_ij| α_j`` through ``|Φ|``."""
-        absZ = np.abs(self.Z)
+        absZ = self.abs_rows()
         return absZ @ (alpha @ absZ)
+
+    def restrict(self, S, alpha):
+        """The QP over the variables ``S`` with the others fixed at ``alpha`` (``self.w``
+        current): their part of w and of ``|Z|ᵀα`` enter as constants."""
+        ZS, aS = self._rows(S), alpha[S]
+        v0 = np.maximum(self.abs_rows().T @ alpha - abs(ZS).T @ aS, 0.0)
+        return self._sub(ZS, self.y[S], self.w - ZS.T @ aS, v0)
+
+    def _rows(self, S):
+        return self.Z[S]
+
+    @staticmethod
+    def _sub(ZS, yS, w0, v0):
+        return _SubFeatureQP(ZS, yS, w0, v0)
+
+    def full(self):
+        return self
 
     def sq_norm(self, u):
         v = u @ self.Z
@@ -778,11 +916,32 @@ class _FeatureQP:
 
     def coef_rounding(self, alpha):
         g = (self.n + 2) * _EPS / (1.0 - (self.n + 2) * _EPS)
-        return g * float(np.linalg.norm(alpha @ np.abs(self.Z)))
+        return g * float(np.linalg.norm(alpha @ self.abs_rows()))
 
     def gamma(self):
         m = self.n + self.p + 4
         return m * _EPS / (1.0 - m * _EPS)
+
+
+class _SubFeatureQP(_FeatureQP):
+    """:class:`_FeatureQP` over a working set S: ``w = w0 + Σ_{i∈S} α_i z_i`` with ``w0``
+    the fixed variables' part, ``v0`` their part of ``|Z|ᵀα`` (for :meth:`scale`)."""
+
+    def __init__(self, ZS, yS, w0, v0):
+        self.Z, self.y = ZS, yS
+        self.n, self.p = ZS.shape
+        self.diag = np.einsum("ij,ij->i", ZS, ZS)
+        self.w0, self.v0 = w0, v0
+        self.w, self.G = w0.copy(), None
+
+    def refresh(self, alpha):
+        nz = np.flatnonzero(alpha)
+        self.w = self.w0 + alpha[nz] @ self.Z[nz] if nz.size else self.w0.copy()
+        self.G = self.Z @ self.w - 1.0
+
+    def scale(self, alpha):
+        absZ = self.abs_rows()
+        return absZ @ (self.v0 + alpha @ absZ)
 
 
 class _SparseFeatureQP(_FeatureQP):
@@ -812,6 +971,7 @@ class _SparseFeatureQP(_FeatureQP):
         Z, w, diag = self.Z, self.w, self.diag
         ptr, ind, val = Z.indptr, Z.indices, Z.data
         ub = C.tolist()
+        self.touched += order.size
         for i in order.tolist():
             lo, hi = ptr[i], ptr[i + 1]
             cols, zi = ind[lo:hi], val[lo:hi]
@@ -832,6 +992,16 @@ class _SparseFeatureQP(_FeatureQP):
     def scale(self, alpha):
         return self.absZ @ (self.absZ.T @ alpha)
 
+    def abs_rows(self):
+        return self.absZ
+
+    def _rows(self, S):
+        return self.Z[S]
+
+    @staticmethod
+    def _sub(ZS, yS, w0, v0):
+        return _SubSparseFeatureQP(ZS, yS, w0, v0)
+
     def sq_norm(self, u):
         v = self.Z.T @ u
         return float(v @ v)
@@ -843,6 +1013,25 @@ class _SparseFeatureQP(_FeatureQP):
     def coef_rounding(self, alpha):
         g = (self.n + 2) * _EPS / (1.0 - (self.n + 2) * _EPS)
         return g * float(np.linalg.norm(self.absZ.T @ alpha))
+
+
+class _SubSparseFeatureQP(_SparseFeatureQP):
+    """:class:`_SubFeatureQP` over sparse rows."""
+
+    def __init__(self, ZS, yS, w0, v0):
+        self.Z, self.y = ZS, yS
+        self.n, self.p = ZS.shape
+        self.diag = np.asarray(ZS.multiply(ZS).sum(axis=1), dtype=np.float64).ravel()
+        self.absZ = abs(ZS)
+        self.w0, self.v0 = w0, v0
+        self.w, self.G = w0.copy(), None
+
+    def refresh(self, alpha):
+        self.w = self.w0 + self.Z.T @ alpha
+        self.G = self.Z @ self.w - 1.0
+
+    def scale(self, alpha):
+        return self.absZ @ (self.v0 + self.absZ.T @ alpha)
 
 
 def _polish(qp, alpha, C, thr, max_steps):
@@ -864,6 +1053,7 @@ def _polish(qp, alpha, C, thr, max_steps):
         if F.size == 0:
             break
         steps += 1
+        qp.touched += F.size
         G_F = qp.G[F]
         d, d_null, Qmul = qp.face_step(F, G_F)
         unbounded = np.max(np.abs(d_null)) > 0.5 * thr
@@ -926,6 +1116,7 @@ def _prox_step(qp, alpha, C, mu, max_steps=8):
         new[lo], new[hi] = 0.0, C[hi]
         qp.refresh(new)
         F = np.flatnonzero(~(lo | hi))
+        qp.touched += qp.n + F.size
         if F.size:
             d, _, _ = qp.face_step(F, qp.G[F] + mu * (new[F] - center[F]), mu)
             new[F] += d
@@ -946,61 +1137,62 @@ def _coordinate_min(a, g, q, C):
     return min(max(a - g / q, 0.0), C)
 
 
-def _hinge_solve(qp, C, alpha0, tol, max_iter, callback, name, w=None):
-    """The hinge dual over ``qp`` with the box ``0 ≤ α_i ≤ C_i``, ``C_i = C · w_i`` (``w`` all
-    positive; None for C on every sample)."""
-    n = qp.n
+def _hinge_box(n, C, w):
+    """``(C, ub)``: C checked, and the upper bound of each coordinate, ``C_i = C · w_i``."""
     C = float(C)
     if not (np.isfinite(C) and C > 0.0):
         raise ValueError(f"C must be a positive finite number, got {C!r}")
     # the upper bounds, per coordinate: elementwise operations on np.full(n, C) give bitwise
     # what the scalar C gave; sums over samples keep their unweighted form when w is None
-    ub = np.full(n, C) if w is None else C * w
+    return C, (np.full(n, C) if w is None else C * w)
+
+
+def _hinge_start(alpha0, n, ub):
+    """The starting dual variables: zeros, or ``alpha0`` checked and clipped to the box."""
     if alpha0 is None:
-        alpha = np.zeros(n)
-    else:
-        alpha = np.array(alpha0, dtype=np.float64, copy=True).ravel()
-        if alpha.shape != (n,) or not np.all(np.isfinite(alpha)):
-            raise ValueError(f"alpha0 must hold {n} finite values")
-        np.clip(alpha, 0.0, ub, out=alpha)
-    qp.refresh(alpha)
+        return np.zeros(n)
+    alpha = np.array(alpha0, dtype=np.float64, copy=True).ravel()
+    if alpha.shape != (n,) or not np.all(np.isfinite(alpha)):
+        raise ValueError(f"alpha0 must hold {n} finite values")
+    np.clip(alpha, 0.0, ub, out=alpha)
+    return alpha
+
+
+def _floor(qp, alpha):
+    """The rounding level of the KKT residuals ``G_i = (Qα)_i − 1``: below it tol cannot be
+    met."""
+    return 16.0 * _EPS * (1.0 + float(np.max(qp.scale(alpha), initial=0.0)))
+
+
+def _sets(alpha, ub):
+    return np.packbits(alpha > 0.0).tobytes() + np.packbits(alpha >= ub).tobytes()
+
+
+def _hinge_loop(qp, alpha, ub, warm, tol, max_iter, report):
+    """The iterations of the dual solve over ``qp`` from ``alpha`` (``qp.G`` fresh at it):
+    coordinate-descent sweeps over the violators, proximal active-set steps, exact face
+    solves.  ``warm``: ``alpha`` is a warm start (its sets count as already seen);
+    ``report(it, alpha)`` returns True to stop (None: never).
+
+    Returns ``(alpha, it, n_polish, converged, stopped, thr, polished)``: ``thr`` the threshold
+    the KKT violation was last held to, ``polished`` whether the last step solved the face
+    exactly (the rounding floor then applies).
+    """
     rng = np.random.default_rng(0)  # a fixed sweep order: fits are reproducible
-    gamma = qp.gamma()
-
-    def floor():
-        # the rounding level of the KKT residuals G_i = (Qα)_i − 1: below it tol cannot be met
-        return 16.0 * _EPS * (1.0 + float(np.max(qp.scale(alpha), initial=0.0)))
-
-    def report(it):
-        if callback is None:
-            return False
-        # a subgradient of J at coef: C_i on the margin violators, α on the exact margin
-        G = qp.G
-        c = np.where(G < 0.0, ub, np.where(G == 0.0, alpha, 0.0))
-        u = alpha - c
-        coef = qp.coef(alpha)
-        grad = qp.coef(u)
-        if w is None:
-            obj = C * np.maximum(0.0, -G).sum() + 0.5 * alpha @ (G + 1.0)
-        else:
-            obj = ub @ np.maximum(0.0, -G) + 0.5 * alpha @ (G + 1.0)
-        return _check_callback(callback, it, coef, np.sqrt(qp.sq_norm(u)), float(obj), grad)
-
     it = n_polish = 0
-    stopped = report(0)
+    stopped = report is not None and report(0, alpha)
     mu_scale = float(np.max(qp.diag, initial=0.0)) or 1.0
     mu = 1e-3 * mu_scale
     thr = max(tol, 0.0)
     converged = False
     warm_up, polished = 5, False
-    last_sets = None if alpha0 is None else \
-        np.packbits(alpha > 0.0).tobytes() + np.packbits(alpha >= ub).tobytes()
+    last_sets = _sets(alpha, ub) if warm else None
     while not stopped:
         viol = _box_violation(alpha, qp.G, ub)
         vmax = float(np.max(viol, initial=0.0))
         if vmax <= tol or polished:
             # below tol, or at the rounding floor once the face has been solved exactly
-            thr = max(tol, floor()) if polished else tol
+            thr = max(tol, _floor(qp, alpha)) if polished else tol
             if vmax <= thr:
                 qp.refresh(alpha)  # decide on an exact gradient, not an accumulated one
                 viol = _box_violation(alpha, qp.G, ub)
@@ -1019,7 +1211,7 @@ def _hinge_solve(qp, C, alpha0, tol, max_iter, callback, name, w=None):
             order = np.flatnonzero(viol > 0.0)
             rng.shuffle(order)
             qp.cd_pass(alpha, order, ub)
-            sets = np.packbits(alpha > 0.0).tobytes() + np.packbits(alpha >= ub).tobytes()
+            sets = _sets(alpha, ub)
             if sets == last_sets:
                 # settled already (typical after a small data change): solve the face exactly
                 warm_up = 0
@@ -1028,27 +1220,34 @@ def _hinge_solve(qp, C, alpha0, tol, max_iter, callback, name, w=None):
                 qp.refresh(alpha)
                 polished = True
             last_sets = sets
-            stopped = report(it)
+            stopped = report is not None and report(it, alpha)
             continue
         a, ok, k = _prox_step(qp, alpha, ub, mu)
         n_polish += k
         if not ok:
             mu *= 10.0  # the active-set prediction cycled: a stronger proximal term
-            stopped = report(it)
+            stopped = report is not None and report(it, alpha)
             continue
         alpha = a
         if k <= 2:
             mu = max(0.1 * mu, 1e-12 * mu_scale)
-        sets = np.packbits(alpha > 0.0).tobytes() + np.packbits(alpha >= ub).tobytes()
+        sets = _sets(alpha, ub)
         if sets == last_sets:
             # the sets have settled: solve the face exactly (μ = 0)
             n_polish += _polish(qp, alpha, ub, thr, 5)
             qp.refresh(alpha)
             polished = True
         last_sets = sets
-        stopped = report(it)
+        stopped = report is not None and report(it, alpha)
+    return alpha, it, n_polish, converged, stopped, thr, polished
 
-    qp.refresh(alpha)
+
+def _hinge_result(qp, alpha, ub, C, w, loop, name, touched, fresh=False):
+    """The :class:`HingeResult` of ``alpha``: the KKT violation, the duality gap and the
+    certified radius, all from a gradient computed afresh (``fresh``: ``qp.G`` already is)."""
+    it, n_polish, converged, stopped, thr = loop
+    if not fresh:
+        qp.refresh(alpha)
     G = qp.G
     viol = _box_violation(alpha, G, ub)
     kkt = float(np.max(viol, initial=0.0))
@@ -1056,6 +1255,7 @@ def _hinge_solve(qp, C, alpha0, tol, max_iter, callback, name, w=None):
     gap = float(np.sum(ub * hinge + alpha * G))  # Σ C_i hinge_i + α_i G_i, each term ≥ 0
     sq = float(alpha @ (G + 1.0))  # ‖β‖² = Σ α_i y_i z_i
     dual = float(alpha.sum()) - 0.5 * sq
+    gamma = qp.gamma()
     # term i of the gap is off by at most (C_i + α_i) γ (|Q| α)_i ≤ 2 C_i γ (|Q| α)_i
     if w is None:
         primal = C * float(hinge.sum()) + 0.5 * sq
@@ -1069,11 +1269,162 @@ def _hinge_solve(qp, C, alpha0, tol, max_iter, callback, name, w=None):
             f"{name} did not reach a KKT violation ≤ {thr:.3g} in {it} iterations "
             f"(violation {kkt:.3g}); increase max_iter or tol",
             ConvergenceWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
     return HingeResult(qp.coef(alpha), float(radius), it, bool(converged), bool(stopped),
                        primal, alpha=alpha, kkt_violation=kkt, duality_gap=gap,
-                       dual_objective=dual, n_polish=n_polish)
+                       dual_objective=dual, n_polish=n_polish, n_touched=int(touched))
+
+
+def _hinge_solve(qp, C, alpha0, tol, max_iter, callback, name, w=None):
+    """The hinge dual over ``qp`` with the box ``0 ≤ α_i ≤ C_i``, ``C_i = C · w_i`` (``w`` all
+    positive; None for C on every sample)."""
+    C, ub = _hinge_box(qp.n, C, w)
+    alpha = _hinge_start(alpha0, qp.n, ub)
+    qp.refresh(alpha)
+    report = None
+    if callback is not None:
+        def report(it, alpha):
+            # a subgradient of J at coef: C_i on the margin violators, α on the exact margin
+            G = qp.G
+            c = np.where(G < 0.0, ub, np.where(G == 0.0, alpha, 0.0))
+            u = alpha - c
+            if w is None:
+                obj = C * np.maximum(0.0, -G).sum() + 0.5 * alpha @ (G + 1.0)
+            else:
+                obj = ub @ np.maximum(0.0, -G) + 0.5 * alpha @ (G + 1.0)
+            return _check_callback(callback, it, qp.coef(alpha), np.sqrt(qp.sq_norm(u)),
+                                   float(obj), qp.coef(u))
+
+    alpha, it, n_polish, converged, stopped, thr, _ = _hinge_loop(
+        qp, alpha, ub, alpha0 is not None, tol, max_iter, report)
+    return _hinge_result(qp, alpha, ub, C, w, (it, n_polish, converged, stopped, thr), name,
+                         qp.touched)
+
+
+#: the first band of :func:`_hinge_warm`: ``_BAND[0] · |S| + _BAND[1]`` samples nearest to the
+#: margin (S: the moved samples and the free set)
+_BAND = (2, 256)
+
+
+def _hinge_warm(qp, C, alpha0, working_set, tol, max_iter, name, w=None, margin0=None,
+                max_rounds=20):
+    """The hinge dual over ``qp`` warm-started from ``alpha0`` by working sets (shrinking, as
+    LIBLINEAR and LIBSVM do: Hsieh et al. 2008, §3.5; Chang & Lin, "LIBSVM: a library for
+    support vector machines", §5.1).
+
+    The working set S starts as the samples the change moved (``working_set``), the free set
+    of ``alpha0`` and, given the margins ``margin0`` under the solution before the change, a
+    band of the samples nearest to the margin (those whose variable a small move of β flips;
+    the dual alone is a poor guide: removing a bound variable moves ``w = Σ α_i z_i`` by
+    ``C_i z_i`` and makes every near-margin sample look violated).  The variables outside S
+    stay at their bounds.  The QP over S (the rest entering as a constant offset of the
+    gradient) is solved by :func:`_hinge_loop` on a restricted QP (``qp.restrict``); then the
+    full gradient is computed afresh and the KKT conditions of every variable checked against
+    the threshold a cold solve uses (``tol``, or the rounding floor of the whole problem once
+    the face has been solved exactly).  The violators outside S join it (or, when they are
+    many, a four times wider band) and the round repeats; a round that finds none outside S
+    (S itself not settled) hands the rest to the full solve.  The result is certified by
+    :func:`_hinge_result` like a cold solve's.
+    """
+    n = qp.n
+    C, ub = _hinge_box(n, C, w)
+    alpha = _hinge_start(alpha0, n, ub)
+    work = np.unique(np.asarray(working_set, dtype=np.intp).ravel())
+    if work.size and (work[0] < 0 or work[-1] >= n):
+        raise ValueError(f"working_set must hold indices in [0, {n}), got {work[[0, -1]]}")
+    S = np.union1d(work, np.flatnonzero((alpha > 0.0) & (alpha < ub)))
+    order, m = None, 0
+    if margin0 is not None:
+        dist = np.abs(np.asarray(margin0, dtype=np.float64).ravel() - 1.0)
+        if dist.shape != (n,):
+            raise ValueError(f"margin0 must hold {n} values, got {dist.size}")
+        order = np.argsort(np.where(np.isnan(dist), np.inf, dist), kind="stable")
+        m = min(n, _BAND[0] * S.size + _BAND[1])
+        S = np.union1d(S, order[:m])
+    qp.refresh(alpha)
+    viol = _box_violation(alpha, qp.G, ub)
+    it = n_polish = touched = 0
+    converged = polished = False
+    thr = max(tol, 0.0)
+    for rnd in range(max_rounds):
+        vmax = float(np.max(viol, initial=0.0))
+        thr = max(tol, _floor(qp, alpha)) if polished and vmax > tol else max(tol, 0.0)
+        if vmax <= thr:
+            converged = True
+            break
+        if it >= max_iter:
+            break
+        if rnd or not S.size:
+            outside = np.setdiff1d(np.flatnonzero(viol > thr), S, assume_unique=True)
+            if not outside.size:
+                break
+            if order is not None and m < n and outside.size > max(256, S.size // 4):
+                m = min(n, 4 * m)  # w is still far off: a wider band, not the violators
+                S = np.union1d(S, order[:m])
+            else:
+                S = np.union1d(S, outside)
+        sub = qp.restrict(S, alpha)
+        sub.refresh(alpha[S])
+        aS, k, p, _, _, _, polished = _hinge_loop(sub, alpha[S], ub[S], True, tol,
+                                                  max_iter - it, None)
+        touched += sub.touched
+        it, n_polish = it + k, n_polish + p
+        alpha[S] = aS
+        qp.refresh(alpha)
+        viol = _box_violation(alpha, qp.G, ub)
+    else:
+        vmax = float(np.max(viol, initial=0.0))
+        thr = max(tol, _floor(qp, alpha)) if polished and vmax > tol else max(tol, 0.0)
+        converged = vmax <= thr
+    if converged or it >= max_iter:
+        return _hinge_result(qp, alpha, ub, C, w, (it, n_polish, converged, False, thr), name,
+                             touched, fresh=True)
+    # the working sets did not settle: the full solve from where they left off
+    full = qp.full()
+    if full is not qp:
+        full.refresh(alpha)
+    alpha, k, p, converged, _, thr, _ = _hinge_loop(full, alpha, ub, True, tol, max_iter - it,
+                                                    None)
+    return _hinge_result(full, alpha, ub, C, w, (it + k, n_polish + p, converged, False, thr),
+                         name, touched + full.touched)
+
+
+def _kept_indices(idx, keep, n):
+    """Indices into ``n`` samples mapped to their positions among the kept ones ``keep``
+    (dropped samples left out); None stays None."""
+    if idx is None:
+        return None
+    idx = np.asarray(idx, dtype=np.intp).ravel()
+    if idx.size and (idx.min() < 0 or idx.max() >= n):
+        raise ValueError(f"working_set must hold indices in [0, {n})")
+    pos = np.searchsorted(keep, idx)
+    pos = np.minimum(pos, keep.size - 1)
+    return pos[keep[pos] == idx] if keep.size else pos[:0]
+
+
+def _hinge_kernel_slots(K, slots, y, C, *, sample_weight=None, alpha0=None, working_set=(),
+                        margin0=None, nonneg=False, tol=1e-10, max_iter=1000):
+    """:func:`hinge_kernel` warm-started by working sets (``working_set``) over the rows and
+    columns ``slots`` of a larger kernel matrix ``K``, read in place (a model's matrix by
+    ledger slot: no n × n copy; ``nonneg``: K has no negative entry).  Samples of weight 0
+    are dropped, as there."""
+    y = _check_labels(y)
+    slots = np.asarray(slots, dtype=np.intp)
+    n = y.shape[0]
+    w = _check_sample_weight(sample_weight, n, C)
+    keep = _kept(w)
+    if keep is not None:
+        slots, y, w = slots[keep], y[keep], w[keep]
+        alpha0 = _take_start(alpha0, keep, n, "alpha0")
+        working_set = _kept_indices(working_set, keep, n)
+        margin0 = _take_start(margin0, keep, n, "margin0")
+    qp = _SlotKernelQP(K, slots, y, nonneg)
+    res = _hinge_warm(qp, C, alpha0, working_set, tol, max_iter, "hinge_kernel", w, margin0)
+    if keep is not None:
+        res.coef = _embed(res.coef, keep, n)
+        res.alpha = _embed(res.alpha, keep, n)
+    return res
 
 
 def _check_labels(y, n=None):
@@ -1086,7 +1437,7 @@ def _check_labels(y, n=None):
 
 
 def hinge_primal(X, y, C, *, sample_weight=None, alpha0=None, tol=1e-10, max_iter=1000,
-                 callback=None):
+                 callback=None, working_set=None, margin0=None):
     """Exact L1-SVM over explicit features: ``min_β C Σ w_i max(0, 1 − y_i x_iᵀβ) + ½‖β‖²``.
 
     Solved through the dual box QP ``max_α Σα_i − ½‖Σ α_i y_i x_i‖², 0 ≤ α_i ≤ C_i`` with
@@ -1122,6 +1473,22 @@ def hinge_primal(X, y, C, *, sample_weight=None, alpha0=None, tol=1e-10, max_ite
         (e.g. :class:`deltafit.sensitivity.CertainSigns`) is valid; but it is loose: at the
         optimum the free support vectors lie on the margin only up to rounding, and the
         subgradient does not vanish.  Returning True stops the solver.
+    working_set : array-like of int, optional
+        With ``alpha0`` the solution of a neighbouring problem (a data change): the indices
+        of the samples the change moved (added, relabelled, reweighted ones).  The solve then
+        starts on them, the free set of ``alpha0`` and its KKT violators only, keeping the
+        other variables at their bounds (shrinking, as LIBLINEAR and LIBSVM do), and widens
+        the set through full gradient checks; it stops on the same rule as a cold solve (every
+        KKT violation at most ``tol``, or the rounding floor of the whole problem once the face
+        is solved exactly) and certifies ``grad_norm`` the same way.  Ignored with a
+        ``callback`` (which sees every iteration of the full problem).
+    margin0 : ndarray of shape (n,), optional
+        With ``working_set``: the margins ``y_i x_iᵀβ₀`` under the solution β₀ before the
+        change (any value for the moved samples).  The solve then also starts on the samples
+        nearest to the margin, the ones a small move of β flips, and widens that band when
+        needed.  After a removal the dual start alone is a poor guide (``Σ α_i y_i x_i`` loses
+        the removed samples' share, far more than β moves, and every sample near the margin
+        looks violated); the margins are not.
 
     Returns
     -------
@@ -1174,15 +1541,21 @@ def hinge_primal(X, y, C, *, sample_weight=None, alpha0=None, tol=1e-10, max_ite
     if keep is not None:  # weight 0: the sample is absent
         X, y, w = (X[keep] if sp.issparse(X) else np.asarray(X)[keep]), y[keep], w[keep]
         alpha0 = _take_start(alpha0, keep, n, "alpha0")
+        working_set = _kept_indices(working_set, keep, n)
+        margin0 = _take_start(margin0, keep, n, "margin0")
     qp = _SparseFeatureQP(X, y) if sp.issparse(X) else _FeatureQP(X, y)
-    res = _hinge_solve(qp, C, alpha0, tol, max_iter, callback, "hinge_primal", w)
+    if working_set is not None and callback is None:
+        res = _hinge_warm(qp, C, alpha0, working_set, tol, max_iter, "hinge_primal", w,
+                          margin0)
+    else:
+        res = _hinge_solve(qp, C, alpha0, tol, max_iter, callback, "hinge_primal", w)
     if keep is not None:
         res.alpha = _embed(res.alpha, keep, n)
     return res
 
 
 def hinge_kernel(K, y, C, *, sample_weight=None, alpha0=None, tol=1e-10, max_iter=1000,
-                 callback=None):
+                 callback=None, working_set=None, margin0=None):
     """Exact kernel L1-SVM: ``min_β C Σ w_i max(0, 1 − y_i ⟨Φ(x_i), β⟩) + ½‖β‖²`` through the
     dual box QP ``max_α Σα_i − ½ Σ_ij α_i α_j y_i y_j k_ij, 0 ≤ α_i ≤ C_i = C · w_i``.
 
@@ -1205,6 +1578,12 @@ def hinge_kernel(K, y, C, *, sample_weight=None, alpha0=None, tol=1e-10, max_ite
     callback : callable, optional
         As in :func:`hinge_primal`, in the kernel expansion: ``coef`` holds ``y_i α_i``, ``grad``
         the expansion coefficients of the subgradient and ``grad_norm`` its RKHS norm.
+    working_set : array-like of int, optional
+        As in :func:`hinge_primal`: with ``alpha0``, a warm start that works on the samples a
+        data change moved, the free set and the violators first.
+    margin0 : ndarray of shape (n,), optional
+        As in :func:`hinge_primal` (``y_i Σ_j coef0_j k_ij`` under the solution before the
+        change).
 
     Returns
     -------
@@ -1243,12 +1622,19 @@ def hinge_kernel(K, y, C, *, sample_weight=None, alpha0=None, tol=1e-10, max_ite
             raise ValueError(f"K must have shape ({n}, {n}), got {K.shape}")
         K, y, w = K[np.ix_(keep, keep)], y[keep], w[keep]
         alpha0 = _take_start(alpha0, keep, n, "alpha0")
+        working_set = _kept_indices(working_set, keep, n)
+        margin0 = _take_start(margin0, keep, n, "margin0")
         if callback is not None:
             full_callback = callback
 
             def callback(it, coef, gnorm, f, grad):
                 return full_callback(it, _embed(coef, keep, n), gnorm, f, _embed(grad, keep, n))
-    res = _hinge_solve(_KernelQP(K, y), C, alpha0, tol, max_iter, callback, "hinge_kernel", w)
+    qp = _KernelQP(K, y)
+    if working_set is not None and callback is None:
+        res = _hinge_warm(qp, C, alpha0, working_set, tol, max_iter, "hinge_kernel", w,
+                          margin0)
+    else:
+        res = _hinge_solve(qp, C, alpha0, tol, max_iter, callback, "hinge_kernel", w)
     if keep is not None:
         res.coef = _embed(res.coef, keep, n)
         res.alpha = _embed(res.alpha, keep, n)
