@@ -295,6 +295,30 @@ def test_failed_update_leaves_model_unchanged(loss, cancer, monkeypatch):
 
 
 @pytest.mark.parametrize("loss", LOSSES)
+def test_failed_fresh_factorisation_leaves_loaded_model_unchanged(loss, cancer, tmp_path,
+                                                                  monkeypatch):
+    """A loaded model has no factor: its first update factorises, and a failure there leaves
+    it as it was (and able to update exactly afterwards)."""
+    X, y = cancer
+    path = tmp_path / "m.npz"
+    _model(loss).fit(X[:150], y[:150]).save(path)
+    m = df.load(path)
+    before = _snapshot(m)
+
+    def broken(M):
+        raise ValueError("injected factorisation failure")
+
+    monkeypatch.setattr(_kernel_chord, "_cholesky", broken)
+    with pytest.raises(ValueError, match="injected"):
+        m.update(X_add=X[150:155], y_add=y[150:155], remove_ids=[2])
+    _same(before, _snapshot(m))
+    monkeypatch.undo()
+    m.update(X_add=X[150:155], y_add=y[150:155], remove_ids=[2])
+    keep = np.concatenate([np.setdiff1d(np.arange(150), [2]), np.arange(150, 155)])
+    _check_exact(m, X[keep], y[keep], None, True, loss, X[200:])
+
+
+@pytest.mark.parametrize("loss", LOSSES)
 def test_failed_one_vs_rest_update_restores_every_class(loss, monkeypatch):
     X, y = load_digits(return_X_y=True)
     sel = np.flatnonzero(np.isin(y, (0, 1, 2)))[:200]

@@ -62,6 +62,23 @@ _FLOOR = 1e-12
 _TINY = 1e-280
 
 
+def _cholesky(M):
+    """The lower Cholesky factor of ``M`` (overwritten); ValueError when it is not SPD."""
+    try:
+        return linalg.cholesky(M, lower=True, overwrite_a=True, check_finite=False)
+    except linalg.LinAlgError as exc:
+        raise ValueError("ill-conditioned system: Cholesky factorization of the kernel Newton "
+                         f"system failed ({exc})") from exc
+
+
+def _potrs(L, b):
+    """``(L Lᵀ)⁻¹ b`` for the lower factor ``L`` (LAPACK's potrs, without scipy's checks)."""
+    x, info = lapack.dpotrs(L, b, lower=1)
+    if info:
+        raise ValueError(f"dpotrs failed (info={info})")
+    return x
+
+
 def _grown_rows(a, capacity):
     if a.shape[0] >= capacity:
         return a
@@ -122,18 +139,14 @@ class KernelCurvature:
         s = np.sqrt(d[B])
         M = K[:, B][B] * np.outer(s, s)
         M.flat[:: B.size + 1] += 1.0
-        L = linalg.cholesky(M, lower=True, overwrite_a=True, check_finite=False)
-        return cls(B, s, L, d.copy())
+        return cls(B, s, _cholesky(M), d.copy())
 
     def _base_solve(self, x, Kx_B):
         """``(I + D_B K)⁻¹ x`` given ``(K x)[B]`` (columns: several right-hand sides)."""
         out = np.array(x, dtype=np.float64, copy=True)
         if self.slots.size:
             s = self.s if x.ndim == 1 else self.s[:, None]
-            u, info = lapack.dpotrs(self.L, s * Kx_B, lower=1)
-            if info:
-                raise ValueError(f"dpotrs failed (info={info})")
-            out[self.slots] -= s * u
+            out[self.slots] -= s * _potrs(self.L, s * Kx_B)
         return out
 
     def apply(self, x, Kx):
@@ -402,10 +415,7 @@ def kernel_chord_solve(K, t, cw, alpha, loss, *, curv, start, changed, problem, 
         if refresh:
             d = np.zeros(max(t.size, 0 if curv is None else curv.d.shape[0]))
             d[: t.size] = d_now
-            try:
-                curv = KernelCurvature.at(K, d)
-            except (linalg.LinAlgError, ValueError):
-                return None
+            curv = KernelCurvature.at(K, d)  # eigenvalues >= 1: fails only on non-finite data
             n_factor += 1
             secants.clear()
         exact_m, refresh, first = refresh, False, False
