@@ -425,16 +425,56 @@ class KernelNewtonState(ModelState):
             self.point = self.point.taken(keep, capacity)
 
     def to_arrays(self, keep):
-        return {"state_K": self.gram.sub(keep), "state_alpha": self.alpha[keep]}
+        out = {"state_K": self.gram.sub(keep), "state_alpha": self.alpha[keep]}
+        if self._chord and self.curv is not None and self.point is not None:
+            out.update(self._chord_arrays(np.asarray(keep, dtype=np.intp)))
+        return out
+
+    def _chord_arrays(self, keep):
+        """The operator and the point over the live samples ``keep``: the factor embedded at
+        their positions and, per sample, its factor position, ``s``, weight in D, pending
+        position and δ, ``z``, ``K h``, ``K h₀``.  A factor that still holds removed samples
+        (cancelled by pending terms) is written as the factor of the same base matrix over
+        the live ones (O(m³), paid only by such a save)."""
+        cv, pt = self.curv, self.point
+        n = keep.size
+        pos = np.full(self.capacity, -1, dtype=np.intp)
+        pos[keep] = np.arange(n)
+        slots, s, L = cv.slots, cv.s, cv.L
+        live = pos[slots] >= 0
+        if not np.all(live):
+            slots, s = slots[live], s[live]
+            M = self.gram.sub(slots) * np.outer(s, s)
+            M.flat[:: slots.size + 1] += 1.0
+            L = linalg.cholesky(M, lower=True, overwrite_a=True, check_finite=False)
+        pending = pos[cv.J] >= 0  # removed samples' terms cancel their base weight: dropped
+        F = np.zeros((n, n))
+        pb = pos[slots]
+        F[np.ix_(pb, pb)] = L
+        C = np.zeros((n, 8))
+        C[pb, 0] = np.arange(1, slots.size + 1)
+        C[pb, 1] = s
+        C[:, 2] = cv.d[keep]
+        pj = pos[cv.J[pending]]
+        C[pj, 3] = np.arange(1, pj.size + 1)
+        C[pj, 4] = cv.delta[pending]
+        C[:, 5], C[:, 6], C[:, 7] = pt.z[keep], pt.Kh[keep], pt.Kh0[keep]
+        return {"state_factor": F, "state_chord": C}
 
     @classmethod
     def saved_shapes(cls, n, p):
         return {"state_K": (n, n), "state_alpha": (n,)}
 
     @classmethod
+    def optional_shapes(cls, n, p):
+        """The kept factor (embedded over the live samples) and the per-sample chord data
+        (a file without them, or a hinge state's, loads; the next update then factorises)."""
+        return {"state_factor": (n, n), "state_chord": (n, 8)}
+
+    @classmethod
     def from_arrays(cls, arrays, opts, *, y, capacity, max_rank=64, result=None):
-        """The state of a model file; the factor and the point are not stored (O(n²) each):
-        the first update after loading computes them (one factorisation)."""
+        """The state of a model file, with its stored factor and point when the file holds
+        them (else the first update computes them: one factorisation)."""
         needs_result(result, cls.kind)
         n = y.shape[0]
         K, alpha = checked(arrays, KernelNewtonState.saved_shapes(n, None), "kernel state")
@@ -444,7 +484,57 @@ class KernelNewtonState(ModelState):
         st.alpha = padded(alpha, capacity)
         result.coef = alpha
         st.result = result
+        shapes = cls.optional_shapes(n, None)
+        if st._chord and all(name in arrays for name in shapes):
+            F, C = checked(arrays, shapes, "stored kernel factor")
+            st.curv, st.point = _chord_from_arrays(st, K, F, C, capacity)
         return st
+
+
+def _positions(col, what):
+    """Sample positions ordered by the 1-based order numbers in ``col`` (0: none)."""
+    at = np.flatnonzero(col)
+    order = col[at]
+    if not np.array_equal(np.sort(order), np.arange(1, at.size + 1)):
+        raise ValueError(f"corrupt model file: the {what} order is not a permutation")
+    return at[np.argsort(order)]
+
+
+def _chord_from_arrays(st, K, F, C, capacity):
+    """The operator and point of :meth:`KernelNewtonState._chord_arrays`, checked."""
+    if not (np.all(np.isfinite(F)) and np.all(np.isfinite(C))):
+        raise ValueError("corrupt model file: the stored kernel factor is not finite")
+    B = _positions(C[:, 0], "factor")
+    J = _positions(C[:, 3], "pending correction")
+    s, d = C[B, 1].copy(), C[:, 2]
+    L = np.asfortranarray(F[np.ix_(B, B)])
+    if np.any(s <= 0.0) or np.any(d < 0.0) or np.any(np.triu(L, 1)) or \
+            np.any(np.diag(L) <= 0.0):
+        raise ValueError("corrupt model file: the stored kernel factor is not a Cholesky "
+                         "factor of positive weights")
+    M = K[np.ix_(B, B)] * np.outer(s, s)
+    M.flat[:: B.size + 1] += 1.0
+    v = np.random.default_rng(0).standard_normal(B.size)  # a probe: O(m²), not L Lᵀ (O(m³))
+    Mv = M @ v
+    if B.size and not np.allclose(L @ (L.T @ v), Mv, rtol=0.0,
+                                  atol=1e-8 * float(np.abs(M).sum(axis=1).max())):
+        raise ValueError("corrupt model file: the stored kernel factor does not match the "
+                         "kernel matrix")
+    dd = padded(d, capacity)
+    curv = KernelCurvature(B, s, L, dd)
+    if J.size:
+        delta = C[J, 4]
+        base = np.zeros(capacity)
+        base[B] = s * s
+        target = base[J] + delta
+        # the pending terms, re-applied in their order: the same operator
+        curv = KernelCurvature(B, s, L, base.copy()).corrected(K, J, target, max_rank=J.size)
+        if curv is None or not np.array_equal(curv.J, J):
+            raise ValueError("corrupt model file: the stored pending corrections are invalid")
+        curv = KernelCurvature(B, s, L, dd, curv.J, curv.delta, curv.Y, curv.KJ)
+    point = KernelPoint(padded(C[:, 5], capacity), padded(C[:, 6], capacity),
+                        padded(C[:, 7], capacity))
+    return curv, point
 
 
 def padded_at(slots, values, capacity):
