@@ -17,7 +17,6 @@ from sklearn.datasets import load_diabetes
 from sklearn.preprocessing import StandardScaler
 
 from deltafit import KernelClassifier, KernelRegressor, LinearClassifier, LinearRegressor
-from deltafit import solvers
 from deltafit.datasets import load_breast_cancer
 from deltafit.models import _chord_newton, _exact_squared, _kernel_chord
 

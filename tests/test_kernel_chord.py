@@ -246,6 +246,17 @@ def test_operator_matches_dense_solve(cancer):
     want3 = np.linalg.solve(np.eye(n) + d3[:, None] * K, g)
     assert np.allclose(op3.apply(g, Kg), want3, rtol=1e-10, atol=1e-10)
     assert op2.corrected(Kc, outside[2:20], np.ones(18), max_rank=10) is None  # rank limit
+    # a compaction that keeps every held slot, in another order: the same operator, permuted
+    keep = rng.permutation(n)
+    Kp = np.asfortranarray(K[np.ix_(keep, keep)])
+    op4 = op2.taken(keep, n)
+    assert np.allclose(op4.apply(g[keep], Kg[keep]), want[keep], rtol=1e-10, atol=1e-10)
+    op5 = op4.corrected(Kp, [0], [0.9], max_rank=64)
+    d5 = d2[keep].copy()
+    d5[0] = 0.9
+    want5 = np.linalg.solve(np.eye(n) + d5[:, None] * Kp, g[keep])
+    assert np.allclose(op5.apply(g[keep], Kg[keep]), want5, rtol=1e-10, atol=1e-10)
+    assert op2.taken(keep[1:], n) is None or keep[0] not in op2.held
 
 
 def _snapshot(m):
@@ -491,3 +502,27 @@ def test_solver_keep_factor(cancer):
     M = np.eye(act.size) + np.outer(s, s) * K[np.ix_(act, act)]
     assert np.allclose(L @ L.T, M, rtol=1e-12, atol=1e-12)
     assert np.allclose(L, linalg.cholesky(M, lower=True))
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+def test_reused_slots_then_compaction_out_of_slot_order(loss, cancer, monkeypatch):
+    """After a fresh factor (here: a fallback) the removed slots are handed out again, so that
+    ids and slots disagree in order; a compaction then keeps samples in id order and the
+    stored factor follows them."""
+    X, y = cancer
+    m = _model(loss).fit(X[:300], y[:300])
+    m.remove(np.arange(0, 100))
+    monkeypatch.setattr(_warm_newton, "kernel_chord_solve", lambda *a, **k: None)
+    m.remove([100])  # Newton: a factor over the live samples only, the slots are released
+    monkeypatch.undo()
+    new = m.add(X[300:360], y[300:360])
+    slots = np.asarray(m.problem_.locate(new)[0])
+    assert slots.min() < 100  # reused: new ids in old slots
+    ids = np.concatenate([np.arange(101, 300), np.arange(300, 360)])
+    m.remove(np.arange(101, 290))  # compacts (60 + 10 samples left of a larger capacity)
+    rest = np.concatenate([np.arange(290, 300), np.arange(300, 360)])
+    assert m.n_samples_ == rest.size and m._ledger.capacity < 300
+    m.update(X_add=X[360:365], y_add=y[360:365], remove_ids=[305])
+    rest = np.concatenate([rest[rest != 305], np.arange(360, 365)])
+    _check_exact(m, X[rest], y[rest], None, True, loss, X[400:])
+    del ids

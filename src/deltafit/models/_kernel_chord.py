@@ -169,14 +169,9 @@ class KernelCurvature:
             return self
         d = self.d.copy()
         d[slots] = d_new
-        base = np.zeros(slots.size)
-        inB = np.searchsorted(self.slots, slots)
-        inB = np.minimum(inB, max(self.slots.size - 1, 0))
-        hit = self.slots.size > 0
-        if hit:
-            hitm = self.slots[inB] == slots
-            base[hitm] = self.s[inB[hitm]] ** 2
-        delta_new = d_new - base
+        base = np.zeros(d.shape[0])  # the factor's weights by slot (its slots in any order)
+        base[self.slots] = self.s ** 2
+        delta_new = d_new - base[slots]
         # merge with the pending terms: one column per slot (Y and K[:, j] do not depend on δ)
         J, delta = self.J, self.delta.copy()
         pos = {int(j): i for i, j in enumerate(J)}
@@ -230,22 +225,18 @@ class KernelCurvature:
         """The operator after a ledger compaction kept the slots ``keep`` (None when it
         refers to a slot not kept)."""
         keep = np.asarray(keep, dtype=np.intp)
-        held = self.held
-        if not np.all(np.isin(held, keep)):
+        if not np.all(np.isin(self.held, keep)):
             return None
-        new = np.searchsorted(keep, self.slots)
-        order = np.argsort(new, kind="stable")
-        if not np.array_equal(order, np.arange(order.size)):
-            return None  # keep is sorted and so are the slots: cannot happen
+        where = np.full(self.d.shape[0], -1, dtype=np.intp)
+        where[keep] = np.arange(keep.size)  # keep is in id order, not necessarily slot order
 
         def rows(a):
             out = np.zeros((capacity,) + a.shape[1:])
             out[: keep.size] = a[keep]
             return out
 
-        return KernelCurvature(new, self.s, self.L, rows(self.d),
-                               np.searchsorted(keep, self.J), self.delta, rows(self.Y),
-                               rows(self.KJ))
+        return KernelCurvature(where[self.slots], self.s, self.L, rows(self.d),
+                               where[self.J], self.delta, rows(self.Y), rows(self.KJ))
 
 
 def _unit_columns(J, n):
