@@ -172,8 +172,9 @@ def test_a_non_finite_re_solve_is_refused_and_rolled_back(loss, kind, monkeypatc
         return broken
 
     monkeypatch.setattr(module, name, breaking(getattr(module, name)))
-    if kind == "linear" and loss != "hinge":  # updates take chord steps on the stored Hessian
-        monkeypatch.setattr(module, "chord_solve", breaking(module.chord_solve))
+    if loss != "hinge":  # updates take chord steps on the stored Hessian / kernel factor
+        chord = "chord_solve" if kind == "linear" else "kernel_chord_solve"
+        monkeypatch.setattr(module, chord, breaking(getattr(module, chord)))
     with pytest.raises(ValueError, match="overflow"):
         m.add(X[:2] + 0.1, yc[:2])
     with pytest.raises(ValueError, match="overflow"):

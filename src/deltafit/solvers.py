@@ -440,7 +440,7 @@ def _cg_step(Xa, D, grad, max_iter=None):
 
 
 def newton_kernel(K, y, loss, C, *, sample_weight=None, coef0=None, tol=1e-10, max_iter=100,
-                  callback=None):
+                  callback=None, keep_factor=False):
     """Damped Newton in the kernel expansion β = Σ α_i Φ(x_i).
 
     Parameters
@@ -457,12 +457,20 @@ def newton_kernel(K, y, loss, C, *, sample_weight=None, coef0=None, tol=1e-10, m
         the callback receives).
     coef0 : ndarray of shape (n,), optional
         Warm start for α.
+    keep_factor : bool, default=False
+        Also return the factorisation of the last Newton step's system (what
+        :mod:`deltafit.models._kernel_chord` keeps for chord steps after a data change).
 
     Returns
     -------
     SolverResult
         ``coef`` is α; ``grad_norm`` is the RKHS norm of ∇J, ``sqrt(gᵀ K g)`` with
         ``g = C w ∘ ℓ'(z) + α``.
+    factor : tuple or None
+        Only with ``keep_factor``: ``(act, s, L)`` of the last Newton step, ``act`` the
+        samples (indices into the n given) with ℓ'' > 0 there, ``s = sqrt(C w ℓ'')`` on them
+        and ``L`` the lower Cholesky factor of ``I + S K[act, act] S``; None when no step was
+        taken or no sample had curvature.
 
     Notes
     -----
@@ -515,6 +523,8 @@ def newton_kernel(K, y, loss, C, *, sample_weight=None, coef0=None, tol=1e-10, m
         Kg = K @ g
         return g, Kg, np.sqrt(max(g @ Kg, 0.0))
 
+    last = []  # the last step's factorisation (keep_factor)
+
     def newton_step(z, g, Kg):
         W = cw * loss.d2(y, z)
         act = np.flatnonzero(W > 0)
@@ -523,14 +533,29 @@ def newton_kernel(K, y, loss, C, *, sample_weight=None, coef0=None, tol=1e-10, m
             s = np.sqrt(W[act])
             A = K[np.ix_(act, act)] * np.outer(s, s)
             A.flat[:: act.size + 1] += 1.0
-            step[act] += s * solve_spd(A, s * Kg[act])
+            if keep_factor:
+                try:
+                    L = linalg.cholesky(A, lower=True, overwrite_a=True, check_finite=False)
+                except linalg.LinAlgError as exc:
+                    raise ValueError("ill-conditioned system: Cholesky factorization failed "
+                                     f"({exc})") from exc
+                step[act] += s * linalg.cho_solve((L, True), s * Kg[act], check_finite=False)
+                last[:] = [(act, s, L)]
+            else:
+                step[act] += s * solve_spd(A, s * Kg[act])
         return step
 
     res = _damped_newton(alpha, K, objective, gradient, newton_step, g0, tol=tol,
                          max_iter=max_iter, callback=callback, what="kernel Newton")
     if keep is not None:
         res.coef = _embed(res.coef, keep, n_all)
-    return res
+    if not keep_factor:
+        return res
+    factor = None
+    if last:
+        act, s, L = last[0]
+        factor = (act if keep is None else keep[act], s, L)
+    return res, factor
 
 
 # ---------------------------------------------------------------------------------------------
