@@ -772,6 +772,98 @@ def run_curvature_speed(args):
     return {"n": n, "p": p + 1, "rows": rows}
 
 
+def _clock(fn):
+    """(seconds, result) of ``fn()`` (the caller holds the garbage collector off)."""
+    t0 = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t0, out
+
+
+def run_curvature_small(args):
+    """The cost of a curvature what-if at breast-cancer size against the exact warm update, a
+    refit and the sphere, measured back to back (interleaved), at one BLAS thread and at the
+    default thread count; every what-if's bounds are checked against a refit."""
+    from sklearn.base import clone
+
+    Xtr, ytr, Xte, _ = _curv_breast_cancer_split(args.seed)
+    Xte = c64(Xte)
+    draws = 3 if args.quick else args.small_draws
+    reps = 5 if args.quick else args.small_repeats
+    rows, viol = [], 0
+    rng = np.random.default_rng(args.seed + 61)
+    thread_settings = [("1", 1), ("default", None)]
+    for loss in ("logistic", "squared_hinge"):
+        m = deltafit.LinearClassifier(loss=loss, C=1.0, tol=1e-12).fit(Xtr, ytr)
+        n_all = np.asarray(m.sample_ids_)
+        # the first what-if of a model version builds its cache (rows, S₀: O(n p²))
+        m_first = clone(m).fit(Xtr, ytr)
+        ids0 = rng.choice(n_all, 1, replace=False)
+        t_first, _ = timed(lambda: deltafit.sensitivity(m_first).remove(ids0)  # noqa: B023
+                           .decision_bounds(Xte))
+        for tname, threads in thread_settings:
+            with thread_limit(threads):
+                for k in CURV_KS:
+                    per = {"whatif": [], "sphere": [], "update": [], "refit": []}
+                    for _ in range(draws):
+                        ids = rng.choice(n_all, k, replace=False)
+                        keep = np.ones(len(ytr), dtype=bool)
+                        keep[ids] = False
+                        Xk, yk = c64(Xtr[keep]), ytr[keep]
+
+                        def whatif(method="auto", ids=ids):
+                            s = deltafit.sensitivity(m, method=method)
+                            s.remove(ids)
+                            return s.decision_bounds(Xte)
+
+                        best = {key: np.inf for key in per}
+                        for rep in range(reps):
+                            m2 = copy.deepcopy(m)
+                            gc.collect()  # once per round: the three calls then run gc-free
+                            gc.disable()
+                            calls = [("whatif", whatif),
+                                     ("sphere", lambda: whatif("sphere")),  # noqa: B023
+                                     ("update", lambda: (m2.remove(ids),  # noqa: B023
+                                                         m2.decision_function(Xte)))]  # noqa: B023
+                            try:
+                                # the order rotates: none of the three always runs first
+                                for j in range(3):
+                                    key, fn = calls[(rep + j) % 3]
+                                    best[key] = min(best[key], _clock(fn)[0])
+                                if rep < 3:
+                                    sec, ref = _clock(lambda: clone(m).fit(  # noqa: B023
+                                        Xk, yk).decision_function(Xte))  # noqa: B023
+                                    best["refit"] = min(best["refit"], sec)
+                            finally:
+                                gc.enable()
+                        lo, hi = whatif()
+                        scale = 1.0 + np.abs(ref)
+                        viol += int(np.sum((lo - ref > 1e-7 * scale) | (ref - hi > 1e-7 * scale)))
+                        for key in per:
+                            per[key].append(best[key])
+                    row = {"loss": loss, "threads": tname, "k": k, "draws": draws,
+                           "repeats": reps, "t_first_whatif_s": t_first}
+                    for key, v in per.items():
+                        row[f"t_{key}_s"] = float(np.median(v))
+                    row["ratio_update_over_whatif"] = float(np.median(
+                        np.asarray(per["update"]) / np.asarray(per["whatif"])))
+                    row["whatif_le_update"] = bool(row["ratio_update_over_whatif"] >= 1.0)
+                    rows.append(row)
+                    log(f"curvature small {loss} threads={tname} k={k}: what-if "
+                        f"{row['t_whatif_s'] * 1e3:.3f} ms, update {row['t_update_s'] * 1e3:.3f} "
+                        f"ms, refit {row['t_refit_s'] * 1e3:.2f} ms, sphere "
+                        f"{row['t_sphere_s'] * 1e3:.3f} ms: {row['ratio_update_over_whatif']:.2f}x")
+    return {"data": "sklearn breast_cancer standardised, 70/30 split (398 x 30 + intercept), "
+                    "LinearClassifier(C=1, tol=1e-12); k random training samples removed",
+            "what": "what-if: sensitivity(m).remove(ids).decision_bounds(X_test) (method auto: "
+                    "the curvature region); update: m.remove(ids).decision_function(X_test) on a "
+                    "deep copy (copy off the clock); refit: clone(m).fit(rest) + "
+                    "decision_function; sphere: the what-if with method='sphere'. Per draw the "
+                    "minimum over interleaved repeats (the order of what-if, sphere and update "
+                    "rotating; one gc.collect per round, gc off during the calls), then the "
+                    "median over draws",
+            "rows": rows, "violations": viol}
+
+
 def markdown_curvature(doc):
     out = []
     if "tightness_curvature" in doc:
@@ -793,6 +885,15 @@ def markdown_curvature(doc):
                        f"{r['refit_share_curvature']:.1%} | {r['t_curvature_s']:.2f} | "
                        f"{r['checked_refits']} | {r['violations']} |")
         out.append("")
+    if "curvature_small" in doc:
+        out += ["| loss | BLAS threads | k | what-if (ms) | exact update (ms) | refit (ms) | "
+                "sphere (ms) | update / what-if |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+        for r in doc["curvature_small"]["rows"]:
+            out.append(f"| {r['loss']} | {r['threads']} | {r['k']} | "
+                       f"{r['t_whatif_s'] * 1e3:.3f} | {r['t_update_s'] * 1e3:.3f} | "
+                       f"{r['t_refit_s'] * 1e3:.2f} | {r['t_sphere_s'] * 1e3:.3f} | "
+                       f"{r['ratio_update_over_whatif']:.2f}x |")
+        out += [f"violations: {doc['curvature_small']['violations']}", ""]
     if "curvature_speed" in doc:
         res = doc["curvature_speed"]
         out += [f"{res['n']} x {res['p']} logistic: | change | first what-if (ms) | what-if "
@@ -1017,7 +1118,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--part", choices=("tightness", "speed", "all", "squared",
                                        "tightness-logistic", "table2", "curvature-speed",
-                                       "curvature"),
+                                       "curvature-small", "curvature"),
                     default="all",
                     help="'squared' (issue 16's table for the squared loss, sphere vs exact) and "
                          "'curvature' (the three curvature parts of issue 16) run only when "
@@ -1026,6 +1127,10 @@ def main(argv=None):
                     help="random removals per k in --part tightness-logistic (default 20)")
     ap.add_argument("--curv-repeats", type=int, default=30,
                     help="timed what-ifs per change in --part curvature-speed (default 30)")
+    ap.add_argument("--small-draws", type=int, default=10,
+                    help="random removals per k in --part curvature-small (default 10)")
+    ap.add_argument("--small-repeats", type=int, default=30,
+                    help="interleaved timings per removal in --part curvature-small (default 30)")
     ap.add_argument("--table2-checks", type=int, default=40,
                     help="exact leave-one-out refits checked per gamma in --part table2")
     ap.add_argument("--quick", action="store_true",
@@ -1115,6 +1220,8 @@ def main(argv=None):
     if args.part in ("table2", "curvature"):
         with thread_limit(args.loo_threads):
             doc["table2"] = run_table2(args)
+    if args.part in ("curvature-small", "curvature"):
+        doc["curvature_small"] = run_curvature_small(args)
     if args.part in ("curvature-speed", "curvature"):
         with thread_limit(args.threads):
             doc["curvature_speed"] = run_curvature_speed(args)
@@ -1124,6 +1231,7 @@ def main(argv=None):
     ok_s = all(r["pass"] for r in doc.get("speed", {}).get("rows", []))
     ok_c = (doc.get("tightness_curvature", {}).get("violations", 0) == 0
             and all(r["violations"] == 0 for r in doc.get("table2", {}).get("rows", []))
+            and doc.get("curvature_small", {}).get("violations", 0) == 0
             and all(r["violations"] == 0 for r in doc.get("curvature_speed", {}).get("rows", [])))
     doc["all_valid"] = bool(ok_t and ok_c and all(
         r["max_violation"] <= VIOLATION_TOL and not r["wrong_certified_labels"]
@@ -1148,7 +1256,8 @@ def main(argv=None):
     if "squared" in doc:
         md += ["Squared loss (issue 16): sphere vs exact what-ifs, breast cancer, C = 1", "",
                markdown_squared(doc["squared"]), ""]
-    if any(k in doc for k in ("tightness_curvature", "table2", "curvature_speed")):
+    if any(k in doc for k in ("tightness_curvature", "table2", "curvature_speed",
+                              "curvature_small")):
         md += ["Curvature-aware regions (issue 16)", "", markdown_curvature(doc)]
     md_text = "\n".join(md)
     print(text)
