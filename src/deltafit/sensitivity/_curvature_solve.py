@@ -109,14 +109,15 @@ class _Problem:
         if model.any():
             u = u.copy()
             u[cache["pos"][src[model]]] = 0.0  # changed model samples: their D₂ terms below
-        P2 = Pe[in2]
-        t2 = y[in2]
-        u2 = C2 * w[in2]
+        pos2 = in2 & (w > 0)  # a weight-0 sample is absent (reweight to 0 = removal)
+        P2 = Pe[pos2]
+        t2 = y[pos2]
+        u2 = C2 * w[pos2]
         ne = np.sqrt(np.einsum("ij,ij->i", P2, P2))
         self.X = np.concatenate([cache["X"], P2]) if P2.shape[0] else cache["X"]
         self.t = np.concatenate([cache["t"], t2])
         self.u = np.concatenate([u, u2])
-        self.z1 = np.concatenate([cache["z"], ze[in2]])
+        self.z1 = np.concatenate([cache["z"], ze[pos2]])
         nrm = np.concatenate([cache["nrm"], ne])
         self.a = self.u * nrm                    # C₂ w'_i ‖Φ_i‖
         self.a_sum = float(np.sum(self.a))
