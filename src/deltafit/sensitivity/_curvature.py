@@ -101,11 +101,18 @@ CURVATURE_LOSSES = ("logistic", "squared_hinge")
 _EXACT_WORK = 4e6        # n p² up to which every training sample's interval is exact ...
 _EXACT_N = 1500          # ... and n up to which (beyond, the cached-Hessian intervals)
 _GUESS_MARGINS = (0.25, 1.0, 3.0)
-_BLOCK_EIG = 150
-_RECENTER = 2            # re-centrings of the exact-interval regions at their Newton point         # largest block of curvature-free samples bounded by its eigenvalue
+_BLOCK_EIG = 150         # largest block of curvature-free samples bounded by its eigenvalue
+_RECENTER = 2            # re-centrings of the exact-interval regions at their Newton point
+_MODES = ("auto", "exact", "cheap", "solve")
 _MAX_REFINE = 8
 _REFINE_GAIN = 0.02      # stop refining when the H-radius shrinks by less than this
 _SAFE = 1e-10            # relative cushion on computed radii (rounding)
+
+
+def _small(prob):
+    """Whether a linear problem takes the small-problem regions (exact intervals, solve)."""
+    n, p = prob.n_samples, prob.coef.shape[0]
+    return n <= _EXACT_N and n * p * p <= _EXACT_WORK
 
 
 def _check_loss(loss):
@@ -652,12 +659,10 @@ class CurvatureRegion:
 
     def __init__(self, sens, mode="auto", recenter=True):
         self._sens = sens
-        if mode not in ("auto", "exact", "cheap"):
-            raise ValueError(f"mode must be 'auto', 'exact' or 'cheap', got {mode!r}")
+        if mode not in _MODES:
+            raise ValueError(f"mode must be one of {list(_MODES)}, got {mode!r}")
         prob = sens._prob
-        n, p = prob.n_samples, prob.coef.shape[0]
-        exact = mode == "exact" or (mode == "auto" and n <= _EXACT_N
-                                    and n * p * p <= _EXACT_WORK)
+        exact = mode in ("exact", "solve") or (mode == "auto" and _small(prob))
         lp0 = (_LinearExact if exact else _LinearCheap)(sens)
         self._store = sens._store
         self._beta1 = lp0.beta
@@ -837,19 +842,35 @@ def curvature_region(sens, mode="auto", recenter=True):
     Parameters
     ----------
     sens : Sensitivity
-    mode : {"auto", "exact", "cheap"}
+    mode : {"auto", "exact", "cheap", "solve"}
         Linear models: every training sample's exact score interval (``"exact"``), the cheap
-        intervals of the stored Hessian's norm (``"cheap"``), or by problem size (exact for
-        ``n ≤ 1500`` and ``n p² ≤ 4·10⁶``).
+        intervals of the stored Hessian's norm (``"cheap"``), the certified ball around a
+        solution of the changed problem (``"solve"``, :mod:`~deltafit.sensitivity._curvature_solve`:
+        ``β₂ ∈ B(β̂ − ½∇P₂(β̂), ½‖∇P₂(β̂)‖)`` by 1-strong convexity; the exact intervals if
+        its iteration does not converge), or by problem size (``n ≤ 1500`` and
+        ``n p² ≤ 4·10⁶``: ``"solve"`` when ``recenter``, else ``"exact"``; larger: ``"cheap"``).
     recenter : bool
         Exact intervals: re-centre (at most twice) at the Newton ball's center with the exact
         gradient there (Theorem 6 of Okumura et al. (2015)) — an O(n p) (kernel O(n²)) gradient
         each, after which the region is nearly the exact retrained model; False stops at the
-        regions around β₁.
+        regions around β₁.  With ``mode="auto"`` a small linear problem is then answered by
+        ``"solve"`` (the same certificate, Theorem 6 at a converged point, for a fraction of
+        the cost).
     """
     _check_loss(sens._loss)
+    if mode not in _MODES:
+        raise ValueError(f"mode must be one of {list(_MODES)}, got {mode!r}")
     sens._check_model()
-    if sens._prob.kernel:
+    prob = sens._prob
+    if not prob.kernel and prob.keeps_rows and (
+            mode == "solve" or (mode == "auto" and recenter and _small(prob))):
+        from ._curvature_solve import solved_region
+
+        reg = solved_region(sens)
+        if reg is not None:
+            return reg
+        mode = "exact"  # the iteration did not reach its rounding floor: exact intervals
+    if prob.kernel:
         from ._curvature_kernel import KernelCurvatureRegion, _TooLarge
 
         try:
