@@ -8,6 +8,8 @@ with the NumPy ones to ``g_dask + g_numpy + 1e-10``, and each certificate is che
 the gradient computed here independently from the rows (1e-10 absolute plus rounding).
 """
 
+import os
+
 import numpy as np
 import pytest
 from scipy.special import expit
@@ -169,6 +171,11 @@ def test_squared_loss_keeps_rows_and_removes_by_id(breast_cancer, regressor):
         scale = np.max(np.abs(full_coef(a)))
         assert np.max(np.abs(full_coef(a) - full_coef(b))) <= 1e-10 * scale
     np.testing.assert_array_equal(a.sample_ids_, b.sample_ids_)
+    # its rows are on the cluster, not in a file: saving is refused (a file without them would
+    # load as keep_data=True unable to remove by id); keep_data=False saves its p x p state
+    with pytest.raises(ValueError, match="Dask cluster"):
+        df.save(b, "never-written.npz")
+    assert not os.path.exists("never-written.npz")
 
 
 def test_bad_input_and_failures_leave_the_model(cancer8, monkeypatch):

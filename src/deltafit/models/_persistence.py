@@ -179,7 +179,8 @@ UpdatablePipeline
     ValueError
         If the model is not fitted or holds something that cannot be stored without pickle
         (a callable kernel, an unsupported feature map or pipeline step: the message names the
-        class and the supported ones).
+        class and the supported ones), or whose training rows live on a Dask cluster
+        (``keep_data=True`` on dask input).
     OSError
         If the file cannot be written (``path`` is then as it was).
 
@@ -206,6 +207,12 @@ UpdatablePipeline
     if name not in classes or not hasattr(model, "_ledger"):
         what = "the final step of a pipeline" if pipe is not None else "save"
         raise ValueError(f"{what} needs a fitted deltafit estimator, got {name}")
+    if model.__dict__.get("_dask_rows") is not None:
+        # its rows live on a Dask cluster: a file without them would load as a model that says
+        # keep_data=True and cannot remove by id
+        raise ValueError("a model whose training rows live on a Dask cluster (keep_data=True "
+                         "on dask input) is not saved: its rows are not in the file; fit it "
+                         "with keep_data=False (the p × p state is saved) or on NumPy arrays")
     params = model.get_params(deep=False)
     params.pop("feature_map", None)
     params["callback"] = None  # not part of the model
