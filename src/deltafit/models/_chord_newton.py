@@ -424,6 +424,17 @@ class _Secants:
             r += (ai - rho * float(y @ r)) * s
         return -r
 
+    def descent(self, curv, grad):
+        """``(step, slope)``: :meth:`direction` with its slope ``∇Jᵀ step``, or the plain chord
+        step ``−M⁻¹ ∇J`` (pairs dropped) when the L-BFGS direction does not descend."""
+        step = self.direction(curv, grad)
+        slope = float(grad @ step)
+        if not slope < 0.0:
+            self.clear()
+            step = -curv.solve(grad)
+            slope = float(grad @ step)
+        return step, slope
+
 
 def chord_solve(blocks, beta, curv, loss, *, tol, max_iter, callback=None, capacity,
                 changed=None, start=None, refresh_ratio=REFRESH_RATIO):
@@ -495,12 +506,7 @@ def chord_solve(blocks, beta, curv, loss, *, tol, max_iter, callback=None, capac
             secants.clear()  # pairs measured against another M
         exact_m, refresh, changed = refresh, False, [None] * len(blocks)
         it += 1
-        step = secants.direction(curv, grad)
-        slope = float(grad @ step)
-        if not slope < 0.0:
-            secants.clear()
-            step = -curv.solve(grad)
-            slope = float(grad @ step)
+        step, slope = secants.descent(curv, grad)
         new = beta + step
         Zn, fn, gnew, _ = fresh_point(blocks, new, loss, with_g0=False, with_value=False)
         # a step that halves ‖∇J‖ is taken as it is (J is evaluated only when needed: the

@@ -311,12 +311,7 @@ def dask_chord(passes, beta, curv, beta_ref, loss, start, *, tol, max_iter, call
             if gnorm <= thr:
                 continue
         it += 1
-        step = secants.direction(curv, grad)
-        slope = float(grad @ step)
-        if not slope < 0.0:
-            secants.clear()
-            step = -curv.solve(grad)
-            slope = float(grad @ step)
+        step, slope = secants.descent(curv, grad)
         new = beta + step
         ref = beta_ref if switches else None
         sh = passes.run(new, ref=ref)
