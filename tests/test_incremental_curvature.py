@@ -372,3 +372,26 @@ def test_kdr_fits_when_most_of_the_window_changed(monkeypatch, breast_cancer):
         np.testing.assert_allclose(kdr.model_.decision_function(X[400:]),
                                    ref.decision_function(X[400:]), rtol=0, atol=1e-6)
         monkeypatch.undo()
+
+
+def test_warm_recomputations_fit_when_the_fit_resolves_gamma(breast_cancer):
+    """gamma="scale" is resolved from the rows a fit sees; an update keeps the first fit's
+    value, so KDR and active learning fit instead (their models stay those of a fit)."""
+    X, y = _stream(breast_cancer)
+    X = X * 3.0 + 1.0  # a variance away from 1, so the resolved gamma moves with the window
+    est = df.KernelClassifier(loss="squared_hinge", kernel="rbf", C=0.5)  # gamma="scale"
+    kdr = KDR(est, window=80, threshold=0.0)
+    prequential(kdr, (X[200:300], y[200:300]))
+    assert kdr.n_model_computations_ > 1 and kdr.n_warm_updates_ == 0
+    # the last computation came after sample 299 was predicted: its window is X[219:299]
+    ref = clone(est).fit(X[219:299], y[219:299])
+    assert kdr.model_.gamma_ == ref.gamma_
+    np.testing.assert_allclose(kdr.model_.decision_function(X[400:420]),
+                               ref.decision_function(X[400:420]), rtol=0, atol=1e-8)
+    r = run_active_learning(UncertaintySampling(est, m=20), X[:300], y[:300], X[400:],
+                            y[400:], initial=40, budget=100, random_state=0, warm=True)
+    assert r.n_warm_updates == 0
+    fixed = df.KernelClassifier(loss="squared_hinge", kernel="rbf", C=0.5, gamma=0.01)
+    r = run_active_learning(UncertaintySampling(fixed, m=20), X[:300], y[:300], X[400:],
+                            y[400:], initial=40, budget=100, random_state=0, warm=True)
+    assert r.n_warm_updates > 0

@@ -27,6 +27,7 @@ from sklearn.utils import check_random_state
 
 from ._progress import progress_bar
 from ._validation import check_bool, check_int, check_rows
+from .kernels import _resolved_from_data
 from .models import UpdatableMixin
 from .sensitivity._incremental import REGIONS, IncrementalSphere, MulticlassIncrementalSphere
 
@@ -466,6 +467,8 @@ def _warm(model, X, y):
     take them (not a deltafit model; a class new to it) — the model is then as it was."""
     if not isinstance(model, UpdatableMixin) or not np.all(np.isin(y, model.classes_)):
         return False
+    if _resolved_from_data(model.get_params(deep=False)):
+        return False  # gamma="scale" etc.: a fit on all the labels resolves it anew
     try:
         model.add(X, y)
     except ValueError:  # refused, model unchanged: the caller fits
@@ -499,9 +502,10 @@ def run_active_learning(strategy, X_pool, oracle, X_test, y_test, initial=50, bu
     warm : bool, default=True
         Each model after the first is the previous one updated with the newly labelled
         samples (``model.add``: an exact update, equal to the fit on all the labels to the
-        solver's tolerance) instead of a fit from scratch; a class new to the model, or an
-        estimator without updates, is fitted.  False: fit every model (the papers' cost
-        model).
+        solver's tolerance) instead of a fit from scratch; a class new to the model, an
+        estimator without updates, or one whose fit resolves a parameter from its rows
+        (``gamma="scale"`` / ``"auto"``, an unfitted ``feature_map``: an update keeps the first
+        fit's value) is fitted.  False: fit every model (the papers' cost model).
 
     Returns
     -------

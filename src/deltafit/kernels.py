@@ -20,6 +20,8 @@ from sklearn.exceptions import NotFittedError
 
 __all__ = ["KERNELS", "kernel_matrix", "kernel_rows", "kernel_diagonal", "resolve_feature_map"]
 
+_GAMMA_KERNELS = ("rbf", "laplacian", "poly", "sigmoid", "chi2")
+
 KERNELS = ("linear", "rbf", "poly", "sigmoid", "laplacian", "cosine")
 
 
@@ -27,7 +29,7 @@ def _kernel_params(kernel, gamma, degree, coef0, kernel_params):
     params = dict(kernel_params or {})
     if callable(kernel):
         return params
-    if kernel in ("rbf", "laplacian", "poly", "sigmoid", "chi2"):
+    if kernel in _GAMMA_KERNELS:
         params.setdefault("gamma", gamma)
     if kernel == "poly":
         params.setdefault("degree", degree)
@@ -217,3 +219,26 @@ def resolve_feature_map(feature_map, X):
         return copy.deepcopy(feature_map)
     except NotFittedError:
         return clone(feature_map).fit(X)
+
+
+def _resolved_from_data(params):
+    """The names of the parameters in ``params`` (an estimator's ``get_params()``) that a fit
+    resolves from its training rows: ``gamma="scale"`` / ``"auto"`` / None of a kernel that
+    uses gamma, and an unfitted ``feature_map``.  An exact update keeps what the first fit
+    resolved, so it equals a fit on the new data only when this list is empty (a fit of a
+    clone resolves them again on that data)."""
+    from sklearn.exceptions import NotFittedError
+    from sklearn.utils.validation import check_is_fitted
+
+    out = []
+    kernel = params.get("kernel")
+    if isinstance(kernel, str) and kernel in _GAMMA_KERNELS and \
+            (params.get("gamma", 0.0) is None or isinstance(params.get("gamma"), str)):
+        out.append("gamma")
+    fmap = params.get("feature_map")
+    if fmap is not None:
+        try:
+            check_is_fitted(fmap)
+        except NotFittedError:
+            out.append("feature_map")
+    return out

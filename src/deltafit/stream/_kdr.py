@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import check_bool, check_real
+from ..kernels import _resolved_from_data
 from ..models import UpdatableMixin
 from ..sensitivity._incremental import REGIONS, IncrementalSphere
 from ._window import WindowLearner, _Decision
@@ -55,7 +56,10 @@ class KDR(WindowLearner):
         take) and the first model are fitted, and so is a window that changed by more than 40%
         since β₁ (``|A| + |R|`` above 0.4 of the window: such an update costs what a fit
         costs — measured on a 500-sample kernel window, 118 ms against 73 ms for 400 changes,
-        55 ms against 100 ms for 25).  False: always fit (the paper's cost model).
+        55 ms against 100 ms for 25).  An estimator whose fit resolves a parameter from its
+        rows (``gamma="scale"`` / ``"auto"``, an unfitted ``feature_map``) is always fitted:
+        an update keeps the first fit's value, a fit on the window would not.  False: always
+        fit (the paper's cost model).
 
     Attributes
     ----------
@@ -169,6 +173,8 @@ class KDR(WindowLearner):
         gone = np.setdiff1d(model.sample_ids_, ids[ids >= 0], assume_unique=True)
         if add.size + gone.size > _WARM_SHARE * pos.size:
             return False  # an update of this size costs what a fit of the window costs
+        if _resolved_from_data(model.get_params(deep=False)):
+            return False  # gamma="scale" etc.: a fit on the window resolves it anew
         try:
             new = model.update(X_add=self._X[add] if add.size else None,
                                y_add=self._y[add] if add.size else None,
