@@ -693,16 +693,7 @@ def run_nonsquared(args):
         "machine": info, "source": source_info(), "rows": rows,
         "all_pass": all(r["pass"] for r in rows), "wall_s": time.perf_counter() - t0,
     }
-    text = json.dumps(doc, indent=2)
-    print(text)
-    print()
-    print(nonsquared_markdown(rows))
-    if args.out:
-        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-        with open(args.out, "w") as fh:
-            fh.write(text + "\n")
-        with open(os.path.splitext(args.out)[0] + ".md", "w") as fh:
-            fh.write(nonsquared_markdown(rows) + "\n")
+    _emit(doc, nonsquared_markdown(rows), args.out)
     return 0
 
 
@@ -844,20 +835,26 @@ def run_kernel_nonsquared(args):
         "machine": info, "source": source_info(), "rows": rows,
         "all_pass": all(r["pass"] for r in rows), "wall_s": time.perf_counter() - t0,
     }
-    text = json.dumps(doc, indent=2)
-    print(text)
-    print()
-    print(kernel_nonsquared_markdown(rows))
-    if args.out:
-        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-        with open(args.out, "w") as fh:
-            fh.write(text + "\n")
-        with open(os.path.splitext(args.out)[0] + ".md", "w") as fh:
-            fh.write(kernel_nonsquared_markdown(rows) + "\n")
+    _emit(doc, kernel_nonsquared_markdown(rows), args.out)
     return 0
 
 
 # --------------------------------------------------------------------------- output
+def _emit(doc, markdown, out):
+    """Print the JSON document and the markdown table; with ``out``, write both (``.json``
+    and ``.md`` beside it)."""
+    text = json.dumps(doc, indent=2)
+    print(text)
+    print()
+    print(markdown)
+    if out:
+        os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+        with open(out, "w") as fh:
+            fh.write(text + "\n")
+        with open(os.path.splitext(out)[0] + ".md", "w") as fh:
+            fh.write(markdown + "\n")
+
+
 def markdown(rows, max_contention=0.10):
     out = ["| problem | scenario | deltafit (s) | scikit-learn refit (s) | ratio | max deviation "
            "| bar | pass |",
