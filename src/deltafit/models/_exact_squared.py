@@ -312,12 +312,16 @@ class Rows:
     """Rows ``source[index]`` of a matrix, gathered only when (and as) they are needed.
 
     Large batches stream through :meth:`_Statistics.gram` in chunks, so that the rows of a removal
-    are gathered from the ledger's storage once and a bounded amount at a time.
+    are gathered from the ledger's storage once and a bounded amount at a time.  ``transform``
+    (a function of a block of rows, or None) maps each block as it is read: a model that keeps
+    no rows gives its caller's raw rows and its feature map, so that Φ of a large removal is
+    formed a chunk at a time (cache-sized) rather than as one fresh n × p array.
     """
 
-    def __init__(self, source, index=None):
+    def __init__(self, source, index=None, transform=None):
         self.source = source
         self.index = None if index is None else np.asarray(index)
+        self.transform = transform
 
     def __len__(self):
         return self.source.shape[0] if self.index is None else self.index.size
@@ -325,6 +329,8 @@ class Rows:
     def array(self):
         """The rows as one array (sparse rows densified)."""
         block = self.source if self.index is None else self.source[self.index]
+        if self.transform is not None:
+            block = self.transform(block)
         return block.toarray() if sp.issparse(block) else block
 
     def chunks(self, size=None):
@@ -335,6 +341,8 @@ class Rows:
                 block = self.source[i:i + size]
             else:
                 block = self.source[self.index[i:i + size]]
+            if self.transform is not None:
+                block = self.transform(block)
             # sparse rows enter the statistics a dense chunk at a time: the double-double
             # machinery (and BLAS) sees exactly what dense rows would give it
             yield i, np.ascontiguousarray(block.toarray() if sp.issparse(block) else block)

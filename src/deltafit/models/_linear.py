@@ -132,7 +132,7 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         if plan.removes:
             slots = plan.remove_slots
             change.rows_remove = (Rows(led.X, slots) if led.keep_rows
-                                  else self._features(plan.remove_rows))
+                                  else Rows(plan.remove_rows, transform=self._features))
         if plan.relabels:
             slots = plan.relabel_slots
             change.rows_relabel = (led.X[slots] if led.keep_rows
