@@ -133,10 +133,19 @@ def out_of_core(args, client):
 
     path = args.path
     n, p = args.n, args.p
-    log(f"writing {n} x {p} to {path}")
-    t_write, _ = timed(lambda: write_zarr(path, n, p, args.chunk_rows, client))
+    Xz = yz = None
+    if args.reuse and os.path.exists(path):
+        Xz, yz = open_zarr(path)
+        if Xz.shape != (n, p) or Xz.chunks[0][0] != args.chunk_rows:
+            Xz = yz = None  # another problem's data: written afresh
+    if Xz is None:
+        log(f"writing {n} x {p} to {path}")
+        t_write, _ = timed(lambda: write_zarr(path, n, p, args.chunk_rows, client))
+        Xz, yz = open_zarr(path)
+    else:
+        log(f"reusing {n} x {p} at {path}")
+        t_write = None
     nbytes = n * (p + 1) * 8
-    Xz, yz = open_zarr(path)
     drop_cache(path)
     log("read pass")
     with dask.config.set(scheduler=client.get):
@@ -270,6 +279,9 @@ def main(argv=None):
     ap.add_argument("--path", default=os.path.join(os.environ.get("TMPDIR", "/tmp"),
                                                    "deltafit_bench_scale.zarr"))
     ap.add_argument("--keep", action="store_true", help="keep the zarr data afterwards")
+    ap.add_argument("--reuse", action="store_true",
+                    help="read the zarr data left by an earlier run with --keep (same n, p and "
+                         "chunks) instead of writing it again")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     q = args.quick
