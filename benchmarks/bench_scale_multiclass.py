@@ -115,7 +115,6 @@ def main():
                         "passes_remove": int(b._state.passes), "deviation_vs_joint": dev,
                         "certificates_sum": float(b.grad_norm_
                                                   + m._state.result.results[k].grad_norm)})
-            del b
         res["binary"] = per
         res["t_fit_binary_sum"] = sum(r["t_fit"] for r in per)
         res["passes_fit_binary_sum"] = sum(r["passes_fit"] for r in per)

@@ -426,18 +426,6 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         self._dask_folds, self._dask_passes = None, passes.count
         self._take_counts(n_pos)
 
-    def save(self, path):
-        """Write the fitted model to ``path`` (see :func:`deltafit.save`); refused for a
-        model of K ≥ 3 classes fitted on dask input with ``keep_data=False`` (the file has no
-        place for its per-class counts)."""
-        if "_class_counts" in self.__dict__ and self.__dict__.get("_dask_rows") is None:
-            raise ValueError(
-                f"a model of {self._n_classes} classes fitted on dask input with "
-                "keep_data=False is not saved (a file of a model that keeps no labels holds "
-                "two classes' counts only); fit it on NumPy arrays to save it"
-            )
-        super().save(path)
-
     def _stored_samples(self, slots):
         """Rows and targets of the samples at ``slots`` gathered from the Dask row store (a
         few rows: one small task per block they lie in); None without a store."""
