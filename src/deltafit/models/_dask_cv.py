@@ -143,6 +143,9 @@ def dask_closed_form(estimator, X, y, sample_weight=None, fold=None, n_folds=0):
                else ""))
     model = clone(estimator).set_params(keep_data=False)
     model._fit_dask(X, y, sample_weight, fold, n_folds)
+    if model._classifier and model._n_classes:
+        raise ValueError(f"the closed-form cross-validation of dask input takes two classes; "
+                         f"y has {model._n_classes} (compute X and y to NumPy arrays)")
     problem, rho = _problem(model)
     blocks = row_blocks(X, y, sample_weight, fold)
     classes = getattr(model, "classes_", None)

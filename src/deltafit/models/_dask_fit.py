@@ -36,8 +36,11 @@ def _shares(*outs):
     return total
 
 
-def persist_rows(blocks, problem, spec=None, beta0=None, digests=True):
+def persist_rows(blocks, problem, spec=None, beta0=None, digests=True, prepare=prepare_block):
     """Validate, encode and persist the rows of ``blocks`` (one pass).
+
+    ``prepare`` is the block task (:func:`~._dask_newton.prepare_block`'s signature; the
+    one-vs-rest fit's evaluates every class's start, :func:`~._dask_ovr.prepare_ovr_block`).
 
     Returns
     -------
@@ -56,7 +59,7 @@ def persist_rows(blocks, problem, spec=None, beta0=None, digests=True):
 
     offsets = np.concatenate([[0], np.cumsum(blocks.X.chunks[0])]).astype(np.int64)
     n = int(offsets[-1])
-    full = dask.persist(*[delayed(prepare_block)(x, y, w, problem, int(off), spec, beta0)
+    full = dask.persist(*[delayed(prepare)(x, y, w, problem, int(off), spec, beta0)
                           for (x, y, w, _), off in zip(blocks.parts, offsets[:-1].tolist())])
     want = [delayed(_counts)(*full)]
     if spec is not None:

@@ -28,6 +28,7 @@ from .._validation import check_magnitude, check_scale
 from ._exact_squared import (_BIG_RATIO, _Statistics, _row_sq, _target_size, _two_sum,
                              _weighted_rows)
 from ._ledger import SEGMENT_BITS, digest_array, digest_keys, sorted_segment
+from ._multiclass import one_hot_codes
 
 __all__ = ["BlockProblem", "FitStatistics", "reduce_statistics"]
 
@@ -52,12 +53,22 @@ class BlockProblem:
         The ledger's digest key (None: no digests).
     scheme : str
         The ledger's digest scheme.
+    n_classes : int, default=0
+        K ≥ 3 for a one-vs-rest classifier: the targets are class indices (what the digests
+        and the row store keep), and the statistics are those of the K columns of ±1 codes
+        (``ΦᵀWT``, p × K: one right-hand side per class).
     """
 
-    def __init__(self, featurize, n_features, labels, n_outputs, C, key, scheme="nh-sip"):
+    def __init__(self, featurize, n_features, labels, n_outputs, C, key, scheme="nh-sip",
+                 n_classes=0):
         self.featurize, self.n_features = featurize, int(n_features)
         self.labels, self.n_outputs, self.C, self.key = labels, int(n_outputs), float(C), key
-        self.scheme = scheme
+        self.scheme, self.n_classes = scheme, int(n_classes)
+
+    def codes(self, t):
+        """The targets the statistics sum: ``t`` itself, or (K classes) its K columns of ±1
+        codes."""
+        return one_hot_codes(t, self.n_classes) if self.n_classes else t
 
     def targets(self, y):
         """Encoded targets of a block of labels (ValueError naming a bad label or value)."""
@@ -173,6 +184,7 @@ def _block_share(x, y, w, problem, limits, offset=0, fold=None, n_folds=0):
         digests = _block_pieces(digest_array(x, t, problem.key, problem.scheme), offset)
     else:
         digests = []
+    t = problem.codes(t)
     if fold is None:
         return _share(Phi, t, w, limits), digests
     fold = np.asarray(fold).reshape(-1)
@@ -315,7 +327,7 @@ def reduce_statistics(blocks, problem, rho, n_folds=0):
     if total.max_sq > limits[0] or total.max_b > limits[1]:
         # some rows are large: sum the shares again with those rows kept apart, exactly
         nokey = BlockProblem(problem.featurize, problem.n_features, problem.labels,
-                             problem.n_outputs, problem.C, None)
+                             problem.n_outputs, problem.C, None, n_classes=problem.n_classes)
         again = [delayed(_block_share, nout=2)(x, y, w, nokey, limits, 0, f, n_folds)[0]
                  for x, y, w, f in blocks.parts]
         (total,) = dask.compute(_tree_sum(again, folds))

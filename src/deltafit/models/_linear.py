@@ -16,6 +16,7 @@ from ..kernels import resolve_feature_map
 from ._base import ClassifierOutputMixin, RegressorTags, UpdatableMixin
 from ._exact_squared import Rows
 from ._ledger import DEFAULT_SCHEME, KEY_BYTES, Ledger, SortedDigests
+from ._multiclass import one_vs_rest_state
 from ._registry import state_for
 from ._state import DataChange
 
@@ -109,6 +110,7 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         led.insert(led.allocate(X.shape[0]), Phi if self.keep_data else None,
                    led.stored_labels(t), digests, w)
         self._ledger = led
+        self.__dict__.pop("_class_counts", None)
         if self._classifier and not self.keep_data:
             self._n_positive = int(np.count_nonzero(t > 0))
         else:
@@ -117,7 +119,43 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
     def _stored_rows(self, X):
         return self._features(X) if self._ledger.keep_rows else None
 
+    def _check_outcome(self, plan, rem_slots):
+        """As the base class's; a Dask-fitted classifier of K ≥ 3 classes, whose ledger keeps
+        no labels, counts the samples of each class instead."""
+        counts = self.__dict__.get("_class_counts")
+        if counts is None:
+            return super()._check_outcome(plan, rem_slots)
+        led = self._ledger
+        n_after = led.n_samples - rem_slots.size + (plan.X_add.shape[0] if plan.adds else 0)
+        if n_after < 1:
+            raise ValueError("the update would remove every sample; a model needs at least one")
+        if not self._classes_given and np.count_nonzero(self._counts_after(plan)) < 2:
+            raise ValueError(
+                "the update would leave a single class in the training data; a classifier "
+                "needs two classes"
+            )
+
+    def _counts_after(self, plan):
+        """The samples of each class after ``plan`` (K ≥ 3 classes, Dask-fitted)."""
+        counts = self._class_counts.copy()
+        K = counts.size
+
+        def tally(t, sign):
+            if t is not None and len(t):
+                counts[:] += sign * np.bincount(np.asarray(t, dtype=np.intp), minlength=K)
+
+        if plan.removes:
+            tally(plan.remove_t, -1)
+        if plan.relabels:
+            tally(plan.relabel_t_old, -1)
+            tally(plan.relabel_t, 1)
+        if plan.adds:
+            tally(plan.t_add, 1)
+        return counts
+
     def _apply(self, plan):
+        if "_class_counts" in self.__dict__:  # inside the transaction: rolled back with it
+            self._class_counts = self._counts_after(plan)
         led = self._ledger
         change = DataChange(led, remove_slots=plan.remove_slots,
                             relabel_slots=plan.relabel_slots, relabel_t=plan.relabel_t,
@@ -219,17 +257,18 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
                 else blocks.y
             if yv.ndim != 1:
                 raise ValueError(f"y must be 1-D for a classifier, got shape {blocks.y.shape}")
-            self._encode_y(np.asarray(da.unique(yv).compute()), fitting=True)
-            if self._n_classes:
-                raise ValueError(
-                    f"dask input supports two classes; y has {self._n_classes} (fit the "
-                    "multiclass model on a NumPy X)"
-                )
+            found, found_n = (np.asarray(a) for a in
+                              da.compute(*da.unique(yv, return_counts=True)))
+            self._encode_y(found, fitting=True)
             labels = self._labels()
+            n_classes = self._n_classes
+            if n_classes:  # one-vs-rest: the samples of each class, counted
+                class_counts = np.zeros(n_classes, dtype=np.int64)
+                class_counts[labels.encode(found).astype(np.intp)] = found_n
         else:
             multi = blocks.y.ndim == 2 and blocks.y.shape[1] >= 2
             self._n_outputs = int(blocks.y.shape[1]) if multi else 0
-            labels = None
+            labels, n_classes, yv = None, 0, None
         self._take_spec()
         self.feature_map_ = resolve_feature_map(self.feature_map, None)
         featurize = self._featurizer()
@@ -238,7 +277,7 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         key = secrets.token_bytes(KEY_BYTES)
         opts = self._solver_options()
         problem = BlockProblem(featurize, blocks.n_features, labels, self._n_outputs_fitted,
-                               opts.C, key, DEFAULT_SCHEME)
+                               opts.C, key, DEFAULT_SCHEME, n_classes=n_classes)
         store = None
         if self.keep_data:  # the rows persisted on the cluster (the range ledger's ids)
             from ._dask_fit import persist_rows
@@ -249,6 +288,13 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
                 from ._dask_newton import PassSpec
 
                 spec, beta0 = PassSpec(featurize, opts.loss, opts.C), self._dask_start(p)
+            if smooth and n_classes:  # one-vs-rest: the rows persisted with class indices,
+                from ._dask_ovr import prepare_ovr_block  # every class's start evaluated
+
+                store, blocks, _, share, segments = persist_rows(
+                    blocks, problem, spec, beta0, digests=True, prepare=prepare_ovr_block)
+                return self._fit_ovr_dask(blocks, yv, store, class_counts, share, segments,
+                                          key, p, spec, beta0, opts)
             store, blocks, counts, share, segments = persist_rows(blocks, problem, spec,
                                                                   beta0, digests=smooth)
             if smooth:
@@ -256,7 +302,8 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
                                              beta0, opts)
             # the statistics from the persisted rows (targets encoded there)
             problem = BlockProblem(featurize, blocks.n_features, None,
-                                   self._n_outputs_fitted, opts.C, key, DEFAULT_SCHEME)
+                                   self._n_outputs_fitted, opts.C, key, DEFAULT_SCHEME,
+                                   n_classes=n_classes)
         total, segments, self._dask_passes = reduce_statistics(blocks, problem, opts.rho,
                                                                n_folds)
         w = None
@@ -265,10 +312,15 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
             if total.n_weighted == 0:
                 raise ValueError("sample_weight: every weight is zero; at least one sample "
                                  "needs a positive weight")
-            if self._classifier and total.n_weighted_positive in (0, total.n_weighted):
+            if self._classifier and (self._weighted_classes(yv, blocks.w) < 2 if n_classes else
+                                     total.n_weighted_positive in (0, total.n_weighted)):
                 raise ValueError("the samples with a positive sample_weight show a single "
                                  "class; a classifier needs two classes")
-        st = state_for(False, "squared")(opts, self._max_rank).fit_statistics(total.stats)
+        base = state_for(False, "squared")
+        st = base(opts, self._max_rank).fit_statistics(total.stats)
+        if n_classes:  # the K one-vs-rest problems as one state with K right-hand sides
+            inner, st = st, one_vs_rest_state(opts, self._max_rank, base, n_classes)
+            st.inner = inner
         self._check_solution(st)
         K = self._n_outputs_fitted
         # the range ledger: ids, weights and (absent) labels implicit, digests sorted
@@ -280,17 +332,70 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
             led.weighted = bool(np.any(w != 1.0))
         self._state, self._ledger, self._dask_rows = st, led, store
         self._dask_folds = total if n_folds else None
-        if self._classifier:
-            self._n_positive = total.n_positive
-        else:
-            self.__dict__.pop("_n_positive", None)
+        self._take_counts(total.n_positive, class_counts if n_classes else None)
 
     def _dask_start(self, p):
-        """The start of a Dask fit's Newton solve: the previous β (``warm_start``) or 0."""
+        """The start of a Dask fit's Newton solve: the previous β (``warm_start``) or 0
+        (K ≥ 3 classes: one column per class)."""
         st = self.__dict__.get("_state")
-        if self.warm_start and st is not None and np.shape(st.solution) == (p,):
+        shape = (p, self._n_classes) if self._n_classes else (p,)
+        if self.warm_start and st is not None and np.shape(st.solution) == shape:
             return np.array(st.solution, dtype=np.float64, copy=True)
-        return np.zeros(p)
+        return np.zeros(shape)
+
+    def _take_counts(self, n_positive, class_counts=None):
+        """What refuses an update that leaves a single class, for a Dask-fitted classifier
+        whose ledger keeps no labels: the positive samples (two classes) or the samples of
+        each class (``class_counts``, K ≥ 3)."""
+        self.__dict__.pop("_n_positive", None)
+        self.__dict__.pop("_class_counts", None)
+        if class_counts is not None:
+            self._class_counts = np.asarray(class_counts, dtype=np.int64)
+        elif self._classifier:
+            self._n_positive = int(n_positive)
+
+    @staticmethod
+    def _weighted_classes(yv, w):
+        """How many classes the samples of positive weight show (``yv``, ``w``: the dask
+        labels and weights; a pass over them)."""
+        import dask.array as da
+
+        return int(da.unique(yv[w.ravel() > 0]).compute().size)
+
+    def _fit_ovr_dask(self, blocks, yv, store, class_counts, share, segments, key, p, spec,
+                      beta0, opts):
+        """A logistic / squared-hinge fit of K ≥ 3 classes on rows persisted on the cluster:
+        the K one-vs-rest Newton solves made jointly, one pass serving every class (see
+        :mod:`._dask_ovr`)."""
+        from ._dask_newton import DaskNewtonState
+        from ._dask_ovr import DaskOneVsRestState, OvrPasses
+
+        n = int(store.starts[-1])
+        w = None
+        if blocks.w is not None:
+            w = np.asarray(blocks.w.compute(), dtype=np.float64).reshape(-1)
+            if not np.any(w > 0):
+                raise ValueError("sample_weight: every weight is zero; at least one sample "
+                                 "needs a positive weight")
+            if self._weighted_classes(yv, blocks.w) < 2:
+                raise ValueError("the samples with a positive sample_weight show a single "
+                                 "class; a classifier needs two classes")
+            if np.all(w == 1.0):
+                w = None
+        passes = OvrPasses(store, spec)
+        passes.count = 1  # the pass that persisted the rows evaluated every class's start
+        st = DaskOneVsRestState(opts, self._max_rank, base=DaskNewtonState,
+                                n_classes=self._n_classes).fit_passes(passes, beta0, share)
+        self._check_solution(st)
+        led = Ledger.from_range(p, n, SortedDigests(n, segments, 0), n + max(16, n // 64),
+                                key=key)
+        if w is not None:
+            led.w = np.zeros(len(led.w))
+            led.w[:n] = w
+            led.weighted = True
+        self._state, self._ledger, self._dask_rows = st, led, store
+        self._dask_folds, self._dask_passes = None, passes.count
+        self._take_counts(0, class_counts)
 
     def _fit_smooth_dask(self, blocks, store, counts, share, segments, key, p, beta0, opts):
         """A logistic / squared-hinge fit on rows persisted on the cluster: Newton with the
@@ -319,7 +424,7 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
             led.weighted = bool(np.any(w != 1.0))
         self._state, self._ledger, self._dask_rows = st, led, store
         self._dask_folds, self._dask_passes = None, passes.count
-        self._n_positive = n_pos
+        self._take_counts(n_pos)
 
     def _stored_samples(self, slots):
         """Rows and targets of the samples at ``slots`` gathered from the Dask row store (a
@@ -347,7 +452,9 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         new = store.changed(remove_ids=rem, relabel_ids=rel, relabel_t=plan.relabel_t,
                             reweight_ids=rw, reweight_w=plan.reweight_w, add=add)
         change.dask_rows = new
-        if self._state.kind == "dask_newton":
+        st = self._state
+        if st.kind == "dask_newton" or getattr(st, "base", None) is not None and \
+                st.base.kind == "dask_newton":  # the smooth losses (K ≥ 3: one-vs-rest)
             change.dask_featurize = self._featurizer()
             # the changed rows as the plan holds them (gathered from the store by the plan,
             # or given), their weights from the ledger: id -> [row, t before, w before]

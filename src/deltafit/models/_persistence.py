@@ -213,6 +213,10 @@ UpdatablePipeline
         raise ValueError("a model whose training rows live on a Dask cluster (keep_data=True "
                          "on dask input) is not saved: its rows are not in the file; fit it "
                          "with keep_data=False (the p × p state is saved) or on NumPy arrays")
+    if "_class_counts" in model.__dict__:  # K ≥ 3 classes on dask input, keeping no labels
+        raise ValueError(f"a model of {model.classes_.size} classes fitted on dask input with "
+                         "keep_data=False is not saved: a file of a model that keeps no labels "
+                         "counts two classes; fit it on NumPy arrays to save it")
     params = model.get_params(deep=False)
     params.pop("feature_map", None)
     params["callback"] = None  # not part of the model

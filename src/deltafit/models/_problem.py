@@ -294,7 +294,8 @@ class FittedProblem:
             return
         if self._verified is None or self._verified.shape[0] != self._led.capacity:
             self._verified = np.full(self._led.capacity, np.nan)
-        self._verified[handles] = t
+        # a class view of a multiclass model: the class indices coded ±1 for its class
+        self._verified[handles] = t if self.klass is None else class_codes(t, self.klass)
 
     def find(self, X, y):
         """Handles of the live samples equal to the rows of ``(X, y)`` (``keep_data=False``

@@ -1,0 +1,381 @@
+"""One-vs-rest for the smooth losses (logistic, squared hinge) on rows persisted on a Dask
+cluster: K binary problems over one row store, solved jointly, one pass serving every class.
+
+A classifier of K ≥ 3 classes solves, for each class k, the binary problem whose targets are
+``+1`` for the samples of class k and ``-1`` for the others (scikit-learn's
+``OneVsRestClassifier``, the same C for every class; ARCHITECTURE.md, "The problem").  The rows
+are persisted once (:class:`~._dask_rows.DaskRowStore`) with each sample's class *index*; a
+block task codes them per class.  Every *pass* maps one task per block
+(:func:`ovr_block_share`) that answers the request of each class still solving — its J, ∇J
+(the p × K gradients in one product ``Φᵀ [cw ℓ'_1, …, cw ℓ'_K]``), when asked ∇J(0), its
+Hessian ``Φᵀ diag(cw ℓ''_k) Φ`` (K × p × p at most), the squared hinge's switched-row
+correction, or J along the step ladder — and the shares are summed in a tree (fan-in 8):
+nothing n-sized reaches the client.
+
+Each class runs the binary solver of :mod:`._dask_newton` unchanged (:func:`dask_newton` for
+the fit, :func:`dask_chord` then Newton for an update: Ortega & Rheinboldt 1970, §7.1;
+Nocedal 1980; Keerthi & DeCoste, JMLR 2005, for the squared hinge), each in its own thread
+against a pass object whose ``run`` hands the request to a driver and waits: the driver makes
+one joint pass as soon as every class still solving waits for one (:func:`solve_jointly`).  A
+class whose solve has ended asks for nothing more, so a fit or an update makes as many passes
+as its slowest class needs, not K times one class's.  Each class keeps its binary state
+(:class:`~._dask_newton.DaskNewtonState`: β_k, the exact Hessian at β_ref,k, and J, ∇J,
+∇J(0) at β_k), so its certificate ``grad_norm`` bounds ``‖β_k − β_k*‖`` as in the binary
+case (Okumura et al., KDD'15, Thm 6).
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from ._dask_newton import (_CHUNK_BYTES, _FAN_IN, LADDER, DaskNewtonState, Share, _Chunk,
+                           dask_chord, dask_newton, prepare_block)
+from ._dask_rows import BlockMods
+from ._multiclass import OneVsRestState, class_codes
+
+__all__ = ["ovr_block_share", "prepare_ovr_block", "start_requests", "OvrPasses",
+           "solve_jointly", "DaskOneVsRestState"]
+
+
+def _columns(beta, want):
+    """The vectors a request evaluates scores at: ``[base, step]`` of a ladder request, else
+    ``[β]`` and β_ref when asked."""
+    line, ref = want.get("line"), want.get("ref")
+    if line is not None:
+        return [line[0], line[1]]
+    return [beta] + ([ref] if ref is not None else [])
+
+
+def ovr_block_share(x, t, w, mods, spec, requests):
+    """One block's share of a joint pass (a Dask task): ``{k: Share}`` for every request
+    ``(k, β_k, want_k)``, ``want_k`` the keywords of
+    :func:`~._dask_newton.block_share` (``g0``, ``value``, ``hessian``, ``ref``, ``line``)
+    and ``t`` the rows' class indices.  The scores of every class are one product Φ B and
+    the gradients one product Φᵀ D, a chunk of rows at a time."""
+    loss, C = spec.loss, spec.C
+    x = np.asarray(x, dtype=np.float64)
+    n = x.shape[0]
+    t = mods.targets(np.asarray(t, dtype=np.float64))
+    wv = mods.weights(w, n)
+    cw = np.full(n, C) if wv is None else C * wv
+    cols, first = [], []
+    for _, beta, want in requests:
+        first.append(len(cols))
+        cols.extend(_columns(beta, want))
+    B = np.column_stack(cols)
+    p = B.shape[0]
+    acc = []
+    for _, _, want in requests:
+        acc.append({
+            "val": 0.0, "n_sw": 0,
+            "G": np.zeros((p, 2 if want.get("g0") else 1)),
+            "H": np.zeros((p, p)) if want.get("hessian") else None,
+            "dH": np.zeros((p, p)) if want.get("ref") is not None else None,
+            "lad": np.zeros(LADDER.size) if want.get("line") is not None else None})
+    step = max(64, _CHUNK_BYTES // (8 * max(p, 1)))
+    for a in range(0, n, step):
+        b = min(n, a + step)
+        Phi = _Chunk(x[a:b], spec)
+        Z = Phi.dot(B)
+        tc, wc = t[a:b], cw[a:b]
+        D, owner = [], []  # derivative columns, summed by one Φᵀ D
+        for j, (k, _, want) in enumerate(requests):
+            tk, z, out = class_codes(tc, k), Z[:, first[j]], acc[j]
+            if out["lad"] is not None:
+                dz = Z[:, first[j] + 1]
+                for i, s in enumerate(LADDER):
+                    out["lad"][i] += float(wc @ loss.value(tk, z + s * dz))
+                continue
+            if want.get("value", True):
+                out["val"] += float(wc @ loss.value(tk, z))
+            D.append(wc * loss.d1(tk, z))
+            owner.append((j, 0))
+            if want.get("g0"):
+                D.append(wc * loss.d1(tk, np.zeros(b - a)))
+                owner.append((j, 1))
+            if out["H"] is not None:
+                out["H"] += Phi.weighted_gram(wc * loss.d2(tk, z))
+            if out["dH"] is not None:
+                dn = wc * loss.d2(tk, z)
+                dr = wc * loss.d2(tk, Z[:, first[j] + 1])
+                sw = np.flatnonzero(dn != dr)
+                if sw.size:
+                    out["n_sw"] += sw.size
+                    out["dH"] += Phi.weighted_gram((dn - dr)[sw], sw)
+        if D:
+            G = Phi.tdot(np.column_stack(D))
+            for c, (j, i) in enumerate(owner):
+                acc[j]["G"][:, i] += G[:, c]
+    return Shares({k: Share(o["val"], o["G"], o["H"], o["dH"], o["n_sw"], o["lad"], n)
+                   for (k, _, _), o in zip(requests, acc)})
+
+
+class Shares(dict):
+    """``{k: Share}`` of a joint pass; ``+`` adds class by class."""
+
+    def __add__(self, other):
+        out = Shares(self)
+        for k, v in other.items():
+            out[k] = out[k] + v
+        return out
+
+
+def _sum(*shares):
+    """The sum of blocks' :class:`Shares`."""
+    out = shares[0]
+    for s in shares[1:]:
+        out = out + s
+    return out
+
+
+def start_requests(beta0):
+    """The fit's first requests: every class's J, ∇J, ∇J(0) and Hessian at its column of
+    ``beta0`` (p × K)."""
+    return [(k, np.array(beta0[:, k], dtype=np.float64), {"g0": True, "hessian": True})
+            for k in range(beta0.shape[1])]
+
+
+def prepare_ovr_block(x, y, w, problem, offset, spec, beta0):
+    """The one-vs-rest fit's one pass over a block (a Dask task): what
+    :func:`~._dask_newton.prepare_block` returns, its share that of every class's start
+    (:func:`start_requests`), so the pass that persists the rows also evaluates the start."""
+    (x, t, w), pieces, counts, _ = prepare_block(x, y, w, problem, offset, None, None)
+    share = None
+    if spec is not None:
+        share = ovr_block_share(x, t, w, BlockMods(), spec, start_requests(beta0))
+    return (x, t, w), pieces, counts, share
+
+
+def _frozen(want):
+    """A request's keywords with its arrays copied (the solver may reuse its own)."""
+    out = {}
+    for key, v in want.items():
+        if isinstance(v, tuple):
+            v = tuple(np.array(a, dtype=np.float64, copy=True) for a in v)
+        elif isinstance(v, np.ndarray):
+            v = np.array(v, dtype=np.float64, copy=True)
+        out[key] = v
+    return out
+
+
+class OvrPasses:
+    """Joint passes over the store's blocks: ``run(requests)`` is one tree-summed
+    ``{k: Share}``; ``count`` passes so far."""
+
+    def __init__(self, store, spec):
+        self.store, self.spec, self.count = store, spec, 0
+
+    def run(self, requests):
+        import dask
+        from dask import delayed
+
+        requests = [(int(k), np.array(beta, dtype=np.float64, copy=True), _frozen(want))
+                    for k, beta, want in requests]
+        st = self.store
+        level = [delayed(ovr_block_share)(x, t, w, st.mods(i), self.spec, requests)
+                 for i, (x, t, w) in enumerate(st.blocks)]
+        while len(level) > 1:
+            level = [delayed(_sum)(*level[i:i + _FAN_IN])
+                     for i in range(0, len(level), _FAN_IN)]
+        (out,) = dask.compute(level[0])
+        self.count += 1
+        return out
+
+
+class _Aborted(Exception):
+    """Raised in a class's solver thread when the joint solve is given up."""
+
+
+class _Rendezvous:
+    """Where the class solvers leave their pass requests and the driver its answers."""
+
+    def __init__(self, classes):
+        self.cond = threading.Condition()
+        self.waiting, self.answers = {}, {}
+        self.running, self.abort = set(classes), False
+
+
+class _ClassPasses:
+    """What class ``k``'s binary solver sees as its passes: ``run`` hands the request to the
+    driver and waits for the joint pass that answers it."""
+
+    def __init__(self, rv, k):
+        self._rv, self._k = rv, k
+
+    def run(self, beta, **want):
+        rv, k = self._rv, self._k
+        with rv.cond:
+            if rv.abort:
+                raise _Aborted
+            rv.waiting[k] = (np.array(beta, dtype=np.float64, copy=True), want)
+            rv.cond.notify_all()
+            while k not in rv.answers:
+                if rv.abort:
+                    raise _Aborted
+                rv.cond.wait()
+            return rv.answers.pop(k)
+
+
+def solve_jointly(passes, solvers):
+    """Run ``solvers`` (``{k: fn(passes_k)}``, each a binary solve that asks ``passes_k.run``
+    for its passes) together: one joint pass of ``passes`` (:class:`OvrPasses`) each time every
+    solver still running waits for one.  Returns ``{k: fn's result}``; the first exception a
+    solver raised is raised after every solver has stopped."""
+    rv = _Rendezvous(solvers)
+    outs, errors = {}, []
+
+    def body(k, fn):
+        try:
+            outs[k] = fn(_ClassPasses(rv, k))
+        except _Aborted:
+            pass
+        except BaseException as exc:  # noqa: BLE001 - raised again by the driver
+            with rv.cond:
+                errors.append(exc)
+                rv.abort = True
+        finally:
+            with rv.cond:
+                rv.running.discard(k)
+                rv.cond.notify_all()
+
+    threads = [threading.Thread(target=body, args=(k, fn), daemon=True,
+                                name=f"deltafit-ovr-{k}") for k, fn in solvers.items()]
+    for th in threads:
+        th.start()
+    try:
+        while True:
+            with rv.cond:
+                while rv.running and not rv.abort and len(rv.waiting) < len(rv.running):
+                    rv.cond.wait()
+                if rv.abort or not rv.running:
+                    break
+                batch = sorted(rv.waiting.items())
+                rv.waiting = {}
+            got = passes.run([(k, beta, want) for k, (beta, want) in batch])
+            with rv.cond:
+                for k, _ in batch:
+                    rv.answers[k] = got[k]
+                rv.cond.notify_all()
+    except BaseException:
+        with rv.cond:
+            rv.abort = True
+            rv.cond.notify_all()
+        raise
+    finally:
+        for th in threads:
+            th.join()
+    if errors:
+        raise errors[0]
+    return outs
+
+
+class DaskOneVsRestState(OneVsRestState):
+    """K binary :class:`~._dask_newton.DaskNewtonState` of a logistic / squared-hinge model
+    whose rows live on a Dask cluster, fitted and updated jointly (see the module docstring).
+
+    Attributes
+    ----------
+    states : list of DaskNewtonState
+        Class k's binary state at position k.
+    passes : int
+        Joint passes over the rows the last solve made.
+    """
+
+    passes = 0
+
+    def __init__(self, opts, max_rank=64, *, base=DaskNewtonState, n_classes):
+        super().__init__(opts, max_rank, base=base, n_classes=n_classes)
+
+    def blank(self):
+        return type(self)(self.opts, self.max_rank, n_classes=self.n_classes)
+
+    def fit(self, data, t, capacity, coef0=None, w=None):
+        raise ValueError("a Dask-backed one-vs-rest state is fitted from its row store "
+                         "(fit_passes), not from rows on the client")
+
+    def fit_passes(self, passes, beta0, first=None):
+        """Damped Newton for every class from ``beta0`` (p × K), jointly; ``first``: the
+        :class:`Shares` of the start (:func:`start_requests`) when a pass made them."""
+        o = self.opts
+
+        def newton(k):
+            def solve(view):
+                out = dask_newton(view, beta0[:, k], tol=o.tol, max_iter=o.max_iter,
+                                  callback=o.callback,
+                                  first=None if first is None else first[k])
+                if out is None:
+                    raise ValueError(f"Newton's method did not descend on the Dask rows for "
+                                     f"class index {k} (the problem is too ill-conditioned "
+                                     "for float64)")
+                return out
+            return solve
+
+        outs = solve_jointly(passes, {k: newton(k) for k in range(self.n_classes)})
+        states = []
+        for k in range(self.n_classes):
+            st = self._make()
+            st._take(outs[k])
+            st.passes = passes.count
+            states.append(st)
+        self.states, self.passes = states, passes.count
+        return self
+
+    def apply_change(self, change):
+        """Every class's M and (J, ∇J, ∇J(0)) corrected for the change's rows (coded for the
+        class), then its chord steps over the store after the change, all classes jointly;
+        Newton from β_k for a class whose chord steps stall.  Nothing is changed unless every
+        class succeeds."""
+        o, loss = self.opts, self.loss
+        passes = OvrPasses(change.dask_rows, self.states[0].spec(change.dask_featurize))
+        Phi, t_b, cw_b, t_a, cw_a = change.dask_changed
+
+        def chord(k):
+            st = self.states[k]
+
+            def solve(view):
+                f, grad, g0 = st.point
+                curv, beta = st.curv, st.beta
+                if Phi.shape[0]:
+                    tb, ta = class_codes(t_b, k), class_codes(t_a, k)
+                    z, zr, zero = Phi @ beta, Phi @ st.beta_ref, np.zeros(Phi.shape[0])
+                    f = f + float(cw_a @ loss.value(ta, z) - cw_b @ loss.value(tb, z))
+                    G = Phi.T @ np.column_stack([
+                        cw_a * loss.d1(ta, z) - cw_b * loss.d1(tb, z),
+                        cw_a * loss.d1(ta, zero) - cw_b * loss.d1(tb, zero)])
+                    grad, g0 = grad + G[:, 0], g0 + G[:, 1]
+                    delta = cw_a * loss.d2(ta, zr) - cw_b * loss.d2(tb, zr)
+                    curv = curv.corrected(Phi, delta, np.zeros(Phi.shape[0], dtype=np.intp))
+                out = dask_chord(view, beta, curv, st.beta_ref, loss, (f, grad, g0),
+                                 tol=o.tol, max_iter=o.max_iter, callback=o.callback)
+                if out is None:
+                    out = dask_newton(view, beta, tol=o.tol, max_iter=o.max_iter,
+                                      callback=o.callback)
+                    if out is None:
+                        raise ValueError(f"the re-solve on the Dask rows did not descend for "
+                                         f"class index {k}")
+                return out
+            return solve
+
+        outs = solve_jointly(passes, {k: chord(k) for k in range(self.n_classes)})
+        states = []
+        for k in range(self.n_classes):  # every class succeeded: commit
+            st = self._make()
+            st._take(outs[k])
+            st.passes = passes.count
+            states.append(st)
+        self.states, self.passes = states, passes.count
+
+    def exact_matrix(self):
+        return self.states[0].exact_matrix()
+
+    def checkpoint(self):
+        new = self.blank()
+        new.states = [st.checkpoint() for st in self.states]
+        new.passes = self.passes
+        return new
+
+    def to_arrays(self, keep):
+        return self.states[0].to_arrays(keep)
+
