@@ -203,8 +203,8 @@ def test_bad_input_and_failures_leave_the_model(cancer8, monkeypatch):
     with pytest.raises(ValueError, match="unknown sample ids"):
         m.remove([5, 100000])
     unchanged()
-    with pytest.raises(ValueError, match="squared_hinge"):
-        df.LinearClassifier(loss="hinge").fit(Xd, yd)
+    with pytest.raises(ValueError, match="callback"):
+        df.LinearClassifier(loss="hinge", callback=print).fit(Xd, yd)
     with pytest.raises(ValueError, match="two classes"):
         df.LinearClassifier(loss="logistic").fit(Xd, da.from_array(y % 2 + (X[:, 0] > 1),
                                                                    chunks=250))

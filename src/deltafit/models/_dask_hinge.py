@@ -79,7 +79,7 @@ __all__ = ["DaskHingeState", "HingePasses", "hinge_share", "SmoothedHinge", "STA
 
 #: The smoothed hinges whose minimisers start a fit: ``(ε, tol)``, Newton on each stopping
 #: at ``‖∇J‖ ≤ tol ‖∇J(0)‖``, warm-started from the previous one.
-START_STAGES = ((0.1, 1e-3), (0.01, 1e-4))
+START_STAGES = ((0.1, 1e-3),)
 
 
 class SmoothedHinge(Loss):
@@ -110,6 +110,8 @@ class SmoothedHinge(Loss):
         return np.where((u > 0.0) & (u < self.eps), 1.0 / self.eps, 0.0)
 
 
+#: Newton steps at most per smoothed start.
+_START_ITER = 8
 #: Further smoothed starts (ε ten times smaller each) a fit may take when its hinge passes
 #: find many rows off their side.
 _MORE_STAGES = 3
@@ -520,16 +522,25 @@ class DaskHingeState(ModelState):
             eps, tol = stages.pop(0)
             sm = DaskPasses(store, PassSpec(featurize, SmoothedHinge(eps), o.C))
             sm.count = int(first is not None)
-            out = dask_newton(sm, start, tol=tol, max_iter=o.max_iter, first=first)
+            last = [start]
+
+            def cap(it, beta, *_):  # a start needs no more than a few Newton steps
+                last[0] = beta
+                return it >= _START_ITER
+
+            out = dask_newton(sm, start, tol=tol, max_iter=o.max_iter, first=first,
+                              callback=cap)
             first = None
             n_start += sm.count
-            if out is not None:
-                start = out[0].coef
+            start = np.array(last[0] if out is None else out[0].coef, dtype=np.float64)
             return start
 
         first = start_share
-        for _ in START_STAGES:
-            smoothed()
+        if np.any(start):  # warm_start: the previous solution's rule first
+            n_start, first = int(first is not None), None
+        else:
+            for _ in START_STAGES:
+                smoothed()
         passes = HingePasses(store, self.spec(featurize), _k_gather(p))
         res, work = solve_passes(passes, _Working.empty(p), featurize, tol=o.tol,
                                  max_iter=o.max_iter, start=start, n_samples=n,
