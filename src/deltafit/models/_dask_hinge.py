@@ -22,7 +22,7 @@ duality gap's and the hinge's shares, the rounding scales, and the sums ``g``, `
 ``Σα`` under the rule of β itself (the next reference).  It also returns a few rows: the
 ``2p`` worst switchers and the ``2p`` non-switching rows nearest the margin (``|m_i − 1|``
 smallest) with their raw features, targets and weights — at most ``4p`` rows of p numbers a
-pass (:data:`GATHER_PER_PASS`), the only rows that reach the client.
+pass (``max(2p, 32)`` of each kind), the only rows that reach the client.
 
 **A step** after a pass (the decomposition methods of Osuna, Freund & Girosi, "An improved
 training algorithm for support vector machines", 1997, and Joachims, "Making large-scale SVM
@@ -43,23 +43,31 @@ Hintermüller, Ito & Kunisch, SIAM J. Optim. 2003):
   objective (Osuna et al.; Lin, "On the convergence of the decomposition method for support
   vector machines", IEEE TNN 2001).
 
-The dual objective decreases at every step and the partitions are finite, so the method
-ends; it stops when a pass finds every KKT violation at most ``tol`` (or, once the face over
+After the first step (below) the dual objective decreases at every step but at most ten
+re-based ones taken when W is full, and the partitions are finite, so the method ends; it
+stops when a pass finds every KKT violation at most ``tol`` (or, once the face over
 W was solved exactly, the rounding floor of the whole problem): the NumPy path's rule.  The
 final pass also gives the duality gap and the certified radius of
 :class:`deltafit.solvers.HingeResult` (``‖β − β*‖ ≤ sqrt(2(gap + δ))`` plus β's rounding),
 from sums over every row: the model's ``grad_norm_`` certifies the solution as on NumPy.
 
-**Start.** A fit starts from the squared-hinge solution of the same C (Newton on the cluster,
-:func:`~._dask_newton.dask_newton`, to a loose tolerance: its margins put most rows on their
-final side), then re-bases on it.  An update keeps β_ref and W: the changed rows (gathered
-from the store by the update; added rows) join W with their α (0 for added rows, clipped to
-the new box for reweighted ones), removed rows leave W or the sums, so α is the previous
-solution's and typically one or two passes end the re-solve.  ``passes`` counts them.
+**Start.** A fit starts from the minimiser of a smoothed hinge (:class:`SmoothedHinge`,
+ε = 0.1: Newton on the cluster, :func:`~._dask_newton.dask_newton`, at most 8 steps; the
+pass that persists the rows makes its first), whose margins put most rows on the side they
+take at the hinge's solution; the first step re-bases on it whatever the objective (any α in
+the box is a start), the descent steps follow.  Should the working set fill up with rows off
+their side before the method settles, a finer smoothing (ε ten times smaller, up to three
+times) gives a new start.  ``warm_start=True`` starts from the previous β's rule instead.  An
+update keeps β_ref and W: the changed rows (gathered from the store by the update; added
+rows) join W with their α (0 for added rows, clipped to the new box for reweighted ones),
+removed rows leave W or the sums, so α is the previous solution's and typically one or two
+passes end the re-solve.  ``passes`` counts the passes of the last solve (a fit's include
+the smoothed start's, ``start_passes``).
 
-A binary problem only; ``W`` is capped at :data:`MAX_WORKING` rows beyond which the solve
-stops with a ValueError (the free support vectors number at most p for data in general
-position).
+Binary problems only (the estimator refuses more classes on Dask input).  W is capped at
+``8 p + 512`` rows (the free support vectors number at most p for data in general
+position): a solve whose working set cannot be kept under it raises ValueError, as does one
+that has not converged after ``max(max_iter, 50)`` passes.
 """
 
 from __future__ import annotations
@@ -394,6 +402,7 @@ def solve_passes(passes, work, featurize, *, tol, max_iter, start=None, n_sample
         if not first and kkt <= thr:
             break
         d_cur = None if first else work.dual(beta)
+
         # the re-based step: β_ref <- β, the gathered rows into W
         A = work.copy()
         A.ref, A.g, A.u, A.s = beta.copy(), S.G.copy(), S.V.copy(), float(S.suma)
@@ -408,7 +417,6 @@ def solve_passes(passes, work, featurize, *, tol, max_iter, start=None, n_sample
         d_band = (float(np.max(np.abs(S.band.m - 1.0))) if S.band.key.size == k
                   else np.inf)
         at_rule = A.alpha == A.rule(mA)
-        free_rows = ~at_rule
         release = at_rule & (np.abs(mA - 1.0) > d_band) & ~np.isin(A.ids, rows.ids)
         A.drop(release)
         if A.ids.size > cap:  # the farthest consistent rows out, down to the cap
@@ -417,7 +425,6 @@ def solve_passes(passes, work, featurize, *, tol, max_iter, start=None, n_sample
             out = np.zeros(A.ids.size, dtype=bool)
             out[np.argsort(-far)[:A.ids.size - cap]] = True
             A.drop(out & np.isfinite(far))
-        del free_rows
         bA, polA, i, j = A.solve(tol, max_iter)
         it, n_polish = it + i, n_polish + j
         if first or A.dual(bA) < d_cur:  # the start's rule: any α in the box will do
@@ -533,17 +540,20 @@ class DaskHingeState(ModelState):
             first = None
             n_start += sm.count
             start = np.array(last[0] if out is None else out[0].coef, dtype=np.float64)
-            return start
+            # the rule of β / (1 − ε/2): α_i = C_i below the middle of the smoothed band,
+            # the nearest bound to the smoothed dual C_i clip((1 − m_i)/ε, 0, 1)
+            return start / (1.0 - 0.5 * eps)
 
         first = start_share
+        rule = start
         if np.any(start):  # warm_start: the previous solution's rule first
             n_start, first = int(first is not None), None
         else:
             for _ in START_STAGES:
-                smoothed()
+                rule = smoothed()
         passes = HingePasses(store, self.spec(featurize), _k_gather(p))
         res, work = solve_passes(passes, _Working.empty(p), featurize, tol=o.tol,
-                                 max_iter=o.max_iter, start=start, n_samples=n,
+                                 max_iter=o.max_iter, start=rule, n_samples=n,
                                  refine=smoothed)
         self.work, self.beta, self.result = work, res.coef, res
         self.passes, self.start_passes = n_start + passes.count, n_start
