@@ -19,10 +19,10 @@ returns, over the rows outside W: the KKT violation of their α at β (``max(m_i
 α_i = C_i, ``max(1 − m_i, 0)`` for α_i = 0, m_i the margin ``t_i φ_iᵀβ``), the rows whose
 side of the margin differs between β_ref and β (*switchers*: exactly the violators), the
 duality gap's and the hinge's shares, the rounding scales, and the sums ``g``, ``Σα|φ|``,
-``Σα`` under the rule of β itself (the next reference).  It also returns a few rows: the
-``2p`` worst switchers and the ``2p`` non-switching rows nearest the margin (``|m_i − 1|``
-smallest) with their raw features, targets and weights — at most ``4p`` rows of p numbers a
-pass (``max(2p, 32)`` of each kind), the only rows that reach the client.
+``Σα`` under the rule of β itself (the next reference).  It also returns a few rows with
+their raw features, targets and weights: the worst switchers, then the non-switching rows
+nearest the margin (``|m_i − 1|`` smallest) — at most ``4p`` rows of p numbers a pass
+(``max(4p, 64)``), the only rows that reach the client.
 
 **A step** after a pass (the decomposition methods of Osuna, Freund & Girosi, "An improved
 training algorithm for support vector machines", 1997, and Joachims, "Making large-scale SVM
@@ -201,7 +201,7 @@ def hinge_share(x, t, w, mods, spec, first, ref, beta, wids, v, k):
 
     ``first``: the block's first sample id; ``ref``: β_ref (None: α = 0 outside W); ``wids``:
     the sorted ids of W (excluded); ``v``: ``Σ α_i |φ_i|`` over every row (the rounding
-    scales); ``k``: rows gathered per kind."""
+    scales); ``k``: rows returned at most of each kind (switchers, the band)."""
     C = spec.C
     x = np.asarray(x, dtype=np.float64)
     n = x.shape[0]
@@ -375,7 +375,7 @@ def solve_passes(passes, work, featurize, *, tol, max_iter, start=None, n_sample
     run out.  ``refine()``: a new start (or None) when the working set is full of rows off
     their side and no step descends."""
     p = work.g.shape[0]
-    k = passes.k
+    k = passes.k  # rows a pass gathers: the switchers first, the band after them
     cap = _max_working(p)
     it = n_polish = 0
     if start is None:
@@ -406,7 +406,7 @@ def solve_passes(passes, work, featurize, *, tol, max_iter, start=None, n_sample
         # the re-based step: β_ref <- β, the gathered rows into W
         A = work.copy()
         A.ref, A.g, A.u, A.s = beta.copy(), S.G.copy(), S.V.copy(), float(S.suma)
-        rows = S.sw.merged(S.band, 2 * k) if S.band.key.size else S.sw
+        rows = S.sw.merged(S.band, k) if S.band.key.size else S.sw
         if rows.ids.size:
             Phi_r = _gathered(rows, featurize)
             a_new = np.where(rows.m < 1.0, rows.cw, 0.0)
@@ -434,7 +434,9 @@ def solve_passes(passes, work, featurize, *, tol, max_iter, start=None, n_sample
         # the conservative step: β_ref kept, the worst violators into W
         B = work.copy()
         sw = S.sw
-        keep = sw.key > thr
+        keep = np.zeros(sw.key.size, dtype=bool)
+        keep[np.argsort(-sw.key, kind="stable")[:k // 2]] = True  # the worst 2p
+        keep &= sw.key > thr
         if not np.any(keep):
             warnings.warn(f"the hinge solve on the Dask rows stalled at a KKT violation of "
                           f"{kkt:.3g}", ConvergenceWarning, stacklevel=3)
@@ -551,7 +553,7 @@ class DaskHingeState(ModelState):
         else:
             for _ in START_STAGES:
                 rule = smoothed()
-        passes = HingePasses(store, self.spec(featurize), _k_gather(p))
+        passes = HingePasses(store, self.spec(featurize), 2 * _k_gather(p))
         res, work = solve_passes(passes, _Working.empty(p), featurize, tol=o.tol,
                                  max_iter=o.max_iter, start=rule, n_samples=n,
                                  refine=smoothed)
@@ -590,7 +592,7 @@ class DaskHingeState(ModelState):
         n = self.n_samples + int(np.count_nonzero(liv & (cb <= 0.0))) - int(
             np.count_nonzero(~liv & (cb > 0.0)))
         passes = HingePasses(change.dask_rows, self.spec(featurize),
-                             _k_gather(self.beta.shape[0]))
+                             2 * _k_gather(self.beta.shape[0]))
         res, work = solve_passes(passes, work, featurize, tol=o.tol, max_iter=o.max_iter,
                                  n_samples=n)
         self.work, self.beta, self.result = work, res.coef, res
