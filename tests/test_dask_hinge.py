@@ -179,6 +179,8 @@ def test_bad_input_and_failures_leave_the_model(breast_cancer, monkeypatch):
                                                                 chunks=150))
     with pytest.raises(ValueError, match="Dask cluster"):
         df.save(m, "never-written.npz")
+    with pytest.raises(AttributeError, match="Dask cluster"):
+        m.dual_coef_
     unchanged()
     # a failure inside a pass (a worker lost for good): the update raises, the model and its
     # row store are as they were, and it works on

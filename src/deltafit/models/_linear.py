@@ -524,6 +524,10 @@ class LinearClassifier(ClassifierOutputMixin, ClassifierMixin, _LinearModel):
         slot) for exact warm-started updates and for approximate leave-one-out."""
         check_is_fitted(self, "_state")
         st = self._state
+        if st.kind == "dask_hinge":
+            raise AttributeError("dual_coef_ is not kept for a hinge model whose rows live on "
+                                 "a Dask cluster (its dual variables are implicit there: n "
+                                 "values); coef_ and intercept_ are")
         if not hasattr(st, "dual"):
             raise AttributeError(
                 f"dual_coef_ is kept for loss='hinge' only; this model was fitted with "
