@@ -427,7 +427,8 @@ def solve_passes(passes, work, featurize, *, tol, max_iter, start=None, n_sample
             A.drop(out & np.isfinite(far))
         bA, polA, i, j = A.solve(tol, max_iter)
         it, n_polish = it + i, n_polish + j
-        if first or A.dual(bA) < d_cur:  # the start's rule: any α in the box will do
+        # the start's rule: any α in the box will do; later, descent within the cap
+        if first or (A.ids.size <= cap and A.dual(bA) < d_cur):
             work, beta, polished = A, bA, polA
             first = False
             continue
