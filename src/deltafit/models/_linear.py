@@ -223,13 +223,10 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         from ._dask_stats import BlockProblem, reduce_statistics
 
         self._validate_params()
-        if self.loss == "hinge":
-            raise ValueError(
-                "dask input is fitted with loss='squared', 'logistic' or 'squared_hinge'; "
-                "the hinge loss is not differentiable (its exact solve is a dual QP over the "
-                "rows): use loss='squared_hinge' on the cluster, or compute X to a NumPy "
-                "array for loss='hinge'"
-            )
+        if self.loss == "hinge" and self.callback is not None:
+            raise ValueError("dask input with loss='hinge' takes no callback (its solve is a "
+                             "sequence of cluster passes, see deltafit.models._dask_hinge); "
+                             "use callback=None")
         if self.loss != "squared" and not self.keep_data:
             raise ValueError(
                 f"dask input with loss={self.loss!r} needs keep_data=True (the rows stay "
@@ -262,6 +259,11 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
             self._encode_y(found, fitting=True)
             labels = self._labels()
             n_classes = self._n_classes
+            if n_classes and self.loss == "hinge":
+                raise ValueError(
+                    f"dask input with loss='hinge' supports two classes; y has {n_classes} "
+                    "(use loss='squared_hinge' or 'logistic' for one-vs-rest on the cluster, "
+                    "or fit the hinge model on a NumPy X)")
             if n_classes:  # one-vs-rest: the samples of each class, counted
                 class_counts = np.zeros(n_classes, dtype=np.int64)
                 class_counts[labels.encode(found).astype(np.intp)] = found_n
@@ -285,9 +287,12 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
             smooth = self.loss != "squared"
             spec = beta0 = None
             if smooth:
+                from ._dask_hinge import start_loss
                 from ._dask_newton import PassSpec
 
-                spec, beta0 = PassSpec(featurize, opts.loss, opts.C), self._dask_start(p)
+                # the hinge's fit starts from a smoothed hinge's solution (_dask_hinge)
+                loss = opts.loss if self.loss != "hinge" else start_loss()
+                spec, beta0 = PassSpec(featurize, loss, opts.C), self._dask_start(p)
             if smooth and n_classes:  # one-vs-rest: the rows persisted with class indices,
                 from ._dask_ovr import prepare_ovr_block  # every class's start evaluated
 
@@ -412,9 +417,17 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         if n_wp in (0, n_w):
             raise ValueError("the samples with a positive sample_weight show a single class; "
                              "a classifier needs two classes")
-        passes = DaskPasses(store, PassSpec(self._featurizer(), opts.loss, opts.C))
-        passes.count = 1  # the pass that persisted the rows evaluated the start
-        st = DaskNewtonState(opts, self._max_rank).fit_passes(passes, beta0, share)
+        if self.loss == "hinge":  # a distributed decomposition method (see _dask_hinge)
+            from ._dask_hinge import DaskHingeState
+
+            st = DaskHingeState(opts, self._max_rank).fit_passes(
+                store, self._featurizer(), p, n, share, beta0)
+            n_passes = st.passes
+        else:
+            passes = DaskPasses(store, PassSpec(self._featurizer(), opts.loss, opts.C))
+            passes.count = 1  # the pass that persisted the rows evaluated the start
+            st = DaskNewtonState(opts, self._max_rank).fit_passes(passes, beta0, share)
+            n_passes = passes.count
         self._check_solution(st)
         led = Ledger.from_range(p, n, SortedDigests(n, segments, 0), n + max(16, n // 64),
                                 key=key)
@@ -423,7 +436,7 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
             led.w[:n] = w
             led.weighted = bool(np.any(w != 1.0))
         self._state, self._ledger, self._dask_rows = st, led, store
-        self._dask_folds, self._dask_passes = None, passes.count
+        self._dask_folds, self._dask_passes = None, n_passes
         self._take_counts(n_pos)
 
     def _stored_samples(self, slots):
@@ -453,8 +466,8 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
                             reweight_ids=rw, reweight_w=plan.reweight_w, add=add)
         change.dask_rows = new
         st = self._state
-        if st.kind == "dask_newton" or getattr(st, "base", None) is not None and \
-                st.base.kind == "dask_newton":  # the smooth losses (K ≥ 3: one-vs-rest)
+        if st.kind in ("dask_newton", "dask_hinge") or getattr(st, "base", None) is not None \
+                and st.base.kind == "dask_newton":  # the smooth losses (K ≥ 3: one-vs-rest)
             change.dask_featurize = self._featurizer()
             # the changed rows as the plan holds them (gathered from the store by the plan,
             # or given), their weights from the ledger: id -> [row, t before, w before]
@@ -494,6 +507,9 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
                 cb = np.concatenate([cb, np.zeros(k)])
                 ca = np.concatenate([ca, C * wadd])
             change.dask_changed = (Phi, tb, cb, ta, ca)
+            change.dask_changed_ids = np.concatenate([touched, np.arange(
+                int(led.next_id), int(led.next_id) + (plan.X_add.shape[0] if plan.adds
+                                                      else 0), dtype=np.int64)])
         self._dask_rows = new
 
     # -------------------------------------------------------------- attributes
@@ -620,6 +636,10 @@ class LinearClassifier(ClassifierOutputMixin, ClassifierMixin, _LinearModel):
         slot) for exact warm-started updates and for approximate leave-one-out."""
         check_is_fitted(self, "_state")
         st = self._state
+        if st.kind == "dask_hinge":
+            raise AttributeError("dual_coef_ is not kept for a hinge model whose rows live on "
+                                 "a Dask cluster (its dual variables are implicit there: n "
+                                 "values); coef_ and intercept_ are")
         if not hasattr(st, "dual"):
             raise AttributeError(
                 f"dual_coef_ is kept for loss='hinge' only; this model was fitted with "
