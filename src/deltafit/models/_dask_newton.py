@@ -192,8 +192,9 @@ class DaskPasses:
         self.store, self.spec, self.count = store, spec, 0
 
     def run(self, beta, **want):
-        import dask
         from dask import delayed
+
+        from ._dask_rows import compute_on_cluster
 
         beta = np.array(beta, dtype=np.float64, copy=True)
         want = {k: (None if v is None else (tuple(np.array(a, copy=True) for a in v)
@@ -205,7 +206,7 @@ class DaskPasses:
         while len(level) > 1:
             level = [delayed(_sum)(*level[i:i + _FAN_IN]) for i in range(0, len(level),
                                                                          _FAN_IN)]
-        (out,) = dask.compute(level[0])
+        (out,) = compute_on_cluster(level[0])
         self.count += 1
         return out
 
