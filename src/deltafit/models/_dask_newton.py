@@ -36,7 +36,7 @@ from ._chord_newton import REFRESH_RATIO, Curvature, _Secants, curvature_switche
 from ._state import ModelState
 
 __all__ = ["PassSpec", "DaskPasses", "dask_newton", "dask_chord", "DaskNewtonState",
-           "prepare_block", "LADDER"]
+           "prepare_block", "LADDER", "block_select"]
 
 _FAN_IN = 8
 _FLOOR = 1e-12
@@ -184,6 +184,48 @@ def block_share(x, t, w, mods, spec, beta, g0=False, value=True, hessian=False, 
     return Share(val, G, H, dH, n_sw, lad, k)
 
 
+def block_select(x, t, w, mods, spec, beta, key, k):
+    """A block's ``k`` live rows of smallest ``key`` (a Dask task): ``key(Φ, t, w, z)``
+    returns ``(n, 2)``: the order key and a value kept with it.
+
+    Returns ``(offsets, Φ rows, t, w, z, [key, value] rows, cut)`` of the chosen rows, with
+    ``cut`` the smallest key of the block's rows not chosen (inf when none is left)."""
+    x = np.asarray(x, dtype=np.float64)
+    nb = x.shape[0]
+    t = mods.targets(np.asarray(t, dtype=np.float64))
+    wv = mods.weights(w, nb)
+    wv = np.ones(nb) if wv is None else wv
+    live = np.ones(nb, dtype=bool) if mods.live is None else mods.live
+    p = beta.shape[0]
+    step = max(64, _CHUNK_BYTES // (8 * max(p, 1)))
+    keep_off, keep_phi, keep_kv = [], [], []
+    cut = np.inf
+    for a in range(0, nb, step):
+        b = min(nb, a + step)
+        at = np.flatnonzero(live[a:b])
+        if not at.size:
+            continue
+        xc = x[a:b][at]
+        Phi = np.asarray(spec.featurize(xc), dtype=np.float64)
+        kv = np.asarray(key(Phi, t[a:b][at], wv[a:b][at], Phi @ beta), dtype=np.float64)
+        keep_off.append(a + at)
+        keep_phi.append(Phi)
+        keep_kv.append(kv)
+        off, P, KV = (np.concatenate(keep_off), np.vstack(keep_phi),
+                      np.vstack(keep_kv))
+        if off.size > k:  # keep the k smallest so far
+            o = np.argsort(KV[:, 0], kind="stable")
+            cut = min(cut, float(KV[o[k], 0]))
+            o = o[:k]
+            off, P, KV = off[o], P[o], KV[o]
+        keep_off, keep_phi, keep_kv = [off], [P], [KV]
+    if not keep_off:
+        return (np.zeros(0, dtype=np.intp), np.zeros((0, p)), np.zeros(0), np.zeros(0),
+                np.zeros(0), np.zeros((0, 2)), cut)
+    off, P, KV = keep_off[0], keep_phi[0], keep_kv[0]
+    return off, P, t[off], wv[off], P @ beta, KV, cut
+
+
 class DaskPasses:
     """Passes over the store's blocks: ``run(β, ...)`` is one tree-summed :class:`Share`;
     ``count`` passes so far."""
@@ -209,6 +251,26 @@ class DaskPasses:
         (out,) = compute_on_cluster(level[0])
         self.count += 1
         return out
+
+    def select(self, beta, key, k):
+        """One pass: per block, the ``k`` live rows of smallest ``key`` (:func:`block_select`),
+        with their sample ids; returns ``(ids, Φ, t, w, z, [key, value], cut)`` over the
+        union (at most ``k`` a block) and the smallest key left out of it."""
+        from dask import delayed
+
+        from ._dask_rows import compute_on_cluster
+
+        beta = np.array(beta, dtype=np.float64, copy=True)
+        st = self.store
+        got = compute_on_cluster(*[delayed(block_select)(x, t, w, st.mods(i), self.spec, beta,
+                                                         key, int(k))
+                                   for i, (x, t, w) in enumerate(st.blocks)],
+                                 what="a selection of stored rows")
+        self.count += 1
+        ids = np.concatenate([st.starts[i] + g[0] for i, g in enumerate(got)]).astype(np.int64)
+        parts = [np.concatenate([g[j] for g in got]) for j in range(1, 6)]
+        cut = min([float(g[6]) for g in got] + [np.inf])
+        return (ids, *parts, cut)
 
 
 def _cholesky(H):
@@ -454,9 +516,30 @@ class DaskNewtonState(ModelState):
     def warm_coef(self, slots):
         return self.beta.copy()
 
+    def hessian_at_solution(self, store, featurize):
+        """``∇²J(β)`` (p × p): M itself when β_ref is β (M is then the exact Hessian of the
+        current problem at β), else one Hessian pass over the store (kept until the next
+        change)."""
+        if self.beta_ref is not None and np.array_equal(self.beta_ref, self.beta):
+            return self.curv.folded().H.copy()
+        memo = self.__dict__.get("_hessian_memo")
+        if memo is None or memo[0] is not self.beta:
+            sh = DaskPasses(store, self.spec(featurize)).run(self.beta, value=False,
+                                                             hessian=True)
+            H = sh.H
+            H.flat[:: H.shape[0] + 1] += 1.0
+            memo = (self.beta, H)
+            self.__dict__["_hessian_memo"] = memo
+        return memo[1].copy()
+
+    def select_rows(self, store, featurize, key, k):
+        """The ``k`` stored samples of smallest ``key`` per row block (see
+        :meth:`DaskPasses.select`), scores under β."""
+        return DaskPasses(store, self.spec(featurize)).select(self.beta, key, k)
+
     def exact_matrix(self):
-        """Refused: what reads the rows on the client (the exact gradient or Hessian from the
-        rows, the curvature regions) does not apply to rows on a cluster."""
+        """Refused: what reads every row on the client (the exact gradient from the rows)
+        does not apply to rows on a cluster."""
         raise ValueError("this model's rows live on a Dask cluster: the exact gradient and "
                          "Hessian are not formed on the client (grad_norm_ certifies the "
                          "solution; use the sensitivity sphere)")
