@@ -314,3 +314,30 @@ def test_curvature_region_of_a_dask_model_equals_numpy(cancer8, loss):
         s = df.sensitivity(b)
         s.remove([1])
         curvature_region(s, mode="exact")
+
+
+@pytest.mark.parametrize("loss", SMOOTH)
+def test_consecutive_small_updates_take_at_most_two_passes(cancer8, loss):
+    """Five consecutive 0.1% removals: at most two passes each (before the Hessian was
+    summed in the pass predicted to be the last, M aged and the logistic loss took
+    [2, 2, 3, 2, 3] passes here), each result equal to the NumPy model within the
+    certificates, and M exact at β (the curvature regions read it as the Hessian there)."""
+    X, y = cancer8
+    a = df.LinearClassifier(loss=loss, C=0.5).fit(X, y)
+    b = df.LinearClassifier(loss=loss, C=0.5).fit(*chunked(X, y, rows=500))
+    rng = np.random.default_rng(1)
+    passes = []
+    for _ in range(5):
+        ids = rng.choice(b.sample_ids_, 5, replace=False)  # 0.1% of 4552
+        a.remove(ids)
+        b.remove(ids)
+        passes.append(b._state.passes)
+        assert_same(a, b, *live(b, X, y))
+    assert max(passes) <= 2, passes
+    if loss == "logistic":
+        np.testing.assert_array_equal(b._state.beta_ref, b._state.beta)
+        Xl, _ = live(b, X, y)
+        Phi = np.column_stack([Xl, np.ones(Xl.shape[0])])
+        s = expit(Phi @ full_coef(b))
+        H = np.eye(Phi.shape[1]) + b.C * (Phi.T * (s * (1.0 - s))) @ Phi
+        np.testing.assert_allclose(b.problem_.hessian(), H, rtol=0, atol=1e-9 * np.max(H))

@@ -15,7 +15,13 @@ chunk (the fitted feature map and the constant column).
   of the current problem at a reference point β_ref (kept with it), so the change's rows —
   gathered from the store, a few — correct it exactly by a Woodbury term (Hager 1989), and J,
   ∇J and ∇J(0) at β move by those rows alone: the first step costs no pass.  Each chord step
-  is then one gradient pass; a step that reduces ‖∇J‖ by less than
+  is then one pass at the new point; for the logistic loss that pass also sums the Hessian
+  there (M exact at the new point: the next step is Newton's) unless a single chord step
+  after it is predicted to reach the threshold (the last step's contraction rate, or
+  Newton's ``‖∇J₁‖ ≈ c‖∇J₀‖²`` with c seen by the previous solve).  The pass predicted to be
+  the last thus leaves M exact at the solution: the next update starts from Newton's step
+  and a 0.1% change takes two passes however many came before (M does not age), and the
+  curvature regions read M as the Hessian at β.  A step that reduces ‖∇J‖ by less than
   :data:`~._chord_newton.REFRESH_RATIO` asks for one Hessian pass.  For the squared hinge the
   same gradient pass also sums ``Σ (d_now − d_ref) φ φᵀ`` over the rows whose margin state
   switched since β_ref (its curvature is piecewise constant: M then becomes the exact
@@ -39,6 +45,10 @@ __all__ = ["PassSpec", "DaskPasses", "dask_newton", "dask_chord", "DaskNewtonSta
            "prepare_block", "LADDER", "block_select"]
 
 _FAN_IN = 8
+#: A pass skips the Hessian only when one chord step after it is predicted to reach this
+#: fraction of the threshold (a predicted rate is a guess: chord steps contract a little
+#: slower than the step that measured it).
+_MARGIN = 0.1
 _FLOOR = 1e-12
 #: Step lengths a backtracking pass evaluates J at, all in one pass.
 LADDER = 0.5 ** np.arange(1, 41)
@@ -337,11 +347,15 @@ def dask_newton(passes, beta, *, tol, max_iter, callback=None, first=None):
 
 
 def dask_chord(passes, beta, curv, beta_ref, loss, start, *, tol, max_iter, callback=None,
-               refresh_ratio=REFRESH_RATIO):
+               refresh_ratio=REFRESH_RATIO, newton_c=None, info=None):
     """Chord steps on M (a :class:`~._chord_newton.Curvature`, the exact Hessian of the
     current problem at ``beta_ref``) from β, where ``start = (J, ∇J, ∇J(0))`` at β were moved
     by the change's rows (not fresh).  Returns ``(result, curv, β_ref, (f, ∇J, ∇J(0)))`` or
-    None when the iteration stalled (the caller then runs :func:`dask_newton`)."""
+    None when the iteration stalled (the caller then runs :func:`dask_newton`).
+
+    ``newton_c``: the constant of Newton's ``‖∇J₁‖ ≈ c‖∇J₀‖²`` seen by a previous solve (None:
+    unknown), which decides whether the first pass also sums the Hessian; ``info``: a dict
+    that receives the constant this solve saw (``"newton_c"``)."""
     beta = np.array(beta, dtype=np.float64, copy=True)
     f, grad, g0 = start
     is_fresh = False
@@ -352,6 +366,9 @@ def dask_chord(passes, beta, curv, beta_ref, loss, start, *, tol, max_iter, call
     switches = curvature_switches(loss)
     secants = _Secants()
     refresh = exact_m = False
+    rate = None  # the last step's contraction ‖∇J_new‖ / ‖∇J_old‖
+    exact_start = bool(np.array_equal(beta, beta_ref))
+    c_seen = newton_c if exact_start else None
     p = beta.shape[0]
     while not stopped:
         if gnorm <= thr:
@@ -377,7 +394,19 @@ def dask_chord(passes, beta, curv, beta_ref, loss, start, *, tol, max_iter, call
         step, slope = secants.descent(curv, grad)
         new = beta + step
         ref = beta_ref if switches else None
-        sh = passes.run(new, ref=ref)
+        # which passes sum the Hessian at their point (logistic; the squared hinge's M is
+        # kept exact by the switched rows): all but the one after which a single chord step
+        # is predicted to reach the threshold — the prediction is the last step's rate, or
+        # for the first step Newton's ‖∇J₁‖ ≈ c‖∇J₀‖² with c of the previous solve.  The
+        # solve then ends with M exact at its β, and a large change contracts quadratically
+        at_ref = bool(np.array_equal(beta, beta_ref))
+        rate_now = (c_seen * gnorm if at_ref and c_seen is not None
+                    else (rate if it > 1 else None))
+        with_h = not switches and (rate_now is None or gnorm * rate_now <= thr
+                                   or gnorm * rate_now * rate_now > _MARGIN * thr)
+        if it == 1:
+            g_start = gnorm
+        sh = passes.run(new, ref=ref, hessian=with_h)
         fn, gn, _ = _at(new, sh)
         if not (float(np.linalg.norm(gn)) <= 0.5 * gnorm or fn <= f + 1e-4 * slope
                 or -slope <= _FLOOR * (abs(f) + 1.0)):
@@ -388,19 +417,27 @@ def dask_chord(passes, beta, curv, beta_ref, loss, start, *, tol, max_iter, call
                 refresh = True
                 continue
             new = beta + s * step
-            sh = passes.run(new, ref=ref)
+            sh = passes.run(new, ref=ref, hessian=with_h)
             fn, gn, _ = _at(new, sh)
-        if switches and sh.n_switch:  # M made the exact generalised Hessian at the new β
+        if with_h:  # M made the exact Hessian at the new β
+            curv, beta_ref = Curvature(sh.H + np.eye(p), np.zeros(1)), new.copy()
+            secants.clear()
+        elif switches and sh.n_switch:  # M made the exact generalised Hessian at the new β
             curv, beta_ref = Curvature(curv.folded().H + sh.dH, np.zeros(1)), new.copy()
             secants.clear()
         else:
             secants.add(new - beta, gn - grad)
         beta, f, grad, is_fresh = new, fn, gn, True
         gprev, gnorm = gnorm, float(np.linalg.norm(grad))
+        rate = gnorm / gprev if gprev > 0 else None
+        if it == 1 and exact_start and g_start > 0:
+            c_seen = rate / g_start
         refresh = gnorm > refresh_ratio * gprev
         if callback is not None:
             stopped = bool(callback(it, beta, gnorm, f, grad))
     converged = gnorm <= thr and is_fresh
+    if info is not None:
+        info["newton_c"] = c_seen
     if not converged and not stopped:
         return None
     res = SolverResult(beta, gnorm, it, bool(converged), bool(stopped), float(f))
@@ -503,8 +540,10 @@ class DaskNewtonState(ModelState):
             grad, g0 = grad + G[:, 0], g0 + G[:, 1]
             delta = cw_a * loss.d2(t_a, zr) - cw_b * loss.d2(t_b, zr)
             curv = curv.corrected(Phi, delta, np.zeros(Phi.shape[0], dtype=np.intp))
+        info = {}
         out = dask_chord(passes, beta, curv, self.beta_ref, loss, (f, grad, g0), tol=o.tol,
-                         max_iter=o.max_iter, callback=o.callback)
+                         max_iter=o.max_iter, callback=o.callback,
+                         newton_c=self.__dict__.get("newton_c"), info=info)
         if out is None:
             out = dask_newton(passes, beta, tol=o.tol, max_iter=o.max_iter,
                               callback=o.callback)
@@ -512,6 +551,8 @@ class DaskNewtonState(ModelState):
                 raise ValueError("the re-solve on the Dask rows did not descend")
         self._take(out)
         self.passes = passes.count
+        if info.get("newton_c") is not None:
+            self.newton_c = info["newton_c"]
 
     def warm_coef(self, slots):
         return self.beta.copy()
