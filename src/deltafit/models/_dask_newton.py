@@ -48,7 +48,7 @@ _FAN_IN = 8
 #: A pass skips the Hessian only when one chord step after it is predicted to reach this
 #: fraction of the threshold (a predicted rate is a guess: chord steps contract a little
 #: slower than the step that measured it).
-_MARGIN = 0.1
+_MARGIN = 0.3
 _FLOOR = 1e-12
 #: Step lengths a backtracking pass evaluates J at, all in one pass.
 LADDER = 0.5 ** np.arange(1, 41)
@@ -306,11 +306,12 @@ def _armijo_ladder(passes, beta, step, f, slope):
     return None
 
 
-def dask_newton(passes, beta, *, tol, max_iter, callback=None, first=None):
+def dask_newton(passes, beta, *, tol, max_iter, callback=None, first=None, info=None):
     """Damped Newton over the store's rows from β: ``(result, H, β_ref, (f, ∇J, ∇J(0)))``
     with H the exact Hessian (identity included) at the final β = β_ref; None when a line
     search failed.  ``first``: the share of a pass at β (g0 and Hessian included) already
-    made."""
+    made; ``info``: a dict that receives ``"newton_c"``, the largest ``‖∇J_{k+1}‖ / ‖∇J_k‖²``
+    of the last two full steps (None without one), which :func:`dask_chord` predicts with."""
     beta = np.array(beta, dtype=np.float64, copy=True)
     p = beta.shape[0]
     sh = first if first is not None else passes.run(beta, g0=True, hessian=True)
@@ -319,6 +320,7 @@ def dask_newton(passes, beta, *, tol, max_iter, callback=None, first=None):
     thr = tol * max(float(np.linalg.norm(g0)), np.finfo(float).tiny)
     gnorm = float(np.linalg.norm(grad))
     it = 0
+    cs = []
     stopped = bool(callback(it, beta, gnorm, f, grad)) if callback is not None else False
     while not stopped and gnorm > thr and it < max_iter:
         step = -linalg.cho_solve((_cholesky(H), True), grad, check_finite=False)
@@ -326,6 +328,7 @@ def dask_newton(passes, beta, *, tol, max_iter, callback=None, first=None):
         new = beta + step
         sh = passes.run(new, hessian=True)
         fn, gn, _ = _at(new, sh)
+        full = True
         if not (float(np.linalg.norm(gn)) <= 0.5 * gnorm or fn <= f + 1e-4 * slope
                 or -slope <= _FLOOR * (abs(f) + 1.0)):
             s = _armijo_ladder(passes, beta, step, f, slope)
@@ -334,12 +337,17 @@ def dask_newton(passes, beta, *, tol, max_iter, callback=None, first=None):
             new = beta + s * step
             sh = passes.run(new, hessian=True)
             fn, gn, _ = _at(new, sh)
+            full = False
         beta, f, grad, H = new, fn, gn, sh.H + np.eye(p)
-        gnorm = float(np.linalg.norm(grad))
+        gprev, gnorm = gnorm, float(np.linalg.norm(grad))
+        cs.append(gnorm / (gprev * gprev) if full and gprev > 0 else None)
         it += 1
         if callback is not None:
             stopped = bool(callback(it, beta, gnorm, f, grad))
     converged = gnorm <= thr
+    if info is not None:
+        seen = [c for c in cs[-2:] if c is not None]
+        info["newton_c"] = max(seen) if seen else None
     if not converged and not stopped:
         return None
     res = SolverResult(beta, gnorm, it, bool(converged), bool(stopped), float(f))
@@ -503,19 +511,23 @@ class DaskNewtonState(ModelState):
     warm_per_sample = False
     curv = beta_ref = point = None
     passes = 0
+    #: Newton's ``‖∇J₁‖ ≈ c‖∇J₀‖²`` constant seen by the last solve (None: not seen)
+    newton_c = None
 
     def spec(self, featurize):
         return PassSpec(featurize, self.loss, self.C)
 
     def fit_passes(self, passes, beta0, first):
         o = self.opts
+        info = {}
         out = dask_newton(passes, beta0, tol=o.tol, max_iter=o.max_iter, callback=o.callback,
-                          first=first)
+                          first=first, info=info)
         if out is None:
             raise ValueError("Newton's method did not descend on the Dask rows (the problem "
                              "is too ill-conditioned for float64)")
         self._take(out)
         self.passes = passes.count
+        self.newton_c = info.get("newton_c")
         return self
 
     def _take(self, out):
@@ -543,10 +555,10 @@ class DaskNewtonState(ModelState):
         info = {}
         out = dask_chord(passes, beta, curv, self.beta_ref, loss, (f, grad, g0), tol=o.tol,
                          max_iter=o.max_iter, callback=o.callback,
-                         newton_c=self.__dict__.get("newton_c"), info=info)
+                         newton_c=self.newton_c, info=info)
         if out is None:
             out = dask_newton(passes, beta, tol=o.tol, max_iter=o.max_iter,
-                              callback=o.callback)
+                              callback=o.callback, info=info)
             if out is None:
                 raise ValueError("the re-solve on the Dask rows did not descend")
         self._take(out)
