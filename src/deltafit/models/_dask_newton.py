@@ -117,6 +117,20 @@ class _Chunk:
         return out
 
 
+def _logistic_parts(t, z, value, d2):
+    """``(Σ-ready ℓ, ℓ', ℓ'')`` of the logistic loss from one exponential: with ``m = t z``
+    and ``e = exp(−|m|)``, ``ℓ = max(−m, 0) + log1p(e)``, ``σ(−m) = e / (1 + e)`` (m ≥ 0) or
+    ``1 / (1 + e)``, ``ℓ' = −t σ(−m)``, ``ℓ'' = σ(−m)(1 − σ(−m))`` — the values of
+    :class:`deltafit.losses.Logistic` to rounding, for half its transcendental calls (the
+    pass's dominant cost).  ``value`` / ``d2`` False: None in their place."""
+    m = t * z
+    e = np.exp(-np.abs(m))
+    inv = 1.0 / (1.0 + e)
+    sig = np.where(m >= 0.0, e * inv, inv)
+    val = (np.maximum(-m, 0.0) + np.log1p(e)) if value else None
+    return val, -t * sig, (sig * (1.0 - sig) if d2 else None)
+
+
 class Share:
     """A block's (or a sum of blocks') share of a pass."""
 
@@ -163,6 +177,7 @@ def block_share(x, t, w, mods, spec, beta, g0=False, value=True, hessian=False, 
                                                                   else [])
     B = np.column_stack(cols)
     step = max(64, _CHUNK_BYTES // (8 * max(p, 1)))
+    fused = loss.name == "logistic" and ref is None
     for a in range(0, k, step):
         b = min(k, a + step)
         Phi = _Chunk(x[a:b], spec)
@@ -173,19 +188,25 @@ def block_share(x, t, w, mods, spec, beta, g0=False, value=True, hessian=False, 
                 lad[j] += float(wc @ loss.value(tc, Z[:, 0] + s * Z[:, 1]))
             continue
         z = Z[:, 0]
+        if fused:
+            lv, l1, l2 = _logistic_parts(tc, z, value, hessian)
+        else:
+            lv = loss.value(tc, z) if value else None
+            l1 = loss.d1(tc, z)
+            l2 = loss.d2(tc, z) if hessian or ref is not None else None
         if value:
-            val += float(wc @ loss.value(tc, z))
+            val += float(wc @ lv)
         if g0:
             Cm = np.empty((b - a, 2))
-            Cm[:, 0] = wc * loss.d1(tc, z)
+            Cm[:, 0] = wc * l1
             Cm[:, 1] = wc * loss.d1(tc, np.zeros(b - a))
             G += Phi.tdot(Cm)
         else:
-            G += Phi.tdot((wc * loss.d1(tc, z))[:, None])
+            G += Phi.tdot((wc * l1)[:, None])
         if hessian:
-            H += Phi.weighted_gram(wc * loss.d2(tc, z))
+            H += Phi.weighted_gram(wc * l2)
         if ref is not None:
-            dn = wc * loss.d2(tc, z)
+            dn = wc * l2
             dr = wc * loss.d2(tc, Z[:, 1])
             sw = np.flatnonzero(dn != dr)
             if sw.size:
