@@ -331,8 +331,9 @@ def dask_newton(passes, beta, *, tol, max_iter, callback=None, first=None, info=
     """Damped Newton over the store's rows from β: ``(result, H, β_ref, (f, ∇J, ∇J(0)))``
     with H the exact Hessian (identity included) at the final β = β_ref; None when a line
     search failed.  ``first``: the share of a pass at β (g0 and Hessian included) already
-    made; ``info``: a dict that receives ``"newton_c"``, the largest ``‖∇J_{k+1}‖ / ‖∇J_k‖²``
-    of the last two full steps (None without one), which :func:`dask_chord` predicts with."""
+    made; ``info``: a dict that receives ``"newton_c"``, the smaller ``‖∇J_{k+1}‖ / ‖∇J_k‖²``
+    of the last two full steps (None without one; the earlier steps are not yet in Newton's
+    quadratic regime), which :func:`dask_chord` predicts with."""
     beta = np.array(beta, dtype=np.float64, copy=True)
     p = beta.shape[0]
     sh = first if first is not None else passes.run(beta, g0=True, hessian=True)
@@ -368,7 +369,7 @@ def dask_newton(passes, beta, *, tol, max_iter, callback=None, first=None, info=
     converged = gnorm <= thr
     if info is not None:
         seen = [c for c in cs[-2:] if c is not None]
-        info["newton_c"] = max(seen) if seen else None
+        info["newton_c"] = min(seen) if seen else None
     if not converged and not stopped:
         return None
     res = SolverResult(beta, gnorm, it, bool(converged), bool(stopped), float(f))
