@@ -118,15 +118,15 @@ def _same(a, b):
     np.testing.assert_array_equal(a.sample_ids_, b.sample_ids_)
 
 
-def _kill_during(m, tmp_path, what):
-    """Arm the kill, then ``what`` (refit on the same rows, or remove ids 4 and 40); returns
+def _kill_during(m, tmp_path, what, rows=None):
+    """Arm the kill, then ``what`` (refit on ``rows``, or remove ids 4 and 40); returns
     ``(outcome, state before)``."""
     marker = str(tmp_path / "killed")
     before = _state(m)
     os.remove(marker)  # armed: the next pass task kills its worker
     try:
         if what == "fit":
-            m.fit(*m._test_rows)
+            m.fit(*rows)
         else:
             m.remove([4, 40])
         outcome = "recovered"
@@ -148,8 +148,7 @@ def _run_with_a_kill(tmp_path, monkeypatch, what, X, y):
     monkeypatch.setattr(_dask_newton, "block_share",
                         _KillOnce(marker, _dask_newton.block_share))
     m = df.LinearClassifier(loss="logistic", C=0.5).fit(Xd, yd)
-    m._test_rows = (Xd, yd)
-    outcome, before = _kill_during(m, tmp_path, what)
+    outcome, before = _kill_during(m, tmp_path, what, (Xd, yd))
     return m, outcome, before
 
 
