@@ -527,7 +527,8 @@ class FittedProblem:
         For the squared loss this is ``2C (ΦᵀΦ + ρI)`` from the exact statistics the
         closed-form state keeps (no rows needed); otherwise it is formed from the stored rows
         (rows on a Dask cluster: the state's matrix M when it is exact at the solution, else
-        one Hessian pass over them).  For the hinge loss ℓ'' is 0 (its generalised Hessian off the kink).
+        one Hessian pass over them).  For the hinge loss ℓ'' is 0 (its generalised Hessian off
+        the kink).
         """
         if self.kernel:
             raise AttributeError("hessian is defined for linear models; kernel models offer "
