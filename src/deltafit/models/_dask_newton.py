@@ -615,9 +615,9 @@ class DaskNewtonState(ModelState):
     def exact_matrix(self):
         """Refused: what reads every row on the client (the exact gradient from the rows)
         does not apply to rows on a cluster."""
-        raise ValueError("this model's rows live on a Dask cluster: the exact gradient and "
-                         "Hessian are not formed on the client (grad_norm_ certifies the "
-                         "solution; use the sensitivity sphere)")
+        raise ValueError("this model's rows live on a Dask cluster: the exact gradient is "
+                         "not formed on the client (grad_norm_ certifies the solution; "
+                         "problem_.hessian() comes back p x p from the cluster)")
 
     def ensure_capacity(self, capacity):
         pass
