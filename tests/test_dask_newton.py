@@ -265,3 +265,88 @@ def test_sensitivity_of_a_dask_model_equals_numpy(cancer8, loss):
     z = b.decision_function(X)
     slack = 1e-8
     assert np.all(lo2 - slack <= z) and np.all(z <= hi2 + slack)
+
+
+@pytest.mark.parametrize("loss", SMOOTH)
+def test_curvature_region_of_a_dask_model_equals_numpy(cancer8, loss, monkeypatch):
+    """method='auto' answers with the curvature region (as on NumPy) from the stored
+    Hessian (p × p) and the few samples one pass brings back: its bounds equal the NumPy
+    model's region (both the cheap intervals at n = 4552) and contain the exact refit."""
+    from deltafit.sensitivity import _curvature
+
+    X, y = cancer8
+    Xd, yd = chunked(X, y, rows=2000)  # 3 blocks: the squared hinge's first pass brings back
+    a = df.LinearClassifier(loss=loss, C=0.5).fit(X, y)  # 3 x 124 of its ~700 active samples
+    b = df.LinearClassifier(loss=loss, C=0.5).fit(Xd, yd)
+    assert b.problem_.rows_on_cluster and b.problem_.rows is None
+    calls = []
+    real = _curvature._cluster_cache
+    monkeypatch.setattr(_curvature, "_cluster_cache",
+                        lambda prob, loss, k=None: calls.append(k) or real(prob, loss, k))
+    np.testing.assert_allclose(b.problem_.hessian(), a.problem_.hessian(), rtol=1e-9,
+                               atol=1e-9)
+    rng = np.random.default_rng(3)
+    changes = [dict(remove=[1, 2, 30]), dict(remove=rng.choice(X.shape[0], 40, False)),
+               dict(relabel=[5, 6, 700]), dict(remove=[8], add=(X[:3] * 0.9, 1 - y[:3]))]
+    for ch in changes:
+        sa, sb = df.sensitivity(a), df.sensitivity(b)
+        assert sa.method == sb.method == "curvature"
+        for s in (sa, sb):
+            if "remove" in ch:
+                s.remove(ch["remove"])
+            if "relabel" in ch:
+                s.relabel(ch["relabel"], 1 - y[ch["relabel"]])
+            if "add" in ch:
+                s.add(*ch["add"])
+        lo, hi = sb.decision_bounds(X)
+        lo_a, hi_a = sa.decision_bounds(X)
+        scale = 1.0 + np.max(np.abs(lo_a))
+        assert np.max(np.abs(lo - lo_a)) <= 1e-8 * scale
+        assert np.max(np.abs(hi - hi_a)) <= 1e-8 * scale
+        sphere = df.sensitivity(b, method="sphere")
+        if "remove" in ch:
+            sphere.remove(ch["remove"])
+        # the exact refit of the changed problem (NumPy, from the rows) lies inside
+        c = df.LinearClassifier(loss=loss, C=0.5).fit(X, y)
+        if "remove" in ch:
+            c.remove(ch["remove"])
+        if "relabel" in ch:
+            c.relabel(ch["relabel"], 1 - y[ch["relabel"]])
+        if "add" in ch:
+            c.add(*ch["add"])
+        z = c.decision_function(X)
+        slack = 1e-8 + c.grad_norm_ * np.sqrt(np.sum(X * X, axis=1) + 1.0)
+        assert np.all(lo - slack <= z) and np.all(z <= hi + slack)
+    if loss == "squared_hinge":  # a region asked for more samples than the first pass gave
+        assert any(k is not None for k in calls), calls
+    with pytest.raises(ValueError, match="Dask cluster"):
+        s = df.sensitivity(b)
+        s.remove([1])
+        _curvature.curvature_region(s, mode="exact")
+
+
+@pytest.mark.parametrize("loss", SMOOTH)
+def test_consecutive_small_updates_take_at_most_two_passes(cancer8, loss):
+    """Five consecutive 0.1% removals: at most two passes each (before the Hessian was
+    summed in the pass predicted to be the last, M aged and the logistic loss took
+    [2, 2, 3, 2, 3] passes here), each result equal to the NumPy model within the
+    certificates, and M exact at β (the curvature regions read it as the Hessian there)."""
+    X, y = cancer8
+    a = df.LinearClassifier(loss=loss, C=0.5).fit(X, y)
+    b = df.LinearClassifier(loss=loss, C=0.5).fit(*chunked(X, y, rows=500))
+    rng = np.random.default_rng(1)
+    passes = []
+    for _ in range(5):
+        ids = rng.choice(b.sample_ids_, 5, replace=False)  # 0.1% of 4552
+        a.remove(ids)
+        b.remove(ids)
+        passes.append(b._state.passes)
+        assert_same(a, b, *live(b, X, y))
+    assert max(passes) <= 2, passes
+    if loss == "logistic":
+        np.testing.assert_array_equal(b._state.beta_ref, b._state.beta)
+        Xl, _ = live(b, X, y)
+        Phi = np.column_stack([Xl, np.ones(Xl.shape[0])])
+        s = expit(Phi @ full_coef(b))
+        H = np.eye(Phi.shape[1]) + b.C * (Phi.T * (s * (1.0 - s))) @ Phi
+        np.testing.assert_allclose(b.problem_.hessian(), H, rtol=0, atol=1e-9 * np.max(H))

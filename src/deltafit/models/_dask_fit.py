@@ -10,7 +10,7 @@ import numpy as np
 
 from ._dask_input import RowBlocks
 from ._dask_newton import prepare_block
-from ._dask_rows import DaskRowStore
+from ._dask_rows import DaskRowStore, compute_on_cluster
 from ._dask_stats import _segment
 from ._ledger import SEGMENT_BITS
 
@@ -68,7 +68,7 @@ def persist_rows(blocks, problem, spec=None, beta0=None, digests=True, prepare=p
     if digests and problem.key is not None:
         segs = [delayed(_segment)(n, *[delayed(_piece)(o, g) for o in full])
                 for g in range(2 ** SEGMENT_BITS)]
-    got = dask.compute(*want, *segs)
+    got = compute_on_cluster(*want, *segs, what="the pass that persists the rows")
     counts, share = got[0], (got[1] if spec is not None else None)
     segments = list(got[1 + (spec is not None):])
     parts = dask.persist(*[delayed(_row_part)(o, i) for o in full for i in range(3)])

@@ -15,7 +15,13 @@ chunk (the fitted feature map and the constant column).
   of the current problem at a reference point β_ref (kept with it), so the change's rows —
   gathered from the store, a few — correct it exactly by a Woodbury term (Hager 1989), and J,
   ∇J and ∇J(0) at β move by those rows alone: the first step costs no pass.  Each chord step
-  is then one gradient pass; a step that reduces ‖∇J‖ by less than
+  is then one pass at the new point; for the logistic loss that pass also sums the Hessian
+  there (M exact at the new point: the next step is Newton's) unless a single chord step
+  after it is predicted to reach the threshold (the last step's contraction rate, or
+  Newton's ``‖∇J₁‖ ≈ c‖∇J₀‖²`` with c seen by the previous solve).  The pass predicted to be
+  the last thus leaves M exact at the solution: the next update starts from Newton's step
+  and a 0.1% change takes two passes however many came before (M does not age), and the
+  curvature regions read M as the Hessian at β.  A step that reduces ‖∇J‖ by less than
   :data:`~._chord_newton.REFRESH_RATIO` asks for one Hessian pass.  For the squared hinge the
   same gradient pass also sums ``Σ (d_now − d_ref) φ φᵀ`` over the rows whose margin state
   switched since β_ref (its curvature is piecewise constant: M then becomes the exact
@@ -36,9 +42,13 @@ from ._chord_newton import REFRESH_RATIO, Curvature, _Secants, curvature_switche
 from ._state import ModelState
 
 __all__ = ["PassSpec", "DaskPasses", "dask_newton", "dask_chord", "DaskNewtonState",
-           "prepare_block", "LADDER"]
+           "prepare_block", "LADDER", "block_select"]
 
 _FAN_IN = 8
+#: A pass skips the Hessian only when one chord step after it is predicted to reach this
+#: fraction of the threshold (a predicted rate is a guess: chord steps contract a little
+#: slower than the step that measured it).
+_MARGIN = 0.3
 _FLOOR = 1e-12
 #: Step lengths a backtracking pass evaluates J at, all in one pass.
 LADDER = 0.5 ** np.arange(1, 41)
@@ -107,6 +117,20 @@ class _Chunk:
         return out
 
 
+def _logistic_parts(t, z, value, d2):
+    """``(Σ-ready ℓ, ℓ', ℓ'')`` of the logistic loss from one exponential: with ``m = t z``
+    and ``e = exp(−|m|)``, ``ℓ = max(−m, 0) + log1p(e)``, ``σ(−m) = e / (1 + e)`` (m ≥ 0) or
+    ``1 / (1 + e)``, ``ℓ' = −t σ(−m)``, ``ℓ'' = σ(−m)(1 − σ(−m))`` — the values of
+    :class:`deltafit.losses.Logistic` to rounding, for half its transcendental calls (the
+    pass's dominant cost).  ``value`` / ``d2`` False: None in their place."""
+    m = t * z
+    e = np.exp(-np.abs(m))
+    inv = 1.0 / (1.0 + e)
+    sig = np.where(m >= 0.0, e * inv, inv)
+    val = (np.maximum(-m, 0.0) + np.log1p(e)) if value else None
+    return val, -t * sig, (sig * (1.0 - sig) if d2 else None)
+
+
 class Share:
     """A block's (or a sum of blocks') share of a pass."""
 
@@ -153,6 +177,7 @@ def block_share(x, t, w, mods, spec, beta, g0=False, value=True, hessian=False, 
                                                                   else [])
     B = np.column_stack(cols)
     step = max(64, _CHUNK_BYTES // (8 * max(p, 1)))
+    fused = loss.name == "logistic" and ref is None
     for a in range(0, k, step):
         b = min(k, a + step)
         Phi = _Chunk(x[a:b], spec)
@@ -163,25 +188,73 @@ def block_share(x, t, w, mods, spec, beta, g0=False, value=True, hessian=False, 
                 lad[j] += float(wc @ loss.value(tc, Z[:, 0] + s * Z[:, 1]))
             continue
         z = Z[:, 0]
+        if fused:
+            lv, l1, l2 = _logistic_parts(tc, z, value, hessian)
+        else:
+            lv = loss.value(tc, z) if value else None
+            l1 = loss.d1(tc, z)
+            l2 = loss.d2(tc, z) if hessian or ref is not None else None
         if value:
-            val += float(wc @ loss.value(tc, z))
+            val += float(wc @ lv)
         if g0:
             Cm = np.empty((b - a, 2))
-            Cm[:, 0] = wc * loss.d1(tc, z)
+            Cm[:, 0] = wc * l1
             Cm[:, 1] = wc * loss.d1(tc, np.zeros(b - a))
             G += Phi.tdot(Cm)
         else:
-            G += Phi.tdot((wc * loss.d1(tc, z))[:, None])
+            G += Phi.tdot((wc * l1)[:, None])
         if hessian:
-            H += Phi.weighted_gram(wc * loss.d2(tc, z))
+            H += Phi.weighted_gram(wc * l2)
         if ref is not None:
-            dn = wc * loss.d2(tc, z)
+            dn = wc * l2
             dr = wc * loss.d2(tc, Z[:, 1])
             sw = np.flatnonzero(dn != dr)
             if sw.size:
                 n_sw += sw.size
                 dH += Phi.weighted_gram((dn - dr)[sw], sw)
     return Share(val, G, H, dH, n_sw, lad, k)
+
+
+def block_select(x, t, w, mods, spec, beta, key, k):
+    """A block's ``k`` live rows of smallest ``key`` (a Dask task): ``key(Φ, t, w, z)``
+    returns ``(n, 2)``: the order key and a value kept with it.
+
+    Returns ``(offsets, Φ rows, t, w, z, [key, value] rows, cut)`` of the chosen rows, with
+    ``cut`` the smallest key of the block's rows not chosen (inf when none is left)."""
+    x = np.asarray(x, dtype=np.float64)
+    nb = x.shape[0]
+    t = mods.targets(np.asarray(t, dtype=np.float64))
+    wv = mods.weights(w, nb)
+    wv = np.ones(nb) if wv is None else wv
+    live = np.ones(nb, dtype=bool) if mods.live is None else mods.live
+    p = beta.shape[0]
+    step = max(64, _CHUNK_BYTES // (8 * max(p, 1)))
+    keep_off, keep_phi, keep_kv = [], [], []
+    cut = np.inf
+    for a in range(0, nb, step):
+        b = min(nb, a + step)
+        at = np.flatnonzero(live[a:b])
+        if not at.size:
+            continue
+        xc = x[a:b][at]
+        Phi = np.asarray(spec.featurize(xc), dtype=np.float64)
+        kv = np.asarray(key(Phi, t[a:b][at], wv[a:b][at], Phi @ beta), dtype=np.float64)
+        keep_off.append(a + at)
+        keep_phi.append(Phi)
+        keep_kv.append(kv)
+        off, P, KV = (np.concatenate(keep_off), np.vstack(keep_phi),
+                      np.vstack(keep_kv))
+        if off.size > k:  # keep the k smallest so far
+            o = np.argsort(KV[:, 0], kind="stable")
+            cut = min(cut, float(KV[o[k], 0]))
+            o = o[:k]
+            off, P, KV = off[o], P[o], KV[o]
+        keep_off, keep_phi, keep_kv = [off], [P], [KV]
+    if not keep_off:
+        return (np.zeros(0, dtype=np.intp), np.zeros((0, p)), np.zeros(0), np.zeros(0),
+                np.zeros(0), np.zeros((0, 2)), cut)
+    off, P, KV = keep_off[0], keep_phi[0], keep_kv[0]
+    return off, P, t[off], wv[off], P @ beta, KV, cut
 
 
 class DaskPasses:
@@ -192,8 +265,9 @@ class DaskPasses:
         self.store, self.spec, self.count = store, spec, 0
 
     def run(self, beta, **want):
-        import dask
         from dask import delayed
+
+        from ._dask_rows import compute_on_cluster
 
         beta = np.array(beta, dtype=np.float64, copy=True)
         want = {k: (None if v is None else (tuple(np.array(a, copy=True) for a in v)
@@ -205,9 +279,29 @@ class DaskPasses:
         while len(level) > 1:
             level = [delayed(_sum)(*level[i:i + _FAN_IN]) for i in range(0, len(level),
                                                                          _FAN_IN)]
-        (out,) = dask.compute(level[0])
+        (out,) = compute_on_cluster(level[0])
         self.count += 1
         return out
+
+    def select(self, beta, key, k):
+        """One pass: per block, the ``k`` live rows of smallest ``key`` (:func:`block_select`),
+        with their sample ids; returns ``(ids, Φ, t, w, z, [key, value], cut)`` over the
+        union (at most ``k`` a block) and the smallest key left out of it."""
+        from dask import delayed
+
+        from ._dask_rows import compute_on_cluster
+
+        beta = np.array(beta, dtype=np.float64, copy=True)
+        st = self.store
+        got = compute_on_cluster(*[delayed(block_select)(x, t, w, st.mods(i), self.spec, beta,
+                                                         key, int(k))
+                                   for i, (x, t, w) in enumerate(st.blocks)],
+                                 what="a selection of stored rows")
+        self.count += 1
+        ids = np.concatenate([st.starts[i] + g[0] for i, g in enumerate(got)]).astype(np.int64)
+        parts = [np.concatenate([g[j] for g in got]) for j in range(1, 6)]
+        cut = min([float(g[6]) for g in got] + [np.inf])
+        return (ids, *parts, cut)
 
 
 def _cholesky(H):
@@ -233,11 +327,13 @@ def _armijo_ladder(passes, beta, step, f, slope):
     return None
 
 
-def dask_newton(passes, beta, *, tol, max_iter, callback=None, first=None):
+def dask_newton(passes, beta, *, tol, max_iter, callback=None, first=None, info=None):
     """Damped Newton over the store's rows from β: ``(result, H, β_ref, (f, ∇J, ∇J(0)))``
     with H the exact Hessian (identity included) at the final β = β_ref; None when a line
     search failed.  ``first``: the share of a pass at β (g0 and Hessian included) already
-    made."""
+    made; ``info``: a dict that receives ``"newton_c"``, the smaller ``‖∇J_{k+1}‖ / ‖∇J_k‖²``
+    of the last two full steps (None without one; the earlier steps are not yet in Newton's
+    quadratic regime), which :func:`dask_chord` predicts with."""
     beta = np.array(beta, dtype=np.float64, copy=True)
     p = beta.shape[0]
     sh = first if first is not None else passes.run(beta, g0=True, hessian=True)
@@ -246,6 +342,7 @@ def dask_newton(passes, beta, *, tol, max_iter, callback=None, first=None):
     thr = tol * max(float(np.linalg.norm(g0)), np.finfo(float).tiny)
     gnorm = float(np.linalg.norm(grad))
     it = 0
+    cs = []
     stopped = bool(callback(it, beta, gnorm, f, grad)) if callback is not None else False
     while not stopped and gnorm > thr and it < max_iter:
         step = -linalg.cho_solve((_cholesky(H), True), grad, check_finite=False)
@@ -253,6 +350,7 @@ def dask_newton(passes, beta, *, tol, max_iter, callback=None, first=None):
         new = beta + step
         sh = passes.run(new, hessian=True)
         fn, gn, _ = _at(new, sh)
+        full = True
         if not (float(np.linalg.norm(gn)) <= 0.5 * gnorm or fn <= f + 1e-4 * slope
                 or -slope <= _FLOOR * (abs(f) + 1.0)):
             s = _armijo_ladder(passes, beta, step, f, slope)
@@ -261,12 +359,17 @@ def dask_newton(passes, beta, *, tol, max_iter, callback=None, first=None):
             new = beta + s * step
             sh = passes.run(new, hessian=True)
             fn, gn, _ = _at(new, sh)
+            full = False
         beta, f, grad, H = new, fn, gn, sh.H + np.eye(p)
-        gnorm = float(np.linalg.norm(grad))
+        gprev, gnorm = gnorm, float(np.linalg.norm(grad))
+        cs.append(gnorm / (gprev * gprev) if full and gprev > 0 else None)
         it += 1
         if callback is not None:
             stopped = bool(callback(it, beta, gnorm, f, grad))
     converged = gnorm <= thr
+    if info is not None:
+        seen = [c for c in cs[-2:] if c is not None]
+        info["newton_c"] = min(seen) if seen else None
     if not converged and not stopped:
         return None
     res = SolverResult(beta, gnorm, it, bool(converged), bool(stopped), float(f))
@@ -274,11 +377,15 @@ def dask_newton(passes, beta, *, tol, max_iter, callback=None, first=None):
 
 
 def dask_chord(passes, beta, curv, beta_ref, loss, start, *, tol, max_iter, callback=None,
-               refresh_ratio=REFRESH_RATIO):
+               refresh_ratio=REFRESH_RATIO, newton_c=None, info=None):
     """Chord steps on M (a :class:`~._chord_newton.Curvature`, the exact Hessian of the
     current problem at ``beta_ref``) from β, where ``start = (J, ∇J, ∇J(0))`` at β were moved
     by the change's rows (not fresh).  Returns ``(result, curv, β_ref, (f, ∇J, ∇J(0)))`` or
-    None when the iteration stalled (the caller then runs :func:`dask_newton`)."""
+    None when the iteration stalled (the caller then runs :func:`dask_newton`).
+
+    ``newton_c``: the constant of Newton's ``‖∇J₁‖ ≈ c‖∇J₀‖²`` seen by a previous solve (None:
+    unknown), which decides whether the first pass also sums the Hessian; ``info``: a dict
+    that receives the constant this solve saw (``"newton_c"``)."""
     beta = np.array(beta, dtype=np.float64, copy=True)
     f, grad, g0 = start
     is_fresh = False
@@ -289,6 +396,9 @@ def dask_chord(passes, beta, curv, beta_ref, loss, start, *, tol, max_iter, call
     switches = curvature_switches(loss)
     secants = _Secants()
     refresh = exact_m = False
+    rate = None  # the last step's contraction ‖∇J_new‖ / ‖∇J_old‖
+    exact_start = bool(np.array_equal(beta, beta_ref))
+    c_seen = newton_c if exact_start else None
     p = beta.shape[0]
     while not stopped:
         if gnorm <= thr:
@@ -314,7 +424,19 @@ def dask_chord(passes, beta, curv, beta_ref, loss, start, *, tol, max_iter, call
         step, slope = secants.descent(curv, grad)
         new = beta + step
         ref = beta_ref if switches else None
-        sh = passes.run(new, ref=ref)
+        # which passes sum the Hessian at their point (logistic; the squared hinge's M is
+        # kept exact by the switched rows): all but the one after which a single chord step
+        # is predicted to reach the threshold — the prediction is the last step's rate, or
+        # for the first step Newton's ‖∇J₁‖ ≈ c‖∇J₀‖² with c of the previous solve.  The
+        # solve then ends with M exact at its β, and a large change contracts quadratically
+        at_ref = bool(np.array_equal(beta, beta_ref))
+        rate_now = (c_seen * gnorm if at_ref and c_seen is not None
+                    else (rate if it > 1 else None))
+        with_h = not switches and (rate_now is None or gnorm * rate_now <= thr
+                                   or gnorm * rate_now * rate_now > _MARGIN * thr)
+        if it == 1:
+            g_start = gnorm
+        sh = passes.run(new, ref=ref, hessian=with_h)
         fn, gn, _ = _at(new, sh)
         if not (float(np.linalg.norm(gn)) <= 0.5 * gnorm or fn <= f + 1e-4 * slope
                 or -slope <= _FLOOR * (abs(f) + 1.0)):
@@ -325,19 +447,27 @@ def dask_chord(passes, beta, curv, beta_ref, loss, start, *, tol, max_iter, call
                 refresh = True
                 continue
             new = beta + s * step
-            sh = passes.run(new, ref=ref)
+            sh = passes.run(new, ref=ref, hessian=with_h)
             fn, gn, _ = _at(new, sh)
-        if switches and sh.n_switch:  # M made the exact generalised Hessian at the new β
+        if with_h:  # M made the exact Hessian at the new β
+            curv, beta_ref = Curvature(sh.H + np.eye(p), np.zeros(1)), new.copy()
+            secants.clear()
+        elif switches and sh.n_switch:  # M made the exact generalised Hessian at the new β
             curv, beta_ref = Curvature(curv.folded().H + sh.dH, np.zeros(1)), new.copy()
             secants.clear()
         else:
             secants.add(new - beta, gn - grad)
         beta, f, grad, is_fresh = new, fn, gn, True
         gprev, gnorm = gnorm, float(np.linalg.norm(grad))
+        rate = gnorm / gprev if gprev > 0 else None
+        if it == 1 and exact_start and g_start > 0:
+            c_seen = rate / g_start
         refresh = gnorm > refresh_ratio * gprev
         if callback is not None:
             stopped = bool(callback(it, beta, gnorm, f, grad))
     converged = gnorm <= thr and is_fresh
+    if info is not None:
+        info["newton_c"] = c_seen
     if not converged and not stopped:
         return None
     res = SolverResult(beta, gnorm, it, bool(converged), bool(stopped), float(f))
@@ -403,19 +533,23 @@ class DaskNewtonState(ModelState):
     warm_per_sample = False
     curv = beta_ref = point = None
     passes = 0
+    #: Newton's ``‖∇J₁‖ ≈ c‖∇J₀‖²`` constant seen by the last solve (None: not seen)
+    newton_c = None
 
     def spec(self, featurize):
         return PassSpec(featurize, self.loss, self.C)
 
     def fit_passes(self, passes, beta0, first):
         o = self.opts
+        info = {}
         out = dask_newton(passes, beta0, tol=o.tol, max_iter=o.max_iter, callback=o.callback,
-                          first=first)
+                          first=first, info=info)
         if out is None:
             raise ValueError("Newton's method did not descend on the Dask rows (the problem "
                              "is too ill-conditioned for float64)")
         self._take(out)
         self.passes = passes.count
+        self.newton_c = info.get("newton_c")
         return self
 
     def _take(self, out):
@@ -440,25 +574,50 @@ class DaskNewtonState(ModelState):
             grad, g0 = grad + G[:, 0], g0 + G[:, 1]
             delta = cw_a * loss.d2(t_a, zr) - cw_b * loss.d2(t_b, zr)
             curv = curv.corrected(Phi, delta, np.zeros(Phi.shape[0], dtype=np.intp))
+        info = {}
         out = dask_chord(passes, beta, curv, self.beta_ref, loss, (f, grad, g0), tol=o.tol,
-                         max_iter=o.max_iter, callback=o.callback)
+                         max_iter=o.max_iter, callback=o.callback,
+                         newton_c=self.newton_c, info=info)
         if out is None:
             out = dask_newton(passes, beta, tol=o.tol, max_iter=o.max_iter,
-                              callback=o.callback)
+                              callback=o.callback, info=info)
             if out is None:
                 raise ValueError("the re-solve on the Dask rows did not descend")
         self._take(out)
         self.passes = passes.count
+        if info.get("newton_c") is not None:
+            self.newton_c = info["newton_c"]
 
     def warm_coef(self, slots):
         return self.beta.copy()
 
+    def hessian_at_solution(self, store, featurize):
+        """``∇²J(β)`` (p × p): M itself when β_ref is β (M is then the exact Hessian of the
+        current problem at β), else one Hessian pass over the store (kept until the next
+        change)."""
+        if self.beta_ref is not None and np.array_equal(self.beta_ref, self.beta):
+            return self.curv.folded().H.copy()
+        memo = self.__dict__.get("_hessian_memo")
+        if memo is None or memo[0] is not self.beta:
+            sh = DaskPasses(store, self.spec(featurize)).run(self.beta, value=False,
+                                                             hessian=True)
+            H = sh.H
+            H.flat[:: H.shape[0] + 1] += 1.0
+            memo = (self.beta, H)
+            self.__dict__["_hessian_memo"] = memo
+        return memo[1].copy()
+
+    def select_rows(self, store, featurize, key, k):
+        """The ``k`` stored samples of smallest ``key`` per row block (see
+        :meth:`DaskPasses.select`), scores under β."""
+        return DaskPasses(store, self.spec(featurize)).select(self.beta, key, k)
+
     def exact_matrix(self):
-        """Refused: what reads the rows on the client (the exact gradient or Hessian from the
-        rows, the curvature regions) does not apply to rows on a cluster."""
-        raise ValueError("this model's rows live on a Dask cluster: the exact gradient and "
-                         "Hessian are not formed on the client (grad_norm_ certifies the "
-                         "solution; use the sensitivity sphere)")
+        """Refused: what reads every row on the client (the exact gradient from the rows)
+        does not apply to rows on a cluster."""
+        raise ValueError("this model's rows live on a Dask cluster: the exact gradient is "
+                         "not formed on the client (grad_norm_ certifies the solution; "
+                         "problem_.hessian() comes back p x p from the cluster)")
 
     def ensure_capacity(self, capacity):
         pass

@@ -16,7 +16,33 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["DaskRowStore", "BlockMods"]
+__all__ = ["DaskRowStore", "BlockMods", "compute_on_cluster"]
+
+#: The errors by which a distributed cluster reports a computation it could not finish after
+#: losing workers (dask.distributed's ``KilledWorker`` once a task killed ``allowed-failures``
+#: workers, cancelled futures of keys whose data and recipe were both lost), by class name:
+#: deltafit does not import distributed.
+_LOST = frozenset({"KilledWorker", "FutureCancelledError", "FuturesCancelledError",
+                   "CancelledError", "CommClosedError"})
+
+
+def compute_on_cluster(*collections, what="a pass over the rows"):
+    """``dask.compute(*collections)``, with a lost worker that Dask could not recover from
+    reported as a ValueError that names it (the caller's transaction then leaves the model
+    as it was).  Dask first reruns the lost tasks elsewhere and recomputes lost persisted
+    blocks from their graph (the row store keeps that lineage); only what it gives up on is
+    raised here."""
+    import dask
+
+    try:
+        return dask.compute(*collections)
+    except Exception as exc:
+        if type(exc).__name__ not in _LOST:
+            raise
+        raise ValueError(
+            f"a Dask worker was lost during {what} and Dask could not recompute its part "
+            f"({type(exc).__name__}: {exc}); the model is unchanged — retry once the "
+            "cluster is whole, or refit") from exc
 
 
 class BlockMods:
@@ -140,7 +166,7 @@ class DaskRowStore:
             x, t, w = self.blocks[blk]
             tasks.append((dask.delayed(_take)(x, at), dask.delayed(_take)(t, at),
                           dask.delayed(_take_w)(w, at)))
-        got = dask.compute(*tasks)
+        got = compute_on_cluster(*tasks, what="a gather of stored rows")
         X = np.empty((ids.size, self.n_features))
         T, W = None, np.ones(X.shape[0])
         for blk, (xr, tr, wr) in zip(touched.tolist(), got):

@@ -86,6 +86,10 @@ class FittedProblem:
     keeps_rows : bool
         Whether the training rows (:attr:`rows`) are stored; ``keep_data=False`` linear models
         keep only sufficient statistics.
+    rows_on_cluster : bool
+        Whether the training rows live on a Dask cluster (a Dask-fitted ``keep_data=True``
+        logistic / squared-hinge model): :meth:`hessian` and :meth:`select_rows` then run
+        passes over them that return p × p or a few rows; :attr:`rows` is None.
     keeps_labels : bool
         Whether the model stores its samples' targets; ``keep_data=False`` models do not (see
         :attr:`targets`).
@@ -144,6 +148,8 @@ class FittedProblem:
         self.n_features_in = int(model.n_features_in_)
         self.feature_map = getattr(model, "feature_map_", None)
         self.keeps_rows = bool(self._led.keep_rows)
+        self.rows_on_cluster = (getattr(st, "kind", None) == "dask_newton"
+                                and model.__dict__.get("_dask_rows") is not None)
         self.keeps_labels = bool(self._led.keeps_labels)
         self._verified = None  # targets verified by locate / find (a model keeping no labels)
         self.n_samples = int(self._led.n_samples)
@@ -520,8 +526,10 @@ class FittedProblem:
         """∇²J at the stored solution, ``I + C Φᵀ diag(w ℓ''(t, z)) Φ`` (linear models, p × p).
 
         For the squared loss this is ``2C (ΦᵀΦ + ρI)`` from the exact statistics the
-        closed-form state keeps (no rows needed); otherwise it is formed from the stored rows.
-        For the hinge loss ℓ'' is 0 (its generalised Hessian off the kink).
+        closed-form state keeps (no rows needed); otherwise it is formed from the stored rows
+        (rows on a Dask cluster: the state's matrix M when it is exact at the solution, else
+        one Hessian pass over them).  For the hinge loss ℓ'' is 0 (its generalised Hessian off
+        the kink).
         """
         if self.kernel:
             raise AttributeError("hessian is defined for linear models; kernel models offer "
@@ -529,6 +537,8 @@ class FittedProblem:
         st = self._st
         if st.kind == "primal_squared":
             return self._exact_M() / st.rho
+        if self.rows_on_cluster:  # M when exact at β, else one Hessian pass (p × p back)
+            return st.hessian_at_solution(self._model._dask_rows, self._model._featurizer())
         if not self.keeps_rows:
             raise ValueError("the Hessian needs the training rows (keep_data=True)")
         A = self._led.active_slots()
@@ -540,6 +550,33 @@ class FittedProblem:
         H = (Phi.T @ sp.diags(w) @ Phi).toarray() if sp.issparse(Phi) else (Phi.T * w) @ Phi
         H.flat[:: H.shape[0] + 1] += 1.0
         return H
+
+    def select_rows(self, key, k):
+        """The ``k`` live samples of smallest ``key`` in every row block of a model whose rows
+        live on a Dask cluster (:attr:`rows_on_cluster`): one pass, a few rows back.
+
+        Parameters
+        ----------
+        key : callable
+            ``key(Φ, t, w, z) -> (m, 2)`` array (order key, a value kept with it) of a chunk
+            of live rows: feature rows, targets, weights, scores under the solution; it
+            travels to the workers (picklable).
+        k : int
+
+        Returns
+        -------
+        dict
+            ``handles``, ``rows`` (Φ), ``targets``, ``weights``, ``z``, ``key`` (the ``(m, 2)``
+            values) of the chosen samples, and ``cut``: the smallest key of a sample not
+            chosen (inf when every live sample was chosen).
+        """
+        if not self.rows_on_cluster:
+            raise ValueError("select_rows reads rows on a Dask cluster; this model's rows "
+                             "are on the client (rows)")
+        ids, Phi, t, w, z, kv, cut = self._st.select_rows(
+            self._model._dask_rows, self._model._featurizer(), key, k)
+        return {"handles": self._led.slots_of(ids), "rows": Phi, "targets": t, "weights": w,
+                "z": z, "key": kv, "cut": cut}
 
     def solve_hessian(self, V):
         """``(∇²J)⁻¹ V`` at the stored solution, by a Cholesky factorisation of the exact

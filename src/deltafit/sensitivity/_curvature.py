@@ -224,9 +224,75 @@ def newton_radius(err, w_lo, qh, block_gram):
 
 
 # ============================================================================ linear models
+class _ClusterKey:
+    """The order key of the samples the cheap intervals correct one by one, for rows on a
+    Dask cluster (picklable: it travels to the workers): logistic ``−q_i`` (the largest
+    ``q_i = ‖Φ_i‖_{H₀⁻¹}`` first), squared hinge ``(1 − t_i z_i) / q_i`` over the active
+    samples (inf elsewhere); ``q_i`` kept with it."""
+
+    def __init__(self, V, lam, loss):
+        self.V, self.lam, self.loss = V, lam, loss
+
+    def __call__(self, Phi, t, w, z):
+        psi = Phi @ self.V
+        q = np.sqrt(np.einsum("ij,ij->i", psi, psi / self.lam))
+        if self.loss.name == "logistic":
+            key = -q
+        else:
+            act = self.loss.d2(t, z) > 0
+            key = np.full(q.size, np.inf)
+            key[act] = (1.0 - t[act] * z[act]) / np.maximum(q[act], 1e-300)
+        return np.column_stack([key, q])
+
+
+def _cluster_cache(prob, loss, k=None):
+    """:func:`_linear_cache` of a model whose rows live on a Dask cluster, over the samples
+    the cheap intervals read: the stored Hessian (M, or one pass), then one pass that brings
+    back, per row block, the ``k`` samples first in the order of :class:`_ClusterKey` — the
+    ``p + 1`` largest ``q_i`` (logistic: κ and the ``p`` corrected samples are those of the
+    whole model), or the active squared-hinge samples of smallest ratio, with ``cut`` the
+    smallest ratio left on the cluster (:meth:`_LinearCheap._extra` asks for more past it)."""
+    H = prob.hessian()
+    lam, V = linalg.eigh(H)
+    lam = np.maximum(lam, 1.0)
+    p = lam.size
+    if k is None:
+        k = max(p + 1, 16) if loss.name == "logistic" else max(4 * p, 64)
+    got = prob.select_rows(_ClusterKey(V, lam, loss), k)
+    live, rows = np.asarray(got["handles"], dtype=np.intp), got["rows"]
+    t, z, q = got["targets"], got["z"], got["key"][:, 1]
+    order = np.argsort(live, kind="stable")
+    c = {"live": live, "z": z, "t": t, "w": got["weights"], "h": loss.d2(t, z), "lam": lam,
+         "V": V, "q": q, "sorted": (live[order], order), "k": k}
+    if loss.name == "logistic":
+        c["order"] = np.argsort(-q, kind="stable")
+        c["order_psi"] = rows[c["order"]] @ V
+    else:
+        act = np.flatnonzero(c["h"] > 0)
+        ratio = got["key"][act, 0]
+        o = np.argsort(ratio, kind="stable")
+        c["act"], c["act_ratio"] = act[o], ratio[o]
+        c["act_psi"] = rows[act[o]] @ V
+        c["act_cut"] = got["cut"]
+    return c
+
+
+def _positions(cache, handles):
+    """Positions in the cache's samples of ``handles`` (−1: not among them)."""
+    handles = np.asarray(handles, dtype=np.intp)
+    if "pos" in cache:
+        return cache["pos"][handles]
+    srt, order = cache["sorted"]
+    at = np.minimum(np.searchsorted(srt, handles), max(srt.size - 1, 0))
+    hit = (srt.size > 0) & (srt[at] == handles) if srt.size else np.zeros(handles.size, bool)
+    return np.where(hit, order[at] if srt.size else -1, -1)
+
+
 def _linear_cache(prob, loss):
     """What every curvature region of this model version reuses: the stored Hessian's
     eigendecomposition, the training scores and curvatures, ``q_i = ‖Φ_i‖_{H₀⁻¹}``."""
+    if getattr(prob, "rows_on_cluster", False):
+        return _cluster_cache(prob, loss)
     live = np.asarray(prob.live)
     z, _ = prob.scores(live)
     t = np.asarray(prob.targets[live], dtype=np.float64)
@@ -291,7 +357,11 @@ class _LinearBase:
         self.e_w0 = np.where(model, sens._w0[idx], 0.0)
         self._store, self._idx = store, idx
         in_entries = np.zeros(cache["z"].size, dtype=bool)
-        ep = cache["pos"][src[src >= 0]]
+        self._src = src[src >= 0]
+        if getattr(prob, "rows_on_cluster", False):  # rows copied, not referenced: by id
+            mine = sens._y0[idx] == sens._y0[idx]
+            self._src = np.asarray(prob.handles_unchecked(sens._ids[idx][mine]), dtype=np.intp)
+        ep = _positions(cache, self._src)
         in_entries[ep[ep >= 0]] = True
         self.in_entries = in_entries
         self.newton_ball = None
@@ -552,6 +622,20 @@ class _LinearCheap(_LinearBase):
             c[name] = have
         return have[:k]
 
+    def _more(self, lim):
+        """Rows on a Dask cluster: the cache regathered (``k`` doubled, one pass each) until
+        every active squared-hinge sample of ratio up to ``lim`` is in it; the cached entries
+        are replaced by the larger ones (same samples first: the order is a total one)."""
+        c = self.cache
+        k = c["k"]
+        while c.get("act_cut", np.inf) <= lim:
+            k *= 2
+            c.update(_cluster_cache(self.prob, self.loss, k))
+        self.in_entries = np.zeros(c["z"].size, dtype=bool)
+        ep = _positions(c, self._src)
+        self.in_entries[ep[ep >= 0]] = True
+        return c
+
     def _extra(self, tau):
         """(κ, positions of the samples corrected one by one, their VᵀΦ) for τ."""
         c = self.cache
@@ -560,8 +644,11 @@ class _LinearCheap(_LinearBase):
             k = min(ordering.size, self.lam.size)
             kappa = float(np.exp(-c["q"][ordering[k]] * tau)) if k < ordering.size else 0.0
         else:
+            lim = tau * (1.0 + 1e-9) + 1e-300
+            if c.get("act_cut", np.inf) <= lim:  # rows on a cluster: bring back more
+                c = self._more(lim)
             ordering, name = c["act"], "act_psi"
-            k = int(np.searchsorted(c["act_ratio"], tau * (1.0 + 1e-9) + 1e-300, side="right"))
+            k = int(np.searchsorted(c["act_ratio"], lim, side="right"))
             kappa = 1.0
         keep = ~self.in_entries[ordering[:k]]
         return kappa, ordering[:k][keep], self._prefix_psi(name, ordering, k)[keep]
@@ -662,7 +749,8 @@ class CurvatureRegion:
         if mode not in _MODES:
             raise ValueError(f"mode must be one of {list(_MODES)}, got {mode!r}")
         prob = sens._prob
-        exact = mode in ("exact", "solve") or (mode == "auto" and _small(prob))
+        exact = mode in ("exact", "solve") or (mode == "auto" and _small(prob)
+                                                and not getattr(prob, "rows_on_cluster", False))
         lp0 = (_LinearExact if exact else _LinearCheap)(sens)
         self._store = sens._store
         self._beta1 = lp0.beta
@@ -849,6 +937,8 @@ def curvature_region(sens, mode="auto", recenter=True):
         ``β₂ ∈ B(β̂ − ½∇P₂(β̂), ½‖∇P₂(β̂)‖)`` by 1-strong convexity; the exact intervals if
         its iteration does not converge), or by problem size (``n ≤ 1500`` and
         ``n p² ≤ 4·10⁶``: ``"solve"`` when ``recenter``, else ``"exact"``; larger: ``"cheap"``).
+        A model whose rows live on a Dask cluster takes ``"cheap"`` (``"auto"``): its stored
+        Hessian is p × p and the few samples the intervals correct come back from one pass.
     recenter : bool
         Exact intervals: re-centre (at most twice) at the Newton ball's center with the exact
         gradient there (Theorem 6 of Okumura et al. (2015)) — an O(n p) (kernel O(n²)) gradient
@@ -862,6 +952,10 @@ def curvature_region(sens, mode="auto", recenter=True):
         raise ValueError(f"mode must be one of {list(_MODES)}, got {mode!r}")
     sens._check_model()
     prob = sens._prob
+    if getattr(prob, "rows_on_cluster", False) and mode in ("exact", "solve"):
+        raise ValueError(f"mode={mode!r} reads every training row on the client; this model's "
+                         "rows live on a Dask cluster: use mode='cheap' or 'auto' (the cheap "
+                         "intervals: the stored Hessian and a few rows gathered by one pass)")
     if not prob.kernel and prob.keeps_rows and (
             mode == "solve" or (mode == "auto" and recenter and _small(prob))):
         from ._curvature_solve import solved_region

@@ -248,8 +248,9 @@ class Sensitivity:
         self._shared = None       # parts shared with the other classes' objects (multiclass)
         self._model = model
         self._prob = prob = model.problem_ if problem is None else problem
-        if method == "auto" and self._method == "curvature" and not prob.keeps_rows:
-            self._method = "sphere"  # rows on a Dask cluster: the curvature region reads all
+        if (method == "auto" and self._method == "curvature" and not prob.keeps_rows
+                and not getattr(prob, "rows_on_cluster", False)):
+            self._method = "sphere"  # no rows: the curvature region needs the stored Hessian
         self._C1 = fitted_C(prob)
         self._n_old = prob.n_samples
         self._c_new = _ball.resolve_c_new(C_new, self._C1, self._n_old)
