@@ -179,14 +179,18 @@ def _groups(k, excl):
     return np.asarray(excl, dtype=np.intp).reshape(-1)
 
 
-def joint_share(x, t, w, mods, spec, B, excl, g0=False, group_hessian=False, hess_cols=()):
+def joint_share(x, t, w, mods, spec, B, excl, g0=False, group_hessian=False, hess_cols=(),
+                colmap=None):
     """One block's share of a joint pass at the columns of B (a Dask task); see the module
-    docstring."""
+    docstring.  ``colmap``: B holds some of the sub-problems only, ``colmap[c]`` the column of
+    sub-problem c in B (−1: absent)."""
     loss = spec.loss
     x, t, cw = _rows_of(x, t, w, mods, spec)
     k = x.shape[0]
     p, m = B.shape
     grp = _groups(k, excl)
+    if colmap is not None:
+        grp = np.where(grp >= 0, np.asarray(colmap)[np.maximum(grp, 0)], -1)
     hess_cols = list(hess_cols)
     val = np.zeros(m)
     G = np.zeros((p, m))
@@ -310,9 +314,15 @@ def joint_resolve(passes, beta, start, *, tol, max_iter, first_hessian=False):
         slope = np.einsum("ij,ij->j", G, steps)
         trial = B + scale * steps
         hc = [c for c in act.tolist() if want_h[c]]
-        sh = passes.run(trial, hess_cols=hc)
-        fn = 0.5 * np.einsum("ij,ij->j", trial, trial) + sh.val
-        Gn = trial + sh.G
+        # the pass evaluates the unconverged columns only (a converged one keeps its β)
+        colmap = np.full(m, -1, dtype=np.intp)
+        colmap[act] = np.arange(act.size)
+        sh = passes.run(trial[:, act], hess_cols=colmap[hc].tolist(),
+                        colmap=None if act.size == m else colmap)
+        fn = np.full(m, np.inf)
+        Gn = np.zeros((p, m))
+        fn[act] = 0.5 * np.einsum("ij,ij->j", trial[:, act], trial[:, act]) + sh.val
+        Gn[:, act] = trial[:, act] + sh.G
         gnn = np.linalg.norm(Gn, axis=0)
         for c in act.tolist():
             s = scale[c]
