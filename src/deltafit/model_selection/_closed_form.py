@@ -20,7 +20,8 @@ unweighted formula with ``G`` replaced by ``Ĝ`` (an LU factorisation instead of
 **Dask collections** (:func:`dask_cross_validation`): the same predictions for a squared-loss
 linear model fitted on the Dask path, leave-one-out as one ``map_blocks`` pass of the leverages
 and k folds as k batch removals of per-fold statistics summed in the fit's own pass
-(:mod:`deltafit.models._dask_cv`); the per-sample results stay lazy.
+(:mod:`deltafit.models._dask_cv`); the per-sample results stay lazy.  The logistic and
+squared-hinge losses go to :mod:`._dask_smooth_cv` (bounds and joint warm re-solves).
 """
 
 from __future__ import annotations
@@ -173,23 +174,54 @@ def fold_vector(cv, n, y, estimator, groups=None):
 
 
 def dask_cross_validation(estimator, X, y, *, cv=None, groups=None, method="auto",
-                          sample_weight=None):
-    """Closed-form leave-one-out (``cv`` None) or k-fold cross-validation of a squared-loss
-    linear model on dask collections (see the module docstring).
+                          sample_weight=None, region="auto"):
+    """Leave-one-out (``cv`` None) or k-fold cross-validation of a linear model on dask
+    collections.
+
+    * squared loss (``LinearClassifier`` / ``LinearRegressor``): the closed form (see the
+      module docstring), ``method="closed_form"`` (or ``"auto"``);
+    * logistic / squared hinge (``LinearClassifier``): leave-one-out by the left-out balls in
+      one pass and joint exact refits of the undecided samples (``method="bounds"``), k folds
+      by joint warm re-solves of every fold (``method="refit"``); ``"auto"`` picks them
+      (:mod:`._dask_smooth_cv`);
+    * the hinge loss is refused (not differentiable: no Dask fit).
 
     The result's per-sample arrays (``y_true``, ``y_pred``, ``decision``, ``fold``,
     ``test_index``: row order) are lazy dask arrays; ``fold_scores`` is computed for k folds
     (lazy, per sample, for leave-one-out).  ``details["n_passes"]`` counts the passes over
-    the rows: two (the fit's, then the predictions').
+    the rows: for the squared loss two (the fit's, then the predictions').  ``region``:
+    ``"auto"`` or ``"sphere"`` (the left-out balls); the curvature regions read every row on
+    the client and are refused.
     """
     import dask.array as da
 
     from ..models._dask_cv import dask_closed_form
     from ..models._dask_input import is_dask, row_blocks
 
-    if method not in ("auto", "closed_form"):
-        raise ValueError(f"dask input is cross-validated by method='closed_form' (or 'auto'), "
-                         f"got method={method!r}")
+    loss = estimator.get_params().get("loss") if hasattr(estimator, "get_params") else None
+    from ..models import LinearClassifier, LinearRegressor
+
+    linear = isinstance(estimator, (LinearClassifier, LinearRegressor))
+    smooth = isinstance(estimator, LinearClassifier) and loss in ("logistic", "squared_hinge")
+    if linear and loss == "hinge":
+        raise ValueError(
+            "dask input cannot be cross-validated with loss='hinge' (not differentiable: no "
+            "Dask fit); use loss='squared_hinge' or 'logistic' on the cluster, or compute X "
+            "to a NumPy array for the hinge loss")
+    if not smooth and method not in ("auto", "closed_form"):
+        raise ValueError(f"dask input with the squared loss is cross-validated by "
+                         f"method='closed_form' (or 'auto'), got method={method!r}")
+    if not linear or loss not in ("squared", "logistic", "squared_hinge"):
+        raise ValueError(
+            f"dask input is cross-validated for LinearClassifier / LinearRegressor: the "
+            f"squared loss by its closed form, the logistic and squared-hinge losses "
+            f"(LinearClassifier) by bounds and joint warm re-solves; got "
+            f"{type(estimator).__name__}" + (f" with loss={loss!r}" if loss is not None else ""))
+    if region not in ("auto", "sphere", "curvature"):
+        raise ValueError(f"region must be 'auto', 'sphere' or 'curvature', got {region!r}")
+    if region == "curvature":
+        raise ValueError("region='curvature' reads every row on the client: dask input is "
+                         "screened by the left-out balls (region='sphere' or 'auto')")
     t0 = time.perf_counter()
     fold, k = None, 0
     if cv is not None:
@@ -202,6 +234,11 @@ def dask_cross_validation(estimator, X, y, *, cv=None, groups=None, method="auto
         if is_classifier(estimator) and not isinstance(cv, (list, tuple)):
             yy = np.asarray(y.compute() if is_dask(y) else y).reshape(-1)  # the strata
         fold, k = fold_vector(cv, n, yy, estimator, groups)
+    if smooth:
+        from ._dask_smooth_cv import dask_smooth_cross_validation
+
+        return dask_smooth_cross_validation(estimator, X, y, fold=fold, n_folds=k,
+                                            method=method, sample_weight=sample_weight)
     res = dask_closed_form(estimator, X, y, sample_weight, fold, k)
     z = res.decision
     n = int(z.shape[0])

@@ -75,9 +75,11 @@ def cross_validate(estimator, X, y, *, cv=5, groups=None, method="auto", n_jobs=
         ``fold_scores`` (accuracy per fold for classifiers, negative MSE for regressors, as
         scikit-learn's ``cross_val_score``), ``score`` (their mean), ``error_rate``,
         per-sample predictions and certified intervals, ``n_refits`` (folds refit).
-        With dask X (squared loss): the folds' statistics are summed in the fit's pass and
-        each fold's model is their batch removal; the per-sample arrays are lazy, in row
-        order (:func:`~deltafit.model_selection._closed_form.dask_cross_validation`).
+        With dask X: for the squared loss the folds' statistics are summed in the fit's pass
+        and each fold's model is their batch removal; for the logistic and squared-hinge
+        losses the k fold models are warm re-solves from the full model, all k in each pass
+        (``method="refit"``); the per-sample arrays are lazy, in row order
+        (:func:`~deltafit.model_selection._closed_form.dask_cross_validation`).
 
     Examples
     --------
@@ -94,9 +96,9 @@ def cross_validate(estimator, X, y, *, cv=5, groups=None, method="auto", n_jobs=
     True
     """
     check_bool(progress, "progress")
-    if any_dask(X, y, sample_weight):  # squared loss: k batch removals of fold statistics
+    if any_dask(X, y, sample_weight):  # batch removals / joint warm re-solves of the folds
         return dask_cross_validation(estimator, X, y, cv=cv, groups=groups, method=method,
-                                     sample_weight=sample_weight)
+                                     sample_weight=sample_weight, region=region)
     frozen = freeze(estimator, X, y)
     if frozen is not None:
         estimator, X = frozen.final, frozen.X

@@ -75,9 +75,11 @@ def loo(estimator, X, y, *, method="auto", n_jobs=None, progress=False, order="n
         per-sample ``y_pred``, ``decision`` and certified ``lower``/``upper``,
         ``decided_by_bound``, ``n_refits``, ``time_s``.  Classifiers' labels equal brute
         force exactly; regressors' left-out predictions to solver precision (1e-8).
-        With dask X (a squared-loss ``LinearClassifier`` / ``LinearRegressor``, method
-        ``"closed_form"``): the model is fitted on the Dask path and the leverages come from
-        one ``map_blocks`` pass; the per-sample arrays are lazy dask arrays in row order
+        With dask X (a ``LinearClassifier`` / ``LinearRegressor``): the model is fitted on
+        the Dask path; the squared loss's leverages come from one ``map_blocks`` pass
+        (``"closed_form"``), the logistic and squared-hinge losses' left-out balls from one
+        pass, the undecided samples refit exactly by joint warm re-solves (``"bounds"``,
+        ``region="sphere"``); the per-sample arrays are lazy dask arrays in row order
         (:func:`~deltafit.model_selection._closed_form.dask_cross_validation`).
 
     Examples
@@ -93,9 +95,9 @@ def loo(estimator, X, y, *, method="auto", n_jobs=None, progress=False, order="n
     ('bounds_early', 10)
     """
     check_bool(progress, "progress")
-    if any_dask(X, y, sample_weight):  # squared loss: one more pass, lazy results
+    if any_dask(X, y, sample_weight):  # one more pass (and joint refits), lazy results
         return dask_cross_validation(estimator, X, y, method=method,
-                                     sample_weight=sample_weight)
+                                     sample_weight=sample_weight, region=region)
     frozen = freeze(estimator, X, y)
     if frozen is not None:
         estimator, X = frozen.final, frozen.X
