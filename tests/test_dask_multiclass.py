@@ -278,11 +278,13 @@ def test_sensitivity_per_class_equals_numpy_and_holds(digits3, loss, keep_data):
     Xd, yd = chunked(X, y, rows=150)
     a = df.LinearClassifier(loss=loss, C=0.5).fit(X, y)
     b = df.LinearClassifier(loss=loss, C=0.5, keep_data=keep_data).fit(Xd, yd)
-    method = "sphere" if loss == "logistic" else "auto"  # a Dask model's auto: the sphere
-    sa, sb = df.sensitivity(a, method=method), df.sensitivity(b)
+    method = "sphere" if loss == "logistic" else "auto"  # the same region on both paths
+    sa, sb = df.sensitivity(a, method=method), df.sensitivity(b, method=method)
+    sc = df.sensitivity(b)  # the Dask model's own choice (logistic: curvature intervals)
     rm = [1, 2, 30]
     sa.remove(rm)
     sb.remove(rm) if keep_data else sb.remove(rm, X=X[rm])
+    sc.remove(rm) if keep_data else sc.remove(rm, X=X[rm])
     lo_a, hi_a = sa.decision_bounds(X)
     lo, hi = sb.decision_bounds(X)
     assert lo.shape == (X.shape[0], 3)
@@ -293,10 +295,12 @@ def test_sensitivity_per_class_equals_numpy_and_holds(digits3, loss, keep_data):
     labels_a, certain_a = sa.predict_certain(X)
     np.testing.assert_array_equal(labels, labels_a)
     assert np.count_nonzero(certain != certain_a) <= (0 if loss == "squared" else 2)
+    lo_c, hi_c = sc.decision_bounds(X)
     b.remove(rm) if keep_data else b.remove(rm, X=X[rm])
     z = b.decision_function(X)  # the retrained model lies inside, class by class
     assert np.all(lo - 1e-8 <= z) and np.all(z <= hi + 1e-8)
     np.testing.assert_array_equal(b.predict(X)[certain], labels[certain])
+    assert np.all(lo_c - 1e-8 <= z) and np.all(z <= hi_c + 1e-8)
 
 
 # ----------------------------------------------------------------------------- refusals

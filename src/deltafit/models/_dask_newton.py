@@ -28,8 +28,8 @@ chunk (the fitted feature map and the constant column).
   generalised Hessian at the new point, the finite Newton step of Keerthi & DeCoste, JMLR
   2005).  The solve ends on ∇J computed afresh by a pass, so ``grad_norm`` certifies
   ``‖β − β*‖ ≤ grad_norm`` (Okumura et al., KDD'15, Thm 6) as the NumPy path's does.
-* **Hinge** (not differentiable) is refused on Dask input: its squared-hinge twin, or the
-  NumPy path's dual QP on a computed X, are the alternatives.
+* **Hinge** (not differentiable) is not solved here: :mod:`._dask_hinge` solves its dual by a
+  decomposition method over the same row store, starting from a smoothed hinge solved here.
 """
 
 from __future__ import annotations
