@@ -396,27 +396,6 @@ def _slow_block(x):
     return x
 
 
-@pytest.fixture(scope="module")
-def process_client():
-    """Two worker processes of one thread (spawned: the test functions travel by value)."""
-    distributed = pytest.importorskip("distributed")
-    import cloudpickle
-
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    try:
-        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                           dashboard_address=None, silence_logs=40)
-    except Exception as exc:  # pragma: no cover - the environment forbids processes
-        pytest.skip(f"no process cluster here: {exc}")
-    client = distributed.Client(cluster, set_as_default=False)
-    try:
-        yield client
-    finally:
-        client.close()
-        cluster.close()
-        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
-
-
 def test_process_cluster_equals_numpy(process_client, breast_cancer):
     X, y = breast_cancer
     Xd, yd = chunked(X, y, rows=60)

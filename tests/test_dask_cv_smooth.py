@@ -13,7 +13,6 @@ independent solvers, on breast cancer and digits.
 Most tests run on dask's threaded scheduler; one on a LocalCluster of two worker processes.
 """
 
-import sys
 
 import numpy as np
 import pytest
@@ -172,27 +171,6 @@ def test_fitted_feature_map_is_kept(breast_cancer):
 
 
 # ----------------------------------------------------------------------------- processes
-@pytest.fixture(scope="module")
-def process_client():
-    """Two worker processes of one thread (as in tests/test_dask.py)."""
-    distributed = pytest.importorskip("distributed")
-    import cloudpickle
-
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    try:
-        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                           dashboard_address=None, silence_logs=40)
-    except Exception as exc:  # pragma: no cover - the environment forbids processes
-        pytest.skip(f"no process cluster here: {exc}")
-    client = distributed.Client(cluster, set_as_default=False)
-    try:
-        yield client
-    finally:
-        client.close()
-        cluster.close()
-        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
-
-
 def test_process_cluster_kfold_and_loo_equal_numpy(process_client, breast_cancer):
     X, y = breast_cancer
     est = df.LinearClassifier(loss="logistic", C=0.5)

@@ -19,7 +19,6 @@ from reference import hinge_reference
 dask = pytest.importorskip("dask")
 da = pytest.importorskip("dask.array")
 
-from test_dask import process_client  # noqa: E402,F401  (the two-process cluster fixture)
 
 
 @pytest.fixture(autouse=True)
@@ -206,7 +205,7 @@ def test_bad_input_and_failures_leave_the_model(breast_cancer, monkeypatch):
     assert_same(a, m, X[keep], y[keep])
 
 
-def test_process_cluster_fits_and_removes(process_client, digits4):  # noqa: F811
+def test_process_cluster_fits_and_removes(process_client, digits4):
     """On two worker processes: the rows persisted there (futures), the hinge fit (warm
     started from a NumPy fit on half the rows: a few passes) and a removal by id equal the
     NumPy path."""

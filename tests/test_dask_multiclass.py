@@ -16,7 +16,6 @@ digits (10 classes) and a 3-class subset of it (digits 3, 5 and 8).
 Most tests run on dask's threaded scheduler; one runs on a LocalCluster of two processes.
 """
 
-import sys
 import threading
 
 import numpy as np
@@ -375,27 +374,6 @@ def test_fit_refusals(digits3):
 
 
 # ----------------------------------------------------------------------------- processes
-@pytest.fixture(scope="module")
-def process_client():
-    """Two worker processes of one thread (spawned: the test functions travel by value)."""
-    distributed = pytest.importorskip("distributed")
-    import cloudpickle
-
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    try:
-        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                           dashboard_address=None, silence_logs=40)
-    except Exception as exc:  # pragma: no cover - the environment forbids processes
-        pytest.skip(f"no process cluster here: {exc}")
-    client = distributed.Client(cluster, set_as_default=False)
-    try:
-        yield client
-    finally:
-        client.close()
-        cluster.close()
-        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
-
-
 def test_process_cluster_fits_and_updates_every_class(process_client, digits3):
     X, y = digits3
     Xd, yd = chunked(X, y, rows=150)
