@@ -367,10 +367,35 @@ def test_fit_refusals(digits3):
             df.LinearClassifier(loss=loss).fit(Xd, yd, sample_weight=da.from_array(w, 150))
     from deltafit.model_selection import cross_validate, loo
 
-    with pytest.raises(ValueError, match="two classes"):
-        loo(df.LinearClassifier(), Xd, yd)
-    with pytest.raises(ValueError, match="two classes"):
-        cross_validate(df.LinearClassifier(), Xd, yd, cv=3)
+    for method in (loo, lambda *a: cross_validate(*a, cv=3)):
+        with pytest.raises(ValueError, match="two classes"):
+            method(df.LinearClassifier(loss="logistic"), Xd, yd)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_closed_form_cv_of_k_classes_equals_numpy(digits3, weighted):
+    """Squared loss, K = 3: leave-one-out and k folds in closed form on dask input equal the
+    NumPy path's closed form (the K code columns' left-out decisions, argmax labels)."""
+    from sklearn.model_selection import KFold
+
+    from deltafit.model_selection import cross_validate, loo
+
+    X, y = digits3
+    Xd, yd = chunked(X, y, rows=150)
+    w = np.random.default_rng(4).uniform(0.2, 2.0, X.shape[0]) if weighted else None
+    kw = {"sample_weight": w} if weighted else {}
+    kwd = {"sample_weight": da.from_array(w, chunks=150)} if weighted else {}
+    est = df.LinearClassifier(C=0.5)
+    a, b = loo(est, X, y, **kw), loo(est, Xd, yd, **kwd)
+    assert b.decision.shape == (X.shape[0], 3)
+    np.testing.assert_allclose(b.decision.compute(), a.decision, rtol=0, atol=1e-10)
+    np.testing.assert_array_equal(b.y_pred.compute(), a.y_pred)
+    cv = KFold(4, shuffle=True, random_state=0)
+    a, b = cross_validate(est, X, y, cv=cv, **kw), cross_validate(est, Xd, yd, cv=cv, **kwd)
+    order = np.argsort(a.test_index)
+    np.testing.assert_allclose(b.decision.compute(), a.decision[order], rtol=0, atol=1e-10)
+    np.testing.assert_array_equal(b.y_pred.compute(), a.y_pred[order])
+    np.testing.assert_allclose(b.fold_scores, a.fold_scores, rtol=0, atol=1e-12)
 
 
 # ----------------------------------------------------------------------------- processes

@@ -57,13 +57,14 @@ def _problem(model):
     opts = model._solver_options()
     return BlockProblem(model._featurizer(), model.n_features_in_,
                         model._labels() if model._classifier else None,
-                        model._n_outputs_fitted, opts.C, None), opts.rho
+                        model._n_outputs_fitted, opts.C, None,
+                        n_classes=model._n_classes if model._classifier else 0), opts.rho
 
 
 def _block_loo(x, y, w, problem, beta, L):
     """Left-out decisions of a block's rows (see the module docstring)."""
     x = problem.rows(np.asarray(x))
-    t = problem.targets(y)
+    t = problem.codes(problem.targets(y))  # K ≥ 3 classes: the K columns of ±1 codes
     w = problem.weights(w, x.shape[0])
     Phi = np.asarray(problem.featurize(x), dtype=np.float64)
     r = t - Phi @ beta
@@ -91,7 +92,7 @@ def _fold_sums(z, y, fold, problem, n_folds, classes):
     fold = np.asarray(fold).reshape(-1)
     if problem.labels is not None:
         y = np.asarray(y).reshape(-1)
-        good = np.where(z > 0, classes[1], classes[0]) == y
+        good = _labels_of(z, classes) == y
         val = good.astype(np.float64)
     else:
         t = problem.targets(y)
@@ -102,6 +103,10 @@ def _fold_sums(z, y, fold, problem, n_folds, classes):
 
 
 def _labels_of(z, classes):
+    """Labels of decisions: the sign's class (two classes), or the largest column's
+    (one-vs-rest, K ≥ 3 columns)."""
+    if z.ndim == 2:
+        return classes[np.argmax(z, axis=1)]
     return np.where(z > 0, classes[1], classes[0])
 
 
@@ -143,22 +148,24 @@ def dask_closed_form(estimator, X, y, sample_weight=None, fold=None, n_folds=0):
                else ""))
     model = clone(estimator).set_params(keep_data=False)
     model._fit_dask(X, y, sample_weight, fold, n_folds)
-    if model._classifier and model._n_classes:
-        raise ValueError(f"the closed-form cross-validation of dask input takes two classes; "
-                         f"y has {model._n_classes} (compute X and y to NumPy arrays)")
     problem, rho = _problem(model)
     blocks = row_blocks(X, y, sample_weight, fold)
     classes = getattr(model, "classes_", None)
-    K = model._n_outputs_fitted
+    K = model._n_outputs_fitted or (model._n_classes if model._classifier else 0)
     out_chunks = (blocks.X.chunks[0],) + ((K,) if K else ())
+    K_y = model._n_outputs_fitted  # columns of y (regression outputs; labels are one)
     Xb = blocks.X
     if fold is None:  # leave-one-out: one more pass, lazily
-        L = cholesky(model.problem_.normal_matrix(), lower=True, check_finite=False)
+        st = model._state  # K ≥ 3 classes: the one K-output state inside the one-vs-rest one
+        M = st.inner.exact_matrix() if getattr(st, "inner", None) is not None \
+            else model.problem_.normal_matrix()
+        L = cholesky(M, lower=True, check_finite=False)
         beta = np.array(model._state.beta, copy=True)
-        z = _map_loo(Xb, blocks, problem, beta, L, out_chunks, K)
-        y_true = blocks.y.ravel() if blocks.y.ndim == 2 and not K else blocks.y
+        z = _map_loo(Xb, blocks, problem, beta, L, out_chunks, K, K_y)
+        y_true = blocks.y.ravel() if blocks.y.ndim == 2 and not K_y else blocks.y
         if problem.labels is not None:
-            y_pred = z.map_blocks(_labels_of, classes, dtype=classes.dtype)
+            y_pred = z.map_blocks(_labels_of, classes, dtype=classes.dtype,
+                                  drop_axis=1 if K else None)
             scores = (y_pred == y_true).astype(np.float64)
         else:
             y_pred = z
@@ -187,8 +194,9 @@ def dask_closed_form(estimator, X, y, sample_weight=None, fold=None, n_folds=0):
         fold_scores = s[1] / s[0]
     if problem.labels is None:
         fold_scores = -fold_scores
-    y_true = blocks.y.ravel() if blocks.y.ndim == 2 and not K else blocks.y
-    y_pred = z.map_blocks(_labels_of, classes, dtype=classes.dtype) \
+    y_true = blocks.y.ravel() if blocks.y.ndim == 2 and not K_y else blocks.y
+    y_pred = z.map_blocks(_labels_of, classes, dtype=classes.dtype,
+                          drop_axis=1 if K and problem.labels is not None else None) \
         if problem.labels is not None else z
     return DaskFolds(model=model, decision=z, y_pred=y_pred, y_true=y_true,
                      fold=f_arr, fold_scores=fold_scores, n_passes=model._dask_passes + 1)
@@ -199,7 +207,7 @@ def _blocks_of(a):
     return a.to_delayed().ravel().tolist()
 
 
-def _map_loo(Xb, blocks, problem, beta, L, out_chunks, K):
+def _map_loo(Xb, blocks, problem, beta, L, out_chunks, K, K_y):
     """The left-out decisions as a lazy dask array (see :func:`_block_loo`)."""
     y2 = blocks.y if blocks.y.ndim == 2 else blocks.y[:, None]
     args = [y2]
@@ -207,7 +215,7 @@ def _map_loo(Xb, blocks, problem, beta, L, out_chunks, K):
         args.append(blocks.w[:, None])
 
     def fn(x, yy, *ww):
-        yy = yy if K else yy[:, 0]
+        yy = yy if K_y else yy[:, 0]
         return _block_loo(x, yy, ww[0][:, 0] if ww else None, problem, beta, L)
 
     return Xb.map_blocks(fn, *args, dtype=np.float64, chunks=out_chunks,

@@ -101,6 +101,11 @@ def fit_smooth(estimator, X, y, sample_weight=None):
     if estimator.feature_map is not None:  # a fitted map is part of the model: kept as it is
         model.set_params(feature_map=estimator.feature_map)
     model.fit(X, y, sample_weight=sample_weight)
+    if model._n_classes:
+        raise ValueError(
+            f"the cross-validation of a logistic / squared-hinge model on dask input takes two "
+            f"classes; y has {model._n_classes} (loss='squared' cross-validates K classes on "
+            "dask input in closed form; or compute X and y to NumPy arrays)")
     st = model._state
     f, grad, g0 = st.point
     opts = model._solver_options()
