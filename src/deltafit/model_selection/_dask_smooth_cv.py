@@ -164,8 +164,11 @@ def dask_smooth_cross_validation(estimator, X, y, *, fold=None, n_folds=0, metho
     starts = fit.starts
     from dask import delayed
 
-    (und,) = dask.compute(delayed(_concat_ids)(
-        *[delayed(_undecided)(p, int(s)) for p, s in zip(parts, starts[:-1].tolist())]))
+    from ..models._dask_rows import compute_on_cluster
+
+    (und,) = compute_on_cluster(delayed(_concat_ids)(
+        *[delayed(_undecided)(p, int(s)) for p, s in zip(parts, starts[:-1].tolist())]),
+        what="the pass of the left-out bounds")
     und = np.asarray(und, dtype=np.int64)
     values, n_solve, n_iter = sample_resolve(fit, und)
     blk = np.searchsorted(starts, und, side="right") - 1

@@ -37,7 +37,8 @@ from scipy import linalg
 from sklearn.base import clone
 
 from ._chord_newton import REFRESH_RATIO
-from ._dask_newton import _CHUNK_BYTES, _FAN_IN, _FLOOR, LADDER, _Chunk
+from ._dask_newton import _CHUNK_BYTES, _FLOOR, LADDER, _Chunk
+from ._dask_rows import tree_compute
 
 __all__ = ["SmoothCVFit", "fit_smooth", "JointPasses", "joint_resolve", "fold_resolve",
            "sample_resolve", "score_folds", "row_quantities", "map_store", "SMOOTH_LOSSES"]
@@ -246,17 +247,14 @@ class JointPasses:
                 self.excl[i] = d
 
     def run(self, B, **want):
-        import dask
         from dask import delayed
 
         B = np.array(B, dtype=np.float64, copy=True)
         st = self.store
-        level = [delayed(joint_share)(x, t, w, st.mods(i), self.spec, B, self.excl[i], **want)
-                 for i, (x, t, w) in enumerate(st.blocks)]
-        while len(level) > 1:
-            level = [delayed(_sum)(*level[i:i + _FAN_IN])
-                     for i in range(0, len(level), _FAN_IN)]
-        (out,) = dask.compute(level[0])
+        out = tree_compute([delayed(joint_share)(x, t, w, st.mods(i), self.spec, B,
+                                                 self.excl[i], **want)
+                            for i, (x, t, w) in enumerate(st.blocks)], _sum,
+                           what="a joint pass of the folds")
         self.count += 1
         return out
 
@@ -474,7 +472,8 @@ def score_folds(fit, fold, betas):
     sizes = st.sizes().tolist()
     z = da.concatenate([da.from_delayed(delayed(_first)(p), shape=(int(s),),
                                         dtype=np.float64) for p, s in zip(parts, sizes)])
-    (sums,) = dask.compute(delayed(_sum)(*[delayed(_second)(p) for p in parts]))
+    sums = tree_compute([delayed(_second)(p) for p in parts], _sum,
+                        what="a pass of the left-out scores")
     return z, np.asarray(sums)
 
 

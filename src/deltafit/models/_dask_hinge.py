@@ -78,7 +78,7 @@ import numpy as np
 
 from ..solvers import (_EPS, HingeResult, _box_violation, _hinge_loop, _SubFeatureQP,
                        ConvergenceWarning)
-from ._dask_newton import _FAN_IN, PassSpec, _Chunk, _CHUNK_BYTES
+from ._dask_newton import PassSpec, _Chunk, _CHUNK_BYTES
 from ..losses import Loss
 from ._state import ModelState
 
@@ -268,21 +268,21 @@ class HingePasses:
         self.store, self.spec, self.k, self.count = store, spec, int(k), 0
 
     def run(self, ref, beta, wids, v):
-        import dask
+        from functools import partial
+
         from dask import delayed
+
+        from ._dask_rows import tree_compute
 
         st = self.store
         beta = np.array(beta, dtype=np.float64, copy=True)
         ref = None if ref is None else np.array(ref, dtype=np.float64, copy=True)
         wids = np.array(wids, dtype=np.int64, copy=True)
         v = np.array(v, dtype=np.float64, copy=True)
-        level = [delayed(hinge_share)(x, t, w, st.mods(i), self.spec, int(st.starts[i]), ref,
-                                      beta, wids, v, self.k)
-                 for i, (x, t, w) in enumerate(st.blocks)]
-        while len(level) > 1:
-            level = [delayed(_sum)(self.k, *level[i:i + _FAN_IN])
-                     for i in range(0, len(level), _FAN_IN)]
-        (out,) = dask.compute(level[0])
+        out = tree_compute([delayed(hinge_share)(x, t, w, st.mods(i), self.spec,
+                                                 int(st.starts[i]), ref, beta, wids, v, self.k)
+                            for i, (x, t, w) in enumerate(st.blocks)], partial(_sum, self.k),
+                           what="a hinge pass over the rows")
         self.count += 1
         return out
 

@@ -44,7 +44,6 @@ from ._state import ModelState
 __all__ = ["PassSpec", "DaskPasses", "dask_newton", "dask_chord", "DaskNewtonState",
            "prepare_block", "LADDER", "block_select"]
 
-_FAN_IN = 8
 #: A pass skips the Hessian only when one chord step after it is predicted to reach this
 #: fraction of the threshold (a predicted rate is a guess: chord steps contract a little
 #: slower than the step that measured it).
@@ -267,19 +266,15 @@ class DaskPasses:
     def run(self, beta, **want):
         from dask import delayed
 
-        from ._dask_rows import compute_on_cluster
+        from ._dask_rows import tree_compute
 
         beta = np.array(beta, dtype=np.float64, copy=True)
         want = {k: (None if v is None else (tuple(np.array(a, copy=True) for a in v)
                                             if isinstance(v, tuple) else v))
                 for k, v in want.items()}
         st = self.store
-        level = [delayed(block_share)(x, t, w, st.mods(i), self.spec, beta, **want)
-                 for i, (x, t, w) in enumerate(st.blocks)]
-        while len(level) > 1:
-            level = [delayed(_sum)(*level[i:i + _FAN_IN]) for i in range(0, len(level),
-                                                                         _FAN_IN)]
-        (out,) = compute_on_cluster(level[0])
+        out = tree_compute([delayed(block_share)(x, t, w, st.mods(i), self.spec, beta, **want)
+                            for i, (x, t, w) in enumerate(st.blocks)], _sum)
         self.count += 1
         return out
 

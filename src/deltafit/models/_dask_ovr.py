@@ -30,7 +30,7 @@ import threading
 
 import numpy as np
 
-from ._dask_newton import (_CHUNK_BYTES, _FAN_IN, LADDER, DaskNewtonState, Share, _Chunk,
+from ._dask_newton import (_CHUNK_BYTES, LADDER, DaskNewtonState, Share, _Chunk,
                            dask_chord, dask_newton, prepare_block)
 from ._dask_rows import BlockMods
 from ._multiclass import OneVsRestState, class_codes
@@ -168,18 +168,16 @@ class OvrPasses:
         self.store, self.spec, self.count = store, spec, 0
 
     def run(self, requests):
-        import dask
         from dask import delayed
+
+        from ._dask_rows import tree_compute
 
         requests = [(int(k), np.array(beta, dtype=np.float64, copy=True), _frozen(want))
                     for k, beta, want in requests]
         st = self.store
-        level = [delayed(ovr_block_share)(x, t, w, st.mods(i), self.spec, requests)
-                 for i, (x, t, w) in enumerate(st.blocks)]
-        while len(level) > 1:
-            level = [delayed(_sum)(*level[i:i + _FAN_IN])
-                     for i in range(0, len(level), _FAN_IN)]
-        (out,) = dask.compute(level[0])
+        out = tree_compute([delayed(ovr_block_share)(x, t, w, st.mods(i), self.spec, requests)
+                            for i, (x, t, w) in enumerate(st.blocks)], _sum,
+                           what="a joint pass of the classes")
         self.count += 1
         return out
 

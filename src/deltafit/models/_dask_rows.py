@@ -16,7 +16,11 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["DaskRowStore", "BlockMods", "compute_on_cluster"]
+__all__ = ["DaskRowStore", "BlockMods", "compute_on_cluster", "tree_compute"]
+
+#: Fan-in of the tree sums of blocks' shares: ``⌈log₈ b⌉`` levels over b blocks, no task
+#: holding more than 8 shares.
+FAN_IN = 8
 
 #: The errors by which a distributed cluster reports a computation it could not finish after
 #: losing workers (dask.distributed's ``KilledWorker`` once a task killed ``allowed-failures``
@@ -43,6 +47,28 @@ def compute_on_cluster(*collections, what="a pass over the rows"):
             f"a Dask worker was lost during {what} and Dask could not recompute its part "
             f"({type(exc).__name__}: {exc}); the model is unchanged — retry once the "
             "cluster is whole, or refit") from exc
+
+
+def _add(*shares):
+    """The sum of shares (their ``+``)."""
+    out = shares[0]
+    for s in shares[1:]:
+        out = out + s
+    return out
+
+
+def tree_compute(shares, merge=None, what="a pass over the rows"):
+    """Sum delayed per-block ``shares`` in a tree of fan-in :data:`FAN_IN` on the cluster
+    (``merge(*children)``, default their ``+``) and compute the root through
+    :func:`compute_on_cluster`: one pass, one p-sized (or p × p) result on the client."""
+    from dask import delayed
+
+    merge = _add if merge is None else merge
+    level = list(shares)
+    while len(level) > 1:
+        level = [delayed(merge)(*level[i:i + FAN_IN]) for i in range(0, len(level), FAN_IN)]
+    (out,) = compute_on_cluster(level[0], what=what)
+    return out
 
 
 class BlockMods:

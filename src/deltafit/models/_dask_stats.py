@@ -27,12 +27,12 @@ import numpy as np
 from .._validation import check_magnitude, check_scale
 from ._exact_squared import (_BIG_RATIO, _Statistics, _row_sq, _target_size, _two_sum,
                              _weighted_rows)
+from ._dask_rows import FAN_IN, compute_on_cluster
 from ._ledger import SEGMENT_BITS, digest_array, digest_keys, sorted_segment
 from ._multiclass import one_hot_codes
 
 __all__ = ["BlockProblem", "FitStatistics", "reduce_statistics"]
 
-_FAN_IN = 8
 
 
 class BlockProblem:
@@ -253,8 +253,8 @@ def _tree_sum(shares, folds=False):
     merge = _merge_folds if folds else _merge
     level = list(shares)
     while len(level) > 1:
-        level = [delayed(merge)(*level[i:i + _FAN_IN]) for i in range(0, len(level),
-                                                                       _FAN_IN)]
+        level = [delayed(merge)(*level[i:i + FAN_IN]) for i in range(0, len(level),
+                                                                       FAN_IN)]
     return level[0]
 
 
@@ -305,7 +305,6 @@ def reduce_statistics(blocks, problem, rho, n_folds=0):
         without a key).
     n_passes : int
     """
-    import dask
     from dask import delayed
 
     infinite = (np.inf, np.inf)
@@ -318,7 +317,8 @@ def reduce_statistics(blocks, problem, rho, n_folds=0):
         n = int(offsets[-1])
         segs = [delayed(_segment)(n, *[t[1][g] for t in tasks])
                 for g in range(2 ** SEGMENT_BITS)]
-    total, *digests = dask.compute(_tree_sum([t[0] for t in tasks], folds), *segs)
+    total, *digests = compute_on_cluster(_tree_sum([t[0] for t in tasks], folds), *segs,
+                                         what="the pass of the sufficient statistics")
     parts = total if folds else None
     if folds:
         total = _merge(*parts)
@@ -330,7 +330,8 @@ def reduce_statistics(blocks, problem, rho, n_folds=0):
                              problem.n_outputs, problem.C, None, n_classes=problem.n_classes)
         again = [delayed(_block_share, nout=2)(x, y, w, nokey, limits, 0, f, n_folds)[0]
                  for x, y, w, f in blocks.parts]
-        (total,) = dask.compute(_tree_sum(again, folds))
+        (total,) = compute_on_cluster(_tree_sum(again, folds),
+                                      what="the pass of the large rows' statistics")
         if folds:
             parts, total = total, _merge(*total)
         passes = 2
