@@ -72,12 +72,12 @@ class PassSpec:
 
 
 def _syrk_add(H, V):
-    """``H += VᵀV`` (BLAS syrk on the lower triangle, mirrored)."""
+    """``H += VᵀV``: NumPy's matmul takes ``V.T @ V`` (one buffer, transposed) to BLAS syrk
+    and mirrors the triangle (exactly symmetric), releasing the GIL — SciPy's ``dsyrk``
+    wrapper holds it, so the threaded scheduler's tasks ran one at a time."""
     if not V.shape[0]:
         return
-    L = linalg.blas.dsyrk(1.0, V.T, trans=0, lower=1)  # V.T: Fortran order, no copy
-    L = np.tril(L) + np.tril(L, -1).T
-    H += L
+    H += V.T @ V
 
 
 class _Chunk:
