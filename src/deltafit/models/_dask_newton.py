@@ -51,8 +51,13 @@ _MARGIN = 0.3
 _FLOOR = 1e-12
 #: Step lengths a backtracking pass evaluates J at, all in one pass.
 LADDER = 0.5 ** np.arange(1, 41)
-#: Bytes of rows a task takes at a time.
+#: Bytes of rows a task takes at a time when it sums a p × p matrix (its syrk's operand stays
+#: in a core's L2 cache).
 _CHUNK_BYTES = 1 << 20
+#: Bytes of rows a gradient-only task takes at a time: a few NumPy calls per chunk instead of
+#: ~25 per MiB, so that the threaded scheduler's tasks do not queue on the GIL between them
+#: (a 125,000 × 50 block: the same time alone, 2 threads over 8 blocks ~25% faster).
+_GRAD_CHUNK_BYTES = 1 << 23
 
 
 class PassSpec:
@@ -175,7 +180,8 @@ def block_share(x, t, w, mods, spec, beta, g0=False, value=True, hessian=False, 
     cols = [line[0], line[1]] if line is not None else [beta] + ([ref] if ref is not None
                                                                   else [])
     B = np.column_stack(cols)
-    step = max(64, _CHUNK_BYTES // (8 * max(p, 1)))
+    step = max(64, (_CHUNK_BYTES if hessian or ref is not None else _GRAD_CHUNK_BYTES)
+               // (8 * max(p, 1)))
     fused = loss.name == "logistic" and ref is None
     for a in range(0, k, step):
         b = min(k, a + step)
