@@ -4,8 +4,10 @@ The rows stay in a :class:`~._dask_rows.DaskRowStore`; the client holds β, the 
 ``M`` (p × p) and p-sized vectors.  Every *pass* maps one task over the persisted blocks that
 returns p-sized and p × p shares — ``Σ cw ℓ``, ``Φᵀ(cw ℓ')``, ``Φᵀ(cw ℓ'(t, 0))`` and, when
 asked, ``Φᵀ diag(cw ℓ'') Φ`` — summed in a tree on the cluster (fan-in 8): nothing n-sized
-reaches the client.  Each task walks its block a cache-sized chunk at a time, Φ formed per
-chunk (the fitted feature map and the constant column).
+reaches the client.  Each task walks its block a chunk at a time — a cache-sized one when it
+sums a p × p matrix (BLAS syrk through NumPy's ``V.T @ V``, which releases the GIL), 8 MiB
+for the gradient alone (few NumPy calls: the threaded scheduler's tasks then rarely wait on
+the GIL) — Φ formed per chunk (the fitted feature map and the constant column).
 
 * **Fit**: damped Newton (the stopping rule of :func:`deltafit.solvers.newton_primal`,
   ``‖∇J(β)‖ ≤ tol · ‖∇J(0)‖``), each iteration one pass that returns J, ∇J and the Hessian at
