@@ -25,7 +25,9 @@ Claims measured (benchmarks/README.md, "Scale-out on Dask", logistic rows):
   (the Dask path's own overhead, without worker processes competing for the cores);
 * five consecutive 0.1% removals on the threaded scheduler: the passes of each (bar ≤ 2:
   the pass predicted to be a solve's last sums the Hessian, so M never ages) and their time
-  against the NumPy path's same removals.
+  against the NumPy path's same removals;
+* the steps of the threaded removals (``Steps``): the gather of the removed rows and each
+  pass, with its time and whether it summed the Hessian.
 
 A small fit first compiles the workers' digest kernel (numba, once per process; timed
 apart as ``t_warmup``), and another one this process's before the threaded timings
@@ -73,6 +75,45 @@ def gradient_norm(X, y, beta, C):
         g[:-1] += Xa.T @ c
         g[-1] += c.sum()
     return float(np.linalg.norm(g))
+
+
+class Steps:
+    """Records the steps of an update on the Dask path while active: the gather of the changed
+    rows from the store and each pass over the rows (whether it summed the Hessian), with their
+    wall-clock times (``time.perf_counter``)."""
+
+    def __init__(self):
+        self.log = []
+
+    def __enter__(self):
+        import time
+
+        from deltafit.models import _dask_newton, _dask_rows
+
+        run, gather = _dask_newton.DaskPasses.run, _dask_rows.DaskRowStore.gather
+        log = self.log
+
+        def timed_run(passes, beta, **want):
+            t = time.perf_counter()
+            out = run(passes, beta, **want)
+            log.append(["pass (Hessian)" if want.get("hessian") else "pass",
+                        time.perf_counter() - t])
+            return out
+
+        def timed_gather(store, ids):
+            t = time.perf_counter()
+            out = gather(store, ids)
+            log.append(["gather", time.perf_counter() - t])
+            return out
+
+        self._saved = (run, gather)
+        _dask_newton.DaskPasses.run, _dask_rows.DaskRowStore.gather = timed_run, timed_gather
+        return self
+
+    def __exit__(self, *exc):
+        from deltafit.models import _dask_newton, _dask_rows
+
+        _dask_newton.DaskPasses.run, _dask_rows.DaskRowStore.gather = self._saved
 
 
 def main():
@@ -164,7 +205,9 @@ def main():
         Xt, yt = da.from_array(X, chunks=(rows, -1)), da.from_array(y, chunks=rows)
         mt = df.LinearClassifier(loss="logistic", C=C)
         res["t_fit_dask_threads"], _ = timed(lambda: mt.fit(Xt, yt))
-        res["t_remove_dask_threads"], _ = timed(lambda: mt.remove(ids))
+        with Steps() as steps:
+            res["t_remove_dask_threads"], _ = timed(lambda: mt.remove(ids))
+        res["steps_remove_threads"] = steps.log
         res["passes_remove_threads"] = int(mt._state.passes)
         # consecutive 0.1% removals (M kept exact at each solution: ≤ 2 passes each)
         later = [np.sort(rng.choice(np.setdiff1d(np.arange(n), ids), ids.size,
@@ -173,8 +216,11 @@ def main():
             left = np.setdiff1d(mt.sample_ids_, np.concatenate(later))
             later.append(np.sort(rng.choice(left, ids.size, replace=False)))
         res["t_consecutive_dask_threads"], res["passes_consecutive"] = [], []
+        res["steps_consecutive_threads"] = []
         for batch in later:
-            t, _ = timed(lambda: mt.remove(batch))
+            with Steps() as steps:
+                t, _ = timed(lambda: mt.remove(batch))
+            res["steps_consecutive_threads"].append(steps.log)
             res["t_consecutive_dask_threads"].append(t)
             res["passes_consecutive"].append(int(mt._state.passes))
         log(f"consecutive removals: passes {res['passes_consecutive']}")
@@ -223,6 +269,11 @@ def main():
           f"{res['passes_consecutive']}, {sum(res['t_consecutive_dask_threads']):.3f} s | "
           f"NumPy path {sum(res['t_consecutive_numpy']):.3f} s | "
           f"{res['consecutive_threads_over_numpy']:.2f}x | ≤ 2 passes each |")
+    def steps(log):
+        return ", ".join(f"{k} {1000 * v:.0f} ms" for k, v in log)
+
+    print(f"| the threaded removal's steps | {steps(res['steps_remove_threads'])}; "
+          f"the last consecutive one: {steps(res['steps_consecutive_threads'][-1])} | — | — | — |")
     for tag in ("",):
         if "t_fit_dask_ml" + tag in res:
             print(f"| logistic remove 0.1% vs dask-ml fit (tol {res['dask_ml_tol' + tag]:g}) | "

@@ -350,3 +350,91 @@ def test_consecutive_small_updates_take_at_most_two_passes(cancer8, loss):
         s = expit(Phi @ full_coef(b))
         H = np.eye(Phi.shape[1]) + b.C * (Phi.T * (s * (1.0 - s))) @ Phi
         np.testing.assert_allclose(b.problem_.hessian(), H, rtol=0, atol=1e-9 * np.max(H))
+
+
+@pytest.mark.parametrize("loss", SMOOTH)
+def test_block_share_equals_the_rows_sums_whatever_the_chunking(cancer8, loss, monkeypatch):
+    """A block task's J, ∇J, ∇J(0) and Hessian shares equal the sums over its live rows
+    computed here directly (expit, one product), whether the task takes the block at once or
+    in chunks of 64 rows (gradient-only and Hessian tasks chunk differently)."""
+    from functools import partial
+
+    from deltafit.losses import get_loss
+    from deltafit.models import _dask_newton as dn
+    from deltafit.models._dask_rows import BlockMods
+    from deltafit.models._linear import features
+
+    X, y = cancer8
+    x, t = X[:1000], np.where(y[:1000] > 0, 1.0, -1.0)
+    rng = np.random.default_rng(3)
+    w = rng.uniform(0.5, 2.0, size=1000)
+    live = rng.random(1000) > 0.1
+    beta = rng.normal(scale=0.3, size=31)
+    C = 0.7
+    spec = dn.PassSpec(partial(features, feature_map=None, s=1.0), get_loss(loss), C)
+    Phi = np.column_stack([x, np.ones(1000)])
+    z, cw = Phi @ beta, C * w * live
+    if loss == "logistic":
+        val, d1 = np.logaddexp(0.0, -t * z), -t * expit(-t * z)
+        d2, d10 = expit(t * z) * expit(-t * z), -t * 0.5
+    else:
+        h = np.maximum(0.0, 1.0 - t * z)
+        val, d1, d2, d10 = h * h, -2.0 * t * h, 2.0 * (h > 0), -2.0 * t
+    ref_val, ref_G = float(cw @ val), Phi.T @ (cw * d1)
+    ref_G0, ref_H = Phi.T @ (cw * d10), (Phi.T * (cw * d2)) @ Phi
+    for nbytes in (None, 1):
+        if nbytes is not None:  # 64 rows a chunk (the floor)
+            monkeypatch.setattr(dn, "_CHUNK_BYTES", nbytes)
+            monkeypatch.setattr(dn, "_GRAD_CHUNK_BYTES", nbytes)
+        mods = BlockMods(live)
+        g = dn.block_share(x, t, w, mods, spec, beta, g0=True)
+        hs = dn.block_share(x, t, w, mods, spec, beta, hessian=True)
+        scale = np.max(np.abs(ref_H))
+        assert abs(g.val - ref_val) <= 1e-10 * abs(ref_val)
+        np.testing.assert_allclose(g.G[:, 0], ref_G, rtol=0, atol=1e-10 * scale)
+        np.testing.assert_allclose(g.G[:, 1], ref_G0, rtol=0, atol=1e-10 * scale)
+        np.testing.assert_allclose(hs.G[:, 0], ref_G, rtol=0, atol=1e-10 * scale)
+        np.testing.assert_allclose(hs.H, ref_H, rtol=0, atol=1e-12 * scale)
+        np.testing.assert_array_equal(hs.H, hs.H.T)
+
+
+def test_one_update_relabels_and_reweights_the_same_sample(cancer8, monkeypatch):
+    """On a weighted fit, a sample relabelled and reweighted in one update, another removed
+    and one reweighted alone: the changed rows' labels and weights before and after (read
+    from the ledger in one vectorised step) give the NumPy model within the certificates."""
+    X, y = cancer8
+    w = np.random.default_rng(4).uniform(0.5, 2.0, size=X.shape[0])
+    a = df.LinearClassifier(loss="logistic", C=0.5).fit(X, y, sample_weight=w)
+    b = df.LinearClassifier(loss="logistic", C=0.5).fit(
+        *chunked(X, y, rows=500), sample_weight=da.from_array(w, chunks=500))
+    ids = b.sample_ids_
+    i, j, k = int(ids[10]), int(ids[3000]), int(ids[77])
+    both = dict(relabel_ids=[i], y_relabel=[1 - y[i]], reweight_ids=[i, k],
+                reweight_weight=[3.0, 0.25], remove_ids=[j])
+    from deltafit.models._dask_newton import DaskNewtonState
+
+    seen = []
+    apply = DaskNewtonState.apply_change
+    monkeypatch.setattr(DaskNewtonState, "apply_change",
+                        lambda self, change: (seen.append(change.dask_changed),
+                                              apply(self, change))[1])
+    a.update(**both)
+    b.update(**both)
+    # the changed rows in id order: Φ, t and C w before, t and C w after
+    Phi, tb, cb, ta, ca = seen[0]
+    order = sorted([i, j, k])
+    t = np.where(y > 0, 1.0, -1.0)
+    np.testing.assert_array_equal(Phi[:, :-1], X[order])
+    np.testing.assert_array_equal(tb, t[order])
+    np.testing.assert_allclose(cb, 0.5 * w[order], rtol=1e-15)
+    after = {i: (-t[i], 3.0), j: (t[j], 0.0), k: (t[k], 0.25)}
+    np.testing.assert_array_equal(ta, [after[s][0] for s in order])
+    np.testing.assert_allclose(ca, [0.5 * after[s][1] for s in order], rtol=1e-15)
+    y2 = y.copy()
+    y2[i] = 1 - y[i]
+    w = w.copy()
+    w[i], w[k] = 3.0, 0.25
+    keep = b.sample_ids_
+    assert j not in set(keep.tolist())
+    assert_same(a, b, X[keep], y2[keep], w[keep])
+    np.testing.assert_array_equal(a.sample_weight_, b.sample_weight_)

@@ -100,13 +100,10 @@ class BlockMods:
         return out
 
 
-def _take(x, at):
-    """Rows ``at`` of a persisted block (a Dask task)."""
-    return np.asarray(x)[at]
-
-
-def _take_w(w, at):
-    return None if w is None else np.asarray(w, dtype=np.float64)[at]
+def _take(x, t, w, at):
+    """Rows ``at`` of a persisted block, their targets and weights (one Dask task)."""
+    return (np.asarray(x)[at], np.asarray(t)[at],
+            None if w is None else np.asarray(w, dtype=np.float64)[at])
 
 
 class DaskRowStore:
@@ -185,18 +182,15 @@ class DaskRowStore:
 
         ids = np.asarray(ids, dtype=np.int64).reshape(-1)
         b, off = self.locate(ids)
-        touched = np.unique(b)
-        tasks = []
-        for blk in touched.tolist():
-            at = off[b == blk]
-            x, t, w = self.blocks[blk]
-            tasks.append((dask.delayed(_take)(x, at), dask.delayed(_take)(t, at),
-                          dask.delayed(_take_w)(w, at)))
-        got = compute_on_cluster(*tasks, what="a gather of stored rows")
+        order = np.argsort(b, kind="stable")  # the ids grouped by block
+        touched, first = np.unique(b[order], return_index=True)
+        groups = np.split(order, first[1:])
+        tasks = [dask.delayed(_take)(*self.blocks[blk], off[j])
+                 for blk, j in zip(touched.tolist(), groups)]
+        got = compute_on_cluster(tasks, what="a gather of stored rows")[0]
         X = np.empty((ids.size, self.n_features))
         T, W = None, np.ones(X.shape[0])
-        for blk, (xr, tr, wr) in zip(touched.tolist(), got):
-            j = np.flatnonzero(b == blk)
+        for blk, j, (xr, tr, wr) in zip(touched.tolist(), groups, got):
             X[j] = xr
             tr = np.asarray(tr, dtype=np.float64)
             if T is None:

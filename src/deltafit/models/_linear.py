@@ -470,25 +470,29 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
                 and st.base.kind == "dask_newton":  # the smooth losses (K ≥ 3: one-vs-rest)
             change.dask_featurize = self._featurizer()
             # the changed rows as the plan holds them (gathered from the store by the plan,
-            # or given), their weights from the ledger: id -> [row, t before, w before]
-            rows = {}
-            for slots, X, t in ((plan.remove_slots, plan.remove_rows, plan.remove_t),
-                                (plan.relabel_slots, plan.relabel_rows, plan.relabel_t_old),
-                                (plan.reweight_slots, plan.reweight_rows, plan.reweight_t)):
-                if slots is None or X is None:
-                    continue
-                for s_, x, t_ in zip(np.asarray(slots).tolist(), np.asarray(X), t):
-                    rows.setdefault(int(led.ids[s_]), [x, float(t_), float(led.w[s_])])
-            if rel is not None:  # a relabelled and reweighted sample: its label before
-                for i, t_ in zip(rel.tolist(), plan.relabel_t_old):
-                    rows[int(i)][1] = float(t_)
-            touched = np.array(sorted(rows), dtype=np.int64)
+            # or given), their weights from the ledger, one vectorised read per group: a
+            # sample in several groups keeps its first (removal, relabel, reweight) row
+            groups = [(np.asarray(slots, dtype=np.intp).reshape(-1), X, t)
+                      for slots, X, t in ((plan.remove_slots, plan.remove_rows, plan.remove_t),
+                                          (plan.relabel_slots, plan.relabel_rows,
+                                           plan.relabel_t_old),
+                                          (plan.reweight_slots, plan.reweight_rows,
+                                           plan.reweight_t))
+                      if slots is not None and X is not None and len(slots)]
             p = self._state.beta.shape[0]
             Phi, tb, cb, ta, ca = np.zeros((0, p)), *(np.zeros(0) for _ in range(4))
-            if touched.size:
-                Phi = self._features(np.vstack([rows[i][0] for i in touched.tolist()]))
-                tb = np.array([rows[i][1] for i in touched.tolist()])
-                W = np.array([rows[i][2] for i in touched.tolist()])
+            touched = np.zeros(0, dtype=np.int64)
+            if groups:
+                slots = np.concatenate([g[0] for g in groups])
+                touched, first = np.unique(np.asarray(led.ids[slots], dtype=np.int64),
+                                           return_index=True)
+                Xg = np.vstack([np.asarray(g[1]) for g in groups])[first]
+                tb = np.concatenate([np.asarray(g[2], dtype=np.float64).reshape(-1)
+                                     for g in groups])[first]
+                W = np.asarray(led.w[slots[first]], dtype=np.float64)
+                if rel is not None:  # a relabelled and reweighted sample: its label before
+                    tb[np.searchsorted(touched, rel)] = plan.relabel_t_old
+                Phi = self._features(Xg)
                 cb = C * W
                 ta, wa = tb.copy(), W.copy()
                 if rel is not None:
