@@ -133,11 +133,19 @@ def start_loss():
 
 
 def _k_gather(p):
-    return max(2 * p, 32)
+    """Half the rows of each kind (switchers, the band) a pass gathers: ``max(4p, 64)``."""
+    return max(4 * p, 64)
 
 
 def _max_working(p):
     return 8 * p + 512
+
+
+def fit_rows(p, n):
+    """Rows of each kind a fit's hinge pass gathers: every row when the whole problem fits
+    in the working set (``n ≤ 8p + 512``: the first pass brings the rows to the client, the
+    QP over all of them is solved there, the next pass certifies it), else ``max(4p, 64)``."""
+    return int(n) if n <= _max_working(p) else 2 * _k_gather(p)
 
 
 class _Rows:
@@ -542,7 +550,7 @@ class DaskHingeState(ModelState):
         C = self.opts.C
         return self.fit_with(
             lambda eps: DaskPasses(store, PassSpec(featurize, SmoothedHinge(eps), C)),
-            HingePasses(store, self.spec(featurize), 2 * _k_gather(p)), featurize, p, n,
+            HingePasses(store, self.spec(featurize), fit_rows(p, n)), featurize, p, n,
             start_share, beta0)
 
     def fit_with(self, smooth_passes, passes, featurize, p, n, start_share=None, beta0=None):
@@ -583,7 +591,9 @@ class DaskHingeState(ModelState):
 
         first = start_share
         rule = start
-        if np.any(start):  # warm_start: the previous solution's rule first
+        if np.any(start) or passes.k >= n:
+            # warm_start: the previous solution's rule first; a small problem: every row
+            # gathered by the first pass, no smoothed start needed
             n_start, first = int(first is not None), None
         else:
             for _ in START_STAGES:

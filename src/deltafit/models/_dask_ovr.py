@@ -403,12 +403,12 @@ class DaskOneVsRestState(OneVsRestState):
         return self._commit(outs, passes.count)
 
     def _fit_hinge(self, passes, beta0, first):
-        from ._dask_hinge import _k_gather
+        from ._dask_hinge import fit_rows
 
         p = beta0.shape[0]
         n = int(passes.store.starts[-1])
         featurize = passes.spec.featurize
-        passes.k_rows = 2 * _k_gather(p)
+        passes.k_rows = fit_rows(p, n)
 
         def hinge(k):
             def solve(view):
