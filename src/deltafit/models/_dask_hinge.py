@@ -21,8 +21,9 @@ side of the margin differs between β_ref and β (*switchers*: exactly the viola
 duality gap's and the hinge's shares, the rounding scales, and the sums ``g``, ``Σα|φ|``,
 ``Σα`` under the rule of β itself (the next reference).  It also returns a few rows with
 their raw features, targets and weights: the worst switchers, then the non-switching rows
-nearest the margin (``|m_i − 1|`` smallest) — at most ``4p`` rows of p numbers a pass
-(``max(4p, 64)``), the only rows that reach the client.
+nearest the margin (``|m_i − 1|`` smallest) — at most ``max(8p, 128)`` rows of p numbers of
+each kind a pass (of which the worst ``max(8p, 128)`` join W), the only rows that reach the
+client; every row when the whole problem fits in W (``n ≤ 8p + 512``, below).
 
 **A step** after a pass (the decomposition methods of Osuna, Freund & Girosi, "An improved
 training algorithm for support vector machines", 1997, and Joachims, "Making large-scale SVM
@@ -38,7 +39,7 @@ Hintermüller, Ito & Kunisch, SIAM J. Optim. 2003):
   as it was, so it always decreases the objective: near the solution (updates, the end of a
   fit) a pass and a step suffice.
 * otherwise (many switchers, the re-based objective not lower) the *conservative* step:
-  β_ref kept, the worst ``2p`` violators join W, the QP over W solved again — a
+  β_ref kept, the worst ``4p`` violators join W, the QP over W solved again — a
   decomposition step with violators in its working set, which strictly decreases the dual
   objective (Osuna et al.; Lin, "On the convergence of the decomposition method for support
   vector machines", IEEE TNN 2001).
@@ -51,7 +52,12 @@ final pass also gives the duality gap and the certified radius of
 :class:`deltafit.solvers.HingeResult` (``‖β − β*‖ ≤ sqrt(2(gap + δ))`` plus β's rounding),
 from sums over every row: the model's ``grad_norm_`` certifies the solution as on NumPy.
 
-**Start.** A fit starts from the minimiser of a smoothed hinge (:class:`SmoothedHinge`,
+**Start.** A fit of a problem that fits in W (``n ≤ 8p + 512``: breast cancer, a digits
+subset) needs no start: its first hinge pass, at β = 0, gathers every row, the QP over all
+of them is solved on the client, and the next pass certifies it (three passes with the one
+that persisted the rows; the smoothed start took 20–25 Newton passes there: unscaled,
+ill-conditioned features, a few backtracking line searches).  A larger fit starts from the
+minimiser of a smoothed hinge (:class:`SmoothedHinge`,
 ε = 0.1: Newton on the cluster, :func:`~._dask_newton.dask_newton`, at most 8 steps; the
 pass that persists the rows makes its first), whose margins put most rows on the side they
 take at the hinge's solution; the first step re-bases on it whatever the objective (any α in
@@ -64,7 +70,10 @@ removed rows leave W or the sums, so α is the previous solution's and typically
 passes end the re-solve.  ``passes`` counts the passes of the last solve (a fit's include
 the smoothed start's, ``start_passes``).
 
-Binary problems only (the estimator refuses more classes on Dask input).  W is capped at
+K ≥ 3 classes: the K one-vs-rest problems, each this method, run jointly by
+:mod:`._dask_ovr` (:meth:`DaskHingeState.fit_with` and :meth:`DaskHingeState.re_solved` over
+the pass objects it hands each class; :func:`hinge_shares` computes every class's share
+from one Φ per chunk).  W is capped at
 ``8 p + 512`` rows (the free support vectors number at most p for data in general
 position): a solve whose working set cannot be kept under it raises ValueError, as does one
 that has not converged after ``max(max_iter, 50)`` passes.
@@ -82,8 +91,8 @@ from ._dask_newton import PassSpec, _Chunk, _CHUNK_BYTES
 from ..losses import Loss
 from ._state import ModelState
 
-__all__ = ["DaskHingeState", "HingePasses", "hinge_share", "SmoothedHinge", "START_STAGES",
-           "start_loss"]
+__all__ = ["DaskHingeState", "HingePasses", "hinge_share", "hinge_shares", "SmoothedHinge",
+           "START_STAGES", "start_loss", "fit_rows"]
 
 #: The smoothed hinges whose minimisers start a fit: ``(ε, tol)``, Newton on each stopping
 #: at ``‖∇J‖ ≤ tol ‖∇J(0)‖``, warm-started from the previous one.

@@ -1,5 +1,6 @@
-"""One-vs-rest for the smooth losses (logistic, squared hinge) on rows persisted on a Dask
-cluster: K binary problems over one row store, solved jointly, one pass serving every class.
+"""One-vs-rest for the smooth losses (logistic, squared hinge) and the hinge on rows persisted
+on a Dask cluster: K binary problems over one row store, solved jointly, one pass serving
+every class.
 
 A classifier of K ≥ 3 classes solves, for each class k, the binary problem whose targets are
 ``+1`` for the samples of class k and ``-1`` for the others (scikit-learn's
@@ -22,6 +23,22 @@ as its slowest class needs, not K times one class's.  Each class keeps its binar
 (:class:`~._dask_newton.DaskNewtonState`: β_k, the exact Hessian at β_ref,k, and J, ∇J,
 ∇J(0) at β_k), so its certificate ``grad_norm`` bounds ``‖β_k − β_k*‖`` as in the binary
 case (Okumura et al., KDD'15, Thm 6).
+
+**Hinge** (``base`` :class:`~._dask_hinge.DaskHingeState`): each class runs the binary
+decomposition method of :mod:`._dask_hinge` unchanged — its smoothed start (Newton on the
+smoothed hinge: requests carrying ``loss``) and its hinge passes (requests with ``hinge``:
+β_ref, β, the ids of its working set, the rounding weights ``v``) — in its own thread, and
+a joint pass (:func:`ovr_pass_share`) answers the smooth requests by
+:func:`ovr_block_share` and the hinge ones by :func:`~._dask_hinge.hinge_shares` (one product
+of each chunk with every class's β and β_ref).  Each class keeps its
+:class:`~._dask_hinge.DaskHingeState` (β_ref, working set, sums), so its solution, passes,
+duality gap and certified radius are those of its binary Dask model.  An update codes the
+changed rows per class and re-solves every class jointly
+(:meth:`~._dask_hinge.DaskHingeState.re_solved`: new states, committed when every class
+succeeded).
+
+The user's ``callback`` (smooth losses) is called from the class threads one call at a time
+(a lock).
 """
 
 from __future__ import annotations
@@ -35,8 +52,8 @@ from ._dask_newton import (_CHUNK_BYTES, LADDER, DaskNewtonState, Share, _Chunk,
 from ._dask_rows import BlockMods
 from ._multiclass import OneVsRestState, class_codes
 
-__all__ = ["ovr_block_share", "prepare_ovr_block", "start_requests", "OvrPasses",
-           "solve_jointly", "DaskOneVsRestState"]
+__all__ = ["ovr_block_share", "ovr_pass_share", "prepare_ovr_block", "start_requests",
+           "OvrPasses", "solve_jointly", "DaskOneVsRestState"]
 
 
 def _columns(beta, want):
@@ -330,11 +347,12 @@ def solve_jointly(passes, solvers):
 
 class DaskOneVsRestState(OneVsRestState):
     """K binary :class:`~._dask_newton.DaskNewtonState` of a logistic / squared-hinge model
-    whose rows live on a Dask cluster, fitted and updated jointly (see the module docstring).
+    (:class:`~._dask_hinge.DaskHingeState` of a hinge model) whose rows live on a Dask
+    cluster, fitted and updated jointly (see the module docstring).
 
     Attributes
     ----------
-    states : list of DaskNewtonState
+    states : list of DaskNewtonState or DaskHingeState
         Class k's binary state at position k.
     passes : int
         Joint passes over the rows the last solve made.

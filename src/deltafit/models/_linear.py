@@ -364,8 +364,8 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
 
     def _fit_ovr_dask(self, blocks, yv, store, class_counts, share, segments, key, p, spec,
                       beta0, opts):
-        """A logistic / squared-hinge fit of K ≥ 3 classes on rows persisted on the cluster:
-        the K one-vs-rest Newton solves made jointly, one pass serving every class (see
+        """A logistic / squared-hinge / hinge fit of K ≥ 3 classes on rows persisted on the
+        cluster: the K one-vs-rest solves made jointly, one pass serving every class (see
         :mod:`._dask_ovr`)."""
         from ._dask_hinge import DaskHingeState
         from ._dask_newton import DaskNewtonState
