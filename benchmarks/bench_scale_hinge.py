@@ -20,10 +20,18 @@ rows in memory as persisted blocks), so the ratio is the method's cost, not tran
 Timing: ``benchmarks/_timing.timed``, one run each; the JSON keeps the load average around
 each step.  Run with ``OMP_NUM_THREADS=1`` on a shared machine.
 
+With ``--classes K`` (K ≥ 3; default size 200,000 x 50): the one-vs-rest hinge of K classes
+(``y`` the argmax of K noisy linear scores), whose K decomposition methods run jointly (one
+pass serves every class still solving, ``deltafit.models._dask_ovr``): its fit's and 0.1%
+removal's passes and times against the K binary Dask hinge fits of the same classes (one
+after the other: the passes they add up to, and the slowest one's, which the joint count
+must equal) and against the NumPy path's one-vs-rest fit and removal.
+
 Usage::
 
     python benchmarks/bench_scale_hinge.py --quick         # 200,000 x 20
     python benchmarks/bench_scale_hinge.py                 # 1,000,000 x 50
+    python benchmarks/bench_scale_hinge.py --classes 10    # 200,000 x 50, 10 classes
 
 Prints one JSON document and then a markdown table.
 """
@@ -54,8 +62,11 @@ def main():
     ap.add_argument("--p", type=int, default=0)
     ap.add_argument("--chunk-rows", type=int, default=0)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--classes", type=int, default=0)
     ap.add_argument("--out", default="")
     args = ap.parse_args()
+    if args.classes:
+        return main_classes(args)
     q = args.quick
     n = args.n or (200_000 if q else 1_000_000)
     p = args.p or (20 if q else 50)
@@ -130,6 +141,98 @@ def main():
     print(f"| the same data, deviation of β from the NumPy path (fit, remove) | "
           f"{res['deviation_fit']:.1e}, {res['deviation_remove']:.1e} | "
           f"1e-8 · max(1, ‖β‖) = {1e-8 * scale:.1e} | — | ≤ the bound |")
+
+
+def main_classes(args):
+    """The ``--classes K`` run (see the module docstring)."""
+    import dask
+    import dask.array as da
+
+    K = int(args.classes)
+    if K < 3:
+        raise SystemExit("--classes takes K >= 3")
+    n = args.n or (50_000 if args.quick else 200_000)
+    p = args.p or 50
+    rows = args.chunk_rows or 50_000
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((n, p))
+    B = rng.normal(size=(p, K))
+    y = np.argmax(X @ B + 0.5 * np.sqrt(p) * rng.standard_normal((n, K)), axis=1)
+    ids = np.sort(rng.choice(n, max(1, n // 1000), replace=False))
+    res = {"benchmark": "bench_scale_hinge", "part": "classes", "classes": K, "n": n, "p": p,
+           "C": C, "chunk_rows": rows, "workers": args.workers, "removed": int(ids.size),
+           "scheduler": "threads", "machine": machine_info(), "source": source_info()}
+    with dask.config.set(scheduler="threads", num_workers=args.workers):
+        Xd, yd = da.from_array(X, chunks=(rows, -1)), da.from_array(y, chunks=rows)
+        small = min(n, 16_000)  # compiles the digest kernel (numba) once
+        timed(lambda: df.LinearClassifier(loss="hinge").fit(
+            da.from_array(X[:small], chunks=(small // 4, -1)),
+            da.from_array(y[:small] % 2, chunks=small // 4)))
+        res["load_before"] = os.getloadavg()
+        m = df.LinearClassifier(loss="hinge", C=C)
+        res["t_fit_joint"], _ = timed(lambda: m.fit(Xd, yd))
+        res["passes_fit_joint"] = int(m._dask_passes)
+        res["passes_fit_per_class"] = [int(st.passes) for st in m._state.states]
+        beta_fit = np.column_stack([m.coef_, m.intercept_])
+        log(f"joint fit {res['t_fit_joint']:.2f} s, {res['passes_fit_joint']} passes")
+        res["t_remove_joint"], _ = timed(lambda: m.remove(ids))
+        res["passes_remove_joint"] = int(m._state.passes)
+        res["kkt_remove_joint"] = max(float(r.kkt_violation)
+                                      for r in m._state.result.results)
+        beta_rm = np.column_stack([m.coef_, m.intercept_])
+        log(f"joint remove {res['t_remove_joint']:.3f} s, {res['passes_remove_joint']} passes")
+        t_bin = t_bin_rm = 0.0
+        passes_bin = 0
+        per = []
+        for k in range(K):
+            b = df.LinearClassifier(loss="hinge", C=C)
+            yk = da.from_array((y == k).astype(np.int64), chunks=rows)
+            t, _ = timed(lambda: b.fit(Xd, yk))
+            t2, _ = timed(lambda: b.remove(ids))
+            t_bin, t_bin_rm = t_bin + t, t_bin_rm + t2
+            per.append((int(b._dask_passes), int(b._state.passes)))
+            passes_bin += int(b._dask_passes)
+        res["t_fit_binary_total"], res["t_remove_binary_total"] = t_bin, t_bin_rm
+        res["passes_fit_binary"] = [f for f, _ in per]
+        res["passes_remove_binary"] = [r for _, r in per]
+        res["passes_fit_binary_total"] = int(passes_bin)
+        log(f"{K} binary fits {t_bin:.2f} s, {passes_bin} passes")
+    res["load_after_dask"] = os.getloadavg()
+    a = df.LinearClassifier(loss="hinge", C=C)
+    res["t_fit_numpy"], _ = timed(lambda: a.fit(X, y))
+    ba_fit = np.column_stack([a.coef_, a.intercept_])
+    res["t_remove_numpy"], _ = timed(lambda: a.remove(ids))
+    ba = np.column_stack([a.coef_, a.intercept_])
+    log(f"numpy fit {res['t_fit_numpy']:.2f} s")
+    res["deviation_fit"] = float(np.max(np.abs(ba_fit - beta_fit)))
+    res["deviation_remove"] = float(np.max(np.abs(ba - beta_rm)))
+    scale = max(1.0, float(np.max(np.linalg.norm(ba, axis=1))))
+    res["load_at_end"] = os.getloadavg()
+    res["bars"] = {
+        "joint_fit_passes_eq_slowest_class": res["passes_fit_joint"]
+        == max(res["passes_fit_binary"]),
+        "joint_remove_passes_eq_slowest_class": res["passes_remove_joint"]
+        == max(res["passes_remove_binary"]),
+        "same_model_as_numpy": max(res["deviation_fit"], res["deviation_remove"])
+        <= 1e-8 * scale,
+    }
+    print(json.dumps(res, indent=1, default=str))
+    if args.out:
+        with open(args.out, "w") as fh:
+            json.dump(res, fh, indent=1, default=str)
+    size = f"{n:,} x {p}, {K} classes"
+    print(f"| hinge fit, {size}, Dask threads, joint one-vs-rest | {res['t_fit_joint']:.2f} s, "
+          f"{res['passes_fit_joint']} passes | {K} binary Dask fits {t_bin:.2f} s, "
+          f"{passes_bin} passes (slowest {max(res['passes_fit_binary'])}); NumPy path "
+          f"{res['t_fit_numpy']:.2f} s | {t_bin / res['t_fit_joint']:.2f}x vs binary, "
+          f"{res['t_fit_joint'] / res['t_fit_numpy']:.2f}x NumPy's time | passes = slowest |")
+    print(f"| hinge remove 0.1% ({ids.size:,}), {size}, joint | {res['t_remove_joint']:.3f} s, "
+          f"{res['passes_remove_joint']} passes | binary {t_bin_rm:.3f} s, "
+          f"{sum(res['passes_remove_binary'])} passes; NumPy path {res['t_remove_numpy']:.3f} s "
+          f"| {t_bin_rm / res['t_remove_joint']:.2f}x vs binary | passes = slowest |")
+    print(f"| the same data, deviation of β from the NumPy path (fit, remove) | "
+          f"{res['deviation_fit']:.1e}, {res['deviation_remove']:.1e} | "
+          f"1e-8 · max(1, ‖β_k‖) = {1e-8 * scale:.1e} | — | ≤ the bound |")
 
 
 if __name__ == "__main__":

@@ -29,12 +29,22 @@ def _threads():
 
 @pytest.fixture(scope="module")
 def digits4(digits):
-    """Digits 0–3, even against odd (720 rows, 64 features)."""
+    """Digits 0–3, even against odd (720 rows, 64 features): fits one working set."""
     from sklearn.datasets import load_digits
 
     X, y = load_digits(return_X_y=True)
     keep = y < 4
     return X[keep] / 16.0, y[keep] % 2
+
+
+@pytest.fixture(scope="module")
+def digits_eo():
+    """All digits, even against odd (1797 rows, 64 features): more rows than the working
+    set's cap (8p + 512 = 1032), so the smoothed start and the decomposition steps run."""
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    return X / 16.0, y % 2
 
 
 def chunked(X, y, rows=97):
@@ -78,12 +88,16 @@ def live(m, X, y, extra=None):
 
 
 @pytest.mark.parametrize("data,C", [("cancer", 0.5), ("cancer", 20.0), ("digits", 1.0)])
-def test_fit_and_every_update_equal_numpy(breast_cancer, digits4, data, C):
-    X, y = breast_cancer if data == "cancer" else digits4
-    Xd, yd = chunked(X, y, rows=97)
+def test_fit_and_every_update_equal_numpy(breast_cancer, digits_eo, data, C):
+    X, y = breast_cancer if data == "cancer" else digits_eo
+    Xd, yd = chunked(X, y, rows=97 if data == "cancer" else 300)
     a = df.LinearClassifier(loss="hinge", C=C).fit(X, y)
     b = df.LinearClassifier(loss="hinge", C=C).fit(Xd, yd)
     assert b._dask_rows is not None and b._dask_passes == b._state.passes
+    if data == "cancer":  # n <= 8p + 512: the rows persisted, gathered, certified
+        assert b._dask_passes == 3 and b._state.start_passes == 1
+    else:  # the smoothed start, then the decomposition method
+        assert b._state.start_passes > 1 and b._dask_passes > b._state.start_passes + 1
     assert_same(a, b, X, y)
     z = b.decision_function(Xd)
     assert isinstance(z, da.Array)
@@ -174,8 +188,8 @@ def test_bad_input_and_failures_leave_the_model(breast_cancer, monkeypatch):
     with pytest.raises(ValueError, match="callback"):
         df.LinearClassifier(loss="hinge", callback=print).fit(Xd, yd)
     with pytest.raises(ValueError, match="two classes"):
-        df.LinearClassifier(loss="hinge").fit(Xd, da.from_array(np.arange(X.shape[0]) % 3,
-                                                                chunks=150))
+        df.LinearClassifier(loss="hinge").fit(Xd, yd, sample_weight=da.from_array(
+            (y == 1).astype(float), chunks=150))
     with pytest.raises(ValueError, match="Dask cluster"):
         df.save(m, "never-written.npz")
     with pytest.raises(AttributeError, match="Dask cluster"):

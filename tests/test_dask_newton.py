@@ -206,9 +206,8 @@ def test_bad_input_and_failures_leave_the_model(cancer8, monkeypatch):
     with pytest.raises(ValueError, match="callback"):
         df.LinearClassifier(loss="hinge", callback=print).fit(Xd, yd)
     y3 = da.from_array(y % 2 + (X[:, 0] > 1), chunks=250)
-    with pytest.raises(ValueError, match="supports two classes"):
-        df.LinearClassifier(loss="hinge").fit(Xd, y3)
-    # three classes: one-vs-rest (tests/test_dask_multiclass.py)
+    # three classes: one-vs-rest (tests/test_dask_multiclass.py; the hinge:
+    # tests/test_dask_hinge_multiclass.py)
     three = df.LinearClassifier(loss="logistic").fit(Xd, y3)
     assert three.coef_.shape == (3, X.shape[1])
     with pytest.raises(ValueError, match="Dask cluster"):

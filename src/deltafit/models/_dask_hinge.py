@@ -21,8 +21,9 @@ side of the margin differs between β_ref and β (*switchers*: exactly the viola
 duality gap's and the hinge's shares, the rounding scales, and the sums ``g``, ``Σα|φ|``,
 ``Σα`` under the rule of β itself (the next reference).  It also returns a few rows with
 their raw features, targets and weights: the worst switchers, then the non-switching rows
-nearest the margin (``|m_i − 1|`` smallest) — at most ``4p`` rows of p numbers a pass
-(``max(4p, 64)``), the only rows that reach the client.
+nearest the margin (``|m_i − 1|`` smallest) — at most ``max(8p, 128)`` rows of p numbers of
+each kind a pass (of which the worst ``max(8p, 128)`` join W), the only rows that reach the
+client; every row when the whole problem fits in W (``n ≤ 8p + 512``, below).
 
 **A step** after a pass (the decomposition methods of Osuna, Freund & Girosi, "An improved
 training algorithm for support vector machines", 1997, and Joachims, "Making large-scale SVM
@@ -38,7 +39,7 @@ Hintermüller, Ito & Kunisch, SIAM J. Optim. 2003):
   as it was, so it always decreases the objective: near the solution (updates, the end of a
   fit) a pass and a step suffice.
 * otherwise (many switchers, the re-based objective not lower) the *conservative* step:
-  β_ref kept, the worst ``2p`` violators join W, the QP over W solved again — a
+  β_ref kept, the worst ``4p`` violators join W, the QP over W solved again — a
   decomposition step with violators in its working set, which strictly decreases the dual
   objective (Osuna et al.; Lin, "On the convergence of the decomposition method for support
   vector machines", IEEE TNN 2001).
@@ -51,7 +52,12 @@ final pass also gives the duality gap and the certified radius of
 :class:`deltafit.solvers.HingeResult` (``‖β − β*‖ ≤ sqrt(2(gap + δ))`` plus β's rounding),
 from sums over every row: the model's ``grad_norm_`` certifies the solution as on NumPy.
 
-**Start.** A fit starts from the minimiser of a smoothed hinge (:class:`SmoothedHinge`,
+**Start.** A fit of a problem that fits in W (``n ≤ 8p + 512``: breast cancer, a digits
+subset) needs no start: its first hinge pass, at β = 0, gathers every row, the QP over all
+of them is solved on the client, and the next pass certifies it (three passes with the one
+that persisted the rows; the smoothed start took 20–25 Newton passes there: unscaled,
+ill-conditioned features, a few backtracking line searches).  A larger fit starts from the
+minimiser of a smoothed hinge (:class:`SmoothedHinge`,
 ε = 0.1: Newton on the cluster, :func:`~._dask_newton.dask_newton`, at most 8 steps; the
 pass that persists the rows makes its first), whose margins put most rows on the side they
 take at the hinge's solution; the first step re-bases on it whatever the objective (any α in
@@ -64,7 +70,10 @@ removed rows leave W or the sums, so α is the previous solution's and typically
 passes end the re-solve.  ``passes`` counts the passes of the last solve (a fit's include
 the smoothed start's, ``start_passes``).
 
-Binary problems only (the estimator refuses more classes on Dask input).  W is capped at
+K ≥ 3 classes: the K one-vs-rest problems, each this method, run jointly by
+:mod:`._dask_ovr` (:meth:`DaskHingeState.fit_with` and :meth:`DaskHingeState.re_solved` over
+the pass objects it hands each class; :func:`hinge_shares` computes every class's share
+from one Φ per chunk).  W is capped at
 ``8 p + 512`` rows (the free support vectors number at most p for data in general
 position): a solve whose working set cannot be kept under it raises ValueError, as does one
 that has not converged after ``max(max_iter, 50)`` passes.
@@ -82,8 +91,8 @@ from ._dask_newton import PassSpec, _Chunk, _CHUNK_BYTES
 from ..losses import Loss
 from ._state import ModelState
 
-__all__ = ["DaskHingeState", "HingePasses", "hinge_share", "SmoothedHinge", "START_STAGES",
-           "start_loss"]
+__all__ = ["DaskHingeState", "HingePasses", "hinge_share", "hinge_shares", "SmoothedHinge",
+           "START_STAGES", "start_loss", "fit_rows"]
 
 #: The smoothed hinges whose minimisers start a fit: ``(ε, tol)``, Newton on each stopping
 #: at ``‖∇J‖ ≤ tol ‖∇J(0)‖``, warm-started from the previous one.
@@ -133,11 +142,19 @@ def start_loss():
 
 
 def _k_gather(p):
-    return max(2 * p, 32)
+    """Half the rows of each kind (switchers, the band) a pass gathers: ``max(4p, 64)``."""
+    return max(4 * p, 64)
 
 
 def _max_working(p):
     return 8 * p + 512
+
+
+def fit_rows(p, n):
+    """Rows of each kind a fit's hinge pass gathers: every row when the whole problem fits
+    in the working set (``n ≤ 8p + 512``: the first pass brings the rows to the client, the
+    QP over all of them is solved there, the next pass certifies it), else ``max(4p, 64)``."""
+    return int(n) if n <= _max_working(p) else 2 * _k_gather(p)
 
 
 class _Rows:
@@ -167,18 +184,22 @@ class _Rows:
 
 
 class HingeShare:
-    """A block's (or a sum of blocks') share of a hinge pass."""
+    """A block's (or a sum of blocks') share of a hinge pass; ``cap`` rows kept of each kind
+    (switchers, the band) when two shares are summed."""
 
-    def __init__(self, val, gap, kkt, n_sw, suma, G, V, maxscale, rnd, n, sw, band):
+    def __init__(self, val, gap, kkt, n_sw, suma, G, V, maxscale, rnd, n, sw, band, cap):
         self.val, self.gap, self.kkt, self.n_sw, self.suma = val, gap, kkt, n_sw, suma
         self.G, self.V, self.maxscale, self.rnd, self.n = G, V, maxscale, rnd, n
-        self.sw, self.band = sw, band
+        self.sw, self.band, self.cap = sw, band, int(cap)
 
-    def merged(self, o, k):
+    def merged(self, o, k=None):
+        k = self.cap if k is None else k
         return HingeShare(self.val + o.val, self.gap + o.gap, max(self.kkt, o.kkt),
                           self.n_sw + o.n_sw, self.suma + o.suma, self.G + o.G, self.V + o.V,
                           max(self.maxscale, o.maxscale), self.rnd + o.rnd, self.n + o.n,
-                          self.sw.merged(o.sw, k), self.band.merged(o.band, k))
+                          self.sw.merged(o.sw, k), self.band.merged(o.band, k), k)
+
+    __add__ = merged
 
 
 def _sum(k, *shares):
@@ -202,63 +223,79 @@ def hinge_share(x, t, w, mods, spec, first, ref, beta, wids, v, k):
     ``first``: the block's first sample id; ``ref``: β_ref (None: α = 0 outside W); ``wids``:
     the sorted ids of W (excluded); ``v``: ``Σ α_i |φ_i|`` over every row (the rounding
     scales); ``k``: rows returned at most of each kind (switchers, the band)."""
+    return hinge_shares(x, t, w, mods, spec, first, [(None, ref, beta, wids, v)], k)[0]
+
+
+def hinge_shares(x, t, w, mods, spec, first, requests, k):
+    """The shares of several hinge problems over one block (a Dask task): one
+    :class:`HingeShare` per request ``(code, ref, β, wids, v)`` (the arguments of
+    :func:`hinge_share`; ``code``: None when ``t`` holds the targets ±1, else the class
+    index whose one-vs-rest targets the problem has, ``t`` holding class indices).  Φ of each
+    chunk of rows is formed once and multiplied by every problem's β and β_ref at once."""
     C = spec.C
     x = np.asarray(x, dtype=np.float64)
     n = x.shape[0]
     t = mods.targets(np.asarray(t, dtype=np.float64))
     wv = mods.weights(w, n)
-    cw = np.full(n, C) if wv is None else C * wv
-    lo, hi = np.searchsorted(wids, [first, first + n])
-    if hi > lo:
-        cw = cw.copy()
-        cw[wids[lo:hi] - first] = 0.0
-    p = beta.shape[0]
+    cw0 = np.full(n, C) if wv is None else C * wv
     q = x.shape[1]
-    G, V = np.zeros(p), np.zeros(p)
-    val = gap = kkt = suma = maxscale = rnd = 0.0
-    n_sw = 0
-    sw, band = _Rows.empty(q), _Rows.empty(q)
-    B = np.column_stack([beta, np.zeros(p) if ref is None else ref])
+    cols, acc = [], []
+    for code, ref, beta, wids, v in requests:
+        cw = cw0
+        lo, hi = np.searchsorted(wids, [first, first + n])
+        if hi > lo:
+            cw = cw.copy()
+            cw[wids[lo:hi] - first] = 0.0
+        p = beta.shape[0]
+        cols.extend([beta, np.zeros(p) if ref is None else ref])
+        acc.append({"code": code, "ref": ref, "cw": cw, "G": np.zeros(p), "V": np.zeros(p),
+                    "val": 0.0, "gap": 0.0, "kkt": 0.0, "suma": 0.0, "maxscale": 0.0,
+                    "rnd": 0.0, "n_sw": 0, "sw": _Rows.empty(q), "band": _Rows.empty(q)})
+    B = np.column_stack(cols)
+    Vs = np.column_stack([r[4] for r in requests])
+    p = B.shape[0]
     step = max(64, _CHUNK_BYTES // (8 * max(p, 1)))
     for a in range(0, n, step):
         b = min(n, a + step)
         ch = _Chunk(x[a:b], spec)
         ach = _abs_chunk(ch)
-        Z = ch.dot(B)
-        tc, wc = t[a:b], cw[a:b]
-        live = wc > 0.0
-        m = tc * Z[:, 0]
-        mref = tc * Z[:, 1] if ref is not None else np.full(b - a, np.inf)
-        a_ref = np.where(live & (mref < 1.0), wc, 0.0)
-        a_new = np.where(live & (m < 1.0), wc, 0.0)
-        h = np.maximum(0.0, 1.0 - m)
-        viol = np.where(a_ref > 0.0, np.maximum(m - 1.0, 0.0), h) * live
-        val += float(wc @ h)
-        gap += float(wc @ h - a_ref @ (1.0 - m))
-        kkt = max(kkt, float(np.max(viol, initial=0.0)))
-        suma += float(a_new.sum())
-        G += ch.tdot((a_new * tc)[:, None])[:, 0]
-        V += ach.tdot(a_new[:, None])[:, 0]
-        scale = ach.dot(v[:, None])[:, 0]
-        maxscale = max(maxscale, float(np.max(scale * live, initial=0.0)))
-        rnd += float(wc @ scale)
-        s_mask = live & (a_new != a_ref)
-        n_sw += int(np.count_nonzero(s_mask))
-        for rows, mask, key in ((sw, s_mask, viol), (band, live & ~s_mask,
-                                                      -np.abs(m - 1.0))):
-            idx = np.flatnonzero(mask)
-            if not idx.size:
-                continue
-            if idx.size > k:
-                idx = np.sort(idx[np.argpartition(-key[idx], k - 1)[:k]])
-            new = _Rows(key[idx], first + a + idx.astype(np.int64), x[a:b][idx], tc[idx],
-                        wc[idx], m[idx], mref[idx])
-            if rows is sw:
-                sw = sw.merged(new, k)
-            else:
-                band = band.merged(new, k)
-    return HingeShare(val, gap, kkt, n_sw, suma, G, V, maxscale, rnd, int(np.count_nonzero(
-        cw > 0.0)), sw, band)
+        ZZ = ch.dot(B)
+        scales = ach.dot(Vs)
+        for j, o in enumerate(acc):
+            tc = t[a:b] if o["code"] is None else np.where(t[a:b] == o["code"], 1.0, -1.0)
+            wc = o["cw"][a:b]
+            live = wc > 0.0
+            m = tc * ZZ[:, 2 * j]
+            mref = (tc * ZZ[:, 2 * j + 1] if o["ref"] is not None
+                    else np.full(b - a, np.inf))
+            a_ref = np.where(live & (mref < 1.0), wc, 0.0)
+            a_new = np.where(live & (m < 1.0), wc, 0.0)
+            h = np.maximum(0.0, 1.0 - m)
+            viol = np.where(a_ref > 0.0, np.maximum(m - 1.0, 0.0), h) * live
+            o["val"] += float(wc @ h)
+            o["gap"] += float(wc @ h - a_ref @ (1.0 - m))
+            o["kkt"] = max(o["kkt"], float(np.max(viol, initial=0.0)))
+            o["suma"] += float(a_new.sum())
+            o["G"] += ch.tdot((a_new * tc)[:, None])[:, 0]
+            o["V"] += ach.tdot(a_new[:, None])[:, 0]
+            scale = scales[:, j]
+            o["maxscale"] = max(o["maxscale"], float(np.max(scale * live, initial=0.0)))
+            o["rnd"] += float(wc @ scale)
+            s_mask = live & (a_new != a_ref)
+            o["n_sw"] += int(np.count_nonzero(s_mask))
+            for kind, mask, key in (("sw", s_mask, viol),
+                                    ("band", live & ~s_mask, -np.abs(m - 1.0))):
+                idx = np.flatnonzero(mask)
+                if not idx.size:
+                    continue
+                if idx.size > k:
+                    idx = np.sort(idx[np.argpartition(-key[idx], k - 1)[:k]])
+                new = _Rows(key[idx], first + a + idx.astype(np.int64), x[a:b][idx],
+                            tc[idx], wc[idx], m[idx], mref[idx])
+                o[kind] = o[kind].merged(new, k)
+    return [HingeShare(o["val"], o["gap"], o["kkt"], o["n_sw"], o["suma"], o["G"], o["V"],
+                       o["maxscale"], o["rnd"], int(np.count_nonzero(o["cw"] > 0.0)),
+                       o["sw"], o["band"], k) for o in acc]
 
 
 class HingePasses:
@@ -517,7 +554,21 @@ class DaskHingeState(ModelState):
         """Fit: Newton on the smoothed hinges of :data:`START_STAGES` over the rows from
         ``beta0`` (the first one's first pass ``start_share`` already made), then the
         decomposition method re-based on the last one's solution."""
-        from ._dask_newton import DaskPasses, dask_newton
+        from ._dask_newton import DaskPasses
+
+        C = self.opts.C
+        return self.fit_with(
+            lambda eps: DaskPasses(store, PassSpec(featurize, SmoothedHinge(eps), C)),
+            HingePasses(store, self.spec(featurize), fit_rows(p, n)), featurize, p, n,
+            start_share, beta0)
+
+    def fit_with(self, smooth_passes, passes, featurize, p, n, start_share=None, beta0=None):
+        """:meth:`fit_passes` over given pass objects: ``smooth_passes(ε)`` a new object
+        whose ``run(β, **want)`` is a pass of the smoothed hinge of width ε
+        (:func:`~._dask_newton.dask_newton`'s), ``passes`` the hinge passes
+        (:class:`HingePasses`' ``run``, ``count``, ``k``).  A one-vs-rest class hands both to
+        the joint driver of :mod:`._dask_ovr`."""
+        from ._dask_newton import dask_newton
 
         o = self.opts
         start = np.zeros(p) if beta0 is None else np.array(beta0, dtype=np.float64)
@@ -530,7 +581,7 @@ class DaskHingeState(ModelState):
             if not stages:
                 return None
             eps, tol = stages.pop(0)
-            sm = DaskPasses(store, PassSpec(featurize, SmoothedHinge(eps), o.C))
+            sm = smooth_passes(eps)
             sm.count = int(first is not None)
             last = [start]
 
@@ -549,12 +600,13 @@ class DaskHingeState(ModelState):
 
         first = start_share
         rule = start
-        if np.any(start):  # warm_start: the previous solution's rule first
+        if np.any(start) or passes.k >= n:
+            # warm_start: the previous solution's rule first; a small problem: every row
+            # gathered by the first pass, no smoothed start needed
             n_start, first = int(first is not None), None
         else:
             for _ in START_STAGES:
                 rule = smoothed()
-        passes = HingePasses(store, self.spec(featurize), 2 * _k_gather(p))
         res, work = solve_passes(passes, _Working.empty(p), featurize, tol=o.tol,
                                  max_iter=o.max_iter, start=rule, n_samples=n,
                                  refine=smoothed)
@@ -565,10 +617,20 @@ class DaskHingeState(ModelState):
 
     def apply_change(self, change):
         """The changed rows into W with their α (see the module docstring), then passes."""
-        o = self.opts
         featurize = change.dask_featurize
-        Phi, tb, cb, ta, ca = change.dask_changed
-        ids = change.dask_changed_ids
+        passes = HingePasses(change.dask_rows, self.spec(featurize),
+                             2 * _k_gather(self.beta.shape[0]))
+        new = self.re_solved(passes, featurize, change.dask_changed, change.dask_changed_ids)
+        self.work, self.beta, self.result = new.work, new.beta, new.result
+        self.passes, self.n_samples = new.passes, new.n_samples
+
+    def re_solved(self, passes, featurize, changed, ids):
+        """A new state: this one's solution re-solved after a change whose rows are
+        ``changed = (Φ, t before, C w before, t after, C w after)`` (targets ±1) under the
+        sample ids ``ids``, by ``passes`` (:class:`HingePasses`' interface).  This state is
+        not changed."""
+        o = self.opts
+        Phi, tb, cb, ta, ca = changed
         work = self.work.copy()
         inW = np.isin(ids, work.ids)
         # α before the change: W's own, or the rule of β_ref for the others
@@ -592,13 +654,13 @@ class DaskHingeState(ModelState):
             work.add(ids[liv], Phi[liv], ta[liv], ca[liv], a0, np.zeros(int(liv.sum())))
         n = self.n_samples + int(np.count_nonzero(liv & (cb <= 0.0))) - int(
             np.count_nonzero(~liv & (cb > 0.0)))
-        passes = HingePasses(change.dask_rows, self.spec(featurize),
-                             2 * _k_gather(self.beta.shape[0]))
         res, work = solve_passes(passes, work, featurize, tol=o.tol, max_iter=o.max_iter,
                                  n_samples=n)
-        self.work, self.beta, self.result = work, res.coef, res
-        self.passes = passes.count
-        self.n_samples = n
+        new = type(self)(self.opts, self.max_rank)
+        new.work, new.beta, new.result = work, res.coef, res
+        new.passes, new.n_samples = passes.count, n
+        new.start_passes = 0
+        return new
 
     def warm_coef(self, slots):
         return self.beta.copy()

@@ -1,5 +1,6 @@
-"""One-vs-rest for the smooth losses (logistic, squared hinge) on rows persisted on a Dask
-cluster: K binary problems over one row store, solved jointly, one pass serving every class.
+"""One-vs-rest for the smooth losses (logistic, squared hinge) and the hinge on rows persisted
+on a Dask cluster: K binary problems over one row store, solved jointly, one pass serving
+every class.
 
 A classifier of K ≥ 3 classes solves, for each class k, the binary problem whose targets are
 ``+1`` for the samples of class k and ``-1`` for the others (scikit-learn's
@@ -22,6 +23,22 @@ as its slowest class needs, not K times one class's.  Each class keeps its binar
 (:class:`~._dask_newton.DaskNewtonState`: β_k, the exact Hessian at β_ref,k, and J, ∇J,
 ∇J(0) at β_k), so its certificate ``grad_norm`` bounds ``‖β_k − β_k*‖`` as in the binary
 case (Okumura et al., KDD'15, Thm 6).
+
+**Hinge** (``base`` :class:`~._dask_hinge.DaskHingeState`): each class runs the binary
+decomposition method of :mod:`._dask_hinge` unchanged — its smoothed start (Newton on the
+smoothed hinge: requests carrying ``loss``) and its hinge passes (requests with ``hinge``:
+β_ref, β, the ids of its working set, the rounding weights ``v``) — in its own thread, and
+a joint pass (:func:`ovr_pass_share`) answers the smooth requests by
+:func:`ovr_block_share` and the hinge ones by :func:`~._dask_hinge.hinge_shares` (one product
+of each chunk with every class's β and β_ref).  Each class keeps its
+:class:`~._dask_hinge.DaskHingeState` (β_ref, working set, sums), so its solution, passes,
+duality gap and certified radius are those of its binary Dask model.  An update codes the
+changed rows per class and re-solves every class jointly
+(:meth:`~._dask_hinge.DaskHingeState.re_solved`: new states, committed when every class
+succeeded).
+
+The user's ``callback`` (smooth losses) is called from the class threads one call at a time
+(a lock).
 """
 
 from __future__ import annotations
@@ -35,8 +52,8 @@ from ._dask_newton import (_CHUNK_BYTES, LADDER, DaskNewtonState, Share, _Chunk,
 from ._dask_rows import BlockMods
 from ._multiclass import OneVsRestState, class_codes
 
-__all__ = ["ovr_block_share", "prepare_ovr_block", "start_requests", "OvrPasses",
-           "solve_jointly", "DaskOneVsRestState"]
+__all__ = ["ovr_block_share", "ovr_pass_share", "prepare_ovr_block", "start_requests",
+           "OvrPasses", "solve_jointly", "DaskOneVsRestState"]
 
 
 def _columns(beta, want):
@@ -54,7 +71,7 @@ def ovr_block_share(x, t, w, mods, spec, requests):
     :func:`~._dask_newton.block_share` (``g0``, ``value``, ``hessian``, ``ref``, ``line``)
     and ``t`` the rows' class indices.  The scores of every class are one product Φ B and
     the gradients one product Φᵀ D, a chunk of rows at a time."""
-    loss, C = spec.loss, spec.C
+    C = spec.C
     x = np.asarray(x, dtype=np.float64)
     n = x.shape[0]
     t = mods.targets(np.asarray(t, dtype=np.float64))
@@ -83,6 +100,7 @@ def ovr_block_share(x, t, w, mods, spec, requests):
         D, owner = [], []  # derivative columns, summed by one Φᵀ D
         for j, (k, _, want) in enumerate(requests):
             tk, z, out = class_codes(tc, k), Z[:, first[j]], acc[j]
+            loss = want.get("loss") or spec.loss  # a hinge class's smoothed start
             if out["lad"] is not None:
                 dz = Z[:, first[j] + 1]
                 for i, s in enumerate(LADDER):
@@ -155,17 +173,39 @@ def _frozen(want):
         if isinstance(v, tuple):
             v = tuple(np.array(a, dtype=np.float64, copy=True) for a in v)
         elif isinstance(v, np.ndarray):
-            v = np.array(v, dtype=np.float64, copy=True)
+            v = np.array(v, copy=True)
         out[key] = v
+    return out
+
+
+def ovr_pass_share(x, t, w, mods, spec, first, requests, k):
+    """One block's share of a joint pass in which some classes may solve the hinge (a Dask
+    task): the requests with ``want["hinge"]`` are answered by
+    :func:`~._dask_hinge.hinge_shares` (``want``: ``hinge_ref`` β_ref, ``wids`` the sorted
+    ids of the class's working set, ``v``; ``first`` the block's first sample id, ``k`` rows
+    kept of each kind), the others by :func:`ovr_block_share`."""
+    from ._dask_hinge import hinge_shares
+
+    hinge = [r for r in requests if r[2].get("hinge")]
+    smooth = [r for r in requests if not r[2].get("hinge")]
+    out = Shares()
+    if smooth:
+        out.update(ovr_block_share(x, t, w, mods, spec, smooth))
+    if hinge:
+        got = hinge_shares(x, t, w, mods, spec, first,
+                           [(c, want["hinge_ref"], beta, want["wids"], want["v"])
+                            for c, beta, want in hinge], k)
+        out.update({c: sh for (c, _, _), sh in zip(hinge, got)})
     return out
 
 
 class OvrPasses:
     """Joint passes over the store's blocks: ``run(requests)`` is one tree-summed
-    ``{k: Share}``; ``count`` passes so far."""
+    ``{k: Share}`` (or :class:`~._dask_hinge.HingeShare` for a hinge request, ``k_rows``
+    candidate rows kept of each kind); ``count`` passes so far."""
 
-    def __init__(self, store, spec):
-        self.store, self.spec, self.count = store, spec, 0
+    def __init__(self, store, spec, k_rows=0):
+        self.store, self.spec, self.count, self.k_rows = store, spec, 0, int(k_rows)
 
     def run(self, requests):
         from dask import delayed
@@ -175,9 +215,45 @@ class OvrPasses:
         requests = [(int(k), np.array(beta, dtype=np.float64, copy=True), _frozen(want))
                     for k, beta, want in requests]
         st = self.store
-        out = tree_compute([delayed(ovr_block_share)(x, t, w, st.mods(i), self.spec, requests)
-                            for i, (x, t, w) in enumerate(st.blocks)], _sum,
-                           what="a joint pass of the classes")
+        if any(want.get("hinge") for _, _, want in requests):
+            tasks = [delayed(ovr_pass_share)(x, t, w, st.mods(i), self.spec,
+                                             int(st.starts[i]), requests, self.k_rows)
+                     for i, (x, t, w) in enumerate(st.blocks)]
+        else:
+            tasks = [delayed(ovr_block_share)(x, t, w, st.mods(i), self.spec, requests)
+                     for i, (x, t, w) in enumerate(st.blocks)]
+        out = tree_compute(tasks, _sum, what="a joint pass of the classes")
+        self.count += 1
+        return out
+
+
+class _HingeView:
+    """What a hinge class's decomposition method sees as its passes
+    (:class:`~._dask_hinge.HingePasses`' interface) over its joint view."""
+
+    def __init__(self, view, k):
+        self._view, self.k, self.count = view, int(k), 0
+
+    def run(self, ref, beta, wids, v):
+        out = self._view.run(beta, hinge=True, hinge_ref=None if ref is None else
+                             np.array(ref, dtype=np.float64, copy=True),
+                             wids=np.array(wids, dtype=np.int64, copy=True),
+                             v=np.array(v, dtype=np.float64, copy=True))
+        self.count += 1
+        return out
+
+
+class _SmoothView:
+    """What a hinge class's smoothed start (Newton on the smoothed hinge of width ε) sees as
+    its passes over its joint view."""
+
+    def __init__(self, view, eps):
+        from ._dask_hinge import SmoothedHinge
+
+        self._view, self._loss, self.count = view, SmoothedHinge(eps), 0
+
+    def run(self, beta, **want):
+        out = self._view.run(beta, loss=self._loss, **want)
         self.count += 1
         return out
 
@@ -271,11 +347,12 @@ def solve_jointly(passes, solvers):
 
 class DaskOneVsRestState(OneVsRestState):
     """K binary :class:`~._dask_newton.DaskNewtonState` of a logistic / squared-hinge model
-    whose rows live on a Dask cluster, fitted and updated jointly (see the module docstring).
+    (:class:`~._dask_hinge.DaskHingeState` of a hinge model) whose rows live on a Dask
+    cluster, fitted and updated jointly (see the module docstring).
 
     Attributes
     ----------
-    states : list of DaskNewtonState
+    states : list of DaskNewtonState or DaskHingeState
         Class k's binary state at position k.
     passes : int
         Joint passes over the rows the last solve made.
@@ -287,21 +364,51 @@ class DaskOneVsRestState(OneVsRestState):
         super().__init__(opts, max_rank, base=base, n_classes=n_classes)
 
     def blank(self):
-        return type(self)(self.opts, self.max_rank, n_classes=self.n_classes)
+        return type(self)(self.opts, self.max_rank, base=self.base, n_classes=self.n_classes)
 
     def fit(self, data, t, capacity, coef0=None, w=None):
         raise ValueError("a Dask-backed one-vs-rest state is fitted from its row store "
                          "(fit_passes), not from rows on the client")
 
+    def _serial_callback(self):
+        """The user's callback, called by one class thread at a time (a lock): the classes'
+        solvers run in threads."""
+        cb = self.opts.callback
+        if cb is None:
+            return None
+        lock = threading.Lock()
+
+        def serial(*args):
+            with lock:
+                return cb(*args)
+        return serial
+
+    def _commit(self, outs, count):
+        states = []
+        for k in range(self.n_classes):  # every class succeeded: commit
+            st = outs[k]
+            if not isinstance(st, self.base):
+                st = self._make()
+                st._take(outs[k])
+                st.passes = count
+            states.append(st)
+        self.states, self.passes = states, count
+        return self
+
     def fit_passes(self, passes, beta0, first=None):
         """Damped Newton for every class from ``beta0`` (p × K), jointly; ``first``: the
-        :class:`Shares` of the start (:func:`start_requests`) when a pass made them."""
+        :class:`Shares` of the start (:func:`start_requests`) when a pass made them.  Hinge
+        classes (``base`` :class:`~._dask_hinge.DaskHingeState`): each class's smoothed start
+        and decomposition method (:meth:`~._dask_hinge.DaskHingeState.fit_with`), jointly."""
         o = self.opts
+        if self.base.kind == "dask_hinge":
+            return self._fit_hinge(passes, beta0, first)
+        callback = self._serial_callback()
 
         def newton(k):
             def solve(view):
                 out = dask_newton(view, beta0[:, k], tol=o.tol, max_iter=o.max_iter,
-                                  callback=o.callback,
+                                  callback=callback,
                                   first=None if first is None else first[k])
                 if out is None:
                     raise ValueError(f"Newton's method did not descend on the Dask rows for "
@@ -311,23 +418,52 @@ class DaskOneVsRestState(OneVsRestState):
             return solve
 
         outs = solve_jointly(passes, {k: newton(k) for k in range(self.n_classes)})
-        states = []
-        for k in range(self.n_classes):
-            st = self._make()
-            st._take(outs[k])
-            st.passes = passes.count
-            states.append(st)
-        self.states, self.passes = states, passes.count
-        return self
+        return self._commit(outs, passes.count)
+
+    def _fit_hinge(self, passes, beta0, first):
+        from ._dask_hinge import fit_rows
+
+        p = beta0.shape[0]
+        n = int(passes.store.starts[-1])
+        featurize = passes.spec.featurize
+        passes.k_rows = fit_rows(p, n)
+
+        def hinge(k):
+            def solve(view):
+                return self._make().fit_with(
+                    lambda eps: _SmoothView(view, eps), _HingeView(view, passes.k_rows),
+                    featurize, p, n, None if first is None else first[k], beta0[:, k])
+            return solve
+
+        outs = solve_jointly(passes, {k: hinge(k) for k in range(self.n_classes)})
+        return self._commit(outs, passes.count)
 
     def apply_change(self, change):
         """Every class's M and (J, ∇J, ∇J(0)) corrected for the change's rows (coded for the
         class), then its chord steps over the store after the change, all classes jointly;
-        Newton from β_k for a class whose chord steps stall.  Nothing is changed unless every
-        class succeeds."""
+        Newton from β_k for a class whose chord steps stall.  Hinge classes: each class's
+        changed rows into its working set, then its decomposition method, jointly.  Nothing
+        is changed unless every class succeeds."""
         o, loss = self.opts, self.loss
         passes = OvrPasses(change.dask_rows, self.states[0].spec(change.dask_featurize))
         Phi, t_b, cw_b, t_a, cw_a = change.dask_changed
+        if self.base.kind == "dask_hinge":
+            from ._dask_hinge import _k_gather
+
+            passes.k_rows = 2 * _k_gather(self.states[0].beta.shape[0])
+            ids = change.dask_changed_ids
+
+            def hinge(k):
+                def solve(view):
+                    coded = (Phi, class_codes(t_b, k), cw_b, class_codes(t_a, k), cw_a)
+                    return self.states[k].re_solved(_HingeView(view, passes.k_rows),
+                                                    change.dask_featurize, coded, ids)
+                return solve
+
+            outs = solve_jointly(passes, {k: hinge(k) for k in range(self.n_classes)})
+            self._commit(outs, passes.count)
+            return
+        callback = self._serial_callback()
 
         def chord(k):
             st = self.states[k]
@@ -346,10 +482,10 @@ class DaskOneVsRestState(OneVsRestState):
                     delta = cw_a * loss.d2(ta, zr) - cw_b * loss.d2(tb, zr)
                     curv = curv.corrected(Phi, delta, np.zeros(Phi.shape[0], dtype=np.intp))
                 out = dask_chord(view, beta, curv, st.beta_ref, loss, (f, grad, g0),
-                                 tol=o.tol, max_iter=o.max_iter, callback=o.callback)
+                                 tol=o.tol, max_iter=o.max_iter, callback=callback)
                 if out is None:
                     out = dask_newton(view, beta, tol=o.tol, max_iter=o.max_iter,
-                                      callback=o.callback)
+                                      callback=callback)
                     if out is None:
                         raise ValueError(f"the re-solve on the Dask rows did not descend for "
                                          f"class index {k}")
@@ -357,13 +493,7 @@ class DaskOneVsRestState(OneVsRestState):
             return solve
 
         outs = solve_jointly(passes, {k: chord(k) for k in range(self.n_classes)})
-        states = []
-        for k in range(self.n_classes):  # every class succeeded: commit
-            st = self._make()
-            st._take(outs[k])
-            st.passes = passes.count
-            states.append(st)
-        self.states, self.passes = states, passes.count
+        self._commit(outs, passes.count)
 
     def exact_matrix(self):
         return self.states[0].exact_matrix()

@@ -259,11 +259,6 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
             self._encode_y(found, fitting=True)
             labels = self._labels()
             n_classes = self._n_classes
-            if n_classes and self.loss == "hinge":
-                raise ValueError(
-                    f"dask input with loss='hinge' supports two classes; y has {n_classes} "
-                    "(use loss='squared_hinge' or 'logistic' for one-vs-rest on the cluster, "
-                    "or fit the hinge model on a NumPy X)")
             if n_classes:  # one-vs-rest: the samples of each class, counted
                 class_counts = np.zeros(n_classes, dtype=np.int64)
                 class_counts[labels.encode(found).astype(np.intp)] = found_n
@@ -369,9 +364,10 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
 
     def _fit_ovr_dask(self, blocks, yv, store, class_counts, share, segments, key, p, spec,
                       beta0, opts):
-        """A logistic / squared-hinge fit of K ≥ 3 classes on rows persisted on the cluster:
-        the K one-vs-rest Newton solves made jointly, one pass serving every class (see
+        """A logistic / squared-hinge / hinge fit of K ≥ 3 classes on rows persisted on the
+        cluster: the K one-vs-rest solves made jointly, one pass serving every class (see
         :mod:`._dask_ovr`)."""
+        from ._dask_hinge import DaskHingeState
         from ._dask_newton import DaskNewtonState
         from ._dask_ovr import DaskOneVsRestState, OvrPasses
 
@@ -389,7 +385,8 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
                 w = None
         passes = OvrPasses(store, spec)
         passes.count = 1  # the pass that persisted the rows evaluated every class's start
-        st = DaskOneVsRestState(opts, self._max_rank, base=DaskNewtonState,
+        base = DaskHingeState if self.loss == "hinge" else DaskNewtonState
+        st = DaskOneVsRestState(opts, self._max_rank, base=base,
                                 n_classes=self._n_classes).fit_passes(passes, beta0, share)
         self._check_solution(st)
         led = Ledger.from_range(p, n, SortedDigests(n, segments, 0), n + max(16, n // 64),
@@ -467,7 +464,7 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         change.dask_rows = new
         st = self._state
         if st.kind in ("dask_newton", "dask_hinge") or getattr(st, "base", None) is not None \
-                and st.base.kind == "dask_newton":  # the smooth losses (K ≥ 3: one-vs-rest)
+                and st.base.kind in ("dask_newton", "dask_hinge"):  # K ≥ 3: one-vs-rest
             change.dask_featurize = self._featurizer()
             # the changed rows as the plan holds them (gathered from the store by the plan,
             # or given), their weights from the ledger, one vectorised read per group: a
