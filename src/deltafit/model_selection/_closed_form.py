@@ -219,9 +219,9 @@ def dask_cross_validation(estimator, X, y, *, cv=None, groups=None, method="auto
             f"{type(estimator).__name__}" + (f" with loss={loss!r}" if loss is not None else ""))
     if region not in ("auto", "sphere", "curvature"):
         raise ValueError(f"region must be 'auto', 'sphere' or 'curvature', got {region!r}")
-    if region == "curvature":
-        raise ValueError("region='curvature' reads every row on the client: dask input is "
-                         "screened by the left-out balls (region='sphere' or 'auto')")
+    if region == "curvature" and not smooth:
+        raise ValueError("region='curvature' is a region of the logistic and squared-hinge "
+                         "losses; the squared loss is cross-validated in closed form")
     t0 = time.perf_counter()
     fold, k = None, 0
     if cv is not None:
@@ -238,7 +238,8 @@ def dask_cross_validation(estimator, X, y, *, cv=None, groups=None, method="auto
         from ._dask_smooth_cv import dask_smooth_cross_validation
 
         return dask_smooth_cross_validation(estimator, X, y, fold=fold, n_folds=k,
-                                            method=method, sample_weight=sample_weight)
+                                            method=method, sample_weight=sample_weight,
+                                            region=region)
     res = dask_closed_form(estimator, X, y, sample_weight, fold, k)
     z = res.decision
     n = int(z.shape[0])
