@@ -1,7 +1,7 @@
 #!/usr/bin/env python
-"""k-fold cross-validation of a logistic model on dask input: the joint warm re-solves of the
-k fold models against k cold Dask fits and against the NumPy path's cross-validation (issue 17,
-deliverable 2; not run in CI).
+"""Cross-validation of a logistic model on dask input: the joint warm re-solves of the k fold
+models against k cold Dask fits and against the NumPy path's cross-validation, and
+leave-one-out at scale against the NumPy path (issue 17; not run in CI).
 
 Claims measured (benchmarks/README.md, "Scale-out on Dask", cross-validation rows):
 
@@ -15,7 +15,13 @@ Claims measured (benchmarks/README.md, "Scale-out on Dask", cross-validation row
 * the NumPy path on the same in-memory X: ``cross_validate(..., method="refit")`` (k fresh
   fits) and the default ``method="auto"`` (op2's bounds, warm refits of the undecided folds);
 * the decisions of the joint re-solves against the k cold fits' (max |Δ|; each is within its
-  certified solver tolerance) and identical labels.
+  certified solver tolerance) and identical labels;
+* leave-one-out (``--parts loo``, at each n of ``--loo-n``): ``loo(LinearClassifier(
+  loss="logistic"), Xd, yd)`` — the left-out balls in one pass, the curvature-aware region in
+  two more, joint exact refits of what they leave undecided.  The undecided count after the
+  balls and after the curvature region, passes and time, against the NumPy path's
+  ``loo(method="bounds")`` on the in-memory X (the same screening): labels and the number of
+  refits must be equal.
 
 Timing: ``benchmarks/_timing.timed``, one run each; the JSON keeps every time and the load
 average around each step.  Threaded scheduler in this process (``--workers`` threads) on
@@ -23,8 +29,8 @@ in-memory blocks; run with ``OMP_NUM_THREADS=1`` on a shared machine.
 
 Usage::
 
-    python benchmarks/bench_scale_cv.py --quick        # 50,000 x 10
-    python benchmarks/bench_scale_cv.py                # 500,000 x 30, 5 folds
+    python benchmarks/bench_scale_cv.py --quick        # 50,000 x 10; LOO at 50k, 100k
+    python benchmarks/bench_scale_cv.py                # 500,000 x 30, 5 folds; LOO 100k, 500k
 
 Prints one JSON document and then a markdown table.
 """

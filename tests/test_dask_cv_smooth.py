@@ -243,6 +243,16 @@ def test_loo_multiclass_four_classes_refits_exact():
     for r in (got, ball):
         np.testing.assert_array_equal(r.y_pred.compute(), ref.y_pred)
     np.testing.assert_array_equal(got.y_pred.compute(), exact.argmax(1))
+    # k folds of the same four classes: the 4 x 3 class-fold problems jointly
+    cv = KFold(3, shuffle=True, random_state=4)
+    kref = cross_validate(est, X, y, cv=cv, method="refit")
+    kgot = cross_validate(est, *chunked(X, y, rows=50), cv=cv)
+    o = row_order(kref)
+    # the two solves' certificates: ‖β − β*‖ ≤ tol ‖∇J(0)‖ ≤ tol C Σ |ℓ'(0)| ‖φ_i‖ each
+    norms = np.linalg.norm(np.column_stack([X, np.ones(X.shape[0])]), axis=1)
+    cert = 2 * 1e-10 * C * 0.5 * norms.sum() * norms
+    assert np.all(np.abs(kgot.decision.compute() - kref.decision[o]) <= cert[:, None])
+    np.testing.assert_array_equal(kgot.y_pred.compute(), kref.y_pred[o])
     # an independent twin for one refit sample: scikit-learn's one-vs-rest on [X, 1]
     i = int(np.flatnonzero(refit)[0])
     keep = np.arange(X.shape[0]) != i

@@ -38,8 +38,9 @@ from ..sensitivity._curvature_loo import _LEVELS, _MARGIN, _without_own
 from ..sensitivity._multiclass import certain_argmax
 from ._problem import _widen
 
-__all__ = ["ball_block", "decided_rows", "level_summary", "curvature_levels",
-           "gram_block", "bound_block", "finish_block", "SKETCH"]
+__all__ = ["ball_block", "decided_rows", "level_summary", "curvature_levels", "gram_block",
+           "add_grams", "factor_levels", "bound_block", "global_limits", "finish_block",
+           "SKETCH"]
 
 #: order statistics a block returns of its T₀ values beyond which they are thinned (the
 #: levels are then quantiles of the pooled order statistics: a heuristic choice, every level

@@ -11,6 +11,11 @@ returns ``Φᵀ(cw ℓ'(t, Z) ⊙ mask)`` (p × m) with the m values of J; the t
 client as p × m numbers.  The m re-solves thus cost the passes of the slowest column, not m
 times as many.
 
+**K ≥ 3 classes** (one-vs-rest, :mod:`._dask_ovr`'s fit): a column is a pair (class, group),
+its targets the class's ±1 codes of the stored class indices (``column_targets``), its start
+the class's β̂ and Hessian; the K·k class-fold problems of a k-fold cross-validation, or the
+candidate classes of the left-out samples, share every pass.
+
 * **Start** (at ``B = β̂ 1ᵀ``): the group shares of the data term, of its gradient, of
   ``∇J(0)`` and of the Hessian are summed apart (k folds: one pass; a few samples: gathered
   from the row store, no pass) and subtracted from the full model's (J, ∇J, ∇J(0)) and from
