@@ -1,14 +1,18 @@
 """Cross-validation of logistic / squared-hinge linear classifiers on dask collections
-(``model_selection._dask_smooth_cv``, ``models._dask_folds``) against the NumPy path and
-independent solvers, on breast cancer and digits.
+(``model_selection._dask_smooth_cv``, ``model_selection._dask_loo_bounds``,
+``models._dask_folds``) against the NumPy path and independent solvers, on breast cancer,
+digits and a synthetic four-class problem.
 
 * k folds: the joint warm re-solves give the decisions of k refits (NumPy
   ``cross_validate(method="refit")``: fresh fits on each training set) to 1e-8, identical labels
-  and fold scores, in fewer passes than one cold fit per fold;
-* leave-one-out: the left-out balls of one pass contain the exact left-out decisions (NumPy
-  refits of every left-out problem; scikit-learn's ``LogisticRegression`` on ``[X, 1]`` for a
-  few), the undecided samples' refits equal them to 1e-8, the labels equal NumPy's
-  ``loo(method="bounds")``.
+  and fold scores, in fewer passes than one cold fit per fold; K ≥ 3 classes: the K·k
+  one-vs-rest fold problems solved as the columns of one joint re-solve, argmax labels;
+* leave-one-out: the balls and the curvature-aware region (three passes) contain the exact
+  left-out decisions (NumPy refits of every left-out problem; scikit-learn's
+  ``LogisticRegression`` on ``[X, 1]`` for a few), leave undecided exactly the samples the
+  NumPy path's ``loo(method="bounds")`` refits, the undecided samples' refits equal the exact
+  decisions to 1e-8 and the labels equal NumPy's; K ≥ 3 classes decide by the argmax rule and
+  refit the candidate classes.
 
 Most tests run on dask's threaded scheduler; one on a LocalCluster of two worker processes.
 """
@@ -92,24 +96,35 @@ def test_loo_bounds_contain_exact_decisions_and_labels_equal_numpy(breast_cancer
     exact = loo(est, X, y, method="refit").decision  # every left-out problem refit (NumPy)
     numpy_bounds = loo(est, X, y, method="bounds")
     got = loo(est, *chunked(X, y))
-    assert got.method == "bounds" and got.details["region"] == "sphere"
+    assert got.method == "bounds" and got.details["region"] == "curvature"
+    assert got.n_refits == numpy_bounds.n_refits  # the same screening as the NumPy path
+    assert got.details["undecided_ball"] > 10 * got.n_refits  # the curvature region decides
+    assert got.details["screen_passes"] == 3
     lo, hi = got.lower.compute(), got.upper.compute()
     dec, refit = got.decision.compute(), got.refit.compute()
     decided = got.decided_by_bound.compute()
     np.testing.assert_array_equal(decided, ~refit)
     assert got.n_refits == int(refit.sum()) == got.details["undecided"]
-    assert 0 < got.n_refits < X.shape[0] // 4  # the balls decide most labels
+    assert got.n_refits < X.shape[0] // 50
     # the balls contain the exact left-out decisions; they decide by one sign
     assert np.all((lo[decided] <= exact[decided]) & (exact[decided] <= hi[decided]))
     assert np.all((lo[decided] > 0) | (hi[decided] <= 0))
     assert np.all(np.isnan(dec[decided]))
     # the undecided samples are refit exactly
-    assert np.max(np.abs(dec[refit] - exact[refit])) <= DEC_TOL
+    assert np.all(np.abs(dec[refit] - exact[refit]) <= DEC_TOL)
     np.testing.assert_array_equal(lo[refit], dec[refit])
     np.testing.assert_array_equal(got.y_pred.compute(), numpy_bounds.y_pred)
     assert got.n_errors == numpy_bounds.n_errors
-    assert got.details["n_passes"] == (got.details["fit_passes"] + 1
+    assert got.details["n_passes"] == (got.details["fit_passes"] + 3
                                        + got.details["resolve_passes"])
+    # the balls alone (region="sphere"): more refits, the same labels, exact refits
+    ball = loo(est, *chunked(X, y), region="sphere")
+    assert ball.details["region"] == "sphere" and ball.details["screen_passes"] == 1
+    assert ball.n_refits == got.details["undecided_ball"] == loo(
+        est, X, y, method="bounds", region="sphere").n_refits
+    bref = ball.refit.compute()
+    assert np.max(np.abs(ball.decision.compute()[bref] - exact[bref])) <= DEC_TOL
+    np.testing.assert_array_equal(ball.y_pred.compute(), numpy_bounds.y_pred)
 
 
 def test_loo_logistic_against_scikit_learn(breast_cancer):
@@ -133,6 +148,121 @@ def test_loo_logistic_against_scikit_learn(breast_cancer):
             assert lo[i] - 1e-6 <= z <= hi[i] + 1e-6
 
 
+def test_loo_levels_from_thinned_blocks(breast_cancer, monkeypatch):
+    """Blocks that thin their T₀ values (large blocks) give other levels, verified all the
+    same: the labels stay exact."""
+    from deltafit.model_selection import _dask_loo_bounds
+
+    X, y = breast_cancer
+    est = df.LinearClassifier(loss="squared_hinge", C=0.5)
+    ref = loo(est, X, y, method="bounds")
+    monkeypatch.setattr(_dask_loo_bounds, "SKETCH", 5)
+    got = loo(est, *chunked(X, y, rows=200))
+    np.testing.assert_array_equal(got.y_pred.compute(), ref.y_pred)
+    assert got.n_refits < got.details["undecided_ball"]
+
+
+# ----------------------------------------------------------------------------- K >= 3 classes
+@pytest.fixture(scope="module")
+def digits358():
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    keep = np.isin(y, [3, 5, 8])
+    return X[keep] / 16.0, y[keep]
+
+
+def four_classes(n=160, seed=0):
+    """Four overlapping Gaussian classes in 4 dimensions (some left-out labels undecided)."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 4, n)
+    centers = rng.normal(scale=1.2, size=(4, 4))
+    return centers[y] + rng.standard_normal((n, 4)), y
+
+
+@pytest.mark.parametrize("loss", ["logistic", "squared_hinge"])
+def test_kfold_multiclass_equals_numpy_refits(digits358, loss):
+    X, y = digits358
+    est = df.LinearClassifier(loss=loss, C=0.5)
+    cv = KFold(4, shuffle=True, random_state=0)
+    ref = cross_validate(est, X, y, cv=cv, method="refit")
+    got = cross_validate(est, *chunked(X, y, rows=150), cv=cv)
+    o = row_order(ref)
+    z = got.decision.compute()
+    assert z.shape == (X.shape[0], 3)
+    assert np.max(np.abs(z - ref.decision[o])) <= DEC_TOL
+    np.testing.assert_array_equal(got.y_pred.compute(), ref.y_pred[o])
+    np.testing.assert_array_equal(got.y_pred.compute(), np.array([3, 5, 8])[z.argmax(1)])
+    np.testing.assert_allclose(got.fold_scores, ref.fold_scores, rtol=0, atol=0)
+    # one pass per round serves the 3 x 4 class-fold problems: the slowest one's passes
+    d = got.details
+    assert d["n_passes"] == d["fit_passes"] + d["resolve_passes"] + 1
+    assert d["resolve_passes"] <= 2 * d["fit_passes"] < 3 * 4 * d["fit_passes"]
+
+
+def test_loo_multiclass_digits_equals_numpy(digits358):
+    X, y = digits358
+    est = df.LinearClassifier(loss="logistic", C=0.5)
+    ref = loo(est, X, y, method="bounds")
+    got = loo(est, *chunked(X, y, rows=150))
+    lo, hi = got.lower.compute(), got.upper.compute()
+    assert lo.shape == (X.shape[0], 3) and got.details["region"] == "curvature"
+    assert got.n_refits == ref.n_refits
+    assert got.details["undecided_ball"] > 0
+    np.testing.assert_array_equal(got.y_pred.compute(), ref.y_pred)
+    # decided rows: the bounds certify the argmax
+    decided = got.decided_by_bound.compute()
+    top = lo[decided].argmax(1)
+    others = hi[decided].copy()
+    others[np.arange(top.size), top] = -np.inf
+    assert np.all(lo[decided][np.arange(top.size), top] > others.max(1))
+
+
+def test_loo_multiclass_four_classes_refits_exact():
+    """K = 4, small n: left-out labels the bounds leave undecided are refit (candidate classes
+    only); every exact left-out decision lies in the bounds; labels as the NumPy path's."""
+    from sklearn.multiclass import OneVsRestClassifier
+
+    X, y = four_classes()
+    C = 1.0
+    est = df.LinearClassifier(loss="logistic", C=C)
+    exact = loo(est, X, y, method="refit").decision  # (n, 4), NumPy refits
+    ref = loo(est, X, y, method="bounds")
+    got = loo(est, *chunked(X, y, rows=50))
+    ball = loo(est, *chunked(X, y, rows=50), region="sphere")
+    lo, hi = got.lower.compute(), got.upper.compute()
+    dec, refit = got.decision.compute(), got.refit.compute()
+    assert got.n_refits == ref.n_refits > 0
+    assert ball.n_refits == got.details["undecided_ball"] > got.n_refits
+    assert got.details["refit_columns"] < 4 * got.n_refits  # candidate classes only
+    tol = 1e-7
+    assert np.all((lo - tol <= exact) & (exact <= hi + tol))
+    known = ~np.isnan(dec)
+    assert np.all(known.any(1) == refit)
+    assert np.max(np.abs(dec[known] - exact[known])) <= DEC_TOL
+    for r in (got, ball):
+        np.testing.assert_array_equal(r.y_pred.compute(), ref.y_pred)
+    np.testing.assert_array_equal(got.y_pred.compute(), exact.argmax(1))
+    # k folds of the same four classes: the 4 x 3 class-fold problems jointly
+    cv = KFold(3, shuffle=True, random_state=4)
+    kref = cross_validate(est, X, y, cv=cv, method="refit")
+    kgot = cross_validate(est, *chunked(X, y, rows=50), cv=cv)
+    o = row_order(kref)
+    # the two solves' certificates: ‖β − β*‖ ≤ tol ‖∇J(0)‖ ≤ tol C Σ |ℓ'(0)| ‖φ_i‖ each
+    norms = np.linalg.norm(np.column_stack([X, np.ones(X.shape[0])]), axis=1)
+    cert = 2 * 1e-10 * C * 0.5 * norms.sum() * norms
+    assert np.all(np.abs(kgot.decision.compute() - kref.decision[o]) <= cert[:, None])
+    np.testing.assert_array_equal(kgot.y_pred.compute(), kref.y_pred[o])
+    # an independent twin for one refit sample: scikit-learn's one-vs-rest on [X, 1]
+    i = int(np.flatnonzero(refit)[0])
+    keep = np.arange(X.shape[0]) != i
+    Z = np.column_stack([X, np.ones(X.shape[0])])
+    m = OneVsRestClassifier(LogisticRegression(C=C, fit_intercept=False, tol=1e-12,
+                                               solver="newton-cholesky", max_iter=200))
+    z = m.fit(Z[keep], y[keep]).decision_function(Z[i:i + 1]).ravel()
+    assert np.max(np.abs(dec[i][known[i]] - z[known[i]])) <= 1e-6
+
+
 # ----------------------------------------------------------------------------- refusals
 def test_refusals_name_the_problem(breast_cancer):
     X, y = breast_cancer
@@ -147,7 +277,9 @@ def test_refusals_name_the_problem(breast_cancer):
         cross_validate(df.LinearClassifier(loss="logistic"), Xd, yd, cv=3,
                        method="bounds_early")
     with pytest.raises(ValueError, match="region='curvature'"):
-        loo(df.LinearClassifier(loss="logistic"), Xd, yd, region="curvature")
+        loo(df.LinearRegressor(), Xd, yd, region="curvature")
+    with pytest.raises(ValueError, match="region must be"):
+        loo(df.LinearClassifier(loss="logistic"), Xd, yd, region="ellipsoid")
     with pytest.raises(ValueError, match="fitted feature_map"):
         cross_validate(df.LinearClassifier(loss="logistic", feature_map=RBFSampler()), Xd, yd,
                        cv=3)

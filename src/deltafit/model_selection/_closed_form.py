@@ -180,8 +180,9 @@ def dask_cross_validation(estimator, X, y, *, cv=None, groups=None, method="auto
 
     * squared loss (``LinearClassifier`` / ``LinearRegressor``): the closed form (see the
       module docstring), ``method="closed_form"`` (or ``"auto"``);
-    * logistic / squared hinge (``LinearClassifier``): leave-one-out by the left-out balls in
-      one pass and joint exact refits of the undecided samples (``method="bounds"``), k folds
+    * logistic / squared hinge (``LinearClassifier``, two classes or K ≥ 3): leave-one-out by
+      the left-out bounds (three passes) and joint exact refits of the undecided samples
+      (``method="bounds"``), k folds
       by joint warm re-solves of every fold (``method="refit"``); ``"auto"`` picks them
       (:mod:`._dask_smooth_cv`);
     * the hinge loss is refused (not differentiable: no Dask fit).
@@ -189,9 +190,9 @@ def dask_cross_validation(estimator, X, y, *, cv=None, groups=None, method="auto
     The result's per-sample arrays (``y_true``, ``y_pred``, ``decision``, ``fold``,
     ``test_index``: row order) are lazy dask arrays; ``fold_scores`` is computed for k folds
     (lazy, per sample, for leave-one-out).  ``details["n_passes"]`` counts the passes over
-    the rows: for the squared loss two (the fit's, then the predictions').  ``region``:
-    ``"auto"`` or ``"sphere"`` (the left-out balls); the curvature regions read every row on
-    the client and are refused.
+    the rows: for the squared loss two (the fit's, then the predictions').  ``region``
+    (logistic / squared-hinge leave-one-out): ``"auto"`` / ``"curvature"``, the left-out balls
+    and the curvature-aware region in two more passes, or ``"sphere"``, the balls only.
     """
     import dask.array as da
 
@@ -219,9 +220,9 @@ def dask_cross_validation(estimator, X, y, *, cv=None, groups=None, method="auto
             f"{type(estimator).__name__}" + (f" with loss={loss!r}" if loss is not None else ""))
     if region not in ("auto", "sphere", "curvature"):
         raise ValueError(f"region must be 'auto', 'sphere' or 'curvature', got {region!r}")
-    if region == "curvature":
-        raise ValueError("region='curvature' reads every row on the client: dask input is "
-                         "screened by the left-out balls (region='sphere' or 'auto')")
+    if region == "curvature" and not smooth:
+        raise ValueError("region='curvature' is a region of the logistic and squared-hinge "
+                         "losses; the squared loss is cross-validated in closed form")
     t0 = time.perf_counter()
     fold, k = None, 0
     if cv is not None:
@@ -238,7 +239,8 @@ def dask_cross_validation(estimator, X, y, *, cv=None, groups=None, method="auto
         from ._dask_smooth_cv import dask_smooth_cross_validation
 
         return dask_smooth_cross_validation(estimator, X, y, fold=fold, n_folds=k,
-                                            method=method, sample_weight=sample_weight)
+                                            method=method, sample_weight=sample_weight,
+                                            region=region)
     res = dask_closed_form(estimator, X, y, sample_weight, fold, k)
     z = res.decision
     n = int(z.shape[0])

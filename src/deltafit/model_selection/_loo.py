@@ -77,9 +77,9 @@ def loo(estimator, X, y, *, method="auto", n_jobs=None, progress=False, order="n
         force exactly; regressors' left-out predictions to solver precision (1e-8).
         With dask X (a ``LinearClassifier`` / ``LinearRegressor``): the model is fitted on
         the Dask path; the squared loss's leverages come from one ``map_blocks`` pass
-        (``"closed_form"``), the logistic and squared-hinge losses' left-out balls from one
-        pass, the undecided samples refit exactly by joint warm re-solves (``"bounds"``,
-        ``region="sphere"``); the per-sample arrays are lazy dask arrays in row order
+        (``"closed_form"``), the logistic and squared-hinge losses' left-out balls and
+        curvature region from three passes, the undecided samples refit exactly by joint warm
+        re-solves (``"bounds"``); the per-sample arrays are lazy dask arrays in row order
         (:func:`~deltafit.model_selection._closed_form.dask_cross_validation`).
 
     Examples

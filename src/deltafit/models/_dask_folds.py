@@ -11,6 +11,11 @@ returns ``Φᵀ(cw ℓ'(t, Z) ⊙ mask)`` (p × m) with the m values of J; the t
 client as p × m numbers.  The m re-solves thus cost the passes of the slowest column, not m
 times as many.
 
+**K ≥ 3 classes** (one-vs-rest, :mod:`._dask_ovr`'s fit): a column is a pair (class, group),
+its targets the class's ±1 codes of the stored class indices (``column_targets``), its start
+the class's β̂ and Hessian; the K·k class-fold problems of a k-fold cross-validation, or the
+candidate classes of the left-out samples, share every pass.
+
 * **Start** (at ``B = β̂ 1ᵀ``): the group shares of the data term, of its gradient, of
   ``∇J(0)`` and of the Hessian are summed apart (k folds: one pass; a few samples: gathered
   from the row store, no pass) and subtracted from the full model's (J, ∇J, ∇J(0)) and from
@@ -41,7 +46,8 @@ from ._dask_newton import _CHUNK_BYTES, _FLOOR, LADDER, _Chunk
 from ._dask_rows import tree_compute
 
 __all__ = ["SmoothCVFit", "fit_smooth", "JointPasses", "joint_resolve", "fold_resolve",
-           "sample_resolve", "score_folds", "row_quantities", "map_store", "SMOOTH_LOSSES"]
+           "sample_resolve", "score_folds", "row_quantities", "row_features", "column_targets",
+           "map_store", "SMOOTH_LOSSES"]
 
 SMOOTH_LOSSES = ("logistic", "squared_hinge")
 #: columns of one joint re-solve of left-out samples (memory: a chunk's rows × columns)
@@ -49,23 +55,29 @@ SAMPLE_BATCH = 256
 
 
 class SmoothCVFit:
-    """What cross-validation reads from a Dask-fitted logistic / squared-hinge model.
+    """What cross-validation reads from a Dask-fitted logistic / squared-hinge model: the
+    p-sized quantities of each of its K' binary problems (K' = 1 for two classes, K for K ≥ 3
+    classes: the one-vs-rest problems, class k's targets +1 for class k and −1 for the rest).
 
     Attributes
     ----------
     model : the fitted estimator
-    beta, grad, grad0 : ndarray of shape (p,)
-        β̂, the exact ``∇J(β̂)`` and ``∇J(0)`` of the last pass of the fit.
-    value : float
+    betas, grads, grads0 : ndarray of shape (p, K')
+        β̂, the exact ``∇J(β̂)`` and ``∇J(0)`` of each binary problem (the last pass of the fit).
+    values : ndarray of shape (K',)
         ``J(β̂)``.
-    hessian : ndarray of shape (p, p)
-        The exact Hessian of J at β̂ (identity included).
+    hessians : ndarray of shape (K', p, p)
+        The Hessian of each J that the fit's state keeps (identity included): exact at the
+        state's reference point, β̂ when the fit's last step was a Newton step; used as a
+        preconditioner and to pick the curvature levels, never as a certificate.
+    n_classes : int
+        K for a one-vs-rest model, 0 for two classes.
     C : float
     loss : deltafit.losses.Loss
     tol, max_iter : the estimator's solver settings
-    classes : ndarray of shape (2,)
+    classes : ndarray
     store : DaskRowStore
-        The persisted row blocks.
+        The persisted row blocks (targets ±1, or class indices for K ≥ 3 classes).
     spec : PassSpec
     n : int
     n_passes : int
@@ -80,10 +92,21 @@ class SmoothCVFit:
         """First row of each block, and n."""
         return self.store.starts
 
+    @property
+    def n_problems(self):
+        """K': the binary problems (1 for two classes)."""
+        return int(self.betas.shape[1])
+
+    def column_classes(self, cls):
+        """The class index of each column for the block tasks (None for two classes: the
+        stored targets are the ±1 codes)."""
+        return None if not self.n_classes else np.asarray(cls, dtype=np.intp)
+
 
 def fit_smooth(estimator, X, y, sample_weight=None):
     """A clone of ``estimator`` (a :class:`~deltafit.LinearClassifier` with a logistic or
-    squared-hinge loss) fitted on the dask collections with its rows kept on the cluster.
+    squared-hinge loss) fitted on the dask collections with its rows kept on the cluster;
+    K ≥ 3 classes fit the K one-vs-rest problems jointly (:mod:`._dask_ovr`).
 
     Raises
     ------
@@ -102,20 +125,20 @@ def fit_smooth(estimator, X, y, sample_weight=None):
     if estimator.feature_map is not None:  # a fitted map is part of the model: kept as it is
         model.set_params(feature_map=estimator.feature_map)
     model.fit(X, y, sample_weight=sample_weight)
-    if model._n_classes:
-        raise ValueError(
-            f"the cross-validation of a logistic / squared-hinge model on dask input takes two "
-            f"classes; y has {model._n_classes} (loss='squared' cross-validates K classes on "
-            "dask input in closed form; or compute X and y to NumPy arrays)")
-    st = model._state
-    f, grad, g0 = st.point
+    K = int(model._n_classes or 0)
+    states = model._state.states if K else [model._state]
+    cols = [[], [], [], [], []]
+    for st in states:
+        f, grad, g0 = st.point
+        for acc, v in zip(cols, (st.beta, grad, g0, f, st.curv.folded().H)):
+            acc.append(np.array(v, dtype=np.float64))
     opts = model._solver_options()
-    return SmoothCVFit(model=model, beta=np.array(st.beta, dtype=np.float64),
-                       grad=np.array(grad, dtype=np.float64),
-                       grad0=np.array(g0, dtype=np.float64), value=float(f),
-                       hessian=np.array(st.curv.folded().H, dtype=np.float64),
-                       C=opts.C, loss=opts.loss, tol=opts.tol, max_iter=opts.max_iter,
-                       classes=np.asarray(model.classes_), store=model._dask_rows,
+    return SmoothCVFit(model=model, betas=np.column_stack(cols[0]),
+                       grads=np.column_stack(cols[1]), grads0=np.column_stack(cols[2]),
+                       values=np.array(cols[3], dtype=np.float64), hessians=np.stack(cols[4]),
+                       n_classes=K, C=opts.C, loss=opts.loss, tol=opts.tol,
+                       max_iter=opts.max_iter, classes=np.asarray(model.classes_),
+                       store=model._dask_rows,
                        spec=PassSpec(model._featurizer(), opts.loss, opts.C),
                        n=int(model._dask_rows.starts[-1]), n_passes=int(model._dask_passes))
 
@@ -128,6 +151,17 @@ def _rows_of(x, t, w, mods, spec):
     wv = mods.weights(w, k)
     cw = np.full(k, spec.C) if wv is None else spec.C * wv
     return x, t, cw
+
+
+def row_features(x, t, w, mods, spec):
+    """A block's rows as explicit features (a Dask task's helper): ``Φ`` (rows × p, the
+    constant column included), the stored targets (±1, or class indices), the weights ``w``
+    (ones where none) and ``C w``."""
+    x, t, cw = _rows_of(x, t, w, mods, spec)
+    ch = _Chunk(x, spec)
+    Phi = ch.x if ch.s is None else np.column_stack([ch.x, np.full(x.shape[0], ch.s)])
+    wv = mods.weights(w, x.shape[0])
+    return Phi, t, (np.ones(x.shape[0]) if wv is None else wv), cw
 
 
 def row_quantities(x, t, w, mods, spec, B):
@@ -185,43 +219,53 @@ def _groups(k, excl):
     return np.asarray(excl, dtype=np.intp).reshape(-1)
 
 
-def joint_share(x, t, w, mods, spec, B, excl, g0=False, group_hessian=False, hess_cols=(),
-                colmap=None):
+def column_targets(t, colclass):
+    """The ±1 targets of a chunk's rows for each column: ``t`` itself (k × 1, two classes:
+    ``colclass`` None) or the one-vs-rest codes of each column's class (k × m, ``t`` the
+    class indices)."""
+    if colclass is None:
+        return t[:, None]
+    return np.where(t[:, None] == np.asarray(colclass)[None, :], 1.0, -1.0)
+
+
+def joint_share(x, t, w, mods, spec, B, excl, colgroup, colclass=None, g0=False,
+                group_hessian=False, hess_cols=()):
     """One block's share of a joint pass at the columns of B (a Dask task); see the module
-    docstring.  ``colmap``: B holds some of the sub-problems only, ``colmap[c]`` the column of
-    sub-problem c in B (−1: absent)."""
+    docstring.  Column c is the sub-problem without the rows of group ``colgroup[c]``, of
+    class ``colclass[c]`` (None: the binary targets)."""
     loss = spec.loss
     x, t, cw = _rows_of(x, t, w, mods, spec)
     k = x.shape[0]
     p, m = B.shape
     grp = _groups(k, excl)
-    if colmap is not None:
-        grp = np.where(grp >= 0, np.asarray(colmap)[np.maximum(grp, 0)], -1)
+    colgroup = np.asarray(colgroup, dtype=np.intp)
     hess_cols = list(hess_cols)
     val = np.zeros(m)
     G = np.zeros((p, m))
     G0 = np.zeros((p, m)) if g0 else None
     GH = np.zeros((m, p, p)) if group_hessian else None
     HC = np.zeros((len(hess_cols), p, p)) if hess_cols else None
-    cols = np.arange(m)
     step = max(64, _CHUNK_BYTES // (8 * max(p, m, 1)))
     for a in range(0, k, step):
         b = min(k, a + step)
         ch = _Chunk(x[a:b], spec)
         Z = ch.dot(B)
-        tc, wc, gc = t[a:b], cw[a:b], grp[a:b]
-        keep = (gc[:, None] != cols[None, :]).astype(np.float64)  # 0 at a row's own group
+        wc, gc = cw[a:b], grp[a:b]
+        T = column_targets(t[a:b], colclass)
+        keep = (gc[:, None] != colgroup[None, :]).astype(np.float64)  # 0 at a row's own group
         W = wc[:, None] * keep
-        T = tc[:, None]
         val += np.einsum("ij,ij->j", W, loss.value(T, Z))
         G += ch.tdot(W * loss.d1(T, Z))
         if g0:
-            G0 += ch.tdot(W * loss.d1(tc, np.zeros(b - a))[:, None])
-        if group_hessian:
-            for c in np.unique(gc[gc >= 0]).tolist():
-                r = np.flatnonzero(gc == c)
-                GH[c] += ch.weighted_gram(wc[r] * loss.d2(tc[r], Z[r, c]), r)
+            G0 += ch.tdot(W * loss.d1(T, np.zeros((b - a, 1))))
+        if group_hessian and np.any(gc >= 0):
+            for c in range(m):
+                r = np.flatnonzero(gc == colgroup[c])
+                if r.size:
+                    tr = T[r, 0] if T.shape[1] == 1 else T[r, c]
+                    GH[c] += ch.weighted_gram(wc[r] * loss.d2(tr, Z[r, c]), r)
         for j, c in enumerate(hess_cols):
+            tc = T[:, 0] if T.shape[1] == 1 else T[:, c]
             HC[j] += ch.weighted_gram(W[:, c] * loss.d2(tc, Z[:, c]))
     return JointShare(val, G, G0, GH, HC)
 
@@ -246,13 +290,15 @@ class JointPasses:
             for i, d in zip(big, got):
                 self.excl[i] = d
 
-    def run(self, B, **want):
+    def run(self, B, colgroup, colclass=None, **want):
         from dask import delayed
 
         B = np.array(B, dtype=np.float64, copy=True)
+        colgroup = np.array(colgroup, dtype=np.intp)
+        colclass = None if colclass is None else np.array(colclass, dtype=np.intp)
         st = self.store
         out = tree_compute([delayed(joint_share)(x, t, w, st.mods(i), self.spec, B,
-                                                 self.excl[i], **want)
+                                                 self.excl[i], colgroup, colclass, **want)
                             for i, (x, t, w) in enumerate(st.blocks)], _sum,
                            what="a joint pass of the folds")
         self.count += 1
@@ -263,14 +309,15 @@ def _factor(M):
     return linalg.cho_factor(M, lower=True, check_finite=False)
 
 
-def joint_resolve(passes, beta, start, *, tol, max_iter, first_hessian=False):
+def joint_resolve(passes, beta, start, *, tol, max_iter, first_hessian=False, colgroup=None,
+                  colclass=None):
     """Solve every sub-problem from β (see the module docstring).
 
     Parameters
     ----------
     passes : JointPasses
-    beta : ndarray of shape (p,)
-        The full solution, every column's start.
+    beta : ndarray of shape (p,) or (p, m)
+        The full solution, every column's start (per column: its class's β̂).
     start : tuple
         ``(J, G, G0, M)`` of the m sub-problems at β: shapes (m,), (p, m), (p, m), (m, p, p);
         M the exact Hessians (identity included).
@@ -279,6 +326,10 @@ def joint_resolve(passes, beta, start, *, tol, max_iter, first_hessian=False):
         Ask the first step's pass for every column's exact Hessian at its trial point (k
         folds: a fold's first step moves β far enough that chord steps on the start's M
         contract slowly; one Hessian pass makes the rest contract fast).
+    colgroup : ndarray of int of shape (m,), optional
+        The row group each column leaves out (default: column c leaves out group c).
+    colclass : ndarray of int of shape (m,), optional
+        Each column's one-vs-rest class (None: the stored binary targets).
 
     Returns
     -------
@@ -294,7 +345,9 @@ def joint_resolve(passes, beta, start, *, tol, max_iter, first_hessian=False):
     """
     f, G, G0, M = (np.array(a, dtype=np.float64, copy=True) for a in start)
     p, m = G.shape
-    B = np.repeat(np.asarray(beta, dtype=np.float64)[:, None], m, axis=1)
+    beta = np.asarray(beta, dtype=np.float64)
+    B = np.array(np.broadcast_to(beta if beta.ndim == 2 else beta[:, None], (p, m)))
+    colgroup = np.arange(m) if colgroup is None else np.asarray(colgroup, dtype=np.intp)
     thr = tol * np.maximum(np.linalg.norm(G0, axis=0), np.finfo(float).tiny)
     gn = np.linalg.norm(G, axis=0)
     fac = [_factor(M[c]) for c in range(m)]
@@ -320,8 +373,9 @@ def joint_resolve(passes, beta, start, *, tol, max_iter, first_hessian=False):
         # the pass evaluates the unconverged columns only (a converged one keeps its β)
         colmap = np.full(m, -1, dtype=np.intp)
         colmap[act] = np.arange(act.size)
-        sh = passes.run(trial[:, act], hess_cols=colmap[hc].tolist(),
-                        colmap=None if act.size == m else colmap)
+        sh = passes.run(trial[:, act], colgroup[act],
+                        None if colclass is None else np.asarray(colclass)[act],
+                        hess_cols=colmap[hc].tolist())
         fn = np.full(m, np.inf)
         Gn = np.zeros((p, m))
         fn[act] = 0.5 * np.einsum("ij,ij->j", trial[:, act], trial[:, act]) + sh.val
@@ -357,8 +411,15 @@ def _fold_groups(fit, fold):
             for i in range(len(st) - 1)]
 
 
+def _fold_columns(fit, k):
+    """Column c of a k-fold re-solve: class ``c // k`` (0 for two classes), fold ``c % k``."""
+    cls = np.repeat(np.arange(fit.n_problems), k)
+    return cls, np.tile(np.arange(k), fit.n_problems)
+
+
 def fold_resolve(fit, fold, k):
-    """The k fold models of a k-fold cross-validation, jointly.
+    """The k fold models of a k-fold cross-validation (each of the K' binary problems: K'·k
+    columns), jointly: one pass per round serves every class and fold still solving.
 
     Parameters
     ----------
@@ -369,26 +430,30 @@ def fold_resolve(fit, fold, k):
 
     Returns
     -------
-    betas : ndarray of shape (k, p)
+    betas : ndarray of shape (K'·k, p)
+        Row ``c``: class ``c // k``'s model without fold ``c % k``.
     n_passes : int
         Passes over the rows (the start's included).
-    n_iter : ndarray of int, shape (k,)
+    n_iter : ndarray of int, shape (K'·k,)
     """
     passes = JointPasses(fit.store, fit.spec, _fold_groups(fit, fold))
-    B0 = np.repeat(fit.beta[:, None], k, axis=1)
-    sh = passes.run(B0, g0=True, group_hessian=True)
-    f = 0.5 * float(fit.beta @ fit.beta) + sh.val
-    M = fit.hessian[None, :, :] - sh.GH
+    cls, grp = _fold_columns(fit, k)
+    colclass = fit.column_classes(cls)
+    B0 = fit.betas[:, cls]
+    sh = passes.run(B0, grp, colclass, g0=True, group_hessian=True)
+    f = 0.5 * np.einsum("ij,ij->j", B0, B0) + sh.val
+    M = fit.hessians[cls] - sh.GH
     start = (f, B0 + sh.G, sh.G0, M)
-    B, _, n_iter = joint_resolve(passes, fit.beta, start, tol=fit.tol, max_iter=fit.max_iter,
-                                 first_hessian=True)
+    B, _, n_iter = joint_resolve(passes, B0, start, tol=fit.tol, max_iter=fit.max_iter,
+                                 first_hessian=True, colgroup=grp, colclass=colclass)
     return B.T.copy(), passes.count, n_iter
 
 
-def sample_resolve(fit, ids, batch=SAMPLE_BATCH):
+def sample_resolve(fit, ids, classes=None, batch=SAMPLE_BATCH):
     """Exact left-out decisions of the samples ``ids`` (row numbers): each one's model without
-    it, re-solved jointly in batches of ``batch`` columns; the start of every column comes from
-    the sample's own row (gathered), with no pass.
+    it (of class ``classes[j]``'s problem for K ≥ 3 classes), re-solved jointly in batches of
+    ``batch`` columns; the start of every column comes from the sample's own row (gathered),
+    with no pass.
 
     Returns
     -------
@@ -398,46 +463,59 @@ def sample_resolve(fit, ids, batch=SAMPLE_BATCH):
     n_iter : ndarray of int, shape (len(ids),)
     """
     ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+    cls = (np.zeros(ids.size, dtype=np.intp) if classes is None
+           else np.asarray(classes, dtype=np.intp).reshape(-1))
     out = np.empty(ids.size)
     iters = np.zeros(ids.size, dtype=np.intp)
     n_passes = 0
     if ids.size == 0:
         return out, 0, iters
-    loss, C, beta = fit.loss, fit.C, fit.beta
+    loss, C = fit.loss, fit.C
     starts = fit.starts
     for a in range(0, ids.size, batch):
-        idb = ids[a:a + batch]
+        idb, cb = ids[a:a + batch], cls[a:a + batch]
         m = idb.size
-        X, T, W = fit.store.gather(idb)
-        Phi = np.asarray(fit.spec.featurize(X), dtype=np.float64)
-        T = np.asarray(T, dtype=np.float64).reshape(-1)
-        cw = C * W
-        z = Phi @ beta
-        f = fit.value - cw * loss.value(T, z)
-        G = fit.grad[:, None] - Phi.T * (cw * loss.d1(T, z))
-        G0 = fit.grad0[:, None] - Phi.T * (cw * loss.d1(T, np.zeros(m)))
+        uniq, grp = np.unique(idb, return_inverse=True)  # a sample's classes: one group
+        X, T, W = fit.store.gather(uniq)
+        Phi = np.asarray(fit.spec.featurize(X), dtype=np.float64)[grp]
+        T = np.asarray(T, dtype=np.float64).reshape(-1)[grp]
+        if fit.n_classes:
+            T = np.where(T == cb, 1.0, -1.0)
+        cw = C * np.asarray(W, dtype=np.float64).reshape(-1)[grp]
+        B0 = fit.betas[:, cb]
+        z = np.einsum("ij,ji->i", Phi, B0)
+        f = fit.values[cb] - cw * loss.value(T, z)
+        G = fit.grads[:, cb] - Phi.T * (cw * loss.d1(T, z))
+        G0 = fit.grads0[:, cb] - Phi.T * (cw * loss.d1(T, np.zeros(m)))
         d = cw * loss.d2(T, z)
-        M = fit.hessian[None, :, :] - d[:, None, None] * (Phi[:, :, None] * Phi[:, None, :])
-        blk = np.searchsorted(starts, idb, side="right") - 1
+        M = fit.hessians[cb] - d[:, None, None] * (Phi[:, :, None] * Phi[:, None, :])
+        blk = np.searchsorted(starts, uniq, side="right") - 1
         excl = [None] * (len(starts) - 1)
         for b in np.unique(blk).tolist():
             j = np.flatnonzero(blk == b)
-            excl[b] = (idb[j] - starts[b], j)
+            excl[b] = (uniq[j] - starts[b], j)
         passes = JointPasses(fit.store, fit.spec, excl)
-        B, _, it = joint_resolve(passes, beta, (f, G, G0, M), tol=fit.tol,
-                                 max_iter=fit.max_iter)
+        B, _, it = joint_resolve(passes, B0, (f, G, G0, M), tol=fit.tol,
+                                 max_iter=fit.max_iter, colgroup=grp,
+                                 colclass=fit.column_classes(cb))
         out[a:a + m] = np.einsum("ij,ji->i", Phi, B)
         iters[a:a + m] = it
         n_passes += passes.count
     return out, n_passes, iters
 
 
-def _score_block(x, t, w, mods, spec, betas, fold, n_folds):
-    """Each row's decision under its fold's β, and per fold: rows, correct signs."""
+def _score_block(x, t, w, mods, spec, betas, fold, n_folds, n_classes):
+    """Each row's decision under its fold's β (shape (rows,) or (rows, K)), and per fold:
+    rows, correct labels (the sign, or the argmax of the K classes')."""
     fold = np.asarray(fold, dtype=np.intp).reshape(-1)
     Z, t, _, _ = row_quantities(x, t, w, mods, spec, betas.T)
-    z = Z[np.arange(Z.shape[0]), fold]
-    good = ((z > 0.0) == (t > 0.0)).astype(np.float64)
+    r = np.arange(Z.shape[0])
+    if n_classes:
+        z = np.column_stack([Z[r, c * n_folds + fold] for c in range(n_classes)])
+        good = (np.argmax(z, axis=1) == t).astype(np.float64)
+    else:
+        z = Z[r, fold]
+        good = ((z > 0.0) == (t > 0.0)).astype(np.float64)
     return z, np.stack([np.bincount(fold, minlength=n_folds).astype(np.float64),
                         np.bincount(fold, good, minlength=n_folds)])
 
@@ -451,26 +529,29 @@ def _second(o):
 
 
 def score_folds(fit, fold, betas):
-    """One pass: every row's decision under its fold's β (a dask array of length n, persisted
-    on the cluster) and, per fold, the rows and the correctly signed rows (computed).
+    """One pass: every row's decision under its fold's β (a dask array of length n, or n × K
+    for K ≥ 3 classes, persisted on the cluster) and, per fold, the rows and the correctly
+    labelled rows (computed).  ``betas``: :func:`fold_resolve`'s.
 
     Returns
     -------
-    z : dask array of shape (n,)
+    z : dask array of shape (n,) or (n, K)
     sums : ndarray of shape (2, k)
     """
     import dask
     import dask.array as da
     from dask import delayed
 
-    k = betas.shape[0]
+    K = fit.n_classes
+    k = betas.shape[0] // fit.n_problems
     groups = _fold_groups(fit, fold)
     st = fit.store
-    parts = [delayed(_score_block)(x, t, w, st.mods(i), fit.spec, betas, groups[i], k)
+    parts = [delayed(_score_block)(x, t, w, st.mods(i), fit.spec, betas, groups[i], k, K)
              for i, (x, t, w) in enumerate(st.blocks)]
     parts = dask.persist(*parts)
     sizes = st.sizes().tolist()
-    z = da.concatenate([da.from_delayed(delayed(_first)(p), shape=(int(s),),
+    z = da.concatenate([da.from_delayed(delayed(_first)(p),
+                                        shape=(int(s), K) if K else (int(s),),
                                         dtype=np.float64) for p, s in zip(parts, sizes)])
     sums = tree_compute([delayed(_second)(p) for p in parts], _sum,
                         what="a pass of the left-out scores")
