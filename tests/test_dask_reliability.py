@@ -18,14 +18,11 @@ import numpy as np
 import pytest
 
 import deltafit as df
+from dask_helpers import full_coef
 
 dask = pytest.importorskip("dask")
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
-
-
-def full_coef(m):
-    return np.r_[np.ravel(m.coef_), np.atleast_1d(m.intercept_)]
 
 
 @pytest.fixture(scope="module")
@@ -50,14 +47,18 @@ def _cluster(allowed_failures=None, n_workers=3):
 
     cfg = {} if allowed_failures is None else {
         "distributed.scheduler.allowed-failures": allowed_failures}
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    module = sys.modules[__name__]
+    ours = module.__name__ not in cloudpickle.list_registry_pickle_by_value()  # nested fixtures
+    if ours:
+        cloudpickle.register_pickle_by_value(module)
     try:
         with dask.config.set(cfg):
             cluster = distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1,
                                                processes=True, dashboard_address=None,
                                                silence_logs=50)
     except Exception as exc:  # pragma: no cover - the environment forbids processes
-        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+        if ours:
+            cloudpickle.unregister_pickle_by_value(module)
         pytest.skip(f"no process cluster here: {exc}")
     client = distributed.Client(cluster, set_as_default=False)
     try:
@@ -65,7 +66,8 @@ def _cluster(allowed_failures=None, n_workers=3):
     finally:
         client.close()
         cluster.close()
-        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+        if ours:
+            cloudpickle.unregister_pickle_by_value(module)
 
 
 @pytest.fixture
