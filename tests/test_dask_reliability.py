@@ -377,3 +377,43 @@ def test_lazy_bounds_on_worker_processes(plain_client, cancer3):
             np.testing.assert_allclose(hi, hi_np, rtol=0, atol=scale)
             # the retrained model (NumPy: within its certificate of the exact refit) inside
             assert np.all(lo - gap <= z) and np.all(z <= hi + gap)
+
+
+# ------------------------------------------------------------- save/load refusals, written once
+def test_dask_state_refusals_are_those_of_every_dask_state(breast_cancer, tmp_path):
+    """The mixin's refusals (ValueError naming the cluster / the file) and saved shapes are
+    exactly those of the logistic and hinge Dask states, and ``save`` of a Dask-fitted model
+    on breast cancer is refused with the model (coefficients, decisions) unchanged."""
+    from deltafit.models._dask_hinge import DaskHingeState
+    from deltafit.models._dask_newton import DaskNewtonState
+    from deltafit.models._dask_state import DaskStateRefusals
+    from deltafit.models._state import ModelState
+
+    class Probe(DaskStateRefusals, ModelState):
+        pass
+
+    def refusal(fn, *args, **kw):
+        with pytest.raises(ValueError) as err:
+            fn(*args, **kw)
+        return str(err.value)
+
+    probe = Probe.__new__(Probe)
+    mine = (refusal(probe.to_arrays, keep=True),
+            refusal(Probe.from_arrays, {}, {}, y=None, capacity=1), Probe.saved_shapes(5, 7))
+    assert "Dask cluster is not saved" in mine[0] and "cannot be loaded" in mine[1]
+    assert mine[2] == {"state_beta": (7,)}
+    for cls in (DaskNewtonState, DaskHingeState):
+        st = cls.__new__(cls)
+        assert (refusal(st.to_arrays, keep=True),
+                refusal(cls.from_arrays, {}, {}, y=None, capacity=1),
+                cls.saved_shapes(5, 7)) == mine, cls.__name__
+    X, y = breast_cancer
+    with dask.config.set(scheduler="threads"):
+        for loss in ("logistic", "hinge"):
+            m = df.LinearClassifier(loss=loss, C=0.5).fit(*(
+                da.from_array(X, chunks=(150, -1)), da.from_array(y, chunks=150)))
+            coef, z = full_coef(m).copy(), m.decision_function(X).copy()
+            with pytest.raises(ValueError, match="Dask"):
+                df.save(m, tmp_path / f"{loss}.npz")
+            np.testing.assert_array_equal(full_coef(m), coef)
+            np.testing.assert_array_equal(m.decision_function(X), z)
