@@ -18,7 +18,8 @@ import numpy as np
 from _timing import timed
 from bench_updates import machine_info, source_info
 
-__all__ = ["header", "threads", "process_cluster", "class_blobs", "linear_rows",
+__all__ = ["header", "threads", "process_cluster", "class_blobs", "logistic_rows",
+           "hinge_rows", "linear_rows",
            "dask_rows", "warm_up", "emit"]
 
 
@@ -66,6 +67,24 @@ def class_blobs(n, p, classes, rng):
     centres = rng.normal(scale=np.sqrt(0.5), size=(classes, p))
     y = rng.integers(0, classes, n)
     return centres[y] + rng.standard_normal((n, p)), y
+
+
+def logistic_rows(n, p, rng):
+    """A logistic rule: ``X ~ N(0, I)`` (n × p), ``β* ~ N(0, I/p)``, labels
+    ``1[X β* + 0.5 + Logistic(0, 1) > 0]``, drawn from ``rng`` in that order
+    (``bench_scale_logistic.py``, ``bench_scale_cv.py``)."""
+    X = rng.standard_normal((n, p))
+    beta_star = rng.normal(scale=1.0 / np.sqrt(p), size=p)
+    return X, (X @ beta_star + 0.5 + rng.logistic(size=n) > 0).astype(np.int64)
+
+
+def hinge_rows(n, p, rng):
+    """A noisy linear rule for the hinge loss: ``X ~ N(0, I)``, ``β* ~ N(0, I)``, labels
+    ``1[X β* + 0.5 √p N(0, 1) > 0]`` (a third of the rows inside the margin or on the wrong
+    side), drawn from ``rng`` in that order (``bench_scale_hinge.py``)."""
+    X = rng.standard_normal((n, p))
+    beta_star = rng.normal(size=p)
+    return X, (X @ beta_star + 0.5 * np.sqrt(p) * rng.standard_normal(n) > 0).astype(np.int64)
 
 
 def linear_rows(n, p, chunk_rows, seed=2, noise=0.1):
