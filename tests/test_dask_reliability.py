@@ -198,9 +198,12 @@ def test_lost_worker_not_recovered_leaves_the_model(strict_client, cancer3, tmp_
 # ------------------------------------------------------------- every other pass, one cluster
 @pytest.fixture(scope="module")
 def strict_many():
-    """Five worker processes, ``allowed-failures=0``, shared by the parametrized cases below:
-    each case kills exactly one worker (a fresh cluster per case would cost ~3 s each)."""
-    yield from _cluster(allowed_failures=0, n_workers=5)
+    """Four worker processes, ``allowed-failures=0``, shared by the four parametrized cases
+    below: each case kills exactly one worker, so one is left for the last case (a fresh
+    cluster per case would cost ~3 s each).  The workers import deltafit once, together."""
+    for client in _cluster(allowed_failures=0, n_workers=4):
+        client.run(__import__, "deltafit.models")
+        yield client
 
 
 def _arrays(obj, depth=0, seen=None):
