@@ -36,7 +36,6 @@ Prints one JSON document and then a markdown table (one row per scenario).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sys
@@ -46,8 +45,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from _dask_setup import emit, header, linear_rows, process_cluster  # noqa: E402
 from _timing import log, timed  # noqa: E402
-from bench_updates import machine_info, source_info  # noqa: E402
 
 import deltafit as df  # noqa: E402
 
@@ -101,10 +100,7 @@ def write_zarr(path, n, p, rows, client, seed=0):
 
     if os.path.exists(path):
         shutil.rmtree(path)
-    rs = da.random.RandomState(seed)
-    X = rs.normal(size=(n, p), chunks=(rows, p))
-    beta = np.linspace(-1.0, 1.0, p)
-    y = X @ beta + 0.5 + 0.1 * rs.normal(size=n, chunks=rows)
+    X, y = linear_rows(n, p, rows, seed=seed)
     zX = zarr.create_array(store=os.path.join(path, "X"), shape=(n, p), chunks=(rows, p),
                            dtype="f8", compressors=None)
     zy = zarr.create_array(store=os.path.join(path, "y"), shape=(n,), chunks=(rows,),
@@ -203,12 +199,9 @@ def out_of_core(args, client):
 def in_memory(args, client):
     """The in-memory scenarios: Dask fit vs the NumPy path vs dask-ml."""
     import dask
-    import dask.array as da
 
     n, p = args.mem_n, args.p
-    rs = da.random.RandomState(2)
-    X = rs.normal(size=(n, p), chunks=(args.chunk_rows, p))
-    y = X @ np.linspace(-1.0, 1.0, p) + 0.5 + 0.1 * rs.normal(size=n, chunks=args.chunk_rows)
+    X, y = linear_rows(n, p, args.chunk_rows, seed=2)
     X, y = client.persist([X, y])
     Xn, yn = dask.compute(X, y, scheduler=client.get)
     out = {"n": n, "p": p}
@@ -290,14 +283,8 @@ def main(argv=None):
     args.mem_n = args.mem_n or (200_000 if q else 2_000_000)
     args.chunk_rows = args.chunk_rows or (50_000 if q else 250_000)
 
-    import distributed
-
-    with distributed.LocalCluster(n_workers=args.workers, threads_per_worker=1,
-                                  processes=True, dashboard_address=None,
-                                  silence_logs=40) as cluster, \
-            distributed.Client(cluster, set_as_default=False) as client:
-        res = {"benchmark": "bench_scale", "quick": q, "C": C, "workers": args.workers,
-               "machine": machine_info(), "source": source_info()}
+    with process_cluster(args.workers) as client:
+        res = header("bench_scale", q, args.workers, "LocalCluster (processes)", C=C)
         res["out_of_core"] = out_of_core(args, client)
         res["in_memory"] = in_memory(args, client)
     oc, mem = res["out_of_core"], res["in_memory"]
@@ -310,16 +297,7 @@ def main(argv=None):
         "dask_le_1.3x_numpy": mem["dask_over_numpy"] <= 1.3,
     }
     res["load_average_at_end"] = os.getloadavg()
-    text = json.dumps(res, indent=1, default=float)
-    print(text)
-    table = markdown(res)
-    print(table)
-    if args.out:
-        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-        with open(args.out, "w") as f:
-            f.write(text)
-        with open(os.path.splitext(args.out)[0] + ".md", "w") as f:
-            f.write(table + "\n")
+    emit(res, args.out, markdown(res).split("\n"))
 
 
 if __name__ == "__main__":

@@ -37,7 +37,6 @@ Prints one JSON document and then a markdown table.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
@@ -45,8 +44,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from _dask_setup import class_blobs, emit, header, threads, warm_up  # noqa: E402
 from _timing import log, timed  # noqa: E402
-from bench_updates import machine_info, source_info  # noqa: E402
 
 import deltafit as df  # noqa: E402
 
@@ -78,21 +77,16 @@ def main():
     import dask.array as da
 
     rng = np.random.default_rng(0)
-    centres = rng.normal(scale=np.sqrt(0.5), size=(K, p))
-    y = rng.integers(0, K, n)
-    X = centres[y] + rng.standard_normal((n, p))
+    X, y = class_blobs(n, p, K, rng)
     ids = np.sort(rng.choice(n, max(1, n // 1000), replace=False))
     keep = np.ones(n, dtype=bool)
     keep[ids] = False
-    res = {"benchmark": "bench_scale_multiclass", "quick": q, "n": n, "p": p, "classes": K,
-           "C": C, "chunk_rows": rows, "workers": args.workers, "removed": int(ids.size),
-           "scheduler": "threads", "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
-           "machine": machine_info(), "source": source_info(), "load_start": os.getloadavg()}
-    with dask.config.set(scheduler="threads", num_workers=args.workers):
+    res = header("bench_scale_multiclass", q, args.workers, "threads", n=n, p=p, classes=K,
+                 C=C, chunk_rows=rows, removed=int(ids.size))
+    with threads(args.workers):
         Xd, yd = da.from_array(X, chunks=(rows, -1)), da.from_array(y, chunks=rows)
         # numba compiles the digest kernel once: a small fit first
-        res["t_warmup"], _ = timed(lambda: df.LinearClassifier(loss="logistic").fit(
-            Xd[:4 * rows], yd[:4 * rows]))
+        res["t_warmup"] = warm_up(X, y, 4 * rows, parts=4, loss="logistic")
         m = df.LinearClassifier(loss="logistic", C=C)
         res["t_fit_dask"], _ = timed(lambda: m.fit(Xd, yd))
         res["passes_fit"] = int(m._dask_passes)
@@ -162,30 +156,29 @@ def main():
         "each_class_its_binary_model": all(r["deviation_vs_joint"] <= r["certificates_sum"]
                                            + 1e-10 for r in per),
     }
-    print(json.dumps(res, indent=1, default=str))
-    if args.out:
-        with open(args.out, "w") as fh:
-            json.dump(res, fh, indent=1, default=str)
     size = f"{n:,} x {p}, K = {K}"
-    print(f"| logistic OvR fit, {size}, Dask (joint) | {res['t_fit_dask']:.2f} s, "
+    table = [
+        f"| logistic OvR fit, {size}, Dask (joint) | {res['t_fit_dask']:.2f} s, "
           f"**{res['passes_fit']} passes** | {K} binary Dask fits {res['t_fit_binary_sum']:.2f} s, "
           f"{res['passes_fit_binary_sum']} passes (slowest {res['passes_fit_binary_max']}) | "
-          f"{res['fit_speedup_vs_binary']:.2f}x | passes = the slowest class's |")
-    print(f"| logistic OvR remove 0.1% ({ids.size:,}) by id, Dask | "
+          f"{res['fit_speedup_vs_binary']:.2f}x | passes = the slowest class's |",
+        f"| logistic OvR remove 0.1% ({ids.size:,}) by id, Dask | "
           f"{res['t_remove_dask']:.3f} s, **{res['passes_remove']} passes** | {K} binary "
           f"removals {res['t_remove_binary_sum']:.3f} s, {res['passes_remove_binary_sum']} "
           f"passes (slowest {res['passes_remove_binary_max']}) | "
-          f"{res['remove_speedup_vs_binary']:.2f}x | ≤ 2–3 passes |")
-    print(f"| the same model, NumPy path | fit {res['t_fit_dask']:.2f} s, remove "
+          f"{res['remove_speedup_vs_binary']:.2f}x | ≤ 2–3 passes |",
+        f"| the same model, NumPy path | fit {res['t_fit_dask']:.2f} s, remove "
           f"{res['t_remove_dask']:.3f} s | NumPy fit {res['t_fit_numpy']:.2f} s, remove "
           f"{res['t_remove_numpy']:.3f} s | {res['fit_dask_over_numpy']:.2f}x, "
           f"{res['remove_dask_over_numpy']:.2f}x | deviation {res['deviation_vs_numpy']:.1e} "
-          f"≤ certificates {res['certificates_sum']:.1e} |")
+          f"≤ certificates {res['certificates_sum']:.1e} |"]
     if "t_fit_dask_ml_K" in res:
-        print(f"| OvR remove 0.1% vs {K} dask-ml fits of the remaining rows | "
+        table.append(
+            f"| OvR remove 0.1% vs {K} dask-ml fits of the remaining rows | "
               f"{res['t_remove_dask']:.3f} s | dask-ml lbfgs {res['t_fit_dask_ml_K']:.2f} s "
               f"(deviation {res['dask_ml_deviation_max']:.1e}) | "
               f"{res['remove_speedup_vs_dask_ml']:.1f}x | — |")
+    emit(res, args.out, table)
 
 
 if __name__ == "__main__":

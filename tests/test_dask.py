@@ -22,17 +22,13 @@ from sklearn.kernel_approximation import RBFSampler
 from sklearn.linear_model import Ridge
 
 import deltafit as df
+from dask_helpers import _threads  # noqa: F401  (autouse: the threaded scheduler)
+from dask_helpers import chunked, class_coefs as full_coef
 
 dask = pytest.importorskip("dask")
 da = pytest.importorskip("dask.array")
 
 RTOL = 1e-10
-
-
-@pytest.fixture(autouse=True)
-def _threads():
-    with dask.config.set(scheduler="threads"):
-        yield
 
 
 def rel(a, b):
@@ -45,16 +41,6 @@ def ridge_coef(X, y, C, w=None):
     Z = np.column_stack([X, np.ones(X.shape[0])])
     return Ridge(alpha=1.0 / (2.0 * C), fit_intercept=False, solver="cholesky",
                  tol=1e-14).fit(Z, y, sample_weight=w).coef_
-
-
-def full_coef(m):
-    """β of a model with the intercept last (one row per output)."""
-    coef = np.atleast_2d(m.coef_)
-    return np.column_stack([coef, np.atleast_1d(m.intercept_)])
-
-
-def chunked(X, y, rows=97):
-    return da.from_array(X, chunks=(rows, -1)), da.from_array(y, chunks=(rows,) + y.shape[1:])
 
 
 # ----------------------------------------------------------------------------- fit

@@ -26,22 +26,13 @@ from sklearn.model_selection import KFold, StratifiedKFold
 
 import deltafit as df
 from deltafit.model_selection import cross_validate, loo
+from dask_helpers import _threads  # noqa: F401  (autouse: the threaded scheduler)
+from dask_helpers import chunked
 
 dask = pytest.importorskip("dask")
 da = pytest.importorskip("dask.array")
 
 DEC_TOL = 1e-8
-
-
-@pytest.fixture(autouse=True)
-def _threads():
-    with dask.config.set(scheduler="threads"):
-        yield
-
-
-def chunked(X, y, rows=97, w=None):
-    out = (da.from_array(X, chunks=(rows, -1)), da.from_array(y, chunks=rows))
-    return out if w is None else out + (da.from_array(w, chunks=rows),)
 
 
 def row_order(res):

@@ -14,17 +14,13 @@ import numpy as np
 import pytest
 
 import deltafit as df
+from dask_helpers import _threads  # noqa: F401  (autouse: the threaded scheduler)
+from dask_helpers import (  # noqa: F401
+    assert_hinge_same as assert_same, chunked, full_coef, live, objective)
 from reference import hinge_reference
 
 dask = pytest.importorskip("dask")
 da = pytest.importorskip("dask.array")
-
-
-
-@pytest.fixture(autouse=True)
-def _threads():
-    with dask.config.set(scheduler="threads"):
-        yield
 
 
 @pytest.fixture(scope="module")
@@ -45,46 +41,6 @@ def digits_eo():
 
     X, y = load_digits(return_X_y=True)
     return X / 16.0, y % 2
-
-
-def chunked(X, y, rows=97):
-    return da.from_array(X, chunks=(rows, -1)), da.from_array(y, chunks=rows)
-
-
-def full_coef(m):
-    return np.r_[np.ravel(m.coef_), np.atleast_1d(m.intercept_)]
-
-
-def objective(m, X, y, w=None):
-    """J(β) and the margins of the model's β over the rows (the reference)."""
-    beta = full_coef(m)
-    t = np.where(y == m.classes_[1], 1.0, -1.0)
-    marg = t * (np.column_stack([X, np.ones(X.shape[0])]) @ beta)
-    w = np.ones(X.shape[0]) if w is None else w
-    return 0.5 * beta @ beta + m.C * w @ np.maximum(0.0, 1.0 - marg)
-
-
-def assert_same(a, b, X, y, w=None):
-    """The Dask model ``b`` equals the NumPy model ``a`` (see the module docstring)."""
-    ba, bb = full_coef(a), full_coef(b)
-    scale = max(1.0, float(np.linalg.norm(ba)))
-    assert np.max(np.abs(ba - bb)) <= 1e-8 * scale
-    assert np.max(np.abs(ba - bb)) <= a.grad_norm_ + b.grad_norm_
-    r = b._state.result
-    assert r.converged and r.kkt_violation <= 1e-9
-    J = objective(b, X, y, w)
-    assert abs(r.objective - J) <= 1e-12 * J
-    assert 0.0 <= r.duality_gap <= 1e-9 * J
-    assert b.grad_norm_ >= np.sqrt(2.0 * r.duality_gap)
-    np.testing.assert_array_equal(a.sample_ids_, b.sample_ids_)
-
-
-def live(m, X, y, extra=None):
-    ids = m.sample_ids_
-    XX, yy = X, y
-    if extra is not None:
-        XX, yy = np.vstack([X, extra[0]]), np.r_[y, extra[1]]
-    return XX[ids], yy[ids]
 
 
 @pytest.mark.parametrize("data,C", [("cancer", 0.5), ("cancer", 20.0), ("digits", 1.0)])

@@ -19,20 +19,18 @@ Threaded scheduler, except one test on two worker processes.
 
 import threading
 import time
+from functools import partial
 
 import numpy as np
 import pytest
 
 import deltafit as df
+from dask_helpers import _threads  # noqa: F401  (autouse: the threaded scheduler)
+from dask_helpers import chunked as _chunked, class_coefs as full_coef, live
 
 dask = pytest.importorskip("dask")
 da = pytest.importorskip("dask.array")
-
-
-@pytest.fixture(autouse=True)
-def _threads():
-    with dask.config.set(scheduler="threads"):
-        yield
+chunked = partial(_chunked, rows=150)
 
 
 @pytest.fixture(scope="module")
@@ -53,15 +51,6 @@ def blobs4():
     centers = rng.normal(scale=1.5, size=(4, 4))
     y = rng.integers(0, 4, 1600)
     return centers[y] + rng.standard_normal((1600, 4)), y
-
-
-def chunked(X, y, rows=150):
-    return da.from_array(X, chunks=(rows, -1)), da.from_array(y, chunks=rows)
-
-
-def full_coef(m):
-    """β of every class, intercept last: shape (K, p + 1)."""
-    return np.column_stack([m.coef_, m.intercept_])
 
 
 def class_objective(m, k, X, y, w=None):
@@ -90,10 +79,6 @@ def assert_same(a, b, X, y, w=None):
         assert rb[k].grad_norm >= np.sqrt(2.0 * rb[k].duality_gap)
     np.testing.assert_array_equal(a.sample_ids_, b.sample_ids_)
     np.testing.assert_array_equal(a.classes_, b.classes_)
-
-
-def live(m, X, y):
-    return X[m.sample_ids_], y[m.sample_ids_]
 
 
 def test_fit_and_every_update_equal_numpy(digits3):

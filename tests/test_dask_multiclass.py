@@ -17,25 +17,24 @@ Most tests run on dask's threaded scheduler; one runs on a LocalCluster of two p
 """
 
 import threading
+from functools import partial
 
 import numpy as np
 import pytest
-from scipy.special import expit
 from sklearn.linear_model import Ridge
 
 import deltafit as df
+from dask_helpers import _threads  # noqa: F401  (autouse: the threaded scheduler)
+from dask_helpers import (  # noqa: F401
+    assert_classes_same as assert_smooth_same, chunked as _chunked, class_coefs as full_coef,
+    class_gradient, live)
 
 dask = pytest.importorskip("dask")
 da = pytest.importorskip("dask.array")
 
 RTOL = 1e-10
 SMOOTH = ["logistic", "squared_hinge"]
-
-
-@pytest.fixture(autouse=True)
-def _threads():
-    with dask.config.set(scheduler="threads"):
-        yield
+chunked = partial(_chunked, rows=300)
 
 
 @pytest.fixture(scope="module")
@@ -55,18 +54,9 @@ def digits3(digits10):
     return X[keep], y[keep]
 
 
-def chunked(X, y, rows=300):
-    return da.from_array(X, chunks=(rows, -1)), da.from_array(y, chunks=rows)
-
-
 def rel(a, b):
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300))
-
-
-def full_coef(m):
-    """β of every class, intercept last: shape (K, p + 1)."""
-    return np.column_stack([m.coef_, m.intercept_])
 
 
 def codes(y, classes):
@@ -78,36 +68,6 @@ def ridge_coef(X, y, classes, C):
     Z = np.column_stack([X, np.ones(X.shape[0])])
     return Ridge(alpha=1.0 / (2.0 * C), fit_intercept=False, solver="cholesky",
                  tol=1e-14).fit(Z, codes(y, classes)).coef_
-
-
-def class_gradient(m, k, X, y):
-    """∇J of class k's one-vs-rest problem at the model's β_k, from the rows (the reference,
-    independent of the solvers)."""
-    beta = full_coef(m)[k]
-    Phi = np.column_stack([X, np.ones(X.shape[0])])
-    t = np.where(y == m.classes_[k], 1.0, -1.0)
-    z = Phi @ beta
-    d1 = -t * expit(-t * z) if m.loss == "logistic" else \
-        -2.0 * t * np.maximum(0.0, 1.0 - t * z)
-    return beta + m.C * Phi.T @ d1
-
-
-def assert_smooth_same(a, b, X, y):
-    """Dask model ``b`` equals NumPy model ``a`` class by class within their certificates,
-    and each class's certificate is the norm of its exact gradient."""
-    ra, rb = a._state.result.results, b._state.result.results
-    for k in range(len(a.classes_)):
-        ga, gb = ra[k].grad_norm, rb[k].grad_norm
-        diff = np.max(np.abs(full_coef(a)[k] - full_coef(b)[k]))
-        assert diff <= ga + gb + 1e-10 and diff <= 1e-8
-        g = np.linalg.norm(class_gradient(b, k, X, y))
-        assert abs(g - gb) <= 1e-10 + 1e-9 * np.linalg.norm(full_coef(b)[k])
-    np.testing.assert_array_equal(a.sample_ids_, b.sample_ids_)
-
-
-def live(m, X, y):
-    """The training rows of a model whose sample ids index (X, y)."""
-    return X[m.sample_ids_], y[m.sample_ids_]
 
 
 # ----------------------------------------------------------------------------- squared

@@ -15,18 +15,14 @@ import pytest
 from scipy.special import expit
 
 import deltafit as df
+from dask_helpers import _threads  # noqa: F401  (autouse: the threaded scheduler)
+from dask_helpers import (  # noqa: F401
+    TOL, assert_newton_same as assert_same, chunked, full_coef, gradient, live)
 
 dask = pytest.importorskip("dask")
 da = pytest.importorskip("dask.array")
 
-TOL = 1e-10
 SMOOTH = ["logistic", "squared_hinge"]
-
-
-@pytest.fixture(autouse=True)
-def _threads():
-    with dask.config.set(scheduler="threads"):
-        yield
 
 
 @pytest.fixture(scope="module")
@@ -39,47 +35,6 @@ def cancer8():
     X = StandardScaler().fit_transform(X)
     rng = np.random.default_rng(0)
     return np.vstack([X + 0.3 * rng.normal(size=X.shape) for _ in range(8)]), np.tile(y, 8)
-
-
-def chunked(X, y, rows=97):
-    return da.from_array(X, chunks=(rows, -1)), da.from_array(y, chunks=rows)
-
-
-def full_coef(m):
-    return np.r_[np.ravel(m.coef_), np.atleast_1d(m.intercept_)]
-
-
-def gradient(m, X, y, w=None):
-    """∇J at the model's β, from the rows (the reference, independent of the solvers)."""
-    beta = full_coef(m)
-    Phi = np.column_stack([X, np.ones(X.shape[0])])
-    t = np.where(y == m.classes_[1], 1.0, -1.0)
-    z = Phi @ beta
-    if m.loss == "logistic":
-        d1 = -t * expit(-t * z)
-    else:
-        d1 = -2.0 * t * np.maximum(0.0, 1.0 - t * z)
-    w = np.ones(X.shape[0]) if w is None else w
-    return beta + m.C * Phi.T @ (w * d1)
-
-
-def assert_same(a, b, X, y, w=None):
-    """The Dask model ``b`` equals the NumPy model ``a`` within their certificates, and its
-    certificate is the norm of its exact gradient."""
-    gb, ga = b.grad_norm_, a.grad_norm_
-    assert np.max(np.abs(full_coef(a) - full_coef(b))) <= ga + gb + TOL
-    g = np.linalg.norm(gradient(b, X, y, w))
-    assert abs(g - gb) <= TOL + 1e-9 * np.linalg.norm(full_coef(b))
-    np.testing.assert_array_equal(a.sample_ids_, b.sample_ids_)
-
-
-def live(m, X, y, extra=None):
-    """The current training rows of a model whose samples are X[ids] then ``extra``."""
-    ids = m.sample_ids_
-    XX, yy = X, y
-    if extra is not None:
-        XX, yy = np.vstack([X, extra[0]]), np.r_[y, extra[1]]
-    return XX[ids], yy[ids]
 
 
 @pytest.mark.parametrize("loss", SMOOTH)

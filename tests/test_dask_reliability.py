@@ -18,14 +18,11 @@ import numpy as np
 import pytest
 
 import deltafit as df
+from dask_helpers import full_coef
 
 dask = pytest.importorskip("dask")
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
-
-
-def full_coef(m):
-    return np.r_[np.ravel(m.coef_), np.atleast_1d(m.intercept_)]
 
 
 @pytest.fixture(scope="module")
@@ -50,14 +47,18 @@ def _cluster(allowed_failures=None, n_workers=3):
 
     cfg = {} if allowed_failures is None else {
         "distributed.scheduler.allowed-failures": allowed_failures}
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    module = sys.modules[__name__]
+    ours = module.__name__ not in cloudpickle.list_registry_pickle_by_value()  # nested fixtures
+    if ours:
+        cloudpickle.register_pickle_by_value(module)
     try:
         with dask.config.set(cfg):
             cluster = distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1,
                                                processes=True, dashboard_address=None,
                                                silence_logs=50)
     except Exception as exc:  # pragma: no cover - the environment forbids processes
-        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+        if ours:
+            cloudpickle.unregister_pickle_by_value(module)
         pytest.skip(f"no process cluster here: {exc}")
     client = distributed.Client(cluster, set_as_default=False)
     try:
@@ -65,7 +66,8 @@ def _cluster(allowed_failures=None, n_workers=3):
     finally:
         client.close()
         cluster.close()
-        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+        if ours:
+            cloudpickle.unregister_pickle_by_value(module)
 
 
 @pytest.fixture
@@ -193,6 +195,162 @@ def test_lost_worker_not_recovered_leaves_the_model(strict_client, cancer3, tmp_
             _same(a, m)
 
 
+# ------------------------------------------------------------- every other pass, one cluster
+@pytest.fixture(scope="module")
+def strict_many():
+    """Four worker processes, ``allowed-failures=0``, shared by the four parametrized cases
+    below: each case kills exactly one worker, so one is left for the last case (a fresh
+    cluster per case would cost ~3 s each).  The workers import deltafit once, together."""
+    for client in _cluster(allowed_failures=0, n_workers=4):
+        client.run(__import__, "deltafit.models")
+        yield client
+
+
+def _arrays(obj, depth=0, seen=None):
+    """Every NumPy array and scalar reachable from ``obj`` (attributes, lists, tuples, dicts;
+    depth ≤ 6), in a fixed order: a fingerprint of a model's whole state."""
+    seen = set() if seen is None else seen
+    if isinstance(obj, np.ndarray):
+        return [obj.copy()]
+    if isinstance(obj, (bool, int, float, str, np.number)) or obj is None:
+        return [obj]
+    if depth > 6 or id(obj) in seen or callable(obj) and not hasattr(obj, "__dict__"):
+        return []
+    seen.add(id(obj))
+    if isinstance(obj, dict):
+        items = [v for _, v in sorted(obj.items(), key=lambda kv: str(kv[0]))]
+    elif isinstance(obj, (list, tuple)):
+        items = list(obj)
+    elif hasattr(obj, "__dict__") and type(obj).__module__.startswith("deltafit"):
+        items = [v for _, v in sorted(vars(obj).items())]
+    else:
+        return []
+    return [a for v in items for a in _arrays(v, depth + 1, seen)]
+
+
+def _fitted(m, X):
+    """Every public fitted attribute, the state's fingerprint and the decisions on ``X``."""
+    out = {}
+    for name in dir(type(m)) + list(vars(m)):
+        if name.endswith("_") and not name.startswith("_"):
+            try:
+                out[name] = _arrays(getattr(m, name))
+            except (AttributeError, ValueError, NotImplementedError):
+                pass
+    out["<state>"] = _arrays(m._state)
+    out["<decision>"] = [np.asarray(m.decision_function(X)).copy()]
+    return out
+
+
+def _assert_unchanged(m, X, before):
+    now = _fitted(m, X)
+    assert now.keys() == before.keys()
+    for name in before:
+        assert len(now[name]) == len(before[name]), name
+        for a, b in zip(now[name], before[name]):
+            if isinstance(b, np.ndarray):
+                np.testing.assert_array_equal(a, b, err_msg=name)
+            else:
+                assert a == b or (a != a and b != b), name
+
+
+def _digits3():
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    keep = np.isin(y, (3, 5, 8))
+    return X[keep] / 16.0, y[keep]
+
+
+def _cancer():
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = load_breast_cancer(return_X_y=True)
+    return StandardScaler().fit_transform(X), y
+
+
+#: case: (module of the pass task, its name, data, estimator, what is killed)
+_CASES = {
+    "multiclass-logistic-remove": ("_dask_ovr", "ovr_block_share", _digits3,
+                                   dict(loss="logistic", C=0.5), "remove"),
+    "hinge-remove": ("_dask_hinge", "hinge_share", _cancer, dict(loss="hinge", C=0.5),
+                     "remove"),
+    "squared-fit": ("_dask_stats", "_block_share", _cancer, dict(loss="squared", C=0.5),
+                    "fit"),
+    "smooth-cv-3-folds": ("_dask_folds", "joint_share", _cancer,
+                          dict(loss="logistic", C=0.5), "cv"),
+}
+
+
+@pytest.mark.parametrize("case", list(_CASES))
+def test_lost_worker_in_every_pass(strict_many, case, tmp_path, monkeypatch):
+    """A worker killed during the pass of a K = 3 one-vs-rest logistic removal, a hinge
+    removal, a squared-loss (re)fit's statistics, a 3-fold smooth CV's joint re-solves: the
+    result equals the NumPy path (Dask recovered), or a ValueError names the lost worker and
+    every fitted attribute, the state and the decisions are exactly as before (for CV: the
+    estimator is left unfitted)."""
+    from importlib import import_module
+
+    from deltafit.model_selection import cross_validate
+
+    mod, fn, data, params, what = _CASES[case]
+    X, y = data()
+    Xd, yd = da.from_array(X, chunks=(150, -1)), da.from_array(y, chunks=150)
+    marker = str(tmp_path / "killed")
+    open(marker, "w").close()  # disarmed
+    module = import_module(f"deltafit.models.{mod}")
+    monkeypatch.setattr(module, fn, _KillOnce(marker, getattr(module, fn)))
+    a = df.LinearClassifier(**params).fit(X, y)
+    with dask.config.set(scheduler="threads"):  # the fit's passes need no worker processes
+        m = df.LinearClassifier(**params).fit(Xd, yd)
+    with strict_many.as_current(), dask.config.set(scheduler=strict_many.get):
+        if what == "cv":
+            from sklearn.model_selection import KFold
+
+            cv = KFold(3, shuffle=True, random_state=0)
+            est = df.LinearClassifier(**params)
+            os.remove(marker)  # armed
+            try:
+                res = cross_validate(est, Xd, yd, cv=cv)
+                z = np.asarray(res.decision.compute())
+                outcome = "recovered"
+            except ValueError as exc:
+                assert "Dask worker was lost" in str(exc)
+                outcome = "refused"
+            assert os.path.exists(marker)
+            assert est.__dict__.get("coef_") is None and est.get_params() == \
+                df.LinearClassifier(**params).get_params()
+            if outcome == "recovered":  # the refits' decisions (NumPy), in row order
+                ref = cross_validate(df.LinearClassifier(**params), X, y, cv=cv,
+                                     method="refit")
+                assert np.max(np.abs(z - ref.decision[np.argsort(ref.test_index)])) <= 1e-8
+            return
+        before = _fitted(m, X)
+        os.remove(marker)  # armed: the next pass task kills its worker
+        try:
+            if what == "fit":
+                m.fit(Xd, yd)
+            else:
+                m.remove([4, 40])
+            outcome = "recovered"
+        except ValueError as exc:
+            assert "Dask worker was lost" in str(exc)
+            outcome = "refused"
+        assert os.path.exists(marker)  # a worker was killed during the pass
+        if outcome == "refused":
+            _assert_unchanged(m, X, before)
+        else:
+            if what == "remove":
+                a.remove([4, 40])
+            np.testing.assert_array_equal(a.sample_ids_, m.sample_ids_)
+            tol = 1e-8 * max(1.0, float(np.max(np.abs(a.coef_))))
+            if params["loss"] != "squared":
+                tol += float(np.max(a.grad_norm_)) + float(np.max(m.grad_norm_))
+            assert np.max(np.abs(a.coef_ - m.coef_)) <= tol
+            assert np.max(np.abs(a.intercept_ - m.intercept_)) <= tol
+
+
 @pytest.fixture
 def plain_client():
     yield from _cluster(n_workers=2)
@@ -225,3 +383,43 @@ def test_lazy_bounds_on_worker_processes(plain_client, cancer3):
             np.testing.assert_allclose(hi, hi_np, rtol=0, atol=scale)
             # the retrained model (NumPy: within its certificate of the exact refit) inside
             assert np.all(lo - gap <= z) and np.all(z <= hi + gap)
+
+
+# ------------------------------------------------------------- save/load refusals, written once
+def test_dask_state_refusals_are_those_of_every_dask_state(breast_cancer, tmp_path):
+    """The mixin's refusals (ValueError naming the cluster / the file) and saved shapes are
+    exactly those of the logistic and hinge Dask states, and ``save`` of a Dask-fitted model
+    on breast cancer is refused with the model (coefficients, decisions) unchanged."""
+    from deltafit.models._dask_hinge import DaskHingeState
+    from deltafit.models._dask_newton import DaskNewtonState
+    from deltafit.models._dask_state import DaskStateRefusals
+    from deltafit.models._state import ModelState
+
+    class Probe(DaskStateRefusals, ModelState):
+        pass
+
+    def refusal(fn, *args, **kw):
+        with pytest.raises(ValueError) as err:
+            fn(*args, **kw)
+        return str(err.value)
+
+    probe = Probe.__new__(Probe)
+    mine = (refusal(probe.to_arrays, keep=True),
+            refusal(Probe.from_arrays, {}, {}, y=None, capacity=1), Probe.saved_shapes(5, 7))
+    assert "Dask cluster is not saved" in mine[0] and "cannot be loaded" in mine[1]
+    assert mine[2] == {"state_beta": (7,)}
+    for cls in (DaskNewtonState, DaskHingeState):
+        st = cls.__new__(cls)
+        assert (refusal(st.to_arrays, keep=True),
+                refusal(cls.from_arrays, {}, {}, y=None, capacity=1),
+                cls.saved_shapes(5, 7)) == mine, cls.__name__
+    X, y = breast_cancer
+    with dask.config.set(scheduler="threads"):
+        for loss in ("logistic", "hinge"):
+            m = df.LinearClassifier(loss=loss, C=0.5).fit(*(
+                da.from_array(X, chunks=(150, -1)), da.from_array(y, chunks=150)))
+            coef, z = full_coef(m).copy(), m.decision_function(X).copy()
+            with pytest.raises(ValueError, match="Dask"):
+                df.save(m, tmp_path / f"{loss}.npz")
+            np.testing.assert_array_equal(full_coef(m), coef)
+            np.testing.assert_array_equal(m.decision_function(X), z)

@@ -185,7 +185,9 @@ def dask_cross_validation(estimator, X, y, *, cv=None, groups=None, method="auto
       (``method="bounds"``), k folds
       by joint warm re-solves of every fold (``method="refit"``); ``"auto"`` picks them
       (:mod:`._dask_smooth_cv`);
-    * the hinge loss is refused (not differentiable: no Dask fit).
+    * the hinge loss is refused: its Dask fit is a decomposition method on the dual
+      (:mod:`deltafit.models._dask_hinge`), and the joint fold re-solves and left-out balls
+      above are Newton solves and bounds of a differentiable loss.
 
     The result's per-sample arrays (``y_true``, ``y_pred``, ``decision``, ``fold``,
     ``test_index``: row order) are lazy dask arrays; ``fold_scores`` is computed for k folds
@@ -206,9 +208,10 @@ def dask_cross_validation(estimator, X, y, *, cv=None, groups=None, method="auto
     smooth = isinstance(estimator, LinearClassifier) and loss in ("logistic", "squared_hinge")
     if linear and loss == "hinge":
         raise ValueError(
-            "dask input cannot be cross-validated with loss='hinge' (not differentiable: no "
-            "Dask fit); use loss='squared_hinge' or 'logistic' on the cluster, or compute X "
-            "to a NumPy array for the hinge loss")
+            "dask input cannot be cross-validated with loss='hinge' (the Dask fold re-solves "
+            "are Newton solves of a differentiable loss; the hinge's Dask fit is a dual "
+            "decomposition method); use loss='squared_hinge' or 'logistic' on the cluster, "
+            "or compute X to a NumPy array for the hinge loss")
     if not smooth and method not in ("auto", "closed_form"):
         raise ValueError(f"dask input with the squared loss is cross-validated by "
                          f"method='closed_form' (or 'auto'), got method={method!r}")

@@ -89,6 +89,7 @@ from ..solvers import (_EPS, HingeResult, _box_violation, _hinge_loop, _SubFeatu
                        ConvergenceWarning)
 from ._dask_newton import PassSpec, _Chunk, _CHUNK_BYTES
 from ..losses import Loss
+from ._dask_state import DaskStateRefusals
 from ._state import ModelState
 
 __all__ = ["DaskHingeState", "HingePasses", "hinge_share", "hinge_shares", "SmoothedHinge",
@@ -531,7 +532,7 @@ def solve_passes(passes, work, featurize, *, tol, max_iter, start=None, n_sample
     return res, work
 
 
-class DaskHingeState(ModelState):
+class DaskHingeState(DaskStateRefusals, ModelState):
     """β of a hinge model whose rows live on a Dask cluster (see the module docstring).
 
     Attributes
@@ -670,15 +671,3 @@ class DaskHingeState(ModelState):
         raise ValueError("this model's rows live on a Dask cluster: the exact gradient and "
                          "Hessian are not formed on the client (grad_norm_ certifies the "
                          "solution; use the sensitivity sphere)")
-
-    def to_arrays(self, keep):
-        raise ValueError("a model whose rows live on a Dask cluster is not saved (its rows "
-                         "are not in the file): compute X and fit on NumPy arrays to save")
-
-    @classmethod
-    def saved_shapes(cls, n, p):
-        return {"state_beta": (p,)}
-
-    @classmethod
-    def from_arrays(cls, arrays, opts, *, y, capacity, max_rank=64, result=None):
-        raise ValueError("a Dask-backed model cannot be loaded from a file")

@@ -41,6 +41,7 @@ from scipy import linalg
 
 from ..solvers import SolverResult
 from ._chord_newton import REFRESH_RATIO, Curvature, _Secants, curvature_switches
+from ._dask_state import DaskStateRefusals
 from ._state import ModelState
 
 __all__ = ["PassSpec", "DaskPasses", "dask_newton", "dask_chord", "DaskNewtonState",
@@ -517,7 +518,7 @@ def _part_w(out):
 
 
 # --------------------------------------------------------------------------- the state
-class DaskNewtonState(ModelState):
+class DaskNewtonState(DaskStateRefusals, ModelState):
     """β of a logistic / squared-hinge model whose rows live on a Dask cluster, re-solved
     after each change by :func:`dask_chord` (see the module docstring).
 
@@ -627,15 +628,3 @@ class DaskNewtonState(ModelState):
 
     def take(self, keep, capacity):
         pass
-
-    def to_arrays(self, keep):
-        raise ValueError("a model whose rows live on a Dask cluster is not saved (its rows "
-                         "are not in the file): compute X and fit on NumPy arrays to save")
-
-    @classmethod
-    def saved_shapes(cls, n, p):
-        return {"state_beta": (p,)}
-
-    @classmethod
-    def from_arrays(cls, arrays, opts, *, y, capacity, max_rank=64, result=None):
-        raise ValueError("a Dask-backed model cannot be loaded from a file")
