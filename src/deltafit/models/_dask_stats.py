@@ -94,9 +94,11 @@ class BlockProblem:
         return y
 
     def rows(self, x):
-        """A validated float64 block of rows."""
+        """A validated float64 block of rows, C-contiguous and aligned (a block received on a
+        worker inside a graph may start at an address that is no multiple of 8, which sends
+        NumPy to its unaligned loops in every later pass: then it is copied once here)."""
         try:
-            x = np.ascontiguousarray(x, dtype=np.float64)
+            x = np.require(x, dtype=np.float64, requirements=["C", "A"])
         except (TypeError, ValueError) as exc:
             raise ValueError(f"X must be numeric: {exc}") from exc
         if x.ndim != 2 or x.shape[1] != self.n_features:
