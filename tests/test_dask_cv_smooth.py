@@ -209,6 +209,32 @@ def test_loo_multiclass_digits_equals_numpy(digits358):
     assert np.all(lo[decided][np.arange(top.size), top] > others.max(1))
 
 
+def test_weighted_multiclass_kfold_and_weighted_loo_equal_numpy(digits358, breast_cancer):
+    """Sample weights (some 0) through the K-class joint fold re-solves and the binary
+    leave-one-out: decisions, labels, fold scores and refits as the NumPy path's."""
+    X, y = digits358
+    w = np.random.default_rng(6).uniform(0.0, 2.0, X.shape[0])
+    w[:10] = 0.0
+    est = df.LinearClassifier(loss="logistic", C=0.5)
+    cv = KFold(3, shuffle=True, random_state=2)
+    ref = cross_validate(est, X, y, cv=cv, method="refit", sample_weight=w)
+    got = cross_validate(est, *chunked(X, y, rows=150), cv=cv,
+                         sample_weight=da.from_array(w, chunks=150))
+    o = row_order(ref)
+    assert np.max(np.abs(got.decision.compute() - ref.decision[o])) <= DEC_TOL
+    np.testing.assert_array_equal(got.y_pred.compute(), ref.y_pred[o])
+    np.testing.assert_allclose(got.fold_scores, ref.fold_scores, rtol=0, atol=0)
+
+    Xb, yb = breast_cancer
+    wb = np.random.default_rng(7).uniform(0.5, 2.0, Xb.shape[0])
+    ref = loo(est, Xb, yb, method="bounds", sample_weight=wb)
+    got = loo(est, *chunked(Xb, yb, rows=100), sample_weight=da.from_array(wb, chunks=100))
+    np.testing.assert_array_equal(got.y_pred.compute(), ref.y_pred)
+    assert got.n_refits == ref.n_refits
+    lo, hi = got.lower.compute(), got.upper.compute()
+    assert np.all(lo <= hi)
+
+
 def test_loo_multiclass_four_classes_refits_exact():
     """K = 4, small n: left-out labels the bounds leave undecided are refit (candidate classes
     only); every exact left-out decision lies in the bounds; labels as the NumPy path's."""
