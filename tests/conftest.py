@@ -51,20 +51,6 @@ def _single_threaded_blas():
 def process_client(request):
     """A Dask ``LocalCluster`` of two worker processes of one thread, per test module (spawned
     workers: the module's functions travel to them by value)."""
-    distributed = pytest.importorskip("distributed")
-    import cloudpickle
+    from dask_helpers import process_clients
 
-    cloudpickle.register_pickle_by_value(request.module)
-    try:
-        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                           dashboard_address=None, silence_logs=40)
-    except Exception as exc:  # pragma: no cover - the environment forbids processes
-        cloudpickle.unregister_pickle_by_value(request.module)
-        pytest.skip(f"no process cluster here: {exc}")
-    client = distributed.Client(cluster, set_as_default=False)
-    try:
-        yield client
-    finally:
-        client.close()
-        cluster.close()
-        cloudpickle.unregister_pickle_by_value(request.module)
+    yield from process_clients(request.module)

@@ -22,7 +22,7 @@ da = pytest.importorskip("dask.array")
 
 TOL = 1e-10
 
-__all__ = ["TOL", "_threads", "chunked", "full_coef", "class_coefs", "live", "gradient",
+__all__ = ["TOL", "_threads", "process_clients", "chunked", "full_coef", "class_coefs", "live", "gradient",
            "objective", "class_gradient", "assert_newton_same", "assert_hinge_same",
            "assert_classes_same"]
 
@@ -131,3 +131,33 @@ def assert_classes_same(a, b, X, y):
         g = np.linalg.norm(class_gradient(b, k, X, y))
         assert abs(g - gb) <= 1e-10 + 1e-9 * np.linalg.norm(class_coefs(b)[k])
     np.testing.assert_array_equal(a.sample_ids_, b.sample_ids_)
+
+
+def process_clients(module, n_workers=2, config=None, silence_logs=40):
+    """Yield a client of a ``LocalCluster`` of ``n_workers`` worker processes of one thread
+    (spawned workers: ``module``'s functions travel to them by value, registered here unless
+    an enclosing cluster did), under the Dask ``config``; closed and unregistered after.
+    Skips the test where the environment forbids processes."""
+    distributed = pytest.importorskip("distributed")
+    import cloudpickle
+
+    ours = module.__name__ not in cloudpickle.list_registry_pickle_by_value()
+    if ours:
+        cloudpickle.register_pickle_by_value(module)
+    try:
+        with dask.config.set(config or {}):
+            cluster = distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1,
+                                               processes=True, dashboard_address=None,
+                                               silence_logs=silence_logs)
+    except Exception as exc:  # pragma: no cover - the environment forbids processes
+        if ours:
+            cloudpickle.unregister_pickle_by_value(module)
+        pytest.skip(f"no process cluster here: {exc}")
+    client = distributed.Client(cluster, set_as_default=False)
+    try:
+        yield client
+    finally:
+        client.close()
+        cluster.close()
+        if ours:
+            cloudpickle.unregister_pickle_by_value(module)

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import deltafit as df
-from dask_helpers import full_coef
+from dask_helpers import full_coef, process_clients
 
 dask = pytest.importorskip("dask")
 da = pytest.importorskip("dask.array")
@@ -43,31 +43,9 @@ def _cluster(allowed_failures=None, n_workers=3):
     worker.
     ``allowed_failures=0``: the scheduler gives up on a task the first time its worker dies
     (dask.distributed's ``KilledWorker``), the path where Dask does not recover."""
-    import cloudpickle
-
     cfg = {} if allowed_failures is None else {
         "distributed.scheduler.allowed-failures": allowed_failures}
-    module = sys.modules[__name__]
-    ours = module.__name__ not in cloudpickle.list_registry_pickle_by_value()  # nested fixtures
-    if ours:
-        cloudpickle.register_pickle_by_value(module)
-    try:
-        with dask.config.set(cfg):
-            cluster = distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1,
-                                               processes=True, dashboard_address=None,
-                                               silence_logs=50)
-    except Exception as exc:  # pragma: no cover - the environment forbids processes
-        if ours:
-            cloudpickle.unregister_pickle_by_value(module)
-        pytest.skip(f"no process cluster here: {exc}")
-    client = distributed.Client(cluster, set_as_default=False)
-    try:
-        yield client
-    finally:
-        client.close()
-        cluster.close()
-        if ours:
-            cloudpickle.unregister_pickle_by_value(module)
+    yield from process_clients(sys.modules[__name__], n_workers, cfg, silence_logs=50)
 
 
 @pytest.fixture

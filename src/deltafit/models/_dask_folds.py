@@ -145,12 +145,7 @@ def fit_smooth(estimator, X, y, sample_weight=None):
 
 # ------------------------------------------------------------------------------ block tasks
 def _rows_of(x, t, w, mods, spec):
-    x = np.asarray(x, dtype=np.float64)
-    k = x.shape[0]
-    t = mods.targets(np.asarray(t, dtype=np.float64))
-    wv = mods.weights(w, k)
-    cw = np.full(k, spec.C) if wv is None else spec.C * wv
-    return x, t, cw
+    return mods.rows(x, t, w, spec.C)
 
 
 def row_features(x, t, w, mods, spec):

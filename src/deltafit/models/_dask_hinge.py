@@ -234,11 +234,8 @@ def hinge_shares(x, t, w, mods, spec, first, requests, k):
     index whose one-vs-rest targets the problem has, ``t`` holding class indices).  Φ of each
     chunk of rows is formed once and multiplied by every problem's β and β_ref at once."""
     C = spec.C
-    x = np.asarray(x, dtype=np.float64)
+    x, t, cw0 = mods.rows(x, t, w, C)
     n = x.shape[0]
-    t = mods.targets(np.asarray(t, dtype=np.float64))
-    wv = mods.weights(w, n)
-    cw0 = np.full(n, C) if wv is None else C * wv
     q = x.shape[1]
     cols, acc = [], []
     for code, ref, beta, wids, v in requests:

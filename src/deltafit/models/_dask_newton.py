@@ -175,11 +175,8 @@ def block_share(x, t, w, mods, spec, beta, g0=False, value=True, hessian=False, 
     ``(base, step)``, J's data term at ``base + s · step`` for ``s`` in :data:`LADDER`
     (β unused)."""
     loss, C = spec.loss, spec.C
-    x = np.asarray(x, dtype=np.float64)
+    x, t, cw = mods.rows(x, t, w, C)
     k = x.shape[0]
-    t = mods.targets(np.asarray(t, dtype=np.float64))
-    wv = mods.weights(w, k)
-    cw = np.full(k, C) if wv is None else C * wv
     p = beta.shape[0]
     G = np.zeros((p, 2 if g0 else 1))
     H = np.zeros((p, p)) if hessian else None

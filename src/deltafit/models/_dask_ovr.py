@@ -72,11 +72,8 @@ def ovr_block_share(x, t, w, mods, spec, requests):
     and ``t`` the rows' class indices.  The scores of every class are one product Φ B and
     the gradients one product Φᵀ D, a chunk of rows at a time."""
     C = spec.C
-    x = np.asarray(x, dtype=np.float64)
+    x, t, cw = mods.rows(x, t, w, C)
     n = x.shape[0]
-    t = mods.targets(np.asarray(t, dtype=np.float64))
-    wv = mods.weights(w, n)
-    cw = np.full(n, C) if wv is None else C * wv
     cols, first = [], []
     for _, beta, want in requests:
         first.append(len(cols))

@@ -88,6 +88,15 @@ class BlockMods:
         t[self.t_at] = self.t_val
         return t
 
+    def rows(self, x, t, w, C):
+        """A block task's rows: ``x`` as float64, the current targets and ``C w`` (0 at the
+        removed rows)."""
+        x = np.asarray(x, dtype=np.float64)
+        k = x.shape[0]
+        wv = self.weights(w, k)
+        return (x, self.targets(np.asarray(t, dtype=np.float64)),
+                np.full(k, float(C)) if wv is None else C * wv)
+
     def weights(self, w, k):
         """The block's current weights, 0 at removed rows (None: every row live, weight 1)."""
         if w is None and self.w_at is None and self.live is None:
