@@ -151,7 +151,7 @@ def _coded(change, k, n_classes=None):
     return dataclasses.replace(
         change, ledger=CodedLedger(change.ledger, k, n_classes), t_add=code(change.t_add),
         relabel_t=code(change.relabel_t), remove_t=code(change.remove_t),
-        relabel_t_old=code(change.relabel_t_old))
+        relabel_t_old=code(change.relabel_t_old), reweight_t=code(change.reweight_t))
 
 
 @dataclasses.dataclass
