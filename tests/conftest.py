@@ -1,3 +1,5 @@
+import os
+
 import numpy as np
 import pytest
 
@@ -54,3 +56,19 @@ def process_client(request):
     from dask_helpers import process_clients
 
     yield from process_clients(request.module)
+
+
+def pytest_addoption(parser):
+    parser.addoption("--run-slow", action="store_true", default=False,
+                     help="also run the tests marked slow (CI=true does too)")
+
+
+def pytest_collection_modifyitems(config, items):
+    """The daily loop skips the tests marked ``slow``; CI (``CI=true``) and ``--run-slow`` run
+    every test."""
+    if config.getoption("--run-slow") or os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        return
+    skip = pytest.mark.skip(reason="slow: run with --run-slow (CI runs it)")
+    for item in items:
+        if item.get_closest_marker("slow") is not None:
+            item.add_marker(skip)
