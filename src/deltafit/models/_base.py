@@ -1029,7 +1029,9 @@ class UpdatableMixin:
         """Write the fitted model to ``path`` (npz + JSON, no pickle); see :func:`deltafit.load`."""
         from ._persistence import save
 
-        save(self, path)
+        # under the lock (after an update in progress: the file holds a committed model); one
+        # line, as in _locked
+        with self._lock(): save(self, path)  # noqa: E701
 
     # -------------------------------------------------------------- queries
     @property
