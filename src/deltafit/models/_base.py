@@ -13,6 +13,7 @@ next, and the ledger is changed last; a ValueError anywhere leaves the model exa
 
 from __future__ import annotations
 
+import functools
 import threading
 from dataclasses import dataclass
 
@@ -154,6 +155,69 @@ class UpdatePlan:
         return self.relabel_slots is not None
 
 
+class _Guard:
+    """A model's lock and write counter: what makes its reads safe during its updates.
+
+    Writes (:meth:`write`, under ``lock``) make ``seq`` odd before changing the model and even
+    (larger) after.  :meth:`read` runs a read without the lock and keeps its result when
+    ``seq`` was even before it and the same after it: no write overlapped it, so it saw the
+    model between two updates.  Otherwise (or when the lock-free attempt raised) the read runs
+    again under the lock, after the update in progress.  Reads of one model therefore run
+    concurrently with each other and wait only for an update that overlaps them.
+
+    Interrupts: an interrupt landing anywhere in :meth:`write` may leave ``seq`` odd (never
+    even while a write is under way); an odd ``seq`` only sends reads to the lock, and the
+    next write makes it even again.  The lock itself is taken and released by a one-line
+    ``with`` (:meth:`UpdatableMixin._locked`, and the locked read here).
+    """
+
+    __slots__ = ("lock", "seq", "owner")
+
+    def __init__(self):
+        self.lock = threading.RLock()
+        self.seq = 0  # odd while a write may be under way
+        self.owner = None  # the thread of the write under way (its nested writes pass)
+
+    def write(self, fn, args, kwargs):
+        """``fn(*args, **kwargs)`` with ``seq`` odd meanwhile (the caller holds ``lock``)."""
+        me = threading.get_ident()
+        if self.owner == me:  # nested in this thread's own write: the outer one counts
+            return fn(*args, **kwargs)
+        self.seq |= 1
+        self.owner = me
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            self.owner = None
+            self.seq = (self.seq | 1) + 1
+
+    def read(self, fn):
+        """``fn()``, as it reads the model between two writes (see the class docstring)."""
+        seq = self.seq
+        if not seq & 1:
+            try:
+                out = fn()
+            except Exception:  # noqa: BLE001 - perhaps a torn read: again under the lock
+                pass
+            else:
+                if self.seq == seq:
+                    return out
+        with self.lock: return fn()  # noqa: E701 - one line: see UpdatableMixin._locked
+
+
+def guarded_read(prop):
+    """Decorator of a model's read-only property: it reads the model as it is between two
+    updates, never half updated (:meth:`_Guard.read`); an unfitted model reads without it."""
+
+    @functools.wraps(prop)
+    def read(self):
+        if not self._is_fitted():
+            return prop(self)  # raises AttributeError, or reads what needs no fit
+        return self._read(lambda: prop(self))
+
+    return read
+
+
 class UpdatableMixin:
     """Fit / update protocol shared by the four deltafit estimators.
 
@@ -241,12 +305,38 @@ class UpdatableMixin:
         return self._fitted("intercept_scaling")
 
     # ------------------------------------------------------------ thread safety
+    # Writers (fits, updates) hold the model's lock (an RLock) for the whole transaction and
+    # bump ``_Guard.seq`` to odd before changing anything, to even after.  Readers run without
+    # the lock and keep their result when ``seq`` was even and unchanged across the read (no
+    # write overlapped it); otherwise they read again under the lock.  The lock is taken and
+    # released only by a one-line ``with lock: return ...`` statement (see ``_locked``).
+    def _guard(self):
+        """The model's :class:`_Guard` (its lock and write counter), made on first use."""
+        guard = self.__dict__.get("_update_lock")
+        if guard is None:  # dict.setdefault is atomic: racing threads all get the first one
+            guard = self.__dict__.setdefault("_update_lock", _Guard())
+        return guard
+
     def _lock(self):
         """The lock that serialises this model's fits and updates (made on first use)."""
-        lock = self.__dict__.get("_update_lock")
-        if lock is None:  # dict.setdefault is atomic: racing threads all get the first lock
-            lock = self.__dict__.setdefault("_update_lock", threading.RLock())
-        return lock
+        return self._guard().lock
+
+    def _locked(self, fn, /, *args, **kwargs):
+        """``fn(*args, **kwargs)`` as a write: under the model's lock, with the write counter
+        odd meanwhile (reads that overlap it read again under the lock)."""
+        guard = self._guard()
+        # One line, on purpose: ``with`` acquires in C (BEFORE_WITH) and the instruction after
+        # it is inside the block's exception range, so no interrupt can land between acquiring
+        # and being protected; its release (``__exit__``, C) runs on the same line as the
+        # body's return, so no line event (where a tracing interrupt lands) separates them
+        # either.  A ``with`` over two lines has one: the exit is traced on the ``with`` line,
+        # outside the protected range, and an interrupt there would leave the lock held.
+        with guard.lock: return guard.write(fn, args, kwargs)  # noqa: E701
+
+    def _read(self, fn):
+        """``fn()`` as a read: the model before or after any concurrent update, never half
+        updated (see :meth:`_Guard.read`)."""
+        return self._guard().read(fn)
 
     def __getstate__(self):
         state = super().__getstate__()
@@ -449,12 +539,7 @@ class UpdatableMixin:
     def _fit(self, X, y, classes=None, sample_weight=None):
         # a failed (re)fit leaves a fitted model as it was: fitting only creates new objects,
         # so restoring the attribute dictionary is enough
-        lock = self._lock()
-        lock.acquire()
-        try:
-            return self._fit_locked(X, y, classes, sample_weight)
-        finally:  # try/finally, not ``with``: an interrupt cannot slip between body and release
-            lock.release()
+        return self._locked(self._fit_locked, X, y, classes, sample_weight)
 
     def _fit_locked(self, X, y, classes, sample_weight=None):
         with atomic(self):
@@ -670,12 +755,7 @@ class UpdatableMixin:
         check_is_fitted(self, "_ledger")
         # dask rows, labels, ids or weights of an update are the size of the change: gathered
         change = {k: gathered(v) for k, v in change.items()}
-        lock = self._lock()
-        lock.acquire()
-        try:
-            return self._update_locked(**change)
-        finally:
-            lock.release()
+        return self._locked(self._update_locked, **change)
 
     def _update_locked(self, X_add=None, y_add=None, remove_ids=None, X_remove=None,
                        y_remove=None, relabel_ids=None, y_relabel=None, X_relabel=None,
@@ -949,10 +1029,13 @@ class UpdatableMixin:
         """Write the fitted model to ``path`` (npz + JSON, no pickle); see :func:`deltafit.load`."""
         from ._persistence import save
 
-        save(self, path)
+        # under the lock (after an update in progress: the file holds a committed model); one
+        # line, as in _locked
+        with self._lock(): save(self, path)  # noqa: E701
 
     # -------------------------------------------------------------- queries
     @property
+    @guarded_read
     def sample_ids_(self):
         """Ids of the training samples the model currently represents, in increasing order."""
         if not self._is_fitted():
@@ -960,6 +1043,7 @@ class UpdatableMixin:
         return self._ledger.sample_ids()
 
     @property
+    @guarded_read
     def sample_weight_(self):
         """Weights of the training samples, in the order of ``sample_ids_`` (1 unless given
         to :meth:`fit`, :meth:`add` or :meth:`reweight`)."""
@@ -969,6 +1053,7 @@ class UpdatableMixin:
         return led.w[led.active_slots()].copy()
 
     @property
+    @guarded_read
     def problem_(self):
         """:class:`~deltafit.models.FittedProblem`: read-only view of the fitted problem
         (features or kernel, targets, loss, C, solution, gradient, Hessian) for code that
@@ -980,6 +1065,7 @@ class UpdatableMixin:
         return FittedProblem(self)
 
     @property
+    @guarded_read
     def n_samples_(self):
         """Number of training samples the model currently represents."""
         if not self._is_fitted():
@@ -1005,6 +1091,7 @@ class UpdatableMixin:
         return self._decode_y(z)
 
     @property
+    @guarded_read
     def n_iter_(self):
         """Newton iterations of the last (re-)solve (hinge: coordinate-descent sweeps plus
         proximal active-set steps, see :func:`deltafit.solvers.hinge_primal`); 1 for the closed
@@ -1014,6 +1101,7 @@ class UpdatableMixin:
         return 1 if res is None else res.n_iter
 
     @property
+    @guarded_read
     def grad_norm_(self):
         """‖∇J‖₂ in model space (RKHS norm for kernel models) at the current solution; it
         certifies ``‖β − β*‖ ≤ grad_norm_`` by 1-strong convexity (Okumura et al., "Quick sensitivity analysis for incremental data modification and its
@@ -1045,10 +1133,11 @@ class UpdatableMixin:
     def _decision(self, X):
         check_is_fitted(self, "_ledger")
         if is_dask(X):
-            return self._decision_dask(X)
+            return self._read(lambda: self._decision_dask(X))
         self._check_dense(X, fitting=False)
         X = validate_data(self, X, dtype=np.float64, reset=False, accept_sparse="csr")
-        return self._decision_checked(self._model_format(X))
+        X = self._model_format(X)
+        return self._read(lambda: self._decision_checked(X))
 
     def _decision_dask(self, X):
         """Lazy decisions on a dask X (the linear models; see their ``decision_function``)."""

@@ -9,7 +9,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_int, check_real
 from ..kernels import kernel_matrix, validate_kernel
-from ._base import ClassifierOutputMixin, RegressorTags, UpdatableMixin
+from ._base import ClassifierOutputMixin, RegressorTags, UpdatableMixin, guarded_read
 from ._ledger import Ledger
 from ._state import DataChange
 
@@ -120,6 +120,7 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
 
     # ------------------------------------------------------------ attributes
     @property
+    @guarded_read
     def dual_coef_(self):
         """α of the training samples (the expansion ``β = Σ α_i Φ(x_i)``), in the order of
         ``sample_ids_``.  For ``loss="hinge"`` these are ``y_i α_i`` with α_i ∈ [0, C] the SVM
@@ -140,12 +141,14 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
         return float(self._spec["gamma"])
 
     @property
+    @guarded_read
     def X_fit_(self):
         """Training rows, in the order of ``sample_ids_``."""
         check_is_fitted(self, "_state")
         return self._ledger.X[self._ledger.active_slots()].copy()
 
     @property
+    @guarded_read
     def intercept_(self):
         """``intercept_scaling² · Σ α_i`` (the regularised constant feature's contribution)."""
         check_is_fitted(self, "_state")

@@ -772,7 +772,15 @@ class Ledger:
         return slots[np.argsort(ids, kind="stable")]
 
     def sample_ids(self):
-        return np.sort(self.ids[self.active])
+        """The live ids, increasing (a new array).
+
+        Never ``ids[active]``: NumPy's boolean indexing counts the mask's true entries, sizes
+        its result, then fills it with the GIL released, so that a mask that another thread
+        changes in between writes past the result (heap corruption: reads of ``sample_ids_``
+        during an update aborted the interpreter).  ``np.flatnonzero`` checks its count (a
+        RuntimeError at worst), and indexing by that new index array is bounds-checked.
+        """
+        return np.sort(self.ids[np.flatnonzero(self.active)])
 
     def slots_of(self, ids, what="ids"):
         """Slots of ``ids``; ValueError for unknown, repeated or non-integer ids."""

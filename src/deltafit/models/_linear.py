@@ -13,7 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._transaction import atomic
 from .._validation import check_bool
 from ..kernels import resolve_feature_map
-from ._base import ClassifierOutputMixin, RegressorTags, UpdatableMixin
+from ._base import ClassifierOutputMixin, RegressorTags, UpdatableMixin, guarded_read
 from ._exact_squared import Rows
 from ._ledger import DEFAULT_SCHEME, KEY_BYTES, Ledger, SortedDigests
 from ._multiclass import one_vs_rest_state
@@ -205,14 +205,12 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         """``fit`` on dask collections (a transaction under the model's lock, as ``fit``).
         With ``fold`` (each row's fold, 0..n_folds-1) the same pass also sums each fold's
         statistics (kept in ``_dask_folds`` for the closed-form cross-validation)."""
-        lock = self._lock()
-        lock.acquire()
-        try:
-            with atomic(self):
-                self._fit_dask_locked(X, y, sample_weight, fold, n_folds)
-                self._bump_version()
-        finally:
-            lock.release()
+        return self._locked(self._fit_dask_atomic, X, y, sample_weight, fold, n_folds)
+
+    def _fit_dask_atomic(self, X, y, sample_weight, fold, n_folds):
+        with atomic(self):
+            self._fit_dask_locked(X, y, sample_weight, fold, n_folds)
+            self._bump_version()
         return self
 
     def _fit_dask_locked(self, X, y, sample_weight, fold=None, n_folds=0):
@@ -623,12 +621,14 @@ class LinearClassifier(ClassifierOutputMixin, ClassifierMixin, _LinearModel):
     _losses = ("squared", "logistic", "squared_hinge", "hinge")
 
     @property
+    @guarded_read
     def coef_(self):
         check_is_fitted(self, "_state")
         c = self._coef_vector
         return c.T.copy() if c.ndim == 2 else c[None, :].copy()
 
     @property
+    @guarded_read
     def dual_coef_(self):
         """``y_i α_i`` of the training samples, in the order of ``sample_ids_`` (``loss="hinge"``
         only): α_i ∈ [0, C] are the SVM dual variables, 0 outside the margin, C for margin
@@ -654,6 +654,7 @@ class LinearClassifier(ClassifierOutputMixin, ClassifierMixin, _LinearModel):
         return t * st.dual[slots] + 0.0  # no negative zeros
 
     @property
+    @guarded_read
     def intercept_(self):
         check_is_fitted(self, "_state")
         return np.atleast_1d(np.array(self._intercept_value, dtype=np.float64))
@@ -701,12 +702,14 @@ class LinearRegressor(RegressorTags, RegressorMixin, _LinearModel):
     """
 
     @property
+    @guarded_read
     def coef_(self):
         check_is_fitted(self, "_state")
         c = self._coef_vector
         return c.T.copy() if c.ndim == 2 else c.copy()
 
     @property
+    @guarded_read
     def intercept_(self):
         check_is_fitted(self, "_state")
         return self._intercept_value

@@ -437,7 +437,8 @@ def _snapshot(est):
     out, root = {}, type(est).__name__
     seen = {id(est): root}
     for key, value in vars(est).items():
-        _walk(value, f"{root}.{key}", out, seen)
+        if key != "_update_lock":  # the thread guard (lock, write counter): not model state
+            _walk(value, f"{root}.{key}", out, seen)
     return out
 
 
