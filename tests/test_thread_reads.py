@@ -111,6 +111,7 @@ def _run(*args, timeout=600):
 
 # Before the fix each of these aborted or failed in 6 of 6 runs (dense) and 3 of 3 (sparse):
 # a large ledger and three readers keep a boolean-indexing window open most of the time.
+@pytest.mark.slow
 @pytest.mark.parametrize("kind,n,k,rounds", [("dense", 200_000, 20_000, 40),
                                              ("sparse", 50_000, 5_000, 30)])
 def test_reads_during_updates_neither_crash_nor_see_half_updates(kind, n, k, rounds):
