@@ -60,6 +60,9 @@ __all__ = ["KernelExactRegion", "LinearExactRegion", "exact_region"]
 
 _EPS = np.finfo(np.float64).eps
 _REFINE_STEPS = 5
+# Above this spread of diag(H₂) the linear what-if also certifies its answer in the scaled norm
+# ‖diag(H₂)^{-1/2}·‖ (see LinearExactRegion): features of very different sizes (raw units).
+_SPREAD = 4.0
 
 
 def exact_region(sens):
@@ -99,6 +102,49 @@ def _key(*parts):
 
 
 # ------------------------------------------------------------------------ linear models
+_CHUNK = 4096
+
+
+def _stored_gradient(prob, beta, M1, C1):
+    """A componentwise bound ``|∇J₁(β₁)| + (its rounding)`` of the stored solution's gradient
+    (a vector of shape (p,)), or None where it cannot be computed here (rows on a cluster).
+
+    With the rows: ``∇J₁ = β + 2C Φᵀ(w∘(Φβ − t))`` summed in chunks, its rounding at most
+    ``γ (|β| + 2C |Φ|ᵀ(w∘(2|Φ||β| + 2|t|)))``; without: ``(M₁β − b₁)/ρ`` from the exact
+    statistics (:meth:`~deltafit.models.FittedProblem.gradient`), its rounding at most
+    ``γ (2|M₁||β| + ρ|g|)/ρ`` (``|b₁| ≤ |M₁||β| + ρ|g|``).  Kept per model version."""
+    def compute():
+        try:
+            if prob.keeps_rows and not getattr(prob, "rows_on_cluster", False):
+                A = np.asarray(prob.live)
+                t = np.asarray(prob.targets, dtype=np.float64)[A]
+                w = prob.sample_weights(A)
+                rows = prob.rows
+                g = np.zeros_like(beta)
+                r = np.zeros_like(beta)
+                ab = np.abs(beta)
+                for i in range(0, A.size, _CHUNK):
+                    P = np.asarray(rows[A[i:i + _CHUNK]], dtype=np.float64)
+                    ti = t[i:i + _CHUNK]
+                    wi = 1.0 if w is None else w[i:i + _CHUNK]
+                    g += P.T @ (wi * (P @ beta - ti))
+                    aP = np.abs(P)
+                    r += aP.T @ (wi * (2.0 * (aP @ ab) + 2.0 * np.abs(ti)))
+                g = beta + 2.0 * C1 * g
+                gam = 2.0 * (A.size + beta.size + 8) * _EPS
+                out = np.abs(g) + gam * (ab + 2.0 * C1 * r)
+            else:
+                g = np.asarray(prob.gradient(), dtype=np.float64).reshape(-1)
+                rho = 0.5 / C1
+                gam = 2.0 * (beta.size + 8) * _EPS
+                out = np.abs(g) + gam * (2.0 * (np.abs(M1) @ np.abs(beta)) + rho * np.abs(g)) / rho
+        except (AttributeError, ValueError, TypeError):
+            return None
+        return out if out.shape == beta.shape and np.all(np.isfinite(out)) else None
+
+    return prob.cached(("whatif_stored_gradient",), compute)
+
+
 class _LinearFactor:
     """``M₂ = M₁ + (ρ₂ − ρ₁) I + Φ_Jᵀ D Φ_J`` and a solver for it (Woodbury on the tracked
     ``M₁⁻¹``, or a Cholesky factorisation), plus the matrix-vector product from the exact
@@ -162,6 +208,101 @@ class _LinearFactor:
         if self.PJ.shape[0]:
             out += self.PJ.T @ (self.dJ * (self.PJ @ x))
         return out
+
+    def residual(self, x, f, gamma):
+        """``(e, u)``: ``e = fl(M₂x − f)`` from the exact statistics and a componentwise bound
+        ``|e − (M₂x − f)| ≤ u`` of its rounding, ``γ (|M₁||x| + |shift||x| + |Φ_J|ᵀ|D||Φ_J||x|
+        + |f|)`` (each entry a dot product of at most ``p + k + 2`` terms)."""
+        e = self.matvec(x) - f
+        return e, gamma * (self.abs_matvec(x) + np.abs(f))
+
+    def abs_matvec(self, x):
+        """``(|M₁| + |shift| I + |Φ_J|ᵀ|D||Φ_J|) |x|``, entrywise absolute values (≥ |M₂||x|)."""
+        ax = np.abs(x)
+        if getattr(self, "_absM1", None) is None:
+            self._absM1 = np.abs(self.M1)
+        u = self._absM1 @ ax + abs(self.shift) * ax
+        if self.PJ.shape[0]:
+            aP = np.abs(self.PJ)
+            u += aP.T @ (np.abs(self.dJ) * (aP @ ax))
+        return u
+
+    def scaled_floor(self, C2):
+        """``(s, λ)``: the diagonal scaling ``s = diag(H₂)^{-1/2}`` (each ``≤ 1``) and a
+        certified ``λ > 0`` with ``S H₂ S ⪰ λ I`` (``H₂ = 2C₂ M₂``, ``S = diag(s)``), or None
+        when the diagonal of H₂ is nearly uniform (the scaling gains nothing) or the
+        verification fails.  Computed once per factor (shared by the classes of a model).
+
+        ``λ`` is verified, not estimated: a Cholesky factorisation of ``fl(A) − (μ + c) I``,
+        ``A = S H₂ S``, that runs to completion in floating point proves
+        ``fl(A) ⪰ μ I`` when ``c`` covers its rounding (Rump, "Verification of positive
+        definiteness", BIT 46 (2006), Theorem 2.3 / Corollary 2.4: ``c ≥ γ_{p+1}/(1 − γ_{p+1})
+        tr(A)`` plus the rounding of the shifted diagonal); the rounding of forming ``fl(A)``
+        from the statistics, bounded entrywise and taken in the Frobenius norm, is subtracted.
+        ``μ`` is 0.9 times the Rayleigh quotient after a few steps of inverse iteration with
+        :meth:`solve` (O(p²) each), halved (up to seven times) while the verification fails.
+        Cost O(k·p² + p³/3) per factorisation tried."""
+        box = getattr(self, "_floor", None)
+        if box is not None and box[0] == C2:
+            return box[1]
+        out = self._scaled_floor(C2)
+        self._floor = (C2, out)
+        return out
+
+    def _scaled_floor(self, C2):
+        p, PJ, dJ = self.p, self.PJ, self.dJ
+        twoC = 2.0 * C2
+        M2 = self.M1.copy()
+        M2.flat[:: p + 1] += self.shift
+        if PJ.shape[0]:
+            M2 += (PJ.T * dJ) @ PJ
+        h = twoC * np.diagonal(M2)
+        if not np.all(np.isfinite(M2)) or not np.all(h > 0.0):
+            return None
+        if h.max() <= _SPREAD * max(h.min(), 1.0):
+            return None
+        s = 1.0 / np.sqrt(np.maximum(h, 1.0))  # H₂ ⪰ I: diag(H₂) ≥ 1, so s ≤ 1
+        A = (twoC * s[:, None]) * M2 * s[None, :]
+        A = 0.5 * (A + A.T)
+        # rounding of fl(A) against S H₂ S from the statistics: the sums of M₂ (at most k + 2
+        # terms per entry), then three products and the symmetrisation
+        k = PJ.shape[0]
+        absM = np.abs(self.M1)
+        absM.flat[:: p + 1] += abs(self.shift)
+        if k:
+            aP = np.abs(PJ)
+            absM += (aP.T * np.abs(dJ)) @ aP
+        form = 2.0 * (k + 8) * _EPS * float(np.linalg.norm((twoC * s[:, None]) * absM * s[None, :]))
+        # a Rayleigh quotient of A near its smallest eigenvalue (inverse iteration)
+        v = np.random.default_rng(0).standard_normal(p)
+        mu = None
+        for _ in range(6):
+            # A⁻¹v = S⁻¹ M₂⁻¹ S⁻¹ v / (2C₂), normalised below
+            w = np.asarray(self.solve(v / s), dtype=np.float64).reshape(-1) / s
+            if not np.all(np.isfinite(w)) or not w.any():
+                return None
+            v = w / np.linalg.norm(w)
+            mu = float(v @ (A @ v))
+        if mu is None or not (mu > 0.0):
+            return None
+        n = p + 1
+        g = n * _EPS / (1.0 - n * _EPS)
+        c = 2.0 * (g / (1.0 - g) * float(np.trace(A)) + 4.0 * _EPS * float(np.max(np.diagonal(A))) +
+                   4.0 * (2.0 * n + float(np.max(np.diagonal(A)))) * np.finfo(np.float64).tiny)
+        mu = 0.9 * mu  # the Rayleigh quotient is ≥ λ_min(A): start just below it
+        for _ in range(8):
+            lam = mu - form
+            if lam <= 0.0:
+                return None
+            B = A.copy()
+            B.flat[:: p + 1] -= mu + c
+            try:
+                linalg.cholesky(B, lower=True, check_finite=False)
+            except linalg.LinAlgError:
+                mu *= 0.5
+                continue
+            return s, lam
+        return None
 
     def solve(self, v):
         if self.kind == "cholesky":
@@ -251,25 +392,57 @@ class LinearExactRegion:
         self.step = x
         self.solver = factor.kind
         self._factor = factor
-        norms = np.sqrt(np.einsum("ij,ij->i", Phi, Phi))
-        bn = float(np.linalg.norm(beta1))
-        # rounding of the residual M₂x − f, of f (Δg from the scores z_j), of x's product
-        round_e = gamma * (factor.norm * float(np.linalg.norm(x)) + abs(shift) * bn +
-                           0.5 * float(np.sum(np.abs(c) * norms)) +
-                           2.0 * float(np.sum((w + w0) * norms * norms)) * bn +
-                           float(np.linalg.norm(f)))
+        # the residual of the answer from the exact statistics, with a componentwise bound on
+        # its rounding and on that of f (Δg from the scores z_j = φ_jᵀβ₁: |δz_j| ≤ γ|φ_j|ᵀ|β₁|,
+        # c_j = Σ ±2w(z_j − t) over the entry's old and new sample)
+        e, u = factor.residual(x, f, gamma)
+        if slots.size:
+            aPhi = np.abs(Phi)
+            zb = aPhi @ np.abs(beta1)
+            t0 = np.nan_to_num(np.abs(sens._y0[slots]))
+            t1 = np.nan_to_num(np.abs(sens._y[slots]))
+            uc = np.abs(c) + 2.0 * (w + w0) * (2.0 * zb + t0 + t1)
+            u = u + gamma * (aPhi.T @ uc)
+        u = u + gamma * abs(shift) * np.abs(beta1)
+        en, un = float(np.linalg.norm(e)), float(np.linalg.norm(u))
+        eps1 = (C2 / C1) * sens._eps
         kappa = factor.norm / rho2  # ≥ cond(H₂): H₂ = 2C₂ M₂ ⪰ I
-        self.tol = float((C2 / C1) * sens._eps + 2.0 * C2 * (en + round_e) +
+        self.tol = float(eps1 + 2.0 * C2 * (en + un) * (1.0 + 4.0 * p * _EPS) +
                          4.0 * (p + 1) * _EPS * kappa * float(np.linalg.norm(self.coef)))
+        # the same in the scaled norm (features of very different sizes): with S = diag(s),
+        # S H₂ S ⪰ λI, |φᵀ(β̂₂ − β₂*)| ≤ ‖Sφ‖ ‖S⁻¹(β̂₂ − β₂*)‖ ≤ ‖Sφ‖ ‖S ∇J₂(β̂₂)‖ / λ, and a
+        # backward-stable refit (|δH_ij| ≤ γ_{p+1} √(H_ii H_jj), Demmel) moves by at most
+        # ‖Sφ‖ γ √p ‖S⁻¹β‖₁ / λ
+        self._scale = None
+        floor = factor.scaled_floor(C2)
+        if floor is not None:
+            sv, lam = floor
+            gs = float(np.linalg.norm(sv * (np.abs(e) + u)))
+            g1 = _stored_gradient(prob, beta1, factor.M1, C1)
+            if g1 is not None:  # the stored solution's own gradient, measured in this norm
+                eps1 = min(eps1, (C2 / C1) * float(np.linalg.norm(sv * g1)))
+            refit = 8.0 * (p + 1) * _EPS * 2.0 * C2 * float(
+                np.linalg.norm(sv * factor.abs_matvec(self.coef)))
+            tol_s = float((eps1 + 2.0 * C2 * gs + refit) / lam) * (1.0 + 4.0 * p * _EPS)
+            if math.isfinite(tol_s):
+                self._scale = (sv, tol_s)
 
     def center_decision(self, X):
         P = self._store.map(X)
         return P @ self.coef
 
+    def _half_widths(self, P):
+        e = np.sqrt(np.maximum(self._store.sq_norms(P), 0.0)) * self.tol
+        if self._scale is not None:
+            sv, tol_s = self._scale
+            Q = P * sv
+            e = np.minimum(e, np.sqrt(np.maximum(np.einsum("ij,ij->i", Q, Q), 0.0)) * tol_s)
+        return e
+
     def center_and_bounds(self, X):
         P = self._store.map(X)
         s = P @ self.coef
-        e = np.sqrt(np.maximum(self._store.sq_norms(P), 0.0)) * self.tol
+        e = self._half_widths(P)
         return s, s - e, s + e
 
     def decision_bounds(self, X):
@@ -280,7 +453,11 @@ class LinearExactRegion:
         return float(np.linalg.norm(self.step)) * (1.0 + 4.0 * self.step.size * _EPS) + self.tol
 
     def coef_bounds(self):
-        return self.coef - self.tol, self.coef + self.tol
+        e = np.full(self.coef.shape, self.tol)
+        if self._scale is not None:  # |β̂_j − β*_j| ≤ s_j τ_S
+            sv, tol_s = self._scale
+            e = np.minimum(e, sv * tol_s)
+        return self.coef - e, self.coef + e
 
 
 # ------------------------------------------------------------------------ kernel models
