@@ -443,19 +443,23 @@ class LinearExactRegion:
         en, un = float(np.linalg.norm(e)), float(np.linalg.norm(u))
         eps1 = (C2 / C1) * sens._eps
         kappa = factor.norm / rho2  # ≥ cond(H₂): H₂ = 2C₂ M₂ ⪰ I
-        self.tol = float(eps1 + 2.0 * C2 * (en + un) * (1.0 + 4.0 * p * _EPS) +
-                         4.0 * (p + 1) * _EPS * kappa * float(np.linalg.norm(self.coef)))
+        # three parts: the stored solution's gradient, this answer's residual, a refit's move
+        parts = (eps1, 2.0 * C2 * (en + un) * (1.0 + 4.0 * p * _EPS),
+                 4.0 * (p + 1) * _EPS * kappa * float(np.linalg.norm(self.coef)))
+        self._parts = np.array(parts, dtype=np.float64)
+        self.tol = float(sum(parts))
         # the same in the scaled norm (features of very different sizes): with S = diag(s),
         # S H₂ S ⪰ λI, |φᵀ(β̂₂ − β₂*)| ≤ ‖Sφ‖ ‖S⁻¹(β̂₂ − β₂*)‖ ≤ ‖Sφ‖ ‖S ∇J₂(β̂₂)‖ / λ; a refit
         # with backward error |δH| ≤ γ|H₂|, |δb| ≤ γ|b₂| moves by at most
-        # ‖Sφ‖ γ ‖S(|H₂||β| + |b₂|)‖ / λ ≤ ‖Sφ‖ 2γ ‖S |H₂||β|‖ / λ
+        # ‖Sφ‖ γ ‖S(|H₂||β| + |b₂|)‖ / λ ≤ ‖Sφ‖ 2γ ‖S |H₂||β|‖ / λ.  Each of the three parts
+        # takes the smaller of its two bounds at each query (triangle inequality).
         self._pending = (prob, beta1, e, u, eps1, C1, C2)
         self._scale_cache = None
 
     @property
     def _scale(self):
-        """``(s, τ_S)`` of the scaled certificate, or None; computed at the first query that
-        needs it (not for :meth:`distance_bound`)."""
+        """``(s, τ_S)`` of the scaled certificate (τ_S: its three parts), or None; computed at
+        the first query that needs it (not for :meth:`distance_bound`)."""
         if self._pending is not None:
             self._scale_cache = self._scaled_certificate(*self._pending)
             self._pending = None
@@ -475,8 +479,8 @@ class LinearExactRegion:
             # a refit refined to componentwise backward error γ|H| (Skeel)
             refit = 8.0 * (p + 1) * _EPS * 2.0 * C2 * float(
                 np.linalg.norm(sv * factor.abs_matvec(self.coef)))
-            tol_s = float((eps1 + 2.0 * C2 * gs + refit) / lam) * (1.0 + 4.0 * p * _EPS)
-        return (sv, tol_s) if math.isfinite(tol_s) else None
+            tol_s = np.array([eps1, 2.0 * C2 * gs, refit]) / lam * (1.0 + 4.0 * p * _EPS)
+        return (sv, tol_s) if np.all(np.isfinite(tol_s)) else None
 
     def __getstate__(self):
         # computed before the region travels (to the tasks of lazy dask bounds): once, here
@@ -488,12 +492,15 @@ class LinearExactRegion:
         return P @ self.coef
 
     def _half_widths(self, P):
-        e = np.sqrt(np.maximum(self._store.sq_norms(P), 0.0)) * self.tol
+        nE = np.sqrt(np.maximum(self._store.sq_norms(P), 0.0))
+        e = nE * self.tol
         scale = self._scale
         if scale is not None:
             sv, tol_s = scale
             Q = P * sv
-            e = np.minimum(e, np.sqrt(np.maximum(np.einsum("ij,ij->i", Q, Q), 0.0)) * tol_s)
+            nS = np.sqrt(np.maximum(np.einsum("ij,ij->i", Q, Q), 0.0))
+            mixed = sum(np.minimum(nE * a, nS * b) for a, b in zip(self._parts, tol_s))
+            e = np.minimum(e, mixed * (1.0 + 4.0 * _EPS))
         return e
 
     def center_and_bounds(self, X):
@@ -512,9 +519,10 @@ class LinearExactRegion:
     def coef_bounds(self):
         e = np.full(self.coef.shape, self.tol)
         scale = self._scale
-        if scale is not None:  # |β̂_j − β*_j| ≤ s_j τ_S
+        if scale is not None:  # |β̂_j − β*_j| ≤ s_j τ_S, part by part
             sv, tol_s = scale
-            e = np.minimum(e, sv * tol_s)
+            mixed = sum(np.minimum(a, sv * b) for a, b in zip(self._parts, tol_s))
+            e = np.minimum(e, mixed * (1.0 + 4.0 * _EPS))
         return self.coef - e, self.coef + e
 
 
