@@ -419,9 +419,10 @@ class PipelineSensitivity:
 
     Every method that takes rows (:meth:`add`, :meth:`remove`, :meth:`relabel`,
     :meth:`reweight`, :meth:`decision_bounds`, :meth:`tightness`, :meth:`predict_certain`)
-    passes them through the pipeline's frozen transformers first; everything else (``distance_bound``,
-    ``coef_bounds`` — in the transformed feature space —, ``undo``, ``reset``, ``sphere``, the
-    counts) is the final estimator's :class:`~deltafit.sensitivity.Sensitivity`'s.  The balls
+    passes them through the pipeline's frozen transformers first; everything else
+    (``distance_bound``, ``coef_bounds`` — in the transformed feature space —, ``undo``,
+    ``reset``, ``sphere``, the counts) is the final estimator's
+    :class:`~deltafit.sensitivity.Sensitivity`'s.  The balls
     returned by ``sphere()`` live in the transformed space: give them transformed rows
     (``transform``).
 
