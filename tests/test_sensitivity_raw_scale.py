@@ -225,3 +225,31 @@ def test_badly_scaled_random_problems_contain_the_refit(prob):
         _inside(lo, hi, f, "refit")
         clo, chi = s.coef_bounds()
         assert np.all((clo <= refit.coef_) & (refit.coef_ <= chi))
+
+
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "csr"])
+def test_raw_features_without_stored_rows(sparse):
+    # keep_data=False: the stored solution's gradient comes from the exact statistics
+    import scipy.sparse as sp
+
+    X, y = load_wine(return_X_y=True)
+    y = (y == 1).astype(int)
+    Xf = sp.csr_matrix(X) if sparse else X
+    m = df.LinearClassifier(keep_data=False).fit(Xf[:150], y[:150])
+    s = df.sensitivity(m)
+    rem = np.array([0, 4, 77])
+    s.remove(rem, X=Xf[rem], y=y[rem])
+    s.relabel([9], [1 - y[9]], X=Xf[[9]], y_old=y[[9]])
+    keep = np.setdiff1d(np.arange(150), rem)
+    y2 = y[:150].copy()
+    y2[9] = 1 - y2[9]
+    refit = df.LinearClassifier().fit(X[keep], y2[keep])
+    f = refit.decision_function(X)
+    ext = extended_decisions(m, X[keep], y2[keep], np.ones(keep.size), m.C, X)
+    lo, hi = s.decision_bounds(X)
+    _inside(lo, hi, f, "refit")
+    _inside(lo, hi, ext, "extended-precision optimum")
+    assert np.max(hi - lo) <= WIDTH * float(np.max(np.abs(f)))
+    labels, certain = s.predict_certain(X)
+    assert certain.all()
+    np.testing.assert_array_equal(labels, refit.predict(X))
