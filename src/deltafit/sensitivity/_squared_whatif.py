@@ -121,37 +121,46 @@ def _key(*parts):
 
 
 # ------------------------------------------------------------------------ linear models
-_CHUNK = 4096
+_CHUNK = 1024
+# The stored solution's gradient is summed in extended precision where the platform has it (x87
+# 80-bit: ε = 2⁻⁶⁴); where np.longdouble is float64 the bound below uses float64's ε instead.
+_LONG = np.longdouble
 
 
 def _stored_gradient(prob, beta, M1, C1):
     """A componentwise bound ``|∇J₁(β₁)| + (its rounding)`` of the stored solution's gradient
     (a vector of shape (p,)), or None where it cannot be computed here (rows on a cluster).
 
-    With the rows: ``∇J₁ = β + 2C Φᵀ(w∘(Φβ − t))`` summed in chunks, its rounding at most
-    ``γ (|β| + 2C |Φ|ᵀ(w∘(2|Φ||β| + 2|t|)))``; without: ``(M₁β − b₁)/ρ`` from the exact
+    With the rows: ``∇J₁ = β + 2C Φᵀ(w∘(Φβ − t))`` summed in chunks in ``np.longdouble``, its
+    rounding at most ``γ (|β| + 2C |Φ|ᵀ(w∘(2|Φ||β| + 2|t|)))`` with γ in that format's ε; without: ``(M₁β − b₁)/ρ`` from the exact
     statistics (:meth:`~deltafit.models.FittedProblem.gradient`), its rounding at most
     ``γ (2|M₁||β| + ρ|g|)/ρ`` (``|b₁| ≤ |M₁||β| + ρ|g|``).  Kept per model version."""
     def compute():
         try:
             if prob.keeps_rows and not getattr(prob, "rows_on_cluster", False):
                 A = np.asarray(prob.live)
-                t = np.asarray(prob.targets, dtype=np.float64)[A]
+                t = np.asarray(prob.targets, dtype=np.float64)[A].astype(_LONG)
                 w = prob.sample_weights(A)
+                w = None if w is None else w.astype(_LONG)
                 rows = prob.rows
-                g = np.zeros_like(beta)
+                bl = beta.astype(_LONG)
+                g = np.zeros(beta.shape, dtype=_LONG)
                 r = np.zeros_like(beta)
                 ab = np.abs(beta)
                 for i in range(0, A.size, _CHUNK):
                     P = np.asarray(rows[A[i:i + _CHUNK]], dtype=np.float64)
                     ti = t[i:i + _CHUNK]
                     wi = 1.0 if w is None else w[i:i + _CHUNK]
-                    g += P.T @ (wi * (P @ beta - ti))
+                    PL = P.astype(_LONG)
+                    g += PL.T @ (wi * (PL @ bl - ti))
                     aP = np.abs(P)
-                    r += aP.T @ (wi * (2.0 * (aP @ ab) + 2.0 * np.abs(ti)))
-                g = beta + 2.0 * C1 * g
-                gam = 2.0 * (A.size + beta.size + 8) * _EPS
-                out = np.abs(g) + gam * (ab + 2.0 * C1 * r)
+                    r += aP.T @ ((1.0 if w is None else w[i:i + _CHUNK].astype(np.float64)) *
+                                 (2.0 * (aP @ ab) + 2.0 * np.abs(ti.astype(np.float64))))
+                g = np.abs((bl + 2.0 * C1 * g).astype(np.float64))
+                # extended-precision sums: their rounding is γ in the long format's ε, and the
+                # float64 sums of the bound itself at most double it
+                gam = 4.0 * (A.size + beta.size + 8) * float(np.finfo(_LONG).eps)
+                out = g * (1.0 + 2.0 * _EPS) + gam * (ab + 2.0 * C1 * r)
             else:
                 g = np.asarray(prob.gradient(), dtype=np.float64).reshape(-1)
                 rho = 0.5 / C1
