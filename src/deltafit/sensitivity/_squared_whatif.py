@@ -52,10 +52,13 @@ Rump, "Verification of positive definiteness", BIT 46 (2006)),
 where ``S ∇J₂(β̂₂)`` is bounded by the computed residual plus its componentwise rounding, the
 stored solution's own gradient measured the same way, and the move of a refit refined to a
 componentwise backward error ``γ|H₂|`` (Skeel, "Iterative refinement implies numerical stability
-for Gaussian elimination", Math. Comp. 35 (1980)), ``2γ ‖S |H₂| |β̂₂|‖``.  At each query
-each of these three parts takes the smaller of its Euclidean and scaled bounds, so an
-interval is never wider than the Euclidean one; on raw features (digits with pixels 0–160,
-wine) it is 1e-8–3e-7 of the largest decision value wide instead of 1e-2.
+for Gaussian elimination", Math. Comp. 35 (1980)), ``2γ ‖S |H₂| |β̂₂|‖``.  Coordinates that
+H₂ decouples exactly (a feature that is 0 in every sample of the changed data but not in a
+query row) are bounded on their own, ``|g_j| / H₂_jj``, not through λ.  At each query each of
+these three parts takes the smaller of its Euclidean and scaled bounds, so an interval is
+never wider than the Euclidean one; on raw features (digits restricted to 6 classes with
+pixels 0–160, 0–1600 or 0–16000; wine) it is 2e-9–2e-8 of the largest decision value wide
+instead of 1e-2 to 1e4.
 
 Nothing here writes to the model: the inverse is read through
 :meth:`deltafit.models.FittedProblem.apply_inverse` / ``inverse_columns``, the statistics
@@ -261,9 +264,10 @@ class _LinearFactor:
         return u
 
     def scaled_floor(self, C2):
-        """``(s, λ)``: the diagonal scaling ``s = diag(H₂)^{-1/2}`` (each ``≤ 1``) and a
-        certified ``λ > 0`` with ``S H₂ S ⪰ λ I`` (``H₂ = 2C₂ M₂``, ``S = diag(s)``), or None
-        when the diagonal of H₂ is nearly uniform (the scaling gains nothing) or the
+        """``(s, λ, dec, h)``: the diagonal scaling ``s = diag(H₂)^{-1/2}`` (each ``≤ 1``), a
+        certified ``λ > 0`` with ``S H₂ S ⪰ λ I`` (``H₂ = 2C₂ M₂``, ``S = diag(s)``), the
+        coordinates ``dec`` that H₂ decouples (no off-diagonal entry) and lower bounds ``h`` of
+        ``diag(H₂)``; or None when the diagonal of H₂ is nearly uniform (the scaling gains nothing) or the
         verification fails.  Computed once per factor (shared by the classes of a model).
 
         ``λ`` is verified, not estimated: a Cholesky factorisation of ``fl(A) − (μ + c) I``,
@@ -343,7 +347,15 @@ class _LinearFactor:
             except linalg.LinAlgError:
                 mu *= 0.5
                 continue
-            return s, lam
+            # coordinates that H₂ decouples exactly: no off-diagonal entry in the stored M₁
+            # and 0 in every changed row (so also none in M₂, in exact arithmetic) — a feature
+            # that is 0 in every sample of the changed data; and lower bounds of diag(H₂)
+            off = self.M1 != 0.0
+            off.flat[:: p + 1] = False
+            dec = ~off.any(axis=1)
+            if PJ.shape[0]:
+                dec &= ~(PJ != 0.0).any(axis=0)
+            return s, lam, dec, np.maximum(h * (1.0 - 8.0 * _EPS), 1.0)
         return None
 
     def solve(self, v):
@@ -482,17 +494,29 @@ class LinearExactRegion:
         floor = factor.scaled_floor(C2)
         if floor is None:
             return None
-        sv, lam = floor
+        sv, lam, dec, h = floor
         g1 = _stored_gradient(prob, beta1, factor.M1, C1)
+        rest = ~dec
         with np.errstate(over="ignore", invalid="ignore"):
-            gs = float(np.linalg.norm(sv * (np.abs(e) + u)))
-            if g1 is not None:  # the stored solution's own gradient, in this norm
-                eps1 = min(eps1, (C2 / C1) * float(np.linalg.norm(sv * g1)))
-            # a refit refined to componentwise backward error γ|H| (Skeel)
-            refit = 8.0 * (p + 1) * _EPS * 2.0 * C2 * float(
-                np.linalg.norm(sv * factor.abs_matvec(self.coef)))
-            tol_s = np.array([eps1, 2.0 * C2 * gs, refit]) / lam * (1.0 + 4.0 * p * _EPS)
-        return (sv, tol_s) if np.all(np.isfinite(tol_s)) else None
+            # componentwise bounds of the three parts of ∇J₂(β̂₂) (and of a refit's move): the
+            # stored solution's gradient, the residual, a refit refined to a componentwise
+            # backward error γ|H₂| (Skeel)
+            G = [None if g1 is None else (C2 / C1) * g1,
+                 2.0 * C2 * (np.abs(e) + u),
+                 8.0 * (p + 1) * _EPS * 2.0 * C2 * factor.abs_matvec(self.coef)]
+            wdec, tol_s = np.empty((3, int(dec.sum()))), np.empty(3)
+            for i, Gi in enumerate(G):
+                if Gi is None:  # only ‖·‖ ≤ ε₁ known: ‖Sφ‖ ≤ ‖S_Rφ_R‖ + Σ_dec s_j |φ_j|
+                    tol_s[i] = eps1 / lam
+                    wdec[i] = sv[dec] * tol_s[i]
+                else:  # decoupled coordinates exactly, the rest through λ
+                    tol_s[i] = float(np.linalg.norm(sv[rest] * Gi[rest])) / lam
+                    wdec[i] = Gi[dec] / h[dec]
+            grow = 1.0 + 4.0 * p * _EPS
+            tol_s, wdec = tol_s * grow, wdec * grow
+        if not (np.all(np.isfinite(tol_s)) and np.all(np.isfinite(wdec))):
+            return None
+        return sv, tol_s, dec, wdec
 
     def __getstate__(self):
         # computed before the region travels (to the tasks of lazy dask bounds): once, here
@@ -508,10 +532,16 @@ class LinearExactRegion:
         e = nE * self.tol
         scale = self._scale
         if scale is not None:
-            sv, tol_s = scale
+            sv, tol_s, dec, wdec = scale
             Q = P * sv
+            if dec.any():
+                Q[:, dec] = 0.0
+                aD = np.abs(P[:, dec]) @ wdec.T
+            else:
+                aD = np.zeros((P.shape[0], 3))
             nS = np.sqrt(np.maximum(np.einsum("ij,ij->i", Q, Q), 0.0))
-            mixed = sum(np.minimum(nE * a, nS * b) for a, b in zip(self._parts, tol_s))
+            mixed = sum(np.minimum(nE * self._parts[i], aD[:, i] + nS * tol_s[i])
+                        for i in range(3))
             e = np.minimum(e, mixed * (1.0 + 4.0 * _EPS))
         return e
 
@@ -531,9 +561,13 @@ class LinearExactRegion:
     def coef_bounds(self):
         e = np.full(self.coef.shape, self.tol)
         scale = self._scale
-        if scale is not None:  # |β̂_j − β*_j| ≤ s_j τ_S, part by part
-            sv, tol_s = scale
-            mixed = sum(np.minimum(a, sv * b) for a, b in zip(self._parts, tol_s))
+        if scale is not None:  # |β̂_j − β*_j| ≤ s_j τ_S (decoupled: G_j / H_jj), part by part
+            sv, tol_s, dec, wdec = scale
+            mixed = 0.0
+            for i in range(3):
+                b = sv * tol_s[i]
+                b[dec] = wdec[i]
+                mixed = mixed + np.minimum(self._parts[i], b)
             e = np.minimum(e, mixed * (1.0 + 4.0 * _EPS))
         return self.coef - e, self.coef + e
 
