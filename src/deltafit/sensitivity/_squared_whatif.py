@@ -135,8 +135,9 @@ def _stored_gradient(prob, beta, M1, C1):
     (a vector of shape (p,)), or None where it cannot be computed here (rows on a cluster).
 
     With the rows: ``∇J₁ = β + 2C Φᵀ(w∘(Φβ − t))`` summed in chunks in ``np.longdouble``, its
-    rounding at most ``γ (|β| + 2C |Φ|ᵀ(w∘(2|Φ||β| + 2|t|)))`` with γ in that format's ε; without: ``(M₁β − b₁)/ρ`` from the exact
-    statistics (:meth:`~deltafit.models.FittedProblem.gradient`), its rounding at most
+    rounding at most ``γ (|β| + 2C |Φ|ᵀ(w∘(2|Φ||β| + 2|t|)))`` with γ in that format's ε;
+    without: ``(M₁β − b₁)/ρ`` from the exact statistics
+    (:meth:`~deltafit.models.FittedProblem.gradient`), its rounding at most
     ``γ (2|M₁||β| + ρ|g|)/ρ`` (``|b₁| ≤ |M₁||β| + ρ|g|``).  Kept per model version."""
     def compute():
         try:
@@ -267,8 +268,8 @@ class _LinearFactor:
         """``(s, λ, dec, h)``: the diagonal scaling ``s = diag(H₂)^{-1/2}`` (each ``≤ 1``), a
         certified ``λ > 0`` with ``S H₂ S ⪰ λ I`` (``H₂ = 2C₂ M₂``, ``S = diag(s)``), the
         coordinates ``dec`` that H₂ decouples (no off-diagonal entry) and lower bounds ``h`` of
-        ``diag(H₂)``; or None when the diagonal of H₂ is nearly uniform (the scaling gains nothing) or the
-        verification fails.  Computed once per factor (shared by the classes of a model).
+        ``diag(H₂)``; or None when the diagonal of H₂ is nearly uniform (the scaling gains
+        nothing) or the verification fails.  Computed once per factor (shared by the classes of a model).
 
         ``λ`` is verified, not estimated: a Cholesky factorisation of ``fl(A) − (μ + c) I``,
         ``A = S H₂ S``, that runs to completion in floating point proves
