@@ -269,7 +269,8 @@ class _LinearFactor:
         certified ``λ > 0`` with ``S H₂ S ⪰ λ I`` (``H₂ = 2C₂ M₂``, ``S = diag(s)``), the
         coordinates ``dec`` that H₂ decouples (no off-diagonal entry) and lower bounds ``h`` of
         ``diag(H₂)``; or None when the diagonal of H₂ is nearly uniform (the scaling gains
-        nothing) or the verification fails.  Computed once per factor (shared by the classes of a model).
+        nothing) or the verification fails.  Computed once per factor (shared by the classes of
+        a model).
 
         ``λ`` is verified, not estimated: a Cholesky factorisation of ``fl(A) − (μ + c) I``,
         ``A = S H₂ S``, that runs to completion in floating point proves
