@@ -35,12 +35,25 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
+import scipy.sparse as sp
 
 from .._validation import check_ids, check_rows
 from ..solvers import _check_sample_weight
 from . import _ball, _dask_rows
 from ._changes import changes_for
 from ._model_access import certified_residual, check_model, fitted_C, n_classes
+
+
+def _rows_at(a, mask):
+    """The rows of ``a`` (array-like or SciPy sparse matrix; None passes through) where
+    ``mask`` holds; anything that is not 2-D (or 1-D for targets) is passed on unchanged for
+    the model's own checks to name."""
+    if a is None:
+        return None
+    if sp.issparse(a):
+        return a[np.flatnonzero(mask)]
+    arr = np.asarray(a)
+    return arr[mask] if arr.ndim in (1, 2) and arr.shape[0] == mask.size else a
 
 __all__ = ["METHODS", "Sensitivity", "resolve_method"]
 
@@ -560,8 +573,8 @@ class Sensitivity:
             if not any_hyp:
                 idx = self._model_entries(ids, X, y, "remove")
             elif not hyp.all():
-                sub = lambda a: None if a is None else np.asarray(a)[~hyp]  # noqa: E731
-                idx[~hyp] = self._model_entries(ids[~hyp], sub(X), sub(y), "remove")
+                idx[~hyp] = self._model_entries(ids[~hyp], _rows_at(X, ~hyp),
+                                                _rows_at(y, ~hyp), "remove")
             yi = self._y[idx]
             gone = yi != yi
             if gone.any():
@@ -621,7 +634,7 @@ class Sensitivity:
         if np.any(hyp):
             idx[hyp] = [self._lookup()[i] for i in ids[hyp].tolist()]
         if np.any(~hyp):
-            rows = None if X is None else np.asarray(X)[~hyp] if np.ndim(X) == 2 else X
+            rows = _rows_at(X, ~hyp)
             old = None if y is None else np.atleast_1d(np.asarray(y))[~hyp]
             idx[~hyp] = self._model_entries(ids[~hyp], rows, old, verb)
         return idx

@@ -35,10 +35,30 @@ stored factorisation:
 Every answer is then refined against the exact statistics (iterative refinement: primal
 ``M₂ x = f`` from ``ΦᵀWΦ + ρI``, kernel the gradient of ``J₂`` from the stored kernel matrix,
 O(n²)) and certified: J₂ is 1-strongly convex, so ``‖β̂₂ − β₂*‖ ≤ ‖∇J₂(β̂₂)‖``; the computed
-gradient's own rounding is bounded and added, and so is ``4 (N + 1) ε κ ‖β̂₂‖`` (κ a bound on
-the condition number of H₂, N the system's size), the error a backward-stable refit of the
-same data may make — so a refit lies in the reported interval too.  The intervals are
-``center ± ‖Φ(x)‖ τ`` with τ that sum: at rounding level.
+gradient's own rounding is bounded (componentwise for linear models) and added, and so is
+``4 (N + 1) ε κ ‖β̂₂‖`` (κ a bound on the condition number of H₂, N the system's size), the
+error a backward-stable refit of the same data may make — so a refit lies in the reported
+interval too.  The intervals are ``center ± ‖Φ(x)‖ τ`` with τ that sum: at rounding level.
+
+A linear model whose features have very different sizes (raw units: ``diag(H₂)`` spread over
+more than a factor 4) has a κ of 1e8 or more, and the Euclidean τ above then spans 1e-2 of the
+decision values although the answer is accurate to 1e-14.  Its certificate follows the problem
+actually solved instead, in the scaled norm ``‖S⁻¹·‖``, ``S = diag(H₂)^{-1/2}``: with a verified
+``λ`` such that ``S H₂ S ⪰ λ I`` (a shifted Cholesky factorisation that runs to completion,
+Rump, "Verification of positive definiteness", BIT 46 (2006)),
+
+    |φᵀ(β̂₂ − β₂*)| ≤ ‖Sφ‖ ‖S ∇J₂(β̂₂)‖ / λ,
+
+where ``S ∇J₂(β̂₂)`` is bounded by the computed residual plus its componentwise rounding, the
+stored solution's own gradient measured the same way, and the move of a refit refined to a
+componentwise backward error ``γ|H₂|`` (Skeel, "Iterative refinement implies numerical stability
+for Gaussian elimination", Math. Comp. 35 (1980)), ``2γ ‖S |H₂| |β̂₂|‖``.  Coordinates that
+H₂ decouples exactly (a feature that is 0 in every sample of the changed data but not in a
+query row) are bounded on their own, ``|g_j| / H₂_jj``, not through λ.  At each query each of
+these three parts takes the smaller of its Euclidean and scaled bounds, so an interval is
+never wider than the Euclidean one; on raw features (digits restricted to 6 classes with
+pixels 0–160, 0–1600 or 0–16000; wine) it is 2e-9–2e-8 of the largest decision value wide
+instead of 1e-2 to 1e4.
 
 Nothing here writes to the model: the inverse is read through
 :meth:`deltafit.models.FittedProblem.apply_inverse` / ``inverse_columns``, the statistics
@@ -60,6 +80,11 @@ __all__ = ["KernelExactRegion", "LinearExactRegion", "exact_region"]
 
 _EPS = np.finfo(np.float64).eps
 _REFINE_STEPS = 5
+# Above this spread of diag(H₂) the linear what-if also certifies its answer in the scaled norm
+# ‖diag(H₂)^{-1/2}·‖ (see LinearExactRegion): features of very different sizes (raw units) ...
+_SPREAD = 4.0
+# ... when p is at most this (its verification factorises a p × p matrix, O(p³))
+_SCALED_MAX_P = 2000
 
 
 def exact_region(sens):
@@ -99,6 +124,64 @@ def _key(*parts):
 
 
 # ------------------------------------------------------------------------ linear models
+_CHUNK = 1024
+# The stored solution's gradient is summed in extended precision where the platform has it (x87
+# 80-bit: ε = 2⁻⁶⁴); where np.longdouble is float64 the bound below uses float64's ε instead.
+_LONG = np.longdouble
+
+
+def _stored_gradient(prob, beta, M1, C1):
+    """A componentwise bound ``|∇J₁(β₁)| + (its rounding)`` of the stored solution's gradient
+    (a vector of shape (p,)), or None where it cannot be computed here (rows on a cluster).
+
+    With the rows: ``∇J₁ = β + 2C Φᵀ(w∘(Φβ − t))`` summed in chunks in ``np.longdouble``, its
+    rounding at most ``γ (|β| + 2C |Φ|ᵀ(w∘(2|Φ||β| + 2|t|)))`` with γ in that format's ε;
+    without: ``(M₁β − b₁)/ρ`` from the exact statistics
+    (:meth:`~deltafit.models.FittedProblem.gradient`), its rounding at most
+    ``γ (2|M₁||β| + ρ|g|)/ρ`` (``|b₁| ≤ |M₁||β| + ρ|g|``).  Kept per model version."""
+    def compute():
+        try:
+            if prob.keeps_rows and not getattr(prob, "rows_on_cluster", False):
+                A = np.asarray(prob.live)
+                t = np.asarray(prob.targets, dtype=np.float64)[A].astype(_LONG)
+                w = prob.sample_weights(A)
+                w = None if w is None else w.astype(_LONG)
+                rows = prob.rows
+                bl = beta.astype(_LONG)
+                g = np.zeros(beta.shape, dtype=_LONG)
+                r = np.zeros_like(beta)
+                ab = np.abs(beta)
+                for i in range(0, A.size, _CHUNK):
+                    P = np.asarray(rows[A[i:i + _CHUNK]], dtype=np.float64)
+                    ti = t[i:i + _CHUNK]
+                    wi = 1.0 if w is None else w[i:i + _CHUNK]
+                    PL = P.astype(_LONG)
+                    g += PL.T @ (wi * (PL @ bl - ti))
+                    aP = np.abs(P)
+                    r += aP.T @ ((1.0 if w is None else w[i:i + _CHUNK].astype(np.float64)) *
+                                 (2.0 * (aP @ ab) + 2.0 * np.abs(ti.astype(np.float64))))
+                g = np.abs((bl + 2.0 * C1 * g).astype(np.float64))
+                # extended-precision sums: their rounding is γ in the long format's ε, and the
+                # float64 sums of the bound itself at most double it
+                gam = 4.0 * (A.size + beta.size + 8) * float(np.finfo(_LONG).eps)
+                out = g * (1.0 + 2.0 * _EPS) + gam * (ab + 2.0 * C1 * r)
+            else:
+                g = np.asarray(prob.gradient(), dtype=np.float64).reshape(-1)
+                rho = 0.5 / C1
+                gam = 2.0 * (beta.size + 8) * _EPS
+                out = np.abs(g) + gam * (2.0 * (np.abs(M1) @ np.abs(beta)) +
+                                         rho * np.abs(g)) / rho
+        except (AttributeError, ValueError, TypeError):
+            return None
+        return out if out.shape == beta.shape and np.all(np.isfinite(out)) else None
+
+    def guarded():
+        with np.errstate(all="ignore"):
+            return compute()
+
+    return prob.cached(("whatif_stored_gradient",), guarded)
+
+
 class _LinearFactor:
     """``M₂ = M₁ + (ρ₂ − ρ₁) I + Φ_Jᵀ D Φ_J`` and a solver for it (Woodbury on the tracked
     ``M₁⁻¹``, or a Cholesky factorisation), plus the matrix-vector product from the exact
@@ -163,6 +246,120 @@ class _LinearFactor:
             out += self.PJ.T @ (self.dJ * (self.PJ @ x))
         return out
 
+    def residual(self, x, f, gamma):
+        """``(e, u)``: ``e = fl(M₂x − f)`` from the exact statistics and a componentwise bound
+        ``|e − (M₂x − f)| ≤ u`` of its rounding, ``γ (|M₁||x| + |shift||x| + |Φ_J|ᵀ|D||Φ_J||x|
+        + |f|)`` (each entry a dot product of at most ``p + k + 2`` terms)."""
+        e = self.matvec(x) - f
+        return e, gamma * (self.abs_matvec(x) + np.abs(f))
+
+    def abs_matvec(self, x):
+        """``(|M₁| + |shift| I + |Φ_J|ᵀ|D||Φ_J|) |x|``, entrywise absolute values (≥ |M₂||x|)."""
+        ax = np.abs(x)
+        if getattr(self, "_absM1", None) is None:
+            self._absM1 = np.abs(self.M1)
+        u = self._absM1 @ ax + abs(self.shift) * ax
+        if self.PJ.shape[0]:
+            aP = np.abs(self.PJ)
+            u += aP.T @ (np.abs(self.dJ) * (aP @ ax))
+        return u
+
+    def scaled_floor(self, C2):
+        """``(s, λ, dec, h)``: the diagonal scaling ``s = diag(H₂)^{-1/2}`` (each ``≤ 1``), a
+        certified ``λ > 0`` with ``S H₂ S ⪰ λ I`` (``H₂ = 2C₂ M₂``, ``S = diag(s)``), the
+        coordinates ``dec`` that H₂ decouples (no off-diagonal entry) and lower bounds ``h`` of
+        ``diag(H₂)``; or None when the diagonal of H₂ is nearly uniform (the scaling gains
+        nothing) or the verification fails.  Computed once per factor (shared by the classes of
+        a model).
+
+        ``λ`` is verified, not estimated: a Cholesky factorisation of ``fl(A) − (μ + c) I``,
+        ``A = S H₂ S``, that runs to completion in floating point proves
+        ``fl(A) ⪰ μ I`` when ``c`` covers its rounding (Rump, "Verification of positive
+        definiteness", BIT 46 (2006), Theorem 2.3 / Corollary 2.4: ``c ≥ γ_{p+1}/(1 − γ_{p+1})
+        tr(A)`` plus the rounding of the shifted diagonal); the rounding of forming ``fl(A)``
+        from the statistics, bounded entrywise and taken in the Frobenius norm, is subtracted.
+        ``μ`` is 0.9 times the Rayleigh quotient after a few steps of inverse iteration with
+        :meth:`solve` (O(p²) each), halved (up to seven times) while the verification fails.
+        Cost O(k·p² + p³/3) per factorisation tried."""
+        box = getattr(self, "_floor", None)
+        if box is not None and box[0] == C2:
+            return box[1]
+        out = None
+        if self.p <= _SCALED_MAX_P:
+            with np.errstate(all="ignore"):
+                out = self._scaled_floor(C2)
+        self._floor = (C2, out)
+        return out
+
+    def _scaled_floor(self, C2):
+        p, PJ, dJ = self.p, self.PJ, self.dJ
+        twoC = 2.0 * C2
+        M2 = self.M1.copy()
+        M2.flat[:: p + 1] += self.shift
+        if PJ.shape[0]:
+            M2 += (PJ.T * dJ) @ PJ
+        h = twoC * np.diagonal(M2)
+        if not np.all(np.isfinite(M2)) or not np.all(h > 0.0):
+            return None
+        if h.max() <= _SPREAD * max(h.min(), 1.0):
+            return None
+        s = 1.0 / np.sqrt(np.maximum(h, 1.0))  # H₂ ⪰ I: diag(H₂) ≥ 1, so s ≤ 1
+        A = (twoC * s[:, None]) * M2 * s[None, :]
+        A = 0.5 * (A + A.T)
+        if not np.all(np.isfinite(A)):
+            return None
+        # rounding of fl(A) against S H₂ S from the statistics: the sums of M₂ (at most k + 2
+        # terms per entry), then three products and the symmetrisation
+        k = PJ.shape[0]
+        absM = np.abs(self.M1)
+        absM.flat[:: p + 1] += abs(self.shift)
+        if k:
+            aP = np.abs(PJ)
+            absM += (aP.T * np.abs(dJ)) @ aP
+        form = 2.0 * (k + 8) * _EPS * float(
+            np.linalg.norm((twoC * s[:, None]) * absM * s[None, :]))
+        if not math.isfinite(form):
+            return None
+        # a Rayleigh quotient of A near its smallest eigenvalue (inverse iteration)
+        v = np.random.default_rng(0).standard_normal(p)
+        mu = None
+        for _ in range(6):
+            # A⁻¹v = S⁻¹ M₂⁻¹ S⁻¹ v / (2C₂), normalised below
+            w = np.asarray(self.solve(v / s), dtype=np.float64).reshape(-1) / s
+            if not np.all(np.isfinite(w)) or not w.any():
+                return None
+            v = w / np.linalg.norm(w)
+            mu = float(v @ (A @ v))
+        if mu is None or not (mu > 0.0):
+            return None
+        n = p + 1
+        g = n * _EPS / (1.0 - n * _EPS)
+        amax = float(np.max(np.diagonal(A)))
+        c = 2.0 * (g / (1.0 - g) * float(np.trace(A)) + 4.0 * _EPS * amax +
+                   4.0 * (2.0 * n + amax) * np.finfo(np.float64).tiny)
+        mu = 0.9 * mu  # the Rayleigh quotient is ≥ λ_min(A): start just below it
+        for _ in range(8):
+            lam = mu - form
+            if lam <= 0.0:
+                return None
+            B = A.copy()
+            B.flat[:: p + 1] -= mu + c
+            try:
+                linalg.cholesky(B, lower=True, check_finite=False)
+            except linalg.LinAlgError:
+                mu *= 0.5
+                continue
+            # coordinates that H₂ decouples exactly: no off-diagonal entry in the stored M₁
+            # and 0 in every changed row (so also none in M₂, in exact arithmetic) — a feature
+            # that is 0 in every sample of the changed data; and lower bounds of diag(H₂)
+            off = self.M1 != 0.0
+            off.flat[:: p + 1] = False
+            dec = ~off.any(axis=1)
+            if PJ.shape[0]:
+                dec &= ~(PJ != 0.0).any(axis=0)
+            return s, lam, dec, np.maximum(h * (1.0 - 8.0 * _EPS), 1.0)
+        return None
+
     def solve(self, v):
         if self.kind == "cholesky":
             return linalg.cho_solve(self._chol, v, check_finite=False)
@@ -221,6 +418,12 @@ class LinearExactRegion:
         Certified bound of ``‖β̂₂ − β₂*‖``.
     solver : str
         ``"woodbury"``, ``"inverse"`` (no weight changed) or ``"cholesky"``.
+
+    Notes
+    -----
+    On badly scaled features (see the module) the decision and coefficient bounds also use the
+    scaled certificate ``|φᵀ(β̂₂ − β₂*)| ≤ ‖Sφ‖ τ_S``, whichever is smaller, at O(k·p² + p³)
+    more once per change (p ≤ 2000; shared by the classes of a multiclass model).
     """
 
     kind = "exact"
@@ -251,25 +454,103 @@ class LinearExactRegion:
         self.step = x
         self.solver = factor.kind
         self._factor = factor
-        norms = np.sqrt(np.einsum("ij,ij->i", Phi, Phi))
-        bn = float(np.linalg.norm(beta1))
-        # rounding of the residual M₂x − f, of f (Δg from the scores z_j), of x's product
-        round_e = gamma * (factor.norm * float(np.linalg.norm(x)) + abs(shift) * bn +
-                           0.5 * float(np.sum(np.abs(c) * norms)) +
-                           2.0 * float(np.sum((w + w0) * norms * norms)) * bn +
-                           float(np.linalg.norm(f)))
+        # the residual of the answer from the exact statistics, with a componentwise bound on
+        # its rounding and on that of f (Δg from the scores z_j = φ_jᵀβ₁: |δz_j| ≤ γ|φ_j|ᵀ|β₁|,
+        # c_j = Σ ±2w(z_j − t) over the entry's old and new sample)
+        e, u = factor.residual(x, f, gamma)
+        if slots.size:
+            aPhi = np.abs(Phi)
+            zb = aPhi @ np.abs(beta1)
+            t0 = np.nan_to_num(np.abs(sens._y0[slots]))
+            t1 = np.nan_to_num(np.abs(sens._y[slots]))
+            uc = np.abs(c) + 2.0 * (w + w0) * (2.0 * zb + t0 + t1)
+            u = u + gamma * (aPhi.T @ uc)
+        u = u + gamma * abs(shift) * np.abs(beta1)
+        en, un = float(np.linalg.norm(e)), float(np.linalg.norm(u))
+        eps1 = (C2 / C1) * sens._eps
         kappa = factor.norm / rho2  # ≥ cond(H₂): H₂ = 2C₂ M₂ ⪰ I
-        self.tol = float((C2 / C1) * sens._eps + 2.0 * C2 * (en + round_e) +
-                         4.0 * (p + 1) * _EPS * kappa * float(np.linalg.norm(self.coef)))
+        # three parts: the stored solution's gradient, this answer's residual, a refit's move
+        parts = (eps1, 2.0 * C2 * (en + un) * (1.0 + 4.0 * p * _EPS),
+                 4.0 * (p + 1) * _EPS * kappa * float(np.linalg.norm(self.coef)))
+        self._parts = np.array(parts, dtype=np.float64)
+        self.tol = float(sum(parts))
+        # the same in the scaled norm (features of very different sizes): with S = diag(s),
+        # S H₂ S ⪰ λI, |φᵀ(β̂₂ − β₂*)| ≤ ‖Sφ‖ ‖S⁻¹(β̂₂ − β₂*)‖ ≤ ‖Sφ‖ ‖S ∇J₂(β̂₂)‖ / λ; a refit
+        # with backward error |δH| ≤ γ|H₂|, |δb| ≤ γ|b₂| moves by at most
+        # ‖Sφ‖ γ ‖S(|H₂||β| + |b₂|)‖ / λ ≤ ‖Sφ‖ 2γ ‖S |H₂||β|‖ / λ.  Each of the three parts
+        # takes the smaller of its two bounds at each query (triangle inequality).
+        self._pending = (prob, beta1, e, u, eps1, C1, C2)
+        self._scale_cache = None
+
+    @property
+    def _scale(self):
+        """``(s, τ_S)`` of the scaled certificate (τ_S: its three parts), or None; computed at
+        the first query that needs it (not for :meth:`distance_bound`)."""
+        if self._pending is not None:
+            self._scale_cache = self._scaled_certificate(*self._pending)
+            self._pending = None
+        return self._scale_cache
+
+    def _scaled_certificate(self, prob, beta1, e, u, eps1, C1, C2):
+        factor, p = self._factor, self.coef.size
+        floor = factor.scaled_floor(C2)
+        if floor is None:
+            return None
+        sv, lam, dec, h = floor
+        g1 = _stored_gradient(prob, beta1, factor.M1, C1)
+        rest = ~dec
+        with np.errstate(over="ignore", invalid="ignore"):
+            # componentwise bounds of the three parts of ∇J₂(β̂₂) (and of a refit's move): the
+            # stored solution's gradient, the residual, a refit refined to a componentwise
+            # backward error γ|H₂| (Skeel)
+            G = [None if g1 is None else (C2 / C1) * g1,
+                 2.0 * C2 * (np.abs(e) + u),
+                 8.0 * (p + 1) * _EPS * 2.0 * C2 * factor.abs_matvec(self.coef)]
+            wdec, tol_s = np.empty((3, int(dec.sum()))), np.empty(3)
+            for i, Gi in enumerate(G):
+                if Gi is None:  # only ‖·‖ ≤ ε₁ known: ‖Sφ‖ ≤ ‖S_Rφ_R‖ + Σ_dec s_j |φ_j|
+                    tol_s[i] = eps1 / lam
+                    wdec[i] = sv[dec] * tol_s[i]
+                else:  # decoupled coordinates exactly, the rest through λ
+                    tol_s[i] = float(np.linalg.norm(sv[rest] * Gi[rest])) / lam
+                    wdec[i] = Gi[dec] / h[dec]
+            grow = 1.0 + 4.0 * p * _EPS
+            tol_s, wdec = tol_s * grow, wdec * grow
+        if not (np.all(np.isfinite(tol_s)) and np.all(np.isfinite(wdec))):
+            return None
+        return sv, tol_s, dec, wdec
+
+    def __getstate__(self):
+        # computed before the region travels (to the tasks of lazy dask bounds): once, here
+        _ = self._scale
+        return self.__dict__.copy()
 
     def center_decision(self, X):
         P = self._store.map(X)
         return P @ self.coef
 
+    def _half_widths(self, P):
+        nE = np.sqrt(np.maximum(self._store.sq_norms(P), 0.0))
+        e = nE * self.tol
+        scale = self._scale
+        if scale is not None:
+            sv, tol_s, dec, wdec = scale
+            Q = P * sv
+            if dec.any():
+                Q[:, dec] = 0.0
+                aD = np.abs(P[:, dec]) @ wdec.T
+            else:
+                aD = np.zeros((P.shape[0], 3))
+            nS = np.sqrt(np.maximum(np.einsum("ij,ij->i", Q, Q), 0.0))
+            mixed = sum(np.minimum(nE * self._parts[i], aD[:, i] + nS * tol_s[i])
+                        for i in range(3))
+            e = np.minimum(e, mixed * (1.0 + 4.0 * _EPS))
+        return e
+
     def center_and_bounds(self, X):
         P = self._store.map(X)
         s = P @ self.coef
-        e = np.sqrt(np.maximum(self._store.sq_norms(P), 0.0)) * self.tol
+        e = self._half_widths(P)
         return s, s - e, s + e
 
     def decision_bounds(self, X):
@@ -280,7 +561,17 @@ class LinearExactRegion:
         return float(np.linalg.norm(self.step)) * (1.0 + 4.0 * self.step.size * _EPS) + self.tol
 
     def coef_bounds(self):
-        return self.coef - self.tol, self.coef + self.tol
+        e = np.full(self.coef.shape, self.tol)
+        scale = self._scale
+        if scale is not None:  # |β̂_j − β*_j| ≤ s_j τ_S (decoupled: G_j / H_jj), part by part
+            sv, tol_s, dec, wdec = scale
+            mixed = 0.0
+            for i in range(3):
+                b = sv * tol_s[i]
+                b[dec] = wdec[i]
+                mixed = mixed + np.minimum(self._parts[i], b)
+            e = np.minimum(e, mixed * (1.0 + 4.0 * _EPS))
+        return self.coef - e, self.coef + e
 
 
 # ------------------------------------------------------------------------ kernel models
