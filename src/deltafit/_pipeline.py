@@ -418,7 +418,7 @@ class PipelineSensitivity:
     """``deltafit.sensitivity(pipe)``: the what-if object of the final estimator, taking raw rows.
 
     Every method that takes rows (:meth:`add`, :meth:`remove`, :meth:`relabel`,
-    :meth:`decision_bounds`, :meth:`tightness`, :meth:`predict_certain`) passes them through
+    :meth:`reweight`, :meth:`decision_bounds`, :meth:`tightness`, :meth:`predict_certain`) passes them through
     the pipeline's frozen transformers first; everything else (``distance_bound``,
     ``coef_bounds`` — in the transformed feature space —, ``undo``, ``reset``, ``sphere``, the
     counts) is the final estimator's :class:`~deltafit.sensitivity.Sensitivity`'s.  The balls
@@ -440,9 +440,11 @@ class PipelineSensitivity:
     def _same(self, out):
         return self if out is self.sensitivity else out
 
-    def add(self, X, y):
-        """Hypothetically add samples (raw rows); returns their hypothetical ids."""
-        return self._same(self.sensitivity.add(self.transform(X), y))
+    def add(self, X, y, sample_weight=None):
+        """Hypothetically add samples (raw rows), optionally weighted as the final estimator's
+        what-if takes them; returns their hypothetical ids."""
+        return self._same(self.sensitivity.add(self.transform(X), y,
+                                               sample_weight=sample_weight))
 
     def remove(self, ids=None, *, X=None, y=None):
         """Hypothetically remove samples by id, or by raw rows (``keep_data=False``)."""
@@ -451,6 +453,11 @@ class PipelineSensitivity:
     def relabel(self, ids, y, *, X=None, y_old=None):
         """Hypothetically relabel samples (raw rows where the final estimator needs them)."""
         return self._same(self.sensitivity.relabel(ids, y, X=self.transform(X), y_old=y_old))
+
+    def reweight(self, ids, sample_weight, *, X=None, y=None):
+        """Hypothetically reweight samples (raw rows where the final estimator needs them)."""
+        return self._same(self.sensitivity.reweight(ids, sample_weight, X=self.transform(X),
+                                                    y=y))
 
     def decision_bounds(self, X):
         """Bounds on the retrained pipeline's ``decision_function`` at raw rows ``X``."""

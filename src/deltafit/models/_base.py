@@ -24,8 +24,8 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 
 from .._labels import BinaryLabels, ClassLabels, LabelMessages
 from .._transaction import atomic
-from .._validation import (SparseDataError, check_bool, check_dense, check_int,
-                           check_magnitude, check_real, check_rows, check_scale)
+from .._validation import (SparseDataError, check_bool, check_dense, check_feature_names,
+                           check_int, check_magnitude, check_real, check_rows, check_scale)
 from ..losses import get_loss
 from ._dask_input import any_dask, gathered, is_dask, map_labels
 from ._ledger import Ledger
@@ -430,13 +430,19 @@ class UpdatableMixin:
         plain refusal), or None when it takes it."""
         return ""
 
-    def _rows(self, X, what="X", owner="the model"):
-        """Validated rows of an update or query: ``check_rows``, sparse X accepted where the
-        fitted model takes it, converted to the format the model was fitted on."""
+    def _rows(self, X, what="X", owner=None):
+        """Validated rows of an update or query, checked as ``predict`` checks them: the column
+        names of a DataFrame against ``feature_names_in_`` first (scikit-learn's
+        ``validate_data(reset=False)``: other or reordered names are refused, a frame given to
+        a model fitted without names or an array to one fitted with them warns), then
+        ``check_rows`` (the width, finite values); sparse X accepted where the fitted model
+        takes it, converted to the format the model was fitted on."""
+        check_feature_names(self, X)
         sparse_ok = self._sparse_refusal(fitting=False) is None
         if sp.issparse(X) and not sparse_ok:
             self._check_dense(X, fitting=False)
-        rows = check_rows(X, self.n_features_in_, what, owner, sparse=sparse_ok)
+        rows = check_rows(X, self.n_features_in_, what, owner or type(self).__name__,
+                          sparse=sparse_ok)
         return self._model_format(rows)
 
     def _model_format(self, X):
@@ -687,7 +693,7 @@ class UpdatableMixin:
         if X_add is not None or y_add is not None:
             if X_add is None or y_add is None:
                 raise ValueError("adding samples needs both X and y")
-            Xa = self._rows(X_add, owner=type(self).__name__)
+            Xa = self._rows(X_add)
             ta = self._encode_y(y_add, what="y")
             if ta.shape[0] != Xa.shape[0]:
                 raise ValueError(f"X has {Xa.shape[0]} rows but y has {ta.shape[0]} labels")
@@ -717,7 +723,11 @@ class UpdatableMixin:
             if not self._keeps_rows():
                 rel_rows, rel_old = self._given_samples(rel_slots, X_relabel, y_relabel_old,
                                                         "relabel")
+            elif X_relabel is not None:  # not needed (the rows are kept), checked as predict
+                self._rows(X_relabel)     # would check them
         rw_rows = rw_t = None
+        if rw_slots is not None and self._keeps_rows() and X_reweight is not None:
+            self._rows(X_reweight)  # not needed (the rows are kept), checked as predict would
         if rw_slots is not None and not self._keeps_rows():
             rw_rows, rw_t = self._given_samples(rw_slots, X_reweight, y_reweight, "reweight")
             if rel_slots is not None:  # the targets after this update's relabels
@@ -1045,6 +1055,7 @@ class UpdatableMixin:
     def _decision(self, X):
         check_is_fitted(self, "_ledger")
         if is_dask(X):
+            check_feature_names(self, X)  # a dask DataFrame's columns, as a pandas frame's
             return self._decision_dask(X)
         self._check_dense(X, fitting=False)
         X = validate_data(self, X, dtype=np.float64, reset=False, accept_sparse="csr")

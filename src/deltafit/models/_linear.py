@@ -11,7 +11,7 @@ from sklearn.base import ClassifierMixin, RegressorMixin, BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from .._transaction import atomic
-from .._validation import check_bool
+from .._validation import check_bool, feature_names_of
 from ..kernels import resolve_feature_map
 from ._base import ClassifierOutputMixin, RegressorTags, UpdatableMixin
 from ._exact_squared import Rows
@@ -246,7 +246,11 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         self._classes_given = False
         self._sparse_input = False
         self.n_features_in_ = blocks.n_features
-        self.__dict__.pop("feature_names_in_", None)
+        names = feature_names_of(X)  # a dask DataFrame's string columns, as a pandas fit's
+        if names is None:
+            self.__dict__.pop("feature_names_in_", None)
+        else:
+            self.feature_names_in_ = names
         if self._classifier:
             import dask.array as da
 
