@@ -286,9 +286,19 @@ class ClassLabels:
         classes = self.classes_
         try:
             idx = np.searchsorted(classes, y)
-        except TypeError:  # labels of a type that cannot be compared with the classes
-            idx = np.zeros(y.shape, dtype=np.intp)
-            bad = np.ones(y.shape, dtype=bool)
+        except TypeError:  # labels that cannot be ordered with the classes (None, mixed types)
+            index = {}
+            for i, c in enumerate(classes.tolist()):
+                index.setdefault(c, i)
+            found = []
+            for v in y.ravel().tolist():
+                try:
+                    found.append(index.get(v, -1))
+                except TypeError:  # unhashable
+                    found.append(-1)
+            idx = np.asarray(found, dtype=np.intp).reshape(y.shape)
+            bad = idx < 0
+            idx = np.maximum(idx, 0)
         else:
             idx = np.minimum(idx, classes.size - 1)
             bad = classes[idx] != y

@@ -14,7 +14,7 @@ next, and the ledger is changed last; a ValueError anywhere leaves the model exa
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -116,6 +116,10 @@ class UpdatePlan:
     reweight_rows, reweight_t : ndarray or None
         ``keep_data=False`` models: the reweighted samples' rows as given and their targets
         after the update's relabels; else None.
+    changed : tuple or None
+        A model that keeps no labels: ``(before, after)`` of the samples the update touches,
+        lists of ``(targets, weights)`` (see :meth:`UpdatableMixin._samples_changed`), taken
+        while the ledger is as before the update; else None.
     """
 
     X_add: np.ndarray | None = None
@@ -132,6 +136,7 @@ class UpdatePlan:
     reweight_w: np.ndarray | None = None
     reweight_rows: np.ndarray | None = None
     reweight_t: np.ndarray | None = None
+    changed: tuple | None = None
 
     @property
     def reweights(self):
@@ -486,14 +491,35 @@ class UpdatableMixin:
 
     def _check_fit_weights(self, t, w):
         """Refuse weights that leave no sample, or (a classifier without declared classes)
-        one class, with a positive weight (scikit-learn's rules)."""
-        if not np.any(w > 0):
-            raise ValueError("sample_weight: every weight is zero; at least one sample needs a "
-                             "positive weight")
-        if self._classifier and not self._classes_given and \
-                np.unique(t[w > 0]).size < 2:
-            raise ValueError("the samples with a positive sample_weight show a single class; "
-                             "a classifier needs two classes")
+        one class, with a positive weight (scikit-learn's rules; :meth:`_check_weight_rule`,
+        which the updates apply to the data they leave)."""
+        shown = self._classifier and not self._classes_given
+        self._check_weight_rule(int(np.count_nonzero(w > 0)),
+                                np.unique(t[w > 0]).size if shown else None)
+
+    def _check_weight_rule(self, n_weighted, n_classes_weighted, update=False):
+        """The one validity rule of weights, for fits and updates alike: at least one sample
+        of positive weight and, for a classifier without declared classes, two classes among
+        the samples of positive weight (``n_classes_weighted``; None: not checked).
+
+        Raises
+        ------
+        ValueError
+            Naming the rule broken; ``update``: as the result of the update (weights 0 set
+            by :meth:`reweight`, or samples of positive weight removed or relabelled).
+        """
+        if n_weighted < 1:
+            raise ValueError(
+                ("the update would leave every sample with weight zero (" if update else
+                 "sample_weight: every weight is zero (") + "the model would be beta = 0, "
+                "fitted on nothing); at least one sample needs a positive weight")
+        if n_classes_weighted is not None and n_classes_weighted < 2:
+            raise ValueError(
+                ("the update would leave a single class in the training data (among the "
+                 "samples of positive weight: a class's samples removed, relabelled or "
+                 "reweighted to 0)" if update else
+                 "the samples with a positive sample_weight show a single class")
+                + "; a classifier needs two classes")
 
     def _warm_coef(self):
         """The current solution to warm-start a refit from, when it solves the same loss over
@@ -741,6 +767,8 @@ class UpdatableMixin:
         if not (plan.adds or plan.removes or plan.relabels or plan.reweights):
             raise ValueError("nothing to update: give samples to add, remove, relabel or "
                              "reweight")
+        if not led.keeps_labels:  # the touched samples' labels and weights, as they are now
+            plan = replace(plan, changed=self._samples_changed(plan))
         if not plan.removes:
             rem_slots = np.zeros(0, dtype=np.intp)
         if plan.relabels and np.intersect1d(rem_slots, plan.relabel_slots).size:
@@ -900,25 +928,103 @@ class UpdatableMixin:
             t = None
         return slots, rows, t
 
-    def _positives_after(self, plan):
-        """Positive samples after ``plan`` of a classifier that keeps no labels (it counts them
-        instead, to refuse an update that would leave one class)."""
-        n = self._n_positive
+    def _samples_changed(self, plan):
+        """``(before, after)`` of the samples ``plan`` touches, for a model that keeps no
+        labels (their targets come with the plan): each a list of ``(targets, weights)``
+        parts -- before: the removed, relabelled and reweighted samples as they are; after:
+        the relabelled and reweighted ones as they will be, and the added ones.  Taken while
+        validating (``plan.changed``), before the ledger changes."""
+        if plan.changed is not None:
+            return plan.changed
+        led = self._ledger
+        before, after = [], []
         if plan.removes:
-            n -= int(np.count_nonzero(plan.remove_t > 0))
-        if plan.relabels:
-            n += int(np.count_nonzero(plan.relabel_t > 0))
-            n -= int(np.count_nonzero(plan.relabel_t_old > 0))
+            before.append((plan.remove_t, led.w[plan.remove_slots]))
+        slots = [a for a in (plan.relabel_slots, plan.reweight_slots) if a is not None]
+        if slots:
+            S = np.unique(np.concatenate(slots))
+            w0 = np.asarray(led.w[S], dtype=np.float64)
+            t0, w1 = np.zeros(S.size), w0.copy()
+            if plan.reweights:  # the targets after the relabels: those before, patched below
+                j = np.searchsorted(S, plan.reweight_slots)
+                t0[j], w1[j] = plan.reweight_t, plan.reweight_w
+            t1 = t0.copy()
+            if plan.relabels:
+                j = np.searchsorted(S, plan.relabel_slots)
+                t0[j], t1[j] = plan.relabel_t_old, plan.relabel_t
+            before.append((t0, w0))
+            after.append((t1, w1))
         if plan.adds:
-            n += int(np.count_nonzero(plan.t_add > 0))
+            after.append((plan.t_add, np.ones(plan.t_add.shape[0]) if plan.w_add is None
+                          else plan.w_add))
+        return before, after
+
+    def _positives_after(self, plan):
+        """Positive samples of positive weight after ``plan``, for a binary classifier that
+        keeps no labels (it counts them instead, to refuse an update that would leave one
+        class among the samples of positive weight, as fit refuses such weights)."""
+        before, after = self._samples_changed(plan)
+
+        def count(parts):
+            return sum(int(np.count_nonzero((np.asarray(t) > 0) & (np.asarray(w) > 0)))
+                       for t, w in parts)
+
+        return self._n_positive - count(before) + count(after)
+
+    def _weights_change(self, plan):
+        """Whether a weight other than 1 is in the model or comes with ``plan`` (else every
+        sample after the update has weight 1 and the weight rule is the sample count's)."""
+        return bool(self._ledger.weighted or plan.reweights or plan.w_add is not None)
+
+    def _weighted_after(self, plan, rem_slots):
+        """``(live, w)``: the samples left by ``plan`` (a mask over the ledger's slots) and the
+        weights they will have; the added samples' weights are in ``plan.w_add``."""
+        led = self._ledger
+        live = np.array(led.active, dtype=bool, copy=True)
+        live[rem_slots] = False
+        w = np.array(led.w.copy(), dtype=np.float64)
+        if plan.reweights:
+            w[plan.reweight_slots] = plan.reweight_w
+        return live, w
+
+    def _n_weighted_after(self, plan, rem_slots):
+        """Samples of positive weight after ``plan``."""
+        live, w = self._weighted_after(plan, rem_slots)
+        n = int(np.count_nonzero(w[live] > 0))
+        if plan.adds:
+            n += (plan.X_add.shape[0] if plan.w_add is None
+                  else int(np.count_nonzero(plan.w_add > 0)))
         return n
 
     def _check_outcome(self, plan, rem_slots):
+        """Refuse an update whose result ``fit`` would refuse: no sample left, or the weight
+        rule of :meth:`_check_weight_rule` broken (no sample of positive weight; a classifier
+        without declared classes left with one class among them)."""
         led = self._ledger
         n_after = led.n_samples - rem_slots.size + (plan.X_add.shape[0] if plan.adds else 0)
         if n_after < 1:
             raise ValueError("the update would remove every sample; a model needs at least one")
-        if self._classifier and not self._classes_given:
+        shown = self._classifier and not self._classes_given
+        if self._weights_change(plan):
+            if not led.keeps_labels:
+                n_w = self._n_weighted_after(plan, rem_slots)
+                n_pos = self._positives_after(plan) if shown else None
+                self._check_weight_rule(n_w, None if n_pos is None else
+                                        int(n_pos > 0) + int(n_pos < n_w), update=True)
+                return
+            live, w = self._weighted_after(plan, rem_slots)
+            live &= w > 0
+            t = led.y.copy()
+            if plan.relabels:
+                t[plan.relabel_slots] = plan.relabel_t
+            labels = [t[live]]
+            if plan.adds:
+                labels.append(plan.t_add if plan.w_add is None else plan.t_add[plan.w_add > 0])
+            labels = np.concatenate(labels)
+            self._check_weight_rule(labels.shape[0], np.unique(labels).size if shown else None,
+                                    update=True)
+            return
+        if shown:
             if not led.keeps_labels:
                 n_pos = self._positives_after(plan)
                 one_class = n_pos == 0 or n_pos == n_after
