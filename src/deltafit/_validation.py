@@ -7,7 +7,8 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["check_feature_names", "feature_names_of", "check_rows", "check_real", "check_int", "check_bool", "check_ids", "check_dense",
+__all__ = ["check_feature_names", "feature_names_of", "check_rows", "check_real", "check_int",
+           "check_bool", "check_ids", "check_dense",
            "check_magnitude", "check_scale", "check_sparse_rows", "MAX_SQUARED_NORM",
            "SparseDataError"]
 

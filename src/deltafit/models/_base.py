@@ -767,8 +767,8 @@ class UpdatableMixin:
         if not (plan.adds or plan.removes or plan.relabels or plan.reweights):
             raise ValueError("nothing to update: give samples to add, remove, relabel or "
                              "reweight")
-        if not led.keeps_labels:  # the touched samples' labels and weights, as they are now
-            plan = replace(plan, changed=self._samples_changed(plan))
+        if self._classifier and not led.keeps_labels:  # the touched samples' labels and
+            plan = replace(plan, changed=self._samples_changed(plan))  # weights, as they are
         if not plan.removes:
             rem_slots = np.zeros(0, dtype=np.intp)
         if plan.relabels and np.intersect1d(rem_slots, plan.relabel_slots).size:
@@ -972,9 +972,14 @@ class UpdatableMixin:
         return self._n_positive - count(before) + count(after)
 
     def _weights_change(self, plan):
-        """Whether a weight other than 1 is in the model or comes with ``plan`` (else every
-        sample after the update has weight 1 and the weight rule is the sample count's)."""
-        return bool(self._ledger.weighted or plan.reweights or plan.w_add is not None)
+        """Whether the weight rule must be checked on the weights: a weight other than 1 is in
+        the model or comes with ``plan``, and ``plan`` may take positive weight away (a
+        removal, a relabel, a reweight to 0).  Otherwise the rule holds after the update as
+        before it, or every weight is 1 and the sample count settles it."""
+        weighted = self._ledger.weighted or plan.reweights or plan.w_add is not None
+        takes = plan.removes or plan.relabels or (plan.reweights and
+                                                  bool(np.any(plan.reweight_w == 0)))
+        return bool(weighted and takes)
 
     def _weighted_after(self, plan, rem_slots):
         """``(live, w)``: the samples left by ``plan`` (a mask over the ledger's slots) and the
