@@ -24,6 +24,11 @@ from deltafit import (KernelClassifier, KernelRegressor, LinearClassifier, Linea
 
 pd = pytest.importorskip("pandas")
 
+# predict's own warning for an array given to a frame-fitted model (the narrow-array cases and
+# the references): expected; the tests that are about it catch it with pytest.warns
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:X does not have valid feature names:UserWarning")
+
 
 def _frame(loader, n):
     X, y = loader(return_X_y=True, as_frame=True)
@@ -346,6 +351,15 @@ def test_dask_frames_are_checked_by_name(threads, diabetes):
         assert str(exc.value) == message
         np.testing.assert_array_equal(before[0], m.sample_ids_)
         np.testing.assert_array_equal(before[1], m.predict(X))
+    # the what-ifs check a dask frame's columns as the model does
+    s = sensitivity(ref)
+    with pytest.raises(ValueError) as exc:
+        s.decision_bounds(dd.from_pandas(rev, npartitions=2))
+    assert str(exc.value) == message
+    lo, hi = (np.asarray(a) for a in s.decision_bounds(dd.from_pandas(X, npartitions=2)))
+    lo0, hi0 = s.decision_bounds(X)
+    np.testing.assert_array_equal(lo, lo0)
+    np.testing.assert_array_equal(hi, hi0)
     # the right order is taken from a dask frame, and equals the pandas update
     model.add(dd.from_pandas(X.iloc[100:110], npartitions=2), y[100:110])
     ref.add(X.iloc[100:110], y[100:110])
