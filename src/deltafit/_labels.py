@@ -66,6 +66,19 @@ class LabelMessages:
         return ValueError(template.format(name=self.name, **fields))
 
 
+def distinct_labels(values):
+    """The distinct labels among ``values`` as a list, for a message: sorted when they can be
+    compared, else in order of first appearance (``None``, mixed types)."""
+    values = np.asarray(values, dtype=object).ravel().tolist()
+    try:
+        return sorted(set(values))
+    except TypeError:  # labels that cannot be ordered (None, or str next to int)
+        seen = {}
+        for v in values:
+            seen.setdefault(repr(v), v)
+        return list(seen.values())
+
+
 def _check_within(y, labels, messages):
     """ValueError (``messages.outside_classes``) when ``y`` has labels outside ``labels``."""
     unseen = np.setdiff1d(np.unique(y), labels)
@@ -203,7 +216,7 @@ class BinaryLabels:
         bad = ~(pos | (y == c0))
         if bad.any():
             m = self.messages
-            labels = np.unique(y[bad]).tolist()
+            labels = distinct_labels(y[bad])
             raise m.error(m.unknown, what=what, labels=labels, first10=labels[:10],
                           classes=self.classes_.tolist())
         return np.where(pos, 1.0, -1.0)
@@ -273,15 +286,25 @@ class ClassLabels:
         classes = self.classes_
         try:
             idx = np.searchsorted(classes, y)
-        except TypeError:  # labels of a type that cannot be compared with the classes
-            idx = np.zeros(y.shape, dtype=np.intp)
-            bad = np.ones(y.shape, dtype=bool)
+        except TypeError:  # labels that cannot be ordered with the classes (None, mixed types)
+            index = {}
+            for i, c in enumerate(classes.tolist()):
+                index.setdefault(c, i)
+            found = []
+            for v in y.ravel().tolist():
+                try:
+                    found.append(index.get(v, -1))
+                except TypeError:  # unhashable
+                    found.append(-1)
+            idx = np.asarray(found, dtype=np.intp).reshape(y.shape)
+            bad = idx < 0
+            idx = np.maximum(idx, 0)
         else:
             idx = np.minimum(idx, classes.size - 1)
             bad = classes[idx] != y
         if np.any(bad):
             m = self.messages
-            labels = np.unique(y[bad].astype(object)).tolist()
+            labels = distinct_labels(y[bad])
             raise m.error(m.unknown, what=what, labels=labels, first10=labels[:10],
                           classes=classes.tolist())
         return idx.astype(np.float64)

@@ -7,7 +7,8 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["check_rows", "check_real", "check_int", "check_bool", "check_ids", "check_dense",
+__all__ = ["check_feature_names", "feature_names_of", "check_rows", "check_real", "check_int",
+           "check_bool", "check_ids", "check_dense",
            "check_magnitude", "check_scale", "check_sparse_rows", "MAX_SQUARED_NORM",
            "SparseDataError"]
 
@@ -62,6 +63,49 @@ def check_dense(A, what="X"):
             f"Complex data not supported: {what} has complex values (the imaginary part would "
             "be dropped)"
         )
+
+
+def _names_carrier(X):
+    """What scikit-learn reads the column names of ``X`` from: ``X`` itself, or for a dask
+    DataFrame an empty pandas frame with its columns (dask is recognised by its type's module,
+    so that dask is never imported here)."""
+    mod = type(X).__module__ or ""
+    if (mod == "dask" or mod.startswith("dask.")) and hasattr(X, "columns") \
+            and getattr(X, "ndim", 2) == 2:
+        import pandas as pd
+
+        return pd.DataFrame(columns=X.columns)
+    return X
+
+
+def feature_names_of(X):
+    """The column names of ``X`` as ``fit`` records them (``feature_names_in_``): an object
+    array of strings for a DataFrame (pandas, polars, ..., or a dask DataFrame) whose columns
+    are all strings, else None (scikit-learn's ``_get_feature_names``)."""
+    from sklearn.utils.validation import _get_feature_names
+
+    return _get_feature_names(_names_carrier(X))
+
+
+def check_feature_names(estimator, X):
+    """Check the column names of ``X`` against those ``estimator`` was fitted on, exactly as
+    its ``predict`` does (scikit-learn's ``validate_data(reset=False)``): a ValueError when
+    they differ (other names, or the same names in another order), a UserWarning when only
+    one side has names.  A dask DataFrame is checked by its columns.
+
+    Every entry that takes rows of a fitted model (an update as well as a prediction) calls
+    this before anything else, so that a frame with permuted columns is refused, never
+    silently trained on.
+
+    Raises
+    ------
+    ValueError
+        scikit-learn's message: "The feature names should match those that were passed
+        during fit." with the unseen / missing names, or the order.
+    """
+    from sklearn.utils.validation import _check_feature_names
+
+    _check_feature_names(estimator, _names_carrier(X), reset=False)
 
 
 def check_magnitude(sq, C, what, remedy="rescale the data"):
@@ -161,7 +205,7 @@ def check_sparse_rows(X, n_features, what="X", owner="the model"):
     if n_features is not None and X.shape[1] != n_features:
         raise ValueError(
             f"{what} has {X.shape[1]} features, but {owner} is expecting {n_features} features "
-            "as input"
+            "as input."
         )
     if not np.all(np.isfinite(X.data)):
         raise ValueError(f"{what} contains NaN or infinity")
@@ -196,7 +240,7 @@ def check_rows(X, n_features, what="X", owner="the model", finite=True, sparse=F
     if n_features is not None and X.shape[1] != n_features:
         raise ValueError(
             f"{what} has {X.shape[1]} features, but {owner} is expecting {n_features} features "
-            "as input"
+            "as input."
         )
     # the sum is finite iff every entry is (barring overflow, which the full check settles)
     if finite and not np.isfinite(X.sum()) and not np.all(np.isfinite(X)):

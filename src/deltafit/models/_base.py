@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -25,8 +25,8 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 
 from .._labels import BinaryLabels, ClassLabels, LabelMessages
 from .._transaction import atomic
-from .._validation import (SparseDataError, check_bool, check_dense, check_int,
-                           check_magnitude, check_real, check_rows, check_scale)
+from .._validation import (SparseDataError, check_bool, check_dense, check_feature_names,
+                           check_int, check_magnitude, check_real, check_rows, check_scale)
 from ..losses import get_loss
 from ._dask_input import any_dask, gathered, is_dask, map_labels
 from ._ledger import Ledger
@@ -117,6 +117,10 @@ class UpdatePlan:
     reweight_rows, reweight_t : ndarray or None
         ``keep_data=False`` models: the reweighted samples' rows as given and their targets
         after the update's relabels; else None.
+    changed : tuple or None
+        A model that keeps no labels: ``(before, after)`` of the samples the update touches,
+        lists of ``(targets, weights)`` (see :meth:`UpdatableMixin._samples_changed`), taken
+        while the ledger is as before the update; else None.
     """
 
     X_add: np.ndarray | None = None
@@ -133,6 +137,7 @@ class UpdatePlan:
     reweight_w: np.ndarray | None = None
     reweight_rows: np.ndarray | None = None
     reweight_t: np.ndarray | None = None
+    changed: tuple | None = None
 
     @property
     def reweights(self):
@@ -520,13 +525,19 @@ class UpdatableMixin:
         plain refusal), or None when it takes it."""
         return ""
 
-    def _rows(self, X, what="X", owner="the model"):
-        """Validated rows of an update or query: ``check_rows``, sparse X accepted where the
-        fitted model takes it, converted to the format the model was fitted on."""
+    def _rows(self, X, what="X", owner=None):
+        """Validated rows of an update or query, checked as ``predict`` checks them: the column
+        names of a DataFrame against ``feature_names_in_`` first (scikit-learn's
+        ``validate_data(reset=False)``: other or reordered names are refused, a frame given to
+        a model fitted without names or an array to one fitted with them warns), then
+        ``check_rows`` (the width, finite values); sparse X accepted where the fitted model
+        takes it, converted to the format the model was fitted on."""
+        check_feature_names(self, X)
         sparse_ok = self._sparse_refusal(fitting=False) is None
         if sp.issparse(X) and not sparse_ok:
             self._check_dense(X, fitting=False)
-        rows = check_rows(X, self.n_features_in_, what, owner, sparse=sparse_ok)
+        rows = check_rows(X, self.n_features_in_, what, owner or type(self).__name__,
+                          sparse=sparse_ok)
         return self._model_format(rows)
 
     def _model_format(self, X):
@@ -565,14 +576,35 @@ class UpdatableMixin:
 
     def _check_fit_weights(self, t, w):
         """Refuse weights that leave no sample, or (a classifier without declared classes)
-        one class, with a positive weight (scikit-learn's rules)."""
-        if not np.any(w > 0):
-            raise ValueError("sample_weight: every weight is zero; at least one sample needs a "
-                             "positive weight")
-        if self._classifier and not self._classes_given and \
-                np.unique(t[w > 0]).size < 2:
-            raise ValueError("the samples with a positive sample_weight show a single class; "
-                             "a classifier needs two classes")
+        one class, with a positive weight (scikit-learn's rules; :meth:`_check_weight_rule`,
+        which the updates apply to the data they leave)."""
+        shown = self._classifier and not self._classes_given
+        self._check_weight_rule(int(np.count_nonzero(w > 0)),
+                                np.unique(t[w > 0]).size if shown else None)
+
+    def _check_weight_rule(self, n_weighted, n_classes_weighted, update=False):
+        """The one validity rule of weights, for fits and updates alike: at least one sample
+        of positive weight and, for a classifier without declared classes, two classes among
+        the samples of positive weight (``n_classes_weighted``; None: not checked).
+
+        Raises
+        ------
+        ValueError
+            Naming the rule broken; ``update``: as the result of the update (weights 0 set
+            by :meth:`reweight`, or samples of positive weight removed or relabelled).
+        """
+        if n_weighted < 1:
+            raise ValueError(
+                ("the update would leave every sample with weight zero (" if update else
+                 "sample_weight: every weight is zero (") + "the model would be beta = 0, "
+                "fitted on nothing); at least one sample needs a positive weight")
+        if n_classes_weighted is not None and n_classes_weighted < 2:
+            raise ValueError(
+                ("the update would leave a single class in the training data (among the "
+                 "samples of positive weight: a class's samples removed, relabelled or "
+                 "reweighted to 0)" if update else
+                 "the samples with a positive sample_weight show a single class")
+                + "; a classifier needs two classes")
 
     def _warm_coef(self):
         """The current solution to warm-start a refit from, when it solves the same loss over
@@ -767,7 +799,7 @@ class UpdatableMixin:
         if X_add is not None or y_add is not None:
             if X_add is None or y_add is None:
                 raise ValueError("adding samples needs both X and y")
-            Xa = self._rows(X_add, owner=type(self).__name__)
+            Xa = self._rows(X_add)
             ta = self._encode_y(y_add, what="y")
             if ta.shape[0] != Xa.shape[0]:
                 raise ValueError(f"X has {Xa.shape[0]} rows but y has {ta.shape[0]} labels")
@@ -797,7 +829,11 @@ class UpdatableMixin:
             if not self._keeps_rows():
                 rel_rows, rel_old = self._given_samples(rel_slots, X_relabel, y_relabel_old,
                                                         "relabel")
+            elif X_relabel is not None:  # not needed (the rows are kept), checked as predict
+                self._rows(X_relabel)     # would check them
         rw_rows = rw_t = None
+        if rw_slots is not None and self._keeps_rows() and X_reweight is not None:
+            self._rows(X_reweight)  # not needed (the rows are kept), checked as predict would
         if rw_slots is not None and not self._keeps_rows():
             rw_rows, rw_t = self._given_samples(rw_slots, X_reweight, y_reweight, "reweight")
             if rel_slots is not None:  # the targets after this update's relabels
@@ -811,6 +847,8 @@ class UpdatableMixin:
         if not (plan.adds or plan.removes or plan.relabels or plan.reweights):
             raise ValueError("nothing to update: give samples to add, remove, relabel or "
                              "reweight")
+        if self._classifier and not led.keeps_labels:  # the touched samples' labels and
+            plan = replace(plan, changed=self._samples_changed(plan))  # weights, as they are
         if not plan.removes:
             rem_slots = np.zeros(0, dtype=np.intp)
         if plan.relabels and np.intersect1d(rem_slots, plan.relabel_slots).size:
@@ -970,25 +1008,108 @@ class UpdatableMixin:
             t = None
         return slots, rows, t
 
-    def _positives_after(self, plan):
-        """Positive samples after ``plan`` of a classifier that keeps no labels (it counts them
-        instead, to refuse an update that would leave one class)."""
-        n = self._n_positive
+    def _samples_changed(self, plan):
+        """``(before, after)`` of the samples ``plan`` touches, for a model that keeps no
+        labels (their targets come with the plan): each a list of ``(targets, weights)``
+        parts -- before: the removed, relabelled and reweighted samples as they are; after:
+        the relabelled and reweighted ones as they will be, and the added ones.  Taken while
+        validating (``plan.changed``), before the ledger changes."""
+        if plan.changed is not None:
+            return plan.changed
+        led = self._ledger
+        before, after = [], []
         if plan.removes:
-            n -= int(np.count_nonzero(plan.remove_t > 0))
-        if plan.relabels:
-            n += int(np.count_nonzero(plan.relabel_t > 0))
-            n -= int(np.count_nonzero(plan.relabel_t_old > 0))
+            before.append((plan.remove_t, led.w[plan.remove_slots]))
+        slots = [a for a in (plan.relabel_slots, plan.reweight_slots) if a is not None]
+        if slots:
+            S = np.unique(np.concatenate(slots))
+            w0 = np.asarray(led.w[S], dtype=np.float64)
+            t0, w1 = np.zeros(S.size), w0.copy()
+            if plan.reweights:  # the targets after the relabels: those before, patched below
+                j = np.searchsorted(S, plan.reweight_slots)
+                t0[j], w1[j] = plan.reweight_t, plan.reweight_w
+            t1 = t0.copy()
+            if plan.relabels:
+                j = np.searchsorted(S, plan.relabel_slots)
+                t0[j], t1[j] = plan.relabel_t_old, plan.relabel_t
+            before.append((t0, w0))
+            after.append((t1, w1))
         if plan.adds:
-            n += int(np.count_nonzero(plan.t_add > 0))
+            after.append((plan.t_add, np.ones(plan.t_add.shape[0]) if plan.w_add is None
+                          else plan.w_add))
+        return before, after
+
+    def _positives_after(self, plan):
+        """Positive samples of positive weight after ``plan``, for a binary classifier that
+        keeps no labels (it counts them instead, to refuse an update that would leave one
+        class among the samples of positive weight, as fit refuses such weights)."""
+        before, after = self._samples_changed(plan)
+
+        def count(parts):
+            return sum(int(np.count_nonzero((np.asarray(t) > 0) & (np.asarray(w) > 0)))
+                       for t, w in parts)
+
+        return self._n_positive - count(before) + count(after)
+
+    def _weights_change(self, plan):
+        """Whether the weight rule must be checked on the weights: a weight other than 1 is in
+        the model or comes with ``plan``, and ``plan`` may take positive weight away (a
+        removal, a relabel, a reweight to 0).  Otherwise the rule holds after the update as
+        before it, or every weight is 1 and the sample count settles it."""
+        weighted = self._ledger.weighted or plan.reweights or plan.w_add is not None
+        takes = plan.removes or plan.relabels or (plan.reweights and
+                                                  bool(np.any(plan.reweight_w == 0)))
+        return bool(weighted and takes)
+
+    def _weighted_after(self, plan, rem_slots):
+        """``(live, w)``: the samples left by ``plan`` (a mask over the ledger's slots) and the
+        weights they will have; the added samples' weights are in ``plan.w_add``."""
+        led = self._ledger
+        live = np.array(led.active, dtype=bool, copy=True)
+        live[rem_slots] = False
+        w = np.array(led.w.copy(), dtype=np.float64)
+        if plan.reweights:
+            w[plan.reweight_slots] = plan.reweight_w
+        return live, w
+
+    def _n_weighted_after(self, plan, rem_slots):
+        """Samples of positive weight after ``plan``."""
+        live, w = self._weighted_after(plan, rem_slots)
+        n = int(np.count_nonzero(w[live] > 0))
+        if plan.adds:
+            n += (plan.X_add.shape[0] if plan.w_add is None
+                  else int(np.count_nonzero(plan.w_add > 0)))
         return n
 
     def _check_outcome(self, plan, rem_slots):
+        """Refuse an update whose result ``fit`` would refuse: no sample left, or the weight
+        rule of :meth:`_check_weight_rule` broken (no sample of positive weight; a classifier
+        without declared classes left with one class among them)."""
         led = self._ledger
         n_after = led.n_samples - rem_slots.size + (plan.X_add.shape[0] if plan.adds else 0)
         if n_after < 1:
             raise ValueError("the update would remove every sample; a model needs at least one")
-        if self._classifier and not self._classes_given:
+        shown = self._classifier and not self._classes_given
+        if self._weights_change(plan):
+            if not led.keeps_labels:
+                n_w = self._n_weighted_after(plan, rem_slots)
+                n_pos = self._positives_after(plan) if shown else None
+                self._check_weight_rule(n_w, None if n_pos is None else
+                                        int(n_pos > 0) + int(n_pos < n_w), update=True)
+                return
+            live, w = self._weighted_after(plan, rem_slots)
+            live &= w > 0
+            t = led.y.copy()
+            if plan.relabels:
+                t[plan.relabel_slots] = plan.relabel_t
+            labels = [t[live]]
+            if plan.adds:
+                labels.append(plan.t_add if plan.w_add is None else plan.t_add[plan.w_add > 0])
+            labels = np.concatenate(labels)
+            self._check_weight_rule(labels.shape[0], np.unique(labels).size if shown else None,
+                                    update=True)
+            return
+        if shown:
             if not led.keeps_labels:
                 n_pos = self._positives_after(plan)
                 one_class = n_pos == 0 or n_pos == n_after
@@ -1133,6 +1254,7 @@ class UpdatableMixin:
     def _decision(self, X):
         check_is_fitted(self, "_ledger")
         if is_dask(X):
+            check_feature_names(self, X)  # a dask DataFrame's columns, as a pandas frame's
             return self._read(lambda: self._decision_dask(X))
         self._check_dense(X, fitting=False)
         X = validate_data(self, X, dtype=np.float64, reset=False, accept_sparse="csr")

@@ -11,7 +11,7 @@ from sklearn.base import ClassifierMixin, RegressorMixin, BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from .._transaction import atomic
-from .._validation import check_bool
+from .._validation import check_bool, feature_names_of
 from ..kernels import resolve_feature_map
 from ._base import ClassifierOutputMixin, RegressorTags, UpdatableMixin, guarded_read
 from ._exact_squared import Rows
@@ -111,8 +111,9 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
                    led.stored_labels(t), digests, w)
         self._ledger = led
         self.__dict__.pop("_class_counts", None)
-        if self._classifier and not self.keep_data:
-            self._n_positive = int(np.count_nonzero(t > 0))
+        if self._classifier and not self.keep_data:  # the positives of positive weight
+            pos = t > 0 if w is None else (t > 0) & (w > 0)
+            self._n_positive = int(np.count_nonzero(pos))
         else:
             self.__dict__.pop("_n_positive", None)
 
@@ -129,28 +130,27 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         n_after = led.n_samples - rem_slots.size + (plan.X_add.shape[0] if plan.adds else 0)
         if n_after < 1:
             raise ValueError("the update would remove every sample; a model needs at least one")
-        if not self._classes_given and np.count_nonzero(self._counts_after(plan)) < 2:
+        shown = None if self._classes_given else \
+            int(np.count_nonzero(self._counts_after(plan)))
+        if self._weights_change(plan):  # fit's weight rule, on the samples left
+            self._check_weight_rule(self._n_weighted_after(plan, rem_slots), shown, update=True)
+        elif shown is not None and shown < 2:
             raise ValueError(
                 "the update would leave a single class in the training data; a classifier "
                 "needs two classes"
             )
 
     def _counts_after(self, plan):
-        """The samples of each class after ``plan`` (K ≥ 3 classes, Dask-fitted)."""
+        """The samples of positive weight of each class after ``plan`` (K ≥ 3 classes,
+        Dask-fitted)."""
         counts = self._class_counts.copy()
         K = counts.size
-
-        def tally(t, sign):
-            if t is not None and len(t):
-                counts[:] += sign * np.bincount(np.asarray(t, dtype=np.intp), minlength=K)
-
-        if plan.removes:
-            tally(plan.remove_t, -1)
-        if plan.relabels:
-            tally(plan.relabel_t_old, -1)
-            tally(plan.relabel_t, 1)
-        if plan.adds:
-            tally(plan.t_add, 1)
+        before, after = self._samples_changed(plan)
+        for parts, sign in ((before, -1), (after, 1)):
+            for t, w in parts:
+                t = np.asarray(t, dtype=np.intp)[np.asarray(w) > 0]
+                if t.size:
+                    counts[:] += sign * np.bincount(t, minlength=K)
         return counts
 
     def _apply(self, plan):
@@ -244,7 +244,11 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         self._classes_given = False
         self._sparse_input = False
         self.n_features_in_ = blocks.n_features
-        self.__dict__.pop("feature_names_in_", None)
+        names = feature_names_of(X)  # a dask DataFrame's string columns, as a pandas fit's
+        if names is None:
+            self.__dict__.pop("feature_names_in_", None)
+        else:
+            self.feature_names_in_ = names
         if self._classifier:
             import dask.array as da
 
@@ -257,7 +261,11 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
             self._encode_y(found, fitting=True)
             labels = self._labels()
             n_classes = self._n_classes
-            if n_classes:  # one-vs-rest: the samples of each class, counted
+            if n_classes:  # one-vs-rest: the samples of positive weight of each class
+                if blocks.w is not None:  # (one more pass, for weighted fits only)
+                    wpos = blocks.w.ravel() > 0
+                    found_n = np.asarray(da.compute(*[((yv == c) & wpos).sum()
+                                                      for c in found]), dtype=np.int64)
                 class_counts = np.zeros(n_classes, dtype=np.int64)
                 class_counts[labels.encode(found).astype(np.intp)] = found_n
         else:
@@ -330,7 +338,7 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
             led.weighted = bool(np.any(w != 1.0))
         self._state, self._ledger, self._dask_rows = st, led, store
         self._dask_folds = total if n_folds else None
-        self._take_counts(total.n_positive, class_counts if n_classes else None)
+        self._take_counts(total.n_weighted_positive, class_counts if n_classes else None)
 
     def _dask_start(self, p):
         """The start of a Dask fit's Newton solve: the previous β (``warm_start``) or 0
@@ -343,8 +351,8 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
 
     def _take_counts(self, n_positive, class_counts=None):
         """What refuses an update that leaves a single class, for a Dask-fitted classifier
-        whose ledger keeps no labels: the positive samples (two classes) or the samples of
-        each class (``class_counts``, K ≥ 3)."""
+        whose ledger keeps no labels: the positive samples of positive weight (two classes)
+        or the samples of positive weight of each class (``class_counts``, K ≥ 3)."""
         self.__dict__.pop("_n_positive", None)
         self.__dict__.pop("_class_counts", None)
         if class_counts is not None:
@@ -432,7 +440,7 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
             led.weighted = bool(np.any(w != 1.0))
         self._state, self._ledger, self._dask_rows = st, led, store
         self._dask_folds, self._dask_passes = None, n_passes
-        self._take_counts(n_pos)
+        self._take_counts(n_wp)
 
     def _stored_samples(self, slots):
         """Rows and targets of the samples at ``slots`` gathered from the Dask row store (a

@@ -33,11 +33,12 @@ the ball.
 from __future__ import annotations
 
 import numbers
+from functools import partial
 
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import check_ids, check_rows
+from .._validation import check_feature_names, check_ids, check_rows
 from ..solvers import _check_sample_weight
 from . import _ball, _dask_rows
 from ._changes import changes_for
@@ -52,6 +53,8 @@ def _rows_at(a, mask):
         return None
     if sp.issparse(a):
         return a[np.flatnonzero(mask)]
+    if hasattr(a, "iloc") and getattr(a, "ndim", 0) == 2 and a.shape[0] == mask.size:
+        return a.iloc[np.flatnonzero(mask)]  # a DataFrame keeps its names for the model's check
     arr = np.asarray(a)
     return arr[mask] if arr.ndim in (1, 2) and arr.shape[0] == mask.size else a
 
@@ -512,6 +515,7 @@ class Sensitivity:
         self._check_model()
         model = self._model
         name = type(model).__name__
+        check_feature_names(model, X)  # the names as the model's predict checks them
         Xa = check_rows(X, model.n_features_in_, "X", name, finite=self._kernel,
                         sparse="dense")
         ta = self._prob.encode_targets(y, what="y")
@@ -629,7 +633,8 @@ class Sensitivity:
         samples entered now (their rows ``X`` and labels ``y`` checked for a model that keeps
         none; given rows of a model that keeps them are not needed)."""
         if X is not None and self._prob.keeps_rows:
-            X = None  # the rows are stored; nothing to check
+            self._rows(X)  # the rows are stored and not needed: checked as predict would
+            X = None
         idx = np.full(ids.size, -1, dtype=np.intp)
         if np.any(hyp):
             idx[hyp] = [self._lookup()[i] for i in ids[hyp].tolist()]
@@ -753,8 +758,12 @@ class Sensitivity:
         C2, _, _, _, R = self._parts()
         return self._store.sphere(self._C1, C2, R)
 
-    def _rows(self, X):
+    def _rows(self, X, names=True):
+        """Rows checked as the model's ``predict`` checks them: column names (unless
+        ``names`` is False: the blocks of a dask X checked by name already), width, values."""
         model = self._model
+        if names:
+            check_feature_names(model, X)
         return check_rows(X, model.n_features_in_, "X", type(model).__name__, sparse="dense")
 
     def _center_bounds(self, X):
@@ -783,7 +792,9 @@ class Sensitivity:
         """
         reg = self._region()
         if _dask_rows.is_dask(X):  # lazy: one task per row block
-            return _dask_rows.lazy_decision_bounds(reg.decision_bounds, X, self._rows)
+            check_feature_names(self._model, X)  # a dask DataFrame's columns, once
+            return _dask_rows.lazy_decision_bounds(reg.decision_bounds, X,
+                                                   partial(self._rows, names=False))
         return reg.decision_bounds(self._rows(X))
 
     def tightness(self, X):
