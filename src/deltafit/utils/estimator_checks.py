@@ -437,9 +437,14 @@ def _snapshot(est):
     out, root = {}, type(est).__name__
     seen = {id(est): root}
     for key, value in vars(est).items():
-        if key != "_update_lock":  # the thread guard (lock, write counter): not model state
+        if key != _NOT_STATE:
             _walk(value, f"{root}.{key}", out, seen)
     return out
+
+
+# an estimator's thread guard (its lock and write counter; nested estimators have one too): not
+# model state
+_NOT_STATE = "_update_lock"
 
 
 def _walk(value, path, out, seen):
@@ -482,7 +487,8 @@ def _walk(value, path, out, seen):
         out[path] = ("object", type(value).__module__, type(value).__qualname__)
         if hasattr(value, "__dict__"):
             for k, item in vars(value).items():
-                _walk(item, f"{path}.{k}", out, seen)
+                if k != _NOT_STATE:
+                    _walk(item, f"{path}.{k}", out, seen)
         for cls in type(value).__mro__:
             slots = cls.__dict__.get("__slots__", ())
             for k in (slots,) if isinstance(slots, str) else slots:
