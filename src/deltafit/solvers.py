@@ -38,7 +38,7 @@ from scipy import linalg
 from sklearn.exceptions import ConvergenceWarning
 
 __all__ = ["SolverResult", "HingeResult", "NewtonCurvature", "newton_primal", "newton_kernel",
-           "hinge_primal", "hinge_kernel", "solve_spd", "check_curvature", "MAX_CURVATURE"]
+           "hinge_primal", "hinge_kernel", "solve_spd", "check_curvature"]
 
 # Below this decrease J cannot be resolved in floating point; a Newton step is then taken whole.
 _FLOOR = 1e-12
@@ -183,8 +183,8 @@ def check_curvature(sq, cw, loss, what="X", norm="‖Φ(x)‖²"):
     >>> try:
     ...     check_curvature(np.array([1e24]), 1.0, get_loss("logistic"))
     ... except ValueError as exc:
-    ...     print(str(exc)[:60])
-    X: a sample's Newton curvature C·w·ℓ''·‖Φ(x)‖² is 2.5e+23, a
+    ...     print(str(exc).split(" (")[0])
+    X: a sample's Newton curvature C·w·ℓ''·‖Φ(x)‖² is 2.5e+23
     """
     sq = np.asarray(sq, dtype=np.float64).ravel()
     if sq.size == 0:
@@ -208,9 +208,14 @@ def check_curvature(sq, cw, loss, what="X", norm="‖Φ(x)‖²"):
 def curvature_failure(exc, kappa=None, what="the Newton curvature matrix"):
     """The ValueError (in deltafit's words) for a Cholesky factorisation of a curvature matrix
     ``I + C·Σ w ℓ'' φ φᵀ`` that LAPACK found not positive definite (``exc``); ``kappa``: the
-    largest per-sample curvature ``C·w·ℓ''·‖φ‖²`` in it, when known."""
-    worst = "" if kappa is None else \
-        f" (the largest sample curvature C·w·ℓ''·‖Φ(x)‖² in it is {float(kappa):.3g})"
+    largest per-sample curvature ``C·w·ℓ''·‖φ‖²`` in it and their sum, when known."""
+    worst = ""
+    if kappa is not None:
+        top, total = kappa if isinstance(kappa, tuple) else (kappa, None)
+        worst = f" (its samples' curvatures C·w·ℓ''·‖Φ(x)‖²: largest {float(top):.3g}"
+        if total is not None:
+            worst += f", sum {float(total):.3g}"
+        worst += f"; about 1/ε = {MAX_CURVATURE:.3g} is what float64 resolves)"
     return ValueError(
         f"ill-conditioned system: {what} lost positive definiteness in double precision"
         f"{worst}: the features' scale or C make it too ill-conditioned to factorise (LAPACK: "
@@ -219,12 +224,11 @@ def curvature_failure(exc, kappa=None, what="the Newton curvature matrix"):
 
 
 def _row_curvature(X, D):
-    """``max_i D_i ‖x_i‖²`` (dense or sparse rows)."""
+    """``(max_i D_i ‖x_i‖², Σ_i D_i ‖x_i‖²)`` (dense or sparse rows)."""
     if X.shape[0] == 0:
-        return 0.0
-    sq = (np.asarray(X.multiply(X).sum(axis=1)).ravel() if sp.issparse(X)
-          else np.einsum("ij,ij->i", X, X))
-    return float(np.max(np.asarray(D) * sq))
+        return 0.0, 0.0
+    kappa = np.asarray(D) * _squared_norms(X)
+    return float(np.max(kappa)), float(np.sum(kappa))
 
 
 def _squared_norms(X):
@@ -461,6 +465,20 @@ def newton_primal(X, y, loss, C, *, sample_weight=None, coef0=None, tol=1e-10, m
         With ``keep_hessian``, a pair ``(SolverResult, NewtonCurvature or None)``: None when no
         dense Hessian was formed (no Newton step taken, or Hessian-free CG steps).
 
+    Raises
+    ------
+    ValueError
+        When a sample's curvature ``C·w·ℓ''_max·‖x‖²`` exceeds :data:`MAX_CURVATURE` (see
+        :func:`check_curvature`), or when a Newton matrix loses positive definiteness in
+        float64 (said in those words, with the samples' curvatures and the remedy).
+
+    Warns
+    -----
+    ConvergenceWarning
+        When the solve stops short of ``tol`` (``max_iter`` reached, or no decrease left in
+        float64): the message names ``grad_norm_`` (the certified ‖∇J‖ at the returned β) and
+        ``tol``.  A callback's stop is not a failure: no warning.
+
     Notes
     -----
     Newton direction from ``(Xᵀ diag(C w_i ℓ''_i) X + I) Δ = −∇J`` with ℓ'' the (generalised)
@@ -618,6 +636,17 @@ def newton_kernel(K, y, loss, C, *, sample_weight=None, coef0=None, tol=1e-10, m
         and ``L`` the lower Cholesky factor of ``I + S K[act, act] S``; None when no step was
         taken or no sample had curvature.
 
+    Raises
+    ------
+    ValueError
+        When a sample's ``C·w·ℓ''_max·k(x, x)`` exceeds :data:`MAX_CURVATURE`, or the Newton
+        system loses positive definiteness in float64 (as :func:`newton_primal`).
+
+    Warns
+    -----
+    ConvergenceWarning
+        As :func:`newton_primal`.
+
     Notes
     -----
     With ``W = diag(C w_i ℓ''_i)`` the Newton step in function space solves ``(I + W K) Δ = −g``.
@@ -683,7 +712,8 @@ def newton_kernel(K, y, loss, C, *, sample_weight=None, coef0=None, tol=1e-10, m
             try:
                 L = linalg.cholesky(A, lower=True, overwrite_a=True, check_finite=False)
             except linalg.LinAlgError as exc:
-                kappa = float(np.max(W[act] * np.diagonal(K)[act]))
+                kd = W[act] * np.diagonal(K)[act]
+                kappa = (float(np.max(kd)), float(np.sum(kd)))
                 raise curvature_failure(exc, kappa, "the kernel Newton system I + S K S") \
                     from exc
             step[act] += s * linalg.cho_solve((L, True), s * Kg[act], check_finite=False)

@@ -175,8 +175,10 @@ class Curvature:
         try:
             return cls(H, d)
         except linalg.LinAlgError as exc:
-            kappa = max((float(np.max(b.curvature(z, loss) * _sq_norms(b.X)))
-                         for b, z in zip(blocks, beta_scores) if b.X.shape[0]), default=0.0)
+            kd = [b.curvature(z, loss) * _sq_norms(b.X)
+                  for b, z in zip(blocks, beta_scores) if b.X.shape[0]]
+            kappa = (max((float(np.max(k)) for k in kd), default=0.0),
+                     sum(float(np.sum(k)) for k in kd))
             raise curvature_failure(exc, kappa) from exc
 
 

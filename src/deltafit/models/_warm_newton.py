@@ -95,7 +95,7 @@ class PrimalNewtonState(ModelState):
         res, curv, self.point = out
         try:
             self.curv = curv.folded()  # one factor: what a model file restores exactly
-        except (linalg.LinAlgError, ValueError):
+        except linalg.LinAlgError:
             self.curv = None  # the fold lost definiteness: the next update starts afresh
         self.commit(res)
 
