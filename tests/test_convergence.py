@@ -268,3 +268,19 @@ def test_a_large_row_under_the_bound_is_accepted_and_certified(cancer, loss):
         ref = LinearClassifier(loss=loss).fit(np.vstack([X, row]), np.append(y, 1))
     bound = (m.grad_norm_ + ref.grad_norm_) * np.sqrt(np.einsum("ij,ij->i", X, X) + 1.0)
     assert np.all(np.abs(m.decision_function(X) - ref.decision_function(X)) <= bound + 1e-9)
+
+
+@pytest.mark.parametrize("loss", SMOOTH)
+def test_a_dask_update_beyond_double_precision_is_refused(cancer, loss):
+    """Rows kept on a Dask cluster: the added row is checked on the client before the pass
+    (before: the logistic update took it and stopped at grad_norm_ ≈ 40, silently)."""
+    dask = pytest.importorskip("dask")
+    da = pytest.importorskip("dask.array")
+    X, y = cancer
+    with dask.config.set(scheduler="synchronous"):
+        m = LinearClassifier(loss=loss).fit(da.from_array(X, chunks=200),
+                                            da.from_array(y, chunks=200))
+        before = _snapshot(m, X)
+        with pytest.raises(ValueError, match="Newton curvature"):
+            m.add(_big_row(X.shape[1]), [1])
+        _assert_unchanged(before, _snapshot(m, X))

@@ -39,7 +39,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg
 
-from ..solvers import SolverResult, _squared_norms, check_curvature
+from ..solvers import SolverResult, _squared_norms, check_curvature, curvature_failure
 from ._chord_newton import REFRESH_RATIO, Curvature, _Secants, curvature_switches
 from ._dask_state import DaskStateRefusals
 from ._state import ModelState
@@ -312,7 +312,10 @@ class DaskPasses:
 
 
 def _cholesky(H):
-    return linalg.cholesky(H, lower=True, check_finite=False)
+    try:
+        return linalg.cholesky(H, lower=True, check_finite=False)
+    except linalg.LinAlgError as exc:  # said in deltafit's words (and a ValueError)
+        raise curvature_failure(exc) from exc
 
 
 def _at(beta, share):
