@@ -189,12 +189,13 @@ def check_curvature(sq, cw, loss, what="X", norm="‖Φ(x)‖²"):
     sq = np.asarray(sq, dtype=np.float64).ravel()
     if sq.size == 0:
         return
-    kappa = np.broadcast_to(np.asarray(cw, dtype=np.float64), sq.shape) * sq * _max_d2(loss)
-    with np.errstate(invalid="ignore"):
-        i = int(np.argmax(np.where(np.isnan(kappa), np.inf, kappa)))
+    cw = np.broadcast_to(np.asarray(cw, dtype=np.float64), sq.shape)
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused below
+        kappa = cw * sq * _max_d2(loss)
+    i = int(np.argmax(np.where(np.isnan(kappa), np.inf, kappa)))
     if kappa[i] <= MAX_CURVATURE:
         return
-    cwi = float(np.broadcast_to(np.asarray(cw, dtype=np.float64), sq.shape)[i])
+    cwi = float(cw[i])
     raise ValueError(
         f"{what}: a sample's Newton curvature C·w·ℓ''·{norm} is {kappa[i]:.3g} ({norm} = "
         f"{sq[i]:.3g}, C·w = {cwi:.3g}, ℓ'' up to {_max_d2(loss):g} for the {loss.name} loss), "
