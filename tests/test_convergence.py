@@ -223,10 +223,16 @@ def test_a_one_vs_rest_solve_that_misses_tol_names_the_class(wine, kind):
     assert msgs and all(re.match(r"one-vs-rest class classes_\[[012]\]: ", s) for s in msgs)
 
 
-def test_a_hinge_solve_that_misses_tol_names_grad_norm(cancer):
+@pytest.mark.parametrize("kind", ["linear", "kernel-rbf"])
+def test_a_hinge_solve_that_misses_tol_names_grad_norm(cancer, kind):
     X, y = cancer
+    X, y = X[:400], y[:400]
     with pytest.warns(ConvergenceWarning, match=r"KKT violation .*grad_norm_ = ") as rec:
-        m = LinearClassifier(loss="hinge", max_iter=1).fit(X, y)
+        m = _make(kind, "hinge", max_iter=3).fit(X, y)
+    assert rec[0].filename == __file__
+    assert _reported(str(rec[0].message)) == pytest.approx(m.grad_norm_, rel=1e-2)
+    with pytest.warns(ConvergenceWarning, match=r"KKT violation .*grad_norm_ = ") as rec:
+        m.relabel(list(range(0, 400, 3)), 1 - y[::3])
     assert rec[0].filename == __file__
     assert _reported(str(rec[0].message)) == pytest.approx(m.grad_norm_, rel=1e-2)
 
