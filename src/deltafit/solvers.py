@@ -25,7 +25,11 @@ that the duality gap certifies (see :class:`HingeResult`), not a gradient norm.
 
 from __future__ import annotations
 
+import os
+import sys
+import threading
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,7 +38,7 @@ from scipy import linalg
 from sklearn.exceptions import ConvergenceWarning
 
 __all__ = ["SolverResult", "HingeResult", "NewtonCurvature", "newton_primal", "newton_kernel",
-           "hinge_primal", "hinge_kernel", "solve_spd"]
+           "hinge_primal", "hinge_kernel", "solve_spd", "check_curvature"]
 
 # Below this decrease J cannot be resolved in floating point; a Newton step is then taken whole.
 _FLOOR = 1e-12
@@ -42,6 +46,16 @@ _FLOOR = 1e-12
 #: Hessian-vector products (``Xᵀ D X v`` through sparse products) instead of forming the dense
 #: p × p Hessian.
 HESSIAN_FREE_FEATURES = 500
+#: The largest curvature ``C·w_i·ℓ''_max·‖Φ(x_i)‖²`` (kernel models: ``C·w_i·ℓ''_max·k(x_i, x_i)``)
+#: one sample may bring to the Newton system of a smooth loss (logistic, squared hinge): 1/ε =
+#: 2⁵² ≈ 4.5e15.  The curvature matrix is ``I + C Σ w_i ℓ''_i Φ(x_i)Φ(x_i)ᵀ``; a sample beyond
+#: this bound makes its own term's rounding (ε times its curvature) exceed the unit
+#: regularisation, so the computed matrix is not certifiably positive definite (Cholesky fails,
+#: or a correction that removes the term cancels to noise), and the rounding of that sample's
+#: score, ``ε·‖Φ(x)‖·‖β‖``, moves ∇J by ``ε·C w ℓ''‖Φ(x)‖²·‖β‖ > ‖β‖``: no solution can be
+#: certified to any tolerance.  Such a sample is refused (ValueError) by fits and updates alike;
+#: ``ℓ''_max`` is ¼ for the logistic loss and 2 for the squared hinge.
+MAX_CURVATURE = 2.0 ** 52
 
 
 @dataclass
@@ -131,6 +145,139 @@ def solve_spd(A, b):
     except linalg.LinAlgError as exc:
         raise ValueError(f"ill-conditioned system: Cholesky factorization failed ({exc})") from exc
     return linalg.cho_solve(c, b, check_finite=False)
+
+
+def _max_d2(loss):
+    """``max_z ℓ''(y, z)`` of a smooth classification loss: its value at ``z = 0`` (logistic:
+    ``σ(1 − σ) ≤ ¼``, largest at 0; squared hinge: 2 on the whole margin side)."""
+    return float(loss.d2(np.ones(1), np.zeros(1))[0])
+
+
+def check_curvature(sq, cw, loss, what="X", norm="‖Φ(x)‖²"):
+    """Refuse samples whose Newton curvature is beyond double precision (:data:`MAX_CURVATURE`).
+
+    Parameters
+    ----------
+    sq : array-like of float
+        Per sample, ``‖Φ(x)‖²`` (linear models) or ``k(x, x)`` (kernel models).
+    cw : float or array-like of float
+        ``C·w`` per sample (0: the sample is not in the problem).
+    loss : deltafit.losses.Loss
+        A smooth loss (logistic, squared hinge).
+    what : str
+        What the samples are, for the message.
+    norm : str
+        How ``sq`` is written in the message.
+
+    Raises
+    ------
+    ValueError
+        Naming the largest curvature, the sample's norm and ``C·w``, and what to do.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deltafit.losses import get_loss
+    >>> from deltafit.solvers import check_curvature
+    >>> check_curvature(np.array([1.0, 4.0]), 1.0, get_loss("logistic"))   # fine: silent
+    >>> try:
+    ...     check_curvature(np.array([1e24]), 1.0, get_loss("logistic"))
+    ... except ValueError as exc:
+    ...     print(str(exc).split(" (")[0])
+    X: a sample's Newton curvature C·w·ℓ''·‖Φ(x)‖² is 2.5e+23
+    """
+    sq = np.asarray(sq, dtype=np.float64).ravel()
+    if sq.size == 0:
+        return
+    cw = np.broadcast_to(np.asarray(cw, dtype=np.float64), sq.shape)
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused below
+        kappa = cw * sq * _max_d2(loss)
+    i = int(np.argmax(np.where(np.isnan(kappa), np.inf, kappa)))
+    if kappa[i] <= MAX_CURVATURE:
+        return
+    cwi = float(cw[i])
+    raise ValueError(
+        f"{what}: a sample's Newton curvature C·w·ℓ''·{norm} is {kappa[i]:.3g} ({norm} = "
+        f"{sq[i]:.3g}, C·w = {cwi:.3g}, ℓ'' up to {_max_d2(loss):g} for the {loss.name} loss), "
+        f"above 1/ε = {MAX_CURVATURE:.3g}: the curvature matrix I + C·Σ w ℓ'' Φ(x)Φ(x)ᵀ loses "
+        "positive definiteness in double precision (its unit regularisation falls below the "
+        "rounding of that sample's term) and no solution can be certified; scale the features "
+        "(e.g. StandardScaler), or lower C or the sample's weight"
+    )
+
+
+def curvature_failure(exc, kappa=None, what="the Newton curvature matrix"):
+    """The ValueError (in deltafit's words) for a Cholesky factorisation of a curvature matrix
+    ``I + C·Σ w ℓ'' φ φᵀ`` that LAPACK found not positive definite (``exc``); ``kappa``: the
+    largest per-sample curvature ``C·w·ℓ''·‖φ‖²`` in it and their sum, when known."""
+    worst = ""
+    if kappa is not None:
+        top, total = kappa if isinstance(kappa, tuple) else (kappa, None)
+        worst = f" (its samples' curvatures C·w·ℓ''·‖Φ(x)‖²: largest {float(top):.3g}"
+        if total is not None:
+            worst += f", sum {float(total):.3g}"
+        worst += f"; about 1/ε = {MAX_CURVATURE:.3g} is what float64 resolves)"
+    return ValueError(
+        f"ill-conditioned system: {what} lost positive definiteness in double precision"
+        f"{worst}: the features' scale or C make it too ill-conditioned to factorise (LAPACK: "
+        f"{exc}); scale the features (e.g. StandardScaler) or lower C"
+    )
+
+
+def _row_curvature(X, D):
+    """``(max_i D_i ‖x_i‖², Σ_i D_i ‖x_i‖²)`` (dense or sparse rows)."""
+    if X.shape[0] == 0:
+        return 0.0, 0.0
+    kappa = np.asarray(D) * _squared_norms(X)
+    return float(np.max(kappa)), float(np.sum(kappa))
+
+
+def _squared_norms(X):
+    """``‖x_i‖²`` of every row (dense or sparse)."""
+    if sp.issparse(X):
+        return np.asarray(X.multiply(X).sum(axis=1)).ravel()
+    X = np.asarray(X, dtype=np.float64)
+    return np.einsum("ij,ij->i", X, X)
+
+
+_LABEL = threading.local()
+
+
+@contextmanager
+def solve_label(label):
+    """Prefix the ConvergenceWarnings of the solves run in this thread by ``label`` (e.g. a
+    one-vs-rest class)."""
+    old = getattr(_LABEL, "value", "")
+    _LABEL.value = f"{old}{label}: "
+    try:
+        yield
+    finally:
+        _LABEL.value = old
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _outside_stacklevel():
+    """The ``stacklevel`` (for the caller of this function) of the first frame outside
+    deltafit: the warning points at the user's call (``fit``, ``add``, ...), not at a state."""
+    f, level = sys._getframe(1), 1
+    while f is not None and f.f_code.co_filename.startswith(_PACKAGE):
+        f, level = f.f_back, level + 1
+    return level
+
+
+def warn_not_converged(what, grad_norm, threshold, tol, it, hint=""):
+    """The ConvergenceWarning of a solve that stopped with ``grad_norm > threshold``."""
+    label = getattr(_LABEL, "value", "")
+    warnings.warn(
+        f"{label}{what} did not converge: it stopped after {it} iterations with grad_norm_ = "
+        f"{grad_norm:.3g} > tol·‖∇J(0)‖ = {threshold:.3g} (tol={tol:.3g}); the solution is "
+        f"certified only to ‖β − β*‖ ≤ grad_norm_, not equal to a converged refit{hint}; "
+        "increase max_iter, or scale the features (e.g. StandardScaler)",
+        ConvergenceWarning,
+        stacklevel=_outside_stacklevel(),
+    )
 
 
 def _check_callback(callback, it, coef, grad_norm, objective, grad):
@@ -252,6 +399,7 @@ def _damped_newton(coef, features, objective, gradient, newton_step, grad_norm0,
     grad, dJ, gnorm = gradient(coef, z)
     it = 0
     stopped = _check_callback(callback, it, coef, gnorm, f, grad)
+    failed = False
     while gnorm > threshold and not stopped and it < max_iter:
         it += 1
         step = newton_step(z, grad, dJ)
@@ -262,6 +410,7 @@ def _damped_newton(coef, features, objective, gradient, newton_step, grad_norm0,
         else:
             t, _ = _armijo(lambda t: objective(coef + t * step, z + t * z_step), f, slope)
             if t == 0.0:
+                failed = True
                 break  # a genuine failure to decrease
         coef += t * step
         z = features @ coef  # recomputed, not accumulated: keeps z and J consistent with coef
@@ -270,12 +419,9 @@ def _damped_newton(coef, features, objective, gradient, newton_step, grad_norm0,
         stopped = _check_callback(callback, it, coef, gnorm, f, grad)
     converged = gnorm <= threshold
     if not converged and not stopped:
-        warnings.warn(
-            f"{what} did not reach ‖∇J‖ ≤ {threshold:.3g} in {it} iterations "
-            f"(‖∇J‖ = {gnorm:.3g}); increase max_iter or tol",
-            ConvergenceWarning,
-            stacklevel=4,  # the caller of newton_primal / newton_kernel
-        )
+        why = (" (the line search found no decrease of J: the rounding level of J and ∇J "
+               "was reached)" if failed else f" (max_iter={max_iter} reached)")
+        warn_not_converged(what, gnorm, threshold, tol, it, why)
     return SolverResult(coef, float(gnorm), it, bool(converged), bool(stopped), float(f))
 
 
@@ -320,6 +466,20 @@ def newton_primal(X, y, loss, C, *, sample_weight=None, coef0=None, tol=1e-10, m
         With ``keep_hessian``, a pair ``(SolverResult, NewtonCurvature or None)``: None when no
         dense Hessian was formed (no Newton step taken, or Hessian-free CG steps).
 
+    Raises
+    ------
+    ValueError
+        When a sample's curvature ``C·w·ℓ''_max·‖x‖²`` exceeds :data:`MAX_CURVATURE` (see
+        :func:`check_curvature`), or when a Newton matrix loses positive definiteness in
+        float64 (said in those words, with the samples' curvatures and the remedy).
+
+    Warns
+    -----
+    ConvergenceWarning
+        When the solve stops short of ``tol`` (``max_iter`` reached, or no decrease left in
+        float64): the message names ``grad_norm_`` (the certified ‖∇J‖ at the returned β) and
+        ``tol``.  A callback's stop is not a failure: no warning.
+
     Notes
     -----
     Newton direction from ``(Xᵀ diag(C w_i ℓ''_i) X + I) Δ = −∇J`` with ℓ'' the (generalised)
@@ -354,6 +514,7 @@ def newton_primal(X, y, loss, C, *, sample_weight=None, coef0=None, tol=1e-10, m
             X, y, w = (X[keep] if sp.issparse(X) else np.asarray(X)[keep]), y[keep], w[keep]
             n = keep.size
         cw = C * w  # C_i
+    check_curvature(_squared_norms(X), C if w is None else cw, loss)
     beta = np.zeros(p) if coef0 is None else np.array(coef0, dtype=np.float64, copy=True)
     if w is None:
         g0 = np.linalg.norm(C * (X.T @ loss.d1(y, np.zeros(n))))
@@ -393,7 +554,11 @@ def newton_primal(X, y, loss, C, *, sample_weight=None, coef0=None, tol=1e-10, m
             d = np.zeros(n)
             d[act] = D
             last[:] = [(H, d)]
-        return -solve_spd(H, grad)
+        try:
+            c = linalg.cho_factor(H, lower=True, check_finite=False)
+        except linalg.LinAlgError as exc:
+            raise curvature_failure(exc, _row_curvature(Xa, D)) from exc
+        return -linalg.cho_solve(c, grad, check_finite=False)
 
     res = _damped_newton(beta, X, objective, gradient, newton_step, g0, tol=tol,
                          max_iter=max_iter, callback=callback, what="Newton")
@@ -472,6 +637,17 @@ def newton_kernel(K, y, loss, C, *, sample_weight=None, coef0=None, tol=1e-10, m
         and ``L`` the lower Cholesky factor of ``I + S K[act, act] S``; None when no step was
         taken or no sample had curvature.
 
+    Raises
+    ------
+    ValueError
+        When a sample's ``C·w·ℓ''_max·k(x, x)`` exceeds :data:`MAX_CURVATURE`, or the Newton
+        system loses positive definiteness in float64 (as :func:`newton_primal`).
+
+    Warns
+    -----
+    ConvergenceWarning
+        As :func:`newton_primal`.
+
     Notes
     -----
     With ``W = diag(C w_i ℓ''_i)`` the Newton step in function space solves ``(I + W K) Δ = −g``.
@@ -509,6 +685,7 @@ def newton_kernel(K, y, loss, C, *, sample_weight=None, coef0=None, tol=1e-10, m
                     return full_callback(it, _embed(a, keep, n_all), gnorm, f,
                                          _embed(g, keep, n_all))
     cw = C if w is None else C * w  # C_i (elementwise: the unweighted case is unchanged)
+    check_curvature(np.diagonal(K), cw, loss, "K", "k(x, x)")
     alpha = np.zeros(n) if coef0 is None else np.array(coef0, dtype=np.float64, copy=True)
     g_zero = cw * loss.d1(y, np.zeros(n))
     g0 = np.sqrt(max(g_zero @ (K @ g_zero), 0.0))
@@ -533,16 +710,16 @@ def newton_kernel(K, y, loss, C, *, sample_weight=None, coef0=None, tol=1e-10, m
             s = np.sqrt(W[act])
             A = K[np.ix_(act, act)] * np.outer(s, s)
             A.flat[:: act.size + 1] += 1.0
+            try:
+                L = linalg.cholesky(A, lower=True, overwrite_a=True, check_finite=False)
+            except linalg.LinAlgError as exc:
+                kd = W[act] * np.diagonal(K)[act]
+                kappa = (float(np.max(kd)), float(np.sum(kd)))
+                raise curvature_failure(exc, kappa, "the kernel Newton system I + S K S") \
+                    from exc
+            step[act] += s * linalg.cho_solve((L, True), s * Kg[act], check_finite=False)
             if keep_factor:
-                try:
-                    L = linalg.cholesky(A, lower=True, overwrite_a=True, check_finite=False)
-                except linalg.LinAlgError as exc:
-                    raise ValueError("ill-conditioned system: Cholesky factorization failed "
-                                     f"({exc})") from exc
-                step[act] += s * linalg.cho_solve((L, True), s * Kg[act], check_finite=False)
                 last[:] = [(act, s, L)]
-            else:
-                step[act] += s * solve_spd(A, s * Kg[act])
         return step
 
     res = _damped_newton(alpha, K, objective, gradient, newton_step, g0, tol=tol,
@@ -1290,11 +1467,13 @@ def _hinge_result(qp, alpha, ub, C, w, loop, name, touched, fresh=False):
         rounding = gamma * float(ub @ qp.scale(alpha)) * 2.0
     radius = np.sqrt(2.0 * (max(gap, 0.0) + rounding)) + qp.coef_rounding(alpha)
     if not converged and not stopped:
+        label = getattr(_LABEL, "value", "")
         warnings.warn(
-            f"{name} did not reach a KKT violation ≤ {thr:.3g} in {it} iterations "
-            f"(violation {kkt:.3g}); increase max_iter or tol",
+            f"{label}{name} did not converge: it stopped after {it} iterations with a KKT "
+            f"violation {kkt:.3g} > {thr:.3g} (tol, or the rounding floor) and grad_norm_ = "
+            f"{radius:.3g} (the certified radius ‖β − β*‖ ≤ grad_norm_); increase max_iter",
             ConvergenceWarning,
-            stacklevel=4,
+            stacklevel=_outside_stacklevel(),
         )
     return HingeResult(qp.coef(alpha), float(radius), it, bool(converged), bool(stopped),
                        primal, alpha=alpha, kkt_violation=kkt, duality_gap=gap,

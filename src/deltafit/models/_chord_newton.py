@@ -38,7 +38,7 @@ import scipy.sparse as sp
 from scipy import linalg
 from scipy.linalg import lapack
 
-from ..solvers import SolverResult
+from ..solvers import SolverResult, curvature_failure
 
 __all__ = ["Curvature", "RowBlock", "Point", "chord_solve", "fresh_point", "point_by_slot",
            "REFRESH_RATIO"]
@@ -172,7 +172,20 @@ class Curvature:
             H += (Xa.T @ sp.diags(Da) @ Xa).toarray() if sp.issparse(Xa) else (Xa.T * Da) @ Xa
             d[b.slots[rows]] = Da
         H.flat[:: p + 1] += 1.0
-        return cls(H, d)
+        try:
+            return cls(H, d)
+        except linalg.LinAlgError as exc:
+            kd = [b.curvature(z, loss) * _sq_norms(b.X)
+                  for b, z in zip(blocks, beta_scores) if b.X.shape[0]]
+            kappa = (max((float(np.max(k)) for k in kd), default=0.0),
+                     sum(float(np.sum(k)) for k in kd))
+            raise curvature_failure(exc, kappa) from exc
+
+
+def _sq_norms(X):
+    if sp.issparse(X):
+        return np.asarray(X.multiply(X).sum(axis=1)).ravel()
+    return np.einsum("ij,ij->i", X, X)
 
 
 @dataclass
@@ -390,7 +403,12 @@ def _updated(blocks, Z, curv, loss, capacity, changed, exact, switches=True):
         return curv
     if isinstance(fix, str):
         return Curvature.at(blocks, Z, loss, capacity)
-    return curv.corrected(*fix)
+    try:
+        return curv.corrected(*fix)
+    except linalg.LinAlgError:
+        # folding the correction into H cancelled to an indefinite matrix (a large row's term
+        # removed again): the exact Hessian at Z, formed from the rows, has no cancellation
+        return Curvature.at(blocks, Z, loss, capacity)
 
 
 class _Secants:

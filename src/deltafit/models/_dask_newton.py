@@ -39,7 +39,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg
 
-from ..solvers import SolverResult
+from ..solvers import SolverResult, _squared_norms, check_curvature, curvature_failure
 from ._chord_newton import REFRESH_RATIO, Curvature, _Secants, curvature_switches
 from ._dask_state import DaskStateRefusals
 from ._state import ModelState
@@ -312,7 +312,10 @@ class DaskPasses:
 
 
 def _cholesky(H):
-    return linalg.cholesky(H, lower=True, check_finite=False)
+    try:
+        return linalg.cholesky(H, lower=True, check_finite=False)
+    except linalg.LinAlgError as exc:  # said in deltafit's words (and a ValueError)
+        raise curvature_failure(exc) from exc
 
 
 def _at(beta, share):
@@ -574,6 +577,7 @@ class DaskNewtonState(DaskStateRefusals, ModelState):
         f, grad, g0 = self.point
         curv = self.curv
         if Phi.shape[0]:
+            check_curvature(_squared_norms(Phi), cw_a, loss)  # before anything changes
             z, zr, zero = Phi @ beta, Phi @ self.beta_ref, np.zeros(Phi.shape[0])
             f = f + float(cw_a @ loss.value(t_a, z) - cw_b @ loss.value(t_b, z))
             G = Phi.T @ np.column_stack([cw_a * loss.d1(t_a, z) - cw_b * loss.d1(t_b, z),

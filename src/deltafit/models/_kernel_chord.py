@@ -50,7 +50,7 @@ import numpy as np
 from scipy import linalg
 from scipy.linalg import lapack
 
-from ..solvers import SolverResult
+from ..solvers import SolverResult, curvature_failure
 
 __all__ = ["KernelCurvature", "KernelPoint", "kernel_chord_solve", "REFRESH_RATIO"]
 
@@ -67,8 +67,7 @@ def _cholesky(M):
     try:
         return linalg.cholesky(M, lower=True, overwrite_a=True, check_finite=False)
     except linalg.LinAlgError as exc:
-        raise ValueError("ill-conditioned system: Cholesky factorization of the kernel Newton "
-                         f"system failed ({exc})") from exc
+        raise curvature_failure(exc, what="the kernel Newton system I + S K S") from exc
 
 
 def _potrs(L, b):

@@ -20,6 +20,7 @@ import dataclasses
 
 import numpy as np
 
+from ..solvers import solve_label
 from ._state import ModelState
 
 __all__ = ["OneVsRestState", "SharedOneVsRestState", "one_vs_rest_class", "one_vs_rest_state",
@@ -133,11 +134,24 @@ def _each_class(fn, classes):
     from joblib import Parallel, delayed, effective_n_jobs
 
     classes = list(classes)
+    named = _for_class(fn)
     if effective_n_jobs() > 1 and len(classes) > 1:
-        Parallel(prefer="threads")(delayed(fn)(k) for k in classes)
+        Parallel(prefer="threads")(delayed(named)(k) for k in classes)
     else:
         for k in classes:
-            fn(k)
+            named(k)
+
+
+def _for_class(fn):
+    """``fn`` with the ConvergenceWarnings of its solves naming the class (thread-local)."""
+    def named(k):
+        with solve_label(_class_label(k)):
+            return fn(k)
+    return named
+
+
+def _class_label(k):
+    return f"one-vs-rest class classes_[{k}]"
 
 
 def _coded(change, k, n_classes=None):
@@ -279,7 +293,8 @@ class OneVsRestState(ModelState):
             st = self._make()
             warm = None if coef0 is None else coef0[:, k]
             kw = {} if w is None else {"w": w}
-            self.states.append(st.fit(data, class_codes(t, k), capacity, warm, **kw))
+            with solve_label(_class_label(k)):
+                self.states.append(st.fit(data, class_codes(t, k), capacity, warm, **kw))
             self._share_gram()  # one kernel matrix in memory at a time beyond the first
         return self
 
@@ -291,7 +306,7 @@ class OneVsRestState(ModelState):
             # the first class writes the new kernel values that the others read: it goes
             # first; the others are independent and run in threads when joblib is given
             # more than one job (``joblib.parallel_config(n_jobs=...)``)
-            self.states[0].apply_change(_coded(change, 0))
+            _for_class(lambda k: self.states[k].apply_change(_coded(change, k)))(0)
             _each_class(lambda k: self.states[k].apply_change(_coded(change, k)),
                         range(1, self.n_classes))
         except BaseException:

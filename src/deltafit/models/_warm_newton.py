@@ -18,7 +18,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy import linalg
 
-from ..solvers import HESSIAN_FREE_FEATURES, newton_kernel, newton_primal
+from ..solvers import (HESSIAN_FREE_FEATURES, _squared_norms, check_curvature, newton_kernel,
+                       newton_primal)
 from ._chord_newton import Curvature, Point, RowBlock, chord_solve, fresh_point, point_by_slot
 from ._gram import GramCache
 from ._kernel_chord import (KernelCurvature, KernelPoint, fresh_kernel_point,
@@ -74,6 +75,7 @@ class PrimalNewtonState(ModelState):
 
     def apply_change(self, change):
         led = change.ledger
+        check_change_curvature(change, self.C, self.loss)
         if led.sparse_rows and led.n_features > HESSIAN_FREE_FEATURES:
             # Hessian-free CG steps: no factorisation to reuse
             slots, Phi, t = change.rows_after()
@@ -91,7 +93,10 @@ class PrimalNewtonState(ModelState):
             self.curv, self.point = _curvature(nc, slots, led.capacity), None
             return
         res, curv, self.point = out
-        self.curv = curv.folded()  # one factor: what a model file restores exactly
+        try:
+            self.curv = curv.folded()  # one factor: what a model file restores exactly
+        except linalg.LinAlgError:
+            self.curv = None  # the fold lost definiteness: the next update starts afresh
         self.commit(res)
 
     def warm_coef(self, slots):
@@ -167,6 +172,31 @@ def _curvature(nc, slots, capacity):
         return Curvature(nc.hessian, d)
     except (linalg.LinAlgError, ValueError):
         return None
+
+
+def check_change_curvature(change, C, loss, sq_add=None, sq_reweight=None):
+    """Refuse a change whose added or reweighted samples bring a Newton curvature beyond
+    double precision (:data:`deltafit.solvers.MAX_CURVATURE`), before anything changes.
+
+    ``sq_add`` / ``sq_reweight``: the samples' ``k(x, x)`` (kernel states); None: ``‖Φ(x)‖²``
+    of the change's rows (linear states).
+    """
+    kernel = sq_add is not None or sq_reweight is not None
+    what, norm = ("K", "k(x, x)") if kernel else ("X", "‖Φ(x)‖²")
+    if change.add_slots is not None and len(change.add_slots):
+        if sq_add is None:
+            sq_add = _squared_norms(change.rows_add)
+        w = 1.0 if change.w_add is None else np.asarray(change.w_add, dtype=np.float64)
+        check_curvature(sq_add, C * w, loss, what, norm)
+    slots = change.reweight_slots
+    if slots is not None and len(slots):
+        if sq_reweight is None:
+            rows = change.rows_reweight
+            if rows is None:
+                rows = change.ledger.X[np.asarray(slots, dtype=np.intp)]
+            sq_reweight = _squared_norms(rows)
+        check_curvature(sq_reweight, C * np.asarray(change.reweight_w, dtype=np.float64), loss,
+                        what, norm)
 
 
 def change_blocks(change, C):
@@ -317,6 +347,8 @@ class KernelNewtonState(ModelState):
         return np.setdiff1d(np.arange(self.capacity), self.curv.held)
 
     def apply_change(self, change):
+        if self._chord:
+            self._check_curvature(change)
         if change.add_slots is not None:
             self.ensure_capacity(change.ledger.capacity)
             self.gram.write(change.add_slots, change.K_cross, change.K_new)
@@ -328,6 +360,18 @@ class KernelNewtonState(ModelState):
             self.commit(A, self.solve(A, t, start[A], change.weights_at(A)))
             return
         self._chord_change(change, A, t, start)
+
+    def _check_curvature(self, change):
+        """Refuse added or reweighted samples whose ``C·w·ℓ''·k(x, x)`` is beyond double
+        precision (see :func:`check_change_curvature`)."""
+        sq_add = sq_rw = None
+        if change.add_slots is not None and len(change.add_slots):
+            sq_add = np.diagonal(np.asarray(change.K_new))
+        if change.reweight_slots is not None and len(change.reweight_slots):
+            sl = np.asarray(change.reweight_slots, dtype=np.intp)
+            sq_rw = np.asarray(self.gram.K[sl, sl], dtype=np.float64)
+        if sq_add is not None or sq_rw is not None:
+            check_change_curvature(change, self.C, self.loss, sq_add, sq_rw)
 
     def _chord_change(self, change, A, t_after, start):
         o, led = self.opts, change.ledger
