@@ -139,11 +139,6 @@ def run_stream_command(args, out=None):
     require_classes(y, "the stream experiment's classifier")
     window = window if args.window is None else args.window
     algos = [a.strip() for a in args.algorithms.split(",") if a.strip()]
-    if not args.json:
-        why = ("from --gamma" if args.gamma is not None else
-               "'scale', the library's default: 1 / (n_features * X.var())")
-        print(f"model: {est!r}: the squared hinge loss of Sivan et al.'s experiments (their "
-              f"certified spheres); gamma {why}", file=out)
     log = None if args.json else (lambda line: print("  " + line, file=out, flush=True))
     if not args.json:
         print(f"{title}: {X.shape[0]} samples x {X.shape[1]} features, window {window}; "

@@ -292,6 +292,7 @@ def demo(args, out=None):
 
 
 def _story(args, out):
+    args = copy.copy(args)  # a resolved gamma is set on the copy
     X, y, group, title = _load(args)
     require_classes(y, "the demo's classifier")
     classes = np.unique(y)
@@ -381,6 +382,12 @@ def _story(args, out):
                               lambda: _make_model(args, classes.size), args.repeat)
     say(f"0. in service: fitted on {rows(train.size, 'samples')}, {n_bad} of them mislabeled, "
         f"in {_ms(t_fit)}; test accuracy {model.score(X_test, y_test):.4f}")
+    if args.model == "kernel" and isinstance(args.gamma, str):
+        # an update keeps the fit's gamma; a refit with gamma='scale' would resolve it anew
+        # on other rows: the refits that check the updates take the fit's number
+        args.gamma = float(model.gamma_)
+        say(f"   gamma={model.gamma!r} resolved on these rows: gamma_ = {args.gamma:.4g}, kept by "
+            "every update; the refits below take this number")
 
     # 1. a deletion request
     kw = {} if kd else {"X": story.X[gone]}
