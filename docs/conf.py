@@ -25,6 +25,8 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.mathjax",
+    # MathJax 3 bundled into _static/mathjax: the formulas render offline, no CDN
+    "sphinx-mathjax-offline",
     "sphinx.ext.viewcode",
     "numpydoc",
     "sphinx_gallery.gen_gallery",
@@ -63,10 +65,8 @@ sphinx_gallery_conf = {
     "min_reported_time": 1,
 }
 
-# Maths: MathJax from its CDN.  To read the built site offline, point DELTAFIT_DOCS_MATHJAX at a
-# local MathJax 3 (for instance ``file:///.../mathjax/es5/tex-chtml.js`` from the npm package).
-if os.environ.get("DELTAFIT_DOCS_MATHJAX"):
-    mathjax_path = os.environ["DELTAFIT_DOCS_MATHJAX"]
+# Maths: MathJax 3 is served from the site itself (``_static/mathjax``, copied there by
+# sphinx-mathjax-offline), so that the formulas render without a network.
 
 html_theme = "pydata_sphinx_theme"
 html_title = f"deltafit {release}"

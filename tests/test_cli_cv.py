@@ -26,7 +26,7 @@ def svm_file(tmp_path, breast_cancer):
 
 
 def test_loo_command_reports_how(svm_file, capsys):
-    assert main(["loo", svm_file, "--C", "0.1"]) == 0
+    assert main(["loo", svm_file, "--C", "0.1", "--loss", "logistic"]) == 0
     out = capsys.readouterr().out
     assert "leave-one-out: bounds_early" in out and "exact" in out
     assert "decided by certified bounds" in out
@@ -41,7 +41,7 @@ def test_loo_command_matches_library(svm_file, capsys, breast_cancer):
     X, y = breast_cancer
     r = loo(df.LinearClassifier(loss="logistic", C=0.1), StandardScaler().fit_transform(X[:150]),
             y[:150], method="refit")
-    assert main(["loo", svm_file, "--C", "0.1", "--method", "refit"]) == 0
+    assert main(["loo", svm_file, "--C", "0.1", "--loss", "logistic", "--method", "refit"]) == 0
     assert f"({r.n_errors}/150)" in capsys.readouterr().out
 
 

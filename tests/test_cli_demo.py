@@ -69,7 +69,8 @@ class _TooTight:
 
 def test_a_violated_bound_makes_it_exit_1(monkeypatch, capsys):
     real = deltafit.sensitivity
-    monkeypatch.setattr(deltafit, "sensitivity", lambda model: _TooTight(real(model)))
+    monkeypatch.setattr(deltafit, "sensitivity",
+                        lambda model, *a, **kw: _TooTight(real(model, *a, **kw)))
     assert cli.main(FAST) == 1
     text = capsys.readouterr().out
     assert "CHECK FAILED: a what-if bound was violated" in text
@@ -81,6 +82,8 @@ def test_plot_writes_one_png(tmp_path):
     path = tmp_path / "demo.png"
     dev, text = _run(FAST + ["--plot", str(path)])
     assert dev < 1e-8 and f"figure: {path}" in text
+    # the papers' ball answers the same what-if, beside deltafit's intervals
+    assert "the papers' ball (Okumura et al. Thm 1, method='sphere')" in text
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

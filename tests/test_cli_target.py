@@ -97,12 +97,13 @@ def test_demo(files, capsys, extra):
 
 @pytest.mark.parametrize("target", ["diagnosis", "0", "-31"])
 def test_loo(files, capsys, target):
-    rc, out, err = _main(capsys, ["loo", files["text"], "--target", target, "--C", "0.1"])
+    rc, out, err = _main(capsys, ["loo", files["text"], "--target", target, "--C", "0.1",
+                                   "--loss", "logistic"])
     assert rc == 0, err
     assert out.startswith(f"data: {files['text']}, 160 samples x 30 features; "
                           f"classes {_classes(files)}\n")
     assert "leave-one-out: bounds_early: error rate" in out and "exact" in out
-    _, ref, _ = _main(capsys, ["loo", files["numeric"], "--C", "0.1"])
+    _, ref, _ = _main(capsys, ["loo", files["numeric"], "--C", "0.1", "--loss", "logistic"])
     errors = out.split("error rate ")[1].split(",")[0]
     assert errors == ref.split("error rate ")[1].split(",")[0]
 

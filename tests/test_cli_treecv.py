@@ -38,7 +38,8 @@ def test_exact_learner_matches_k_refits(svm_file, capsys, breast_cancer):
     X, y = breast_cancer
     Xs = StandardScaler().fit_transform(X[:200])
     ref = cross_val_score(df.LinearClassifier(loss="logistic", C=1.0), Xs, y[:200], cv=KFold(5))
-    assert main(["treecv", svm_file, "--learner", "linear", "--cv", "5", "--json"]) == 0
+    assert main(["treecv", svm_file, "--learner", "linear", "--loss", "logistic", "--cv", "5",
+                 "--json"]) == 0
     out = _json(capsys)
     assert out["n_folds"] == 5 and out["cv"] == "5-fold"
     assert out["score"] == pytest.approx(ref.mean(), abs=1e-12)

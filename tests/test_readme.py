@@ -23,3 +23,25 @@ def test_first_example_runs(tmp_path, monkeypatch):
     assert scope["certain"].mean() == 1.0  # what the comment says (squared loss: exact)
     assert m.n_samples_ == 1797 - 2
     assert set(scope["search"].best_params_) == {"kernelclassifier__C"}
+    # what the loo line's comment says the run does is what it does
+    r = scope["r"]
+    assert int(r.decided_by_bound.sum()) == _loo_claim(_first_python_block())
+    assert r.n_samples == 1797 and not r.approximate
+
+
+
+def _loo_claim(block):
+    """The number of labels the README's loo comment says the bounds decided."""
+    import re
+
+    line = next(ln for ln in block.splitlines() if "= loo(" in ln)
+    assert re.search(r"~[\d.]+ s here \(~\d+ s on raw X\)", line), line
+    assert "Xs, y)" in line  # on standardised features
+    claimed = re.search(r"([\d,]+) of 1,797 labels decided by bounds", block)
+    assert claimed, "the loo line's comment says how many labels the bounds decided"
+    return int(claimed.group(1).replace(",", ""))
+
+
+def test_the_loo_line_says_what_it_costs():
+    """The first example's leave-one-out says its time, with the raw pixels' beside it."""
+    assert _loo_claim(_first_python_block()) > 0

@@ -7,8 +7,8 @@ import sys
 
 import numpy as np
 
-from ._cli_data import add_target_argument, describe_classes, load_data, require_classes, \
-    require_numeric
+from ._cli_data import GAMMA_HELP, add_target_argument, describe_classes, gamma_value, \
+    load_data, require_classes, require_numeric
 
 __all__ = ["add_cv_commands", "run_cv_command"]
 
@@ -22,8 +22,16 @@ def _number(tok):
     return float(tok)
 
 
-def parse_grid(text):
-    """Values from ``"0.1,1,10"``, ``"2^-5..2^5"`` (every integer power) or a mix of both."""
+def parse_grid(text, what=None):
+    """Values from ``"0.1,1,10"``, ``"2^-5..2^5"`` (every integer power) or a mix of both.
+
+    ``what`` (``"--C"``) starts the message of the ValueError raised for a malformed grid."""
+    if what is not None:
+        try:
+            return parse_grid(text)
+        except ValueError as exc:
+            raise ValueError(f"{what}: {exc}; a grid looks like '0.1,1,10' or "
+                             f"'2^-5..2^5'") from None
     out = []
     for part in text.split(","):
         part = part.strip()
@@ -38,7 +46,10 @@ def parse_grid(text):
             lo, hi = int(ma.group(2)), int(mb.group(2))
             out.extend(base ** k for k in range(lo, hi + 1))
         else:
-            out.append(_number(part))
+            try:
+                out.append(_number(part))
+            except ValueError:
+                raise ValueError(f"{part!r} is not a number") from None
     if not out:
         raise ValueError(f"no values in {text!r}")
     return out
@@ -50,7 +61,9 @@ def _common(p):
     add_target_argument(p)
     p.add_argument("--model", choices=("linear", "kernel"), default="linear")
     p.add_argument("--loss", choices=("squared", "logistic", "squared_hinge", "hinge"),
-                   default="logistic")
+                   default="squared",
+                   help="the classifier's loss (default squared, as the library's: closed-form "
+                        "leave-one-out; the others are exact by certified bounds and refits)")
     p.add_argument("--regression", action="store_true",
                    help="fit a regressor (squared loss) instead of a classifier (two "
                         "classes, or more: one-vs-rest)")
@@ -74,14 +87,16 @@ def add_cv_commands(sub):
                     "form, certified bounds with warm refits, or brute force; ALO on request.")
     _common(p)
     p.add_argument("--C", type=float, default=1.0)
-    p.add_argument("--gamma", type=float, default=None)
+    p.add_argument("--gamma", type=gamma_value, default="scale", help=GAMMA_HELP)
     s = sub.add_parser(
         "search", help="choose C (and gamma) by exact leave-one-out with bound pruning",
         description="Grid search by exact leave-one-out (or --cv k-fold): configurations are "
                     "pruned as soon as their certified error exceeds the best one's.")
     _common(s)
     s.add_argument("--C", default="2^-5..2^5", help="grid, e.g. '0.1,1,10' or '2^-5..2^5'")
-    s.add_argument("--gamma", default=None, help="grid for --model kernel, e.g. '2^-5..2^5'")
+    s.add_argument("--gamma", default=None,
+                   help="grid for --model kernel, e.g. '2^-5..2^5' (default: gamma='scale', "
+                        "as the library's, not searched)")
     s.add_argument("--no-prune", action="store_true")
 
 
@@ -116,6 +131,11 @@ def _estimator(args, C, gamma):
     return KernelClassifier(loss=args.loss, kernel=args.kernel, gamma=gamma, **kw)
 
 
+#: What the model is fitted on, by ``--scale``.
+_FEATURES = {"standard": "standardised features", "minmax": "features scaled to [-1, 1]",
+             "none": "the features as read"}
+
+
 def _splitter(args):
     if args.cv is None:
         return None
@@ -131,7 +151,7 @@ def run_cv_command(args, out=None):
     from .model_selection import LOOSearchCV, cross_validate, loo
 
     X, y, title = _data(args)
-    print(f"data: {title}, {X.shape[0]} samples x {X.shape[1]} features"
+    print(f"data: {title}, {X.shape[0]:,} samples x {X.shape[1]:,} features"
           + ("" if args.regression else f"; classes {describe_classes(y)}"), file=out)
     cv = _splitter(args)
     if args.command == "loo":
@@ -142,7 +162,7 @@ def run_cv_command(args, out=None):
             r = cross_validate(est, X, y, cv=cv, method=args.method, n_jobs=args.n_jobs,
                                progress=args.progress)
         what = "leave-one-out" if cv is None else f"{args.cv}-fold"
-        print(f"model: {est!r}", file=out)
+        print(f"model: {est!r} on {_FEATURES[args.scale]} (--scale {args.scale})", file=out)
         print(f"{what}: {r.summary()}", file=out)
         if r.classifier and not r.approximate:
             nd = int(r.decided_by_bound.sum())
@@ -151,10 +171,10 @@ def run_cv_command(args, out=None):
         elif r.approximate:
             print("  ALO is an approximation: these numbers are not certified", file=out)
         return 0
-    grid = {"C": parse_grid(args.C)}
+    grid = {"C": parse_grid(args.C, "--C")}
     if args.model == "kernel" and args.gamma is not None:
-        grid["gamma"] = parse_grid(args.gamma)
-    search = LOOSearchCV(_estimator(args, 1.0, None), grid, cv=cv, method=args.method,
+        grid["gamma"] = parse_grid(args.gamma, "--gamma")
+    search = LOOSearchCV(_estimator(args, 1.0, "scale"), grid, cv=cv, method=args.method,
                          prune=not args.no_prune, n_jobs=args.n_jobs, progress=args.progress)
     search.fit(X, y)
     res = search.cv_results_

@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
-__all__ = ["add_target_argument", "load_data", "format_label", "describe_classes",
+__all__ = ["add_target_argument", "gamma_value", "load_data", "format_label", "describe_classes",
            "require_classes", "require_numeric"]
 
 TARGET_HELP = ("the target column of a CSV/TSV file: its name in the header line or its index "
@@ -16,6 +18,28 @@ TARGET_HELP = ("the target column of a CSV/TSV file: its name in the header line
 def add_target_argument(parser):
     """Add ``--target COLUMN`` to an argparse parser."""
     parser.add_argument("--target", metavar="COLUMN", default=None, help=TARGET_HELP)
+
+
+def gamma_value(text):
+    """``--gamma``: a positive number, or ``scale`` / ``auto`` as the kernel models take them
+    (``scale``, the library's default: ``1 / (n_features * X.var())``; ``auto``:
+    ``1 / n_features``)."""
+    import argparse
+
+    if text in ("scale", "auto"):
+        return text
+    try:
+        value = float(text)
+    except ValueError:
+        value = None
+    if value is None or not np.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(
+            f"must be a positive number, scale or auto, got {text!r}")
+    return value
+
+
+GAMMA_HELP = ("RBF gamma of --model kernel: a positive number, or scale (default, as the "
+              "library's: 1 / (n_features * X.var())) or auto (1 / n_features)")
 
 
 def load_data(data, target=None):
@@ -34,6 +58,8 @@ def load_data(data, target=None):
     y : ndarray of shape (n_samples,)
         Numbers, or ``str`` labels from a CSV/TSV target column holding text.
     title : str
+        What the data are (a bundled set's source and task, a file's path), without their shape:
+        each command prints the shape once, beside it.
 
     Raises
     ------
@@ -42,7 +68,12 @@ def load_data(data, target=None):
     """
     from .datasets import load_named
 
-    return load_named(data, target=target, return_title=True)
+    X, y, title = load_named(data, target=target, return_title=True)
+    return X, y, _SHAPE.sub("", title)
+
+
+#: The shape at the end of a bundled data set's title, ``" (60,000 x 784)"``.
+_SHAPE = re.compile(r"\s*\([\d,]+ x [\d,]+\)$")
 
 
 def format_label(value):

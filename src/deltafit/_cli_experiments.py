@@ -181,6 +181,11 @@ def run_active_command(args, out=None):
     gamma = args.gamma if args.gamma is not None else 1.0 / (X.shape[1] * X.var())
     est = KernelClassifier(loss="squared_hinge", kernel="rbf", gamma=gamma, C=args.C,
                            fit_intercept=args.intercept)
+    if not args.json:
+        why = ("from --gamma" if args.gamma is not None else
+               "'scale', the library's default: 1 / (n_features * X.var())")
+        print(f"model: {est!r}: the squared hinge loss of Sivan et al.'s experiments (their "
+              f"certified spheres); gamma {why}", file=out)
     log = None if args.json else (lambda line: print("  " + line, file=out, flush=True))
     curves = compare_strategies(est, X, y, m=args.m, p=args.p, seeds=args.seeds,
                                 n_test=args.n_test, n_pool=args.n_pool, initial=args.initial,

@@ -65,7 +65,8 @@ def add_treecv_command(sub):
                         "'sqrt-t' (1/sqrt(t))")
     p.add_argument("--C", type=float, default=1.0, help="C of --learner linear / ridge")
     p.add_argument("--loss", choices=("squared", "logistic", "squared_hinge", "hinge"),
-                   default="logistic", help="loss of --learner linear")
+                   default="squared",
+                   help="loss of --learner linear (default squared, as the library's)")
     p.add_argument("--n-jobs", type=int, default=None)
     p.add_argument("--progress", action="store_true", help="show a progress bar (needs tqdm)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -194,7 +195,7 @@ def run_treecv_command(args, out=None):
             "peak_models": r.peak_models, "strategy": r.strategy, "shuffle": r.shuffle,
             "time_s": r.time_s}), file=out)
         return 0
-    print(f"data: {title}, {n} samples x {X.shape[1]} features"
+    print(f"data: {title}, {n:,} samples x {X.shape[1]:,} features"
           + ("" if classes is None else f"; classes {classes}"), file=out)
     print(f"learner: {learner!r}", file=out)
     print(r.summary(), file=out)

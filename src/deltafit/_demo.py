@@ -36,7 +36,8 @@ import time
 
 import numpy as np
 
-from ._cli_data import add_target_argument, describe_classes, load_data, require_classes
+from ._cli_data import GAMMA_HELP, add_target_argument, describe_classes, gamma_value, \
+    load_data, require_classes
 from .datasets import NAMED_DATASETS
 
 __all__ = ["add_demo_command", "demo", "DEFAULT_DATASET", "load_shifted_digits"]
@@ -139,7 +140,7 @@ def add_demo_command(sub):
                    help="squared (default: closed-form exact updates); the others re-solve with "
                         "Newton, minutes on the default data: add --shift 0 or --repeat 1")
     d.add_argument("--C", type=float, default=1.0, help="regularisation weight (default 1.0)")
-    d.add_argument("--gamma", type=float, default=None, help="RBF gamma for --model kernel")
+    d.add_argument("--gamma", type=gamma_value, default="scale", help=GAMMA_HELP)
     d.add_argument("--mislabeled", type=float, default=0.02,
                    help="fraction of training labels delivered wrong (default 0.02)")
     d.add_argument("--add", type=float, default=0.1,
@@ -291,6 +292,7 @@ def demo(args, out=None):
 
 
 def _story(args, out):
+    args = copy.copy(args)  # a resolved gamma is set on the copy
     X, y, group, title = _load(args)
     require_classes(y, "the demo's classifier")
     classes = np.unique(y)
@@ -380,6 +382,12 @@ def _story(args, out):
                               lambda: _make_model(args, classes.size), args.repeat)
     say(f"0. in service: fitted on {rows(train.size, 'samples')}, {n_bad} of them mislabeled, "
         f"in {_ms(t_fit)}; test accuracy {model.score(X_test, y_test):.4f}")
+    if args.model == "kernel" and isinstance(args.gamma, str):
+        # an update keeps the fit's gamma; a refit with gamma='scale' would resolve it anew
+        # on other rows: the refits that check the updates take the fit's number
+        args.gamma = float(model.gamma_)
+        say(f"   gamma={model.gamma!r} resolved on these rows: gamma_ = {args.gamma:.4g}, kept by "
+            "every update; the refits below take this number")
 
     # 1. a deletion request
     kw = {} if kd else {"X": story.X[gone]}
@@ -429,9 +437,11 @@ def _story(args, out):
         from .plotting import demo_figure
 
         say(f"figure: {demo_figure(steps, args.plot, intervals=intervals)}")
-        say("   (each update's time beside the refit of the same data, log scale: the gap is "
-            "the speed-up; and, per test row, the what-if's certified interval (blue) for the "
-            "change of its decision value, with the exact change after retraining (red dot))")
+        say("   (left: each update's time beside the refit of the same data, log scale: the "
+            "gap is the speed-up; right: per test row, the width of the what-if's certified "
+            "interval (blue) and of the papers' ball (grey) against the true change of the "
+            "decision value after retraining, log-log: below the dashed line an interval is "
+            "narrower than the change it brackets)")
     return worst
 
 
@@ -495,11 +505,23 @@ def _what_if(model, asked, X_rows, X_test, args, steps, story, classes, tol, say
     say(f"   bounds on the new decision values: mean width {np.mean(width):.2g}, "
         f"{rel:.2g} times the mean true change {np.mean(change):.2g}; the exact deletion "
         f"changes {changed} test label(s); {int(bad.sum())} of {bad.size:,} bounds violated")
+    # the papers' ball on the same question, for contrast (untimed; method="sphere")
+    ball = sensitivity(model, method="sphere")
+    ball.remove(asked, X=X_rows)
+    b_lo, b_hi = ball.decision_bounds(X_test)
+    _, b_certain = ball.predict_certain(X_test)
+    b_bad = (b_lo > f_new + slack) | (f_new > b_hi + slack)
+    say(f"   the papers' ball (Okumura et al. Thm 1, method='sphere') on the same question: "
+        f"mean width {np.mean(b_hi - b_lo):.2g}, {b_certain.mean():.1%} of the test labels "
+        f"certified" + (f"; {int(b_bad.sum())} of its bounds VIOLATED" if b_bad.any() else ""))
+    bad = bad | b_bad
     # the figure: each test row's decision value of the class the retrained model predicts
     if f_new.ndim == 2:
         col = np.searchsorted(classes, labels_new)
         pick = (np.arange(col.size), col)
         lo, hi, f_old, f_new = lo[pick], hi[pick], f_old[pick], f_new[pick]
+        b_lo, b_hi = b_lo[pick], b_hi[pick]
     intervals = {"lower": lo - f_old, "upper": hi - f_old, "exact": f_new - f_old,
-                 "certified": float(certain.mean())}
+                 "certified": float(certain.mean()), "ball_lower": b_lo - f_old,
+                 "ball_upper": b_hi - f_old, "ball_certified": float(b_certain.mean())}
     return intervals, bool(bad.any())

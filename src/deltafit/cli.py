@@ -35,46 +35,53 @@ def build_parser():
     return p
 
 
-def main(argv=None):
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.command is None:
-        parser.print_help()
-        return 0
+def _one_line(exc):
+    """The message of ``exc`` on one line (a data error's message may span lines)."""
+    text = " ".join(str(exc).split())
+    return text or type(exc).__name__
+
+
+def _run_command(args):
+    """Run the subcommand of ``args``; returns its exit status."""
     if args.command == "demo":
-        try:
-            dev = demo(args)
-        except ValueError as exc:
-            print(f"deltafit demo: error: {exc}", file=sys.stderr)
-            return 2
+        dev = demo(args)
         tol = 1e-8 if args.loss == "squared" else 1e-6
         return 0 if dev < tol else 1
     if args.command in ("loo", "search"):
         from ._cli_cv import run_cv_command
 
-        try:
-            return run_cv_command(args)
-        except ValueError as exc:
-            print(f"deltafit {args.command}: error: {exc}", file=sys.stderr)
-            return 2
+        return run_cv_command(args)
     if args.command == "treecv":
         from ._cli_treecv import run_treecv_command
 
-        try:
-            return run_treecv_command(args)
-        except ValueError as exc:
-            print(f"deltafit treecv: error: {exc}", file=sys.stderr)
-            return 2
+        return run_treecv_command(args)
     if args.command in ("stream", "active"):
         from . import _cli_experiments
 
-        run = getattr(_cli_experiments, f"run_{args.command}_command")
-        try:
-            return run(args)
-        except ValueError as exc:
-            print(f"deltafit {args.command}: error: {exc}", file=sys.stderr)
-            return 2
+        return getattr(_cli_experiments, f"run_{args.command}_command")(args)
     return 2  # pragma: no cover
+
+
+def main(argv=None):
+    """Run the ``deltafit`` command; returns the exit status.
+
+    A problem with the data or the options (a file that is missing or does not parse, an
+    unknown column, a data set whose files are absent, an optional package not installed, a
+    figure that cannot be written) is reported as argparse reports a bad option: one line on
+    stderr, ``deltafit COMMAND: error: ...`` naming the problem and its fix, exit status 2.
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    try:
+        return _run_command(args)
+    except (ValueError, OSError, ImportError) as exc:
+        # OSError: files (FileNotFoundError for a data set's absent files, PermissionError,
+        # a --plot/--save/--out path in a missing folder); ImportError: an optional package
+        print(f"deltafit {args.command}: error: {_one_line(exc)}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

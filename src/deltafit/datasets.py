@@ -751,8 +751,10 @@ def load_fashion_mnist(path=None, *, subset="train"):
     if missing:
         raise FileNotFoundError(
             f"Fashion-MNIST file(s) not found: {', '.join(missing)}. "
-            f"Install them with `apt-get install dataset-fashion-mnist` "
-            f"or set {FASHION_MNIST_ENV_VAR} to a directory holding them."
+            f"Install them with `apt-get install dataset-fashion-mnist`, or "
+            f"download the four .gz files from "
+            f"https://github.com/zalandoresearch/fashion-mnist (data/fashion) "
+            f"and set {FASHION_MNIST_ENV_VAR} to their directory."
         )
 
     (n_img, rows, cols), pixels = _read_idx(img_file, _IDX_IMAGES_MAGIC, 3)

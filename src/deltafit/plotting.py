@@ -138,14 +138,19 @@ def treecv_times(results, path, *, title=None):
     return _save_png(plt, fig, path)
 
 
-def demo_figure(steps, path, *, intervals=None, max_intervals=40, title=None):
+def demo_figure(steps, path, *, intervals=None, max_intervals=500, title=None):
     """Draw ``deltafit demo``'s figure to a PNG: update vs refit times, certified intervals.
 
     Left: the time of each operation, deltafit's update against a refit on the same data
-    (log scale).  Right (with ``intervals``): the certified bounds on the change of each test
-    row's decision value after a data change (Okumura et al., "Quick sensitivity analysis for
-    incremental data modification and its application to leave-one-out CV in linear
-    classification problems", Theorem 1), against the exact change of a retrained model.
+    (log scale).  Right (with ``intervals``): for each test row, the width of the certified
+    interval for the new decision value after a data change, against the true change of that
+    value (a retrained model's), both on log axes with the line ``width = change``: a point
+    below it is an interval narrower than the change it brackets, so the bound resolves the
+    change, at any width.  With ``"ball_lower"`` / ``"ball_upper"``, the intervals of the
+    papers' ball (Okumura et al., "Quick sensitivity analysis for incremental data
+    modification and its application to leave-one-out CV in linear classification problems",
+    Theorem 1; ``deltafit.sensitivity(model, method="sphere")``) are drawn beside them for
+    contrast.
 
     Parameters
     ----------
@@ -156,9 +161,11 @@ def demo_figure(steps, path, *, intervals=None, max_intervals=40, title=None):
     intervals : dict, optional
         ``"lower"``, ``"upper"``, ``"exact"``: arrays of one length (the bounds and the exact
         value of the change, ``lower ≤ exact ≤ upper`` when the bounds hold); optionally
-        ``"certified"``: the fraction of labels certified, for the title.
-    max_intervals : int, default=40
-        How many rows to draw (evenly spaced in the order of their exact change).
+        ``"ball_lower"`` and ``"ball_upper"`` (the papers' ball's bounds on the same change),
+        ``"certified"`` and ``"ball_certified"`` (the fractions of labels each certifies, for
+        the legend).
+    max_intervals : int, default=500
+        How many test rows to draw at most (evenly spaced in the order of their true change).
     title : str, optional
 
     Returns
@@ -169,7 +176,7 @@ def demo_figure(steps, path, *, intervals=None, max_intervals=40, title=None):
     ------
     ValueError
         For empty ``steps``, a time that is not a positive finite number, or ``intervals``
-        without its three arrays of one length.
+        without its three arrays of one length (and the ball's, if given, of that length too).
 
     Examples
     --------
@@ -178,7 +185,8 @@ def demo_figure(steps, path, *, intervals=None, max_intervals=40, title=None):
     >>> from deltafit.plotting import demo_figure
     >>> steps = [("remove 5", 0.003, 0.05), ("add 100", 0.01, 0.06)]
     >>> exact = np.linspace(-1.0, 1.0, 20)
-    >>> intervals = {"lower": exact - 0.1, "upper": exact + 0.1, "exact": exact}
+    >>> intervals = {"lower": exact - 1e-6, "upper": exact + 1e-6, "exact": exact,
+    ...              "ball_lower": exact - 0.5, "ball_upper": exact + 0.5}
     >>> path = os.path.join(tempfile.mkdtemp(), "demo.png")
     >>> demo_figure(steps, path, intervals=intervals) == path   # doctest: +SKIP
     True
@@ -194,19 +202,27 @@ def demo_figure(steps, path, *, intervals=None, max_intervals=40, title=None):
         labels.append(str(step[0]))
         times.append(t)
     times = np.array(times)
+    ball = None
     if intervals is not None:
         try:
             lo, hi, ex = (np.asarray(intervals[k], dtype=np.float64).ravel()
                           for k in ("lower", "upper", "exact"))
+            if "ball_lower" in intervals or "ball_upper" in intervals:
+                ball = tuple(np.asarray(intervals[k], dtype=np.float64).ravel()
+                             for k in ("ball_lower", "ball_upper"))
         except (KeyError, TypeError) as exc:
             raise ValueError("intervals must be a dict with arrays 'lower', 'upper' and "
-                             "'exact'") from exc
+                             "'exact' (and both 'ball_lower' and 'ball_upper', or "
+                             "neither)") from exc
         if not (lo.size == hi.size == ex.size) or lo.size == 0:
             raise ValueError(f"intervals' arrays must have one non-zero length, got "
                              f"{lo.size}, {hi.size}, {ex.size}")
+        if ball is not None and not (ball[0].size == ball[1].size == ex.size):
+            raise ValueError(f"the ball's arrays must have the length of 'exact' ({ex.size}), "
+                             f"got {ball[0].size}, {ball[1].size}")
     plt = _pyplot()
     ncols = 1 if intervals is None else 2
-    fig, axes = plt.subplots(1, ncols, figsize=(5.5 * ncols, 4), dpi=120, squeeze=False)
+    fig, axes = plt.subplots(1, ncols, figsize=(5.5 * ncols, 4.2), dpi=120, squeeze=False)
     ax = axes[0, 0]
     x = np.arange(len(labels))
     ax.bar(x - 0.2, times[:, 0], 0.4, label="deltafit update")
@@ -221,25 +237,57 @@ def demo_figure(steps, path, *, intervals=None, max_intervals=40, title=None):
     ax.grid(alpha=0.3, axis="y")
     ax.legend(fontsize=7)
     if intervals is not None:
-        ax = axes[0, 1]
-        order = np.argsort(ex, kind="stable")
-        pick = order[np.unique(np.linspace(0, order.size - 1, min(max_intervals, order.size))
-                               .round().astype(int))]
-        xi = np.arange(pick.size)
-        ax.vlines(xi, lo[pick], hi[pick], color="tab:blue", linewidth=2,
-                  label="certified interval (no retraining)")
-        ax.plot(xi, ex[pick], "o", color="tab:red", markersize=3,
-                label="exact change (retrained model)")
-        scale = float(np.max(np.abs(ex[pick]))) if np.any(ex[pick]) else 1.0
-        ax.set_yscale("symlog", linthresh=scale)
-        ax.set_xlabel(f"test rows, in the order of their exact change ({pick.size} of {ex.size})")
-        ax.set_ylabel("change of the decision value")
-        cert = intervals.get("certified")
-        ax.set_title("certified bounds vs the exact answer"
-                     + ("" if cert is None else f": {float(cert):.1%} of labels certified"),
-                     fontsize=10)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+        _width_against_change(axes[0, 1], lo, hi, ex, ball, intervals, max_intervals)
     if title:
         fig.suptitle(title, fontsize=10)
     return _save_png(plt, fig, path)
+
+
+def _width_against_change(ax, lo, hi, ex, ball, intervals, max_intervals):
+    """The right panel of :func:`demo_figure`: interval widths against the true changes."""
+    from matplotlib.ticker import LogFormatterSciNotation, LogLocator, NullFormatter
+
+    order = np.argsort(np.abs(ex), kind="stable")
+    pick = order[np.unique(np.linspace(0, order.size - 1, min(max_intervals, order.size))
+                           .round().astype(int))]
+    change = np.abs(ex[pick])
+    series = [("deltafit's certified interval", hi[pick] - lo[pick], "tab:blue", "o",
+               intervals.get("certified"))]
+    if ball is not None:
+        series.append(("the papers' ball (Okumura et al., Thm 1)", ball[1][pick] - ball[0][pick],
+                       "tab:gray", "s", intervals.get("ball_certified")))
+    values = np.concatenate([change] + [w for _, w, *_ in series])
+    positive = values[np.isfinite(values) & (values > 0)]
+    if positive.size == 0:
+        positive = np.array([1.0])
+    # whole decades around every value, at least four of them: readable ticks at any width
+    top = int(np.ceil(np.log10(positive.max())))
+    bottom = int(np.floor(np.log10(positive.min())))
+    if top - bottom < 4:
+        pad = 4 - (top - bottom)
+        bottom, top = bottom - pad // 2 - pad % 2, top + pad // 2
+    floor = 10.0 ** bottom  # a zero (no change, a zero-width interval) is drawn on the floor
+    change = np.maximum(change, floor)
+    for label, width, colour, marker, cert in series:
+        shown = label + ("" if cert is None else f": {float(cert):.1%} of labels certified")
+        ax.scatter(change, np.clip(width, floor, None), s=10, color=colour, marker=marker,
+                   alpha=0.7, label=shown, linewidths=0)
+    ax.plot([floor, 10.0 ** (top + 2)], [floor, 10.0 ** (top + 2)], color="tab:red",
+            linewidth=1, linestyle="--",
+            label="width = true change (below: narrower than the change)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(floor, 10.0 ** top)
+    ax.set_ylim(floor, 10.0 ** (top + 2))  # two decades of room for the legend
+    span = top - bottom
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_locator(LogLocator(base=10.0, numticks=min(span + 3, 9)))
+        axis.set_major_formatter(LogFormatterSciNotation(base=10.0))
+        axis.set_minor_formatter(NullFormatter())
+    ax.tick_params(labelsize=8)
+    ax.set_xlabel("true change of the decision value, |retrained − current|", fontsize=8)
+    ax.set_ylabel("width of the interval for the new value", fontsize=8)
+    ax.set_title(f"what-if intervals against the true change ({pick.size:,} of {ex.size:,} "
+                 "test rows)", fontsize=10)
+    ax.grid(alpha=0.3, which="major")
+    ax.legend(fontsize=7, loc="upper left")
