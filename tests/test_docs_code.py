@@ -15,13 +15,7 @@ PAGES = sorted(p.name for p in GUIDE.glob("*.rst"))
 SLOW = {"scale_out.rst"}
 # blocks that fail today because of a library bug: each must still fail as described (so that
 # the fix shows here), and the page's other blocks run.  (page, block number from 1) -> bug
-KNOWN_BUGS = {
-    ("scale_out.rst", 2): (
-        "The number of items in 'lengths' does not match the number of partitions",
-        "a Parquet table of small files: dask fuses the partitions of the one-column target "
-        "(2) but not of the features (4), and deltafit's to_dask_array(lengths=True) of the "
-        "target fails"),
-}
+KNOWN_BUGS: dict = {}
 # pages whose blocks need an optional package
 NEEDS = {"scale_out.rst": ("dask", "distributed", "pyarrow")}
 

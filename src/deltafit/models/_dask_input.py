@@ -40,7 +40,10 @@ def _as_array(obj, what):
     if isinstance(obj, da.Array):
         return obj
     if hasattr(obj, "to_dask_array"):  # dask DataFrame / Series: partition lengths computed
-        return obj.to_dask_array(lengths=True)
+        # from the array's own blocks: ``to_dask_array(lengths=True)`` counts the partitions of
+        # the frame before its graph is optimised, and a Parquet read whose small files are
+        # merged then has fewer blocks than lengths ("2 != 4")
+        return obj.to_dask_array().compute_chunk_sizes()
     raise ValueError(f"{what}: unsupported dask collection {type(obj).__name__}; give a "
                      "dask array, DataFrame or Series")
 
