@@ -250,6 +250,23 @@ def _symmetric(A):
     return L + np.tril(L, -1).T
 
 
+def _symmetrized(H):
+    """``(H + Hᵀ) / 2``, exactly symmetric: what a saved tracked inverse becomes.
+
+    The tracked inverse is a sum of symmetric corrections whose products round asymmetrically
+    (:meth:`LowRankInverse.fold`), each by ~ε times the size of the inverse *when it was
+    made*: after updates that shrink the problem by many orders (every weight to 1e-6, or C
+    small) the residue of the earlier, larger inverses is no longer small against the
+    current one, and a load-time symmetry test relative to the current matrix cannot tell
+    it from damage.  Projecting onto the symmetric matrices removes it and never moves the
+    tracked inverse away from the true one (which is symmetric: in the Frobenius norm
+    ``‖sym(H) − A⁻¹‖ ≤ ‖H − A⁻¹‖``), so ``save`` writes — and keeps using — the projection,
+    and ``load`` can test symmetry to rounding.  β is not touched.
+    """
+    out = np.asfortranarray(H, dtype=np.float64)
+    return np.asfortranarray((out + out.T) * 0.5)
+
+
 def _sym_norm1(M):
     """1-norm of the symmetric matrix whose lower triangle is ``M`` (≥ its 2-norm)."""
     A = np.abs(np.tril(M))
@@ -1251,6 +1268,7 @@ class PrimalSquaredState(ModelState):
         (3, p, p) and ``state_b_parts`` ((3, p) or (3, p, K))."""
         self._ensure_inverse()
         self.fold(refine=False)
+        self.inv.H0 = _symmetrized(self.inv.H0)
         st = self.stats
         out = {"state_M": st.full(), "state_b": st.b, "state_beta": self.beta,
                "state_H": np.ascontiguousarray(self.inv.H0),
@@ -2056,6 +2074,7 @@ class DualSquaredState(ModelState):
         """``state_K`` (n, n), ``state_H`` (n, n) and ``state_alpha`` ((n,) or (n, K)) over the
         live slots ``keep``."""
         self.fold(refine=False)
+        self.inv.H0 = _symmetrized(self.inv.H0)
         return {"state_K": self.gram.sub(keep), "state_alpha": self.alpha[keep],
                 "state_H": self.inv.H0[np.ix_(keep, keep)]}
 
