@@ -299,29 +299,84 @@ def _per_class(ovr, records):
 def _write_atomically(path, data):
     """Write ``data`` to ``path`` through a synced temporary file in the same directory and an
     atomic rename; on any failure (an interruption included) the temporary file is removed and
-    ``path`` is left as it was."""
+    ``path`` is left as it was.
+
+    In the main thread, SIGINT (Ctrl-C) is held from the creation of the temporary file to
+    its rename or removal: an interrupt that arrives meanwhile stops the write at the next
+    chunk (or, once the file is renamed, after it) and is raised as KeyboardInterrupt only
+    when no temporary file is left — a second Ctrl-C during the clean-up cannot strand it.
+    """
     target = os.path.realpath(path)
     folder = os.path.dirname(target)
     tmp = os.path.join(folder, f".{os.path.basename(target)}.{secrets.token_hex(8)}.tmp")
-    try:
-        with open(tmp, "xb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
+    view = memoryview(data).cast("B")
+    with _HeldInterrupt() as held:
         try:
-            mode = os.stat(target).st_mode & 0o7777
-        except FileNotFoundError:
-            pass  # a new file: the mode open() gave it (the umask applies)
-        else:
-            os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    _sync_directory(folder)
+            with open(tmp, "xb") as fh:
+                for start in range(0, len(view), _CHUNK):
+                    fh.write(view[start:start + _CHUNK])
+                    held.check()
+                fh.flush()
+                os.fsync(fh.fileno())
+            held.check()
+            try:
+                mode = os.stat(target).st_mode & 0o7777
+            except FileNotFoundError:
+                pass  # a new file: the mode open() gave it (the umask applies)
+            else:
+                os.chmod(tmp, mode)
+            held.check()
+            os.replace(tmp, target)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+        _sync_directory(folder)
+
+
+class _HeldInterrupt:
+    """Hold SIGINT while a model file is written (main thread only; elsewhere a no-op): the
+    handler records the interrupt, :meth:`check` raises it where the writer can clean up, and
+    leaving the block restores the previous handler and raises an interrupt still pending."""
+
+    def __init__(self):
+        self.pending = False
+        self._previous = None
+
+    def _hold(self, signum, frame):
+        self.pending = True
+
+    def check(self):
+        if self.pending:
+            self.pending = False
+            raise KeyboardInterrupt
+
+    def __enter__(self):
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            try:
+                previous = signal.getsignal(signal.SIGINT)
+                if previous is not None:  # None: a handler not installed from Python
+                    signal.signal(signal.SIGINT, self._hold)
+                    self._previous = previous
+            except (ValueError, OSError, AttributeError):
+                self._previous = None
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if self._previous is not None:
+            import signal
+
+            signal.signal(signal.SIGINT, self._previous)
+            self._previous = None
+        if exc_type is None and self.pending:
+            self.pending = False
+            raise KeyboardInterrupt
+        return False
 
 
 def _sync_directory(folder):
@@ -990,6 +1045,8 @@ def _check_binary_statistics(model, meta, arrays, st):
             raise ValueError("corrupt model file: Φᵀy does not match the labels on the "
                              "constant feature")
     _check_solution(meta, arrays, st)
+    if meta["keep_rows"]:
+        _check_rows(model, arrays, st)
     if model._kernel:
         m = min(n, 8)
         X = arrays["ledger_X"][:m]
@@ -1005,6 +1062,104 @@ def _check_binary_statistics(model, meta, arrays, st):
         if Kx.shape != K.shape or not np.all(np.abs(Kx - K) <= 1e-8 * scale):
             raise ValueError("corrupt model file: the stored kernel matrix is not the fitted "
                              "kernel of the stored rows")
+
+
+_EPS = float(np.finfo(np.float64).eps)
+
+
+def _abs_rows(Phi):
+    return abs(Phi) if sp.issparse(Phi) else np.abs(Phi)
+
+
+def _refuse_rows(what, where):
+    raise ValueError(f"corrupt model file: the stored rows do not give the stored {what} "
+                     f"({where}): a stored row was changed, or the state was")
+
+
+def _check_rows(model, arrays, st):
+    """The stored rows (``ledger_X``) against what the state keeps of them, so that a file
+    whose rows were changed is refused (its model would predict from the old state while
+    updates read the changed rows).
+
+    Each test compares a product computed from the rows with the stored one, entry by entry,
+    against a rounding bound of that entry: ``c·ε·(terms)`` times the sum of the products'
+    absolute values — the most rounding can move it, whatever the scale of the problem (tiny
+    weights, huge or tiny C).
+
+    * squared loss (linear): ``(ΦᵀWΦ + ρI)v`` for a random ``v`` against ``M v``, plus the
+      error ``lost`` that the state itself bounds for the digits removals and reweights
+      cancelled in ``M`` since it was last computed from the rows (a 2-norm bound, so
+      ``lost·‖v‖`` per entry); ``ΦᵀWt`` against ``b`` while no cancellation has happened
+      (``lost`` = 0: afterwards ``b`` carries the residue of the cancelled samples, which the
+      state does not bound);
+    * logistic / squared hinge (linear): the stored scores ``z_i`` against ``φ_iᵀβ``;
+    * hinge (linear): ``β`` against ``Φᵀ(α∘t)`` (the dual's primal point);
+    * kernel models: every row's kernel values against 8 random stored rows, against the
+      stored kernel matrix (``1e-8`` of its largest value, as for its leading block).
+    """
+    Phi = arrays.get("ledger_X")
+    if Phi is None:
+        return
+    n, p = Phi.shape
+    rng = np.random.default_rng()
+    kind = st.kind
+    w = arrays.get("ledger_w")
+    w = np.ones(n) if w is None else np.asarray(w, dtype=np.float64)
+    if kind == "primal_squared":
+        M = arrays["state_M"]
+        rho = float(st.rho)
+        v = rng.standard_normal(p)
+        Mv = np.asarray(Phi.T @ (w * (Phi @ v))).ravel() + rho * v
+        A = _abs_rows(Phi)
+        S = np.asarray(A.T @ (w * (A @ np.abs(v)))).ravel() + rho * np.abs(v) + \
+            np.abs(M) @ np.abs(v)
+        limits = arrays.get("state_limits")
+        lost = float(limits[2]) if limits is not None else 0.0
+        err = np.abs(M @ v - Mv)
+        bad = np.flatnonzero(err > 4.0 * _EPS * (n + p + 4) * S + lost * np.linalg.norm(v))
+        if bad.size:
+            _refuse_rows("matrix ΦᵀWΦ + ρI", f"features {bad[:5].tolist()}")
+        t = arrays.get("ledger_y")
+        if t is not None and lost == 0.0 and limits is not None:
+            b = arrays["state_b"]
+            t = np.asarray(t, dtype=np.float64)
+            bt = np.asarray(Phi.T @ (w * t)).ravel()
+            Sb = np.asarray(A.T @ (w * np.abs(t))).ravel() + np.abs(b)
+            bad = np.flatnonzero(np.abs(b - bt) > 4.0 * _EPS * (n + 4) * Sb)
+            if bad.size:
+                _refuse_rows("targets' statistics ΦᵀWt", f"features {bad[:5].tolist()}")
+    elif kind == "primal_newton":
+        zd = arrays.get("state_scores")
+        if zd is None:
+            return
+        beta = arrays["state_beta"]
+        z = np.asarray(Phi @ beta).ravel()
+        S = np.asarray(_abs_rows(Phi) @ np.abs(beta)).ravel() + np.abs(zd[:, 0])
+        bad = np.flatnonzero(np.abs(zd[:, 0] - z) > 4.0 * _EPS * (p + 4) * S)
+        if bad.size:
+            _refuse_rows("scores Φβ", f"rows {bad[:5].tolist()}")
+    elif kind == "primal_hinge":
+        beta, dual, t = arrays["state_beta"], arrays["state_dual"], arrays["ledger_y"]
+        bt = np.asarray(Phi.T @ (dual * t)).ravel()
+        S = np.asarray(_abs_rows(Phi).T @ dual).ravel() + np.abs(beta)
+        bad = np.flatnonzero(np.abs(beta - bt) > 4.0 * _EPS * (n + 4) * S)
+        if bad.size:
+            _refuse_rows("coefficients Φᵀ(α∘t) of the dual solution",
+                         f"features {bad[:5].tolist()}")
+    elif model._kernel and n > 8:
+        K = arrays["state_K"]
+        cols = np.sort(rng.choice(n, size=8, replace=False))
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                Kx = np.asarray(model._k(Phi, Phi[cols]), dtype=np.float64)
+        except Exception as exc:  # noqa: BLE001 - scikit-learn's kernels raise many kinds
+            raise ValueError(f"corrupt model file: the fitted kernel cannot be evaluated "
+                             f"({type(exc).__name__}: {exc})") from None
+        scale = float(np.max(np.abs(Kx), initial=0.0)) + 1e-300
+        bad = np.flatnonzero(np.any(np.abs(Kx - K[:, cols]) > 1e-8 * scale, axis=1))
+        if bad.size:
+            _refuse_rows("kernel matrix", f"rows {bad[:5].tolist()}")
 
 
 def _check_solution(meta, arrays, st):
