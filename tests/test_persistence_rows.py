@@ -114,3 +114,36 @@ def test_an_edited_stored_row_is_refused(case, delta, data, tmp_path):
         bad = _write(tmp_path / f"bad{row}.npz", meta, _edited(arrays, row, 0, delta))
         with pytest.raises(ValueError, match="corrupt model file"):
             deltafit.load(bad)
+
+
+def test_hinge_a_row_moved_into_the_margin_is_refused(data, tmp_path):
+    """The hinge keeps nothing of a row whose dual variable is 0 but its place outside the
+    margin: a changed row moved inside it breaks the saved KKT certificate and is refused; a
+    change that leaves it outside leaves β the exact fit of the changed rows, and loads."""
+    X, y = data["binary"]
+    m = LinearClassifier(loss="hinge", C=1.0).fit(X, y)
+    m.save(tmp_path / "m.npz")
+    meta, arrays = _members(tmp_path / "m.npz")
+    dual, t, beta, Phi = (arrays[k] for k in ("state_dual", "ledger_y", "state_beta",
+                                              "ledger_X"))
+    z = Phi @ beta
+    row = np.flatnonzero((dual == 0) & (t * z > 1.5))[0]
+    j = int(np.argmax(np.abs(beta[:-1])))
+
+    def edited(delta):
+        out = dict(arrays)
+        out["ledger_X"] = Phi.copy()
+        out["ledger_X"][row, j] += delta
+        return out
+
+    # across the margin along the largest coefficient: t·z drops to -0.2
+    inside = edited(-1.2 * z[row] / beta[j])
+    with pytest.raises(ValueError, match="margins of the dual solution"):
+        deltafit.load(_write(tmp_path / "bad.npz", meta, inside))
+    outside = edited(0.5 * t[row] / beta[j])  # further out: still the exact fit
+    loaded = deltafit.load(_write(tmp_path / "fine.npz", meta, outside))
+    Xf = outside["ledger_X"][:, :-1]
+    refit = LinearClassifier(loss="hinge", C=1.0).fit(Xf, y)
+    want = refit.decision_function(Xf)
+    np.testing.assert_allclose(loaded.decision_function(Xf), want,
+                               atol=1e-6 * np.max(np.abs(want)))

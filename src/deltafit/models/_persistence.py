@@ -1046,7 +1046,7 @@ def _check_binary_statistics(model, meta, arrays, st):
                              "constant feature")
     _check_solution(meta, arrays, st)
     if meta["keep_rows"]:
-        _check_rows(model, arrays, st)
+        _check_rows(model, meta, arrays, st)
     if model._kernel:
         m = min(n, 8)
         X = arrays["ledger_X"][:m]
@@ -1076,7 +1076,7 @@ def _refuse_rows(what, where):
                      f"({where}): a stored row was changed, or the state was")
 
 
-def _check_rows(model, arrays, st):
+def _check_rows(model, meta, arrays, st):
     """The stored rows (``ledger_X``) against what the state keeps of them, so that a file
     whose rows were changed is refused (its model would predict from the old state while
     updates read the changed rows).
@@ -1093,7 +1093,11 @@ def _check_rows(model, arrays, st):
       (``lost`` = 0: afterwards ``b`` carries the residue of the cancelled samples, which the
       state does not bound);
     * logistic / squared hinge (linear): the stored scores ``z_i`` against ``φ_iᵀβ``;
-    * hinge (linear): ``β`` against ``Φᵀ(α∘t)`` (the dual's primal point);
+    * hinge (linear): ``β`` against ``Φᵀ(α∘t)`` (the dual's primal point), and the KKT
+      conditions at the margins ``t_i φ_iᵀβ`` against the saved certificate
+      ``kkt_violation`` (which already includes the solve's rounding bound): a changed row
+      whose dual variable is 0 and which stays outside the margin leaves β the exact fit of
+      the changed rows, and is not told apart;
     * kernel models: every row's kernel values against 8 random stored rows, against the
       stored kernel matrix (``1e-8`` of its largest value, as for its leading block).
     """
@@ -1146,6 +1150,20 @@ def _check_rows(model, arrays, st):
         if bad.size:
             _refuse_rows("coefficients Φᵀ(α∘t) of the dual solution",
                          f"features {bad[:5].tolist()}")
+        hinge = meta.get("hinge")
+        if hinge is not None:
+            z = np.asarray(Phi @ beta).ravel()
+            g = t * z - 1.0  # the dual gradient ∇_i, projected as the certificate is
+            box = float(st.C) * w
+            P = np.where(dual <= 0.0, np.minimum(g, 0.0),
+                         np.where(dual >= box, np.maximum(g, 0.0), g))
+            P[w <= 0.0] = 0.0  # samples of weight 0 are out of the problem
+            S = np.asarray(_abs_rows(Phi) @ np.abs(beta)).ravel() + 1.0
+            bad = np.flatnonzero(np.abs(P) > float(hinge["kkt_violation"]) * (1.0 + 1e-9) +
+                                 4.0 * _EPS * (p + 4) * S)
+            if bad.size:
+                _refuse_rows("margins of the dual solution (KKT conditions beyond the saved "
+                             "kkt_violation)", f"rows {bad[:5].tolist()}")
     elif model._kernel and n > 8:
         K = arrays["state_K"]
         cols = np.sort(rng.choice(n, size=8, replace=False))

@@ -125,6 +125,8 @@ def fitted_state(obj, what):
             if val.dtype.kind not in "biufU" or val.dtype.fields is not None:
                 raise ValueError(f"cannot save {what} attribute {key} (dtype {val.dtype})")
             arrays[key] = val
+        elif val is None:  # e.g. StandardScaler(with_std=False).var_
+            scalars[key] = None
         elif isinstance(val, _SCALAR_TYPES):
             item = val.item() if isinstance(val, np.generic) else val
             if isinstance(item, float) and not math.isfinite(item):
@@ -195,7 +197,8 @@ def restore_fitted(obj, scalars, arrays, what):
                              "part of the class")
         if isinstance(val, dict):
             val = _numpy_scalar(val, f"{what} attribute {key!r}")
-        if not isinstance(val, (bool, int, float, str, np.ndarray, np.generic)):
+        if val is not None and \
+                not isinstance(val, (bool, int, float, str, np.ndarray, np.generic)):
             raise ValueError(f"corrupt model file: {what} attribute {key!r} has type "
                              f"{type(val).__name__}")
         setattr(obj, key, val)
