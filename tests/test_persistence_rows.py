@@ -147,3 +147,21 @@ def test_hinge_a_row_moved_into_the_margin_is_refused(data, tmp_path):
     want = refit.decision_function(Xf)
     np.testing.assert_allclose(loaded.decision_function(Xf), want,
                                atol=1e-6 * np.max(np.abs(want)))
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c[0].startswith("linear-")
+                                  and "three" not in c[0]], ids=lambda c: c[0])
+def test_the_checks_run_over_blocks_of_rows(case, data, tmp_path, monkeypatch):
+    """The load-time products run over blocks of rows: blocks of 7 rows give the same
+    verdicts (an unedited file loads, an edited row in a later block is refused)."""
+    from deltafit.models import _persistence
+
+    monkeypatch.setattr(_persistence, "_ROW_BLOCK", 7)
+    m, X = _fitted(case, data)
+    m.save(tmp_path / "m.npz")
+    np.testing.assert_array_equal(deltafit.load(tmp_path / "m.npz").predict(X), m.predict(X))
+    meta, arrays = _members(tmp_path / "m.npz")
+    row = _rows_to_edit(meta, arrays)[-1]
+    bad = _write(tmp_path / "bad.npz", meta, _edited(arrays, row, 0, 0.5))
+    with pytest.raises(ValueError, match="corrupt model file"):
+        deltafit.load(bad)

@@ -38,7 +38,11 @@ the others); from it the shape and type of every other member follow, and each m
 ``.npy`` header is checked against them before any data is read.  Memory is then bounded by the
 file's size.  The arrays are checked (finite, ids increasing, labels ±1, classes) and so are
 the invariants that tie them together (the intercept column, ``ΦᵀΦ + ρI`` against the counts,
-the kernel matrix against the kernel of the stored rows, the feature map's output width).  Any
+the kernel matrix against the kernel of the stored rows, the feature map's output width, and
+every stored row against what the state keeps of it: :func:`_check_rows`).  Tolerances are
+rounding bounds of the quantities compared, so they follow the stored problem's scale; the
+matrices ``save`` writes are exactly symmetric (the rounding residue of earlier updates is
+projected away, see ``_exact_squared._symmetrized``).  Any
 violation raises ValueError naming the file and the problem; loading never unpickles or
 executes anything from the file.
 """
@@ -998,7 +1002,7 @@ def _check_statistics(model, meta, arrays, st):
             if y is not None:
                 mine["ledger_y"] = y[:, k]
             mine.update(column_arrays(arrays, k))
-            _check_binary_statistics(model, meta, mine, column_view(st, k))
+            _check_binary_statistics(model, meta, mine, column_view(st, k), first=k == 0)
         return
     if not st.n_classes:
         _check_binary_statistics(model, meta, arrays, st)
@@ -1009,10 +1013,11 @@ def _check_statistics(model, meta, arrays, st):
         mine = {key: a for key, a in arrays.items() if not key.startswith("state_")}
         mine["ledger_y"] = class_codes(y, k)
         mine.update(st.class_arrays(arrays, k))
-        _check_binary_statistics(model, dict(meta, solver=solver, hinge=hinge), mine, sub)
+        _check_binary_statistics(model, dict(meta, solver=solver, hinge=hinge), mine, sub,
+                                 first=k == 0)
 
 
-def _check_binary_statistics(model, meta, arrays, st):
+def _check_binary_statistics(model, meta, arrays, st, first=True):
     """What ties the state to the ledger and to the fitted parameters: the intercept column of
     the stored rows, ``ΦᵀΦ + ρI`` and ``Φᵀt`` on the constant feature, the stored kernel matrix
     against the kernel of the stored rows."""
@@ -1046,7 +1051,7 @@ def _check_binary_statistics(model, meta, arrays, st):
                              "constant feature")
     _check_solution(meta, arrays, st)
     if meta["keep_rows"]:
-        _check_rows(model, meta, arrays, st)
+        _check_rows(model, meta, arrays, st, first)
     if model._kernel:
         m = min(n, 8)
         X = arrays["ledger_X"][:m]
@@ -1067,8 +1072,15 @@ def _check_binary_statistics(model, meta, arrays, st):
 _EPS = float(np.finfo(np.float64).eps)
 
 
-def _abs_rows(Phi):
-    return abs(Phi) if sp.issparse(Phi) else np.abs(Phi)
+_ROW_BLOCK = 1 << 16  # rows per block of the load-time products (bounded extra memory)
+
+
+def _blocks(n):
+    return (slice(i, min(i + _ROW_BLOCK, n)) for i in range(0, max(n, 1), _ROW_BLOCK))
+
+
+def _abs_rows(B):
+    return abs(B) if sp.issparse(B) else np.abs(B)
 
 
 def _refuse_rows(what, where):
@@ -1076,22 +1088,22 @@ def _refuse_rows(what, where):
                      f"({where}): a stored row was changed, or the state was")
 
 
-def _check_rows(model, meta, arrays, st):
+def _check_rows(model, meta, arrays, st, first=True):
     """The stored rows (``ledger_X``) against what the state keeps of them, so that a file
     whose rows were changed is refused (its model would predict from the old state while
     updates read the changed rows).
 
     Each test compares a product computed from the rows with the stored one, entry by entry,
-    against a rounding bound of that entry: ``c·ε·(terms)`` times the sum of the products'
-    absolute values — the most rounding can move it, whatever the scale of the problem (tiny
-    weights, huge or tiny C).
+    against a rounding bound of that entry: ``4ε·(terms summed)`` times the sum of the
+    products' absolute values — the most rounding can move it, whatever the scale of the
+    problem (tiny weights, huge or tiny C).
 
-    * squared loss (linear): ``(ΦᵀWΦ + ρI)v`` for a random ``v`` against ``M v``, plus the
-      error ``lost`` that the state itself bounds for the digits removals and reweights
-      cancelled in ``M`` since it was last computed from the rows (a 2-norm bound, so
-      ``lost·‖v‖`` per entry); ``ΦᵀWt`` against ``b`` while no cancellation has happened
-      (``lost`` = 0: afterwards ``b`` carries the residue of the cancelled samples, which the
-      state does not bound);
+    * squared loss (linear): ``(ΦᵀWΦ + ρI)v`` for a random ``v`` against ``M v`` (once for a
+      matrix shared by K outputs or classes: ``first``), plus the error ``lost`` that the
+      state itself bounds for the digits removals and reweights cancelled in ``M`` since it
+      was last computed from the rows (a 2-norm bound, so ``lost·‖v‖`` per entry); ``ΦᵀWt``
+      against ``b`` while no cancellation has happened (``lost`` = 0: afterwards ``b``
+      carries the residue of the cancelled samples, which the state does not bound);
     * logistic / squared hinge (linear): the stored scores ``z_i`` against ``φ_iᵀβ``;
     * hinge (linear): ``β`` against ``Φᵀ(α∘t)`` (the dual's primal point), and the KKT
       conditions at the margins ``t_i φ_iᵀβ`` against the saved certificate
@@ -1100,6 +1112,8 @@ def _check_rows(model, meta, arrays, st):
       the changed rows, and is not told apart;
     * kernel models: every row's kernel values against 8 random stored rows, against the
       stored kernel matrix (``1e-8`` of its largest value, as for its leading block).
+
+    The products run over blocks of rows: the extra memory is a block, not a copy of Φ.
     """
     Phi = arrays.get("ledger_X")
     if Phi is None:
@@ -1109,26 +1123,37 @@ def _check_rows(model, meta, arrays, st):
     kind = st.kind
     w = arrays.get("ledger_w")
     w = np.ones(n) if w is None else np.asarray(w, dtype=np.float64)
+    t = arrays.get("ledger_y")
     if kind == "primal_squared":
         M = arrays["state_M"]
-        rho = float(st.rho)
-        v = rng.standard_normal(p)
-        Mv = np.asarray(Phi.T @ (w * (Phi @ v))).ravel() + rho * v
-        A = _abs_rows(Phi)
-        S = np.asarray(A.T @ (w * (A @ np.abs(v)))).ravel() + rho * np.abs(v) + \
-            np.abs(M) @ np.abs(v)
         limits = arrays.get("state_limits")
         lost = float(limits[2]) if limits is not None else 0.0
-        err = np.abs(M @ v - Mv)
-        bad = np.flatnonzero(err > 4.0 * _EPS * (n + p + 4) * S + lost * np.linalg.norm(v))
-        if bad.size:
-            _refuse_rows("matrix ΦᵀWΦ + ρI", f"features {bad[:5].tolist()}")
-        t = arrays.get("ledger_y")
-        if t is not None and lost == 0.0 and limits is not None:
-            b = arrays["state_b"]
+        check_b = t is not None and lost == 0.0 and limits is not None
+        if not (first or check_b):
+            return
+        rho = float(st.rho)
+        v = rng.standard_normal(p)
+        av = np.abs(v)
+        Mv, S = rho * v, rho * av + np.abs(M) @ av
+        if check_b:
             t = np.asarray(t, dtype=np.float64)
-            bt = np.asarray(Phi.T @ (w * t)).ravel()
-            Sb = np.asarray(A.T @ (w * np.abs(t))).ravel() + np.abs(b)
+            b = arrays["state_b"]
+            bt, Sb = np.zeros(p), np.abs(b)
+        for rows in _blocks(n):
+            B, wb = Phi[rows], w[rows]
+            A = _abs_rows(B)
+            Mv = Mv + np.asarray(B.T @ (wb * (B @ v))).ravel()
+            S = S + np.asarray(A.T @ (wb * (A @ av))).ravel()
+            if check_b:
+                bt = bt + np.asarray(B.T @ (wb * t[rows])).ravel()
+                Sb = Sb + np.asarray(A.T @ (wb * np.abs(t[rows]))).ravel()
+        if first:
+            err = np.abs(M @ v - Mv)
+            bad = np.flatnonzero(err > 4.0 * _EPS * (n + p + 4) * S +
+                                 lost * np.linalg.norm(v))
+            if bad.size:
+                _refuse_rows("matrix ΦᵀWΦ + ρI", f"features {bad[:5].tolist()}")
+        if check_b:
             bad = np.flatnonzero(np.abs(b - bt) > 4.0 * _EPS * (n + 4) * Sb)
             if bad.size:
                 _refuse_rows("targets' statistics ΦᵀWt", f"features {bad[:5].tolist()}")
@@ -1137,34 +1162,40 @@ def _check_rows(model, meta, arrays, st):
         if zd is None:
             return
         beta = arrays["state_beta"]
-        z = np.asarray(Phi @ beta).ravel()
-        S = np.asarray(_abs_rows(Phi) @ np.abs(beta)).ravel() + np.abs(zd[:, 0])
-        bad = np.flatnonzero(np.abs(zd[:, 0] - z) > 4.0 * _EPS * (p + 4) * S)
-        if bad.size:
-            _refuse_rows("scores Φβ", f"rows {bad[:5].tolist()}")
+        ab = np.abs(beta)
+        for rows in _blocks(n):
+            B, z = Phi[rows], zd[rows, 0]
+            S = np.asarray(_abs_rows(B) @ ab).ravel() + np.abs(z)
+            bad = np.flatnonzero(np.abs(z - np.asarray(B @ beta).ravel()) >
+                                 4.0 * _EPS * (p + 4) * S)
+            if bad.size:
+                _refuse_rows("scores Φβ", f"rows {(bad[:5] + rows.start).tolist()}")
     elif kind == "primal_hinge":
-        beta, dual, t = arrays["state_beta"], arrays["state_dual"], arrays["ledger_y"]
-        bt = np.asarray(Phi.T @ (dual * t)).ravel()
-        S = np.asarray(_abs_rows(Phi).T @ dual).ravel() + np.abs(beta)
+        beta, dual = arrays["state_beta"], arrays["state_dual"]
+        hinge = meta.get("hinge")
+        kkt = None if hinge is None else float(hinge["kkt_violation"]) * (1.0 + 1e-9)
+        bt, S, ab, box = np.zeros(p), np.abs(beta), np.abs(beta), float(st.C) * w
+        for rows in _blocks(n):
+            B, a, tb = Phi[rows], dual[rows], t[rows]
+            A = _abs_rows(B)
+            bt = bt + np.asarray(B.T @ (a * tb)).ravel()
+            S = S + np.asarray(A.T @ a).ravel()
+            if kkt is None:
+                continue
+            g = tb * np.asarray(B @ beta).ravel() - 1.0  # the dual gradient ∇_i, projected
+            P = np.where(a <= 0.0, np.minimum(g, 0.0),  # as the certificate projects it
+                         np.where(a >= box[rows], np.maximum(g, 0.0), g))
+            P[w[rows] <= 0.0] = 0.0  # samples of weight 0 are out of the problem
+            slack = 4.0 * _EPS * (p + 4) * (np.asarray(A @ ab).ravel() + 1.0)
+            bad = np.flatnonzero(np.abs(P) > kkt + slack)
+            if bad.size:
+                _refuse_rows("margins of the dual solution (KKT conditions beyond the saved "
+                             "kkt_violation)", f"rows {(bad[:5] + rows.start).tolist()}")
         bad = np.flatnonzero(np.abs(beta - bt) > 4.0 * _EPS * (n + 4) * S)
         if bad.size:
             _refuse_rows("coefficients Φᵀ(α∘t) of the dual solution",
                          f"features {bad[:5].tolist()}")
-        hinge = meta.get("hinge")
-        if hinge is not None:
-            z = np.asarray(Phi @ beta).ravel()
-            g = t * z - 1.0  # the dual gradient ∇_i, projected as the certificate is
-            box = float(st.C) * w
-            P = np.where(dual <= 0.0, np.minimum(g, 0.0),
-                         np.where(dual >= box, np.maximum(g, 0.0), g))
-            P[w <= 0.0] = 0.0  # samples of weight 0 are out of the problem
-            S = np.asarray(_abs_rows(Phi) @ np.abs(beta)).ravel() + 1.0
-            bad = np.flatnonzero(np.abs(P) > float(hinge["kkt_violation"]) * (1.0 + 1e-9) +
-                                 4.0 * _EPS * (p + 4) * S)
-            if bad.size:
-                _refuse_rows("margins of the dual solution (KKT conditions beyond the saved "
-                             "kkt_violation)", f"rows {bad[:5].tolist()}")
-    elif model._kernel and n > 8:
+    elif model._kernel and n > 8 and first:
         K = arrays["state_K"]
         cols = np.sort(rng.choice(n, size=8, replace=False))
         try:
