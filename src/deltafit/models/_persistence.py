@@ -1139,14 +1139,19 @@ def _check_rows(model, meta, arrays, st, first=True):
             t = np.asarray(t, dtype=np.float64)
             b = arrays["state_b"]
             bt, Sb = np.zeros(p), np.abs(b)
-        for rows in _blocks(n):
+        for rows in _blocks(n):  # two passes over a block and its |·|, both sums at once
             B, wb = Phi[rows], w[rows]
             A = _abs_rows(B)
-            Mv = Mv + np.asarray(B.T @ (wb * (B @ v))).ravel()
-            S = S + np.asarray(A.T @ (wb * (A @ av))).ravel()
+            u, au = wb * np.asarray(B @ v).ravel(), wb * np.asarray(A @ av).ravel()
             if check_b:
-                bt = bt + np.asarray(B.T @ (wb * t[rows])).ravel()
-                Sb = Sb + np.asarray(A.T @ (wb * np.abs(t[rows]))).ravel()
+                u = np.column_stack([u, wb * t[rows]])
+                au = np.column_stack([au, wb * np.abs(t[rows])])
+            Bu, Au = np.asarray(B.T @ u), np.asarray(A.T @ au)
+            if check_b:
+                Mv, S = Mv + Bu[:, 0], S + Au[:, 0]
+                bt, Sb = bt + Bu[:, 1], Sb + Au[:, 1]
+            else:
+                Mv, S = Mv + Bu.ravel(), S + Au.ravel()
         if first:
             err = np.abs(M @ v - Mv)
             bad = np.flatnonzero(err > 4.0 * _EPS * (n + p + 4) * S +
