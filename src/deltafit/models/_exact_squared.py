@@ -262,9 +262,25 @@ def _symmetrized(H):
     tracked inverse away from the true one (which is symmetric: in the Frobenius norm
     ``‖sym(H) − A⁻¹‖ ≤ ‖H − A⁻¹‖``), so ``save`` writes — and keeps using — the projection,
     and ``load`` can test symmetry to rounding.  β is not touched.
+
+    In place when ``H`` is a writable float64 array (a tracked inverse of n × n: block by
+    block, so the extra memory is two blocks, not two copies of H); the mirrored entries are
+    bitwise equal (IEEE addition commutes).
     """
-    out = np.asfortranarray(H, dtype=np.float64)
-    return np.asfortranarray((out + out.T) * 0.5)
+    if not (isinstance(H, np.ndarray) and H.dtype == np.float64 and H.flags.writeable):
+        H = np.array(H, dtype=np.float64, order="F")
+    n = H.shape[0]
+    step = 512
+    for i in range(0, n, step):
+        i2 = min(i + step, n)
+        D = H[i:i2, i:i2]
+        D[...] = (D + D.T) * 0.5
+        for j in range(i2, n, step):
+            j2 = min(j + step, n)
+            avg = (H[i:i2, j:j2] + H[j:j2, i:i2].T) * 0.5
+            H[i:i2, j:j2] = avg
+            H[j:j2, i:i2] = avg.T
+    return H
 
 
 def _sym_norm1(M):
