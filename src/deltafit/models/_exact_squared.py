@@ -250,6 +250,39 @@ def _symmetric(A):
     return L + np.tril(L, -1).T
 
 
+def _symmetrized(H):
+    """``(H + Hᵀ) / 2``, exactly symmetric: what a saved tracked inverse becomes.
+
+    The tracked inverse is a sum of symmetric corrections whose products round asymmetrically
+    (:meth:`LowRankInverse.fold`), each by ~ε times the size of the inverse *when it was
+    made*: after updates that shrink the problem by many orders (every weight to 1e-6, or C
+    small) the residue of the earlier, larger inverses is no longer small against the
+    current one, and a load-time symmetry test relative to the current matrix cannot tell
+    it from damage.  Projecting onto the symmetric matrices removes it and never moves the
+    tracked inverse away from the true one (which is symmetric: in the Frobenius norm
+    ``‖sym(H) − A⁻¹‖ ≤ ‖H − A⁻¹‖``), so ``save`` writes — and keeps using — the projection,
+    and ``load`` can test symmetry to rounding.  β is not touched.
+
+    In place when ``H`` is a writable float64 array (a tracked inverse of n × n: block by
+    block, so the extra memory is two blocks, not two copies of H); the mirrored entries are
+    bitwise equal (IEEE addition commutes).
+    """
+    if not (isinstance(H, np.ndarray) and H.dtype == np.float64 and H.flags.writeable):
+        H = np.array(H, dtype=np.float64, order="F")
+    n = H.shape[0]
+    step = 512
+    for i in range(0, n, step):
+        i2 = min(i + step, n)
+        D = H[i:i2, i:i2]
+        D[...] = (D + D.T) * 0.5
+        for j in range(i2, n, step):
+            j2 = min(j + step, n)
+            avg = (H[i:i2, j:j2] + H[j:j2, i:i2].T) * 0.5
+            H[i:i2, j:j2] = avg
+            H[j:j2, i:i2] = avg.T
+    return H
+
+
 def _sym_norm1(M):
     """1-norm of the symmetric matrix whose lower triangle is ``M`` (≥ its 2-norm)."""
     A = np.abs(np.tril(M))
@@ -1251,6 +1284,7 @@ class PrimalSquaredState(ModelState):
         (3, p, p) and ``state_b_parts`` ((3, p) or (3, p, K))."""
         self._ensure_inverse()
         self.fold(refine=False)
+        self.inv.H0 = _symmetrized(self.inv.H0)
         st = self.stats
         out = {"state_M": st.full(), "state_b": st.b, "state_beta": self.beta,
                "state_H": np.ascontiguousarray(self.inv.H0),
@@ -1303,7 +1337,11 @@ class PrimalSquaredState(ModelState):
         M, b, beta, H = checked(arrays, cls.saved_shapes(None, p, n_outputs),
                                 "squared-loss state")
         check_symmetric(M, "matrix ΦᵀΦ + ρI")
-        check_symmetric(H, "tracked inverse")
+        # every inverse this one was tracked through inverted some ΦᵀWΦ + ρI ⪰ ρI, so had norm
+        # ≤ 1/ρ whatever the updates were: the rounding asymmetry of the corrections is a
+        # multiple of ε/ρ even when the current inverse is far smaller (files written before
+        # save symmetrised it, after updates that shrank the problem)
+        check_symmetric(H, "tracked inverse", scale=1.0 / st.rho)
         d = np.diag(M)
         if d.size and float(d.min()) < st.rho - 1e-8 * float(np.max(np.abs(d))):
             raise ValueError("corrupt model file: the diagonal of ΦᵀΦ + ρI is below ρ = 1/(2C)")
@@ -2056,6 +2094,7 @@ class DualSquaredState(ModelState):
         """``state_K`` (n, n), ``state_H`` (n, n) and ``state_alpha`` ((n,) or (n, K)) over the
         live slots ``keep``."""
         self.fold(refine=False)
+        self.inv.H0 = _symmetrized(self.inv.H0)
         return {"state_K": self.gram.sub(keep), "state_alpha": self.alpha[keep],
                 "state_H": self.inv.H0[np.ix_(keep, keep)]}
 

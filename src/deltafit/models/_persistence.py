@@ -38,7 +38,11 @@ the others); from it the shape and type of every other member follow, and each m
 ``.npy`` header is checked against them before any data is read.  Memory is then bounded by the
 file's size.  The arrays are checked (finite, ids increasing, labels ±1, classes) and so are
 the invariants that tie them together (the intercept column, ``ΦᵀΦ + ρI`` against the counts,
-the kernel matrix against the kernel of the stored rows, the feature map's output width).  Any
+the kernel matrix against the kernel of the stored rows, the feature map's output width, and
+every stored row against what the state keeps of it: :func:`_check_rows`).  Tolerances are
+rounding bounds of the quantities compared, so they follow the stored problem's scale; the
+matrices ``save`` writes are exactly symmetric (the rounding residue of earlier updates is
+projected away, see ``_exact_squared._symmetrized``).  Any
 violation raises ValueError naming the file and the problem; loading never unpickles or
 executes anything from the file.
 """
@@ -299,29 +303,84 @@ def _per_class(ovr, records):
 def _write_atomically(path, data):
     """Write ``data`` to ``path`` through a synced temporary file in the same directory and an
     atomic rename; on any failure (an interruption included) the temporary file is removed and
-    ``path`` is left as it was."""
+    ``path`` is left as it was.
+
+    In the main thread, SIGINT (Ctrl-C) is held from the creation of the temporary file to
+    its rename or removal: an interrupt that arrives meanwhile stops the write at the next
+    chunk (or, once the file is renamed, after it) and is raised as KeyboardInterrupt only
+    when no temporary file is left — a second Ctrl-C during the clean-up cannot strand it.
+    """
     target = os.path.realpath(path)
     folder = os.path.dirname(target)
     tmp = os.path.join(folder, f".{os.path.basename(target)}.{secrets.token_hex(8)}.tmp")
-    try:
-        with open(tmp, "xb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
+    view = memoryview(data).cast("B")
+    with _HeldInterrupt() as held:
         try:
-            mode = os.stat(target).st_mode & 0o7777
-        except FileNotFoundError:
-            pass  # a new file: the mode open() gave it (the umask applies)
-        else:
-            os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    _sync_directory(folder)
+            with open(tmp, "xb") as fh:
+                for start in range(0, len(view), _CHUNK):
+                    fh.write(view[start:start + _CHUNK])
+                    held.check()
+                fh.flush()
+                os.fsync(fh.fileno())
+            held.check()
+            try:
+                mode = os.stat(target).st_mode & 0o7777
+            except FileNotFoundError:
+                pass  # a new file: the mode open() gave it (the umask applies)
+            else:
+                os.chmod(tmp, mode)
+            held.check()
+            os.replace(tmp, target)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+        _sync_directory(folder)
+
+
+class _HeldInterrupt:
+    """Hold SIGINT while a model file is written (main thread only; elsewhere a no-op): the
+    handler records the interrupt, :meth:`check` raises it where the writer can clean up, and
+    leaving the block restores the previous handler and raises an interrupt still pending."""
+
+    def __init__(self):
+        self.pending = False
+        self._previous = None
+
+    def _hold(self, signum, frame):
+        self.pending = True
+
+    def check(self):
+        if self.pending:
+            self.pending = False
+            raise KeyboardInterrupt
+
+    def __enter__(self):
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            try:
+                previous = signal.getsignal(signal.SIGINT)
+                if previous is not None:  # None: a handler not installed from Python
+                    signal.signal(signal.SIGINT, self._hold)
+                    self._previous = previous
+            except (ValueError, OSError, AttributeError):
+                self._previous = None
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if self._previous is not None:
+            import signal
+
+            signal.signal(signal.SIGINT, self._previous)
+            self._previous = None
+        if exc_type is None and self.pending:
+            self.pending = False
+            raise KeyboardInterrupt
+        return False
 
 
 def _sync_directory(folder):
@@ -943,7 +1002,7 @@ def _check_statistics(model, meta, arrays, st):
             if y is not None:
                 mine["ledger_y"] = y[:, k]
             mine.update(column_arrays(arrays, k))
-            _check_binary_statistics(model, meta, mine, column_view(st, k))
+            _check_binary_statistics(model, meta, mine, column_view(st, k), first=k == 0)
         return
     if not st.n_classes:
         _check_binary_statistics(model, meta, arrays, st)
@@ -954,10 +1013,11 @@ def _check_statistics(model, meta, arrays, st):
         mine = {key: a for key, a in arrays.items() if not key.startswith("state_")}
         mine["ledger_y"] = class_codes(y, k)
         mine.update(st.class_arrays(arrays, k))
-        _check_binary_statistics(model, dict(meta, solver=solver, hinge=hinge), mine, sub)
+        _check_binary_statistics(model, dict(meta, solver=solver, hinge=hinge), mine, sub,
+                                 first=k == 0)
 
 
-def _check_binary_statistics(model, meta, arrays, st):
+def _check_binary_statistics(model, meta, arrays, st, first=True):
     """What ties the state to the ledger and to the fitted parameters: the intercept column of
     the stored rows, ``ΦᵀΦ + ρI`` and ``Φᵀt`` on the constant feature, the stored kernel matrix
     against the kernel of the stored rows."""
@@ -990,6 +1050,8 @@ def _check_binary_statistics(model, meta, arrays, st):
             raise ValueError("corrupt model file: Φᵀy does not match the labels on the "
                              "constant feature")
     _check_solution(meta, arrays, st)
+    if meta["keep_rows"]:
+        _check_rows(model, meta, arrays, st, first)
     if model._kernel:
         m = min(n, 8)
         X = arrays["ledger_X"][:m]
@@ -1005,6 +1067,153 @@ def _check_binary_statistics(model, meta, arrays, st):
         if Kx.shape != K.shape or not np.all(np.abs(Kx - K) <= 1e-8 * scale):
             raise ValueError("corrupt model file: the stored kernel matrix is not the fitted "
                              "kernel of the stored rows")
+
+
+_EPS = float(np.finfo(np.float64).eps)
+
+
+_ROW_BLOCK = 1 << 16  # rows per block of the load-time products (bounded extra memory)
+
+
+def _blocks(n):
+    return (slice(i, min(i + _ROW_BLOCK, n)) for i in range(0, max(n, 1), _ROW_BLOCK))
+
+
+def _abs_rows(B):
+    return abs(B) if sp.issparse(B) else np.abs(B)
+
+
+def _refuse_rows(what, where):
+    raise ValueError(f"corrupt model file: the stored rows do not give the stored {what} "
+                     f"({where}): a stored row was changed, or the state was")
+
+
+def _check_rows(model, meta, arrays, st, first=True):
+    """The stored rows (``ledger_X``) against what the state keeps of them, so that a file
+    whose rows were changed is refused (its model would predict from the old state while
+    updates read the changed rows).
+
+    Each test compares a product computed from the rows with the stored one, entry by entry,
+    against a rounding bound of that entry: ``4ε·(terms summed)`` times the sum of the
+    products' absolute values — the most rounding can move it, whatever the scale of the
+    problem (tiny weights, huge or tiny C).
+
+    * squared loss (linear): ``(ΦᵀWΦ + ρI)v`` for a random ``v`` against ``M v`` (once for a
+      matrix shared by K outputs or classes: ``first``), plus the error ``lost`` that the
+      state itself bounds for the digits removals and reweights cancelled in ``M`` since it
+      was last computed from the rows (a 2-norm bound, so ``lost·‖v‖`` per entry); ``ΦᵀWt``
+      against ``b`` while no cancellation has happened (``lost`` = 0: afterwards ``b``
+      carries the residue of the cancelled samples, which the state does not bound);
+    * logistic / squared hinge (linear): the stored scores ``z_i`` against ``φ_iᵀβ``;
+    * hinge (linear): ``β`` against ``Φᵀ(α∘t)`` (the dual's primal point), and the KKT
+      conditions at the margins ``t_i φ_iᵀβ`` against the saved certificate
+      ``kkt_violation`` (which already includes the solve's rounding bound): a changed row
+      whose dual variable is 0 and which stays outside the margin leaves β the exact fit of
+      the changed rows, and is not told apart;
+    * kernel models: every row's kernel values against 8 random stored rows, against the
+      stored kernel matrix (``1e-8`` of its largest value, as for its leading block).
+
+    The products run over blocks of rows: the extra memory is a block, not a copy of Φ.
+    """
+    Phi = arrays.get("ledger_X")
+    if Phi is None:
+        return
+    n, p = Phi.shape
+    rng = np.random.default_rng()
+    kind = st.kind
+    w = arrays.get("ledger_w")
+    w = np.ones(n) if w is None else np.asarray(w, dtype=np.float64)
+    t = arrays.get("ledger_y")
+    if kind == "primal_squared":
+        M = arrays["state_M"]
+        limits = arrays.get("state_limits")
+        lost = float(limits[2]) if limits is not None else 0.0
+        check_b = t is not None and lost == 0.0 and limits is not None
+        if not (first or check_b):
+            return
+        rho = float(st.rho)
+        v = rng.standard_normal(p)
+        av = np.abs(v)
+        Mv, S = rho * v, rho * av + np.abs(M) @ av
+        if check_b:
+            t = np.asarray(t, dtype=np.float64)
+            b = arrays["state_b"]
+            bt, Sb = np.zeros(p), np.abs(b)
+        for rows in _blocks(n):  # two passes over a block and its |·|, both sums at once
+            B, wb = Phi[rows], w[rows]
+            A = _abs_rows(B)
+            u, au = wb * np.asarray(B @ v).ravel(), wb * np.asarray(A @ av).ravel()
+            if check_b:
+                u = np.column_stack([u, wb * t[rows]])
+                au = np.column_stack([au, wb * np.abs(t[rows])])
+            Bu, Au = np.asarray(B.T @ u), np.asarray(A.T @ au)
+            if check_b:
+                Mv, S = Mv + Bu[:, 0], S + Au[:, 0]
+                bt, Sb = bt + Bu[:, 1], Sb + Au[:, 1]
+            else:
+                Mv, S = Mv + Bu.ravel(), S + Au.ravel()
+        if first:
+            err = np.abs(M @ v - Mv)
+            bad = np.flatnonzero(err > 4.0 * _EPS * (n + p + 4) * S +
+                                 lost * np.linalg.norm(v))
+            if bad.size:
+                _refuse_rows("matrix ΦᵀWΦ + ρI", f"features {bad[:5].tolist()}")
+        if check_b:
+            bad = np.flatnonzero(np.abs(b - bt) > 4.0 * _EPS * (n + 4) * Sb)
+            if bad.size:
+                _refuse_rows("targets' statistics ΦᵀWt", f"features {bad[:5].tolist()}")
+    elif kind == "primal_newton":
+        zd = arrays.get("state_scores")
+        if zd is None:
+            return
+        beta = arrays["state_beta"]
+        ab = np.abs(beta)
+        for rows in _blocks(n):
+            B, z = Phi[rows], zd[rows, 0]
+            S = np.asarray(_abs_rows(B) @ ab).ravel() + np.abs(z)
+            bad = np.flatnonzero(np.abs(z - np.asarray(B @ beta).ravel()) >
+                                 4.0 * _EPS * (p + 4) * S)
+            if bad.size:
+                _refuse_rows("scores Φβ", f"rows {(bad[:5] + rows.start).tolist()}")
+    elif kind == "primal_hinge":
+        beta, dual = arrays["state_beta"], arrays["state_dual"]
+        hinge = meta.get("hinge")
+        kkt = None if hinge is None else float(hinge["kkt_violation"]) * (1.0 + 1e-9)
+        bt, S, ab, box = np.zeros(p), np.abs(beta), np.abs(beta), float(st.C) * w
+        for rows in _blocks(n):
+            B, a, tb = Phi[rows], dual[rows], t[rows]
+            A = _abs_rows(B)
+            bt = bt + np.asarray(B.T @ (a * tb)).ravel()
+            S = S + np.asarray(A.T @ a).ravel()
+            if kkt is None:
+                continue
+            g = tb * np.asarray(B @ beta).ravel() - 1.0  # the dual gradient ∇_i, projected
+            P = np.where(a <= 0.0, np.minimum(g, 0.0),  # as the certificate projects it
+                         np.where(a >= box[rows], np.maximum(g, 0.0), g))
+            P[w[rows] <= 0.0] = 0.0  # samples of weight 0 are out of the problem
+            slack = 4.0 * _EPS * (p + 4) * (np.asarray(A @ ab).ravel() + 1.0)
+            bad = np.flatnonzero(np.abs(P) > kkt + slack)
+            if bad.size:
+                _refuse_rows("margins of the dual solution (KKT conditions beyond the saved "
+                             "kkt_violation)", f"rows {(bad[:5] + rows.start).tolist()}")
+        bad = np.flatnonzero(np.abs(beta - bt) > 4.0 * _EPS * (n + 4) * S)
+        if bad.size:
+            _refuse_rows("coefficients Φᵀ(α∘t) of the dual solution",
+                         f"features {bad[:5].tolist()}")
+    elif model._kernel and n > 8 and first:
+        K = arrays["state_K"]
+        cols = np.sort(rng.choice(n, size=8, replace=False))
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                Kx = np.asarray(model._k(Phi, Phi[cols]), dtype=np.float64)
+        except Exception as exc:  # noqa: BLE001 - scikit-learn's kernels raise many kinds
+            raise ValueError(f"corrupt model file: the fitted kernel cannot be evaluated "
+                             f"({type(exc).__name__}: {exc})") from None
+        scale = float(np.max(np.abs(Kx), initial=0.0)) + 1e-300
+        bad = np.flatnonzero(np.any(np.abs(Kx - K[:, cols]) > 1e-8 * scale, axis=1))
+        if bad.size:
+            _refuse_rows("kernel matrix", f"rows {bad[:5].tolist()}")
 
 
 def _check_solution(meta, arrays, st):

@@ -357,10 +357,11 @@ def checked(arrays, shapes, what):
     return out
 
 
-def check_symmetric(a, what, rtol=1e-10):
+def check_symmetric(a, what, rtol=1e-10, scale=0.0):
     """ValueError naming ``what`` unless the square matrix ``a`` is symmetric up to ``rtol``
-    times its largest entry (a saved kernel matrix is symmetric up to rounding)."""
-    scale = float(np.max(np.abs(a), initial=0.0))
+    times its largest entry, or times ``scale`` when larger (a bound on the matrices it was
+    computed from: a saved kernel matrix is symmetric up to rounding)."""
+    scale = max(float(np.max(np.abs(a), initial=0.0)), float(scale))
     if a.size and float(np.max(np.abs(a - a.T))) > rtol * scale:
         raise ValueError(f"corrupt model file: the {what} is not symmetric")
 

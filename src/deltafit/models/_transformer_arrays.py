@@ -45,6 +45,7 @@ FEATURE_MAPS = ("Nystroem", "RBFSampler", "SkewedChi2Sampler", "PolynomialCountS
 # ``np.empty`` output, so a stored value could never be checked by its output alone)
 FIT_ON_WIDTH = ("PolynomialFeatures", "Normalizer")
 
+_NUMPY_SCALAR = "__numpy_scalar__"  # {_NUMPY_SCALAR: dtype.str, "value": v}: a NumPy scalar
 _PUBLIC_ATTR = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,99}_")
 _SCALAR_TYPES = (bool, int, float, str, np.integer, np.floating, np.bool_)
 
@@ -124,11 +125,17 @@ def fitted_state(obj, what):
             if val.dtype.kind not in "biufU" or val.dtype.fields is not None:
                 raise ValueError(f"cannot save {what} attribute {key} (dtype {val.dtype})")
             arrays[key] = val
+        elif val is None:  # e.g. StandardScaler(with_std=False).var_
+            scalars[key] = None
         elif isinstance(val, _SCALAR_TYPES):
-            val = val.item() if hasattr(val, "item") else val
-            if isinstance(val, float) and not math.isfinite(val):
+            item = val.item() if isinstance(val, np.generic) else val
+            if isinstance(item, float) and not math.isfinite(item):
                 raise ValueError(f"cannot save {what} attribute {key}={val!r}")
-            scalars[key] = val
+            # a NumPy scalar keeps its dtype (a float32 count computes in float32): JSON
+            # holds its exact value (float32 and int64 values are exact in JSON's float64 /
+            # integers) with the dtype beside it
+            scalars[key] = ({_NUMPY_SCALAR: val.dtype.str, "value": item}
+                            if isinstance(val, np.generic) else item)
         else:
             raise ValueError(f"cannot save {what} attribute {key} of type "
                              f"{type(val).__name__} without pickle")
@@ -163,8 +170,14 @@ def refit_on_width(obj, d, scalars, arrays, what):
         raise ValueError(f"corrupt model file: the {what} cannot be fitted to {d} features "
                          f"({type(exc).__name__}: {exc})") from None
     expected, _ = fitted_state(obj, what)
-    if arrays or set(scalars) != set(expected) or any(
-            type(scalars[k]) is not type(v) or scalars[k] != v for k, v in expected.items()):
+
+    def same(saved, v):
+        if not isinstance(saved, dict) and isinstance(v, dict):  # a file of before the dtype
+            v = v["value"]                                      # was kept: the plain value
+        return type(saved) is type(v) and saved == v
+
+    if arrays or set(scalars) != set(expected) or not all(
+            same(scalars[k], v) for k, v in expected.items()):
         raise ValueError(f"corrupt model file: the {what}'s fitted values {scalars} are not "
                          f"those of its parameters on {d} features ({expected})")
     return obj
@@ -182,11 +195,41 @@ def restore_fitted(obj, scalars, arrays, what):
         if hasattr(cls, key) or key in params or key in vars(obj):
             raise ValueError(f"corrupt model file: {what} attribute {key!r} would replace "
                              "part of the class")
-        if not isinstance(val, (bool, int, float, str, np.ndarray)):
+        if isinstance(val, dict):
+            val = _numpy_scalar(val, f"{what} attribute {key!r}")
+        if val is not None and \
+                not isinstance(val, (bool, int, float, str, np.ndarray, np.generic)):
             raise ValueError(f"corrupt model file: {what} attribute {key!r} has type "
                              f"{type(val).__name__}")
         setattr(obj, key, val)
     return obj
+
+
+def _numpy_scalar(spec, what):
+    """The NumPy scalar ``{_NUMPY_SCALAR: dtype, "value": v}`` written by
+    :func:`fitted_state`: a boolean, integer or float dtype and a value it holds exactly;
+    ValueError naming ``what`` otherwise."""
+    if set(spec) != {_NUMPY_SCALAR, "value"} or not isinstance(spec[_NUMPY_SCALAR], str):
+        raise ValueError(f"corrupt model file: {what} is not a number")
+    try:
+        dtype = np.dtype(spec[_NUMPY_SCALAR])
+    except (TypeError, ValueError):
+        dtype = None
+    value = spec["value"]
+    kinds = {"b": (bool,), "i": (int,), "u": (int,), "f": (int, float)}
+    if dtype is None or dtype.kind not in kinds or dtype.str != spec[_NUMPY_SCALAR] or \
+            type(value) not in kinds[dtype.kind] or \
+            (dtype.kind in "iu" and not np.iinfo(dtype).min <= value <= np.iinfo(dtype).max) or \
+            (dtype.kind == "f" and not math.isfinite(value)):
+        raise ValueError(f"corrupt model file: {what} is not a number of a plain NumPy dtype "
+                         f"({spec[_NUMPY_SCALAR]!r}, {value!r})")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = dtype.type(value)
+    if out.item() != value or (dtype.kind == "f" and not np.isfinite(out)):
+        raise ValueError(f"corrupt model file: {what} = {value!r} is not a {dtype.name} value "
+                         "(it was changed)")
+    return out
 
 
 def probe_rows(d):

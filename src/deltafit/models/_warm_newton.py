@@ -118,7 +118,14 @@ class PrimalNewtonState(ModelState):
         out = {"state_beta": self.beta}
         cv, pt = self.curv, self.point
         if cv is not None and pt is not None:  # what the next update starts from
-            out["state_hessian"] = np.column_stack([cv.folded().H, pt.grad, pt.grad0])
+            # the Hessian as its Cholesky factor reads it (the lower triangle), mirrored: the
+            # rounding asymmetry the folded corrections leave in the upper triangle is the
+            # residue of every earlier, possibly far larger, Hessian (a fit at weight 1 later
+            # reweighted to 1e-12), which a load-time symmetry test cannot tell from damage;
+            # the loaded factor is bitwise the one this state holds
+            H = np.tril(cv.folded().H)
+            H = H + np.tril(H, -1).T
+            out["state_hessian"] = np.column_stack([H, pt.grad, pt.grad0])
             out["state_scores"] = np.column_stack([pt.z[keep], cv.d[keep]])
         return out
 
