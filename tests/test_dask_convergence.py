@@ -23,7 +23,7 @@ import warnings
 
 import numpy as np
 import pytest
-from sklearn.datasets import load_breast_cancer, load_wine
+from sklearn.datasets import load_breast_cancer, load_digits, load_wine
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import StandardScaler
 
@@ -192,9 +192,65 @@ def test_a_one_vs_rest_dask_fit_that_reaches_max_iter_names_the_class(wine, loss
 
 
 # ---------------------------------------------------------------------------------------------
+# the hinge's decomposition method: its passes run out -> the NumPy hinge's ConvergenceWarning
+# ---------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def digits():
+    """Digits (1797 rows, 64 features), standardised: more rows than the hinge's working
+    set holds (8p + 512), so the Dask hinge fit starts from a smoothed hinge."""
+    X, y = load_digits(return_X_y=True)
+    return StandardScaler().fit_transform(X), y
+
+
+def _kkt_warning(w):
+    msg = str(w.message)
+    assert "KKT violation" in msg and "grad_norm_ =" in msg and "max(max_iter, 50)" in msg, msg
+    assert w.filename == __file__
+    return msg
+
+
+def test_a_dask_hinge_fit_and_update_that_run_out_of_passes_warn(digits):
+    """Before: ValueError "did not converge in 50 passes"; the NumPy hinge warns."""
+    X, y = digits
+    y = y % 2
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        m = LinearClassifier(loss="hinge", max_iter=2).fit(*chunked(X, y, 600))
+    (w,) = _warned(rec)
+    assert _reported(_kkt_warning(w)) == pytest.approx(m.grad_norm_, rel=1e-2)
+    assert m._state.result.converged is False
+    # the kept result is within its certified radius of the optimum
+    ref = LinearClassifier(loss="hinge").fit(X, y)
+    assert np.linalg.norm(full_coef(m) - full_coef(ref)) <= m.grad_norm_ + ref.grad_norm_
+    y2 = y.copy()
+    y2[:15:3] = 1 - y[:15:3]
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        m.relabel([0, 3, 6, 9, 12], y2[:15:3])
+    (w,) = _warned(rec)
+    assert _reported(_kkt_warning(w)) == pytest.approx(m.grad_norm_, rel=1e-2)
+    ref = LinearClassifier(loss="hinge").fit(X, y2)
+    assert np.linalg.norm(full_coef(m) - full_coef(ref)) <= m.grad_norm_ + ref.grad_norm_
+
+
+def test_a_one_vs_rest_dask_hinge_fit_that_runs_out_of_passes_names_the_class(digits):
+    X, y = digits
+    y = y % 3
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        m = LinearClassifier(loss="hinge", max_iter=2).fit(*chunked(X, y, 600))
+    ws = _warned(rec)
+    assert len(ws) == 3, [str(w.message) for w in ws]
+    for k, w in enumerate(ws):
+        msg = _kkt_warning(w)
+        assert msg.startswith(f"one-vs-rest class classes_[{k}]: "), msg
+        assert _reported(msg) == pytest.approx(m._state.result.results[k].grad_norm, rel=1e-2)
+
+
+# ---------------------------------------------------------------------------------------------
 # converged: silent, and equal to the NumPy fit
 # ---------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("loss", SMOOTH)
+@pytest.mark.parametrize("loss", SMOOTH + ["hinge"])
 @pytest.mark.parametrize("data", ["cancer", "wine"])
 def test_converged_dask_fits_and_updates_are_silent(request, loss, data):
     X, y, rows = _data(request, data)
@@ -206,7 +262,14 @@ def test_converged_dask_fits_and_updates_are_silent(request, loss, data):
         m.remove([4, 9])
         ref = LinearClassifier(loss=loss).fit(X, y)
         ref.remove([4, 9])
-    if data == "cancer":
+    if loss == "hinge":  # within both certified radii, class by class
+        ra, rb = ref._state.result, m._state.result
+        ga = [r.grad_norm for r in getattr(ra, "results", [ra])]
+        gb = [r.grad_norm for r in getattr(rb, "results", [rb])]
+        diff = np.linalg.norm(class_coefs(ref) - class_coefs(m), axis=1)
+        assert np.all(diff <= np.add(ga, gb)), (diff, ga, gb)
+        np.testing.assert_array_equal(ref.sample_ids_, m.sample_ids_)
+    elif data == "cancer":
         assert_newton_same(ref, m, X[keep], y[keep])
     else:
         assert_classes_same(ref, m, X[keep], y[keep])

@@ -422,14 +422,17 @@ class DaskOneVsRestState(OneVsRestState):
         return self
 
     def _warn(self, outs):
-        """The ConvergenceWarning of every class whose Newton solve reached max_iter, in class
-        order, from the caller's thread (the solves ran in the class threads)."""
+        """The ConvergenceWarning of every class whose solve stopped before its threshold
+        (Newton at max_iter; the hinge's passes run out or stalled), in class order, from the
+        caller's thread (the solves ran in the class threads)."""
         o = self.opts
         for k in range(self.n_classes):
             out = outs[k]
-            if isinstance(out, tuple):
-                with solve_label(_class_label(k)):
+            with solve_label(_class_label(k)):
+                if isinstance(out, tuple):
                     warn_unconverged(out, o.tol, o.max_iter)
+                elif hasattr(out, "warn_unconverged"):
+                    out.warn_unconverged()
 
     def _fit_hinge(self, passes, beta0, first):
         from ._dask_hinge import fit_rows
@@ -447,7 +450,9 @@ class DaskOneVsRestState(OneVsRestState):
             return solve
 
         outs = solve_jointly(passes, {k: hinge(k) for k in range(self.n_classes)})
-        return self._commit(outs, passes.count)
+        self._commit(outs, passes.count)
+        self._warn(outs)
+        return self
 
     def apply_change(self, change):
         """Every class's M and (J, ∇J, ∇J(0)) corrected for the change's rows (coded for the
@@ -473,6 +478,7 @@ class DaskOneVsRestState(OneVsRestState):
 
             outs = solve_jointly(passes, {k: hinge(k) for k in range(self.n_classes)})
             self._commit(outs, passes.count)
+            self._warn(outs)
             return
         callback = self._serial_callback()
 
