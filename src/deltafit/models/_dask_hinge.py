@@ -75,8 +75,11 @@ K ≥ 3 classes: the K one-vs-rest problems, each this method, run jointly by
 the pass objects it hands each class; :func:`hinge_shares` computes every class's share
 from one Φ per chunk).  W is capped at
 ``8 p + 512`` rows (the free support vectors number at most p for data in general
-position): a solve whose working set cannot be kept under it raises ValueError, as does one
-that has not converged after ``max(max_iter, 50)`` passes.
+position): a solve whose working set cannot be kept under it raises ValueError.  One that has
+not converged after ``max(max_iter, 50)`` passes (or stalls: no violator left to take into
+W) keeps the result of its last pass, whose radius ``grad_norm`` that pass certifies, and
+warns the NumPy hinge's ConvergenceWarning naming ``grad_norm_`` and the KKT violation
+(:func:`deltafit.solvers.warn_kkt_not_converged`).
 """
 
 from __future__ import annotations
