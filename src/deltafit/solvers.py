@@ -280,6 +280,19 @@ def warn_not_converged(what, grad_norm, threshold, tol, it, hint=""):
     )
 
 
+def warn_kkt_not_converged(what, it, kkt, threshold, radius, hint=""):
+    """The ConvergenceWarning of a hinge solve that stopped with a KKT violation ``kkt >
+    threshold``, naming ``grad_norm_`` (its certified radius ``radius``)."""
+    label = getattr(_LABEL, "value", "")
+    warnings.warn(
+        f"{label}{what} did not converge: it stopped after {it} iterations with a KKT "
+        f"violation {kkt:.3g} > {threshold:.3g} (tol, or the rounding floor) and grad_norm_ = "
+        f"{radius:.3g} (the certified radius ‖β − β*‖ ≤ grad_norm_){hint}; increase max_iter",
+        ConvergenceWarning,
+        stacklevel=_outside_stacklevel(),
+    )
+
+
 def _check_callback(callback, it, coef, grad_norm, objective, grad):
     if callback is None:
         return False
@@ -1467,14 +1480,7 @@ def _hinge_result(qp, alpha, ub, C, w, loop, name, touched, fresh=False):
         rounding = gamma * float(ub @ qp.scale(alpha)) * 2.0
     radius = np.sqrt(2.0 * (max(gap, 0.0) + rounding)) + qp.coef_rounding(alpha)
     if not converged and not stopped:
-        label = getattr(_LABEL, "value", "")
-        warnings.warn(
-            f"{label}{name} did not converge: it stopped after {it} iterations with a KKT "
-            f"violation {kkt:.3g} > {thr:.3g} (tol, or the rounding floor) and grad_norm_ = "
-            f"{radius:.3g} (the certified radius ‖β − β*‖ ≤ grad_norm_); increase max_iter",
-            ConvergenceWarning,
-            stacklevel=_outside_stacklevel(),
-        )
+        warn_kkt_not_converged(name, it, kkt, thr, radius)
     return HingeResult(qp.coef(alpha), float(radius), it, bool(converged), bool(stopped),
                        primal, alpha=alpha, kkt_violation=kkt, duality_gap=gap,
                        dual_objective=dual, n_polish=n_polish, n_touched=int(touched))

@@ -2,14 +2,17 @@
 persists the row blocks on the cluster (:class:`~._dask_rows.DaskRowStore`), computes the
 samples' keyed digests (the range ledger's :class:`~._ledger.SortedDigests`) and the counts
 the model checks, and, for the smooth losses, the first Newton pass at the start (J, ∇J,
-∇J(0) and the Hessian: :func:`~._dask_newton.prepare_block`)."""
+∇J(0) and the Hessian: :func:`~._dask_newton.prepare_block`) and the largest sample
+curvature ``C·w·‖Φ(x)‖²``: a logistic / squared-hinge fit with a sample beyond double
+precision is refused by the NumPy path's rule (:func:`deltafit.solvers.check_curvature`)
+before anything is kept."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ._dask_input import RowBlocks
-from ._dask_newton import prepare_block
+from ._dask_newton import _largest, prepare_block, refuse_curvature
 from ._dask_rows import DaskRowStore, compute_on_cluster
 from ._dask_stats import _segment
 from ._ledger import SEGMENT_BITS
@@ -39,8 +42,16 @@ def _shares(*outs):
 def persist_rows(blocks, problem, spec=None, beta0=None, digests=True, prepare=prepare_block):
     """Validate, encode and persist the rows of ``blocks`` (one pass).
 
-    ``prepare`` is the block task (:func:`~._dask_newton.prepare_block`'s signature; the
-    one-vs-rest fit's evaluates every class's start, :func:`~._dask_ovr.prepare_ovr_block`).
+    ``prepare`` is the block task (:func:`~._dask_newton.prepare_block`'s signature and
+    outputs; the one-vs-rest fit's evaluates every class's start,
+    :func:`~._dask_ovr.prepare_ovr_block`).
+
+    Raises
+    ------
+    ValueError
+        For a bad block (the block task's refusals), and, with ``spec`` of a logistic /
+        squared-hinge loss, for a sample whose Newton curvature ``C·w·ℓ''·‖Φ(x)‖²`` exceeds
+        :data:`deltafit.solvers.MAX_CURVATURE` (:func:`~._dask_newton.refuse_curvature`).
 
     Returns
     -------
@@ -63,14 +74,16 @@ def persist_rows(blocks, problem, spec=None, beta0=None, digests=True, prepare=p
                           for (x, y, w, _), off in zip(blocks.parts, offsets[:-1].tolist())])
     want = [delayed(_counts)(*full)]
     if spec is not None:
-        want.append(delayed(_shares)(*full))
+        want += [delayed(_shares)(*full), delayed(_largest)(*full)]
     segs = []
     if digests and problem.key is not None:
         segs = [delayed(_segment)(n, *[delayed(_piece)(o, g) for o in full])
                 for g in range(2 ** SEGMENT_BITS)]
     got = compute_on_cluster(*want, *segs, what="the pass that persists the rows")
     counts, share = got[0], (got[1] if spec is not None else None)
-    segments = list(got[1 + (spec is not None):])
+    if spec is not None:
+        refuse_curvature(got[2], spec)  # before anything is kept
+    segments = list(got[1 + 2 * (spec is not None):])
     parts = dask.persist(*[delayed(_row_part)(o, i) for o in full for i in range(3)])
     del full
     triples = [tuple(parts[3 * j:3 * j + 3]) for j in range(len(blocks.parts))]

@@ -75,18 +75,19 @@ K ≥ 3 classes: the K one-vs-rest problems, each this method, run jointly by
 the pass objects it hands each class; :func:`hinge_shares` computes every class's share
 from one Φ per chunk).  W is capped at
 ``8 p + 512`` rows (the free support vectors number at most p for data in general
-position): a solve whose working set cannot be kept under it raises ValueError, as does one
-that has not converged after ``max(max_iter, 50)`` passes.
+position): a solve whose working set cannot be kept under it raises ValueError.  One that has
+not converged after ``max(max_iter, 50)`` passes (or stalls: no violator left to take into
+W) keeps the result of its last pass, whose radius ``grad_norm`` that pass certifies, and
+warns the NumPy hinge's ConvergenceWarning naming ``grad_norm_`` and the KKT violation
+(:func:`deltafit.solvers.warn_kkt_not_converged`).
 """
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
 from ..solvers import (_EPS, HingeResult, _box_violation, _hinge_loop, _SubFeatureQP,
-                       ConvergenceWarning)
+                       warn_kkt_not_converged)
 from ._dask_newton import PassSpec, _Chunk, _CHUNK_BYTES
 from ..losses import Loss
 from ._dask_state import DaskStateRefusals
@@ -403,12 +404,16 @@ def _gathered(rows, featurize):
 
 
 def solve_passes(passes, work, featurize, *, tol, max_iter, start=None, n_samples,
-                 refine=None):
+                 refine=None, info=None):
     """The decomposition method of the module docstring from ``work`` (a :class:`_Working`
     whose β is its own, or with ``start`` a point whose rule is tried first).  Returns
-    ``(HingeResult, work)``; ValueError when the working set outgrows its cap or the passes
-    run out.  ``refine()``: a new start (or None) when the working set is full of rows off
-    their side and no step descends."""
+    ``(HingeResult, work)``; ValueError when the working set outgrows its cap.  When the
+    passes run out (``max(max_iter, 50)``) or no violator is left to take into W (a stall)
+    the result at the last pass's β is kept, not converged, its ``grad_norm`` the radius
+    certified by that pass, and ``info["unconverged"]`` (``info`` a dict) receives
+    ``(kkt, threshold, passes, hint)`` for the caller's ConvergenceWarning
+    (:meth:`DaskHingeState.warn_unconverged`).  ``refine()``: a new start (or None) when the
+    working set is full of rows off their side and no step descends."""
     p = work.g.shape[0]
     k = passes.k  # rows a pass gathers: the switchers first, the band after them
     cap = _max_working(p)
@@ -421,10 +426,8 @@ def solve_passes(passes, work, featurize, *, tol, max_iter, start=None, n_sample
     first = start is not None
     forced = 0
     max_passes = max(int(max_iter), 50)
+    hint = ""
     while True:
-        if passes.count >= max_passes:
-            raise ValueError(f"the hinge solve on the Dask rows did not converge in "
-                             f"{passes.count} passes (increase max_iter)")
         v = work.v()
         S = passes.run(work.ref, beta, work.ids, v)
         Z = work.Phi * work.t[:, None]
@@ -435,6 +438,9 @@ def solve_passes(passes, work, featurize, *, tol, max_iter, start=None, n_sample
         floor = 16.0 * _EPS * (1.0 + max(S.maxscale, float(np.max(scaleW, initial=0.0))))
         thr = max(tol, floor) if polished and kkt > tol else max(tol, 0.0)
         if not first and kkt <= thr:
+            break
+        if not first and passes.count >= max_passes:  # the result kept, certified
+            hint = f" after {passes.count} passes over the rows (max(max_iter, 50))"
             break
         d_cur = None if first else work.dual(beta)
 
@@ -474,8 +480,8 @@ def solve_passes(passes, work, featurize, *, tol, max_iter, start=None, n_sample
         keep[np.argsort(-sw.key, kind="stable")[:k // 2]] = True  # the worst 2p
         keep &= sw.key > thr
         if not np.any(keep):
-            warnings.warn(f"the hinge solve on the Dask rows stalled at a KKT violation of "
-                          f"{kkt:.3g}", ConvergenceWarning, stacklevel=3)
+            hint = ("; it stalled: no violator above the threshold is left to take into the "
+                    "working set")
             break
         ids = sw.ids[keep]
         Phi_r = _gathered(_Rows(sw.key[keep], ids, sw.x[keep], sw.t[keep], sw.cw[keep],
@@ -522,6 +528,8 @@ def solve_passes(passes, work, featurize, *, tol, max_iter, start=None, n_sample
     g2 = (n_samples + 2) * _EPS / (1.0 - (n_samples + 2) * _EPS)
     radius = np.sqrt(2.0 * (max(gap, 0.0) + rounding)) + g2 * float(np.linalg.norm(v))
     converged = kkt <= thr
+    if not converged and info is not None:
+        info["unconverged"] = (kkt, thr, passes.count, hint)
     res = HingeResult(beta, float(radius), it, bool(converged), False, float(primal),
                       alpha=None, kkt_violation=kkt, duality_gap=float(gap),
                       dual_objective=-work.dual(beta), n_polish=n_polish,
@@ -555,10 +563,22 @@ class DaskHingeState(DaskStateRefusals, ModelState):
         from ._dask_newton import DaskPasses
 
         C = self.opts.C
-        return self.fit_with(
+        self.fit_with(
             lambda eps: DaskPasses(store, PassSpec(featurize, SmoothedHinge(eps), C)),
             HingePasses(store, self.spec(featurize), fit_rows(p, n)), featurize, p, n,
             start_share, beta0)
+        self.warn_unconverged()
+        return self
+
+    def warn_unconverged(self):
+        """The ConvergenceWarning (the NumPy hinge's words, naming ``grad_norm_`` and the KKT
+        violation) of the last solve when it stopped before the threshold; called from the
+        caller's thread (one-vs-rest: under the class's label), once."""
+        got = self.__dict__.pop("unconverged", None)
+        if got is not None:
+            kkt, thr, n_passes, hint = got
+            warn_kkt_not_converged("the hinge solve on the Dask rows", n_passes, kkt, thr,
+                                   self.result.grad_norm, hint)
 
     def fit_with(self, smooth_passes, passes, featurize, p, n, start_share=None, beta0=None):
         """:meth:`fit_passes` over given pass objects: ``smooth_passes(ε)`` a new object
@@ -605,10 +625,14 @@ class DaskHingeState(DaskStateRefusals, ModelState):
         else:
             for _ in START_STAGES:
                 rule = smoothed()
+        info = {}
         res, work = solve_passes(passes, _Working.empty(p), featurize, tol=o.tol,
                                  max_iter=o.max_iter, start=rule, n_samples=n,
-                                 refine=smoothed)
+                                 refine=smoothed, info=info)
         self.work, self.beta, self.result = work, res.coef, res
+        self.__dict__.pop("unconverged", None)
+        if "unconverged" in info:
+            self.unconverged = info["unconverged"]
         self.passes, self.start_passes = n_start + passes.count, n_start
         self.n_samples = n
         return self
@@ -621,6 +645,7 @@ class DaskHingeState(DaskStateRefusals, ModelState):
         new = self.re_solved(passes, featurize, change.dask_changed, change.dask_changed_ids)
         self.work, self.beta, self.result = new.work, new.beta, new.result
         self.passes, self.n_samples = new.passes, new.n_samples
+        new.warn_unconverged()
 
     def re_solved(self, passes, featurize, changed, ids):
         """A new state: this one's solution re-solved after a change whose rows are
@@ -652,10 +677,13 @@ class DaskHingeState(DaskStateRefusals, ModelState):
             work.add(ids[liv], Phi[liv], ta[liv], ca[liv], a0, np.zeros(int(liv.sum())))
         n = self.n_samples + int(np.count_nonzero(liv & (cb <= 0.0))) - int(
             np.count_nonzero(~liv & (cb > 0.0)))
+        info = {}
         res, work = solve_passes(passes, work, featurize, tol=o.tol, max_iter=o.max_iter,
-                                 n_samples=n)
+                                 n_samples=n, info=info)
         new = type(self)(self.opts, self.max_rank)
         new.work, new.beta, new.result = work, res.coef, res
+        if "unconverged" in info:
+            new.unconverged = info["unconverged"]
         new.passes, new.n_samples = passes.count, n
         new.start_passes = 0
         return new

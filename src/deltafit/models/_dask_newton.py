@@ -39,13 +39,15 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg
 
-from ..solvers import SolverResult, _squared_norms, check_curvature, curvature_failure
+from ..solvers import (SolverResult, _squared_norms, check_curvature, curvature_failure,
+                       warn_not_converged)
 from ._chord_newton import REFRESH_RATIO, Curvature, _Secants, curvature_switches
 from ._dask_state import DaskStateRefusals
 from ._state import ModelState
 
 __all__ = ["PassSpec", "DaskPasses", "dask_newton", "dask_chord", "DaskNewtonState",
-           "prepare_block", "LADDER", "block_select"]
+           "prepare_block", "LADDER", "block_select", "block_curvature", "refuse_curvature",
+           "warn_unconverged", "no_descent"]
 
 #: A pass skips the Hessian only when one chord step after it is predicted to reach this
 #: fraction of the threshold (a predicted rate is a guess: chord steps contract a little
@@ -340,10 +342,14 @@ def _armijo_ladder(passes, beta, step, f, slope):
 def dask_newton(passes, beta, *, tol, max_iter, callback=None, first=None, info=None):
     """Damped Newton over the store's rows from β: ``(result, H, β_ref, (f, ∇J, ∇J(0)))``
     with H the exact Hessian (identity included) at the final β = β_ref; None when a line
-    search failed.  ``first``: the share of a pass at β (g0 and Hessian included) already
-    made; ``info``: a dict that receives ``"newton_c"``, the smaller ``‖∇J_{k+1}‖ / ‖∇J_k‖²``
-    of the last two full steps (None without one; the earlier steps are not yet in Newton's
-    quadratic regime), which :func:`dask_chord` predicts with."""
+    search failed (no step of :data:`LADDER` decreases J: ``info["stall"]`` then holds the
+    iteration and ‖∇J‖ where it stalled).  A solve that reaches ``max_iter`` keeps its result
+    (``converged`` False, ``grad_norm`` the norm of ∇J from the pass at the returned β: it
+    certifies ``‖β − β*‖ ≤ grad_norm``); the caller warns (:func:`warn_unconverged`).
+    ``first``: the share of a pass at β (g0 and Hessian included) already made; ``info``: a
+    dict that receives ``"newton_c"``, the smaller ``‖∇J_{k+1}‖ / ‖∇J_k‖²`` of the last two
+    full steps (None without one; the earlier steps are not yet in Newton's quadratic
+    regime), which :func:`dask_chord` predicts with."""
     beta = np.array(beta, dtype=np.float64, copy=True)
     p = beta.shape[0]
     sh = first if first is not None else passes.run(beta, g0=True, hessian=True)
@@ -365,6 +371,8 @@ def dask_newton(passes, beta, *, tol, max_iter, callback=None, first=None, info=
                 or -slope <= _FLOOR * (abs(f) + 1.0)):
             s = _armijo_ladder(passes, beta, step, f, slope)
             if s is None:
+                if info is not None:
+                    info["stall"] = (it, gnorm)
                 return None
             new = beta + s * step
             sh = passes.run(new, hessian=True)
@@ -376,14 +384,41 @@ def dask_newton(passes, beta, *, tol, max_iter, callback=None, first=None, info=
         it += 1
         if callback is not None:
             stopped = bool(callback(it, beta, gnorm, f, grad))
-    converged = gnorm <= thr
+    converged = gnorm <= thr  # else max_iter was reached (or the callback stopped it)
     if info is not None:
         seen = [c for c in cs[-2:] if c is not None]
         info["newton_c"] = min(seen) if seen else None
-    if not converged and not stopped:
-        return None
     res = SolverResult(beta, gnorm, it, bool(converged), bool(stopped), float(f))
     return res, H, beta.copy(), (float(f), grad, g0)
+
+
+def warn_unconverged(out, tol, max_iter):
+    """The NumPy path's ConvergenceWarning (:func:`deltafit.solvers.warn_not_converged`,
+    naming ``grad_norm_`` and ``tol``) for a :func:`dask_newton` result ``out`` that reached
+    ``max_iter`` without converging; silent for a converged or callback-stopped one.  Called
+    on the caller's thread (one-vs-rest: in class order, under the class's label)."""
+    res, g0 = out[0], out[3][2]
+    if res.converged or res.stopped_by_callback:
+        return
+    thr = tol * max(float(np.linalg.norm(g0)), np.finfo(float).tiny)
+    warn_not_converged("Newton on the Dask rows", res.grad_norm, thr, tol, res.n_iter,
+                       f" (max_iter={max_iter} reached)")
+
+
+def no_descent(what, info=None, label=""):
+    """The ValueError of a :func:`dask_newton` whose line search found no decrease of J
+    (``what``: "fit" or "re-solve"; ``info`` the solve's, naming where it stalled; ``label``
+    a one-vs-rest class's prefix)."""
+    where = ""
+    stall = (info or {}).get("stall")
+    if stall is not None:
+        where = f" at iteration {stall[0]} (‖∇J‖ = {stall[1]:.3g})"
+    return ValueError(
+        f"{label}Newton's method did not descend on the Dask rows in the {what}{where}: no "
+        "step along "
+        "Newton's direction decreases J in float64 (the rounding level of J and ∇J was "
+        "reached before tol: the problem is too ill-conditioned for float64); scale the "
+        "features (e.g. StandardScaler) or lower C")
 
 
 def dask_chord(passes, beta, curv, beta_ref, loss, start, *, tol, max_iter, callback=None,
@@ -485,10 +520,55 @@ def dask_chord(passes, beta, curv, beta_ref, loss, start, *, tol, max_iter, call
 
 
 # --------------------------------------------------------------------------- fit pass
+#: The losses whose Newton curvature a Dask fit checks (:func:`refuse_curvature`): those of
+#: :class:`DaskNewtonState` (the hinge's smoothed start only starts its dual method).
+CURVATURE_LOSSES = ("logistic", "squared_hinge")
+
+
+def block_curvature(x, w, spec):
+    """The sample of a block whose curvature ``C·w·‖Φ(x)‖²`` is the largest, as
+    ``(C·w·‖Φ(x)‖², ‖Φ(x)‖², C·w)`` (zeros for an empty block, or a loss not in
+    :data:`CURVATURE_LOSSES`); a NaN product (an overflowed norm of weight 0) counts as
+    infinite, as in :func:`deltafit.solvers.check_curvature`.  ``x`` validated rows, ``w``
+    validated weights (None: 1)."""
+    k = x.shape[0]
+    if not k or spec is None or spec.loss.name not in CURVATURE_LOSSES:
+        return 0.0, 0.0, 0.0
+    sq = np.empty(k)
+    step = max(64, _GRAD_CHUNK_BYTES // (8 * max(x.shape[1], 1)))
+    for a in range(0, k, step):
+        b = min(k, a + step)
+        sq[a:b] = _squared_norms(_Chunk(x[a:b], spec).x)
+        if spec.plain and spec.s is not None:  # the constant column, not formed
+            sq[a:b] += spec.s * spec.s
+    cw = spec.C * (np.ones(k) if w is None else np.asarray(w, dtype=np.float64))
+    with np.errstate(over="ignore", invalid="ignore"):
+        kappa = cw * sq
+    kappa = np.where(np.isnan(kappa), np.inf, kappa)
+    i = int(np.argmax(kappa))
+    return float(kappa[i]), float(sq[i]), float(cw[i])
+
+
+def _largest(*outs):
+    """The largest of the blocks' :func:`block_curvature` (the last item of each output)."""
+    return max((o[-1] for o in outs), key=lambda c: c[0])
+
+
+def refuse_curvature(worst, spec):
+    """Refuse a fit whose largest sample curvature ``worst`` (:func:`block_curvature`) is
+    beyond double precision, in the NumPy path's words (:func:`~deltafit.solvers.
+    check_curvature`, its rule and message)."""
+    if spec is None or spec.loss.name not in CURVATURE_LOSSES:
+        return
+    _, sq, cw = worst
+    check_curvature(np.array([sq]), cw, spec.loss)
+
+
 def prepare_block(x, y, w, problem, offset, spec, beta0):
     """The fit's one pass over a block (a Dask task): validated rows, encoded targets and
-    weights (to persist), the samples' digests split into segments, the counts, and the
-    block's share of a Newton pass at ``beta0`` (None without ``spec``)."""
+    weights (to persist), the samples' digests split into segments, the counts, the
+    block's share of a Newton pass at ``beta0`` (None without ``spec``) and its largest
+    sample curvature (:func:`block_curvature`: zeros without ``spec``)."""
     from ._dask_stats import _block_pieces
     from ._ledger import digest_array
 
@@ -512,7 +592,7 @@ def prepare_block(x, y, w, problem, offset, spec, beta0):
         from ._dask_rows import BlockMods
 
         share = block_share(x, t, w, BlockMods(), spec, beta0, g0=True, hessian=True)
-    return (x, t, w), pieces, counts, share
+    return (x, t, w), pieces, counts, share, block_curvature(x, w, spec)
 
 
 def _part(out, i):
@@ -555,9 +635,9 @@ class DaskNewtonState(DaskStateRefusals, ModelState):
         out = dask_newton(passes, beta0, tol=o.tol, max_iter=o.max_iter, callback=o.callback,
                           first=first, info=info)
         if out is None:
-            raise ValueError("Newton's method did not descend on the Dask rows (the problem "
-                             "is too ill-conditioned for float64)")
+            raise no_descent("fit", info)
         self._take(out)
+        warn_unconverged(out, o.tol, o.max_iter)
         self.passes = passes.count
         self.newton_c = info.get("newton_c")
         return self
@@ -593,8 +673,9 @@ class DaskNewtonState(DaskStateRefusals, ModelState):
             out = dask_newton(passes, beta, tol=o.tol, max_iter=o.max_iter,
                               callback=o.callback, info=info)
             if out is None:
-                raise ValueError("the re-solve on the Dask rows did not descend")
+                raise no_descent("re-solve", info)
         self._take(out)
+        warn_unconverged(out, o.tol, o.max_iter)
         self.passes = passes.count
         if info.get("newton_c") is not None:
             self.newton_c = info["newton_c"]

@@ -47,10 +47,12 @@ import threading
 
 import numpy as np
 
+from ..solvers import solve_label
 from ._dask_newton import (_CHUNK_BYTES, LADDER, DaskNewtonState, Share, _Chunk,
-                           dask_chord, dask_newton, prepare_block)
+                           block_curvature, dask_chord, dask_newton, no_descent, prepare_block,
+                           warn_unconverged)
 from ._dask_rows import BlockMods
-from ._multiclass import OneVsRestState, class_codes
+from ._multiclass import OneVsRestState, _class_label, class_codes
 
 __all__ = ["ovr_block_share", "ovr_pass_share", "prepare_ovr_block", "start_requests",
            "OvrPasses", "solve_jointly", "DaskOneVsRestState"]
@@ -155,12 +157,13 @@ def start_requests(beta0):
 def prepare_ovr_block(x, y, w, problem, offset, spec, beta0):
     """The one-vs-rest fit's one pass over a block (a Dask task): what
     :func:`~._dask_newton.prepare_block` returns, its share that of every class's start
-    (:func:`start_requests`), so the pass that persists the rows also evaluates the start."""
-    (x, t, w), pieces, counts, _ = prepare_block(x, y, w, problem, offset, None, None)
+    (:func:`start_requests`), so the pass that persists the rows also evaluates the start
+    (and its largest sample curvature, the same for every class)."""
+    (x, t, w), pieces, counts, _, _ = prepare_block(x, y, w, problem, offset, None, None)
     share = None
     if spec is not None:
         share = ovr_block_share(x, t, w, BlockMods(), spec, start_requests(beta0))
-    return (x, t, w), pieces, counts, share
+    return (x, t, w), pieces, counts, share, block_curvature(x, w, spec)
 
 
 def _frozen(want):
@@ -404,18 +407,32 @@ class DaskOneVsRestState(OneVsRestState):
 
         def newton(k):
             def solve(view):
+                info = {}
                 out = dask_newton(view, beta0[:, k], tol=o.tol, max_iter=o.max_iter,
                                   callback=callback,
-                                  first=None if first is None else first[k])
+                                  first=None if first is None else first[k], info=info)
                 if out is None:
-                    raise ValueError(f"Newton's method did not descend on the Dask rows for "
-                                     f"class index {k} (the problem is too ill-conditioned "
-                                     "for float64)")
+                    raise no_descent("fit", info, f"{_class_label(k)}: ")
                 return out
             return solve
 
         outs = solve_jointly(passes, {k: newton(k) for k in range(self.n_classes)})
-        return self._commit(outs, passes.count)
+        self._commit(outs, passes.count)
+        self._warn(outs)
+        return self
+
+    def _warn(self, outs):
+        """The ConvergenceWarning of every class whose solve stopped before its threshold
+        (Newton at max_iter; the hinge's passes run out or stalled), in class order, from the
+        caller's thread (the solves ran in the class threads)."""
+        o = self.opts
+        for k in range(self.n_classes):
+            out = outs[k]
+            with solve_label(_class_label(k)):
+                if isinstance(out, tuple):
+                    warn_unconverged(out, o.tol, o.max_iter)
+                elif hasattr(out, "warn_unconverged"):
+                    out.warn_unconverged()
 
     def _fit_hinge(self, passes, beta0, first):
         from ._dask_hinge import fit_rows
@@ -433,7 +450,9 @@ class DaskOneVsRestState(OneVsRestState):
             return solve
 
         outs = solve_jointly(passes, {k: hinge(k) for k in range(self.n_classes)})
-        return self._commit(outs, passes.count)
+        self._commit(outs, passes.count)
+        self._warn(outs)
+        return self
 
     def apply_change(self, change):
         """Every class's M and (J, ∇J, ∇J(0)) corrected for the change's rows (coded for the
@@ -459,6 +478,7 @@ class DaskOneVsRestState(OneVsRestState):
 
             outs = solve_jointly(passes, {k: hinge(k) for k in range(self.n_classes)})
             self._commit(outs, passes.count)
+            self._warn(outs)
             return
         callback = self._serial_callback()
 
@@ -481,16 +501,17 @@ class DaskOneVsRestState(OneVsRestState):
                 out = dask_chord(view, beta, curv, st.beta_ref, loss, (f, grad, g0),
                                  tol=o.tol, max_iter=o.max_iter, callback=callback)
                 if out is None:
+                    info = {}
                     out = dask_newton(view, beta, tol=o.tol, max_iter=o.max_iter,
-                                      callback=callback)
+                                      callback=callback, info=info)
                     if out is None:
-                        raise ValueError(f"the re-solve on the Dask rows did not descend for "
-                                         f"class index {k}")
+                        raise no_descent("re-solve", info, f"{_class_label(k)}: ")
                 return out
             return solve
 
         outs = solve_jointly(passes, {k: chord(k) for k in range(self.n_classes)})
         self._commit(outs, passes.count)
+        self._warn(outs)
 
     def exact_matrix(self):
         return self.states[0].exact_matrix()
