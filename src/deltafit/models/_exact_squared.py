@@ -69,6 +69,17 @@ Sample weights (the data term ``C Σ w_i (t_i − z_i)²``, ``w_i ≥ 0``):
   w → 0 deletes the slot from it.  The certified residual is ``2C sqrt((w∘r)ᵀK(w∘r))``
   (:meth:`DualSquaredState.gradient_norm`).
 
+The dual state bounds the error of its tracked inverse ``H ≈ A⁻¹`` (``A = K + ρW⁻¹``) as the
+primal one does: each Woodbury correction ``U core Uᵀ`` adds about ``ε ‖U‖² ‖core‖`` (2-norm,
+at the scale of the H it corrects), and the sum since the last factorisation is ``e_H``.  A
+correction that shrinks H by orders of magnitude (weights made tiny, ``ρ/w`` huge) cancels the
+new, small H against the old one: ``‖A‖ e_H`` (a bound on ``‖I − AH‖``) then exceeds
+``_INV_RTOL`` and the error of a fresh factorisation (``ε n κ²``, κ the condition number of the
+diagonally scaled A), and the update is redone from the stored kernel matrix.  ``e_H`` also
+enters the cores' noise: a removal's ``H_RR``, the reweight core ``I + ΔH_SS`` and the Schur
+complement ``K_BB + ρW_B⁻¹ − BᵀHB`` of an addition are not used within their margins of it
+(the way back from a tiny weight divides by what is left of those digits).
+
 Without weights (a change and a ledger that never saw a weight other than 1) every update runs
 the unweighted code, bitwise as before weights existed.
 
