@@ -113,11 +113,6 @@ def _reweighted(m, ids, w, X, y, keep):
 def test_a_model_saved_after_extreme_updates_loads_and_keeps_updating(case, extreme, data,
                                                                       tmp_path):
     name, make, which, sparse, keep = case
-    dual_squared = name.startswith("kernel-squared-") or name == "kernel-regressor"
-    if extreme == "w=1e-300" and dual_squared:
-        # not a file problem: in memory, the kernel squared state reweighted from 1e-300 back
-        # to 1 gives decisions of ~1e258 (diagonal ρ/w = 1e300 in its Woodbury update)
-        pytest.xfail("dual squared state: reweight 1e-300 -> 1 diverges in memory")
     X, y = data[which]
     if sparse:
         X = sp.csr_matrix(X)

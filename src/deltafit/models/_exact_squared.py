@@ -69,6 +69,17 @@ Sample weights (the data term ``C Σ w_i (t_i − z_i)²``, ``w_i ≥ 0``):
   w → 0 deletes the slot from it.  The certified residual is ``2C sqrt((w∘r)ᵀK(w∘r))``
   (:meth:`DualSquaredState.gradient_norm`).
 
+The dual state bounds the error of its tracked inverse ``H ≈ A⁻¹`` (``A = K + ρW⁻¹``) as the
+primal one does: each Woodbury correction ``U core Uᵀ`` adds about ``ε ‖U‖² ‖core‖`` (2-norm,
+at the scale of the H it corrects), and the sum since the last factorisation is ``e_H``.  A
+correction that shrinks H by orders of magnitude (weights made tiny, ``ρ/w`` huge) cancels the
+new, small H against the old one: ``‖A‖ e_H`` (a bound on ``‖I − AH‖``) then exceeds
+``_INV_RTOL`` and the error of a fresh factorisation (``ε n κ²``, κ the condition number of the
+diagonally scaled A), and the update is redone from the stored kernel matrix.  ``e_H`` also
+enters the cores' noise: a removal's ``H_RR``, the reweight core ``I + ΔH_SS`` and the Schur
+complement ``K_BB + ρW_B⁻¹ − BᵀHB`` of an addition are not used within their margins of it
+(the way back from a tiny weight divides by what is left of those digits).
+
 Without weights (a change and a ledger that never saw a weight other than 1) every update runs
 the unweighted code, bitwise as before weights existed.
 
@@ -102,6 +113,10 @@ _SCHUR_MARGIN = 1e3
 # Above this ratio of the largest kernel value to ρ, the dual state refines α after every update
 # (an O(n²) product with the stored kernel matrix) instead of only at folds.
 _REFINE_COND = 1e3
+# Bound (relative, ``‖A‖·e_H``) on the error the dual state's Woodbury corrections may leave in
+# its tracked inverse ``H ≈ A⁻¹`` (``A = K + ρW⁻¹``) before it is refactorised from the stored
+# kernel matrix, unless that error stays within _FRESH_FACTOR of a fresh factorisation's.
+_INV_RTOL = 1e-10
 # Rows per chunk when streaming a large batch through syrk (bounds the gathered copy's memory).
 _CHUNK = 512
 
@@ -1384,6 +1399,24 @@ def _check_finite_alpha(alpha):
         )
 
 
+def _drifted(d, alpha):
+    """Whether a refinement step ``d`` moved ``alpha`` (already including ``d``) by more than
+    ``_DRIFT_RTOL`` (relative, per column); True when either is not finite.  The norms are
+    taken after scaling by the largest magnitude, so they do not overflow."""
+    if not (np.all(np.isfinite(d)) and np.all(np.isfinite(alpha))):
+        return True
+    s = max(float(np.max(np.abs(d), initial=0.0)), float(np.max(np.abs(alpha), initial=0.0)))
+    if s == 0.0:
+        return False
+    return bool(np.any(_norms(d / s) > _DRIFT_RTOL * np.maximum(_norms(alpha / s), 1e-300 / s)))
+
+
+def _correction_error(U, core):
+    """Rounding error (a 2-norm bound, up to a small constant) that forming and applying the
+    Woodbury correction ``U core Uᵀ`` adds to a tracked inverse: ``ε ‖U‖_F² ‖core‖_F``."""
+    return _EPS * float(np.sum(U * U)) * float(np.linalg.norm(core))
+
+
 class _Unreliable(Exception):
     """A block Woodbury core was numerically unreliable; refactorise from the exact data."""
 
@@ -1537,6 +1570,48 @@ class DualSquaredState(ModelState):
         """Whether the system is ill-conditioned enough to refine α after every update."""
         return float(np.max(np.diagonal(self.gram.K))) > _REFINE_COND * self._diag_min()
 
+    def _inverse_drifted(self, err, w, active):
+        """Whether a tracked inverse whose corrections carry the error bound ``err`` (2-norm)
+        must be refactorised for the system with weights ``w`` on the slots ``active``.
+
+        ``‖I − A H‖ ≤ ‖A‖ err`` bounds the relative error of H as the inverse of
+        ``A = K + ρW⁻¹`` and, through it, the relative error of the α a Woodbury step computes
+        (``‖A‖ ≤ trace(K_A) + max ρ/w``).  Above ``_INV_RTOL`` the inverse is refactorised,
+        unless it stays within ``_FRESH_FACTOR`` of the same bound for a fresh factorisation,
+        ``ε n κ²`` with κ the condition number of the diagonally scaled matrix
+        ``diag(A)^-½ A diag(A)^-½`` (Cholesky's accuracy does not depend on the diagonal's
+        spread), ``κ ≤ n max_i (1 + K_ii w_i / ρ)``: ill-conditioned systems are refined after
+        every update instead (see :attr:`refine_each`).  A correction that shrinks H by orders
+        of magnitude (weights made tiny: ``ρ/w`` huge) cancels the digits of the new, small H
+        against the old, large one: its error, ``ε ‖U‖² ‖core‖`` at the old scale, is then far
+        above both bounds."""
+        if not math.isfinite(err):
+            return True
+        A = np.flatnonzero(active)
+        if A.size == 0 or err == 0.0:
+            return False
+        kd = np.diagonal(self.gram.K)[A]
+        trace = float(np.sum(kd))
+        d = np.full(A.size, self.rho) if w is None else self.rho / w[A]
+        rel = err * (trace + float(np.max(d)))
+        if not rel > _INV_RTOL:
+            return False
+        kappa = A.size * (1.0 + float(np.max(kd / d)))
+        return not rel <= _FRESH_FACTOR * _EPS * A.size * kappa * kappa
+
+    @staticmethod
+    def _removal_core(H_RR, err):
+        """``-H_RR⁻¹`` for a removal (H_RR SPD), or None when it is not numerically SPD or
+        its smallest eigenvalue is within ``_CORE_MARGIN`` of the tracked inverse's error bound
+        ``err`` (the downdate would then cancel the digits H still has)."""
+        if err > 0.0:
+            if not np.all(np.isfinite(H_RR)):
+                return None
+            lam = float(np.linalg.eigvalsh(0.5 * (H_RR + H_RR.T))[0])
+            if not lam > _CORE_MARGIN * err:
+                return None
+        return _spd_core(H_RR)
+
     def _refactor(self):
         A = np.flatnonzero(self.active)
         n = A.size
@@ -1557,6 +1632,7 @@ class DualSquaredState(ModelState):
         alpha[A] = linalg.cho_solve(c, self.y[A], check_finite=False)
         _check_finite_alpha(alpha)
         self.alpha = alpha
+        self._err = 0.0  # the corrections' error bound (see _inverse_drifted)
         self._clean.extend(getattr(self, "_dirty", []))
         self._dirty = []
         self._muted = []  # H0 was rebuilt with zeros there
@@ -1620,7 +1696,7 @@ class DualSquaredState(ModelState):
             return
         d = self.inv.H0 @ self.residual()
         self.alpha = self.alpha + d
-        if np.any(_norms(d) > _DRIFT_RTOL * np.maximum(_norms(self.alpha), 1e-300)):
+        if _drifted(d, self.alpha):
             self._refactor()
 
     def _zero_dirty(self):
@@ -1755,12 +1831,14 @@ class DualSquaredState(ModelState):
         alpha = self.alpha.copy()
         y = self.y.copy()
         active = self.active.copy()
+        err = getattr(self, "_err", 0.0)
+        dirty0 = list(self._dirty)
         if rel is not None and len(rel):
             alpha += self.inv.columns(rel) @ dy
             y[rel] += dy
         if k_rem:
             HR = self.inv.columns(rem)
-            core = _spd_core(HR[rem])  # = -H_RR⁻¹; H_RR is SPD
+            core = self._removal_core(HR[rem], err)  # = -H_RR⁻¹; H_RR is SPD
             if core is None:
                 if direct:
                     raise _Unreliable()
@@ -1768,6 +1846,7 @@ class DualSquaredState(ModelState):
                 return self._apply_refactor(rem, add, K_cross, K_new, y_add, rel, dy)
             alpha += HR @ (core @ alpha[rem])
             put(HR, core)
+            err += _correction_error(HR, core)
             self._dirty.extend(np.asarray(rem).tolist())
             alpha[rem] = 0.0
             y[rem] = 0.0
@@ -1785,6 +1864,7 @@ class DualSquaredState(ModelState):
             lam = np.linalg.eigvalsh(0.5 * (S + S.T))[0]
             trace = float(np.sum(np.diagonal(self.gram.K)[active]))
             noise = np.finfo(float).eps * (trace / self.rho + 1.0) * float(np.max(np.diag(K_new)))
+            noise += err * float(np.sum(B * B))  # BᵀHB's error from the corrections
             ok = lam > 0.5 * self.rho and lam > _SCHUR_MARGIN * noise
             core = _spd_core(S) if ok else None  # = -S⁻¹
             if core is not None:
@@ -1800,6 +1880,14 @@ class DualSquaredState(ModelState):
             active[add] = True
             alpha += U @ (core @ (y_add - B.T @ alpha))
             put(U, core)
+            err += _correction_error(U, core)
+        if self._inverse_drifted(err, None, active):
+            # the corrections may have lost too many digits of H: redo the update exactly
+            if direct:
+                raise _Unreliable()
+            self.inv.rollback(mark)
+            self._dirty = dirty0
+            return self._apply_refactor(rem, add, K_cross, K_new, y_add, rel, dy)
         if self.refine_each and not direct:
             # ill-conditioned system (ρ small next to the kernel values): one step of
             # iterative refinement against the exact kernel matrix after every update
@@ -1808,6 +1896,7 @@ class DualSquaredState(ModelState):
             alpha = alpha + _masked(self.inv.matvec(r), active)
         _check_finite_alpha(alpha)
         self.alpha, self.y, self.active = alpha, y, active
+        self._err = err
         if direct:
             self._refine_once()
 
@@ -1931,6 +2020,7 @@ class DualSquaredState(ModelState):
         alpha, y = self.alpha.copy(), self.y.copy()
         active, w = self.active.copy(), self.w.copy()
         dirty, muted, clean = list(self._dirty), list(self._muted), list(self._clean)
+        err = getattr(self, "_err", 0.0)
         if P.rel.size:
             y[P.rel] += P.dy
             on = active[P.rel]
@@ -1939,11 +2029,14 @@ class DualSquaredState(ModelState):
         out = np.concatenate([P.rem, P.mute])
         if out.size:
             HR = self.inv.columns(out)
-            core = _spd_core(HR[out])  # = -H_RR⁻¹; H_RR is SPD
+            if not np.all(np.isfinite(HR)):
+                raise _Unreliable()
+            core = self._removal_core(HR[out], err)  # = -H_RR⁻¹; H_RR is SPD
             if core is None:
                 raise _Unreliable()
             alpha += HR @ (core @ alpha[out])
             put(HR, core)
+            err += _correction_error(HR, core)
             alpha[out] = 0.0
             active[out] = False
             w[out] = 0.0
@@ -1962,16 +2055,20 @@ class DualSquaredState(ModelState):
             HS = self.inv.columns(S)
             Hss = 0.5 * (HS[S] + HS[S].T)
             G = np.eye(S.size) + delta[:, None] * Hss  # I + ΔH_SS
+            if not np.all(np.isfinite(G)):
+                raise _Unreliable()
             sv = np.linalg.svd(G, compute_uv=False)
             dmin = min(self._diag_min(w, active), float(np.min(rho / P.diag_w)))
             noise = _EPS * (trace / dmin + 1.0) * float(np.max(np.abs(delta))) * \
                 float(np.max(np.abs(np.diagonal(Hss)), initial=0.0)) * S.size
+            noise += float(np.max(np.abs(delta))) * err  # H_SS's error from the corrections
             if not (sv[-1] > _CORE_RTOL * max(1.0, sv[0]) and sv[-1] > _SCHUR_MARGIN * noise):
                 raise _Unreliable()
             core = -np.linalg.solve(G, np.diag(delta))  # -(Δ⁻¹ + H_SS)⁻¹
             core = 0.5 * (core + core.T)
             alpha += HS @ (core @ alpha[S])
             put(HS, core)
+            err += _correction_error(HS, core)
             w[S] = P.diag_w
         if P.add.size:
             self.gram.write(P.add, P.K_cross, P.K_new)
@@ -1988,11 +2085,14 @@ class DualSquaredState(ModelState):
             HB = self.inv.matvec(B)
             Sc = K_new - B.T @ HB
             Sc.flat[:: m + 1] += rho / wb
+            if not np.all(np.isfinite(Sc)):
+                raise _Unreliable()
             # Sc ⪰ ρW_B⁻¹ in exact arithmetic; H is accurate to about ε·cond(K + ρW⁻¹) (cond
             # bounded by trace(K)/min(ρ/w) + 1): as for the unweighted addition
             lam = np.linalg.eigvalsh(0.5 * (Sc + Sc.T))[0]
             dmin = min(self._diag_min(w, active), float(np.min(rho / wb)))
             noise = _EPS * (trace / dmin + 1.0) * float(np.max(np.diag(K_new)))
+            noise += err * float(np.sum(B * B))  # BᵀHB's error from the corrections
             ok = lam > 0.5 * float(np.min(rho / wb)) and lam > _SCHUR_MARGIN * noise
             core = _spd_core(Sc) if ok else None  # = -Sc⁻¹
             if core is None:
@@ -2004,6 +2104,9 @@ class DualSquaredState(ModelState):
             w[P.unmute] = P.unmute_w
             alpha += U @ (core @ (y[Bs] - B.T @ alpha))
             put(U, core)
+            err += _correction_error(U, core)
+        if self._inverse_drifted(err, w, active):
+            raise _Unreliable()  # too many digits of H lost: the caller refactorises
         if self.refine_each_for(w, active) and not direct:
             a = _masked(alpha, active)
             r = _masked(y - (self.gram.K @ a + self._diag_times(a, w, active)), active)
@@ -2011,6 +2114,7 @@ class DualSquaredState(ModelState):
         _check_finite_alpha(alpha)
         self.alpha, self.y, self.active, self.w = alpha, y, active, w
         self._dirty, self._muted, self._clean = dirty, muted, clean
+        self._err = err
         if direct:
             self._refine_once()
 
@@ -2020,7 +2124,7 @@ class DualSquaredState(ModelState):
         self._zero_dirty()
         d = self.inv.H0 @ self.residual()
         self.alpha = self.alpha + d
-        if np.any(_norms(d) > _DRIFT_RTOL * np.maximum(_norms(self.alpha), 1e-300)):
+        if _drifted(d, self.alpha):
             self._refactor()
 
     def refine_each_for(self, w, active):
@@ -2144,6 +2248,7 @@ class DualSquaredState(ModelState):
             H0[:, off] = 0.0
         st.inv = LowRankInverse(H0, max_rank)
         st._dirty, st._clean, st._muted = [], [], []
+        st._err = 0.0  # the saved inverse is the base (its corrections folded)
         st.n_refactor = 0
         st.n_folds = 0
         return st
