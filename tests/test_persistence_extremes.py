@@ -119,7 +119,11 @@ def test_a_model_saved_after_extreme_updates_loads_and_keeps_updating(case, extr
     C = float(extreme[2:]) if extreme.startswith("C=") else 1.0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        m = make(C).fit(X, y)
+        try:
+            m = make(C).fit(X, y)
+        except ValueError as e:  # C = 1e8 on raw poly-kernel values: beyond double precision
+            assert extreme == "C=1e8" and "Newton curvature" in str(e), e
+            return  # refused by the fit: no file to write
         ids = np.asarray(_model(m).sample_ids_)
         if extreme.startswith("w="):
             _reweighted(m, ids, _weights(y, extreme), X, y, keep)
@@ -139,21 +143,20 @@ def test_a_model_saved_after_extreme_updates_loads_and_keeps_updating(case, extr
                 else:
                     model.remove(ids[:3], X=X[:3], y=y[:3])
             keep_rows = np.arange(3, len(ids))
+        # a kernel model keeps the gamma its fit resolved ("scale"): the fresh fit takes it
+        fitted = {"gamma": _model(m).gamma_} if hasattr(_model(m), "gamma_") else {}
         if hasattr(m, "steps"):  # the pipeline's transformers stay frozen: the final step's
             Z = m.steps[0][1].transform(X)  # fresh fit on their output
-            fresh = _model(make(C)).fit(Z[keep_rows], y[keep_rows])
+            fresh = _model(make(C)).set_params(**fitted).fit(Z[keep_rows], y[keep_rows])
             X_fresh = Z
         else:
-            fresh = make(C).fit(X[keep_rows], y[keep_rows])
+            fresh = make(C).set_params(**fitted).fit(X[keep_rows], y[keep_rows])
             X_fresh = X
     # ... to the same model as the original, and to the fresh fit of the data
     for a, b in zip(_outputs(loaded, X), _outputs(m, X)):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12 * (np.max(np.abs(b)) + 1e-300))
     if extreme == "C=1e8":
         return  # ill-conditioned (separable data, ρ = 5e-9): fits within tol differ by ~10%
-    if name.endswith("small-C") and extreme == "C=1e-8":
-        return  # C = 1e-11 on a raw-feature poly kernel (values ~1e13): removal and the fresh
-        # fit differ by 14% in memory too (reported; not a file problem)
     got, want = _outputs(loaded, X), _outputs(fresh, X_fresh)
     if hasattr(fresh, "decision_function"):
         scale = np.max(np.abs(want[1])) + 1e-300
