@@ -131,6 +131,7 @@ class SavesAnotherC(LinearClassifier):
         A = led.active_slots()
         st.opts.C = self.C / 2
         st.fit(led.X[A], led.y[A], led.capacity, st.beta)
+        st.curv = st.point = None  # the optional arrays, consistent with the new solution
         deltafit.save(m, path)
 
 
