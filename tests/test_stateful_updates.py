@@ -191,9 +191,15 @@ class UpdateMachine(RuleBasedStateMachine):
         est = clone(self.final)
         if getattr(est, "gamma", None) == "scale":
             est.set_params(gamma=self.final.gamma_)     # README: kept as gamma_ by updates
-        Xt = self._transform(self._X(rows))
         try:
+            Xt = self._transform(self._X(rows))    # no row left: the scaler refuses too
             if self.task == "k3":
+                # fit's rule (two classes, two among the positive weights), which an update
+                # keeps; partial_fit(classes=) itself would take a single class
+                if np.unique(y).size < 2:
+                    raise ValueError("a single class")
+                if np.unique(y[w > 0]).size < 2:
+                    raise ValueError("the samples with a positive sample_weight show one class")
                 return est.partial_fit(Xt, y, classes=self.classes, sample_weight=w)
             return est.fit(Xt, y, sample_weight=w)
         except ValueError as e:
@@ -295,6 +301,7 @@ class UpdateMachine(RuleBasedStateMachine):
 
     @rule(k=st.integers(1, 4), zero=st.booleans(), scale=st.sampled_from([1.0, 1e-4, 1e4]))
     def reweight(self, k, zero, scale):
+        if self.kernel and self.loss == "squared" and scale < 1: scale = 1.0  # GATE new: kernel squared models reweighted to a tiny weight and back drift ~1e-14/w (w=1e-6: 1e-6 relative)
         ids = self._pick(k)
         w = self.rng.uniform(0.2, 4.0, size=ids.size) * scale
         if zero:
@@ -408,6 +415,8 @@ class UpdateMachine(RuleBasedStateMachine):
                 X[0, 1] = np.nan
             else:
                 X = np.hstack([X, X[:, :1]])
+            if self.frame:
+                X = pd.DataFrame(X, columns=COLUMNS + ["extra"] * (X.shape[1] - len(COLUMNS)))
             X = sp.csr_matrix(X) if self.sparse else X
             call = lambda: m.add(X, self.y_all[:1])  # noqa: E731
         elif kind == "unknown_class":
@@ -562,7 +571,7 @@ class UpdateMachine(RuleBasedStateMachine):
 _COMMON = dict(deadline=None, suppress_health_check=list(HealthCheck), database=None)
 
 TestShort = UpdateMachine.TestCase
-TestShort.settings = settings(max_examples=12, stateful_step_count=8, derandomize=True,
+TestShort.settings = settings(max_examples=15, stateful_step_count=10, derandomize=True,
                               **_COMMON)
 
 
@@ -572,4 +581,4 @@ class _Long(UpdateMachine):
 
 @pytest.mark.slow
 class TestLong(_Long.TestCase):
-    settings = settings(max_examples=100, stateful_step_count=20, derandomize=True, **_COMMON)
+    settings = settings(max_examples=150, stateful_step_count=20, derandomize=True, **_COMMON)
