@@ -23,7 +23,7 @@ scikit-learn's wine (178 samples, 3 classes), six standardised features with the
 zeroed (so the CSR rows are sparse), the first 30–60 rows of a shuffled order fitted and the
 rest a pool of rows to add.
 
-A short derandomised profile (15 examples of up to 10 steps) runs by default; a long one (300
+A short derandomised profile (25 examples of up to 12 steps) runs by default; a long one (300
 examples of up to 25 steps, about 2.5 min on two shared cores) is marked slow.
 
 Lines marked ``# GATE`` step around known bugs of today's code (each names its issue item or is
@@ -576,7 +576,7 @@ class UpdateMachine(RuleBasedStateMachine):
 _COMMON = dict(deadline=None, suppress_health_check=list(HealthCheck), database=None)
 
 TestShort = UpdateMachine.TestCase
-TestShort.settings = settings(max_examples=15, stateful_step_count=10, derandomize=True,
+TestShort.settings = settings(max_examples=25, stateful_step_count=12, derandomize=True,
                               **_COMMON)
 
 
