@@ -461,7 +461,7 @@ class UpdateMachine(RuleBasedStateMachine):
     # ------------------------------------------------------------------ save and load
     @rule()
     def save_and_load(self):
-        if self.heavy: return  # GATE item save-load-extreme-weights: a squared model that held weights ~1e4, saved, loaded, then updated is off by ~2.6e-8
+        if self.heavy and self.loss == "squared": return  # GATE item save-load-extreme-weights: a squared model that held weights ~1e4, saved, loaded, then updated is off by ~2.6e-8
         before = self._snapshot()
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "model.npz")
