@@ -228,7 +228,6 @@ class UpdateMachine(RuleBasedStateMachine):
         """Run the update ``call``; it must succeed exactly when ``fit`` accepts ``new_data``
         (and the step is not ``invalid``), and a refusal must change nothing."""
         fresh = None if invalid else self._fit_fresh(new_data)
-        if isinstance(fresh, ValueError) and "weight" in str(fresh): return None  # GATE item zero-weight-updates: updates accept all-zero weights / a class of zero total weight that fit refuses
         before = self._snapshot()
         if invalid or isinstance(fresh, ValueError):
             with pytest.raises(ValueError):
@@ -304,7 +303,6 @@ class UpdateMachine(RuleBasedStateMachine):
     @rule(k=st.integers(1, 4), zero=st.booleans(), scale=st.sampled_from([1.0, 1e-4, 1e4]))
     def reweight(self, k, zero, scale):
         if self.loss == "squared" and scale > 1: scale = 1.0  # GATE new: squared models whose samples held weights ~1e4-1e5 and were removed drift (LinearRegressor, 6 rows: 1e-8 at 1e4, 5.5e-6 at 1e5)
-        if self.kernel and self.loss == "squared" and scale < 1: scale = 1.0  # GATE new: kernel squared models reweighted to a tiny weight and back drift ~1e-14/w (w=1e-6: 1e-6 relative)
         ids = self._pick(k)
         w = self.rng.uniform(0.2, 4.0, size=ids.size) * scale
         self.heavy = self.heavy or scale > 1
@@ -436,13 +434,11 @@ class UpdateMachine(RuleBasedStateMachine):
                 kw["y"] = self._labels_of([i])
             call = lambda: m.reweight([i], [w], **kw)  # noqa: E731
         elif kind == "none_label":
-            if self.task != "regression": return  # GATE item add-none-label: add(X, [None, None]) raises TypeError
             rows = self.pool[-2:] if len(self.pool) >= 2 else list(self.probe[:2])
             call = lambda: m.add(self._X(rows), [None] * len(rows))  # noqa: E731
         elif kind == "renamed_columns":
             if not self.frame:
                 return
-            if self.frame: return  # GATE item feature-names-on-updates: add() takes a DataFrame whose columns differ from fit's
             rows = self.pool[-2:] if len(self.pool) >= 2 else list(self.probe[:2])
             X = pd.DataFrame(self.X_all[rows], columns=COLUMNS[::-1])
             call = lambda: m.add(X, self.y_all[rows])  # noqa: E731
@@ -484,7 +480,6 @@ class UpdateMachine(RuleBasedStateMachine):
         new = dict(self.data)
         reg = self.task == "regression"
         kw = lambda sel: {} if self.keep_data else {"X": self._rows_of(sel)}  # noqa: E731
-        if self.sparse and not self.keep_data and op in ("relabel", "reweight"): return  # GATE item sparse-whatif-X: sensitivity(keep_data=False model).relabel/reweight(ids, ..., X=CSR rows) raises IndexError
         try:
             if op in ("remove", "remove_add"):
                 ids = self._pick(k)
@@ -495,7 +490,6 @@ class UpdateMachine(RuleBasedStateMachine):
             if op in ("add", "remove_add"):
                 rows = self._take_pool(k)
                 w = self.rng.uniform(0.3, 3.0, size=k) if self.weighted else None
-                w = None if self.pipeline else w  # GATE item pipeline-whatif-weights: sensitivity(pipe).add(sample_weight=) TypeError
                 hyp = s.add(self._X(rows), self.y_all[rows]) if w is None else \
                     s.add(self._X(rows), self.y_all[rows], sample_weight=w)
                 for j, (h, r) in enumerate(zip(np.asarray(hyp).tolist(), rows)):
@@ -508,7 +502,6 @@ class UpdateMachine(RuleBasedStateMachine):
                 extra = {"y_old": self._labels_of(ids)} if reg and not self.keep_data else {}
                 s.relabel(ids, y, **kw(ids), **extra)
             if op == "reweight":
-                if self.pipeline and not self.keep_data: return  # GATE new: sensitivity(pipe).reweight(ids, w, X=raw rows) passes X untransformed
                 ids = self._pick(k)
                 w = self.rng.uniform(0.2, 4.0, size=ids.size)
                 for i, wi in zip(ids.tolist(), w):
@@ -586,4 +579,4 @@ class _Long(UpdateMachine):
 
 @pytest.mark.slow
 class TestLong(_Long.TestCase):
-    settings = settings(max_examples=300, stateful_step_count=25, derandomize=True, **_COMMON)
+    settings = settings(max_examples=120, stateful_step_count=25, derandomize=True, **_COMMON)
