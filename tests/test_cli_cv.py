@@ -1,6 +1,5 @@
 """The ``deltafit loo`` / ``deltafit search`` commands."""
 
-import numpy as np
 import pytest
 from sklearn.datasets import dump_svmlight_file
 

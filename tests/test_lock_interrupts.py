@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import copy
 import os
-import sys
 import threading
 from pathlib import Path
 
@@ -24,8 +23,8 @@ import pytest
 import deltafit
 from deltafit import KernelClassifier, LinearClassifier, LinearRegressor
 from deltafit.datasets import load_breast_cancer
+from interrupts import Interrupt
 
-SRC = str(Path(deltafit.__file__).parent)
 BASE = str(Path(deltafit.__file__).parent / "models" / "_base.py")
 ALL_POSITIONS = os.environ.get("DELTAFIT_INTERRUPT_ALL") == "1"
 SAMPLED = 16  # positions outside the lock handling per scenario in the sampled run
@@ -40,37 +39,6 @@ LOCK_CODE = {"_guard", "_lock", "_locked", "_read", "write", "read", "<lambda>",
 def data():
     X, y = load_breast_cancer()
     return X[:160], y[:160]
-
-
-class _Interrupt:
-    """A trace function that raises KeyboardInterrupt at the ``at``-th executed line of
-    deltafit (``at=0``: record the lines only, as ``(file, function, line)``)."""
-
-    def __init__(self, at=0):
-        self.at, self.n, self.where = at, 0, []
-
-    def scope(self, frame, event, arg):
-        return self.line if frame.f_code.co_filename.startswith(SRC) else None
-
-    def line(self, frame, event, arg):
-        if event == "line":
-            self.n += 1
-            if not self.at:
-                self.where.append((frame.f_code.co_filename, frame.f_code.co_name,
-                                   frame.f_lineno))
-            if self.n == self.at:
-                raise KeyboardInterrupt("injected")
-        return self.line
-
-    def run(self, fn, *args):
-        sys.settrace(self.scope)
-        try:
-            fn(*args)
-            return False
-        except KeyboardInterrupt:
-            return True
-        finally:
-            sys.settrace(None)
 
 
 def _positions(where):
@@ -129,13 +97,13 @@ def test_an_interrupt_at_any_line_leaves_the_lock_free(config, call, data):
     t = y if cls._classifier else X[:, 0] + 0.5 * X[:, 1]
     fn = CALLS[call]
     m = cls(**kw).fit(X[:80], t[:80])
-    counter = _Interrupt()
+    counter = Interrupt()
     counter.run(fn, copy.deepcopy(m), X, t)
     positions, lock = _positions(counter.where)
     assert lock, "the call never reached the lock handling"  # the test covers it
     for at in positions:
         mm = copy.deepcopy(m)
-        interrupted = _Interrupt(at).run(fn, mm, X, t)
+        interrupted = Interrupt(at).run(fn, mm, X, t)
         assert interrupted, (config, call, at, counter.where[at - 1])
         assert not mm._lock()._is_owned(), (config, call, counter.where[at - 1])
         assert _update_elsewhere(mm, X, t), (config, call, counter.where[at - 1])

@@ -18,7 +18,6 @@ import copy
 import os
 import sys
 import threading
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,8 +25,8 @@ import pytest
 import deltafit
 from deltafit import KernelClassifier, KernelRegressor, LinearClassifier, LinearRegressor
 from deltafit.datasets import load_breast_cancer
+from interrupts import Interrupt
 
-SRC = str(Path(deltafit.__file__).parent)
 ALL_POSITIONS = os.environ.get("DELTAFIT_INTERRUPT_ALL") == "1"
 SAMPLED = 14  # positions per scenario in the sampled run
 TOL = 1e-8
@@ -96,34 +95,6 @@ def _reweight(m, X, t):  # weights of two samples change, one is silenced; and o
 UPDATES = {"mixed": _mixed, "grow": _grow, "relabel": _relabel, "reweight": _reweight}
 
 
-class _Interrupt:
-    """A trace function raising KeyboardInterrupt at the ``at``-th executed line of deltafit
-    (``at=0``: count the lines only).  Raising from a trace function ends the tracing."""
-
-    def __init__(self, at=0):
-        self.at, self.n = at, 0
-
-    def scope(self, frame, event, arg):
-        return self.line if frame.f_code.co_filename.startswith(SRC) else None
-
-    def line(self, frame, event, arg):
-        if event == "line":
-            self.n += 1
-            if self.n == self.at:
-                raise KeyboardInterrupt("injected")
-        return self.line
-
-    def run(self, fn, *args):
-        sys.settrace(self.scope)
-        try:
-            fn(*args)
-            return False
-        except KeyboardInterrupt:
-            return True
-        finally:
-            sys.settrace(None)
-
-
 def _positions(n):
     if ALL_POSITIONS:
         return list(range(1, n + 1))
@@ -144,12 +115,12 @@ def test_interrupted_update_leaves_a_consistent_exact_model(config, update, data
     done = copy.deepcopy(m)
     upd(done, X, t)
     ids1, score1 = done.sample_ids_.copy(), _score(done, X)
-    counter = _Interrupt()
+    counter = Interrupt()
     counter.run(upd, copy.deepcopy(m), X, t)
     assert counter.n > 50  # the update runs through deltafit's code
     for at in _positions(counter.n):
         mm = copy.deepcopy(m)
-        assert _Interrupt(at).run(upd, mm, X, t)
+        assert Interrupt(at).run(upd, mm, X, t)
         score = _score(mm, X)
         if np.array_equal(mm.sample_ids_, ids0) and _err(score, score0) <= TOL:
             upd(mm, X, t)  # rolled back: the model of before, which updates as usual
@@ -201,11 +172,11 @@ def test_interrupted_fit_keeps_the_fitted_model(data):
     X, y = data
     m = LinearClassifier(loss="logistic").fit(X[:80], y[:80])
     before = _score(m, X)
-    counter = _Interrupt()
+    counter = Interrupt()
     counter.run(copy.deepcopy(m).fit, X[:120], y[:120])
     for at in _positions(counter.n):
         mm = copy.deepcopy(m)
-        if _Interrupt(at).run(mm.fit, X[:120], y[:120]):
+        if Interrupt(at).run(mm.fit, X[:120], y[:120]):
             assert mm.problem_.n_samples in (80, 120)
             if mm.problem_.n_samples == 80:
                 assert _err(_score(mm, X), before) == 0.0
@@ -340,13 +311,13 @@ def test_views_taken_before_a_rebuilt_state_know_they_are_stale(data):
     taken before it held the old state object: it must report itself stale."""
     X, y = data
     m = KernelClassifier(loss="logistic", gamma=0.05, tol=1e-12).fit(X[:80], y[:80])
-    counter = _Interrupt()
+    counter = Interrupt()
     counter.run(_mixed, copy.deepcopy(m), X, y)
     seen_stale = False
     for at in _positions(counter.n):
         mm = copy.deepcopy(m)
         view = mm.problem_
-        _Interrupt(at).run(_mixed, mm, X, y)
+        Interrupt(at).run(_mixed, mm, X, y)
         if mm.problem_._st is not view._st:  # the state was replaced (rebuilt or updated)
             assert not view.is_current()
             seen_stale = True
