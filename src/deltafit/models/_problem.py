@@ -661,12 +661,15 @@ class FittedProblem:
         state (for derived quantities of the stored solution that many queries reuse, such as
         the curvature-aware sensitivity regions' Hessian eigendecomposition).  The cache is
         dropped at the model's next fit or update; the returned object must not be changed."""
-        st = self._st
+        # kept with the model's own state, by class: a class view's state may be made anew
+        # at each access (the shared squared state's per-class views)
+        st = self._model._state
         memo = st.__dict__.get("_derived_cache")
         if memo is None or memo[0] != self.version:
             memo = (self.version, {})
             st.__dict__["_derived_cache"] = memo
         table = memo[1]
+        key = (self.klass, key)
         if key not in table:
             table[key] = compute()
         return table[key]
