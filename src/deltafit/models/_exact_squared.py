@@ -30,7 +30,13 @@ Removing a sample of high leverage cancels digits twice, and the primal state gu
   statistics instead); after any update whose core's relative noise exceeds ``_REFINE_RTOL``,
   β is refined against the exact statistics (a few steps, then a refactorisation if they do
   not settle); and once the bound on ``cond(M)`` passes ``_MAX_COND`` every update
-  refactorises, so that data a fresh fit cannot factorise are refused alike;
+  refactorises, so that data a fresh fit cannot factorise are refused alike.  A removal (or
+  weight decrease) whose core has an eigenvalue below ``_AMP_RTOL`` refactorises as well: in
+  the norm of M the downdate multiplies the tracked inverse's relative error by up to the
+  inverse of that eigenvalue, and a row of large weight w left rounding of about ``ε w‖φ‖²``
+  when it entered, so that its leaving would otherwise leave the inverse off by
+  ``~ε (w‖φ‖²)²`` (β is refined against the statistics, but a later relabel uses the
+  inverse alone: 1e-5 relative after weights 1e5 left);
 * the statistics themselves cancel: ``M + vvᵀ − vvᵀ`` keeps the rounding error of the first
   sum, ``ε‖v‖²``, for good, and ordinary rows summed into an ``M`` that holds a large one are
   rounded at its scale.  Rows whose squared norm (or product with their target) stands far
@@ -1316,7 +1322,7 @@ class PrimalSquaredState(ModelState):
         out = {"state_M": st.full(), "state_b": st.b, "state_beta": self.beta,
                "state_H": np.ascontiguousarray(self.inv.H0),
                "state_limits": np.array([st.big_sq, st.big_b, st.lost]),
-               "state_inv_err": np.array([self._eW])}
+               "state_inv_err": np.array([min(self._eW, np.finfo(np.float64).max)])}
         if st.Mbig is not None:  # the parts, as kept (state_M is their rounded sum)
             out["state_M_parts"] = np.stack([_symmetric(A) for A in (st.M, st.Mbig, st.Mlo)])
             out["state_b_parts"] = np.stack(st.rhs)
@@ -1403,7 +1409,12 @@ class PrimalSquaredState(ModelState):
             st._eW = _inv_err(extra["state_inv_err"])
         else:  # a file from before the bound was kept: measure it, ‖H − M⁻¹‖ ≤ ‖H‖ r / (1 − r)
             r = float(np.linalg.norm(np.eye(p) - st.stats.full() @ H)) if p else 0.0
-            st._eW = st._nH * r / (1.0 - r) if r < 0.5 else math.inf
+            if r < 0.5:
+                st._eW = st._nH * r / (1.0 - r)
+            else:  # the saved inverse has lost its digits: form a fresh one from M (β kept)
+                st._chol = _cholesky(st.stats.matrix(), "the saved ΦᵀΦ + ρI")
+                st._inv_ready = False
+                st._nH = st._condition()[1]
         return st
 
 
