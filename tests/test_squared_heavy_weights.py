@@ -201,3 +201,24 @@ def test_file_keeps_the_error_bound(tmp_path):
     t.reweight(np.array([3, 7]), np.array([1.5, 0.7]))
     t.relabel(np.array([1, 9]), t.new_labels(np.array([1, 9])))
     assert t.error() < TOL
+
+
+def test_older_file_with_a_stale_inverse(tmp_path):
+    """A file without the bound whose saved inverse is far off (here: halved) loads with a
+    fresh inverse formed from the saved matrix: same predictions, and exact updates."""
+    t = Tracked("lr", True, 12, 0, False)
+    t.reweight(np.array([3, 7]), np.array([2.0e4, 3.5e4]))
+    path = tmp_path / "m.npz"
+    df.save(t.m, path)
+    with np.load(path) as z:
+        arrays = {k: v for k, v in z.items() if k != "state_inv_err"}
+    arrays["state_H"] = 0.5 * arrays["state_H"]
+    np.savez(tmp_path / "old.npz", **arrays)
+    X = t._X(np.arange(t.X.shape[0]))
+    before = _decision(t.m, X)
+    t.m = df.load(tmp_path / "old.npz")
+    np.testing.assert_array_equal(_decision(t.m, X), before)
+    t.relabel(np.array([1, 9]), t.new_labels(np.array([1, 9])))
+    assert t.error() < TOL
+    t.reweight(np.array([3, 7]), np.array([1.5, 0.7]))
+    assert t.error() < TOL
