@@ -30,7 +30,13 @@ Removing a sample of high leverage cancels digits twice, and the primal state gu
   statistics instead); after any update whose core's relative noise exceeds ``_REFINE_RTOL``,
   β is refined against the exact statistics (a few steps, then a refactorisation if they do
   not settle); and once the bound on ``cond(M)`` passes ``_MAX_COND`` every update
-  refactorises, so that data a fresh fit cannot factorise are refused alike;
+  refactorises, so that data a fresh fit cannot factorise are refused alike.  A removal (or
+  weight decrease) whose core has an eigenvalue below ``_AMP_RTOL`` refactorises as well: in
+  the norm of M the downdate multiplies the tracked inverse's relative error by up to the
+  inverse of that eigenvalue, and a row of large weight w left rounding of about ``ε w‖φ‖²``
+  when it entered, so that its leaving would otherwise leave the inverse off by
+  ``~ε (w‖φ‖²)²`` (β is refined against the statistics, but a later relabel uses the
+  inverse alone: 1e-5 relative after weights 1e5 left);
 * the statistics themselves cancel: ``M + vvᵀ − vvᵀ`` keeps the rounding error of the first
   sum, ``ε‖v‖²``, for good, and ordinary rows summed into an ``M`` that holds a large one are
   rounded at its scale.  Rows whose squared norm (or product with their target) stands far
@@ -149,6 +155,11 @@ _REFINE_STEPS = 3
 # Above this bound on cond(M) the Woodbury step is not trusted at all: the update refactorises
 # (and, like a fresh fit, refuses the data once the Cholesky factorisation fails).
 _MAX_COND = 1e14
+# A removal (or weight decrease) whose Woodbury core has an eigenvalue below this (the removed
+# rows' leverage within it of 1) is applied by refactorising the exact statistics: the
+# downdate would amplify the tracked inverse's relative error by up to its inverse, and the
+# rounding a large-weight row left in the inverse when it entered by about as much again.
+_AMP_RTOL = 1e-3
 
 
 # ------------------------------------------------------------------ error-free transformations
@@ -1066,6 +1077,12 @@ class PrimalSquaredState(ModelState):
             noise = self._core_noise(float(np.abs(np.diagonal(G) - s).sum()), sq_all)
             if removing and lam <= _CORE_MARGIN * noise:
                 core = None
+            elif removing and lam < _AMP_RTOL:
+                # the downdate multiplies the tracked inverse's relative error (in the norm of
+                # M) by up to 1/lam: rows of large weight leaving (leverage ≈ 1) would leave
+                # it with the rounding of the larger system blown up to ~ε/lam² — refactorise
+                # the exact statistics instead
+                core = None
             else:
                 refine = noise > _REFINE_RTOL * lam
             n_M = self._nM + sq_add
@@ -1296,14 +1313,16 @@ class PrimalSquaredState(ModelState):
     def to_arrays(self, keep=None):
         """``state_M`` (p, p), ``state_H`` (p, p), ``state_b`` and ``state_beta`` ((p,) or
         (p, K)), ``state_limits`` (3,) and, when large rows are kept apart, ``state_M_parts``
-        (3, p, p) and ``state_b_parts`` ((3, p) or (3, p, K))."""
+        (3, p, p) and ``state_b_parts`` ((3, p) or (3, p, K)), and ``state_inv_err`` (1,): the
+        error bound of the tracked inverse (2-norm), carried on by the loaded state."""
         self._ensure_inverse()
         self.fold(refine=False)
         self.inv.H0 = _symmetrized(self.inv.H0)
         st = self.stats
         out = {"state_M": st.full(), "state_b": st.b, "state_beta": self.beta,
                "state_H": np.ascontiguousarray(self.inv.H0),
-               "state_limits": np.array([st.big_sq, st.big_b, st.lost])}
+               "state_limits": np.array([st.big_sq, st.big_b, st.lost]),
+               "state_inv_err": np.array([min(self._eW, np.finfo(np.float64).max)])}
         if st.Mbig is not None:  # the parts, as kept (state_M is their rounded sum)
             out["state_M_parts"] = np.stack([_symmetric(A) for A in (st.M, st.Mbig, st.Mlo)])
             out["state_b_parts"] = np.stack(st.rhs)
@@ -1332,7 +1351,7 @@ class PrimalSquaredState(ModelState):
         large rows' shares of the statistics, kept apart, see :class:`_Statistics`);
         ``n_outputs`` as in :meth:`saved_shapes`."""
         return {"state_M_parts": (3, p, p), "state_b_parts": (3, p) + _out_shape(n_outputs),
-                "state_limits": (3,)}
+                "state_limits": (3,), "state_inv_err": (1,)}
 
     @classmethod
     def from_arrays(cls, arrays, opts, *, y=None, capacity=None, max_rank=64, result=None):
@@ -1386,7 +1405,27 @@ class PrimalSquaredState(ModelState):
         st.beta = beta
         st.inv = LowRankInverse(H, st.max_rank)
         st._nM, st._nH = stats.trace(), st.inv.trace()  # ‖M‖ ≤ tr(M), ‖M⁻¹‖ ≤ tr(H)
+        if "state_inv_err" in extra:
+            st._eW = _inv_err(extra["state_inv_err"])
+        else:  # a file from before the bound was kept: measure it, ‖H − M⁻¹‖ ≤ ‖H‖ r / (1 − r)
+            r = float(np.linalg.norm(np.eye(p) - st.stats.full() @ H)) if p else 0.0
+            if r < 0.5:
+                st._eW = st._nH * r / (1.0 - r)
+            else:  # the saved inverse has lost its digits: form a fresh one from M (β kept)
+                st._chol = _cholesky(st.stats.matrix(), "the saved ΦᵀΦ + ρI")
+                st._inv_ready = False
+                st._nH = st._condition()[1]
         return st
+
+
+def _inv_err(a):
+    """The tracked inverse's error bound from a file's ``state_inv_err`` (ValueError unless
+    it is one finite number ≥ 0)."""
+    e = float(np.asarray(a, dtype=np.float64).reshape(-1)[0])
+    if not (math.isfinite(e) and e >= 0.0):
+        raise ValueError("corrupt model file: the tracked inverse's error bound "
+                         "(state_inv_err) must be a finite number ≥ 0")
+    return e
 
 
 def _check_finite_alpha(alpha):
@@ -2196,11 +2235,13 @@ class DualSquaredState(ModelState):
     # ------------------------------------------------------------ persistence
     def to_arrays(self, keep):
         """``state_K`` (n, n), ``state_H`` (n, n) and ``state_alpha`` ((n,) or (n, K)) over the
-        live slots ``keep``."""
+        live slots ``keep``, and ``state_inv_err`` (1,): the error bound of the tracked
+        inverse (see :meth:`_inverse_drifted`), carried on by the loaded state."""
         self.fold(refine=False)
         self.inv.H0 = _symmetrized(self.inv.H0)
         return {"state_K": self.gram.sub(keep), "state_alpha": self.alpha[keep],
-                "state_H": self.inv.H0[np.ix_(keep, keep)]}
+                "state_H": self.inv.H0[np.ix_(keep, keep)],
+                "state_inv_err": np.array([getattr(self, "_err", 0.0)])}
 
     @classmethod
     def saved_shapes(cls, n, p, n_outputs=None):
@@ -2212,9 +2253,10 @@ class DualSquaredState(ModelState):
 
     @classmethod
     def optional_shapes(cls, n, p, n_outputs=None):
-        """``{}``: the dual state writes no optional arrays (``n_outputs`` as in
+        """``{name: shape}`` of the optional arrays: ``state_inv_err`` (1,), the tracked
+        inverse's error bound (files written before it was kept lack it; ``n_outputs`` as in
         :meth:`saved_shapes`)."""
-        return {}
+        return {"state_inv_err": (1,)}
 
     @classmethod
     def from_arrays(cls, arrays, opts, *, y, capacity, max_rank=64, result=None):
@@ -2248,7 +2290,10 @@ class DualSquaredState(ModelState):
             H0[:, off] = 0.0
         st.inv = LowRankInverse(H0, max_rank)
         st._dirty, st._clean, st._muted = [], [], []
-        st._err = 0.0  # the saved inverse is the base (its corrections folded)
+        if "state_inv_err" in arrays:  # the saved inverse carries the corrections' error
+            st._err = _inv_err(checked(arrays, {"state_inv_err": (1,)}, "kernel state")[0])
+        else:  # an older file: a fresh factorisation's error at the saved inverse's scale
+            st._err = _EPS * max(n, 1) * float(np.trace(H)) if n else 0.0
         st.n_refactor = 0
         st.n_folds = 0
         return st
