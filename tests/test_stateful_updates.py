@@ -23,11 +23,9 @@ scikit-learn's wine (178 samples, 3 classes), six standardised features with the
 zeroed (so the CSR rows are sparse), the first 30–60 rows of a shuffled order fitted and the
 rest a pool of rows to add.
 
-A short derandomised profile (25 examples of up to 12 steps) runs by default; a long one (300
-examples of up to 25 steps, about 2.5 min on two shared cores) is marked slow.
-
-Lines marked ``# GATE`` step around known bugs of today's code (each names its issue item or is
-a new finding with its reproduction); remove the line once the bug is fixed.
+A short derandomised profile (25 examples of up to 12 steps) runs by default; a long one (120
+examples of up to 25 steps, about a minute on two shared cores) is marked slow.  A bug it finds
+is fixed, not stepped around: the machine has no exceptions for known bugs.
 """
 
 from __future__ import annotations
@@ -302,7 +300,6 @@ class UpdateMachine(RuleBasedStateMachine):
 
     @rule(k=st.integers(1, 4), zero=st.booleans(), scale=st.sampled_from([1.0, 1e-4, 1e4]))
     def reweight(self, k, zero, scale):
-        if self.loss == "squared" and scale > 1: scale = 1.0  # GATE new: squared models whose samples held weights ~1e4-1e5 and were removed drift (LinearRegressor, 6 rows: 1e-8 at 1e4, 5.5e-6 at 1e5)
         ids = self._pick(k)
         w = self.rng.uniform(0.2, 4.0, size=ids.size) * scale
         self.heavy = self.heavy or scale > 1
@@ -457,7 +454,6 @@ class UpdateMachine(RuleBasedStateMachine):
     # ------------------------------------------------------------------ save and load
     @rule()
     def save_and_load(self):
-        if self.heavy and self.loss == "squared": return  # GATE item save-load-extreme-weights: a squared model that held weights ~1e4, saved, loaded, then updated is off by ~2.6e-8
         before = self._snapshot()
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "model.npz")
