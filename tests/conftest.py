@@ -34,6 +34,26 @@ def iris():
     return StandardScaler().fit_transform(X), np.array(["setosa", "versicolor", "virginica"])[y]
 
 
+@pytest.fixture(scope="session")
+def cancer():
+    """scikit-learn's breast cancer data, standardised (StandardScaler on all 569 rows)."""
+    from sklearn.datasets import load_breast_cancer as sk_breast_cancer
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = sk_breast_cancer(return_X_y=True)
+    return StandardScaler().fit_transform(X), y
+
+
+@pytest.fixture(scope="session")
+def wine():
+    """scikit-learn's wine data (three classes), standardised."""
+    from sklearn.datasets import load_wine
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = load_wine(return_X_y=True)
+    return StandardScaler().fit_transform(X), y
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)

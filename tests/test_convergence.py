@@ -17,9 +17,7 @@ import warnings
 import numpy as np
 import pytest
 from sklearn.base import clone
-from sklearn.datasets import load_breast_cancer, load_wine
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.preprocessing import StandardScaler
 
 from deltafit import KernelClassifier, LinearClassifier
 from deltafit.losses import get_loss
@@ -27,17 +25,6 @@ from deltafit.solvers import MAX_CURVATURE, newton_kernel, newton_primal
 
 SMOOTH = ["logistic", "squared_hinge"]
 
-
-@pytest.fixture(scope="module")
-def cancer():
-    X, y = load_breast_cancer(return_X_y=True)
-    return StandardScaler().fit_transform(X), y
-
-
-@pytest.fixture(scope="module")
-def wine():
-    X, y = load_wine(return_X_y=True)
-    return StandardScaler().fit_transform(X), y
 
 
 def _make(kind, loss, **kw):

@@ -23,7 +23,7 @@ import warnings
 
 import numpy as np
 import pytest
-from sklearn.datasets import load_breast_cancer, load_digits, load_wine
+from sklearn.datasets import load_digits
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import StandardScaler
 
@@ -39,17 +39,6 @@ da = pytest.importorskip("dask.array")
 
 SMOOTH = ["logistic", "squared_hinge"]
 
-
-@pytest.fixture(scope="module")
-def cancer():
-    X, y = load_breast_cancer(return_X_y=True)
-    return StandardScaler().fit_transform(X), y
-
-
-@pytest.fixture(scope="module")
-def wine():
-    X, y = load_wine(return_X_y=True)
-    return StandardScaler().fit_transform(X), y
 
 
 def _data(request, name):

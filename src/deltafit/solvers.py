@@ -36,6 +36,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy import linalg
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.extmath import row_norms
 
 __all__ = ["SolverResult", "HingeResult", "NewtonCurvature", "newton_primal", "newton_kernel",
            "hinge_primal", "hinge_kernel", "solve_spd", "check_curvature"]
@@ -233,11 +234,10 @@ def _row_curvature(X, D):
 
 
 def _squared_norms(X):
-    """``‖x_i‖²`` of every row (dense or sparse)."""
-    if sp.issparse(X):
-        return np.asarray(X.multiply(X).sum(axis=1)).ravel()
-    X = np.asarray(X, dtype=np.float64)
-    return np.einsum("ij,ij->i", X, X)
+    """``‖x_i‖²`` of every row (dense or sparse; scikit-learn's ``row_norms``)."""
+    if not sp.issparse(X):
+        X = np.asarray(X, dtype=np.float64)
+    return row_norms(X, squared=True)
 
 
 _LABEL = threading.local()
