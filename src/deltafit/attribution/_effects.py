@@ -1,0 +1,375 @@
+"""Exact leave-one-out effects of every training sample on a model's decision values, and
+their first-order (influence-function) estimate.
+
+* Squared loss, linear: ``β₋ᵢ − β = −(ΦᵀWΦ + ρI)⁻¹ φᵢ wᵢ rᵢ / (1 − hᵢ)`` (Sherman–Morrison on the
+  normal equations; Cook & Weisberg, "Residuals and influence in regression"), all n × m effects
+  in O(n p² + n m p) from one Cholesky factorisation of the exact normal matrix.
+* Squared loss, kernel: ``f₋ᵢ(x) − f(x) = −αᵢ (k(x, ·) G⁻¹)ᵢ / (G⁻¹)ᵢᵢ`` with
+  ``G = K + ρW⁻¹`` (Cawley & Talbot, "Fast exact leave-one-out cross-validation of sparse
+  least-squares support vector machines"), O(n³ + m n²).
+* Logistic and squared-hinge losses, linear: every left-out problem re-solved, a chunk of them
+  side by side, by chord-Newton steps from the full solution with the full Hessian downdated by
+  the left-out sample (Sherman–Morrison), until the gradient norm of each left-out objective is
+  below the model's tolerance: by 1-strong convexity that certifies ``‖β − β₋ᵢ*‖ ≤ tol``
+  (Okumura et al., "Quick sensitivity analysis for incremental data modification and its
+  application to leave-one-out CV in linear classification problems", Theorem 6).
+* Every other case (kernel models with another loss, the hinge loss, and any left-out problem
+  the chord steps do not settle): the model's own exact update (``remove``) of a copy.
+
+The influence function (Koh & Liang, "Understanding black-box predictions via influence
+functions") is the first Newton step of the same re-solve without the downdate:
+``Δf(x) ≈ C wᵢ ℓ'ᵢ ⟨Φ(x), H⁻¹ Φ(xᵢ)⟩``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import linalg
+
+import deltafit
+from deltafit.attribution._common import Fitted, check_chunk, check_ids
+
+__all__ = ["loo_effects", "influence"]
+
+_SMOOTH = ("logistic", "squared_hinge")
+_METHODS = ("exact", "bounds")
+
+
+def _check_tol(tol, view):
+    if tol is None:
+        return max(float(view.tol), 1e-12)
+    if isinstance(tol, bool) or not np.isscalar(tol) or not np.isfinite(tol) or tol <= 0:
+        raise ValueError(f"tol must be a positive number, got {tol!r}")
+    return float(tol)
+
+
+class _View:
+    """One binary (or regression) problem of the model with its live rows and solution."""
+
+    def __init__(self, fitted, view):
+        self.f, self.v = fitted, view
+        live = fitted.live
+        self.t = np.asarray(view.targets[live], dtype=np.float64)
+        self.w = fitted.weights()
+        self.C = float(view.C)
+        self.loss = view.loss
+        self.kernel = fitted.kernel
+        if self.kernel:
+            self.alpha = np.asarray(view.alpha[live], dtype=np.float64)
+            self.K = np.asarray(view.gram(live), dtype=np.float64)
+            self.z = self.K @ self.alpha
+        else:
+            self.Phi = fitted.train_rows()
+            self.beta = np.asarray(view.coef, dtype=np.float64)
+            self.z = self.Phi @ self.beta
+
+    def d1(self):
+        return self.w * self.loss.d1(self.t, self.z)
+
+
+# ----------------------------------------------------------------- the squared loss
+def _squared_linear(pv, FX, pos):
+    """Effects (len(pos), m) of the squared loss, linear model (closed form)."""
+    cf = pv.f.cache.get("normal")
+    if cf is None:  # the normal matrix is shared by every class of a multiclass model
+        cf = pv.f.cache["normal"] = linalg.cho_factor(pv.v.normal_matrix(), lower=True)
+    P = pv.Phi[pos]
+    U = linalg.cho_solve(cf, P.T)                      # (p, B)
+    w = pv.w[pos]
+    h = w * np.einsum("ij,ji->i", P, U)
+    r = pv.t[pos] - pv.z[pos]
+    return -(FX @ U).T * (w * r / (1.0 - h))[:, None]
+
+
+def _squared_kernel(pv, KX, pos):
+    """Effects (len(pos), m) of the squared loss, kernel model (closed form)."""
+    Gi = pv.f.cache.get(("gram_inv", pv.v.klass))
+    if Gi is None:
+        rho = 1.0 / (2.0 * pv.C)
+        keep = pv.w > 0
+        G = pv.K[np.ix_(keep, keep)].copy()
+        G.flat[:: G.shape[0] + 1] += rho / pv.w[keep]
+        Gi = np.zeros_like(pv.K)
+        Gi[np.ix_(keep, keep)] = linalg.cho_solve(linalg.cho_factor(G, lower=True),
+                                                  np.eye(G.shape[0]))
+        pv.f.cache[("gram_inv", pv.v.klass)] = Gi
+    cols = Gi[:, pos]
+    d = np.diag(Gi)[pos]
+    scale = np.divide(pv.alpha[pos], d, out=np.zeros(len(pos)), where=d > 0)
+    return -(KX @ cols).T * scale[:, None]
+
+
+# --------------------------------------------------------------- the smooth losses
+def _smooth_linear(pv, FX, pos, tol, max_iter):
+    """Effects (len(pos), m) of a logistic / squared-hinge linear model by side-by-side chord
+    re-solves; returns the effects and the positions left unsettled (None where settled)."""
+    f = pv.f
+    key = ("hess", pv.v.klass)
+    if key not in f.cache:
+        d1 = pv.d1()
+        grad = pv.beta + pv.C * (pv.Phi.T @ d1)
+        f.cache[key] = (linalg.cho_factor(pv.v.hessian(), lower=True), grad, d1,
+                        pv.w * pv.loss.d2(pv.t, pv.z))
+    cf, grad, d1, d2 = f.cache[key]
+    Phi, t, w, C = pv.Phi, pv.t, pv.w, pv.C
+    B = len(pos)
+    P = Phi[pos]
+    U = linalg.cho_solve(cf, P.T)                       # H⁻¹ φᵢ
+    c = C * d2[pos]
+    den = 1.0 - c * np.einsum("ij,ji->i", P, U)          # > 0: H − c φφᵀ is positive definite
+    G = grad[:, None] - P.T * (C * d1[pos])               # ∇J₋ᵢ(β)
+    Bt = np.repeat(pv.beta[:, None], B, axis=1)
+    active = np.arange(B)
+    norms = np.linalg.norm(G, axis=0)
+    cols = np.arange(B)
+    for _ in range(max_iter):
+        active = active[norms[active] > tol]
+        if not active.size:
+            break
+        Ga, Ua = G[:, active], U[:, active]
+        V = linalg.cho_solve(cf, Ga)
+        V += Ua * (c[active] * np.einsum("ij,ij->j", Ua, Ga) / den[active])
+        Bt[:, active] -= V
+        Z = Phi @ Bt[:, active]
+        D1 = w[:, None] * pv.loss.d1(t[:, None], Z)
+        D1[pos[active], cols[: active.size]] = 0.0        # sample i is left out of problem i
+        Gn = Bt[:, active] + C * (Phi.T @ D1)
+        new = np.linalg.norm(Gn, axis=0)
+        # a chord step that does not contract is given up (the exact update takes over)
+        stalled = new > 0.9 * norms[active]
+        G[:, active] = Gn
+        norms[active] = np.where(stalled & (new > tol), np.inf, new)
+        active = active[np.isfinite(norms[active])]
+    left = np.flatnonzero(~(norms <= tol))
+    return (FX @ (Bt - pv.beta[:, None])).T, left
+
+
+# ------------------------------------------------------------------------- the API
+def view_effects(fitted, pv, mapped, part, tol, max_iter, m=None):
+    """Effects (len(part), m) of one problem's left-out solutions on the mapped rows, and the
+    positions (into ``part``) that the caller must settle by an exact update."""
+    loss = fitted.loss
+    if loss == "squared":
+        e = (_squared_kernel if fitted.kernel else _squared_linear)(pv, mapped, part)
+        return e, np.empty(0, dtype=np.intp)
+    if loss in _SMOOTH and not fitted.kernel:
+        return _smooth_linear(pv, mapped, part, _check_tol(tol, pv.v), max_iter)
+    return np.zeros((part.size, m)), np.arange(part.size)
+
+
+def _chunks(fitted, X, pos, chunk_size, tol, max_iter):
+    """``(positions, effects)`` per chunk of ``pos``; effects (B, m) or (B, m, K)."""
+    Xv = fitted.rows_of(X)
+    base = fitted.decision(X)
+    views = [_View(fitted, v) for v in fitted.views]
+    loss = fitted.loss
+    mapped = fitted.mapped(Xv) if (loss == "squared" or (loss in _SMOOTH and not fitted.kernel)) \
+        else None
+    for s in range(0, pos.size, chunk_size):
+        part = pos[s: s + chunk_size]
+        cols, todo = [], set()
+        for pv in views:
+            e, left = view_effects(fitted, pv, mapped, part, tol, max_iter, base.shape[0])
+            todo.update(left.tolist())
+            cols.append(e)
+        E = np.stack(cols, axis=-1) if fitted.multiclass else cols[0]
+        for j in sorted(todo):  # the model's own exact update of a copy
+            E[j] = fitted.decision_of(fitted.removed([part[j]]), X) - base
+        yield part, E
+
+
+def _bounds(fitted, X, pos):
+    """Certified intervals of the effects from the sensitivity regions (no refits)."""
+    base = fitted.decision(X)
+    s = deltafit.sensitivity(fitted.model)
+    lo = np.empty((pos.size,) + base.shape)
+    hi = np.empty_like(lo)
+    for j, p in enumerate(pos):
+        s.reset()
+        s.remove([fitted.ids[p]])
+        a, b = s.decision_bounds(X)
+        lo[j], hi[j] = np.asarray(a) - base, np.asarray(b) - base
+    return lo, hi
+
+
+def loo_effects(model, X, *, ids=None, method="exact", chunk_size=256, tol=None,
+                max_iter=50):
+    """Change of the model's decision values on ``X`` when each training sample is removed.
+
+    Row i is ``f₋ᵢ(X) − f(X)``, ``f₋ᵢ`` the model retrained without sample ``ids[i]``
+    (``decision_function`` of a classifier, ``predict`` of a regressor), computed without
+    retraining and **exact**: equal to a refit up to the solver's certified tolerance.
+
+    * Squared loss (ridge, kernel ridge, LS-SVM): closed form from one factorisation,
+      O(n p² + n m p) for a linear model, O(n³ + m n²) for a kernel model.
+    * Logistic and squared-hinge losses, linear models: the left-out problems are re-solved
+      ``chunk_size`` at a time, side by side, by chord-Newton steps from the full solution,
+      until each left-out objective's gradient norm is at most ``tol`` (which certifies the
+      left-out solution to ``tol`` by 1-strong convexity, Okumura et al., "Quick sensitivity
+      analysis for incremental data modification and its application to leave-one-out CV in
+      linear classification problems", Theorem 6).
+    * Other models (kernel models with a non-squared loss, the hinge loss): the model's own
+      exact update (``remove``) of a copy, one sample at a time.
+
+    Parameters
+    ----------
+    model : fitted LinearClassifier, LinearRegressor, KernelClassifier or KernelRegressor
+        Fitted with ``keep_data=True`` (the default).  Never modified.
+    X : array-like of shape (m, n_features)
+        Points whose decision values are followed.
+    ids : array-like of int, optional
+        Sample ids (``model.sample_ids_``) to remove one at a time; default: all, in
+        ``sample_ids_`` order.
+    method : {"exact", "bounds"}
+        ``"bounds"``: certified intervals of the effects from the sensitivity regions of
+        :func:`deltafit.sensitivity` (Okumura et al., Theorem 1; exact for the squared loss),
+        without re-solving anything; returns ``(lower, upper)``.
+    chunk_size : int, default=256
+        Left-out problems solved together; memory is O(chunk_size · (n + m)) besides the result.
+    tol : float, optional
+        Certified accuracy of each left-out solution (gradient norm); default the model's
+        ``tol``.
+    max_iter : int, default=50
+        Chord steps before a left-out problem is handed to the exact update.
+
+    Returns
+    -------
+    effects : ndarray of shape (n_ids, m) or (n_ids, m, K)
+        K ≥ 3 classes: one column per class's decision value.  With ``method="bounds"``, a
+        pair ``(lower, upper)`` of such arrays.
+
+    Raises
+    ------
+    ValueError
+        For a model that is not a fitted deltafit estimator or keeps no rows, unknown or
+        repeated ids, rows of the wrong width, or a bad option.
+
+    See Also
+    --------
+    influence : the first-order (influence-function) estimate of the same numbers.
+    deltafit.model_selection.loo : leave-one-out predictions of each sample itself.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import deltafit
+    >>> from deltafit.attribution import loo_effects
+    >>> from deltafit.datasets import load_breast_cancer
+    >>> X, y = load_breast_cancer()
+    >>> m = deltafit.LinearClassifier(loss="logistic").fit(X[:100], y[:100])
+    >>> E = loo_effects(m, X[100:110])
+    >>> E.shape
+    (100, 10)
+    >>> refit = deltafit.LinearClassifier(loss="logistic").fit(X[1:100], y[1:100])
+    >>> d = refit.decision_function(X[100:110]) - m.decision_function(X[100:110])
+    >>> bool(np.allclose(E[0], d, atol=1e-7))
+    True
+    """
+    if method not in _METHODS:
+        raise ValueError(f"method must be one of {_METHODS}, got {method!r}")
+    chunk_size = check_chunk(chunk_size)
+    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
+        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
+    fitted = Fitted(model, "loo_effects")
+    fitted.cache = {}
+    pos = check_ids(fitted.problem, ids)
+    if method == "bounds":
+        return _bounds(fitted, X, pos)
+    if fitted.views:
+        _check_tol(tol, fitted.views[0])
+    base = fitted.decision(X)
+    out = np.empty((pos.size,) + base.shape)
+    at = 0
+    for part, E in _chunks(fitted, X, pos, chunk_size, tol, int(max_iter)):
+        out[at: at + part.size] = E
+        at += part.size
+    return out
+
+
+def iter_effects(model, X, *, ids=None, chunk_size=256, tol=None, max_iter=50,
+                 what="loo_effects"):
+    """``(ids, effects)`` chunk by chunk (the memory-bounded form of :func:`loo_effects`), the
+    model's decision values on X first: ``base, chunks``."""
+    chunk_size = check_chunk(chunk_size)
+    fitted = Fitted(model, what)
+    fitted.cache = {}
+    pos = check_ids(fitted.problem, ids)
+    base = fitted.decision(X)
+
+    def gen():
+        for part, E in _chunks(fitted, X, pos, chunk_size, tol, max_iter):
+            yield fitted.ids[part], E
+
+    return fitted, base, gen()
+
+
+def influence(model, X, *, ids=None, chunk_size=256):
+    """First-order (influence-function) estimate of :func:`loo_effects`.
+
+    Koh & Liang, "Understanding black-box predictions via influence functions" (ICML 2017):
+    removing sample i changes the solution by about ``H⁻¹ ∇_β C wᵢ ℓ(tᵢ, ⟨Φᵢ, β⟩)``, so
+
+        Δf(x) ≈ C wᵢ ℓ'(tᵢ, zᵢ) ⟨Φ(x), H⁻¹ Φ(xᵢ)⟩,     H = I + C Σⱼ wⱼ ℓ''ⱼ Φⱼ Φⱼᵀ,
+
+    the first Newton step of the left-out re-solve with the full Hessian.  Kernel models use
+    ``⟨Φ(x), H⁻¹ Φ(xᵢ)⟩ = (k(x, ·) (I + D K)⁻¹)ᵢ``, ``D = C diag(w ℓ'')`` (push-through
+    identity).  For the squared loss the exact effect is this estimate divided by ``1 − hᵢ``
+    (the leverage), so the gap is largest for high-leverage samples.
+
+    Parameters
+    ----------
+    model : fitted deltafit estimator with a differentiable loss (not ``"hinge"``)
+    X : array-like of shape (m, n_features)
+    ids : array-like of int, optional
+        Sample ids; default all, in ``sample_ids_`` order.
+    chunk_size : int, default=256
+
+    Returns
+    -------
+    ndarray of shape (n_ids, m) or (n_ids, m, K)
+
+    Raises
+    ------
+    ValueError
+        For the hinge loss (no gradient), or the input errors of :func:`loo_effects`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import deltafit
+    >>> from deltafit.attribution import influence, loo_effects
+    >>> from deltafit.datasets import load_breast_cancer
+    >>> X, y = load_breast_cancer()
+    >>> m = deltafit.LinearClassifier(loss="logistic").fit(X[:200], y[:200])
+    >>> I, E = influence(m, X[200:220]), loo_effects(m, X[200:220])
+    >>> bool(np.corrcoef(I.ravel(), E.ravel())[0, 1] > 0.9)
+    True
+    """
+    chunk_size = check_chunk(chunk_size)
+    fitted = Fitted(model, "influence")
+    if fitted.loss == "hinge":
+        raise ValueError("influence needs a differentiable loss; the hinge loss has no "
+                         "gradient (use loo_effects, which is exact for it)")
+    pos = check_ids(fitted.problem, ids)
+    Xv = fitted.rows_of(X)
+    fitted.decision(X)  # the model's own checks of X
+    M = fitted.mapped(Xv)
+    cols = []
+    for v in fitted.views:
+        pv = _View(fitted, v)
+        d1 = pv.d1()
+        d2 = pv.w * pv.loss.d2(pv.t, pv.z)
+        if fitted.kernel:
+            A = np.eye(fitted.n) + pv.C * d2[:, None] * pv.K       # I + D K
+            lu = linalg.lu_factor(A.T)                               # (K_X A⁻¹)ᵀ = A⁻ᵀ K_Xᵀ
+            S = linalg.lu_solve(lu, M.T)                             # (n, m)
+            cols.append(S[pos] * (pv.C * d1[pos])[:, None])
+        else:
+            cf = linalg.cho_factor(v.hessian(), lower=True)
+            parts = []
+            for s in range(0, pos.size, chunk_size):
+                part = pos[s: s + chunk_size]
+                U = linalg.cho_solve(cf, pv.Phi[part].T)
+                parts.append((M @ U).T * (pv.C * d1[part])[:, None])
+            cols.append(np.concatenate(parts) if parts else np.empty((0, M.shape[0])))
+    return np.stack(cols, axis=-1) if fitted.multiclass else cols[0]
