@@ -104,7 +104,7 @@ from bench_updates import (  # noqa: E402  (shared helpers: machine, source, tim
     thread_limit,
     timed,
 )
-from deltafit.datasets import (  # noqa: E402
+from deltafit.datasets import (
     fashion_mnist_available,
     load_breast_cancer,
     load_digits_even_odd,
@@ -635,7 +635,7 @@ def run_tightness_curvature(args):
     after removing k random training samples (the table of issue 16)."""
     from sklearn.base import clone
 
-    from deltafit.sensitivity._curvature import curvature_region
+    from deltafit.sensitivity.regions._curvature import curvature_region
 
     reps = 4 if args.quick else args.curv_reps
     Xtr, ytr, Xte, _ = _curv_breast_cancer_split(args.seed)
@@ -777,7 +777,7 @@ def run_curvature_speed(args):
     eigendecomposition) and later ones (min over repeats)."""
     import copy as _copy
 
-    from deltafit.sensitivity._curvature import curvature_region
+    from deltafit.sensitivity.regions._curvature import curvature_region
 
     n, p = (5000, 20) if args.quick else (50000, 100)
     X, y, Xt, Xp, yp = synthetic_linear(n, p, 2000 if args.quick else 10000,

@@ -49,7 +49,7 @@ from contextlib import contextmanager
 import numpy as np
 
 import deltafit
-from deltafit.models import _warm_hinge
+from deltafit._states import _hinge as _warm_hinge
 
 from _timing import log, timed  # benchmarks/_timing.py (the scripts run from this folder)
 from bench_updates import (CpuMonitor, c64, deviation, loadavg, machine_info, nonsquared_data,

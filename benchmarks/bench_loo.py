@@ -40,11 +40,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import deltafit  # noqa: E402
 from bench_updates import loadavg, log, machine_info, source_info, thread_limit  # noqa: E402
-from deltafit.datasets import (  # noqa: E402
-    load_breast_cancer,
-    load_digits_even_odd,
-    load_mnist_sample,
-)
+from deltafit.datasets import load_breast_cancer, load_digits_even_odd, load_mnist_sample
 from deltafit.model_selection import LOOSearchCV, loo  # noqa: E402
 from deltafit.model_selection._problem import problem_of  # noqa: E402
 from deltafit.sensitivity import zhang_loo_bounds  # noqa: E402

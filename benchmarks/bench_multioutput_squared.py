@@ -63,8 +63,8 @@ from bench_updates import (  # noqa: E402  (shared helpers: machine, source, con
     thread_limit,
 )
 from deltafit.losses import get_loss  # noqa: E402
-from deltafit.models._exact_squared import DualSquaredState, PrimalSquaredState, Rows  # noqa: E402
-from deltafit.models._state import DataChange, SolverOptions  # noqa: E402
+from deltafit._states._squared import DualSquaredState, PrimalSquaredState, Rows  # noqa: E402
+from deltafit._states._protocol import DataChange, SolverOptions  # noqa: E402
 
 C = 1.0
 GAMMA = 0.02

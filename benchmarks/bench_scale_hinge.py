@@ -6,7 +6,7 @@ Claims measured (benchmarks/README.md, "Scale-out on Dask", hinge rows):
 
 * ``LinearClassifier(loss="hinge", C=C).fit`` on a dask X (keep_data=True: the rows stay
   persisted): Newton steps on a smoothed hinge for the start, then the distributed
-  decomposition method of ``deltafit.models._dask_hinge``; its passes over the rows and its
+  decomposition method of ``deltafit._dask._hinge``; its passes over the rows and its
   time against the NumPy path's dual QP fit on the same X as a NumPy array;
 * ``remove(ids)`` of 0.1% of the samples by id: the warm re-solve (the removed rows leave the
   working set or the sums; then passes until no row is off its side), its passes (bar ≤ 2)
@@ -22,7 +22,7 @@ each step.  Run with ``OMP_NUM_THREADS=1`` on a shared machine.
 
 With ``--classes K`` (K ≥ 3; default size 200,000 x 50): the one-vs-rest hinge of K classes
 (``y`` the argmax of K noisy linear scores), whose K decomposition methods run jointly (one
-pass serves every class still solving, ``deltafit.models._dask_ovr``): its fit's and 0.1%
+pass serves every class still solving, ``deltafit._dask._ovr``): its fit's and 0.1%
 removal's passes and times against the K binary Dask hinge fits of the same classes (one
 after the other: the passes they add up to, and the slowest one's, which the joint count
 must equal) and against the NumPy path's one-vs-rest fit and removal.

@@ -88,7 +88,7 @@ class Steps:
     def __enter__(self):
         import time
 
-        from deltafit.models import _dask_newton, _dask_rows
+        from deltafit._dask import _newton as _dask_newton, _rows as _dask_rows
 
         run, gather = _dask_newton.DaskPasses.run, _dask_rows.DaskRowStore.gather
         log = self.log
@@ -111,7 +111,7 @@ class Steps:
         return self
 
     def __exit__(self, *exc):
-        from deltafit.models import _dask_newton, _dask_rows
+        from deltafit._dask import _newton as _dask_newton, _rows as _dask_rows
 
         _dask_newton.DaskPasses.run, _dask_rows.DaskRowStore.gather = self._saved
 

@@ -363,8 +363,8 @@ class _WarmPathCounts:
     (through the module attributes it calls): instrumentation, restored on exit."""
 
     def __enter__(self):
-        from deltafit.models import _chord_newton as CN
-        from deltafit.models import _warm_newton as WN
+        from deltafit.solvers import _chord as CN
+        from deltafit._states import _newton as WN
 
         self.c = dict(newton=0, newton_iter=0, chord=0, chord_iter=0, chord_stalled=0,
                       hessian_refresh=0)
@@ -394,8 +394,8 @@ class _WarmPathCounts:
         return self
 
     def __exit__(self, *exc):
-        from deltafit.models import _chord_newton as CN
-        from deltafit.models import _warm_newton as WN
+        from deltafit.solvers import _chord as CN
+        from deltafit._states import _newton as WN
 
         WN.newton_primal, WN.chord_solve, CN.Curvature.at = self._saved
         return False

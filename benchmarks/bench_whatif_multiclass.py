@@ -8,7 +8,7 @@ refit it replaces, and its warm queries reuse the model version's derived data (
 solution's extended-precision gradient of each class, kept by ``FittedProblem.cached``) instead
 of recomputing it per query.  Data: the demo's — scikit-learn's digits, each image also
 shifted by up to one pixel (9 rows an image), as 500 random Fourier features
-(``deltafit._demo.load_shifted_digits``); the rows of images 0–1,258 train (11,331 rows), the
+(``deltafit.cli._demo.load_shifted_digits``); the rows of images 0–1,258 train (11,331 rows), the
 others are test rows (4,842); the what-if removes the 45 rows of 5 images.
 
 Timing protocol: one BLAS thread; ``time.perf_counter`` around the what-if (``sensitivity(m)``,
@@ -36,7 +36,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 import deltafit
-from deltafit._demo import load_shifted_digits
+from deltafit.cli._demo import load_shifted_digits
 from _timing import log, timed
 
 

@@ -86,6 +86,10 @@ def pytest_addoption(parser):
 def pytest_collection_modifyitems(config, items):
     """The daily loop skips the tests marked ``slow``; CI (``CI=true``) and ``--run-slow`` run
     every test."""
+    dask_dir = os.path.join(os.path.dirname(__file__), "dask") + os.sep
+    for item in items:
+        if str(item.fspath).startswith(dask_dir):
+            item.add_marker(pytest.mark.dask)
     if config.getoption("--run-slow") or os.environ.get("CI", "").lower() in ("1", "true", "yes"):
         return
     skip = pytest.mark.skip(reason="slow: run with --run-slow (CI runs it)")

@@ -14,7 +14,7 @@ import numpy as np
 from sklearn.base import clone
 
 import deltafit
-from deltafit.sensitivity._curvature import curvature_region
+from deltafit.sensitivity.regions._curvature import curvature_region
 
 TOL = 1e-7  # the refits and the fitted model are solved to ‖∇‖ ≤ 1e-12 relative
 

@@ -4,11 +4,11 @@ Exact updates (add / remove / relabel samples without retraining) for linear and
 with squared, logistic, squared-hinge and hinge losses; see ARCHITECTURE.md for the architecture.
 """
 
-from . import datasets, sensitivity
-from ._pipeline import UpdatablePipeline, make_pipeline
-from ._version import __version__
-from .models import KernelClassifier, KernelRegressor, LinearClassifier, LinearRegressor
-from .persistence import load, save
+from deltafit import datasets, sensitivity
+from deltafit._pipeline import UpdatablePipeline, make_pipeline
+from deltafit._version import __version__
+from deltafit.models import KernelClassifier, KernelRegressor, LinearClassifier, LinearRegressor
+from deltafit.persistence import load, save
 
 __all__ = [
     "LinearClassifier",

@@ -25,11 +25,15 @@ from scipy import linalg
 from sklearn.base import clone, is_classifier
 from sklearn.utils import check_random_state
 
-from ._progress import progress_bar
-from ._validation import check_bool, check_int, check_rows
-from .kernels import _resolved_from_data
-from .models import UpdatableMixin
-from .sensitivity._incremental import REGIONS, IncrementalSphere, MulticlassIncrementalSphere
+from deltafit.utils._progress import progress_bar
+from deltafit.utils._validation import check_bool, check_int, check_rows
+from deltafit.kernels import _resolved_from_data
+from deltafit.models import UpdatableMixin
+from deltafit.sensitivity._incremental import (
+    REGIONS,
+    IncrementalSphere,
+    MulticlassIncrementalSphere,
+)
 
 __all__ = ["FGAL", "UncertaintySampling", "ActiveLearningResult", "run_active_learning",
            "compare_strategies"]

@@ -15,10 +15,10 @@ Every result is a :class:`CVResult` saying how it was obtained (samples decided 
 refits, time).
 """
 
-from ._kfold import cross_validate
-from ._loo import alo, loo
-from ._result import CVResult
-from ._search import LOOSearchCV
-from ._treecv import TreeCVResult, treecv
+from deltafit.model_selection._kfold import cross_validate
+from deltafit.model_selection._loo import alo, loo
+from deltafit.model_selection._result import CVResult
+from deltafit.model_selection._search import LOOSearchCV
+from deltafit.model_selection._treecv import TreeCVResult, treecv
 
 __all__ = ["loo", "alo", "cross_validate", "treecv", "LOOSearchCV", "CVResult", "TreeCVResult"]

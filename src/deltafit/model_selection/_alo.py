@@ -86,9 +86,9 @@ from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
-from ..losses import get_loss
-from ..models import FittedProblem
-from ..sensitivity._model_access import n_classes
+from deltafit.losses import get_loss
+from deltafit.models import FittedProblem
+from deltafit.sensitivity._model_access import n_classes
 
 __all__ = ["alo_decisions", "alo_primal", "alo_kernel", "alo_feature_map", "MARGIN_TOL",
            "RANK_TOL"]

@@ -20,7 +20,7 @@ unweighted formula with ``G`` replaced by ``Ĝ`` (an LU factorisation instead of
 **Dask collections** (:func:`dask_cross_validation`): the same predictions for a squared-loss
 linear model fitted on the Dask path, leave-one-out as one ``map_blocks`` pass of the leverages
 and k folds as k batch removals of per-fold statistics summed in the fit's own pass
-(:mod:`deltafit.models._dask_cv`); the per-sample results stay lazy.  The logistic and
+(:mod:`deltafit.model_selection._dask_cv`); the per-sample results stay lazy.  The logistic and
 squared-hinge losses go to :mod:`._dask_smooth_cv` (bounds and joint warm re-solves).
 """
 
@@ -33,7 +33,7 @@ from scipy.linalg import cho_factor, cho_solve, lu_factor, lu_solve, solve
 from sklearn.base import is_classifier
 from sklearn.model_selection import check_cv
 
-from ._result import CVResult
+from deltafit.model_selection._result import CVResult
 
 __all__ = ["closed_form_predictions", "dask_cross_validation", "fold_vector"]
 
@@ -186,7 +186,7 @@ def dask_cross_validation(estimator, X, y, *, cv=None, groups=None, method="auto
       by joint warm re-solves of every fold (``method="refit"``); ``"auto"`` picks them
       (:mod:`._dask_smooth_cv`);
     * the hinge loss is refused: its Dask fit is a decomposition method on the dual
-      (:mod:`deltafit.models._dask_hinge`), and the joint fold re-solves and left-out balls
+      (:mod:`deltafit._dask._hinge`), and the joint fold re-solves and left-out balls
       above are Newton solves and bounds of a differentiable loss.
 
     The result's per-sample arrays (``y_true``, ``y_pred``, ``decision``, ``fold``,
@@ -198,11 +198,11 @@ def dask_cross_validation(estimator, X, y, *, cv=None, groups=None, method="auto
     """
     import dask.array as da
 
-    from ..models._dask_cv import dask_closed_form
-    from ..models._dask_input import is_dask, row_blocks
+    from deltafit.model_selection._dask_cv import dask_closed_form
+    from deltafit._dask._input import is_dask, row_blocks
 
     loss = estimator.get_params().get("loss") if hasattr(estimator, "get_params") else None
-    from ..models import LinearClassifier, LinearRegressor
+    from deltafit.models import LinearClassifier, LinearRegressor
 
     linear = isinstance(estimator, (LinearClassifier, LinearRegressor))
     smooth = isinstance(estimator, LinearClassifier) and loss in ("logistic", "squared_hinge")
@@ -239,7 +239,7 @@ def dask_cross_validation(estimator, X, y, *, cv=None, groups=None, method="auto
             yy = np.asarray(y.compute() if is_dask(y) else y).reshape(-1)  # the strata
         fold, k = fold_vector(cv, n, yy, estimator, groups)
     if smooth:
-        from ._dask_smooth_cv import dask_smooth_cross_validation
+        from deltafit.model_selection._dask_smooth_cv import dask_smooth_cross_validation
 
         return dask_smooth_cross_validation(estimator, X, y, fold=fold, n_folds=k,
                                             method=method, sample_weight=sample_weight,

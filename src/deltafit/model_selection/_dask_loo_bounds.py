@@ -6,21 +6,21 @@ For each binary problem (one, or the K one-vs-rest problems of K ≥ 3 classes):
 1. **Balls** (one pass, β̂ and the exact gradient g shipped): Okumura et al., "Quick
    sensitivity analysis for incremental data modification and its application to
    leave-one-out CV in linear classification problems" (KDD'15), Cor. 5 / Thm 6 in the
-   exact-gradient form (Sivan et al. §4.2): :func:`deltafit.sensitivity._ball.loo_balls`.  The
+   exact-gradient form (Sivan et al. §4.2): :func:`deltafit.sensitivity.regions._ball.loo_balls`.  The
    same pass computes ``q₀,t = Φ_tᵀ H⁻¹ Φ_t`` with the Cholesky factor of the fit's Hessian
    shipped, hence the first guess ``T₀,t`` of how far the left-out scores move.
 2. **Curvature sums** (one pass, only where some label is left undecided): for each level τ
    (quantiles of ``T₀`` over the samples that move, as
-   :func:`deltafit.sensitivity._curvature_loo.curvature_loo_bounds` picks them), the secant
+   :func:`deltafit.sensitivity.regions._curvature_loo.curvature_loo_bounds` picks them), the secant
    slopes' ranges over ``z_i ± τ ‖Φ_i‖_{H⁻¹}`` and the two p × p sums
    ``B_lo,hi = I + C Σ w_i c_lo,hi,i Φ_iΦ_iᵀ``.
 3. **Curvature bounds** (one pass, the factors of ``B_lo``, ``B_hi`` shipped): per row
    ``q_lo``, ``q_hi``, the Sherman–Morrison downdate of its own term, the score interval
    ``z_t − C γ_t [s_lo, s_hi] ∓ ε √s_hi`` (``γ_t = −w_t ℓ'_t``) and the homotopy verification
-   of :mod:`deltafit.sensitivity._curvature_loo`, which needs the two smallest ratios
+   of :mod:`deltafit.sensitivity.regions._curvature_loo`, which needs the two smallest ratios
    ``dev_i / √q_lo,i`` over all rows — the only reduction of this pass.
 
-Every step is that of :func:`~deltafit.sensitivity._curvature_loo.curvature_loo_bounds`
+Every step is that of :func:`~deltafit.sensitivity.regions._curvature_loo.curvature_loo_bounds`
 (the NumPy path's leave-one-out region), evaluated block by block: the intervals are certified
 bounds, not estimates; where a level does not certify a row, the ball's interval stays.  It is
 the exact left-out model's one Newton step ``z_t − C γ_t Φ_tᵀH̄⁻¹Φ_t`` with the secant Hessian
@@ -32,11 +32,11 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg
 
-from ..sensitivity._ball import loo_balls
-from ..sensitivity._curvature import _SAFE, secant_range
-from ..sensitivity._curvature_loo import _LEVELS, _MARGIN, _without_own
-from ..sensitivity._multiclass import certain_argmax
-from ._problem import _widen
+from deltafit.sensitivity.regions._ball import loo_balls
+from deltafit.sensitivity.regions._curvature import _SAFE, secant_range
+from deltafit.sensitivity.regions._curvature_loo import _LEVELS, _MARGIN, _without_own
+from deltafit.sensitivity._multiclass import certain_argmax
+from deltafit.model_selection._problem import _widen
 
 __all__ = ["ball_block", "decided_rows", "level_summary", "curvature_levels", "gram_block",
            "add_grams", "factor_levels", "bound_block", "global_limits", "finish_block",
@@ -49,7 +49,7 @@ SKETCH = 4096
 
 
 def _features(x, t, w, mods, spec):
-    from ..models._dask_folds import row_features
+    from deltafit.model_selection._dask_folds import row_features
 
     return row_features(x, t, w, mods, spec)
 
@@ -119,7 +119,7 @@ def level_summary(part, multi):
 def curvature_levels(summaries):
     """The levels τ of each problem from the blocks' :func:`level_summary`: the quantiles
     ``_LEVELS`` of ``T₀`` over the moving samples (exact when no block thinned its values),
-    as :func:`~deltafit.sensitivity._curvature_loo.curvature_loo_bounds`; ``None`` for a
+    as :func:`~deltafit.sensitivity.regions._curvature_loo.curvature_loo_bounds`; ``None`` for a
     problem whose signs the balls decide."""
     K = len(summaries[0][1])
     sign_open = np.any([s for s, _ in summaries], axis=0)

@@ -1,13 +1,13 @@
 """Cross-validation of a logistic / squared-hinge linear classifier on dask collections.
 
 The model is fitted once on the cluster (Newton over the persisted row blocks,
-:mod:`deltafit.models._dask_newton`); then
+:mod:`deltafit._dask._newton`); then
 
 * **k folds** (``method="refit"``, which ``"auto"`` picks): the k fold models are exact warm
   re-solves from the full β̂, **jointly** — every pass computes the gradient of every fold's
   problem (all rows but the fold's) at its own β_f, the fold Hessians are the full Hessian
   minus the fold's share, summed apart in one pass — so the k re-solves cost the passes of the
-  slowest fold (:func:`deltafit.models._dask_folds.fold_resolve`).  One more pass scores every
+  slowest fold (:func:`deltafit.model_selection._dask_folds.fold_resolve`).  One more pass scores every
   row with its fold's β.  The decisions are those of k refits (to the solver's certified
   tolerance), every label exact.  K ≥ 3 classes: the K one-vs-rest problems' k fold models are
   K·k columns of the same joint re-solve (one pass per round for every class and fold still
@@ -15,12 +15,12 @@ The model is fitted once on the cluster (Newton over the persisted row blocks,
 * **leave-one-out** (``method="bounds"``, which ``"auto"`` picks): Okumura et al.'s op1
   (KDD'15, Algorithm 1): one ``map_blocks`` pass over all n rows with β̂ and the exact
   gradient g of the full problem shipped gives every left-out ball (Okumura et al. Cor. 5 /
-  Thm 6 in the exact-gradient form, Sivan et al. §4.2; :func:`deltafit.sensitivity._ball.
+  Thm 6 in the exact-gradient form, Sivan et al. §4.2; :func:`deltafit.sensitivity.regions._ball.
   loo_balls`), intersected (``region="auto"`` / ``"curvature"``, as the NumPy path's
   leave-one-out) with the curvature-aware region in two more passes
   (:mod:`._dask_loo_bounds`); the samples whose label the bounds leave undecided (the sign,
   or for K ≥ 3 classes the argmax: :func:`deltafit.sensitivity.certain_argmax`) are refit
-  exactly, as joint warm re-solves in batches (:func:`deltafit.models._dask_folds.
+  exactly, as joint warm re-solves in batches (:func:`deltafit.model_selection._dask_folds.
   sample_resolve`; K ≥ 3 classes: the candidate classes of each, those whose upper bound
   reaches the largest lower bound).  As NumPy's ``loo(method="bounds")``: ``decision`` is
   NaN where a bound decided the label, exact where the sample was refit.
@@ -35,7 +35,7 @@ import time
 
 import numpy as np
 
-from ._result import CVResult
+from deltafit.model_selection._result import CVResult
 
 __all__ = ["dask_smooth_cross_validation"]
 
@@ -66,7 +66,7 @@ def _concat(*parts):
 
 def _undecided(bounds, start, multi):
     """Row numbers, lower and upper bounds of a block's samples the bounds leave undecided."""
-    from ._dask_loo_bounds import decided_rows
+    from deltafit.model_selection._dask_loo_bounds import decided_rows
 
     lo, hi = bounds
     j = np.flatnonzero(~decided_rows(lo, hi, multi))
@@ -95,7 +95,7 @@ def _loo_labels(allv, classes, K):
 
 
 def _y_true(X, y, sample_weight, chunks):
-    from ..models._dask_input import row_blocks
+    from deltafit._dask._input import row_blocks
 
     blocks = row_blocks(X, y, sample_weight)
     yt = blocks.y.ravel() if blocks.y.ndim == 2 else blocks.y
@@ -131,7 +131,7 @@ def dask_smooth_cross_validation(estimator, X, y, *, fold=None, n_folds=0, metho
     ValueError
         For a method this path does not run, and for the refusals of the Dask fit.
     """
-    from ..models._dask_folds import fit_smooth, fold_resolve, score_folds
+    from deltafit.model_selection._dask_folds import fit_smooth, fold_resolve, score_folds
 
     loo = fold is None
     allowed = ("auto", "bounds") if loo else ("auto", "refit")
@@ -191,9 +191,9 @@ def _screen(fit, region):
     from dask import delayed
     from scipy import linalg
 
-    from ..models._dask_folds import map_store  # noqa: F401 (the block tasks' layout)
-    from ..models._dask_rows import compute_on_cluster, tree_compute
-    from . import _dask_loo_bounds as lb
+    from deltafit.model_selection._dask_folds import map_store  # noqa: F401 (the block tasks' layout)
+    from deltafit._dask._rows import compute_on_cluster, tree_compute
+    from deltafit.model_selection import _dask_loo_bounds as lb
 
     multi = bool(fit.n_classes)
     gg = np.einsum("ij,ij->j", fit.grads, fit.grads)
@@ -241,7 +241,7 @@ def _screen(fit, region):
 
 
 def _n_open(part, multi):
-    from ._dask_loo_bounds import decided_rows
+    from deltafit.model_selection._dask_loo_bounds import decided_rows
 
     return int(np.count_nonzero(~decided_rows(part["lo"], part["hi"], multi)))
 
@@ -253,8 +253,8 @@ def _loo(fit, X, y, sample_weight, region, t0):
     import dask.array as da
     from dask import delayed
 
-    from ..models._dask_folds import sample_resolve
-    from ..models._dask_rows import compute_on_cluster
+    from deltafit.model_selection._dask_folds import sample_resolve
+    from deltafit._dask._rows import compute_on_cluster
 
     multi = bool(fit.n_classes)
     K = fit.n_problems

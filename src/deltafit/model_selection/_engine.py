@@ -24,14 +24,14 @@ from sklearn.base import clone, is_classifier
 from sklearn.utils import check_consistent_length, column_or_1d
 from sklearn.utils.validation import check_array
 
-from .._progress import progress_bar
-from ..models import UpdatableMixin
-from ..sensitivity._curvature import CURVATURE_LOSSES
-from ..sensitivity._model_access import COVERED_LOSSES
-from ..sensitivity._multiclass import certain_argmax
-from ._closed_form import closed_form_predictions
-from ._problem import OneVsRestProblem, problem_of
-from ._result import CVResult
+from deltafit.utils._progress import progress_bar
+from deltafit.models import UpdatableMixin
+from deltafit.sensitivity.regions._curvature import CURVATURE_LOSSES
+from deltafit.sensitivity._model_access import COVERED_LOSSES
+from deltafit.sensitivity._multiclass import certain_argmax
+from deltafit.model_selection._closed_form import closed_form_predictions
+from deltafit.model_selection._problem import OneVsRestProblem, problem_of
+from deltafit.model_selection._result import CVResult
 
 __all__ = ["METHODS", "REGIONS", "evaluate", "check_data", "check_weights", "resolve_method",
            "fit_full"]
@@ -123,7 +123,7 @@ def _plain(X):
 
 def check_weights(sample_weight, X):
     """Validated sample weights for the rows of X (None stays None): finite, ``≥ 0``."""
-    from ..solvers import _check_sample_weight
+    from deltafit.solvers import _check_sample_weight
 
     return _check_sample_weight(sample_weight, X.shape[0])
 
@@ -193,7 +193,7 @@ def fitted_feature_map(estimator, X):
     fm = getattr(estimator, "feature_map", None)
     if fm is None:
         return None
-    from ..kernels import resolve_feature_map
+    from deltafit.kernels import resolve_feature_map
 
     return resolve_feature_map(fm, X)
 
@@ -248,7 +248,7 @@ def evaluate(estimator, X, y, splits, method, *, n_jobs=None, progress=False, or
         The screening region of the bound methods: ``"sphere"``, the published balls
         (Okumura et al. Thm 1 / Cor. 5, Sivan et al. Thm 1); ``"curvature"``, the
         curvature-aware regions for the logistic and squared-hinge losses, intersected with
-        the balls (:mod:`deltafit.sensitivity._curvature`); ``"auto"``, curvature for
+        the balls (:mod:`deltafit.sensitivity.regions._curvature`); ``"auto"``, curvature for
         leave-one-out and the balls for other splits and for op2's batched leave-one-out
         refits (:func:`_resolve_region`).
 
@@ -307,7 +307,7 @@ def evaluate(estimator, X, y, splits, method, *, n_jobs=None, progress=False, or
             out.lower[:] = z
             out.upper[:] = z
         elif method == "alo":
-            from ._alo import alo_decisions
+            from deltafit.model_selection._alo import alo_decisions
 
             z = np.asarray(alo_decisions(model), dtype=float)
             out.decision[:] = z

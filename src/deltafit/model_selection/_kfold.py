@@ -6,11 +6,11 @@ import numpy as np
 from sklearn.base import is_classifier
 from sklearn.model_selection import check_cv
 
-from .._pipeline import freeze
-from .._validation import check_bool
-from ..models._dask_input import any_dask
-from ._closed_form import dask_cross_validation
-from ._engine import check_data, check_weights, evaluate, resolve_method
+from deltafit._pipeline import freeze
+from deltafit.utils._validation import check_bool
+from deltafit._dask._input import any_dask
+from deltafit.model_selection._closed_form import dask_cross_validation
+from deltafit.model_selection._engine import check_data, check_weights, evaluate, resolve_method
 
 __all__ = ["cross_validate", "make_splits"]
 
@@ -66,7 +66,7 @@ def cross_validate(estimator, X, y, *, cv=5, groups=None, method="auto", n_jobs=
     region : {"auto", "sphere", "curvature"}
         The bound methods' screening region: the published removal ball (``"sphere"``, and
         ``"auto"``) or, for the logistic and squared-hinge losses, the curvature-aware region
-        of each fold intersected with it (``"curvature"``; :mod:`deltafit.sensitivity._curvature`;
+        of each fold intersected with it (``"curvature"``; :mod:`deltafit.sensitivity.regions._curvature`;
         a few O(n³) kernel / O(n p²) linear factorisations per fold).
 
     Returns

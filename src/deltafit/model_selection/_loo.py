@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from .._pipeline import freeze
-from .._validation import check_bool
-from ..models._dask_input import any_dask
-from ._closed_form import dask_cross_validation
-from ._engine import check_data, check_weights, evaluate, resolve_method
+from deltafit._pipeline import freeze
+from deltafit.utils._validation import check_bool
+from deltafit._dask._input import any_dask
+from deltafit.model_selection._closed_form import dask_cross_validation
+from deltafit.model_selection._engine import check_data, check_weights, evaluate, resolve_method
 
 __all__ = ["loo", "alo"]
 

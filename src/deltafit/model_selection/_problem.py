@@ -9,7 +9,7 @@ questions about the model that a refit *without* a set R of samples would give:
   ``β − ∇P_{−R}(β)/2`` and its radius ``‖∇P_{−R}(β)‖/2``; with ``∇P(β) = 0`` this is the
   data-change ball of Okumura Thm 1 / Sivan Thm 1 with ``R`` removed.  The gradient is computed
   exactly from the stored solution, so the ball needs no allowance for the solver's residual.
-  The ball is the one of :mod:`deltafit.sensitivity._ball` (the same functions as
+  The ball is the one of :mod:`deltafit.sensitivity.regions._ball` (the same functions as
   :func:`deltafit.sensitivity.loo_bounds` and :func:`deltafit.sensitivity`, in their
   exact-gradient form);
 * the exact refit, warm-started from the current solution (:meth:`refit`);
@@ -24,13 +24,23 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve, lu_factor, lu_solve
 
-from ..sensitivity import two_ball_bounds
-from ..sensitivity._ball import center_scores, half_gradient, loo_balls, sq_radius
-from ..sensitivity._curvature import CURVATURE_LOSSES, removal_intervals
-from ..sensitivity._curvature_loo import KernelSpace, LinearSpace, curvature_loo_bounds
-from ..models._chord_newton import (REFRESH_RATIO, Curvature, RowBlock, chord_solve,
-                                    fresh_point, point_by_slot)
-from ..solvers import hinge_kernel, hinge_primal, newton_kernel, newton_primal
+from deltafit.sensitivity import two_ball_bounds
+from deltafit.sensitivity.regions._ball import center_scores, half_gradient, loo_balls, sq_radius
+from deltafit.sensitivity.regions._curvature import CURVATURE_LOSSES, removal_intervals
+from deltafit.sensitivity.regions._curvature_loo import (
+    KernelSpace,
+    LinearSpace,
+    curvature_loo_bounds,
+)
+from deltafit.solvers._chord import (
+    REFRESH_RATIO,
+    Curvature,
+    RowBlock,
+    chord_solve,
+    fresh_point,
+    point_by_slot,
+)
+from deltafit.solvers import hinge_kernel, hinge_primal, newton_kernel, newton_primal
 
 __all__ = ["OneVsRestProblem", "TrainingProblem", "problem_of"]
 
@@ -180,7 +190,7 @@ class TrainingProblem:
 
     #: the screening region (``evaluate(..., region=...)`` sets it, "auto" resolved): "sphere",
     #: the published balls; "curvature", the curvature-aware regions of
-    #: deltafit.sensitivity._curvature for the logistic and squared-hinge losses, intersected
+    #: deltafit.sensitivity.regions._curvature for the logistic and squared-hinge losses, intersected
     #: with the balls; "auto" (a problem used on its own), curvature for leave-one-out (one
     #: factorisation pair for all n) and the balls for removals (the region of a fold costs a
     #: few O(n³) / O(n p²) factorisations and rarely decides a whole fold)
@@ -230,7 +240,7 @@ class TrainingProblem:
             ‖g_t‖²  ‖g‖² − 2 C ℓ'_t ⟨Φ_t, g⟩ + C² ℓ'_t² ‖Φ_t‖²
 
         (Okumura et al. Cor. 5, Sivan et al. §4.2, with the exact residual instead of an
-        allowance): :func:`deltafit.sensitivity._ball.loo_balls` in its exact-gradient form.
+        allowance): :func:`deltafit.sensitivity.regions._ball.loo_balls` in its exact-gradient form.
         O(n) after one product with the gradient.
         """
         if not self.smooth:
@@ -278,7 +288,7 @@ class TrainingProblem:
 
         Removing R gives ``Δg = Σ_R γ_i Φ_i`` with ``γ_i = −w_i ℓ'_i``; the ball of the reduced
         problem at the stored solution, with its exact gradient ``g + C Δg``, is
-        :mod:`deltafit.sensitivity._ball` in its exact-gradient form (Okumura et al. Thm 6).
+        :mod:`deltafit.sensitivity.regions._ball` in its exact-gradient form (Okumura et al. Thm 6).
         Costs O(|R|² + |T| |R|) kernel values or O((|R| + |T|) p).
         """
         gam = -self.wd1[R]
@@ -451,7 +461,7 @@ class TrainingProblem:
         certified for the sample (the leave-one-out ball's, refined by the curvature region
         and the first Newton step), decides the sign (Okumura §4, op2).  A step is taken when it halves ‖∇J_{−t}‖ or passes
         Armijo's test; a column whose step does neither, or whose chord steps contract
-        ‖∇J_{−t}‖ by less than :data:`~deltafit.models._chord_newton.REFRESH_RATIO`, is
+        ‖∇J_{−t}‖ by less than :data:`~deltafit.solvers._chord.REFRESH_RATIO`, is
         handed back (``failed``) for a sequential refit (:meth:`refit`).
 
         Parameters

@@ -12,13 +12,20 @@ from sklearn.model_selection import ParameterGrid
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from .._pipeline import freeze
-from .._progress import progress_bar
-from .._validation import check_bool
-from ..models import UpdatableMixin
-from ._engine import (REGIONS, check_data, check_weights, evaluate, fit_full,
-                      fitted_feature_map, resolve_method)
-from ._kfold import make_splits
+from deltafit._pipeline import freeze
+from deltafit.utils._progress import progress_bar
+from deltafit.utils._validation import check_bool
+from deltafit.models import UpdatableMixin
+from deltafit.model_selection._engine import (
+    REGIONS,
+    check_data,
+    check_weights,
+    evaluate,
+    fit_full,
+    fitted_feature_map,
+    resolve_method,
+)
+from deltafit.model_selection._kfold import make_splits
 
 __all__ = ["LOOSearchCV"]
 

@@ -20,11 +20,15 @@ from sklearn.metrics import check_scoring, get_scorer
 from sklearn.model_selection import KFold, LeaveOneOut, check_cv
 from sklearn.utils import check_array, check_random_state
 
-from .._pipeline import freeze
-from .._progress import progress_bar
-from .._validation import check_bool
-from ._treecv_learners import (ReplayEstimator, learner_is_classifier, learner_is_regressor,
-                               make_learner)
+from deltafit._pipeline import freeze
+from deltafit.utils._progress import progress_bar
+from deltafit.utils._validation import check_bool
+from deltafit.model_selection._treecv_learners import (
+    ReplayEstimator,
+    learner_is_classifier,
+    learner_is_regressor,
+    make_learner,
+)
 
 __all__ = ["treecv", "TreeCVResult"]
 
@@ -279,7 +283,7 @@ class _Run:
         start, stop = int(self.bounds[a]), int(self.bounds[b + 1])
         if not self.shuffle:
             return slice(start, stop)
-        from ._treecv_compiled import shuffled_positions
+        from deltafit.model_selection._treecv_compiled import shuffled_positions
 
         buf = np.empty(stop - start, dtype=np.int64)
         shuffled_positions(start, stop, self.seed, a, b, buf)

@@ -2,7 +2,7 @@
 
 Runs whole subtrees of TreeCV (Joulani, Gyorgy and Szepesvari 2015, "Fast Cross-Validation for
 Incremental Learning", Algorithm 1) for the linear stream learners, whose per-sample loops and
-float-vector states are those of :mod:`deltafit._sgd_kernels`.  :func:`tree_run` is an
+float-vector states are those of :mod:`deltafit.solvers._sgd`.  :func:`tree_run` is an
 explicit-stack loop with tail calls, so that it never returns to Python per node;
 :func:`shuffled_positions` draws the order of a training phase of the randomized TreeCV (§5) and
 is also used by the Python recursion, so both see the same order.
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._numba import njit
-from .._sgd_kernels import decision_range, fit_range, fit_rows
+from deltafit.utils._numba import njit
+from deltafit.solvers._sgd import decision_range, fit_range, fit_rows
 
 __all__ = ["shuffled_positions", "tree_run"]
 

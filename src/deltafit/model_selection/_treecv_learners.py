@@ -5,7 +5,7 @@ further on some rows, copy it (§4.1 "copy"), save and restore it (§4.1 "save/r
 it on a chunk.  Each class here gives those for one family:
 
 * :class:`CompiledLearner` — deltafit's stream learners (``Pegasos``, ``LSQSGD``): the state is one
-  float vector (:mod:`deltafit._sgd_kernels`) and whole subtrees run in the compiled loop
+  float vector (:mod:`deltafit.solvers._sgd`) and whole subtrees run in the compiled loop
   :func:`deltafit.model_selection._treecv_compiled.tree_run`;
 * :class:`ExactLearner` — deltafit's exact estimators: ``fit`` then ``add``, reverted by
   ``remove`` (Lee et al.: the result is exactly the fit on the union, so TreeCV equals k refits);
@@ -193,8 +193,8 @@ class CompiledLearner(_Learner):
 
     def __init__(self, template, X, y, strategy, shuffle, seed):
         super().__init__(template, X, y, strategy)
-        from .. import _sgd_kernels
-        from . import _treecv_compiled
+        from deltafit.solvers import _sgd as _sgd_kernels
+        from deltafit.model_selection import _treecv_compiled
 
         self.K = _sgd_kernels
         self.tree_run = _treecv_compiled.tree_run
@@ -241,7 +241,7 @@ class CompiledLearner(_Learner):
 
 def make_learner(learner, X, y, strategy, shuffle, seed):
     """The :class:`_Learner` for ``learner`` (checked: ValueError if TreeCV cannot drive it)."""
-    from ..models import UpdatableMixin
+    from deltafit.models import UpdatableMixin
 
     if _has(learner, "_tree_spec", "_tree_targets", "_tree_predict"):
         return CompiledLearner(learner, X, y, strategy, shuffle, seed)

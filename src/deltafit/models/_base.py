@@ -2,9 +2,9 @@
 
 An estimator solves the canonical problem of ARCHITECTURE.md, "The problem" and keeps (i) a :class:`Ledger` of its
 training samples under stable integer ids and (ii) a *state* from which it is updated exactly
-(a :class:`~deltafit.models._state.ModelState`: six of them, linear / kernel × squared /
+(a :class:`~deltafit._states._protocol.ModelState`: six of them, linear / kernel × squared /
 smooth / hinge, see ``_state.py``).  The estimator turns each update into a
-:class:`~deltafit.models._state.DataChange` and the state applies it.
+:class:`~deltafit._states._protocol.DataChange` and the state applies it.
 
 Every update (:meth:`add`, :meth:`remove`, :meth:`relabel`, :meth:`update`,
 :meth:`partial_fit`) is a transaction: all input is validated first, the numerical work is done
@@ -23,16 +23,25 @@ from scipy.special import expit, log_expit
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
-from .._labels import BinaryLabels, ClassLabels, LabelMessages
-from .._transaction import atomic
-from .._validation import (SparseDataError, check_bool, check_dense, check_feature_names,
-                           check_int, check_magnitude, check_real, check_rows, check_scale)
-from ..losses import get_loss
-from ._dask_input import any_dask, gathered, is_dask, map_labels
-from ._ledger import Ledger
-from ._multiclass import one_vs_rest_state
-from ._registry import state_for
-from ._state import SolverOptions
+from deltafit.utils._labels import BinaryLabels, ClassLabels, LabelMessages
+from deltafit.utils._transaction import atomic
+from deltafit.utils._validation import (
+    SparseDataError,
+    check_bool,
+    check_dense,
+    check_feature_names,
+    check_int,
+    check_magnitude,
+    check_real,
+    check_rows,
+    check_scale,
+)
+from deltafit.losses import get_loss
+from deltafit._dask._input import any_dask, gathered, is_dask, map_labels
+from deltafit._ledger._ledger import Ledger
+from deltafit._states._one_vs_rest import one_vs_rest_state
+from deltafit.models._registry import state_for
+from deltafit._states._protocol import SolverOptions
 
 __all__ = ["UpdatableMixin"]
 
@@ -400,7 +409,7 @@ class UpdatableMixin:
 
     def _check_scale(self, data, C):
         """Refuse Φ (linear) or a kernel block (kernel models) beyond the magnitude cap
-        :data:`deltafit._validation.MAX_SQUARED_NORM`: squared row norms ``‖Φ(x)‖²`` (the
+        :data:`deltafit.utils._validation.MAX_SQUARED_NORM`: squared row norms ``‖Φ(x)‖²`` (the
         intercept column included), or kernel values ``|k(x, x')|`` (intercept term
         included)."""
         if not self._kernel:
@@ -428,7 +437,7 @@ class UpdatableMixin:
             )
 
     def _apply_change(self, change):
-        """Hand a validated :class:`~deltafit.models._state.DataChange` to the state.
+        """Hand a validated :class:`~deltafit._states._protocol.DataChange` to the state.
 
         The new data (Φ of the added rows, or their kernel blocks) are checked against the
         magnitude cap first; after a re-solve the new solution must be finite, otherwise the
@@ -454,7 +463,7 @@ class UpdatableMixin:
 
     def _labels(self):
         """The label encoder of ``classes_``: targets ±1 for two classes, class indices for
-        more (one-vs-rest, :mod:`~deltafit.models._multiclass`)."""
+        more (one-vs-rest, :mod:`~deltafit._states._one_vs_rest`)."""
         if self.classes_.size == 2:
             return BinaryLabels(self.classes_, _LABELS)
         return ClassLabels(self.classes_, _LABELS)
@@ -503,7 +512,7 @@ class UpdatableMixin:
     def _check_dense(self, X, y=None, fitting=True):
         """The refusals every entry point shares: sparse X (unless the model takes it, see
         :meth:`_sparse_refusal`) or sparse y (scikit-learn's TypeError,
-        :class:`deltafit._validation.SparseDataError`, also a ValueError) and complex values
+        :class:`deltafit.utils._validation.SparseDataError`, also a ValueError) and complex values
         (ValueError)."""
         if sp.issparse(X):
             why = self._sparse_refusal(fitting)
@@ -1148,7 +1157,7 @@ class UpdatableMixin:
 
     def save(self, path):
         """Write the fitted model to ``path`` (npz + JSON, no pickle); see :func:`deltafit.load`."""
-        from ._persistence import save
+        from deltafit.persistence._format import save
 
         # under the lock (after an update in progress: the file holds a committed model); one
         # line, as in _locked
@@ -1181,7 +1190,7 @@ class UpdatableMixin:
         builds on the model; made anew at each access, it copies nothing."""
         if not self._is_fitted():
             raise AttributeError("problem_ is set by fit")
-        from ._problem import FittedProblem
+        from deltafit.models._problem import FittedProblem
 
         return FittedProblem(self)
 
@@ -1277,7 +1286,7 @@ class ClassifierOutputMixin:
     ``decision_function`` and, for the logistic loss only, ``predict_proba``.
 
     Two classes make one binary problem (targets ±1, ``classes_[1]`` positive); K ≥ 3 classes
-    make K one-vs-rest problems over one ledger (:mod:`~deltafit.models._multiclass`), as
+    make K one-vs-rest problems over one ledger (:mod:`~deltafit._states._one_vs_rest`), as
     scikit-learn's ``OneVsRestClassifier`` with the same C for every class.
     """
 

@@ -7,11 +7,16 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import check_int, check_real
-from ..kernels import kernel_matrix, validate_kernel
-from ._base import ClassifierOutputMixin, RegressorTags, UpdatableMixin, guarded_read
-from ._ledger import Ledger
-from ._state import DataChange
+from deltafit.utils._validation import check_int, check_real
+from deltafit.kernels import kernel_matrix, validate_kernel
+from deltafit.models._base import (
+    ClassifierOutputMixin,
+    RegressorTags,
+    UpdatableMixin,
+    guarded_read,
+)
+from deltafit._ledger._ledger import Ledger
+from deltafit._states._protocol import DataChange
 
 __all__ = ["KernelClassifier", "KernelRegressor"]
 

@@ -10,15 +10,20 @@ import scipy.sparse as sp
 from sklearn.base import ClassifierMixin, RegressorMixin, BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from .._transaction import atomic
-from .._validation import check_bool, feature_names_of
-from ..kernels import resolve_feature_map
-from ._base import ClassifierOutputMixin, RegressorTags, UpdatableMixin, guarded_read
-from ._exact_squared import Rows
-from ._ledger import DEFAULT_SCHEME, KEY_BYTES, Ledger, SortedDigests
-from ._multiclass import one_vs_rest_state
-from ._registry import state_for
-from ._state import DataChange
+from deltafit.utils._transaction import atomic
+from deltafit.utils._validation import check_bool, feature_names_of
+from deltafit.kernels import resolve_feature_map
+from deltafit.models._base import (
+    ClassifierOutputMixin,
+    RegressorTags,
+    UpdatableMixin,
+    guarded_read,
+)
+from deltafit._states._squared import Rows
+from deltafit._ledger._ledger import DEFAULT_SCHEME, KEY_BYTES, Ledger, SortedDigests
+from deltafit._states._one_vs_rest import one_vs_rest_state
+from deltafit.models._registry import state_for
+from deltafit._states._protocol import DataChange
 
 __all__ = ["LinearClassifier", "LinearRegressor"]
 
@@ -193,7 +198,7 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
     def _decision_dask(self, X):
         """``Φ(X) β`` of a dask X, lazily: a dask array mapped over the row blocks (the
         model's p-sized β travels with each task)."""
-        from ._dask_input import map_decision
+        from deltafit._dask._input import map_decision
 
         beta = np.array(self._state.beta, copy=True)
         score = partial(_scores, feature_map=self.feature_map_,
@@ -216,14 +221,14 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
     def _fit_dask_locked(self, X, y, sample_weight, fold=None, n_folds=0):
         """The squared loss's statistics reduced on the cluster, the p × p state solved on the
         client, the ledger filled with the ids and digests of the samples (see
-        :mod:`~deltafit.models._dask_stats`)."""
-        from ._dask_input import row_blocks
-        from ._dask_stats import BlockProblem, reduce_statistics
+        :mod:`~deltafit._dask._stats`)."""
+        from deltafit._dask._input import row_blocks
+        from deltafit._dask._stats import BlockProblem, reduce_statistics
 
         self._validate_params()
         if self.loss == "hinge" and self.callback is not None:
             raise ValueError("dask input with loss='hinge' takes no callback (its solve is a "
-                             "sequence of cluster passes, see deltafit.models._dask_hinge); "
+                             "sequence of cluster passes, see deltafit._dask._hinge); "
                              "use callback=None")
         if self.loss != "squared" and not self.keep_data:
             raise ValueError(
@@ -283,19 +288,19 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
                                opts.C, key, DEFAULT_SCHEME, n_classes=n_classes)
         store = None
         if self.keep_data:  # the rows persisted on the cluster (the range ledger's ids)
-            from ._dask_fit import persist_rows
+            from deltafit._dask._fit import persist_rows
 
             smooth = self.loss != "squared"
             spec = beta0 = None
             if smooth:
-                from ._dask_hinge import start_loss
-                from ._dask_newton import PassSpec
+                from deltafit._dask._hinge import start_loss
+                from deltafit._dask._newton import PassSpec
 
                 # the hinge's fit starts from a smoothed hinge's solution (_dask_hinge)
                 loss = opts.loss if self.loss != "hinge" else start_loss()
                 spec, beta0 = PassSpec(featurize, loss, opts.C), self._dask_start(p)
             if smooth and n_classes:  # one-vs-rest: the rows persisted with class indices,
-                from ._dask_ovr import prepare_ovr_block  # every class's start evaluated
+                from deltafit._dask._ovr import prepare_ovr_block  # every class's start evaluated
 
                 store, blocks, _, share, segments = persist_rows(
                     blocks, problem, spec, beta0, digests=True, prepare=prepare_ovr_block)
@@ -373,9 +378,9 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         """A logistic / squared-hinge / hinge fit of K ≥ 3 classes on rows persisted on the
         cluster: the K one-vs-rest solves made jointly, one pass serving every class (see
         :mod:`._dask_ovr`)."""
-        from ._dask_hinge import DaskHingeState
-        from ._dask_newton import DaskNewtonState
-        from ._dask_ovr import DaskOneVsRestState, OvrPasses
+        from deltafit._dask._hinge import DaskHingeState
+        from deltafit._dask._newton import DaskNewtonState
+        from deltafit._dask._ovr import DaskOneVsRestState, OvrPasses
 
         n = int(store.starts[-1])
         w = None
@@ -408,7 +413,7 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
     def _fit_smooth_dask(self, blocks, store, counts, share, segments, key, p, beta0, opts):
         """A logistic / squared-hinge fit on rows persisted on the cluster: Newton with the
         gradient and Hessian as cluster reductions (see :mod:`._dask_newton`)."""
-        from ._dask_newton import DaskNewtonState, DaskPasses, PassSpec
+        from deltafit._dask._newton import DaskNewtonState, DaskPasses, PassSpec
 
         n, n_pos, n_w, n_wp, ones = (int(v) for v in counts)
         w = None
@@ -421,7 +426,7 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
             raise ValueError("the samples with a positive sample_weight show a single class; "
                              "a classifier needs two classes")
         if self.loss == "hinge":  # a distributed decomposition method (see _dask_hinge)
-            from ._dask_hinge import DaskHingeState
+            from deltafit._dask._hinge import DaskHingeState
 
             st = DaskHingeState(opts, self._max_rank).fit_passes(
                 store, self._featurizer(), p, n, share, beta0)

@@ -37,8 +37,8 @@ import scipy.sparse as sp
 from scipy import linalg
 from sklearn.exceptions import NotFittedError
 
-from ..kernels import kernel_diagonal, kernel_matrix, kernel_rows
-from ._multiclass import CodedLedger, class_codes
+from deltafit.kernels import kernel_diagonal, kernel_matrix, kernel_rows
+from deltafit._states._one_vs_rest import CodedLedger, class_codes
 
 __all__ = ["FittedProblem", "ScoreFunction"]
 
@@ -168,7 +168,7 @@ class FittedProblem:
         sklearn.exceptions.NotFittedError
             If it is not fitted.
         """
-        from ._base import UpdatableMixin
+        from deltafit.models._base import UpdatableMixin
 
         if not isinstance(model, UpdatableMixin):
             raise ValueError(

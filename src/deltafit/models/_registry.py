@@ -1,11 +1,11 @@
 """The six exact-update states by name: how an estimator picks its state and how a model file
-names it (see :class:`~deltafit.models._state.ModelState`)."""
+names it (see :class:`~deltafit._states._protocol.ModelState`)."""
 
 from __future__ import annotations
 
-from ._exact_squared import DualSquaredState, PrimalSquaredState
-from ._warm_hinge import KernelHingeState, PrimalHingeState
-from ._warm_newton import KernelNewtonState, PrimalNewtonState
+from deltafit._states._squared import DualSquaredState, PrimalSquaredState
+from deltafit._states._hinge import KernelHingeState, PrimalHingeState
+from deltafit._states._newton import KernelNewtonState, PrimalNewtonState
 
 __all__ = ["STATES", "state_class", "state_for"]
 

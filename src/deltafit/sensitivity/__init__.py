@@ -44,13 +44,19 @@ from __future__ import annotations
 import sys
 import types
 
-from .._pipeline import PipelineSensitivity, unwrap
-from ._data_change import Sensitivity
-from ._incremental import IncrementalSphere, MulticlassIncrementalSphere
-from ._gradient import CertainSigns, gradient_sphere, model_gradient_sphere
-from ._loo import loo_bounds, zhang_loo_bounds
-from ._multiclass import MulticlassSensitivity, certain_argmax
-from ._sphere import BallIntersection, KernelSphere, PrimalSphere, Sphere, two_ball_bounds
+from deltafit._pipeline import PipelineSensitivity, unwrap
+from deltafit.sensitivity._data_change import Sensitivity
+from deltafit.sensitivity._incremental import IncrementalSphere, MulticlassIncrementalSphere
+from deltafit.sensitivity._gradient import CertainSigns, gradient_sphere, model_gradient_sphere
+from deltafit.sensitivity._loo import loo_bounds, zhang_loo_bounds
+from deltafit.sensitivity._multiclass import MulticlassSensitivity, certain_argmax
+from deltafit.sensitivity.regions._sphere import (
+    BallIntersection,
+    KernelSphere,
+    PrimalSphere,
+    Sphere,
+    two_ball_bounds,
+)
 
 __all__ = [
     "Sensitivity",

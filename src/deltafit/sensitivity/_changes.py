@@ -19,7 +19,7 @@ Two stores share one interface:
 Either running sum is recomputed exactly from the entries when an update cancels most of it
 (a change that undoes a large one) and at least once per ``max(64, n)`` updated entries, so
 its error stays at rounding level on arbitrarily long streams.  The ball itself is computed by
-:mod:`deltafit.sensitivity._ball`.
+:mod:`deltafit.sensitivity.regions._ball`.
 """
 
 from __future__ import annotations
@@ -28,10 +28,10 @@ import math
 
 import numpy as np
 
-from ..kernels import kernel_diagonal, kernel_rows
-from . import _ball
-from ._model_access import ScoreFunction
-from ._sphere import KernelSphere, PrimalSphere, _Features
+from deltafit.kernels import kernel_diagonal, kernel_rows
+from deltafit.sensitivity.regions import _ball
+from deltafit.sensitivity._model_access import ScoreFunction
+from deltafit.sensitivity.regions._sphere import KernelSphere, PrimalSphere, _Features
 
 __all__ = ["ChangedSamples", "KernelChanges", "LinearChanges", "changes_for"]
 

@@ -17,13 +17,13 @@ only the gradients of the changed samples.  A relabel is a removal of (x, y_old)
 ``(w' − w) ℓ_i``, linear in the weights, so it is the same kind of change (a weight-2 sample is
 two copies: removing it moves the ball exactly as removing both copies).  Since β₁ is computed
 to a tolerance, the radius is widened by the model's certified solver residual.  The ball is
-computed by :mod:`deltafit.sensitivity._ball`, the changed samples are kept by
+computed by :mod:`deltafit.sensitivity.regions._ball`, the changed samples are kept by
 :mod:`deltafit.sensitivity._changes`.
 
 The queries answer from a *region* of the pending change (``method=``; built by
 :func:`build_region` on first use, kept until the next change): the ball above
 (:class:`SphereRegion`, ``"sphere"``), the exact retrained model of the squared loss
-(:mod:`deltafit.sensitivity._squared_whatif`, ``"exact"``) or the curvature-aware region of the
+(:mod:`deltafit.sensitivity.regions._exact`, ``"exact"``) or the curvature-aware region of the
 logistic and squared-hinge losses (``"curvature"``).  A region has ``kind``,
 ``decision_bounds(X)``, ``center_decision(X)``, ``distance_bound()`` and ``coef_bounds()``
 (linear models: the full β, the constant feature last); :meth:`Sensitivity.sphere` is always
@@ -38,11 +38,12 @@ from functools import partial
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import check_feature_names, check_ids, check_rows
-from ..solvers import _check_sample_weight
-from . import _ball, _dask_rows
-from ._changes import changes_for
-from ._model_access import certified_residual, check_model, fitted_C, n_classes
+from deltafit.utils._validation import check_feature_names, check_ids, check_rows
+from deltafit.solvers import _check_sample_weight
+from deltafit.sensitivity.regions import _ball
+from deltafit._dask import _sensitivity_rows as _dask_rows
+from deltafit.sensitivity._changes import changes_for
+from deltafit.sensitivity._model_access import certified_residual, check_model, fitted_C, n_classes
 
 
 def _rows_at(a, mask):
@@ -68,7 +69,7 @@ _CURVATURE_LOSSES = ("logistic", "squared_hinge")
 def _curvature_builder():
     """``curvature_region`` of the curvature module, or None where it is not installed."""
     try:
-        from ._curvature import curvature_region
+        from deltafit.sensitivity.regions._curvature import curvature_region
     except ModuleNotFoundError as exc:
         if exc.name != f"{__package__}._curvature":
             raise
@@ -81,7 +82,7 @@ def resolve_method(method, loss):
 
     ``"sphere"``: the ball of Theorem 1 of Okumura et al. (2015) / Theorem 1 of Sivan et al. (2020)
     (any covered loss); ``"exact"``: the retrained model itself, squared loss only
-    (:mod:`deltafit.sensitivity._squared_whatif`); ``"curvature"``: the curvature-aware region,
+    (:mod:`deltafit.sensitivity.regions._exact`); ``"curvature"``: the curvature-aware region,
     logistic and squared-hinge losses; ``"auto"``: ``"exact"`` for the squared loss,
     ``"curvature"`` for the others (the sphere where that region is not available).
 
@@ -161,7 +162,7 @@ def build_region(sens):
     """The region of ``sens``'s pending change for its method (see :func:`resolve_method`)."""
     kind = sens._method
     if kind == "exact":
-        from ._squared_whatif import exact_region
+        from deltafit.sensitivity.regions._exact import exact_region
 
         return exact_region(sens)
     if kind == "curvature":
@@ -192,7 +193,7 @@ class Sensitivity:
         What the queries answer from.  ``"sphere"``: the ball of Theorem 1 of Okumura et al. (2015)
         / Theorem 1 of Sivan et al. (2020) (any covered loss; the published certificate).
         ``"exact"`` (squared loss only): the retrained model itself, computed from the stored
-        factorisation without changing the model (:mod:`~deltafit.sensitivity._squared_whatif`:
+        factorisation without changing the model (:mod:`~deltafit.sensitivity.regions._exact`:
         Woodbury / Schur complement on the tracked inverse, O(k·p²) for k changed samples of a
         linear model, O(n·k + k³) plus O(n²) for the certificate of a kernel model); its intervals
         are ``center ± tol`` with ``tol`` a certified bound of the floating-point error (rounding
@@ -252,7 +253,7 @@ class Sensitivity:
     def __new__(cls, model=None, C_new=None, *, problem=None, method="auto"):
         # a model with K ≥ 3 classes gets the what-if object of its K one-vs-rest problems
         if cls is Sensitivity and problem is None and n_classes(model):
-            from ._multiclass import MulticlassSensitivity
+            from deltafit.sensitivity._multiclass import MulticlassSensitivity
 
             return MulticlassSensitivity(model, C_new=C_new, method=method)
         return super().__new__(cls)

@@ -11,8 +11,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._model_access import check_model, kernel_functions
-from ._sphere import KernelSphere, PrimalSphere, _as_float_rows, _Features
+from deltafit.sensitivity._model_access import check_model, kernel_functions
+from deltafit.sensitivity.regions._sphere import (
+    KernelSphere,
+    PrimalSphere,
+    _as_float_rows,
+    _Features,
+)
 
 __all__ = ["gradient_sphere", "model_gradient_sphere", "CertainSigns"]
 

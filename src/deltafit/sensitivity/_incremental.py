@@ -8,7 +8,7 @@ to ``A ∪ R`` changes ``‖r‖²`` by ``K_i = (C²/4)(2 γ_i Σ_{j≠i} γ_j k
 and taking it out subtracts the same amount, so each change costs one kernel row over the
 entries, ``O((n₁ + |A| + |R|) d)`` (linear models keep ``Σ γ_i Φ(x_i)`` as a vector: O(p)).
 The entries live in the store of :mod:`deltafit.sensitivity._changes` and the ball is
-:mod:`deltafit.sensitivity._ball`'s, both shared with :class:`~deltafit.sensitivity.Sensitivity`.
+:mod:`deltafit.sensitivity.regions._ball`'s, both shared with :class:`~deltafit.sensitivity.Sensitivity`.
 Unlike :class:`~deltafit.sensitivity.Sensitivity` (any
 change, C₂ ≠ C₁, undo), this object also lets entries *leave* ``A ∪ R`` and reuses their room:
 its memory is bounded by the largest ``|A| + |R|`` it ever held, which is what a sliding window
@@ -27,7 +27,7 @@ the tracked points' bounds, certain labels, :meth:`IncrementalSphere.distance_bo
 tighter region of the current ``A ∪ R`` change that
 :class:`~deltafit.sensitivity.Sensitivity` builds with ``method="auto"`` — the curvature-aware
 ellipsoid and Newton ball of the logistic and squared-hinge losses
-(:mod:`deltafit.sensitivity._curvature`; a generalisation of Sivan et al. Theorem 1 with the
+(:mod:`deltafit.sensitivity.regions._curvature`; a generalisation of Sivan et al. Theorem 1 with the
 loss's secant slopes), the exact what-if of the squared loss — intersected with the ball, so it
 is never wider.  That region is rebuilt lazily, at the first query after a change (a what-if
 over the ``|A| + |R|`` entries plus the region's own cost, O(n p²) / O(n²)); the changes
@@ -39,14 +39,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_ids, check_rows
-from ..solvers import _check_sample_weight
-from . import _ball
-from ._changes import changes_for
-from ._data_change import Sensitivity, resolve_method
-from ._model_access import certified_residual, check_model, fitted_C, n_classes
-from ._multiclass import certain_argmax
-from ._per_class import PerClass
+from deltafit.utils._validation import check_ids, check_rows
+from deltafit.solvers import _check_sample_weight
+from deltafit.sensitivity.regions import _ball
+from deltafit.sensitivity._changes import changes_for
+from deltafit.sensitivity._data_change import Sensitivity, resolve_method
+from deltafit.sensitivity._model_access import certified_residual, check_model, fitted_C, n_classes
+from deltafit.sensitivity._multiclass import certain_argmax
+from deltafit.sensitivity._per_class import PerClass
 
 __all__ = ["IncrementalSphere", "MulticlassIncrementalSphere", "REGIONS"]
 

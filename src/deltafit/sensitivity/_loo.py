@@ -1,16 +1,20 @@
 """Leave-one-out bounds for every training sample at once: the ball of Theorem 1 with R = {t}
 (Corollary 5 of Okumura et al. (2015); Sivan et al. §4.2), its curvature-aware refinement for the
-logistic and squared-hinge losses (:mod:`deltafit.sensitivity._curvature_loo`), and Zhang's bound,
+logistic and squared-hinge losses (:mod:`deltafit.sensitivity.regions._curvature_loo`), and Zhang's bound,
 the baseline of Sivan et al. §4.2."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from . import _ball
-from ._curvature import CURVATURE_LOSSES
-from ._curvature_loo import KernelSpace, LinearSpace, curvature_loo_bounds
-from ._model_access import check_model, n_classes, problem
+from deltafit.sensitivity.regions import _ball
+from deltafit.sensitivity.regions._curvature import CURVATURE_LOSSES
+from deltafit.sensitivity.regions._curvature_loo import (
+    KernelSpace,
+    LinearSpace,
+    curvature_loo_bounds,
+)
+from deltafit.sensitivity._model_access import check_model, n_classes, problem
 
 __all__ = ["loo_bounds", "zhang_loo_bounds"]
 
@@ -46,7 +50,7 @@ def loo_bounds(model, ids=None, *, C_new=None, method="auto"):
 
     and bounds ``center ∓ sqrt(k_tt) (‖r_t‖ + ρ · grad_norm_)`` (Corollary 5 of Okumura et al.
     (2015) in the mean-loss case ``C_new="mean"``): the balls of
-    :func:`deltafit.sensitivity._ball.loo_balls` in their Theorem 1 form (cross-validation uses the
+    :func:`deltafit.sensitivity.regions._ball.loo_balls` in their Theorem 1 form (cross-validation uses the
     same balls with the exact gradient).  All n bounds cost one pass over the training scores.
 
     Parameters
@@ -59,7 +63,7 @@ def loo_bounds(model, ids=None, *, C_new=None, method="auto"):
     method : {"auto", "sphere", "curvature"}
         ``"sphere"``: the published balls above (Corollary 5 of Okumura et al. (2015), Sivan et al.
         §4.2), for reproducing the papers.  ``"curvature"`` (logistic and squared-hinge losses):
-        the loss's curvature as well (:mod:`deltafit.sensitivity._curvature_loo`), every interval
+        the loss's curvature as well (:mod:`deltafit.sensitivity.regions._curvature_loo`), every interval
         intersected with the ball's; with ``C_new`` other than the model's C it falls back to the
         balls.  ``"auto"``: ``"curvature"`` for those losses, else ``"sphere"``.
 

@@ -7,7 +7,7 @@ The helpers below name the few questions the bound code asks.
 
 from __future__ import annotations
 
-from ..models import FittedProblem, ScoreFunction
+from deltafit.models import FittedProblem, ScoreFunction
 
 __all__ = ["COVERED_LOSSES", "ScoreFunction", "certified_residual", "check_model", "fitted_C",
            "kernel_functions", "n_classes", "problem"]
@@ -28,7 +28,7 @@ def n_classes(model):
     else (binary models, regressors, unfitted or foreign estimators, class views)."""
     if isinstance(model, FittedProblem):
         return 0 if model.binary else model.n_classes
-    from ..models import UpdatableMixin
+    from deltafit.models import UpdatableMixin
 
     if not isinstance(model, UpdatableMixin) or not model._is_fitted():
         return 0

@@ -1,7 +1,7 @@
 """Sensitivity of a multiclass (one-vs-rest) model: one ball per class, labels by the argmax.
 
 A classifier with K ≥ 3 classes solves K binary problems over the same samples (class k = +1,
-the rest = −1, the same C; :mod:`deltafit.models._multiclass`).  A data change is a data
+the rest = −1, the same C; :mod:`deltafit._states._one_vs_rest`).  A data change is a data
 change of each of them, so each class's retrained solution lies in its own ball of Okumura
 et al., "Quick sensitivity analysis for incremental data modification and its application to
 leave-one-out CV in linear classification problems", Theorem 1 (= Sivan et al., "Incremental
@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._data_change import Sensitivity
-from ._per_class import PerClass
+from deltafit.sensitivity._data_change import Sensitivity
+from deltafit.sensitivity._per_class import PerClass
 
 __all__ = ["MulticlassSensitivity", "certain_argmax"]
 

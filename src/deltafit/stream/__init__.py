@@ -21,16 +21,16 @@ More than two classes: the batch models are multiclass (one-vs-rest), so :class:
 the binary online learners get K classes through :class:`OneVsRest` (one learner per class).
 """
 
-from ._ddm import DDM
-from ._kdr import KDR
-from ._lsqsgd import LSQSGD
-from ._norma import NORMA, NORMARegressor
-from ._ovr import OneVsRest
-from ._pegasos import Pegasos
-from ._prequential import StreamReport, prequential
-from ._river import as_river
-from ._tradeoff import tradeoff_experiment, tune_stream
-from ._window import SlidingWindow
+from deltafit.stream._ddm import DDM
+from deltafit.stream._kdr import KDR
+from deltafit.stream._lsqsgd import LSQSGD
+from deltafit.stream._norma import NORMA, NORMARegressor
+from deltafit.stream._ovr import OneVsRest
+from deltafit.stream._pegasos import Pegasos
+from deltafit.stream._prequential import StreamReport, prequential
+from deltafit.stream._river import as_river
+from deltafit.stream._tradeoff import tradeoff_experiment, tune_stream
+from deltafit.stream._window import SlidingWindow
 
 __all__ = ["Pegasos", "LSQSGD", "KDR", "SlidingWindow", "NORMA", "NORMARegressor", "DDM",
            "OneVsRest",

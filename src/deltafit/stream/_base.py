@@ -9,9 +9,9 @@ from sklearn.base import BaseEstimator, is_classifier
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._transaction import atomic
-from .._validation import check_bool, check_real
-from ._features import as_row, pad
+from deltafit.utils._transaction import atomic
+from deltafit.utils._validation import check_bool, check_real
+from deltafit.stream._features import as_row, pad
 
 __all__ = ["StreamLinearModel"]
 
@@ -33,7 +33,7 @@ class StreamLinearModel(BaseEstimator):
     """Base of :class:`Pegasos` and :class:`LSQSGD`.
 
     The learner's whole state is the float vector ``_state`` of
-    :mod:`deltafit._sgd_kernels` (so a copy, a snapshot and a restore are one array copy);
+    :mod:`deltafit.solvers._sgd` (so a copy, a snapshot and a restore are one array copy);
     ``fit`` is one pass over the rows, ``partial_fit`` continues it, ``learn_one`` feeds one
     sample (river's spelling).
     """
@@ -69,14 +69,14 @@ class StreamLinearModel(BaseEstimator):
 
     def _tree_spec(self, n_features):
         """``(kind, params, state0)`` for TreeCV's compiled recursion (validates parameters)."""
-        from .. import _sgd_kernels as _kernels
+        from deltafit.solvers import _sgd as _kernels
 
         params = self._check_params()
         return self._kind, params, _kernels.new_state(self._kind, int(n_features) + 1)
 
     # ------------------------------------------------------------------ fitting
     def _pass(self, X, t, order=None):
-        from .. import _sgd_kernels as _kernels
+        from deltafit.solvers import _sgd as _kernels
 
         if order is None:
             _kernels.fit_range(self._kind, self._state, X, t, 0, X.shape[0], self._params)
@@ -95,7 +95,7 @@ class StreamLinearModel(BaseEstimator):
         -------
         self
         """
-        from .. import _sgd_kernels as _kernels
+        from deltafit.solvers import _sgd as _kernels
 
         params = self._check_params()
         X, y = validate_rows(self, X, y, reset=True)
@@ -124,7 +124,7 @@ class StreamLinearModel(BaseEstimator):
         -------
         self
         """
-        from .. import _sgd_kernels as _kernels
+        from deltafit.solvers import _sgd as _kernels
 
         first = not hasattr(self, "_state")
         params = self._check_params()
@@ -142,9 +142,9 @@ class StreamLinearModel(BaseEstimator):
 
     def _grow(self, d):
         """A dict sample brought new features: zero weights for them, in both of the state's
-        weight vectors (layouts in :mod:`deltafit._sgd_kernels`), which is exactly the state
+        weight vectors (layouts in :mod:`deltafit.solvers._sgd`), which is exactly the state
         of the learner fed those features at 0 from the start."""
-        from .. import _sgd_kernels as _kernels
+        from deltafit.solvers import _sgd as _kernels
 
         d0 = self.n_features_in_
         s, z = self._state, np.zeros(d - d0)
@@ -198,7 +198,7 @@ class StreamLinearModel(BaseEstimator):
 
     # ------------------------------------------------------------- prediction
     def _coef_full(self):
-        from .. import _sgd_kernels as _kernels
+        from deltafit.solvers import _sgd as _kernels
 
         check_is_fitted(self, "_state")
         return _kernels.coef_of(self._kind, self._state, self.n_features_in_ + 1)

@@ -9,8 +9,8 @@ from sklearn.base import clone, is_classifier
 from sklearn.exceptions import NotFittedError
 from sklearn.utils import check_array, get_tags
 
-from .._validation import check_int, check_real, check_rows
-from ._window import WindowLearner, _Decision
+from deltafit.utils._validation import check_int, check_real, check_rows
+from deltafit.stream._window import WindowLearner, _Decision
 
 __all__ = ["DDM"]
 

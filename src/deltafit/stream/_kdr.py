@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_bool, check_real
-from ..kernels import _resolved_from_data
-from ..models import UpdatableMixin
-from ..sensitivity._incremental import REGIONS, IncrementalSphere
-from ._window import WindowLearner, _Decision
+from deltafit.utils._validation import check_bool, check_real
+from deltafit.kernels import _resolved_from_data
+from deltafit.models import UpdatableMixin
+from deltafit.sensitivity._incremental import REGIONS, IncrementalSphere
+from deltafit.stream._window import WindowLearner, _Decision
 
 __all__ = ["KDR"]
 

@@ -7,9 +7,9 @@ import math
 import numpy as np
 from sklearn.base import RegressorMixin
 
-from .._sgd_kernels import LSQSGD as _LSQSGD_KIND
-from .._validation import check_real
-from ._base import StreamLinearModel
+from deltafit.solvers._sgd import LSQSGD as _LSQSGD_KIND
+from deltafit.utils._validation import check_real
+from deltafit.stream._base import StreamLinearModel
 
 __all__ = ["LSQSGD"]
 

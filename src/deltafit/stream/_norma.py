@@ -9,12 +9,12 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, is_clas
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
-from .._labels import BinaryLabels, LabelMessages
-from .._transaction import atomic
-from .._validation import check_bool, check_int, check_real, check_rows
-from ..kernels import kernel_rows, validate_kernel
-from ._base import validate_rows
-from ._features import as_row, pad
+from deltafit.utils._labels import BinaryLabels, LabelMessages
+from deltafit.utils._transaction import atomic
+from deltafit.utils._validation import check_bool, check_int, check_real, check_rows
+from deltafit.kernels import kernel_rows, validate_kernel
+from deltafit.stream._base import validate_rows
+from deltafit.stream._features import as_row, pad
 
 __all__ = ["NORMA", "NORMARegressor"]
 

@@ -20,10 +20,10 @@ from sklearn.utils import get_tags
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
-from ._base import validate_rows
-from .._transaction import atomic
-from .._validation import check_rows
-from ._features import as_row
+from deltafit.stream._base import validate_rows
+from deltafit.utils._transaction import atomic
+from deltafit.utils._validation import check_rows
+from deltafit.stream._features import as_row
 
 __all__ = ["OneVsRest"]
 

@@ -6,10 +6,10 @@ import math
 
 from sklearn.base import ClassifierMixin
 
-from .._labels import BinaryLabels, LabelMessages
-from .._sgd_kernels import PEGASOS
-from .._validation import check_real
-from ._base import StreamLinearModel
+from deltafit.utils._labels import BinaryLabels, LabelMessages
+from deltafit.solvers._sgd import PEGASOS
+from deltafit.utils._validation import check_real
+from deltafit.stream._base import StreamLinearModel
 
 __all__ = ["Pegasos"]
 
@@ -98,7 +98,7 @@ class Pegasos(ClassifierMixin, StreamLinearModel):
         return lam
 
     def _radius(self):
-        from .._validation import check_bool
+        from deltafit.utils._validation import check_bool
 
         check_bool(self.projection, "projection")
         return 1.0 / math.sqrt(float(self.lam)) if self.projection else math.inf

@@ -10,8 +10,8 @@ import numpy as np
 from sklearn.base import is_classifier
 from sklearn.exceptions import NotFittedError
 
-from .._progress import progress_bar
-from .._validation import check_bool, check_int
+from deltafit.utils._progress import progress_bar
+from deltafit.utils._validation import check_bool, check_int
 
 __all__ = ["prequential", "StreamReport"]
 

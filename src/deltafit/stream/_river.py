@@ -9,7 +9,7 @@ __all__ = ["as_river"]
 
 def _adapters():
     try:
-        from . import _river_adapters
+        from deltafit.stream import _river_adapters
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError(
             "as_river needs river: pip install \"deltafit[river]\" (or pip install river)"

@@ -86,13 +86,13 @@ class RiverClassifier(_RiverAdapter, base.Classifier):
 
     @classmethod
     def _unit_test_params(cls):
-        from ..models import KernelClassifier
-        from ._ddm import DDM
-        from ._kdr import KDR
-        from ._norma import NORMA
-        from ._ovr import OneVsRest
-        from ._pegasos import Pegasos
-        from ._window import SlidingWindow
+        from deltafit.models import KernelClassifier
+        from deltafit.stream._ddm import DDM
+        from deltafit.stream._kdr import KDR
+        from deltafit.stream._norma import NORMA
+        from deltafit.stream._ovr import OneVsRest
+        from deltafit.stream._pegasos import Pegasos
+        from deltafit.stream._window import SlidingWindow
 
         kc = KernelClassifier(loss="squared_hinge")
         yield {"learner": KDR(kc, window=50, threshold=1.0)}   # the configurations of issue 19
@@ -120,11 +120,11 @@ class RiverRegressor(_RiverAdapter, base.Regressor):
 
     @classmethod
     def _unit_test_params(cls):
-        from ..models import KernelRegressor
-        from ._kdr import KDR
-        from ._lsqsgd import LSQSGD
-        from ._norma import NORMARegressor
-        from ._window import SlidingWindow
+        from deltafit.models import KernelRegressor
+        from deltafit.stream._kdr import KDR
+        from deltafit.stream._lsqsgd import LSQSGD
+        from deltafit.stream._norma import NORMARegressor
+        from deltafit.stream._window import SlidingWindow
 
         yield {"learner": LSQSGD()}
         yield {"learner": NORMARegressor(budget=30)}

@@ -7,11 +7,11 @@ import itertools
 import numpy as np
 from sklearn.model_selection import StratifiedKFold, cross_val_score
 
-from .._validation import check_int, check_rows
-from ..models import KernelClassifier
-from ._kdr import KDR
-from ._prequential import prequential
-from ._window import SlidingWindow
+from deltafit.utils._validation import check_int, check_rows
+from deltafit.models import KernelClassifier
+from deltafit.stream._kdr import KDR
+from deltafit.stream._prequential import prequential
+from deltafit.stream._window import SlidingWindow
 
 __all__ = ["tune_stream", "tradeoff_experiment", "ALGORITHMS"]
 
@@ -45,7 +45,7 @@ def tune_stream(X, y, window, *, n_tune=1000):
     >>> bool(params["r0"] > 0)
     True
     """
-    from ._norma import NORMA
+    from deltafit.stream._norma import NORMA
 
     classes = np.unique(y)
     X, y = X[:n_tune], y[:n_tune]
@@ -72,14 +72,14 @@ def tune_stream(X, y, window, *, n_tune=1000):
 
 def _online(learner, classes):
     """A binary online learner as is for two classes, one-vs-rest over ``classes`` for more."""
-    from ._ovr import OneVsRest
+    from deltafit.stream._ovr import OneVsRest
 
     return learner if classes.size <= 2 else OneVsRest(learner, classes=classes)
 
 
 def _learners(params, window, periods, thresholds, ddm_levels, algorithms, classes):
-    from ._ddm import DDM
-    from ._norma import NORMA
+    from deltafit.stream._ddm import DDM
+    from deltafit.stream._norma import NORMA
 
     est = _kernel_classifier(params["gamma"], params["C"])
 

@@ -19,10 +19,10 @@ from sklearn.utils import check_array, get_tags
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import column_or_1d
 
-from .._transaction import atomic
-from .._validation import check_int, check_rows
-from ..models import UpdatableMixin
-from ._features import as_row
+from deltafit.utils._transaction import atomic
+from deltafit.utils._validation import check_int, check_rows
+from deltafit.models import UpdatableMixin
+from deltafit.stream._features import as_row
 
 __all__ = ["WindowLearner", "SlidingWindow", "as_row"]
 

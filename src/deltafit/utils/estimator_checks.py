@@ -841,7 +841,7 @@ def check_sensitivity_ball_contains_refit(estimator, *, X=None, y=None, random_s
     >>> from deltafit.utils.estimator_checks import check_sensitivity_ball_contains_refit
     >>> check_sensitivity_ball_contains_refit(deltafit.LinearRegressor())   # silent when the contract holds
     """
-    from .. import sensitivity
+    from deltafit import sensitivity
 
     if _loss(estimator) == "hinge":
         return
@@ -907,7 +907,7 @@ def check_save_load_roundtrip(estimator, *, X=None, y=None, random_state=0):
     >>> from deltafit.utils.estimator_checks import check_save_load_roundtrip
     >>> check_save_load_roundtrip(deltafit.LinearRegressor())   # silent when the contract holds
     """
-    from ..persistence import load
+    from deltafit.persistence import load
 
     if not hasattr(estimator, "save"):
         return

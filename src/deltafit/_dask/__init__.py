@@ -1,0 +1,1 @@
+"""Everything that runs on a Dask cluster: input handling, the passes over the rows and the Dask states."""

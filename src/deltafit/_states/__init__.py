@@ -1,0 +1,1 @@
+"""Exact-update states: the ModelState protocol and one module per state (NumPy backend)."""

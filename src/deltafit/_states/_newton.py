@@ -1,0 +1,619 @@
+"""States for the smooth non-quadratic losses: exact warm-started re-solves.
+
+For the logistic and squared-hinge losses no finite closed-form update exists; the exact model
+after a data change is obtained by re-solving the canonical problem, warm-started from the
+current solution (new samples start at α = 0).  The training rows (or the kernel matrix over
+them) are kept for that purpose.
+
+Over explicit features the re-solve reuses the Hessian factorised by the last Newton step
+(:mod:`~deltafit.solvers._chord`): corrected by a low-rank term for the changed rows, it
+drives chord steps of one gradient pass each, stopping on the same certified gradient norm as
+a fit.  Sparse rows beyond ``solvers.HESSIAN_FREE_FEATURES`` features form no Hessian: there the
+re-solve is warm-started Newton with conjugate-gradient steps, as in a fit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from scipy import linalg
+
+from deltafit.solvers import (
+    HESSIAN_FREE_FEATURES,
+    _squared_norms,
+    check_curvature,
+    newton_kernel,
+    newton_primal,
+)
+from deltafit.solvers._chord import (
+    Curvature,
+    Point,
+    RowBlock,
+    chord_solve,
+    fresh_point,
+    point_by_slot,
+)
+from deltafit._linalg._gram import GramCache
+from deltafit.solvers._kernel_chord import (
+    KernelCurvature,
+    KernelPoint,
+    fresh_kernel_point,
+    kernel_chord_solve,
+)
+from deltafit._states._protocol import (
+    ModelState,
+    check_symmetric,
+    checked,
+    grown,
+    needs_result,
+    padded,
+    saved_coef,
+    taken,
+)
+
+__all__ = ["PrimalNewtonState", "KernelNewtonState"]
+
+
+class PrimalNewtonState(ModelState):
+    """β for explicit features, re-solved after each change by chord steps on the stored
+    Hessian (warm-started Newton where no Hessian is formed).
+
+    Attributes
+    ----------
+    curv : Curvature or None
+        The matrix the chord steps use, with its Cholesky factor (None: not formed yet, e.g.
+        after loading a model file or for Hessian-free sparse rows; the next update starts
+        from the exact Hessian at β).
+    point : Point or None
+        Scores by slot, J, ∇J and ∇J(0) at β (computed afresh by the last solve), from which
+        the next update's first step is computed for the changed rows alone; None: computed
+        from the rows at the next update.
+    """
+
+    kind, kernel, loss_names = "primal_newton", False, ("logistic", "squared_hinge")
+    warm_per_sample = False
+    curv = point = None
+
+    def solve(self, Phi, y, coef0=None, w=None):
+        """Newton on ``Phi`` (rows in slot order) from ``coef0``: ``(result, curvature)``."""
+        o = self.opts
+        return newton_primal(Phi, y, o.loss, o.C, sample_weight=w, coef0=coef0, tol=o.tol,
+                             max_iter=o.max_iter, callback=o.callback, keep_hessian=True)
+
+    def fit(self, Phi, y, capacity=None, coef0=None, w=None):
+        res, nc = self.solve(Phi, y, coef0, w)
+        n = Phi.shape[0]
+        capacity = max(capacity or n, n)
+        self.commit(res)
+        self.curv = _curvature(nc, np.arange(n), capacity)
+        self.point = None
+        if not _hessian_free(Phi):
+            cw = self.C * (np.ones(n) if w is None else np.asarray(w, dtype=np.float64))
+            block = RowBlock(Phi, np.asarray(y, dtype=np.float64), cw, np.arange(n))
+            Z, _, grad, g0 = fresh_point([block], self.beta, self.loss)
+            self.point = point_by_slot([block], Z, res.objective, grad, g0, capacity)
+        return self
+
+    def commit(self, res):
+        self.beta, self.result = res.coef, res
+
+    def apply_change(self, change):
+        led = change.ledger
+        check_change_curvature(change, self.C, self.loss)
+        if led.sparse_rows and led.n_features > HESSIAN_FREE_FEATURES:
+            # Hessian-free CG steps: no factorisation to reuse
+            slots, Phi, t = change.rows_after()
+            self.commit(self.solve(Phi, t, self.beta, change.weights_at(slots))[0])
+            return
+        o = self.opts
+        blocks, changed = change_blocks(change, self.C)
+        out = chord_solve(blocks, self.beta, self.curv, o.loss, tol=o.tol, max_iter=o.max_iter,
+                          callback=o.callback, capacity=led.capacity, changed=changed,
+                          start=self.point)
+        if out is None:  # the chord iteration stalled: Newton from where it is
+            slots, Phi, t = change.rows_after()
+            res, nc = self.solve(Phi, t, self.beta, change.weights_at(slots))
+            self.commit(res)
+            self.curv, self.point = _curvature(nc, slots, led.capacity), None
+            return
+        res, curv, self.point = out
+        try:
+            self.curv = curv.folded()  # one factor: what a model file restores exactly
+        except linalg.LinAlgError:
+            self.curv = None  # the fold lost definiteness: the next update starts afresh
+        self.commit(res)
+
+    def warm_coef(self, slots):
+        return self.beta.copy()
+
+    def ensure_capacity(self, capacity):
+        if self.curv is not None:
+            self.curv = self.curv.grown(capacity)
+        if self.point is not None:
+            self.point = self.point.grown(capacity)
+
+    def take(self, keep, capacity):
+        if self.curv is not None:
+            self.curv = self.curv.taken(keep, capacity)
+        if self.point is not None:
+            self.point = self.point.taken(keep, capacity)
+
+    def to_arrays(self, keep):
+        out = {"state_beta": self.beta}
+        cv, pt = self.curv, self.point
+        if cv is not None and pt is not None:  # what the next update starts from
+            # the Hessian as its Cholesky factor reads it (the lower triangle), mirrored: the
+            # rounding asymmetry the folded corrections leave in the upper triangle is the
+            # residue of every earlier, possibly far larger, Hessian (a fit at weight 1 later
+            # reweighted to 1e-12), which a load-time symmetry test cannot tell from damage;
+            # the loaded factor is bitwise the one this state holds
+            H = np.tril(cv.folded().H)
+            H = H + np.tril(H, -1).T
+            out["state_hessian"] = np.column_stack([H, pt.grad, pt.grad0])
+            out["state_scores"] = np.column_stack([pt.z[keep], cv.d[keep]])
+        return out
+
+    @classmethod
+    def saved_shapes(cls, n, p):
+        return {"state_beta": (p,)}
+
+    @classmethod
+    def optional_shapes(cls, n, p):
+        """The stored Hessian with ∇J and ∇J(0) as two more columns, and the scores and
+        curvature weights of the live samples (a file without them rebuilds them)."""
+        return {"state_hessian": (p, p + 2), "state_scores": (n, 2)}
+
+    @classmethod
+    def from_arrays(cls, arrays, opts, *, y, capacity, max_rank=64, result=None):
+        needs_result(result, cls.kind)
+        st = cls(opts, max_rank)
+        st.beta = saved_coef(arrays)
+        result.coef = st.beta
+        st.result = result
+        shapes = cls.optional_shapes(np.shape(y)[0], st.beta.shape[0])
+        if all(name in arrays for name in shapes):  # else rebuilt at the next update
+            HG, zd = checked(arrays, shapes, "stored Hessian")
+            if not (np.all(np.isfinite(HG)) and np.all(np.isfinite(zd))):
+                raise ValueError("corrupt model file: the stored Hessian or scores are not "
+                                 "finite")
+            H = np.ascontiguousarray(HG[:, :-2])
+            check_symmetric(H, "stored Hessian")
+            try:
+                st.curv = Curvature(H, padded(zd[:, 1], capacity))
+            except (linalg.LinAlgError, ValueError) as exc:
+                raise ValueError("corrupt model file: the stored Hessian is not positive "
+                                 "definite") from exc
+            st.point = Point(padded(zd[:, 0], capacity), float(result.objective),
+                             HG[:, -2].copy(), HG[:, -1].copy())
+        return st
+
+
+def _hessian_free(Phi):
+    """Whether Newton solves over ``Phi`` by Hessian-free CG steps (no matrix to reuse)."""
+    return sp.issparse(Phi) and Phi.shape[1] > HESSIAN_FREE_FEATURES
+
+
+def _curvature(nc, slots, capacity):
+    """The :class:`Curvature` of a Newton solve's last Hessian over rows at ``slots``."""
+    if nc is None:
+        return None
+    d = np.zeros(capacity)
+    d[slots] = nc.d
+    try:
+        return Curvature(nc.hessian, d)
+    except (linalg.LinAlgError, ValueError):
+        return None
+
+
+def check_change_curvature(change, C, loss, sq_add=None, sq_reweight=None):
+    """Refuse a change whose added or reweighted samples bring a Newton curvature beyond
+    double precision (:data:`deltafit.solvers.MAX_CURVATURE`), before anything changes.
+
+    ``sq_add`` / ``sq_reweight``: the samples' ``k(x, x)`` (kernel states); None: ``‖Φ(x)‖²``
+    of the change's rows (linear states).
+    """
+    kernel = sq_add is not None or sq_reweight is not None
+    what, norm = ("K", "k(x, x)") if kernel else ("X", "‖Φ(x)‖²")
+    if change.add_slots is not None and len(change.add_slots):
+        if sq_add is None:
+            sq_add = _squared_norms(change.rows_add)
+        w = 1.0 if change.w_add is None else np.asarray(change.w_add, dtype=np.float64)
+        check_curvature(sq_add, C * w, loss, what, norm)
+    slots = change.reweight_slots
+    if slots is not None and len(slots):
+        if sq_reweight is None:
+            rows = change.rows_reweight
+            if rows is None:
+                rows = change.ledger.X[np.asarray(slots, dtype=np.intp)]
+            sq_reweight = _squared_norms(rows)
+        check_curvature(sq_reweight, C * np.asarray(change.reweight_w, dtype=np.float64), loss,
+                        what, norm)
+
+
+def change_blocks(change, C):
+    """The problem after ``change`` as row blocks for :func:`chord_solve`, without copying the
+    stored rows: the ledger's slots (removed and free ones at weight 0) and the added rows.
+
+    Returns
+    -------
+    blocks : list of RowBlock
+    changed : list of ndarray of bool
+        Per block, the rows whose target or weight the change sets.
+    """
+    led = change.ledger
+    end = led.end
+    if led.sparse_rows:
+        S = np.flatnonzero(led.active[:end])
+        X, at = led.X[S], S
+    else:
+        S = np.arange(end)
+        X, at = led.X[:end], slice(0, end)
+    t_before = np.array(led.y[at], dtype=np.float64)
+    t = t_before.copy()
+    w_before = np.where(led.active[at], led.w[at], 0.0)
+    w = w_before.copy()
+    changed = np.zeros(S.size, dtype=bool)
+
+    def at(slots):
+        return np.searchsorted(S, np.asarray(slots, dtype=np.intp))
+
+    if change.relabel_slots is not None and len(change.relabel_slots):
+        i = at(change.relabel_slots)
+        t[i] = change.relabel_t
+        changed[i] = True
+    if change.reweight_slots is not None and len(change.reweight_slots):
+        i = at(change.reweight_slots)
+        w[i] = change.reweight_w
+        changed[i] = True
+    if change.remove_slots is not None and len(change.remove_slots):
+        i = at(change.remove_slots)
+        w[i] = 0.0
+        changed[i] = True
+    blocks, masks = [RowBlock(X, t, C * w, S, t_before, C * w_before)], [changed]
+    if change.add_slots is not None and len(change.add_slots):
+        k = len(change.add_slots)
+        wa = np.ones(k) if change.w_add is None else np.asarray(change.w_add, dtype=np.float64)
+        ta = np.asarray(change.t_add, dtype=np.float64)
+        blocks.append(RowBlock(change.rows_add, ta, C * wa, np.asarray(change.add_slots),
+                               ta, np.zeros(k), stored=False))
+        masks.append(np.ones(k, dtype=bool))
+    return blocks, masks
+
+
+class KernelNewtonState(ModelState):
+    """α over ledger slots, re-solved after each change by chord steps on the stored factor
+    of the last kernel Newton system (:mod:`~deltafit.solvers._kernel_chord`).
+
+    The factor of ``I + S K S`` that the last Newton step built is kept with pending
+    rank-one corrections (removed, added, relabelled, reweighted samples; squared-hinge
+    margin flips) applied by the Woodbury identity; each chord step costs two products with
+    K and one triangular solve pair.  A stalled chord iteration falls back to
+    :func:`~deltafit.solvers.newton_kernel` from where it is.  A subclass for a non-smooth
+    loss (the hinge's dual QP) re-solves warm-started with its own :meth:`solve` instead.
+
+    Attributes
+    ----------
+    curv : KernelCurvature or None
+        The chord operator (None: not formed yet, e.g. after loading a model file: the next
+        update starts from the exact one at α).
+    point : KernelPoint or None
+        ``K α``, ``K h`` and ``K h₀`` by slot at α (None: computed at the next update).
+    n_factorizations : int
+        Full factorisations of the kernel Newton system made by updates since the fit
+        (chord refreshes and the Newton iterations of fallbacks).
+    """
+
+    kind, kernel, loss_names = "kernel_newton", True, ("logistic", "squared_hinge")
+    warm_per_sample = True
+    curv = point = None
+    n_factorizations = 0
+
+    def fit(self, K, y, capacity, coef0=None, w=None):
+        self.gram = GramCache(K, capacity)
+        self._init_slots(capacity)
+        n = K.shape[0]
+        A = np.arange(n)
+        if not self._chord:
+            self.commit(A, self.solve(A, y, coef0, w))
+            return self
+        self._solve_keeping(A, np.asarray(y, dtype=np.float64), coef0, w)
+        return self
+
+    @property
+    def _chord(self):
+        """Whether updates take chord steps (the smooth losses' Newton systems)."""
+        return bool(self.loss.smooth)
+
+    def _init_slots(self, capacity):
+        self.alpha = np.zeros(capacity)
+
+    @property
+    def capacity(self):
+        return self.alpha.shape[0]
+
+    def solve(self, A, y, coef0=None, w=None):
+        o = self.opts
+        return newton_kernel(self.gram.sub(A), y, o.loss, o.C, sample_weight=w, coef0=coef0,
+                             tol=o.tol, max_iter=o.max_iter, callback=o.callback)
+
+    def _solve_keeping(self, A, t, coef0, w):
+        """Newton on the samples at slots ``A``; keeps its last factor and the point."""
+        o = self.opts
+        res, fac = newton_kernel(self.gram.sub(A), t, o.loss, o.C, sample_weight=w,
+                                 coef0=coef0, tol=o.tol, max_iter=o.max_iter,
+                                 callback=o.callback, keep_factor=True)
+        self.commit(A, res)
+        cap = self.capacity
+        self.curv = self.point = None
+        if fac is not None:
+            act, s, L = fac
+            d = np.zeros(cap)
+            d[A[act]] = s * s
+            self.curv = KernelCurvature(A[act], s, L, d)
+        end = int(A[-1]) + 1 if A.size else 0
+        tt, cw = np.zeros(end), np.zeros(end)
+        tt[A] = t
+        cw[A] = self.C * (1.0 if w is None else np.asarray(w, dtype=np.float64))
+        pt = fresh_kernel_point(self.gram.K[:end, :end], self.alpha[:end], tt, cw, self.loss)
+        self.point = pt.grown(cap)
+        return res
+
+    def commit(self, A, res):
+        self.alpha, self.result = padded_at(A, res.coef, self.capacity), res
+
+    def _warm_source(self):
+        """The per-slot values a re-solve warm-starts from."""
+        return self.alpha
+
+    def counters(self):
+        if not self._chord:
+            return super().counters()
+        return {"n_refactor": int(self.n_factorizations), "n_folds": -1,
+                "pending_rank": -1 if self.curv is None else int(self.curv.rank)}
+
+    def reusable_slots(self):
+        """Removed slots not referred to by the stored factor (None: all of them)."""
+        if self.curv is None:
+            return None
+        return np.setdiff1d(np.arange(self.capacity), self.curv.held)
+
+    def apply_change(self, change):
+        if self._chord:
+            self._check_curvature(change)
+        if change.add_slots is not None:
+            self.ensure_capacity(change.ledger.capacity)
+            self.gram.write(change.add_slots, change.K_cross, change.K_new)
+        A, t = change.slots_after()
+        start = self._warm_source().copy()
+        if change.add_slots is not None:
+            start[change.add_slots] = 0.0  # new samples start at 0
+        if not self._chord:
+            self.commit(A, self.solve(A, t, start[A], change.weights_at(A)))
+            return
+        self._chord_change(change, A, t, start)
+
+    def _check_curvature(self, change):
+        """Refuse added or reweighted samples whose ``C·w·ℓ''·k(x, x)`` is beyond double
+        precision (see :func:`check_change_curvature`)."""
+        sq_add = sq_rw = None
+        if change.add_slots is not None and len(change.add_slots):
+            sq_add = np.diagonal(np.asarray(change.K_new))
+        if change.reweight_slots is not None and len(change.reweight_slots):
+            sl = np.asarray(change.reweight_slots, dtype=np.intp)
+            sq_rw = np.asarray(self.gram.K[sl, sl], dtype=np.float64)
+        if sq_add is not None or sq_rw is not None:
+            check_change_curvature(change, self.C, self.loss, sq_add, sq_rw)
+
+    def _chord_change(self, change, A, t_after, start):
+        o, led = self.opts, change.ledger
+        loss = o.loss
+        end = max(int(led.end), int(A[-1]) + 1 if A.size else 0)
+        K = self.gram.K[:end, :end]
+        t = np.zeros(end)
+        t[A] = t_after
+        w = change.weights_at(A)
+        cw = np.zeros(end)
+        cw[A] = self.C * (1.0 if w is None else w)
+        alpha = np.zeros(end)
+        alpha[A] = start[A]
+        if change.remove_slots is not None:
+            # a removed sample keeps its coefficient at the start (β unchanged: ∇J is just its
+            # term, small); the first step sets it to 0 exactly (C w = 0 there)
+            alpha[change.remove_slots] = self.alpha[change.remove_slots]
+        adds = np.zeros(0, dtype=np.intp) if change.add_slots is None else \
+            np.asarray(change.add_slots, dtype=np.intp)
+        rem = np.zeros(0, dtype=np.intp) if change.remove_slots is None else \
+            np.asarray(change.remove_slots, dtype=np.intp)
+        changed = [adds, rem]
+        for sl in (change.relabel_slots, change.reweight_slots):
+            if sl is not None:
+                changed.append(np.asarray(sl, dtype=np.intp))
+        changed = np.unique(np.concatenate(changed))
+        point = self._moved_point(K, change, alpha, t, cw, end, adds, rem, changed)
+        curv = None if self.curv is None else self.curv.grown(self.capacity).with_rows(K, adds)
+        max_rank = max(self.max_rank, end // 8)
+        out = kernel_chord_solve(K, t, cw, alpha, loss, curv=curv, start=point, changed=changed,
+                                 problem=A, tol=o.tol, max_iter=o.max_iter,
+                                 callback=o.callback, max_rank=max_rank)
+        if out is None:  # the chord iteration stalled: Newton from where it is
+            res = self._solve_keeping(A, t_after, start[A], w)
+            self.n_factorizations += int(res.n_iter)
+            return
+        res, curv, pt, n_factor = out
+        self.commit(A, res)
+        self.curv = None if curv is None else curv.grown(self.capacity)
+        self.point = pt.grown(self.capacity)
+        self.n_factorizations += n_factor
+
+    def _moved_point(self, K, change, alpha, t, cw, end, adds, rem, changed):
+        """``K α``, ``K h``, ``K h₀`` at the start for the problem after the change: from the
+        stored point and the changed samples' kernel columns (O(n k)); afresh (two products
+        with K) without a stored point."""
+        loss = self.loss
+        if self.point is None:
+            return fresh_kernel_point(K, alpha, t, cw, loss)
+        led = change.ledger
+        pt = self.point.grown(self.capacity)
+        z, Kh, Kh0 = pt.z[:end].copy(), pt.Kh[:end].copy(), pt.Kh0[:end].copy()
+        if adds.size:
+            z[adds] = K[:, adds].T @ alpha
+        # the targets and C w of the changed samples before the change (added ones: absent)
+        old = changed[~np.isin(changed, adds)]
+        t_old = np.array(led.y[old], dtype=np.float64)
+        cw_old = self.C * np.where(led.active[old], led.w[old], 0.0)
+        zero = np.zeros(changed.size)
+        h0_new = cw[changed] * loss.d1(t[changed], zero)
+        h0_old = np.zeros(changed.size)
+        io = np.searchsorted(changed, old)
+        h0_old[io] = cw_old * loss.d1(t_old, zero[io])
+        Kh0 += K[:, changed] @ (h0_new - h0_old)
+        if adds.size:
+            Kh0[adds] = K[:, adds].T @ (cw * loss.d1(t, np.zeros(end)))
+        # β is unchanged (removed samples keep their coefficients): the stored samples'
+        # scores did not move
+        h_new = cw[changed] * loss.d1(t[changed], z[changed])
+        h_old = np.zeros(changed.size)
+        h_old[io] = cw_old * loss.d1(t_old, z[old])
+        Kh += K[:, changed] @ (h_new - h_old)
+        if adds.size:
+            Kh[adds] = K[:, adds].T @ (cw * loss.d1(t, z))
+        return KernelPoint(z, Kh, Kh0)
+
+    def warm_coef(self, slots):
+        return self._warm_source()[slots].copy()
+
+    def ensure_capacity(self, cap):
+        if cap > self.capacity:
+            self.gram.ensure_capacity(cap)
+            self.alpha = grown(self.alpha, cap)
+            if self.curv is not None:
+                self.curv = self.curv.grown(cap)
+            if self.point is not None:
+                self.point = self.point.grown(cap)
+
+    def take(self, keep, capacity):
+        self.gram.take(keep, capacity)
+        self.alpha = taken(self.alpha, keep, capacity)
+        if self.curv is not None:
+            self.curv = self.curv.taken(keep, capacity)
+        if self.point is not None:
+            self.point = self.point.taken(keep, capacity)
+
+    def to_arrays(self, keep):
+        out = {"state_K": self.gram.sub(keep), "state_alpha": self.alpha[keep]}
+        if self._chord and self.curv is not None and self.point is not None:
+            out.update(self._chord_arrays(np.asarray(keep, dtype=np.intp)))
+        return out
+
+    def _chord_arrays(self, keep):
+        """The operator and the point over the live samples ``keep``: the factor embedded at
+        their positions and, per sample, its factor position, ``s``, weight in D, pending
+        position and δ, ``z``, ``K h``, ``K h₀``.  A factor that still holds removed samples
+        (cancelled by pending terms) is written as the factor of the same base matrix over
+        the live ones (O(m³), paid only by such a save)."""
+        cv, pt = self.curv, self.point
+        n = keep.size
+        pos = np.full(self.capacity, -1, dtype=np.intp)
+        pos[keep] = np.arange(n)
+        slots, s, L = cv.slots, cv.s, cv.L
+        live = pos[slots] >= 0
+        if not np.all(live):
+            slots, s = slots[live], s[live]
+            M = self.gram.sub(slots) * np.outer(s, s)
+            M.flat[:: slots.size + 1] += 1.0
+            L = linalg.cholesky(M, lower=True, overwrite_a=True, check_finite=False)
+        pending = pos[cv.J] >= 0  # removed samples' terms cancel their base weight: dropped
+        F = np.zeros((n, n))
+        pb = pos[slots]
+        F[np.ix_(pb, pb)] = L
+        C = np.zeros((n, 8))
+        C[pb, 0] = np.arange(1, slots.size + 1)
+        C[pb, 1] = s
+        C[:, 2] = cv.d[keep]
+        pj = pos[cv.J[pending]]
+        C[pj, 3] = np.arange(1, pj.size + 1)
+        C[pj, 4] = cv.delta[pending]
+        C[:, 5], C[:, 6], C[:, 7] = pt.z[keep], pt.Kh[keep], pt.Kh0[keep]
+        return {"state_factor": F, "state_chord": C}
+
+    @classmethod
+    def saved_shapes(cls, n, p):
+        return {"state_K": (n, n), "state_alpha": (n,)}
+
+    @classmethod
+    def optional_shapes(cls, n, p):
+        """The kept factor (embedded over the live samples) and the per-sample chord data
+        (a file without them, or a hinge state's, loads; the next update then factorises)."""
+        return {"state_factor": (n, n), "state_chord": (n, 8)}
+
+    @classmethod
+    def from_arrays(cls, arrays, opts, *, y, capacity, max_rank=64, result=None):
+        """The state of a model file, with its stored factor and point when the file holds
+        them (else the first update computes them: one factorisation)."""
+        needs_result(result, cls.kind)
+        n = y.shape[0]
+        K, alpha = checked(arrays, KernelNewtonState.saved_shapes(n, None), "kernel state")
+        check_symmetric(K, "kernel matrix")
+        st = cls(opts, max_rank)
+        st.gram = GramCache(K, capacity)
+        st.alpha = padded(alpha, capacity)
+        result.coef = alpha
+        st.result = result
+        shapes = cls.optional_shapes(n, None)
+        if st._chord and all(name in arrays for name in shapes):
+            F, C = checked(arrays, shapes, "stored kernel factor")
+            st.curv, st.point = _chord_from_arrays(st, K, F, C, capacity)
+        return st
+
+
+def _positions(col, what):
+    """Sample positions ordered by the 1-based order numbers in ``col`` (0: none)."""
+    at = np.flatnonzero(col)
+    order = col[at]
+    if not np.array_equal(np.sort(order), np.arange(1, at.size + 1)):
+        raise ValueError(f"corrupt model file: the {what} order is not a permutation")
+    return at[np.argsort(order)]
+
+
+def _chord_from_arrays(st, K, F, C, capacity):
+    """The operator and point of :meth:`KernelNewtonState._chord_arrays`, checked."""
+    if not (np.all(np.isfinite(F)) and np.all(np.isfinite(C))):
+        raise ValueError("corrupt model file: the stored kernel factor is not finite")
+    B = _positions(C[:, 0], "factor")
+    J = _positions(C[:, 3], "pending correction")
+    s, d = C[B, 1].copy(), C[:, 2]
+    L = np.asfortranarray(F[np.ix_(B, B)])
+    if np.any(s <= 0.0) or np.any(d < 0.0) or np.any(np.triu(L, 1)) or \
+            np.any(np.diag(L) <= 0.0):
+        raise ValueError("corrupt model file: the stored kernel factor is not a Cholesky "
+                         "factor of positive weights")
+    M = K[np.ix_(B, B)] * np.outer(s, s)
+    M.flat[:: B.size + 1] += 1.0
+    v = np.random.default_rng(0).standard_normal(B.size)  # a probe: O(m²), not L Lᵀ (O(m³))
+    Mv = M @ v
+    if B.size and not np.allclose(L @ (L.T @ v), Mv, rtol=0.0,
+                                  atol=1e-8 * float(np.abs(M).sum(axis=1).max())):
+        raise ValueError("corrupt model file: the stored kernel factor does not match the "
+                         "kernel matrix")
+    dd = padded(d, capacity)
+    curv = KernelCurvature(B, s, L, dd)
+    if J.size:
+        delta = C[J, 4]
+        base = np.zeros(capacity)
+        base[B] = s * s
+        target = base[J] + delta
+        # the pending terms, re-applied in their order: the same operator
+        curv = KernelCurvature(B, s, L, base.copy()).corrected(K, J, target, max_rank=J.size)
+        if curv is None or not np.array_equal(curv.J, J):
+            raise ValueError("corrupt model file: the stored pending corrections are invalid")
+        curv = KernelCurvature(B, s, L, dd, curv.J, curv.delta, curv.Y, curv.KJ)
+    point = KernelPoint(padded(C[:, 5], capacity), padded(C[:, 6], capacity),
+                        padded(C[:, 7], capacity))
+    return curv, point
+
+
+def padded_at(slots, values, capacity):
+    """A length-``capacity`` zero array holding ``values`` at ``slots``."""
+    out = np.zeros(capacity)
+    out[slots] = values
+    return out

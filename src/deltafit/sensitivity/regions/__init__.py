@@ -1,0 +1,1 @@
+"""What-if regions: the certified sets (ball, exact, curvature) that bound a retrained model."""
