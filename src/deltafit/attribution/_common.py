@@ -51,7 +51,7 @@ def check_ids(problem, ids):
 def labels_of(classes, z):
     """Labels of decision values as a deltafit classifier decodes them: ``classes[1]`` where
     ``z > 0`` (two classes), else the class of the largest score."""
-    if z.ndim == 1 or z.shape[-1] == 1 and classes.size == 2:
+    if classes.size == 2:
         return classes[(np.asarray(z) > 0).astype(np.intp)]
     return classes[np.argmax(z, axis=-1)]
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg
 
-import deltafit
+from deltafit import sensitivity
 from deltafit.attribution._common import Fitted, check_chunk, check_ids
 
 __all__ = ["loo_effects", "influence"]
@@ -181,7 +181,7 @@ def _chunks(fitted, X, pos, chunk_size, tol, max_iter):
 def _bounds(fitted, X, pos):
     """Certified intervals of the effects from the sensitivity regions (no refits)."""
     base = fitted.decision(X)
-    s = deltafit.sensitivity(fitted.model)
+    s = sensitivity(fitted.model)
     lo = np.empty((pos.size,) + base.shape)
     hi = np.empty_like(lo)
     for j, p in enumerate(pos):
