@@ -27,11 +27,13 @@ def build_parser():
     add_demo_command(sub)
     from deltafit.cli._cv import add_cv_commands
     from deltafit.cli._experiments import add_experiment_commands
+    from deltafit.cli._attribute import add_attribute_command
     from deltafit.cli._treecv import add_treecv_command
 
     add_cv_commands(sub)
     add_treecv_command(sub)
     add_experiment_commands(sub)
+    add_attribute_command(sub)
     return p
 
 
@@ -55,6 +57,10 @@ def _run_command(args):
         from deltafit.cli._treecv import run_treecv_command
 
         return run_treecv_command(args)
+    if args.command == "attribute":
+        from deltafit.cli._attribute import run_attribute_command
+
+        return run_attribute_command(args)
     if args.command in ("stream", "active"):
         from deltafit.cli import _experiments as _cli_experiments
 
