@@ -102,7 +102,8 @@ def _squared_kernel(pv, KX, pos):
 # --------------------------------------------------------------- the smooth losses
 def _smooth_linear(pv, FX, pos, tol, max_iter):
     """Effects (len(pos), m) of a logistic / squared-hinge linear model by side-by-side chord
-    re-solves; returns the effects and the positions left unsettled (None where settled)."""
+    re-solves (Newton steps, preconditioned by the left-out Hessian at β); returns the effects
+    and the positions (into ``pos``) left unsettled."""
     f = pv.f
     key = ("hess", pv.v.klass)
     if key not in f.cache:
@@ -114,34 +115,96 @@ def _smooth_linear(pv, FX, pos, tol, max_iter):
     Phi, t, w, C = pv.Phi, pv.t, pv.w, pv.C
     B = len(pos)
     P = Phi[pos]
-    U = linalg.cho_solve(cf, P.T)                       # H⁻¹ φᵢ
+    U = linalg.cho_solve(cf, P.T, check_finite=False)   # H⁻¹ φᵢ
     c = C * d2[pos]
     den = 1.0 - c * np.einsum("ij,ji->i", P, U)          # > 0: H − c φφᵀ is positive definite
     G = grad[:, None] - P.T * (C * d1[pos])               # ∇J₋ᵢ(β)
     Bt = np.repeat(pv.beta[:, None], B, axis=1)
-    active = np.arange(B)
     norms = np.linalg.norm(G, axis=0)
-    cols = np.arange(B)
-    for _ in range(max_iter):
+    active = np.arange(B)
+    D2 = prev = None                                     # curvature at the iterates
+    rate = np.zeros(B)                                   # last contraction of each column
+    for it in range(max_iter):
         active = active[norms[active] > tol]
         if not active.size:
             break
         Ga, Ua = G[:, active], U[:, active]
-        V = linalg.cho_solve(cf, Ga)
-        V += Ua * (c[active] * np.einsum("ij,ij->j", Ua, Ga) / den[active])
+
+        def precond(R, Ua=Ua, ca=c[active], da=den[active]):
+            # (H − c φφᵀ)⁻¹ R: the left-out Hessian at β (Sherman–Morrison)
+            V = linalg.cho_solve(cf, R, check_finite=False)
+            return V + Ua * (ca * np.einsum("ij,ij->j", Ua, R) / da)
+
+        def precond_cols(R, cols):
+            V = linalg.cho_solve(cf, R, check_finite=False)
+            return V + U[:, cols] * (c[cols] * np.einsum("ij,ij->j", U[:, cols], R) / den[cols])
+
+        # at β the preconditioner is the exact left-out Hessian (a Newton step); later, a
+        # chord step with it while it contracts fast, else an inexact Newton step
+        # (preconditioned CG on the current Hessian)
+        V = precond(Ga)
+        slow = np.flatnonzero(rate[active] > 0.05) if it else np.empty(0, dtype=np.intp)
+        if slow.size:
+            D2s = D2[:, np.searchsorted(prev, active[slow])]
+            sl = active[slow]
+            V[:, slow] = _pcg(lambda S: S + C * (Phi.T @ (D2s * (Phi @ S))),
+                              lambda R: precond_cols(R, sl), Ga[:, slow])
         Bt[:, active] -= V
         Z = Phi @ Bt[:, active]
-        D1 = w[:, None] * pv.loss.d1(t[:, None], Z)
-        D1[pos[active], cols[: active.size]] = 0.0        # sample i is left out of problem i
+        D1, D2 = _derivatives(pv.loss, t[:, None], Z)
+        D1 *= w[:, None]
+        D2 *= w[:, None]
+        D1[pos[active], np.arange(active.size)] = 0.0    # sample i is left out of problem i
+        D2[pos[active], np.arange(active.size)] = 0.0
         Gn = Bt[:, active] + C * (Phi.T @ D1)
+        prev = active
         new = np.linalg.norm(Gn, axis=0)
-        # a chord step that does not contract is given up (the exact update takes over)
+        rate[active] = new / np.maximum(norms[active], 1e-300)
+        # a step that does not contract is given up (the exact update takes over)
         stalled = new > 0.9 * norms[active]
         G[:, active] = Gn
         norms[active] = np.where(stalled & (new > tol), np.inf, new)
-        active = active[np.isfinite(norms[active])]
     left = np.flatnonzero(~(norms <= tol))
     return (FX @ (Bt - pv.beta[:, None])).T, left
+
+
+def _derivatives(loss, t, Z):
+    """``ℓ'(t, Z)`` and ``ℓ''(t, Z)`` (one logistic sigmoid for both)."""
+    if loss.name == "logistic":
+        sig = t * Z                                      # σ(−tz) = 1 / (1 + exp(tz)), in place
+        with np.errstate(over="ignore"):
+            np.exp(sig, out=sig)
+        sig += 1.0
+        np.reciprocal(sig, out=sig)
+        d2 = sig * sig
+        np.subtract(sig, d2, out=d2)
+        sig *= -t
+        return sig, d2
+    return loss.d1(t, Z), loss.d2(t, Z)
+
+
+def _pcg(hvp, precond, G, rtol=1e-3, max_iter=20):
+    """Columns S of ``H S = G`` by preconditioned conjugate gradients, side by side, each
+    column to a residual of ``rtol · ‖G‖`` (an inexact Newton step)."""
+    S = np.zeros_like(G)
+    R = G.copy()
+    Zp = precond(R)
+    P = Zp.copy()
+    rz = np.einsum("ij,ij->j", R, Zp)
+    goal = rtol * np.linalg.norm(G, axis=0)
+    for _ in range(max_iter):
+        todo = np.linalg.norm(R, axis=0) > goal
+        if not todo.any():
+            break
+        HP = hvp(P)
+        a = np.where(todo, rz / np.maximum(np.einsum("ij,ij->j", P, HP), 1e-300), 0.0)
+        S += a * P
+        R -= a * HP
+        Zp = precond(R)
+        rz_new = np.einsum("ij,ij->j", R, Zp)
+        P = Zp + np.where(todo, rz_new / np.maximum(rz, 1e-300), 0.0) * P
+        rz = rz_new
+    return S
 
 
 # ------------------------------------------------------------------------- the API
