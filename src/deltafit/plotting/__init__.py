@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from deltafit.plotting._attribution import attribution_figure
 from deltafit.plotting._experiments import (
     _require_nonempty,
     _save_png,
@@ -13,7 +14,7 @@ from deltafit.plotting._experiments import (
 from deltafit.plotting._pyplot import pyplot as _pyplot
 
 __all__ = ["tightness_cdf", "treecv_times", "tradeoff_curves", "active_learning_curves",
-           "demo_figure"]
+           "demo_figure", "attribution_figure"]
 
 
 def tightness_cdf(ratios, path, *, title=None, xmax=None):
