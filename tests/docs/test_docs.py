@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 API = ROOT / "docs" / "api"
 PUBLIC_MODULES = ["deltafit", "deltafit.models", "deltafit.sensitivity",
                   "deltafit.model_selection", "deltafit.stream", "deltafit.active",
+                  "deltafit.attribution",
                   "deltafit.datasets", "deltafit.persistence", "deltafit.plotting",
                   "deltafit.losses", "deltafit.kernels", "deltafit.solvers",
                   "deltafit.utils.estimator_checks"]

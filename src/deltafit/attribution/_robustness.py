@@ -50,6 +50,17 @@ class Robustness:
         The sample ids of each found set (None where ``upper`` is inf).
     prediction : ndarray
         The model's current predictions (labels, or the coefficient).
+
+    Examples
+    --------
+    >>> import deltafit
+    >>> from deltafit.attribution import robustness
+    >>> from deltafit.datasets import load_breast_cancer
+    >>> X, y = load_breast_cancer()
+    >>> m = deltafit.LinearRegressor().fit(X[:50, :3], X[:50, 5])
+    >>> r = robustness(m, coef=0, max_removals=3)
+    >>> len(r), bool(r.lower[0] <= r.upper[0])
+    (1, True)
     """
 
     def __init__(self, lower, upper, witness, prediction):

@@ -40,6 +40,19 @@ class DataValues:
     -----
     Laid out as pyDVL's ``ValuationResult`` (``values``, ``indices`` -> ``ids``, ``names``),
     so that the two can be compared row by row.
+
+    Examples
+    --------
+    >>> import deltafit
+    >>> from deltafit.attribution import data_values
+    >>> from deltafit.datasets import load_breast_cancer
+    >>> X, y = load_breast_cancer()
+    >>> m = deltafit.LinearClassifier(loss="logistic").fit(X[:100], y[:100])
+    >>> v = data_values(m, X[100:], y[100:], scoring="neg_log_loss")
+    >>> v.to_frame().columns.tolist()
+    ['name', 'value']
+    >>> len(v.most_harmful(3))
+    3
     """
 
     algorithm = "exact_loo"
