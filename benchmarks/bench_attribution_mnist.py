@@ -11,7 +11,8 @@ The influence-function estimate (Koh & Liang 2017) is timed too, and its Pearson
 correlation with the exact effects reported.
 
 One BLAS thread (set before NumPy is imported).  Prints one JSON document and a markdown row
-(``--out`` also writes them).  Run: ``python benchmarks/bench_attribution_mnist.py [--refits 8]``.
+(``--out`` also writes them).
+Run: ``python benchmarks/bench_attribution_mnist.py [--quick] [--refits 8]``.
 """
 
 from __future__ import annotations
@@ -30,9 +31,10 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import deltafit  # noqa: E402
 from _timing import log, timed  # noqa: E402
 from bench_updates import machine_info, source_info  # noqa: E402
+
+import deltafit  # noqa: E402
 from deltafit.attribution import influence, loo_effects  # noqa: E402
 from deltafit.datasets import load_mnist_sample  # noqa: E402
 
@@ -57,7 +59,11 @@ def main(argv=None):
     ap.add_argument("--C", type=float, default=0.01)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=None, help="prefix of .json / .md files to write")
+    ap.add_argument("--quick", action="store_true",
+                    help="500 train / 100 test, 2 refits: a smoke test (no bar applied)")
     a = ap.parse_args(argv)
+    if a.quick:
+        a.n_train, a.n_test, a.refits = 500, 100, 2
     Xtr, ytr, Xte, yte = data(a.n_train, a.n_test, a.seed)
 
     def est():
@@ -76,7 +82,7 @@ def main(argv=None):
     times, errs = [], []
     for i in pick:
         keep = np.arange(len(Xtr)) != i
-        t, m = timed(lambda: est().fit(Xtr[keep], ytr[keep]))
+        t, m = timed(lambda keep=keep: est().fit(Xtr[keep], ytr[keep]))
         times.append(t)
         errs.append(float(np.abs(m.decision_function(Xte) - base - E[i]).max()))
         log(f"refit without {i}: {t:.2f} s, max |effect - brute force| = {errs[-1]:.2e}")
@@ -111,7 +117,7 @@ def main(argv=None):
             json.dump(res, fh, indent=1, default=str)
         with open(a.out + ".md", "w") as fh:
             fh.write(row + "\n")
-    return 0 if (res["equal"] and ratio >= BAR) else 1
+    return 0 if (res["equal"] and (a.quick or ratio >= BAR)) else 1
 
 
 if __name__ == "__main__":

@@ -57,8 +57,9 @@ def data(name):
 
 def pydvl_side(name):
     """pyDVL's LOOValuation (run in pyDVL's environment); prints JSON."""
-    import deltafit
     from pydvl.valuation import Dataset, LOOValuation, ModelUtility, SupervisedScorer
+
+    import deltafit
 
     C, Xtr, ytr, Xte, yte = data(name)
     train, test = Dataset(Xtr, ytr), Dataset(Xte, yte)
@@ -76,8 +77,9 @@ def pydvl_side(name):
 
 def ours(name, brute):
     sys.path.insert(0, HERE)
-    import deltafit
     from _timing import timed
+
+    import deltafit
     from deltafit.attribution import data_values
 
     C, Xtr, ytr, Xte, yte = data(name)
@@ -107,7 +109,11 @@ def main(argv=None):
     ap.add_argument("--no-brute", action="store_true")
     ap.add_argument("--side", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--quick", action="store_true",
+                    help="breast cancer only, without pyDVL: a smoke test (no bar applied)")
     a = ap.parse_args(argv)
+    if a.quick:
+        a.sets, a.pydvl_python = "breast_cancer", None
     if a.side:
         sys.path.insert(0, SRC)
         pydvl_side(a.side)

@@ -79,8 +79,8 @@ print(f"fewest removals that change this prediction: at least {r.lower[0]:g} (ce
 import os  # noqa: E402
 import tempfile  # noqa: E402
 
-path = attribution_figure(E, os.path.join(tempfile.mkdtemp(), "attribution.png"), estimate=inf, images=X_train,
-                          query=X_val[q], labels=y_noisy, k=5,
+path = attribution_figure(E, os.path.join(tempfile.mkdtemp(), "attribution.png"),
+                          estimate=inf, images=X_train, query=X_val[q], labels=y_noisy, k=5,
                           title=f"validation digit predicted {model.classes_[k]}")
 
 import matplotlib.image as mpimg  # noqa: E402

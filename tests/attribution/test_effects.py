@@ -3,7 +3,8 @@ Ridge on the same features (real data: breast cancer, digits)."""
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.linear_model import Ridge
 
 import deltafit

@@ -147,8 +147,8 @@ def _smooth_linear(pv, FX, pos, tol, max_iter):
         if slow.size:
             D2s = D2[:, np.searchsorted(prev, active[slow])]
             sl = active[slow]
-            V[:, slow] = _pcg(lambda S: S + C * (Phi.T @ (D2s * (Phi @ S))),
-                              lambda R: precond_cols(R, sl), Ga[:, slow])
+            V[:, slow] = _pcg(lambda S, D2s=D2s: S + C * (Phi.T @ (D2s * (Phi @ S))),
+                              lambda R, sl=sl: precond_cols(R, sl), Ga[:, slow])
         Bt[:, active] -= V
         Z = Phi @ Bt[:, active]
         D1, D2 = _derivatives(pv.loss, t[:, None], Z)

@@ -25,9 +25,9 @@ def build_parser():
     p.add_argument("--version", action="version", version=f"deltafit {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     add_demo_command(sub)
+    from deltafit.cli._attribute import add_attribute_command
     from deltafit.cli._cv import add_cv_commands
     from deltafit.cli._experiments import add_experiment_commands
-    from deltafit.cli._attribute import add_attribute_command
     from deltafit.cli._treecv import add_treecv_command
 
     add_cv_commands(sub)
