@@ -128,3 +128,23 @@ def test_no_state_ladders(name):
     assert not names & {c.__name__ for c in STATES.values()}
     text = (SRC / name).read_text()
     assert "isinstance(st" not in text and 'hasattr(st, "opts")' not in text
+
+
+@pytest.mark.parametrize("cls, loss, kind", CONFIGS, ids=[f"{c.__name__}-{l}" for c, l, _ in
+                                                         CONFIGS])
+def test_checkpoint_shares_no_object_an_update_changes(cls, loss, kind, cancer):
+    """A checkpoint copies every deltafit object of the state that an update changes in place
+    (ledger views, chord curvatures, Gram caches, ...): after the modules moved out of
+    ``deltafit.models``, a prefix test of the old package copied none of them."""
+    X, y = cancer
+    model = _make(cls, loss).fit(X[:120], y[:120])
+    for st in [model.problem_._st]:
+        copy = st.checkpoint()
+        for key, value in vars(st).items():
+            module = type(value).__module__
+            if (hasattr(value, "__dict__") and module.startswith("deltafit.")
+                    and (not module.startswith(("deltafit.solvers", "deltafit.losses",
+                                                "deltafit.kernels"))
+                         or module.startswith(("deltafit.solvers._chord",
+                                               "deltafit.solvers._kernel_chord")))):
+                assert vars(copy)[key] is not value, f"{type(st).__name__}.{key} shared"
