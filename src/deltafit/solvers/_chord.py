@@ -205,8 +205,8 @@ class RowBlock:
     t: np.ndarray
     cw: np.ndarray
     slots: np.ndarray
-    t_before: np.ndarray = None
-    cw_before: np.ndarray = None
+    t_before: np.ndarray | None = None
+    cw_before: np.ndarray | None = None
     stored: bool = True
 
     def __post_init__(self):

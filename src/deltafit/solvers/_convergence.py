@@ -17,12 +17,18 @@ import os
 import sys
 import threading
 import warnings
+from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.extmath import row_norms
+
+if TYPE_CHECKING:
+    from deltafit.losses import Loss
 
 __all__ = ["MAX_CURVATURE", "check_curvature", "curvature_failure", "row_curvature",
            "squared_norms", "solve_label", "warn_not_converged", "warn_kkt_not_converged"]
@@ -46,7 +52,8 @@ def _max_d2(loss):
     return float(loss.d2(np.ones(1), np.zeros(1))[0])
 
 
-def check_curvature(sq, cw, loss, what="X", norm="‖Φ(x)‖²"):
+def check_curvature(sq: ArrayLike, cw: ArrayLike, loss: Loss, what: str = "X",
+                    norm: str = "‖Φ(x)‖²") -> None:
     """Refuse samples whose Newton curvature is beyond double precision (:data:`MAX_CURVATURE`).
 
     Parameters
@@ -99,7 +106,8 @@ def check_curvature(sq, cw, loss, what="X", norm="‖Φ(x)‖²"):
     )
 
 
-def curvature_failure(exc, kappa=None, what="the Newton curvature matrix"):
+def curvature_failure(exc: Exception, kappa: float | tuple[float, float] | None = None,
+                      what: str = "the Newton curvature matrix") -> ValueError:
     """The ValueError (in deltafit's words) for a Cholesky factorisation of a curvature matrix
     ``I + C·Σ w ℓ'' φ φᵀ`` that LAPACK found not positive definite (``exc``); ``kappa``: the
     largest per-sample curvature ``C·w·ℓ''·‖φ‖²`` in it and their sum, when known."""
@@ -117,7 +125,7 @@ def curvature_failure(exc, kappa=None, what="the Newton curvature matrix"):
     )
 
 
-def row_curvature(X, D):
+def row_curvature(X: np.ndarray | sp.spmatrix, D: ArrayLike) -> tuple[float, float]:
     """``(max_i D_i ‖x_i‖², Σ_i D_i ‖x_i‖²)`` (dense or sparse rows)."""
     if X.shape[0] == 0:
         return 0.0, 0.0
@@ -125,7 +133,7 @@ def row_curvature(X, D):
     return float(np.max(kappa)), float(np.sum(kappa))
 
 
-def squared_norms(X):
+def squared_norms(X: ArrayLike | sp.spmatrix) -> np.ndarray:
     """``‖x_i‖²`` of every row (dense or sparse; scikit-learn's ``row_norms``)."""
     if not sp.issparse(X):
         X = np.asarray(X, dtype=np.float64)
@@ -136,7 +144,7 @@ _LABEL = threading.local()
 
 
 @contextmanager
-def solve_label(label):
+def solve_label(label: str) -> Iterator[None]:
     """Prefix the ConvergenceWarnings of the solves run in this thread by ``label`` (e.g. a
     one-vs-rest class)."""
     old = getattr(_LABEL, "value", "")
@@ -161,7 +169,8 @@ def _outside_stacklevel():
     return level
 
 
-def warn_not_converged(what, grad_norm, threshold, tol, it, hint=""):
+def warn_not_converged(what: str, grad_norm: float, threshold: float, tol: float, it: int,
+                       hint: str = "") -> None:
     """The ConvergenceWarning of a solve that stopped with ``grad_norm > threshold``."""
     label = getattr(_LABEL, "value", "")
     warnings.warn(
@@ -174,7 +183,8 @@ def warn_not_converged(what, grad_norm, threshold, tol, it, hint=""):
     )
 
 
-def warn_kkt_not_converged(what, it, kkt, threshold, radius, hint=""):
+def warn_kkt_not_converged(what: str, it: int, kkt: float, threshold: float, radius: float,
+                           hint: str = "") -> None:
     """The ConvergenceWarning of a hinge solve that stopped with a KKT violation ``kkt >
     threshold``, naming ``grad_norm_`` (its certified radius ``radius``)."""
     label = getattr(_LABEL, "value", "")

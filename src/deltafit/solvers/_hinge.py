@@ -11,8 +11,11 @@ iterations are those of :func:`~deltafit.solvers._hinge_active_set.hinge_loop`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 
 from deltafit.solvers._convergence import warn_kkt_not_converged
 from deltafit.solvers._hinge_active_set import _floor, hinge_loop
@@ -33,6 +36,9 @@ from deltafit.solvers._inputs import (
     check_sample_weight,
 )
 from deltafit.solvers._results import HingeResult
+
+if TYPE_CHECKING:
+    from deltafit.solvers._inputs import SolverCallback
 
 __all__ = ["hinge_primal", "hinge_kernel", "hinge_kernel_slots"]
 
@@ -201,8 +207,11 @@ def _hinge_warm(qp, C, alpha0, working_set, tol, max_iter, name, w=None, margin0
                          name, touched + full.touched)
 
 
-def hinge_kernel_slots(K, slots, y, C, *, sample_weight=None, alpha0=None, working_set=(),
-                        margin0=None, nonneg=False, tol=1e-10, max_iter=1000):
+def hinge_kernel_slots(K: np.ndarray, slots: ArrayLike, y: np.ndarray, C: float, *,
+                       sample_weight: ArrayLike | None = None, alpha0: ArrayLike | None = None,
+                       working_set: ArrayLike = (), margin0: ArrayLike | None = None,
+                       nonneg: bool = False, tol: float = 1e-10,
+                       max_iter: int = 1000) -> HingeResult:
     """:func:`hinge_kernel` warm-started by working sets (``working_set``) over the rows and
     columns ``slots`` of a larger kernel matrix ``K``, read in place (a model's matrix by
     ledger slot: no n × n copy; ``nonneg``: K has no negative entry).  Samples of weight 0
@@ -212,7 +221,7 @@ def hinge_kernel_slots(K, slots, y, C, *, sample_weight=None, alpha0=None, worki
     n = y.shape[0]
     w = check_sample_weight(sample_weight, n, C)
     keep = _kept(w)
-    if keep is not None:
+    if w is not None and keep is not None:
         slots, y, w = slots[keep], y[keep], w[keep]
         alpha0 = _take_start(alpha0, keep, n, "alpha0")
         working_set = _kept_indices(working_set, keep, n)
@@ -225,8 +234,11 @@ def hinge_kernel_slots(K, slots, y, C, *, sample_weight=None, alpha0=None, worki
     return res
 
 
-def hinge_primal(X, y, C, *, sample_weight=None, alpha0=None, tol=1e-10, max_iter=1000,
-                 callback=None, working_set=None, margin0=None):
+def hinge_primal(X: np.ndarray | sp.spmatrix, y: np.ndarray, C: float, *,
+                 sample_weight: ArrayLike | None = None, alpha0: ArrayLike | None = None,
+                 tol: float = 1e-10, max_iter: int = 1000, callback: SolverCallback | None = None,
+                 working_set: ArrayLike | None = None,
+                 margin0: ArrayLike | None = None) -> HingeResult:
     """Exact L1-SVM over explicit features: ``min_β C Σ w_i max(0, 1 − y_i x_iᵀβ) + ½‖β‖²``.
 
     Solved through the dual box QP ``max_α Σα_i − ½‖Σ α_i y_i x_i‖², 0 ≤ α_i ≤ C_i`` with
@@ -327,7 +339,7 @@ def hinge_primal(X, y, C, *, sample_weight=None, alpha0=None, tol=1e-10, max_ite
     n = y.shape[0]
     w = check_sample_weight(sample_weight, n, C)
     keep = _kept(w)
-    if keep is not None:  # weight 0: the sample is absent
+    if w is not None and keep is not None:  # weight 0: the sample is absent
         X, y, w = (X[keep] if sp.issparse(X) else np.asarray(X)[keep]), y[keep], w[keep]
         alpha0 = _take_start(alpha0, keep, n, "alpha0")
         working_set = _kept_indices(working_set, keep, n)
@@ -343,8 +355,11 @@ def hinge_primal(X, y, C, *, sample_weight=None, alpha0=None, tol=1e-10, max_ite
     return res
 
 
-def hinge_kernel(K, y, C, *, sample_weight=None, alpha0=None, tol=1e-10, max_iter=1000,
-                 callback=None, working_set=None, margin0=None):
+def hinge_kernel(K: np.ndarray, y: np.ndarray, C: float, *,
+                 sample_weight: ArrayLike | None = None, alpha0: ArrayLike | None = None,
+                 tol: float = 1e-10, max_iter: int = 1000, callback: SolverCallback | None = None,
+                 working_set: ArrayLike | None = None,
+                 margin0: ArrayLike | None = None) -> HingeResult:
     """Exact kernel L1-SVM: ``min_β C Σ w_i max(0, 1 − y_i ⟨Φ(x_i), β⟩) + ½‖β‖²`` through the
     dual box QP ``max_α Σα_i − ½ Σ_ij α_i α_j y_i y_j k_ij, 0 ≤ α_i ≤ C_i = C · w_i``.
 
@@ -405,7 +420,7 @@ def hinge_kernel(K, y, C, *, sample_weight=None, alpha0=None, tol=1e-10, max_ite
     n = y.shape[0]
     w = check_sample_weight(sample_weight, n, C)
     keep = _kept(w)
-    if keep is not None:  # weight 0: the sample is absent
+    if w is not None and keep is not None:  # weight 0: the sample is absent
         K = np.asarray(K)
         if K.shape != (n, n):
             raise ValueError(f"K must have shape ({n}, {n}), got {K.shape}")

@@ -25,7 +25,7 @@ __all__ = ["box_violation", "SubFeatureQP"]
 _EPS = np.finfo(np.float64).eps
 
 
-def box_violation(alpha, G, C):
+def box_violation(alpha: np.ndarray, G: np.ndarray, C: float | np.ndarray) -> np.ndarray:
     """|projected gradient| of the minimised dual per coordinate (0 where KKT holds); ``C`` is
     the upper bound, a scalar or per coordinate."""
     v = np.abs(G)

@@ -9,9 +9,15 @@ result embedded back with zeros (:func:`_embed`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 __all__ = ["check_sample_weight"]
+
+#: ``callback(iteration, coef, grad_norm, objective, grad)``: returning True stops a solve.
+SolverCallback = Callable[[int, np.ndarray, float, float, np.ndarray], object]
 
 
 def _check_callback(callback, it, coef, grad_norm, objective, grad):
@@ -28,7 +34,8 @@ def _check_smooth(loss, solver):
         )
 
 
-def check_sample_weight(sample_weight, n, C=1.0):
+def check_sample_weight(sample_weight: ArrayLike | None, n: int,
+                        C: float = 1.0) -> np.ndarray | None:
     """``None``, or the sample weights as a new float64 array of shape ``(n,)``.
 
     Raises ValueError, naming the problem, for a wrong shape, a NaN, an infinite or a negative

@@ -12,8 +12,11 @@ Cholesky solve that fails in deltafit's words.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 from scipy import linalg
 
 from deltafit.solvers._convergence import (
@@ -33,6 +36,10 @@ from deltafit.solvers._inputs import (
 )
 from deltafit.solvers._results import NewtonCurvature, SolverResult
 
+if TYPE_CHECKING:
+    from deltafit.losses import Loss
+    from deltafit.solvers._inputs import SolverCallback
+
 __all__ = ["HESSIAN_FREE_FEATURES", "newton_primal", "newton_kernel", "solve_spd"]
 
 
@@ -44,7 +51,7 @@ _FLOOR = 1e-12
 HESSIAN_FREE_FEATURES = 500
 
 
-def solve_spd(A, b):
+def solve_spd(A: ArrayLike, b: ArrayLike) -> np.ndarray:
     """Solve ``A x = b`` for a symmetric positive definite ``A`` by Cholesky.
 
     Raises ValueError (not LinAlgError) when ``A`` is not numerically positive definite.
@@ -139,8 +146,11 @@ def _damped_newton(coef, features, objective, gradient, newton_step, grad_norm0,
     return SolverResult(coef, float(gnorm), it, bool(converged), bool(stopped), float(f))
 
 
-def newton_primal(X, y, loss, C, *, sample_weight=None, coef0=None, tol=1e-10, max_iter=100,
-                  callback=None, keep_hessian=False):
+def newton_primal(X: np.ndarray | sp.spmatrix, y: ArrayLike, loss: Loss, C: float, *,
+                  sample_weight: ArrayLike | None = None, coef0: ArrayLike | None = None,
+                  tol: float = 1e-10, max_iter: int = 100, callback: SolverCallback | None = None,
+                  keep_hessian: bool = False
+                  ) -> SolverResult | tuple[SolverResult, NewtonCurvature | None]:
     """Damped Newton for ``C Σ w_i ℓ(y_i, x_iᵀβ) + ½‖β‖²`` over explicit features.
 
     Parameters
@@ -250,7 +260,7 @@ def newton_primal(X, y, loss, C, *, sample_weight=None, coef0=None, tol=1e-10, m
     sparse = sp.issparse(X)
     if sparse:
         X = sp.csr_matrix(X, dtype=np.float64)
-    last = []  # (H, d) of the last Newton step, when asked for
+    last: list[tuple[np.ndarray, np.ndarray]] = []  # (H, d) of the last Newton step, if asked
 
     def newton_step(z, grad, _):
         d2 = loss.d2(y, z)
@@ -318,8 +328,12 @@ def _cg_step(Xa, D, grad, max_iter=None):
     return x if x.any() else -g
 
 
-def newton_kernel(K, y, loss, C, *, sample_weight=None, coef0=None, tol=1e-10, max_iter=100,
-                  callback=None, keep_factor=False):
+def newton_kernel(K: np.ndarray, y: ArrayLike, loss: Loss, C: float, *,
+                  sample_weight: ArrayLike | None = None, coef0: ArrayLike | None = None,
+                  tol: float = 1e-10, max_iter: int = 100, callback: SolverCallback | None = None,
+                  keep_factor: bool = False
+                  ) -> SolverResult | tuple[SolverResult,
+                                            tuple[np.ndarray, np.ndarray, np.ndarray] | None]:
     """Damped Newton in the kernel expansion β = Σ α_i Φ(x_i).
 
     Parameters
@@ -414,7 +428,7 @@ def newton_kernel(K, y, loss, C, *, sample_weight=None, coef0=None, tol=1e-10, m
         Kg = K @ g
         return g, Kg, np.sqrt(max(g @ Kg, 0.0))
 
-    last = []  # the last step's factorisation (keep_factor)
+    last: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # the last step's factor
 
     def newton_step(z, g, Kg):
         W = cw * loss.d2(y, z)

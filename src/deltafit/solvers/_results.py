@@ -150,7 +150,7 @@ class HingeResult(SolverResult):
     True
     """
 
-    alpha: np.ndarray = None
+    alpha: np.ndarray | None = None
     kkt_violation: float = float("nan")
     duality_gap: float = float("nan")
     dual_objective: float = float("nan")
