@@ -176,8 +176,8 @@ def test_a_non_finite_re_solve_is_refused_and_rolled_back(loss, kind, monkeypatc
         chord = "chord_solve" if kind == "linear" else "kernel_chord_solve"
         monkeypatch.setattr(module, chord, breaking(getattr(module, chord)))
     elif kind == "kernel":  # kernel hinge updates solve working sets on the matrix in place
-        monkeypatch.setattr(module, "_hinge_kernel_slots",
-                            breaking(module._hinge_kernel_slots))
+        monkeypatch.setattr(module, "hinge_kernel_slots",
+                            breaking(module.hinge_kernel_slots))
     with pytest.raises(ValueError, match="overflow"):
         m.add(X[:2] + 0.1, yc[:2])
     with pytest.raises(ValueError, match="overflow"):

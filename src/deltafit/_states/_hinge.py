@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from deltafit.solvers import _hinge_kernel_slots, hinge_kernel, hinge_primal
+from deltafit.solvers import hinge_kernel, hinge_kernel_slots, hinge_primal
 from deltafit._states._protocol import ModelState, grown, needs_result, padded, saved_coef, taken
 from deltafit._states._newton import KernelNewtonState, padded_at
 
@@ -188,11 +188,11 @@ class KernelHingeState(KernelNewtonState):
         if change.add_slots is not None:
             start[change.add_slots] = 0.0  # new samples start at 0
         w = change.weights_at(A)
-        res = _hinge_kernel_slots(self.gram.K, A, t, o.C, sample_weight=w,
-                                  alpha0=_in_box(start[A], o.C, w),
-                                  working_set=_moved(change, A, A.size), margin0=margin0,
-                                  nonneg=self.nonneg,
-                                  tol=o.tol, max_iter=o.max_iter)
+        res = hinge_kernel_slots(self.gram.K, A, t, o.C, sample_weight=w,
+                                 alpha0=_in_box(start[A], o.C, w),
+                                 working_set=_moved(change, A, A.size), margin0=margin0,
+                                 nonneg=self.nonneg,
+                                 tol=o.tol, max_iter=o.max_iter)
         self.commit(A, res)
 
     def solve(self, A, y, coef0=None, w=None):

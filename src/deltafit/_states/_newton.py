@@ -20,7 +20,7 @@ from scipy import linalg
 
 from deltafit.solvers import (
     HESSIAN_FREE_FEATURES,
-    _squared_norms,
+    squared_norms,
     check_curvature,
     newton_kernel,
     newton_primal,
@@ -216,7 +216,7 @@ def check_change_curvature(change, C, loss, sq_add=None, sq_reweight=None):
     what, norm = ("K", "k(x, x)") if kernel else ("X", "‖Φ(x)‖²")
     if change.add_slots is not None and len(change.add_slots):
         if sq_add is None:
-            sq_add = _squared_norms(change.rows_add)
+            sq_add = squared_norms(change.rows_add)
         w = 1.0 if change.w_add is None else np.asarray(change.w_add, dtype=np.float64)
         check_curvature(sq_add, C * w, loss, what, norm)
     slots = change.reweight_slots
@@ -225,7 +225,7 @@ def check_change_curvature(change, C, loss, sq_add=None, sq_reweight=None):
             rows = change.rows_reweight
             if rows is None:
                 rows = change.ledger.X[np.asarray(slots, dtype=np.intp)]
-            sq_reweight = _squared_norms(rows)
+            sq_reweight = squared_norms(rows)
         check_curvature(sq_reweight, C * np.asarray(change.reweight_w, dtype=np.float64), loss,
                         what, norm)
 

@@ -123,9 +123,9 @@ def _plain(X):
 
 def check_weights(sample_weight, X):
     """Validated sample weights for the rows of X (None stays None): finite, ``≥ 0``."""
-    from deltafit.solvers import _check_sample_weight
+    from deltafit.solvers import check_sample_weight
 
-    return _check_sample_weight(sample_weight, X.shape[0])
+    return check_sample_weight(sample_weight, X.shape[0])
 
 
 def _loss_param(estimator):

@@ -39,7 +39,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from deltafit.utils._validation import check_feature_names, check_ids, check_rows
-from deltafit.solvers import _check_sample_weight
+from deltafit.solvers import check_sample_weight
 from deltafit.sensitivity.regions import _ball
 from deltafit._dask import _sensitivity_rows as _dask_rows
 from deltafit.sensitivity._changes import changes_for
@@ -522,7 +522,7 @@ class Sensitivity:
         ta = self._prob.encode_targets(y, what="y")
         if ta.shape[0] != Xa.shape[0]:
             raise ValueError(f"X has {Xa.shape[0]} rows but y has {ta.shape[0]} labels")
-        wa = _check_sample_weight(sample_weight, Xa.shape[0], self._C1)
+        wa = check_sample_weight(sample_weight, Xa.shape[0], self._C1)
         ids = np.arange(self._next_hid, self._next_hid + Xa.shape[0], dtype=np.int64)
         points, z = self._store.new_points(Xa)
         if not np.isfinite(z).all():  # NaN/inf in X (checked here, not in a pass of its own)
@@ -668,7 +668,7 @@ class Sensitivity:
         """
         self._check_model()
         ids, hyp = self._split_ids(ids, "ids")
-        w = _check_sample_weight(np.atleast_1d(np.asarray(sample_weight)), ids.size, self._C1)
+        w = check_sample_weight(np.atleast_1d(np.asarray(sample_weight)), ids.size, self._C1)
         m0 = self._m
         try:
             idx = self._entries_of(ids, hyp, X, y, "reweight")

@@ -40,7 +40,7 @@ from __future__ import annotations
 import numpy as np
 
 from deltafit.utils._validation import check_ids, check_rows
-from deltafit.solvers import _check_sample_weight
+from deltafit.solvers import check_sample_weight
 from deltafit.sensitivity.regions import _ball
 from deltafit.sensitivity._changes import changes_for
 from deltafit.sensitivity._data_change import Sensitivity, resolve_method
@@ -251,7 +251,7 @@ class IncrementalSphere:
         t = self._prob.encode_targets(y, what="y")
         if t.shape[0] != Xa.shape[0]:
             raise ValueError(f"X has {Xa.shape[0]} rows but y has {t.shape[0]} labels")
-        w = _check_sample_weight(sample_weight, Xa.shape[0], self.C)
+        w = check_sample_weight(sample_weight, Xa.shape[0], self.C)
         P, z = self._store.new_points(Xa)
         self._store.check_new(P, z, t, self._loss)
         return P, t, z, w

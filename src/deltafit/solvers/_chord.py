@@ -38,10 +38,11 @@ import scipy.sparse as sp
 from scipy import linalg
 from scipy.linalg import lapack
 
-from deltafit.solvers import SolverResult, curvature_failure
+from deltafit.solvers._convergence import curvature_failure
+from deltafit.solvers._results import SolverResult
 
 __all__ = ["Curvature", "RowBlock", "Point", "chord_solve", "fresh_point", "point_by_slot",
-           "REFRESH_RATIO"]
+           "REFRESH_RATIO", "Secants"]
 
 #: A chord step that reduces ‖∇J‖ by less than this factor triggers a fresh Hessian.
 REFRESH_RATIO = 0.25
@@ -204,8 +205,8 @@ class RowBlock:
     t: np.ndarray
     cw: np.ndarray
     slots: np.ndarray
-    t_before: np.ndarray = None
-    cw_before: np.ndarray = None
+    t_before: np.ndarray | None = None
+    cw_before: np.ndarray | None = None
     stored: bool = True
 
     def __post_init__(self):
@@ -411,7 +412,7 @@ def _updated(blocks, Z, curv, loss, capacity, changed, exact, switches=True):
         return Curvature.at(blocks, Z, loss, capacity)
 
 
-class _Secants:
+class Secants:
     """Limited-memory BFGS pairs on top of M (Nocedal, "Updating quasi-Newton matrices with
     limited storage", Math. Comp. 1980: the two-loop recursion with ``M⁻¹`` as the initial
     inverse): they make the model exact along the last steps, which turns the chord's linear
@@ -506,7 +507,7 @@ def chord_solve(blocks, beta, curv, loss, *, tol, max_iter, callback=None, capac
     curv = None if curv is None else curv.grown(capacity)
     refresh = curv is None
     exact_m = False  # whether curv is the exact Hessian at the current β
-    secants = _Secants()
+    secants = Secants()
     switches = curvature_switches(loss)
     while not stopped:
         if gnorm <= thr:

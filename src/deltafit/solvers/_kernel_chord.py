@@ -50,7 +50,8 @@ import numpy as np
 from scipy import linalg
 from scipy.linalg import lapack
 
-from deltafit.solvers import SolverResult, curvature_failure
+from deltafit.solvers._convergence import curvature_failure
+from deltafit.solvers._results import SolverResult
 
 __all__ = ["KernelCurvature", "KernelPoint", "kernel_chord_solve", "REFRESH_RATIO"]
 
@@ -308,13 +309,13 @@ class _Secants:
         """``−B⁻¹ ∇J`` (coefficients) for the L-BFGS operator B built on the chord one."""
         q, Kq = g.copy(), Kg.copy()
         a = []
-        for s, Ks, y, Ky, rho in reversed(self.pairs):
+        for _s, Ks, y, Ky, rho in reversed(self.pairs):
             ai = rho * float(Ks @ q)
             q -= ai * y
             Kq -= ai * Ky
             a.append(ai)
         r = curv.apply(q, Kq)
-        for (s, Ks, y, Ky, rho), ai in zip(self.pairs, reversed(a)):
+        for (s, _Ks, _y, Ky, rho), ai in zip(self.pairs, reversed(a)):
             r += (ai - rho * float(Ky @ r)) * s
         return -r
 
