@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import threading
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -270,7 +271,7 @@ class UpdatableMixin:
     # The writer of model files behind the deprecated ``save`` method: ``deltafit.persistence``
     # (a floor above the models, which reads their classes) puts its ``save`` here when it is
     # imported, so that the models never import persistence (no import circle).
-    _save_file = None
+    _save_file: Callable[..., None] | None = None
 
     # ------------------------------------------------------------ validation
     def _validate_params(self):

@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import os
 import zipfile
+from typing import Any
 
 import numpy as np
 import sklearn.kernel_approximation as ka
@@ -88,7 +89,7 @@ def _read_archive(path):
     return meta, arrays
 
 
-def load(path: str | os.PathLike) -> object:
+def load(path: str | os.PathLike) -> Any:
     """Read a model written by :func:`save`; the result predicts and keeps updating exactly.
 
     Nothing in the file is trusted: the sizes the metadata declares are checked against every

@@ -150,10 +150,12 @@ def field_error(field, problem):
 
 
 def is_int(v):
+    """Whether ``v`` is a JSON integer (not a bool)."""
     return isinstance(v, int) and not isinstance(v, bool)
 
 
 def int_field(meta, key, low=0, high=2**62, field=None):
+    """``meta[key]``, an integer in ``[low, high]``; ValueError naming ``field`` otherwise."""
     v = meta.get(key)
     if not is_int(v) or not low <= v <= high:
         raise field_error(field or key, f"must be an integer in [{low}, {high}], got {v!r}")
@@ -161,6 +163,7 @@ def int_field(meta, key, low=0, high=2**62, field=None):
 
 
 def real_field(meta, key, low=None, field=None):
+    """``meta[key]`` as a float, finite and at least ``low``; ValueError otherwise."""
     v = meta.get(key)
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or \
             (low is not None and v < low):
@@ -170,6 +173,7 @@ def real_field(meta, key, low=None, field=None):
 
 
 def bool_field(meta, key, field=None):
+    """``meta[key]``, true or false; ValueError otherwise."""
     v = meta.get(key)
     if not isinstance(v, bool):
         raise field_error(field or key, f"must be true or false, got {v!r}")
@@ -177,6 +181,7 @@ def bool_field(meta, key, field=None):
 
 
 def dict_field(meta, key, keys=None, field=None):
+    """``meta[key]``, an object (with exactly the fields ``keys`` when given)."""
     v = meta.get(key)
     if not isinstance(v, dict):
         raise field_error(field or key, f"must be an object, got {type(v).__name__}")

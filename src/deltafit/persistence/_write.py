@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 import os
+from typing import Any
 
 import numpy as np
 from sklearn.exceptions import NotFittedError
@@ -59,7 +60,7 @@ def _feature_map_param(fmap):
                            for k, v in fmap.get_params().items()}}
 
 
-def save(model: object, path: str | os.PathLike) -> None:
+def save(model: Any, path: str | os.PathLike) -> None:
     """Write a fitted deltafit estimator to ``path`` (``.npz`` + JSON, no pickle).
 
     The file is written whole to a temporary file in the same directory, flushed and synced,

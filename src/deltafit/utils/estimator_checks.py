@@ -920,7 +920,7 @@ def check_save_load_roundtrip(estimator, *, X=None, y=None, random_state=0):
     loader = loader if callable(loader) else load
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "model.npz")
-        if isinstance(est, UpdatableMixin):  # deltafit's own: its save method is deprecated
+        if getattr(type(est), "save", None) is UpdatableMixin.save:  # deprecated: the function
             save(est, path)
         else:
             est.save(path)
