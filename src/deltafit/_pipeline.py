@@ -9,7 +9,7 @@ The other layers take a pipeline through two helpers: :func:`unwrap` (a fitted p
 final estimator and the frozen transform; ``deltafit.sensitivity``) and :func:`freeze` (an
 unfitted pipeline and the data: transformers fitted once on all of it, the transformed rows and
 the final estimator; ``loo``, ``cross_validate``, ``LOOSearchCV``, ``treecv``).  Persistence
-lives in ``models/_persistence.py``.
+(``deltafit.save`` / ``deltafit.load``) lives in :mod:`deltafit.persistence`.
 
 This module is a private helper of the models' floor (ARCHITECTURE.md, "Floors"): it reads the
 final estimator through its public update API only (any estimator with ``fit``, ``add``,

@@ -239,7 +239,7 @@ def test_saved_model_updates_like_the_original(data, kernel, tmp_path):
     X, y = data["cancer"]
     m = (df.KernelClassifier(loss="hinge", C=1.0, kernel="rbf", gamma=1.0 / 30) if kernel
          else df.LinearClassifier(loss="hinge", C=1.0)).fit(X, y)
-    m.save(tmp_path / "m.npz")
+    df.save(m, tmp_path / "m.npz")
     loaded = df.load(tmp_path / "m.npz")
     for model in (m, loaded):
         model.remove(np.arange(0, 40, 3))

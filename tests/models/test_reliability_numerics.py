@@ -378,7 +378,7 @@ def test_the_exact_statistics_survive_save_and_load(tmp_path):
     m = LinearRegressor(keep_data=False).fit(X, y)
     row = 1e5 * rng.standard_normal((1, X.shape[1]))
     ids = m.add(row, [2.0])
-    m.save(tmp_path / "m")
+    deltafit.save(m, tmp_path / "m")
     loaded = deltafit.load(tmp_path / "m")
     loaded.remove(ids, X=row, y=[2.0])
     assert _exact_vs_fresh(loaded, LinearRegressor().fit(X, y), X) <= 1e-8

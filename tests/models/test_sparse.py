@@ -324,7 +324,7 @@ def test_sparse_model_round_trip_is_bitwise(cancer, tfidf, make, tmp_path):
     else:
         m.remove([3, 4])
     path = tmp_path / "m.npz"
-    m.save(path)
+    deltafit.save(m, path)
     with np.load(path, allow_pickle=False) as z:
         assert ("ledger_X_data" in z.files) == (not nodata) and "ledger_X" not in z.files
     m2 = deltafit.load(path)
@@ -351,7 +351,7 @@ def saved_sparse(tmp_path_factory, cancer):
     X, y = cancer
     m = LinearClassifier(loss="logistic").fit(sp.csr_matrix(X[:60]), y[:60])
     path = tmp_path_factory.mktemp("saved") / "model.npz"
-    m.save(path)
+    deltafit.save(m, path)
     with np.load(path, allow_pickle=False) as z:
         return {k: z[k] for k in z.files}
 
@@ -448,7 +448,7 @@ def test_kernel_regressor_multi_output_and_persistence(cancer, tmp_path):
         m.add(conv(X[200:210]), Y[200:210])
         m.remove([0, 7])
     _close(md.dual_coef_, ms.dual_coef_, 1e-10)
-    ms.save(tmp_path / "k.npz")
+    deltafit.save(ms, tmp_path / "k.npz")
     m2 = deltafit.load(tmp_path / "k.npz")
     assert np.array_equal(m2.dual_coef_, ms.dual_coef_)
     assert np.array_equal(m2.predict(X), ms.predict(X))

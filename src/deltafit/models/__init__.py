@@ -6,5 +6,9 @@ from deltafit.models._kernel import KernelClassifier, KernelRegressor
 from deltafit.models._linear import LinearClassifier, LinearRegressor
 from deltafit.models._problem import FittedProblem, ScoreFunction
 
+# the states by name, for the other packages of deltafit (persistence names a model file's
+# state by it); not part of the API, hence not in __all__
+from deltafit.models._registry import state_class, state_for  # noqa: F401
+
 __all__ = ["LinearClassifier", "LinearRegressor", "KernelClassifier", "KernelRegressor",
            "FittedProblem", "ScoreFunction", "UpdatableMixin"]

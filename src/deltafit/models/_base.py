@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import functools
 import threading
+import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -266,6 +268,10 @@ class UpdatableMixin:
     _kernel = False
     _losses = ("squared",)
     _max_rank = 64
+    # The writer of model files behind the deprecated ``save`` method: ``deltafit.persistence``
+    # (a floor above the models, which reads their classes) puts its ``save`` here when it is
+    # imported, so that the models never import persistence (no import circle).
+    _save_file: Callable[..., None] | None = None
 
     # ------------------------------------------------------------ validation
     def _validate_params(self):
@@ -1156,12 +1162,21 @@ class UpdatableMixin:
             self._state.take(keep, led.capacity)
 
     def save(self, path):
-        """Write the fitted model to ``path`` (npz + JSON, no pickle); see :func:`deltafit.load`."""
-        from deltafit.persistence._format import save
+        """Write the fitted model to ``path``; deprecated, use ``deltafit.save(model, path)``.
 
-        # under the lock (after an update in progress: the file holds a committed model); one
-        # line, as in _locked
-        with self._lock(): save(self, path)  # noqa: E701
+        .. deprecated::
+            ``model.save(path)`` warns (FutureWarning) and will be removed; the one way to save
+            and load is ``deltafit.save(model, path)`` / ``deltafit.load(path)``, which also
+            take an :class:`deltafit.UpdatablePipeline`.  It writes the same file (npz + JSON,
+            no pickle), under the model's lock.
+        """
+        warnings.warn("model.save(path) is deprecated and will be removed; use "
+                      "deltafit.save(model, path)", FutureWarning, stacklevel=2)
+        save = type(self)._save_file
+        if save is None:  # deltafit.persistence not imported (import deltafit imports it)
+            raise RuntimeError("model.save needs deltafit.persistence: use "
+                               "deltafit.save(model, path)")
+        save(self, path)
 
     # -------------------------------------------------------------- queries
     @property

@@ -1,6 +1,6 @@
 """Fitted scikit-learn transformers as JSON parameters + arrays, and back, without pickle.
 
-Used by :mod:`._persistence` for a linear model's ``feature_map_`` and for the frozen
+Used by :mod:`deltafit.persistence` for a linear model's ``feature_map_`` and for the frozen
 transformers of a :class:`deltafit.UpdatablePipeline`.  A transformer is stored as its class
 name (from a fixed list of scikit-learn classes, :data:`SUPPORTED`), its parameters (JSON; a
 tuple is written as ``{"__tuple__": [...]}``), its fitted scalars (JSON) and its fitted arrays

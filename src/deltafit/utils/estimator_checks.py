@@ -907,7 +907,8 @@ def check_save_load_roundtrip(estimator, *, X=None, y=None, random_state=0):
     >>> from deltafit.utils.estimator_checks import check_save_load_roundtrip
     >>> check_save_load_roundtrip(deltafit.LinearRegressor())   # silent when the contract holds
     """
-    from deltafit.persistence import load
+    from deltafit.models import UpdatableMixin
+    from deltafit.persistence import load, save
 
     if not hasattr(estimator, "save"):
         return
@@ -919,7 +920,10 @@ def check_save_load_roundtrip(estimator, *, X=None, y=None, random_state=0):
     loader = loader if callable(loader) else load
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "model.npz")
-        est.save(path)
+        if getattr(type(est), "save", None) is UpdatableMixin.save:  # deprecated: the function
+            save(est, path)
+        else:
+            est.save(path)
         loaded = loader(path)
     if not np.array_equal(np.asarray(loaded.sample_ids_), np.asarray(est.sample_ids_)):
         model.fail("the loaded model's sample_ids_ differ from the saved model's")
