@@ -75,8 +75,9 @@ import numpy as np
 from scipy import linalg
 
 from deltafit.kernels import kernel_diagonal, kernel_rows
+from deltafit.sensitivity.regions._protocol import Region
 
-__all__ = ["KernelExactRegion", "LinearExactRegion", "exact_region"]
+__all__ = ["ExactRegion", "KernelExactRegion", "LinearExactRegion", "exact_region"]
 
 _EPS = np.finfo(np.float64).eps
 _REFINE_STEPS = 5
@@ -85,6 +86,23 @@ _REFINE_STEPS = 5
 _SPREAD = 4.0
 # ... when p is at most this (its verification factorises a p × p matrix, O(p³))
 _SCALED_MAX_P = 2000
+
+
+class ExactRegion(Region):
+    """The exact retrained model of a squared-loss what-if (``method="exact"``): the class
+    registered under that name; :meth:`build` gives a :class:`LinearExactRegion` or a
+    :class:`KernelExactRegion`."""
+
+    kind = "exact"
+    losses = ("squared",)
+    auto_losses = ("squared",)
+    requirement = "loss='squared' (the retrained model in closed form)"
+    alternatives = "use method='curvature' or 'sphere'"
+
+    @classmethod
+    def build(cls, sens):
+        """:func:`exact_region` of ``sens``."""
+        return exact_region(sens)
 
 
 def exact_region(sens):
@@ -400,7 +418,7 @@ class _LinearFactor:
         return best
 
 
-class LinearExactRegion:
+class LinearExactRegion(ExactRegion):
     """The exact retrained linear model: ``β̂₂`` and a certified ``‖β̂₂ − β₂*‖ ≤ τ``.
 
     Built by :func:`exact_region` from a what-if object (see the module).  Cost O(k·p²) for
@@ -711,7 +729,7 @@ class _KernelFactor:
         return a - (u1 - self.U @ (self.e * s))
 
 
-class KernelExactRegion:
+class KernelExactRegion(ExactRegion):
     """The exact retrained kernel model: its expansion ``β̂₂ = Σ_P a_i Φ(x_i)`` over the stored
     samples and the changed ones, and a certified RKHS bound ``‖β̂₂ − β₂*‖ ≤ τ``.
 

@@ -20,9 +20,9 @@ import functools
 
 import numpy as np
 
-from deltafit.utils._validation import check_real, check_rows
+from deltafit._linalg._features import features
 from deltafit.kernels import kernel_diagonal
-from deltafit.models._linear import features
+from deltafit.utils._validation import check_real, check_rows
 
 __all__ = ["Sphere", "PrimalSphere", "KernelSphere", "BallIntersection", "two_ball_bounds"]
 
