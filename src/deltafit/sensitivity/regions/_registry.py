@@ -23,10 +23,11 @@ from deltafit.sensitivity.regions._sphere_region import SphereRegion
 __all__ = ["FALLBACK", "METHODS", "REGIONS", "build_region", "region_class", "resolve_method"]
 
 #: method name -> the :class:`Region` class that answers it (``"auto"`` picks the first that
-#: lists the model's loss in its ``auto_losses``)
+#: lists the model's loss in its ``auto_losses``); a registered class may be abstract (a family
+#: such as ``ExactRegion``) when its ``build`` makes a concrete one
 REGIONS: dict[str, type[Region]] = {
     "sphere": SphereRegion,
-    "exact": ExactRegion,
+    "exact": ExactRegion,  # type: ignore[type-abstract]
     "curvature": CurvatureRegion,
 }
 #: the region of every covered loss: ``"auto"``'s answer when no other applies
