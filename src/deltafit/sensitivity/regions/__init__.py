@@ -6,9 +6,10 @@ regions by the ``method=`` name that asks for them (``"sphere"``, ``"exact"``,
 ``"curvature"``), read by :func:`resolve_method` and :func:`build_region`.  The modules:
 ``_protocol`` (the interface), ``_registry`` (the names), ``_ball`` (the ball of Theorem 1 of
 Okumura et al. (2015) / Sivan et al. (2020), its formulas), ``_sphere`` (balls as objects),
-``_sphere_region`` (``"sphere"``), ``_exact`` (``"exact"``), ``_curvature`` and its helpers
-``_curvature_schedule``, ``_curvature_linear``, ``_curvature_kernel``, ``_curvature_solve``
-(``"curvature"``), and ``_curvature_loo`` (curvature-aware leave-one-out bounds).
+``_sphere_region`` (``"sphere"``), ``_exact`` and ``_exact_factor`` (``"exact"``),
+``_curvature`` and its helpers ``_curvature_schedule``, ``_curvature_linear``,
+``_curvature_kernel``, ``_curvature_solve`` (``"curvature"``), and ``_curvature_loo``
+(curvature-aware leave-one-out bounds).
 """
 
 from deltafit.sensitivity.regions._ball import center_scores, half_gradient, loo_balls, sq_radius

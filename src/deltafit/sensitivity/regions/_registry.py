@@ -32,8 +32,13 @@ REGIONS: dict[str, type[Region]] = {
 }
 #: the region of every covered loss: ``"auto"``'s answer when no other applies
 FALLBACK = "sphere"
-#: the answers a what-if object can give (``method=``); see :func:`resolve_method`
+#: the answers a what-if object can give (``method=``) with the regions shipped; see
+#: :func:`resolve_method` (which reads :data:`REGIONS` itself)
 METHODS = ("auto", *REGIONS)
+
+
+def _unknown(name: Any) -> ValueError:
+    return ValueError(f"method must be one of {['auto', *REGIONS]}, got {name!r}")
 
 
 def region_class(name: str) -> type[Region]:
@@ -41,7 +46,7 @@ def region_class(name: str) -> type[Region]:
     try:
         return REGIONS[name]
     except (KeyError, TypeError):
-        raise ValueError(f"method must be one of {list(METHODS)}, got {name!r}") from None
+        raise _unknown(name) from None
 
 
 def resolve_method(method: str, loss: Any) -> str:
@@ -59,8 +64,8 @@ def resolve_method(method: str, loss: Any) -> str:
     ValueError
         For an unknown method, or one that does not cover ``loss``.
     """
-    if not isinstance(method, str) or method not in METHODS:
-        raise ValueError(f"method must be one of {list(METHODS)}, got {method!r}")
+    if not isinstance(method, str) or (method != "auto" and method not in REGIONS):
+        raise _unknown(method)
     name = loss.name
     if method == "auto":
         for kind, cls in REGIONS.items():
