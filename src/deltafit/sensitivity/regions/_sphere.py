@@ -442,7 +442,7 @@ class _Features:
         return isinstance(other, _Features) and self._map is other._map and \
             self._const == other._const and self._width == other._width
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # equal maps, unhashable
 
     def __call__(self, X):
         return features(check_rows(X, self._width, "X", sparse="dense"), self._map, self._const)
