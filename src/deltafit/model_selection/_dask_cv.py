@@ -26,7 +26,7 @@ from sklearn.base import clone
 
 from deltafit._dask._input import row_blocks
 from deltafit._dask._stats import BlockProblem, fold_statistics
-from deltafit.models._registry import state_for
+from deltafit._states._squared import PrimalSquaredState
 
 __all__ = ["DaskFolds", "dask_closed_form"]
 
@@ -134,8 +134,7 @@ def dask_closed_form(estimator, X, y, sample_weight=None, fold=None, n_folds=0):
         For another estimator or loss, and for the refusals of the Dask fit.
     """
     from dask import compute, delayed
-
-    from deltafit.models._linear import LinearClassifier, LinearRegressor
+    from deltafit.models import LinearClassifier, LinearRegressor
 
     if not (isinstance(estimator, (LinearClassifier, LinearRegressor))
             and estimator.get_params().get("loss") == "squared"):
@@ -180,7 +179,7 @@ def dask_closed_form(estimator, X, y, sample_weight=None, fold=None, n_folds=0):
     sizes = np.array([f.n for f in total.folds])
     if np.any(sizes == 0):
         raise ValueError(f"fold {int(np.flatnonzero(sizes == 0)[0])} has no sample")
-    betas = np.stack([state_for(False, "squared")(model._solver_options(), model._max_rank)
+    betas = np.stack([PrimalSquaredState(model._solver_options(), model._max_rank)
                       .fit_statistics(fold_statistics(total, f, rho).stats).beta
                       for f in range(n_folds)])
     f_arr = blocks.fold

@@ -13,6 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 from deltafit.utils._transaction import atomic
 from deltafit.utils._validation import check_bool, feature_names_of
 from deltafit.kernels import resolve_feature_map
+from deltafit._linalg._features import features
 from deltafit.models._base import (
     ClassifierOutputMixin,
     RegressorTags,
@@ -26,32 +27,6 @@ from deltafit.models._registry import state_for
 from deltafit._states._protocol import DataChange
 
 __all__ = ["LinearClassifier", "LinearRegressor"]
-
-
-def features(X, feature_map, s):
-    """Φ(X): the fitted ``feature_map`` (or X itself), with a constant column of value ``s``
-    appended unless ``s`` is None.
-
-    Sparse features (a sparse X without a map, or a map whose output is sparse) stay sparse:
-    a float64 ``csr_matrix``; a map's dense output (``Nystroem``, ``RBFSampler``) is dense."""
-    if feature_map is None:
-        Phi = X
-    else:
-        Phi = feature_map.transform(X)
-        Phi = (sp.csr_matrix(Phi, dtype=np.float64) if sp.issparse(Phi)
-               else np.asarray(Phi, dtype=np.float64))
-    if sp.issparse(Phi):
-        Phi = sp.csr_matrix(Phi, dtype=np.float64)
-        if s is None:
-            return Phi
-        col = sp.csr_matrix(np.full((Phi.shape[0], 1), float(s)))
-        return sp.hstack([Phi, col], format="csr", dtype=np.float64)
-    if s is not None:
-        out = np.empty((Phi.shape[0], Phi.shape[1] + 1))
-        out[:, :-1] = Phi
-        out[:, -1] = s
-        return out
-    return np.ascontiguousarray(Phi)
 
 
 def _scores(x, feature_map, s, beta):
