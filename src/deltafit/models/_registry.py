@@ -3,7 +3,8 @@ names it (see :class:`~deltafit._states._protocol.ModelState`)."""
 
 from __future__ import annotations
 
-from deltafit._states._squared import DualSquaredState, PrimalSquaredState
+from deltafit._states._squared_dual import DualSquaredState
+from deltafit._states._squared_primal import PrimalSquaredState
 from deltafit._states._hinge import KernelHingeState, PrimalHingeState
 from deltafit._states._newton import KernelNewtonState, PrimalNewtonState
 
