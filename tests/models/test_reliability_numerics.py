@@ -155,11 +155,13 @@ def test_the_cap_is_weighted_by_C():
 def test_a_non_finite_re_solve_is_refused_and_rolled_back(loss, kind, monkeypatch):
     """The last line of defence: a solver that returns a non-finite solution (whatever the
     cause) is refused and the state put back as it was."""
-    from deltafit._states import _hinge as _warm_hinge, _newton as _warm_newton
+    from deltafit._states import _hinge as _warm_hinge
+    from deltafit._states import _newton_kernel, _newton_primal
 
     X, yc, _ = _data()
     m = (LinearClassifier if kind == "linear" else KernelClassifier)(loss=loss).fit(X, yc)
     before = snapshot(m, X)
+    _warm_newton = _newton_primal if kind == "linear" else _newton_kernel
     module = _warm_hinge if loss == "hinge" else _warm_newton
     name = ("hinge_" if loss == "hinge" else "newton_") + ("primal" if kind == "linear"
                                                           else "kernel")

@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from deltafit.solvers import _hinge_kernel_slots, hinge_kernel, hinge_primal
+from deltafit._states._newton_common import padded_at
+from deltafit._states._newton_kernel import KernelNewtonState
 from deltafit._states._protocol import ModelState, grown, needs_result, padded, saved_coef, taken
-from deltafit._states._newton import KernelNewtonState, padded_at
+from deltafit.solvers import _hinge_kernel_slots, hinge_kernel, hinge_primal
 
 __all__ = ["PrimalHingeState", "KernelHingeState"]
 
