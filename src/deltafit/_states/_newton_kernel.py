@@ -12,6 +12,8 @@ certified gradient norm as a fit.  The kernel hinge state
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy import linalg
 
@@ -26,6 +28,7 @@ from deltafit._states._protocol import (
     padded,
     taken,
 )
+from deltafit._states._saved_checks import check_kernel_rows, check_residual
 from deltafit.solvers import newton_kernel
 from deltafit.solvers._kernel_chord import (
     KernelCurvature,
@@ -321,6 +324,26 @@ class KernelNewtonState(ModelState):
             F, C = checked(arrays, shapes, "stored kernel factor")
             st.curv, st.point = _chord_from_arrays(st, K, F, C, capacity)
         return st
+
+    # ------------------------------------------------------- load-time checks
+    def check_saved_solution(self, arrays, solver=None):
+        """The gradient ``α + C w ∘ ℓ'(y, Kα)`` at the saved α has the RKHS norm
+        (``sqrt(gᵀKg)``) the saved certificate ``solver["grad_norm"]`` states (to ``1e-6`` of
+        ``sqrt(αᵀKα) + grad_norm``).  See :meth:`ModelState.check_saved_solution`."""
+        y, C, saved = arrays["ledger_y"], self.C, float(solver["grad_norm"])
+        w = arrays.get("ledger_w", 1.0)  # C·w_i per sample
+        K, alpha = arrays["state_K"], arrays["state_alpha"]
+        g = alpha + C * w * self.loss.d1(y, K @ alpha)
+        size = math.sqrt(max(float(alpha @ K @ alpha), 0.0))
+        gnorm = math.sqrt(max(float(g @ K @ g), 0.0))
+        check_residual(max(gnorm - saved, 0.0), size + saved)
+
+    def check_saved_rows(self, arrays, *, first=True, hinge=None, kernel=None):
+        """The stored kernel matrix against the fitted ``kernel`` of the stored rows
+        (:func:`~deltafit._states._saved_checks.check_kernel_rows`).  See
+        :meth:`ModelState.check_saved_rows`."""
+        if arrays.get("ledger_X") is not None:
+            check_kernel_rows(arrays, kernel, first)
 
 
 def _positions(col, what):

@@ -27,6 +27,7 @@ from deltafit._states._protocol import (
     padded,
     saved_coef,
 )
+from deltafit._states._saved_checks import EPS, abs_rows, check_residual, refuse_rows, row_blocks
 from deltafit.solvers import HESSIAN_FREE_FEATURES, newton_primal
 from deltafit.solvers._chord import (
     Curvature,
@@ -172,6 +173,39 @@ class PrimalNewtonState(ModelState):
             st.point = Point(padded(zd[:, 0], capacity), float(result.objective),
                              HG[:, -2].copy(), HG[:, -1].copy())
         return st
+
+    # ------------------------------------------------------- load-time checks
+    def check_saved_solution(self, arrays, solver=None):
+        """The gradient ``β + C Φᵀ(w ∘ ℓ'(y, Φβ))`` at the saved β, from the stored rows, has
+        the norm the saved certificate ``solver["grad_norm"]`` states (to ``1e-6`` of
+        ``‖β‖ + grad_norm``: the sensitivity bounds rely on it).  See
+        :meth:`ModelState.check_saved_solution`."""
+        norm = np.linalg.norm
+        y, C, saved = arrays["ledger_y"], self.C, float(solver["grad_norm"])
+        w = arrays.get("ledger_w", 1.0)  # C·w_i per sample
+        Phi, beta = arrays["ledger_X"], arrays["state_beta"]
+        g = beta + C * (Phi.T @ (w * self.loss.d1(y, Phi @ beta)))
+        size, gnorm = norm(beta), norm(g)
+        check_residual(max(gnorm - saved, 0.0), size + saved)
+
+    def check_saved_rows(self, arrays, *, first=True, hinge=None, kernel=None):
+        """The stored scores ``z_i`` (``state_scores``, when saved) against ``φ_iᵀβ`` from
+        the stored rows, within their rounding bound.  See
+        :meth:`ModelState.check_saved_rows`."""
+        Phi = arrays.get("ledger_X")
+        zd = arrays.get("state_scores")
+        if Phi is None or zd is None:
+            return
+        n, p = Phi.shape
+        beta = arrays["state_beta"]
+        ab = np.abs(beta)
+        for rows in row_blocks(n):
+            B, z = Phi[rows], zd[rows, 0]
+            S = np.asarray(abs_rows(B) @ ab).ravel() + np.abs(z)
+            bad = np.flatnonzero(np.abs(z - np.asarray(B @ beta).ravel()) >
+                                 4.0 * EPS * (p + 4) * S)
+            if bad.size:
+                refuse_rows("scores Φβ", f"rows {(bad[:5] + rows.start).tolist()}")
 
 
 def _hessian_free(Phi):

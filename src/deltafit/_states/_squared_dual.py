@@ -44,6 +44,7 @@ from deltafit._linalg._gram import GramCache
 from deltafit._linalg._lowrank import LowRankInverse
 from deltafit._linalg._spd import _correction_error, _spd_core, _spd_inverse, _symmetrized
 from deltafit._states._protocol import ModelState, check_symmetric, checked
+from deltafit._states._saved_checks import check_kernel_rows, check_residual
 from deltafit._states._squared_dual_weighted import (
     _INV_RTOL,
     _REFINE_COND,
@@ -103,6 +104,7 @@ class DualSquaredState(WeightedDualUpdates, ModelState):
 
     kind, kernel, loss_names = "dual_squared", True, ("squared",)
     warm_per_sample = True
+    closed_form = True
 
     def __init__(self, opts, max_rank=64):
         super().__init__(opts, max_rank)
@@ -624,3 +626,30 @@ class DualSquaredState(WeightedDualUpdates, ModelState):
         st.n_refactor = 0
         st.n_folds = 0
         return st
+
+    # ------------------------------------------------------- load-time checks
+    def check_saved_solution(self, arrays, solver=None):
+        """``(K + ρI) α = y`` (weighted: ``W(Kα − y) + ρα = 0``, which states both
+        ``(K + ρW⁻¹)α = y`` over the samples of positive weight and ``α_i = 0`` where
+        ``w_i = 0``) to ``1e-6`` of its scale.  See :meth:`ModelState.check_saved_solution`."""
+        norm = np.linalg.norm
+        K, alpha, y = arrays["state_K"], arrays["state_alpha"], arrays["ledger_y"]
+        w = arrays.get("ledger_w")
+        if w is None:
+            residual = norm(K @ alpha + self.rho * alpha - y)
+            scale = (norm(K) + self.rho) * norm(alpha) + norm(y)
+        else:
+            w = np.asarray(w, dtype=np.float64)
+            wmax = float(np.max(w, initial=0.0))
+            if np.ndim(alpha) == 2:
+                w = w[:, None]
+            residual = norm(w * (K @ alpha - y) + self.rho * alpha)
+            scale = (wmax * norm(K) + self.rho) * norm(alpha) + wmax * norm(y)
+        check_residual(residual, scale)
+
+    def check_saved_rows(self, arrays, *, first=True, hinge=None, kernel=None):
+        """The stored kernel matrix against the fitted ``kernel`` of the stored rows
+        (:func:`~deltafit._states._saved_checks.check_kernel_rows`).  See
+        :meth:`ModelState.check_saved_rows`."""
+        if arrays.get("ledger_X") is not None:
+            check_kernel_rows(arrays, kernel, first)

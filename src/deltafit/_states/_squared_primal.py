@@ -77,6 +77,7 @@ from deltafit._linalg._spd import (
     _woodbury_core,
 )
 from deltafit._states._protocol import ModelState, check_symmetric, checked
+from deltafit._states._saved_checks import EPS, abs_rows, check_residual, refuse_rows, row_blocks
 from deltafit._states._squared_stats import (
     _BIG_RATIO,
     _CORE_MARGIN,
@@ -153,6 +154,7 @@ class PrimalSquaredState(ModelState):
 
     kind, kernel, loss_names = "primal_squared", False, ("squared",)
     warm_per_sample = False
+    closed_form = keeps_no_rows = True
 
     def __init__(self, opts, max_rank=64):
         super().__init__(opts, max_rank)
@@ -816,3 +818,91 @@ class PrimalSquaredState(ModelState):
                 st._inv_ready = False
                 st._nH = st._condition()[1]
         return st
+
+    # ------------------------------------------------------- load-time checks
+    def check_saved_statistics(self, arrays, *, n, intercept_scaling, fit_intercept,
+                               n_positive=None):
+        """``ΦᵀWΦ + ρI`` and ``ΦᵀWt`` on the constant feature against the count (the total
+        weight, ``s²·Σw + ρ``) and the labels (``s·Σ w_i y_i``); nothing without an
+        intercept.  ``n_positive``: a classifier's count of positives, used when the file
+        keeps no labels (and no weights: which weights are the positives' is unknown then).
+        See :meth:`ModelState.check_saved_statistics`."""
+        if not fit_intercept:
+            return
+        s = float(intercept_scaling)
+        M, b = arrays["state_M"], arrays["state_b"]
+        w = arrays.get("ledger_w")
+        expected = (n if w is None else float(np.sum(w))) * s * s + self.rho
+        if abs(M[-1, -1] - expected) > 1e-6 * expected:
+            raise ValueError("corrupt model file: ΦᵀΦ + ρI does not count the samples "
+                             f"(constant feature: {M[-1, -1]:.6g}, expected {expected:.6g})")
+        total = None
+        if "ledger_y" in arrays:
+            y = arrays["ledger_y"]
+            wy = y if w is None else w * y
+            total, scale = float(wy.sum()), float(np.abs(wy).sum()) + 1.0
+        elif n_positive is not None and w is None:
+            total, scale = float(2 * n_positive - n), float(n)
+        if total is not None and abs(b[-1] - s * total) > 1e-6 * s * scale:
+            raise ValueError("corrupt model file: Φᵀy does not match the labels on the "
+                             "constant feature")
+
+    def check_saved_solution(self, arrays, solver=None):
+        """The normal equations ``M β = b`` hold to ``1e-6`` of their scale.  See
+        :meth:`ModelState.check_saved_solution`."""
+        norm = np.linalg.norm
+        M, b, beta = arrays["state_M"], arrays["state_b"], arrays["state_beta"]
+        check_residual(norm(M @ beta - b), norm(M) * norm(beta) + norm(b))
+
+    def check_saved_rows(self, arrays, *, first=True, hinge=None, kernel=None):
+        """``(ΦᵀWΦ + ρI)v`` from the stored rows for a random ``v`` against ``M v`` (once for
+        a matrix shared by K outputs or classes: ``first``), within the rounding bound plus
+        the error ``lost`` the state bounds for the digits removals and reweights cancelled
+        in ``M`` since it was last computed from the rows (a 2-norm bound, so ``lost·‖v‖``
+        per entry); ``ΦᵀWt`` against ``b`` while no cancellation has happened (``lost`` = 0:
+        afterwards ``b`` carries the residue of the cancelled samples, which the state does
+        not bound).  See :meth:`ModelState.check_saved_rows` and
+        :mod:`~deltafit._states._saved_checks`."""
+        Phi = arrays.get("ledger_X")
+        if Phi is None:
+            return
+        n, p = Phi.shape
+        w = arrays.get("ledger_w")
+        w = np.ones(n) if w is None else np.asarray(w, dtype=np.float64)
+        t = arrays.get("ledger_y")
+        M = arrays["state_M"]
+        limits = arrays.get("state_limits")
+        lost = float(limits[2]) if limits is not None else 0.0
+        check_b = t is not None and lost == 0.0 and limits is not None
+        if not (first or check_b):
+            return
+        rho = float(self.rho)
+        v = np.random.default_rng().standard_normal(p)
+        av = np.abs(v)
+        Mv, S = rho * v, rho * av + np.abs(M) @ av
+        if check_b:
+            t = np.asarray(t, dtype=np.float64)
+            b = arrays["state_b"]
+            bt, Sb = np.zeros(p), np.abs(b)
+        for rows in row_blocks(n):  # two passes over a block and its |·|, both sums at once
+            B, wb = Phi[rows], w[rows]
+            A = abs_rows(B)
+            u, au = wb * np.asarray(B @ v).ravel(), wb * np.asarray(A @ av).ravel()
+            if check_b:
+                u = np.column_stack([u, wb * t[rows]])
+                au = np.column_stack([au, wb * np.abs(t[rows])])
+            Bu, Au = np.asarray(B.T @ u), np.asarray(A.T @ au)
+            if check_b:
+                Mv, S = Mv + Bu[:, 0], S + Au[:, 0]
+                bt, Sb = bt + Bu[:, 1], Sb + Au[:, 1]
+            else:
+                Mv, S = Mv + Bu.ravel(), S + Au.ravel()
+        if first:
+            err = np.abs(M @ v - Mv)
+            bad = np.flatnonzero(err > 4.0 * EPS * (n + p + 4) * S + lost * np.linalg.norm(v))
+            if bad.size:
+                refuse_rows("matrix ΦᵀWΦ + ρI", f"features {bad[:5].tolist()}")
+        if check_b:
+            bad = np.flatnonzero(np.abs(b - bt) > 4.0 * EPS * (n + 4) * Sb)
+            if bad.size:
+                refuse_rows("targets' statistics ΦᵀWt", f"features {bad[:5].tolist()}")
