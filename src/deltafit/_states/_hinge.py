@@ -24,6 +24,8 @@ Where the dual variables live (what approximate leave-one-out for SVMs needs):
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from deltafit._states._newton_common import padded_at
@@ -143,7 +145,8 @@ class PrimalHingeState(ModelState):
         return st
 
     # ------------------------------------------------------- load-time checks
-    def check_saved_rows(self, arrays, *, first=True, hinge=None, kernel=None):
+    def check_saved_rows(self, arrays: dict, *, first: bool = True, hinge: dict | None = None,
+                         kernel: Callable | None = None) -> None:
         """β against ``Φᵀ(α∘t)`` from the stored rows (the dual's primal point), and the KKT
         conditions at the margins ``t_i φ_iᵀβ`` against the saved certificate
         ``hinge["kkt_violation"]`` (which already includes the solve's rounding bound; no
@@ -156,7 +159,7 @@ class PrimalHingeState(ModelState):
         n, p = Phi.shape
         w = arrays.get("ledger_w")
         w = np.ones(n) if w is None else np.asarray(w, dtype=np.float64)
-        t = arrays.get("ledger_y")
+        t = arrays["ledger_y"]
         beta, dual = arrays["state_beta"], arrays["state_dual"]
         kkt = None if hinge is None else float(hinge["kkt_violation"]) * (1.0 + 1e-9)
         bt, S, ab, box = np.zeros(p), np.abs(beta), np.abs(beta), float(self.C) * w
@@ -279,7 +282,7 @@ class KernelHingeState(KernelNewtonState):
         return st
 
     # ------------------------------------------------------- load-time checks
-    def check_saved_solution(self, arrays, solver=None):
+    def check_saved_solution(self, arrays: dict, solver: dict | None = None) -> None:
         """Nothing beyond :meth:`from_arrays` (the dual variables in their box): the hinge's
         certificate is a duality gap, not the gradient norm :class:`KernelNewtonState` checks.
         The stored kernel matrix is checked as that state's (:meth:`check_saved_rows`)."""

@@ -13,6 +13,7 @@ certified gradient norm as a fit.  The kernel hinge state
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 from scipy import linalg
@@ -326,10 +327,13 @@ class KernelNewtonState(ModelState):
         return st
 
     # ------------------------------------------------------- load-time checks
-    def check_saved_solution(self, arrays, solver=None):
+    def check_saved_solution(self, arrays: dict, solver: dict | None = None) -> None:
         """The gradient ``α + C w ∘ ℓ'(y, Kα)`` at the saved α has the RKHS norm
         (``sqrt(gᵀKg)``) the saved certificate ``solver["grad_norm"]`` states (to ``1e-6`` of
         ``sqrt(αᵀKα) + grad_norm``).  See :meth:`ModelState.check_saved_solution`."""
+        if solver is None:
+            raise ValueError(f"corrupt model file: the {self.kind} state's solver "
+                             "diagnostics are missing")
         y, C, saved = arrays["ledger_y"], self.C, float(solver["grad_norm"])
         w = arrays.get("ledger_w", 1.0)  # C·w_i per sample
         K, alpha = arrays["state_K"], arrays["state_alpha"]
@@ -338,10 +342,14 @@ class KernelNewtonState(ModelState):
         gnorm = math.sqrt(max(float(g @ K @ g), 0.0))
         check_residual(max(gnorm - saved, 0.0), size + saved)
 
-    def check_saved_rows(self, arrays, *, first=True, hinge=None, kernel=None):
+    def check_saved_rows(self, arrays: dict, *, first: bool = True, hinge: dict | None = None,
+                         kernel: Callable | None = None) -> None:
         """The stored kernel matrix against the fitted ``kernel`` of the stored rows
         (:func:`~deltafit._states._saved_checks.check_kernel_rows`).  See
         :meth:`ModelState.check_saved_rows`."""
+        if kernel is None:
+            raise TypeError("a kernel state's stored rows are checked against its fitted "
+                            "kernel: pass kernel")
         if arrays.get("ledger_X") is not None:
             check_kernel_rows(arrays, kernel, first)
 

@@ -14,6 +14,8 @@ re-solve is warm-started Newton with conjugate-gradient steps, as in a fit.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import scipy.sparse as sp
 from scipy import linalg
@@ -175,12 +177,15 @@ class PrimalNewtonState(ModelState):
         return st
 
     # ------------------------------------------------------- load-time checks
-    def check_saved_solution(self, arrays, solver=None):
+    def check_saved_solution(self, arrays: dict, solver: dict | None = None) -> None:
         """The gradient ``β + C Φᵀ(w ∘ ℓ'(y, Φβ))`` at the saved β, from the stored rows, has
         the norm the saved certificate ``solver["grad_norm"]`` states (to ``1e-6`` of
         ``‖β‖ + grad_norm``: the sensitivity bounds rely on it).  See
         :meth:`ModelState.check_saved_solution`."""
         norm = np.linalg.norm
+        if solver is None:
+            raise ValueError(f"corrupt model file: the {self.kind} state's solver "
+                             "diagnostics are missing")
         y, C, saved = arrays["ledger_y"], self.C, float(solver["grad_norm"])
         w = arrays.get("ledger_w", 1.0)  # C·w_i per sample
         Phi, beta = arrays["ledger_X"], arrays["state_beta"]
@@ -188,7 +193,8 @@ class PrimalNewtonState(ModelState):
         size, gnorm = norm(beta), norm(g)
         check_residual(max(gnorm - saved, 0.0), size + saved)
 
-    def check_saved_rows(self, arrays, *, first=True, hinge=None, kernel=None):
+    def check_saved_rows(self, arrays: dict, *, first: bool = True, hinge: dict | None = None,
+                         kernel: Callable | None = None) -> None:
         """The stored scores ``z_i`` (``state_scores``, when saved) against ``φ_iᵀβ`` from
         the stored rows, within their rounding bound.  See
         :meth:`ModelState.check_saved_rows`."""

@@ -22,6 +22,7 @@ state's type or the loss's name.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -323,8 +324,8 @@ class ModelState:
     # from ``arrays``, so that a one-vs-rest class or a K-output column can pass its own view
     # of them.  Each raises ValueError("corrupt model file: ...") on a violation; the default
     # checks nothing.
-    def check_saved_statistics(self, arrays, *, n, intercept_scaling, fit_intercept,
-                               n_positive=None):
+    def check_saved_statistics(self, arrays: dict, *, n: int, intercept_scaling: float,
+                               fit_intercept: bool, n_positive: int | None = None) -> None:
         """The saved statistics against the counts and labels (what ties the state to the
         ledger without reading the rows).
 
@@ -342,7 +343,7 @@ class ModelState:
             A classifier's count of positive samples, kept when it keeps no labels.
         """
 
-    def check_saved_solution(self, arrays, solver=None):
+    def check_saved_solution(self, arrays: dict, solver: dict | None = None) -> None:
         """The saved solution solves the saved problem (to rounding, or to the gradient norm
         its saved certificate states).
 
@@ -354,7 +355,8 @@ class ModelState:
             The saved solver diagnostics (``grad_norm``, ...); None for the closed form.
         """
 
-    def check_saved_rows(self, arrays, *, first=True, hinge=None, kernel=None):
+    def check_saved_rows(self, arrays: dict, *, first: bool = True, hinge: dict | None = None,
+                         kernel: Callable | None = None) -> None:
         """The stored rows (``ledger_X``, when kept) against what the state keeps of them.
 
         Parameters

@@ -35,6 +35,7 @@ problem".
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 from scipy import linalg
@@ -628,7 +629,7 @@ class DualSquaredState(WeightedDualUpdates, ModelState):
         return st
 
     # ------------------------------------------------------- load-time checks
-    def check_saved_solution(self, arrays, solver=None):
+    def check_saved_solution(self, arrays: dict, solver: dict | None = None) -> None:
         """``(K + ρI) α = y`` (weighted: ``W(Kα − y) + ρα = 0``, which states both
         ``(K + ρW⁻¹)α = y`` over the samples of positive weight and ``α_i = 0`` where
         ``w_i = 0``) to ``1e-6`` of its scale.  See :meth:`ModelState.check_saved_solution`."""
@@ -645,11 +646,15 @@ class DualSquaredState(WeightedDualUpdates, ModelState):
                 w = w[:, None]
             residual = norm(w * (K @ alpha - y) + self.rho * alpha)
             scale = (wmax * norm(K) + self.rho) * norm(alpha) + wmax * norm(y)
-        check_residual(residual, scale)
+        check_residual(float(residual), float(scale))
 
-    def check_saved_rows(self, arrays, *, first=True, hinge=None, kernel=None):
+    def check_saved_rows(self, arrays: dict, *, first: bool = True, hinge: dict | None = None,
+                         kernel: Callable | None = None) -> None:
         """The stored kernel matrix against the fitted ``kernel`` of the stored rows
         (:func:`~deltafit._states._saved_checks.check_kernel_rows`).  See
         :meth:`ModelState.check_saved_rows`."""
+        if kernel is None:
+            raise TypeError("a kernel state's stored rows are checked against its fitted "
+                            "kernel: pass kernel")
         if arrays.get("ledger_X") is not None:
             check_kernel_rows(arrays, kernel, first)

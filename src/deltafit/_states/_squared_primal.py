@@ -62,6 +62,7 @@ problem".
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 from scipy import linalg
@@ -820,8 +821,8 @@ class PrimalSquaredState(ModelState):
         return st
 
     # ------------------------------------------------------- load-time checks
-    def check_saved_statistics(self, arrays, *, n, intercept_scaling, fit_intercept,
-                               n_positive=None):
+    def check_saved_statistics(self, arrays: dict, *, n: int, intercept_scaling: float,
+                               fit_intercept: bool, n_positive: int | None = None) -> None:
         """``ΦᵀWΦ + ρI`` and ``ΦᵀWt`` on the constant feature against the count (the total
         weight, ``s²·Σw + ρ``) and the labels (``s·Σ w_i y_i``); nothing without an
         intercept.  ``n_positive``: a classifier's count of positives, used when the file
@@ -847,14 +848,15 @@ class PrimalSquaredState(ModelState):
             raise ValueError("corrupt model file: Φᵀy does not match the labels on the "
                              "constant feature")
 
-    def check_saved_solution(self, arrays, solver=None):
+    def check_saved_solution(self, arrays: dict, solver: dict | None = None) -> None:
         """The normal equations ``M β = b`` hold to ``1e-6`` of their scale.  See
         :meth:`ModelState.check_saved_solution`."""
         norm = np.linalg.norm
         M, b, beta = arrays["state_M"], arrays["state_b"], arrays["state_beta"]
-        check_residual(norm(M @ beta - b), norm(M) * norm(beta) + norm(b))
+        check_residual(float(norm(M @ beta - b)), float(norm(M) * norm(beta) + norm(b)))
 
-    def check_saved_rows(self, arrays, *, first=True, hinge=None, kernel=None):
+    def check_saved_rows(self, arrays: dict, *, first: bool = True, hinge: dict | None = None,
+                         kernel: Callable | None = None) -> None:
         """``(ΦᵀWΦ + ρI)v`` from the stored rows for a random ``v`` against ``M v`` (once for
         a matrix shared by K outputs or classes: ``first``), within the rounding bound plus
         the error ``lost`` the state bounds for the digits removals and reweights cancelled
@@ -869,11 +871,12 @@ class PrimalSquaredState(ModelState):
         n, p = Phi.shape
         w = arrays.get("ledger_w")
         w = np.ones(n) if w is None else np.asarray(w, dtype=np.float64)
-        t = arrays.get("ledger_y")
+        y = arrays.get("ledger_y")
+        t = np.zeros(n) if y is None else np.asarray(y, dtype=np.float64)
         M = arrays["state_M"]
         limits = arrays.get("state_limits")
         lost = float(limits[2]) if limits is not None else 0.0
-        check_b = t is not None and lost == 0.0 and limits is not None
+        check_b = y is not None and lost == 0.0 and limits is not None
         if not (first or check_b):
             return
         rho = float(self.rho)
@@ -881,7 +884,6 @@ class PrimalSquaredState(ModelState):
         av = np.abs(v)
         Mv, S = rho * v, rho * av + np.abs(M) @ av
         if check_b:
-            t = np.asarray(t, dtype=np.float64)
             b = arrays["state_b"]
             bt, Sb = np.zeros(p), np.abs(b)
         for rows in row_blocks(n):  # two passes over a block and its |·|, both sums at once
