@@ -364,7 +364,7 @@ class _WarmPathCounts:
 
     def __enter__(self):
         from deltafit.solvers import _chord as CN
-        from deltafit._states import _newton as WN
+        from deltafit._states import _newton_primal as WN
 
         self.c = dict(newton=0, newton_iter=0, chord=0, chord_iter=0, chord_stalled=0,
                       hessian_refresh=0)
@@ -395,7 +395,7 @@ class _WarmPathCounts:
 
     def __exit__(self, *exc):
         from deltafit.solvers import _chord as CN
-        from deltafit._states import _newton as WN
+        from deltafit._states import _newton_primal as WN
 
         WN.newton_primal, WN.chord_solve, CN.Curvature.at = self._saved
         return False

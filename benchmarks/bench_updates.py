@@ -524,7 +524,7 @@ def _chord_off():
     warm-started Newton over the rows after the change)."""
     from contextlib import contextmanager
 
-    from deltafit._states import _newton as _warm_newton
+    from deltafit._states import _newton_primal as _warm_newton
 
     @contextmanager
     def ctx():

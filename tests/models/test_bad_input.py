@@ -19,7 +19,7 @@ from sklearn.preprocessing import StandardScaler
 from deltafit import KernelClassifier, KernelRegressor, LinearClassifier, LinearRegressor
 from deltafit.datasets import load_breast_cancer
 from deltafit.solvers import _chord as _chord_newton, _kernel_chord
-from deltafit._states import _squared as _exact_squared
+from deltafit._states import _squared_dual, _squared_primal
 
 
 
@@ -513,14 +513,14 @@ def _remove_then_add(m, D):
 
 FAILURES = [
     # primal squared (closed-form Woodbury and refactorisation)
-    ("LinearClassifier", _exact_squared, "_woodbury_core", 1, _small_update),
-    ("LinearRegressor", _exact_squared, "_woodbury_core", 1, _small_update),
-    ("LinearRegressor", _exact_squared, "_cholesky", 1, _large_add),
+    ("LinearClassifier", _squared_primal, "_woodbury_core", 1, _small_update),
+    ("LinearRegressor", _squared_primal, "_woodbury_core", 1, _small_update),
+    ("LinearRegressor", _squared_primal, "_cholesky", 1, _large_add),
     # dual squared: removal succeeds, then the addition's Schur complement fails
-    ("KernelRegressor", _exact_squared, "_spd_core", 1, _small_update),
-    ("KernelRegressor", _exact_squared, "_spd_core", 2, _remove_then_add),
-    ("KernelClassifier", _exact_squared, "_spd_core", 2, _remove_then_add),
-    ("KernelRegressor", _exact_squared, "_spd_core", 1, _large_add),
+    ("KernelRegressor", _squared_dual, "_spd_core", 1, _small_update),
+    ("KernelRegressor", _squared_dual, "_spd_core", 2, _remove_then_add),
+    ("KernelClassifier", _squared_dual, "_spd_core", 2, _remove_then_add),
+    ("KernelRegressor", _squared_dual, "_spd_core", 1, _large_add),
     # warm re-solves: the linear ones fail in a factorisation of the chord matrix, the kernel
     # ones in the second chord step's solve with the stored factor or in a fresh factor
     ("LinearClassifier-logistic", _chord_newton, "_cholesky", 1, _small_update),
@@ -574,8 +574,11 @@ def test_numerical_failure_when_corrections_are_pending(name, monkeypatch, cance
     before = snapshot(m, D.Xq)
     with monkeypatch.context() as mp:
         # the dual state's cores are SPD (Cholesky); the primal's may be indefinite (eigh)
-        core = "_spd_core" if name.startswith("Kernel") else "_woodbury_core"
-        FailOnCall(mp, _exact_squared, core, 1)
+        if name.startswith("Kernel"):
+            module, core = _squared_dual, "_spd_core"
+        else:
+            module, core = _squared_primal, "_woodbury_core"
+        FailOnCall(mp, module, core, 1)
         with pytest.raises(ValueError, match="mocked numerical failure"):
             m.update(X_add=D.Xn[:2], y_add=D.yn[:2], remove_ids=[10, 11])
     assert_unchanged(before, snapshot(m, D.Xq))

@@ -25,7 +25,7 @@ from sklearn.datasets import load_digits
 
 import deltafit as df
 from deltafit.solvers import _kernel_chord
-from deltafit._states import _newton as _warm_newton
+from deltafit._states import _newton_kernel as _warm_newton
 from deltafit.solvers._kernel_chord import KernelCurvature
 from reference import (kernel_features, logistic_reference, reference_kernel, rel_err,
                        squared_hinge_reference)

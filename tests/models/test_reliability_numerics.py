@@ -155,11 +155,13 @@ def test_the_cap_is_weighted_by_C():
 def test_a_non_finite_re_solve_is_refused_and_rolled_back(loss, kind, monkeypatch):
     """The last line of defence: a solver that returns a non-finite solution (whatever the
     cause) is refused and the state put back as it was."""
-    from deltafit._states import _hinge as _warm_hinge, _newton as _warm_newton
+    from deltafit._states import _hinge as _warm_hinge
+    from deltafit._states import _newton_kernel, _newton_primal
 
     X, yc, _ = _data()
     m = (LinearClassifier if kind == "linear" else KernelClassifier)(loss=loss).fit(X, yc)
     before = snapshot(m, X)
+    _warm_newton = _newton_primal if kind == "linear" else _newton_kernel
     module = _warm_hinge if loss == "hinge" else _warm_newton
     name = ("hinge_" if loss == "hinge" else "newton_") + ("primal" if kind == "linear"
                                                           else "kernel")
@@ -196,8 +198,9 @@ def test_a_non_finite_closed_form_update_is_never_committed(make, core, monkeypa
     """The closed forms check their own new solution (they update in place and roll back
     themselves): with a Woodbury core gone non-finite the update is refused and the model left
     unchanged (primal), or redone exactly from the kernel matrix (dual); never committed."""
-    from deltafit._states import _squared as _exact_squared
+    from deltafit._states import _squared_dual, _squared_primal
 
+    _exact_squared = _squared_dual if core == "_spd_core" else _squared_primal
     X, _, yr = _data()
     m = make().fit(X, yr)
     nodata = not m.get_params().get("keep_data", True)

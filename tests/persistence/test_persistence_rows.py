@@ -154,7 +154,7 @@ def test_hinge_a_row_moved_into_the_margin_is_refused(data, tmp_path):
 def test_the_checks_run_over_blocks_of_rows(case, data, tmp_path, monkeypatch):
     """The load-time products run over blocks of rows: blocks of 7 rows give the same
     verdicts (an unedited file loads, an edited row in a later block is refused)."""
-    from deltafit.persistence import _checks
+    from deltafit._states import _saved_checks as _checks
 
     monkeypatch.setattr(_checks, "_ROW_BLOCK", 7)
     m, X = _fitted(case, data)

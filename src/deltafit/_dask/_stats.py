@@ -3,7 +3,7 @@
 ``M = ΦᵀWΦ + ρI`` and ``b = ΦᵀWt`` (ARCHITECTURE.md, "The problem"; Lee et al., "Exact
 incremental and decremental learning for LS-SVM", the statistics behind Thm 1 and Cor. 1–4)
 are sums over the rows: each row block computes its own share on a worker, with the NumPy
-path's accumulation (:meth:`~deltafit._states._squared._Statistics.of_rows`: BLAS syrk in
+path's accumulation (:meth:`~deltafit._states._squared_stats._Statistics.of_rows`: BLAS syrk in
 chunks, rows of large norm through error-free transformations), and the shares are added in a
 tree (fan-in 8), the double-double parts through Knuth's TwoSum (Ogita, Rump & Oishi,
 "Accurate sum and dot product").  The same block task validates its rows and labels, encodes
@@ -25,12 +25,12 @@ from __future__ import annotations
 import numpy as np
 
 from deltafit.utils._validation import check_magnitude, check_scale
-from deltafit._states._squared import (
+from deltafit._linalg._compensated import _two_sum
+from deltafit._states._squared_stats import (
     _BIG_RATIO,
     _Statistics,
     _row_sq,
     _target_size,
-    _two_sum,
     _weighted_rows,
 )
 from deltafit._dask._rows import FAN_IN, compute_on_cluster

@@ -26,7 +26,7 @@ from sklearn.base import clone
 
 from deltafit._dask._input import row_blocks
 from deltafit._dask._stats import BlockProblem, fold_statistics
-from deltafit._states._squared import PrimalSquaredState
+from deltafit._states._squared_primal import PrimalSquaredState
 
 __all__ = ["DaskFolds", "dask_closed_form"]
 

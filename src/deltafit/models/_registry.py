@@ -3,9 +3,11 @@ names it (see :class:`~deltafit._states._protocol.ModelState`)."""
 
 from __future__ import annotations
 
-from deltafit._states._squared import DualSquaredState, PrimalSquaredState
 from deltafit._states._hinge import KernelHingeState, PrimalHingeState
-from deltafit._states._newton import KernelNewtonState, PrimalNewtonState
+from deltafit._states._newton_kernel import KernelNewtonState
+from deltafit._states._newton_primal import PrimalNewtonState
+from deltafit._states._squared_dual import DualSquaredState
+from deltafit._states._squared_primal import PrimalSquaredState
 
 __all__ = ["STATES", "state_class", "state_for"]
 

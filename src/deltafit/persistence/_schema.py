@@ -72,7 +72,6 @@ READ_VERSIONS = (2, 3)  # 2: keep_data=False digests are keyed BLAKE2b (no diges
 
 _MAX_META_BYTES = 1 << 22  # the JSON record: parameters and scalars, never per-sample data
 FITTED_ATTR = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,99}_")
-_CLOSED_FORM = ("primal_squared", "dual_squared")
 _META_KEYS = {
     "format", "format_version", "estimator", "params", "state", "spec", "fitted",
     "n_features_in", "n_samples", "keep_rows", "keep_digests", "row_width",
@@ -210,7 +209,7 @@ def _check_meta(meta):
     cls, n_classes = state_of(meta, classifier)
     if meta["n_outputs"] is not None:
         int_field(meta, "n_outputs", low=2, high=100_000)
-        if classifier or cls.kind not in _CLOSED_FORM:
+        if classifier or not cls.closed_form:
             raise field_error("n_outputs", "is set only for a regressor's closed-form state")
     fitted = dict_field(meta, "fitted", ("loss", "C", "tol", "max_iter"))
     if fitted["loss"] not in est._losses:
@@ -255,7 +254,7 @@ def _check_meta(meta):
         if keep_rows == keep_digests:
             raise ValueError("corrupt model file: a linear model keeps either its rows "
                              "(keep_rows) or digests of them (keep_digests), one of the two")
-        if keep_digests and cls.kind != "primal_squared":
+        if keep_digests and not cls.keeps_no_rows:
             raise ValueError("corrupt model file: only the squared loss keeps no rows "
                              f"(keep_digests with state {cls.kind!r})")
         fit_intercept = meta["spec"].get("fit_intercept") if isinstance(meta["spec"], dict) \
@@ -285,7 +284,7 @@ def _check_meta(meta):
         raise field_error("n_positive", "is kept only by a classifier that keeps no labels")
     # the solver's diagnostics: none for the closed form, always for an iterative state
     solver, hinge = meta["solver"], meta["hinge"]
-    if cls.kind in _CLOSED_FORM:
+    if cls.closed_form:
         if solver is not None or hinge is not None:
             raise field_error("solver", "must be null for the closed-form state")
     else:
