@@ -69,7 +69,7 @@ from deltafit.losses import get_loss
 from deltafit.solvers import HingeResult, SolverResult
 from deltafit.persistence import _transformers as ta
 from deltafit._ledger._digest import SCHEMES as DIGEST_SCHEMES
-from deltafit._ledger._ledger import Ledger
+from deltafit._ledger import Ledger
 from deltafit._states._one_vs_rest import (
     OneVsRestState,
     class_codes,
