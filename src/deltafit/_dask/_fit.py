@@ -1,6 +1,6 @@
 """The fit of a Dask-backed ``keep_data=True`` model: one pass that validates, encodes and
 persists the row blocks on the cluster (:class:`~._dask_rows.DaskRowStore`), computes the
-samples' keyed digests (the range ledger's :class:`~deltafit._ledger.SortedDigests`) and the counts
+samples' keyed digests (the range ledger's :class:`~.SortedDigests`) and the counts
 the model checks, and, for the smooth losses, the first Newton pass at the start (J, ∇J,
 ∇J(0) and the Hessian: :func:`~._dask_newton.prepare_block`) and the largest sample
 curvature ``C·w·‖Φ(x)‖²``: a logistic / squared-hinge fit with a sample beyond double

@@ -11,7 +11,7 @@ COMPACTED = object()  # journal marker: the slots were renumbered
 
 
 class Journal:
-    """The transactions of a :class:`~deltafit._ledger._ledger.Ledger` (a mixin: it reads and
+    """The transactions of a :class:`~._ledger.Ledger` (a mixin: it reads and
     restores the ledger's arrays, counters, free lists and id index).
 
     An update changes the ledger through the methods below.  Between ``begin`` and

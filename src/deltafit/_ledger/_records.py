@@ -2,9 +2,9 @@
 per-slot store.
 
 A ledger that keeps no labels (``keep_data=False``) keeps one digest per sample instead: scheme
-``"nh-sip"`` (:mod:`deltafit._ledger._digest`) for dense rows, a keyed BLAKE2b for scheme
+``"nh-sip"`` (:mod:`._digest`) for dense rows, a keyed BLAKE2b for scheme
 ``"blake2b"`` (model files of format 2) and for sparse rows.  :class:`DigestStore` holds them
-per slot; a range ledger keeps them sorted instead (:mod:`deltafit._ledger._sorted`).
+per slot; a range ledger keeps them sorted instead (:mod:`._sorted`).
 """
 
 from __future__ import annotations
