@@ -170,6 +170,8 @@ class StreamLinearModel(BaseEstimator):
         what learning them one by one from w = 0 gives).  Nothing changes when the sample is
         refused.
         """
+        if not hasattr(self, "_state"):  # a bad parameter fails at the first sample
+            self._validate_params()
         if not isinstance(x, dict):
             return self._learn_row(as_row(self, x), y, False)
         with atomic(self):  # a rejected dict leaves no feature, width or pending sample

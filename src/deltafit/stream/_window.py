@@ -346,6 +346,8 @@ class WindowLearner(BaseEstimator):
 
     def _partial_fit(self, X, y, reset):
         fresh = reset or not hasattr(self, "_X")
+        if fresh:  # the parameters first (checked in full by _reset, before any change)
+            self._validate_params()
         X = check_array(X, dtype=np.float64)
         d = None if fresh else self.n_features_in_
         if d is not None and X.shape[1] != d:
