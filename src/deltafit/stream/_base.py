@@ -38,7 +38,7 @@ class StreamLinearModel(BaseEstimator):
     sample (river's spelling).
     """
 
-    _kind = None  # set by subclasses
+    _kind: int | None = None  # set by subclasses
 
     #: the parameters both learners share; each subclass adds its own two
     _parameter_constraints: dict = {
