@@ -174,7 +174,7 @@ def test_bad_order_other_methods(entry, loss, method, data):
 @pytest.mark.parametrize("entry", ["search", "search-kfold"])
 def test_search_bad_order(entry, data):
     X, y, _ = data
-    with pytest.raises(ValueError, match="order must be"):
+    with pytest.raises(ValueError, match="'order' parameter"):
         ENTRY[entry](_logistic(), X, y, order="largest")
 
 

@@ -40,7 +40,7 @@ from deltafit.utils._validation import (
 )
 from deltafit.losses import get_loss
 from deltafit._dask._input import any_dask, gathered, is_dask, map_labels
-from deltafit._ledger._ledger import Ledger
+from deltafit._ledger import Ledger
 from deltafit._states._one_vs_rest import one_vs_rest_state
 from deltafit.models._registry import state_for
 from deltafit._states._protocol import SolverOptions

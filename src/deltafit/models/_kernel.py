@@ -15,7 +15,7 @@ from deltafit.models._base import (
     UpdatableMixin,
     guarded_read,
 )
-from deltafit._ledger._ledger import Ledger
+from deltafit._ledger import Ledger
 from deltafit._states._protocol import DataChange
 
 __all__ = ["KernelClassifier", "KernelRegressor"]

@@ -21,7 +21,7 @@ from deltafit.models._base import (
     guarded_read,
 )
 from deltafit._states._squared_stats import Rows
-from deltafit._ledger._ledger import DEFAULT_SCHEME, KEY_BYTES, Ledger, SortedDigests
+from deltafit._ledger import DEFAULT_SCHEME, KEY_BYTES, Ledger, SortedDigests
 from deltafit._states._one_vs_rest import one_vs_rest_state
 from deltafit.models._registry import state_for
 from deltafit._states._protocol import DataChange
