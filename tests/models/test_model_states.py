@@ -115,7 +115,8 @@ def test_saved_state_keeps_the_fitted_problem_after_set_params(cls, loss, cancer
 
 
 _LADDER_FILES = ["persistence/_format.py", "models/_linear.py", "models/_kernel.py",
-                 "models/_base.py", "models/_problem.py"]
+                 "models/_base.py", "models/_inputs.py", "models/_plan.py",
+                 "models/_predict.py", "models/_problem.py"]
 
 
 @pytest.mark.parametrize("name", _LADDER_FILES)

@@ -7,16 +7,13 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from deltafit.utils._validation import check_int, check_real
-from deltafit.kernels import kernel_matrix, validate_kernel
-from deltafit.models._base import (
-    ClassifierOutputMixin,
-    RegressorTags,
-    UpdatableMixin,
-    guarded_read,
-)
 from deltafit._ledger._ledger import Ledger
 from deltafit._states._protocol import DataChange
+from deltafit.kernels import kernel_matrix
+from deltafit.models._base import UpdatableMixin
+from deltafit.models._guard import guarded_read
+from deltafit.models._params import KERNEL, constraints
+from deltafit.models._predict import ClassifierOutputMixin, RegressorTags
 
 __all__ = ["KernelClassifier", "KernelRegressor"]
 
@@ -41,15 +38,7 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
         self.warm_start = warm_start
         self.callback = callback
 
-    def _check_model_params(self):
-        validate_kernel(self.kernel)
-        if not (self.gamma is None or (isinstance(self.gamma, str)
-                                       and self.gamma in ("scale", "auto"))):
-            check_real(self.gamma, "gamma", low=0.0)
-        check_int(self.degree, "degree", low=0)
-        check_real(self.coef0, "coef0", low=None)
-        if self.kernel_params is not None and not isinstance(self.kernel_params, dict):
-            raise ValueError("kernel_params must be a dict or None")
+    _parameter_constraints: dict = constraints(UpdatableMixin._losses, KERNEL)
 
     #: the kernels :func:`sklearn.metrics.pairwise.pairwise_kernels` evaluates on sparse rows
     _SPARSE_KERNELS = ("linear", "rbf", "poly", "sigmoid", "cosine", "laplacian")
@@ -234,7 +223,8 @@ class KernelClassifier(ClassifierOutputMixin, ClassifierMixin, _KernelModel):
     ----------
     loss : {"squared", "logistic", "squared_hinge", "hinge"}, default="squared"
         ``"squared"`` is the kernel LS-SVM (``(K + ρI) α = y``, ρ = 1/(2C)); its updates border
-        or shrink the system exactly (Lee et al., "Exact incremental and decremental learning for LS-SVM").  ``"logistic"`` and
+        or shrink the system exactly (Lee et al., "Exact incremental and decremental
+        learning for LS-SVM").  ``"logistic"`` and
         ``"squared_hinge"`` re-solve with Newton, warm-started from the current α.
         ``"hinge"`` is the L1-SVM (an SVC whose intercept is the regularised constant in the
         kernel), solved exactly through its dual box QP
@@ -266,6 +256,7 @@ class KernelClassifier(ClassifierOutputMixin, ClassifierMixin, _KernelModel):
 
     _classifier = True
     _losses = ("squared", "logistic", "squared_hinge", "hinge")
+    _parameter_constraints: dict = constraints(_losses, KERNEL)
 
 
 

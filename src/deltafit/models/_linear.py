@@ -7,23 +7,21 @@ from functools import partial
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import ClassifierMixin, RegressorMixin, BaseEstimator
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from deltafit.utils._transaction import atomic
-from deltafit.utils._validation import check_bool, feature_names_of
-from deltafit.kernels import resolve_feature_map
-from deltafit.models._base import (
-    ClassifierOutputMixin,
-    RegressorTags,
-    UpdatableMixin,
-    guarded_read,
-)
-from deltafit._states._squared import Rows
 from deltafit._ledger._ledger import DEFAULT_SCHEME, KEY_BYTES, Ledger, SortedDigests
 from deltafit._states._one_vs_rest import one_vs_rest_state
-from deltafit.models._registry import state_for
 from deltafit._states._protocol import DataChange
+from deltafit._states._squared import Rows
+from deltafit.kernels import resolve_feature_map
+from deltafit.models._base import UpdatableMixin
+from deltafit.models._guard import guarded_read
+from deltafit.models._params import LINEAR, constraints
+from deltafit.models._predict import ClassifierOutputMixin, RegressorTags
+from deltafit.models._registry import DASK_STATES, state_for
+from deltafit.utils._transaction import atomic
+from deltafit.utils._validation import feature_names_of
 
 __all__ = ["LinearClassifier", "LinearRegressor"]
 
@@ -76,8 +74,11 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         self.warm_start = warm_start
         self.callback = callback
 
-    def _check_model_params(self):
-        check_bool(self.keep_data, "keep_data")
+    _parameter_constraints: dict = constraints(UpdatableMixin._losses, LINEAR)
+
+    def _check_param_rules(self):
+        """The base rules, and: ``keep_data=False`` needs the squared loss."""
+        super()._check_param_rules()
         if not self.keep_data and self.loss != "squared":
             raise ValueError(
                 f"keep_data=False needs loss='squared' (closed-form updates); loss={self.loss!r} "
@@ -88,7 +89,8 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         return None  # every loss takes sparse X
 
     def _features(self, X):
-        """Φ(X) with the constant column ``intercept_scaling`` appended when fitting an intercept."""
+        """Φ(X) with the constant column ``intercept_scaling`` appended when fitting an
+        intercept."""
         return features(X, self.feature_map_,
                         self._s if self._fitted("fit_intercept") else None)
 
@@ -327,7 +329,7 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
                                      total.n_weighted_positive in (0, total.n_weighted)):
                 raise ValueError("the samples with a positive sample_weight show a single "
                                  "class; a classifier needs two classes")
-        base = state_for(False, "squared")
+        base = state_for(False, "squared", backend="dask")
         st = base(opts, self._max_rank).fit_statistics(total.stats)
         if n_classes:  # the K one-vs-rest problems as one state with K right-hand sides
             inner, st = st, one_vs_rest_state(opts, self._max_rank, base, n_classes)
@@ -378,8 +380,6 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         """A logistic / squared-hinge / hinge fit of K ≥ 3 classes on rows persisted on the
         cluster: the K one-vs-rest solves made jointly, one pass serving every class (see
         :mod:`._dask_ovr`)."""
-        from deltafit._dask._hinge import DaskHingeState
-        from deltafit._dask._newton import DaskNewtonState
         from deltafit._dask._ovr import DaskOneVsRestState, OvrPasses
 
         n = int(store.starts[-1])
@@ -396,7 +396,7 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
                 w = None
         passes = OvrPasses(store, spec)
         passes.count = 1  # the pass that persisted the rows evaluated every class's start
-        base = DaskHingeState if self.loss == "hinge" else DaskNewtonState
+        base = state_for(False, self.loss, backend="dask")
         st = DaskOneVsRestState(opts, self._max_rank, base=base,
                                 n_classes=self._n_classes).fit_passes(passes, beta0, share)
         self._check_solution(st)
@@ -413,7 +413,7 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
     def _fit_smooth_dask(self, blocks, store, counts, share, segments, key, p, beta0, opts):
         """A logistic / squared-hinge fit on rows persisted on the cluster: Newton with the
         gradient and Hessian as cluster reductions (see :mod:`._dask_newton`)."""
-        from deltafit._dask._newton import DaskNewtonState, DaskPasses, PassSpec
+        from deltafit._dask._newton import DaskPasses, PassSpec
 
         n, n_pos, n_w, n_wp, ones = (int(v) for v in counts)
         w = None
@@ -425,16 +425,15 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         if n_wp in (0, n_w):
             raise ValueError("the samples with a positive sample_weight show a single class; "
                              "a classifier needs two classes")
-        if self.loss == "hinge":  # a distributed decomposition method (see _dask_hinge)
-            from deltafit._dask._hinge import DaskHingeState
-
-            st = DaskHingeState(opts, self._max_rank).fit_passes(
+        cls = state_for(False, self.loss, backend="dask")
+        if cls.kind == "dask_hinge":  # a distributed decomposition method (see _dask._hinge)
+            st = cls(opts, self._max_rank).fit_passes(
                 store, self._featurizer(), p, n, share, beta0)
             n_passes = st.passes
         else:
             passes = DaskPasses(store, PassSpec(self._featurizer(), opts.loss, opts.C))
             passes.count = 1  # the pass that persisted the rows evaluated the start
-            st = DaskNewtonState(opts, self._max_rank).fit_passes(passes, beta0, share)
+            st = cls(opts, self._max_rank).fit_passes(passes, beta0, share)
             n_passes = passes.count
         self._check_solution(st)
         led = Ledger.from_range(p, n, SortedDigests(n, segments, 0), n + max(16, n // 64),
@@ -474,8 +473,8 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
                             reweight_ids=rw, reweight_w=plan.reweight_w, add=add)
         change.dask_rows = new
         st = self._state
-        if st.kind in ("dask_newton", "dask_hinge") or getattr(st, "base", None) is not None \
-                and st.base.kind in ("dask_newton", "dask_hinge"):  # K ≥ 3: one-vs-rest
+        if st.kind in DASK_STATES or getattr(st, "base", None) is not None \
+                and st.base.kind in DASK_STATES:  # K ≥ 3: one-vs-rest
             change.dask_featurize = self._featurizer()
             # the changed rows as the plan holds them (gathered from the store by the plan,
             # or given), their weights from the ledger, one vectorised read per group: a
@@ -593,7 +592,8 @@ class LinearClassifier(ClassifierOutputMixin, ClassifierMixin, _LinearModel):
         ``"squared"`` is the LS-SVM of Lee et al. ("Exact incremental and decremental
         learning for LS-SVM") with ``ρ = 1/(2C)``; its updates are closed form (their
         Theorem 1 and Corollaries 1–4).  ``"logistic"`` and ``"squared_hinge"`` update by a
-        warm-started Newton re-solve (chord steps on the stored factorised Hessian).  ``"hinge"`` is the L1-SVM, solved exactly through its
+        warm-started Newton re-solve (chord steps on the stored factorised Hessian).
+        ``"hinge"`` is the L1-SVM, solved exactly through its
         dual box QP (:func:`deltafit.solvers.hinge_primal`) and updated by a warm-started
         re-solve; it offers no ``predict_proba``.
     """ + _LINEAR_DOC_PARAMS + """
@@ -632,6 +632,7 @@ class LinearClassifier(ClassifierOutputMixin, ClassifierMixin, _LinearModel):
 
     _classifier = True
     _losses = ("squared", "logistic", "squared_hinge", "hinge")
+    _parameter_constraints: dict = constraints(_losses, LINEAR)
 
     @property
     @guarded_read

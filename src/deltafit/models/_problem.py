@@ -11,7 +11,8 @@ value ``intercept_scaling``) or the feature space of a kernel (kernel models:
 ``β = Σ α_i Φ(x_i)``, the constant ``intercept_scaling²`` added to the kernel).  The layers
 above the models (sensitivity bounds, fast cross-validation, stream and active learners,
 persistence of derived objects, the command line and the benchmarks) read a fitted model only
-through :class:`FittedProblem` and the estimators' public API.
+through :class:`FittedProblem` and the estimators' public API; :class:`ProblemMixin` gives
+every estimator its ``problem_`` (this view).
 
 Handles
 -------
@@ -37,10 +38,11 @@ import scipy.sparse as sp
 from scipy import linalg
 from sklearn.exceptions import NotFittedError
 
-from deltafit.kernels import kernel_diagonal, kernel_matrix, kernel_rows
 from deltafit._states._one_vs_rest import CodedLedger, class_codes
+from deltafit.kernels import kernel_diagonal, kernel_matrix, kernel_rows
+from deltafit.models._guard import guarded_read
 
-__all__ = ["FittedProblem", "ScoreFunction"]
+__all__ = ["FittedProblem", "ProblemMixin", "ScoreFunction"]
 
 
 def _frozen(a):
@@ -168,9 +170,7 @@ class FittedProblem:
         sklearn.exceptions.NotFittedError
             If it is not fitted.
         """
-        from deltafit.models._base import UpdatableMixin
-
-        if not isinstance(model, UpdatableMixin):
+        if not isinstance(model, ProblemMixin):  # the four estimators
             raise ValueError(
                 f"{what} need a fitted deltafit estimator (LinearClassifier, LinearRegressor, "
                 f"KernelClassifier, KernelRegressor), got {type(model).__name__}"
@@ -584,8 +584,9 @@ class FittedProblem:
 
         Linear models: ``V`` of shape (p,) or (p, k).  Kernel models (squared loss): the
         coefficients over :attr:`live` of ``(∇²J)⁻¹ Σ_i V_i Φ(x_i)``, which by the push-through
-        identity are ``ρ (K + ρI)⁻¹ V`` with ρ = 1/(2C) (``ρ (W K + ρI)⁻¹ V`` with weights).  For the inverse the closed-form
-        states track between factorisations, see :meth:`tracked_inverse`.
+        identity are ``ρ (K + ρI)⁻¹ V`` with ρ = 1/(2C) (``ρ (W K + ρI)⁻¹ V`` with
+        weights).  For the inverse the closed-form states track between factorisations, see
+        :meth:`tracked_inverse`.
         """
         V = np.asarray(V, dtype=np.float64)
         if self.kernel:
@@ -747,3 +748,18 @@ class ScoreFunction:
     def __call__(self, X):
         """Scores of raw rows."""
         return self.mapped(X if self.kernel else self.features(X))
+
+
+class ProblemMixin:
+    """Gives an estimator its :attr:`problem_` (scikit-learn style mixin; a base of
+    :class:`~deltafit.models.UpdatableMixin`, hence of every deltafit estimator)."""
+
+    @property
+    @guarded_read
+    def problem_(self) -> FittedProblem:
+        """:class:`~deltafit.models.FittedProblem`: read-only view of the fitted problem
+        (features or kernel, targets, loss, C, solution, gradient, Hessian) for code that
+        builds on the model; made anew at each access, it copies nothing."""
+        if not self._is_fitted():
+            raise AttributeError("problem_ is set by fit")
+        return FittedProblem(self)
