@@ -6,8 +6,8 @@ update, a refit or a read; afterwards the interrupted thread must not hold the m
 and an update from *another* thread must complete (it is joined with a generous timeout: a
 lock left held makes it wait forever).  Every line executed in the lock handling
 (``GuardedMixin._locked`` and ``_Guard`` of ``models/_guard.py``; ``_fit``, ``_update``,
-``_transaction`` of ``models/_base.py``; the guarded reads of ``models/_predict.py``) is interrupted, and a sample
-of the other lines (all of them with ``DELTAFIT_INTERRUPT_ALL=1``).
+``_transaction`` of ``models/_base.py``; the guarded reads of ``models/_predict.py``) is
+interrupted, and a sample of the other lines (all of them with ``DELTAFIT_INTERRUPT_ALL=1``).
 """
 
 from __future__ import annotations
@@ -77,9 +77,7 @@ def _refit(m, X, t):
 
 
 def _read(m, X, t):
-    m.sample_ids_
-    m.sample_weight_
-    m.n_samples_
+    _ = m.sample_ids_, m.sample_weight_, m.n_samples_
     m.predict(X[:3])
 
 

@@ -16,9 +16,9 @@ import pytest
 
 import deltafit
 from deltafit import KernelClassifier, KernelRegressor, LinearClassifier, LinearRegressor
-from deltafit.datasets import load_breast_cancer
-from deltafit.models._registry import STATES, state_class, state_for
 from deltafit._states._protocol import ModelState
+from deltafit.datasets import load_breast_cancer
+from deltafit.models._registry import DASK_STATES, REGISTRY, STATES, state_class, state_for
 
 SRC = Path(deltafit.__file__).parent
 
@@ -59,6 +59,23 @@ def test_six_states_one_per_problem():
         state_class("nope")
     with pytest.raises(ValueError, match="no exact-update state"):
         state_for(False, "absolute")
+
+
+def test_registry_holds_the_dask_states():
+    """One registry maps (backend, kernel, loss) to the state class, the Dask states
+    included; a model file names only the NumPy states."""
+    for loss in ("squared", "logistic", "squared_hinge", "hinge"):
+        for kernel in (False, True):
+            assert REGISTRY[("numpy", kernel, loss)] is state_for(kernel, loss)
+        cls = state_for(False, loss, backend="dask")
+        assert REGISTRY[("dask", False, loss)] is cls and loss in cls.loss_names
+    assert state_for(False, "squared", backend="dask") is STATES["primal_squared"]
+    assert state_for(False, "logistic", backend="dask") is DASK_STATES["dask_newton"]
+    assert state_for(False, "hinge", backend="dask") is DASK_STATES["dask_hinge"]
+    with pytest.raises(ValueError, match="no exact-update state.*dask"):
+        state_for(True, "squared", backend="dask")
+    with pytest.raises(ValueError, match="unknown state 'dask_newton'"):
+        state_class("dask_newton")
 
 
 @pytest.mark.parametrize("cls, loss, kind", CONFIGS, ids=[f"{c.__name__}-{l}" for c, l, _ in

@@ -73,7 +73,7 @@ class UpdatableMixin(GuardedMixin, InputsMixin, PlanningMixin, PredictMixin, Pro
 
     _classifier = False
     _kernel = False
-    _losses = ("squared",)
+    _losses: tuple[str, ...] = ("squared",)
     _max_rank = 64
     _parameter_constraints: dict = constraints(_losses)
     # the parameters every estimator has (set by its __init__)
@@ -108,7 +108,7 @@ class UpdatableMixin(GuardedMixin, InputsMixin, PlanningMixin, PredictMixin, Pro
     # Parameters take effect at the next fit, as in scikit-learn: what shapes the fitted model
     # (the intercept column, the kernel) is kept from the fit and used by every later update
     # and prediction, whatever set_params does in between.
-    _SPEC_KERNEL = ()
+    _SPEC_KERNEL: tuple[str, ...] = ()
 
     def _take_spec(self, X=None, w=None):
         """Snapshot the parameters the fitted model is made of (called by ``fit`` with the

@@ -32,6 +32,7 @@ model.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 import numpy as np
 import scipy.sparse as sp
@@ -753,6 +754,8 @@ class ScoreFunction:
 class ProblemMixin:
     """Gives an estimator its :attr:`problem_` (scikit-learn style mixin; a base of
     :class:`~deltafit.models.UpdatableMixin`, hence of every deltafit estimator)."""
+
+    _is_fitted: Callable[[], bool]  # the estimator's (UpdatableMixin._is_fitted)
 
     @property
     @guarded_read
