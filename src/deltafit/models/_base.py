@@ -20,6 +20,8 @@ guard (:mod:`~deltafit.models._guard`), the inputs, the planning, the prediction
 
 from __future__ import annotations
 
+from typing import Any, TypeVar
+
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -39,6 +41,8 @@ from deltafit.utils._transaction import atomic
 from deltafit.utils._validation import check_magnitude, check_real
 
 __all__ = ["UpdatableMixin"]
+
+_M = TypeVar("_M", bound="UpdatableMixin")
 
 
 class UpdatableMixin(GuardedMixin, InputsMixin, PlanningMixin, PredictMixin, ProblemMixin):
@@ -85,6 +89,7 @@ class UpdatableMixin(GuardedMixin, InputsMixin, PlanningMixin, PredictMixin, Pro
     max_iter: int
     warm_start: bool
     callback: object
+    classes_: np.ndarray  # set by a classifier's fit
 
     # ------------------------------------------------------------ validation
     def _validate_params(self) -> None:
@@ -170,7 +175,7 @@ class UpdatableMixin(GuardedMixin, InputsMixin, PlanningMixin, PredictMixin, Pro
                              int(self.max_iter), self.callback)
 
     # ------------------------------------------------------------------- fit
-    def fit(self, X, y, sample_weight=None):
+    def fit(self: _M, X: Any, y: Any, sample_weight: Any = None) -> _M:
         """Fit on (X, y): the exact minimiser of the canonical objective (ARCHITECTURE.md,
         "The problem").
 
@@ -253,7 +258,8 @@ class UpdatableMixin(GuardedMixin, InputsMixin, PlanningMixin, PredictMixin, Pro
         self._check_solution(st)
         return st
 
-    def partial_fit(self, X, y, classes=None, sample_weight=None):
+    def partial_fit(self: _M, X: Any, y: Any, classes: Any = None,
+                    sample_weight: Any = None) -> _M:
         """scikit-learn's spelling of :meth:`add`; on an unfitted model it fits.
 
         Parameters
@@ -293,7 +299,7 @@ class UpdatableMixin(GuardedMixin, InputsMixin, PlanningMixin, PredictMixin, Pro
         return hasattr(self, "_ledger")
 
     # --------------------------------------------------------------- updates
-    def add(self, X, y, sample_weight=None):
+    def add(self, X: Any, y: Any, sample_weight: Any = None) -> np.ndarray:
         """Add samples; the model becomes exactly the fit on the enlarged data.
 
         Parameters
@@ -310,7 +316,8 @@ class UpdatableMixin(GuardedMixin, InputsMixin, PlanningMixin, PredictMixin, Pro
         """
         return self.update(X_add=X, y_add=y, sample_weight_add=sample_weight)
 
-    def reweight(self, ids, sample_weight, *, X=None, y=None):
+    def reweight(self: _M, ids: Any, sample_weight: Any, *, X: Any = None,
+                 y: Any = None) -> _M:
         """Change the weights of existing samples, keeping their ids; the model becomes
         exactly the fit with the new weights (weight 0 silences a sample without removing
         it).
@@ -333,7 +340,7 @@ class UpdatableMixin(GuardedMixin, InputsMixin, PlanningMixin, PredictMixin, Pro
                     y_reweight=y)
         return self
 
-    def remove(self, ids=None, *, X=None, y=None):
+    def remove(self, ids: Any = None, *, X: Any = None, y: Any = None) -> np.ndarray:
         """Remove samples by id (or, for ``keep_data=False`` models, by value).
 
         Parameters
@@ -354,7 +361,7 @@ class UpdatableMixin(GuardedMixin, InputsMixin, PlanningMixin, PredictMixin, Pro
         """
         return self._update(remove_ids=ids, X_remove=X, y_remove=y)[1]
 
-    def relabel(self, ids, y, *, X=None, y_old=None):
+    def relabel(self: _M, ids: Any, y: Any, *, X: Any = None, y_old: Any = None) -> _M:
         """Change the labels (targets) of existing samples, keeping their ids.
 
         Parameters
@@ -378,10 +385,12 @@ class UpdatableMixin(GuardedMixin, InputsMixin, PlanningMixin, PredictMixin, Pro
         self.update(relabel_ids=ids, y_relabel=y, X_relabel=X, y_relabel_old=y_old)
         return self
 
-    def update(self, *, X_add=None, y_add=None, remove_ids=None, X_remove=None, y_remove=None,
-               relabel_ids=None, y_relabel=None, X_relabel=None, y_relabel_old=None,
-               sample_weight_add=None, reweight_ids=None, reweight_weight=None,
-               X_reweight=None, y_reweight=None):
+    def update(self, *, X_add: Any = None, y_add: Any = None, remove_ids: Any = None,
+               X_remove: Any = None, y_remove: Any = None, relabel_ids: Any = None,
+               y_relabel: Any = None, X_relabel: Any = None, y_relabel_old: Any = None,
+               sample_weight_add: Any = None, reweight_ids: Any = None,
+               reweight_weight: Any = None, X_reweight: Any = None,
+               y_reweight: Any = None) -> np.ndarray:
         """Any mix of additions, removals, relabels and reweights as one exact update (one
         transaction).
 

@@ -17,10 +17,10 @@ import numpy as np
 from sklearn.metrics.pairwise import PAIRWISE_KERNEL_FUNCTIONS
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
-__all__ = ["COMMON", "KERNEL", "LINEAR", "Number", "constraints"]
+__all__ = ["COMMON", "KERNEL", "LINEAR", "NumberInterval", "constraints"]
 
 
-class Number(Interval):
+class NumberInterval(Interval):
     """scikit-learn's :class:`~sklearn.utils._param_validation.Interval`, refusing booleans
     (``C=True`` is a mistake, not the number 1)."""
 
@@ -29,7 +29,7 @@ class Number(Interval):
 
 
 #: a finite real number > 0 (C, tol, a numeric gamma)
-POSITIVE = Number(Real, 0, None, closed="neither")
+POSITIVE = NumberInterval(Real, 0, None, closed="neither")
 
 #: the parameters every estimator has (the loss's options are the estimator's own)
 COMMON: dict[str, Any] = {
@@ -39,7 +39,7 @@ COMMON: dict[str, Any] = {
     # intercept the scaling is unused, and any value is accepted, as it always was
     "intercept_scaling": "no_validation",
     "tol": [POSITIVE],
-    "max_iter": [Number(Integral, 1, None, closed="left")],
+    "max_iter": [NumberInterval(Integral, 1, None, closed="left")],
     "warm_start": ["boolean"],
     "callback": [callable, None],
 }
@@ -57,8 +57,8 @@ KERNEL_NAMES = set(PAIRWISE_KERNEL_FUNCTIONS) - {"precomputed", "additive_chi2",
 KERNEL: dict[str, Any] = {
     "kernel": [StrOptions(KERNEL_NAMES), callable],
     "gamma": [StrOptions({"scale", "auto"}), POSITIVE, None],
-    "degree": [Number(Integral, 0, None, closed="left")],
-    "coef0": [Number(Real, None, None, closed="neither")],
+    "degree": [NumberInterval(Integral, 0, None, closed="left")],
+    "coef0": [NumberInterval(Real, None, None, closed="neither")],
     "kernel_params": [dict, None],
 }
 

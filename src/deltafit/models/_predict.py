@@ -10,6 +10,9 @@ fitted attributes of its samples and solve.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 from scipy.special import expit, log_expit
 from sklearn.utils.metaestimators import available_if
@@ -25,6 +28,10 @@ __all__ = ["ClassifierOutputMixin", "PredictMixin", "RegressorTags"]
 class PredictMixin:
     """Predictions and fitted attributes of :class:`~deltafit.models.UpdatableMixin`
     (scikit-learn style mixin: no state of its own)."""
+
+    # what it reads of the estimator (UpdatableMixin and InputsMixin)
+    _classifier: bool
+    classes_: np.ndarray
 
     @property
     @guarded_read
@@ -52,7 +59,7 @@ class PredictMixin:
             raise AttributeError("n_samples_ is set by fit")
         return self._ledger.n_samples
 
-    def predict(self, X):
+    def predict(self, X: Any) -> Any:
         """Predicted labels (classifiers) or values (regressors).
 
         Parameters
@@ -67,8 +74,9 @@ class PredictMixin:
         if not self._classifier:
             return z
         if is_dask(z):
-            return map_labels(z, self._labels().decode, self.classes_.dtype)
-        return self._decode_y(z)
+            return map_labels(z, self._labels().decode,  # type: ignore[attr-defined]
+                              self.classes_.dtype)
+        return self._decode_y(z)  # type: ignore[attr-defined]
 
     @property
     @guarded_read
@@ -136,12 +144,15 @@ class ClassifierOutputMixin:
     scikit-learn's ``OneVsRestClassifier`` with the same C for every class.
     """
 
+    _decision: Callable[[Any], Any]  # PredictMixin's
+    loss: str
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_class = True
         return tags
 
-    def decision_function(self, X):
+    def decision_function(self, X: Any) -> Any:
         """Signed scores ``⟨Φ(x), β⟩`` (kernel models: ``Σ α_i k(x_i, x)``).
 
         Returns
@@ -157,7 +168,7 @@ class ClassifierOutputMixin:
         return self.loss == "logistic"
 
     @available_if(_is_logistic)
-    def predict_proba(self, X):
+    def predict_proba(self, X: Any) -> Any:
         """Class probabilities (logistic loss only), columns in the order of ``classes_``.
 
         With more than two classes each class's one-vs-rest probability ``σ(z_k)`` is
@@ -166,7 +177,7 @@ class ClassifierOutputMixin:
         return _per_block(self._decision(X), _probabilities)
 
     @available_if(_is_logistic)
-    def predict_log_proba(self, X):
+    def predict_log_proba(self, X: Any) -> Any:
         """Logarithm of :meth:`predict_proba` (logistic loss only)."""
         return _per_block(self._decision(X), _log_probabilities)
 
