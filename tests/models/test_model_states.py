@@ -61,6 +61,37 @@ def test_six_states_one_per_problem():
         state_for(False, "absolute")
 
 
+def _arrays(obj, path="", depth=0):
+    """``{path: array}`` of the arrays a state holds, through its deltafit-internal parts."""
+    out = {}
+    for k, v in vars(obj).items():
+        if isinstance(v, np.ndarray):
+            out[path + k] = v
+        elif (depth < 3 and hasattr(v, "__dict__") and not isinstance(v, type)
+              and type(v).__module__.startswith("deltafit.")
+              and not type(v).__module__.startswith(("deltafit.losses", "deltafit.solvers"))):
+            out.update(_arrays(v, f"{path}{k}.", depth + 1))
+    return out
+
+
+@pytest.mark.parametrize("cls, loss, kind", CONFIGS, ids=[f"{c.__name__}-{l}" for c, l, _ in
+                                                         CONFIGS])
+def test_checkpoint_shares_no_array_with_the_state(cls, loss, kind, cancer):
+    """``checkpoint`` copies every array of the state, those of its parts too (the tracked
+    inverse, the statistics): an interrupted update restores it, and an update that changed
+    a shared part in place would leave the restored model wrong (the regression: after the
+    layout moved the parts out of ``deltafit.models``, the tracked inverse was shared)."""
+    X, y = cancer
+    st = _make(cls, loss).fit(X[:120], y[:120]).problem_._st
+    cp = st.checkpoint()
+    mine, theirs = _arrays(st), _arrays(cp)
+    assert set(mine) == set(theirs)
+    if kind in ("primal_squared", "dual_squared"):  # the arrays of its parts are there
+        assert any("." in k for k in mine)
+    for k, a in mine.items():
+        assert a.size == 0 or not np.shares_memory(a, theirs[k]), k
+
+
 def test_registry_holds_the_dask_states():
     """One registry maps (backend, kernel, loss) to the state class, the Dask states
     included; a model file names only the NumPy states."""

@@ -309,17 +309,23 @@ class ModelState:
         raise NotImplementedError
 
 
+#: the modules whose objects a state holds and updates in place (the tracked inverse, the
+#: statistics, the chord curvature, the ledger views...): copied by ``checkpoint``
+_STATE_PARTS = ("deltafit._states.", "deltafit._linalg.", "deltafit._ledger.", "deltafit._dask.",
+                "deltafit.models.", "deltafit.solvers._chord", "deltafit.solvers._kernel_chord")
+
+
 def _copied(obj):
-    """A copy of ``obj`` whose arrays, lists and deltafit-internal objects are copied too
-    (settings such as the options and the solver result are shared: no update changes them
-    in place)."""
+    """A copy of ``obj`` whose arrays, lists and deltafit-internal objects (of
+    :data:`_STATE_PARTS`) are copied too (the loss and the solver result are shared: no
+    update changes them in place)."""
     new = object.__new__(type(obj))
     for k, v in vars(obj).items():
         if isinstance(v, np.ndarray):
             v = v.copy()
         elif isinstance(v, list):
             v = list(v)
-        elif type(v).__module__.startswith("deltafit.models.") and hasattr(v, "__dict__"):
+        elif type(v).__module__.startswith(_STATE_PARTS) and hasattr(v, "__dict__"):
             v = _copied(v)
         new.__dict__[k] = v
     return new
