@@ -90,6 +90,8 @@ class UpdatableMixin(GuardedMixin, InputsMixin, PlanningMixin, PredictMixin, Pro
     warm_start: bool
     callback: object
     classes_: np.ndarray  # set by a classifier's fit
+    _ledger: Any  # set by fit: the samples' ids, weights (and rows, labels)
+    _state: Any  # set by fit: the exact-update state
 
     # ------------------------------------------------------------ validation
     def _validate_params(self) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
@@ -21,9 +24,12 @@ __all__ = ["KernelClassifier", "KernelRegressor"]
 class _KernelModel(UpdatableMixin, BaseEstimator):
     _kernel = True
 
-    def __init__(self, loss="squared", C=1.0, *, kernel="rbf", gamma="scale", degree=3, coef0=1.0,
-                 kernel_params=None, fit_intercept=True, intercept_scaling=1.0, tol=1e-10,
-                 max_iter=100, warm_start=False, callback=None):
+    def __init__(self, loss: str = "squared", C: float = 1.0, *,
+                 kernel: str | Callable[..., Any] = "rbf", gamma: str | float | None = "scale",
+                 degree: int = 3, coef0: float = 1.0, kernel_params: dict | None = None,
+                 fit_intercept: bool = True, intercept_scaling: float = 1.0, tol: float = 1e-10,
+                 max_iter: int = 100, warm_start: bool = False,
+                 callback: Callable[..., Any] | None = None) -> None:
         self.loss = loss
         self.C = C
         self.kernel = kernel
@@ -115,7 +121,7 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
     # ------------------------------------------------------------ attributes
     @property
     @guarded_read
-    def dual_coef_(self):
+    def dual_coef_(self) -> np.ndarray:
         """α of the training samples (the expansion ``β = Σ α_i Φ(x_i)``), in the order of
         ``sample_ids_``.  For ``loss="hinge"`` these are ``y_i α_i`` with α_i ∈ [0, C] the SVM
         dual variables (scikit-learn's ``SVC.dual_coef_`` convention): 0 outside the margin,
@@ -127,7 +133,7 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
         return alpha.T.copy() if alpha.ndim == 2 and self._classifier else alpha.copy()
 
     @property
-    def gamma_(self):
+    def gamma_(self) -> float:
         """The kernel coefficient the model was fitted with (``gamma="scale"`` or ``"auto"``
         resolved on the training rows of ``fit``).  Every update keeps it: an updated model
         equals a fresh fit with ``gamma=gamma_``."""
@@ -136,14 +142,14 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
 
     @property
     @guarded_read
-    def X_fit_(self):
+    def X_fit_(self) -> Any:
         """Training rows, in the order of ``sample_ids_``."""
         check_is_fitted(self, "_state")
         return self._ledger.X[self._ledger.active_slots()].copy()
 
     @property
     @guarded_read
-    def intercept_(self):
+    def intercept_(self) -> float | np.ndarray:
         """``intercept_scaling² · Σ α_i`` (the regularised constant feature's contribution)."""
         check_is_fitted(self, "_state")
         alpha = self._state.alpha[self._ledger.active_slots()]

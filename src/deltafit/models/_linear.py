@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -60,9 +62,10 @@ def _scores(x, feature_map, s, beta):
 class _LinearModel(UpdatableMixin, BaseEstimator):
     """Primal models: β over the features Φ(x) (plus the constant feature)."""
 
-    def __init__(self, loss="squared", C=1.0, *, fit_intercept=True, intercept_scaling=1.0,
-                 feature_map=None, keep_data=True, tol=1e-10, max_iter=100, warm_start=False,
-                 callback=None):
+    def __init__(self, loss: str = "squared", C: float = 1.0, *, fit_intercept: bool = True,
+                 intercept_scaling: float = 1.0, feature_map: Any = None,
+                 keep_data: bool = True, tol: float = 1e-10, max_iter: int = 100,
+                 warm_start: bool = False, callback: Callable[..., Any] | None = None) -> None:
         self.loss = loss
         self.C = C
         self.fit_intercept = fit_intercept
@@ -487,7 +490,8 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
                                            plan.reweight_t))
                       if slots is not None and X is not None and len(slots)]
             p = self._state.beta.shape[0]
-            Phi, tb, cb, ta, ca = np.zeros((0, p)), *(np.zeros(0) for _ in range(4))
+            Phi = np.zeros((0, p))
+            tb, cb, ta, ca = (np.zeros(0) for _ in range(4))
             touched = np.zeros(0, dtype=np.int64)
             if groups:
                 slots = np.concatenate([g[0] for g in groups])
@@ -636,14 +640,14 @@ class LinearClassifier(ClassifierOutputMixin, ClassifierMixin, _LinearModel):
 
     @property
     @guarded_read
-    def coef_(self):
+    def coef_(self) -> np.ndarray:
         check_is_fitted(self, "_state")
         c = self._coef_vector
         return c.T.copy() if c.ndim == 2 else c[None, :].copy()
 
     @property
     @guarded_read
-    def dual_coef_(self):
+    def dual_coef_(self) -> np.ndarray:
         """``y_i α_i`` of the training samples, in the order of ``sample_ids_`` (``loss="hinge"``
         only): α_i ∈ [0, C] are the SVM dual variables, 0 outside the margin, C for margin
         violators, in between for free support vectors; ``β = Σ_i dual_coef_i Φ(x_i)``
@@ -669,7 +673,7 @@ class LinearClassifier(ClassifierOutputMixin, ClassifierMixin, _LinearModel):
 
     @property
     @guarded_read
-    def intercept_(self):
+    def intercept_(self) -> np.ndarray:
         check_is_fitted(self, "_state")
         return np.atleast_1d(np.array(self._intercept_value, dtype=np.float64))
 
@@ -717,13 +721,13 @@ class LinearRegressor(RegressorTags, RegressorMixin, _LinearModel):
 
     @property
     @guarded_read
-    def coef_(self):
+    def coef_(self) -> np.ndarray:
         check_is_fitted(self, "_state")
         c = self._coef_vector
         return c.T.copy() if c.ndim == 2 else c.copy()
 
     @property
     @guarded_read
-    def intercept_(self):
+    def intercept_(self) -> float | np.ndarray:
         check_is_fitted(self, "_state")
         return self._intercept_value

@@ -32,10 +32,13 @@ class PredictMixin:
     # what it reads of the estimator (UpdatableMixin and InputsMixin)
     _classifier: bool
     classes_: np.ndarray
+    _ledger: Any
+    _state: Any
+    _is_fitted: Callable[[], bool]
 
     @property
     @guarded_read
-    def sample_ids_(self):
+    def sample_ids_(self) -> np.ndarray:
         """Ids of the training samples the model currently represents, in increasing order."""
         if not self._is_fitted():
             raise AttributeError("sample_ids_ is set by fit")
@@ -43,7 +46,7 @@ class PredictMixin:
 
     @property
     @guarded_read
-    def sample_weight_(self):
+    def sample_weight_(self) -> np.ndarray:
         """Weights of the training samples, in the order of ``sample_ids_`` (1 unless given
         to :meth:`fit`, :meth:`add` or :meth:`reweight`)."""
         if not self._is_fitted():
@@ -53,7 +56,7 @@ class PredictMixin:
 
     @property
     @guarded_read
-    def n_samples_(self):
+    def n_samples_(self) -> int:
         """Number of training samples the model currently represents."""
         if not self._is_fitted():
             raise AttributeError("n_samples_ is set by fit")
@@ -80,7 +83,7 @@ class PredictMixin:
 
     @property
     @guarded_read
-    def n_iter_(self):
+    def n_iter_(self) -> int:
         """Newton iterations of the last (re-)solve (hinge: coordinate-descent sweeps plus
         proximal active-set steps, see :func:`deltafit.solvers.hinge_primal`); 1 for the closed
         form (one direct solve)."""
@@ -90,7 +93,7 @@ class PredictMixin:
 
     @property
     @guarded_read
-    def grad_norm_(self):
+    def grad_norm_(self) -> float:
         """‖∇J‖₂ in model space (RKHS norm for kernel models) at the current solution; it
         certifies ``‖β − β*‖ ≤ grad_norm_`` by 1-strong convexity (Okumura et al.,
         "Quick sensitivity analysis for incremental data modification and its application
