@@ -155,11 +155,10 @@ def dask_closed_form(estimator, X, y, sample_weight=None, fold=None, n_folds=0):
     K_y = model._n_outputs_fitted  # columns of y (regression outputs; labels are one)
     Xb = blocks.X
     if fold is None:  # leave-one-out: one more pass, lazily
-        st = model._state  # K ≥ 3 classes: the one K-output state inside the one-vs-rest one
-        M = st.inner.exact_matrix() if getattr(st, "inner", None) is not None \
-            else model.problem_.normal_matrix()
+        # (K ≥ 3 classes: the one K-output state inside the one-vs-rest one)
+        M = model.problem_.normal_matrix()
         L = cholesky(M, lower=True, check_finite=False)
-        beta = np.array(model._state.beta, copy=True)
+        beta = np.array(model.problem_.coef, copy=True)
         z = _map_loo(Xb, blocks, problem, beta, L, out_chunks, K, K_y)
         y_true = blocks.y.ravel() if blocks.y.ndim == 2 and not K_y else blocks.y
         if problem.labels is not None:

@@ -126,12 +126,13 @@ def fit_smooth(estimator, X, y, sample_weight=None):
         model.set_params(feature_map=estimator.feature_map)
     model.fit(X, y, sample_weight=sample_weight)
     K = int(model._n_classes or 0)
-    states = model._state.states if K else [model._state]
+    problems = [model.problem_.for_class(k) for k in range(K)] if K else [model.problem_]
     cols = [[], [], [], [], []]
-    for st in states:
-        f, grad, g0 = st.point
-        for acc, v in zip(cols, (st.beta, grad, g0, f, st.curv.folded().H)):
-            acc.append(np.array(v, dtype=np.float64))
+    for problem in problems:
+        at = problem.newton_point()
+        for acc, key in zip(cols, ("coef", "gradient", "gradient_at_zero", "objective",
+                                   "curvature")):
+            acc.append(np.array(at[key], dtype=np.float64))
     opts = model._solver_options()
     return SmoothCVFit(model=model, betas=np.column_stack(cols[0]),
                        grads=np.column_stack(cols[1]), grads0=np.column_stack(cols[2]),

@@ -621,6 +621,9 @@ class FittedProblem:
 
     def _closed_form(self, what):
         st = self._st
+        inner = getattr(st, "inner", None)  # K ≥ 3 squared classes: one K-output state
+        if self.klass is None and inner is not None:
+            st = inner
         if getattr(st, "kind", None) not in ("primal_squared", "dual_squared"):
             raise ValueError(f"{what} needs a closed-form (loss='squared') model")
         return st
@@ -632,6 +635,23 @@ class FittedProblem:
         if st.kind != "primal_squared":
             raise ValueError("normal_matrix needs a linear model; kernel models offer gram")
         return st.exact_matrix()
+
+    def newton_point(self) -> dict:
+        """Where a binary Newton state (logistic, squared hinge; linear, NumPy or Dask) stands: ``coef`` β,
+        ``gradient`` ∇J(β), ``gradient_at_zero`` ∇J(0), ``objective`` J(β) and ``curvature``
+        (the matrix ``M = I + Σ d_s φ_s φ_sᵀ`` of its last Newton step, which chord steps
+        reuse): new arrays, for warm re-solves elsewhere (the Dask folds).  A one-vs-rest
+        model answers per class: ``problem_.for_class(k).newton_point()``."""
+        st = self._st
+        if getattr(st, "kind", None) not in ("primal_newton", "dask_newton"):
+            raise ValueError("newton_point needs a linear logistic or squared-hinge problem "
+                             "(for K ≥ 3 classes: problem_.for_class(k))")
+        f, grad, g0 = st.point
+        return {"coef": np.array(st.beta, dtype=np.float64),
+                "gradient": np.array(grad, dtype=np.float64),
+                "gradient_at_zero": np.array(g0, dtype=np.float64),
+                "objective": float(f),
+                "curvature": np.array(st.curv.folded().H, dtype=np.float64)}
 
     def apply_inverse(self, V: Any) -> np.ndarray:
         """``H V`` with the closed-form state's current inverse, never changing the model.
