@@ -323,6 +323,8 @@ BAD_PARAMS = [
     (ALL, {"C": np.nan}, "C"),
     (ALL, {"C": np.inf}, "C"),
     (ALL, {"C": "big"}, "C"),
+    (ALL, {"C": True}, "C"),  # a boolean is not a number here
+    (ALL, {"max_iter": True}, "max_iter"),
     (ALL, {"loss": "hinge_of_doom"}, "loss"),
     (ALL, {"tol": -1e-3}, "tol"),
     (ALL, {"max_iter": 0}, "max_iter"),
@@ -340,6 +342,7 @@ BAD_PARAMS = [
     (["KernelClassifier", "KernelRegressor"], {"gamma": -1.0}, "gamma"),
     (["KernelClassifier", "KernelRegressor"], {"degree": -1}, "degree"),
     (["KernelClassifier", "KernelRegressor"], {"kernel_params": [1, 2]}, "kernel_params"),
+    (["KernelClassifier", "KernelRegressor"], {"coef0": np.inf}, "coef0"),
 ]
 
 
@@ -366,6 +369,20 @@ def test_invalid_params_at_fit(name, params, match, fitted, cancer, diabetes):
         m.fit(D.X, D.y)
     m.set_params(**old)
     assert_unchanged(before, snapshot(m, D.Xq))
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_params_follow_scikit_learn_constraints(name, cancer, diabetes):
+    """The parameters are checked by scikit-learn's ``_parameter_constraints``: its
+    InvalidParameterError (a ValueError) names the parameter and what it must be."""
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    D = _data_for(name, cancer, diabetes)
+    assert "C" in type(MODELS[name]())._parameter_constraints
+    with pytest.raises(InvalidParameterError, match="The 'C' parameter of .* must be a float"):
+        MODELS[name]().set_params(C=-1.0).fit(D.X, D.y)
+    # without an intercept the scaling is unused: any value is accepted, as it always was
+    MODELS[name]().set_params(fit_intercept=False, intercept_scaling=-1.0).fit(D.X, D.y)
 
 
 # ---------------------------------------------------------------------------

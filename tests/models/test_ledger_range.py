@@ -19,7 +19,7 @@ from sklearn.datasets import load_breast_cancer, load_diabetes
 
 import deltafit as df
 from deltafit._ledger._digest import nh_sip_digests
-from deltafit._ledger._ledger import Ledger, SortedDigests, digest_array
+from deltafit._ledger import Ledger, SortedDigests, digest_array
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data")
 M64 = (1 << 64) - 1

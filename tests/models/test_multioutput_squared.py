@@ -13,7 +13,7 @@ one-vs-rest codes; diabetes, 3 regression outputs), the multi-output state equal
 
 The changes are built as the estimators build them (a ``DataChange`` over a ledger whose ``y``
 holds the (capacity, K) encoded targets); :class:`FakeLedger` is the part of
-``deltafit._ledger._ledger.Ledger`` that ``DataChange`` and the states read.
+``deltafit._ledger.Ledger`` that ``DataChange`` and the states read.
 """
 
 from __future__ import annotations

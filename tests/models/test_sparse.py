@@ -18,7 +18,7 @@ from deltafit import LinearClassifier, LinearRegressor
 from deltafit.utils._validation import SparseDataError
 from deltafit.datasets import load_breast_cancer
 from deltafit.model_selection import loo
-from deltafit._ledger._ledger import Ledger, SparseRows
+from deltafit._ledger import Ledger, SparseRows
 
 FORMATS = [pytest.param(sp.csr_matrix, id="csr"), pytest.param(sp.csc_matrix, id="csc"),
            pytest.param(sp.csr_array, id="csr_array"), pytest.param(sp.coo_array, id="coo")]

@@ -12,7 +12,7 @@ system and a fresh weighted state to 1e-9 (relative).  Refused updates leave the
 was; the certified residual bounds the distance to the exact solution under random weights.
 
 The changes are built as the estimators build them: a ``DataChange`` over :class:`WLedger`,
-the part of ``deltafit._ledger._ledger.Ledger`` (with its weights) the states read.
+the part of ``deltafit._ledger.Ledger`` (with its weights) the states read.
 """
 
 from __future__ import annotations

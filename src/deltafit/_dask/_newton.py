@@ -575,7 +575,7 @@ def prepare_block(x, y, w, problem, offset, spec, beta0):
     block's share of a Newton pass at ``beta0`` (None without ``spec``) and its largest
     sample curvature (:func:`block_curvature`: zeros without ``spec``)."""
     from deltafit._dask._stats import _block_pieces
-    from deltafit._ledger._ledger import digest_array
+    from deltafit._ledger import digest_array
 
     x = problem.rows(x)
     t = problem.targets(y)

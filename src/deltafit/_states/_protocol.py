@@ -381,6 +381,7 @@ _STATEFUL_MODULES = ("deltafit._ledger.", "deltafit._linalg.", "deltafit._states
                      "deltafit.models.")
 
 
+
 def _copied(obj):
     """A copy of ``obj`` whose arrays, lists and deltafit-internal objects that updates change
     in place (``_STATEFUL_MODULES``) are copied too."""

@@ -23,7 +23,7 @@ import numpy as np
 import sklearn.kernel_approximation as ka
 from sklearn.base import clone
 
-from deltafit._ledger._ledger import Ledger
+from deltafit._ledger import Ledger
 from deltafit._states._one_vs_rest import one_vs_rest_class
 from deltafit.losses import get_loss
 from deltafit.persistence import _transformers as ta
