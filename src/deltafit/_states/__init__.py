@@ -5,7 +5,7 @@ persistence stores it under its ``kind``.
 
 Warm re-solves of the smooth losses and the hinge
 -------------------------------------------------
-A linear logistic / squared-hinge state (`_states/_newton.PrimalNewtonState`) keeps, besides
+A linear logistic / squared-hinge state (`_states/_newton_primal.PrimalNewtonState`) keeps, besides
 β, the matrix `M = I + Σ_s d_s φ_s φ_sᵀ` that the last Newton step factorised (`Curvature` in
 `solvers/_chord.py`: Cholesky factor, curvature weight `d` by ledger slot, pending
 Woodbury rows) and the scores, J, ∇J and ∇J(0) at β (`Point`, by slot).  An update corrects M
