@@ -13,19 +13,16 @@ from __future__ import annotations
 from numbers import Integral, Real
 from typing import Any
 
-import numpy as np
 from sklearn.metrics.pairwise import PAIRWISE_KERNEL_FUNCTIONS
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils._param_validation import HasMethods, StrOptions
+
+from deltafit.utils._params import Number
 
 __all__ = ["COMMON", "KERNEL", "LINEAR", "NumberInterval", "constraints"]
 
 
-class NumberInterval(Interval):
-    """scikit-learn's :class:`~sklearn.utils._param_validation.Interval`, refusing booleans
-    (``C=True`` is a mistake, not the number 1)."""
-
-    def is_satisfied_by(self, val: Any) -> bool:
-        return not isinstance(val, (bool, np.bool_)) and super().is_satisfied_by(val)
+#: scikit-learn's ``Interval`` refusing booleans (``C=True`` is a mistake, not the number 1)
+NumberInterval = Number
 
 
 #: a finite real number > 0 (C, tol, a numeric gamma)
