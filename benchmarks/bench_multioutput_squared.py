@@ -258,7 +258,7 @@ def main(argv=None):
             log(f"{name}: {reps} removals, {reps} additions")
             res = {}
 
-            def once(cls=cls, n=n):
+            def once(cls=cls, n=n, res=res):
                 times, dev, K = scenario(cls, n, reps, args.seed)
                 res.update(times=times, dev=dev, K=K)
                 return {}
