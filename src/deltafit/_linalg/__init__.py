@@ -1,1 +1,2 @@
-"""Numerical building blocks below the states: low-rank (Woodbury / Cholesky) updates and Gram matrices."""
+"""Numerical building blocks below the states: low-rank (Woodbury / Cholesky) updates and Gram
+matrices."""
