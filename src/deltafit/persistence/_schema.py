@@ -95,7 +95,7 @@ _PASSTHROUGH_KEYS = {"name", "passthrough"}
 PIPELINE_PARAMS = {"verbose", "transform_input"}
 
 
-def estimator_classes() -> dict[str, type]:
+def estimator_classes() -> dict[str, Any]:
     """``{class name: class}`` of the estimators a model file may hold."""
     return {c.__name__: c for c in (LinearClassifier, LinearRegressor, KernelClassifier,
                                     KernelRegressor)}
@@ -344,7 +344,7 @@ def _check_meta(meta):
             dict_field(fp, "params", field="feature_map_param.params")
 
 
-def state_of(meta: Mapping[str, Any], classifier: bool) -> tuple[type, int]:
+def state_of(meta: Mapping[str, Any], classifier: bool) -> tuple[Any, int]:
     """The binary state class the file names and its number of one-vs-rest classes (0 for one
     binary problem)."""
     ovr = meta["one_vs_rest"]
@@ -372,11 +372,11 @@ def class_records(meta: Mapping[str, Any], n_classes: int) -> list[tuple[Any, An
                     hinge if hinge is not None else none))
 
 
-def expected_members(meta, headers):
+def expected_members(meta: Mapping[str, Any], headers: Any) -> dict[str, tuple[Any, str, bool]]:
     """``{member: (shape or shape test, dtype kinds, required)}`` that the metadata calls for."""
     n, d, width = meta["n_samples"], meta["n_features_in"], meta["row_width"]
     est = estimator_classes()[meta["estimator"]]
-    out = {}
+    out: dict[str, tuple[Any, str, bool]] = {}
     n_out = meta["n_outputs"] or 0
     shapes = Ledger.saved_shapes(n, width, meta["keep_rows"], meta["keep_digests"], n_out,
                                  meta["sparse_rows"])
@@ -470,10 +470,10 @@ def check_pipeline_meta(meta: Mapping[str, Any]) -> None:
         raise field_error("pipeline.params", f"may hold only {sorted(PIPELINE_PARAMS)}")
 
 
-def pipeline_members(spec):
+def pipeline_members(spec: Mapping[str, Any]) -> dict[str, tuple[Any, str, bool]]:
     """``{member: (shape test, dtype kinds, required)}`` of the transformers' fitted arrays:
     at most two axes, none longer than the step's widths in and out (+16)."""
-    out = {}
+    out: dict[str, tuple[Any, str, bool]] = {}
     for i, entry in enumerate(spec["steps"]):
         if "passthrough" in entry:
             continue

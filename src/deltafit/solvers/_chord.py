@@ -214,7 +214,7 @@ class RowBlock:
     cw_before: np.ndarray | None = None
     stored: bool = True
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         s = np.asarray(self.slots)
         run = s.size and s[-1] - s[0] + 1 == s.size and np.all(np.diff(s) == 1)
         self._at = slice(int(s[0]), int(s[-1]) + 1) if run else s
