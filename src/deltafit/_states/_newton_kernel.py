@@ -64,7 +64,8 @@ class KernelNewtonState(ModelState):
         (chord refreshes and the Newton iterations of fallbacks).
     """
 
-    kind, kernel, loss_names = "kernel_newton", True, ("logistic", "squared_hinge")
+    kind, kernel = "kernel_newton", True
+    loss_names: tuple[str, ...] = ("logistic", "squared_hinge")
     warm_per_sample = True
     curv = point = None
     n_factorizations = 0

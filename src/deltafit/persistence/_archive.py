@@ -23,6 +23,8 @@ import secrets
 import signal
 import threading
 import zipfile
+from types import FrameType, TracebackType
+from typing import Any, Literal
 
 import numpy as np
 
@@ -40,7 +42,7 @@ KIND_NAMES = {"f8": "float64", "i8": "int64", "u1": "uint8", "biufU": "numbers o
 # =============================================================================================
 # writing
 # =============================================================================================
-def write_atomically(path, data):
+def write_atomically(path: str | os.PathLike[str], data: Any) -> None:
     """Write ``data`` to ``path`` through a synced temporary file in the same directory and an
     atomic rename; on any failure (an interruption included) the temporary file is removed and
     ``path`` is left as it was.
@@ -85,19 +87,19 @@ class _HeldInterrupt:
     handler records the interrupt, :meth:`check` raises it where the writer can clean up, and
     leaving the block restores the previous handler and raises an interrupt still pending."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.pending = False
-        self._previous = None
+        self._previous: Any = None
 
-    def _hold(self, signum, frame):
+    def _hold(self, signum: int, frame: FrameType | None) -> None:
         self.pending = True
 
-    def check(self):
+    def check(self) -> None:
         if self.pending:
             self.pending = False
             raise KeyboardInterrupt
 
-    def __enter__(self):
+    def __enter__(self) -> _HeldInterrupt:
         if threading.current_thread() is threading.main_thread():
             try:
                 previous = signal.getsignal(signal.SIGINT)
@@ -108,7 +110,8 @@ class _HeldInterrupt:
                 self._previous = None
         return self
 
-    def __exit__(self, exc_type, exc, tb):
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> Literal[False]:
         if self._previous is not None:
             signal.signal(signal.SIGINT, self._previous)
             self._previous = None
@@ -118,7 +121,7 @@ class _HeldInterrupt:
         return False
 
 
-def _sync_directory(folder):
+def _sync_directory(folder: str) -> None:
     """Make the rename durable (POSIX); best effort where a directory cannot be synced."""
     try:
         fd = os.open(folder, os.O_RDONLY)
@@ -142,23 +145,25 @@ class _Header:
 
     __slots__ = ("shape", "dtype", "fortran", "offset", "info")
 
-    def __init__(self, shape, dtype, fortran, offset, info):
+    def __init__(self, shape: tuple[int, ...], dtype: np.dtype, fortran: bool, offset: int,
+                 info: zipfile.ZipInfo) -> None:
         self.shape, self.dtype, self.fortran, self.offset, self.info = \
             shape, dtype, fortran, offset, info
 
 
-def _member_name(info):
+def _member_name(info: zipfile.ZipInfo) -> str:
     return info.filename[:-4] if info.filename.endswith(".npy") else info.filename
 
 
-def read_directory(zf, size):
+def read_directory(zf: zipfile.ZipFile, size: int) -> dict[str, zipfile.ZipInfo]:
     """The archive's members by name, checked: known kind of name, listed once, uncompressed,
     unencrypted, inside the archive."""
     infos = zf.infolist()
     if len(infos) > _MAX_MEMBERS:
         raise ValueError(f"corrupt model file: {len(infos)} members (a model has at most "
                          f"{_MAX_MEMBERS})")
-    members, total = {}, 0
+    members: dict[str, zipfile.ZipInfo] = {}
+    total = 0
     for info in infos:
         name = _member_name(info)
         if not info.filename.endswith(".npy") or not MEMBER_NAME.fullmatch(name):
@@ -183,7 +188,7 @@ def read_directory(zf, size):
     return members
 
 
-def read_header(zf, info):
+def read_header(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> _Header:
     """The ``.npy`` header of a member, checked against the member's size; no data is read."""
     name = _member_name(info)
     try:
@@ -216,7 +221,7 @@ def read_header(zf, info):
     return _Header(tuple(shape), dtype, bool(fortran), offset, info)
 
 
-def read_member(zf, h):
+def read_member(zf: zipfile.ZipFile, h: _Header) -> np.ndarray:
     """A member's data as a native-byte-order array (its size checked by :func:`read_header`),
     read in bounded chunks; the CRC is checked at the end."""
     name = _member_name(h.info)
@@ -244,7 +249,7 @@ def read_member(zf, h):
     return out
 
 
-def dtype_ok(dtype, spec):
+def dtype_ok(dtype: np.dtype, spec: str) -> bool:
     """Whether ``dtype`` is ``spec``: an exact kind and size (``"f8"``) or a set of kinds."""
     if spec[-1].isdigit():
         return dtype.kind == spec[0] and dtype.itemsize == int(spec[1:])

@@ -13,6 +13,9 @@ rounding bounds of the quantities compared, so they follow the stored problem's 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -22,7 +25,8 @@ from deltafit.persistence._schema import class_records
 __all__ = ["check_arrays", "check_statistics"]
 
 
-def check_arrays(meta, arrays, classifier):
+def check_arrays(meta: Mapping[str, Any], arrays: Mapping[str, np.ndarray],
+                 classifier: bool) -> None:
     """The values of the members: finite floats, labels ±1 with both classes, the classes."""
     for key, val in arrays.items():
         if val.dtype.kind == "f" and not np.all(np.isfinite(val)):
@@ -53,7 +57,8 @@ def check_arrays(meta, arrays, classifier):
                 raise ValueError("corrupt model file: a classifier's labels hold one class")
 
 
-def check_statistics(model, meta, arrays, st):
+def check_statistics(model: Any, meta: Mapping[str, Any], arrays: Mapping[str, np.ndarray],
+                     st: Any) -> None:
     """:func:`_check_binary_statistics` for the state, class by class for a one-vs-rest one."""
     if meta["n_outputs"]:  # one column of the K-output state at a time
         y = arrays.get("ledger_y")

@@ -10,6 +10,11 @@ and checks that it reproduces its saved output on two fixed rows.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
 from deltafit._pipeline import UpdatablePipeline, is_passthrough
 from deltafit.persistence import _transformers as ta
 from deltafit.persistence._schema import PIPELINE_PARAMS
@@ -17,10 +22,12 @@ from deltafit.persistence._schema import PIPELINE_PARAMS
 __all__ = ["dump_pipeline", "load_pipeline"]
 
 
-def dump_pipeline(pipe, arrays, width_final):
+def dump_pipeline(pipe: UpdatablePipeline, arrays: dict[str, np.ndarray],
+                  width_final: int) -> dict[str, Any]:
     """The ``pipeline`` metadata field; the transformers' fitted arrays go into ``arrays`` as
     ``pipe<i>__<attribute>``.  ValueError naming a step that cannot be stored."""
-    steps, width = [], None
+    steps: list[dict[str, Any]] = []
+    width: int | None = None
     for i, (name, step) in enumerate(pipe.steps[:-1]):
         if is_passthrough(step):
             steps.append({"name": name, "passthrough": step})
@@ -50,10 +57,11 @@ def dump_pipeline(pipe, arrays, width_final):
 
 
 
-def load_pipeline(spec, arrays, model):
+def load_pipeline(spec: Mapping[str, Any], arrays: Mapping[str, np.ndarray],
+                  model: Any) -> UpdatablePipeline:
     """The :class:`deltafit.UpdatablePipeline` of the stored transformers and ``model``, each
     transformer rebuilt and checked to reproduce its saved output on the probe rows."""
-    steps = []
+    steps: list[tuple[str, Any]] = []
     for i, entry in enumerate(spec["steps"]):
         if "passthrough" in entry:
             steps.append((entry["name"], entry["passthrough"]))

@@ -44,6 +44,9 @@ from __future__ import annotations
 import json
 import math
 import re
+import zipfile
+from collections.abc import Collection, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -91,13 +94,13 @@ _PASSTHROUGH_KEYS = {"name", "passthrough"}
 PIPELINE_PARAMS = {"verbose", "transform_input"}
 
 
-def estimator_classes():
+def estimator_classes() -> dict[str, Any]:
     """``{class name: class}`` of the estimators a model file may hold."""
     return {c.__name__: c for c in (LinearClassifier, LinearRegressor, KernelClassifier,
                                     KernelRegressor)}
 
 
-def json_safe(value, name):
+def json_safe(value: Any, name: str) -> Any:
     """``value``, when JSON can store it; ValueError naming the parameter ``name`` otherwise."""
     try:
         json.dumps(value)
@@ -111,9 +114,9 @@ def json_safe(value, name):
 
 
 
-def read_meta(zf, info):
-    h = read_header(zf, info)
+def read_meta(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> dict[str, Any]:
     """The checked ``__meta__`` record of an archive (``info``: its member)."""
+    h = read_header(zf, info)
     if len(h.shape) != 1 or h.dtype != np.uint8:
         raise ValueError(f"corrupt model file: the __meta__ record is not a 1-D uint8 array "
                          f"(shape {h.shape}, dtype {h.dtype.str!r})")
@@ -143,27 +146,29 @@ def read_meta(zf, info):
     return meta
 
 
-def field_error(field, problem):
-    return ValueError(f"corrupt model file: metadata field {field!r} {problem}")
+def field_error(field: str, problem: str) -> ValueError:
     """The ValueError of a metadata field that is not what it must be."""
+    return ValueError(f"corrupt model file: metadata field {field!r} {problem}")
 
 
-def is_int(v):
+def is_int(v: Any) -> bool:
     """Whether ``v`` is a JSON integer (not a bool)."""
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def int_field(meta, key, low=0, high=2**62, field=None):
+def int_field(meta: Mapping[str, Any], key: str, low: int = 0, high: int = 2**62,
+              field: str | None = None) -> int:
     """``meta[key]``, an integer in ``[low, high]``; ValueError naming ``field`` otherwise."""
-    v = meta.get(key)
+    v: Any = meta.get(key)
     if not is_int(v) or not low <= v <= high:
         raise field_error(field or key, f"must be an integer in [{low}, {high}], got {v!r}")
     return v
 
 
-def real_field(meta, key, low=None, field=None):
+def real_field(meta: Mapping[str, Any], key: str, low: float | None = None,
+               field: str | None = None) -> float:
     """``meta[key]`` as a float, finite and at least ``low``; ValueError otherwise."""
-    v = meta.get(key)
+    v: Any = meta.get(key)
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or \
             (low is not None and v < low):
         bound = "" if low is None else f" >= {low}"
@@ -171,17 +176,18 @@ def real_field(meta, key, low=None, field=None):
     return float(v)
 
 
-def bool_field(meta, key, field=None):
+def bool_field(meta: Mapping[str, Any], key: str, field: str | None = None) -> bool:
     """``meta[key]``, true or false; ValueError otherwise."""
-    v = meta.get(key)
+    v: Any = meta.get(key)
     if not isinstance(v, bool):
         raise field_error(field or key, f"must be true or false, got {v!r}")
     return v
 
 
-def dict_field(meta, key, keys=None, field=None):
+def dict_field(meta: Mapping[str, Any], key: str, keys: Collection[str] | None = None,
+               field: str | None = None) -> dict[str, Any]:
     """``meta[key]``, an object (with exactly the fields ``keys`` when given)."""
-    v = meta.get(key)
+    v: Any = meta.get(key)
     if not isinstance(v, dict):
         raise field_error(field or key, f"must be an object, got {type(v).__name__}")
     if keys is not None and set(v) != set(keys):
@@ -337,7 +343,7 @@ def _check_meta(meta):
             dict_field(fp, "params", field="feature_map_param.params")
 
 
-def state_of(meta, classifier):
+def state_of(meta: Mapping[str, Any], classifier: bool) -> tuple[Any, int]:
     """The binary state class the file names and its number of one-vs-rest classes (0 for one
     binary problem)."""
     ovr = meta["one_vs_rest"]
@@ -352,7 +358,7 @@ def state_of(meta, classifier):
     return state_class(ovr["base"]), k
 
 
-def class_records(meta, n_classes):
+def class_records(meta: Mapping[str, Any], n_classes: int) -> list[tuple[Any, Any]]:
     """``(solver, hinge)`` records, one pair per class (one pair for a binary state)."""
     solver, hinge = meta["solver"], meta["hinge"]
     if not n_classes:
@@ -365,11 +371,11 @@ def class_records(meta, n_classes):
                     hinge if hinge is not None else none))
 
 
-def expected_members(meta, headers):
+def expected_members(meta: Mapping[str, Any], headers: Any) -> dict[str, tuple[Any, str, bool]]:
     """``{member: (shape or shape test, dtype kinds, required)}`` that the metadata calls for."""
     n, d, width = meta["n_samples"], meta["n_features_in"], meta["row_width"]
     est = estimator_classes()[meta["estimator"]]
-    out = {}
+    out: dict[str, tuple[Any, str, bool]] = {}
     n_out = meta["n_outputs"] or 0
     shapes = Ledger.saved_shapes(n, width, meta["keep_rows"], meta["keep_digests"], n_out,
                                  meta["sparse_rows"])
@@ -412,7 +418,7 @@ def expected_members(meta, headers):
 # =============================================================================================
 # the pipeline field
 # =============================================================================================
-def check_pipeline_meta(meta):
+def check_pipeline_meta(meta: Mapping[str, Any]) -> None:
     """The ``pipeline`` field: its steps' names, classes, declared widths (chained, ending in
     the final estimator's ``n_features_in``) and fitted attribute names."""
     spec = dict_field(meta, "pipeline", _PIPELINE_KEYS)
@@ -463,10 +469,10 @@ def check_pipeline_meta(meta):
         raise field_error("pipeline.params", f"may hold only {sorted(PIPELINE_PARAMS)}")
 
 
-def pipeline_members(spec):
+def pipeline_members(spec: Mapping[str, Any]) -> dict[str, tuple[Any, str, bool]]:
     """``{member: (shape test, dtype kinds, required)}`` of the transformers' fitted arrays:
     at most two axes, none longer than the step's widths in and out (+16)."""
-    out = {}
+    out: dict[str, tuple[Any, str, bool]] = {}
     for i, entry in enumerate(spec["steps"]):
         if "passthrough" in entry:
             continue

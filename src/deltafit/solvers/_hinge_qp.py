@@ -344,19 +344,19 @@ class SubFeatureQP(_FeatureQP):
     """:class:`_FeatureQP` over a working set S: ``w = w0 + Σ_{i∈S} α_i z_i`` with ``w0``
     the fixed variables' part, ``v0`` their part of ``|Z|ᵀα`` (for :meth:`scale`)."""
 
-    def __init__(self, ZS, yS, w0, v0):
+    def __init__(self, ZS: np.ndarray, yS: np.ndarray, w0: np.ndarray, v0: np.ndarray) -> None:
         self.Z, self.y = ZS, yS
         self.n, self.p = ZS.shape
         self.diag = np.einsum("ij,ij->i", ZS, ZS)
         self.w0, self.v0 = w0, v0
         self.w, self.G = w0.copy(), None
 
-    def refresh(self, alpha):
+    def refresh(self, alpha: np.ndarray) -> None:
         nz = np.flatnonzero(alpha)
         self.w = self.w0 + alpha[nz] @ self.Z[nz] if nz.size else self.w0.copy()
         self.G = self.Z @ self.w - 1.0
 
-    def scale(self, alpha):
+    def scale(self, alpha: np.ndarray) -> np.ndarray:
         absZ = self.abs_rows()
         return absZ @ (self.v0 + alpha @ absZ)
 

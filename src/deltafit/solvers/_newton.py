@@ -231,30 +231,31 @@ def newton_primal(X: np.ndarray | sp.spmatrix, y: ArrayLike, loss: Loss, C: floa
     p = X.shape[1]
     w = check_sample_weight(sample_weight, n, C)
     keep = None
+    yv: np.ndarray = np.asarray(y)
     if w is not None:
-        y = np.asarray(y)
         keep = _kept(w)
         if keep is not None:  # weight 0: the sample is absent
-            X, y, w = (X[keep] if sp.issparse(X) else np.asarray(X)[keep]), y[keep], w[keep]
+            X, w = (X[keep] if sp.issparse(X) else np.asarray(X)[keep]), w[keep]
+            yv = yv[keep]
             n = keep.size
         cw = C * w  # C_i
     check_curvature(squared_norms(X), C if w is None else cw, loss)
     beta = np.zeros(p) if coef0 is None else np.array(coef0, dtype=np.float64, copy=True)
     if w is None:
-        g0 = np.linalg.norm(C * (X.T @ loss.d1(y, np.zeros(n))))
+        g0 = np.linalg.norm(C * (X.T @ loss.d1(yv, np.zeros(n))))
     else:
-        g0 = np.linalg.norm(X.T @ (cw * loss.d1(y, np.zeros(n))))
+        g0 = np.linalg.norm(X.T @ (cw * loss.d1(yv, np.zeros(n))))
 
     def objective(b, z):
         if w is None:
-            return C * loss.value(y, z).sum() + 0.5 * b @ b
-        return C * (w @ loss.value(y, z)) + 0.5 * b @ b
+            return C * loss.value(yv, z).sum() + 0.5 * b @ b
+        return C * (w @ loss.value(yv, z)) + 0.5 * b @ b
 
     def gradient(b, z):
         if w is None:
-            grad = C * (X.T @ loss.d1(y, z)) + b
+            grad = C * (X.T @ loss.d1(yv, z)) + b
         else:
-            grad = X.T @ (cw * loss.d1(y, z)) + b
+            grad = X.T @ (cw * loss.d1(yv, z)) + b
         return grad, grad, np.linalg.norm(grad)
 
     sparse = sp.issparse(X)
@@ -263,7 +264,7 @@ def newton_primal(X: np.ndarray | sp.spmatrix, y: ArrayLike, loss: Loss, C: floa
     last: list[tuple[np.ndarray, np.ndarray]] = []  # (H, d) of the last Newton step, if asked
 
     def newton_step(z, grad, _):
-        d2 = loss.d2(y, z)
+        d2 = loss.d2(yv, z)
         act = d2 > 0
         Xa = X[act] if not act.all() else X
         D = (C if w is None else cw[act]) * d2[act]
@@ -400,10 +401,11 @@ def newton_kernel(K: np.ndarray, y: ArrayLike, loss: Loss, C: float, *,
     n_all = n = K.shape[0]
     w = check_sample_weight(sample_weight, n, C)
     keep = _kept(w)
+    yv: np.ndarray = np.asarray(y)
     if w is not None:
-        y = np.asarray(y)
         if keep is not None:  # weight 0: the sample is absent
-            K, y, w = np.asarray(K)[np.ix_(keep, keep)], y[keep], w[keep]
+            K, w = np.asarray(K)[np.ix_(keep, keep)], w[keep]
+            yv = yv[keep]
             coef0 = _take_start(coef0, keep, n, "coef0")
             n = keep.size
             if callback is not None:
@@ -415,23 +417,23 @@ def newton_kernel(K: np.ndarray, y: ArrayLike, loss: Loss, C: float, *,
     cw = C if w is None else C * w  # C_i (elementwise: the unweighted case is unchanged)
     check_curvature(np.diagonal(K), cw, loss, "K", "k(x, x)")
     alpha = np.zeros(n) if coef0 is None else np.array(coef0, dtype=np.float64, copy=True)
-    g_zero = cw * loss.d1(y, np.zeros(n))
-    g0 = np.sqrt(max(g_zero @ (K @ g_zero), 0.0))
+    g_zero = cw * loss.d1(yv, np.zeros(n))
+    g0 = np.sqrt(max(float(g_zero @ (K @ g_zero)), 0.0))
 
     def objective(a, z):
         if w is None:
-            return C * loss.value(y, z).sum() + 0.5 * a @ z
-        return C * (w @ loss.value(y, z)) + 0.5 * a @ z
+            return C * loss.value(yv, z).sum() + 0.5 * a @ z
+        return C * (w @ loss.value(yv, z)) + 0.5 * a @ z
 
     def gradient(a, z):
-        g = cw * loss.d1(y, z) + a
+        g = cw * loss.d1(yv, z) + a
         Kg = K @ g
         return g, Kg, np.sqrt(max(g @ Kg, 0.0))
 
     last: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # the last step's factor
 
     def newton_step(z, g, Kg):
-        W = cw * loss.d2(y, z)
+        W = cw * loss.d2(yv, z)
         act = np.flatnonzero(W > 0)
         step = -g
         if act.size:
