@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import ClassVar
 
 import numpy as np
 from scipy import linalg
@@ -65,7 +66,7 @@ class KernelNewtonState(ModelState):
     """
 
     kind, kernel = "kernel_newton", True
-    loss_names: tuple[str, ...] = ("logistic", "squared_hinge")
+    loss_names: ClassVar[tuple[str, ...]] = ("logistic", "squared_hinge")
     warm_per_sample = True
     curv = point = None
     n_factorizations = 0
