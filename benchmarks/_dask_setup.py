@@ -14,7 +14,6 @@ import os
 from contextlib import contextmanager
 
 import numpy as np
-
 from _timing import timed
 from bench_updates import machine_info, source_info
 

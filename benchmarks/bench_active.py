@@ -30,7 +30,8 @@ no intercept, on ``splice-like`` data and ``digits``:
 
 each with ``FGAL(center="sphere")`` (the paper's centre), ``FGAL(center="newton")`` (one
 Newton step of the new problem) and ``FGAL(region="curvature")`` (the centre of the
-curvature-aware region of the labels so far, issue 16 part 3: ``--centres`` picks).  The issue's bar is read on (narrow, sphere) and
+curvature-aware region of the labels so far, issue 16 part 3: ``--centres`` picks).  The issue's
+bar is read on (narrow, sphere) and
 (scale, newton); the other two runs show where each centre holds.  Model computations:
 FGAL makes 7, AL(10) 61 (the pool of 650 from 50 labels); both count the initial model, so the
 ratio is 7/61 = 0.115 and, beyond that shared model, 6/60 = 0.10 (the bar's ≤ 10%).
@@ -204,7 +205,8 @@ def regimes(args):
             for k in names:
                 v = a10 if k == "AL(m=10)" else r["curves"][k]
                 j = (n - 50) // 10 if k == "AL(m=10)" else i
-                cells.append(f"{100 * v['accuracy_mean'][j]:.1f} ± {100 * v['accuracy_std'][j]:.1f}")
+                cells.append(f"{100 * v['accuracy_mean'][j]:.1f} ± "
+                             f"{100 * v['accuracy_std'][j]:.1f}")
             print(f"| {n} | " + " | ".join(cells) + " |")
 
 

@@ -92,7 +92,6 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import deltafit  # noqa: E402
 from bench_updates import (  # noqa: E402  (shared helpers: machine, source, timing, load)
     CpuMonitor,
     c64,
@@ -104,6 +103,8 @@ from bench_updates import (  # noqa: E402  (shared helpers: machine, source, tim
     thread_limit,
     timed,
 )
+
+import deltafit  # noqa: E402
 from deltafit.datasets import (
     fashion_mnist_available,
     load_breast_cancer,
@@ -258,7 +259,7 @@ def run_tightness_dataset(name, X, y, source, args, rng, C=1.0, ks=("n", "n/10",
                 # fit (the warm-started remove must give the same model)
                 keep = np.ones(n, dtype=bool)
                 keep[R] = False
-                tf, mf = timed(lambda: kernel_model(gamma, C).fit(X[keep], y[keep]))
+                tf, mf = timed(lambda keep=keep: kernel_model(gamma, C).fit(X[keep], y[keep]))
                 af = np.zeros(n)
                 af[np.flatnonzero(keep)] = mf.dual_coef_
                 check = {"fresh_fit_s": tf, "warm_remove_s": None,
@@ -520,7 +521,7 @@ def run_speed_scenario(pname, m, Xt, Xp, yp, n_half, label, args, rng, bar):
     for _ in range(args.repeats):
         m2 = copy.deepcopy(m)
         gc.collect()
-        sec, _ = timed(lambda: m2.update(X_add=Xa, y_add=ya, remove_ids=rem))
+        sec, _ = timed(lambda m2=m2: m2.update(X_add=Xa, y_add=ya, remove_ids=rem))
         tu.append(sec)
     coef2, b2 = np.ravel(m2.coef_), float(np.ravel(m2.intercept_)[0])
     dec2 = m2.decision_function(Xt)
@@ -793,7 +794,7 @@ def run_curvature_speed(args):
         rem = np.sort(rng.choice(np.asarray(m.sample_ids_), half, replace=False))
         Xa, ya = c64(Xp[:half]), np.asarray(yp[:half])
 
-        def whatif():
+        def whatif(rem=rem, Xa=Xa, ya=ya):
             s = deltafit.sensitivity(m, C_new="mean", method="sphere")
             s.remove(rem)
             s.add(Xa, ya)
@@ -868,7 +869,7 @@ def run_curvature_small(args):
                         keep[ids] = False
                         Xk, yk = c64(Xtr[keep]), ytr[keep]
 
-                        def whatif(method="auto", ids=ids):
+                        def whatif(method="auto", ids=ids, m=m):
                             s = deltafit.sensitivity(m, method=method)
                             s.remove(ids)
                             return s.decision_bounds(Xte)
@@ -1104,12 +1105,12 @@ def squared_row(name, m, Xt, k, draws, rng, repeats):
     for _ in range(draws):
         rem = np.sort(rng.choice(m.sample_ids_, k, replace=False))
         new = copy.deepcopy(m)
-        t_up, _ = timed(lambda: new.remove(rem))
+        t_up, _ = timed(lambda new=new, rem=rem: new.remove(rem))
         t_update.append(t_up)
         f_new = new.decision_function(Xt)
         change = np.abs(f_new - f_old)
         for method in ("sphere", "exact"):
-            def what_if(method=method):
+            def what_if(method=method, rem=rem):
                 s = deltafit.sensitivity(m, method=method).remove(rem)
                 return s.decision_bounds(Xt), s
             t, ((lo, hi), s) = timed(what_if)
@@ -1134,7 +1135,7 @@ def squared_row(name, m, Xt, k, draws, rng, repeats):
     tu = []
     for _ in range(repeats):  # the same answer from the model: update, then its decisions
         new = copy.deepcopy(m)
-        tu.append(timed(lambda: (new.remove(rem), new.decision_function(Xt)))[0])
+        tu.append(timed(lambda new=new: (new.remove(rem), new.decision_function(Xt)))[0])
     out["t_exact_whatif_s"] = float(min(te))
     out["t_update_s"] = float(min(tu))
     out["update_over_whatif"] = out["t_update_s"] / out["t_exact_whatif_s"]

@@ -47,13 +47,20 @@ import warnings
 from contextlib import contextmanager
 
 import numpy as np
+from _timing import log, timed  # benchmarks/_timing.py (the scripts run from this folder)
+from bench_updates import (
+    CpuMonitor,
+    c64,
+    deviation,
+    loadavg,
+    machine_info,
+    nonsquared_data,
+    source_info,
+    thread_limit,
+)
 
 import deltafit
 from deltafit._states import _hinge as _warm_hinge
-
-from _timing import log, timed  # benchmarks/_timing.py (the scripts run from this folder)
-from bench_updates import (CpuMonitor, c64, deviation, loadavg, machine_info, nonsquared_data,
-                           source_info, thread_limit)
 
 BARS = {"linear_vs_today": 8.0, "linear_vs_sklearn": 10.0, "kernel_vs_refit": 20.0}
 DEVIATION_BAR = 1e-8
@@ -154,7 +161,7 @@ def linear_rows(args, threads, fresh_cache):
             tk = c64(t[keep])
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)
-                sk_t, sk = _min_time(lambda: LinearSVC(  # noqa: B023
+                sk_t, sk = _min_time(lambda Fk=Fk, tk=tk: LinearSVC(
                     C=C, loss="hinge", dual=True, tol=1e-8, fit_intercept=False,
                     max_iter=args.sk_max_iter).fit(Fk, tk), args.ref_repeats)
         if name not in fresh_cache:

@@ -5,7 +5,8 @@ Parts (``--part``):
 * ``table2``  Sivan et al. Table 2: the percentage of LOO iterations that needed a refit, our
   ball vs Zhang's, squared hinge, RBF, no intercept, C = 1, gamma in {0.001, 0.01, 0.1, 1, 10},
   features scaled to [-1, 1], averaged over the gammas; plus the share the curvature-aware
-  region leaves (``region="curvature"``) and the share left after op2's first Newton step.  Every label decided without a refit is checked against an exact refit on a
+  region leaves (``region="curvature"``) and the share left after op2's first Newton step.  Every
+  label decided without a refit is checked against an exact refit on a
   sample of the decided ones.
 * ``linear``  Okumura et al. Tables 14-15, linear: LOO model selection of a logistic model over
   lambda in 2^-20..2^0 (C = 1/(lambda n)), without and with the two tricks of §5.2, against
@@ -38,8 +39,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import deltafit  # noqa: E402
 from bench_updates import loadavg, log, machine_info, source_info, thread_limit  # noqa: E402
+
+import deltafit  # noqa: E402
 from deltafit.datasets import load_breast_cancer, load_digits_even_odd, load_mnist_sample
 from deltafit.model_selection import LOOSearchCV, loo  # noqa: E402
 from deltafit.model_selection._problem import problem_of  # noqa: E402
@@ -397,20 +399,24 @@ def closed_part(args):
 def markdown(doc):
     lines = []
     if "table2" in doc:
-        lines += ["| data set | n | ours % refits | curvature region % | Zhang % | after one Newton step % | paper ours / Zhang % | wrong decided | bar |",
+        lines += ["| data set | n | ours % refits | curvature region % | Zhang % "
+                  "| after one Newton step % | paper ours / Zhang % | wrong decided | bar |",
                   "|---|---|---|---|---|---|---|---|---|"]
         for r in doc["table2"]:
             paper = f"{r['paper_pct']} / {r['paper_zhang_pct']}" if "paper_pct" in r else "–"
             bar = ("met" if r["bar_met"] else "NOT met") if "bar_met" in r else "–"
             lines.append(f"| {r['dataset']} | {r['n']} | {r['ours_pct']:.2f} | "
-                         f"{r['curvature_pct']:.2f} | {r['zhang_pct']:.2f} | {r['after_newton_step_pct']:.2f} | {paper} | "
+                         f"{r['curvature_pct']:.2f} | {r['zhang_pct']:.2f} | "
+                         f"{r['after_newton_step_pct']:.2f} | {paper} | "
                          f"{r['wrong_decided']} | {bar} |")
         lines.append("")
     for kind in ("linear", "kernel"):
         if kind in doc:
             r = doc[kind]
             ex = " (extrapolated)" if r["brute_extrapolated"] else ""
-            lines += [f"| grid ({kind}) | configs | brute force s{ex} | no tricks s (x) | op1+tricks s (x) | op2+tricks s (x) | refits op2 | identical selection | bar |",
+            lines += [f"| grid ({kind}) | configs | brute force s{ex} | no tricks s (x) "
+                      "| op1+tricks s (x) | op2+tricks s (x) | refits op2 | identical selection "
+                      "| bar |",
                       "|---|---|---|---|---|---|---|---|---|",
                       f"| {r['dataset']} | {r['configs']} | {r['time_brute_all_configs_s']:.1f} | "
                       f"{r['time_deltafit_no_tricks_s']:.2f} ({r['ratio_no_tricks']:.0f}x) | "
@@ -429,7 +435,8 @@ def markdown(doc):
                          f"{'met' if r['bar_met'] else 'NOT met'} |")
         lines.append("")
     if "closed" in doc:
-        lines += ["| closed-form LOO | n x d | baseline | deltafit s | baseline s | ratio | max rel. deviation |",
+        lines += ["| closed-form LOO | n x d | baseline | deltafit s | baseline s | ratio "
+                  "| max rel. deviation |",
                   "|---|---|---|---|---|---|---|"]
         for r in doc["closed"]:
             lines.append(f"| {r['problem']} | {r['n']} x {r['d']} | {r['baseline']} | "

@@ -38,7 +38,6 @@ import json
 import platform
 
 import numpy as np
-
 from _timing import log, timed  # benchmarks/_timing.py (the scripts run from this folder)
 
 

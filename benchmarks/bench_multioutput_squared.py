@@ -62,9 +62,12 @@ from bench_updates import (  # noqa: E402  (shared helpers: machine, source, con
     source_info,
     thread_limit,
 )
-from deltafit.losses import get_loss  # noqa: E402
-from deltafit._states._squared import DualSquaredState, PrimalSquaredState, Rows  # noqa: E402
+
 from deltafit._states._protocol import DataChange, SolverOptions  # noqa: E402
+from deltafit._states._squared_dual import DualSquaredState  # noqa: E402
+from deltafit._states._squared_primal import PrimalSquaredState  # noqa: E402
+from deltafit._states._squared_stats import Rows  # noqa: E402
+from deltafit.losses import get_loss  # noqa: E402
 
 C = 1.0
 GAMMA = 0.02
@@ -255,7 +258,7 @@ def main(argv=None):
             log(f"{name}: {reps} removals, {reps} additions")
             res = {}
 
-            def once(cls=cls, n=n):
+            def once(cls=cls, n=n, res=res):
                 times, dev, K = scenario(cls, n, reps, args.seed)
                 res.update(times=times, dev=dev, K=K)
                 return {}

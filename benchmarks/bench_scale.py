@@ -10,7 +10,8 @@ Claims measured (benchmarks/README.md, "Scale-out on Dask"):
   same run (a pass that only reads and sums the same arrays).  The page cache is emptied of the
   files (``posix_fadvise(DONTNEED)``) before each pass, so both read the disk.  The client's
   peak RSS during the fit is sampled (bar ≤ 2 GB), with the bytes the model's ledger holds
-  (the range ledger: sorted digests, active flags) and the load average around the fit.  Then one removal by id with its row
+  (the range ledger: sorted digests, active flags) and the load average around the fit.  Then one
+  removal by id with its row
   (``remove([i], X=row, y=t)``; median of 20; bar ≤ 10 ms) and a 1% removal (bar ≤ 1 s), the
   model after them compared with a full refit on the remaining rows (bar: relative deviation
   of the coefficients ≤ 1e-8);
@@ -169,7 +170,7 @@ def out_of_core(args, client):
         pass
     t_one = []
     for k, i in enumerate(singles.tolist()):
-        t, _ = timed(lambda: m.remove([i], X=rows_1[k:k + 1], y=t_1[k:k + 1]))
+        t, _ = timed(lambda i=i, k=k: m.remove([i], X=rows_1[k:k + 1], y=t_1[k:k + 1]))
         t_one.append(t)
     t_batch, _ = timed(lambda: m.remove(batch, X=rows_b, y=t_b))
     keep = np.ones(n, dtype=bool)

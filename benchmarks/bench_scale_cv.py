@@ -80,9 +80,9 @@ def loo_part(est, X, y, rows, workers, res):
     """Leave-one-out (``loo(method="bounds")``) on dask input: the balls' undecided count, the
     count after the curvature region, passes and time; the NumPy path's ``loo(method=
     "bounds")`` (the same screening, in memory) on the same X; labels compared."""
-    import dask
     import dask.array as da
 
+    import dask
     from deltafit.model_selection import loo
 
     out = {}
@@ -131,9 +131,10 @@ def main():
     rows = args.chunk_rows or (10_000 if q else 62_500)
     k = args.k
 
-    import dask
     import dask.array as da
     from sklearn.model_selection import KFold
+
+    import dask
 
     res = {"benchmark": "bench_scale_cv", "quick": q, "n": n, "p": p, "k": k, "C": C,
            "chunk_rows": rows, "workers": args.workers, "scheduler": "threads",

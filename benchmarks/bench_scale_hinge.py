@@ -72,8 +72,9 @@ def main():
     p = args.p or (20 if q else 50)
     rows = args.chunk_rows or (50_000 if q else 125_000)
 
-    import dask
     import dask.array as da
+
+    import dask
 
     rng = np.random.default_rng(0)
     X = rng.standard_normal((n, p))
@@ -145,8 +146,9 @@ def main():
 
 def main_classes(args):
     """The ``--classes K`` run (see the module docstring)."""
-    import dask
     import dask.array as da
+
+    import dask
 
     K = int(args.classes)
     if K < 3:
@@ -187,8 +189,8 @@ def main_classes(args):
         for k in range(K):
             b = df.LinearClassifier(loss="hinge", C=C)
             yk = da.from_array((y == k).astype(np.int64), chunks=rows)
-            t, _ = timed(lambda: b.fit(Xd, yk))
-            t2, _ = timed(lambda: b.remove(ids))
+            t, _ = timed(lambda b=b, yk=yk: b.fit(Xd, yk))
+            t2, _ = timed(lambda b=b: b.remove(ids))
             t_bin, t_bin_rm = t_bin + t, t_bin_rm + t2
             per.append((int(b._dask_passes), int(b._state.passes)))
             passes_bin += int(b._dask_passes)

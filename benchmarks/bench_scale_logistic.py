@@ -31,7 +31,8 @@ Claims measured (benchmarks/README.md, "Scale-out on Dask", logistic rows):
 
 A small fit first compiles the workers' digest kernel (numba, once per process; timed
 apart as ``t_warmup``), and another one this process's before the threaded timings
-(``t_warmup_threads``).  Timing: ``benchmarks/_timing.timed``, one run each (the fits are long); the JSON keeps every
+(``t_warmup_threads``).  Timing: ``benchmarks/_timing.timed``, one run each (the fits are long);
+the JSON keeps every
 time and the load average around each step.  Run with ``OMP_NUM_THREADS=1`` on a shared
 machine.
 
@@ -88,7 +89,8 @@ class Steps:
     def __enter__(self):
         import time
 
-        from deltafit._dask import _newton as _dask_newton, _rows as _dask_rows
+        from deltafit._dask import _newton as _dask_newton
+        from deltafit._dask import _rows as _dask_rows
 
         run, gather = _dask_newton.DaskPasses.run, _dask_rows.DaskRowStore.gather
         log = self.log
@@ -111,7 +113,8 @@ class Steps:
         return self
 
     def __exit__(self, *exc):
-        from deltafit._dask import _newton as _dask_newton, _rows as _dask_rows
+        from deltafit._dask import _newton as _dask_newton
+        from deltafit._dask import _rows as _dask_rows
 
         _dask_newton.DaskPasses.run, _dask_rows.DaskRowStore.gather = self._saved
 
@@ -131,9 +134,10 @@ def main():
     p = args.p or (20 if q else 50)
     rows = args.chunk_rows or (50_000 if q else 125_000)
 
-    import dask
     import dask.array as da
     import distributed
+
+    import dask
 
     rng = np.random.default_rng(0)
     X = rng.standard_normal((n, p))
@@ -184,7 +188,7 @@ def main():
                 dm = LogisticRegression(penalty="l2", C=C, solver="lbfgs", max_iter=1000,
                                         tol=tol, solver_kwargs={"normalize": False})
                 with dask.config.set(scheduler=client.get):
-                    res["t_fit_dask_ml" + tag], _ = timed(lambda: dm.fit(Xk, yk))
+                    res["t_fit_dask_ml" + tag], _ = timed(lambda dm=dm: dm.fit(Xk, yk))
                 bdm = np.r_[np.asarray(dm.coef_).ravel(), float(dm.intercept_)]
                 res["dask_ml_tol" + tag] = tol
                 res["dask_ml_deviation" + tag] = float(np.max(np.abs(bdm - beta)))
@@ -204,9 +208,9 @@ def main():
             da.from_array(y[:small], chunks=small // 8)))
         Xt, yt = da.from_array(X, chunks=(rows, -1)), da.from_array(y, chunks=rows)
         mt = df.LinearClassifier(loss="logistic", C=C)
-        res["t_fit_dask_threads"], _ = timed(lambda: mt.fit(Xt, yt))
+        res["t_fit_dask_threads"], _ = timed(lambda mt=mt, Xt=Xt, yt=yt: mt.fit(Xt, yt))
         with Steps() as steps:
-            res["t_remove_dask_threads"], _ = timed(lambda: mt.remove(ids))
+            res["t_remove_dask_threads"], _ = timed(lambda mt=mt: mt.remove(ids))
         res["steps_remove_threads"] = steps.log
         res["passes_remove_threads"] = int(mt._state.passes)
         # consecutive 0.1% removals (M kept exact at each solution: ≤ 2 passes each)
@@ -219,7 +223,7 @@ def main():
         res["steps_consecutive_threads"] = []
         for batch in later:
             with Steps() as steps:
-                t, _ = timed(lambda: mt.remove(batch))
+                t, _ = timed(lambda mt=mt, batch=batch: mt.remove(batch))
             res["steps_consecutive_threads"].append(steps.log)
             res["t_consecutive_dask_threads"].append(t)
             res["passes_consecutive"].append(int(mt._state.passes))
@@ -229,7 +233,7 @@ def main():
     res["t_fit_numpy"], _ = timed(lambda: a.fit(X, y))
     res["t_remove_numpy"], _ = timed(lambda: a.remove(ids))
     ba = np.r_[a.coef_.ravel(), a.intercept_]
-    res["t_consecutive_numpy"] = [timed(lambda: a.remove(batch))[0] for batch in later]
+    res["t_consecutive_numpy"] = [timed(lambda batch=batch: a.remove(batch))[0] for batch in later]
     res["deviation_vs_numpy"] = float(np.max(np.abs(ba - beta)))
     res["certificates_sum"] = float(a.grad_norm_ + m.grad_norm_)
     res["fit_dask_over_numpy"] = res["t_fit_dask"] / res["t_fit_numpy"]

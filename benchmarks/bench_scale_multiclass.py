@@ -73,8 +73,9 @@ def main():
     K = args.classes
     rows = args.chunk_rows or (5_000 if q else 25_000)
 
-    import dask
     import dask.array as da
+
+    import dask
 
     rng = np.random.default_rng(0)
     X, y = class_blobs(n, p, K, rng)
@@ -101,9 +102,9 @@ def main():
         for k in range(K):
             b = df.LinearClassifier(loss="logistic", C=C)
             yk = da.where(yd == k, 1, -1)
-            tf, _ = timed(lambda: b.fit(Xd, yk))
+            tf, _ = timed(lambda b=b, yk=yk: b.fit(Xd, yk))
             pf = int(b._dask_passes)
-            tr, _ = timed(lambda: b.remove(ids))
+            tr, _ = timed(lambda b=b: b.remove(ids))
             dev = float(np.max(np.abs(full(b)[0] - full(m)[k])))
             per.append({"t_fit": tf, "passes_fit": pf, "t_remove": tr,
                         "passes_remove": int(b._state.passes), "deviation_vs_joint": dev,
@@ -128,7 +129,7 @@ def main():
                 dm = LogisticRegression(penalty="l2", C=C, solver="lbfgs", max_iter=1000,
                                         solver_kwargs={"normalize": False})
                 tk = (yk_all == k).astype(np.int64)
-                t, _ = timed(lambda: dm.fit(Xk, tk))
+                t, _ = timed(lambda dm=dm, tk=tk: dm.fit(Xk, tk))
                 t_total += t
                 bdm = np.r_[np.asarray(dm.coef_).ravel(), float(dm.intercept_)]
                 devs.append(float(np.max(np.abs(bdm - full(m)[k]))))

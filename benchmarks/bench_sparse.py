@@ -44,7 +44,6 @@ import time
 import numpy as np
 import scipy
 import scipy.sparse as sp
-
 from _timing import log, timed  # benchmarks/_timing.py (the scripts run from this folder)
 
 

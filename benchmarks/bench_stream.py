@@ -51,8 +51,8 @@ from bench_updates import log, machine_info, source_info  # noqa: E402
 from joblib import Parallel, delayed  # noqa: E402
 
 from deltafit import datasets  # noqa: E402
-from deltafit.stream import KDR, prequential, tradeoff_experiment, tune_stream  # noqa: E402
 from deltafit.models import KernelClassifier  # noqa: E402
+from deltafit.stream import KDR, prequential, tradeoff_experiment, tune_stream  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -116,7 +116,7 @@ def warm_vs_cold(args):
             out[warm] = (time.perf_counter() - t0, rep, kdr)
             log(f"{name} warm={warm}: {kdr.n_model_computations_} computations, "
                 f"{out[warm][0]:.1f} s, accuracy {rep.accuracy:.4f}")
-        (tc, rc, kc), (tw, rw, kw) = out[False], out[True]
+        (tc, rc, _), (tw, rw, kw) = out[False], out[True]
         rows.append({"stream": name, "n_samples": int(X.shape[0]), "window": window,
                      "threshold": f"{q:g}r0", "n_model_computations": kw.n_model_computations_,
                      "n_warm_updates": kw.n_warm_updates_,
@@ -162,7 +162,7 @@ def main(argv=None):
     for name in args.streams.split(","):
         rows, params = [], []
         if name == "checkerboard":
-            def one(seed):
+            def one(seed, name=name):
                 b = datasets.rotating_checkerboard(random_state=seed)
                 return run_stream(name, b.data[:args.n], b.target[:args.n], 500, args, seed)
 
@@ -205,7 +205,8 @@ def main(argv=None):
         print(f"\nbar: best SW {b['best_sw']['label']} {100 * b['best_sw']['accuracy']:.2f}% with "
               f"{b['best_sw']['n_model_computations']:.0f} computations; " +
               (f"KDR {k['label']} {100 * k['accuracy']:.2f}% with "
-               f"{k['n_model_computations']:.0f} ({k['n_model_computations'] / b['best_sw']['n_model_computations']:.2f}x) — met"
+               f"{k['n_model_computations']:.0f} "
+               f"({k['n_model_computations'] / b['best_sw']['n_model_computations']:.2f}x) — met"
                if k else "no KDR configuration within 1 point at half the computations — not met"))
 
 

@@ -42,13 +42,20 @@ import json  # noqa: E402
 import shutil  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
+from functools import partial  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from bench_updates import (CpuMonitor, loadavg, log, machine_info, source_info,  # noqa: E402
-                           thread_limit)
+from bench_updates import (  # noqa: E402
+    CpuMonitor,
+    loadavg,
+    log,
+    machine_info,
+    source_info,
+    thread_limit,
+)
 from sklearn.model_selection import KFold, LeaveOneOut, cross_validate  # noqa: E402
 
 from deltafit.model_selection import treecv  # noqa: E402
@@ -180,10 +187,62 @@ def warm_up():
     return time.perf_counter() - t
 
 
+def _pegasos(n):
+    """The Pegasos learner of every Pegasos row (``n`` unused: the LSQSGD factory needs it)."""
+    return Pegasos(lam=1e-6, fit_intercept=False)
+
+
+def _error_pct(score):
+    """Misclassification rate x100 from an accuracy."""
+    return 100 * (1 - score)
+
+
+def _bar_times(make, n, X, y, scoring, k):
+    """(time, result) of the bar's seven measurements, in the order of :func:`bar_part`."""
+    def fresh():
+        return make(n)
+
+    return (best(lambda: fresh().fit(X, y), 3),
+            best(lambda: treecv(fresh(), X, y, cv=LeaveOneOut(), scoring=scoring), 2),
+            best(lambda: treecv(fresh(), X, y, cv=LeaveOneOut(), scoring=scoring,
+                                shuffle=True, random_state=0), 1),
+            best(lambda: treecv(fresh(), X, y, cv=KFold(k), scoring=scoring), 2),
+            best(lambda: cross_validate(fresh(), X, y, cv=KFold(k), scoring=scoring), 1),
+            best(lambda: standard_loop(fresh, X, y, k, scoring), 1),
+            best(lambda: standard_views(fresh, X, y, k, scoring), 1))
+
+
+def _fig2_kfold_times(make, n, X, y, k, scoring):
+    """TreeCV fixed, standard fixed, TreeCV randomized, standard randomized (s) for one k."""
+    def fresh():
+        return make(n)
+
+    return (best(lambda: treecv(fresh(), X, y, cv=KFold(k), scoring=scoring), 1)[0],
+            best(lambda: standard_loop(fresh, X, y, k, scoring), 1)[0],
+            best(lambda: treecv(fresh(), X, y, cv=KFold(k), scoring=scoring,
+                                shuffle=True, random_state=0), 1)[0],
+            best(lambda: standard_random(fresh, X, y, k, scoring, 0), 1)[0])
+
+
+def _fig2_loo_times(make, n, X, y, scoring, standard):
+    """TreeCV LOOCV fixed and randomized (s), then standard fixed and randomized (or None)."""
+    def fresh():
+        return make(n)
+
+    t1 = best(lambda: treecv(fresh(), X, y, cv=LeaveOneOut(), scoring=scoring), 1)[0]
+    t3 = best(lambda: treecv(fresh(), X, y, cv=LeaveOneOut(), scoring=scoring,
+                             shuffle=True, random_state=0), 1)[0]
+    if not standard:
+        return t1, t3, None, None
+    t2 = best(lambda: standard_loop(fresh, X, y, n, scoring), 1)[0]
+    t4 = best(lambda: standard_random(fresh, X, y, n, scoring, 0), 1)[0]
+    return t1, t3, t2, t4
+
+
 # ============================================================================ parts
 def bar_part(args, out):
     rows = []
-    peg = (lambda n: Pegasos(lam=1e-6, fit_intercept=False))
+    peg = _pegasos
     sets = [("Pegasos", f"covertype-shaped synthetic {args.n_cov:,} x 54",
              lambda: covertype_like(args.n_cov), peg, "accuracy", True),
             ("LSQSGD", f"YearPredictionMSD-shaped synthetic {args.n_year:,} x 90",
@@ -200,16 +259,9 @@ def bar_part(args, out):
         n = X.shape[0]
         log(f"bar: {name} on {title}: n={n}, loadavg {loadavg()}")
         mon = CpuMonitor().__enter__()
-        t_pass, _ = best(lambda: make(n).fit(X, y), 3)
-        t_loo, r_loo = best(lambda: treecv(make(n), X, y, cv=LeaveOneOut(), scoring=scoring), 2)
-        t_loo_r, r_loo_r = best(lambda: treecv(make(n), X, y, cv=LeaveOneOut(), scoring=scoring,
-                                               shuffle=True, random_state=0), 1)
         k = 100
-        t_tree, r_tree = best(lambda: treecv(make(n), X, y, cv=KFold(k), scoring=scoring), 2)
-        t_std_a, cv_a = best(lambda: cross_validate(make(n), X, y, cv=KFold(k),
-                                                    scoring=scoring), 1)
-        t_std_b, s_std_b = best(lambda: standard_loop(lambda: make(n), X, y, k, scoring), 1)
-        t_std_c, s_std_c = best(lambda: standard_views(lambda: make(n), X, y, k, scoring), 1)
+        ((t_pass, _), (t_loo, r_loo), (t_loo_r, r_loo_r), (t_tree, r_tree), (t_std_a, cv_a),
+         (t_std_b, s_std_b), (t_std_c, s_std_c)) = _bar_times(make, n, X, y, scoring, k)
         mon.__exit__(None, None, None)
         baseline = min(t_std_a, t_std_b)
         row = dict(part="bar", learner=name, data=title, n=n, d=X.shape[1],
@@ -255,11 +307,7 @@ def fig2_part(args, out):
         for n in ns_l:
             X, y = Xall[:n], yall[:n]
             for k in (5, 10, 100):
-                t1, _ = best(lambda: treecv(make(n), X, y, cv=KFold(k), scoring=scoring), 1)
-                t2, _ = best(lambda: standard_loop(lambda: make(n), X, y, k, scoring), 1)
-                t3, _ = best(lambda: treecv(make(n), X, y, cv=KFold(k), scoring=scoring,
-                                            shuffle=True, random_state=0), 1)
-                t4, _ = best(lambda: standard_random(lambda: make(n), X, y, k, scoring, 0), 1)
+                t1, t2, t3, t4 = _fig2_kfold_times(make, n, X, y, k, scoring)
                 for panel, lab, t in (("k-CV, fixed order", f"TreeCV k={k}", t1),
                                       ("k-CV, fixed order", f"standard k={k}", t2),
                                       ("k-CV, randomized", f"TreeCV k={k}", t3),
@@ -272,17 +320,13 @@ def fig2_part(args, out):
                 log(json.dumps(raw[-1]))
         for n in sorted(set(ns_loo + ns_l)):
             X, y = Xall[:n], yall[:n]
-            t1, _ = best(lambda: treecv(make(n), X, y, cv=LeaveOneOut(), scoring=scoring), 1)
-            t3, _ = best(lambda: treecv(make(n), X, y, cv=LeaveOneOut(), scoring=scoring,
-                                        shuffle=True, random_state=0), 1)
+            t1, t3, t2, t4 = _fig2_loo_times(make, n, X, y, scoring, n in ns_loo)
             entry = dict(learner=name, n=n, k="n", treecv_fixed_s=t1, treecv_random_s=t3)
             for lab, t in (("TreeCV k=n", t1), ("TreeCV randomized k=n", t3)):
                 c = panels["LOOCV (log time)"].setdefault(lab, ([], []))
                 c[0].append(n)
                 c[1].append(t)
             if n in ns_loo:  # standard LOOCV: n fits of n - 1 rows, only for small n
-                t2, _ = best(lambda: standard_loop(lambda: make(n), X, y, n, scoring), 1)
-                t4, _ = best(lambda: standard_random(lambda: make(n), X, y, n, scoring, 0), 1)
                 for lab, t in (("standard k=n", t2), ("standard randomized k=n", t4)):
                     c = panels["LOOCV (log time)"].setdefault(lab, ([], []))
                     c[0].append(n)
@@ -308,8 +352,8 @@ def fig2_part(args, out):
 
 
 def table2_part(args, out):
-    peg = (lambda n: Pegasos(lam=1e-6, fit_intercept=False))
-    err = (lambda s: 100 * (1 - s))
+    peg = _pegasos
+    err = _error_pct
     n = args.n_table if not args.quick else 3_000
     sets = []
     if args.table2_data in ("synthetic", "all"):
@@ -340,8 +384,8 @@ def table2_part(args, out):
                 est.setdefault((k, "TreeCV fixed"), []).append(conv(tf))
                 est.setdefault((k, "TreeCV randomized"), []).append(conv(tr))
                 if k < m:
-                    sf = standard_loop(lambda: make(m), X, y, k, scoring)
-                    sr = standard_random(lambda: make(m), X, y, k, scoring, 1000 * rep)
+                    sf = standard_loop(partial(make, m), X, y, k, scoring)
+                    sr = standard_random(partial(make, m), X, y, k, scoring, 1000 * rep)
                     est.setdefault((k, "standard fixed"), []).append(conv(sf))
                     est.setdefault((k, "standard randomized"), []).append(conv(sr))
             log(f"table2 {name} / {data}: rep {rep + 1}/{args.reps} done, loadavg {loadavg()}")
@@ -363,8 +407,8 @@ class _WarmPathCounts:
     (through the module attributes it calls): instrumentation, restored on exit."""
 
     def __enter__(self):
+        from deltafit._states import _newton_primal as WN
         from deltafit.solvers import _chord as CN
-        from deltafit._states import _newton as WN
 
         self.c = dict(newton=0, newton_iter=0, chord=0, chord_iter=0, chord_stalled=0,
                       hessian_refresh=0)
@@ -394,8 +438,8 @@ class _WarmPathCounts:
         return self
 
     def __exit__(self, *exc):
+        from deltafit._states import _newton_primal as WN
         from deltafit.solvers import _chord as CN
-        from deltafit._states import _newton as WN
 
         WN.newton_primal, WN.chord_solve, CN.Curvature.at = self._saved
         return False
@@ -405,9 +449,10 @@ def exact_part(args, out):
     """TreeCV of deltafit's exact logistic LinearClassifier (each node's model is its
     parent's, warm-updated by ``add`` / reverted by ``remove``: chord steps on the stored
     Hessian) against k fresh fits: time, fold scores, and the solver work counted."""
+    from sklearn.model_selection import StratifiedKFold
+
     import deltafit
     from deltafit.datasets import load_breast_cancer, load_digits_even_odd
-    from sklearn.model_selection import StratifiedKFold
 
     sets = {"breast cancer 569 x 30": load_breast_cancer(),
             "digits even/odd 1,797 x 64": load_digits_even_odd()}

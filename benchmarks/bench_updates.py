@@ -55,7 +55,8 @@ thread, then the default):
 * scikit-learn's refit of the same model on the changed data, both of its fast solvers:
   ``LogisticRegression(C, fit_intercept=False, tol=1e-8)`` with ``solver="lbfgs"`` and
   ``"newton-cholesky"`` (default ``max_iter=100``: lbfgs stops there short of tol, which
-  only makes the baseline faster); ``LinearSVC(C, loss="squared_hinge", fit_intercept=False, tol=1e-8,
+  only makes the baseline faster); ``LinearSVC(C, loss="squared_hinge", fit_intercept=False,
+  tol=1e-8,
   dual=False)`` (its fast solver for n > p: dual coordinate descent took 16 s on 5,000 rows at
   this tolerance); on ``[X, 1]`` (deltafit's regularised intercept), min
   of ``--sk-repeats`` each; the ratio is against the faster.
@@ -105,11 +106,10 @@ import time
 from contextlib import nullcontext
 
 import numpy as np
+from _timing import log, timed  # benchmarks/_timing.py (the scripts run from this folder)
 
 import deltafit
 from deltafit.datasets import fashion_mnist_available, load_fashion_mnist
-
-from _timing import log, timed  # benchmarks/_timing.py (the scripts run from this folder)
 
 DEVIATION_BAR = 1e-8
 
@@ -423,7 +423,7 @@ def _remove_one_median(p, args, bars, n, k, perm):
     singles = [t_first]
     for i in range(1, args.single_reps):
         sid = int(perm[i])
-        sec, _ = timed(lambda: m.remove([sid]))
+        sec, _ = timed(lambda sid=sid: m.remove([sid]))
         singles.append(sec)
     med = float(np.median(singles))
     return row(p, "remove 1 (median)", med, min(sk_times), dev1, bars["remove1"], {
@@ -466,7 +466,7 @@ def _remove_batch(p, args, bars, n, k, perm):
     df_times = []
     for _ in range(args.repeats):
         m = p.fit_df(p.X, p.t)
-        sec, _ = timed(lambda: m.remove(rem))
+        sec, _ = timed(lambda m=m: m.remove(rem))
         df_times.append(sec)
         counters = state_counters(m)
         pred = m.predict(p.X_test)
@@ -487,7 +487,7 @@ def _add_batch(p, args, bars, n, k, perm):
     df_times = []
     for _ in range(args.repeats):
         m = p.fit_df(Xb, tb)
-        sec, _ = timed(lambda: m.add(Xn, tn))
+        sec, _ = timed(lambda m=m: m.add(Xn, tn))
         df_times.append(sec)
         counters = state_counters(m)
         pred = m.predict(p.X_test)
@@ -524,7 +524,7 @@ def _chord_off():
     warm-started Newton over the rows after the change)."""
     from contextlib import contextmanager
 
-    from deltafit._states import _newton as _warm_newton
+    from deltafit._states import _newton_primal as _warm_newton
 
     @contextmanager
     def ctx():
@@ -652,8 +652,9 @@ def nonsquared_rows(loss, X, t, Xt, args, threads):
 
 
 def nonsquared_markdown(rows):
-    out = ["| loss | scenario | threads | update (s) | today's update (s) | scikit-learn refits (s) "
-           "| × vs faster scikit-learn | × vs today | iterations | ‖β − β_fresh‖ ≤ radius "
+    out = ["| loss | scenario | threads | update (s) | today's update (s) "
+           "| scikit-learn refits (s) | × vs faster scikit-learn | × vs today | iterations "
+           "| ‖β − β_fresh‖ ≤ radius "
            "| pass |",
            "|---|---|---|---:|---:|---|---:|---:|---:|---|---|"]
     for r in rows:

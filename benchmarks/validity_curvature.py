@@ -3,7 +3,8 @@
 
 Each case (``tests/curvature_cases.py``, the generator the unit tests run 200 of) draws a small
 binary problem — logistic or squared hinge; linear (interval modes auto / exact / cheap) or RBF
-kernel; re-centred at the Newton point or not; intercept on or off; sample weights or not — fits it to ``‖∇J‖ ≤ 1e-13`` relative,
+kernel; re-centred at the Newton point or not; intercept on or off; sample weights or not — fits it
+to ``‖∇J‖ ≤ 1e-13`` relative,
 applies a random mix of hypothetical removals, additions, relabels and reweights (``C_new ≠ C``
 in a quarter of the cases), builds ``curvature_region`` and refits the changed data from
 scratch.  A violation is a refit decision value (training, added and random rows), coefficient
@@ -31,6 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 
 from _timing import log, timed  # noqa: E402
+
 from curvature_cases import TOL, draw_case, run_case  # noqa: E402
 
 

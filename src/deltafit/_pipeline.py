@@ -9,7 +9,7 @@ The other layers take a pipeline through two helpers: :func:`unwrap` (a fitted p
 final estimator and the frozen transform; ``deltafit.sensitivity``) and :func:`freeze` (an
 unfitted pipeline and the data: transformers fitted once on all of it, the transformed rows and
 the final estimator; ``loo``, ``cross_validate``, ``LOOSearchCV``, ``treecv``).  Persistence
-lives in ``models/_persistence.py``.
+(``deltafit.save`` / ``deltafit.load``) lives in :mod:`deltafit.persistence`.
 
 This module is a private helper of the models' floor (ARCHITECTURE.md, "Floors"): it reads the
 final estimator through its public update API only (any estimator with ``fit``, ``add``,
@@ -18,6 +18,12 @@ final estimator through its public update API only (any estimator with ``fit``, 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any, TypeAlias, TypeVar
+
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import ArrayLike
 from sklearn.base import clone
 from sklearn.pipeline import Pipeline
 from sklearn.pipeline import make_pipeline as _sk_make_pipeline
@@ -29,13 +35,17 @@ __all__ = ["UpdatablePipeline", "make_pipeline", "unwrap", "freeze", "PipelineSe
 _UPDATE_API = ("fit", "add", "remove", "relabel", "update")
 _FINAL_ALIAS = "estimator"
 
+#: Rows: array-like (a DataFrame included) or a scipy sparse matrix.
+Rows: TypeAlias = ArrayLike | sp.spmatrix
+_P = TypeVar("_P", bound="UpdatablePipeline")
 
-def is_passthrough(step):
+
+def is_passthrough(step: Any) -> bool:
     """Whether a pipeline step is ``None`` or ``"passthrough"`` (no transformer)."""
     return step is None or (isinstance(step, str) and step == "passthrough")
 
 
-def _fit_transform(step, X, y):
+def _fit_transform(step: Any, X: Any, y: Any) -> tuple[Any, Any]:
     """A clone of ``step`` fitted on ``X`` and ``X`` transformed by it (as ``Pipeline.fit``
     does; a ``FrozenEstimator`` stays as it is)."""
     step = clone(step)
@@ -105,8 +115,10 @@ class UpdatablePipeline(Pipeline):
     True
     """
 
+    steps: list[tuple[str, Any]]  # scikit-learn's Pipeline sets it
+
     # ------------------------------------------------------------------ fitting
-    def _check_final(self):
+    def _check_final(self) -> Any:
         """ValueError unless the final step is an updatable estimator."""
         if not self.steps:
             raise ValueError("the pipeline has no steps")
@@ -119,7 +131,7 @@ class UpdatablePipeline(Pipeline):
                 f"{est!r}" + (f", which has no {', '.join(missing)}" if missing else ""))
         return est
 
-    def fit(self, X, y=None, **params):
+    def fit(self: _P, X: Rows, y: ArrayLike | None = None, **params: Any) -> _P:
         """Fit the transformers and the final estimator (scikit-learn's ``Pipeline.fit``).
 
         The fitted transformers are then frozen: updates only transform.
@@ -138,7 +150,7 @@ class UpdatablePipeline(Pipeline):
         self._check_final()
         return super().fit(X, y, **params)
 
-    def _transform_frozen(self, X):
+    def _transform_frozen(self, X: Any) -> Any:
         """``X`` through the fitted transformers (``transform`` only); None stays None."""
         if X is None:
             return None
@@ -147,13 +159,13 @@ class UpdatablePipeline(Pipeline):
                 X = step.transform(X)
         return X
 
-    def _fitted_final(self):
+    def _fitted_final(self) -> Any:
         est = self._check_final()
         check_is_fitted(self)
         return est
 
     # ------------------------------------------------------------------ updates
-    def add(self, X, y, sample_weight=None):
+    def add(self, X: Rows, y: ArrayLike, sample_weight: ArrayLike | None = None) -> np.ndarray:
         """Add samples: their rows are transformed, the final estimator updates exactly.
 
         Parameters
@@ -174,7 +186,8 @@ class UpdatablePipeline(Pipeline):
             return est.add(self._transform_frozen(X), y)
         return est.add(self._transform_frozen(X), y, sample_weight=sample_weight)
 
-    def reweight(self, ids, sample_weight, *, X=None, y=None):
+    def reweight(self: _P, ids: ArrayLike, sample_weight: ArrayLike | float, *,
+                 X: Rows | None = None, y: ArrayLike | None = None) -> _P:
         """Change the weights of existing samples (the final estimator's ``reweight``; rows,
         if given, are transformed).
 
@@ -194,7 +207,8 @@ class UpdatablePipeline(Pipeline):
         est.reweight(ids, sample_weight, X=self._transform_frozen(X), y=y)
         return self
 
-    def remove(self, ids=None, *, X=None, y=None):
+    def remove(self, ids: ArrayLike | None = None, *, X: Rows | None = None,
+               y: ArrayLike | None = None) -> Any:
         """Remove samples by id, or by value (``keep_data=False`` final estimators).
 
         Parameters
@@ -213,7 +227,8 @@ class UpdatablePipeline(Pipeline):
         out = est.remove(ids, X=self._transform_frozen(X), y=y)
         return self if out is est else out
 
-    def relabel(self, ids, y, *, X=None, y_old=None):
+    def relabel(self, ids: ArrayLike, y: ArrayLike, *, X: Rows | None = None,
+                y_old: ArrayLike | None = None) -> Any:
         """Change the labels of existing samples (rows, if given, are transformed).
 
         Parameters
@@ -232,9 +247,11 @@ class UpdatablePipeline(Pipeline):
         out = est.relabel(ids, y, X=self._transform_frozen(X), y_old=y_old)
         return self if out is est else out
 
-    def update(self, *, X_add=None, y_add=None, remove_ids=None, X_remove=None, y_remove=None,
-               relabel_ids=None, y_relabel=None, X_relabel=None, y_relabel_old=None,
-               **weights):
+    def update(self, *, X_add: Rows | None = None, y_add: ArrayLike | None = None,
+               remove_ids: ArrayLike | None = None, X_remove: Rows | None = None,
+               y_remove: ArrayLike | None = None, relabel_ids: ArrayLike | None = None,
+               y_relabel: ArrayLike | None = None, X_relabel: Rows | None = None,
+               y_relabel_old: ArrayLike | None = None, **weights: Any) -> np.ndarray:
         """Any mix of additions, removals and relabels as one exact update of the final step.
 
         The arguments are those of the final estimator's ``update``; ``X_add``, ``X_remove``,
@@ -256,7 +273,7 @@ class UpdatablePipeline(Pipeline):
                           y_relabel=y_relabel, X_relabel=t(X_relabel),
                           y_relabel_old=y_relabel_old, **weights)
 
-    def partial_fit(self, X, y, classes=None):
+    def partial_fit(self: _P, X: Rows, y: ArrayLike, classes: ArrayLike | None = None) -> _P:
         """scikit-learn's incremental spelling: :meth:`add` on a fitted pipeline.
 
         On an unfitted pipeline the transformers are fitted on this first batch (clones; they
@@ -275,6 +292,7 @@ class UpdatablePipeline(Pipeline):
         """
         est = self._check_final()
         fitted = self.__sklearn_is_fitted__()
+        steps: list[tuple[str, Any]]
         if fitted:
             steps, Xt = self.steps[:-1], self._transform_frozen(X)
         else:
@@ -296,22 +314,22 @@ class UpdatablePipeline(Pipeline):
 
     # ------------------------------------------------------------------ state
     @property
-    def sample_ids_(self):
+    def sample_ids_(self) -> np.ndarray:
         """The final estimator's sample ids."""
         return self._final_estimator.sample_ids_
 
     @property
-    def n_samples_(self):
+    def n_samples_(self) -> int:
         """The number of samples the final estimator holds."""
         return self._final_estimator.n_samples_
 
     @property
-    def problem_(self):
+    def problem_(self) -> Any:
         """The final estimator's ``FittedProblem`` (in the transformed feature space)."""
         return self._final_estimator.problem_
 
 
-def make_pipeline(*steps, memory=None, verbose=False):
+def make_pipeline(*steps: Any, memory: Any = None, verbose: bool = False) -> UpdatablePipeline:
     """An :class:`UpdatablePipeline` from estimators, named as scikit-learn's ``make_pipeline``
     names them (the lower-cased class name: ``standardscaler``, ``linearclassifier``).
 
@@ -342,7 +360,7 @@ def make_pipeline(*steps, memory=None, verbose=False):
 # =============================================================================================
 # what the upper layers use
 # =============================================================================================
-def unwrap(model):
+def unwrap(model: Any) -> tuple[Any, Callable[[Any], Any] | None]:
     """``(final_estimator, transform)`` of a fitted :class:`UpdatablePipeline` (``transform``:
     raw rows through the frozen transformers); ``(model, None)`` for anything else."""
     if not isinstance(model, UpdatablePipeline):
@@ -361,19 +379,20 @@ class FrozenPipeline:
         The rows through the fitted transformers.
     """
 
-    def __init__(self, pipeline, steps, final_name, final, X):
+    def __init__(self, pipeline: UpdatablePipeline, steps: list[tuple[str, Any]],
+                 final_name: str, final: Any, X: Any) -> None:
         self._pipeline, self._steps, self._final_name = pipeline, steps, final_name
         self.final, self.X = final, X
 
     @property
-    def n_features_in(self):
+    def n_features_in(self) -> int:
         """The number of raw features (the first transformer's ``n_features_in_``)."""
         for _, step in self._steps:
             if not is_passthrough(step):
                 return step.n_features_in_
         return self.X.shape[1]
 
-    def final_params(self, params):
+    def final_params(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """A pipeline parameter setting (``<final step>__C`` or ``estimator__C``) as the final
         estimator's (``C``); ValueError for a transformer's or an unknown parameter."""
         out = {}
@@ -392,21 +411,22 @@ class FrozenPipeline:
             out[param] = val
         return out
 
-    def wrap(self, fitted_final):
+    def wrap(self, fitted_final: Any) -> UpdatablePipeline:
         """The pipeline of the frozen transformers and ``fitted_final``."""
         p = self._pipeline
         kwargs = {k: v for k, v in p.get_params(deep=False).items() if k != "steps"}
         return type(p)(list(self._steps) + [(self._final_name, fitted_final)], **kwargs)
 
 
-def freeze(estimator, X, y=None):
+def freeze(estimator: Any, X: Any, y: Any = None) -> FrozenPipeline | None:
     """For the cross-validation entry points: an unfitted :class:`UpdatablePipeline`'s
     transformers fitted (clones) on all of ``X`` and frozen, as a :class:`FrozenPipeline`;
     None for any other estimator."""
     if not isinstance(estimator, UpdatablePipeline):
         return None
     final = estimator._check_final()
-    steps, Xt = [], X
+    steps: list[tuple[str, Any]] = []
+    Xt = X
     for name, step in estimator.steps[:-1]:
         if not is_passthrough(step):
             step, Xt = _fit_transform(step, Xt, y)
@@ -434,56 +454,59 @@ class PipelineSensitivity:
         Raw rows to the final estimator's features (the frozen transformers).
     """
 
-    def __init__(self, sensitivity, transform):
+    def __init__(self, sensitivity: Any, transform: Callable[[Any], Any]) -> None:
         self.sensitivity = sensitivity
         self.transform = transform
 
-    def _same(self, out):
+    def _same(self, out: Any) -> Any:
         return self if out is self.sensitivity else out
 
-    def add(self, X, y, sample_weight=None):
+    def add(self, X: Rows, y: ArrayLike, sample_weight: ArrayLike | None = None) -> Any:
         """Hypothetically add samples (raw rows), optionally weighted as the final estimator's
         what-if takes them; returns their hypothetical ids."""
         return self._same(self.sensitivity.add(self.transform(X), y,
                                                sample_weight=sample_weight))
 
-    def remove(self, ids=None, *, X=None, y=None):
+    def remove(self, ids: ArrayLike | None = None, *, X: Rows | None = None,
+               y: ArrayLike | None = None) -> Any:
         """Hypothetically remove samples by id, or by raw rows (``keep_data=False``)."""
         return self._same(self.sensitivity.remove(ids, X=self.transform(X), y=y))
 
-    def relabel(self, ids, y, *, X=None, y_old=None):
+    def relabel(self, ids: ArrayLike, y: ArrayLike, *, X: Rows | None = None,
+                y_old: ArrayLike | None = None) -> Any:
         """Hypothetically relabel samples (raw rows where the final estimator needs them)."""
         return self._same(self.sensitivity.relabel(ids, y, X=self.transform(X), y_old=y_old))
 
-    def reweight(self, ids, sample_weight, *, X=None, y=None):
+    def reweight(self, ids: ArrayLike, sample_weight: ArrayLike | float, *,
+                 X: Rows | None = None, y: ArrayLike | None = None) -> Any:
         """Hypothetically reweight samples (raw rows where the final estimator needs them)."""
         return self._same(self.sensitivity.reweight(ids, sample_weight, X=self.transform(X),
                                                     y=y))
 
-    def decision_bounds(self, X):
+    def decision_bounds(self, X: Rows) -> Any:
         """Bounds on the retrained pipeline's ``decision_function`` at raw rows ``X``."""
         return self.sensitivity.decision_bounds(self.transform(X))
 
-    def tightness(self, X):
+    def tightness(self, X: Rows) -> np.ndarray:
         """The bounds' widths at raw rows ``X``."""
         return self.sensitivity.tightness(self.transform(X))
 
-    def predict_certain(self, X):
+    def predict_certain(self, X: Rows) -> Any:
         """Labels at raw rows ``X`` and which of them the retrained pipeline is certain to give."""
         return self.sensitivity.predict_certain(self.transform(X))
 
-    def undo(self):
+    def undo(self) -> Any:
         """Undo the last change."""
         return self._same(self.sensitivity.undo())
 
-    def reset(self):
+    def reset(self) -> Any:
         """Drop every pending change."""
         return self._same(self.sensitivity.reset())
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         if name in ("sensitivity", "transform") or name.startswith("__"):
             raise AttributeError(name)
         return getattr(self.sensitivity, name)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"PipelineSensitivity({self.sensitivity!r})"

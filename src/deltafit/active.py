@@ -19,14 +19,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from numbers import Integral
 
 import numpy as np
 from scipy import linalg
 from sklearn.base import clone, is_classifier
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import StrOptions
 
-from deltafit.utils._progress import progress_bar
-from deltafit.utils._validation import check_bool, check_int, check_rows
 from deltafit.kernels import _resolved_from_data
 from deltafit.models import UpdatableMixin
 from deltafit.sensitivity._incremental import (
@@ -34,6 +34,9 @@ from deltafit.sensitivity._incremental import (
     IncrementalSphere,
     MulticlassIncrementalSphere,
 )
+from deltafit.utils._params import Number, validate_params
+from deltafit.utils._progress import progress_bar
+from deltafit.utils._validation import check_bool, check_int, check_rows
 
 __all__ = ["FGAL", "UncertaintySampling", "ActiveLearningResult", "run_active_learning",
            "compare_strategies"]
@@ -196,16 +199,29 @@ class UncertaintySampling:
     True
     """
 
+    #: checked by :meth:`_check` (scikit-learn's parameter validation; the strategies are not
+    #: estimators: they have no ``fit``)
+    _parameter_constraints: dict = {
+        "estimator": "no_validation",  # a classifier: checked by _check_estimator
+        "m": [Number(Integral, 1, None, closed="left")],
+    }
+
     def __init__(self, estimator, m=10):
         self.estimator = estimator
         self.m = m
 
     def _check(self):
+        """Validate the parameters (their ``_parameter_constraints``, then the rules between
+        them and on the estimator); returns ``m``."""
+        validate_params(self)
+        self._check_estimator()
+        return int(self.m)
+
+    def _check_estimator(self):
         if not is_classifier(self.estimator):
             raise ValueError(
                 f"active learning needs a classifier, got {type(self.estimator).__name__}"
             )
-        return check_int(self.m, "m", low=1)
 
     @staticmethod
     def _margin(model, X):
@@ -313,26 +329,31 @@ class FGAL(UncertaintySampling):
     True
     """
 
+    _parameter_constraints: dict = {
+        **UncertaintySampling._parameter_constraints,
+        "p": [Number(Integral, 1, None, closed="left")],
+        "center": [StrOptions({"sphere", "newton"})],
+        "region": [StrOptions(set(REGIONS))],
+    }
+
     def __init__(self, estimator, m=100, p=10, center="sphere", region="sphere"):
         super().__init__(estimator, m=m)
         self.p = p
         self.center = center
         self.region = region
 
-    def _check(self):
+    def _check_estimator(self):
         if not isinstance(self.estimator, UpdatableMixin) or not is_classifier(self.estimator):
             raise ValueError(
                 "FGAL needs a deltafit classifier (KernelClassifier or LinearClassifier) for "
                 f"its bounds, got {type(self.estimator).__name__}"
             )
+
+    def _check(self):
         m = super()._check()
-        p = check_int(self.p, "p", low=1)
+        p = int(self.p)
         if p > m:
             raise ValueError(f"p ({p}) cannot exceed m ({m})")
-        if self.center not in ("sphere", "newton"):
-            raise ValueError(f"center must be 'sphere' or 'newton', got {self.center!r}")
-        if not isinstance(self.region, str) or self.region not in REGIONS:
-            raise ValueError(f"region must be one of {list(REGIONS)}, got {self.region!r}")
         if self.center == "newton" and self.region != "sphere":
             raise ValueError("center='newton' ranks by its own Newton step, not by a region: "
                              "use region='sphere' with it (or center='sphere' with "
@@ -545,7 +566,8 @@ def run_active_learning(strategy, X_pool, oracle, X_test, y_test, initial=50, bu
     initial = check_int(initial, "initial", low=2)
     budget = n_pool if budget is None else check_int(budget, "budget", low=1)
     if initial > min(budget, n_pool):
-        raise ValueError(f"initial ({initial}) exceeds the budget or the pool ({min(budget, n_pool)})")
+        raise ValueError(f"initial ({initial}) exceeds the budget or the pool "
+                         f"({min(budget, n_pool)})")
     budget = min(budget, n_pool)
     rng = check_random_state(random_state)
     labeled = rng.choice(n_pool, size=initial, replace=False)

@@ -3,29 +3,42 @@
 Kernels are evaluated by :func:`sklearn.metrics.pairwise.pairwise_kernels`; explicit feature
 maps for linear models (Nyström, random Fourier features, …) are scikit-learn transformers from
 :mod:`sklearn.kernel_approximation`.  This module only adapts them to the canonical problem of
-ARCHITECTURE.md, "The problem": the intercept is a regularised constant feature of value ``intercept_scaling``,
-which for a kernel means adding ``intercept_scaling²`` to every kernel value.
+ARCHITECTURE.md, "The problem": the intercept is a regularised constant feature of value
+``intercept_scaling``, which for a kernel means adding ``intercept_scaling²`` to every kernel
+value.
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable, Mapping
+from typing import Any, TypeAlias
 
 import numpy as np
+import scipy.sparse as sp
+from numpy.typing import ArrayLike
 from sklearn import config_context
 from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
 from sklearn.metrics.pairwise import PAIRWISE_KERNEL_FUNCTIONS, pairwise_kernels
 from sklearn.utils.validation import check_is_fitted
-from sklearn.exceptions import NotFittedError
 
 __all__ = ["KERNELS", "kernel_matrix", "kernel_rows", "kernel_diagonal", "resolve_feature_map"]
+
+#: A kernel: a name understood by :func:`sklearn.metrics.pairwise.pairwise_kernels`, or a
+#: callable ``kernel(X, Y)`` returning the (n, m) kernel matrix.
+KernelSpec: TypeAlias = str | Callable[..., ArrayLike]
+
+#: Rows a kernel is evaluated on: a dense array or a scipy sparse matrix.
+Rows: TypeAlias = np.ndarray | sp.spmatrix
 
 _GAMMA_KERNELS = ("rbf", "laplacian", "poly", "sigmoid", "chi2")
 
 KERNELS = ("linear", "rbf", "poly", "sigmoid", "laplacian", "cosine")
 
 
-def _kernel_params(kernel, gamma, degree, coef0, kernel_params):
+def _kernel_params(kernel: KernelSpec, gamma: float | str | None, degree: float, coef0: float,
+                   kernel_params: Mapping[str, Any] | None) -> dict[str, Any]:
     params = dict(kernel_params or {})
     if callable(kernel):
         return params
@@ -38,7 +51,7 @@ def _kernel_params(kernel, gamma, degree, coef0, kernel_params):
     return params
 
 
-def validate_kernel(kernel):
+def validate_kernel(kernel: Any) -> KernelSpec:
     """Check that ``kernel`` is a known name or a callable; ValueError otherwise."""
     if callable(kernel):
         return kernel
@@ -54,8 +67,10 @@ def validate_kernel(kernel):
     return kernel
 
 
-def kernel_matrix(X, Y, *, kernel="rbf", gamma=None, degree=3, coef0=1.0,
-                  kernel_params=None, intercept_scaling=0.0):
+def kernel_matrix(X: Rows, Y: Rows, *, kernel: KernelSpec = "rbf",
+                  gamma: float | str | None = None, degree: float = 3, coef0: float = 1.0,
+                  kernel_params: Mapping[str, Any] | None = None,
+                  intercept_scaling: float = 0.0) -> np.ndarray:
     """Kernel matrix k(X, Y) plus ``intercept_scaling²`` (the regularised intercept feature).
 
     Parameters
@@ -108,7 +123,7 @@ def kernel_matrix(X, Y, *, kernel="rbf", gamma=None, degree=3, coef0=1.0,
     return _finished(K, intercept_scaling)
 
 
-def _finished(K, intercept_scaling):
+def _finished(K: np.ndarray, intercept_scaling: float) -> np.ndarray:
     """``K`` with the intercept term ``s²`` added; ValueError if it holds NaN or inf."""
     if not np.all(np.isfinite(K)):
         raise ValueError("the kernel produced NaN or inf values: the rows' values overflow, "
@@ -121,8 +136,10 @@ def _finished(K, intercept_scaling):
 _FEW = 4096  # below this many kernel values, scikit-learn's dispatch dominates the cost
 
 
-def kernel_rows(X, Y, *, kernel="rbf", gamma=None, degree=3, coef0=1.0, kernel_params=None,
-                intercept_scaling=0.0):
+def kernel_rows(X: Rows, Y: Rows, *, kernel: KernelSpec = "rbf",
+                gamma: float | str | None = None, degree: float = 3, coef0: float = 1.0,
+                kernel_params: Mapping[str, Any] | None = None,
+                intercept_scaling: float = 0.0) -> np.ndarray:
     """:func:`kernel_matrix` for a few rows: the same values, without scikit-learn's dispatch.
 
     The per-sample loops of the stream and active learners (:mod:`deltafit.stream`,
@@ -163,7 +180,7 @@ def kernel_rows(X, Y, *, kernel="rbf", gamma=None, degree=3, coef0=1.0, kernel_p
     return _finished(K, intercept_scaling)
 
 
-def kernel_diagonal(X, **kw):
+def kernel_diagonal(X: Rows, **kw: Any) -> np.ndarray:
     """Diagonal k(x_i, x_i) (+ s²) of the kernel matrix, without forming it where possible.
 
     Examples
@@ -188,7 +205,7 @@ def kernel_diagonal(X, **kw):
     return d + s * s
 
 
-def resolve_feature_map(feature_map, X):
+def resolve_feature_map(feature_map: Any, X: ArrayLike) -> Any:
     """Return a fitted copy of ``feature_map`` (a scikit-learn transformer), or None.
 
     A transformer that is already fitted is used as it is (so that updates and fresh fits can
@@ -221,7 +238,7 @@ def resolve_feature_map(feature_map, X):
         return clone(feature_map).fit(X)
 
 
-def _resolved_from_data(params):
+def _resolved_from_data(params: Mapping[str, Any]) -> list[str]:
     """The names of the parameters in ``params`` (an estimator's ``get_params()``) that a fit
     resolves from its training rows: ``gamma="scale"`` / ``"auto"`` / None of a kernel that
     uses gamma, and an unfitted ``feature_map``.  An exact update keeps what the first fit

@@ -24,6 +24,10 @@ returns one subgradient and ``d2`` is zero.  Code that needs derivatives (Newton
 sensitivity bounds) checks ``smooth`` and refuses it; the hinge problem is solved exactly
 through its dual box QP (:func:`deltafit.solvers.hinge_primal`,
 :func:`~deltafit.solvers.hinge_kernel`).
+
+:class:`SmoothedHinge` (the hinge smoothed over a band of width ε, Huber's rule) starts the
+Dask hinge fit: Newton on it lands near the hinge's solution.  It takes its width, so it is
+not one of the :data:`LOSSES` an estimator is fitted with.
 """
 
 from __future__ import annotations
@@ -65,19 +69,55 @@ class Loss:
     classification = True
     smooth = True
 
-    def value(self, y, z):
-        """Per-sample loss ℓ(y_i, z_i)."""
+    def value(self, y: np.ndarray, z: np.ndarray) -> np.ndarray:
+        """Per-sample loss ℓ(y_i, z_i).
+
+        Parameters
+        ----------
+        y : ndarray of shape (n,)
+            Targets (labels in {-1, +1} for a classification loss).
+        z : ndarray of shape (n,)
+            Scores ``⟨Φ(x_i), β⟩``.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+        """
         raise NotImplementedError
 
-    def d1(self, y, z):
-        """First derivative ∂ℓ/∂z per sample."""
+    def d1(self, y: np.ndarray, z: np.ndarray) -> np.ndarray:
+        """First derivative ∂ℓ/∂z per sample.
+
+        Parameters
+        ----------
+        y : ndarray of shape (n,)
+            Targets (labels in {-1, +1} for a classification loss).
+        z : ndarray of shape (n,)
+            Scores ``⟨Φ(x_i), β⟩``.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+        """
         raise NotImplementedError
 
-    def d2(self, y, z):
-        """(Generalised) second derivative ∂²ℓ/∂z² per sample."""
+    def d2(self, y: np.ndarray, z: np.ndarray) -> np.ndarray:
+        """(Generalised) second derivative ∂²ℓ/∂z² per sample.
+
+        Parameters
+        ----------
+        y : ndarray of shape (n,)
+            Targets (labels in {-1, +1} for a classification loss).
+        z : ndarray of shape (n,)
+            Scores ``⟨Φ(x_i), β⟩``.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+        """
         raise NotImplementedError
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"{type(self).__name__}()"
 
 
@@ -95,14 +135,14 @@ class Squared(Loss):
     name = "squared"
     classification = False
 
-    def value(self, y, z):
+    def value(self, y: np.ndarray, z: np.ndarray) -> np.ndarray:
         r = z - y
         return r * r
 
-    def d1(self, y, z):
+    def d1(self, y: np.ndarray, z: np.ndarray) -> np.ndarray:
         return 2.0 * (z - y)
 
-    def d2(self, y, z):
+    def d2(self, y: np.ndarray, z: np.ndarray) -> np.ndarray:
         return np.full(np.shape(z), 2.0)
 
 
@@ -119,13 +159,13 @@ class Logistic(Loss):
 
     name = "logistic"
 
-    def value(self, y, z):
+    def value(self, y: np.ndarray, z: np.ndarray) -> np.ndarray:
         return -log_expit(y * z)
 
-    def d1(self, y, z):
+    def d1(self, y: np.ndarray, z: np.ndarray) -> np.ndarray:
         return -y * expit(-y * z)
 
-    def d2(self, y, z):
+    def d2(self, y: np.ndarray, z: np.ndarray) -> np.ndarray:
         p = expit(y * z)
         return p * (1.0 - p)
 
@@ -143,14 +183,14 @@ class SquaredHinge(Loss):
 
     name = "squared_hinge"
 
-    def value(self, y, z):
+    def value(self, y: np.ndarray, z: np.ndarray) -> np.ndarray:
         m = np.maximum(0.0, 1.0 - y * z)
         return m * m
 
-    def d1(self, y, z):
+    def d1(self, y: np.ndarray, z: np.ndarray) -> np.ndarray:
         return -2.0 * y * np.maximum(0.0, 1.0 - y * z)
 
-    def d2(self, y, z):
+    def d2(self, y: np.ndarray, z: np.ndarray) -> np.ndarray:
         return 2.0 * (1.0 - y * z > 0.0)
 
 
@@ -173,20 +213,63 @@ class Hinge(Loss):
     name = "hinge"
     smooth = False
 
-    def value(self, y, z):
+    def value(self, y: np.ndarray, z: np.ndarray) -> np.ndarray:
         return np.maximum(0.0, 1.0 - y * z)
 
-    def d1(self, y, z):
+    def d1(self, y: np.ndarray, z: np.ndarray) -> np.ndarray:
         return np.where(y * z < 1.0, -y, 0.0) + np.zeros(np.shape(z))
 
-    def d2(self, y, z):
+    def d2(self, y: np.ndarray, z: np.ndarray) -> np.ndarray:
         return np.zeros(np.shape(z))
+
+
+class SmoothedHinge(Loss):
+    """The hinge smoothed over a band of width ε below the margin; smooth.
+
+    Huber's rule (the "modified Huber" of Chapelle, "Training a support vector machine in the
+    primal", Neural Computation 2007, §4.1): with ``u = 1 − y z``, ``ℓ = 0`` for ``u ≤ 0``,
+    ``u² / (2ε)`` for ``0 < u < ε``, ``u − ε/2`` beyond.  Its minimiser tends to the hinge's as
+    ε → 0 (its dual is the hinge's plus ``ε/(2C) Σ α_i²``): the margins under it put most rows
+    on the side they take at the hinge's solution, the start of a Dask hinge fit.  Not in
+    :data:`LOSSES` (it takes ``eps``): no estimator fits it.
+
+    Parameters
+    ----------
+    eps : float
+        The width of the quadratic band, ``ε > 0``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deltafit.losses import SmoothedHinge
+    >>> SmoothedHinge(0.5).value(np.ones(3), np.array([2.0, 0.75, 0.0]))
+    array([0.    , 0.0625, 0.75  ])
+    """
+
+    name = "smoothed_hinge"
+    smooth = True
+
+    def __init__(self, eps: float) -> None:
+        self.eps = float(eps)
+
+    def value(self, y: np.ndarray, z: np.ndarray) -> np.ndarray:
+        u = 1.0 - y * z
+        e = self.eps
+        return np.where(u <= 0.0, 0.0, np.where(u < e, u * u / (2.0 * e), u - 0.5 * e))
+
+    def d1(self, y: np.ndarray, z: np.ndarray) -> np.ndarray:
+        u = 1.0 - y * z
+        return -y * np.clip(u / self.eps, 0.0, 1.0)
+
+    def d2(self, y: np.ndarray, z: np.ndarray) -> np.ndarray:
+        u = 1.0 - y * z
+        return np.where((u > 0.0) & (u < self.eps), 1.0 / self.eps, 0.0)
 
 
 LOSSES = {cls.name: cls for cls in (Squared, Logistic, SquaredHinge, Hinge)}
 
 
-def get_loss(name):
+def get_loss(name: str | Loss) -> Loss:
     """Return the loss object called ``name``; ValueError listing the known ones otherwise.
 
     Examples

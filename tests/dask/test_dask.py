@@ -190,7 +190,7 @@ def test_save_and_load_a_dask_fitted_model(breast_cancer, tmp_path):
     X, y = breast_cancer
     Xd, yd = chunked(X, y)
     b = df.LinearClassifier(keep_data=False).fit(Xd, yd)
-    b.save(tmp_path / "m.npz")
+    df.save(b, tmp_path / "m.npz")
     c = df.load(tmp_path / "m.npz")
     np.testing.assert_array_equal(c.coef_, b.coef_)
     c.remove([7], X=X[[7]])  # the digests came back from the workers: it recognises its rows

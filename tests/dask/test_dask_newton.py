@@ -226,7 +226,7 @@ def test_curvature_region_of_a_dask_model_equals_numpy(cancer8, loss, monkeypatc
     """method='auto' answers with the curvature region (as on NumPy) from the stored
     Hessian (p × p) and the few samples one pass brings back: its bounds equal the NumPy
     model's region (both the cheap intervals at n = 4552) and contain the exact refit."""
-    from deltafit.sensitivity.regions import _curvature
+    from deltafit.sensitivity.regions import _curvature, _curvature_linear
 
     X, y = cancer8
     Xd, yd = chunked(X, y, rows=2000)  # 3 blocks: the squared hinge's first pass brings back
@@ -234,8 +234,8 @@ def test_curvature_region_of_a_dask_model_equals_numpy(cancer8, loss, monkeypatc
     b = df.LinearClassifier(loss=loss, C=0.5).fit(Xd, yd)
     assert b.problem_.rows_on_cluster and b.problem_.rows is None
     calls = []
-    real = _curvature._cluster_cache
-    monkeypatch.setattr(_curvature, "_cluster_cache",
+    real = _curvature_linear._cluster_cache
+    monkeypatch.setattr(_curvature_linear, "_cluster_cache",
                         lambda prob, loss, k=None: calls.append(k) or real(prob, loss, k))
     np.testing.assert_allclose(b.problem_.hessian(), a.problem_.hessian(), rtol=1e-9,
                                atol=1e-9)

@@ -176,7 +176,7 @@ class _Counts:
 
     def __init__(self, monkeypatch):
         from deltafit.solvers import _chord as CN
-        from deltafit._states import _newton as WN
+        from deltafit._states import _newton_primal as WN
 
         self.c = dict(newton=0, newton_iter=0, chord=0, chord_iter=0, hessian=0)
         newton, chord, at = WN.newton_primal, WN.chord_solve, CN.Curvature.at.__func__

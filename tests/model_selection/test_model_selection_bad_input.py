@@ -101,7 +101,8 @@ CASES = [
      "method='refit'"),
     ("closed-form-sklearn", LogisticRegression, None, {"method": "closed_form"},
      "method='refit'"),
-    ("bad-C", lambda: df.LinearClassifier(loss="logistic", C=-1.0), None, {}, "C must be > 0"),
+    ("bad-C", lambda: df.LinearClassifier(loss="logistic", C=-1.0), None, {},
+     "The 'C' parameter"),
 ]
 # (entry points where the case does not apply)
 NOT_FOR = {"bad-C": {"search", "search-kfold"}}  # the grid overrides C
@@ -174,7 +175,7 @@ def test_bad_order_other_methods(entry, loss, method, data):
 @pytest.mark.parametrize("entry", ["search", "search-kfold"])
 def test_search_bad_order(entry, data):
     X, y, _ = data
-    with pytest.raises(ValueError, match="order must be"):
+    with pytest.raises(ValueError, match="'order' parameter"):
         ENTRY[entry](_logistic(), X, y, order="largest")
 
 
@@ -182,7 +183,7 @@ def test_search_bad_order(entry, data):
 @pytest.mark.parametrize("grid,match", [([], "param_grid is empty"),
                                         ({"C": []}, "non-empty"),
                                         ({"gamma_typo": [1.0]}, "Invalid parameter"),
-                                        ({"C": [1.0, -2.0]}, "C must be > 0")])
+                                        ({"C": [1.0, -2.0]}, "The 'C' parameter")])
 def test_search_bad_grid(entry, grid, match, data):
     X, y, _ = data
     est = _logistic()

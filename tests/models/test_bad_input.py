@@ -19,7 +19,7 @@ from sklearn.preprocessing import StandardScaler
 from deltafit import KernelClassifier, KernelRegressor, LinearClassifier, LinearRegressor
 from deltafit.datasets import load_breast_cancer
 from deltafit.solvers import _chord as _chord_newton, _kernel_chord
-from deltafit._states import _squared as _exact_squared
+from deltafit._states import _squared_dual, _squared_primal
 
 
 
@@ -323,6 +323,8 @@ BAD_PARAMS = [
     (ALL, {"C": np.nan}, "C"),
     (ALL, {"C": np.inf}, "C"),
     (ALL, {"C": "big"}, "C"),
+    (ALL, {"C": True}, "C"),  # a boolean is not a number here
+    (ALL, {"max_iter": True}, "max_iter"),
     (ALL, {"loss": "hinge_of_doom"}, "loss"),
     (ALL, {"tol": -1e-3}, "tol"),
     (ALL, {"max_iter": 0}, "max_iter"),
@@ -340,6 +342,7 @@ BAD_PARAMS = [
     (["KernelClassifier", "KernelRegressor"], {"gamma": -1.0}, "gamma"),
     (["KernelClassifier", "KernelRegressor"], {"degree": -1}, "degree"),
     (["KernelClassifier", "KernelRegressor"], {"kernel_params": [1, 2]}, "kernel_params"),
+    (["KernelClassifier", "KernelRegressor"], {"coef0": np.inf}, "coef0"),
 ]
 
 
@@ -366,6 +369,20 @@ def test_invalid_params_at_fit(name, params, match, fitted, cancer, diabetes):
         m.fit(D.X, D.y)
     m.set_params(**old)
     assert_unchanged(before, snapshot(m, D.Xq))
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_params_follow_scikit_learn_constraints(name, cancer, diabetes):
+    """The parameters are checked by scikit-learn's ``_parameter_constraints``: its
+    InvalidParameterError (a ValueError) names the parameter and what it must be."""
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    D = _data_for(name, cancer, diabetes)
+    assert "C" in type(MODELS[name]())._parameter_constraints
+    with pytest.raises(InvalidParameterError, match="The 'C' parameter of .* must be a float"):
+        MODELS[name]().set_params(C=-1.0).fit(D.X, D.y)
+    # without an intercept the scaling is unused: any value is accepted, as it always was
+    MODELS[name]().set_params(fit_intercept=False, intercept_scaling=-1.0).fit(D.X, D.y)
 
 
 # ---------------------------------------------------------------------------
@@ -513,14 +530,14 @@ def _remove_then_add(m, D):
 
 FAILURES = [
     # primal squared (closed-form Woodbury and refactorisation)
-    ("LinearClassifier", _exact_squared, "_woodbury_core", 1, _small_update),
-    ("LinearRegressor", _exact_squared, "_woodbury_core", 1, _small_update),
-    ("LinearRegressor", _exact_squared, "_cholesky", 1, _large_add),
+    ("LinearClassifier", _squared_primal, "_woodbury_core", 1, _small_update),
+    ("LinearRegressor", _squared_primal, "_woodbury_core", 1, _small_update),
+    ("LinearRegressor", _squared_primal, "_cholesky", 1, _large_add),
     # dual squared: removal succeeds, then the addition's Schur complement fails
-    ("KernelRegressor", _exact_squared, "_spd_core", 1, _small_update),
-    ("KernelRegressor", _exact_squared, "_spd_core", 2, _remove_then_add),
-    ("KernelClassifier", _exact_squared, "_spd_core", 2, _remove_then_add),
-    ("KernelRegressor", _exact_squared, "_spd_core", 1, _large_add),
+    ("KernelRegressor", _squared_dual, "_spd_core", 1, _small_update),
+    ("KernelRegressor", _squared_dual, "_spd_core", 2, _remove_then_add),
+    ("KernelClassifier", _squared_dual, "_spd_core", 2, _remove_then_add),
+    ("KernelRegressor", _squared_dual, "_spd_core", 1, _large_add),
     # warm re-solves: the linear ones fail in a factorisation of the chord matrix, the kernel
     # ones in the second chord step's solve with the stored factor or in a fresh factor
     ("LinearClassifier-logistic", _chord_newton, "_cholesky", 1, _small_update),
@@ -574,8 +591,11 @@ def test_numerical_failure_when_corrections_are_pending(name, monkeypatch, cance
     before = snapshot(m, D.Xq)
     with monkeypatch.context() as mp:
         # the dual state's cores are SPD (Cholesky); the primal's may be indefinite (eigh)
-        core = "_spd_core" if name.startswith("Kernel") else "_woodbury_core"
-        FailOnCall(mp, _exact_squared, core, 1)
+        if name.startswith("Kernel"):
+            module, core = _squared_dual, "_spd_core"
+        else:
+            module, core = _squared_primal, "_woodbury_core"
+        FailOnCall(mp, module, core, 1)
         with pytest.raises(ValueError, match="mocked numerical failure"):
             m.update(X_add=D.Xn[:2], y_add=D.yn[:2], remove_ids=[10, 11])
     assert_unchanged(before, snapshot(m, D.Xq))

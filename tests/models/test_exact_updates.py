@@ -317,9 +317,9 @@ def test_property_random_sequences(seed, model_name, ops, fit_intercept):
 def test_large_batches_streamed_in_chunks(chunk, monkeypatch, mnist_sample):
     """Batches above the pending-rank budget go through chunked syrk products of the exact
     statistics; any chunking gives the fresh fit (removal by id, addition, keep_data=False)."""
-    from deltafit._states import _squared as _exact_squared
+    from deltafit._states import _squared_stats
 
-    monkeypatch.setattr(_exact_squared, "_CHUNK", chunk)
+    monkeypatch.setattr(_squared_stats, "_CHUNK", chunk)
     X, y = mnist_sample
     X, y = X[:1500], y[:1500]
     rng = np.random.default_rng(5)
@@ -365,7 +365,7 @@ def test_ill_conditioned_kernel_updates_stay_exact(C, kernel, params, breast_can
 def test_failed_large_kernel_batch_keeps_a_consistent_state(monkeypatch, breast_cancer):
     """A failure inside the direct block path (k > 64) must leave the state describing the old
     data, so that the next update is still exact."""
-    from deltafit._states import _squared as _exact_squared
+    from deltafit._states import _squared_dual as _exact_squared
 
     X, y = breast_cancer
     m = df.KernelClassifier(gamma=0.1).fit(X[:200], y[:200])

@@ -386,7 +386,7 @@ def test_save_load_round_trip(name, breast_cancer, tmp_path):
     m.remove([3, 4])
     m.relabel([10], [1 - y[10]])
     path = tmp_path / "hinge.npz"
-    m.save(path)
+    df.save(m, path)
     m2 = df.load(path)
     assert type(m2) is type(m) and m2.loss == "hinge"
     np.testing.assert_array_equal(m2.decision_function(X), m.decision_function(X))
@@ -404,7 +404,7 @@ def test_save_load_round_trip(name, breast_cancer, tmp_path):
 def test_load_rejects_negative_dual_variables(breast_cancer, tmp_path):
     X, y = breast_cancer
     path = tmp_path / "m.npz"
-    df.LinearClassifier(loss="hinge").fit(X[:100], y[:100]).save(path)
+    df.save(df.LinearClassifier(loss="hinge").fit(X[:100], y[:100]), path)
     with np.load(path, allow_pickle=False) as z:
         arrays = {k: z[k] for k in z.files}
     arrays["state_dual"] = -arrays["state_dual"] - 1.0

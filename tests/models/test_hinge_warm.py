@@ -23,7 +23,7 @@ from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.preprocessing import StandardScaler
 
 import deltafit as df
-from deltafit import solvers
+from deltafit.solvers import _hinge as hinge_solvers
 from deltafit.solvers import hinge_kernel, hinge_primal
 
 DECISION_TOL = 1e-8
@@ -218,7 +218,7 @@ def test_failed_update_leaves_model_bit_identical(data, kernel, monkeypatch):
     def broken(*args, **kwargs):
         raise ValueError("solver failed half-way")
 
-    monkeypatch.setattr(solvers, "_hinge_warm", broken)
+    monkeypatch.setattr(hinge_solvers, "_hinge_warm", broken)
     for update in (lambda: m.remove([3, 5]), lambda: m.add(X[400:410], y[400:410]),
                    lambda: m.relabel([7], [1 - y[7]])):
         with pytest.raises(ValueError, match="half-way"):
@@ -239,7 +239,7 @@ def test_saved_model_updates_like_the_original(data, kernel, tmp_path):
     X, y = data["cancer"]
     m = (df.KernelClassifier(loss="hinge", C=1.0, kernel="rbf", gamma=1.0 / 30) if kernel
          else df.LinearClassifier(loss="hinge", C=1.0)).fit(X, y)
-    m.save(tmp_path / "m.npz")
+    df.save(m, tmp_path / "m.npz")
     loaded = df.load(tmp_path / "m.npz")
     for model in (m, loaded):
         model.remove(np.arange(0, 40, 3))

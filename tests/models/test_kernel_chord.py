@@ -25,7 +25,7 @@ from sklearn.datasets import load_digits
 
 import deltafit as df
 from deltafit.solvers import _kernel_chord
-from deltafit._states import _newton as _warm_newton
+from deltafit._states import _newton_kernel as _warm_newton
 from deltafit.solvers._kernel_chord import KernelCurvature
 from reference import (kernel_features, logistic_reference, reference_kernel, rel_err,
                        squared_hinge_reference)
@@ -316,7 +316,7 @@ def test_failed_fresh_factorisation_leaves_loaded_model_unchanged(loss, cancer, 
     it as it was (and able to update exactly afterwards)."""
     X, y = cancer
     path = tmp_path / "m.npz"
-    _model(loss).fit(X[:150], y[:150]).save(path)
+    df.save(_model(loss).fit(X[:150], y[:150]), path)
     _without_chord_members(path)
     m = df.load(path)
     assert m._state.curv is None
@@ -412,7 +412,7 @@ def test_save_load_then_update(loss, stored, cancer, tmp_path):
     m = _model(loss).fit(X[:220], y[:220])
     m.update(X_add=X[220:224], y_add=y[220:224], remove_ids=[10, 11])  # pending terms
     path = tmp_path / "m.npz"
-    m.save(path)
+    df.save(m, path)
     if not stored:
         _without_chord_members(path)
     m2 = df.load(path)
@@ -436,7 +436,7 @@ def test_corrupt_stored_factor_is_refused(cancer, tmp_path):
 
     X, y = cancer
     path, bad = tmp_path / "m.npz", tmp_path / "bad.npz"
-    _model("logistic").fit(X[:100], y[:100]).save(path)
+    df.save(_model("logistic").fit(X[:100], y[:100]), path)
     with zipfile.ZipFile(path) as src, zipfile.ZipFile(bad, "w") as dst:
         for item in src.infolist():
             data = src.read(item.filename)

@@ -55,7 +55,7 @@ def test_updates_keep_the_fitted_gamma(cancer, tmp_path):
     ref = KernelClassifier(gamma=g).fit(Xk, y[keep])
     assert np.abs(m.decision_function(X) - ref.decision_function(X)).max() <= 1e-8 * max(
         1.0, np.abs(ref.decision_function(X)).max())
-    m.save(tmp_path / "m.npz")
+    deltafit.save(m, tmp_path / "m.npz")
     back = deltafit.load(tmp_path / "m.npz")
     assert back.gamma == "scale" and back.gamma_ == g
     assert np.array_equal(back.decision_function(X), m.decision_function(X))

@@ -5,9 +5,9 @@ A ``KeyboardInterrupt`` is injected (through ``sys.settrace``, as in
 update, a refit or a read; afterwards the interrupted thread must not hold the model's lock,
 and an update from *another* thread must complete (it is joined with a generous timeout: a
 lock left held makes it wait forever).  Every line executed in the lock handling
-(``UpdatableMixin._locked`` and ``_Guard`` of ``models/_base.py``, ``_fit``, ``_update``,
-``_transaction``, the guarded reads) is interrupted, and a sample
-of the other lines (all of them with ``DELTAFIT_INTERRUPT_ALL=1``).
+(``GuardedMixin._locked`` and ``_Guard`` of ``models/_guard.py``; ``_fit``, ``_update``,
+``_transaction`` of ``models/_base.py``; the guarded reads of ``models/_predict.py``) is
+interrupted, and a sample of the other lines (all of them with ``DELTAFIT_INTERRUPT_ALL=1``).
 """
 
 from __future__ import annotations
@@ -25,11 +25,13 @@ from deltafit import KernelClassifier, LinearClassifier, LinearRegressor
 from deltafit.datasets import load_breast_cancer
 from interrupts import Interrupt
 
-BASE = str(Path(deltafit.__file__).parent / "models" / "_base.py")
+# the modules that take, hold or release the lock: the guard, the protocol, the reads
+LOCK_FILES = {str(Path(deltafit.__file__).parent / "models" / name)
+              for name in ("_guard.py", "_base.py", "_predict.py")}
 ALL_POSITIONS = os.environ.get("DELTAFIT_INTERRUPT_ALL") == "1"
 SAMPLED = 16  # positions outside the lock handling per scenario in the sampled run
 JOIN_S = 60.0  # a bound on a wait that is instantaneous unless the lock was left held
-# the functions of _base.py that take, hold or release the lock: every line of theirs is hit
+# the functions of LOCK_FILES that take, hold or release the lock: every line of theirs is hit
 LOCK_CODE = {"_guard", "_lock", "_locked", "_read", "write", "read", "<lambda>", "_fit",
              "_update", "_transaction", "sample_ids_", "sample_weight_", "n_samples_",
              "_decision"}
@@ -42,8 +44,9 @@ def data():
 
 
 def _positions(where):
-    """Every position in the lock handling of ``_base.py``, and a sample of the others."""
-    lock = [i + 1 for i, (f, name, _) in enumerate(where) if f == BASE and name in LOCK_CODE]
+    """Every position in the lock handling (``LOCK_FILES``), and a sample of the others."""
+    lock = [i + 1 for i, (f, name, _) in enumerate(where)
+            if f in LOCK_FILES and name in LOCK_CODE]
     rest = [i + 1 for i in range(len(where)) if i + 1 not in set(lock)]
     if not ALL_POSITIONS and len(rest) > SAMPLED:
         rng = np.random.default_rng(len(where))
@@ -74,9 +77,7 @@ def _refit(m, X, t):
 
 
 def _read(m, X, t):
-    m.sample_ids_
-    m.sample_weight_
-    m.n_samples_
+    _ = m.sample_ids_, m.sample_weight_, m.n_samples_
     m.predict(X[:3])
 
 

@@ -16,9 +16,9 @@ import pytest
 
 import deltafit
 from deltafit import KernelClassifier, KernelRegressor, LinearClassifier, LinearRegressor
-from deltafit.datasets import load_breast_cancer
-from deltafit.models._registry import STATES, state_class, state_for
 from deltafit._states._protocol import ModelState
+from deltafit.datasets import load_breast_cancer
+from deltafit.models._registry import DASK_STATES, REGISTRY, STATES, state_class, state_for
 
 SRC = Path(deltafit.__file__).parent
 
@@ -59,6 +59,54 @@ def test_six_states_one_per_problem():
         state_class("nope")
     with pytest.raises(ValueError, match="no exact-update state"):
         state_for(False, "absolute")
+
+
+def _arrays(obj, path="", depth=0):
+    """``{path: array}`` of the arrays a state holds, through its deltafit-internal parts."""
+    out = {}
+    for k, v in vars(obj).items():
+        if isinstance(v, np.ndarray):
+            out[path + k] = v
+        elif (depth < 3 and hasattr(v, "__dict__") and not isinstance(v, type)
+              and type(v).__module__.startswith("deltafit.")
+              and not type(v).__module__.startswith(("deltafit.losses", "deltafit.solvers"))):
+            out.update(_arrays(v, f"{path}{k}.", depth + 1))
+    return out
+
+
+@pytest.mark.parametrize("cls, loss, kind", CONFIGS, ids=[f"{c.__name__}-{l}" for c, l, _ in
+                                                         CONFIGS])
+def test_checkpoint_shares_no_array_with_the_state(cls, loss, kind, cancer):
+    """``checkpoint`` copies every array of the state, those of its parts too (the tracked
+    inverse, the statistics): an interrupted update restores it, and an update that changed
+    a shared part in place would leave the restored model wrong (the regression: after the
+    layout moved the parts out of ``deltafit.models``, the tracked inverse was shared)."""
+    X, y = cancer
+    st = _make(cls, loss).fit(X[:120], y[:120]).problem_._st
+    cp = st.checkpoint()
+    mine, theirs = _arrays(st), _arrays(cp)
+    assert set(mine) == set(theirs)
+    if kind in ("primal_squared", "dual_squared"):  # the arrays of its parts are there
+        assert any("." in k for k in mine)
+    for k, a in mine.items():
+        assert a.size == 0 or not np.shares_memory(a, theirs[k]), k
+
+
+def test_registry_holds_the_dask_states():
+    """One registry maps (backend, kernel, loss) to the state class, the Dask states
+    included; a model file names only the NumPy states."""
+    for loss in ("squared", "logistic", "squared_hinge", "hinge"):
+        for kernel in (False, True):
+            assert REGISTRY[("numpy", kernel, loss)] is state_for(kernel, loss)
+        cls = state_for(False, loss, backend="dask")
+        assert REGISTRY[("dask", False, loss)] is cls and loss in cls.loss_names
+    assert state_for(False, "squared", backend="dask") is STATES["primal_squared"]
+    assert state_for(False, "logistic", backend="dask") is DASK_STATES["dask_newton"]
+    assert state_for(False, "hinge", backend="dask") is DASK_STATES["dask_hinge"]
+    with pytest.raises(ValueError, match="no exact-update state.*dask"):
+        state_for(True, "squared", backend="dask")
+    with pytest.raises(ValueError, match="unknown state 'dask_newton'"):
+        state_class("dask_newton")
 
 
 @pytest.mark.parametrize("cls, loss, kind", CONFIGS, ids=[f"{c.__name__}-{l}" for c, l, _ in
@@ -105,7 +153,7 @@ def test_saved_state_keeps_the_fitted_problem_after_set_params(cls, loss, cancer
     m = cls(loss=loss, C=2.0, tol=1e-12, **kw).fit(X[:100], y[:100])
     m.set_params(C=50.0, loss="squared")
     path = tmp_path / "m.npz"
-    m.save(path)
+    deltafit.save(m, path)
     back = deltafit.load(path)
     assert back.C == 50.0 and back.loss == "squared"  # the parameters as set
     assert back.problem_.C == 2.0 and back.problem_.loss.name == loss  # the fitted problem
@@ -114,8 +162,10 @@ def test_saved_state_keeps_the_fitted_problem_after_set_params(cls, loss, cancer
     assert np.allclose(back.predict(X), m.predict(X), rtol=0, atol=1e-9)
 
 
-_LADDER_FILES = ["persistence/_format.py", "models/_linear.py", "models/_kernel.py",
-                 "models/_base.py", "models/_problem.py"]
+_LADDER_FILES = ["persistence/_archive.py", "persistence/_schema.py", "persistence/_write.py",
+                 "persistence/_read.py", "persistence/_checks.py", "persistence/_pipelines.py",
+                 "models/_linear.py", "models/_kernel.py", "models/_base.py", "models/_inputs.py",
+                 "models/_plan.py", "models/_predict.py", "models/_problem.py"]
 
 
 @pytest.mark.parametrize("name", _LADDER_FILES)
@@ -128,3 +178,23 @@ def test_no_state_ladders(name):
     assert not names & {c.__name__ for c in STATES.values()}
     text = (SRC / name).read_text()
     assert "isinstance(st" not in text and 'hasattr(st, "opts")' not in text
+
+
+@pytest.mark.parametrize("cls, loss, kind", CONFIGS, ids=[f"{c.__name__}-{l}" for c, l, _ in
+                                                         CONFIGS])
+def test_checkpoint_shares_no_object_an_update_changes(cls, loss, kind, cancer):
+    """A checkpoint copies every deltafit object of the state that an update changes in place
+    (ledger views, chord curvatures, Gram caches, ...): after the modules moved out of
+    ``deltafit.models``, a prefix test of the old package copied none of them."""
+    X, y = cancer
+    model = _make(cls, loss).fit(X[:120], y[:120])
+    for st in [model.problem_._st]:
+        copy = st.checkpoint()
+        for key, value in vars(st).items():
+            module = type(value).__module__
+            if (hasattr(value, "__dict__") and module.startswith("deltafit.")
+                    and (not module.startswith(("deltafit.solvers", "deltafit.losses",
+                                                "deltafit.kernels"))
+                         or module.startswith(("deltafit.solvers._chord",
+                                               "deltafit.solvers._kernel_chord")))):
+                assert vars(copy)[key] is not value, f"{type(st).__name__}.{key} shared"

@@ -13,21 +13,24 @@ one-vs-rest codes; diabetes, 3 regression outputs), the multi-output state equal
 
 The changes are built as the estimators build them (a ``DataChange`` over a ledger whose ``y``
 holds the (capacity, K) encoded targets); :class:`FakeLedger` is the part of
-``deltafit._ledger._ledger.Ledger`` that ``DataChange`` and the states read.
+``deltafit._ledger.Ledger`` that ``DataChange`` and the states read.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sklearn.datasets import load_diabetes, load_digits
 from sklearn.linear_model import Ridge
 from sklearn.metrics.pairwise import rbf_kernel
 
-from deltafit.losses import get_loss
-from deltafit._states._squared import DualSquaredState, PrimalSquaredState, Rows
 from deltafit._states._protocol import DataChange, SolverOptions
+from deltafit._states._squared_dual import DualSquaredState
+from deltafit._states._squared_primal import PrimalSquaredState
+from deltafit._states._squared_stats import Rows
+from deltafit.losses import get_loss
 
 C = 1.0
 RHO = 1.0 / (2.0 * C)

@@ -155,11 +155,13 @@ def test_the_cap_is_weighted_by_C():
 def test_a_non_finite_re_solve_is_refused_and_rolled_back(loss, kind, monkeypatch):
     """The last line of defence: a solver that returns a non-finite solution (whatever the
     cause) is refused and the state put back as it was."""
-    from deltafit._states import _hinge as _warm_hinge, _newton as _warm_newton
+    from deltafit._states import _hinge as _warm_hinge
+    from deltafit._states import _newton_kernel, _newton_primal
 
     X, yc, _ = _data()
     m = (LinearClassifier if kind == "linear" else KernelClassifier)(loss=loss).fit(X, yc)
     before = snapshot(m, X)
+    _warm_newton = _newton_primal if kind == "linear" else _newton_kernel
     module = _warm_hinge if loss == "hinge" else _warm_newton
     name = ("hinge_" if loss == "hinge" else "newton_") + ("primal" if kind == "linear"
                                                           else "kernel")
@@ -176,8 +178,8 @@ def test_a_non_finite_re_solve_is_refused_and_rolled_back(loss, kind, monkeypatc
         chord = "chord_solve" if kind == "linear" else "kernel_chord_solve"
         monkeypatch.setattr(module, chord, breaking(getattr(module, chord)))
     elif kind == "kernel":  # kernel hinge updates solve working sets on the matrix in place
-        monkeypatch.setattr(module, "_hinge_kernel_slots",
-                            breaking(module._hinge_kernel_slots))
+        monkeypatch.setattr(module, "hinge_kernel_slots",
+                            breaking(module.hinge_kernel_slots))
     with pytest.raises(ValueError, match="overflow"):
         m.add(X[:2] + 0.1, yc[:2])
     with pytest.raises(ValueError, match="overflow"):
@@ -196,8 +198,9 @@ def test_a_non_finite_closed_form_update_is_never_committed(make, core, monkeypa
     """The closed forms check their own new solution (they update in place and roll back
     themselves): with a Woodbury core gone non-finite the update is refused and the model left
     unchanged (primal), or redone exactly from the kernel matrix (dual); never committed."""
-    from deltafit._states import _squared as _exact_squared
+    from deltafit._states import _squared_dual, _squared_primal
 
+    _exact_squared = _squared_dual if core == "_spd_core" else _squared_primal
     X, _, yr = _data()
     m = make().fit(X, yr)
     nodata = not m.get_params().get("keep_data", True)
@@ -378,7 +381,7 @@ def test_the_exact_statistics_survive_save_and_load(tmp_path):
     m = LinearRegressor(keep_data=False).fit(X, y)
     row = 1e5 * rng.standard_normal((1, X.shape[1]))
     ids = m.add(row, [2.0])
-    m.save(tmp_path / "m")
+    deltafit.save(m, tmp_path / "m")
     loaded = deltafit.load(tmp_path / "m")
     loaded.remove(ids, X=row, y=[2.0])
     assert _exact_vs_fresh(loaded, LinearRegressor().fit(X, y), X) <= 1e-8

@@ -281,7 +281,7 @@ def test_set_params_survives_save_and_load(data, tmp_path):
     X, y = data
     m = KernelRegressor(gamma=0.05).fit(X[:80], X[:80, 0])
     m.set_params(gamma=3.0, intercept_scaling=4.0)
-    m.save(tmp_path / "m.npz")
+    deltafit.save(m, tmp_path / "m.npz")
     back = deltafit.load(tmp_path / "m.npz")
     assert back.gamma == 3.0
     assert np.array_equal(back.predict(X), m.predict(X))

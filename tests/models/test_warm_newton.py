@@ -28,7 +28,7 @@ from sklearn.preprocessing import StandardScaler
 
 import deltafit as df
 from deltafit.losses import get_loss
-from deltafit._states import _newton as _warm_newton
+from deltafit._states import _newton_primal as _warm_newton
 from deltafit.solvers._chord import Curvature, RowBlock, chord_solve
 from deltafit.solvers import HESSIAN_FREE_FEATURES, newton_primal
 from reference import augment, logistic_reference, pm1, rel_err, squared_hinge_reference

@@ -12,20 +12,22 @@ system and a fresh weighted state to 1e-9 (relative).  Refused updates leave the
 was; the certified residual bounds the distance to the exact solution under random weights.
 
 The changes are built as the estimators build them: a ``DataChange`` over :class:`WLedger`,
-the part of ``deltafit._ledger._ledger.Ledger`` (with its weights) the states read.
+the part of ``deltafit._ledger.Ledger`` (with its weights) the states read.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sklearn.datasets import load_diabetes
 from sklearn.metrics.pairwise import rbf_kernel
 
-from deltafit.losses import get_loss
-from deltafit._states._squared import DualSquaredState, PrimalSquaredState
 from deltafit._states._protocol import DataChange, SolverOptions
+from deltafit._states._squared_dual import DualSquaredState
+from deltafit._states._squared_primal import PrimalSquaredState
+from deltafit.losses import get_loss
 
 C = 0.7
 RHO = 1.0 / (2.0 * C)
@@ -158,7 +160,7 @@ class Run:
             ch.reweight_w = np.asarray(new_w, dtype=float)
             if not kernel and not led.keep_rows and "rows_reweight" not in extra:
                 # what an estimator keeping no rows would have to hand over (see
-                # _exact_squared._reweight_data): the rows and the targets after the relabels
+                # _squared_stats._reweight_data): the rows and the targets after the relabels
                 t = led.y[ch.reweight_slots].copy()
                 for j, i in enumerate(reweight):
                     if relabel is not None and i in relabel:

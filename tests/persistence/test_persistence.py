@@ -220,7 +220,7 @@ def test_roundtrip_and_updates(case, tmp_path):
         del case.rows[i]
 
     path = tmp_path / "model.npz"
-    m.save(path)
+    deltafit.save(m, path)
     loaded = deltafit.load(path)
     assert type(loaded) is type(m)
 
@@ -268,7 +268,7 @@ def test_roundtrip_and_updates(case, tmp_path):
                                           fresh.predict(case.wrap(case.Xq)))
 
     # and saves again: a second round trip is still bitwise
-    loaded.save(tmp_path / "again.npz")
+    deltafit.save(loaded, tmp_path / "again.npz")
     again = deltafit.load(tmp_path / "again.npz")
     np.testing.assert_array_equal(case.score(again), case.score(loaded))
 
@@ -277,7 +277,7 @@ def test_loaded_params_equal(case, tmp_path):
     """get_params() of the loaded model equals the original's (the callback aside), so that
     clone(loaded) / loaded.fit(...) behave like the original."""
     m = case.fit()
-    m.save(tmp_path / "m.npz")
+    deltafit.save(m, tmp_path / "m.npz")
     loaded = deltafit.load(tmp_path / "m.npz")
     _params_equal(loaded.get_params(deep=False), m.get_params(deep=False))
     _params_equal(loaded.get_params(), m.get_params())
@@ -297,7 +297,7 @@ def test_save_does_not_change_the_model(case, tmp_path):
     else:
         m.remove([1, 2])
     before = case.score(m)
-    m.save(tmp_path / "m.npz")
+    deltafit.save(m, tmp_path / "m.npz")
     np.testing.assert_array_equal(case.score(m), before)
     np.testing.assert_array_equal(case.score(deltafit.load(tmp_path / "m.npz")), before)
 
@@ -305,7 +305,7 @@ def test_save_does_not_change_the_model(case, tmp_path):
 def test_file_holds_no_pickle(case, tmp_path):
     m = case.fit()
     path = tmp_path / "m.npz"
-    m.save(path)
+    deltafit.save(m, path)
     with np.load(path, allow_pickle=False) as z:
         assert "__meta__" in z.files
         for key in z.files:
@@ -325,7 +325,7 @@ def test_file_holds_no_pickle(case, tmp_path):
 def test_save_path_as_given(tmp_path, cancer):
     X, y = cancer
     m = LinearClassifier().fit(X[:50], y[:50])
-    m.save(str(tmp_path / "model.bin"))
+    deltafit.save(m, str(tmp_path / "model.bin"))
     assert (tmp_path / "model.bin").is_file()
     assert not (tmp_path / "model.bin.npz").exists()
     loaded = deltafit.load(str(tmp_path / "model.bin"))
@@ -335,10 +335,29 @@ def test_save_path_as_given(tmp_path, cancer):
                                   m.decision_function(X))
 
 
+@pytest.mark.parametrize("make", [LinearClassifier, LinearRegressor, KernelClassifier,
+                                  KernelRegressor])
+def test_the_save_method_still_works_and_warns(make, tmp_path, cancer):
+    """``model.save(path)`` is deprecated (FutureWarning naming ``deltafit.save(model, path)``)
+    and writes the file ``deltafit.save`` writes."""
+    X, y = cancer
+    m = make().fit(X[:60], y[:60])
+    with pytest.warns(FutureWarning, match=r"use deltafit\.save\(model, path\)") as record:
+        m.save(tmp_path / "method.npz")
+    assert [w.filename for w in record] == [__file__]  # the warning points at the caller
+    deltafit.save(m, tmp_path / "function.npz")
+    a, b = (np.load(tmp_path / name) for name in ("method.npz", "function.npz"))
+    assert sorted(a.files) == sorted(b.files)
+    for key in a.files:
+        np.testing.assert_array_equal(a[key], b[key])
+    np.testing.assert_array_equal(deltafit.load(tmp_path / "method.npz").predict(X),
+                                  m.predict(X))
+
+
 def test_callback_is_not_saved(tmp_path, cancer):
     X, y = cancer
     m = LinearClassifier(loss="logistic", callback=lambda *a: False).fit(X[:80], y[:80])
-    m.save(tmp_path / "m.npz")
+    deltafit.save(m, tmp_path / "m.npz")
     loaded = deltafit.load(tmp_path / "m.npz")
     assert loaded.callback is None
     np.testing.assert_array_equal(loaded.decision_function(X), m.decision_function(X))
@@ -355,15 +374,16 @@ def test_save_callable_kernel_raises(tmp_path, cancer):
 
     m = KernelClassifier(kernel=my_kernel).fit(X[:60], y[:60])
     with pytest.raises(ValueError, match="callable kernel"):
-        m.save(tmp_path / "m.npz")
+        deltafit.save(m, tmp_path / "m.npz")
     assert not (tmp_path / "m.npz").exists()
 
 
 @pytest.mark.parametrize("make", [LinearClassifier, LinearRegressor, KernelClassifier,
                                   KernelRegressor])
 def test_save_unfitted_raises(make, tmp_path):
-    with pytest.raises(ValueError, match="fitted"):
-        make().save(tmp_path / "m.npz")
+    with pytest.raises(ValueError, match="fitted"), \
+            pytest.warns(FutureWarning, match=r"deltafit\.save\(model, path\)"):
+        make().save(tmp_path / "m.npz")  # the deprecated method form
     with pytest.raises(ValueError, match="fitted"):
         deltafit.save(make(), tmp_path / "m.npz")
     assert not (tmp_path / "m.npz").exists()
@@ -382,7 +402,7 @@ def saved(tmp_path_factory, cancer):
     X, y = cancer
     m = LinearClassifier().fit(X[:60], y[:60])
     path = tmp_path_factory.mktemp("saved") / "model.npz"
-    m.save(path)
+    deltafit.save(m, path)
     return path, path.read_bytes()
 
 
@@ -566,7 +586,7 @@ def test_loaded_kernel_model_refits_with_warm_start(tmp_path):
     X, y = load_breast_cancer()
     m = deltafit.KernelClassifier(loss="logistic", gamma=0.1, warm_start=True).fit(X[:100], y[:100])
     path = tmp_path / "m.npz"
-    m.save(path)
+    deltafit.save(m, path)
     loaded = deltafit.load(path)
     assert loaded.n_samples_fit_ == 100 and not hasattr(loaded, "feature_map_")
     loaded.fit(X[:100], y[:100])  # warm start from the loaded α

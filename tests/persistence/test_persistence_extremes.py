@@ -174,7 +174,7 @@ def test_an_interrupted_save_leaves_no_temporary_file(data, tmp_path):
     old = LinearClassifier().fit(X, y)
     new = LinearClassifier(C=5.0).fit(X, y)
     path = tmp_path / "m.npz"
-    old.save(path)
+    deltafit.save(old, path)
     before = path.read_bytes()
     real_fsync, real_unlink, real_replace = os.fsync, os.unlink, os.replace
 
@@ -189,7 +189,7 @@ def test_an_interrupted_save_leaves_no_temporary_file(data, tmp_path):
         with pytest.raises(KeyboardInterrupt):
             with mock.patch.multiple(os, **{name[3:]: interrupted(reals[name])
                                             for name in patches}):
-                new.save(path)
+                deltafit.save(new, path)
         assert sorted(os.listdir(tmp_path)) == ["m.npz"], patches
         if "os.replace" not in patches:
             assert path.read_bytes() == before
@@ -197,7 +197,7 @@ def test_an_interrupted_save_leaves_no_temporary_file(data, tmp_path):
     # a KeyboardInterrupt raised by the write itself
     with mock.patch.object(os, "fsync", side_effect=KeyboardInterrupt):
         with pytest.raises(KeyboardInterrupt):
-            new.save(tmp_path / "n.npz")
+            deltafit.save(new, tmp_path / "n.npz")
     assert sorted(os.listdir(tmp_path)) == ["m.npz"]
 
 
@@ -217,8 +217,7 @@ def test_a_float32_scaler_loads_bit_for_bit(sparse, as_float32, data, tmp_path):
             val = getattr(scaler, attr)
             if val is not None:
                 setattr(scaler, attr, np.asarray(val).astype(np.float32)[()])
-    pipe.save(tmp_path / "p.npz") if hasattr(pipe, "save") else \
-        deltafit.save(pipe, tmp_path / "p.npz")
+    deltafit.save(pipe, tmp_path / "p.npz")
     loaded = deltafit.load(tmp_path / "p.npz")
     got = loaded.steps[0][1]
     for attr, val in vars(scaler).items():

@@ -97,7 +97,7 @@ def _rows_to_edit(meta, arrays):
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_an_unedited_file_loads_exactly(case, data, tmp_path):
     m, X = _fitted(case, data)
-    m.save(tmp_path / "m.npz")
+    deltafit.save(m, tmp_path / "m.npz")
     loaded = deltafit.load(tmp_path / "m.npz")
     np.testing.assert_array_equal(loaded.predict(X), m.predict(X))
     if hasattr(m, "decision_function"):
@@ -108,7 +108,7 @@ def test_an_unedited_file_loads_exactly(case, data, tmp_path):
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_an_edited_stored_row_is_refused(case, delta, data, tmp_path):
     m, _ = _fitted(case, data)
-    m.save(tmp_path / "m.npz")
+    deltafit.save(m, tmp_path / "m.npz")
     meta, arrays = _members(tmp_path / "m.npz")
     for row in _rows_to_edit(meta, arrays):
         bad = _write(tmp_path / f"bad{row}.npz", meta, _edited(arrays, row, 0, delta))
@@ -122,7 +122,7 @@ def test_hinge_a_row_moved_into_the_margin_is_refused(data, tmp_path):
     change that leaves it outside leaves β the exact fit of the changed rows, and loads."""
     X, y = data["binary"]
     m = LinearClassifier(loss="hinge", C=1.0).fit(X, y)
-    m.save(tmp_path / "m.npz")
+    deltafit.save(m, tmp_path / "m.npz")
     meta, arrays = _members(tmp_path / "m.npz")
     dual, t, beta, Phi = (arrays[k] for k in ("state_dual", "ledger_y", "state_beta",
                                               "ledger_X"))
@@ -154,11 +154,11 @@ def test_hinge_a_row_moved_into_the_margin_is_refused(data, tmp_path):
 def test_the_checks_run_over_blocks_of_rows(case, data, tmp_path, monkeypatch):
     """The load-time products run over blocks of rows: blocks of 7 rows give the same
     verdicts (an unedited file loads, an edited row in a later block is refused)."""
-    from deltafit.persistence import _format as _persistence
+    from deltafit._states import _saved_checks as _checks
 
-    monkeypatch.setattr(_persistence, "_ROW_BLOCK", 7)
+    monkeypatch.setattr(_checks, "_ROW_BLOCK", 7)
     m, X = _fitted(case, data)
-    m.save(tmp_path / "m.npz")
+    deltafit.save(m, tmp_path / "m.npz")
     np.testing.assert_array_equal(deltafit.load(tmp_path / "m.npz").predict(X), m.predict(X))
     meta, arrays = _members(tmp_path / "m.npz")
     row = _rows_to_edit(meta, arrays)[-1]

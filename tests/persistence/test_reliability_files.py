@@ -29,7 +29,7 @@ from sklearn.preprocessing import StandardScaler
 import deltafit
 from deltafit import KernelClassifier, KernelRegressor, LinearClassifier, LinearRegressor
 from deltafit.datasets import load_breast_cancer
-from deltafit.persistence import _format as _persistence
+from deltafit.persistence import _archive
 
 N = 40
 
@@ -106,25 +106,25 @@ def test_failed_save_keeps_the_old_file(exc, two_models, cancer, tmp_path, monke
     X, _ = cancer
     small, big = two_models
     path = tmp_path / "model.npz"
-    small.save(path)
+    deltafit.save(small, path)
     before = path.read_bytes()
     listing = sorted(os.listdir(tmp_path))
 
     def failing_open(file, mode="r", *args, **kwargs):
         return _FailingFile(open(file, mode, *args, **kwargs), exc)
 
-    monkeypatch.setattr(_persistence, "open", failing_open, raising=False)
+    monkeypatch.setattr(_archive, "open", failing_open, raising=False)
     with pytest.raises(type(exc)):
-        big.save(path)
+        deltafit.save(big, path)
     monkeypatch.undo()
     assert path.read_bytes() == before  # the old file, whole
     assert sorted(os.listdir(tmp_path)) == listing  # no temporary file left behind
     np.testing.assert_array_equal(deltafit.load(path).decision_function(X),
                                   small.decision_function(X))
     # a failed first save leaves nothing either
-    monkeypatch.setattr(_persistence, "open", failing_open, raising=False)
+    monkeypatch.setattr(_archive, "open", failing_open, raising=False)
     with pytest.raises(type(exc)):
-        big.save(tmp_path / "new.npz")
+        deltafit.save(big, tmp_path / "new.npz")
     monkeypatch.undo()
     assert sorted(os.listdir(tmp_path)) == listing
 
@@ -133,7 +133,7 @@ def test_failed_fsync_keeps_the_old_file(two_models, tmp_path, monkeypatch):
     """The new file is flushed and synced before it replaces the old one."""
     small, big = two_models
     path = tmp_path / "model.npz"
-    small.save(path)
+    deltafit.save(small, path)
     before = path.read_bytes()
 
     def failing_fsync(fd):
@@ -141,7 +141,7 @@ def test_failed_fsync_keeps_the_old_file(two_models, tmp_path, monkeypatch):
 
     monkeypatch.setattr(os, "fsync", failing_fsync)
     with pytest.raises(OSError, match="I/O error"):
-        big.save(path)
+        deltafit.save(big, path)
     monkeypatch.undo()
     assert path.read_bytes() == before
     assert os.listdir(tmp_path) == ["model.npz"]
@@ -151,9 +151,9 @@ def test_save_replaces_and_keeps_the_file_mode(two_models, cancer, tmp_path):
     X, _ = cancer
     small, big = two_models
     path = tmp_path / "model.npz"
-    small.save(path)
+    deltafit.save(small, path)
     os.chmod(path, 0o640)
-    big.save(path)
+    deltafit.save(big, path)
     assert (os.stat(path).st_mode & 0o777) == 0o640
     assert os.listdir(tmp_path) == ["model.npz"]
     np.testing.assert_array_equal(deltafit.load(path).decision_function(X),
@@ -198,7 +198,7 @@ def valid(tmp_path_factory, cancer):
     X, y = cancer
     m = LinearClassifier(C=1.0).fit(X[:N], y[:N])
     path = tmp_path_factory.mktemp("valid") / "model.npz"
-    m.save(path)
+    deltafit.save(m, path)
     return path
 
 
@@ -609,7 +609,7 @@ def fuzz_bases(tmp_path_factory, cancer, diabetes):
         else:
             m.remove(X=X[[2, N + 5]], y=y[[2, N + 5]])
         path = folder / f"{name}.npz"
-        m.save(path)
+        deltafit.save(m, path)
         out[name] = path
     return out
 
@@ -656,7 +656,7 @@ def test_keep_data_false_file_holds_no_labels(kind, cancer, diabetes, tmp_path):
     m.add(X[N:N + 5], y[N:N + 5])
     m.remove(X=X[:3], y=y[:3])
     path = tmp_path / "m.npz"
-    m.save(path)
+    deltafit.save(m, path)
     with np.load(path, allow_pickle=False) as z:
         names = set(z.files)
         arrays = {k: z[k] for k in z.files}
@@ -750,7 +750,7 @@ def test_a_solution_that_does_not_solve_its_problem_is_refused(make, member, can
     """A file whose stored solution was changed (say the intercept dropped) would predict
     wrongly and carry a false ``grad_norm_`` certificate: refused."""
     X, y = cancer
-    make().fit(X[:N], y[:N]).save(tmp_path / "m.npz")
+    deltafit.save(make().fit(X[:N], y[:N]), tmp_path / "m.npz")
     meta, arrays = _members(tmp_path / "m.npz")
     a = arrays[member].copy()
     a[-1] = 0.0 if a[-1] != 0.0 else 1.0
@@ -768,7 +768,7 @@ def test_digests_are_keyed_per_model(cancer, tmp_path):
     da = {a._ledger.digests[s] for s in a._ledger.active_slots()}
     db = {b._ledger.digests[s] for s in b._ledger.active_slots()}
     assert len(da) == N and not da & db
-    a.save(tmp_path / "a.npz")
+    deltafit.save(a, tmp_path / "a.npz")
     loaded = deltafit.load(tmp_path / "a.npz")
     assert loaded._ledger.digest_key == a._ledger.digest_key
     loaded.remove([0, 1], X=X[:2], y=y[:2])  # recognised with the saved key
@@ -798,10 +798,10 @@ def test_save_follows_a_symbolic_link(two_models, cancer, tmp_path):
     X, _ = cancer
     small, big = two_models
     real = tmp_path / "real.npz"
-    small.save(real)
+    deltafit.save(small, real)
     link = tmp_path / "link.npz"
     link.symlink_to(real)
-    big.save(link)
+    deltafit.save(big, link)
     assert link.is_symlink()
     np.testing.assert_array_equal(deltafit.load(real).decision_function(X),
                                   big.decision_function(X))

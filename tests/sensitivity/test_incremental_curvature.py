@@ -276,7 +276,7 @@ def test_kdr_curvature_monitor(breast_cancer):
     prequential(tight, (X, y))
     assert tight.sphere_.region == "curvature"
     assert tight.n_model_computations_ <= ball.n_model_computations_
-    with pytest.raises(ValueError, match="region must be one of"):
+    with pytest.raises(ValueError, match="'region' parameter"):
         KDR(est, region="box").learn_one(X[0], y[0])
     with pytest.raises(ValueError, match="warm"):
         KDR(est, warm="yes").learn_one(X[0], y[0])

@@ -237,7 +237,7 @@ def test_bad_input_leaves_the_model_unchanged():
     (dict(eta=1.0, lam=1.0), "eta \\* lam"), (dict(budget=0), "budget"),
     (dict(budget=2.5), "budget"), (dict(learning_rate="optimal"), "learning_rate"),
     (dict(kernel="nope"), "kernel"), (dict(gamma=-1.0), "gamma"),
-    (dict(fit_intercept="yes"), "fit_intercept"), (dict(loss="squared"), "NORMARegressor"),
+    (dict(fit_intercept="yes"), "fit_intercept"), (dict(loss="squared"), "loss"),
     (dict(margin=-1.0), "margin"), (dict(eta=np.nan), "eta"),
 ])
 def test_bad_parameters(params, match):

@@ -1,6 +1,6 @@
 """The fit of a Dask-backed ``keep_data=True`` model: one pass that validates, encodes and
 persists the row blocks on the cluster (:class:`~._dask_rows.DaskRowStore`), computes the
-samples' keyed digests (the range ledger's :class:`~._ledger.SortedDigests`) and the counts
+samples' keyed digests (the range ledger's :class:`~.SortedDigests`) and the counts
 the model checks, and, for the smooth losses, the first Newton pass at the start (J, ∇J,
 ∇J(0) and the Hessian: :func:`~._dask_newton.prepare_block`) and the largest sample
 curvature ``C·w·‖Φ(x)‖²``: a logistic / squared-hinge fit with a sample beyond double
@@ -15,7 +15,7 @@ from deltafit._dask._input import RowBlocks
 from deltafit._dask._newton import _largest, prepare_block, refuse_curvature
 from deltafit._dask._rows import DaskRowStore, compute_on_cluster
 from deltafit._dask._stats import _segment
-from deltafit._ledger._ledger import SEGMENT_BITS
+from deltafit._ledger import SEGMENT_BITS
 
 __all__ = ["persist_rows"]
 

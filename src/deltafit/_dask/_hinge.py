@@ -34,7 +34,7 @@ Hintermüller, Ito & Kunisch, SIAM J. Optim. 2003):
   gathered rows join W, W rows at the bound of their side and farther from the margin than
   the gathered band leave it, and the QP over W (the rest fixed, entering as the offset g) is
   solved exactly on the client by the NumPy path's own dual solver (coordinate descent,
-  proximal active-set steps and exact face solves: ``solvers._hinge_loop``).  Accepted when
+  proximal active-set steps and exact face solves: ``solvers.hinge_loop``).  Accepted when
   the dual objective decreases.  When every switcher was gathered this step keeps α outside W
   as it was, so it always decreases the objective: near the solution (updates, the end of a
   fit) a pass and a step suffice.
@@ -87,15 +87,14 @@ from __future__ import annotations
 import numpy as np
 
 from deltafit.solvers import (
-    _EPS,
     HingeResult,
-    _box_violation,
-    _hinge_loop,
-    _SubFeatureQP,
+    SubFeatureQP,
+    box_violation,
+    hinge_loop,
     warn_kkt_not_converged,
 )
 from deltafit._dask._newton import PassSpec, _Chunk, _CHUNK_BYTES
-from deltafit.losses import Loss
+from deltafit.losses import SmoothedHinge
 from deltafit._dask._state import DaskStateRefusals
 from deltafit._states._protocol import ModelState
 
@@ -105,34 +104,8 @@ __all__ = ["DaskHingeState", "HingePasses", "hinge_share", "hinge_shares", "Smoo
 #: The smoothed hinges whose minimisers start a fit: ``(ε, tol)``, Newton on each stopping
 #: at ``‖∇J‖ ≤ tol ‖∇J(0)‖``, warm-started from the previous one.
 START_STAGES = ((0.1, 1e-3),)
-
-
-class SmoothedHinge(Loss):
-    """The hinge smoothed over a band of width ε below the margin (Huber's rule; the
-    "modified Huber" of Chapelle, "Training a support vector machine in the primal", Neural
-    Computation 2007, §4.1): with ``u = 1 − y z``, ``ℓ = 0`` for ``u ≤ 0``, ``u² / (2ε)`` for
-    ``0 < u < ε``, ``u − ε/2`` beyond.  Its minimiser tends to the hinge's as ε → 0 (its dual
-    is the hinge's plus ``ε/(2C) Σ α_i²``): the margins under it put most rows on the side
-    they take at the hinge's solution, the start of a Dask hinge fit."""
-
-    name = "smoothed_hinge"
-    smooth = True
-
-    def __init__(self, eps):
-        self.eps = float(eps)
-
-    def value(self, y, z):
-        u = 1.0 - y * z
-        e = self.eps
-        return np.where(u <= 0.0, 0.0, np.where(u < e, u * u / (2.0 * e), u - 0.5 * e))
-
-    def d1(self, y, z):
-        u = 1.0 - y * z
-        return -y * np.clip(u / self.eps, 0.0, 1.0)
-
-    def d2(self, y, z):
-        u = 1.0 - y * z
-        return np.where((u > 0.0) & (u < self.eps), 1.0 / self.eps, 0.0)
+#: Double precision's unit roundoff (the rounding bounds of the hinge passes).
+_EPS = np.finfo(np.float64).eps
 
 
 #: Newton steps at most per smoothed start.
@@ -390,9 +363,9 @@ class _Working:
         if not Z.shape[0]:
             self.alpha = alpha
             return self.g.copy(), True, 0, 0
-        sub = _SubFeatureQP(Z, self.t, self.g.copy(), np.maximum(self.u, 0.0))
+        sub = SubFeatureQP(Z, self.t, self.g.copy(), np.maximum(self.u, 0.0))
         sub.refresh(alpha)
-        alpha, it, n_pol, _, _, _, polished = _hinge_loop(sub, alpha, self.cw, True, tol,
+        alpha, it, n_pol, _, _, _, polished = hinge_loop(sub, alpha, self.cw, True, tol,
                                                           max_iter, None)
         self.alpha = alpha
         return self.coef(), polished, it, n_pol
@@ -438,7 +411,7 @@ def solve_passes(passes, work, featurize, *, tol, max_iter, start=None, n_sample
         S = passes.run(work.ref, beta, work.ids, v)
         Z = work.Phi * work.t[:, None]
         mW = Z @ beta
-        violW = _box_violation(work.alpha, mW - 1.0, work.cw)
+        violW = box_violation(work.alpha, mW - 1.0, work.cw)
         kkt = max(S.kkt, float(np.max(violW, initial=0.0)))
         scaleW = np.abs(work.Phi) @ v
         floor = 16.0 * _EPS * (1.0 + max(S.maxscale, float(np.max(scaleW, initial=0.0))))

@@ -41,12 +41,12 @@ from scipy import linalg
 
 from deltafit.solvers import (
     SolverResult,
-    _squared_norms,
+    squared_norms,
     check_curvature,
     curvature_failure,
     warn_not_converged,
 )
-from deltafit.solvers._chord import REFRESH_RATIO, Curvature, _Secants, curvature_switches
+from deltafit.solvers._chord import REFRESH_RATIO, Curvature, Secants, curvature_switches
 from deltafit._dask._state import DaskStateRefusals
 from deltafit._states._protocol import ModelState
 
@@ -444,7 +444,7 @@ def dask_chord(passes, beta, curv, beta_ref, loss, start, *, tol, max_iter, call
     it = 0
     stopped = bool(callback(it, beta, gnorm, f, grad)) if callback is not None else False
     switches = curvature_switches(loss)
-    secants = _Secants()
+    secants = Secants()
     refresh = exact_m = False
     rate = None  # the last step's contraction ‖∇J_new‖ / ‖∇J_old‖
     exact_start = bool(np.array_equal(beta, beta_ref))
@@ -543,7 +543,7 @@ def block_curvature(x, w, spec):
     step = max(64, _GRAD_CHUNK_BYTES // (8 * max(x.shape[1], 1)))
     for a in range(0, k, step):
         b = min(k, a + step)
-        sq[a:b] = _squared_norms(_Chunk(x[a:b], spec).x)
+        sq[a:b] = squared_norms(_Chunk(x[a:b], spec).x)
         if spec.plain and spec.s is not None:  # the constant column, not formed
             sq[a:b] += spec.s * spec.s
     cw = spec.C * (np.ones(k) if w is None else np.asarray(w, dtype=np.float64))
@@ -575,7 +575,7 @@ def prepare_block(x, y, w, problem, offset, spec, beta0):
     block's share of a Newton pass at ``beta0`` (None without ``spec``) and its largest
     sample curvature (:func:`block_curvature`: zeros without ``spec``)."""
     from deltafit._dask._stats import _block_pieces
-    from deltafit._ledger._ledger import digest_array
+    from deltafit._ledger import digest_array
 
     x = problem.rows(x)
     t = problem.targets(y)
@@ -662,7 +662,7 @@ class DaskNewtonState(DaskStateRefusals, ModelState):
         f, grad, g0 = self.point
         curv = self.curv
         if Phi.shape[0]:
-            check_curvature(_squared_norms(Phi), cw_a, loss)  # before anything changes
+            check_curvature(squared_norms(Phi), cw_a, loss)  # before anything changes
             z, zr, zero = Phi @ beta, Phi @ self.beta_ref, np.zeros(Phi.shape[0])
             f = f + float(cw_a @ loss.value(t_a, z) - cw_b @ loss.value(t_b, z))
             G = Phi.T @ np.column_stack([cw_a * loss.d1(t_a, z) - cw_b * loss.d1(t_b, z),

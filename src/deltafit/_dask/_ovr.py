@@ -258,7 +258,7 @@ class _SmoothView:
     its passes over its joint view."""
 
     def __init__(self, view, eps):
-        from deltafit._dask._hinge import SmoothedHinge
+        from deltafit.losses import SmoothedHinge
 
         self._view, self._loss, self.count = view, SmoothedHinge(eps), 0
 

@@ -3,13 +3,13 @@
 ``M = ΦᵀWΦ + ρI`` and ``b = ΦᵀWt`` (ARCHITECTURE.md, "The problem"; Lee et al., "Exact
 incremental and decremental learning for LS-SVM", the statistics behind Thm 1 and Cor. 1–4)
 are sums over the rows: each row block computes its own share on a worker, with the NumPy
-path's accumulation (:meth:`~deltafit._states._squared._Statistics.of_rows`: BLAS syrk in
+path's accumulation (:meth:`~deltafit._states._squared_stats._Statistics.of_rows`: BLAS syrk in
 chunks, rows of large norm through error-free transformations), and the shares are added in a
 tree (fan-in 8), the double-double parts through Knuth's TwoSum (Ogita, Rump & Oishi,
 "Accurate sum and dot product").  The same block task validates its rows and labels, encodes
 the labels and computes the keyed digests of its samples (16 bytes each, :mod:`._digest`:
 what recognises a sample of a ``keep_data=False`` model later), split by the top bits of
-their key into the segments of :class:`~._ledger.SortedDigests`; one task per segment then
+their key into the segments of :class:`~.SortedDigests`; one task per segment then
 gathers that segment's pieces of every block and sorts them.  Only p × p and p-sized arrays
 and the sorted segments (20 bytes a sample) reach the client, which builds no n-sized array.
 
@@ -25,16 +25,16 @@ from __future__ import annotations
 import numpy as np
 
 from deltafit.utils._validation import check_magnitude, check_scale
-from deltafit._states._squared import (
+from deltafit._linalg._compensated import _two_sum
+from deltafit._states._squared_stats import (
     _BIG_RATIO,
     _Statistics,
     _row_sq,
     _target_size,
-    _two_sum,
     _weighted_rows,
 )
 from deltafit._dask._rows import FAN_IN, compute_on_cluster
-from deltafit._ledger._ledger import SEGMENT_BITS, digest_array, digest_keys, sorted_segment
+from deltafit._ledger import SEGMENT_BITS, digest_array, digest_keys, sorted_segment
 from deltafit._states._one_vs_rest import one_hot_codes
 
 __all__ = ["BlockProblem", "FitStatistics", "reduce_statistics"]
@@ -157,7 +157,7 @@ class FitStatistics:
 
 def _block_pieces(D, offset):
     """The digests ``D`` of a block whose first row is sample ``offset``, split into the
-    segments of :class:`~._ledger.SortedDigests`: per segment ``(keys, checks, slots)``."""
+    segments of :class:`~.SortedDigests`: per segment ``(keys, checks, slots)``."""
     k1, k2 = digest_keys(D)
     n_seg = 2 ** SEGMENT_BITS
     slots = np.arange(offset, offset + k1.size, dtype=np.int64)
@@ -309,7 +309,7 @@ def reduce_statistics(blocks, problem, rho, n_folds=0):
         ``total.stats`` is ``M = ΦᵀWΦ + ρI`` and ``b`` with the limits set.
     segments : list of (keys, checks, slots)
         The samples' keyed digests as the sorted segments of a
-        :class:`~._ledger.SortedDigests` (samples numbered 0..n-1 in row order; empty
+        :class:`~.SortedDigests` (samples numbered 0..n-1 in row order; empty
         without a key).
     n_passes : int
     """

@@ -12,6 +12,7 @@ exact matrix.  Nothing here knows about data or models.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.linalg import blas
 
 __all__ = ["LowRankInverse"]
@@ -28,7 +29,7 @@ class LowRankInverse:
         Capacity for pending corrections; :attr:`full` tells the owner to fold.
     """
 
-    def __init__(self, H0, max_rank=64):
+    def __init__(self, H0: ArrayLike, max_rank: int = 64) -> None:
         self.H0 = np.asfortranarray(H0, dtype=np.float64)
         self.max_rank = int(max_rank)
         p = self.H0.shape[0]
@@ -37,18 +38,18 @@ class LowRankInverse:
         self.rank = 0
 
     @property
-    def p(self):
+    def p(self) -> int:
         return self.H0.shape[0]
 
     @property
-    def full(self):
+    def full(self) -> bool:
         return self.rank >= self.max_rank
 
-    def room(self, k):
+    def room(self, k: int) -> bool:
         """Whether a block of rank ``k`` fits without folding."""
         return self.rank + k <= self.max_rank
 
-    def matvec(self, x):
+    def matvec(self, x: np.ndarray) -> np.ndarray:
         """``H x`` for a vector (p,) or a matrix (p, k)."""
         if x.ndim == 1:
             out = blas.dsymv(1.0, self.H0, x, lower=1)
@@ -60,7 +61,7 @@ class LowRankInverse:
             out += U @ (self._C[:r, :r] @ (U.T @ x))
         return out
 
-    def columns(self, idx):
+    def columns(self, idx: np.ndarray) -> np.ndarray:
         """Columns ``H[:, idx]`` (shape (p, len(idx)))."""
         out = self.H0[:, idx]
         if self.rank:
@@ -69,7 +70,7 @@ class LowRankInverse:
             out = out + U @ (self._C[:r, :r] @ U[idx].T)
         return out
 
-    def add(self, U, C):
+    def add(self, U: np.ndarray, C: np.ndarray) -> None:
         """Append the correction ``U C Uᵀ`` (``U``: (p, k), ``C``: (k, k) symmetric)."""
         k = U.shape[1]
         if not self.room(k):
@@ -81,7 +82,7 @@ class LowRankInverse:
         self._C[r:r + k, r:r + k] = C
         self.rank = r + k
 
-    def trace(self):
+    def trace(self) -> float:
         """``trace(H)``: O(p), plus O(p r²) for the pending corrections."""
         t = float(np.trace(self.H0))
         if self.rank:
@@ -90,15 +91,15 @@ class LowRankInverse:
             t += float(np.sum((U @ self._C[:r, :r]) * U))
         return t
 
-    def mark(self):
+    def mark(self) -> int:
         """A token for :meth:`rollback` (the current rank)."""
         return self.rank
 
-    def rollback(self, mark):
+    def rollback(self, mark: int) -> None:
         """Forget the corrections added after ``mark``."""
         self.rank = mark
 
-    def fold(self):
+    def fold(self) -> None:
         """Write the pending corrections into ``H0`` (one BLAS-3 product)."""
         if self.rank:
             r = self.rank
@@ -108,7 +109,7 @@ class LowRankInverse:
             self.H0 = blas.dgemm(1.0, V, U, beta=1.0, c=self.H0, trans_b=1, overwrite_c=1)
             self.rank = 0
 
-    def apply_now(self, U, C):
+    def apply_now(self, U: np.ndarray, C: np.ndarray) -> None:
         """``H0 += U C Uᵀ`` at once (one BLAS-3 product), for blocks too large to keep pending.
 
         Folds the pending corrections first.  Not undoable by :meth:`rollback`.
@@ -118,14 +119,14 @@ class LowRankInverse:
         self.H0 = blas.dgemm(1.0, V, np.asfortranarray(U), beta=1.0, c=self.H0, trans_b=1,
                              overwrite_c=1)
 
-    def reset(self, H0):
+    def reset(self, H0: ArrayLike) -> None:
         """Replace the base by a freshly computed inverse and drop all corrections."""
         self.H0 = np.asfortranarray(H0, dtype=np.float64)
         if self._U.shape[0] != self.H0.shape[0]:
             self._U = np.zeros((self.H0.shape[0], self.max_rank), order="F")
         self.rank = 0
 
-    def resize(self, p_new):
+    def resize(self, p_new: int) -> None:
         """Pad with zero rows/columns to size ``p_new`` (fold first)."""
         self.fold()
         p = self.p
@@ -135,7 +136,7 @@ class LowRankInverse:
         self.H0 = H0
         self._U = np.zeros((p_new, self.max_rank), order="F")
 
-    def take(self, keep):
+    def take(self, keep: np.ndarray) -> None:
         """Restrict to the rows/columns ``keep`` (fold first)."""
         self.fold()
         self.H0 = np.asfortranarray(self.H0[np.ix_(keep, keep)])

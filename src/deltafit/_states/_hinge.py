@@ -24,11 +24,15 @@ Where the dual variables live (what approximate leave-one-out for SVMs needs):
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
-from deltafit.solvers import _hinge_kernel_slots, hinge_kernel, hinge_primal
+from deltafit._states._newton_common import padded_at
+from deltafit._states._newton_kernel import KernelNewtonState
 from deltafit._states._protocol import ModelState, grown, needs_result, padded, saved_coef, taken
-from deltafit._states._newton import KernelNewtonState, padded_at
+from deltafit._states._saved_checks import EPS, abs_rows, refuse_rows, row_blocks
+from deltafit.solvers import hinge_kernel, hinge_kernel_slots, hinge_primal
 
 __all__ = ["PrimalHingeState", "KernelHingeState"]
 
@@ -140,6 +144,46 @@ class PrimalHingeState(ModelState):
         st.result = result
         return st
 
+    # ------------------------------------------------------- load-time checks
+    def check_saved_rows(self, arrays: dict, *, first: bool = True, hinge: dict | None = None,
+                         kernel: Callable | None = None) -> None:
+        """β against ``Φᵀ(α∘t)`` from the stored rows (the dual's primal point), and the KKT
+        conditions at the margins ``t_i φ_iᵀβ`` against the saved certificate
+        ``hinge["kkt_violation"]`` (which already includes the solve's rounding bound; no
+        KKT test without it).  A changed row whose dual variable is 0 and which stays outside
+        the margin leaves β the exact fit of the changed rows, and is not told apart.  See
+        :meth:`ModelState.check_saved_rows`."""
+        Phi = arrays.get("ledger_X")
+        if Phi is None:
+            return
+        n, p = Phi.shape
+        w = arrays.get("ledger_w")
+        w = np.ones(n) if w is None else np.asarray(w, dtype=np.float64)
+        t = arrays["ledger_y"]
+        beta, dual = arrays["state_beta"], arrays["state_dual"]
+        kkt = None if hinge is None else float(hinge["kkt_violation"]) * (1.0 + 1e-9)
+        bt, S, ab, box = np.zeros(p), np.abs(beta), np.abs(beta), float(self.C) * w
+        for rows in row_blocks(n):
+            B, a, tb = Phi[rows], dual[rows], t[rows]
+            A = abs_rows(B)
+            bt = bt + np.asarray(B.T @ (a * tb)).ravel()
+            S = S + np.asarray(A.T @ a).ravel()
+            if kkt is None:
+                continue
+            g = tb * np.asarray(B @ beta).ravel() - 1.0  # the dual gradient ∇_i, projected
+            P = np.where(a <= 0.0, np.minimum(g, 0.0),  # as the certificate projects it
+                         np.where(a >= box[rows], np.maximum(g, 0.0), g))
+            P[w[rows] <= 0.0] = 0.0  # samples of weight 0 are out of the problem
+            slack = 4.0 * EPS * (p + 4) * (np.asarray(A @ ab).ravel() + 1.0)
+            bad = np.flatnonzero(np.abs(P) > kkt + slack)
+            if bad.size:
+                refuse_rows("margins of the dual solution (KKT conditions beyond the saved "
+                            "kkt_violation)", f"rows {(bad[:5] + rows.start).tolist()}")
+        bad = np.flatnonzero(np.abs(beta - bt) > 4.0 * EPS * (n + 4) * S)
+        if bad.size:
+            refuse_rows("coefficients Φᵀ(α∘t) of the dual solution",
+                        f"features {bad[:5].tolist()}")
+
 
 class KernelHingeState(KernelNewtonState):
     """Expansion coefficients ``alpha = y ∘ dual`` and the dual variables ``dual`` by ledger
@@ -188,11 +232,11 @@ class KernelHingeState(KernelNewtonState):
         if change.add_slots is not None:
             start[change.add_slots] = 0.0  # new samples start at 0
         w = change.weights_at(A)
-        res = _hinge_kernel_slots(self.gram.K, A, t, o.C, sample_weight=w,
-                                  alpha0=_in_box(start[A], o.C, w),
-                                  working_set=_moved(change, A, A.size), margin0=margin0,
-                                  nonneg=self.nonneg,
-                                  tol=o.tol, max_iter=o.max_iter)
+        res = hinge_kernel_slots(self.gram.K, A, t, o.C, sample_weight=w,
+                                 alpha0=_in_box(start[A], o.C, w),
+                                 working_set=_moved(change, A, A.size), margin0=margin0,
+                                 nonneg=self.nonneg,
+                                 tol=o.tol, max_iter=o.max_iter)
         self.commit(A, res)
 
     def solve(self, A, y, coef0=None, w=None):
@@ -236,3 +280,9 @@ class KernelHingeState(KernelNewtonState):
         result.alpha = dual
         st.nonneg = bool(np.min(st.gram.K, initial=0.0) >= 0.0)  # the free slots hold 0
         return st
+
+    # ------------------------------------------------------- load-time checks
+    def check_saved_solution(self, arrays: dict, solver: dict | None = None) -> None:
+        """Nothing beyond :meth:`from_arrays` (the dual variables in their box): the hinge's
+        certificate is a duality gap, not the gradient norm :class:`KernelNewtonState` checks.
+        The stored kernel matrix is checked as that state's (:meth:`check_saved_rows`)."""

@@ -20,8 +20,8 @@ import dataclasses
 
 import numpy as np
 
-from deltafit.solvers import solve_label
 from deltafit._states._protocol import ModelState
+from deltafit.solvers import solve_label
 
 __all__ = ["OneVsRestState", "SharedOneVsRestState", "one_vs_rest_class", "one_vs_rest_state",
            "column_arrays", "column_view", "CodedLedger",
@@ -43,8 +43,7 @@ def one_hot_codes(t, n_classes):
 def one_vs_rest_class(base):
     """The K-class state over binary states ``base``: one multi-output state for the closed
     form (one factorisation serves every class), K states otherwise."""
-    closed_form = base.kind in ("primal_squared", "dual_squared")
-    return SharedOneVsRestState if closed_form else OneVsRestState
+    return SharedOneVsRestState if base.closed_form else OneVsRestState
 
 
 def one_vs_rest_state(opts, max_rank, base, n_classes):

@@ -22,6 +22,7 @@ state's type or the loss's name.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -198,6 +199,12 @@ class ModelState:
     warm_per_sample : bool
         Whether :meth:`warm_coef` (and ``fit``'s ``coef0``) holds one value per sample (dual
         or expansion coefficients) rather than one per feature.
+    closed_form : bool
+        Whether the state updates in closed form (the squared loss: no solver diagnostics, and
+        one factorisation may serve several outputs or one-vs-rest classes).
+    keeps_no_rows : bool
+        Whether a linear model with this state may keep digests of its rows instead of the
+        rows (``keep_data=False``: only the closed form, whose statistics suffice).
 
     Attributes
     ----------
@@ -212,6 +219,8 @@ class ModelState:
     kernel: ClassVar[bool]
     loss_names: ClassVar[tuple]
     warm_per_sample: ClassVar[bool]
+    closed_form: ClassVar[bool] = False
+    keeps_no_rows: ClassVar[bool] = False
     result = None
     #: K ≥ 3: a one-vs-rest state of K binary ones (``_multiclass.OneVsRestState``); 0: one
     #: problem
@@ -308,18 +317,81 @@ class ModelState:
         the closed form).  Raises ValueError on inconsistent arrays."""
         raise NotImplementedError
 
+    # ------------------------------------------------------- load-time checks
+    # Called by persistence on a state loaded by :meth:`from_arrays`, with the file's arrays
+    # (the state's and the ledger's: ``ledger_X``, ``ledger_y``, ``ledger_w`` where stored).
+    # They read only the fitted problem (ρ, C, the loss) from the state and everything else
+    # from ``arrays``, so that a one-vs-rest class or a K-output column can pass its own view
+    # of them.  Each raises ValueError("corrupt model file: ...") on a violation; the default
+    # checks nothing.
+    def check_saved_statistics(self, arrays: dict, *, n: int, intercept_scaling: float,
+                               fit_intercept: bool, n_positive: int | None = None) -> None:
+        """The saved statistics against the counts and labels (what ties the state to the
+        ledger without reading the rows).
+
+        Parameters
+        ----------
+        arrays : mapping of str to ndarray
+            The file's arrays.
+        n : int
+            The live samples.
+        intercept_scaling : float
+            The constant feature's value (the model's ``_s``).
+        fit_intercept : bool
+            Whether the rows carry the constant feature.
+        n_positive : int or None, default=None
+            A classifier's count of positive samples, kept when it keeps no labels.
+        """
+
+    def check_saved_solution(self, arrays: dict, solver: dict | None = None) -> None:
+        """The saved solution solves the saved problem (to rounding, or to the gradient norm
+        its saved certificate states).
+
+        Parameters
+        ----------
+        arrays : mapping of str to ndarray
+            The file's arrays.
+        solver : dict or None, default=None
+            The saved solver diagnostics (``grad_norm``, ...); None for the closed form.
+        """
+
+    def check_saved_rows(self, arrays: dict, *, first: bool = True, hinge: dict | None = None,
+                         kernel: Callable | None = None) -> None:
+        """The stored rows (``ledger_X``, when kept) against what the state keeps of them.
+
+        Parameters
+        ----------
+        arrays : mapping of str to ndarray
+            The file's arrays.
+        first : bool, default=True
+            Whether this is the first of several checks of the same rows (one-vs-rest
+            classes, outputs): a test of what they share runs once.
+        hinge : dict or None, default=None
+            The saved hinge diagnostics (``kkt_violation``, ...) of a hinge-loss state.
+        kernel : callable or None, default=None
+            A kernel model's fitted kernel, ``kernel(X, Y) -> ndarray``.
+        """
+
+
+# The deltafit objects a state holds and an update changes in place: the ledger's, the linear
+# algebra's, the states' own and the Dask states' objects, the chord steps' curvatures.  The
+# solver's results and options are shared (no update changes them in place).
+_STATEFUL_MODULES = ("deltafit._ledger.", "deltafit._linalg.", "deltafit._states.",
+                     "deltafit._dask.", "deltafit.solvers._chord", "deltafit.solvers._kernel_chord",
+                     "deltafit.models.")
+
+
 
 def _copied(obj):
-    """A copy of ``obj`` whose arrays, lists and deltafit-internal objects are copied too
-    (settings such as the options and the solver result are shared: no update changes them
-    in place)."""
+    """A copy of ``obj`` whose arrays, lists and deltafit-internal objects that updates change
+    in place (``_STATEFUL_MODULES``) are copied too."""
     new = object.__new__(type(obj))
     for k, v in vars(obj).items():
         if isinstance(v, np.ndarray):
             v = v.copy()
         elif isinstance(v, list):
             v = list(v)
-        elif type(v).__module__.startswith("deltafit.models.") and hasattr(v, "__dict__"):
+        elif type(v).__module__.startswith(_STATEFUL_MODULES) and hasattr(v, "__dict__"):
             v = _copied(v)
         new.__dict__[k] = v
     return new

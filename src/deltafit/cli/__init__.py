@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 
 from deltafit.cli._demo import add_demo_command, demo
 
 __all__ = ["main", "demo"]
 
 
-def build_parser():
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="deltafit",
         description="Exact and certified updates of trained models when the training data changes.",
@@ -37,13 +38,13 @@ def build_parser():
     return p
 
 
-def _one_line(exc):
+def _one_line(exc: BaseException) -> str:
     """The message of ``exc`` on one line (a data error's message may span lines)."""
     text = " ".join(str(exc).split())
     return text or type(exc).__name__
 
 
-def _run_command(args):
+def _run_command(args: argparse.Namespace) -> int:
     """Run the subcommand of ``args``; returns its exit status."""
     if args.command == "demo":
         dev = demo(args)
@@ -68,7 +69,7 @@ def _run_command(args):
     return 2  # pragma: no cover
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``deltafit`` command; returns the exit status.
 
     A problem with the data or the options (a file that is missing or does not parse, an

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
 import re
 import sys
+from typing import TextIO
 
 import numpy as np
 
@@ -22,14 +24,14 @@ __all__ = ["add_cv_commands", "run_cv_command"]
 _POW = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*\^\s*(-?\d+)\s*$")
 
 
-def _number(tok):
+def _number(tok: str) -> float:
     m = _POW.match(tok)
     if m:
         return float(m.group(1)) ** int(m.group(2))
     return float(tok)
 
 
-def parse_grid(text, what=None):
+def parse_grid(text: str, what: str | None = None) -> list[float]:
     """Values from ``"0.1,1,10"``, ``"2^-5..2^5"`` (every integer power) or a mix of both.
 
     ``what`` (``"--C"``) starts the message of the ValueError raised for a malformed grid."""
@@ -39,7 +41,7 @@ def parse_grid(text, what=None):
         except ValueError as exc:
             raise ValueError(f"{what}: {exc}; a grid looks like '0.1,1,10' or "
                              f"'2^-5..2^5'") from None
-    out = []
+    out: list[float] = []
     for part in text.split(","):
         part = part.strip()
         if not part:
@@ -86,7 +88,7 @@ def _common(p):
     p.add_argument("--progress", action="store_true", help="show a progress bar (needs tqdm)")
 
 
-def add_cv_commands(sub):
+def add_cv_commands(sub: argparse._SubParsersAction) -> None:
     """Register ``loo`` and ``search`` on an argparse subparsers object."""
     p = sub.add_parser(
         "loo", help="leave-one-out (or k-fold) estimate of a model, exact, and how it was obtained",
@@ -157,7 +159,7 @@ def _splitter(args):
     return cls(args.cv, shuffle=True, random_state=0)
 
 
-def run_cv_command(args, out=None):
+def run_cv_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Run ``deltafit loo`` / ``deltafit search``; returns the exit status."""
     out = sys.stdout if out is None else out
     from deltafit.model_selection import LOOSearchCV, cross_validate, loo

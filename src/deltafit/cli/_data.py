@@ -1,11 +1,15 @@
-"""The data argument shared by the ``deltafit`` subcommands: ``--target``, and checks of the labels
-(at least two classes, numeric targets) with messages that name the labels as the file writes them."""
+"""The data argument shared by the ``deltafit`` subcommands: ``--target``, and checks of the
+labels (at least two classes, numeric targets) with messages that name the labels as the file
+writes them."""
 
 from __future__ import annotations
 
+import argparse
 import re
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 __all__ = ["add_target_argument", "gamma_value", "load_data", "format_label", "describe_classes",
            "require_classes", "require_numeric"]
@@ -15,17 +19,15 @@ TARGET_HELP = ("the target column of a CSV/TSV file: its name in the header line
                "labels such as spam/ham")
 
 
-def add_target_argument(parser):
+def add_target_argument(parser: argparse.ArgumentParser) -> None:
     """Add ``--target COLUMN`` to an argparse parser."""
     parser.add_argument("--target", metavar="COLUMN", default=None, help=TARGET_HELP)
 
 
-def gamma_value(text):
+def gamma_value(text: str) -> str | float:
     """``--gamma``: a positive number, or ``scale`` / ``auto`` as the kernel models take them
     (``scale``, the library's default: ``1 / (n_features * X.var())``; ``auto``:
     ``1 / n_features``)."""
-    import argparse
-
     if text in ("scale", "auto"):
         return text
     try:
@@ -42,7 +44,7 @@ GAMMA_HELP = ("RBF gamma of --model kernel: a positive number, or scale (default
               "library's: 1 / (n_features * X.var())) or auto (1 / n_features)")
 
 
-def load_data(data, target=None):
+def load_data(data: str, target: str | None = None) -> tuple[Any, np.ndarray, str]:
     """``(X, y, title)`` of a bundled data set or a data file, ``target`` (``--target``) passed on.
 
     Parameters
@@ -76,26 +78,26 @@ def load_data(data, target=None):
 _SHAPE = re.compile(r"\s*\([\d,]+ x [\d,]+\)$")
 
 
-def format_label(value):
+def format_label(value: Any) -> str:
     """A label as the file writes it: text as is, whole numbers without ``.0``."""
     if isinstance(value, (float, np.floating)) and float(value).is_integer():
         return str(int(value))
     return str(value)
 
 
-def _listed(labels, limit=10):
+def _listed(labels: np.ndarray, limit: int = 10) -> str:
     shown = ", ".join(format_label(v) for v in labels[:limit])
     return shown + (f", ... ({labels.size} in all)" if labels.size > limit else "")
 
 
-def describe_classes(y):
+def describe_classes(y: ArrayLike) -> str:
     """``"benign (357), malignant (212)"``: each class of ``y`` with its number of samples."""
     labels, counts = np.unique(np.asarray(y), return_counts=True)
     return ", ".join(f"{format_label(v)} ({c})" for v, c in zip(labels[:10], counts[:10])) + (
         f", ... ({labels.size} classes)" if labels.size > 10 else "")
 
 
-def require_classes(y, what):
+def require_classes(y: ArrayLike, what: str) -> None:
     """Raise a ValueError unless ``y`` holds at least two classes (the classifiers of every
     command take any number: three or more are fitted one-vs-rest).
 
@@ -110,7 +112,7 @@ def require_classes(y, what):
                          f"{_listed(labels)}")
 
 
-def require_numeric(y, what):
+def require_numeric(y: ArrayLike, what: str) -> None:
     """Raise a ValueError if ``y`` holds text labels (a regressor needs numbers).
 
     Parameters

@@ -28,11 +28,13 @@ so that the problem has tens of thousands of rows, as random Fourier features
 
 from __future__ import annotations
 
+import argparse
 import copy
 import gc
 import os
 import tempfile
 import time
+from typing import TextIO
 
 import numpy as np
 
@@ -60,7 +62,8 @@ CERTIFIED_MEANS = ("a certified label is the one the retrained model is guarante
 DIGIT_FEATURES, DIGIT_GAMMA = 500, 0.05
 
 
-def load_shifted_digits(max_shift=1, n_features=DIGIT_FEATURES, gamma=DIGIT_GAMMA):
+def load_shifted_digits(max_shift: int = 1, n_features: int = DIGIT_FEATURES,
+                        gamma: float = DIGIT_GAMMA) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """scikit-learn's handwritten digits, each image also shifted, as random Fourier features.
 
     The 1,797 8x8 images of :func:`sklearn.datasets.load_digits` (the test part of the UCI
@@ -68,9 +71,9 @@ def load_shifted_digits(max_shift=1, n_features=DIGIT_FEATURES, gamma=DIGIT_GAMM
     to [0, 1], each copied at every shift ``(dy, dx)`` with ``|dy|, |dx| ≤ max_shift`` (the
     pixels shifted in from outside are 0), then mapped to ``n_features`` random Fourier
     features of the RBF kernel ``exp(-gamma ‖x − x'‖²)`` (Rahimi & Recht, "Random features for
-    large-scale kernel machines"; :class:`sklearn.kernel_approximation.RBFSampler`, random_state=0): a
-    linear model on them approximates a kernel machine, which a linear model on the shifted
-    pixels cannot be.
+    large-scale kernel machines"; :class:`sklearn.kernel_approximation.RBFSampler`,
+    random_state=0): a linear model on them approximates a kernel machine, which a linear model
+    on the shifted pixels cannot be.
 
     Parameters
     ----------
@@ -118,7 +121,7 @@ def load_shifted_digits(max_shift=1, n_features=DIGIT_FEATURES, gamma=DIGIT_GAMM
     return X, np.tile(d.target.astype(np.int64), copies), np.tile(np.arange(n), copies)
 
 
-def add_demo_command(sub):
+def add_demo_command(sub: argparse._SubParsersAction) -> None:
     """Add the ``demo`` subcommand to the ``deltafit`` command's subparsers."""
     d = sub.add_parser(
         "demo",
@@ -262,7 +265,7 @@ class _Story:
 # ---------------------------------------------------------------------------
 # the demo
 # ---------------------------------------------------------------------------
-def demo(args, out=None):
+def demo(args: argparse.Namespace, out: TextIO | None = None) -> float:
     """Run the demo story; returns the largest relative deviation of an update from its refit.
 
     Parameters

@@ -3,9 +3,11 @@ Fig. 2): run the experiment on a file or bundled data, print a table, save the f
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
+from typing import TextIO
 
 import numpy as np
 
@@ -24,7 +26,7 @@ def _floats(text, what):
     return vals
 
 
-def add_experiment_commands(sub):
+def add_experiment_commands(sub: argparse._SubParsersAction) -> None:
     """Register ``stream`` and ``active`` on an argparse subparsers object."""
     s = sub.add_parser(
         "stream",
@@ -127,7 +129,7 @@ def _figure(kind, rows_or_curves, out, name, title):
         return None
 
 
-def run_stream_command(args, out=None):
+def run_stream_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = sys.stdout if out is None else out
     from deltafit.stream import tradeoff_experiment
 
@@ -170,7 +172,7 @@ def run_stream_command(args, out=None):
     return 0
 
 
-def run_active_command(args, out=None):
+def run_active_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = sys.stdout if out is None else out
     from deltafit.active import compare_strategies
     from deltafit.models import KernelClassifier
@@ -214,7 +216,8 @@ def run_active_command(args, out=None):
             c = curves[k]
             j = np.searchsorted(c["n_labeled"], n)
             if j < c["n_labeled"].size and c["n_labeled"][j] == n:
-                cells.append(f"{100 * c['accuracy_mean'][j]:.1f} ± {100 * c['accuracy_std'][j]:.1f}")
+                mean, std = 100 * c["accuracy_mean"][j], 100 * c["accuracy_std"][j]
+                cells.append(f"{mean:.1f} ± {std:.1f}")
             else:
                 cells.append("")
         print(f"| {n} | " + " | ".join(cells) + " |", file=out)

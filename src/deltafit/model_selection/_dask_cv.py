@@ -26,7 +26,7 @@ from sklearn.base import clone
 
 from deltafit._dask._input import row_blocks
 from deltafit._dask._stats import BlockProblem, fold_statistics
-from deltafit.models._registry import state_for
+from deltafit._states._squared_primal import PrimalSquaredState
 
 __all__ = ["DaskFolds", "dask_closed_form"]
 
@@ -134,8 +134,7 @@ def dask_closed_form(estimator, X, y, sample_weight=None, fold=None, n_folds=0):
         For another estimator or loss, and for the refusals of the Dask fit.
     """
     from dask import compute, delayed
-
-    from deltafit.models._linear import LinearClassifier, LinearRegressor
+    from deltafit.models import LinearClassifier, LinearRegressor
 
     if not (isinstance(estimator, (LinearClassifier, LinearRegressor))
             and estimator.get_params().get("loss") == "squared"):
@@ -156,11 +155,10 @@ def dask_closed_form(estimator, X, y, sample_weight=None, fold=None, n_folds=0):
     K_y = model._n_outputs_fitted  # columns of y (regression outputs; labels are one)
     Xb = blocks.X
     if fold is None:  # leave-one-out: one more pass, lazily
-        st = model._state  # K ≥ 3 classes: the one K-output state inside the one-vs-rest one
-        M = st.inner.exact_matrix() if getattr(st, "inner", None) is not None \
-            else model.problem_.normal_matrix()
+        # (K ≥ 3 classes: the one K-output state inside the one-vs-rest one)
+        M = model.problem_.normal_matrix()
         L = cholesky(M, lower=True, check_finite=False)
-        beta = np.array(model._state.beta, copy=True)
+        beta = np.array(model.problem_.coef, copy=True)
         z = _map_loo(Xb, blocks, problem, beta, L, out_chunks, K, K_y)
         y_true = blocks.y.ravel() if blocks.y.ndim == 2 and not K_y else blocks.y
         if problem.labels is not None:
@@ -180,7 +178,7 @@ def dask_closed_form(estimator, X, y, sample_weight=None, fold=None, n_folds=0):
     sizes = np.array([f.n for f in total.folds])
     if np.any(sizes == 0):
         raise ValueError(f"fold {int(np.flatnonzero(sizes == 0)[0])} has no sample")
-    betas = np.stack([state_for(False, "squared")(model._solver_options(), model._max_rank)
+    betas = np.stack([PrimalSquaredState(model._solver_options(), model._max_rank)
                       .fit_statistics(fold_statistics(total, f, rho).stats).beta
                       for f in range(n_folds)])
     f_arr = blocks.fold

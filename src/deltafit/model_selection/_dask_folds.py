@@ -41,9 +41,9 @@ import numpy as np
 from scipy import linalg
 from sklearn.base import clone
 
-from deltafit.solvers._chord import REFRESH_RATIO
 from deltafit._dask._newton import _CHUNK_BYTES, _FLOOR, LADDER, _Chunk
 from deltafit._dask._rows import tree_compute
+from deltafit.solvers._chord import REFRESH_RATIO
 
 __all__ = ["SmoothCVFit", "fit_smooth", "JointPasses", "joint_resolve", "fold_resolve",
            "sample_resolve", "score_folds", "row_quantities", "row_features", "column_targets",
@@ -114,7 +114,7 @@ def fit_smooth(estimator, X, y, sample_weight=None):
         For another estimator or loss, and for the refusals of the Dask fit.
     """
     from deltafit._dask._newton import PassSpec
-    from deltafit.models._linear import LinearClassifier
+    from deltafit.models import LinearClassifier
 
     loss = estimator.get_params().get("loss") if hasattr(estimator, "get_params") else None
     if not isinstance(estimator, LinearClassifier) or loss not in SMOOTH_LOSSES:
@@ -126,12 +126,13 @@ def fit_smooth(estimator, X, y, sample_weight=None):
         model.set_params(feature_map=estimator.feature_map)
     model.fit(X, y, sample_weight=sample_weight)
     K = int(model._n_classes or 0)
-    states = model._state.states if K else [model._state]
+    problems = [model.problem_.for_class(k) for k in range(K)] if K else [model.problem_]
     cols = [[], [], [], [], []]
-    for st in states:
-        f, grad, g0 = st.point
-        for acc, v in zip(cols, (st.beta, grad, g0, f, st.curv.folded().H)):
-            acc.append(np.array(v, dtype=np.float64))
+    for problem in problems:
+        at = problem.newton_point()
+        for acc, key in zip(cols, ("coef", "gradient", "gradient_at_zero", "objective",
+                                   "curvature")):
+            acc.append(np.array(at[key], dtype=np.float64))
     opts = model._solver_options()
     return SmoothCVFit(model=model, betas=np.column_stack(cols[0]),
                        grads=np.column_stack(cols[1]), grads0=np.column_stack(cols[2]),
@@ -533,8 +534,9 @@ def score_folds(fit, fold, betas):
     z : dask array of shape (n,) or (n, K)
     sums : ndarray of shape (2, k)
     """
-    import dask
     import dask.array as da
+
+    import dask
     from dask import delayed
 
     K = fit.n_classes

@@ -6,7 +6,7 @@ For each binary problem (one, or the K one-vs-rest problems of K ≥ 3 classes):
 1. **Balls** (one pass, β̂ and the exact gradient g shipped): Okumura et al., "Quick
    sensitivity analysis for incremental data modification and its application to
    leave-one-out CV in linear classification problems" (KDD'15), Cor. 5 / Thm 6 in the
-   exact-gradient form (Sivan et al. §4.2): :func:`deltafit.sensitivity.regions._ball.loo_balls`.  The
+   exact-gradient form (Sivan et al. §4.2): :func:`deltafit.sensitivity.regions.loo_balls`.  The
    same pass computes ``q₀,t = Φ_tᵀ H⁻¹ Φ_t`` with the Cholesky factor of the fit's Hessian
    shipped, hence the first guess ``T₀,t`` of how far the left-out scores move.
 2. **Curvature sums** (one pass, only where some label is left undecided): for each level τ
@@ -32,11 +32,10 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg
 
-from deltafit.sensitivity.regions._ball import loo_balls
-from deltafit.sensitivity.regions._curvature import _SAFE, secant_range
-from deltafit.sensitivity.regions._curvature_loo import _LEVELS, _MARGIN, _without_own
-from deltafit.sensitivity._multiclass import certain_argmax
 from deltafit.model_selection._problem import _widen
+from deltafit.sensitivity import certain_argmax
+from deltafit.sensitivity.regions import loo_balls, secant_range
+from deltafit.sensitivity.regions._curvature_loo import _LEVELS, _MARGIN, _SAFE, _without_own
 
 __all__ = ["ball_block", "decided_rows", "level_summary", "curvature_levels", "gram_block",
            "add_grams", "factor_levels", "bound_block", "global_limits", "finish_block",

@@ -24,14 +24,14 @@ from sklearn.base import clone, is_classifier
 from sklearn.utils import check_consistent_length, column_or_1d
 from sklearn.utils.validation import check_array
 
-from deltafit.utils._progress import progress_bar
-from deltafit.models import UpdatableMixin
-from deltafit.sensitivity.regions._curvature import CURVATURE_LOSSES
-from deltafit.sensitivity._model_access import COVERED_LOSSES
-from deltafit.sensitivity._multiclass import certain_argmax
 from deltafit.model_selection._closed_form import closed_form_predictions
 from deltafit.model_selection._problem import OneVsRestProblem, problem_of
 from deltafit.model_selection._result import CVResult
+from deltafit.models import UpdatableMixin
+from deltafit.sensitivity import certain_argmax
+from deltafit.sensitivity._model_access import COVERED_LOSSES
+from deltafit.sensitivity.regions import CURVATURE_LOSSES
+from deltafit.utils._progress import progress_bar
 
 __all__ = ["METHODS", "REGIONS", "evaluate", "check_data", "check_weights", "resolve_method",
            "fit_full"]
@@ -123,9 +123,9 @@ def _plain(X):
 
 def check_weights(sample_weight, X):
     """Validated sample weights for the rows of X (None stays None): finite, ``≥ 0``."""
-    from deltafit.solvers import _check_sample_weight
+    from deltafit.solvers import check_sample_weight
 
-    return _check_sample_weight(sample_weight, X.shape[0])
+    return check_sample_weight(sample_weight, X.shape[0])
 
 
 def _loss_param(estimator):
@@ -601,7 +601,7 @@ def _bounds(prob, pairs, test_index, fold, out, early, order, stop, n_jobs, prog
                 got = Parallel(n_jobs=n_jobs)(
                     delayed(_refit_many)(prob, [work[i] for i in part], early) for part in parts)
                 results = [r for g in got for r in g]
-            for k, (R, T), (rlo, rhi, it, stopped) in zip(batch, work, results):
+            for k, (_R, T), (rlo, rhi, it, stopped) in zip(batch, work, results):
                 rows = _rows_of(k, T, fold, test_index, pairs)
                 out.refit[rows] = True
                 out.n_refits += 1

@@ -25,13 +25,18 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve, lu_factor, lu_solve
 
 from deltafit.sensitivity import two_ball_bounds
-from deltafit.sensitivity.regions._ball import center_scores, half_gradient, loo_balls, sq_radius
-from deltafit.sensitivity.regions._curvature import CURVATURE_LOSSES, removal_intervals
-from deltafit.sensitivity.regions._curvature_loo import (
+from deltafit.sensitivity.regions import (
+    CURVATURE_LOSSES,
     KernelSpace,
     LinearSpace,
+    center_scores,
     curvature_loo_bounds,
+    half_gradient,
+    loo_balls,
+    removal_intervals,
+    sq_radius,
 )
+from deltafit.solvers import hinge_kernel, hinge_primal, newton_kernel, newton_primal
 from deltafit.solvers._chord import (
     REFRESH_RATIO,
     Curvature,
@@ -40,7 +45,6 @@ from deltafit.solvers._chord import (
     fresh_point,
     point_by_slot,
 )
-from deltafit.solvers import hinge_kernel, hinge_primal, newton_kernel, newton_primal
 
 __all__ = ["OneVsRestProblem", "TrainingProblem", "problem_of"]
 
@@ -190,7 +194,8 @@ class TrainingProblem:
 
     #: the screening region (``evaluate(..., region=...)`` sets it, "auto" resolved): "sphere",
     #: the published balls; "curvature", the curvature-aware regions of
-    #: deltafit.sensitivity.regions._curvature for the logistic and squared-hinge losses, intersected
+    #: deltafit.sensitivity.regions._curvature for the logistic and squared-hinge losses,
+    #: intersected
     #: with the balls; "auto" (a problem used on its own), curvature for leave-one-out (one
     #: factorisation pair for all n) and the balls for removals (the region of a fold costs a
     #: few O(n³) / O(n p²) factorisations and rarely decides a whole fold)
@@ -459,7 +464,8 @@ class TrainingProblem:
         accumulated); with ``early`` also as soon as the gradient ball of Okumura et al.
         Thm 6 around the iterate, intersected with the interval ``[lo, hi]`` already
         certified for the sample (the leave-one-out ball's, refined by the curvature region
-        and the first Newton step), decides the sign (Okumura §4, op2).  A step is taken when it halves ‖∇J_{−t}‖ or passes
+        and the first Newton step), decides the sign (Okumura §4, op2).  A step is taken when
+        it halves ‖∇J_{−t}‖ or passes
         Armijo's test; a column whose step does neither, or whose chord steps contract
         ‖∇J_{−t}‖ by less than :data:`~deltafit.solvers._chord.REFRESH_RATIO`, is
         handed back (``failed``) for a sequential refit (:meth:`refit`).

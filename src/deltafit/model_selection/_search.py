@@ -9,13 +9,11 @@ import numpy as np
 from scipy.stats import rankdata
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
 from sklearn.model_selection import ParameterGrid
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from deltafit._pipeline import freeze
-from deltafit.utils._progress import progress_bar
-from deltafit.utils._validation import check_bool
-from deltafit.models import UpdatableMixin
 from deltafit.model_selection._engine import (
     REGIONS,
     check_data,
@@ -26,6 +24,8 @@ from deltafit.model_selection._engine import (
     resolve_method,
 )
 from deltafit.model_selection._kfold import make_splits
+from deltafit.models import UpdatableMixin
+from deltafit.utils._progress import progress_bar
 
 __all__ = ["LOOSearchCV"]
 
@@ -126,6 +126,21 @@ class LOOSearchCV(MetaEstimatorMixin, BaseEstimator):
     {'C': 10.0}
     """
 
+    # estimator, param_grid, cv, method and n_jobs are checked where they are used (freeze,
+    # ParameterGrid, make_splits, resolve_method, joblib), as by cross-validation's functions
+    _parameter_constraints: dict = {
+        "estimator": "no_validation",
+        "param_grid": "no_validation",
+        "cv": "no_validation",
+        "method": "no_validation",
+        "prune": ["boolean"],
+        "order": [StrOptions({"margin", "natural"})],
+        "refit": ["boolean"],
+        "n_jobs": "no_validation",
+        "progress": ["boolean"],
+        "region": [StrOptions(set(REGIONS))],
+    }
+
     def __init__(self, estimator, param_grid, *, cv=None, method="auto", prune=True,
                  order="margin", refit=True, n_jobs=None, progress=False, region="auto"):
         self.estimator = estimator
@@ -159,13 +174,7 @@ class LOOSearchCV(MetaEstimatorMixin, BaseEstimator):
         -------
         self
         """
-        check_bool(self.prune, "prune")
-        check_bool(self.refit, "refit")
-        check_bool(self.progress, "progress")
-        if self.order not in ("margin", "natural"):
-            raise ValueError(f"order must be 'margin' or 'natural', got {self.order!r}")
-        if not isinstance(self.region, str) or self.region not in REGIONS:
-            raise ValueError(f"region must be one of {list(REGIONS)}, got {self.region!r}")
+        self._validate_params()
         grid = list(ParameterGrid(self.param_grid))
         if not grid:
             raise ValueError("param_grid is empty")

@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from deltafit.utils._validation import check_int, check_real
-from deltafit.kernels import kernel_matrix, validate_kernel
-from deltafit.models._base import (
-    ClassifierOutputMixin,
-    RegressorTags,
-    UpdatableMixin,
-    guarded_read,
-)
-from deltafit._ledger._ledger import Ledger
+from deltafit._ledger import Ledger
 from deltafit._states._protocol import DataChange
+from deltafit.kernels import kernel_matrix
+from deltafit.models._base import UpdatableMixin
+from deltafit.models._guard import guarded_read
+from deltafit.models._params import KERNEL, constraints
+from deltafit.models._predict import ClassifierOutputMixin, RegressorTags
 
 __all__ = ["KernelClassifier", "KernelRegressor"]
 
@@ -24,9 +24,12 @@ __all__ = ["KernelClassifier", "KernelRegressor"]
 class _KernelModel(UpdatableMixin, BaseEstimator):
     _kernel = True
 
-    def __init__(self, loss="squared", C=1.0, *, kernel="rbf", gamma="scale", degree=3, coef0=1.0,
-                 kernel_params=None, fit_intercept=True, intercept_scaling=1.0, tol=1e-10,
-                 max_iter=100, warm_start=False, callback=None):
+    def __init__(self, loss: str = "squared", C: float = 1.0, *,
+                 kernel: str | Callable[..., Any] = "rbf", gamma: str | float | None = "scale",
+                 degree: int = 3, coef0: float = 1.0, kernel_params: dict | None = None,
+                 fit_intercept: bool = True, intercept_scaling: float = 1.0, tol: float = 1e-10,
+                 max_iter: int = 100, warm_start: bool = False,
+                 callback: Callable[..., Any] | None = None) -> None:
         self.loss = loss
         self.C = C
         self.kernel = kernel
@@ -41,15 +44,7 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
         self.warm_start = warm_start
         self.callback = callback
 
-    def _check_model_params(self):
-        validate_kernel(self.kernel)
-        if not (self.gamma is None or (isinstance(self.gamma, str)
-                                       and self.gamma in ("scale", "auto"))):
-            check_real(self.gamma, "gamma", low=0.0)
-        check_int(self.degree, "degree", low=0)
-        check_real(self.coef0, "coef0", low=None)
-        if self.kernel_params is not None and not isinstance(self.kernel_params, dict):
-            raise ValueError("kernel_params must be a dict or None")
+    _parameter_constraints: dict = constraints(UpdatableMixin._losses, KERNEL)
 
     #: the kernels :func:`sklearn.metrics.pairwise.pairwise_kernels` evaluates on sparse rows
     _SPARSE_KERNELS = ("linear", "rbf", "poly", "sigmoid", "cosine", "laplacian")
@@ -126,7 +121,7 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
     # ------------------------------------------------------------ attributes
     @property
     @guarded_read
-    def dual_coef_(self):
+    def dual_coef_(self) -> np.ndarray:
         """α of the training samples (the expansion ``β = Σ α_i Φ(x_i)``), in the order of
         ``sample_ids_``.  For ``loss="hinge"`` these are ``y_i α_i`` with α_i ∈ [0, C] the SVM
         dual variables (scikit-learn's ``SVC.dual_coef_`` convention): 0 outside the margin,
@@ -138,7 +133,7 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
         return alpha.T.copy() if alpha.ndim == 2 and self._classifier else alpha.copy()
 
     @property
-    def gamma_(self):
+    def gamma_(self) -> float:
         """The kernel coefficient the model was fitted with (``gamma="scale"`` or ``"auto"``
         resolved on the training rows of ``fit``).  Every update keeps it: an updated model
         equals a fresh fit with ``gamma=gamma_``."""
@@ -147,14 +142,14 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
 
     @property
     @guarded_read
-    def X_fit_(self):
+    def X_fit_(self) -> Any:
         """Training rows, in the order of ``sample_ids_``."""
         check_is_fitted(self, "_state")
         return self._ledger.X[self._ledger.active_slots()].copy()
 
     @property
     @guarded_read
-    def intercept_(self):
+    def intercept_(self) -> float | np.ndarray:
         """``intercept_scaling² · Σ α_i`` (the regularised constant feature's contribution)."""
         check_is_fitted(self, "_state")
         alpha = self._state.alpha[self._ledger.active_slots()]
@@ -234,7 +229,8 @@ class KernelClassifier(ClassifierOutputMixin, ClassifierMixin, _KernelModel):
     ----------
     loss : {"squared", "logistic", "squared_hinge", "hinge"}, default="squared"
         ``"squared"`` is the kernel LS-SVM (``(K + ρI) α = y``, ρ = 1/(2C)); its updates border
-        or shrink the system exactly (Lee et al., "Exact incremental and decremental learning for LS-SVM").  ``"logistic"`` and
+        or shrink the system exactly (Lee et al., "Exact incremental and decremental
+        learning for LS-SVM").  ``"logistic"`` and
         ``"squared_hinge"`` re-solve with Newton, warm-started from the current α.
         ``"hinge"`` is the L1-SVM (an SVC whose intercept is the regularised constant in the
         kernel), solved exactly through its dual box QP
@@ -266,6 +262,7 @@ class KernelClassifier(ClassifierOutputMixin, ClassifierMixin, _KernelModel):
 
     _classifier = True
     _losses = ("squared", "logistic", "squared_hinge", "hinge")
+    _parameter_constraints: dict = constraints(_losses, KERNEL)
 
 
 

@@ -3,55 +3,30 @@
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import ClassifierMixin, RegressorMixin, BaseEstimator
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from deltafit.utils._transaction import atomic
-from deltafit.utils._validation import check_bool, feature_names_of
-from deltafit.kernels import resolve_feature_map
-from deltafit.models._base import (
-    ClassifierOutputMixin,
-    RegressorTags,
-    UpdatableMixin,
-    guarded_read,
-)
-from deltafit._states._squared import Rows
-from deltafit._ledger._ledger import DEFAULT_SCHEME, KEY_BYTES, Ledger, SortedDigests
+from deltafit._ledger import DEFAULT_SCHEME, KEY_BYTES, Ledger, SortedDigests
+from deltafit._linalg._features import features
 from deltafit._states._one_vs_rest import one_vs_rest_state
-from deltafit.models._registry import state_for
 from deltafit._states._protocol import DataChange
+from deltafit._states._squared_stats import Rows
+from deltafit.kernels import resolve_feature_map
+from deltafit.models._base import UpdatableMixin
+from deltafit.models._guard import guarded_read
+from deltafit.models._params import LINEAR, constraints
+from deltafit.models._predict import ClassifierOutputMixin, RegressorTags
+from deltafit.models._registry import DASK_STATES, state_for
+from deltafit.utils._transaction import atomic
+from deltafit.utils._validation import feature_names_of
 
 __all__ = ["LinearClassifier", "LinearRegressor"]
-
-
-def features(X, feature_map, s):
-    """Φ(X): the fitted ``feature_map`` (or X itself), with a constant column of value ``s``
-    appended unless ``s`` is None.
-
-    Sparse features (a sparse X without a map, or a map whose output is sparse) stay sparse:
-    a float64 ``csr_matrix``; a map's dense output (``Nystroem``, ``RBFSampler``) is dense."""
-    if feature_map is None:
-        Phi = X
-    else:
-        Phi = feature_map.transform(X)
-        Phi = (sp.csr_matrix(Phi, dtype=np.float64) if sp.issparse(Phi)
-               else np.asarray(Phi, dtype=np.float64))
-    if sp.issparse(Phi):
-        Phi = sp.csr_matrix(Phi, dtype=np.float64)
-        if s is None:
-            return Phi
-        col = sp.csr_matrix(np.full((Phi.shape[0], 1), float(s)))
-        return sp.hstack([Phi, col], format="csr", dtype=np.float64)
-    if s is not None:
-        out = np.empty((Phi.shape[0], Phi.shape[1] + 1))
-        out[:, :-1] = Phi
-        out[:, -1] = s
-        return out
-    return np.ascontiguousarray(Phi)
 
 
 def _scores(x, feature_map, s, beta):
@@ -62,9 +37,10 @@ def _scores(x, feature_map, s, beta):
 class _LinearModel(UpdatableMixin, BaseEstimator):
     """Primal models: β over the features Φ(x) (plus the constant feature)."""
 
-    def __init__(self, loss="squared", C=1.0, *, fit_intercept=True, intercept_scaling=1.0,
-                 feature_map=None, keep_data=True, tol=1e-10, max_iter=100, warm_start=False,
-                 callback=None):
+    def __init__(self, loss: str = "squared", C: float = 1.0, *, fit_intercept: bool = True,
+                 intercept_scaling: float = 1.0, feature_map: Any = None,
+                 keep_data: bool = True, tol: float = 1e-10, max_iter: int = 100,
+                 warm_start: bool = False, callback: Callable[..., Any] | None = None) -> None:
         self.loss = loss
         self.C = C
         self.fit_intercept = fit_intercept
@@ -76,8 +52,11 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         self.warm_start = warm_start
         self.callback = callback
 
-    def _check_model_params(self):
-        check_bool(self.keep_data, "keep_data")
+    _parameter_constraints: dict = constraints(UpdatableMixin._losses, LINEAR)
+
+    def _check_param_rules(self):
+        """The base rules, and: ``keep_data=False`` needs the squared loss."""
+        super()._check_param_rules()
         if not self.keep_data and self.loss != "squared":
             raise ValueError(
                 f"keep_data=False needs loss='squared' (closed-form updates); loss={self.loss!r} "
@@ -88,7 +67,8 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         return None  # every loss takes sparse X
 
     def _features(self, X):
-        """Φ(X) with the constant column ``intercept_scaling`` appended when fitting an intercept."""
+        """Φ(X) with the constant column ``intercept_scaling`` appended when fitting an
+        intercept."""
         return features(X, self.feature_map_,
                         self._s if self._fitted("fit_intercept") else None)
 
@@ -327,7 +307,7 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
                                      total.n_weighted_positive in (0, total.n_weighted)):
                 raise ValueError("the samples with a positive sample_weight show a single "
                                  "class; a classifier needs two classes")
-        base = state_for(False, "squared")
+        base = state_for(False, "squared", backend="dask")
         st = base(opts, self._max_rank).fit_statistics(total.stats)
         if n_classes:  # the K one-vs-rest problems as one state with K right-hand sides
             inner, st = st, one_vs_rest_state(opts, self._max_rank, base, n_classes)
@@ -378,8 +358,6 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         """A logistic / squared-hinge / hinge fit of K ≥ 3 classes on rows persisted on the
         cluster: the K one-vs-rest solves made jointly, one pass serving every class (see
         :mod:`._dask_ovr`)."""
-        from deltafit._dask._hinge import DaskHingeState
-        from deltafit._dask._newton import DaskNewtonState
         from deltafit._dask._ovr import DaskOneVsRestState, OvrPasses
 
         n = int(store.starts[-1])
@@ -396,7 +374,7 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
                 w = None
         passes = OvrPasses(store, spec)
         passes.count = 1  # the pass that persisted the rows evaluated every class's start
-        base = DaskHingeState if self.loss == "hinge" else DaskNewtonState
+        base = state_for(False, self.loss, backend="dask")
         st = DaskOneVsRestState(opts, self._max_rank, base=base,
                                 n_classes=self._n_classes).fit_passes(passes, beta0, share)
         self._check_solution(st)
@@ -413,7 +391,7 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
     def _fit_smooth_dask(self, blocks, store, counts, share, segments, key, p, beta0, opts):
         """A logistic / squared-hinge fit on rows persisted on the cluster: Newton with the
         gradient and Hessian as cluster reductions (see :mod:`._dask_newton`)."""
-        from deltafit._dask._newton import DaskNewtonState, DaskPasses, PassSpec
+        from deltafit._dask._newton import DaskPasses, PassSpec
 
         n, n_pos, n_w, n_wp, ones = (int(v) for v in counts)
         w = None
@@ -425,16 +403,15 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         if n_wp in (0, n_w):
             raise ValueError("the samples with a positive sample_weight show a single class; "
                              "a classifier needs two classes")
-        if self.loss == "hinge":  # a distributed decomposition method (see _dask_hinge)
-            from deltafit._dask._hinge import DaskHingeState
-
-            st = DaskHingeState(opts, self._max_rank).fit_passes(
+        cls = state_for(False, self.loss, backend="dask")
+        if cls.kind == "dask_hinge":  # a distributed decomposition method (see _dask._hinge)
+            st = cls(opts, self._max_rank).fit_passes(
                 store, self._featurizer(), p, n, share, beta0)
             n_passes = st.passes
         else:
             passes = DaskPasses(store, PassSpec(self._featurizer(), opts.loss, opts.C))
             passes.count = 1  # the pass that persisted the rows evaluated the start
-            st = DaskNewtonState(opts, self._max_rank).fit_passes(passes, beta0, share)
+            st = cls(opts, self._max_rank).fit_passes(passes, beta0, share)
             n_passes = passes.count
         self._check_solution(st)
         led = Ledger.from_range(p, n, SortedDigests(n, segments, 0), n + max(16, n // 64),
@@ -474,8 +451,8 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
                             reweight_ids=rw, reweight_w=plan.reweight_w, add=add)
         change.dask_rows = new
         st = self._state
-        if st.kind in ("dask_newton", "dask_hinge") or getattr(st, "base", None) is not None \
-                and st.base.kind in ("dask_newton", "dask_hinge"):  # K ≥ 3: one-vs-rest
+        if st.kind in DASK_STATES or getattr(st, "base", None) is not None \
+                and st.base.kind in DASK_STATES:  # K ≥ 3: one-vs-rest
             change.dask_featurize = self._featurizer()
             # the changed rows as the plan holds them (gathered from the store by the plan,
             # or given), their weights from the ledger, one vectorised read per group: a
@@ -488,7 +465,8 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
                                            plan.reweight_t))
                       if slots is not None and X is not None and len(slots)]
             p = self._state.beta.shape[0]
-            Phi, tb, cb, ta, ca = np.zeros((0, p)), *(np.zeros(0) for _ in range(4))
+            Phi = np.zeros((0, p))
+            tb, cb, ta, ca = (np.zeros(0) for _ in range(4))
             touched = np.zeros(0, dtype=np.int64)
             if groups:
                 slots = np.concatenate([g[0] for g in groups])
@@ -593,7 +571,8 @@ class LinearClassifier(ClassifierOutputMixin, ClassifierMixin, _LinearModel):
         ``"squared"`` is the LS-SVM of Lee et al. ("Exact incremental and decremental
         learning for LS-SVM") with ``ρ = 1/(2C)``; its updates are closed form (their
         Theorem 1 and Corollaries 1–4).  ``"logistic"`` and ``"squared_hinge"`` update by a
-        warm-started Newton re-solve (chord steps on the stored factorised Hessian).  ``"hinge"`` is the L1-SVM, solved exactly through its
+        warm-started Newton re-solve (chord steps on the stored factorised Hessian).
+        ``"hinge"`` is the L1-SVM, solved exactly through its
         dual box QP (:func:`deltafit.solvers.hinge_primal`) and updated by a warm-started
         re-solve; it offers no ``predict_proba``.
     """ + _LINEAR_DOC_PARAMS + """
@@ -632,17 +611,18 @@ class LinearClassifier(ClassifierOutputMixin, ClassifierMixin, _LinearModel):
 
     _classifier = True
     _losses = ("squared", "logistic", "squared_hinge", "hinge")
+    _parameter_constraints: dict = constraints(_losses, LINEAR)
 
     @property
     @guarded_read
-    def coef_(self):
+    def coef_(self) -> np.ndarray:
         check_is_fitted(self, "_state")
         c = self._coef_vector
         return c.T.copy() if c.ndim == 2 else c[None, :].copy()
 
     @property
     @guarded_read
-    def dual_coef_(self):
+    def dual_coef_(self) -> np.ndarray:
         """``y_i α_i`` of the training samples, in the order of ``sample_ids_`` (``loss="hinge"``
         only): α_i ∈ [0, C] are the SVM dual variables, 0 outside the margin, C for margin
         violators, in between for free support vectors; ``β = Σ_i dual_coef_i Φ(x_i)``
@@ -668,7 +648,7 @@ class LinearClassifier(ClassifierOutputMixin, ClassifierMixin, _LinearModel):
 
     @property
     @guarded_read
-    def intercept_(self):
+    def intercept_(self) -> np.ndarray:
         check_is_fitted(self, "_state")
         return np.atleast_1d(np.array(self._intercept_value, dtype=np.float64))
 
@@ -716,13 +696,13 @@ class LinearRegressor(RegressorTags, RegressorMixin, _LinearModel):
 
     @property
     @guarded_read
-    def coef_(self):
+    def coef_(self) -> np.ndarray:
         check_is_fitted(self, "_state")
         c = self._coef_vector
         return c.T.copy() if c.ndim == 2 else c.copy()
 
     @property
     @guarded_read
-    def intercept_(self):
+    def intercept_(self) -> float | np.ndarray:
         check_is_fitted(self, "_state")
         return self._intercept_value

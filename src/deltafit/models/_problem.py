@@ -11,7 +11,8 @@ value ``intercept_scaling``) or the feature space of a kernel (kernel models:
 ``β = Σ α_i Φ(x_i)``, the constant ``intercept_scaling²`` added to the kernel).  The layers
 above the models (sensitivity bounds, fast cross-validation, stream and active learners,
 persistence of derived objects, the command line and the benchmarks) read a fitted model only
-through :class:`FittedProblem` and the estimators' public API.
+through :class:`FittedProblem` and the estimators' public API; :class:`ProblemMixin` gives
+every estimator its ``problem_`` (this view).
 
 Handles
 -------
@@ -31,16 +32,19 @@ model.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 from scipy import linalg
 from sklearn.exceptions import NotFittedError
 
-from deltafit.kernels import kernel_diagonal, kernel_matrix, kernel_rows
 from deltafit._states._one_vs_rest import CodedLedger, class_codes
+from deltafit.kernels import kernel_diagonal, kernel_matrix, kernel_rows
+from deltafit.models._guard import guarded_read
 
-__all__ = ["FittedProblem", "ScoreFunction"]
+__all__ = ["FittedProblem", "ProblemMixin", "ScoreFunction"]
 
 
 def _frozen(a):
@@ -121,7 +125,7 @@ class FittedProblem:
     True
     """
 
-    def __init__(self, model, klass=None):
+    def __init__(self, model: Any, klass: int | None = None) -> None:
         self._model = model
         self._led = model._ledger
         self._st = model._state
@@ -151,14 +155,15 @@ class FittedProblem:
         self.rows_on_cluster = (getattr(st, "kind", None) == "dask_newton"
                                 and model.__dict__.get("_dask_rows") is not None)
         self.keeps_labels = bool(self._led.keeps_labels)
-        self._verified = None  # targets verified by locate / find (a model keeping no labels)
+        # targets verified by locate / find (a model keeping no labels)
+        self._verified: np.ndarray | None = None
         self.n_samples = int(self._led.n_samples)
         #: whether some sample's weight is not 1 (``sample_weight``)
         self.weighted = bool(self._led.weighted)
         self.version = int(getattr(model, "_version", 0))
 
     @classmethod
-    def of(cls, model, what="this operation"):
+    def of(cls, model: Any, what: str = "this operation") -> FittedProblem:
         """The view of ``model``, with errors that name ``what`` needs it.
 
         Raises
@@ -168,9 +173,7 @@ class FittedProblem:
         sklearn.exceptions.NotFittedError
             If it is not fitted.
         """
-        from deltafit.models._base import UpdatableMixin
-
-        if not isinstance(model, UpdatableMixin):
+        if not isinstance(model, ProblemMixin):  # the four estimators
             raise ValueError(
                 f"{what} need a fitted deltafit estimator (LinearClassifier, LinearRegressor, "
                 f"KernelClassifier, KernelRegressor), got {type(model).__name__}"
@@ -193,7 +196,7 @@ class FittedProblem:
             )
         return view
 
-    def for_class(self, k):
+    def for_class(self, k: int) -> FittedProblem:
         """The binary problem of class ``k`` (index into ``classes_``) of a multiclass model:
         targets ±1 (+1 for class k), that class's solution, certificate and solver state,
         over the same samples, rows and kernel matrix.  Every binary accessor of the view
@@ -209,7 +212,7 @@ class FittedProblem:
         return type(self)(self._model, k)
 
     @property
-    def binary(self):
+    def binary(self) -> bool:
         """Whether the view is one binary (or regression) problem: False for the whole of a
         multiclass model, whose problems are ``for_class(k)``."""
         return not self.n_classes or self.klass is not None
@@ -221,26 +224,26 @@ class FittedProblem:
 
     # ------------------------------------------------------------- samples
     @property
-    def live(self):
+    def live(self) -> np.ndarray:
         """Handles of the live samples, in the order of ``sample_ids_``."""
         return _frozen(self._led.active_slots())
 
     @property
-    def sample_ids(self):
+    def sample_ids(self) -> np.ndarray:
         """Ids of the live samples, increasing (``model.sample_ids_``)."""
         return self._led.sample_ids()
 
     @property
-    def next_id(self):
+    def next_id(self) -> int:
         """The id the model's next added sample will get."""
         return int(self._led.next_id)
 
     @property
-    def capacity(self):
+    def capacity(self) -> int:
         """Number of storage positions: every handle is below it."""
         return int(self._led.capacity)
 
-    def handles(self, ids, what="ids"):
+    def handles(self, ids: Any, what: str = "ids") -> np.ndarray:
         """Handles of sample ``ids``.
 
         Raises
@@ -250,7 +253,7 @@ class FittedProblem:
         """
         return self._led.slots_of(ids, what)
 
-    def handles_unchecked(self, ids):
+    def handles_unchecked(self, ids: Any) -> np.ndarray:
         """Handles of ids already checked to be integer and distinct; unknown ids still raise
         ValueError (fast path of the per-sample loops)."""
         led = self._led
@@ -259,16 +262,17 @@ class FittedProblem:
             return slots
         return led.slots_of(ids, "ids")
 
-    def ids_of(self, handles):
+    def ids_of(self, handles: Any) -> np.ndarray:
         """Sample ids at ``handles``."""
         return self._led.ids[np.asarray(handles, dtype=np.intp)].copy()
 
-    def is_current(self):
+    def is_current(self) -> bool:
         """Whether the model is still as it was when this view was made (no fit or update
         since)."""
         return int(getattr(self._model, "_version", 0)) == self.version
 
-    def locate(self, ids=None, X=None, y=None):
+    def locate(self, ids: Any = None, X: Any = None,
+               y: Any = None) -> tuple[np.ndarray, Any]:
         """Handles of samples named by ``ids`` or, for ``keep_data=False`` models, by value,
         with the model's own checks, and their validated rows (None when not given).
 
@@ -303,7 +307,7 @@ class FittedProblem:
         # a class view of a multiclass model: the class indices coded ±1 for its class
         self._verified[handles] = t if self.klass is None else class_codes(t, self.klass)
 
-    def find(self, X, y):
+    def find(self, X: Any, y: Any) -> np.ndarray:
         """Handles of the live samples equal to the rows of ``(X, y)`` (``keep_data=False``
         models, matched by their stored digests; ``y`` as given to ``fit``).
 
@@ -318,7 +322,7 @@ class FittedProblem:
         return handles
 
     @property
-    def targets(self):
+    def targets(self) -> np.ndarray:
         """Encoded targets by handle (±1 for classifiers); stale values at free handles.
 
         A model that keeps no labels (``keep_data=False``) has none to give: its targets are
@@ -334,13 +338,13 @@ class FittedProblem:
         return _frozen(self._verified)
 
     @property
-    def weights(self):
+    def weights(self) -> np.ndarray:
         """Sample weights ``w_i`` by handle (1.0 for every live sample of an unweighted model;
         0.0 at free handles).  Every per-sample coefficient of the bounds is ``C w_i ℓ'`` (or
         ``C w_i ℓ''``): a sample of weight 2 counts as two copies, one of weight 0 as absent."""
         return _frozen(self._led.w)
 
-    def sample_weights(self, handles):
+    def sample_weights(self, handles: Any) -> np.ndarray | None:
         """``w`` at ``handles`` as a new array, or None when every weight is 1 (the unweighted
         arithmetic is then used unchanged)."""
         if not self.weighted:
@@ -348,7 +352,7 @@ class FittedProblem:
         return self._led.w[np.asarray(handles, dtype=np.intp)].copy()
 
     @property
-    def rows(self):
+    def rows(self) -> Any:
         """Stored rows by handle: Φ(x) with the constant column (linear models) or the raw x
         (kernel models); None when the model keeps no rows.
 
@@ -362,38 +366,38 @@ class FittedProblem:
 
     # ------------------------------------------------------------ solution
     @property
-    def coef(self):
+    def coef(self) -> np.ndarray:
         """β over Φ(x) (linear models; the constant feature's weight last)."""
         if self.kernel:
             raise AttributeError("a kernel model's solution is alpha, over its samples")
         return _frozen(self._st.beta)
 
     @property
-    def alpha(self):
+    def alpha(self) -> np.ndarray:
         """Expansion coefficients by handle, ``β = Σ alpha[h] Φ(x_h)`` (kernel models)."""
         if not self.kernel:
             raise AttributeError("a linear model's solution is coef")
         return _frozen(self._st.alpha)
 
     @property
-    def dual(self):
+    def dual(self) -> np.ndarray | None:
         """Hinge loss: the SVM dual variables α ∈ [0, C] by handle; None for other losses."""
         return _frozen(getattr(self._st, "dual", None))
 
     @property
-    def solver_result(self):
+    def solver_result(self) -> Any:
         """The last solve's :class:`~deltafit.solvers.SolverResult` (or ``HingeResult``); None
         for the closed form."""
         return self._st.result
 
-    def solver_counters(self):
+    def solver_counters(self) -> dict:
         """Diagnostics of the closed-form states: ``n_refactor`` (factorisations from the exact
         statistics), ``n_folds`` (folds of pending Woodbury corrections) and ``pending_rank``
         (corrections not yet folded); -1 where a state keeps no such count."""
         return self._st.counters()
 
     @property
-    def certified_residual(self):
+    def certified_residual(self) -> float:
         """A certified bound of ‖β − β*‖ for the stored solution (``model.grad_norm_``; of
         one class's problem for a class view)."""
         if self.klass is not None:
@@ -402,26 +406,26 @@ class FittedProblem:
         return self._model._certified_residual()
 
     # --------------------------------------------------------- feature map
-    def features(self, X):
+    def features(self, X: Any) -> Any:
         """Φ(X) of validated float rows, constant column included (linear models)."""
         if self.kernel:
             raise AttributeError("a kernel model has no explicit features; use kernel_params")
         return self._model._features(X)
 
     @property
-    def kernel_params(self):
+    def kernel_params(self) -> dict:
         """Keyword arguments of :func:`deltafit.kernels.kernel_matrix` / ``kernel_rows`` that
         reproduce the model's kernel, intercept term included (kernel models)."""
         if not self.kernel:
             raise AttributeError("a linear model has no kernel; use features")
         return self._model._kernel_spec()
 
-    def kernel_functions(self):
+    def kernel_functions(self) -> tuple:
         """``(k(A, B), diag(A))`` of the kernel model, frozen at its fitted parameters."""
         kw = self.kernel_params
         return functools.partial(kernel_matrix, **kw), functools.partial(kernel_diagonal, **kw)
 
-    def gram(self, rows, cols=None):
+    def gram(self, rows: Any, cols: Any = None) -> np.ndarray:
         """Stored kernel values ``k(x_r, x_c)`` (intercept term included) between handles
         (kernel models; nothing is evaluated)."""
         if not self.kernel:
@@ -429,13 +433,13 @@ class FittedProblem:
         return self._st.gram.sub(np.asarray(rows, dtype=np.intp),
                                  None if cols is None else np.asarray(cols, dtype=np.intp))
 
-    def gram_entries(self, handles):
+    def gram_entries(self, handles: Any) -> np.ndarray:
         """``k(x_h, x_h)`` of stored samples (kernel models)."""
         h = np.asarray(handles, dtype=np.intp)
         return self._st.gram.K[h, h].copy()
 
     # -------------------------------------------------------------- values
-    def encode_targets(self, y, what="y"):
+    def encode_targets(self, y: Any, what: str = "y") -> np.ndarray:
         """Encoded targets of labels ``y`` (±1 for classifiers, float for regressors).
 
         Raises
@@ -446,7 +450,7 @@ class FittedProblem:
         t = self._model._encode_y(y, what=what)
         return t if self.klass is None else class_codes(t, self.klass)
 
-    def decode_targets(self, t):
+    def decode_targets(self, t: Any) -> Any:
         """Labels of encoded targets: ``classes_`` by sign for classifiers, the values for
         regressors."""
         if not self.classifier:
@@ -456,13 +460,13 @@ class FittedProblem:
             return np.where(t > 0, self._model.classes_[self.klass], None)
         return self._model._decode_y(t)
 
-    def decision(self, X):
+    def decision(self, X: Any) -> np.ndarray:
         """``⟨Φ(x), β⟩`` of validated float rows (no input checks); of every class
         (columns) for the whole of a multiclass model."""
         z = self._model._decision_checked(X)
         return z if self.klass is None else z[:, self.klass]
 
-    def scores(self, handles):
+    def scores(self, handles: Any) -> tuple:
         """``z = ⟨Φ(x_h), β⟩`` and ``‖Φ(x_h)‖²`` of stored samples.
 
         Linear models use the stored feature rows, kernel models the stored kernel matrix
@@ -487,7 +491,7 @@ class FittedProblem:
             return rows @ self._st.beta, np.asarray(rows.multiply(rows).sum(axis=1)).ravel()
         return rows @ self._st.beta, np.einsum("ij,ij->i", rows, rows)
 
-    def solution_sq_norm(self):
+    def solution_sq_norm(self) -> float:
         """``‖β‖²`` of the solution (RKHS norm for kernel models)."""
         if not self.kernel:
             b = self._st.beta
@@ -496,7 +500,7 @@ class FittedProblem:
         a = self._st.alpha[A]
         return float(a @ (self._st.gram.sub(A) @ a))
 
-    def gradient(self):
+    def gradient(self) -> np.ndarray:
         """The exact gradient of J at the stored solution.
 
         Linear models: ∇J ∈ R^p.  Kernel models: the coefficients ``g`` over :attr:`live` of
@@ -522,7 +526,7 @@ class FittedProblem:
         """``ΦᵀΦ + ρI`` of the closed-form primal state, pending rows included (no fold)."""
         return self._st.exact_matrix()
 
-    def hessian(self):
+    def hessian(self) -> np.ndarray:
         """∇²J at the stored solution, ``I + C Φᵀ diag(w ℓ''(t, z)) Φ`` (linear models, p × p).
 
         For the squared loss this is ``2C (ΦᵀΦ + ρI)`` from the exact statistics the
@@ -551,7 +555,7 @@ class FittedProblem:
         H.flat[:: H.shape[0] + 1] += 1.0
         return H
 
-    def select_rows(self, key, k):
+    def select_rows(self, key: Any, k: int) -> dict:
         """The ``k`` live samples of smallest ``key`` in every row block of a model whose rows
         live on a Dask cluster (:attr:`rows_on_cluster`): one pass, a few rows back.
 
@@ -578,14 +582,15 @@ class FittedProblem:
         return {"handles": self._led.slots_of(ids), "rows": Phi, "targets": t, "weights": w,
                 "z": z, "key": kv, "cut": cut}
 
-    def solve_hessian(self, V):
+    def solve_hessian(self, V: Any) -> np.ndarray:
         """``(∇²J)⁻¹ V`` at the stored solution, by a Cholesky factorisation of the exact
         Hessian (O(p³), kernel O(n³)).
 
         Linear models: ``V`` of shape (p,) or (p, k).  Kernel models (squared loss): the
         coefficients over :attr:`live` of ``(∇²J)⁻¹ Σ_i V_i Φ(x_i)``, which by the push-through
-        identity are ``ρ (K + ρI)⁻¹ V`` with ρ = 1/(2C) (``ρ (W K + ρI)⁻¹ V`` with weights).  For the inverse the closed-form
-        states track between factorisations, see :meth:`tracked_inverse`.
+        identity are ``ρ (K + ρI)⁻¹ V`` with ρ = 1/(2C) (``ρ (W K + ρI)⁻¹ V`` with
+        weights).  For the inverse the closed-form states track between factorisations, see
+        :meth:`tracked_inverse`.
         """
         V = np.asarray(V, dtype=np.float64)
         if self.kernel:
@@ -602,7 +607,7 @@ class FittedProblem:
             return rho * linalg.cho_solve(linalg.cho_factor(G, lower=True), V)
         return linalg.cho_solve(linalg.cho_factor(self.hessian(), lower=True), V)
 
-    def tracked_inverse(self):
+    def tracked_inverse(self) -> Callable[[np.ndarray], np.ndarray]:
         """The closed-form state's tracked inverse as a function ``v -> H v``.
 
         Primal squared loss: ``H ≈ (ΦᵀΦ + ρI)⁻¹`` over the features.  Kernel squared loss:
@@ -616,11 +621,14 @@ class FittedProblem:
 
     def _closed_form(self, what):
         st = self._st
+        inner = getattr(st, "inner", None)  # K ≥ 3 squared classes: one K-output state
+        if self.klass is None and inner is not None:
+            st = inner
         if getattr(st, "kind", None) not in ("primal_squared", "dual_squared"):
             raise ValueError(f"{what} needs a closed-form (loss='squared') model")
         return st
 
-    def normal_matrix(self):
+    def normal_matrix(self) -> np.ndarray:
         """``ΦᵀWΦ + ρI`` (ρ = 1/(2C)) from the exact statistics of the closed-form primal
         state, pending rows included (a new p × p array; linear squared-loss models)."""
         st = self._closed_form("normal_matrix")
@@ -628,7 +636,24 @@ class FittedProblem:
             raise ValueError("normal_matrix needs a linear model; kernel models offer gram")
         return st.exact_matrix()
 
-    def apply_inverse(self, V):
+    def newton_point(self) -> dict:
+        """Where a binary Newton state (logistic, squared hinge; linear, NumPy or Dask) stands: ``coef`` β,
+        ``gradient`` ∇J(β), ``gradient_at_zero`` ∇J(0), ``objective`` J(β) and ``curvature``
+        (the matrix ``M = I + Σ d_s φ_s φ_sᵀ`` of its last Newton step, which chord steps
+        reuse): new arrays, for warm re-solves elsewhere (the Dask folds).  A one-vs-rest
+        model answers per class: ``problem_.for_class(k).newton_point()``."""
+        st = self._st
+        if getattr(st, "kind", None) not in ("primal_newton", "dask_newton"):
+            raise ValueError("newton_point needs a linear logistic or squared-hinge problem "
+                             "(for K ≥ 3 classes: problem_.for_class(k))")
+        f, grad, g0 = st.point
+        return {"coef": np.array(st.beta, dtype=np.float64),
+                "gradient": np.array(grad, dtype=np.float64),
+                "gradient_at_zero": np.array(g0, dtype=np.float64),
+                "objective": float(f),
+                "curvature": np.array(st.curv.folded().H, dtype=np.float64)}
+
+    def apply_inverse(self, V: Any) -> np.ndarray:
         """``H V`` with the closed-form state's current inverse, never changing the model.
 
         Primal: ``H ≈ (ΦᵀWΦ + ρI)⁻¹`` over the features (the tracked inverse, or a solve with
@@ -644,7 +669,7 @@ class FittedProblem:
             return linalg.cho_solve(st._chol, V, check_finite=False)
         return st.inv.matvec(V)
 
-    def inverse_columns(self, handles):
+    def inverse_columns(self, handles: Any) -> np.ndarray:
         """Columns ``H[:, handles]`` of the kernel closed-form state's current inverse
         ``H ≈ (K + ρW⁻¹)⁻¹`` (shape (capacity, k)), O(capacity · (k + pending rank))."""
         st = self._closed_form("inverse_columns")
@@ -652,11 +677,11 @@ class FittedProblem:
             raise ValueError("inverse_columns needs a kernel model")
         return st.inv.columns(np.asarray(handles, dtype=np.intp))
 
-    def score_function(self):
+    def score_function(self) -> ScoreFunction:
         """A :class:`ScoreFunction`: the current solution's scores, frozen, without checks."""
         return ScoreFunction(self)
 
-    def cached(self, key, compute):
+    def cached(self, key: Any, compute: Callable[[], Any]) -> Any:
         """``compute()``, computed once per model version and key and kept with the solver
         state (for derived quantities of the stored solution that many queries reuse, such as
         the curvature-aware sensitivity regions' Hessian eigendecomposition).  The cache is
@@ -725,7 +750,7 @@ class ScoreFunction:
     True
     """
 
-    def __init__(self, problem):
+    def __init__(self, problem: FittedProblem) -> None:
         if not isinstance(problem, FittedProblem):
             problem = FittedProblem.of(problem, "a score function")
         self.kernel = problem.kernel
@@ -738,12 +763,29 @@ class ScoreFunction:
             self.beta = np.array(problem.coef)
             self.features = problem.features
 
-    def mapped(self, P):
+    def mapped(self, P: Any) -> np.ndarray:
         """Scores of points already mapped (raw rows for kernels, Φ rows for linear models)."""
         if self.kernel:
             return kernel_rows(P, self.points, **self.kw) @ self.alpha
         return P @ self.beta
 
-    def __call__(self, X):
+    def __call__(self, X: Any) -> np.ndarray:
         """Scores of raw rows."""
         return self.mapped(X if self.kernel else self.features(X))
+
+
+class ProblemMixin:
+    """Gives an estimator its :attr:`problem_` (scikit-learn style mixin; a base of
+    :class:`~deltafit.models.UpdatableMixin`, hence of every deltafit estimator)."""
+
+    _is_fitted: Callable[[], bool]  # the estimator's (UpdatableMixin._is_fitted)
+
+    @property
+    @guarded_read
+    def problem_(self) -> FittedProblem:
+        """:class:`~deltafit.models.FittedProblem`: read-only view of the fitted problem
+        (features or kernel, targets, loss, C, solution, gradient, Hessian) for code that
+        builds on the model; made anew at each access, it copies nothing."""
+        if not self._is_fitted():
+            raise AttributeError("problem_ is set by fit")
+        return FittedProblem(self)

@@ -1,6 +1,6 @@
 """Fitted scikit-learn transformers as JSON parameters + arrays, and back, without pickle.
 
-Used by :mod:`._persistence` for a linear model's ``feature_map_`` and for the frozen
+Used by :mod:`deltafit.persistence` for a linear model's ``feature_map_`` and for the frozen
 transformers of a :class:`deltafit.UpdatablePipeline`.  A transformer is stored as its class
 name (from a fixed list of scikit-learn classes, :data:`SUPPORTED`), its parameters (JSON; a
 tuple is written as ``{"__tuple__": [...]}``), its fitted scalars (JSON) and its fitted arrays
@@ -18,6 +18,8 @@ import importlib
 import math
 import re
 import warnings
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -50,11 +52,11 @@ _PUBLIC_ATTR = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,99}_")
 _SCALAR_TYPES = (bool, int, float, str, np.integer, np.floating, np.bool_)
 
 
-def _class(name):
+def _class(name: str) -> type:
     return getattr(importlib.import_module(SUPPORTED[name]), name)
 
 
-def check_supported(obj, what, allowed=None):
+def check_supported(obj: Any, what: str, allowed: Iterable[str] | None = None) -> str:
     """The class name of ``obj`` if it is one of ``allowed`` (default: every supported class)
     exactly; else ValueError naming the class and the supported list."""
     allowed = tuple(SUPPORTED) if allowed is None else tuple(allowed)
@@ -65,10 +67,10 @@ def check_supported(obj, what, allowed=None):
     return name
 
 
-def encode_params(params, what):
+def encode_params(params: Mapping[str, Any], what: str) -> dict[str, Any]:
     """``get_params(deep=False)`` as JSON: numbers, strings, None, lists, dicts; a tuple as
     ``{"__tuple__": [...]}``.  ValueError for anything else (a callable, a RandomState)."""
-    def enc(v, name):
+    def enc(v: Any, name: str) -> Any:
         if v is None or isinstance(v, (bool, str)):
             return v
         if isinstance(v, (int, np.integer)):
@@ -89,9 +91,9 @@ def encode_params(params, what):
     return {k: enc(v, f"{what}.{k}") for k, v in params.items()}
 
 
-def decode_params(params, what):
+def decode_params(params: Any, what: str) -> dict[str, Any]:
     """Inverse of :func:`encode_params` (the values' types checked)."""
-    def dec(v):
+    def dec(v: Any) -> Any:
         if v is None or isinstance(v, (bool, int, float, str)):
             return v
         if isinstance(v, list):
@@ -107,13 +109,14 @@ def decode_params(params, what):
     return {k: dec(v) for k, v in params.items()}
 
 
-def fitted_state(obj, what):
+def fitted_state(obj: Any, what: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """``(scalars, arrays)``: the public fitted attributes of ``obj`` (names ending in ``_``).
 
     Raises ValueError for a fitted attribute that is neither a plain scalar nor an array of
     numbers or text (it could not be stored without pickle)."""
     params = set(obj.get_params(deep=False))
-    scalars, arrays = {}, {}
+    scalars: dict[str, Any] = {}
+    arrays: dict[str, np.ndarray] = {}
     for key, val in vars(obj).items():
         if key in params:
             continue
@@ -142,7 +145,8 @@ def fitted_state(obj, what):
     return scalars, arrays
 
 
-def build(name, params, what, allowed=None):
+def build(name: Any, params: Mapping[str, Any], what: str,
+          allowed: Iterable[str] | None = None) -> Any:
     """An unfitted transformer of the supported class ``name`` with ``params``, validated by
     scikit-learn; ValueError naming ``what`` otherwise."""
     allowed = tuple(SUPPORTED) if allowed is None else tuple(allowed)
@@ -161,7 +165,8 @@ def build(name, params, what, allowed=None):
     return obj
 
 
-def refit_on_width(obj, d, scalars, arrays, what):
+def refit_on_width(obj: Any, d: int, scalars: Mapping[str, Any], arrays: Mapping[str, Any],
+                   what: str) -> Any:
     """A :data:`FIT_ON_WIDTH` transformer fitted on one row of ``d`` zeros; the stored fitted
     values must be exactly those of this fit (no arrays; the scalars equal)."""
     try:
@@ -171,7 +176,7 @@ def refit_on_width(obj, d, scalars, arrays, what):
                          f"({type(exc).__name__}: {exc})") from None
     expected, _ = fitted_state(obj, what)
 
-    def same(saved, v):
+    def same(saved: Any, v: Any) -> bool:
         if not isinstance(saved, dict) and isinstance(v, dict):  # a file of before the dtype
             v = v["value"]                                      # was kept: the plain value
         return type(saved) is type(v) and saved == v
@@ -183,7 +188,8 @@ def refit_on_width(obj, d, scalars, arrays, what):
     return obj
 
 
-def restore_fitted(obj, scalars, arrays, what):
+def restore_fitted(obj: Any, scalars: Mapping[str, Any], arrays: Mapping[str, Any],
+                   what: str) -> Any:
     """Set the fitted attributes on ``obj`` (made by :func:`build`): only public names that
     are not part of the class, its parameters or what its constructor set; plain values only."""
     cls = type(obj)
@@ -232,13 +238,13 @@ def _numpy_scalar(spec, what):
     return out
 
 
-def probe_rows(d):
+def probe_rows(d: int) -> np.ndarray:
     """Two fixed rows whose features fingerprint a fitted transformer (non-negative, as some
     transformers need)."""
     return np.vstack([np.zeros(d), np.linspace(0.1, 1.0, d)])
 
 
-def probe(obj, d):
+def probe(obj: Any, d: int) -> np.ndarray:
     """The fitted transformer's output on :func:`probe_rows` (dense float64, shape (2, out))."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # e.g. fitted on a DataFrame: no feature names here
@@ -248,7 +254,7 @@ def probe(obj, d):
     return np.asarray(Z, dtype=np.float64)
 
 
-def check_probe(obj, d, saved, width_out, what):
+def check_probe(obj: Any, d: int, saved: Any, width_out: int, what: str) -> Any:
     """The rebuilt transformer maps ``d`` features to ``width_out`` and reproduces ``saved``
     (its output on the probe rows when it was saved); ValueError otherwise."""
     try:

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from deltafit.plotting._attribution import attribution_figure
 from deltafit.plotting._experiments import (
@@ -17,7 +22,8 @@ __all__ = ["tightness_cdf", "treecv_times", "tradeoff_curves", "active_learning_
            "demo_figure", "attribution_figure"]
 
 
-def tightness_cdf(ratios, path, *, title=None, xmax=None):
+def tightness_cdf(ratios: dict[str, ArrayLike], path: str | os.PathLike[str], *,
+                  title: str | None = None, xmax: float | None = None) -> str:
     """Draw the CDF of bound / true distance ratios (Sivan et al. Fig. 1) to a PNG.
 
     Parameters
@@ -70,7 +76,8 @@ def tightness_cdf(ratios, path, *, title=None, xmax=None):
     return _save_png(plt, fig, path)
 
 
-def treecv_times(results, path, *, title=None):
+def treecv_times(results: dict[str, dict[str, dict[str, tuple[ArrayLike, ArrayLike]]]],
+                 path: str | os.PathLike[str], *, title: str | None = None) -> str:
     """Draw TreeCV vs standard k-fold running times against n (Joulani et al. Fig. 2) to a PNG.
 
     Parameters
@@ -119,16 +126,16 @@ def treecv_times(results, path, *, title=None):
     plt = _pyplot()
     fig, axes = plt.subplots(len(rows), len(panels), figsize=(4.2 * len(panels), 3.4 * len(rows)),
                              dpi=110, squeeze=False)
-    colours = {}
+    colours: dict[str, str] = {}
     for i, row in enumerate(rows):
         for j, panel in enumerate(panels):
             ax = axes[i][j]
-            for label, (n, t) in results[row].get(panel, {}).items():
+            for label, (n_t, t_t) in results[row].get(panel, {}).items():
                 k = label.split("k=")[-1] if "k=" in label else label
                 colour = colours.setdefault(k, f"C{len(colours) % 10}")
                 style = "--" if label.lower().startswith("standard") else "-"
                 marker = "s" if "random" in label.lower() else "o"
-                ax.plot(n, t, style, color=colour, marker=marker, markersize=3, label=label)
+                ax.plot(n_t, t_t, style, color=colour, marker=marker, markersize=3, label=label)
             if "LOO" in panel:
                 ax.set_xscale("log")
                 ax.set_yscale("log")
@@ -143,7 +150,9 @@ def treecv_times(results, path, *, title=None):
     return _save_png(plt, fig, path)
 
 
-def demo_figure(steps, path, *, intervals=None, max_intervals=500, title=None):
+def demo_figure(steps: Sequence[tuple[str, float, float]], path: str | os.PathLike[str], *,
+                intervals: Mapping[str, Any] | None = None, max_intervals: int = 500,
+                title: str | None = None) -> str:
     """Draw ``deltafit demo``'s figure to a PNG: update vs refit times, certified intervals.
 
     Left: the time of each operation, deltafit's update against a refit on the same data
@@ -197,7 +206,8 @@ def demo_figure(steps, path, *, intervals=None, max_intervals=500, title=None):
     True
     """
     _require_nonempty(steps, (list, tuple), "steps", "list of (label, t_update, t_refit)")
-    labels, times = [], []
+    labels: list[str] = []
+    rows: list[np.ndarray] = []
     for step in steps:
         if len(step) != 3:
             raise ValueError(f"each step must be (label, t_update, t_refit), got {step!r}")
@@ -205,8 +215,8 @@ def demo_figure(steps, path, *, intervals=None, max_intervals=500, title=None):
         if not np.all(np.isfinite(t)) or np.any(t <= 0):
             raise ValueError(f"times must be positive finite numbers, got {step!r}")
         labels.append(str(step[0]))
-        times.append(t)
-    times = np.array(times)
+        rows.append(t)
+    times = np.array(rows)
     ball = None
     if intervals is not None:
         try:
@@ -248,7 +258,9 @@ def demo_figure(steps, path, *, intervals=None, max_intervals=500, title=None):
     return _save_png(plt, fig, path)
 
 
-def _width_against_change(ax, lo, hi, ex, ball, intervals, max_intervals):
+def _width_against_change(ax: Any, lo: np.ndarray, hi: np.ndarray, ex: np.ndarray,
+                          ball: tuple[np.ndarray, ...] | None, intervals: Mapping[str, Any],
+                          max_intervals: int) -> None:
     """The right panel of :func:`demo_figure`: interval widths against the true changes."""
     from matplotlib.ticker import LogFormatterSciNotation, LogLocator, NullFormatter
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 import numpy as np
 
 from deltafit.plotting._pyplot import pyplot as _pyplot
@@ -10,14 +14,14 @@ __all__ = ["tradeoff_curves", "active_learning_curves"]
 
 
 # helpers of every figure (:mod:`deltafit.plotting` uses them too) --------------------------
-def _require_nonempty(value, types, name, what):
+def _require_nonempty(value: Any, types: type | tuple[type, ...], name: str, what: str) -> None:
     """ValueError ``"{name} must be a non-empty {what}"`` unless ``value`` is a non-empty
     instance of ``types``."""
     if not isinstance(value, types) or not value:
         raise ValueError(f"{name} must be a non-empty {what}")
 
 
-def _save_png(plt, fig, path):
+def _save_png(plt: Any, fig: Any, path: str | os.PathLike[str]) -> str:
     """Lay out ``fig``, write it to ``path`` as a PNG and close it; returns ``str(path)``."""
     fig.tight_layout()
     fig.savefig(path, format="png")
@@ -25,7 +29,8 @@ def _save_png(plt, fig, path):
     return str(path)
 
 
-def _finish(plt, fig, ax, xlabel, ylabel, title, path):
+def _finish(plt: Any, fig: Any, ax: Any, xlabel: str, ylabel: str, title: str,
+            path: str | os.PathLike[str]) -> str:
     """Label, grid and legend of a one-panel figure, then :func:`_save_png`."""
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
@@ -35,7 +40,8 @@ def _finish(plt, fig, ax, xlabel, ylabel, title, path):
     return _save_png(plt, fig, path)
 
 
-def tradeoff_curves(results, path, *, title=None, logx=True):
+def tradeoff_curves(results: Sequence[Mapping[str, Any]], path: str | os.PathLike[str], *,
+                    title: str | None = None, logx: bool = True) -> str:
     """Accuracy against model computations, one curve per algorithm (Sivan et al. Fig. 3).
 
     Parameters
@@ -68,7 +74,7 @@ def tradeoff_curves(results, path, *, title=None, logx=True):
     True
     """
     _require_nonempty(results, (list, tuple), "results", "list of dicts")
-    groups = {}
+    groups: dict[str, list[Mapping[str, Any]]] = {}
     for r in results:
         if not isinstance(r, dict) or not {"algorithm", "n_model_computations",
                                            "accuracy"} <= set(r):
@@ -106,7 +112,8 @@ def tradeoff_curves(results, path, *, title=None, logx=True):
                    title or "Accuracy vs model computations (Sivan et al. Fig. 3)", path)
 
 
-def active_learning_curves(curves, path, *, title=None):
+def active_learning_curves(curves: Mapping[str, Mapping[str, Any]],
+                           path: str | os.PathLike[str], *, title: str | None = None) -> str:
     """Test accuracy against labeled samples per strategy, mean ± std (Sivan et al. Fig. 2).
 
     Parameters

@@ -6,10 +6,12 @@ that none of them imports another for it.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = ["pyplot"]
 
 
-def pyplot():
+def pyplot() -> Any:
     """``matplotlib.pyplot`` with the non-interactive ``Agg`` backend (unless one is already set).
 
     Returns

@@ -25,18 +25,22 @@ shape (n, K), and a label is certified when the top class's lower bound exceeds 
 class's upper bound (:func:`certain_argmax`); :func:`loo_bounds` gives (n, K) bounds too, and
 ``IncrementalSphere(model)`` is a :class:`MulticlassIncrementalSphere` (one ball per class).
 
-The data-change ball is computed in one place, the private module ``_ball`` (its Theorem 1 form
-here, its exact-gradient form for :mod:`deltafit.model_selection`), and the samples of a
-pending change are kept by one store, ``_changes`` (``LinearChanges`` / ``KernelChanges``),
-shared by :class:`Sensitivity` and :class:`IncrementalSphere`.
+The data-change ball is computed in one place, ``regions._ball`` (its Theorem 1 form here, its
+exact-gradient form for :mod:`deltafit.model_selection`), and the samples of a pending change
+are kept by one store, ``_changes`` (``LinearChanges`` / ``KernelChanges``), shared by
+:class:`Sensitivity` and :class:`IncrementalSphere`.  The queries answer from a *region*
+(:mod:`deltafit.sensitivity.regions`: the :class:`~deltafit.sensitivity.regions.Region`
+interface and the registry of regions by ``method=`` name).
 
 For the squared loss the answers are exact (``method="auto"`` resolves to ``"exact"``): the
 retrained model's own decision values, computed from the stored factorisation without changing
-the model (Woodbury / Schur complement, ``_squared_whatif``), in intervals of rounding width;
+the model (Woodbury / Schur complement, ``regions._exact``), in intervals of rounding width;
 ``method="sphere"`` gives the published ball for every loss.
 
 This module is callable: ``deltafit.sensitivity(model, C_new=None, method="auto")`` is
-``deltafit.sensitivity.Sensitivity(model, C_new=None, method="auto")``.
+:func:`for_model` (``Sensitivity(model, ...)`` for a binary model or a regressor,
+``MulticlassSensitivity(model, ...)`` for K ≥ 3 classes), with a fitted
+:class:`deltafit.UpdatablePipeline` passed through to its final estimator.
 """
 
 from __future__ import annotations
@@ -45,11 +49,11 @@ import sys
 import types
 
 from deltafit._pipeline import PipelineSensitivity, unwrap
-from deltafit.sensitivity._data_change import Sensitivity
-from deltafit.sensitivity._incremental import IncrementalSphere, MulticlassIncrementalSphere
+from deltafit.sensitivity._data_change import MulticlassSensitivity, Sensitivity, for_model
 from deltafit.sensitivity._gradient import CertainSigns, gradient_sphere, model_gradient_sphere
+from deltafit.sensitivity._incremental import IncrementalSphere, MulticlassIncrementalSphere
 from deltafit.sensitivity._loo import loo_bounds, zhang_loo_bounds
-from deltafit.sensitivity._multiclass import MulticlassSensitivity, certain_argmax
+from deltafit.sensitivity._per_class import certain_argmax
 from deltafit.sensitivity.regions._sphere import (
     BallIntersection,
     KernelSphere,
@@ -59,6 +63,7 @@ from deltafit.sensitivity.regions._sphere import (
 )
 
 __all__ = [
+    "for_model",
     "Sensitivity",
     "MulticlassSensitivity",
     "certain_argmax",
@@ -77,20 +82,29 @@ __all__ = [
 ]
 
 
+def _call(model, C_new=None, *, method="auto"):
+    """What-if object for ``model``: :func:`for_model` (``method``: ``"auto"``, ``"sphere"``,
+    ``"exact"`` or ``"curvature"``).
+
+    ``model`` may be a fitted :class:`deltafit.UpdatablePipeline`: the what-if object of
+    its final estimator, whose methods taking rows pass them through the frozen
+    transformers (:class:`deltafit._pipeline.PipelineSensitivity`).
+    """
+    final, transform = unwrap(model)
+    s = for_model(final, C_new=C_new, method=method)
+    return s if transform is None else PipelineSensitivity(s, transform)
+
+
+# The one place that makes this module callable, ``deltafit.sensitivity(model, ...)``: Python
+# calls a module only through its type, so the module's class is swapped for a ModuleType
+# subclass whose ``__call__`` is :func:`_call`.  Nothing else depends on the swap.
 class _CallableModule(types.ModuleType):
-    """The module, callable as ``deltafit.sensitivity(model, C_new=None)``."""
+    """The module, callable as ``deltafit.sensitivity(model, C_new=None, method="auto")``."""
 
     def __call__(self, model, C_new=None, *, method="auto"):
-        """What-if object for ``model``; see :class:`Sensitivity` (``method``: ``"auto"``,
-        ``"sphere"``, ``"exact"`` or ``"curvature"``).
+        return _call(model, C_new, method=method)
 
-        ``model`` may be a fitted :class:`deltafit.UpdatablePipeline`: the what-if object of
-        its final estimator, whose methods taking rows pass them through the frozen
-        transformers (:class:`deltafit._pipeline.PipelineSensitivity`).
-        """
-        final, transform = unwrap(model)
-        s = Sensitivity(final, C_new=C_new, method=method)
-        return s if transform is None else PipelineSensitivity(s, transform)
+    __call__.__doc__ = _call.__doc__
 
 
 sys.modules[__name__].__class__ = _CallableModule

@@ -29,8 +29,8 @@ import math
 import numpy as np
 
 from deltafit.kernels import kernel_diagonal, kernel_rows
-from deltafit.sensitivity.regions import _ball
 from deltafit.sensitivity._model_access import ScoreFunction
+from deltafit.sensitivity.regions import _ball
 from deltafit.sensitivity.regions._sphere import KernelSphere, PrimalSphere, _Features
 
 __all__ = ["ChangedSamples", "KernelChanges", "LinearChanges", "changes_for"]

@@ -1,4 +1,4 @@
-"""The ball around the retrained model after a hypothetical data change (no retraining).
+"""What-if objects: certified bounds on the model retrained after a hypothetical data change.
 
 Let β₁ minimise ``P₁(β) = C₁ Σ_{D₁} w_i ℓ_i(β) + ½‖β‖²`` and β₂ minimise
 ``P₂(β) = C₂ Σ_{D₂} w'_i ℓ_i(β) + ½‖β‖²`` with ``D₂ = D₁ ∖ R ∪ A`` and sample weights
@@ -17,17 +17,26 @@ only the gradients of the changed samples.  A relabel is a removal of (x, y_old)
 ``(w' − w) ℓ_i``, linear in the weights, so it is the same kind of change (a weight-2 sample is
 two copies: removing it moves the ball exactly as removing both copies).  Since β₁ is computed
 to a tolerance, the radius is widened by the model's certified solver residual.  The ball is
-computed by :mod:`deltafit.sensitivity.regions._ball`, the changed samples are kept by
-:mod:`deltafit.sensitivity._changes`.
+computed by :mod:`deltafit.sensitivity.regions._ball`; the changed samples and Δg are kept by
+:class:`~deltafit.sensitivity._pending.PendingChange` (store: :mod:`deltafit.sensitivity._changes`).
 
-The queries answer from a *region* of the pending change (``method=``; built by
-:func:`build_region` on first use, kept until the next change): the ball above
-(:class:`SphereRegion`, ``"sphere"``), the exact retrained model of the squared loss
-(:mod:`deltafit.sensitivity.regions._exact`, ``"exact"``) or the curvature-aware region of the
-logistic and squared-hinge losses (``"curvature"``).  A region has ``kind``,
-``decision_bounds(X)``, ``center_decision(X)``, ``distance_bound()`` and ``coef_bounds()``
-(linear models: the full β, the constant feature last); :meth:`Sensitivity.sphere` is always
-the ball.
+The queries answer from a *region* of the pending change (``method=``; built on first use, kept
+until the next change): a :class:`~deltafit.sensitivity.regions.Region` registered by name in
+:data:`~deltafit.sensitivity.regions.REGIONS` — the ball above (``"sphere"``), the exact
+retrained model of the squared loss (``"exact"``) or the curvature-aware region of the logistic
+and squared-hinge losses (``"curvature"``); :meth:`Sensitivity.sphere` is always the ball.
+
+A classifier with K ≥ 3 classes solves K binary problems over the same samples (class k = +1,
+the rest = −1, the same C; :mod:`deltafit._states._one_vs_rest`).  A data change is a data
+change of each of them, so each class's retrained solution lies in its own region, computed by
+the binary :class:`Sensitivity` on the class's view ``model.problem_.for_class(k)``
+(:class:`MulticlassSensitivity`).  The retrained model's decision values lie in the product of
+the K intervals; its label, the argmax, is certain when the top class's lower bound exceeds
+every other class's upper bound (:func:`~deltafit.sensitivity.certain_argmax`).  An addition or
+a removal changes every class's problem; a relabel from class a to class b changes the targets
+of classes a and b only — for every other class the sample's coded target, hence its
+coefficient in Δg, is unchanged, and that class's ball keeps radius 0 plus the solver
+allowance.  :func:`for_model` makes the binary or the multiclass object, as the model needs.
 """
 
 from __future__ import annotations
@@ -36,147 +45,67 @@ import numbers
 from functools import partial
 
 import numpy as np
-import scipy.sparse as sp
 
-from deltafit.utils._validation import check_feature_names, check_ids, check_rows
-from deltafit.solvers import _check_sample_weight
-from deltafit.sensitivity.regions import _ball
 from deltafit._dask import _sensitivity_rows as _dask_rows
-from deltafit.sensitivity._changes import changes_for
-from deltafit.sensitivity._model_access import certified_residual, check_model, fitted_C, n_classes
+from deltafit.sensitivity._model_access import check_model, n_classes
+from deltafit.sensitivity._pending import PendingChange
+from deltafit.sensitivity._per_class import PerClass, certain_argmax
+from deltafit.sensitivity.regions import _ball
+from deltafit.sensitivity.regions._registry import (
+    FALLBACK,
+    METHODS,
+    build_region,
+    region_class,
+    resolve_method,
+)
+from deltafit.utils._validation import check_feature_names
+
+__all__ = ["METHODS", "MulticlassSensitivity", "Sensitivity", "for_model", "resolve_method"]
 
 
-def _rows_at(a, mask):
-    """The rows of ``a`` (array-like or SciPy sparse matrix; None passes through) where
-    ``mask`` holds; anything that is not 2-D (or 1-D for targets) is passed on unchanged for
-    the model's own checks to name."""
-    if a is None:
-        return None
-    if sp.issparse(a):
-        return a[np.flatnonzero(mask)]
-    if hasattr(a, "iloc") and getattr(a, "ndim", 0) == 2 and a.shape[0] == mask.size:
-        return a.iloc[np.flatnonzero(mask)]  # a DataFrame keeps its names for the model's check
-    arr = np.asarray(a)
-    return arr[mask] if arr.ndim in (1, 2) and arr.shape[0] == mask.size else a
+def for_model(model, C_new=None, *, method="auto"):
+    """The what-if object of a fitted deltafit estimator: a :class:`MulticlassSensitivity`
+    for a classifier with K ≥ 3 classes (one binary what-if per one-vs-rest class), else a
+    :class:`Sensitivity`.
 
-__all__ = ["METHODS", "Sensitivity", "resolve_method"]
+    The factory behind ``deltafit.sensitivity(model)`` and ``Sensitivity(model)`` (see
+    :meth:`Sensitivity.__new__`).
 
-#: the answers a what-if object can give (``method=``); see :func:`resolve_method`
-METHODS = ("auto", "sphere", "exact", "curvature")
-_CURVATURE_LOSSES = ("logistic", "squared_hinge")
-
-
-def _curvature_builder():
-    """``curvature_region`` of the curvature module, or None where it is not installed."""
-    try:
-        from deltafit.sensitivity.regions._curvature import curvature_region
-    except ModuleNotFoundError as exc:
-        if exc.name != f"{__package__}._curvature":
-            raise
-        return None
-    return curvature_region
-
-
-def resolve_method(method, loss):
-    """The region kind ``method`` names for a model with ``loss``.
-
-    ``"sphere"``: the ball of Theorem 1 of Okumura et al. (2015) / Theorem 1 of Sivan et al. (2020)
-    (any covered loss); ``"exact"``: the retrained model itself, squared loss only
-    (:mod:`deltafit.sensitivity.regions._exact`); ``"curvature"``: the curvature-aware region,
-    logistic and squared-hinge losses; ``"auto"``: ``"exact"`` for the squared loss,
-    ``"curvature"`` for the others (the sphere where that region is not available).
-
-    Raises
-    ------
-    ValueError
-        For an unknown method, or one that does not cover ``loss``.
-    """
-    if not isinstance(method, str) or method not in METHODS:
-        raise ValueError(f"method must be one of {list(METHODS)}, got {method!r}")
-    name = loss.name
-    if method == "auto":
-        if name == "squared":
-            return "exact"
-        return "curvature" if _curvature_builder() is not None else "sphere"
-    if method == "exact" and name != "squared":
-        raise ValueError(f"method='exact' needs loss='squared' (the retrained model in closed "
-                         f"form); loss={name!r}: use method='curvature' or 'sphere'")
-    if method == "curvature":
-        if name not in _CURVATURE_LOSSES:
-            raise ValueError(f"method='curvature' needs loss in {list(_CURVATURE_LOSSES)}; "
-                             f"loss={name!r}: use method='exact' or 'sphere'")
-        if _curvature_builder() is None:
-            raise ValueError("method='curvature' is not available in this version of "
-                             "deltafit; use method='sphere'")
-    return method
-
-
-class SphereRegion:
-    """The ball of Theorem 1 of Okumura et al. (2015) = Theorem 1 of Sivan et al. (2020) as a
-    region (``method="sphere"``): center ``β₁ − r``, radius ``‖r‖`` plus the certified solver
-    allowance.
-
-    Attributes
+    Parameters
     ----------
-    kind : str
-        ``"sphere"``.
-    r, rnorm, radius : ndarray or None, float, float
-        ``r`` (linear models; None for kernels), ``‖r‖`` and the ball's radius.
+    model : fitted deltafit estimator
+    C_new : float, "mean", callable or None
+    method : {"auto", "sphere", "exact", "curvature"}, default="auto"
+        As for :class:`Sensitivity`.
+
+    Returns
+    -------
+    Sensitivity or MulticlassSensitivity
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> import deltafit
+    >>> from deltafit.sensitivity import for_model
+    >>> X, y = load_iris(return_X_y=True)
+    >>> type(for_model(deltafit.LinearClassifier().fit(X, y))).__name__
+    'MulticlassSensitivity'
+    >>> type(for_model(deltafit.LinearClassifier().fit(X[:100], y[:100]))).__name__
+    'Sensitivity'
     """
-
-    kind = "sphere"
-
-    def __init__(self, sens):
-        self._sens = sens
-        self._C2, _, _, self.rnorm, self.radius = sens._parts()
-        self.r = sens._r
-
-    def center_and_bounds(self, X):
-        store, R = self._sens._store, self.radius
-        P = store.map(X)
-        s = store.center_scores(P, self._sens._C1, self._C2)
-        e = np.sqrt(np.maximum(store.sq_norms(P), 0.0))
-        return s, s - e * R, s + e * R
-
-    def center_decision(self, X):
-        return self.center_and_bounds(X)[0]
-
-    def decision_bounds(self, X):
-        _, lo, hi = self.center_and_bounds(X)
-        return lo, hi
-
-    def tightness(self, X):
-        """``2 ‖Φ(x)‖ R`` (Okumura et al. eq. 11)."""
-        store = self._sens._store
-        return 2.0 * np.sqrt(np.maximum(store.sq_norms(store.map(X)), 0.0)) * self.radius
-
-    def distance_bound(self):
-        return self.rnorm + self.radius
-
-    def coef_bounds(self):
-        m = self._sens._store.beta - self.r
-        return m - self.radius, m + self.radius
+    if n_classes(model):
+        return MulticlassSensitivity(model, C_new=C_new, method=method)
+    return Sensitivity(model, C_new=C_new, method=method)
 
 
-def build_region(sens):
-    """The region of ``sens``'s pending change for its method (see :func:`resolve_method`)."""
-    kind = sens._method
-    if kind == "exact":
-        from deltafit.sensitivity.regions._exact import exact_region
-
-        return exact_region(sens)
-    if kind == "curvature":
-        return _curvature_builder()(sens)
-    return SphereRegion(sens)
-
-
-class Sensitivity:
+class Sensitivity(PendingChange):
     """What-if object: guaranteed bounds on the model retrained after a data change.
 
     Made by ``deltafit.sensitivity(model, C_new=None)``.  Changes (:meth:`add`,
-    :meth:`remove`, :meth:`relabel`, :meth:`reweight`) are hypothetical: the model is not touched, nothing is
-    retrained, and each change costs the gradients of the changed samples only — O(p) per
-    sample for a linear model, ``O((n_old + |A|) d)`` for a kernel model (Sivan et al. §3.3).
+    :meth:`remove`, :meth:`relabel`, :meth:`reweight`) are hypothetical: the model is not
+    touched, nothing is retrained, and each change costs the gradients of the changed samples
+    only — O(p) per sample for a linear model, ``O((n_old + |A|) d)`` for a kernel model (Sivan
+    et al. §3.3).
     Queries (:meth:`decision_bounds`, :meth:`predict_certain`, :meth:`distance_bound`,
     :meth:`coef_bounds`, :meth:`norm_change_bound`, :meth:`tightness`) hold for the exact
     optimum of the canonical problem (ARCHITECTURE.md, "The problem") on the changed data.
@@ -251,461 +180,22 @@ class Sensitivity:
     """
 
     def __new__(cls, model=None, C_new=None, *, problem=None, method="auto"):
-        # a model with K ≥ 3 classes gets the what-if object of its K one-vs-rest problems
+        """``Sensitivity(model)`` of a model with K ≥ 3 classes is :func:`for_model`'s
+        :class:`MulticlassSensitivity` (its K one-vs-rest problems); every other call makes a
+        binary what-if object (subclasses, and ``problem=`` a class's view, included)."""
         if cls is Sensitivity and problem is None and n_classes(model):
-            from deltafit.sensitivity._multiclass import MulticlassSensitivity
-
-            return MulticlassSensitivity(model, C_new=C_new, method=method)
+            return for_model(model, C_new, method=method)
         return super().__new__(cls)
 
     def __init__(self, model, C_new=None, *, problem=None, method="auto"):
-        self._loss = check_model(model if problem is None else problem)
-        self._method = resolve_method(method, self._loss)
-        self._reg = None          # the region of the pending change, until the next change
+        loss = check_model(model if problem is None else problem)
+        kind = resolve_method(method, loss)
+        super().__init__(model, C_new, problem=problem, loss=loss)
+        self._method = kind
         self._shared = None       # parts shared with the other classes' objects (multiclass)
-        self._model = model
-        self._prob = prob = model.problem_ if problem is None else problem
-        if (method == "auto" and self._method == "curvature" and not prob.keeps_rows
-                and not getattr(prob, "rows_on_cluster", False)):
-            self._method = "sphere"  # no rows: the curvature region needs the stored Hessian
-        self._C1 = fitted_C(prob)
-        self._n_old = prob.n_samples
-        self._c_new = _ball.resolve_c_new(C_new, self._C1, self._n_old)
-        self._c_new_spec = C_new
-        self._eps = certified_residual(prob)
-        self._kernel = prob.kernel
-        self._first_hid = prob.next_id
-        self._next_hid = self._first_hid
-        # entries: every sample touched by a change, model samples and hypothetical additions,
-        # in slots 0 … m − 1 of the store (points, scores under β₁, coefficients in Δg)
-        self._store = changes_for(prob)
-        self._index = {}          # id -> entry, built lazily from _pending (see _lookup)
-        self._pending = []        # (ids, first entry) blocks not yet in _index
-        self._ids = np.empty(0, dtype=np.int64)  # grown with the store
-        self._y0 = np.empty(0)    # label in D₁ (NaN for additions)
-        self._y = np.empty(0)     # label in D₂ (NaN when absent from D₂)
-        self._w0 = np.empty(0)    # weight in D₁ (0 for additions)
-        self._w = np.empty(0)     # weight in D₂
-        self._n_rw = 0            # entries in D₁ and D₂ with a weight other than in D₁
-        self._counts = [0, 0, 0]  # removed, added, relabelled
-        self._cache = None        # the parts of the ball, until the next change
-        self._r = None            # r of the ball (linear models), with the cache
-        self._history = []
-        self._coef_shape = (1, -1) if prob.classifier else (-1,)
-
-    # ------------------------------------------------------------------ state
-    def _check_model(self):
-        if not self._prob.is_current():
-            raise ValueError(
-                "the model was fitted or updated after this sensitivity object was made; "
-                "make a new one with deltafit.sensitivity(model)"
-            )
-
-    @property
-    def n_removed(self):
-        return self._counts[0]
-
-    @property
-    def n_added(self):
-        return self._counts[1]
-
-    @property
-    def n_relabeled(self):
-        return self._counts[2]
-
-    @property
-    def n_reweighted(self):
-        return self._n_rw
-
-    @property
-    def n_new(self):
-        return self._n_old - self._counts[0] + self._counts[1]
-
-    def _recount(self, idx, y_before):
-        """Update (removed, added, relabelled) for entries ``idx`` whose D₂ labels changed
-        from ``y_before`` to ``self._y[idx]`` (NaN marks "not in D₁" / "not in D₂")."""
-        c = self._counts
-        if len(idx) <= 32:  # plain Python is cheaper than numpy on a few samples
-            y0s = self._y0[idx].tolist()
-            for y0, yb, ya in zip(y0s, y_before.tolist(), self._y[idx].tolist()):
-                for y, sign in ((yb, -1), (ya, 1)):
-                    if y0 == y0:
-                        if y != y:
-                            c[0] += sign
-                        elif y != y0:
-                            c[2] += sign
-                    elif y == y:
-                        c[1] += sign
-            return
-        y0 = self._y0[idx]
-        model = y0 == y0
-        for y, sign in ((y_before, -1), (self._y[idx], 1)):
-            present = y == y
-            c[0] += sign * int(np.count_nonzero(model & ~present))
-            c[1] += sign * int(np.count_nonzero(~model & present))
-            c[2] += sign * int(np.count_nonzero(model & present & (y != y0)))
-
-    @property
-    def C_new_(self):
-        """``C₂`` of the new problem at the current number of samples."""
-        return self._C2(self.n_new)
-
-    def _C2(self, n_new):
-        return _ball.c_at(self._c_new, n_new)
-
-    @property
-    def _m(self):
-        """Number of entries (slots 0 … m − 1 of the store)."""
-        return self._store.hi
-
-    def _insert(self, ids, y0, y, points, z, c=None, src=None, w0=None, w=None):
-        """New entries (labels ``y0`` in D₁, ``y`` in D₂, weights ``w0`` / ``w`` (default:
-        1), coefficients ``c``, default 0)."""
-        m = self._m
-        slots = self._store.insert(points, z, c, src)
-        cap = self._store.capacity
-        if self._ids.shape[0] < cap:
-            self._ids, self._y0, self._y, self._w0, self._w = (
-                _grown(a, cap, m) for a in (self._ids, self._y0, self._y, self._w0, self._w))
-        self._ids[slots], self._y0[slots], self._y[slots] = ids, y0, y
-        if w0 is None:
-            w0 = 1.0
-        self._w0[slots] = w0
-        self._w[slots] = w0 if w is None else w
-        self._pending.append((ids, m))
-        return slots
-
-    def _lookup(self):
-        """id -> entry.  The dictionary is built on first use: most what-ifs never look an id
-        up, and building it costs more than the bounds of a large change."""
-        if self._pending:
-            for ids, start in self._pending:
-                self._index.update(zip(ids.tolist(), range(start, start + ids.size)))
-            self._pending = []
-        return self._index
-
-    def _coef(self, idx, y, w):
-        """Δg coefficient of each entry when its D₂ label is ``y`` (NaN: absent) and its D₂
-        weight ``w``: ``w ℓ'(y, z) − w₀ ℓ'(y₀, z)`` over the terms present."""
-        d1 = self._loss.d1
-        z, y0, w0 = self._store.z[idx], self._y0[idx], self._w0[idx]
-        model, present = y0 == y0, y == y  # NaN marks "not in D₁" / "not in D₂"
-        c = np.where(present, w * d1(np.where(present, y, 0.0), z), 0.0)
-        return c - np.where(model, w0 * d1(np.where(model, y0, 0.0), z), 0.0)
-
-    def _set(self, idx, y, w=None):
-        """Give entries ``idx`` the D₂ labels ``y`` (and weights ``w``; default: unchanged)
-        and update Δg."""
-        self._cache = self._reg = None
-        w = self._w[idx] if w is None else w
-        self._store.set(idx, self._coef(idx, y, w))
-        before = self._y[idx]  # a copy (fancy indexing)
-        self._rw_count(idx, -1)
-        self._y[idx] = y
-        self._w[idx] = w
-        self._rw_count(idx, 1)
-        self._recount(idx, before)
-
-    def _rw_count(self, idx, sign):
-        """Add ``sign`` × the entries of ``idx`` present in D₁ and D₂ with another weight."""
-        y0, y = self._y0[idx], self._y[idx]
-        self._n_rw += sign * int(np.count_nonzero((y0 == y0) & (y == y) &
-                                                  (self._w[idx] != self._w0[idx])))
-
-    def _commit(self, idx, y, first_new=None, w=None):
-        before = (self._y[idx].copy(), self._w[idx].copy())
-        self._set(idx, y, w)
-        # an addition remembers where its entries and ids start, so that undo can give them back
-        self._history.append((idx, before, first_new))
-
-    # ------------------------------------------------------------- the change
-    def _model_entries(self, ids, rows_X=None, rows_y=None, action="remove"):
-        """Entries of model samples (created on first touch), validated by the ledger."""
-        prob = self._prob
-        ids = np.asarray(ids, dtype=np.int64)
-        index = self._lookup()
-        id_list = ids.tolist()
-        if index:
-            fresh = np.fromiter((i not in index for i in id_list), dtype=bool, count=ids.size)
-        else:
-            fresh = np.ones(ids.size, dtype=bool)
-        rows = None
-        if not prob.keeps_rows:
-            # keep_data=False: the rows are needed, checked against the stored digests (a
-            # model whose rows are persisted on a Dask cluster gathers them: locate)
-            try:
-                _, rows = prob.locate(ids, rows_X, rows_y)  # the model's own row checks
-            except ValueError:
-                if rows_X is None:
-                    raise ValueError(
-                        "this model keeps no training rows (keep_data=False): pass the "
-                        f"samples' rows as X to {action} them") from None
-                raise
-        all_fresh = bool(fresh.all())
-        if not fresh.any():
-            return np.fromiter((index[i] for i in id_list), dtype=np.intp, count=ids.size)
-        new_ids = ids if all_fresh else ids[fresh]
-        slots = prob.handles_unchecked(new_ids)
-        if rows is not None and not all_fresh:
-            rows = rows[fresh]
-        points, z, src = self._store.model_points(slots, rows)
-        y0 = prob.targets[slots]
-        w0 = prob.weights[slots] if prob.weighted else None
-        new = self._insert(new_ids, y0, y0, points, z, src=src, w0=w0)
-        if all_fresh:
-            return new
-        out = np.fromiter((index.get(i, -1) for i in id_list), dtype=np.intp, count=ids.size)
-        out[fresh] = new
-        return out
-
-    def _append(self, ids, y0, y, points, z, c, first_new=None, removed=0, added=0, src=None,
-                w0=None, w=None):
-        """Append entries already in their final state (coefficients ``c``), with one history
-        record — the lean path of the common additions and removals."""
-        slots = self._insert(ids, y0, y, points, z, c, src, w0, w)
-        self._counts[0] += removed
-        self._counts[1] += added
-        self._cache = self._reg = None
-        # undo sets the entries back to their state before: present with their D₁ label and
-        # weight (model samples) or absent (additions, whose entries and ids are then dropped)
-        self._history.append((slots, (y0.copy(), self._w0[slots]), first_new))
-
-    def _remove_fresh(self, ids):
-        """Rows kept, none of ``ids`` touched before: removal in a few steps."""
-        prob = self._prob
-        slots = prob.handles_unchecked(ids)
-        if self.n_new - ids.size < 1:
-            raise ValueError("the change would remove every sample; a model needs at least one")
-        points, z, src = self._store.model_points(slots)
-        y0 = np.array(prob.targets[slots])
-        c = -self._loss.d1(y0, z)
-        w0 = None
-        if prob.weighted:  # a removed sample takes its weighted term out: −w ℓ'
-            w0 = prob.weights[slots]
-            c *= w0
-        self._append(ids, y0, np.full(ids.size, np.nan), points, z, c,
-                     removed=ids.size, src=src, w0=w0)
-
-    def _split_ids(self, ids, what):
-        ids = check_ids(ids, what)
-        hyp = ids >= self._first_hid
-        index = self._lookup() if hyp.any() else None
-        unknown = [] if index is None else [i for i in ids[hyp].tolist() if i not in index]
-        if unknown:
-            raise ValueError(f"unknown sample {what} (not in the model): {unknown[:10]}")
-        return ids, hyp
-
-    def add(self, X, y, sample_weight=None):
-        """Hypothetically add samples.
-
-        Parameters
-        ----------
-        X : array-like of shape (k, n_features)
-            The new rows (finite for kernel models).
-        y : array-like of shape (k,)
-            Their labels (for classifiers, among ``classes_``).
-        sample_weight : array-like of shape (k,), optional
-            Their weights ``w ≥ 0`` (default 1): each adds ``w ℓ'(y, z) Φ(x)`` to Δg, as
-            ``model.add(X, y, sample_weight=w)`` adds ``C w ℓ`` to the objective.
-
-        Returns
-        -------
-        ids : ndarray of shape (k,)
-            Ids of the hypothetical samples (usable in :meth:`remove` and :meth:`relabel`).
-        """
-        self._check_model()
-        model = self._model
-        name = type(model).__name__
-        check_feature_names(model, X)  # the names as the model's predict checks them
-        Xa = check_rows(X, model.n_features_in_, "X", name, finite=self._kernel,
-                        sparse="dense")
-        ta = self._prob.encode_targets(y, what="y")
-        if ta.shape[0] != Xa.shape[0]:
-            raise ValueError(f"X has {Xa.shape[0]} rows but y has {ta.shape[0]} labels")
-        wa = _check_sample_weight(sample_weight, Xa.shape[0], self._C1)
-        ids = np.arange(self._next_hid, self._next_hid + Xa.shape[0], dtype=np.int64)
-        points, z = self._store.new_points(Xa)
-        if not np.isfinite(z).all():  # NaN/inf in X (checked here, not in a pass of its own)
-            check_rows(Xa, model.n_features_in_, "X", name)
-        d1 = self._store.check_new(points, z, ta, self._loss)
-        if wa is not None:
-            d1 = wa * d1
-        self._append(ids, np.full(ids.size, np.nan), ta, points, z, d1,
-                     (self._m, self._next_hid), added=ids.size, w0=0.0,
-                     w=1.0 if wa is None else wa)
-        self._next_hid += Xa.shape[0]
-        return ids
-
-    def _drop_entries(self, m0):
-        index = self._lookup()
-        for j in self._ids[m0: self._m].tolist():
-            index.pop(j, None)
-        self._store.truncate(m0)
-
-    def remove(self, ids=None, *, X=None, y=None):
-        """Hypothetically remove samples: model samples or earlier hypothetical additions.
-
-        Parameters
-        ----------
-        ids : array-like of int, optional
-        X, y : array-like, optional
-            For ``keep_data=False`` models: the samples' rows (checked against the stored
-            digests), aligned with ``ids``; with ``ids`` omitted the samples are found by value.
-
-        Returns
-        -------
-        self
-        """
-        self._check_model()
-        if ids is None:
-            if X is None or y is None:
-                raise ValueError("remove needs ids, or X and y for a keep_data=False model")
-            # found by value, as the model would (its checks, its messages)
-            ids = self._prob.ids_of(self._prob.find(X, y))
-        elif X is not None and self._prob.keeps_rows:
-            raise ValueError("this model keeps its training rows: remove samples by id")
-        ids, hyp = self._split_ids(ids, "ids")
-        any_hyp = hyp.any()
-        if not any_hyp and self._prob.keeps_rows and \
-                (self._m == 0 or not any(i in self._lookup() for i in ids.tolist())):
-            self._remove_fresh(ids)
-            return self
-        idx = np.full(ids.size, -1, dtype=np.intp)
-        if any_hyp:
-            idx[hyp] = [self._lookup()[i] for i in ids[hyp].tolist()]
-        m0 = self._m
-        try:
-            if not any_hyp:
-                idx = self._model_entries(ids, X, y, "remove")
-            elif not hyp.all():
-                idx[~hyp] = self._model_entries(ids[~hyp], _rows_at(X, ~hyp),
-                                                _rows_at(y, ~hyp), "remove")
-            yi = self._y[idx]
-            gone = yi != yi
-            if gone.any():
-                raise ValueError(f"samples already removed: {ids[gone][:10].tolist()}")
-            if self.n_new - ids.size < 1:
-                raise ValueError(
-                    "the change would remove every sample; a model needs at least one"
-                )
-            self._commit(idx, np.full(ids.size, np.nan))
-        except BaseException:
-            self._drop_entries(m0)
-            raise
-        return self
-
-    def relabel(self, ids, y, *, X=None, y_old=None):
-        """Hypothetically change the labels of samples (model samples or additions).
-
-        Parameters
-        ----------
-        ids : array-like of int
-        y : array-like
-            New labels (for classifiers, among ``classes_``).
-        X : array-like, optional
-            The samples' rows, required for model samples of ``keep_data=False`` models.
-        y_old : array-like, optional
-            The samples' current labels, required for model samples of a ``keep_data=False``
-            regressor (it keeps no targets), as in the model's own ``relabel``.
-
-        Returns
-        -------
-        self
-        """
-        self._check_model()
-        ids, hyp = self._split_ids(ids, "ids")
-        t = self._prob.encode_targets(np.atleast_1d(np.asarray(y)), what="y")
-        if t.shape[0] != ids.shape[0]:
-            raise ValueError(f"{ids.shape[0]} ids but {t.shape[0]} labels to relabel")
-        m0 = self._m
-        try:
-            idx = self._entries_of(ids, hyp, X, y_old, "relabel")
-            gone = np.isnan(self._y[idx])
-            if np.any(gone):
-                raise ValueError(f"cannot relabel removed samples: {ids[gone][:10].tolist()}")
-            self._commit(idx, t)
-        except BaseException:
-            self._drop_entries(m0)
-            raise
-        return self
-
-    def _entries_of(self, ids, hyp, X, y, verb):
-        """The store's entries of ``ids``: hypothetical additions (``hyp``) by their ids, model
-        samples entered now (their rows ``X`` and labels ``y`` checked for a model that keeps
-        none; given rows of a model that keeps them are not needed)."""
-        if X is not None and self._prob.keeps_rows:
-            self._rows(X)  # the rows are stored and not needed: checked as predict would
-            X = None
-        idx = np.full(ids.size, -1, dtype=np.intp)
-        if np.any(hyp):
-            idx[hyp] = [self._lookup()[i] for i in ids[hyp].tolist()]
-        if np.any(~hyp):
-            rows = _rows_at(X, ~hyp)
-            old = None if y is None else np.atleast_1d(np.asarray(y))[~hyp]
-            idx[~hyp] = self._model_entries(ids[~hyp], rows, old, verb)
-        return idx
-
-    def reweight(self, ids, sample_weight, *, X=None, y=None):
-        """Hypothetically give samples (model samples or additions) new weights.
-
-        A reweight ``w → w'`` changes the data term by ``C (w' − w) ℓ_i``, so Δg gains
-        ``(w' − w) ℓ'(y_i, z_i) Φ(x_i)``: the change of Theorem 1 of Okumura et al. (2015) /
-        Theorem 1 of Sivan et al. (2020) with a fractional sample (weight 0 is a removal that
-        keeps the sample's id, an integer increase adds copies).  As ``model.reweight(ids, w)``.
-
-        Parameters
-        ----------
-        ids : array-like of int
-        sample_weight : array-like of shape (len(ids),)
-            The new weights, ``≥ 0``.
-        X, y : array-like, optional
-            The samples' rows (and, for a regressor, targets), required for model samples of
-            ``keep_data=False`` models.
-
-        Returns
-        -------
-        self
-        """
-        self._check_model()
-        ids, hyp = self._split_ids(ids, "ids")
-        w = _check_sample_weight(np.atleast_1d(np.asarray(sample_weight)), ids.size, self._C1)
-        m0 = self._m
-        try:
-            idx = self._entries_of(ids, hyp, X, y, "reweight")
-            yi = self._y[idx]
-            gone = yi != yi
-            if np.any(gone):
-                raise ValueError(f"cannot reweight removed samples: {ids[gone][:10].tolist()}")
-            self._commit(idx, yi, w=w)
-        except BaseException:
-            self._drop_entries(m0)
-            raise
-        return self
-
-    def undo(self):
-        """Revert the last :meth:`add`, :meth:`remove`, :meth:`relabel` or :meth:`reweight`.
-
-        Returns
-        -------
-        self
-        """
-        self._check_model()
-        if not self._history:
-            raise ValueError("nothing to undo")
-        idx, (y_before, w_before), first_new = self._history.pop()
-        self._set(idx, y_before, w_before)
-        if first_new is not None:
-            # undoing the last change undid every later one: the entries from this addition on
-            # all have coefficient 0 and no pending change refers to them; the ids are free again
-            self._drop_entries(first_new[0])
-            self._next_hid = first_new[1]
-        return self
-
-    def reset(self):
-        """Revert every pending change."""
-        while self._history:
-            self.undo()
-        return self
+        if method == "auto" and not region_class(kind).auto_applies(self._prob):
+            self._method = FALLBACK  # e.g. no rows: the curvature region needs them
+        self._coef_shape = (1, -1) if self._prob.classifier else (-1,)
 
     # ---------------------------------------------------------------- the ball
     def _parts(self):
@@ -758,14 +248,6 @@ class Sensitivity:
         expansion over the training and changed points, Sivan et al. eq. 3)."""
         C2, _, _, _, R = self._parts()
         return self._store.sphere(self._C1, C2, R)
-
-    def _rows(self, X, names=True):
-        """Rows checked as the model's ``predict`` checks them: column names (unless
-        ``names`` is False: the blocks of a dask X checked by name already), width, values."""
-        model = self._model
-        if names:
-            check_feature_names(model, X)
-        return check_rows(X, model.n_features_in_, "X", type(model).__name__, sparse="dense")
 
     def _center_bounds(self, X):
         """``(center, lo, hi)`` of the new decision values at validated rows."""
@@ -903,8 +385,207 @@ class Sensitivity:
                 f"reweighted={self.n_reweighted})")
 
 
-def _grown(a, cap, keep):
-    """``a`` with room for ``cap`` entries, its first ``keep`` kept."""
-    b = np.empty(cap, dtype=a.dtype)
-    b[:keep] = a[:keep]
-    return b
+
+class MulticlassSensitivity(PerClass):
+    """What-if object of a model with K ≥ 3 classes: one certified ball per one-vs-rest class.
+
+    ``deltafit.sensitivity(model)`` (or ``Sensitivity(model)``) returns it for a multiclass
+    model.  Changes (:meth:`add`, :meth:`remove`, :meth:`relabel`, :meth:`reweight`, :meth:`undo`,
+    :meth:`reset`) are applied to each class's binary :class:`Sensitivity` (:meth:`for_class`);
+    queries stack the K answers.  Every bound is the binary one of Theorem 1 of Okumura et al.
+    (2015) / Theorem 1 of Sivan et al. (2020) for that class's problem, widened by that class's
+    certified solver residual; labels are certified by the argmax rule of :func:`certain_argmax`.
+
+    Parameters
+    ----------
+    model : fitted deltafit classifier with three or more classes
+        Its loss must be squared, logistic or squared hinge.
+    C_new : float, "mean", callable or None
+        As for :class:`Sensitivity` (the same for every class).
+    method : {"auto", "sphere", "exact", "curvature"}, default="auto"
+        As for :class:`Sensitivity`.  With ``"exact"`` (squared loss) the K classes share one
+        factorisation of the changed problem (their Hessians are the same): one solve with K
+        right-hand sides.
+
+    Attributes
+    ----------
+    n_classes : int
+    classes_ : ndarray
+        The model's classes (column order of every (n, K) result).
+    n_added, n_removed, n_relabeled, n_reweighted, n_new : int
+        As for :class:`Sensitivity`.
+
+    Notes
+    -----
+    Hypothetical samples get the same ids in every class (the model's next free ids), so ids
+    returned by :meth:`add` work for :meth:`remove` and :meth:`relabel`.  A kernel model's
+    queries evaluate the kernel once per class (K times the cost of a binary query).
+
+    Examples
+    --------
+    >>> import copy
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> import deltafit
+    >>> X, y = load_iris(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> model = deltafit.LinearClassifier(loss="logistic", C=1.0).fit(X, y)
+    >>> s = deltafit.sensitivity(model)
+    >>> type(s).__name__, s.n_classes
+    ('MulticlassSensitivity', 3)
+    >>> _ = s.remove([0, 50, 100])
+    >>> lo, hi = s.decision_bounds(X)            # one column per class
+    >>> lo.shape
+    (150, 3)
+    >>> refit = copy.deepcopy(model)
+    >>> _ = refit.remove([0, 50, 100])
+    >>> d = refit.decision_function(X)
+    >>> slack = 1e-6   # the bounds hold for the exact optimum; the update is solved to a tolerance
+    >>> bool(np.all((lo - slack <= d) & (d <= hi + slack)))
+    True
+    """
+
+    def __init__(self, model, C_new=None, *, method="auto"):
+        whole = model.problem_
+        if not whole.n_classes:
+            raise ValueError("MulticlassSensitivity needs a model with three or more classes; "
+                             "use deltafit.sensitivity(model)")
+        self._model = model
+        self.n_classes = int(whole.n_classes)
+        self.classes_ = model.classes_
+        self._parts = [Sensitivity(model, C_new, problem=whole.for_class(k), method=method)
+                       for k in range(self.n_classes)]
+        shared = {}  # what the classes' exact regions share: one factorisation, K right sides
+        for part in self._parts:
+            part._shared = shared
+
+    @property
+    def method(self):
+        """The region every class answers from (see :attr:`Sensitivity.method`)."""
+        return self._parts[0].method
+
+    # ------------------------------------------------------------------- parts
+    def _each(self, method, *args, **kwargs):
+        """Apply a change to every class; if one class refuses it, the classes that took it
+        give it back, so the object is unchanged."""
+        done, out = [], None
+        try:
+            for part in self._parts:
+                out = getattr(part, method)(*args, **kwargs)
+                done.append(part)
+        except BaseException:
+            for part in done:
+                part.undo()
+            raise
+        return out
+
+    @property
+    def n_relabeled(self):
+        return self._parts[0].n_relabeled
+
+    @property
+    def n_reweighted(self):
+        return self._parts[0].n_reweighted
+
+    @property
+    def n_new(self):
+        return self._parts[0].n_new
+
+    @property
+    def C_new_(self):
+        """``C₂`` of the new problems (the same for every class)."""
+        return self._parts[0].C_new_
+
+    # ------------------------------------------------------------------ change
+    def add(self, X, y, sample_weight=None):
+        """Hypothetically add samples (labels among ``classes_``, weights ``sample_weight``,
+        default 1); returns their ids.
+
+        See :meth:`Sensitivity.add`.  Every class's problem changes.
+        """
+        return self._each("add", X, y, sample_weight)
+
+    def remove(self, ids=None, *, X=None, y=None):
+        """Hypothetically remove samples; see :meth:`Sensitivity.remove`.  Returns self."""
+        self._each("remove", ids, X=X, y=y)
+        return self
+
+    def relabel(self, ids, y, *, X=None, y_old=None):
+        """Hypothetically relabel samples; see :meth:`Sensitivity.relabel`.
+
+        A relabel from class a to class b changes the problems of classes a and b only.
+        Returns self.
+        """
+        self._each("relabel", ids, y, X=X, y_old=y_old)
+        return self
+
+    def reweight(self, ids, sample_weight, *, X=None, y=None):
+        """Hypothetically give samples new weights; see :meth:`Sensitivity.reweight`.
+
+        A sample's weight multiplies its term in every class's problem, so every class's ball
+        changes.  Returns self.
+        """
+        self._each("reweight", ids, sample_weight, X=X, y=y)
+        return self
+
+    def undo(self):
+        """Revert the last change (every class).  Returns self."""
+        self._parts[0].undo()  # raises "nothing to undo" before any class changes
+        for part in self._parts[1:]:
+            part.undo()
+        return self
+
+    def reset(self):
+        """Revert every pending change.  Returns self."""
+        for part in self._parts:
+            part.reset()
+        return self
+
+    # ----------------------------------------------------------------- queries
+    def sphere(self):
+        """The K balls (list of :class:`~deltafit.sensitivity.Sphere`, class order)."""
+        return [p.sphere() for p in self._parts]
+
+    def tightness(self, X):
+        """``hi − lo`` of :meth:`decision_bounds`, shape (n_samples, K)."""
+        return self._stacked("tightness", X)
+
+    def predict_certain(self, X):
+        """Labels of the new model where the bounds decide its argmax.
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,)
+            The new model's label where ``certain``; elsewhere the argmax of the balls'
+            centers (a guess, not a guarantee).
+        certain : ndarray of bool
+            The top class's lower bound exceeds every other class's upper bound
+            (:func:`certain_argmax`).
+        """
+        parts = [p._center_bounds(X) for p in self._parts]
+        s = np.column_stack([c for c, _, _ in parts])
+        _, certain = certain_argmax(np.column_stack([lo for _, lo, _ in parts]),
+                                    np.column_stack([hi for _, _, hi in parts]))
+        return self.classes_[np.argmax(s, axis=1)], certain
+
+    def coef_bounds(self):
+        """Bounds of every coefficient of the new model, shaped like ``coef_`` (K, p)
+        (linear models; Corollary 2 of Okumura et al. (2015) per class)."""
+        b = [p.coef_bounds() for p in self._parts]
+        return np.vstack([lo for lo, _ in b]), np.vstack([hi for _, hi in b])
+
+    def intercept_bounds(self):
+        """Bounds of the new model's ``intercept_``, shape (K,) (linear models)."""
+        b = [p.intercept_bounds() for p in self._parts]
+        return np.concatenate([lo for lo, _ in b]), np.concatenate([hi for _, hi in b])
+
+    def norm_change_bound(self, q=2):
+        """Upper bound of ``‖coef_k,new − coef_k,old‖_q`` for every class k, shape (K,)
+        (linear models; Corollary 3 of Okumura et al. (2015) per class)."""
+        return np.array([p.norm_change_bound(q) for p in self._parts])
+
+    def __repr__(self):
+        return (f"MulticlassSensitivity({type(self._model).__name__}, "
+                f"n_classes={self.n_classes}, added={self.n_added}, removed={self.n_removed}, "
+                f"relabeled={self.n_relabeled})")

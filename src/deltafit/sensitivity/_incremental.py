@@ -8,7 +8,8 @@ to ``A ∪ R`` changes ``‖r‖²`` by ``K_i = (C²/4)(2 γ_i Σ_{j≠i} γ_j k
 and taking it out subtracts the same amount, so each change costs one kernel row over the
 entries, ``O((n₁ + |A| + |R|) d)`` (linear models keep ``Σ γ_i Φ(x_i)`` as a vector: O(p)).
 The entries live in the store of :mod:`deltafit.sensitivity._changes` and the ball is
-:mod:`deltafit.sensitivity.regions._ball`'s, both shared with :class:`~deltafit.sensitivity.Sensitivity`.
+:mod:`deltafit.sensitivity.regions._ball`'s, both shared with
+:class:`~deltafit.sensitivity.Sensitivity`.
 Unlike :class:`~deltafit.sensitivity.Sensitivity` (any
 change, C₂ ≠ C₁, undo), this object also lets entries *leave* ``A ∪ R`` and reuses their room:
 its memory is bounded by the largest ``|A| + |R|`` it ever held, which is what a sliding window
@@ -39,14 +40,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from deltafit.utils._validation import check_ids, check_rows
-from deltafit.solvers import _check_sample_weight
-from deltafit.sensitivity.regions import _ball
 from deltafit.sensitivity._changes import changes_for
-from deltafit.sensitivity._data_change import Sensitivity, resolve_method
+from deltafit.sensitivity._data_change import Sensitivity
 from deltafit.sensitivity._model_access import certified_residual, check_model, fitted_C, n_classes
-from deltafit.sensitivity._multiclass import certain_argmax
-from deltafit.sensitivity._per_class import PerClass
+from deltafit.sensitivity._per_class import PerClass, certain_argmax
+from deltafit.sensitivity.regions import _ball
+from deltafit.sensitivity.regions._registry import resolve_method
+from deltafit.solvers import check_sample_weight
+from deltafit.utils._validation import check_ids, check_rows
 
 __all__ = ["IncrementalSphere", "MulticlassIncrementalSphere", "REGIONS"]
 
@@ -251,7 +252,7 @@ class IncrementalSphere:
         t = self._prob.encode_targets(y, what="y")
         if t.shape[0] != Xa.shape[0]:
             raise ValueError(f"X has {Xa.shape[0]} rows but y has {t.shape[0]} labels")
-        w = _check_sample_weight(sample_weight, Xa.shape[0], self.C)
+        w = check_sample_weight(sample_weight, Xa.shape[0], self.C)
         P, z = self._store.new_points(Xa)
         self._store.check_new(P, z, t, self._loss)
         return P, t, z, w

@@ -1,20 +1,20 @@
 """Leave-one-out bounds for every training sample at once: the ball of Theorem 1 with R = {t}
 (Corollary 5 of Okumura et al. (2015); Sivan et al. §4.2), its curvature-aware refinement for the
-logistic and squared-hinge losses (:mod:`deltafit.sensitivity.regions._curvature_loo`), and Zhang's bound,
-the baseline of Sivan et al. §4.2."""
+logistic and squared-hinge losses (:mod:`deltafit.sensitivity.regions._curvature_loo`), and
+Zhang's bound, the baseline of Sivan et al. §4.2."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from deltafit.sensitivity._model_access import check_model, n_classes, problem
 from deltafit.sensitivity.regions import _ball
-from deltafit.sensitivity.regions._curvature import CURVATURE_LOSSES
 from deltafit.sensitivity.regions._curvature_loo import (
     KernelSpace,
     LinearSpace,
     curvature_loo_bounds,
 )
-from deltafit.sensitivity._model_access import check_model, n_classes, problem
+from deltafit.sensitivity.regions._curvature_schedule import CURVATURE_LOSSES
 
 __all__ = ["loo_bounds", "zhang_loo_bounds"]
 
@@ -50,8 +50,9 @@ def loo_bounds(model, ids=None, *, C_new=None, method="auto"):
 
     and bounds ``center ∓ sqrt(k_tt) (‖r_t‖ + ρ · grad_norm_)`` (Corollary 5 of Okumura et al.
     (2015) in the mean-loss case ``C_new="mean"``): the balls of
-    :func:`deltafit.sensitivity.regions._ball.loo_balls` in their Theorem 1 form (cross-validation uses the
-    same balls with the exact gradient).  All n bounds cost one pass over the training scores.
+    :func:`deltafit.sensitivity.regions.loo_balls` in their Theorem 1 form (cross-validation
+    uses the same balls with the exact gradient).  All n bounds cost one pass over the training
+    scores.
 
     Parameters
     ----------
@@ -63,9 +64,9 @@ def loo_bounds(model, ids=None, *, C_new=None, method="auto"):
     method : {"auto", "sphere", "curvature"}
         ``"sphere"``: the published balls above (Corollary 5 of Okumura et al. (2015), Sivan et al.
         §4.2), for reproducing the papers.  ``"curvature"`` (logistic and squared-hinge losses):
-        the loss's curvature as well (:mod:`deltafit.sensitivity.regions._curvature_loo`), every interval
-        intersected with the ball's; with ``C_new`` other than the model's C it falls back to the
-        balls.  ``"auto"``: ``"curvature"`` for those losses, else ``"sphere"``.
+        the loss's curvature as well (:mod:`deltafit.sensitivity.regions._curvature_loo`),
+        every interval intersected with the ball's; with ``C_new`` other than the model's C it
+        falls back to the balls.  ``"auto"``: ``"curvature"`` for those losses, else ``"sphere"``.
 
     Returns
     -------
@@ -140,7 +141,8 @@ def zhang_loo_bounds(model, ids=None):
 
     The baseline against which Sivan et al. compare their bounds.  α_t is the sample's
     coefficient in the dual form β = Σ α_i Φ(x_i), taken as its value at the optimum,
-    ``−C w_t ℓ'(y_t, z_t)`` (``w_t`` the sample weight) (the stored α of a kernel model is not unique when K is singular).  As in
+    ``−C w_t ℓ'(y_t, z_t)`` (``w_t`` the sample weight) (the stored α of a kernel model is not
+    unique when K is singular).  As in
     :func:`loo_bounds`, the interval is widened by the model's certified solver residual,
     ``grad_norm_ · sqrt(k_tt)``: Zhang's bound is about the exact optimum, and without the
     allowance it "decides" labels whose left-out score is zero up to rounding (a kernel matrix

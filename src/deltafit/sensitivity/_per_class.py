@@ -4,14 +4,57 @@ A model with K ≥ 3 classes is K one-vs-rest problems; its what-if object
 (:class:`~deltafit.sensitivity.MulticlassSensitivity`) and its incremental balls
 (:class:`~deltafit.sensitivity.MulticlassIncrementalSphere`) each hold one binary object per
 class in ``self._parts`` (class order, the order of ``classes_``).  :class:`PerClass` answers
-the queries that only stack the K binary answers column by column.
+the queries that only stack the K binary answers column by column; :func:`certain_argmax`
+certifies the argmax of K bounded decision values (the label of a multiclass model).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["PerClass"]
+__all__ = ["PerClass", "certain_argmax"]
+
+
+def certain_argmax(lo, hi):
+    """The class each row's bounds certify as the argmax.
+
+    Parameters
+    ----------
+    lo, hi : ndarray of shape (n, K)
+        Certified bounds of K decision values per row.
+
+    Returns
+    -------
+    top : ndarray of int, shape (n,)
+        ``argmax(lo)`` per row: where ``certain``, the argmax of every decision vector within
+        the bounds.
+    certain : ndarray of bool, shape (n,)
+        ``lo[top] > max_{j ≠ top} hi[j]``: then every vector with ``lo ≤ z ≤ hi`` has its
+        unique maximum at ``top``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deltafit.sensitivity import certain_argmax
+    >>> lo = np.array([[2.0, 0.0, -1.0], [1.0, 0.9, 0.0]])
+    >>> hi = np.array([[3.0, 1.5, 0.0], [2.0, 1.2, 0.5]])
+    >>> top, certain = certain_argmax(lo, hi)
+    >>> top.tolist(), certain.tolist()          # row 2: class 1 may still beat class 0
+    ([0, 0], [True, False])
+    """
+    lo = np.asarray(lo, dtype=np.float64)
+    hi = np.asarray(hi, dtype=np.float64)
+    if lo.ndim != 2 or lo.shape != hi.shape or lo.shape[1] < 2:
+        raise ValueError(f"lo and hi must both have shape (n, K) with K >= 2, got {lo.shape} "
+                         f"and {hi.shape}")
+    n = lo.shape[0]
+    top = np.argmax(lo, axis=1)
+    rows = np.arange(n)
+    others = hi.copy()
+    others[rows, top] = -np.inf
+    with np.errstate(invalid="ignore"):
+        certain = lo[rows, top] > others.max(axis=1)
+    return top, certain
 
 
 class PerClass:

@@ -31,17 +31,21 @@ and the caller re-solves with :func:`~deltafit.solvers.newton_primal`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
 import scipy.sparse as sp
 from scipy import linalg
 from scipy.linalg import lapack
 
-from deltafit.solvers import SolverResult, curvature_failure
+from deltafit.losses import Loss
+from deltafit.solvers._convergence import curvature_failure
+from deltafit.solvers._results import SolverResult
 
 __all__ = ["Curvature", "RowBlock", "Point", "chord_solve", "fresh_point", "point_by_slot",
-           "REFRESH_RATIO"]
+           "REFRESH_RATIO", "Secants"]
 
 #: A chord step that reduces ‖∇J‖ by less than this factor triggers a fresh Hessian.
 REFRESH_RATIO = 0.25
@@ -53,12 +57,12 @@ CHUNK_BYTES = 1 << 20
 _TINY = 1e-280
 
 
-def _cholesky(H):
+def _cholesky(H: np.ndarray) -> np.ndarray:
     """The lower Cholesky factor of the SPD matrix ``H`` (LinAlgError when it is not)."""
     return linalg.cholesky(H, lower=True, check_finite=False)
 
 
-def _dense(rows):
+def _dense(rows: Any) -> np.ndarray:
     return rows.toarray() if sp.issparse(rows) else np.asarray(rows, dtype=np.float64)
 
 
@@ -77,7 +81,8 @@ class Curvature:
         The curvature weight of every ledger slot in M (pending corrections included).
     """
 
-    def __init__(self, H, d, *, factor=None, U=None, delta=None):
+    def __init__(self, H: np.ndarray, d: np.ndarray, *, factor: np.ndarray | None = None,
+                 U: np.ndarray | None = None, delta: np.ndarray | None = None) -> None:
         self.H = H
         self.d = d
         self.factor = factor if factor is not None else _cholesky(H)
@@ -87,11 +92,11 @@ class Curvature:
         self._woodbury()
 
     @property
-    def p(self):
+    def p(self) -> int:
         return self.H.shape[0]
 
     @property
-    def rank(self):
+    def rank(self) -> int:
         """Rank of the pending correction."""
         return self.delta.size
 
@@ -104,7 +109,7 @@ class Curvature:
         cap.flat[:: self.rank + 1] += 1.0 / self.delta
         self.cap = linalg.lu_factor(cap, check_finite=False)
 
-    def solve(self, g):
+    def solve(self, g: np.ndarray) -> np.ndarray:
         """``M⁻¹ g``."""
         y, info = lapack.dpotrs(self.factor, g, lower=1)  # cho_solve, without its checks
         if info:
@@ -113,13 +118,13 @@ class Curvature:
             y -= self.W @ linalg.lu_solve(self.cap, self.U.T @ y, check_finite=False)
         return y
 
-    def folded(self):
+    def folded(self) -> Curvature:
         """The same M with the pending correction written into ``H`` (a new factor)."""
         if not self.rank:
             return self
         return Curvature(self.H + (self.U * self.delta) @ self.U.T, self.d)
 
-    def grown(self, capacity):
+    def grown(self, capacity: int) -> Curvature:
         """The same M with ``d`` padded to ``capacity`` slots."""
         if self.d.shape[0] >= capacity:
             return self
@@ -127,13 +132,13 @@ class Curvature:
         d[: self.d.shape[0]] = self.d
         return Curvature(self.H, d, factor=self.factor, U=self.U, delta=self.delta)
 
-    def taken(self, keep, capacity):
+    def taken(self, keep: np.ndarray, capacity: int) -> Curvature:
         """The same M after a ledger compaction kept the slots ``keep``."""
         d = np.zeros(capacity)
         d[: len(keep)] = self.d[keep]
         return Curvature(self.H, d, factor=self.factor, U=self.U, delta=self.delta)
 
-    def corrected(self, rows, delta, slots):
+    def corrected(self, rows: Any, delta: np.ndarray, slots: np.ndarray) -> Curvature:
         """M plus ``Σ_j δ_j r_j r_jᵀ`` for the rows ``rows`` at ledger slots ``slots``.
 
         Kept pending (Woodbury) while the total rank stays within p/4; folded into a new
@@ -157,7 +162,8 @@ class Curvature:
         return Curvature(H, d)
 
     @classmethod
-    def at(cls, blocks, beta_scores, loss, capacity):
+    def at(cls, blocks: Sequence[RowBlock], beta_scores: Sequence[np.ndarray], loss: Loss,
+           capacity: int) -> Curvature:
         """The exact (generalised) Hessian at the point whose scores are ``beta_scores`` (one
         array per block): ``I + Σ_rows cw ℓ'' φ φᵀ``, O(n p²)."""
         p = blocks[0].X.shape[1]
@@ -182,7 +188,7 @@ class Curvature:
             raise curvature_failure(exc, kappa) from exc
 
 
-def _sq_norms(X):
+def _sq_norms(X: Any) -> np.ndarray:
     if sp.issparse(X):
         return np.asarray(X.multiply(X).sum(axis=1)).ravel()
     return np.einsum("ij,ij->i", X, X)
@@ -200,27 +206,28 @@ class RowBlock:
     or free rows of checked data), so they add exact zeros and no row gathering is needed.
     """
 
-    X: object
+    X: Any
     t: np.ndarray
     cw: np.ndarray
     slots: np.ndarray
-    t_before: np.ndarray = None
-    cw_before: np.ndarray = None
+    t_before: np.ndarray | None = None
+    cw_before: np.ndarray | None = None
     stored: bool = True
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         s = np.asarray(self.slots)
         run = s.size and s[-1] - s[0] + 1 == s.size and np.all(np.diff(s) == 1)
         self._at = slice(int(s[0]), int(s[-1]) + 1) if run else s
 
-    def at(self, by_slot):
+    def at(self, by_slot: np.ndarray) -> np.ndarray:
         """``by_slot[slots]`` (a view when the slots are a run)."""
         return by_slot[self._at]
 
-    def scores(self, beta):
+    def scores(self, beta: np.ndarray) -> np.ndarray:
         return self.X @ beta
 
-    def evaluate(self, beta, loss, with_g0=False, with_value=True):
+    def evaluate(self, beta: np.ndarray, loss: Loss, with_g0: bool = False, with_value: bool = True
+                 ) -> tuple[np.ndarray, float | None, np.ndarray, np.ndarray | None]:
         """Scores ``X β``, the data term ``Σ cw ℓ`` (``with_value``; else None), ``Xᵀ (cw ℓ')``
         and (``with_g0``) ``Xᵀ (cw ℓ'(t, 0))`` in one pass over the rows: dense rows are taken
         a cache-sized chunk at a time, so that the gradient product reads them from the
@@ -248,20 +255,26 @@ class RowBlock:
                 G[:, 0] += Xc.T @ (wc * loss.d1(tc, zc))
         return z, (val if with_value else None), G[:, 0], (G[:, 1] if with_g0 else None)
 
-    def value(self, z, loss, before=False):
-        t, cw = (self.t_before, self.cw_before) if before else (self.t, self.cw)
+    def _targets(self, before: bool) -> tuple[np.ndarray, np.ndarray]:
+        """``(t, cw)``, or those before the change (set on the blocks asked for them)."""
+        if before:
+            return cast(np.ndarray, self.t_before), cast(np.ndarray, self.cw_before)
+        return self.t, self.cw
+
+    def value(self, z: np.ndarray, loss: Loss, before: bool = False) -> float:
+        t, cw = self._targets(before)
         return float(cw @ loss.value(t, z))
 
-    def coefficients(self, z, loss, before=False):
+    def coefficients(self, z: np.ndarray, loss: Loss, before: bool = False) -> np.ndarray:
         """``cw ℓ'(t, z)`` for every row (0 outside the problem)."""
-        t, cw = (self.t_before, self.cw_before) if before else (self.t, self.cw)
+        t, cw = self._targets(before)
         return cw * loss.d1(t, z)
 
-    def curvature(self, z, loss):
+    def curvature(self, z: np.ndarray, loss: Loss) -> np.ndarray:
         """``cw ℓ''(t, z)`` for every row (0 outside the problem)."""
         return self.cw * loss.d2(self.t, z)
 
-    def restricted(self, j):
+    def restricted(self, j: np.ndarray) -> RowBlock:
         """The rows ``j`` as a block (dense rows)."""
         return RowBlock(_dense(self.X[j]), self.t[j], self.cw[j], self.slots[j],
                         None if self.t_before is None else self.t_before[j],
@@ -278,36 +291,40 @@ class Point:
     grad: np.ndarray
     grad0: np.ndarray
 
-    def grown(self, capacity):
+    def grown(self, capacity: int) -> Point:
         if self.z.shape[0] >= capacity:
             return self
         z = np.zeros(capacity)
         z[: self.z.shape[0]] = self.z
         return Point(z, self.f, self.grad, self.grad0)
 
-    def taken(self, keep, capacity):
+    def taken(self, keep: np.ndarray, capacity: int) -> Point:
         z = np.zeros(capacity)
         z[: len(keep)] = self.z[keep]
         return Point(z, self.f, self.grad, self.grad0)
 
 
-def fresh_point(blocks, beta, loss, capacity=None, with_g0=True, with_value=True):
+def fresh_point(blocks: Sequence[RowBlock], beta: np.ndarray, loss: Loss,
+                capacity: int | None = None, with_g0: bool = True, with_value: bool = True
+                ) -> tuple[list[np.ndarray], float | None, np.ndarray, np.ndarray | None]:
     """Scores (one array per block), J (``with_value``; else None), ∇J and (``with_g0``) the
     vector ∇J(0) at β computed afresh from the rows, in one pass over them."""
-    Z, f = [], 0.5 * float(beta @ beta)
+    Z: list[np.ndarray] = []
+    f: float | None = 0.5 * float(beta @ beta)
     grad = beta.copy()
     g0 = np.zeros_like(beta) if with_g0 else None
     for b in blocks:
         z, val, g, g0b = b.evaluate(beta, loss, with_g0, with_value)
         Z.append(z)
-        f = None if val is None else f + val
+        f = None if val is None or f is None else f + val  # None throughout without a value
         grad += g
-        if with_g0:
+        if g0 is not None and g0b is not None:  # with_g0
             g0 += g0b
     return Z, f, grad, g0
 
 
-def point_by_slot(blocks, Z, f, grad, g0, capacity):
+def point_by_slot(blocks: Sequence[RowBlock], Z: Sequence[np.ndarray], f: float,
+                  grad: np.ndarray, g0: np.ndarray, capacity: int) -> Point:
     """A :class:`Point` holding the scores Z at their ledger slots."""
     z = np.zeros(capacity)
     for b, zb in zip(blocks, Z):
@@ -341,7 +358,7 @@ def _moved(blocks, beta, start, loss, changed):
     return Z, f, grad, g0
 
 
-def curvature_switches(loss):
+def curvature_switches(loss: Loss) -> bool:
     """Whether ℓ'' vanishes beyond the margin (the squared hinge's generalised Hessian): rows
     then enter and leave M as the margin set moves, and every chord step checks them.  With
     ℓ'' > 0 (logistic) only the changed rows are corrected (M stays a chord matrix)."""
@@ -411,25 +428,25 @@ def _updated(blocks, Z, curv, loss, capacity, changed, exact, switches=True):
         return Curvature.at(blocks, Z, loss, capacity)
 
 
-class _Secants:
+class Secants:
     """Limited-memory BFGS pairs on top of M (Nocedal, "Updating quasi-Newton matrices with
     limited storage", Math. Comp. 1980: the two-loop recursion with ``M⁻¹`` as the initial
     inverse): they make the model exact along the last steps, which turns the chord's linear
     rate into a superlinear one."""
 
-    def __init__(self, size=8):
+    def __init__(self, size: int = 8) -> None:
         self.size = size
+        self.pairs: list[tuple[np.ndarray, np.ndarray, float]] = []
+
+    def clear(self) -> None:
         self.pairs = []
 
-    def clear(self):
-        self.pairs = []
-
-    def add(self, s, y):
+    def add(self, s: np.ndarray, y: np.ndarray) -> None:
         sy = float(s @ y)
         if sy > 1e-16 * float(np.linalg.norm(s) * np.linalg.norm(y)):  # curvature condition
             self.pairs = self.pairs[-(self.size - 1):] + [(s, y, 1.0 / sy)]
 
-    def direction(self, curv, grad):
+    def direction(self, curv: Curvature, grad: np.ndarray) -> np.ndarray:
         """``−B⁻¹ ∇J`` for the L-BFGS matrix B built on M."""
         q = grad.copy()
         a = []
@@ -442,7 +459,7 @@ class _Secants:
             r += (ai - rho * float(y @ r)) * s
         return -r
 
-    def descent(self, curv, grad):
+    def descent(self, curv: Curvature, grad: np.ndarray) -> tuple[np.ndarray, float]:
         """``(step, slope)``: :meth:`direction` with its slope ``∇Jᵀ step``, or the plain chord
         step ``−M⁻¹ ∇J`` (pairs dropped) when the L-BFGS direction does not descend."""
         step = self.direction(curv, grad)
@@ -506,7 +523,7 @@ def chord_solve(blocks, beta, curv, loss, *, tol, max_iter, callback=None, capac
     curv = None if curv is None else curv.grown(capacity)
     refresh = curv is None
     exact_m = False  # whether curv is the exact Hessian at the current β
-    secants = _Secants()
+    secants = Secants()
     switches = curvature_switches(loss)
     while not stopped:
         if gnorm <= thr:

@@ -45,12 +45,15 @@ must not be handed to new samples while it is kept (``KernelNewtonState.reusable
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import linalg
 from scipy.linalg import lapack
 
-from deltafit.solvers import SolverResult, curvature_failure
+from deltafit.losses import Loss
+from deltafit.solvers._convergence import curvature_failure
+from deltafit.solvers._results import SolverResult
 
 __all__ = ["KernelCurvature", "KernelPoint", "kernel_chord_solve", "REFRESH_RATIO"]
 
@@ -107,14 +110,16 @@ class KernelCurvature:
         ``(I + D_B K)⁻¹ e_j`` and the kernel columns ``K[:, j]`` (capacity rows each).
     """
 
-    def __init__(self, slots, s, L, d, J=None, delta=None, Y=None, KJ=None):
+    def __init__(self, slots: np.ndarray, s: np.ndarray, L: np.ndarray, d: np.ndarray,
+                 J: np.ndarray | None = None, delta: np.ndarray | None = None,
+                 Y: np.ndarray | None = None, KJ: np.ndarray | None = None) -> None:
         self.slots, self.s, self.L, self.d = slots, s, L, d
         cap = d.shape[0]
         self.J = np.zeros(0, dtype=np.intp) if J is None else J
         self.delta = np.zeros(0) if delta is None else delta
         self.Y = np.zeros((cap, 0)) if Y is None else Y
         self.KJ = np.zeros((cap, 0)) if KJ is None else KJ
-        self.cap = None
+        self.cap: Any = None
         if self.rank:
             C = self.KJ.T @ self.Y
             C = 0.5 * (C + C.T)  # symmetric in exact arithmetic: K (I + D K)⁻¹ is
@@ -122,17 +127,17 @@ class KernelCurvature:
             self.cap = linalg.lu_factor(C, check_finite=False)
 
     @property
-    def rank(self):
+    def rank(self) -> int:
         """Number of pending corrections."""
         return self.delta.size
 
     @property
-    def held(self):
+    def held(self) -> np.ndarray:
         """The slots whose kernel values the operator refers to."""
         return np.union1d(self.slots, self.J)
 
     @classmethod
-    def at(cls, K, d):
+    def at(cls, K: np.ndarray, d: np.ndarray) -> KernelCurvature:
         """The exact operator for the weights ``d`` (by slot; O(m³/3), m = #{d > 0})."""
         B = np.flatnonzero(d > 0.0)
         s = np.sqrt(d[B])
@@ -140,7 +145,7 @@ class KernelCurvature:
         M.flat[:: B.size + 1] += 1.0
         return cls(B, s, _cholesky(M), d.copy())
 
-    def _base_solve(self, x, Kx_B):
+    def _base_solve(self, x: np.ndarray, Kx_B: np.ndarray) -> np.ndarray:
         """``(I + D_B K)⁻¹ x`` given ``(K x)[B]`` (columns: several right-hand sides)."""
         out = np.array(x, dtype=np.float64, copy=True)
         if self.slots.size:
@@ -148,7 +153,7 @@ class KernelCurvature:
             out[self.slots] -= s * _potrs(self.L, s * Kx_B)
         return out
 
-    def apply(self, x, Kx):
+    def apply(self, x: np.ndarray, Kx: np.ndarray) -> np.ndarray:
         """``(I + D K)⁻¹ x`` for a vector ``x`` over slots ``0 … end−1`` and ``Kx = K x``."""
         v = self._base_solve(x, Kx[self.slots])
         if self.rank:
@@ -157,7 +162,8 @@ class KernelCurvature:
             v -= self.Y[:end] @ c
         return v
 
-    def corrected(self, K, slots, d_new, max_rank):
+    def corrected(self, K: np.ndarray, slots: Any, d_new: Any, max_rank: int
+                  ) -> KernelCurvature | None:
         """The operator with the weights ``d_new`` at ``slots`` (None when the pending rank
         would pass ``max_rank``: the caller then builds a fresh one)."""
         slots = np.asarray(slots, dtype=np.intp)
@@ -200,7 +206,7 @@ class KernelCurvature:
         except (linalg.LinAlgError, ValueError):
             return None
 
-    def with_rows(self, K, rows):
+    def with_rows(self, K: np.ndarray, rows: Any) -> KernelCurvature:
         """The same operator after the kernel values of the slots ``rows`` were (re)written
         (new samples): their rows of ``K[:, J]`` are read again.  Their rows of ``Y`` are 0
         (they are neither in B nor in J), so nothing else changes."""
@@ -212,7 +218,7 @@ class KernelCurvature:
         return KernelCurvature(self.slots, self.s, self.L, self.d, self.J, self.delta, self.Y,
                                KJ)
 
-    def grown(self, capacity):
+    def grown(self, capacity: int) -> KernelCurvature:
         """The same operator with per-slot arrays padded to ``capacity``."""
         if self.d.shape[0] >= capacity:
             return self
@@ -220,7 +226,7 @@ class KernelCurvature:
                                self.J, self.delta, _grown_rows(self.Y, capacity),
                                _grown_rows(self.KJ, capacity))
 
-    def taken(self, keep, capacity):
+    def taken(self, keep: Any, capacity: int) -> KernelCurvature | None:
         """The operator after a ledger compaction kept the slots ``keep`` (None when it
         refers to a slot not kept)."""
         keep = np.asarray(keep, dtype=np.intp)
@@ -229,7 +235,7 @@ class KernelCurvature:
         where = np.full(self.d.shape[0], -1, dtype=np.intp)
         where[keep] = np.arange(keep.size)  # keep is in id order, not necessarily slot order
 
-        def rows(a):
+        def rows(a: np.ndarray) -> np.ndarray:
             out = np.zeros((capacity,) + a.shape[1:])
             out[: keep.size] = a[keep]
             return out
@@ -238,7 +244,7 @@ class KernelCurvature:
                                where[self.J], self.delta, rows(self.Y), rows(self.KJ))
 
 
-def _unit_columns(J, n):
+def _unit_columns(J: np.ndarray, n: int) -> np.ndarray:
     E = np.zeros((n, J.size))
     E[J, np.arange(J.size)] = 1.0
     return E
@@ -253,12 +259,12 @@ class KernelPoint:
     Kh: np.ndarray
     Kh0: np.ndarray
 
-    def grown(self, capacity):
+    def grown(self, capacity: int) -> KernelPoint:
         if self.z.shape[0] >= capacity:
             return self
         return KernelPoint(*(_grown_rows(a, capacity) for a in (self.z, self.Kh, self.Kh0)))
 
-    def taken(self, keep, capacity):
+    def taken(self, keep: np.ndarray, capacity: int) -> KernelPoint:
         out = []
         for a in (self.z, self.Kh, self.Kh0):
             b = np.zeros(capacity)
@@ -267,18 +273,20 @@ class KernelPoint:
         return KernelPoint(*out)
 
 
-def fresh_kernel_point(K, alpha, t, cw, loss):
+def fresh_kernel_point(K: np.ndarray, alpha: np.ndarray, t: np.ndarray, cw: np.ndarray,
+                       loss: Loss) -> KernelPoint:
     """:class:`KernelPoint` computed from K (two products with it)."""
     zz = K @ np.column_stack([alpha, cw * loss.d1(t, np.zeros_like(t))])
     z = np.ascontiguousarray(zz[:, 0])
     return KernelPoint(z, K @ (cw * loss.d1(t, z)), np.ascontiguousarray(zz[:, 1]))
 
 
-def _objective(alpha, z, t, cw, loss):
+def _objective(alpha: np.ndarray, z: np.ndarray, t: np.ndarray, cw: np.ndarray,
+               loss: Loss) -> float:
     return float(cw @ loss.value(t, z)) + 0.5 * float(alpha @ z)
 
 
-def curvature_switches(loss):
+def curvature_switches(loss: Loss) -> bool:
     """Whether ℓ'' vanishes beyond the margin (squared hinge): samples then enter and leave D
     as the margin set moves, and every step corrects them (the step is then Newton's own)."""
     return float(loss.d2(np.ones(1), np.full(1, 2.0))[0]) == 0.0
@@ -308,13 +316,13 @@ class _Secants:
         """``−B⁻¹ ∇J`` (coefficients) for the L-BFGS operator B built on the chord one."""
         q, Kq = g.copy(), Kg.copy()
         a = []
-        for s, Ks, y, Ky, rho in reversed(self.pairs):
+        for _s, Ks, y, Ky, rho in reversed(self.pairs):
             ai = rho * float(Ks @ q)
             q -= ai * y
             Kq -= ai * Ky
             a.append(ai)
         r = curv.apply(q, Kq)
-        for (s, Ks, y, Ky, rho), ai in zip(self.pairs, reversed(a)):
+        for (s, _Ks, _y, Ky, rho), ai in zip(self.pairs, reversed(a)):
             r += (ai - rho * float(Ky @ r)) * s
         return -r
 

@@ -33,12 +33,12 @@ PEGASOS = 0
 LSQSGD = 1
 
 
-def state_size(kind, d1):
+def state_size(kind: int, d1: int) -> int:
     """Length of the state vector of a learner with ``d1`` coefficients."""
     return d1 + 3 if kind == PEGASOS else 2 * d1 + 2
 
 
-def new_state(kind, d1):
+def new_state(kind: int, d1: int) -> np.ndarray:
     """The state of a learner that has seen nothing (w = 0)."""
     s = np.zeros(state_size(kind, d1))
     if kind == PEGASOS:
@@ -119,7 +119,8 @@ def _lsqsgd_step(state, X, i, yi, alpha, radius, icpt):
 
 
 @njit
-def fit_rows(kind, state, X, y, rows, params):
+def fit_rows(kind: int, state: np.ndarray, X: np.ndarray, y: np.ndarray, rows: np.ndarray,
+             params: np.ndarray) -> None:
     """Feed the rows ``rows`` (in that order) to the learner in ``state``, in place."""
     p, radius, icpt = params[0], params[1], params[2]
     if kind == PEGASOS:
@@ -131,7 +132,8 @@ def fit_rows(kind, state, X, y, rows, params):
 
 
 @njit
-def fit_range(kind, state, X, y, start, stop, params):
+def fit_range(kind: int, state: np.ndarray, X: np.ndarray, y: np.ndarray, start: int, stop: int,
+              params: np.ndarray) -> None:
     """Feed rows ``start .. stop-1`` in order, in place."""
     p, radius, icpt = params[0], params[1], params[2]
     if kind == PEGASOS:
@@ -143,7 +145,7 @@ def fit_range(kind, state, X, y, start, stop, params):
 
 
 @njit
-def coef_of(kind, state, d1):
+def coef_of(kind: int, state: np.ndarray, d1: int) -> np.ndarray:
     """The coefficients (length ``d1``, intercept coordinate last) the learner predicts with."""
     out = np.empty(d1)
     if kind == PEGASOS:
@@ -157,7 +159,8 @@ def coef_of(kind, state, d1):
 
 
 @njit
-def decision_range(kind, state, X, start, stop, icpt, out):
+def decision_range(kind: int, state: np.ndarray, X: np.ndarray, start: int, stop: int,
+                   icpt: float, out: np.ndarray) -> None:
     """``out[i] = ⟨coef, [x_i, icpt]⟩`` for rows ``start .. stop-1``."""
     d = X.shape[1]
     d1 = d + 1

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import numbers
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, is_classifier
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from deltafit.utils._transaction import atomic
-from deltafit.utils._validation import check_bool, check_real
 from deltafit.stream._features import as_row, pad
+from deltafit.utils._params import Number
+from deltafit.utils._transaction import atomic
 
 __all__ = ["StreamLinearModel"]
 
@@ -38,12 +38,21 @@ class StreamLinearModel(BaseEstimator):
     sample (river's spelling).
     """
 
-    _kind = None  # set by subclasses
+    _kind: int | None = None  # set by subclasses
+
+    #: the parameters both learners share; each subclass adds its own two
+    _parameter_constraints: dict = {
+        "fit_intercept": ["boolean"],
+        "intercept_scaling": [Number(Real, 0, np.inf, closed="neither")],
+        "shuffle": ["boolean"],
+        "random_state": [None, Number(Integral, None, None, closed="neither"),
+                         np.random.RandomState],
+    }
 
     # ----------------------------------------------------------- hyper-parameters
     def __init__(self, fit_intercept=True, intercept_scaling=1.0, shuffle=False,
                  random_state=None):
-        # the parameters both learners share (checked by _check_params); each subclass's
+        # the parameters both learners share (_parameter_constraints); each subclass's
         # __init__ lists them after its own two and passes them on
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
@@ -57,13 +66,9 @@ class StreamLinearModel(BaseEstimator):
         raise NotImplementedError
 
     def _check_params(self):
-        check_bool(self.fit_intercept, "fit_intercept")
-        check_bool(self.shuffle, "shuffle")
-        check_real(self.intercept_scaling, "intercept_scaling", low=0.0)
-        rs = self.random_state
-        if not (rs is None or isinstance(rs, (numbers.Integral, np.random.RandomState))) \
-                or isinstance(rs, bool):
-            raise ValueError(f"random_state must be None, an int or a RandomState, got {rs!r}")
+        """Validate the parameters (scikit-learn's ``_validate_params``) and return the
+        solver's parameter vector ``[step parameter, radius, intercept scaling]``."""
+        self._validate_params()
         icpt = float(self.intercept_scaling) if self.fit_intercept else 0.0
         return np.array([self._step_param(), self._radius(), icpt], dtype=np.float64)
 
@@ -165,6 +170,8 @@ class StreamLinearModel(BaseEstimator):
         what learning them one by one from w = 0 gives).  Nothing changes when the sample is
         refused.
         """
+        if not hasattr(self, "_state"):  # a bad parameter fails at the first sample
+            self._validate_params()
         if not isinstance(x, dict):
             return self._learn_row(as_row(self, x), y, False)
         with atomic(self):  # a rejected dict leaves no feature, width or pending sample

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import math
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import clone, is_classifier
 from sklearn.exceptions import NotFittedError
 from sklearn.utils import check_array, get_tags
 
-from deltafit.utils._validation import check_int, check_real, check_rows
 from deltafit.stream._window import WindowLearner, _Decision
+from deltafit.utils._params import Number, validate_params
+from deltafit.utils._validation import check_rows
 
 __all__ = ["DDM"]
 
@@ -41,14 +43,22 @@ class _DDMDetector:
     ``drift_threshold``), including its running mean ``p += (e − p) / i``.
     """
 
+    _parameter_constraints: dict = {
+        "warning_level": [Number(Real, 0, np.inf, closed="left")],
+        "drift_level": [Number(Real, 0, np.inf, closed="left")],
+        "min_num_instances": [Number(Integral, 0, None, closed="left")],
+    }
+
     def __init__(self, warning_level=2.0, drift_level=3.0, min_num_instances=30):
-        self.warning_level = check_real(warning_level, "warning_level", low=0.0,
-                                        low_inclusive=True)
-        self.drift_level = check_real(drift_level, "drift_level", low=0.0, low_inclusive=True)
-        if self.drift_level < self.warning_level:
+        self.warning_level = warning_level
+        self.drift_level = drift_level
+        self.min_num_instances = min_num_instances
+        validate_params(self)
+        if drift_level < warning_level:
             raise ValueError(f"drift_level ({drift_level!r}) must be >= warning_level "
                              f"({warning_level!r})")
-        self.min_num_instances = check_int(min_num_instances, "min_num_instances", low=0)
+        self.warning_level, self.drift_level = float(warning_level), float(drift_level)
+        self.min_num_instances = int(min_num_instances)
         self.reset()
 
     def reset(self):
@@ -154,6 +164,11 @@ class DDM(WindowLearner):
     (True, True)
     """
 
+    _parameter_constraints: dict = {
+        **WindowLearner._parameter_constraints,
+        **_DDMDetector._parameter_constraints,
+    }
+
     def __init__(self, estimator, window=500, warning_level=2.0, drift_level=3.0,
                  min_num_instances=30, initial=None):
         super().__init__(estimator, window=window, initial=initial)
@@ -166,8 +181,10 @@ class DDM(WindowLearner):
         return _DDMDetector(self.warning_level, self.drift_level, self.min_num_instances)
 
     def _validate(self):
-        self._new_detector()
         self._check_params()
+        self._new_detector()  # drift_level >= warning_level
+
+    def _check_estimator(self):
         if not is_classifier(self.estimator):
             raise ValueError(f"DDM needs a classifier (it monitors prediction errors), got "
                              f"{type(self.estimator).__name__}")

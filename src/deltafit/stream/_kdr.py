@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-import numpy as np
+from numbers import Real
 
-from deltafit.utils._validation import check_bool, check_real
+import numpy as np
+from sklearn.utils._param_validation import StrOptions
+
 from deltafit.kernels import _resolved_from_data
 from deltafit.models import UpdatableMixin
 from deltafit.sensitivity._incremental import REGIONS, IncrementalSphere
 from deltafit.stream._window import WindowLearner, _Decision
+from deltafit.utils._params import Number
 
 __all__ = ["KDR"]
 
@@ -114,6 +117,13 @@ class KDR(WindowLearner):
     (True, True)
     """
 
+    _parameter_constraints: dict = {
+        **WindowLearner._parameter_constraints,
+        "threshold": [Number(Real, 0, np.inf, closed="left")],
+        "region": [StrOptions(set(REGIONS))],
+        "warm": ["boolean"],
+    }
+
     def __init__(self, estimator, window=500, threshold=0.05, initial=None, region="sphere",
                  warm=True):
         super().__init__(estimator, window=window, initial=initial)
@@ -121,7 +131,7 @@ class KDR(WindowLearner):
         self.region = region
         self.warm = warm
 
-    def _check_params(self):
+    def _check_estimator(self):
         if not isinstance(self.estimator, UpdatableMixin):
             raise ValueError(
                 "KDR needs a deltafit estimator (KernelClassifier, LinearClassifier, "
@@ -132,11 +142,6 @@ class KDR(WindowLearner):
             raise ValueError(
                 "KDR's bounds need the window's rows in the model: use keep_data=True"
             )
-        check_real(self.threshold, "threshold", low=0.0, low_inclusive=True)
-        if not isinstance(self.region, str) or self.region not in REGIONS:
-            raise ValueError(f"region must be one of {list(REGIONS)}, got {self.region!r}")
-        check_bool(self.warm, "warm")
-        return super()._check_params()
 
     def _setup(self):
         self._T = float(self.threshold)

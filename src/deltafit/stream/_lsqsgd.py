@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import math
+from numbers import Real
 
 import numpy as np
 from sklearn.base import RegressorMixin
 
 from deltafit.solvers._sgd import LSQSGD as _LSQSGD_KIND
-from deltafit.utils._validation import check_real
 from deltafit.stream._base import StreamLinearModel
+from deltafit.utils._params import Number
 
 __all__ = ["LSQSGD"]
 
@@ -67,6 +67,12 @@ class LSQSGD(RegressorMixin, StreamLinearModel):
 
     _kind = _LSQSGD_KIND
 
+    _parameter_constraints: dict = {
+        **StreamLinearModel._parameter_constraints,
+        "alpha": [None, Number(Real, 0, np.inf, closed="neither")],
+        "radius": [Number(Real, 0, np.inf, closed="right")],  # inf: no projection
+    }
+
     def __init__(self, alpha=None, radius=1.0, fit_intercept=True, intercept_scaling=1.0,
                  shuffle=False, random_state=None):
         super().__init__(fit_intercept=fit_intercept, intercept_scaling=intercept_scaling,
@@ -75,16 +81,10 @@ class LSQSGD(RegressorMixin, StreamLinearModel):
         self.radius = radius
 
     def _step_param(self):
-        if self.alpha is None:
-            return 0.0
-        return check_real(self.alpha, "alpha", low=0.0)
+        return 0.0 if self.alpha is None else float(self.alpha)
 
     def _radius(self):
-        r = self.radius
-        if isinstance(r, (int, float, np.floating, np.integer)) and not isinstance(r, bool) \
-                and r == math.inf:
-            return math.inf
-        return check_real(r, "radius", low=0.0)
+        return float(self.radius)
 
     def _t_index(self):
         return 2 * (self.n_features_in_ + 1)

@@ -3,24 +3,30 @@
 from __future__ import annotations
 
 import math
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, is_classifier
 from sklearn.exceptions import NotFittedError
+from sklearn.metrics.pairwise import PAIRWISE_KERNEL_FUNCTIONS
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from deltafit.utils._labels import BinaryLabels, LabelMessages
-from deltafit.utils._transaction import atomic
-from deltafit.utils._validation import check_bool, check_int, check_real, check_rows
-from deltafit.kernels import kernel_rows, validate_kernel
+from deltafit.kernels import kernel_rows
 from deltafit.stream._base import validate_rows
 from deltafit.stream._features import as_row, pad
+from deltafit.utils._labels import BinaryLabels, LabelMessages
+from deltafit.utils._params import Number
+from deltafit.utils._transaction import atomic
+from deltafit.utils._validation import check_rows
 
 __all__ = ["NORMA", "NORMARegressor"]
 
 _RENORM = 1e-100  # the global decay factor is folded into the coefficients below this
 _GAMMA_KERNELS = ("rbf", "laplacian", "poly", "polynomial", "sigmoid")
 _LABELS = LabelMessages(name="NORMA")
+# the kernels pairwise_kernels evaluates from two row sets (deltafit.kernels.validate_kernel)
+_KERNEL_NAMES = set(PAIRWISE_KERNEL_FUNCTIONS) - {"precomputed", "additive_chi2", "chi2"}
 
 
 class _NORMABase(BaseEstimator):
@@ -32,6 +38,19 @@ class _NORMABase(BaseEstimator):
     """
 
     # ------------------------------------------------------------ parameters
+    #: NORMARegressor's parameters; NORMA adds its loss and margin
+    _parameter_constraints: dict = {
+        "kernel": [StrOptions(_KERNEL_NAMES), callable],
+        "gamma": [None, Number(Real, 0, np.inf, closed="neither")],
+        "degree": [Number(Integral, 0, None, closed="left")],
+        "coef0": [Number(Real, -np.inf, np.inf, closed="neither")],
+        "lam": [Number(Real, 0, np.inf, closed="left")],
+        "eta": [Number(Real, 0, np.inf, closed="neither")],
+        "learning_rate": [StrOptions({"constant", "invscaling"})],
+        "budget": [Number(Integral, 1, None, closed="left")],
+        "fit_intercept": ["boolean"],
+    }
+
     def __init__(self, kernel="rbf", gamma=None, degree=3, coef0=1.0, lam=1e-4, eta=0.1,
                  learning_rate="constant", budget=500, fit_intercept=True):
         # NORMARegressor's parameters, documented in _DOC_PARAMS and its docstring; NORMA
@@ -47,26 +66,14 @@ class _NORMABase(BaseEstimator):
         self.fit_intercept = fit_intercept
 
     def _check_params(self):
-        validate_kernel(self.kernel)
-        if self.gamma is not None:
-            check_real(self.gamma, "gamma", low=0.0)
-        check_int(self.degree, "degree", low=0)
-        check_real(self.coef0, "coef0")
-        lam = check_real(self.lam, "lam", low=0.0, low_inclusive=True)
-        eta = check_real(self.eta, "eta", low=0.0)
+        """Validate the parameters (scikit-learn's ``_validate_params``, then the rule between
+        ``eta`` and ``lam``) and return the kernel's parameters."""
+        self._validate_params()
+        eta, lam = float(self.eta), float(self.lam)
         if eta * lam >= 1.0:
             raise ValueError(f"eta * lam must be < 1 (the decay 1 - eta*lam must stay positive), "
                              f"got eta={eta!r}, lam={lam!r}")
-        if self.learning_rate not in ("constant", "invscaling"):
-            raise ValueError(f"learning_rate must be 'constant' or 'invscaling', got "
-                             f"{self.learning_rate!r}")
-        check_int(self.budget, "budget", low=1)
-        check_bool(self.fit_intercept, "fit_intercept")
-        self._check_loss()
         return dict(kernel=self.kernel, gamma=self.gamma, degree=self.degree, coef0=self.coef0)
-
-    def _check_loss(self):
-        raise NotImplementedError
 
     def _resolved(self, kw):
         """The kernel parameters with ``gamma=None`` fixed at 1 / (first sample's width): the
@@ -346,6 +353,12 @@ class NORMA(ClassifierMixin, _NORMABase):
     §4.4.  The decay is kept as one global factor, renormalised below 1e-100.
     """
 
+    _parameter_constraints: dict = {
+        **_NORMABase._parameter_constraints,
+        "loss": [StrOptions({"hinge"})],  # NORMARegressor: the squared loss
+        "margin": [Number(Real, 0, np.inf, closed="left")],
+    }
+
     def __init__(self, kernel="rbf", gamma=None, degree=3, coef0=1.0, lam=1e-4, eta=0.1,
                  learning_rate="constant", budget=500, loss="hinge", margin=1.0,
                  fit_intercept=True):
@@ -354,12 +367,6 @@ class NORMA(ClassifierMixin, _NORMABase):
                          fit_intercept=fit_intercept)
         self.loss = loss
         self.margin = margin
-
-    def _check_loss(self):
-        if self.loss != "hinge":
-            raise ValueError(f"loss must be 'hinge' for NORMA (use NORMARegressor for "
-                             f"'squared'), got {self.loss!r}")
-        check_real(self.margin, "margin", low=0.0, low_inclusive=True)
 
     def _gradient(self, f, t):
         return t if t * f < float(self.margin) else 0.0
@@ -419,9 +426,6 @@ class NORMARegressor(RegressorMixin, _NORMABase):
     """
 
     # no __init__ of its own: its parameters are those of _NORMABase.__init__
-
-    def _check_loss(self):
-        pass
 
     @staticmethod
     def _gradient(f, t):

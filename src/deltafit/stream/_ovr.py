@@ -17,13 +17,14 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, clone, is_classifier
 from sklearn.exceptions import NotFittedError
 from sklearn.utils import get_tags
+from sklearn.utils._param_validation import HasMethods
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from deltafit.stream._base import validate_rows
+from deltafit.stream._features import as_row
 from deltafit.utils._transaction import atomic
 from deltafit.utils._validation import check_rows
-from deltafit.stream._features import as_row
 
 __all__ = ["OneVsRest"]
 
@@ -86,19 +87,26 @@ class OneVsRest(ClassifierMixin, BaseEstimator):
     True
     """
 
+    _parameter_constraints: dict = {
+        "estimator": [HasMethods(["partial_fit", "decision_function", "get_params"])],
+        "classes": [None, "array-like"],
+    }
+
     def __init__(self, estimator, classes=None):
         self.estimator = estimator
         self.classes = classes
 
     # ----------------------------------------------------------------- checks
     def _check_estimator(self):
+        """Validate the parameters (scikit-learn's ``_validate_params``), then that the
+        estimator is a classifier."""
+        self._validate_params()
         est = self.estimator
         try:
             ok = is_classifier(est)
         except AttributeError:
             ok = False
-        if not ok or not all(callable(getattr(est, n, None))
-                             for n in ("partial_fit", "decision_function", "get_params")):
+        if not ok:
             raise ValueError(
                 "OneVsRest needs a scikit-learn binary classifier with partial_fit and "
                 f"decision_function (e.g. deltafit.stream.Pegasos or NORMA), got "

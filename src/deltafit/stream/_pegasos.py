@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
+from numbers import Real
 
 from sklearn.base import ClassifierMixin
 
-from deltafit.utils._labels import BinaryLabels, LabelMessages
 from deltafit.solvers._sgd import PEGASOS
-from deltafit.utils._validation import check_real
 from deltafit.stream._base import StreamLinearModel
+from deltafit.utils._labels import BinaryLabels, LabelMessages
+from deltafit.utils._params import Number
 
 __all__ = ["Pegasos"]
 
@@ -84,6 +85,13 @@ class Pegasos(ClassifierMixin, StreamLinearModel):
 
     _kind = PEGASOS
 
+    _parameter_constraints: dict = {
+        **StreamLinearModel._parameter_constraints,
+        # at least 1e-100: 1/(lam t) would overflow below
+        "lam": [Number(Real, 1e-100, math.inf, closed="left")],
+        "projection": ["boolean"],
+    }
+
     def __init__(self, lam=1e-4, projection=False, fit_intercept=True, intercept_scaling=1.0,
                  shuffle=False, random_state=None):
         super().__init__(fit_intercept=fit_intercept, intercept_scaling=intercept_scaling,
@@ -92,15 +100,9 @@ class Pegasos(ClassifierMixin, StreamLinearModel):
         self.projection = projection
 
     def _step_param(self):
-        lam = check_real(self.lam, "lam", low=0.0)
-        if lam < 1e-100:  # 1/(lam t) would overflow
-            raise ValueError(f"lam must be >= 1e-100, got {lam!r}")
-        return lam
+        return float(self.lam)
 
     def _radius(self):
-        from deltafit.utils._validation import check_bool
-
-        check_bool(self.projection, "projection")
         return 1.0 / math.sqrt(float(self.lam)) if self.projection else math.inf
 
     def _t_index(self):

@@ -7,11 +7,11 @@ import itertools
 import numpy as np
 from sklearn.model_selection import StratifiedKFold, cross_val_score
 
-from deltafit.utils._validation import check_int, check_rows
 from deltafit.models import KernelClassifier
 from deltafit.stream._kdr import KDR
 from deltafit.stream._prequential import prequential
 from deltafit.stream._window import SlidingWindow
+from deltafit.utils._validation import check_int, check_rows
 
 __all__ = ["tune_stream", "tradeoff_experiment", "ALGORITHMS"]
 
@@ -25,8 +25,9 @@ def _kernel_classifier(gamma, C):
 def tune_stream(X, y, window, *, n_tune=1000):
     """The paper's tuning (§4.4): on the first ``n_tune`` samples, the RBF ``gamma`` and ``C``
     of ``KernelClassifier(loss="squared_hinge")`` by 3-fold CV over a small grid, NORMA's
-    kernel width, learning rate and regularisation by prequential accuracy, and ``r0``: the ``‖r‖`` of the
-    ball between two disjoint windows of those samples (the scale of KDR's threshold).
+    kernel width, learning rate and regularisation by prequential accuracy, and ``r0``: the
+    ``‖r‖`` of the ball between two disjoint windows of those samples (the scale of KDR's
+    threshold).
 
     Returns
     -------

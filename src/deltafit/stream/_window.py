@@ -12,17 +12,21 @@ current model reads the columns it was fitted on until the next model computatio
 
 from __future__ import annotations
 
+from numbers import Integral
+
 import numpy as np
 from sklearn.base import BaseEstimator, clone, is_classifier
 from sklearn.exceptions import NotFittedError
 from sklearn.utils import check_array, get_tags
+from sklearn.utils._param_validation import HasMethods
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import column_or_1d
 
-from deltafit.utils._transaction import atomic
-from deltafit.utils._validation import check_int, check_rows
 from deltafit.models import UpdatableMixin
 from deltafit.stream._features import as_row
+from deltafit.utils._params import Number, validate_estimator_params
+from deltafit.utils._transaction import atomic
+from deltafit.utils._validation import check_rows
 
 __all__ = ["WindowLearner", "SlidingWindow", "as_row"]
 
@@ -75,6 +79,12 @@ class WindowLearner(BaseEstimator):
         prediction is the most frequent label so far (the mean for regressors).
     """
 
+    _parameter_constraints: dict = {
+        "estimator": [HasMethods(["fit", "predict", "get_params"])],
+        "window": [Number(Integral, 2, None, closed="left")],
+        "initial": [None, Number(Integral, 1, None, closed="left")],
+    }
+
     def __init__(self, estimator, window=500, initial=None):
         self.estimator = estimator
         self.window = window
@@ -94,20 +104,22 @@ class WindowLearner(BaseEstimator):
 
     # ---------------------------------------------------------------- setup
     def _check_params(self):
-        est = self.estimator
-        if not (hasattr(est, "fit") and hasattr(est, "predict") and hasattr(est, "get_params")):
-            raise ValueError(
-                f"estimator must be a scikit-learn estimator with fit and predict, got "
-                f"{type(est).__name__}"
-            )
-        if isinstance(est, UpdatableMixin) or hasattr(type(est), "_parameter_constraints"):
-            # a bad parameter fails here, not in the first model computation mid-stream
-            clone(est)._validate_params()
-        window = check_int(self.window, "window", low=2)
-        initial = window if self.initial is None else check_int(self.initial, "initial", low=1)
+        """Validate the parameters (scikit-learn's ``_validate_params``, the subclass's rules on
+        the estimator, the estimator's own parameters, ``initial <= window``) and return
+        ``(window, initial)``."""
+        self._validate_params()
+        self._check_estimator()
+        # a bad parameter of the estimator fails here, not in the first model computation
+        # mid-stream
+        validate_estimator_params(self.estimator)
+        window = int(self.window)
+        initial = window if self.initial is None else int(self.initial)
         if initial > window:
             raise ValueError(f"initial ({initial}) cannot exceed window ({window})")
         return window, initial
+
+    def _check_estimator(self):
+        """Subclass hook: what the learner needs of its estimator beyond its methods."""
 
     def _reset(self, d):
         window, initial = self._check_params()
@@ -334,6 +346,8 @@ class WindowLearner(BaseEstimator):
 
     def _partial_fit(self, X, y, reset):
         fresh = reset or not hasattr(self, "_X")
+        if fresh:  # the parameters first (checked in full by _reset, before any change)
+            self._validate_params()
         X = check_array(X, dtype=np.float64)
         d = None if fresh else self.n_features_in_
         if d is not None and X.shape[1] != d:
@@ -409,12 +423,17 @@ class SlidingWindow(WindowLearner):
     True
     """
 
+    _parameter_constraints: dict = {
+        **WindowLearner._parameter_constraints,
+        "period": [Number(Integral, 1, None, closed="left")],
+    }
+
     def __init__(self, estimator, window=500, period=100, initial=None):
         super().__init__(estimator, window=window, initial=initial)
         self.period = period
 
     def _setup(self):
-        self._period_ = check_int(self.period, "period", low=1)
+        self._period_ = int(self.period)
         self._since = 0
 
     def _learn(self, row, y):

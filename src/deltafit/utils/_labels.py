@@ -10,12 +10,18 @@ learner keeps its own wording of the errors, a :class:`LabelMessages`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any, TypeVar, cast
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 
 __all__ = ["BinaryLabels", "LabelMessages"]
+
+_B = TypeVar("_B", bound="BinaryLabels")
+_C = TypeVar("_C", bound="ClassLabels")
 
 
 @dataclass(frozen=True)
@@ -61,25 +67,30 @@ class LabelMessages:
     unknown: str = ("{what} has labels {labels} that are not in classes_ {classes} ({name} is "
                     "binary)")
 
-    def error(self, template, **fields):
+    def error(self, template: str, **fields: Any) -> ValueError:
         """A ValueError with ``template`` filled in (``name`` included)."""
         return ValueError(template.format(name=self.name, **fields))
 
 
-def distinct_labels(values):
+def distinct_labels(values: ArrayLike) -> list[Any]:
     """The distinct labels among ``values`` as a list, for a message: sorted when they can be
     compared, else in order of first appearance (``None``, mixed types)."""
-    values = np.asarray(values, dtype=object).ravel().tolist()
+    listed = np.asarray(values, dtype=object).ravel().tolist()
     try:
-        return sorted(set(values))
+        return sorted(set(listed))
     except TypeError:  # labels that cannot be ordered (None, or str next to int)
-        seen = {}
-        for v in values:
+        seen: dict[str, Any] = {}
+        for v in listed:
             seen.setdefault(repr(v), v)
         return list(seen.values())
 
 
-def _check_within(y, labels, messages):
+def _as_list(classes: ArrayLike) -> list[Any]:
+    """``list(classes)``, for a message (``classes``: a sequence or 1-D array of labels)."""
+    return list(cast(Iterable[Any], classes))
+
+
+def _check_within(y: ArrayLike, labels: np.ndarray, messages: LabelMessages) -> None:
     """ValueError (``messages.outside_classes``) when ``y`` has labels outside ``labels``."""
     unseen = np.setdiff1d(np.unique(y), labels)
     if unseen.size:
@@ -107,12 +118,15 @@ class BinaryLabels:
     """
 
     __slots__ = ("classes_", "messages")
+    classes_: Any  # ndarray of the labels, None before fit
 
-    def __init__(self, classes=None, messages=LabelMessages()):
+    def __init__(self, classes: np.ndarray | None = None,
+                 messages: LabelMessages = LabelMessages()) -> None:
         self.classes_ = classes
         self.messages = messages
 
-    def fit(self, y, classes=None, *, check_type=True):
+    def fit(self: _B, y: np.ndarray, classes: ArrayLike | None = None, *,
+            check_type: bool = True) -> _B:
         """Learn the two labels from ``y``, or take them from ``classes``.
 
         Parameters
@@ -149,13 +163,13 @@ class BinaryLabels:
             labels = np.unique(np.asarray(classes))
             if labels.size != 2:
                 if m.classes_size is not None:
-                    raise m.error(m.classes_size, n=labels.size, given=list(classes))
+                    raise m.error(m.classes_size, n=labels.size, given=_as_list(classes))
                 self._check_two(labels, "classes")
             _check_within(y, labels, m)
         self.classes_ = labels
         return self
 
-    def _check_two(self, labels, source):
+    def _check_two(self, labels: np.ndarray, source: str) -> None:
         m = self.messages
         if labels.size < 2:
             raise m.error(m.one_class, labels=labels.tolist())
@@ -164,7 +178,8 @@ class BinaryLabels:
             raise m.error(m.many, source=source, n=labels.size, labels=listed,
                           first10=listed[:10])
 
-    def partial_fit(self, y, classes=None, *, check_type=True):
+    def partial_fit(self: _B, y: np.ndarray, classes: ArrayLike | None = None, *,
+                    check_type: bool = True) -> _B:
         """scikit-learn's ``partial_fit`` convention: :meth:`fit` on the first call; later,
         ``classes`` (if given) must be the labels already known.
 
@@ -185,13 +200,13 @@ class BinaryLabels:
             self.check_classes(classes)
         return self
 
-    def check_classes(self, classes):
+    def check_classes(self, classes: ArrayLike) -> None:
         """Raise a ValueError unless ``classes`` holds exactly the two known labels."""
         if not np.array_equal(np.unique(np.asarray(classes)), self.classes_):
-            raise ValueError(f"classes={list(classes)} differ from the model's "
+            raise ValueError(f"classes={_as_list(classes)} differ from the model's "
                              f"{self.classes_.tolist()}")
 
-    def encode(self, y, what="y"):
+    def encode(self, y: ArrayLike, what: str = "y") -> np.ndarray:
         """Targets ±1 of the labels ``y``.
 
         Parameters
@@ -221,7 +236,7 @@ class BinaryLabels:
                           classes=self.classes_.tolist())
         return np.where(pos, 1.0, -1.0)
 
-    def decode(self, t):
+    def decode(self, t: ArrayLike) -> np.ndarray:
         """Labels of the targets or decision values ``t``: ``classes_[1]`` where ``t > 0``."""
         return self.classes_[(np.asarray(t) > 0).astype(np.intp)]
 
@@ -243,12 +258,14 @@ class ClassLabels:
     """
 
     __slots__ = ("classes_", "messages")
+    classes_: Any  # ndarray of the labels, None before fit
 
-    def __init__(self, classes=None, messages=LabelMessages()):
+    def __init__(self, classes: np.ndarray | None = None,
+                 messages: LabelMessages = LabelMessages()) -> None:
         self.classes_ = classes
         self.messages = messages
 
-    def fit(self, y, classes=None):
+    def fit(self: _C, y: np.ndarray, classes: ArrayLike | None = None) -> _C:
         """Learn the labels from ``y`` (at least two), or take them from ``classes`` (then
         ``y`` must be among them and may show fewer).
 
@@ -279,7 +296,7 @@ class ClassLabels:
         self.classes_ = labels
         return self
 
-    def encode(self, y, what="y"):
+    def encode(self, y: ArrayLike, what: str = "y") -> np.ndarray:
         """Class indices (floats) of the labels ``y``; ValueError for a label that is not one
         of ``classes_``."""
         y = np.asarray(y)
@@ -287,10 +304,10 @@ class ClassLabels:
         try:
             idx = np.searchsorted(classes, y)
         except TypeError:  # labels that cannot be ordered with the classes (None, mixed types)
-            index = {}
+            index: dict[Any, int] = {}
             for i, c in enumerate(classes.tolist()):
                 index.setdefault(c, i)
-            found = []
+            found: list[int] = []
             for v in y.ravel().tolist():
                 try:
                     found.append(index.get(v, -1))
@@ -309,6 +326,6 @@ class ClassLabels:
                           classes=classes.tolist())
         return idx.astype(np.float64)
 
-    def decode(self, scores):
+    def decode(self, scores: ArrayLike) -> np.ndarray:
         """Labels of the decision values ``scores`` (n, K): the class of the largest score."""
         return self.classes_[np.argmax(np.asarray(scores), axis=1)]

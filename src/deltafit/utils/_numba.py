@@ -8,8 +8,8 @@ one warning gives the install hint; numba's own ``NUMBA_DISABLE_JIT=1`` does the
 The first compilation of deltafit's loops takes seconds and happens once: numba caches the
 result on disk (``cache=True``) and later runs load it.  That first time deltafit says so on
 standard error ("compiling ..., once") instead of leaving an open progress bar to show a
-wrong estimate of the time left (:func:`deltafit.utils._progress.paused_for` labels the bar and takes
-the pause out of its rate).  A cache hit compiles nothing and prints nothing.
+wrong estimate of the time left (:func:`deltafit.utils._progress.paused_for` labels the bar and
+takes the pause out of its rate).  A cache hit compiles nothing and prints nothing.
 """
 
 from __future__ import annotations
@@ -18,22 +18,29 @@ import sys
 import threading
 import time
 import warnings
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from deltafit.utils._progress import open_bar, paused_for
 
 __all__ = ["njit", "HAVE_NUMBA"]
 
+_numba: Any  # the numba module (untyped), or None without it
 try:
-    import numba as _numba
+    import numba
+
+    _numba = numba
 except ImportError:  # pragma: no cover - depends on the environment
     _numba = None
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 HAVE_NUMBA = _numba is not None
 
 COMPILING = "compiling, once"
 
 
-def _is_deltafit(dispatcher):
+def _is_deltafit(dispatcher: Any) -> bool:
     module = getattr(getattr(dispatcher, "py_func", None), "__module__", "") or ""
     return module == "deltafit" or module.startswith("deltafit.")
 
@@ -47,15 +54,15 @@ class _CompileNotice:
     functions are not deltafit's to announce.
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._depth = 0
         self._announced = False
-        self._pause = None
+        self._pause: Any = None
         self._t0 = 0.0
         self._printed = False
 
-    def on_start(self, event):
+    def on_start(self, event: Any) -> None:
         if not _is_deltafit((event.data or {}).get("dispatcher")):
             return
         with self._lock:
@@ -73,7 +80,7 @@ class _CompileNotice:
                 self._printed = True
             self._announced = True
 
-    def on_end(self, event):
+    def on_end(self, event: Any) -> None:
         if not _is_deltafit((event.data or {}).get("dispatcher")):
             return
         with self._lock:
@@ -89,10 +96,11 @@ class _CompileNotice:
                 self._printed = False
 
 
-_notice = None
+_notice: _CompileNotice | None = None
+_warned = False  # the install hint was given
 
 
-def _install_notice():
+def _install_notice() -> None:
     global _notice
     if _numba is None or _notice is not None:
         return
@@ -100,19 +108,19 @@ def _install_notice():
         from numba.core import event
     except ImportError:  # pragma: no cover - numba without the event API
         return
-    _notice = _CompileNotice()
+    notice = _notice = _CompileNotice()
 
     class _Listener(event.Listener):
-        def on_start(self, ev):
-            _notice.on_start(ev)
+        def on_start(self, ev: Any) -> None:
+            notice.on_start(ev)
 
-        def on_end(self, ev):
-            _notice.on_end(ev)
+        def on_end(self, ev: Any) -> None:
+            notice.on_end(ev)
 
     event.register("numba:compile", _Listener())
 
 
-def njit(fn):
+def njit(fn: _F) -> _F:
     """``numba.njit(cache=True, nogil=True, fastmath=True, error_model="numpy")``, or ``fn``
     itself without numba.
 
@@ -129,15 +137,17 @@ def njit(fn):
     -------
     numba dispatcher or function
     """
+    global _warned
     if _numba is None:  # pragma: no cover - depends on the environment
-        if not getattr(njit, "_warned", False):
+        if not _warned:
             warnings.warn(
                 "numba is not installed: deltafit's per-sample loops (deltafit.stream, treecv) "
                 "run as plain Python, orders of magnitude slower; "
                 "pip install 'deltafit[fast]' (or pip install numba)",
                 UserWarning, stacklevel=2,
             )
-            njit._warned = True
+            _warned = True
         return fn
     _install_notice()
-    return _numba.njit(cache=True, nogil=True, fastmath=True, error_model="numpy")(fn)
+    jitted: _F = _numba.njit(cache=True, nogil=True, fastmath=True, error_model="numpy")(fn)
+    return jitted  # a dispatcher, called as ``fn`` is

@@ -14,33 +14,34 @@ import sys
 import threading
 import time
 import weakref
+from typing import Any, Literal
 
 __all__ = ["progress_bar", "open_bar", "paused_for"]
 
 _lock = threading.Lock()
-_current = None  # weak reference to the open tqdm bar, or None
+_current: weakref.ref[Any] | None = None  # weak reference to the open tqdm bar, or None
 
 
 class _Silent:
     """A bar that shows nothing (progress disabled, or another bar is already open)."""
 
-    def update(self, n=1):
+    def update(self, n: int = 1) -> None:
         pass
 
-    def set_postfix_str(self, s):
+    def set_postfix_str(self, s: str) -> None:
         pass
 
-    def close(self):
+    def close(self) -> None:
         pass
 
-    def __enter__(self):
+    def __enter__(self) -> _Silent:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
-def open_bar():
+def open_bar() -> Any:
     """The tqdm bar deltafit has open, or None."""
     with _lock:
         bar = _current() if _current is not None else None
@@ -49,7 +50,7 @@ def open_bar():
     return bar
 
 
-def progress_bar(total, enabled, desc=None):
+def progress_bar(total: int, enabled: bool, desc: str | None = None) -> Any:
     """A tqdm bar on standard error when ``enabled`` (ImportError with an install hint
     without tqdm), else a bar that does nothing.
 
@@ -104,18 +105,19 @@ class paused_for:
     ...     pass
     """
 
-    def __init__(self, label):
+    def __init__(self, label: str) -> None:
         self.label = label
-        self.bar = None
+        self.bar: Any = None
+        self.t0 = 0.0
 
-    def __enter__(self):
+    def __enter__(self) -> paused_for:
         self.bar = open_bar()
         self.t0 = time.time()
         if self.bar is not None:
             self.bar.set_postfix_str(self.label)
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> Literal[False]:
         bar = self.bar
         if bar is not None and not getattr(bar, "disable", True):
             pause = time.time() - self.t0

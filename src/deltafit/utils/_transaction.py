@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
+from types import TracebackType
+from typing import Any, Literal
+
 __all__ = ["atomic"]
 
 
@@ -42,28 +46,32 @@ class atomic:  # noqa: N801 - used like a function: ``with atomic(obj): ...``
 
     __slots__ = ("_dict", "_attrs", "_copies", "_saved", "_copied")
 
-    def __init__(self, obj, *, attrs=None, copies=()):
+    def __init__(self, obj: Any, *, attrs: Collection[str] | None = None,
+                 copies: Collection[str] = ()) -> None:
         self._dict = obj.__dict__
         self._attrs = attrs
         self._copies = copies
 
-    def __enter__(self):
+    def __enter__(self) -> atomic:
         d = self._dict
         if self._attrs is None:
             self._saved = d.copy()
         else:
-            self._saved = saved = {}
+            saved: dict[str, Any] = {}
+            self._saved = saved
             for a in self._attrs:
                 if a in d:
                     saved[a] = d[a]
         if self._copies:
-            self._copied = copied = {}
+            copied: dict[str, Any] = {}
+            self._copied = copied
             for a in self._copies:
                 if a in d:
                     copied[a] = d[a].copy()
         return self
 
-    def __exit__(self, exc_type, exc, tb):
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> Literal[False]:
         if exc_type is None:
             return False
         d, saved = self._dict, self._saved

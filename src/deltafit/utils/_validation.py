@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import numbers
+from typing import Any, Literal
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 
 __all__ = ["check_feature_names", "feature_names_of", "check_rows", "check_real", "check_int",
            "check_bool", "check_ids", "check_dense",
@@ -31,7 +33,7 @@ class SparseDataError(TypeError, ValueError):
     """
 
 
-def check_dense(A, what="X"):
+def check_dense(A: Any, what: str = "X") -> None:
     """Refuse sparse matrices and complex values in ``A`` (an array-like of rows or labels).
 
     Raises
@@ -65,7 +67,7 @@ def check_dense(A, what="X"):
         )
 
 
-def _names_carrier(X):
+def _names_carrier(X: Any) -> Any:
     """What scikit-learn reads the column names of ``X`` from: ``X`` itself, or for a dask
     DataFrame an empty pandas frame with its columns (dask is recognised by its type's module,
     so that dask is never imported here)."""
@@ -78,7 +80,7 @@ def _names_carrier(X):
     return X
 
 
-def feature_names_of(X):
+def feature_names_of(X: Any) -> np.ndarray | None:
     """The column names of ``X`` as ``fit`` records them (``feature_names_in_``): an object
     array of strings for a DataFrame (pandas, polars, ..., or a dask DataFrame) whose columns
     are all strings, else None (scikit-learn's ``_get_feature_names``)."""
@@ -87,7 +89,7 @@ def feature_names_of(X):
     return _get_feature_names(_names_carrier(X))
 
 
-def check_feature_names(estimator, X):
+def check_feature_names(estimator: Any, X: Any) -> None:
     """Check the column names of ``X`` against those ``estimator`` was fitted on, exactly as
     its ``predict`` does (scikit-learn's ``validate_data(reset=False)``): a ValueError when
     they differ (other names, or the same names in another order), a UserWarning when only
@@ -108,7 +110,7 @@ def check_feature_names(estimator, X):
     _check_feature_names(estimator, _names_carrier(X), reset=False)
 
 
-def check_magnitude(sq, C, what, remedy="rescale the data"):
+def check_magnitude(sq: ArrayLike, C: float, what: str, remedy: str = "rescale the data") -> None:
     """Refuse samples beyond :data:`MAX_SQUARED_NORM`.
 
     Parameters
@@ -141,7 +143,7 @@ def check_magnitude(sq, C, what, remedy="rescale the data"):
         )
 
 
-def check_scale(Phi, C):
+def check_scale(Phi: Any, C: float) -> None:
     """Refuse feature rows ``Phi`` (dense or sparse, the intercept column included) with a
     squared norm ``‖Φ(x)‖²`` beyond :data:`MAX_SQUARED_NORM` (see :func:`check_magnitude`);
     the norms are computed only when ``p·max|Φ|²`` could pass the cap."""
@@ -161,8 +163,10 @@ def check_scale(Phi, C):
                         "included)", "rescale X")
 
 
-def check_real(value, name, *, low=None, low_inclusive=False):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):
+def check_real(value: Any, name: str, *, low: float | None = None,
+               low_inclusive: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or \
+            not np.isfinite(value):  # type: ignore[call-overload]  # any Real, as numpy takes it
         raise ValueError(f"{name} must be a finite real number, got {value!r}")
     if low is not None and (value < low or (value == low and not low_inclusive)):
         op = ">=" if low_inclusive else ">"
@@ -170,19 +174,20 @@ def check_real(value, name, *, low=None, low_inclusive=False):
     return float(value)
 
 
-def check_int(value, name, *, low=1):
+def check_int(value: Any, name: str, *, low: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
         raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
     return int(value)
 
 
-def check_bool(value, name):
+def check_bool(value: Any, name: str) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise ValueError(f"{name} must be True or False, got {value!r}")
     return bool(value)
 
 
-def check_sparse_rows(X, n_features, what="X", owner="the model"):
+def check_sparse_rows(X: Any, n_features: int | None, what: str = "X",
+                      owner: str = "the model") -> Any:
     """A scipy.sparse matrix or array as a float64 ``csr_matrix`` with ``n_features`` columns
     and at least one row, its stored values finite and real.
 
@@ -212,7 +217,8 @@ def check_sparse_rows(X, n_features, what="X", owner="the model"):
     return X
 
 
-def check_rows(X, n_features, what="X", owner="the model", finite=True, sparse=False):
+def check_rows(X: Any, n_features: int | None, what: str = "X", owner: str = "the model",
+               finite: bool = True, sparse: bool | Literal["dense"] = False) -> Any:
     """A 2-D finite float64 array with ``n_features`` columns and at least one row.
 
     Sparse matrices are refused with scikit-learn's TypeError (:class:`SparseDataError`, also
@@ -248,7 +254,7 @@ def check_rows(X, n_features, what="X", owner="the model", finite=True, sparse=F
     return np.ascontiguousarray(X)
 
 
-def check_ids(ids, what="ids"):
+def check_ids(ids: ArrayLike, what: str = "ids") -> np.ndarray:
     """A non-empty 1-D int64 array of distinct sample ids (integral floats are accepted)."""
     ids = np.asarray(ids)
     if ids.ndim == 0:

@@ -151,7 +151,7 @@ def loo_balls(z, d1, sq, *, C1, C2, beta_sq=None, phi_grad=None, grad_sq=None, b
     """The balls of the models trained without one sample t, for every t at once.
 
     Removing t gives ``Δg = −ℓ'_t Φ_t``, so every inner product of the ball is one of
-    ``z_t``, ``ℓ'_t``, ``‖Φ_t‖²`` and ``⟨Φ_t, g⟩``: with γ_t = −ℓ'_t,
+    ``z_t``, ``ℓ'_t``, ``‖Φ_t‖²`` and ``⟨Φ_t, g⟩``: with γ_t = −ℓ'_t::
 
         center score at Φ_t   (1 − c) z_t − (C₂/2) γ_t ‖Φ_t‖² − (ρ/2) ⟨Φ_t, g⟩
         ‖r_t‖²                :func:`sq_radius` with ‖Δg‖² = γ_t² ‖Φ_t‖², ⟨β₁, Δg⟩ = γ_t z_t,

@@ -16,7 +16,8 @@ curvature matrix is ``H = I + Σ_j D_j Φ_jΦ_jᵀ`` with ``D ≥ 0``.  By the p
 
 exact for any x (the part of Φ(x) outside the span sees ``H = I``).  A region costs
 ``O(|T|³)`` per step (a Cholesky factorisation of M and a triangular solve with ``D^{½}K``);
-beyond 2,500 points :func:`~deltafit.sensitivity.regions._curvature.curvature_region` returns the ball.
+beyond 2,500 points :func:`~deltafit.sensitivity.regions._curvature.curvature_region` returns
+the ball.
 """
 
 from __future__ import annotations
@@ -27,7 +28,13 @@ import numpy as np
 from scipy import linalg
 
 from deltafit.kernels import kernel_diagonal, kernel_rows
-from deltafit.sensitivity.regions._curvature import _SAFE, _ExactSchedule, newton_radius
+from deltafit.sensitivity.regions._curvature_schedule import (
+    _SAFE,
+    CURVATURE_LOSSES,
+    _ExactSchedule,
+    newton_radius,
+)
+from deltafit.sensitivity.regions._protocol import Region
 
 __all__ = ["KernelCurvatureRegion"]
 
@@ -35,15 +42,41 @@ _MAX_POINTS = 2500   # |T| beyond which the region is the ball (O(|T|³) per ste
 
 
 class _KernelExact(_ExactSchedule):
-    """The points T, their scores, D₂ labels and weights, and the region's building blocks."""
+    """The points T, their scores, D₂ labels and weights, and the region's building blocks.
 
-    def __init__(self, sens):
+    Parameters
+    ----------
+    loss, C1, C2, eps, z, t, u
+        As for :class:`~deltafit.sensitivity.regions._curvature_schedule._ExactSchedule`.
+    K : ndarray of shape (n, n)
+        The kernel matrix of the points T.
+    alpha, gamma : ndarray of shape (n,)
+        The coefficients of β₁ and of ``g₀ = ∇P₂(β₁)`` (without the residual) over T.
+    rnorm : float, optional
+        ``‖r‖`` of the Theorem 1 ball; default ``½‖g₀‖`` from ``gamma``.
+    kw : dict, optional
+        The kernel's parameters (:func:`deltafit.kernels.kernel_rows`), for queries.
+    rows : ndarray, optional
+        The points' rows, for queries.
+    """
+
+    def __init__(self, *, loss, C1, C2, eps, z, t, u, K, alpha, gamma, rnorm=None, kw=None,
+                 rows=None):
+        self.K, self.alpha, self.gamma, self.kw, self.rows = K, alpha, gamma, kw, rows
+        self.kdiag = np.diag(K).copy()
+        self.Kg = K @ gamma
+        self.g_sq = max(float(gamma @ self.Kg), 0.0)
+        if rnorm is None:
+            rnorm = 0.5 * np.sqrt(self.g_sq)
+        super().__init__(loss=loss, C1=C1, C2=C2, eps=eps, z=z, t=t, u=u, rnorm=rnorm)
+
+    @classmethod
+    def from_sensitivity(cls, sens):
+        """T = the live training samples and the hypothetical additions of a what-if."""
         prob, store = sens._prob, sens._store
-        self.loss = sens._loss
-        self.C1, self.C2 = sens._C1, sens._C2(sens.n_new)
-        self.rho = self.C2 / self.C1
-        self.eps = sens._eps
-        self.kw = prob.kernel_params
+        C1, C2 = sens._C1, sens._C2(sens.n_new)
+        rho = C2 / C1
+        kw = prob.kernel_params
         live = np.asarray(prob.live)
         n = live.size
         K = prob.gram(live)
@@ -70,7 +103,7 @@ class _KernelExact(_ExactSchedule):
         if hyp.any():  # hypothetical additions: appended to T
             ia = idx[hyp]
             pts = store.pts[ia]
-            Kx = kernel_rows(pts, rows, **self.kw)
+            Kx = kernel_rows(pts, rows, **kw)
             K = np.block([[K, Kx.T], [Kx, store.G[np.ix_(ia, ia)]]])
             ya = y[hyp]
             z = np.concatenate([z, store.z[ia]])
@@ -79,15 +112,21 @@ class _KernelExact(_ExactSchedule):
             alpha = np.concatenate([alpha, np.zeros(ia.size)])
             coef = np.concatenate([coef, store.c[ia]])
             rows = np.vstack([rows, pts])
-        self.K, self.z, self.t, self.u, self.alpha, self.rows = K, z, t, u, alpha, rows
-        self.used = u > 0
-        self.kdiag = np.diag(K).copy()
-        self.gamma = (1.0 - self.rho) * alpha + self.C2 * coef       # g₀ = Φ γ
-        self.Kg = K @ self.gamma
-        self.g_sq = max(float(self.gamma @ self.Kg), 0.0)
-        _, rnorm = store.half_gradient(self.C1, self.C2)
-        self.rnorm = rnorm
-        self.R_ball = rnorm + self.rho * self.eps
+        gamma = (1.0 - rho) * alpha + C2 * coef       # g₀ = Φ γ
+        _, rnorm = store.half_gradient(C1, C2)
+        return cls(loss=sens._loss, C1=C1, C2=C2, eps=sens._eps, z=z, t=t, u=u, K=K,
+                   alpha=alpha, gamma=gamma, rnorm=rnorm, kw=kw, rows=rows)
+
+    @classmethod
+    def from_arrays(cls, z, t, u, coef, grad, C, loss, K):
+        """The exact intervals of a change given by arrays (:func:`removal_intervals`):
+        ``coef`` and ``grad`` are β₁'s and ``∇P₂(β₁)``'s coefficients over the n samples of
+        kernel matrix ``K`` (no residual, ``C₁ = C₂ = C``)."""
+        return cls(loss=loss, C1=float(C), C2=float(C), eps=0.0,
+                   z=np.asarray(z, dtype=np.float64), t=np.asarray(t, dtype=np.float64),
+                   u=np.asarray(u, dtype=np.float64), K=np.asarray(K, dtype=np.float64),
+                   alpha=np.asarray(coef, dtype=np.float64),
+                   gamma=np.asarray(grad, dtype=np.float64))
 
     def recentered(self, d0):
         """This problem expanded at ``β̃ = Φ(α − d₀)`` with its exact gradient (coefficients
@@ -171,19 +210,20 @@ class _TooLarge(Exception):
     """More points than the kernel form handles at a what-if's cost."""
 
 
-class KernelCurvatureRegion:
+class KernelCurvatureRegion(Region):
     """The curvature-aware region of a kernel model's what-if: ellipsoid and Newton ball in
     the expansion over the training and added points, intersected with the ball of Theorem 1
     (see :mod:`deltafit.sensitivity.regions._curvature`)."""
 
     kind = "curvature"
+    losses = CURVATURE_LOSSES
 
     def __init__(self, sens, recenter=True):
         self._store = sens._store
         prob = sens._prob
         if prob.n_samples + sens.n_added > _MAX_POINTS:
             raise _TooLarge
-        kp0 = _KernelExact(sens)
+        kp0 = _KernelExact.from_sensitivity(sens)
         self._alpha1, self._K = kp0.alpha, kp0.K
         self._C1, self._C2, self._R = kp0.C1, kp0.C2, kp0.R_ball
         self._ball_dist = kp0.rnorm + kp0.R_ball

@@ -20,8 +20,8 @@ Sherman–Morrison, ``Φ_tᵀ(B − a Φ_tΦ_tᵀ)⁻¹Φ_t = q_t / (1 − a q_t
 
 The intervals that give ``c_lo, c_hi`` are ``z_i ± Δ_i`` with ``Δ_i = τ ‖Φ_i‖_{B₀⁻¹}`` (B₀ the
 curvature at β₁); they are verified per t by the homotopy argument of
-:mod:`deltafit.sensitivity.regions._curvature`: with ``g_s = s g`` (s ∈ [0, 1]) every score moves by at
-most ``s ‖Φ_i‖_{H_lo,t⁻¹} ‖g‖_{H_lo,t⁻¹} ≤ s ‖Φ_i‖_{B_lo⁻¹} T_t``,
+:mod:`deltafit.sensitivity.regions._curvature`: with ``g_s = s g`` (s ∈ [0, 1]) every score
+moves by at most ``s ‖Φ_i‖_{H_lo,t⁻¹} ‖g‖_{H_lo,t⁻¹} ≤ s ‖Φ_i‖_{B_lo⁻¹} T_t``,
 ``T_t = (C|γ_t| sqrt(s_hi) + ε) / sqrt(1 − C w_t c_lo,t q_t)``, so t is certified when
 ``‖Φ_i‖_{B_lo⁻¹} T_t < Δ_i`` for every ``i ≠ t``.  A few levels τ are tried (one pair of
 factorisations each); samples no level certifies keep the ball's interval, and every interval
@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg
 
-from deltafit.sensitivity.regions._curvature import _SAFE, secant_range
+from deltafit.sensitivity.regions._curvature_schedule import _SAFE, secant_range
 
 __all__ = ["KernelSpace", "LinearSpace", "curvature_loo_bounds"]
 

@@ -49,6 +49,7 @@ import numpy as np
 from scipy.linalg import lapack
 
 from deltafit.sensitivity.regions import _ball
+from deltafit.sensitivity.regions._protocol import Region
 
 __all__ = ["SolvedRegion", "solved_region"]
 
@@ -214,7 +215,7 @@ class _Problem:
         return beta, g, delta
 
 
-class SolvedRegion:
+class SolvedRegion(Region):
     """The ball ``B(β̂ − ½ĝ, ½‖ĝ‖ + δ + u(‖β̂‖ + ‖ĝ‖))`` around a solution β̂ of the changed
     problem (module docstring), intersected with the ball of Theorem 1 around β₁.
 

@@ -20,9 +20,9 @@ import functools
 
 import numpy as np
 
-from deltafit.utils._validation import check_real, check_rows
+from deltafit._linalg._features import features
 from deltafit.kernels import kernel_diagonal
-from deltafit.models._linear import features
+from deltafit.utils._validation import check_real, check_rows
 
 __all__ = ["Sphere", "PrimalSphere", "KernelSphere", "BallIntersection", "two_ball_bounds"]
 
@@ -442,7 +442,7 @@ class _Features:
         return isinstance(other, _Features) and self._map is other._map and \
             self._const == other._const and self._width == other._width
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # equal maps, unhashable
 
     def __call__(self, X):
         return features(check_rows(X, self._width, "X", sparse="dense"), self._map, self._const)

@@ -1,0 +1,481 @@
+"""The curvature-aware region of a linear model's what-if: the pending change in the eigenbasis
+of the stored Hessian, and the two schedules that bound the retrained model with it.
+
+The theorem (Theorem 1 of Okumura et al., "Quick sensitivity analysis for incremental data
+modification and its application to leave-one-out CV in linear classification problems",
+generalised to a curvature matrix H; Sivan et al., "Incremental sensitivity analysis for
+kernelized models", Theorem 1), the Newton ball and the guess-verify-refine iteration are
+stated in :mod:`deltafit.sensitivity.regions._curvature`.  Here: ``_LinearExact``, every
+sample's exact score interval (small problems, and the array form of cross-validation), and
+``_LinearCheap``, the cheap intervals of the H₀-ball (large problems, rows on a Dask cluster).
+Both read the pending change through ``_LinearChange``; what every region of one model version
+reuses (the eigendecomposition of H₀, the training scores, ``q_i = ‖Φ_i‖_{H₀⁻¹}``) is cached
+with the model (:meth:`deltafit.models.FittedProblem.cached`).
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+from scipy import linalg
+
+from deltafit.sensitivity.regions import _ball
+from deltafit.sensitivity.regions._curvature_schedule import (
+    _GUESS_MARGINS,
+    _MAX_REFINE,
+    _REFINE_GAIN,
+    _SAFE,
+    _ExactSchedule,
+    curvature_range,
+    newton_radius,
+)
+
+__all__ = ["small_problem"]
+
+_EXACT_WORK = 4e6        # n p² up to which every training sample's interval is exact ...
+_EXACT_N = 1500          # ... and n up to which (beyond, the cached-Hessian intervals)
+
+
+def small_problem(prob):
+    """Whether a linear problem takes the small-problem regions (exact intervals, solve)."""
+    n, p = prob.n_samples, prob.coef.shape[0]
+    return n <= _EXACT_N and n * p * p <= _EXACT_WORK
+
+
+class _ClusterKey:
+    """The order key of the samples the cheap intervals correct one by one, for rows on a
+    Dask cluster (picklable: it travels to the workers): logistic ``−q_i`` (the largest
+    ``q_i = ‖Φ_i‖_{H₀⁻¹}`` first), squared hinge ``(1 − t_i z_i) / q_i`` over the active
+    samples (inf elsewhere); ``q_i`` kept with it."""
+
+    def __init__(self, V, lam, loss):
+        self.V, self.lam, self.loss = V, lam, loss
+
+    def __call__(self, Phi, t, w, z):
+        psi = Phi @ self.V
+        q = np.sqrt(np.einsum("ij,ij->i", psi, psi / self.lam))
+        if self.loss.name == "logistic":
+            key = -q
+        else:
+            act = self.loss.d2(t, z) > 0
+            key = np.full(q.size, np.inf)
+            key[act] = (1.0 - t[act] * z[act]) / np.maximum(q[act], 1e-300)
+        return np.column_stack([key, q])
+
+
+def _cluster_cache(prob, loss, k=None):
+    """:func:`_linear_cache` of a model whose rows live on a Dask cluster, over the samples
+    the cheap intervals read: the stored Hessian (M, or one pass), then one pass that brings
+    back, per row block, the ``k`` samples first in the order of :class:`_ClusterKey` — the
+    ``p + 1`` largest ``q_i`` (logistic: κ and the ``p`` corrected samples are those of the
+    whole model), or the active squared-hinge samples of smallest ratio, with ``cut`` the
+    smallest ratio left on the cluster (:meth:`_LinearCheap._extra` asks for more past it)."""
+    H = prob.hessian()
+    lam, V = linalg.eigh(H)
+    lam = np.maximum(lam, 1.0)
+    p = lam.size
+    if k is None:
+        k = max(p + 1, 16) if loss.name == "logistic" else max(4 * p, 64)
+    got = prob.select_rows(_ClusterKey(V, lam, loss), k)
+    live, rows = np.asarray(got["handles"], dtype=np.intp), got["rows"]
+    t, z, q = got["targets"], got["z"], got["key"][:, 1]
+    order = np.argsort(live, kind="stable")
+    c = {"live": live, "z": z, "t": t, "w": got["weights"], "h": loss.d2(t, z), "lam": lam,
+         "V": V, "q": q, "sorted": (live[order], order), "k": k}
+    if loss.name == "logistic":
+        c["order"] = np.argsort(-q, kind="stable")
+        c["order_psi"] = rows[c["order"]] @ V
+    else:
+        act = np.flatnonzero(c["h"] > 0)
+        ratio = got["key"][act, 0]
+        o = np.argsort(ratio, kind="stable")
+        c["act"], c["act_ratio"] = act[o], ratio[o]
+        c["act_psi"] = rows[act[o]] @ V
+        c["act_cut"] = got["cut"]
+    return c
+
+
+def _positions(cache, handles):
+    """Positions in the cache's samples of ``handles`` (−1: not among them)."""
+    handles = np.asarray(handles, dtype=np.intp)
+    if "pos" in cache:
+        return cache["pos"][handles]
+    srt, order = cache["sorted"]
+    at = np.minimum(np.searchsorted(srt, handles), max(srt.size - 1, 0))
+    hit = (srt.size > 0) & (srt[at] == handles) if srt.size else np.zeros(handles.size, bool)
+    return np.where(hit, order[at] if srt.size else -1, -1)
+
+
+def _linear_cache(prob, loss):
+    """What every curvature region of this model version reuses: the stored Hessian's
+    eigendecomposition, the training scores and curvatures, ``q_i = ‖Φ_i‖_{H₀⁻¹}``."""
+    if getattr(prob, "rows_on_cluster", False):
+        return _cluster_cache(prob, loss)
+    live = np.asarray(prob.live)
+    z, _ = prob.scores(live)
+    t = np.asarray(prob.targets[live], dtype=np.float64)
+    w = prob.sample_weights(live)
+    h = loss.d2(t, z)
+    lam, V = linalg.eigh(prob.hessian())
+    lam = np.maximum(lam, 1.0)  # H₀ ⪰ I exactly; rounding only
+    rows = prob.rows[live]
+    psi = rows @ V
+    q = np.sqrt(np.einsum("ij,ij->i", psi, psi / lam))
+    pos = np.full(prob.capacity, -1, dtype=np.intp)
+    pos[live] = np.arange(live.size)
+    c = {"live": live, "z": z, "t": t, "w": np.ones(live.size) if w is None else w, "h": h,
+         "lam": lam, "V": V, "q": q, "pos": pos}
+    if loss.name == "logistic":
+        c["order"] = np.argsort(-q, kind="stable")
+    else:
+        act = np.flatnonzero(h > 0)
+        ratio = (1.0 - t[act] * z[act]) / np.maximum(q[act], 1e-300)
+        o = np.argsort(ratio, kind="stable")
+        c["act"], c["act_ratio"] = act[o], ratio[o]
+    return c
+
+
+def _hnorms(L, psi):
+    """``‖ψ_i‖_{H⁻¹}`` of the rows of ``psi`` for ``H = L Lᵀ``."""
+    if not psi.shape[0]:
+        return np.zeros(0)
+    W = linalg.solve_triangular(L, psi.T, lower=True, check_finite=False)
+    return np.sqrt(np.einsum("ij,ij->j", W, W))
+
+
+class _LinearChange:
+    """The pending change of a linear what-if in the eigenbasis ``V`` of the stored Hessian
+    ``H₀ = VΛVᵀ``: what both schedules start from."""
+
+    def __init__(self, sens):
+        prob, loss = sens._prob, sens._loss
+        self.loss, self.prob = loss, prob
+        self.cache = cache = prob.cached(("curvature", loss.name),
+                                         lambda: _linear_cache(prob, loss))
+        store = sens._store
+        self.C1, self.C2 = sens._C1, sens._C2(sens.n_new)
+        self.rho = self.C2 / self.C1
+        self.eps = sens._eps
+        self.beta = store.beta
+        self.V, self.lam = cache["V"], cache["lam"]
+        r, rnorm = store.half_gradient(self.C1, self.C2)
+        self.r, self.rnorm = r, rnorm
+        self.R_ball = _ball.certified_radius(rnorm, C1=self.C1, C2=self.C2, residual=self.eps)
+        self.g = self.V.T @ (2.0 * r)  # g₀ in the eigenbasis
+        # the entries: every sample the change touches (model samples and additions)
+        idx = np.flatnonzero(store.live[:sens._m])
+        src = store.src[idx]
+        y0, y = sens._y0[idx], sens._y[idx]
+        self.e_z = store.z[idx]
+        self.e_t = np.where(y == y, y, 0.0)                       # label in D₂
+        self.e_u = np.where(y == y, sens._w[idx], 0.0)            # weight in D₂ (0: absent)
+        model = y0 == y0
+        self.e_h0w = np.where(model, sens._w0[idx] * loss.d2(np.where(model, y0, 0.0),
+                                                             self.e_z), 0.0)
+        self.e_w0 = np.where(model, sens._w0[idx], 0.0)
+        self._store, self._idx = store, idx
+        in_entries = np.zeros(cache["z"].size, dtype=bool)
+        self._src = src[src >= 0]
+        if getattr(prob, "rows_on_cluster", False):  # rows copied, not referenced: by id
+            mine = sens._y0[idx] == sens._y0[idx]
+            self._src = np.asarray(prob.handles_unchecked(sens._ids[idx][mine]), dtype=np.intp)
+        ep = _positions(cache, self._src)
+        in_entries[ep[ep >= 0]] = True
+        self.in_entries = in_entries
+
+    def entry_psi(self, sel):
+        """``VᵀΦ_i`` of the entries ``sel``."""
+        if not sel.size:
+            return np.zeros((0, self.lam.size))
+        return self._store.rows_of(self._idx[sel]) @ self.V
+
+
+
+class _Ellipsoid:
+    """The ellipsoid of a curvature matrix in the eigenbasis (needs ``g``, ``rho``, ``eps``)."""
+
+    def ellipsoid(self, a, psi, d):
+        """The ellipsoid of ``H̃ = diag(a) + Ψᵀ diag(d) Ψ`` (see :meth:`factor`)."""
+        Ht = (psi.T * d) @ psi if d.size else np.zeros((a.size, a.size))
+        Ht[np.diag_indices_from(Ht)] += a
+        return self.factor(Ht)
+
+    def factor(self, Ht):
+        """``(L, x, R_H, H̃)`` of ``H̃ = VᵀHV``: its Cholesky factor, ``x = H̃⁻¹ g̃`` (center
+        ``β₁ − ½Vx``) and the H-radius ``½‖g₀‖_{H⁻¹} + ρε``; None if H̃ is not numerically
+        positive definite."""
+        try:
+            L = linalg.cholesky(Ht, lower=True, check_finite=False)
+        except linalg.LinAlgError:
+            return None
+        x = linalg.cho_solve((L, True), self.g, check_finite=False)
+        RH = 0.5 * np.sqrt(max(float(self.g @ x), 0.0)) + self.rho * self.eps
+        return L, x, RH * (1.0 + _SAFE) + 1e-300, Ht
+
+
+class _LinearExact(_ExactSchedule, _Ellipsoid):
+    """Every sample's exact score interval (small problems): a region is represented by the
+    intervals ``[A_i, B_i]`` it gives for ``z_i(β₂)``, and the curvature by the secant slopes
+    of ``ℓ'`` between ``z_i(β₁)`` and those intervals (:func:`secant_range`).
+
+    Parameters
+    ----------
+    loss, C1, C2, eps, z, t, u, rnorm
+        As for :class:`~deltafit.sensitivity.regions._curvature_schedule._ExactSchedule`.
+    V, lam : ndarray
+        The eigenbasis of the stored Hessian and its eigenvalues (identity and ones: no basis).
+    psi : ndarray of shape (n, p)
+        ``VᵀΦ_i`` of every sample (rows in the order of ``z``).
+    beta, g, r : ndarray
+        β₁, ``g₀ = ∇P₂(β₁)`` without the residual (in the eigenbasis) and ``r`` of the
+        Theorem 1 ball (in the original basis).
+    """
+
+    exact = True
+
+    def __init__(self, *, loss, C1, C2, eps, z, t, u, rnorm, V, lam, psi, beta, g, r):
+        super().__init__(loss=loss, C1=C1, C2=C2, eps=eps, z=z, t=t, u=u, rnorm=rnorm)
+        self.V, self.lam, self.psi = V, lam, psi
+        self.beta, self.g, self.r = beta, g, r
+
+    @classmethod
+    def from_sensitivity(cls, sens):
+        """The exact intervals of a what-if's pending change (every D₂ sample: the changed
+        samples, then the untouched training samples)."""
+        ch = _LinearChange(sens)
+        c = ch.cache
+        rest = np.flatnonzero(~ch.in_entries)
+        live = c["live"]
+        psi = np.vstack([ch.entry_psi(np.arange(ch.e_z.size)),
+                         ch.prob.rows[live[rest]] @ ch.V])
+        return cls(loss=ch.loss, C1=ch.C1, C2=ch.C2, eps=ch.eps,
+                   z=np.concatenate([ch.e_z, c["z"][rest]]),
+                   t=np.concatenate([ch.e_t, c["t"][rest]]),
+                   u=np.concatenate([ch.e_u, c["w"][rest]]), rnorm=ch.rnorm,
+                   V=ch.V, lam=ch.lam, psi=psi, beta=ch.beta, g=ch.g, r=ch.r)
+
+    @classmethod
+    def from_arrays(cls, z, t, u, coef, grad, C, loss, Phi):
+        """The exact intervals of a change given by arrays (:func:`removal_intervals`): the
+        samples' scores ``z``, targets ``t``, changed weights ``u``, feature rows ``Phi``, β₁
+        = ``coef`` and the exact ``∇P₂(β₁)`` = ``grad`` (no residual, ``C₁ = C₂ = C``)."""
+        p = Phi.shape[1]
+        g = np.asarray(grad, dtype=np.float64)
+        r = 0.5 * g
+        return cls(loss=loss, C1=float(C), C2=float(C), eps=0.0,
+                   z=np.asarray(z, dtype=np.float64), t=np.asarray(t, dtype=np.float64),
+                   u=np.asarray(u, dtype=np.float64), rnorm=float(np.linalg.norm(r)),
+                   V=np.eye(p), lam=np.ones(p), psi=np.asarray(Phi, dtype=np.float64),
+                   beta=np.asarray(coef, dtype=np.float64), g=g, r=r)
+
+    def build(self, iv):
+        lo, _ = self.curvature(iv)
+        return np.ones(self.lam.size), self.psi, self.C2 * self.u * lo
+
+    def ell_iv(self, ell):
+        L, x, RH, _ = ell
+        return self._region(-0.5 * (self.psi @ x), RH * _hnorms(L, self.psi))
+
+    def ball_iv(self):
+        norms = np.sqrt(np.einsum("ij,ij->i", self.psi, self.psi))
+        return self._region(-(self.psi @ (self.V.T @ self.r)), self.R_ball * norms)
+
+    def newton(self, iv, ell):
+        """The Newton ball ``‖β − (β₁ − V M⁻¹g̃)‖_{H_lo} ≤ ρ₂ + ρε`` (module docstring) for
+        the secant bounds of the intervals ``iv``, ``H_lo = LLᵀ`` their lower bounds:
+        ``(d₀, radius, intervals)``."""
+        L = ell[0]
+        C2, u, psi = self.C2, self.u, self.psi
+        lo, hi = self.curvature(iv)
+        mid, half = 0.5 * (lo + hi), 0.5 * (hi - lo)
+        M = (psi.T * (C2 * u * mid)) @ psi
+        M[np.diag_indices_from(M)] += 1.0
+        try:
+            d0 = linalg.cho_solve(linalg.cho_factor(M, lower=True, check_finite=False),
+                                  self.g, check_finite=False)
+        except linalg.LinAlgError:
+            return None
+        s = psi @ d0                                      # z_i(β₁ − d₀) = z_i − s_i
+        err = C2 * u * half * np.abs(s)                   # |(m_i − c̄_i) s_i| ≤ err_i
+        W = linalg.solve_triangular(L, psi.T, lower=True, check_finite=False)
+        qh = np.sqrt(np.einsum("ij,ij->j", W, W))         # ‖Φ_i‖_{H_lo⁻¹}
+        part = newton_radius(err, C2 * u * lo, qh, lambda idx: W[:, idx].T @ W[:, idx])
+        rad = (part + self.rho * self.eps) * (1.0 + _SAFE) + 1e-300
+        return d0, rad, self._region(-s, rad * qh)
+
+    def build_ell(self, iv):
+        return self.ellipsoid(*self.build(iv))
+
+    def recentered(self, d0):
+        """This problem expanded at ``β̃ = β₁ − V d₀`` with its exact gradient
+        ``∇P₂(β̃) = β̃ + C₂ Σ w'_i ℓ'(t_i, z̃_i) Φ_i`` (every D₂ sample is held here), the
+        rounding of that sum as the residual allowance."""
+        rc = copy.copy(self)
+        rc.z = self.z - self.psi @ d0
+        b = self.V.T @ self.beta - d0
+        d1 = self.C2 * self.u * self.loss.d1(self.t, rc.z)
+        rc.g = b + self.psi.T @ d1
+        norms = np.sqrt(np.einsum("ij,ij->i", self.psi, self.psi))
+        delta = 1e-13 * (float(np.linalg.norm(b)) + float(np.abs(d1) @ norms)) + 1e-300
+        rc.beta = self.V @ b
+        rc.r = self.V @ (0.5 * rc.g)
+        rc.rnorm = 0.5 * float(np.linalg.norm(rc.g))
+        rc.eps, rc.rho = delta, 1.0
+        rc.R_ball = rc.rnorm + delta
+        return rc
+
+
+class _LinearCheap(_LinearChange, _Ellipsoid):
+    """The cheap intervals of the H₀-ball ``K_τ = {‖β − β₁‖_{H₀} ≤ τ}`` (large problems).
+
+    On ``K_τ`` every score moves by at most ``q_i τ``, ``q_i = ‖Φ_i‖_{H₀⁻¹}`` (cached), so
+    ``c_i ≥ κ ℓ''_i(β₁)`` for all samples but a few (logistic: ``κ = e^{−q τ}`` over the
+    samples outside the ``p`` largest ``q_i``, which are corrected one by one; squared hinge:
+    ``κ = 1`` and the active samples with ``1 − t_i z_i < q_i τ`` corrected).  Hence
+
+        H = (1 − κρ) I + κρ H₀ − κ C₂ Σ_{changed model samples} w_i ℓ''_i Φ_iΦ_iᵀ
+            + Σ_{staying changed samples} C₂ w'_i c_i Φ_iΦ_iᵀ
+            + Σ_{corrected} C₂ w_i (c_i − κℓ''_i) Φ_iΦ_iᵀ
+
+    (hypothetical additions are dropped), diagonal up to ``O(p)`` rank-one terms in the
+    eigenbasis of H₀ once the changed samples' part is formed: ``O(k p² + p³)`` per region.
+    """
+
+    exact = False
+
+    def __init__(self, sens):
+        super().__init__(sens)
+        model = self.e_w0 > 0  # changed model samples (additions are dropped from H)
+        sel = np.flatnonzero(model)
+        p = self.lam.size
+        psi = self.entry_psi(sel)
+        self.m_q = np.sqrt(np.einsum("ij,ij->i", psi, psi / self.lam))
+        h0w = self.e_h0w[sel]
+        self.S_minus = self.C2 * ((psi.T * h0w) @ psi) if sel.size else np.zeros((p, p))
+        self.neg_trace = self.C2 * float(h0w @ self.m_q ** 2)  # Σ of its q-weighted terms
+        stay = self.e_u[sel] > 0  # reweighted / relabelled: their D₂ term is added back
+        self.s_psi, self.s_q = psi[stay], self.m_q[stay]
+        st = sel[stay]
+        self.s_z, self.s_t, self.s_u = self.e_z[st], self.e_t[st], self.e_u[st]
+
+    def _prefix_psi(self, name, ordering, k):
+        """``VᵀΦ_i`` of the first ``k`` samples of a fixed ordering (kept with the model's
+        cache: the same samples serve every region)."""
+        c = self.cache
+        have = c.get(name)
+        if have is None or have.shape[0] < k:
+            live = c["live"]
+            k2 = min(ordering.size, max(k, 2 * (0 if have is None else have.shape[0]), 16))
+            have = self.prob.rows[live[ordering[:k2]]] @ self.V
+            c[name] = have
+        return have[:k]
+
+    def _more(self, lim):
+        """Rows on a Dask cluster: the cache regathered (``k`` doubled, one pass each) until
+        every active squared-hinge sample of ratio up to ``lim`` is in it; the cached entries
+        are replaced by the larger ones (same samples first: the order is a total one)."""
+        c = self.cache
+        k = c["k"]
+        while c.get("act_cut", np.inf) <= lim:
+            k *= 2
+            c.update(_cluster_cache(self.prob, self.loss, k))
+        self.in_entries = np.zeros(c["z"].size, dtype=bool)
+        ep = _positions(c, self._src)
+        self.in_entries[ep[ep >= 0]] = True
+        return c
+
+    def _extra(self, tau):
+        """(κ, positions of the samples corrected one by one, their VᵀΦ) for τ."""
+        c = self.cache
+        if self.loss.name == "logistic":
+            ordering, name = c["order"], "order_psi"
+            k = min(ordering.size, self.lam.size)
+            kappa = float(np.exp(-c["q"][ordering[k]] * tau)) if k < ordering.size else 0.0
+        else:
+            lim = tau * (1.0 + 1e-9) + 1e-300
+            if c.get("act_cut", np.inf) <= lim:  # rows on a cluster: bring back more
+                c = self._more(lim)
+            ordering, name = c["act"], "act_psi"
+            k = int(np.searchsorted(c["act_ratio"], lim, side="right"))
+            kappa = 1.0
+        keep = ~self.in_entries[ordering[:k]]
+        return kappa, ordering[:k][keep], self._prefix_psi(name, ordering, k)[keep]
+
+    def build(self, tau):
+        """``(H̃, κ, Weyl's lower bound of λ_min(Λ^{-½}H̃Λ^{-½}))`` valid on ``K_τ``."""
+        C2, loss, c = self.C2, self.loss, self.cache
+        kappa, extra, x_psi = self._extra(tau)
+        a = 1.0 + kappa * self.rho * (self.lam - 1.0)
+        Ht = -kappa * self.S_minus
+        Ht[np.diag_indices_from(Ht)] += a
+        neg = kappa * self.neg_trace
+        parts_psi, parts_d = [], []
+        if self.s_z.size:
+            dq = self.s_q * tau
+            lo, _ = curvature_range(loss, self.s_t, self.s_z - dq, self.s_z + dq)
+            parts_psi.append(self.s_psi)
+            parts_d.append(C2 * self.s_u * lo)
+        if extra.size:
+            dx = c["q"][extra] * tau
+            zx = c["z"][extra]
+            lx, _ = curvature_range(loss, c["t"][extra], zx - dx, zx + dx)
+            d = C2 * c["w"][extra] * (lx - kappa * c["h"][extra])
+            parts_psi.append(x_psi)
+            parts_d.append(d)
+            neg += float(np.sum(np.minimum(d, 0.0) * -c["q"][extra] ** 2))
+        if parts_psi:
+            P, d = np.vstack(parts_psi), np.concatenate(parts_d)
+            Ht += (P.T * d) @ P
+        return Ht, float(np.min(a / self.lam)) - neg
+
+    def ell_dev(self, ell, low):
+        """``sup_E ‖β − β₁‖_{H₀} ≤ ‖c − β₁‖_{H₀} + R_H / sqrt(λ_min(Λ^{-½}H̃Λ^{-½}))``
+        (Weyl's bound, or the eigenvalue when that bound is poor)."""
+        L, x, RH, Ht = ell
+        lam = self.lam
+        off = 0.5 * float(np.sqrt(np.sum(lam * x * x)))
+        if low < 0.25 * float(np.min(np.diag(Ht) / lam)):
+            s = 1.0 / np.sqrt(lam)
+            low = float(linalg.eigvalsh(Ht * s[:, None] * s[None, :], subset_by_index=[0, 0],
+                                        check_finite=False)[0]) * (1.0 - 1e-9)
+        if low <= 0.0:
+            return np.inf
+        return (off + RH / np.sqrt(low)) * (1.0 + _SAFE)
+
+    def ball_dev(self):
+        rv = self.V.T @ self.r
+        return (float(np.sqrt(np.sum(self.lam * rv * rv)))
+                + self.R_ball * float(np.sqrt(self.lam[-1]))) * (1.0 + _SAFE)
+
+    def _region(self, tau):
+        Ht, low = self.build(tau)
+        ell = self.factor(Ht)
+        return ell, (None if ell is None else self.ell_dev(ell, low))
+
+    def solve(self, recenter=True):
+        valid = self.ball_dev()
+        # guess and verify with the ellipsoid of the curvature at β₁
+        ell, guess = self._region(0.0)
+        if ell is not None:
+            for margin in _GUESS_MARGINS:
+                trial = (1.0 + margin) * guess + 1e-300
+                ell, dev = self._region(trial)
+                if ell is None:
+                    break
+                if dev < trial:
+                    valid = min(valid, dev)
+                    break
+                guess = dev
+        best, last = None, np.inf
+        for _ in range(_MAX_REFINE):
+            ell, dev = self._region(valid)
+            if ell is None:
+                break
+            if best is None or ell[2] < best[2]:
+                best = ell
+            valid = min(valid, dev)
+            if ell[2] > (1.0 - _REFINE_GAIN) * last:
+                break
+            last = ell[2]
+        return self, (best, None)
