@@ -102,6 +102,7 @@ class Fitted:
         self.loss = problem.loss.name
         self.live = np.asarray(problem.live)
         self.ids = np.asarray(problem.sample_ids)
+        self.cache: dict = {}                            # per-call factorisations
 
     @property
     def n(self):

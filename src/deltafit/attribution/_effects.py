@@ -23,7 +23,10 @@ functions") is the first Newton step of the same re-solve without the downdate:
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import linalg
 
 from deltafit import sensitivity
@@ -255,8 +258,9 @@ def _bounds(fitted, X, pos):
     return lo, hi
 
 
-def loo_effects(model, X, *, ids=None, method="exact", chunk_size=256, tol=None,
-                max_iter=50):
+def loo_effects(model: Any, X: ArrayLike, *, ids: ArrayLike | None = None,
+                method: str = "exact", chunk_size: int = 256, tol: float | None = None,
+                max_iter: int = 50) -> Any:
     """Change of the model's decision values on ``X`` when each training sample is removed.
 
     Row i is ``f₋ᵢ(X) − f(X)``, ``f₋ᵢ`` the model retrained without sample ``ids[i]``
@@ -366,7 +370,8 @@ def iter_effects(model, X, *, ids=None, chunk_size=256, tol=None, max_iter=50,
     return fitted, base, gen()
 
 
-def influence(model, X, *, ids=None, chunk_size=256):
+def influence(model: Any, X: ArrayLike, *, ids: ArrayLike | None = None,
+              chunk_size: int = 256) -> np.ndarray:
     """First-order (influence-function) estimate of :func:`loo_effects`.
 
     Koh & Liang, "Understanding black-box predictions via influence functions" (ICML 2017):

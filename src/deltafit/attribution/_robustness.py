@@ -24,8 +24,10 @@ robustness auditing for linear regression".  Here, for every loss with a gradien
 from __future__ import annotations
 
 import numbers
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from deltafit.attribution._common import Fitted, labels_of
 from deltafit.attribution._effects import _View, loo_effects, view_effects
@@ -63,7 +65,8 @@ class Robustness:
     (1, True)
     """
 
-    def __init__(self, lower, upper, witness, prediction):
+    def __init__(self, lower: ArrayLike, upper: ArrayLike, witness: list,
+                 prediction: ArrayLike) -> None:
         self.lower, self.upper = np.asarray(lower, float), np.asarray(upper, float)
         self.witness, self.prediction = witness, np.asarray(prediction)
 
@@ -75,7 +78,7 @@ class Robustness:
         return (f"Robustness(n={len(self)}, median lower={np.median(self.lower):g}, "
                 f"found={int(fin.sum())})")
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """The result as a pandas DataFrame (``prediction``, ``lower``, ``upper``,
         ``witness``), least robust first."""
         import pandas as pd
@@ -131,7 +134,9 @@ def _check(max_removals, max_checks):
             raise ValueError(f"{name} must be a positive integer, got {v!r}")
 
 
-def robustness(model, X=None, *, coef=None, max_removals=10, max_checks=3, chunk_size=256):
+def robustness(model: Any, X: ArrayLike | None = None, *, coef: int | None = None,
+               max_removals: int = 10, max_checks: int = 3,
+               chunk_size: int = 256) -> Robustness:
     """Fewest training samples whose removal changes each prediction on X (or the sign of
     coefficient ``coef``): certified lower bound, verified upper bound and witness.
 
@@ -207,12 +212,12 @@ def robustness(model, X=None, *, coef=None, max_removals=10, max_checks=3, chunk
         mnorm = np.linalg.norm(M, axis=1)
     views = [_View(fitted, v) for v in fitted.views]
     parts = [_terms(pv, fitted, M, mnorm) for pv in views]
-    E = loo_effects(model, X, chunk_size=chunk_size)               # (n, m[, K])
+    E = loo_effects(model, X, chunk_size=chunk_size)  # type: ignore[arg-type]               # (n, m[, K])
     classes = model.classes_
     pred = labels_of(classes, base)
     m = base.shape[0]
     lower = np.empty(m)
-    plans = []                                          # per point: ranked ids, predicted k
+    plans: list[Any] = []                               # per point: ranked ids, predicted k
     if not fitted.multiclass:
         const, terms = parts[0]
         lower[:] = _first_reaching(const, terms, np.abs(base))
@@ -225,7 +230,7 @@ def robustness(model, X=None, *, coef=None, max_removals=10, max_checks=3, chunk
         top = np.argmax(base, axis=1)
         K = base.shape[1]
         lower[:] = np.inf
-        best = [None] * m
+        best: list[Any] = [None] * m
         for k in range(K):
             others = top != k
             if not others.any():
@@ -236,7 +241,7 @@ def robustness(model, X=None, *, coef=None, max_removals=10, max_checks=3, chunk
             terms = np.stack([parts[top[q]][1][q] + tt[q] for q in rows])
             gap = base[rows, top[rows]] - base[rows, k]
             lower[rows] = np.minimum(lower[rows], _first_reaching(const, terms, gap))
-            for i, q in enumerate(rows):
+            for i, q in enumerate(rows.tolist()):
                 e = E[:, q, top[q]] - E[:, q, k]
                 order = np.argsort(e, kind="stable")
                 kp = _predicted_k(gap[i], e[order])

@@ -6,7 +6,10 @@ learning", for the leave-one-out value as the baseline of data valuation)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.metrics import check_scoring
@@ -57,7 +60,8 @@ class DataValues:
 
     algorithm = "exact_loo"
 
-    def __init__(self, values, ids, names, score, scoring):
+    def __init__(self, values: ArrayLike, ids: ArrayLike, names: ArrayLike | None,
+                 score: float, scoring: str) -> None:
         self.values = np.asarray(values, dtype=np.float64)
         self.ids = np.asarray(ids)
         self.names = self.ids.copy() if names is None else np.asarray(names)
@@ -70,7 +74,7 @@ class DataValues:
         return (f"DataValues(n={len(self)}, scoring={self.scoring!r}, score={self.score:.6g}, "
                 f"algorithm={self.algorithm!r})")
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """The values as a pandas DataFrame indexed by id (columns ``name``, ``value``), most
         valuable first."""
         import pandas as pd
@@ -79,11 +83,11 @@ class DataValues:
         return pd.DataFrame({"name": self.names[order], "value": self.values[order]},
                             index=pd.Index(self.ids[order], name="id"))
 
-    def most_valuable(self, k=10):
+    def most_valuable(self, k: int = 10) -> np.ndarray:
         """Ids of the ``k`` samples of largest value."""
         return self.ids[np.argsort(-self.values, kind="stable")[:k]]
 
-    def most_harmful(self, k=10):
+    def most_harmful(self, k: int = 10) -> np.ndarray:
         """Ids of the ``k`` samples of smallest (most negative) value."""
         return self.ids[np.argsort(self.values, kind="stable")[:k]]
 
@@ -140,7 +144,9 @@ def _default_scores(model, classifier, Z, y):
     return 1.0 - res / tot
 
 
-def data_values(model, X, y, *, scoring=None, ids=None, names=None, chunk_size=256, tol=None):
+def data_values(model: Any, X: ArrayLike, y: ArrayLike, *, scoring: Any = None,
+                ids: ArrayLike | None = None, names: ArrayLike | None = None,
+                chunk_size: int = 256, tol: float | None = None) -> DataValues:
     """Leave-one-out data value of every training sample: ``score(all) − score(all but i)``.
 
     The models without each sample are not refit: their decision values on ``X`` are the
@@ -199,9 +205,9 @@ def data_values(model, X, y, *, scoring=None, ids=None, names=None, chunk_size=2
         raise ValueError(f"y must have one value per row of X ({base.shape[0]}), got shape "
                          f"{y.shape}")
     n_ids = fitted.n if ids is None else len(np.asarray(ids))
-    if names is not None and len(names) != n_ids:
+    if names is not None and np.asarray(names).shape[:1] != (n_ids,):
         raise ValueError(f"names must have one entry per valued sample ({n_ids}), got "
-                         f"{len(names)}")
+                         f"{np.asarray(names).shape[:1]}")
     classifier = fitted.classifier
     if scoring is None:
         full = float(_default_scores(model, classifier, base[None], y)[0])
@@ -227,6 +233,6 @@ def data_values(model, X, y, *, scoring=None, ids=None, names=None, chunk_size=2
     for part_ids, E in chunks:
         values.append(full - scores(base[None] + E))
         all_ids.append(part_ids)
-    values = np.concatenate(values) if values else np.empty(0)
+    out = np.concatenate(values) if values else np.empty(0)
     ids_out = np.concatenate(all_ids) if all_ids else np.empty(0, dtype=np.int64)
-    return DataValues(values, ids_out, names, full, what)
+    return DataValues(out, ids_out, names, full, what)

@@ -8,7 +8,11 @@ the training images whose removal moves its score most in each direction.
 
 from __future__ import annotations
 
+import os
+from typing import Any
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from deltafit.plotting._experiments import _save_png
 from deltafit.plotting._pyplot import pyplot as _pyplot
@@ -16,8 +20,11 @@ from deltafit.plotting._pyplot import pyplot as _pyplot
 __all__ = ["attribution_figure"]
 
 
-def attribution_figure(effects, path, *, estimate=None, images=None, query=None, shape=None,
-                       labels=None, k=5, title=None):
+def attribution_figure(effects: ArrayLike, path: str | os.PathLike, *,
+                       estimate: ArrayLike | None = None, images: ArrayLike | None = None,
+                       query: ArrayLike | None = None, shape: tuple[int, int] | None = None,
+                       labels: ArrayLike | None = None, k: int = 5,
+                       title: str | None = None) -> str:
     """Draw the training samples that matter for one prediction to a PNG.
 
     Parameters
@@ -110,7 +117,8 @@ def attribution_figure(effects, path, *, estimate=None, images=None, query=None,
         ax.grid(alpha=0.3)
     if n_img:
         order = np.argsort(e, kind="stable")
-        picks = [("query", None, np.asarray(query))] if query is not None else []
+        assert images is not None and shape is not None
+        picks: list[Any] = [("query", None, np.asarray(query))] if query is not None else []
         picks += [("lowers", i, images[i]) for i in order[:k]]
         picks += [("raises", i, images[i]) for i in order[::-1][:k]]
         sub = grid[0, col].subgridspec(2, k + (query is not None))
@@ -122,7 +130,7 @@ def attribution_figure(effects, path, *, estimate=None, images=None, query=None,
                 row = 0 if kind == "lowers" else 1
                 pos = (j - (query is not None)) % k + (query is not None)
                 ax = fig.add_subplot(sub[row, pos])
-                lab = "" if labels is None else f" y={labels[i]}"
+                lab = "" if labels is None else f" y={np.asarray(labels)[i]}"
                 ax.set_title(f"{e[i]:+.2g}{lab}", fontsize=7,
                              color="tab:red" if kind == "lowers" else "tab:blue")
             ax.imshow(np.reshape(img, shape), cmap="gray_r")
