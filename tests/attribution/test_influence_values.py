@@ -150,3 +150,44 @@ def test_bad_input(cancer):
         loo_effects(m, X[:3, :5])
     with pytest.raises(ValueError, match="keep_data"):
         loo_effects(deltafit.LinearClassifier(keep_data=False).fit(X[:40], y[:40]), X[:3])
+
+
+def test_accuracy_values_multiclass_equal_brute_force():
+    """Label-based values solve loosely first and refine the undecided: still exact."""
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    X = X / 16.0
+    Xtr, ytr, Xv, yv = X[:120], y[:120], X[1000:1300], y[1000:1300]
+
+    def make():
+        return deltafit.LinearClassifier(loss="logistic", C=2.0)
+
+    m = make().fit(Xtr, ytr)
+    v = data_values(m, Xv, yv)
+    full = m.score(Xv, yv)
+    bf = np.array([full - make().fit(np.delete(Xtr, i, 0), np.delete(ytr, i)).score(Xv, yv)
+                   for i in range(len(Xtr))])
+    np.testing.assert_array_equal(np.round(v.values * len(yv)), np.round(bf * len(yv)))
+    assert np.any(bf != 0)
+
+
+def test_undecided_labels_are_refined(cancer, monkeypatch):
+    """With a loose first tolerance too wide to decide labels, the undecided samples are solved
+    again to the model's tolerance: the values stay exact."""
+    import deltafit.attribution._values as values_module
+
+    X, y = cancer
+    m = deltafit.LinearClassifier(loss="logistic", C=1.0).fit(X[:80], y[:80])
+    exact = data_values(m, X[300:], y[300:]).values
+    calls = []
+    real = values_module.iter_effects
+
+    def spy(*args, **kw):
+        calls.append(kw.get("ids"))
+        return real(*args, **kw)
+
+    monkeypatch.setattr(values_module, "_LOOSE", 0.5)
+    monkeypatch.setattr(values_module, "iter_effects", spy)
+    np.testing.assert_array_equal(data_values(m, X[300:], y[300:]).values, exact)
+    assert len(calls) == 2 and len(calls[1]) > 0

@@ -168,7 +168,7 @@ def _smooth_linear(pv, FX, pos, tol, max_iter):
         G[:, active] = Gn
         norms[active] = np.where(stalled & (new > tol), np.inf, new)
     left = np.flatnonzero(~(norms <= tol))
-    return (FX @ (Bt - pv.beta[:, None])).T, left
+    return (FX @ (Bt - pv.beta[:, None])).T, left, norms
 
 
 def _derivatives(loss, t, Z):
@@ -212,19 +212,22 @@ def _pcg(hvp, precond, G, rtol=1e-3, max_iter=20):
 
 # ------------------------------------------------------------------------- the API
 def view_effects(fitted, pv, mapped, part, tol, max_iter, m=None):
-    """Effects (len(part), m) of one problem's left-out solutions on the mapped rows, and the
-    positions (into ``part``) that the caller must settle by an exact update."""
+    """Effects (len(part), m) of one problem's left-out solutions on the mapped rows, the
+    positions (into ``part``) that the caller must settle by an exact update, and each left-out
+    solution's certified distance to the exact one (0 for the closed form)."""
     loss = fitted.loss
     if loss == "squared":
         e = (_squared_kernel if fitted.kernel else _squared_linear)(pv, mapped, part)
-        return e, np.empty(0, dtype=np.intp)
+        return e, np.empty(0, dtype=np.intp), np.zeros(part.size)
     if loss in _SMOOTH and not fitted.kernel:
         return _smooth_linear(pv, mapped, part, _check_tol(tol, pv.v), max_iter)
-    return np.zeros((part.size, m)), np.arange(part.size)
+    return np.zeros((part.size, m)), np.arange(part.size), np.zeros(part.size)
 
 
 def _chunks(fitted, X, pos, chunk_size, tol, max_iter):
-    """``(positions, effects)`` per chunk of ``pos``; effects (B, m) or (B, m, K)."""
+    """``(positions, effects, radii)`` per chunk of ``pos``: effects (B, m) or (B, m, K), and
+    the certified distance of each left-out solution to the exact one, (B,) or (B, K) (the
+    effect on x is exact to ``radius · ‖Φ(x)‖``)."""
     Xv = fitted.rows_of(X)
     base = fitted.decision(X)
     views = [_View(fitted, v) for v in fitted.views]
@@ -233,15 +236,19 @@ def _chunks(fitted, X, pos, chunk_size, tol, max_iter):
         else None
     for s in range(0, pos.size, chunk_size):
         part = pos[s: s + chunk_size]
-        cols, todo = [], set()
+        cols, rads, todo = [], [], set()
         for pv in views:
-            e, left = view_effects(fitted, pv, mapped, part, tol, max_iter, base.shape[0])
+            e, left, r = view_effects(fitted, pv, mapped, part, tol, max_iter, base.shape[0])
             todo.update(left.tolist())
             cols.append(e)
+            rads.append(r)
         E = np.stack(cols, axis=-1) if fitted.multiclass else cols[0]
+        R = np.stack(rads, axis=-1) if fitted.multiclass else rads[0]
         for j in sorted(todo):  # the model's own exact update of a copy
-            E[j] = fitted.decision_of(fitted.removed([part[j]]), X) - base
-        yield part, E
+            mm = fitted.removed([part[j]])
+            E[j] = fitted.decision_of(mm, X) - base
+            R[j] = mm.grad_norm_
+        yield part, E, R
 
 
 def _bounds(fitted, X, pos):
@@ -347,7 +354,7 @@ def loo_effects(model: Any, X: ArrayLike, *, ids: ArrayLike | None = None,
     base = fitted.decision(X)
     out = np.empty((pos.size,) + base.shape)
     at = 0
-    for part, E in _chunks(fitted, X, pos, chunk_size, tol, int(max_iter)):
+    for part, E, _ in _chunks(fitted, X, pos, chunk_size, tol, int(max_iter)):
         out[at: at + part.size] = E
         at += part.size
     return out
@@ -364,8 +371,8 @@ def iter_effects(model, X, *, ids=None, chunk_size=256, tol=None, max_iter=50,
     base = fitted.decision(X)
 
     def gen():
-        for part, E in _chunks(fitted, X, pos, chunk_size, tol, max_iter):
-            yield fitted.ids[part], E
+        for part, E, R in _chunks(fitted, X, pos, chunk_size, tol, max_iter):
+            yield fitted.ids[part], E, R
 
     return fitted, base, gen()
 

@@ -306,7 +306,7 @@ def _coef_robustness(fitted, coef, max_removals, max_checks, chunk_size):
     pos = np.arange(fitted.n)
     for s0 in range(0, fitted.n, chunk_size):
         part = pos[s0: s0 + chunk_size]
-        E, left = view_effects(fitted, pv, unit, part, None, 50)
+        E, left, _ = view_effects(fitted, pv, unit, part, None, 50)
         e[part] = E[:, 0]
         for j in left:
             e[part[j]] = np.asarray(fitted.removed([part[j]]).problem_.coef)[coef] - bj

@@ -152,7 +152,11 @@ def data_values(model: Any, X: ArrayLike, y: ArrayLike, *, scoring: Any = None,
     The models without each sample are not refit: their decision values on ``X`` are the
     model's plus the exact effects of :func:`~deltafit.attribution.loo_effects`, computed a
     chunk at a time (memory O(chunk_size · m)).  The values equal those of n brute-force
-    refits (pyDVL's ``LOOValuation``) up to the solver's certified tolerance.
+    refits (pyDVL's ``LOOValuation``) up to the solver's certified tolerance.  With the default
+    score of a logistic or squared-hinge linear classifier (accuracy: labels only), the
+    left-out problems are first solved to a loose tolerance; a sample whose certified
+    intervals (effect ± distance · ‖Φ(x)‖) leave a label undecided is solved again to the
+    model's tolerance, so every value is still exact.
 
     Parameters
     ----------
@@ -198,7 +202,14 @@ def data_values(model: Any, X: ArrayLike, y: ArrayLike, *, scoring: Any = None,
     >>> len(v), v.values.shape
     (200, (200,))
     """
-    fitted, base, chunks = iter_effects(model, X, ids=ids, chunk_size=chunk_size, tol=tol,
+    # label-based values (the default accuracy) need only certain labels: the left-out
+    # problems are first solved to a loose tolerance, and those whose certified intervals leave
+    # a label undecided are solved again to the model's
+    labels_only = (scoring is None and tol is None and hasattr(model, "classes_")
+                   and getattr(model, "loss", None) in ("logistic", "squared_hinge")
+                   and hasattr(model, "coef_"))
+    fitted, base, chunks = iter_effects(model, X, ids=ids, chunk_size=chunk_size,
+                                        tol=_LOOSE if labels_only else tol,
                                         what="data_values")
     y = np.asarray(y)
     if y.ndim != 1 or y.shape[0] != base.shape[0]:
@@ -229,10 +240,38 @@ def data_values(model: Any, X: ArrayLike, y: ArrayLike, *, scoring: Any = None,
         def scores(Z):
             return np.array([one(z) for z in Z])
 
-    values, all_ids = [], []
-    for part_ids, E in chunks:
-        values.append(full - scores(base[None] + E))
+    values, all_ids, redo = [], [], []
+    mnorm = np.linalg.norm(fitted.mapped(fitted.rows_of(X)), axis=1) if labels_only else None
+    for part_ids, E, R in chunks:
+        Z = base[None] + E
+        values.append(full - scores(Z))
         all_ids.append(part_ids)
+        if labels_only:
+            redo.append(part_ids[~_labels_certain(Z, R, mnorm)])
     out = np.concatenate(values) if values else np.empty(0)
     ids_out = np.concatenate(all_ids) if all_ids else np.empty(0, dtype=np.int64)
+    again = np.concatenate(redo) if redo else np.empty(0, dtype=np.int64)
+    if again.size:  # to the model's tolerance (the exact update where that does not settle)
+        at = {int(i): j for j, i in enumerate(ids_out)}
+        _, _, more = iter_effects(model, X, ids=again, chunk_size=chunk_size,
+                                  what="data_values")
+        for part_ids, E, _ in more:
+            out[[at[int(i)] for i in part_ids]] = full - scores(base[None] + E)
     return DataValues(out, ids_out, names, full, what)
+
+
+#: the gradient norm to which label-based values first solve the left-out problems
+_LOOSE = 1e-5
+
+
+def _labels_certain(Z, R, mnorm):
+    """Rows of Z (B, m) or (B, m, K) whose every label is decided by the certified intervals
+    ``Z ± R · ‖Φ(x)‖`` (R: (B,) or (B, K))."""
+    if Z.ndim == 2:
+        return (np.abs(Z) > R[:, None] * mnorm[None, :] * (1 + 1e-9)).all(axis=1)
+    half = R[:, None, :] * mnorm[None, :, None] * (1 + 1e-9)
+    top = np.argmax(Z, axis=2)
+    lo_top = np.take_along_axis(Z - half, top[..., None], axis=2)[..., 0]
+    hi = Z + half
+    np.put_along_axis(hi, top[..., None], -np.inf, axis=2)
+    return (lo_top > hi.max(axis=2)).all(axis=1)
