@@ -261,7 +261,7 @@ def data_values(model: Any, X: ArrayLike, y: ArrayLike, *, scoring: Any = None,
 
 
 #: the gradient norm to which label-based values first solve the left-out problems
-_LOOSE = 1e-5
+_LOOSE = 1e-4
 
 
 def _labels_certain(Z, R, mnorm):
