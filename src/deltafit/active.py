@@ -18,12 +18,15 @@ labels::
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from numbers import Integral
+from typing import Any, cast
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from scipy import linalg
-from sklearn.base import clone, is_classifier
+from sklearn.base import BaseEstimator, clone, is_classifier
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import StrOptions
 
@@ -206,7 +209,7 @@ class UncertaintySampling:
         "m": [Number(Integral, 1, None, closed="left")],
     }
 
-    def __init__(self, estimator, m=10):
+    def __init__(self, estimator: BaseEstimator, m: int = 10) -> None:
         self.estimator = estimator
         self.m = m
 
@@ -235,7 +238,9 @@ class UncertaintySampling:
             return np.abs(p[:, 1] - 0.5)
         return _top_two_margin(p)
 
-    def select(self, model, X_pool, candidates, k, label):
+    def select(self, model: BaseEstimator, X_pool: np.ndarray, candidates: NDArray[np.intp],
+               k: int, label: Callable[[np.ndarray], np.ndarray],
+               ) -> tuple[NDArray[np.intp], np.ndarray, list[np.ndarray]]:
         """Choose ``k`` of the pool rows ``candidates`` and label them.
 
         Returns
@@ -336,7 +341,8 @@ class FGAL(UncertaintySampling):
         "region": [StrOptions(set(REGIONS))],
     }
 
-    def __init__(self, estimator, m=100, p=10, center="sphere", region="sphere"):
+    def __init__(self, estimator: BaseEstimator, m: int = 100, p: int = 10,
+                 center: str = "sphere", region: str = "sphere") -> None:
         super().__init__(estimator, m=m)
         self.p = p
         self.center = center
@@ -360,7 +366,9 @@ class FGAL(UncertaintySampling):
                              f"region={self.region!r})")
         return m
 
-    def select(self, model, X_pool, candidates, k, label):
+    def select(self, model: BaseEstimator, X_pool: np.ndarray, candidates: NDArray[np.intp],
+               k: int, label: Callable[[np.ndarray], np.ndarray],
+               ) -> tuple[NDArray[np.intp], np.ndarray, list[np.ndarray]]:
         if self.center == "newton":
             return self._select_newton(model, X_pool, candidates, k, label)
         p = int(self.p)
@@ -368,7 +376,9 @@ class FGAL(UncertaintySampling):
         sphere.track(X_pool[candidates])
         multi = isinstance(sphere, MulticlassIncrementalSphere)
         open_ = np.ones(candidates.size, dtype=bool)
-        chosen, labels, groups = [], [], []
+        chosen: list[int] = []
+        labels: list[Any] = []
+        groups: list[np.ndarray] = []
         while len(chosen) < k:
             q = min(p, k - len(chosen))
             pos = np.flatnonzero(open_)
@@ -501,8 +511,12 @@ def _warm(model, X, y):
     return True
 
 
-def run_active_learning(strategy, X_pool, oracle, X_test, y_test, initial=50, budget=None,
-                        random_state=None, progress=False, warm=True):
+def run_active_learning(strategy: UncertaintySampling, X_pool: ArrayLike,
+                        oracle: ArrayLike | Callable[[np.ndarray], ArrayLike],
+                        X_test: ArrayLike, y_test: ArrayLike, initial: int = 50,
+                        budget: int | None = None,
+                        random_state: int | np.random.RandomState | None = None,
+                        progress: bool = False, warm: bool = True) -> ActiveLearningResult:
     """Pool-based active learning: label, compute the model, score it, choose, repeat.
 
     Parameters
@@ -556,9 +570,9 @@ def run_active_learning(strategy, X_pool, oracle, X_test, y_test, initial=50, bu
     m = strategy._check()
     check_bool(progress, "progress")
     check_bool(warm, "warm")
-    X_pool = check_rows(X_pool, None, "X_pool")
+    X_pool = cast(np.ndarray, check_rows(X_pool, None, "X_pool"))
     n_pool = X_pool.shape[0]
-    X_test = check_rows(X_test, X_pool.shape[1], "X_test", "X_pool")
+    X_test = cast(np.ndarray, check_rows(X_test, X_pool.shape[1], "X_test", "X_pool"))
     y_test = np.asarray(y_test)
     if y_test.shape != (X_test.shape[0],):
         raise ValueError(f"y_test must have one label per row of X_test ({X_test.shape[0]})")
@@ -612,9 +626,12 @@ def run_active_learning(strategy, X_pool, oracle, X_test, y_test, initial=50, bu
     )
 
 
-def compare_strategies(estimator, X, y, *, m=100, p=10, small_m=None, seeds=5, n_test=350,
-                       n_pool=None, initial=50, log=None, center="sphere", region="sphere",
-                       warm=True):
+def compare_strategies(estimator: BaseEstimator, X: ArrayLike, y: ArrayLike, *, m: int = 100,
+                       p: int = 10, small_m: int | None = None, seeds: int = 5,
+                       n_test: int = 350, n_pool: int | None = None, initial: int = 50,
+                       log: Callable[[str], Any] | None = None, center: str = "sphere",
+                       region: str = "sphere", warm: bool = True,
+                       ) -> dict[str, dict[str, Any]]:
     """The experiment of Sivan et al. Fig. 2: FGAL(m, p), AL(m) and AL(small_m) over seeds.
 
     Each seed draws ``n_test`` test samples and a pool of ``n_pool`` others (default: the
@@ -662,7 +679,7 @@ def compare_strategies(estimator, X, y, *, m=100, p=10, small_m=None, seeds=5, n
     >>> curves["FGAL(m=40, p=10)"]["accuracy"].shape   # seeds x models
     (2, 5)
     """
-    X = check_rows(X, None, "X")
+    X = cast(np.ndarray, check_rows(X, None, "X"))
     y = np.asarray(y)
     if y.shape != (X.shape[0],):
         raise ValueError(f"y must have one label per row of X ({X.shape[0]})")
@@ -683,7 +700,7 @@ def compare_strategies(estimator, X, y, *, m=100, p=10, small_m=None, seeds=5, n
     strategies = {name: FGAL(estimator, m=m, p=p, center=center, region=region),
                   f"AL(m={m})": UncertaintySampling(estimator, m=m),
                   f"AL(m={small_m})": UncertaintySampling(estimator, m=small_m)}
-    runs = {k: [] for k in strategies}
+    runs: dict[str, list[ActiveLearningResult]] = {k: [] for k in strategies}
     for seed in range(seeds):
         perm = np.random.default_rng(seed).permutation(X.shape[0])
         test, pool = perm[:n_test], perm[n_test:n_test + n_pool]

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import math
 from numbers import Integral, Real
+from typing import Any, cast
 
 import numpy as np
-from sklearn.base import clone, is_classifier
+from numpy.typing import ArrayLike, NDArray
+from sklearn.base import BaseEstimator, clone, is_classifier
 from sklearn.exceptions import NotFittedError
 from sklearn.utils import check_array, get_tags
 
@@ -169,8 +171,9 @@ class DDM(WindowLearner):
         **_DDMDetector._parameter_constraints,
     }
 
-    def __init__(self, estimator, window=500, warning_level=2.0, drift_level=3.0,
-                 min_num_instances=30, initial=None):
+    def __init__(self, estimator: BaseEstimator, window: int = 500, warning_level: float = 2.0,
+                 drift_level: float = 3.0, min_num_instances: int = 30,
+                 initial: int | None = None) -> None:
         super().__init__(estimator, window=window, initial=initial)
         self.warning_level = warning_level
         self.drift_level = drift_level
@@ -244,18 +247,18 @@ class DDM(WindowLearner):
         self._pred = (key, self._version, pred)
         return pred
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> NDArray[Any]:
         """The current model's predictions for the rows of ``X``."""
         if not hasattr(self, "_X") or not self._online:
             return super().predict(X)
-        X = check_rows(X, self.n_features_in_, "X", type(self).__name__)
+        X = cast(np.ndarray, check_rows(X, self.n_features_in_, "X", type(self).__name__))
         try:
             return self.model_.predict(self._model_rows(X))
         except NotFittedError:
             m = self._majority()
             return np.full(X.shape[0], m, dtype=object if isinstance(m, str) else None)
 
-    def decision_function(self, X):
+    def decision_function(self, X: ArrayLike) -> NDArray[np.float64]:
         """The current model's decision values (once it has a model that has them)."""
         model = getattr(self, "model_", None)
         if model is None:
@@ -264,7 +267,7 @@ class DDM(WindowLearner):
         return model.decision_function(self._model_rows(X))
 
     @property
-    def classes_(self):
+    def classes_(self) -> NDArray[Any]:
         """Labels seen so far, sorted."""
         if not hasattr(self, "_X"):
             raise AttributeError("classes_ is defined once the learner has seen samples")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from numbers import Real
 
 import numpy as np
+from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import StrOptions
 
 from deltafit.kernels import _resolved_from_data
@@ -124,8 +125,9 @@ class KDR(WindowLearner):
         "warm": ["boolean"],
     }
 
-    def __init__(self, estimator, window=500, threshold=0.05, initial=None, region="sphere",
-                 warm=True):
+    def __init__(self, estimator: BaseEstimator, window: int = 500, threshold: float = 0.05,
+                 initial: int | None = None, region: str = "sphere",
+                 warm: bool = True) -> None:
         super().__init__(estimator, window=window, initial=initial)
         self.threshold = threshold
         self.region = region

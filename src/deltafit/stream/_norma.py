@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from numbers import Integral, Real
+from typing import Any, TypeVar
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, is_classifier
 from sklearn.exceptions import NotFittedError
 from sklearn.metrics.pairwise import PAIRWISE_KERNEL_FUNCTIONS
@@ -21,6 +24,8 @@ from deltafit.utils._transaction import atomic
 from deltafit.utils._validation import check_rows
 
 __all__ = ["NORMA", "NORMARegressor"]
+
+_T = TypeVar("_T", bound="_NORMABase")
 
 _RENORM = 1e-100  # the global decay factor is folded into the coefficients below this
 _GAMMA_KERNELS = ("rbf", "laplacian", "poly", "polynomial", "sigmoid")
@@ -51,8 +56,10 @@ class _NORMABase(BaseEstimator):
         "fit_intercept": ["boolean"],
     }
 
-    def __init__(self, kernel="rbf", gamma=None, degree=3, coef0=1.0, lam=1e-4, eta=0.1,
-                 learning_rate="constant", budget=500, fit_intercept=True):
+    def __init__(self, kernel: str | Callable[..., Any] = "rbf", gamma: float | None = None,
+                 degree: int = 3, coef0: float = 1.0, lam: float = 1e-4, eta: float = 0.1,
+                 learning_rate: str = "constant", budget: int = 500,
+                 fit_intercept: bool = True) -> None:
         # NORMARegressor's parameters, documented in _DOC_PARAMS and its docstring; NORMA
         # adds its loss and margin
         self.kernel = kernel
@@ -164,7 +171,7 @@ class _NORMABase(BaseEstimator):
         raise NotImplementedError
 
     # -------------------------------------------------------------- learning
-    def fit(self, X, y):
+    def fit(self: _T, X: ArrayLike, y: ArrayLike) -> _T:
         """Start afresh and learn the rows of ``X`` in order (one NORMA step each).
 
         Parameters
@@ -182,7 +189,8 @@ class _NORMABase(BaseEstimator):
                 self.__dict__.pop(a, None)
             return self.partial_fit(X, y)
 
-    def partial_fit(self, X, y, classes=None):
+    def partial_fit(self: _T, X: ArrayLike, y: ArrayLike,
+                    classes: ArrayLike | None = None) -> _T:
         """Learn the rows of ``X`` in order (``learn_one`` for each); nothing changes on error.
 
         Parameters
@@ -212,7 +220,7 @@ class _NORMABase(BaseEstimator):
             self._step(X[i:i + 1], t[i])
         return self
 
-    def learn_one(self, x, y):
+    def learn_one(self: _T, x: dict | ArrayLike, y: Any) -> _T:
         """Learn one sample (river's spelling); ``x`` is a 1-d array or a dict.
 
         A dict has integer column keys ``{j: x_j}`` or feature names; missing features read as
@@ -268,19 +276,19 @@ class _NORMABase(BaseEstimator):
 
     # ------------------------------------------------------------ attributes
     @property
-    def n_support_(self):
+    def n_support_(self) -> int:
         """Number of support points in the expansion (at most ``budget``)."""
         check_is_fitted(self, "_sv")
         return int(self._count)
 
     @property
-    def support_vectors_(self):
+    def support_vectors_(self) -> NDArray[np.float64]:
         """Support points, oldest first, shape ``(n_support_, n_features)``."""
         check_is_fitted(self, "_sv")
         return self._sv[self._positions()].copy()
 
     @property
-    def dual_coef_(self):
+    def dual_coef_(self) -> NDArray[np.float64]:
         """Expansion coefficients α_i of :attr:`support_vectors_`, shape ``(n_support_,)``."""
         check_is_fitted(self, "_sv")
         return self._scale * self._a[self._positions()]
@@ -359,9 +367,11 @@ class NORMA(ClassifierMixin, _NORMABase):
         "margin": [Number(Real, 0, np.inf, closed="left")],
     }
 
-    def __init__(self, kernel="rbf", gamma=None, degree=3, coef0=1.0, lam=1e-4, eta=0.1,
-                 learning_rate="constant", budget=500, loss="hinge", margin=1.0,
-                 fit_intercept=True):
+    def __init__(self, kernel: str | Callable[..., Any] = "rbf", gamma: float | None = None,
+                 degree: int = 3, coef0: float = 1.0, lam: float = 1e-4, eta: float = 0.1,
+                 learning_rate: str = "constant", budget: int = 500,
+                 loss: str = "hinge", margin: float = 1.0,
+                 fit_intercept: bool = True) -> None:
         super().__init__(kernel=kernel, gamma=gamma, degree=degree, coef0=coef0, lam=lam,
                          eta=eta, learning_rate=learning_rate, budget=budget,
                          fit_intercept=fit_intercept)
@@ -376,16 +386,16 @@ class NORMA(ClassifierMixin, _NORMABase):
         self.classes_ = labels.classes_
         return labels.encode(y)
 
-    def decision_function(self, X):
+    def decision_function(self, X: ArrayLike) -> NDArray[np.float64]:
         """``f(x) = Σ_i α_i k(x_i, x) + b``; positive means ``classes_[1]``."""
         return self._f(self._validate_X(X))
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> NDArray[Any]:
         """``classes_[1]`` where the decision value is positive, else ``classes_[0]``."""
         z = self.decision_function(X)
         return BinaryLabels(self.classes_).decode(z)
 
-    def predict_one(self, x):
+    def predict_one(self, x: dict | ArrayLike) -> Any:
         """The prediction for one sample (river's spelling)."""
         if not hasattr(self, "_sv"):
             raise NotFittedError("this NORMA has not seen both labels yet")
@@ -437,11 +447,11 @@ class NORMARegressor(RegressorMixin, _NORMABase):
             raise ValueError("y contains NaN or infinity")
         return y
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> NDArray[np.float64]:
         """``f(x) = Σ_i α_i k(x_i, x) + b``."""
         return self._f(self._validate_X(X))
 
-    def predict_one(self, x):
+    def predict_one(self, x: dict | ArrayLike) -> float:
         """The prediction for one sample (river's spelling)."""
         check_is_fitted(self, "_sv")
         return float(self._f(self._row(x))[0])

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import math
 from numbers import Real
+from typing import Any
 
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from sklearn.base import ClassifierMixin
 
 from deltafit.solvers._sgd import PEGASOS
@@ -92,8 +95,9 @@ class Pegasos(ClassifierMixin, StreamLinearModel):
         "projection": ["boolean"],
     }
 
-    def __init__(self, lam=1e-4, projection=False, fit_intercept=True, intercept_scaling=1.0,
-                 shuffle=False, random_state=None):
+    def __init__(self, lam: float = 1e-4, projection: bool = False, fit_intercept: bool = True,
+                 intercept_scaling: float = 1.0, shuffle: bool = False,
+                 random_state: int | np.random.RandomState | None = None) -> None:
         super().__init__(fit_intercept=fit_intercept, intercept_scaling=intercept_scaling,
                          shuffle=shuffle, random_state=random_state)
         self.lam = lam
@@ -127,11 +131,11 @@ class Pegasos(ClassifierMixin, StreamLinearModel):
         return BinaryLabels(classes).decode(decision)
 
     # ----------------------------------------------------------- prediction
-    def decision_function(self, X):
+    def decision_function(self, X: ArrayLike) -> NDArray[np.float64]:
         """``⟨w, x⟩ + intercept_``; positive means ``classes_[1]``."""
         return self._decision(X)
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> NDArray[Any]:
         """``classes_[1]`` where the decision value is positive, else ``classes_[0]``."""
         return self._tree_predict(self.decision_function(X), self.classes_)
 

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from sklearn.base import is_classifier
 from sklearn.exceptions import NotFittedError
 
@@ -63,7 +66,7 @@ class StreamReport:
     mae: float | None = None
     learner: str = field(default="")
 
-    def accuracy_over_time(self, window=1000):
+    def accuracy_over_time(self, window: int = 1000) -> NDArray[np.float64]:
         """Accuracy over the last ``window`` samples at every sample (a moving mean of
         ``correct``; shorter at the start)."""
         if self.correct is None:
@@ -74,7 +77,7 @@ class StreamReport:
         lo = np.maximum(i - window, 0)
         return (c[i] - c[lo]) / (i - lo)
 
-    def summary(self):
+    def summary(self) -> str:
         """A one-line description."""
         what = (f"accuracy {self.accuracy:.4f}" if self.accuracy is not None
                 else f"MSE {self.mse:.4g}, MAE {self.mae:.4g}")
@@ -104,7 +107,8 @@ def _pairs(stream):
     return iter(stream), n
 
 
-def prequential(learner, stream, *, n_samples=None, progress=False):
+def prequential(learner: Any, stream: tuple[ArrayLike, ArrayLike] | Iterable[tuple[Any, Any]],
+                *, n_samples: int | None = None, progress: bool = False) -> StreamReport:
     """Test-then-train evaluation: predict each sample, score, then learn it (Gama et al. 2013).
 
     Parameters

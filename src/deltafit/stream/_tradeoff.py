@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable, Sequence
+from typing import Any, cast
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.model_selection import StratifiedKFold, cross_val_score
 
 from deltafit.models import KernelClassifier
@@ -22,7 +25,8 @@ def _kernel_classifier(gamma, C):
     return KernelClassifier(loss="squared_hinge", kernel="rbf", gamma=gamma, C=C)
 
 
-def tune_stream(X, y, window, *, n_tune=1000):
+def tune_stream(X: np.ndarray, y: np.ndarray, window: int, *,
+                n_tune: int = 1000) -> dict[str, float]:
     """The paper's tuning (§4.4): on the first ``n_tune`` samples, the RBF ``gamma`` and ``C``
     of ``KernelClassifier(loss="squared_hinge")`` by 3-fold CV over a small grid, NORMA's
     kernel width, learning rate and regularisation by prequential accuracy, and ``r0``: the
@@ -51,13 +55,13 @@ def tune_stream(X, y, window, *, n_tune=1000):
     classes = np.unique(y)
     X, y = X[:n_tune], y[:n_tune]
     d = X.shape[1]
-    best = None
+    best: Any = None  # (accuracy, gamma, C) once the grid has a point
     for g, C in itertools.product([0.5, 2.0, 8.0, 32.0], [1.0, 10.0, 100.0]):
         acc = cross_val_score(_kernel_classifier(g / d, C), X, y, cv=StratifiedKFold(3)).mean()
         if best is None or acc > best[0]:
             best = (float(acc), g / d, C)
     acc, gamma, C = best
-    nbest = None
+    nbest: Any = None  # (accuracy, eta, lam, gamma)
     for gm, eta, lam in itertools.product([0.25, 1.0, 4.0], [0.25, 1.0], [1e-4, 1e-3, 1e-2]):
         r = prequential(_online(NORMA(kernel="rbf", gamma=gm * gamma, eta=eta, lam=lam,
                                       budget=window), classes), (X, y))
@@ -105,10 +109,14 @@ def _learners(params, window, periods, thresholds, ddm_levels, algorithms, class
         yield "NORMA", "", norma()
 
 
-def tradeoff_experiment(X, y, *, window=500, periods=(25, 50, 100, 250, 500, 1000),
-                        thresholds=(0.2, 0.3, 0.5, 0.75, 1.0, 1.5), ddm_levels=(2.5, 3.0, 4.0),
-                        algorithms=ALGORITHMS, params=None, n_tune=1000, log=None,
-                        progress=False):
+def tradeoff_experiment(
+    X: ArrayLike, y: ArrayLike, *, window: int = 500,
+    periods: Sequence[int] = (25, 50, 100, 250, 500, 1000),
+    thresholds: Sequence[float] = (0.2, 0.3, 0.5, 0.75, 1.0, 1.5),
+    ddm_levels: Sequence[float] = (2.5, 3.0, 4.0), algorithms: Sequence[str] = ALGORITHMS,
+    params: dict[str, float] | None = None, n_tune: int = 1000,
+    log: Callable[[str], Any] | None = None, progress: bool = False,
+) -> tuple[list[dict[str, Any]], dict[str, float]]:
     """Prequential accuracy and model computations of every configuration (Fig. 3).
 
     Parameters
@@ -150,7 +158,7 @@ def tradeoff_experiment(X, y, *, window=500, periods=(25, 50, 100, 250, 500, 100
     >>> all(0 < r["accuracy"] <= 1 and r["n_model_computations"] >= 1 for r in rows)
     True
     """
-    X = check_rows(X, None, "X")
+    X = cast(np.ndarray, check_rows(X, None, "X"))
     y = np.asarray(y)
     if y.shape != (X.shape[0],):
         raise ValueError(f"y must have one label per row of X ({X.shape[0]})")

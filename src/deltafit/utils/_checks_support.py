@@ -9,9 +9,14 @@ import inspect
 import struct
 import textwrap
 import types
+from collections.abc import Callable
+from typing import Any, NoReturn, TypeVar
 
 import numpy as np
-from sklearn.base import clone, is_classifier
+from numpy.typing import ArrayLike, NDArray
+from sklearn.base import BaseEstimator, clone, is_classifier
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 # ---------------------------------------------------------------------------------------------
 # tolerances
@@ -137,27 +142,27 @@ class _Tracker:
 # ---------------------------------------------------------------------------------------------
 # the public interface, as the checks use it
 # ---------------------------------------------------------------------------------------------
-def _keeps_data(est):
+def _keeps_data(est: BaseEstimator) -> bool:
     """False for models that store no training rows (``keep_data=False``)."""
     return bool(est.get_params(deep=False).get("keep_data", True))
 
 
-def _loss(est):
+def _loss(est: BaseEstimator) -> Any:
     return est.get_params(deep=False).get("loss")
 
 
-def _tolerance(est):
+def _tolerance(est: BaseEstimator) -> float:
     return EQUALITY_TOLERANCE.get(_loss(est), DEFAULT_TOLERANCE)
 
 
-def _scores(est, X):
+def _scores(est: BaseEstimator, X: ArrayLike) -> NDArray[np.float64]:
     """Decision values: ``decision_function`` for classifiers, ``predict`` for regressors."""
     if is_classifier(est) and hasattr(est, "decision_function"):
         return np.asarray(est.decision_function(X), dtype=np.float64)
     return np.asarray(est.predict(X), dtype=np.float64)
 
 
-def _attr(est, name):
+def _attr(est: BaseEstimator, name: str) -> Any:
     """A fitted attribute, or None where the model has none (e.g. ``dual_coef_`` of a
     non-hinge linear model)."""
     try:
@@ -179,11 +184,11 @@ def _refit(est, X, y):
     return ref.set_params(**resolved).fit(X, y)
 
 
-def _fail(check, msg):
+def _fail(check: str, msg: str) -> NoReturn:
     raise AssertionError(f"{check}: {msg}")
 
 
-def _rel_err(a, b):
+def _rel_err(a: ArrayLike, b: ArrayLike) -> float:
     """``max |a − b| / max(1, max |b|)``; inf for different shapes, NaN propagates."""
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
@@ -194,7 +199,8 @@ def _rel_err(a, b):
     return float(np.max(np.abs(a - b)) / max(1.0, float(np.max(np.abs(b)))))
 
 
-def _assert_close(check, actual, desired, tol, what):
+def _assert_close(check: str, actual: ArrayLike, desired: ArrayLike, tol: float,
+                  what: str) -> None:
     err = _rel_err(actual, desired)
     if not err <= tol:
         shapes = "" if np.shape(actual) == np.shape(desired) else \
@@ -217,7 +223,7 @@ def _assert_same_model(check, est, ref, X_eval, tol, context, dual_tol=None):
         _assert_close(check, a, b, t, f"after {context}, {name} differs from the reference")
 
 
-def _samples(k):
+def _samples(k: int) -> str:
     """``"one sample"`` or ``"a batch of k samples"``, for the messages."""
     return "one sample" if k == 1 else f"a batch of {k} samples"
 
@@ -465,7 +471,7 @@ ValueError
 _LATER_SECTIONS = ("See Also", "Notes", "References", "Examples")
 
 
-def _check_doc(raises, *, bad_data=True):
+def _check_doc(raises: str, *, bad_data: bool = True) -> Callable[[_F], _F]:
     """Decorator: complete a check's docstring with the sections all checks share.
 
     Every check has the signature ``check(estimator, *, X=None, y=None, random_state=0)``.  The
@@ -476,7 +482,7 @@ def _check_doc(raises, *, bad_data=True):
     shared = (_PARAMETERS_DOC + textwrap.indent(inspect.cleandoc(raises), "    ") + "\n"
               + (_BAD_DATA_DOC if bad_data else ""))
 
-    def document(check):
+    def document(check: _F) -> _F:
         if check.__doc__ is None:  # python -OO
             return check
         lines = inspect.cleandoc(check.__doc__).splitlines()

@@ -56,9 +56,12 @@ import os
 import re
 import tempfile
 import types
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
-from sklearn.base import clone, is_classifier
+from numpy.typing import ArrayLike
+from sklearn.base import BaseEstimator, clone, is_classifier
 
 from deltafit.utils._checks_support import (
     DEFAULT_TOLERANCE,
@@ -108,7 +111,8 @@ __all__ = [
 @_check_doc("""If ``add`` does not return one integer id per row, ``sample_ids_`` does not list
             the samples the model should hold, or the model differs from a refit by more than
             the tolerance of its loss (:data:`EQUALITY_TOLERANCE`).""")
-def check_add_equals_refit(estimator, *, X=None, y=None, random_state=0):
+def check_add_equals_refit(estimator: BaseEstimator, *, X: ArrayLike | None = None,
+                           y: ArrayLike | None = None, random_state: int = 0) -> None:
     """Adding samples (one, a batch of ten, then a large batch) gives the model of a refit.
 
     The large batch is the rest of the pool of samples not yet fitted (79 rows with the
@@ -128,7 +132,8 @@ def check_add_equals_refit(estimator, *, X=None, y=None, random_state=0):
 
 @_check_doc("""If ``remove`` returns other ids than those removed, the removed ids stay in
             ``sample_ids_``, or the model differs from a refit.""")
-def check_remove_equals_refit(estimator, *, X=None, y=None, random_state=0):
+def check_remove_equals_refit(estimator: BaseEstimator, *, X: ArrayLike | None = None,
+                              y: ArrayLike | None = None, random_state: int = 0) -> None:
     """Removing samples (one, a batch of ten, then a batch of up to 70 — half the remaining
     samples at most) gives the model of a refit.
 
@@ -148,7 +153,8 @@ def check_remove_equals_refit(estimator, *, X=None, y=None, random_state=0):
 
 
 @_check_doc("If the ids change or the model differs from a refit on the relabelled data.")
-def check_relabel_equals_refit(estimator, *, X=None, y=None, random_state=0):
+def check_relabel_equals_refit(estimator: BaseEstimator, *, X: ArrayLike | None = None,
+                               y: ArrayLike | None = None, random_state: int = 0) -> None:
     """Relabelling samples (one, then a batch of eight) gives the model of a refit.
 
     Classifiers get the other class, regressors their target plus one.
@@ -167,7 +173,8 @@ def check_relabel_equals_refit(estimator, *, X=None, y=None, random_state=0):
 
 @_check_doc("""If ``update`` does not return the ids of the added samples, ``sample_ids_`` is
             wrong, or the model differs from a refit.""")
-def check_mixed_update_equals_refit(estimator, *, X=None, y=None, random_state=0):
+def check_mixed_update_equals_refit(estimator: BaseEstimator, *, X: ArrayLike | None = None,
+                                    y: ArrayLike | None = None, random_state: int = 0) -> None:
     """One ``update()`` that adds six, removes five and relabels four samples gives the model
     of a refit.
 
@@ -188,7 +195,8 @@ def check_mixed_update_equals_refit(estimator, *, X=None, y=None, random_state=0
 
 @_check_doc("""If the ids are not ``0..n-1`` in the order of the batches or the model differs
             from ``fit``.""")
-def check_partial_fit_equals_fit(estimator, *, X=None, y=None, random_state=0):
+def check_partial_fit_equals_fit(estimator: BaseEstimator, *, X: ArrayLike | None = None,
+                                 y: ArrayLike | None = None, random_state: int = 0) -> None:
     """``partial_fit`` in three batches (the first with ``classes=`` for classifiers) equals
     ``fit`` on all of them; the ids are ``0..n-1``.  Skipped without ``partial_fit``.
 
@@ -310,7 +318,10 @@ def _bad_updates(model, gone):
 
 @_check_doc("""Naming the first invalid update that did not raise ValueError or that changed
             the model, with the paths of the changed attributes.""")
-def check_failed_update_leaves_model_unchanged(estimator, *, X=None, y=None, random_state=0):
+def check_failed_update_leaves_model_unchanged(
+    estimator: BaseEstimator, *, X: ArrayLike | None = None, y: ArrayLike | None = None,
+    random_state: int = 0,
+) -> None:
     """Every invalid update raises ``ValueError`` and leaves the model bitwise unchanged.
 
     The invalid updates: a NaN or infinite value in X, the wrong number of features, fewer
@@ -365,7 +376,10 @@ def check_failed_update_leaves_model_unchanged(estimator, *, X=None, y=None, ran
 
 
 @_check_doc("With the largest violation of a bound.")
-def check_sensitivity_ball_contains_refit(estimator, *, X=None, y=None, random_state=0):
+def check_sensitivity_ball_contains_refit(
+    estimator: BaseEstimator, *, X: ArrayLike | None = None, y: ArrayLike | None = None,
+    random_state: int = 0,
+) -> None:
     """The certified bounds of :func:`deltafit.sensitivity` contain the refit.
 
     After a hypothetical change (remove five samples, add five, relabel three), the bounds of
@@ -393,7 +407,7 @@ def check_sensitivity_ball_contains_refit(estimator, *, X=None, y=None, random_s
                             random_state)
     est, X_eval = model.est, model.data.X_eval
     try:
-        s = sensitivity(est)
+        s = sensitivity(est)  # type: ignore[operator]  # a callable module (its __init__)
     except ValueError:
         return  # not covered by the bounds
     change = _Change(model, n_add=5, n_remove=5, n_relabel=3)
@@ -435,7 +449,8 @@ def check_sensitivity_ball_contains_refit(estimator, *, X=None, y=None, random_s
 
 
 @_check_doc("Naming the first difference.")
-def check_save_load_roundtrip(estimator, *, X=None, y=None, random_state=0):
+def check_save_load_roundtrip(estimator: BaseEstimator, *, X: ArrayLike | None = None,
+                              y: ArrayLike | None = None, random_state: int = 0) -> None:
     """``save`` then load gives the same model, which keeps updating exactly.
 
     The model is updated (so that its ids have gaps), saved to a temporary file and loaded
@@ -498,7 +513,8 @@ def check_save_load_roundtrip(estimator, *, X=None, y=None, random_state=0):
 
 
 @_check_doc("Naming the step at which an id went wrong.")
-def check_sample_ids_stable(estimator, *, X=None, y=None, random_state=0):
+def check_sample_ids_stable(estimator: BaseEstimator, *, X: ArrayLike | None = None,
+                            y: ArrayLike | None = None, random_state: int = 0) -> None:
     """Ids are ``0..n-1`` after ``fit``; added ids are fresh and increasing; removed ids
     disappear and are never reused; relabelling keeps the ids; ``sample_ids_`` is increasing.
 
@@ -569,7 +585,9 @@ _CHECKS = (
 )
 
 
-def yield_updatable_checks(estimator):
+def yield_updatable_checks(
+    estimator: BaseEstimator,
+) -> Iterator[tuple[BaseEstimator, Callable[..., None]]]:
     """The checks of the update contract for ``estimator``, like scikit-learn's
     ``estimator_checks_generator``.
 
@@ -609,7 +627,10 @@ def _check_id(obj):
         return re.sub(r"\s", "", str(obj))
 
 
-def parametrize_with_updatable_checks(estimators, *, expected_failed_checks=None):
+def parametrize_with_updatable_checks(
+    estimators: Sequence[BaseEstimator], *,
+    expected_failed_checks: Callable[[BaseEstimator], dict[str, str]] | None = None,
+) -> Any:
     """A ``pytest.mark.parametrize`` decorator running every update check on every estimator.
 
     The test ids are ``ClassName(param=...)-check_name``, as with scikit-learn's
@@ -646,7 +667,7 @@ def parametrize_with_updatable_checks(estimators, *, expected_failed_checks=None
         expected = expected_failed_checks(estimator) if callable(expected_failed_checks) else {}
         for est, check in yield_updatable_checks(estimator):
             name = _check_id(check)
-            marks = ()
+            marks: tuple[Any, ...] = ()
             if name in (expected or {}):
                 marks = (pytest.mark.xfail(strict=True, reason=expected[name]),)
             params.append(pytest.param(est, check, marks=marks,
@@ -657,7 +678,8 @@ def parametrize_with_updatable_checks(estimators, *, expected_failed_checks=None
 @_check_doc("""At the first check that fails, naming it (any other exception a check raises is
             turned into an AssertionError naming the check, with the original as its cause).""",
             bad_data=False)
-def check_updatable(estimator, *, X=None, y=None, random_state=0):
+def check_updatable(estimator: BaseEstimator, *, X: ArrayLike | None = None,
+                    y: ArrayLike | None = None, random_state: int = 0) -> None:
     """Run every check of the update contract on ``estimator``.
 
     The checks are :func:`check_sample_ids_stable`, :func:`check_add_equals_refit`,
