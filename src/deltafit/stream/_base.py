@@ -52,7 +52,7 @@ class StreamLinearModel(BaseEstimator):
     sample (river's spelling).
     """
 
-    _kind: int | None = None  # set by subclasses
+    _kind: int  # set by subclasses (solvers._sgd.PEGASOS, ...)
 
     #: the parameters both learners share; each subclass adds its own two
     _parameter_constraints: dict = {
