@@ -96,6 +96,8 @@ loss over an interval, the Newton radius and the guess-verify-refine schedule ar
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from scipy import linalg
 
@@ -118,6 +120,9 @@ from deltafit.sensitivity.regions._curvature_schedule import (
 )
 from deltafit.sensitivity.regions._curvature_solve import solved_region
 from deltafit.sensitivity.regions._protocol import Region
+
+if TYPE_CHECKING:
+    from deltafit.losses import Loss
 
 __all__ = ["CurvatureRegion", "curvature_region", "removal_intervals", "CURVATURE_LOSSES",
            "secant_range"]
@@ -285,7 +290,9 @@ class BallRegion(Region):
                          "models use decision_bounds")
 
 
-def removal_intervals(z, t, u, coef, grad, C, loss, *, Phi=None, K=None):
+def removal_intervals(z: np.ndarray, t: np.ndarray, u: np.ndarray, coef: np.ndarray,
+                      grad: np.ndarray, C: float, loss: Loss, *, Phi: np.ndarray | None = None,
+                      K: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Certified intervals of every sample's score after a change, from arrays (the
     exact-gradient form used by cross-validation).
 

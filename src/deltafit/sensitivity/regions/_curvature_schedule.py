@@ -15,9 +15,14 @@ iteration that shrinks the intervals.  Its subclasses are ``_LinearExact``
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from scipy import linalg
 from scipy.special import expit
+
+if TYPE_CHECKING:
+    from deltafit.losses import Loss
 
 __all__ = ["CURVATURE_LOSSES", "check_curvature_loss", "curvature_range", "newton_radius",
            "secant_range"]
@@ -63,7 +68,8 @@ def curvature_range(loss, t, A, B):
     return lo, hi
 
 
-def secant_range(loss, t, z1, A, B):
+def secant_range(loss: Loss, t: np.ndarray, z1: np.ndarray, A: np.ndarray,
+                 B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Bounds ``(lo, hi)`` of the secant slope ``(ℓ'(t, z₂) − ℓ'(t, z₁)) / (z₂ − z₁)`` over
     ``z₂ ∈ [A, B]`` (the derivative at ``z₁`` where ``z₂ = z₁``).
 
