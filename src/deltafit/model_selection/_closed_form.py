@@ -4,8 +4,9 @@ For ``C Σ (t_i − z_i)² + ½‖β‖²`` (ridge, kernel ridge, LS-SVM; ρ = 1
 the targets, ``z = H t``, and the model trained without a set R of samples predicts R with
 residuals ``e_R = (I − H_RR)⁻¹ r_R``, r the full model's residuals.  In primal form
 ``H = Φ (ΦᵀΦ + ρI)⁻¹ Φᵀ``; in dual form ``I − H = ρ G⁻¹`` with ``G = K + ρI`` and ``α = G⁻¹t``,
-so ``e_R = ((G⁻¹)_RR)⁻¹ α_R`` (the LS-SVM decremental formula of Lee et al., "Exact incremental and decremental learning for LS-SVM", applied to a
-whole fold; for R = {t} the classical ``r_t / (1 − H_tt)`` = ``α_t / (G⁻¹)_tt``).  scikit-learn's
+so ``e_R = ((G⁻¹)_RR)⁻¹ α_R`` (the LS-SVM decremental formula of Lee et al., "Exact
+incremental and decremental learning for LS-SVM", applied to a whole fold; for R = {t} the
+classical ``r_t / (1 − H_tt)`` = ``α_t / (G⁻¹)_tt``).  scikit-learn's
 ``RidgeCV`` offers the leave-one-out case for linear ridge; this covers kernels, folds and
 classifiers (LS-SVM labels are the signs).
 
@@ -198,8 +199,8 @@ def dask_cross_validation(estimator, X, y, *, cv=None, groups=None, method="auto
     """
     import dask.array as da
 
-    from deltafit.model_selection._dask_cv import dask_closed_form
     from deltafit._dask._input import is_dask, row_blocks
+    from deltafit.model_selection._dask_cv import dask_closed_form
 
     loss = estimator.get_params().get("loss") if hasattr(estimator, "get_params") else None
     from deltafit.models import LinearClassifier, LinearRegressor

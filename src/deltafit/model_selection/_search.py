@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import copy
 import time
+from typing import Any, TypeVar
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.stats import rankdata
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
 from sklearn.model_selection import ParameterGrid
@@ -13,9 +15,6 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from deltafit._pipeline import freeze
-from deltafit.utils._progress import progress_bar
-from deltafit.utils._validation import check_bool
-from deltafit.models import UpdatableMixin
 from deltafit.model_selection._engine import (
     REGIONS,
     check_data,
@@ -26,6 +25,9 @@ from deltafit.model_selection._engine import (
     resolve_method,
 )
 from deltafit.model_selection._kfold import make_splits
+from deltafit.models import UpdatableMixin
+from deltafit.utils._progress import progress_bar
+from deltafit.utils._validation import check_bool
 
 __all__ = ["LOOSearchCV"]
 
@@ -36,6 +38,9 @@ def _best_has(name):
         return hasattr(self.best_estimator_, name)
 
     return check
+
+
+_S = TypeVar("_S", bound="LOOSearchCV")
 
 
 class LOOSearchCV(MetaEstimatorMixin, BaseEstimator):
@@ -126,8 +131,10 @@ class LOOSearchCV(MetaEstimatorMixin, BaseEstimator):
     {'C': 10.0}
     """
 
-    def __init__(self, estimator, param_grid, *, cv=None, method="auto", prune=True,
-                 order="margin", refit=True, n_jobs=None, progress=False, region="auto"):
+    def __init__(self, estimator: Any, param_grid: dict | list[dict], *, cv: Any = None,
+                 method: str = "auto", prune: bool = True, order: str = "margin",
+                 refit: bool = True, n_jobs: int | None = None, progress: bool = False,
+                 region: str = "auto") -> None:
         self.estimator = estimator
         self.param_grid = param_grid
         self.cv = cv
@@ -139,7 +146,8 @@ class LOOSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.progress = progress
         self.region = region
 
-    def fit(self, X, y, groups=None, sample_weight=None):
+    def fit(self: _S, X: Any, y: ArrayLike, groups: ArrayLike | None = None,
+            sample_weight: ArrayLike | None = None) -> _S:
         """Score every configuration and keep the best.
 
         Parameters
@@ -178,7 +186,7 @@ class LOOSearchCV(MetaEstimatorMixin, BaseEstimator):
         sample_weight = check_weights(sample_weight, X)
         loo = self.cv is None
         splits = None if loo else make_splits(self.cv, X, y, estimator, groups)
-        n_splits = X.shape[0] if loo else len(splits)
+        n_splits = X.shape[0] if splits is None else len(splits)
         clf = is_classifier(estimator)
         rows, best, best_model, prev = [], None, None, None
         t0 = time.perf_counter()
@@ -232,27 +240,27 @@ class LOOSearchCV(MetaEstimatorMixin, BaseEstimator):
 
     # ------------------------------------------------------------- delegation
     @property
-    def classes_(self):
+    def classes_(self) -> np.ndarray:
         """``best_estimator_.classes_``."""
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.classes_
 
     @available_if(_best_has("predict"))
-    def predict(self, X):
+    def predict(self, X: Any) -> np.ndarray:
         """``best_estimator_.predict(X)``."""
         return self.best_estimator_.predict(X)
 
     @available_if(_best_has("decision_function"))
-    def decision_function(self, X):
+    def decision_function(self, X: Any) -> np.ndarray:
         """``best_estimator_.decision_function(X)``."""
         return self.best_estimator_.decision_function(X)
 
     @available_if(_best_has("predict_proba"))
-    def predict_proba(self, X):
+    def predict_proba(self, X: Any) -> np.ndarray:
         """``best_estimator_.predict_proba(X)``."""
         return self.best_estimator_.predict_proba(X)
 
-    def score(self, X, y):
+    def score(self, X: Any, y: ArrayLike) -> float:
         """``best_estimator_.score(X, y)``."""
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.score(X, y)

@@ -1,4 +1,5 @@
-"""TreeCV: k-fold and leave-one-out cross-validation of any incremental learner (Joulani et al., "Fast cross-validation for incremental learning").
+"""TreeCV: k-fold and leave-one-out cross-validation of any incremental learner (Joulani et
+al., "Fast cross-validation for incremental learning").
 
 Joulani, György and Szepesvári, *Fast Cross-Validation for Incremental Learning* (IJCAI 2015).
 Algorithm 1 trains the model shared by the folds ``s .. e`` once and branches: the left half of
@@ -12,23 +13,26 @@ from __future__ import annotations
 import math
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 from sklearn.metrics import check_scoring, get_scorer
 from sklearn.model_selection import KFold, LeaveOneOut, check_cv
 from sklearn.utils import check_array, check_random_state
 
 from deltafit._pipeline import freeze
-from deltafit.utils._progress import progress_bar
-from deltafit.utils._validation import check_bool
 from deltafit.model_selection._treecv_learners import (
     ReplayEstimator,
     learner_is_classifier,
     learner_is_regressor,
     make_learner,
 )
+from deltafit.utils._progress import progress_bar
+from deltafit.utils._validation import check_bool
 
 __all__ = ["treecv", "TreeCVResult"]
 
@@ -94,7 +98,7 @@ class TreeCVResult:
     decision: object = None
     y_pred: object = None
 
-    def summary(self):
+    def summary(self) -> str:
         """A few lines saying what was computed and how."""
         n = int(self.fold_sizes.sum())
         kind = "leave-one-out" if self.n_folds == n else f"{self.n_folds}-fold"
@@ -400,7 +404,7 @@ def _parallel(run, n_jobs, k):
 # ---------------------------------------------------------------------------
 # public entry point
 # ---------------------------------------------------------------------------
-def _check_data(X, y, compiled_learner):
+def _check_data(X: Any, y: Any, compiled_learner: bool) -> tuple[Any, np.ndarray | None]:
     if compiled_learner:
         if sp.issparse(X):
             raise ValueError("deltafit.stream learners take dense X; convert it with .toarray()")
@@ -425,8 +429,11 @@ def _check_data(X, y, compiled_learner):
     return X, y
 
 
-def treecv(learner, X, y=None, *, cv=5, scoring=None, strategy="copy", shuffle=False,
-           random_state=None, n_jobs=None, groups=None, progress=False):
+def treecv(learner: Any, X: Any, y: Any = None, *, cv: Any = 5,
+           scoring: str | Callable[..., float] | None = None, strategy: str = "copy",
+           shuffle: bool = False, random_state: int | np.random.RandomState | None = None,
+           n_jobs: int | None = None, groups: ArrayLike | None = None,
+           progress: bool = False) -> TreeCVResult:
     """k-fold or leave-one-out cross-validation of an incremental learner by TreeCV.
 
     Joulani, György and Szepesvári (2015), Algorithm 1: the folds are the leaves of a binary
@@ -439,8 +446,9 @@ def treecv(learner, X, y=None, *, cv=5, scoring=None, strategy="copy", shuffle=F
     learner : estimator
         Not modified.  A :class:`deltafit.UpdatablePipeline`'s transformers are fitted once on
         all of X and frozen; its final estimator is cross-validated on the transformed rows
-        (a callable ``scoring`` receives the final estimator and transformed rows).  Either a ``deltafit.stream`` learner (``Pegasos``, ``LSQSGD``: the whole
-        recursion runs compiled), a deltafit exact estimator (``LinearClassifier``, ...: trained
+        (a callable ``scoring`` receives the final estimator and transformed rows).  Either a
+        ``deltafit.stream`` learner (``Pegasos``, ``LSQSGD``: the whole recursion runs compiled), a
+        deltafit exact estimator (``LinearClassifier``, ...: trained
         by ``fit`` then ``add``; the result equals k refits exactly), anything with
         scikit-learn's ``partial_fit`` (classifiers get ``classes=np.unique(y)``), or a river
         learner (``learn_one``; samples as ``{j: x_j}`` dicts).

@@ -22,8 +22,8 @@ import copy
 import numpy as np
 from sklearn.base import BaseEstimator, clone, is_classifier, is_regressor
 
-__all__ = ["make_learner", "learner_is_classifier", "learner_is_regressor", "CompiledLearner", "ExactLearner", "PartialFitLearner",
-           "RiverLearner", "ReplayEstimator"]
+__all__ = ["make_learner", "learner_is_classifier", "learner_is_regressor", "CompiledLearner",
+           "ExactLearner", "PartialFitLearner", "RiverLearner", "ReplayEstimator"]
 
 
 def _has(obj, *names):
@@ -193,8 +193,8 @@ class CompiledLearner(_Learner):
 
     def __init__(self, template, X, y, strategy, shuffle, seed):
         super().__init__(template, X, y, strategy)
-        from deltafit.solvers import _sgd as _sgd_kernels
         from deltafit.model_selection import _treecv_compiled
+        from deltafit.solvers import _sgd as _sgd_kernels
 
         self.K = _sgd_kernels
         self.tree_run = _treecv_compiled.tree_run
