@@ -18,7 +18,7 @@ changed samples only, and each can be undone.  The queries live in
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -47,6 +47,9 @@ def _rows_at(a, mask):
     return arr[mask] if arr.ndim in (1, 2) and arr.shape[0] == mask.size else a
 
 
+if TYPE_CHECKING:
+    from deltafit.losses import Loss
+
 _P = TypeVar("_P", bound="PendingChange")
 
 
@@ -67,7 +70,7 @@ class PendingChange:
     """
 
     def __init__(self, model: Any, C_new: float | str | Callable[[int], float] | None = None,
-                 *, problem: Any = None, loss: str) -> None:
+                 *, problem: Any = None, loss: Loss) -> None:
         self._loss = loss
         self._model = model
         self._prob = prob = model.problem_ if problem is None else problem
