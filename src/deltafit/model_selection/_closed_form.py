@@ -28,6 +28,7 @@ squared-hinge losses go to :mod:`._dask_smooth_cv` (bounds and joint warm re-sol
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve, lu_factor, lu_solve, solve
@@ -39,7 +40,8 @@ from deltafit.model_selection._result import CVResult
 __all__ = ["closed_form_predictions", "dask_cross_validation", "fold_vector"]
 
 
-def closed_form_predictions(prob, splits, targets=None):
+def closed_form_predictions(prob: Any, splits: Any,
+                            targets: np.ndarray | None = None) -> list[np.ndarray]:
     """Exact scores of each split's model at its removed samples.
 
     Parameters
@@ -143,7 +145,8 @@ def _weighted(prob, splits, t, n, rho, w, use_dual):
 
 
 # ------------------------------------------------------------------------------ Dask
-def fold_vector(cv, n, y, estimator, groups=None):
+def fold_vector(cv: Any, n: int, y: Any, estimator: Any,
+                groups: Any = None) -> tuple[np.ndarray, int]:
     """Each sample's fold under the splitter ``cv`` (an int, a scikit-learn splitter or an
     iterable of (train, test)), as an int array of length n, and the number of folds.
 
@@ -174,8 +177,9 @@ def fold_vector(cv, n, y, estimator, groups=None):
     return fold, k
 
 
-def dask_cross_validation(estimator, X, y, *, cv=None, groups=None, method="auto",
-                          sample_weight=None, region="auto"):
+def dask_cross_validation(estimator: Any, X: Any, y: Any, *, cv: Any = None, groups: Any = None,
+                          method: str = "auto", sample_weight: Any = None,
+                          region: str = "auto") -> CVResult:
     """Leave-one-out (``cv`` None) or k-fold cross-validation of a linear model on dask
     collections.
 
