@@ -84,7 +84,7 @@ class PendingChange:
         self._next_hid = self._first_hid
         # entries: every sample touched by a change, model samples and hypothetical additions,
         # in slots 0 … m − 1 of the store (points, scores under β₁, coefficients in Δg)
-        self._store = changes_for(prob)
+        self._store: Any = changes_for(prob)  # linear or kernel store
         self._index: dict[int, int] = {}  # id -> entry, built lazily from _pending (see _lookup)
         self._pending: list = []  # (ids, first entry) blocks not yet in _index
         self._ids = np.empty(0, dtype=np.int64)  # grown with the store
