@@ -36,7 +36,7 @@ _REFINE_GAIN = 0.02      # stop refining when the H-radius shrinks by less than 
 _SAFE = 1e-10            # relative cushion on computed radii (rounding)
 
 
-def check_curvature_loss(loss):
+def check_curvature_loss(loss: Loss) -> None:
     """ValueError unless ``loss`` (a :class:`deltafit.losses.Loss`) has curvature to use."""
     if loss.name not in CURVATURE_LOSSES:
         raise ValueError(
@@ -49,7 +49,8 @@ def _logistic_d2(z):
     return expit(z) * expit(-z)
 
 
-def curvature_range(loss, t, A, B):
+def curvature_range(loss: Loss, t: np.ndarray, A: np.ndarray,
+                    B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(min, max)`` of ``ℓ''(t, ·)`` over the score interval ``[A, B]``.
 
     Logistic (``ℓ'' = σ(z)σ(−z)``, decreasing in ``|z|``): the minimum at the endpoint farther

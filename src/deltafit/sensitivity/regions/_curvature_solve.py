@@ -45,6 +45,8 @@ model's exact warm update, at one BLAS thread and at the default thread count
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from scipy.linalg import lapack
 
@@ -231,7 +233,7 @@ class SolvedRegion(Region):
 
     kind = "curvature"
 
-    def __init__(self, sens, beta_hat, g, delta):
+    def __init__(self, sens: Any, beta_hat: np.ndarray, g: np.ndarray, delta: float) -> None:
         store = sens._store
         self._store = store
         self._C1, self._C2 = sens._C1, sens._C2(sens.n_new)
@@ -248,7 +250,7 @@ class SolvedRegion(Region):
         self.radius = (0.5 * gn + delta + _U * (bn + gn)) * (1.0 + _SAFE) + 1e-300
         self._gamma_p = 2.0 * (c.size + 2) * _U
 
-    def center_and_bounds(self, X):
+    def center_and_bounds(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(center scores, lo, hi)`` at validated raw rows X."""
         st = self._store
         P = st.map(np.asarray(X, dtype=np.float64))
@@ -259,19 +261,19 @@ class SolvedRegion(Region):
         w = e * (self.radius * (1.0 + _SAFE) + self._gamma_p * self._cnorm)
         return s, np.maximum(lo, s - w), np.minimum(hi, s + w)
 
-    def decision_bounds(self, X):
+    def decision_bounds(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         _, lo, hi = self.center_and_bounds(X)
         return lo, hi
 
-    def center_decision(self, X):
+    def center_decision(self, X: np.ndarray) -> np.ndarray:
         return self.center_and_bounds(X)[0]
 
-    def distance_bound(self):
+    def distance_bound(self) -> float:
         """Upper bound of ``‖β₂ − β₁‖``: ``‖c − β₁‖ + R``, or the ball's."""
         d = float(np.linalg.norm(self.center - self._beta1))
         return min(self._ball_dist, (d + self.radius) * (1.0 + _SAFE))
 
-    def coef_bounds(self):
+    def coef_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Every coordinate of β₂: ``c_j ± R``, intersected with the ball's."""
         m = self._beta1 - self._r
         w = self.radius + 2.0 * _U * np.abs(self.center)
@@ -279,7 +281,7 @@ class SolvedRegion(Region):
                 np.minimum(m + self._R, self.center + w))
 
 
-def solved_region(sens):
+def solved_region(sens: Any) -> SolvedRegion | None:
     """The :class:`SolvedRegion` of a linear what-if whose model keeps its rows, or None when
     the iteration does not reach the rounding floor (the caller then uses another region)."""
     prob = sens._prob
