@@ -253,8 +253,8 @@ def _scoring_name(scoring, learner, classifier):
 class _Run:
     """One traversal of (part of) the tree: its results, counters and live models."""
 
-    def __init__(self, learner, bounds, scorer, y_ord, shuffle, seed, python_levels, bar=None,
-                 predict=None):
+    def __init__(self, learner: Any, bounds: np.ndarray, scorer: Any, y_ord: Any, shuffle: bool,
+                 seed: int, python_levels: int, bar: Any = None, predict: Any = None) -> None:
         self.L = learner
         self.predict = predict  # None, or the dtype of the out-of-fold predictions to keep
         self.bounds = bounds
@@ -264,8 +264,9 @@ class _Run:
         self.seed = seed
         self.python_levels = python_levels
         self.bar = bar if bar is not None else progress_bar(0, False)
-        self.fold_scores = {}
+        self.fold_scores: dict[int, float] = {}
         # out-of-fold decision values (compiled learners) or predictions (``predict``)
+        self.out: Any  # None unless out-of-fold values are kept
         if learner.compiled:
             self.out = np.empty(int(bounds[-1]))
         elif predict is not None:
@@ -277,12 +278,12 @@ class _Run:
         self.live = 1
         self.peak = 1
 
-    def fork(self):
+    def fork(self) -> _Run:
         """A fresh run over the same learner and data, for one parallel task."""
         return _Run(self.L, self.bounds, self.scorer, self.y, self.shuffle, self.seed,
                     self.python_levels, predict=self.predict)
 
-    def rows(self, a, b):
+    def rows(self, a: int, b: int) -> slice | np.ndarray:
         """Rows of chunks ``a .. b`` (contiguous), in a random order for a randomized run."""
         start, stop = int(self.bounds[a]), int(self.bounds[b + 1])
         if not self.shuffle:
@@ -293,13 +294,13 @@ class _Run:
         shuffled_positions(start, stop, self.seed, a, b, buf)
         return buf
 
-    def update(self, model, a, b):
+    def update(self, model: Any, a: int, b: int) -> Any:
         """The model trained further on chunks ``a .. b``."""
         self.fed += int(self.bounds[b + 1] - self.bounds[a])
         self.calls += 1
         return self.L.update(model, self.rows(a, b))
 
-    def leaf(self, model, s):
+    def leaf(self, model: Any, s: int) -> None:
         start, stop = int(self.bounds[s]), int(self.bounds[s + 1])
         if self.L.compiled:
             self.L.decision(model, start, stop, self.out)
@@ -313,7 +314,7 @@ class _Run:
                                 None if self.y is None else self.y[start:stop]))
         self.bar.update(1)
 
-    def subtree(self, model, s, e, level=0):
+    def subtree(self, model: Any, s: int, e: int, level: int = 0) -> None:
         """TreeCV(s, e, model) of Algorithm 1: ``model`` has learned every chunk but ``s .. e``."""
         L = self.L
         while s < e:
