@@ -33,6 +33,7 @@ passes over the rows (the fit's included).
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 
@@ -103,8 +104,9 @@ def _y_true(X, y, sample_weight, chunks):
     return yt if yt.chunks[0] == chunks else yt.rechunk((chunks,))
 
 
-def dask_smooth_cross_validation(estimator, X, y, *, fold=None, n_folds=0, method="auto",
-                                 sample_weight=None, region="auto"):
+def dask_smooth_cross_validation(estimator: Any, X: Any, y: Any, *, fold: Any = None,
+                                 n_folds: int = 0, method: str = "auto",
+                                 sample_weight: Any = None, region: str = "auto") -> CVResult:
     """Leave-one-out (``fold`` None) or k-fold cross-validation of a logistic / squared-hinge
     :class:`~deltafit.LinearClassifier` on dask collections (see the module docstring).
 

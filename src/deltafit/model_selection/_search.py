@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import time
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import numpy as np
@@ -32,8 +33,8 @@ from deltafit.utils._validation import check_bool
 __all__ = ["LOOSearchCV"]
 
 
-def _best_has(name):
-    def check(self):
+def _best_has(name: str) -> Callable[[Any], bool]:
+    def check(self: Any) -> bool:
         check_is_fitted(self, "best_estimator_")
         return hasattr(self.best_estimator_, name)
 
