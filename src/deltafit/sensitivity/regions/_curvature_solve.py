@@ -95,7 +95,7 @@ class _Problem:
     """``P₂`` of a what-if over scratch arrays: rows ``X``, targets ``t``, coefficients
     ``u = C₂ w'`` (0 for the removed samples), row norms."""
 
-    def __init__(self, sens, cache):
+    def __init__(self, sens: Any, cache: Any) -> None:
         loss = sens._loss
         store = sens._store
         self.loss = loss
@@ -138,7 +138,7 @@ class _Problem:
         H.flat[::H.shape[0] + 1] += 1.0
         self.H1 = H
 
-    def gradient(self, beta, z):
+    def gradient(self, beta: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, float]:
         """``(ĝ, δ)``: the computed ``∇P₂(β)`` (scores ``z = Xβ``) and its rounding bound."""
         d1 = self.loss.d1(self.t, z)
         c = self.u * d1
@@ -148,18 +148,18 @@ class _Problem:
                                     + float(self.a @ (np.abs(d1) + np.abs(z))))
         return g, delta
 
-    def hessian(self, z):
+    def hessian(self, z: np.ndarray) -> np.ndarray:
         """``∇²P₂`` at the point of scores z (O(n p²))."""
         v = self.u * self.loss.d2(self.t, z)
         H = (self.X.T * v) @ self.X
         H.flat[::H.shape[0] + 1] += 1.0
         return H
 
-    def objective(self, beta, z):
+    def objective(self, beta: np.ndarray, z: np.ndarray) -> float:
         """``P₂(β)`` at the point of scores ``z = Xβ``."""
         return 0.5 * float(beta @ beta) + float(self.u @ self.loss.value(self.t, z))
 
-    def solve(self, beta1):
+    def solve(self, beta1: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
         """``(β̂, ĝ, δ)`` with ``‖ĝ‖ ≤ _CONVERGED δ``; raises _NotConverged otherwise.
 
         Damped Newton from β₁: the step solves with the current matrix (first the Hessian

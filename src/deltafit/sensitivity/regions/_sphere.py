@@ -445,7 +445,7 @@ class _Features:
     """Φ(X) of a linear model as it is now (feature map, constant feature), with input
     validation: the feature map of the model's primal spheres."""
 
-    def __init__(self, problem):
+    def __init__(self, problem: Any) -> None:
         self._map = problem.feature_map
         self._const = problem.intercept_scaling if problem.fit_intercept else None
         self._width = problem.n_features_in
