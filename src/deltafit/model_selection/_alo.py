@@ -79,6 +79,7 @@ Tolerances
 from __future__ import annotations
 
 import numbers
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy import linalg
@@ -89,6 +90,9 @@ from sklearn.utils.validation import check_is_fitted
 from deltafit.losses import get_loss
 from deltafit.models import FittedProblem
 from deltafit.sensitivity._model_access import n_classes
+
+if TYPE_CHECKING:
+    from deltafit.losses import Loss
 
 __all__ = ["alo_decisions", "alo_primal", "alo_kernel", "alo_feature_map", "MARGIN_TOL",
            "RANK_TOL"]
@@ -255,8 +259,9 @@ def _clip_g(gV, yV):
 
 
 # ------------------------------------------------------------------------ public, raw arrays
-def alo_primal(Phi, y, loss, C, coef, *, dual_coef=None, margin_tol=MARGIN_TOL,
-               rank_tol=RANK_TOL):
+def alo_primal(Phi: np.ndarray, y: np.ndarray, loss: str | Loss, C: float, coef: np.ndarray, *,
+               dual_coef: np.ndarray | None = None, margin_tol: float = MARGIN_TOL,
+               rank_tol: float = RANK_TOL) -> np.ndarray:
     """Approximate leave-one-out scores of a model over explicit features (an APPROXIMATION).
 
     For ``min_β C Σ ℓ(y_i, Φ_iᵀβ) + ½‖β‖²`` returns ``z_t^{alo} ≈ Φ_tᵀ β_{−t}`` for every t, β_{−t}
@@ -328,7 +333,8 @@ def _alo_hinge_features(Phi, y, C, z, dual_coef, coef, margin_tol, rank_tol):
     return z + C * g * h
 
 
-def alo_kernel(K, y, loss, C, alpha, *, margin_tol=MARGIN_TOL, rank_tol=RANK_TOL):
+def alo_kernel(K: np.ndarray, y: np.ndarray, loss: str | Loss, C: float, alpha: np.ndarray, *,
+               margin_tol: float = MARGIN_TOL, rank_tol: float = RANK_TOL) -> np.ndarray:
     """Approximate leave-one-out scores of a kernel model (an APPROXIMATION).
 
     For ``β = Σ_i α_i Φ(x_i)`` minimising ``C Σ ℓ(y_i, z_i) + ½‖β‖²``, ``z = K α``, returns
@@ -389,8 +395,9 @@ def _alo_hinge_kernel(kdiag, columns, y, C, z, alpha, margin_tol, rank_tol):
     return z + C * g * h
 
 
-def alo_feature_map(Phi, y, loss, C, decision, *, dual_coef=None, margin_tol=MARGIN_TOL,
-                    rank_tol=RANK_TOL):
+def alo_feature_map(Phi: np.ndarray, y: np.ndarray, loss: str | Loss, C: float,
+                    decision: np.ndarray, *, dual_coef: np.ndarray | None = None,
+                    margin_tol: float = MARGIN_TOL, rank_tol: float = RANK_TOL) -> np.ndarray:
     """ALO of a kernel model through approximate explicit features (He et al. §2; an
     APPROXIMATION of an approximation).
 
@@ -475,8 +482,9 @@ def _model_dual_coef(prob, slots):
     return prob.targets[slots] * dual[slots]
 
 
-def alo_decisions(model, *, feature_map=None, n_components=None, random_state=None,
-                  margin_tol=MARGIN_TOL, rank_tol=RANK_TOL):
+def alo_decisions(model: Any, *, feature_map: Any = None, n_components: int | None = None,
+                  random_state: int | np.random.RandomState | None = None,
+                  margin_tol: float = MARGIN_TOL, rank_tol: float = RANK_TOL) -> np.ndarray:
     """Approximate leave-one-out decision values of a fitted deltafit estimator (an
     APPROXIMATION, not exact leave-one-out and not a certified bound).
 

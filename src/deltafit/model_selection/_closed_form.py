@@ -4,8 +4,9 @@ For ``C Σ (t_i − z_i)² + ½‖β‖²`` (ridge, kernel ridge, LS-SVM; ρ = 1
 the targets, ``z = H t``, and the model trained without a set R of samples predicts R with
 residuals ``e_R = (I − H_RR)⁻¹ r_R``, r the full model's residuals.  In primal form
 ``H = Φ (ΦᵀΦ + ρI)⁻¹ Φᵀ``; in dual form ``I − H = ρ G⁻¹`` with ``G = K + ρI`` and ``α = G⁻¹t``,
-so ``e_R = ((G⁻¹)_RR)⁻¹ α_R`` (the LS-SVM decremental formula of Lee et al., "Exact incremental and decremental learning for LS-SVM", applied to a
-whole fold; for R = {t} the classical ``r_t / (1 − H_tt)`` = ``α_t / (G⁻¹)_tt``).  scikit-learn's
+so ``e_R = ((G⁻¹)_RR)⁻¹ α_R`` (the LS-SVM decremental formula of Lee et al., "Exact
+incremental and decremental learning for LS-SVM", applied to a whole fold; for R = {t} the
+classical ``r_t / (1 − H_tt)`` = ``α_t / (G⁻¹)_tt``).  scikit-learn's
 ``RidgeCV`` offers the leave-one-out case for linear ridge; this covers kernels, folds and
 classifiers (LS-SVM labels are the signs).
 
@@ -27,6 +28,7 @@ squared-hinge losses go to :mod:`._dask_smooth_cv` (bounds and joint warm re-sol
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve, lu_factor, lu_solve, solve
@@ -38,7 +40,8 @@ from deltafit.model_selection._result import CVResult
 __all__ = ["closed_form_predictions", "dask_cross_validation", "fold_vector"]
 
 
-def closed_form_predictions(prob, splits, targets=None):
+def closed_form_predictions(prob: Any, splits: Any,
+                            targets: np.ndarray | None = None) -> list[np.ndarray]:
     """Exact scores of each split's model at its removed samples.
 
     Parameters
@@ -142,7 +145,8 @@ def _weighted(prob, splits, t, n, rho, w, use_dual):
 
 
 # ------------------------------------------------------------------------------ Dask
-def fold_vector(cv, n, y, estimator, groups=None):
+def fold_vector(cv: Any, n: int, y: Any, estimator: Any,
+                groups: Any = None) -> tuple[np.ndarray, int]:
     """Each sample's fold under the splitter ``cv`` (an int, a scikit-learn splitter or an
     iterable of (train, test)), as an int array of length n, and the number of folds.
 
@@ -173,8 +177,9 @@ def fold_vector(cv, n, y, estimator, groups=None):
     return fold, k
 
 
-def dask_cross_validation(estimator, X, y, *, cv=None, groups=None, method="auto",
-                          sample_weight=None, region="auto"):
+def dask_cross_validation(estimator: Any, X: Any, y: Any, *, cv: Any = None, groups: Any = None,
+                          method: str = "auto", sample_weight: Any = None,
+                          region: str = "auto") -> CVResult:
     """Leave-one-out (``cv`` None) or k-fold cross-validation of a linear model on dask
     collections.
 
@@ -198,8 +203,8 @@ def dask_cross_validation(estimator, X, y, *, cv=None, groups=None, method="auto
     """
     import dask.array as da
 
-    from deltafit.model_selection._dask_cv import dask_closed_form
     from deltafit._dask._input import is_dask, row_blocks
+    from deltafit.model_selection._dask_cv import dask_closed_form
 
     loss = estimator.get_params().get("loss") if hasattr(estimator, "get_params") else None
     from deltafit.models import LinearClassifier, LinearRegressor

@@ -20,6 +20,8 @@ scores (k numbers) are computed.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from scipy.linalg import cholesky, solve_triangular
 from sklearn.base import clone
@@ -48,7 +50,7 @@ class DaskFolds:
         Passes over the rows (the fit's included).
     """
 
-    def __init__(self, **kw):
+    def __init__(self, **kw: Any) -> None:
         self.__dict__.update(kw)
 
 
@@ -110,7 +112,8 @@ def _labels_of(z, classes):
     return np.where(z > 0, classes[1], classes[0])
 
 
-def dask_closed_form(estimator, X, y, sample_weight=None, fold=None, n_folds=0):
+def dask_closed_form(estimator: Any, X: Any, y: Any, sample_weight: Any = None, fold: Any = None,
+                     n_folds: int = 0) -> Any:
     """Closed-form leave-one-out (``fold`` None) or k-fold predictions of ``estimator`` (a
     squared-loss :class:`~deltafit.LinearClassifier` / :class:`~deltafit.LinearRegressor`) on
     dask collections; see the module docstring.
@@ -149,7 +152,7 @@ def dask_closed_form(estimator, X, y, sample_weight=None, fold=None, n_folds=0):
     model._fit_dask(X, y, sample_weight, fold, n_folds)
     problem, rho = _problem(model)
     blocks = row_blocks(X, y, sample_weight, fold)
-    classes = getattr(model, "classes_", None)
+    classes: Any = getattr(model, "classes_", None)  # None for a regressor
     K = model._n_outputs_fitted or (model._n_classes if model._classifier else 0)
     out_chunks = (blocks.X.chunks[0],) + ((K,) if K else ())
     K_y = model._n_outputs_fitted  # columns of y (regression outputs; labels are one)

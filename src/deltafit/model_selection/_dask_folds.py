@@ -37,6 +37,9 @@ Upper layers (:mod:`deltafit.model_selection._dask_smooth_cv`) see a :class:`Smo
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 from scipy import linalg
 from sklearn.base import clone
@@ -84,7 +87,7 @@ class SmoothCVFit:
         Passes over the rows the fit made.
     """
 
-    def __init__(self, **kw):
+    def __init__(self, **kw: Any) -> None:
         self.__dict__.update(kw)
 
     @property
@@ -103,7 +106,7 @@ class SmoothCVFit:
         return None if not self.n_classes else np.asarray(cls, dtype=np.intp)
 
 
-def fit_smooth(estimator, X, y, sample_weight=None):
+def fit_smooth(estimator: Any, X: Any, y: Any, sample_weight: Any = None) -> Any:
     """A clone of ``estimator`` (a :class:`~deltafit.LinearClassifier` with a logistic or
     squared-hinge loss) fitted on the dask collections with its rows kept on the cluster;
     K ≥ 3 classes fit the K one-vs-rest problems jointly (:mod:`._dask_ovr`).
@@ -127,7 +130,7 @@ def fit_smooth(estimator, X, y, sample_weight=None):
     model.fit(X, y, sample_weight=sample_weight)
     K = int(model._n_classes or 0)
     problems = [model.problem_.for_class(k) for k in range(K)] if K else [model.problem_]
-    cols = [[], [], [], [], []]
+    cols: list[list[Any]] = [[], [], [], [], []]
     for problem in problems:
         at = problem.newton_point()
         for acc, key in zip(cols, ("coef", "gradient", "gradient_at_zero", "objective",
@@ -413,7 +416,7 @@ def _fold_columns(fit, k):
     return cls, np.tile(np.arange(k), fit.n_problems)
 
 
-def fold_resolve(fit, fold, k):
+def fold_resolve(fit: Any, fold: np.ndarray, k: int) -> tuple[np.ndarray, int, Any]:
     """The k fold models of a k-fold cross-validation (each of the K' binary problems: K'·k
     columns), jointly: one pass per round serves every class and fold still solving.
 
@@ -445,7 +448,8 @@ def fold_resolve(fit, fold, k):
     return B.T.copy(), passes.count, n_iter
 
 
-def sample_resolve(fit, ids, classes=None, batch=SAMPLE_BATCH):
+def sample_resolve(fit: Any, ids: np.ndarray, classes: np.ndarray | None = None,
+                   batch: int = SAMPLE_BATCH) -> tuple[np.ndarray, int, np.ndarray]:
     """Exact left-out decisions of the samples ``ids`` (row numbers): each one's model without
     it (of class ``classes[j]``'s problem for K ≥ 3 classes), re-solved jointly in batches of
     ``batch`` columns; the start of every column comes from the sample's own row (gathered),
@@ -486,7 +490,7 @@ def sample_resolve(fit, ids, classes=None, batch=SAMPLE_BATCH):
         d = cw * loss.d2(T, z)
         M = fit.hessians[cb] - d[:, None, None] * (Phi[:, :, None] * Phi[:, None, :])
         blk = np.searchsorted(starts, uniq, side="right") - 1
-        excl = [None] * (len(starts) - 1)
+        excl: list[Any] = [None] * (len(starts) - 1)
         for b in np.unique(blk).tolist():
             j = np.flatnonzero(blk == b)
             excl[b] = (uniq[j] - starts[b], j)
@@ -524,7 +528,7 @@ def _second(o):
     return o[1]
 
 
-def score_folds(fit, fold, betas):
+def score_folds(fit: Any, fold: np.ndarray, betas: np.ndarray) -> tuple[Any, np.ndarray]:
     """One pass: every row's decision under its fold's β (a dask array of length n, or n × K
     for K ≥ 3 classes, persisted on the cluster) and, per fold, the rows and the correctly
     labelled rows (computed).  ``betas``: :func:`fold_resolve`'s.
@@ -555,7 +559,7 @@ def score_folds(fit, fold, betas):
     return z, np.asarray(sums)
 
 
-def map_store(fit, fn, *args):
+def map_store(fit: Any, fn: Callable[..., Any], *args: Any) -> list[Any]:
     """``fn(x, t, w, mods, *args)`` over the store's blocks, lazily: a list of delayed
     results, one per block (``fn`` a picklable function of NumPy arrays)."""
     from dask import delayed

@@ -7,8 +7,9 @@ The model is fitted once on the cluster (Newton over the persisted row blocks,
   re-solves from the full β̂, **jointly** — every pass computes the gradient of every fold's
   problem (all rows but the fold's) at its own β_f, the fold Hessians are the full Hessian
   minus the fold's share, summed apart in one pass — so the k re-solves cost the passes of the
-  slowest fold (:func:`deltafit.model_selection._dask_folds.fold_resolve`).  One more pass scores every
-  row with its fold's β.  The decisions are those of k refits (to the solver's certified
+  slowest fold (:func:`deltafit.model_selection._dask_folds.fold_resolve`).  One more pass
+  scores every row with its fold's β.  The decisions are those of k refits (to the solver's
+  certified
   tolerance), every label exact.  K ≥ 3 classes: the K one-vs-rest problems' k fold models are
   K·k columns of the same joint re-solve (one pass per round for every class and fold still
   solving), the label the argmax of the K left-out decisions;
@@ -32,6 +33,7 @@ passes over the rows (the fit's included).
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 
@@ -102,8 +104,9 @@ def _y_true(X, y, sample_weight, chunks):
     return yt if yt.chunks[0] == chunks else yt.rechunk((chunks,))
 
 
-def dask_smooth_cross_validation(estimator, X, y, *, fold=None, n_folds=0, method="auto",
-                                 sample_weight=None, region="auto"):
+def dask_smooth_cross_validation(estimator: Any, X: Any, y: Any, *, fold: Any = None,
+                                 n_folds: int = 0, method: str = "auto",
+                                 sample_weight: Any = None, region: str = "auto") -> CVResult:
     """Leave-one-out (``fold`` None) or k-fold cross-validation of a logistic / squared-hinge
     :class:`~deltafit.LinearClassifier` on dask collections (see the module docstring).
 
@@ -187,13 +190,13 @@ def _screen(fit, region):
     """The leave-one-out bounds of every row, on the cluster (:mod:`._dask_loo_bounds`):
     persisted per-block ``(2, rows, K')`` bounds, the passes made, the undecided count after
     the balls."""
-    import dask
-    from dask import delayed
     from scipy import linalg
 
-    from deltafit.model_selection._dask_folds import map_store  # noqa: F401 (the block tasks' layout)
+    import dask
+    from dask import delayed
     from deltafit._dask._rows import compute_on_cluster, tree_compute
     from deltafit.model_selection import _dask_loo_bounds as lb
+    from deltafit.model_selection._dask_folds import map_store  # noqa: F401 (the block tasks' layout)
 
     multi = bool(fit.n_classes)
     gg = np.einsum("ij,ij->j", fit.grads, fit.grads)
@@ -251,10 +254,10 @@ def _loo(fit, X, y, sample_weight, region, t0):
     samples (K ≥ 3 classes: of their candidate classes, those whose upper bound reaches the
     largest lower bound, as :class:`~deltafit.model_selection._problem.OneVsRestProblem`)."""
     import dask.array as da
-    from dask import delayed
 
-    from deltafit.model_selection._dask_folds import sample_resolve
+    from dask import delayed
     from deltafit._dask._rows import compute_on_cluster
+    from deltafit.model_selection._dask_folds import sample_resolve
 
     multi = bool(fit.n_classes)
     K = fit.n_problems

@@ -16,7 +16,9 @@ evaluates the samples T.  The methods:
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from joblib import Parallel, delayed
@@ -73,7 +75,7 @@ class _Outcome:
     details: dict = field(default_factory=dict)
 
     @classmethod
-    def empty(cls, m, n_classes=0):
+    def empty(cls, m: int, n_classes: int = 0) -> _Outcome:
         """Nothing known yet about m samples (decision values of ``n_classes`` columns for a
         multiclass model)."""
         shape = (m, n_classes) if n_classes else m
@@ -81,12 +83,12 @@ class _Outcome:
                    upper=np.full(shape, np.nan), decided=np.zeros(m, dtype=bool),
                    refit=np.zeros(m, dtype=bool))
 
-    def positive(self):
+    def positive(self) -> np.ndarray:
         """Where the label is positive: the decision value's sign, or the lower bound's where no
         value was computed."""
         return np.where(np.isnan(self.decision), self.lower > 0.0, self.decision > 0.0)
 
-    def label_index(self):
+    def label_index(self) -> np.ndarray:
         """Multiclass: the class index of each sample's left-out label.
 
         Where decision values were computed (a refit: exact for the candidate classes), the
@@ -99,7 +101,7 @@ class _Outcome:
         return np.argmax(v, axis=1)
 
 
-def check_data(X, y):
+def check_data(X: Any, y: Any) -> tuple[Any, np.ndarray]:
     """Validated X (float, finite; sparse X as CSR, for the estimators that take it) and 1-d
     y of the same length."""
     if not _plain(X):  # a finite float64 ndarray of two rows or more passes as it is
@@ -121,7 +123,7 @@ def _plain(X):
             and X.shape[0] >= 2 and X.shape[1] >= 1 and bool(np.isfinite(X).all()))
 
 
-def check_weights(sample_weight, X):
+def check_weights(sample_weight: Any, X: Any) -> np.ndarray | None:
     """Validated sample weights for the rows of X (None stays None): finite, ``≥ 0``."""
     from deltafit.solvers import check_sample_weight
 
@@ -134,7 +136,7 @@ def _loss_param(estimator):
     return getattr(estimator, "loss", None) if isinstance(estimator, UpdatableMixin) else None
 
 
-def resolve_method(method, estimator, *, loo):
+def resolve_method(method: str, estimator: Any, *, loo: bool) -> str:
     """Check ``method`` against the estimator; ``"auto"`` picks the fastest exact method."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {list(METHODS)}, got {method!r}")
@@ -180,7 +182,7 @@ def resolve_method(method, estimator, *, loo):
     return method
 
 
-def fitted_feature_map(estimator, X):
+def fitted_feature_map(estimator: Any, X: Any) -> Any:
     """The estimator's ``feature_map`` fitted once on all of X (None without one).
 
     Every method — the brute force included — uses this one map: the feature map is part of the
@@ -206,19 +208,23 @@ def _fresh(estimator, feature_map):
     return est
 
 
-def fit_full(estimator, X, y, feature_map=None, sample_weight=None):
+def fit_full(estimator: Any, X: Any, y: np.ndarray, feature_map: Any = None,
+             sample_weight: np.ndarray | None = None) -> Any:
     """A clone of ``estimator`` fitted on all of (X, y) (weighted by ``sample_weight``),
     keeping its training rows."""
     model = _fresh(estimator, feature_map)
     if isinstance(model, UpdatableMixin) and getattr(model, "keep_data", True) is not True:
-        model.set_params(keep_data=True)
+        model.set_params(keep_data=True)  # type: ignore[attr-defined]  # a BaseEstimator too
     if sample_weight is None:
         return model.fit(X, y)
     return model.fit(X, y, sample_weight=sample_weight)
 
 
-def evaluate(estimator, X, y, splits, method, *, n_jobs=None, progress=False, order="natural",
-             stop=None, model=None, desc=None, sample_weight=None, region="auto"):
+def evaluate(estimator: Any, X: Any, y: np.ndarray,
+             splits: Any, method: str, *,
+             n_jobs: int | None = None, progress: bool = False, order: str = "natural",
+             stop: Callable[..., bool] | None = None, model: Any = None, desc: str | None = None,
+             sample_weight: np.ndarray | None = None, region: str = "auto") -> CVResult:
     """Run one cross-validation; see the module docstring.
 
     Parameters
@@ -266,7 +272,7 @@ def evaluate(estimator, X, y, splits, method, *, n_jobs=None, progress=False, or
     fmap = fitted_feature_map(estimator, X) if model is None else None
     loo = splits is None
     if loo:
-        tests = None
+        tests: Any = None
         test_index = np.arange(n)
         fold = np.arange(n)
         n_splits = n
@@ -277,7 +283,7 @@ def evaluate(estimator, X, y, splits, method, *, n_jobs=None, progress=False, or
         n_splits = len(tests)
     m = test_index.shape[0]
     classes = np.unique(y) if clf else None
-    n_classes = classes.size if clf and classes.size > 2 else 0
+    n_classes = classes.size if classes is not None and classes.size > 2 else 0
     out = _Outcome.empty(m, n_classes)
     if method == "refit":
         if model is not None:
@@ -294,7 +300,7 @@ def evaluate(estimator, X, y, splits, method, *, n_jobs=None, progress=False, or
         if n_classes and not isinstance(prob, OneVsRestProblem):
             raise ValueError(f"y has {n_classes} classes but the model has "
                              f"{model.classes_.size}")
-        removed = None if loo else [_complement(tr, n) for tr, _ in splits]
+        removed: Any = None if loo else [_complement(tr, n) for tr, _ in splits]
         pairs = None if loo else list(zip(removed, tests))
         if method == "closed_form":
             _check_left_out(pairs)

@@ -21,6 +21,8 @@ It reads the model through its public :class:`~deltafit.models.FittedProblem` vi
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve, lu_factor, lu_solve
 
@@ -60,7 +62,8 @@ _BATCH_VALUES = 1 << 24
 _HINGE_MARGIN = 1e-6
 
 
-def problem_of(model, _view=None, _shared=None):
+def problem_of(model: Any, _view: Any = None,
+               _shared: Any = None) -> TrainingProblem | OneVsRestProblem:
     """The :class:`TrainingProblem` of a deltafit estimator fitted on (X, y) (rows in order),
     read through its :class:`~deltafit.models.FittedProblem`; a :class:`OneVsRestProblem` for
     a model with three or more classes."""
@@ -111,11 +114,12 @@ class OneVsRestProblem:
     smooth : bool
     """
 
-    def __init__(self, model):
+    def __init__(self, model: Any) -> None:
         whole = model.problem_
         self.n_classes = K = int(whole.n_classes)
-        first = problem_of(model, whole.for_class(0))
-        self.probs = [first] + [problem_of(model, whole.for_class(k), first)
+        # each class's view is binary: a TrainingProblem
+        first = cast(TrainingProblem, problem_of(model, whole.for_class(0)))
+        self.probs = [first] + [cast(TrainingProblem, problem_of(model, whole.for_class(k), first))
                                 for k in range(1, K)]
         self.t = np.asarray(whole.targets[whole.live]).astype(np.intp)
         self.n = first.n
@@ -123,7 +127,7 @@ class OneVsRestProblem:
         self.smooth = first.smooth
         self.z = np.column_stack([p.z for p in self.probs])
 
-    def margins(self):
+    def margins(self) -> np.ndarray:
         """``z_true − max_{j ≠ true} z_j`` of the full model (negative where it errs)."""
         rows = np.arange(self.n)
         other = self.z.copy()
@@ -134,19 +138,20 @@ class OneVsRestProblem:
         got = [getattr(p, name)(*args) for p in self.probs]
         return np.column_stack([lo for lo, _ in got]), np.column_stack([hi for _, hi in got])
 
-    def loo_bounds(self):
+    def loo_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Per-class bounds of every leave-one-out decision value, shape (n, K)."""
         return self._stack("loo_bounds")
 
-    def removal_bounds(self, R, T):
+    def removal_bounds(self, R: np.ndarray, T: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per-class bounds at T of the model trained without R, shape (len(T), K)."""
         return self._stack("removal_bounds", R, T)
 
-    def newton_step_bounds(self, ts):
+    def newton_step_bounds(self, ts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per-class one-Newton-step bounds (:meth:`TrainingProblem.newton_step_bounds`)."""
         return self._stack("newton_step_bounds", ts)
 
-    def refit(self, R, T, *, early=False):
+    def refit(self, R: np.ndarray, T: np.ndarray, *,
+              early: bool = False) -> tuple[np.ndarray, np.ndarray, int, bool]:
         """Exact decision values at T of the candidate classes of the model trained without R.
 
         Returns ``(lo, hi, n_iter, False)`` with lo, hi of shape (len(T), K): equal (exact) for
@@ -201,12 +206,14 @@ class TrainingProblem:
     #: few O(n³) / O(n p²) factorisations and rarely decides a whole fold)
     region = "auto"
 
-    def __init__(self, Phi, K, t, loss, C, coef, tol, max_iter, w=None):
+    def __init__(self, Phi: Any, K: Any, t: np.ndarray, loss: Any,
+                 C: float, coef: np.ndarray, tol: float, max_iter: int,
+                 w: np.ndarray | None = None) -> None:
         self.Phi, self.K, self.t, self.loss, self.C = Phi, K, t, loss, float(C)
         self.coef, self.tol, self.max_iter = coef, tol, max_iter
         self.kernel = K is not None
         self.smooth = bool(getattr(loss, "smooth", True))
-        self.dual = None  # hinge: the dual variables of the stored solution
+        self.dual: np.ndarray | None = None  # hinge: the dual variables of the stored solution
         self.n = t.shape[0]
         if self.kernel:
             self.z = K @ coef
@@ -229,11 +236,11 @@ class TrainingProblem:
             self.gg = float(self.g @ self.g)
 
     # ------------------------------------------------------------- screening
-    def margins(self):
+    def margins(self) -> np.ndarray:
         """``t_i z_i`` of the full model (classification)."""
         return self.t * self.z
 
-    def loo_bounds(self):
+    def loo_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Certified bounds of every leave-one-out score ``⟨Φ_t, β_{−t}⟩`` at once.
 
         With ``g`` the exact gradient of the full problem at the stored solution and
@@ -324,7 +331,7 @@ class TrainingProblem:
             dg = self.Phi[R].T @ gam
         return self.coef - half_gradient(self.coef, dg, C1=self.C, C2=self.C, grad=self.g)
 
-    def removal_bounds(self, R, T):
+    def removal_bounds(self, R: np.ndarray, T: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Certified bounds of the scores at samples T of the model trained without samples R.
 
         Parameters
@@ -355,7 +362,8 @@ class TrainingProblem:
             lo, hi = np.maximum(lo, A[T]), np.minimum(hi, B[T])
         return lo, hi
 
-    def newton_step_bounds(self, ts, batch=256):
+    def newton_step_bounds(self, ts: np.ndarray,
+                           batch: int = 256) -> tuple[np.ndarray, np.ndarray]:
         """Certified bounds of the leave-one-out scores at ``ts`` from one Newton step each.
 
         For each t, one Newton step of the problem without t is taken from the full solution,
@@ -449,7 +457,8 @@ class TrainingProblem:
                                      check_finite=False), cd2)
         return self._hess
 
-    def loo_refits(self, ts, *, early=False, lo=None, hi=None, batch=256):
+    def loo_refits(self, ts: np.ndarray, *, early: bool = False, lo: np.ndarray | None = None,
+                   hi: np.ndarray | None = None, batch: int = 256) -> tuple[Any, ...]:
         """Exact leave-one-out refits of the samples ``ts``, all at once (explicit features,
         smooth losses).
 
@@ -528,7 +537,7 @@ class TrainingProblem:
             bhi = np.full(k, np.inf) if hi is None else np.asarray(hi[sl], dtype=float)
             live = np.ones(k, dtype=bool)
             own = np.zeros(k, dtype=bool)
-            Hown = None  # the columns' own Hessians, once one needs it
+            Hown: Any = None  # the columns' own Hessians, once one needs it
             gnorm = np.linalg.norm(grad, axis=0)
             for it in range(max(int(self.max_iter), 1) + 1):
                 done = live & (gnorm <= thr)
@@ -639,7 +648,8 @@ class TrainingProblem:
         return V.sum(axis=0) + 0.5 * np.einsum("ij,ij->j", B, B)
 
     # ---------------------------------------------------------------- refits
-    def refit(self, R, T, *, early=False):
+    def refit(self, R: np.ndarray, T: np.ndarray, *,
+              early: bool = False) -> tuple[np.ndarray, np.ndarray, int, bool]:
         """Scores at T of the model trained without R, warm-started from the full solution.
 
         Parameters
@@ -659,12 +669,14 @@ class TrainingProblem:
         mask = np.ones(self.n, dtype=bool)
         mask[R] = False
         keep = np.flatnonzero(mask)
-        cb, box = None, {}
+        cb = None
+        box: dict[str, np.ndarray] = {}
         if not self.smooth:
             return self._hinge_refit(keep, T)
         if early:
             cb = self._early_callback(R, T, keep, box)
         sw = None if self.w is None else self.w[keep]
+        res: Any
         if self.kernel:
             res = newton_kernel(self.K[np.ix_(keep, keep)], self.t[keep], self.loss, self.C,
                                 sample_weight=sw, coef0=self.coef[keep], tol=self.tol,

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import copy
 import time
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.stats import rankdata
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
 from sklearn.model_selection import ParameterGrid
@@ -30,12 +33,15 @@ from deltafit.utils._progress import progress_bar
 __all__ = ["LOOSearchCV"]
 
 
-def _best_has(name):
-    def check(self):
+def _best_has(name: str) -> Callable[[Any], bool]:
+    def check(self: Any) -> bool:
         check_is_fitted(self, "best_estimator_")
         return hasattr(self.best_estimator_, name)
 
     return check
+
+
+_S = TypeVar("_S", bound="LOOSearchCV")
 
 
 class LOOSearchCV(MetaEstimatorMixin, BaseEstimator):
@@ -141,8 +147,10 @@ class LOOSearchCV(MetaEstimatorMixin, BaseEstimator):
         "region": [StrOptions(set(REGIONS))],
     }
 
-    def __init__(self, estimator, param_grid, *, cv=None, method="auto", prune=True,
-                 order="margin", refit=True, n_jobs=None, progress=False, region="auto"):
+    def __init__(self, estimator: Any, param_grid: dict | list[dict], *, cv: Any = None,
+                 method: str = "auto", prune: bool = True, order: str = "margin",
+                 refit: bool = True, n_jobs: int | None = None, progress: bool = False,
+                 region: str = "auto") -> None:
         self.estimator = estimator
         self.param_grid = param_grid
         self.cv = cv
@@ -154,7 +162,8 @@ class LOOSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.progress = progress
         self.region = region
 
-    def fit(self, X, y, groups=None, sample_weight=None):
+    def fit(self: _S, X: Any, y: ArrayLike, groups: ArrayLike | None = None,
+            sample_weight: ArrayLike | None = None) -> _S:
         """Score every configuration and keep the best.
 
         Parameters
@@ -187,7 +196,7 @@ class LOOSearchCV(MetaEstimatorMixin, BaseEstimator):
         sample_weight = check_weights(sample_weight, X)
         loo = self.cv is None
         splits = None if loo else make_splits(self.cv, X, y, estimator, groups)
-        n_splits = X.shape[0] if loo else len(splits)
+        n_splits = X.shape[0] if splits is None else len(splits)
         clf = is_classifier(estimator)
         rows, best, best_model, prev = [], None, None, None
         t0 = time.perf_counter()
@@ -241,27 +250,27 @@ class LOOSearchCV(MetaEstimatorMixin, BaseEstimator):
 
     # ------------------------------------------------------------- delegation
     @property
-    def classes_(self):
+    def classes_(self) -> np.ndarray:
         """``best_estimator_.classes_``."""
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.classes_
 
     @available_if(_best_has("predict"))
-    def predict(self, X):
+    def predict(self, X: Any) -> np.ndarray:
         """``best_estimator_.predict(X)``."""
         return self.best_estimator_.predict(X)
 
     @available_if(_best_has("decision_function"))
-    def decision_function(self, X):
+    def decision_function(self, X: Any) -> np.ndarray:
         """``best_estimator_.decision_function(X)``."""
         return self.best_estimator_.decision_function(X)
 
     @available_if(_best_has("predict_proba"))
-    def predict_proba(self, X):
+    def predict_proba(self, X: Any) -> np.ndarray:
         """``best_estimator_.predict_proba(X)``."""
         return self.best_estimator_.predict_proba(X)
 
-    def score(self, X, y):
+    def score(self, X: Any, y: ArrayLike) -> float:
         """``best_estimator_.score(X, y)``."""
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.score(X, y)

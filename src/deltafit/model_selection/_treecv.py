@@ -1,4 +1,5 @@
-"""TreeCV: k-fold and leave-one-out cross-validation of any incremental learner (Joulani et al., "Fast cross-validation for incremental learning").
+"""TreeCV: k-fold and leave-one-out cross-validation of any incremental learner (Joulani et
+al., "Fast cross-validation for incremental learning").
 
 Joulani, György and Szepesvári, *Fast Cross-Validation for Incremental Learning* (IJCAI 2015).
 Algorithm 1 trains the model shared by the folds ``s .. e`` once and branches: the left half of
@@ -12,23 +13,26 @@ from __future__ import annotations
 import math
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 from sklearn.metrics import check_scoring, get_scorer
 from sklearn.model_selection import KFold, LeaveOneOut, check_cv
 from sklearn.utils import check_array, check_random_state
 
 from deltafit._pipeline import freeze
-from deltafit.utils._progress import progress_bar
-from deltafit.utils._validation import check_bool
 from deltafit.model_selection._treecv_learners import (
     ReplayEstimator,
     learner_is_classifier,
     learner_is_regressor,
     make_learner,
 )
+from deltafit.utils._progress import progress_bar
+from deltafit.utils._validation import check_bool
 
 __all__ = ["treecv", "TreeCVResult"]
 
@@ -94,7 +98,7 @@ class TreeCVResult:
     decision: object = None
     y_pred: object = None
 
-    def summary(self):
+    def summary(self) -> str:
         """A few lines saying what was computed and how."""
         n = int(self.fold_sizes.sum())
         kind = "leave-one-out" if self.n_folds == n else f"{self.n_folds}-fold"
@@ -249,8 +253,8 @@ def _scoring_name(scoring, learner, classifier):
 class _Run:
     """One traversal of (part of) the tree: its results, counters and live models."""
 
-    def __init__(self, learner, bounds, scorer, y_ord, shuffle, seed, python_levels, bar=None,
-                 predict=None):
+    def __init__(self, learner: Any, bounds: np.ndarray, scorer: Any, y_ord: Any, shuffle: bool,
+                 seed: int, python_levels: int, bar: Any = None, predict: Any = None) -> None:
         self.L = learner
         self.predict = predict  # None, or the dtype of the out-of-fold predictions to keep
         self.bounds = bounds
@@ -260,8 +264,9 @@ class _Run:
         self.seed = seed
         self.python_levels = python_levels
         self.bar = bar if bar is not None else progress_bar(0, False)
-        self.fold_scores = {}
+        self.fold_scores: dict[int, float] = {}
         # out-of-fold decision values (compiled learners) or predictions (``predict``)
+        self.out: Any  # None unless out-of-fold values are kept
         if learner.compiled:
             self.out = np.empty(int(bounds[-1]))
         elif predict is not None:
@@ -273,12 +278,12 @@ class _Run:
         self.live = 1
         self.peak = 1
 
-    def fork(self):
+    def fork(self) -> _Run:
         """A fresh run over the same learner and data, for one parallel task."""
         return _Run(self.L, self.bounds, self.scorer, self.y, self.shuffle, self.seed,
                     self.python_levels, predict=self.predict)
 
-    def rows(self, a, b):
+    def rows(self, a: int, b: int) -> slice | np.ndarray:
         """Rows of chunks ``a .. b`` (contiguous), in a random order for a randomized run."""
         start, stop = int(self.bounds[a]), int(self.bounds[b + 1])
         if not self.shuffle:
@@ -289,13 +294,13 @@ class _Run:
         shuffled_positions(start, stop, self.seed, a, b, buf)
         return buf
 
-    def update(self, model, a, b):
+    def update(self, model: Any, a: int, b: int) -> Any:
         """The model trained further on chunks ``a .. b``."""
         self.fed += int(self.bounds[b + 1] - self.bounds[a])
         self.calls += 1
         return self.L.update(model, self.rows(a, b))
 
-    def leaf(self, model, s):
+    def leaf(self, model: Any, s: int) -> None:
         start, stop = int(self.bounds[s]), int(self.bounds[s + 1])
         if self.L.compiled:
             self.L.decision(model, start, stop, self.out)
@@ -309,7 +314,7 @@ class _Run:
                                 None if self.y is None else self.y[start:stop]))
         self.bar.update(1)
 
-    def subtree(self, model, s, e, level=0):
+    def subtree(self, model: Any, s: int, e: int, level: int = 0) -> None:
         """TreeCV(s, e, model) of Algorithm 1: ``model`` has learned every chunk but ``s .. e``."""
         L = self.L
         while s < e:
@@ -400,7 +405,7 @@ def _parallel(run, n_jobs, k):
 # ---------------------------------------------------------------------------
 # public entry point
 # ---------------------------------------------------------------------------
-def _check_data(X, y, compiled_learner):
+def _check_data(X: Any, y: Any, compiled_learner: bool) -> tuple[Any, np.ndarray | None]:
     if compiled_learner:
         if sp.issparse(X):
             raise ValueError("deltafit.stream learners take dense X; convert it with .toarray()")
@@ -425,8 +430,11 @@ def _check_data(X, y, compiled_learner):
     return X, y
 
 
-def treecv(learner, X, y=None, *, cv=5, scoring=None, strategy="copy", shuffle=False,
-           random_state=None, n_jobs=None, groups=None, progress=False):
+def treecv(learner: Any, X: Any, y: Any = None, *, cv: Any = 5,
+           scoring: str | Callable[..., float] | None = None, strategy: str = "copy",
+           shuffle: bool = False, random_state: int | np.random.RandomState | None = None,
+           n_jobs: int | None = None, groups: ArrayLike | None = None,
+           progress: bool = False) -> TreeCVResult:
     """k-fold or leave-one-out cross-validation of an incremental learner by TreeCV.
 
     Joulani, György and Szepesvári (2015), Algorithm 1: the folds are the leaves of a binary
@@ -439,8 +447,9 @@ def treecv(learner, X, y=None, *, cv=5, scoring=None, strategy="copy", shuffle=F
     learner : estimator
         Not modified.  A :class:`deltafit.UpdatablePipeline`'s transformers are fitted once on
         all of X and frozen; its final estimator is cross-validated on the transformed rows
-        (a callable ``scoring`` receives the final estimator and transformed rows).  Either a ``deltafit.stream`` learner (``Pegasos``, ``LSQSGD``: the whole
-        recursion runs compiled), a deltafit exact estimator (``LinearClassifier``, ...: trained
+        (a callable ``scoring`` receives the final estimator and transformed rows).  Either a
+        ``deltafit.stream`` learner (``Pegasos``, ``LSQSGD``: the whole recursion runs compiled), a
+        deltafit exact estimator (``LinearClassifier``, ...: trained
         by ``fit`` then ``add``; the result equals k refits exactly), anything with
         scikit-learn's ``partial_fit`` (classifiers get ``classes=np.unique(y)``), or a river
         learner (``learn_one``; samples as ``{j: x_j}`` dicts).

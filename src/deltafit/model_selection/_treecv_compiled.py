@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from deltafit.utils._numba import njit
 from deltafit.solvers._sgd import decision_range, fit_range, fit_rows
+from deltafit.utils._numba import njit
 
 __all__ = ["shuffled_positions", "tree_run"]
 

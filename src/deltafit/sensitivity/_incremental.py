@@ -38,7 +38,11 @@ the ball's (KDR's threshold is defined on the ball's ``‖r‖``).
 
 from __future__ import annotations
 
+from typing import Any, TypeVar
+
 import numpy as np
+import scipy.sparse as sp
+from numpy.typing import ArrayLike
 
 from deltafit.sensitivity._changes import changes_for
 from deltafit.sensitivity._data_change import Sensitivity
@@ -48,6 +52,9 @@ from deltafit.sensitivity.regions import _ball
 from deltafit.sensitivity.regions._registry import resolve_method
 from deltafit.solvers import check_sample_weight
 from deltafit.utils._validation import check_ids, check_rows
+
+_I = TypeVar("_I", bound="IncrementalSphere")
+_MI = TypeVar("_MI", bound="MulticlassIncrementalSphere")
 
 __all__ = ["IncrementalSphere", "MulticlassIncrementalSphere", "REGIONS"]
 
@@ -155,7 +162,8 @@ class IncrementalSphere:
             return MulticlassIncrementalSphere(model, capacity=capacity, region=region)
         return super().__new__(cls)
 
-    def __init__(self, model, *, capacity=64, problem=None, region="sphere"):
+    def __init__(self, model: Any, *, capacity: int = 64, problem: Any = None,
+                 region: str = "sphere") -> None:
         self._loss = check_model(model if problem is None else problem, "an incremental sphere")
         _check_capacity(capacity)
         self.region = _check_region(region)
@@ -165,25 +173,25 @@ class IncrementalSphere:
         self._eps = certified_residual(prob)
         # the entries of A ∪ R: points, scores under β₁, coefficients γ (Sivan et al. eq. 4)
         self._store = changes_for(prob, int(capacity))
-        self._keys = {}                    # key -> slot
+        self._keys: dict[int, int] = {}    # key -> slot
         self._model_id = np.full(int(capacity), -1, dtype=np.int64)  # the model sample of R
-        self._in_R = {}                    # model id -> key
+        self._in_R: dict[int, int] = {}    # model id -> key
         self._next_key = 0
         self.n_added = 0
         self.n_removed = 0
-        self._T = None                     # tracked points: (pts, z, ⟨Φ, Δg⟩, ‖Φ‖)
+        self._T: list | None = None        # tracked points: (pts, z, ⟨Φ, Δg⟩, ‖Φ‖)
         if self.region == "curvature":
             # what the region is rebuilt from: the added samples as given (raw rows, labels,
             # weights; by slot), the tracked points' raw rows, the last region and its version
             self._method = resolve_method("auto", self._loss)
             self._raw = [None] * int(capacity)
-            self._T_raw = None
+            self._T_raw: Any = None
             self._version = 0
             self._cache = None             # (version, what-if, tracked (center, lo, hi))
 
     # -------------------------------------------------------------- helpers
     @property
-    def problem(self):
+    def problem(self) -> Any:
         """The :class:`~deltafit.models.FittedProblem` of the model the sphere is about."""
         return self._prob
 
@@ -220,7 +228,8 @@ class IncrementalSphere:
         return keys
 
     # ---------------------------------------------------------------- changes
-    def add(self, X, y, sample_weight=None):
+    def add(self, X: ArrayLike | sp.spmatrix, y: ArrayLike,
+            sample_weight: ArrayLike | None = None) -> np.ndarray:
         """Add samples to ``A`` (hypothetically: nothing is retrained).
 
         Parameters
@@ -275,7 +284,7 @@ class IncrementalSphere:
                 self._raw[self._keys[k]] = (Xr[i], yr[i], 1.0 if w is None else float(w[i]))
         return keys
 
-    def remove(self, ids):
+    def remove(self, ids: ArrayLike) -> np.ndarray:
         """Remove model samples (by id) into ``R``.
 
         Returns
@@ -305,7 +314,7 @@ class IncrementalSphere:
         self.n_removed += ids.size
         return keys
 
-    def discard(self, keys):
+    def discard(self, keys: ArrayLike) -> None:
         """Take entries out of ``A ∪ R``: an added sample leaves ``A``, a removed model sample
         returns to the training set.  ``‖r‖²`` loses ``K_i`` (Sivan et al. §3.3)."""
         self._check_model()
@@ -331,33 +340,33 @@ class IncrementalSphere:
                 self._raw[s] = None
             self._version += 1
 
-    def clear(self):
+    def clear(self) -> None:
         """Empty ``A`` and ``R`` (keeps the tracked points and the room)."""
         self.discard(np.array(list(self._keys), dtype=np.int64))
 
     # ---------------------------------------------------------------- queries
     @property
-    def n_entries(self):
+    def n_entries(self) -> int:
         """``|A| + |R|``."""
         return self.n_added + self.n_removed
 
     @property
-    def capacity(self):
+    def capacity(self) -> int:
         """Room for entries (the memory held is O(capacity²) for kernel models)."""
         return self._store.capacity
 
     @property
-    def r_norm(self):
+    def r_norm(self) -> float:
         """``‖r‖ = (C/2) sqrt(γᵀ K γ)`` (eq. 9); half the distance bound of Theorem 1."""
         return self._store.half_gradient(self.C, self.C)[1]
 
     @property
-    def radius(self):
+    def radius(self) -> float:
         """Radius of the ball holding the new optimum: ``‖r‖`` plus the model's certified
         solver residual."""
         return _ball.certified_radius(self.r_norm, C1=self.C, C2=self.C, residual=self._eps)
 
-    def distance_bound(self):
+    def distance_bound(self) -> float:
         """Upper bound of ``‖β₂ − β₁‖`` (Theorem 1: ``2‖r‖``, plus the solver residual;
         ``region="curvature"``: the smaller of that and the curvature region's bound)."""
         out = self.r_norm + self.radius
@@ -367,7 +376,7 @@ class IncrementalSphere:
                 out = min(out, float(wi.distance_bound()))
         return out
 
-    def recompute(self):
+    def recompute(self) -> float:
         """``‖r‖`` recomputed from the stored entries (``O(|A∪R|²)``); also resets the running
         sum to it."""
         self._store.recompute()
@@ -376,14 +385,14 @@ class IncrementalSphere:
     def _center(self, z, phi_dg):
         return _ball.center_scores(z, phi_dg, C1=self.C, C2=self.C)
 
-    def center_decision(self, X):
+    def center_decision(self, X: ArrayLike | sp.spmatrix) -> np.ndarray:
         """``(U + L)/2 = ⟨Φ(x), β₁⟩ − ⟨Φ(x), r⟩`` (eqs. 7, 10): the new model's decision value
         at the ball's center.  ``region="curvature"``: the curvature region's centre (its
         Newton ball's, else its ellipsoid's; the exact what-if of the squared loss), kept
         inside :meth:`decision_bounds`."""
         return self._center_bounds(X)[0]
 
-    def decision_bounds(self, X):
+    def decision_bounds(self, X: ArrayLike | sp.spmatrix) -> tuple[np.ndarray, np.ndarray]:
         """Guaranteed ``lo ≤ ⟨Φ(x), β₂⟩ ≤ hi`` (Sivan et al. Lemma 1, eq. 7; with
         ``region="curvature"`` intersected with the curvature region's bounds)."""
         _, lo, hi = self._center_bounds(X)
@@ -431,14 +440,14 @@ class IncrementalSphere:
         lo, hi = np.maximum(lo, lo2), np.minimum(hi, hi2)
         return np.minimum(np.maximum(c, lo), hi), lo, hi
 
-    def track(self, X):
+    def track(self: _I, X: ArrayLike | sp.spmatrix) -> _I:
         """Keep the bounds of the points ``X`` up to date with every change (O(n_X) kernel
         values per changed sample); read them with :meth:`tracked_center` and
         :meth:`tracked_bounds`.  Replaces earlier tracked points."""
         self._check_model()
-        P = self._points(X)
+        P: Any = self._points(X)
         if P is X:
-            P = P.copy()
+            P = P.copy()  # type: ignore[union-attr]  # ``is`` narrows P to X's input type
         store = self._store
         self._T = [P, store.beta_scores(P), store.scores(P),
                    np.sqrt(np.maximum(store.sq_norms(P), 0.0))]
@@ -473,13 +482,13 @@ class IncrementalSphere:
         idx = np.asarray(idx)
         return tuple(a[idx] for a in c[2])
 
-    def tracked_center(self, idx=None):
+    def tracked_center(self, idx: ArrayLike | None = None) -> np.ndarray:
         """:meth:`center_decision` of the tracked points (or those at positions ``idx``)."""
         if self.region == "curvature":
             return self._tracked_tight(idx)[0]
         return self._tracked(idx)[0]
 
-    def tracked_bounds(self, idx=None):
+    def tracked_bounds(self, idx: ArrayLike | None = None) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`decision_bounds` of the tracked points (or those at positions ``idx``)."""
         if self.region == "curvature":
             return self._tracked_tight(idx)[1:]
@@ -561,7 +570,7 @@ class MulticlassIncrementalSphere(PerClass):
     True
     """
 
-    def __init__(self, model, *, capacity=64, region="sphere"):
+    def __init__(self, model: Any, *, capacity: int = 64, region: str = "sphere") -> None:
         whole = model.problem_
         if not n_classes(model):
             raise ValueError("MulticlassIncrementalSphere needs a model with three or more "
@@ -579,12 +588,13 @@ class MulticlassIncrementalSphere(PerClass):
         self.C = self._parts[0].C
 
     @property
-    def problem(self):
+    def problem(self) -> Any:
         """The whole model's :class:`~deltafit.models.FittedProblem` (targets: class indices)."""
         return self._prob
 
     # ---------------------------------------------------------------- changes
-    def add(self, X, y, sample_weight=None):
+    def add(self, X: ArrayLike | sp.spmatrix, y: ArrayLike,
+            sample_weight: ArrayLike | None = None) -> np.ndarray:
         """Add samples to ``A`` of every class's ball; see :meth:`IncrementalSphere.add`.
 
         Returns
@@ -597,7 +607,7 @@ class MulticlassIncrementalSphere(PerClass):
             model = self._model
             raw = (check_rows(X, model.n_features_in_, "X", type(model).__name__,
                               sparse="dense"), np.asarray(y))
-        keys = None  # every class has accepted the samples: nothing below refuses them
+        keys: Any = None  # every class has accepted the samples: nothing below refuses them
         for part, args in zip(self._parts, checked):
             keys = part._add_scored(*args, raw=raw)
         return keys
@@ -612,47 +622,47 @@ class MulticlassIncrementalSphere(PerClass):
             keys = part._add_scored(P, np.where(t == k, 1.0, -1.0), Z[:, k], w, raw=raw)
         return keys
 
-    def remove(self, ids):
+    def remove(self, ids: ArrayLike) -> np.ndarray:
         """Remove model samples (by id) into ``R`` of every class's ball."""
         keys = self._parts[0].remove(ids)  # its checks are every class's: they fail here
         for part in self._parts[1:]:
             part.remove(ids)
         return keys
 
-    def discard(self, keys):
+    def discard(self, keys: ArrayLike) -> None:
         """Take entries out of ``A ∪ R`` of every class's ball."""
         self._parts[0].discard(keys)  # unknown keys fail here, before any other class changes
         for part in self._parts[1:]:
             part.discard(keys)
 
-    def clear(self):
+    def clear(self) -> None:
         """Empty ``A`` and ``R`` (keeps the tracked points and the room)."""
         for part in self._parts:
             part.clear()
 
     # ---------------------------------------------------------------- queries
     @property
-    def n_entries(self):
+    def n_entries(self) -> int:
         return self._parts[0].n_entries
 
     @property
-    def capacity(self):
+    def capacity(self) -> int:
         return self._parts[0].capacity
 
     @property
-    def r_norm(self):
+    def r_norm(self) -> np.ndarray:
         """``‖r_k‖`` of every class, shape (K,)."""
         return np.array([p.r_norm for p in self._parts])
 
-    def recompute(self):
+    def recompute(self) -> np.ndarray:
         """:meth:`IncrementalSphere.recompute` of every class; ``‖r_k‖``, shape (K,)."""
         return np.array([p.recompute() for p in self._parts])
 
-    def center_decision(self, X):
+    def center_decision(self, X: ArrayLike | sp.spmatrix) -> np.ndarray:
         """The K balls' centre decision values, shape (n, K)."""
         return self._stacked("center_decision", X)
 
-    def predict_certain(self, X):
+    def predict_certain(self, X: ArrayLike | sp.spmatrix) -> tuple[np.ndarray, np.ndarray]:
         """Labels of the new model where the balls decide its argmax.
 
         Returns
@@ -665,17 +675,17 @@ class MulticlassIncrementalSphere(PerClass):
         _, certain = certain_argmax(lo, hi)
         return self.classes_[np.argmax(self.center_decision(X), axis=1)], certain
 
-    def track(self, X):
+    def track(self: _MI, X: ArrayLike | sp.spmatrix) -> _MI:
         """Keep the bounds of the points ``X`` up to date in every class's ball."""
         for part in self._parts:
             part.track(X)
         return self
 
-    def tracked_center(self, idx=None):
+    def tracked_center(self, idx: ArrayLike | None = None) -> np.ndarray:
         """Centre decision values of the tracked points, shape (n, K)."""
         return self._stacked("tracked_center", idx)
 
-    def tracked_bounds(self, idx=None):
+    def tracked_bounds(self, idx: ArrayLike | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Bounds of the tracked points, each of shape (n, K)."""
         return self._stacked_pairs("tracked_bounds", idx)
 

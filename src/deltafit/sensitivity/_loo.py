@@ -5,7 +5,11 @@ Zhang's bound, the baseline of Sivan et al. §4.2."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from deltafit.sensitivity._model_access import check_model, n_classes, problem
 from deltafit.sensitivity.regions import _ball
@@ -38,7 +42,9 @@ def _per_class(bounds, model, ids, **kw):
     return np.column_stack([lo for lo, _ in got]), np.column_stack([hi for _, hi in got])
 
 
-def loo_bounds(model, ids=None, *, C_new=None, method="auto"):
+def loo_bounds(model: Any, ids: ArrayLike | None = None, *,
+               C_new: float | str | Callable[[int], float] | None = None,
+               method: str = "auto") -> tuple[np.ndarray, np.ndarray]:
     """Bounds of ``⟨Φ(x_t), β_{−t}⟩``, the score of sample t by the model trained without it.
 
     For each t the ball of Theorem 1 of Sivan et al. (2020) / Theorem 1 of Okumura et al. (2015)
@@ -136,7 +142,7 @@ def _curvature_bounds(prob, ids):
     return lo[at], hi[at]
 
 
-def zhang_loo_bounds(model, ids=None):
+def zhang_loo_bounds(model: Any, ids: ArrayLike | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Zhang's (2003) leave-one-out bounds ``z_t ∓ |α_t| k(x_t, x_t)`` (Sivan et al. §4.2).
 
     The baseline against which Sivan et al. compare their bounds.  α_t is the sample's

@@ -17,8 +17,12 @@ changed samples only, and each can be undone.  The queries live in
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 
 from deltafit.sensitivity._changes import changes_for
 from deltafit.sensitivity._model_access import certified_residual, fitted_C
@@ -43,6 +47,12 @@ def _rows_at(a, mask):
     return arr[mask] if arr.ndim in (1, 2) and arr.shape[0] == mask.size else a
 
 
+if TYPE_CHECKING:
+    from deltafit.losses import Loss
+
+_P = TypeVar("_P", bound="PendingChange")
+
+
 class PendingChange:
     """The hypothetical changes of one binary problem (base of
     :class:`~deltafit.sensitivity.Sensitivity`): :meth:`add`, :meth:`remove`,
@@ -59,7 +69,8 @@ class PendingChange:
         The problem's loss, checked by the caller.
     """
 
-    def __init__(self, model, C_new=None, *, problem=None, loss):
+    def __init__(self, model: Any, C_new: float | str | Callable[[int], float] | None = None,
+                 *, problem: Any = None, loss: Loss) -> None:
         self._loss = loss
         self._model = model
         self._prob = prob = model.problem_ if problem is None else problem
@@ -73,9 +84,9 @@ class PendingChange:
         self._next_hid = self._first_hid
         # entries: every sample touched by a change, model samples and hypothetical additions,
         # in slots 0 … m − 1 of the store (points, scores under β₁, coefficients in Δg)
-        self._store = changes_for(prob)
-        self._index = {}          # id -> entry, built lazily from _pending (see _lookup)
-        self._pending = []        # (ids, first entry) blocks not yet in _index
+        self._store: Any = changes_for(prob)  # linear or kernel store
+        self._index: dict[int, int] = {}  # id -> entry, built lazily from _pending (see _lookup)
+        self._pending: list = []  # (ids, first entry) blocks not yet in _index
         self._ids = np.empty(0, dtype=np.int64)  # grown with the store
         self._y0 = np.empty(0)    # label in D₁ (NaN for additions)
         self._y = np.empty(0)     # label in D₂ (NaN when absent from D₂)
@@ -87,7 +98,7 @@ class PendingChange:
         self._cache = None        # the parts of the ball
         self._r = None            # r of the ball (linear models), with the cache
         self._reg = None          # the region of the pending change
-        self._history = []
+        self._history: list = []
 
     # ------------------------------------------------------------------ state
     def _check_model(self):
@@ -98,23 +109,23 @@ class PendingChange:
             )
 
     @property
-    def n_removed(self):
+    def n_removed(self) -> int:
         return self._counts[0]
 
     @property
-    def n_added(self):
+    def n_added(self) -> int:
         return self._counts[1]
 
     @property
-    def n_relabeled(self):
+    def n_relabeled(self) -> int:
         return self._counts[2]
 
     @property
-    def n_reweighted(self):
+    def n_reweighted(self) -> int:
         return self._n_rw
 
     @property
-    def n_new(self):
+    def n_new(self) -> int:
         return self._n_old - self._counts[0] + self._counts[1]
 
     def _recount(self, idx, y_before):
@@ -142,7 +153,7 @@ class PendingChange:
             c[2] += sign * int(np.count_nonzero(model & present & (y != y0)))
 
     @property
-    def C_new_(self):
+    def C_new_(self) -> float:
         """``C₂`` of the new problem at the current number of samples."""
         return self._C2(self.n_new)
 
@@ -282,7 +293,7 @@ class PendingChange:
         self._append(ids, y0, np.full(ids.size, np.nan), points, z, c,
                      removed=ids.size, src=src, w0=w0)
 
-    def _split_ids(self, ids, what):
+    def _split_ids(self, ids: Any, what: str) -> tuple[np.ndarray, np.ndarray]:
         ids = check_ids(ids, what)
         hyp = ids >= self._first_hid
         index = self._lookup() if hyp.any() else None
@@ -291,7 +302,8 @@ class PendingChange:
             raise ValueError(f"unknown sample {what} (not in the model): {unknown[:10]}")
         return ids, hyp
 
-    def add(self, X, y, sample_weight=None):
+    def add(self, X: ArrayLike | sp.spmatrix, y: ArrayLike,
+            sample_weight: ArrayLike | None = None) -> np.ndarray:
         """Hypothetically add samples.
 
         Parameters
@@ -338,7 +350,8 @@ class PendingChange:
             index.pop(j, None)
         self._store.truncate(m0)
 
-    def remove(self, ids=None, *, X=None, y=None):
+    def remove(self: _P, ids: ArrayLike | None = None, *, X: ArrayLike | None = None,
+               y: ArrayLike | None = None) -> _P:
         """Hypothetically remove samples: model samples or earlier hypothetical additions.
 
         Parameters
@@ -390,7 +403,8 @@ class PendingChange:
             raise
         return self
 
-    def relabel(self, ids, y, *, X=None, y_old=None):
+    def relabel(self: _P, ids: ArrayLike | None, y: ArrayLike, *, X: ArrayLike | None = None,
+                y_old: ArrayLike | None = None) -> _P:
         """Hypothetically change the labels of samples (model samples or additions).
 
         Parameters
@@ -441,7 +455,8 @@ class PendingChange:
             idx[~hyp] = self._model_entries(ids[~hyp], rows, old, verb)
         return idx
 
-    def reweight(self, ids, sample_weight, *, X=None, y=None):
+    def reweight(self: _P, ids: ArrayLike | None, sample_weight: ArrayLike, *,
+                 X: ArrayLike | None = None, y: ArrayLike | None = None) -> _P:
         """Hypothetically give samples (model samples or additions) new weights.
 
         A reweight ``w → w'`` changes the data term by ``C (w' − w) ℓ_i``, so Δg gains
@@ -478,7 +493,7 @@ class PendingChange:
             raise
         return self
 
-    def undo(self):
+    def undo(self: _P) -> _P:
         """Revert the last :meth:`add`, :meth:`remove`, :meth:`relabel` or :meth:`reweight`.
 
         Returns
@@ -497,7 +512,7 @@ class PendingChange:
             self._next_hid = first_new[1]
         return self
 
-    def reset(self):
+    def reset(self: _P) -> _P:
         """Revert every pending change."""
         while self._history:
             self.undo()

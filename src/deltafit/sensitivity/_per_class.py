@@ -10,12 +10,15 @@ certifies the argmax of K bounded decision values (the label of a multiclass mod
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 __all__ = ["PerClass", "certain_argmax"]
 
 
-def certain_argmax(lo, hi):
+def certain_argmax(lo: ArrayLike, hi: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """The class each row's bounds certify as the argmax.
 
     Parameters
@@ -63,7 +66,7 @@ class PerClass:
     _parts: list
     n_classes: int
 
-    def for_class(self, k):
+    def for_class(self, k: int) -> Any:
         """The binary object of class ``k`` (index into ``classes_``): its changes are those
         of this object."""
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or \
@@ -81,23 +84,23 @@ class PerClass:
         return np.column_stack([lo for lo, _ in b]), np.column_stack([hi for _, hi in b])
 
     @property
-    def n_added(self):
+    def n_added(self) -> int:
         return self._parts[0].n_added
 
     @property
-    def n_removed(self):
+    def n_removed(self) -> int:
         return self._parts[0].n_removed
 
     @property
-    def radius(self):
+    def radius(self) -> np.ndarray:
         """Radius of each class's ball, shape (K,)."""
         return np.array([part.radius for part in self._parts])
 
-    def distance_bound(self):
+    def distance_bound(self) -> np.ndarray:
         """Upper bound of ``‖β_k,new − β_k,old‖`` for every class k, shape (K,)."""
         return np.array([part.distance_bound() for part in self._parts])
 
-    def decision_bounds(self, X):
+    def decision_bounds(self, X: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
         """Guaranteed ``lo ≤ decision_function_new(X) ≤ hi``, each of shape (n, K), column
         k from class k's binary object."""
         return self._stacked_pairs("decision_bounds", X)

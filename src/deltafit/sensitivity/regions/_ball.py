@@ -36,6 +36,8 @@ products (:func:`sq_radius`); :func:`loo_balls` is the case ``R = {t}`` for ever
 from __future__ import annotations
 
 import numbers
+from collections.abc import Callable
+from typing import overload
 
 import numpy as np
 
@@ -49,7 +51,8 @@ def _c(C1, C2):
     return rho, 0.5 * (1.0 - rho)
 
 
-def half_gradient(beta, dg, *, C1, C2, grad=None):
+def half_gradient(beta: np.ndarray, dg: np.ndarray, *, C1: float, C2: float,
+                  grad: np.ndarray | None = None) -> np.ndarray:
     """``r = ½ ∇P₂(β₁) = c β₁ + (ρ/2) g + (C₂/2) Δg``: the ball is ``(β₁ − r, ‖r‖)``.
 
     Parameters
@@ -74,7 +77,8 @@ def half_gradient(beta, dg, *, C1, C2, grad=None):
     return r
 
 
-def center_scores(z, phi_dg, *, C1, C2, phi_grad=None):
+def center_scores(z: np.ndarray, phi_dg: np.ndarray, *, C1: float, C2: float,
+                  phi_grad: np.ndarray | None = None) -> np.ndarray:
     """Scores ``⟨Φ(x), β₁ − r⟩ = (1 − c) z − (C₂/2) ⟨Φ(x), Δg⟩ − (ρ/2) ⟨Φ(x), g⟩`` of the
     ball's center (Sivan et al. eq. 10; Okumura et al. eq. 10).
 
@@ -99,8 +103,10 @@ def center_scores(z, phi_dg, *, C1, C2, phi_grad=None):
     return s
 
 
-def sq_radius(dg_sq, beta_dg=0.0, *, C1, C2, beta_sq=None, grad_sq=None, grad_dg=None,
-              beta_grad=None):
+def sq_radius(dg_sq: float | np.ndarray, beta_dg: float | np.ndarray = 0.0, *, C1: float,
+              C2: float, beta_sq: float | None = None, grad_sq: float | np.ndarray | None = None,
+              grad_dg: float | np.ndarray | None = None,
+              beta_grad: float | np.ndarray | None = None) -> float | np.ndarray:
     """``‖r‖²`` from inner products (the form for kernel expansions and many balls at once).
 
         ‖r‖² = c² ‖β₁‖² + c C₂ ⟨β₁, Δg⟩ + (C₂²/4) ‖Δg‖²
@@ -138,7 +144,17 @@ def sq_radius(dg_sq, beta_dg=0.0, *, C1, C2, beta_sq=None, grad_sq=None, grad_dg
     return r2
 
 
-def certified_radius(r_norm, *, C1, C2, residual):
+@overload
+def certified_radius(r_norm: float, *, C1: float, C2: float, residual: float) -> float: ...
+
+
+@overload
+def certified_radius(r_norm: np.ndarray, *, C1: float, C2: float,
+                     residual: float) -> np.ndarray: ...
+
+
+def certified_radius(r_norm: float | np.ndarray, *, C1: float, C2: float,
+                     residual: float) -> float | np.ndarray:
     """Radius of the Theorem 1 ball for the stored β₁: ``‖r‖ + ρ ε``.
 
     ∇P₂(β₁) carries the term ``ρ ∇P₁(β₁)`` that the Theorem 1 form drops; its norm is at most
@@ -147,7 +163,10 @@ def certified_radius(r_norm, *, C1, C2, residual):
     return r_norm + (C2 / C1) * residual
 
 
-def loo_balls(z, d1, sq, *, C1, C2, beta_sq=None, phi_grad=None, grad_sq=None, beta_grad=None):
+def loo_balls(z: np.ndarray, d1: np.ndarray, sq: np.ndarray, *, C1: float, C2: float,
+              beta_sq: float | None = None, phi_grad: np.ndarray | None = None,
+              grad_sq: float | None = None,
+              beta_grad: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The balls of the models trained without one sample t, for every t at once.
 
     Removing t gives ``Δg = −ℓ'_t Φ_t``, so every inner product of the ball is one of
@@ -189,7 +208,8 @@ def loo_balls(z, d1, sq, *, C1, C2, beta_sq=None, phi_grad=None, grad_sq=None, b
 # ---------------------------------------------------------------------------------------------
 # C₂ of the new problem
 # ---------------------------------------------------------------------------------------------
-def resolve_c_new(C_new, C_old, n_old):
+def resolve_c_new(C_new: float | str | Callable[[int], float] | None, C_old: float,
+                  n_old: int) -> Callable[[int], float]:
     """A function ``n_new -> C₂`` for ``C_new`` (None: C₁; ``"mean"``: ``C₁ n_old / n_new``,
     the mean-loss objective ``C = 1/(λ n)`` of Okumura et al.; a number; a callable)."""
     if C_new is None:
@@ -209,7 +229,7 @@ def resolve_c_new(C_new, C_old, n_old):
     return lambda n: value
 
 
-def c_at(c_new, n_new):
+def c_at(c_new: Callable[[int], float], n_new: int) -> float:
     """``C₂`` for ``n_new`` samples, validated (a callable may return anything)."""
     if n_new < 1:
         raise ValueError("the change would remove every sample; a model needs at least one")

@@ -23,6 +23,7 @@ the ball.
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import numpy as np
 from scipy import linalg
@@ -218,7 +219,7 @@ class KernelCurvatureRegion(Region):
     kind = "curvature"
     losses = CURVATURE_LOSSES
 
-    def __init__(self, sens, recenter=True):
+    def __init__(self, sens: Any, recenter: bool = True) -> None:
         self._store = sens._store
         prob = sens._prob
         if prob.n_samples + sens.n_added > _MAX_POINTS:
@@ -245,7 +246,7 @@ class KernelCurvatureRegion(Region):
                                 0.0)) * (1.0 + _SAFE)
         return kx, qn
 
-    def decision_bounds(self, X):
+    def decision_bounds(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``lo ≤ ⟨Φ(x), β₂⟩ ≤ hi`` for validated raw rows X."""
         X = np.asarray(X, dtype=np.float64)
         lo, hi, _ = self._ball(X)
@@ -264,7 +265,7 @@ class KernelCurvatureRegion(Region):
             lo, hi = np.maximum(lo, s - w), np.minimum(hi, s + w)
         return lo, hi
 
-    def center_decision(self, X):
+    def center_decision(self, X: np.ndarray) -> np.ndarray:
         """Scores of the Newton ball's center (else the ellipsoid's, else the ball's)."""
         X = np.asarray(X, dtype=np.float64)
         if self._ell is None:
@@ -275,7 +276,7 @@ class KernelCurvatureRegion(Region):
             return kx @ (kp.alpha - self._newton[0])
         return kx @ (kp.alpha - 0.5 * self._ell[1])
 
-    def distance_bound(self):
+    def distance_bound(self) -> float:
         """Upper bound of the RKHS distance ``‖β₂ − β₁‖``."""
         kp, K = self._kp, self._K
         out = self._ball_dist
@@ -293,6 +294,6 @@ class KernelCurvatureRegion(Region):
             out = min(out, dist(kp.alpha - d0) + rad)
         return float(out)
 
-    def coef_bounds(self):
+    def coef_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError("coef_bounds needs a linear model (explicit coefficients); for kernel "
                          "models use decision_bounds")

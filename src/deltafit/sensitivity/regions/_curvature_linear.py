@@ -16,6 +16,7 @@ with the model (:meth:`deltafit.models.FittedProblem.cached`).
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import numpy as np
 from scipy import linalg
@@ -37,7 +38,7 @@ _EXACT_WORK = 4e6        # n p² up to which every training sample's interval is
 _EXACT_N = 1500          # ... and n up to which (beyond, the cached-Hessian intervals)
 
 
-def small_problem(prob):
+def small_problem(prob: Any) -> bool:
     """Whether a linear problem takes the small-problem regions (exact intervals, solve)."""
     n, p = prob.n_samples, prob.coef.shape[0]
     return n <= _EXACT_N and n * p * p <= _EXACT_WORK

@@ -15,9 +15,15 @@ iteration that shrinks the intervals.  Its subclasses are ``_LinearExact``
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 from scipy import linalg
 from scipy.special import expit
+
+if TYPE_CHECKING:
+    from deltafit.losses import Loss
 
 __all__ = ["CURVATURE_LOSSES", "check_curvature_loss", "curvature_range", "newton_radius",
            "secant_range"]
@@ -31,7 +37,7 @@ _REFINE_GAIN = 0.02      # stop refining when the H-radius shrinks by less than 
 _SAFE = 1e-10            # relative cushion on computed radii (rounding)
 
 
-def check_curvature_loss(loss):
+def check_curvature_loss(loss: Loss) -> None:
     """ValueError unless ``loss`` (a :class:`deltafit.losses.Loss`) has curvature to use."""
     if loss.name not in CURVATURE_LOSSES:
         raise ValueError(
@@ -44,7 +50,8 @@ def _logistic_d2(z):
     return expit(z) * expit(-z)
 
 
-def curvature_range(loss, t, A, B):
+def curvature_range(loss: Loss, t: np.ndarray, A: np.ndarray,
+                    B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(min, max)`` of ``ℓ''(t, ·)`` over the score interval ``[A, B]``.
 
     Logistic (``ℓ'' = σ(z)σ(−z)``, decreasing in ``|z|``): the minimum at the endpoint farther
@@ -63,7 +70,8 @@ def curvature_range(loss, t, A, B):
     return lo, hi
 
 
-def secant_range(loss, t, z1, A, B):
+def secant_range(loss: Loss, t: np.ndarray, z1: np.ndarray, A: np.ndarray,
+                 B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Bounds ``(lo, hi)`` of the secant slope ``(ℓ'(t, z₂) − ℓ'(t, z₁)) / (z₂ − z₁)`` over
     ``z₂ ∈ [A, B]`` (the derivative at ``z₁`` where ``z₂ = z₁``).
 
@@ -118,7 +126,8 @@ def secant_range(loss, t, z1, A, B):
     return slope(mB, True), slope(mA, False)
 
 
-def newton_radius(err, w_lo, qh, block_gram):
+def newton_radius(err: np.ndarray, w_lo: np.ndarray, qh: np.ndarray,
+                  block_gram: Callable[[np.ndarray], np.ndarray]) -> float:
     """``ρ₂ ≥ ‖Σ_i e_i s_i Φ_i‖_{H_lo⁻¹}`` for ``|e_i s_i| ≤ err_i`` (the Newton ball).
 
     A sample with curvature (``w_lo_i = C₂ w'_i c_lo,i > 0``) enters through
@@ -147,7 +156,15 @@ class _ExactSchedule:
     ``recentered``.  A region is held as the intervals ``(A, B)`` it gives for every
     ``z_i(β₂)``."""
 
-    def __init__(self, *, loss, C1, C2, eps, z, t, u, rnorm):
+    # given by the subclass
+    build_ell: Callable[..., Any]
+    ell_iv: Callable[..., tuple[np.ndarray, np.ndarray]]
+    newton: Callable[..., Any]
+    ball_iv: Callable[[], tuple[np.ndarray, np.ndarray]]
+    recentered: Callable[..., Any]
+
+    def __init__(self, *, loss: Loss, C1: float, C2: float, eps: float, z: np.ndarray,
+                 t: np.ndarray, u: np.ndarray, rnorm: float) -> None:
         """``loss``, ``C₁`` and ``C₂`` of the change, ``eps`` the residual allowance of the
         expansion point, ``z, t, u`` the scores there, D₂ labels and D₂ weights (0: absent
         from D₂) of the samples, ``rnorm = ‖r‖`` of the Theorem 1 ball (radius
@@ -169,7 +186,7 @@ class _ExactSchedule:
     def _hull(self, iv):
         return np.minimum(iv[0], self.z), np.maximum(iv[1], self.z)
 
-    def curvature(self, iv):
+    def curvature(self, iv: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         return secant_range(self.loss, self.t, self.z, iv[0], iv[1])
 
     @staticmethod
@@ -238,7 +255,7 @@ class _ExactSchedule:
             last = size
         return best, best_size, valid
 
-    def solve(self, recenter=True):
+    def solve(self, recenter: bool = True) -> tuple[Any, tuple[Any, Any]]:
         """``(expansion point, (ellipsoid, Newton ball))`` of the last valid intervals (either
         region may be None); the expansion point is this object or a re-centred copy."""
         valid = self.ball_iv()

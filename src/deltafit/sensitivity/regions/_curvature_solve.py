@@ -45,6 +45,8 @@ model's exact warm update, at one BLAS thread and at the default thread count
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from scipy.linalg import lapack
 
@@ -93,7 +95,7 @@ class _Problem:
     """``P₂`` of a what-if over scratch arrays: rows ``X``, targets ``t``, coefficients
     ``u = C₂ w'`` (0 for the removed samples), row norms."""
 
-    def __init__(self, sens, cache):
+    def __init__(self, sens: Any, cache: Any) -> None:
         loss = sens._loss
         store = sens._store
         self.loss = loss
@@ -136,7 +138,7 @@ class _Problem:
         H.flat[::H.shape[0] + 1] += 1.0
         self.H1 = H
 
-    def gradient(self, beta, z):
+    def gradient(self, beta: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, float]:
         """``(ĝ, δ)``: the computed ``∇P₂(β)`` (scores ``z = Xβ``) and its rounding bound."""
         d1 = self.loss.d1(self.t, z)
         c = self.u * d1
@@ -146,18 +148,18 @@ class _Problem:
                                     + float(self.a @ (np.abs(d1) + np.abs(z))))
         return g, delta
 
-    def hessian(self, z):
+    def hessian(self, z: np.ndarray) -> np.ndarray:
         """``∇²P₂`` at the point of scores z (O(n p²))."""
         v = self.u * self.loss.d2(self.t, z)
         H = (self.X.T * v) @ self.X
         H.flat[::H.shape[0] + 1] += 1.0
         return H
 
-    def objective(self, beta, z):
+    def objective(self, beta: np.ndarray, z: np.ndarray) -> float:
         """``P₂(β)`` at the point of scores ``z = Xβ``."""
         return 0.5 * float(beta @ beta) + float(self.u @ self.loss.value(self.t, z))
 
-    def solve(self, beta1):
+    def solve(self, beta1: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
         """``(β̂, ĝ, δ)`` with ``‖ĝ‖ ≤ _CONVERGED δ``; raises _NotConverged otherwise.
 
         Damped Newton from β₁: the step solves with the current matrix (first the Hessian
@@ -231,7 +233,7 @@ class SolvedRegion(Region):
 
     kind = "curvature"
 
-    def __init__(self, sens, beta_hat, g, delta):
+    def __init__(self, sens: Any, beta_hat: np.ndarray, g: np.ndarray, delta: float) -> None:
         store = sens._store
         self._store = store
         self._C1, self._C2 = sens._C1, sens._C2(sens.n_new)
@@ -248,7 +250,7 @@ class SolvedRegion(Region):
         self.radius = (0.5 * gn + delta + _U * (bn + gn)) * (1.0 + _SAFE) + 1e-300
         self._gamma_p = 2.0 * (c.size + 2) * _U
 
-    def center_and_bounds(self, X):
+    def center_and_bounds(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(center scores, lo, hi)`` at validated raw rows X."""
         st = self._store
         P = st.map(np.asarray(X, dtype=np.float64))
@@ -259,19 +261,19 @@ class SolvedRegion(Region):
         w = e * (self.radius * (1.0 + _SAFE) + self._gamma_p * self._cnorm)
         return s, np.maximum(lo, s - w), np.minimum(hi, s + w)
 
-    def decision_bounds(self, X):
+    def decision_bounds(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         _, lo, hi = self.center_and_bounds(X)
         return lo, hi
 
-    def center_decision(self, X):
+    def center_decision(self, X: np.ndarray) -> np.ndarray:
         return self.center_and_bounds(X)[0]
 
-    def distance_bound(self):
+    def distance_bound(self) -> float:
         """Upper bound of ``‖β₂ − β₁‖``: ``‖c − β₁‖ + R``, or the ball's."""
         d = float(np.linalg.norm(self.center - self._beta1))
         return min(self._ball_dist, (d + self.radius) * (1.0 + _SAFE))
 
-    def coef_bounds(self):
+    def coef_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Every coordinate of β₂: ``c_j ± R``, intersected with the ball's."""
         m = self._beta1 - self._r
         w = self.radius + 2.0 * _U * np.abs(self.center)
@@ -279,7 +281,7 @@ class SolvedRegion(Region):
                 np.minimum(m + self._R, self.center + w))
 
 
-def solved_region(sens):
+def solved_region(sens: Any) -> SolvedRegion | None:
     """The :class:`SolvedRegion` of a linear what-if whose model keeps its rows, or None when
     the iteration does not reach the rounding floor (the caller then uses another region)."""
     prob = sens._prob

@@ -71,6 +71,7 @@ multiclass model (one factorisation, K right-hand sides): those factorisations a
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -100,12 +101,12 @@ class ExactRegion(Region):
     alternatives = "use method='curvature' or 'sphere'"
 
     @classmethod
-    def build(cls, sens):
+    def build(cls, sens: Any) -> Region:
         """:func:`exact_region` of ``sens``."""
         return exact_region(sens)
 
 
-def exact_region(sens):
+def exact_region(sens: Any) -> Region:
     """The exact region of a squared-loss what-if object (linear or kernel model)."""
     if sens._loss.name != "squared":
         raise ValueError("exact what-ifs need loss='squared'")
@@ -230,7 +231,7 @@ class LinearExactRegion(ExactRegion):
 
     kind = "exact"
 
-    def __init__(self, sens):
+    def __init__(self, sens: Any) -> None:
         prob, store = sens._prob, sens._store
         C1, C2 = sens._C1, sens._C2(sens.n_new)
         rho1, rho2 = 0.5 / C1, 0.5 / C2
@@ -327,7 +328,7 @@ class LinearExactRegion(ExactRegion):
         _ = self._scale
         return self.__dict__.copy()
 
-    def center_decision(self, X):
+    def center_decision(self, X: np.ndarray) -> np.ndarray:
         P = self._store.map(X)
         return P @ self.coef
 
@@ -349,20 +350,20 @@ class LinearExactRegion(ExactRegion):
             e = np.minimum(e, mixed * (1.0 + 4.0 * _EPS))
         return e
 
-    def center_and_bounds(self, X):
+    def center_and_bounds(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         P = self._store.map(X)
         s = P @ self.coef
         e = self._half_widths(P)
         return s, s - e, s + e
 
-    def decision_bounds(self, X):
+    def decision_bounds(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         _, lo, hi = self.center_and_bounds(X)
         return lo, hi
 
-    def distance_bound(self):
+    def distance_bound(self) -> float:
         return float(np.linalg.norm(self.step)) * (1.0 + 4.0 * self.step.size * _EPS) + self.tol
 
-    def coef_bounds(self):
+    def coef_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         e = np.full(self.coef.shape, self.tol)
         scale = self._scale
         if scale is not None:  # |β̂_j − β*_j| ≤ s_j τ_S (decoupled: G_j / H_jj), part by part
@@ -398,7 +399,7 @@ class KernelExactRegion(ExactRegion):
 
     kind = "exact"
 
-    def __init__(self, sens):
+    def __init__(self, sens: Any) -> None:
         prob, store = sens._prob, sens._store
         C1, C2 = sens._C1, sens._C2(sens.n_new)
         slots, w0, w, c = _entries(sens)
@@ -453,20 +454,20 @@ class KernelExactRegion(ExactRegion):
         floor = float(f.sdiag @ dg) + math.sqrt(gam) * float(f.sdiag @ np.abs(g))
         return g, gn, floor, z
 
-    def center_decision(self, X):
+    def center_decision(self, X: np.ndarray) -> np.ndarray:
         return kernel_rows(X, self._f.points, **self._f.kw) @ self.a
 
-    def center_and_bounds(self, X):
+    def center_and_bounds(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         s = self.center_decision(X)
         e = np.sqrt(np.maximum(kernel_diagonal(X, **self._f.kw), 0.0)) * self.tol
         return s, s - e, s + e
 
-    def decision_bounds(self, X):
+    def decision_bounds(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         _, lo, hi = self.center_and_bounds(X)
         return lo, hi
 
-    def distance_bound(self):
+    def distance_bound(self) -> float:
         return self._step * (1.0 + 4.0 * self._f.nP * _EPS) + self.tol
 
-    def coef_bounds(self):
+    def coef_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError("coef_bounds needs a linear model (explicit coefficients)")
