@@ -71,7 +71,8 @@ for k in ks:
 # The two estimates differ by about as much as two refits in different random orders do (up
 # to a few points for one pass of PEGASOS, a noisy learner): TreeCV estimates the same quantity
 # (Joulani et al. bound the difference for stable learners).  On 1797 samples the refits' time
-# is largely the fixed cost of each fit; ``benchmarks/bench_treecv.py`` measures larger sets.  Leave-one-out, ``cv=n``, costs TreeCV about ``log2(n)`` passes:
+# is largely the fixed cost of each fit; ``benchmarks/bench_treecv.py`` measures larger sets.
+# Leave-one-out, ``cv=n``, costs TreeCV about ``log2(n)`` passes:
 t0 = time.perf_counter()
 r = treecv(Pegasos(lam=1e-4), X, y, cv=len(y), shuffle=True, random_state=0)
 print(f"leave-one-out over {len(y)} samples: {time.perf_counter() - t0:.3f} s, "

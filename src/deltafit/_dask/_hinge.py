@@ -86,6 +86,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from deltafit._dask._newton import _CHUNK_BYTES, PassSpec, _Chunk
+from deltafit._dask._state import DaskStateRefusals
+from deltafit._states._protocol import ModelState
+from deltafit.losses import SmoothedHinge
 from deltafit.solvers import (
     HingeResult,
     SubFeatureQP,
@@ -93,10 +97,6 @@ from deltafit.solvers import (
     hinge_loop,
     warn_kkt_not_converged,
 )
-from deltafit._dask._newton import PassSpec, _Chunk, _CHUNK_BYTES
-from deltafit.losses import SmoothedHinge
-from deltafit._dask._state import DaskStateRefusals
-from deltafit._states._protocol import ModelState
 
 __all__ = ["DaskHingeState", "HingePasses", "hinge_share", "hinge_shares", "SmoothedHinge",
            "START_STAGES", "start_loss", "fit_rows"]
@@ -218,7 +218,7 @@ def hinge_shares(x, t, w, mods, spec, first, requests, k):
     n = x.shape[0]
     q = x.shape[1]
     cols, acc = [], []
-    for code, ref, beta, wids, v in requests:
+    for code, ref, beta, wids, _v in requests:
         cw = cw0
         lo, hi = np.searchsorted(wids, [first, first + n])
         if hi > lo:
@@ -286,7 +286,6 @@ class HingePasses:
         from functools import partial
 
         from dask import delayed
-
         from deltafit._dask._rows import tree_compute
 
         st = self.store

@@ -39,16 +39,16 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg
 
+from deltafit._dask._state import DaskStateRefusals
+from deltafit._states._protocol import ModelState
 from deltafit.solvers import (
     SolverResult,
-    squared_norms,
     check_curvature,
     curvature_failure,
+    squared_norms,
     warn_not_converged,
 )
 from deltafit.solvers._chord import REFRESH_RATIO, Curvature, Secants, curvature_switches
-from deltafit._dask._state import DaskStateRefusals
-from deltafit._states._protocol import ModelState
 
 __all__ = ["PassSpec", "DaskPasses", "dask_newton", "dask_chord", "DaskNewtonState",
            "prepare_block", "LADDER", "block_select", "block_curvature", "refuse_curvature",
@@ -284,7 +284,6 @@ class DaskPasses:
 
     def run(self, beta, **want):
         from dask import delayed
-
         from deltafit._dask._rows import tree_compute
 
         beta = np.array(beta, dtype=np.float64, copy=True)
@@ -302,7 +301,6 @@ class DaskPasses:
         with their sample ids; returns ``(ids, Φ, t, w, z, [key, value], cut)`` over the
         union (at most ``k`` a block) and the smallest key left out of it."""
         from dask import delayed
-
         from deltafit._dask._rows import compute_on_cluster
 
         beta = np.array(beta, dtype=np.float64, copy=True)

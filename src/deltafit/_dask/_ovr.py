@@ -47,7 +47,6 @@ import threading
 
 import numpy as np
 
-from deltafit.solvers import solve_label
 from deltafit._dask._newton import (
     _CHUNK_BYTES,
     LADDER,
@@ -63,6 +62,7 @@ from deltafit._dask._newton import (
 )
 from deltafit._dask._rows import BlockMods
 from deltafit._states._one_vs_rest import OneVsRestState, _class_label, class_codes
+from deltafit.solvers import solve_label
 
 __all__ = ["ovr_block_share", "ovr_pass_share", "prepare_ovr_block", "start_requests",
            "OvrPasses", "solve_jointly", "DaskOneVsRestState"]
@@ -219,7 +219,6 @@ class OvrPasses:
 
     def run(self, requests):
         from dask import delayed
-
         from deltafit._dask._rows import tree_compute
 
         requests = [(int(k), np.array(beta, dtype=np.float64, copy=True), _frozen(want))

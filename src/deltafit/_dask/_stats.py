@@ -24,18 +24,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from deltafit.utils._validation import check_magnitude, check_scale
+from deltafit._dask._rows import FAN_IN, compute_on_cluster
+from deltafit._ledger import SEGMENT_BITS, digest_array, digest_keys, sorted_segment
 from deltafit._linalg._compensated import _two_sum
+from deltafit._states._one_vs_rest import one_hot_codes
 from deltafit._states._squared_stats import (
     _BIG_RATIO,
-    _Statistics,
     _row_sq,
+    _Statistics,
     _target_size,
     _weighted_rows,
 )
-from deltafit._dask._rows import FAN_IN, compute_on_cluster
-from deltafit._ledger import SEGMENT_BITS, digest_array, digest_keys, sorted_segment
-from deltafit._states._one_vs_rest import one_hot_codes
+from deltafit.utils._validation import check_magnitude, check_scale
 
 __all__ = ["BlockProblem", "FitStatistics", "reduce_statistics"]
 

@@ -50,8 +50,8 @@ from typing import Any
 
 import numpy as np
 
-from deltafit._ledger._digest import SCHEMES as DIGEST_SCHEMES
 from deltafit._ledger import Ledger
+from deltafit._ledger._digest import SCHEMES as DIGEST_SCHEMES
 from deltafit._states._one_vs_rest import OneVsRestState, one_vs_rest_class
 from deltafit.models import (
     KernelClassifier,
