@@ -639,8 +639,8 @@ class FittedProblem:
     def newton_point(self) -> dict:
         """Where a binary Newton state (logistic, squared hinge; linear, NumPy or Dask) stands:
         ``coef`` β, ``gradient`` ∇J(β), ``gradient_at_zero`` ∇J(0), ``objective`` J(β) and
-        ``curvature`` (the matrix ``M = I + Σ d_s φ_s φ_sᵀ`` of its last Newton step, which chord steps
-        reuse): new arrays, for warm re-solves elsewhere (the Dask folds).  A one-vs-rest
+        ``curvature`` (the matrix ``M = I + Σ d_s φ_s φ_sᵀ`` of its last Newton step, which
+        chord steps reuse): new arrays, for warm re-solves elsewhere (the Dask folds).  A one-vs-rest
         model answers per class: ``problem_.for_class(k).newton_point()``."""
         st = self._st
         if getattr(st, "kind", None) not in ("primal_newton", "dask_newton"):
