@@ -640,8 +640,8 @@ class FittedProblem:
         """Where a binary Newton state (logistic, squared hinge; linear, NumPy or Dask) stands:
         ``coef`` β, ``gradient`` ∇J(β), ``gradient_at_zero`` ∇J(0), ``objective`` J(β) and
         ``curvature`` (the matrix ``M = I + Σ d_s φ_s φ_sᵀ`` of its last Newton step, which
-        chord steps reuse): new arrays, for warm re-solves elsewhere (the Dask folds).  A one-vs-rest
-        model answers per class: ``problem_.for_class(k).newton_point()``."""
+        chord steps reuse): new arrays, for warm re-solves elsewhere (the Dask folds).  A
+        one-vs-rest model answers per class: ``problem_.for_class(k).newton_point()``."""
         st = self._st
         if getattr(st, "kind", None) not in ("primal_newton", "dask_newton"):
             raise ValueError("newton_point needs a linear logistic or squared-hinge problem "
