@@ -83,14 +83,37 @@ def pytest_addoption(parser):
                      help="also run the tests marked slow (CI=true does too)")
 
 
+def _run_everything(config):
+    """CI (``CI=true``) and ``--run-slow`` run every test and the full hypothesis budget."""
+    return (config.getoption("--run-slow")
+            or os.environ.get("CI", "").lower() in ("1", "true", "yes"))
+
+
+def pytest_configure(config):
+    """Load the hypothesis profile before the test modules are imported: ``ci`` (every
+    example) for a full run, ``dev`` (a fifth) for the daily loop; see
+    ``tests/hypothesis_profiles.py``."""
+    from hypothesis import settings
+
+    import hypothesis_profiles  # noqa: F401  (registers the profiles)
+
+    settings.load_profile("ci" if _run_everything(config) else "dev")
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """The daily loop skips the tests marked ``slow``; CI (``CI=true``) and ``--run-slow`` run
-    every test."""
+    """Mark the tests under ``tests/dask`` ``dask``; keep each module that starts a Dask
+    cluster on one pytest-xdist worker (``--dist loadgroup``: one cluster per module, not
+    per worker). The daily loop skips the tests marked ``slow``; CI (``CI=true``) and
+    ``--run-slow`` run every test."""
     dask_dir = os.path.join(os.path.dirname(__file__), "dask") + os.sep
     for item in items:
-        if str(item.fspath).startswith(dask_dir):
+        path = str(item.fspath)
+        if path.startswith(dask_dir):
             item.add_marker(pytest.mark.dask)
-    if config.getoption("--run-slow") or os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        if path.startswith(dask_dir) or "process_client" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group(os.path.basename(path)))
+    if _run_everything(config):
         return
     skip = pytest.mark.skip(reason="slow: run with --run-slow (CI runs it)")
     for item in items:

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import deltafit as df
+from hypothesis_profiles import examples
 from reference import rel_err
 
 SQ_TOL = 1e-8
@@ -264,7 +265,7 @@ def test_partial_fit_streams_equal_a_fit(mnist_sample):
     np.testing.assert_array_equal(m.sample_ids_, np.arange(2000))
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     seed=st.integers(0, 2**31 - 1),
     model_name=st.sampled_from(["linear-squared", "linear-squared-nodata", "linear-logistic",

@@ -26,6 +26,7 @@ from sklearn.metrics.pairwise import rbf_kernel
 from deltafit.losses import get_loss
 from deltafit._states._squared import DualSquaredState, PrimalSquaredState
 from deltafit._states._protocol import DataChange, SolverOptions
+from hypothesis_profiles import examples
 
 C = 0.7
 RHO = 1.0 / (2.0 * C)
@@ -434,7 +435,7 @@ def test_dual_refused_update_changes_nothing(data):
 
 
 # ------------------------------------------------------------------------ certificate
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                  HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**31 - 1), kernel=st.booleans(), outputs=st.sampled_from([1, 2]),
        scale=st.sampled_from([1e-3, 1e-1]), level=st.sampled_from([0.05, 1.0, 40.0]),

@@ -38,6 +38,7 @@ from deltafit.stream import (
     SlidingWindow,
     as_river,
 )
+from hypothesis_profiles import examples
 
 river = pytest.importorskip("river")
 from river.checks import yield_checks  # noqa: E402
@@ -298,7 +299,7 @@ def test_a_refused_dict_adds_no_feature(make):
     assert pickle.dumps(m) == before
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(seed=st.integers(0, 2**16), d=st.integers(2, 6))
 def test_key_order_never_matters(seed, d):
     """Two learners fed the same dicts with their keys in different orders end in the same
