@@ -320,6 +320,7 @@ def test_fitted_feature_map_is_kept(breast_cancer):
 
 
 # ----------------------------------------------------------------------------- processes
+@pytest.mark.slow  # worker processes start and import deltafit; test_dask.py's run daily
 def test_process_cluster_kfold_and_loo_equal_numpy(process_client, breast_cancer):
     X, y = breast_cancer
     est = df.LinearClassifier(loss="logistic", C=0.5)

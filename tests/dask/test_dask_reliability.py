@@ -132,6 +132,7 @@ def _run_with_a_kill(tmp_path, monkeypatch, what, X, y):
     return m, outcome, before
 
 
+@pytest.mark.slow  # its own cluster of 3 workers; test_lost_worker_in_every_pass runs daily
 def test_lost_worker_is_recovered_by_dask(cluster_client, cancer3, tmp_path, monkeypatch):
     """Dask's retry: the killed worker's persisted blocks are recomputed from their graph
     (``persist_rows`` keeps the lineage), the pass reruns, the result is the NumPy one — for
@@ -261,7 +262,8 @@ _CASES = {
 }
 
 
-@pytest.mark.parametrize("case", list(_CASES))
+@pytest.mark.parametrize("case", [
+    c if c == "hinge-remove" else pytest.param(c, marks=pytest.mark.slow) for c in _CASES])
 def test_lost_worker_in_every_pass(strict_many, case, tmp_path, monkeypatch):
     """A worker killed during the pass of a K = 3 one-vs-rest logistic removal, a hinge
     removal, a squared-loss (re)fit's statistics, a 3-fold smooth CV's joint re-solves: the
@@ -334,6 +336,7 @@ def plain_client():
     yield from _cluster(n_workers=2)
 
 
+@pytest.mark.slow  # its own cluster; bounds over dask rows run daily (test_dask_newton.py)
 def test_lazy_bounds_on_worker_processes(plain_client, cancer3):
     """Bounds over dask query rows computed by the worker processes (the regions pickle):
     the ball and the curvature region (``method="auto"``) equal the same what-if's bounds on

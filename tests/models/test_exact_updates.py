@@ -179,7 +179,7 @@ def test_keep_data_false_stores_no_rows(digits):
     assert rel_err(m.decision_function(X), fresh.decision_function(X)) < SQ_TOL
 
 
-@pytest.mark.parametrize("kind", ["linear", "kernel"])
+@pytest.mark.parametrize("kind", ["linear", pytest.param("kernel", marks=pytest.mark.slow)])
 def test_ten_thousand_random_mixed_updates(kind, digits):
     """10,000 random single-sample updates; exact at every checkpoint."""
     X, y = digits
