@@ -98,6 +98,10 @@ def pytest_configure(config):
     import hypothesis_profiles  # noqa: F401  (registers the profiles)
 
     settings.load_profile("ci" if _run_everything(config) else "dev")
+    # `pytest -n 2` distributes by group: a module that starts a Dask cluster stays on one
+    # worker (see pytest_collection_modifyitems)
+    if getattr(config.option, "numprocesses", None) and config.option.dist == "load":
+        config.option.dist = "loadgroup"
 
 
 @pytest.hookimpl(tryfirst=True)

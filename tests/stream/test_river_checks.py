@@ -62,10 +62,17 @@ def _models():
 
 
 def _cases():
+    """Every (model, check); the daily run takes each check on its first data set only, and
+    the window learners' memory-growth check (tens of seconds) in CI."""
     cases = []
     for name, model in _models():
+        seen = set()
         for i, check in enumerate(yield_checks(model)):
-            cases.append(pytest.param(model, check, id=f"{name}-{check.__name__}-{i}"))
+            slow = check.__name__ in seen or (check.__name__ == "check_bounded_memory_growth"
+                                              and ("KDR" in name or "SlidingWindow" in name))
+            seen.add(check.__name__)
+            cases.append(pytest.param(model, check, id=f"{name}-{check.__name__}-{i}",
+                                      marks=[pytest.mark.slow] if slow else []))
     return cases
 
 
