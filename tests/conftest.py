@@ -111,11 +111,13 @@ def pytest_collection_modifyitems(config, items):
     per worker). The daily loop skips the tests marked ``slow``; CI (``CI=true``) and
     ``--run-slow`` run every test."""
     dask_dir = os.path.join(os.path.dirname(__file__), "dask") + os.sep
+    xdist = config.pluginmanager.hasplugin("xdist")
     for item in items:
         path = str(item.fspath)
         if path.startswith(dask_dir):
             item.add_marker(pytest.mark.dask)
-        if path.startswith(dask_dir) or "process_client" in getattr(item, "fixturenames", ()):
+        if xdist and (path.startswith(dask_dir)
+                      or "process_client" in getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.xdist_group(os.path.basename(path)))
     if _run_everything(config):
         return
