@@ -104,6 +104,17 @@ def pytest_configure(config):
         config.option.dist = "loadgroup"
 
 
+def pytest_collection_finish(session):
+    """Move what the collection made (the modules, ~6,000 items and their parameters, ~400k
+    objects) to the garbage collector's permanent generation: a full collection, which the
+    CLI demo's timings call before each measurement, then scans only what the tests make
+    (0.2 s each before, ~0 after)."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Mark the tests under ``tests/dask`` ``dask``; keep each module that starts a Dask
