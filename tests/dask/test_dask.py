@@ -412,6 +412,7 @@ def test_process_cluster_keeps_rows_and_resolves_logistic(process_client, breast
     assert np.max(np.abs(z - a.decision_function(X))) <= 1e-8
 
 
+@pytest.mark.slow  # kills a worker; test_dask_reliability's lost-worker case runs daily
 def test_lost_worker_mid_reduction(process_client, breast_cancer):
     """A worker process killed while the blocks are being reduced: Dask reruns its tasks on
     the other worker (the fit equals the NumPy one), or the fit raises and the model is left

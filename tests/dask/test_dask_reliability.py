@@ -152,6 +152,7 @@ def test_lost_worker_is_recovered_by_dask(cluster_client, cancer3, tmp_path, mon
     assert np.max(np.abs(z - a.decision_function(X))) <= 1e-8
 
 
+@pytest.mark.slow  # its own cluster; test_lost_worker_in_every_pass (allowed-failures=0) daily
 def test_lost_worker_not_recovered_leaves_the_model(strict_client, cancer3, tmp_path,
                                                     monkeypatch):
     """Dask gives up (``KilledWorker``): a ValueError naming the lost worker, and the model —
