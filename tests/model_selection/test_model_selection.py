@@ -63,7 +63,6 @@ from sklearn.utils.validation import check_is_fitted
 
 import deltafit as df
 from deltafit.model_selection import CVResult, LOOSearchCV, cross_validate, loo
-from hypothesis_profiles import examples
 from reference import hinge_reference, kernel_features
 
 LABEL_GAP = 1e-6   # the reference decisions must be this far from 0 (unambiguous labels)
@@ -876,7 +875,7 @@ def test_progress_bars(cv_bc, capsys):
 RUNS = {"examples": 0, "kinds": set(), "refits": 0, "decided": 0}
 
 
-@settings(max_examples=examples(20), deadline=None, derandomize=True,
+@settings(max_examples=20, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**31 - 1), n=st.integers(20, 60), p=st.integers(2, 5),
        logC=st.floats(-2.0, 2.0), loss=st.sampled_from(["logistic", "squared_hinge"]),

@@ -38,7 +38,6 @@ from hypothesis import strategies as st
 
 import deltafit as df
 from deltafit.sensitivity import KernelSphere, PrimalSphere
-from hypothesis_profiles import examples
 from reference import loss_d1_reference, reference_kernel, sivan_tau
 
 SETTINGS = dict(deadline=None, derandomize=True, database=None,
@@ -387,7 +386,7 @@ MODEL_KINDS = [(fam, task, loss) for fam in ("linear", "kernel")
 
 
 @pytest.mark.parametrize("family, task, loss", MODEL_KINDS)
-@settings(max_examples=examples(40), **SETTINGS)
+@settings(max_examples=40, **SETTINGS)
 @given(sc=scenarios())
 def test_bounds_hold_for_the_retrained_model(family, task, loss, sc):
     sc = dict(sc, family=family, task=task, loss=loss)
