@@ -98,10 +98,6 @@ def pytest_configure(config):
     import hypothesis_profiles  # noqa: F401  (registers the profiles)
 
     settings.load_profile("ci" if _run_everything(config) else "dev")
-    # `pytest -n 2` distributes by group: a module that starts a Dask cluster stays on one
-    # worker (see pytest_collection_modifyitems)
-    if getattr(config.option, "numprocesses", None) and config.option.dist == "load":
-        config.option.dist = "loadgroup"
 
 
 def pytest_collection_finish(session):
@@ -115,21 +111,14 @@ def pytest_collection_finish(session):
     gc.freeze()
 
 
-@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Mark the tests under ``tests/dask`` ``dask``; keep each module that starts a Dask
-    cluster on one pytest-xdist worker (``--dist loadgroup``: one cluster per module, not
-    per worker). The daily loop skips the tests marked ``slow``; CI (``CI=true``) and
-    ``--run-slow`` run every test."""
+    """Mark the tests under ``tests/dask`` ``dask``. The daily loop skips the tests marked
+    ``slow``; CI (``CI=true``) and ``--run-slow`` run every test. (With pytest-xdist, CI runs
+    ``--dist loadfile``: a module's Dask cluster then starts once, on one worker.)"""
     dask_dir = os.path.join(os.path.dirname(__file__), "dask") + os.sep
-    xdist = config.pluginmanager.hasplugin("xdist")
     for item in items:
-        path = str(item.fspath)
-        if path.startswith(dask_dir):
+        if str(item.fspath).startswith(dask_dir):
             item.add_marker(pytest.mark.dask)
-        if xdist and (path.startswith(dask_dir)
-                      or "process_client" in getattr(item, "fixturenames", ())):
-            item.add_marker(pytest.mark.xdist_group(os.path.basename(path)))
     if _run_everything(config):
         return
     skip = pytest.mark.skip(reason="slow: run with --run-slow (CI runs it)")
