@@ -10,6 +10,7 @@ from sklearn.metrics.pairwise import rbf_kernel
 
 import deltafit as df
 from deltafit.active import FGAL, run_active_learning, _NewtonCentre
+from hypothesis_profiles import examples
 
 
 def make(loss="squared_hinge", **kw):
@@ -110,7 +111,7 @@ def test_multiclass_scores_are_each_class_dense_newton_step(digits10):
                                refit.decision_function(P), rtol=1e-7, atol=1e-8)
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), n=st.integers(8, 30), k=st.integers(1, 8),
        C=st.floats(0.05, 20.0), gamma=st.floats(0.05, 2.0))
 def test_property_squared_newton_point_is_the_refit(seed, n, k, C, gamma):

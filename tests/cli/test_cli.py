@@ -20,11 +20,13 @@ def _run(argv):
 
 @pytest.mark.parametrize("argv,tol", [
     (["demo", "--shift", "0"], 1e-8),
-    (["demo", "--dataset", "digits"], 1e-8),  # binary: keep_data=False, rows passed in
-    (["demo", "--model", "kernel", "--dataset", "breast_cancer"], 1e-8),
+    pytest.param(["demo", "--dataset", "digits"], 1e-8,  # binary: keep_data=False, rows passed in
+                 marks=pytest.mark.slow),
+    pytest.param(["demo", "--model", "kernel", "--dataset", "breast_cancer"], 1e-8,
+                 marks=pytest.mark.slow),
     (["demo", "--loss", "logistic", "--dataset", "breast_cancer"], 1e-6),
-    (["demo", "--model", "kernel", "--loss", "squared_hinge", "--dataset", "breast_cancer",
-      "--gamma", "0.05"], 1e-6),
+    pytest.param(["demo", "--model", "kernel", "--loss", "squared_hinge", "--dataset",
+                  "breast_cancer", "--gamma", "0.05"], 1e-6, marks=pytest.mark.slow),
 ])
 def test_demo_matches_fresh_fit(argv, tol):
     dev, text = _run(argv)
@@ -57,8 +59,9 @@ def test_main_exit_codes_and_help(capsys):
     assert "--dataset" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("model,loss", [("linear", "squared"), ("linear", "logistic"),
-                                        ("kernel", "squared_hinge")])
+@pytest.mark.parametrize("model,loss", [
+    pytest.param("linear", "squared", marks=pytest.mark.slow),
+    pytest.param("linear", "logistic", marks=pytest.mark.slow), ("kernel", "squared_hinge")])
 def test_demo_on_multiclass_data(tmp_path, model, loss):
     path = tmp_path / "three.csv"
     rng = np.random.default_rng(0)

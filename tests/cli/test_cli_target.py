@@ -75,8 +75,9 @@ def _without_times(text):
 # ---------------------------------------------------------------------------
 # each subcommand end to end on text labels: the report of the numeric labels
 # ---------------------------------------------------------------------------
-@pytest.mark.parametrize("extra", [[], ["--model", "kernel", "--loss", "squared_hinge",
-                                        "--gamma", "1e-6"]])
+@pytest.mark.parametrize("extra", [[], pytest.param(["--model", "kernel", "--loss",
+                                                     "squared_hinge", "--gamma", "1e-6"],
+                                                    marks=pytest.mark.slow)])
 def test_demo(files, capsys, extra):
     extra = extra + ["--repeat", "1"]
     rc, out, err = _main(capsys, ["demo", "--dataset", files["text"], "--target", "diagnosis",
@@ -268,7 +269,8 @@ def test_multiclass_learners_and_positive_class_on_a_multiclass_file(files, caps
 
 
 @pytest.mark.parametrize("argv", [
-    ["demo", "--dataset"], ["loo"], ["search", "--C", "0.1,1"], ["treecv", "--learner", "linear"],
+    pytest.param(["demo", "--dataset"], marks=pytest.mark.slow), ["loo"],
+    ["search", "--C", "0.1,1"], ["treecv", "--learner", "linear"],
 ])
 def test_multiclass_models_take_a_multiclass_file(files, capsys, argv):
     rc, out, err = _main(capsys, argv + [files["iris"], "--target", "species"])

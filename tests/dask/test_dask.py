@@ -24,6 +24,7 @@ from sklearn.linear_model import Ridge
 import deltafit as df
 from dask_helpers import _threads  # noqa: F401  (autouse: the threaded scheduler)
 from dask_helpers import chunked, class_coefs as full_coef
+from hypothesis_profiles import examples
 
 dask = pytest.importorskip("dask")
 da = pytest.importorskip("dask.array")
@@ -264,7 +265,7 @@ def test_core_import_does_not_load_dask():
 
 
 # ----------------------------------------------------------------------------- properties
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(n=st.integers(1, 120), p=st.integers(1, 6), rows=st.integers(1, 50),
        C=st.floats(1e-2, 1e2), seed=st.integers(0, 2 ** 16), outliers=st.booleans())
 def test_any_chunking_gives_the_numpy_statistics(n, p, rows, C, seed, outliers):
@@ -411,6 +412,7 @@ def test_process_cluster_keeps_rows_and_resolves_logistic(process_client, breast
     assert np.max(np.abs(z - a.decision_function(X))) <= 1e-8
 
 
+@pytest.mark.slow  # kills a worker; test_dask_reliability's lost-worker case runs daily
 def test_lost_worker_mid_reduction(process_client, breast_cancer):
     """A worker process killed while the blocks are being reduced: Dask reruns its tasks on
     the other worker (the fit equals the NumPy one), or the fit raises and the model is left

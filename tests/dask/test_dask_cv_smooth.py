@@ -1,6 +1,6 @@
 """Cross-validation of logistic / squared-hinge linear classifiers on dask collections
 (``model_selection._dask_smooth_cv``, ``model_selection._dask_loo_bounds``,
-``models._dask_folds``) against the NumPy path and independent solvers, on breast cancer,
+``model_selection._dask_folds``) against the NumPy path and independent solvers, on breast cancer,
 digits and a synthetic four-class problem.
 
 * k folds: the joint warm re-solves give the decisions of k refits (NumPy
@@ -320,6 +320,7 @@ def test_fitted_feature_map_is_kept(breast_cancer):
 
 
 # ----------------------------------------------------------------------------- processes
+@pytest.mark.slow  # worker processes start and import deltafit; test_dask.py's run daily
 def test_process_cluster_kfold_and_loo_equal_numpy(process_client, breast_cancer):
     X, y = breast_cancer
     est = df.LinearClassifier(loss="logistic", C=0.5)

@@ -175,6 +175,7 @@ def test_bad_input_and_failures_leave_the_model(breast_cancer, monkeypatch):
     assert_same(a, m, X[keep], y[keep])
 
 
+@pytest.mark.slow  # worker processes start and import deltafit; test_dask.py's run daily
 def test_process_cluster_fits_and_removes(process_client, digits4):
     """On two worker processes: the rows persisted there (futures), the hinge fit (warm
     started from a NumPy fit on half the rows: a few passes) and a removal by id equal the

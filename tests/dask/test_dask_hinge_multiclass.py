@@ -215,6 +215,7 @@ def test_smooth_callbacks_on_class_threads_are_not_concurrent(digits3):
     assert len(seen) >= 2 * len(b.classes_) and max(seen) == 1
 
 
+@pytest.mark.slow  # worker processes start and import deltafit; test_dask.py's run daily
 def test_process_cluster_fits_and_updates(process_client, digits3):
     X, y = digits3
     Xd, yd = chunked(X, y, rows=200)

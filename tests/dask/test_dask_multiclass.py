@@ -362,6 +362,7 @@ def test_closed_form_cv_of_k_classes_equals_numpy(digits3, weighted):
 
 
 # ----------------------------------------------------------------------------- processes
+@pytest.mark.slow  # worker processes start and import deltafit; test_dask.py's run daily
 def test_process_cluster_fits_and_updates_every_class(process_client, digits3):
     X, y = digits3
     Xd, yd = chunked(X, y, rows=150)

@@ -132,6 +132,7 @@ def _run_with_a_kill(tmp_path, monkeypatch, what, X, y):
     return m, outcome, before
 
 
+@pytest.mark.slow  # its own cluster of 3 workers; test_lost_worker_in_every_pass runs daily
 def test_lost_worker_is_recovered_by_dask(cluster_client, cancer3, tmp_path, monkeypatch):
     """Dask's retry: the killed worker's persisted blocks are recomputed from their graph
     (``persist_rows`` keeps the lineage), the pass reruns, the result is the NumPy one — for
@@ -151,6 +152,7 @@ def test_lost_worker_is_recovered_by_dask(cluster_client, cancer3, tmp_path, mon
     assert np.max(np.abs(z - a.decision_function(X))) <= 1e-8
 
 
+@pytest.mark.slow  # its own cluster; test_lost_worker_in_every_pass (allowed-failures=0) daily
 def test_lost_worker_not_recovered_leaves_the_model(strict_client, cancer3, tmp_path,
                                                     monkeypatch):
     """Dask gives up (``KilledWorker``): a ValueError naming the lost worker, and the model —
@@ -250,18 +252,19 @@ def _cancer():
 
 #: case: (module of the pass task, its name, data, estimator, what is killed)
 _CASES = {
-    "multiclass-logistic-remove": ("_dask_ovr", "ovr_block_share", _digits3,
+    "multiclass-logistic-remove": ("deltafit._dask._ovr", "ovr_block_share", _digits3,
                                    dict(loss="logistic", C=0.5), "remove"),
-    "hinge-remove": ("_dask_hinge", "hinge_share", _cancer, dict(loss="hinge", C=0.5),
+    "hinge-remove": ("deltafit._dask._hinge", "hinge_share", _cancer, dict(loss="hinge", C=0.5),
                      "remove"),
-    "squared-fit": ("_dask_stats", "_block_share", _cancer, dict(loss="squared", C=0.5),
+    "squared-fit": ("deltafit._dask._stats", "_block_share", _cancer, dict(loss="squared", C=0.5),
                     "fit"),
-    "smooth-cv-3-folds": ("_dask_folds", "joint_share", _cancer,
+    "smooth-cv-3-folds": ("deltafit.model_selection._dask_folds", "joint_share", _cancer,
                           dict(loss="logistic", C=0.5), "cv"),
 }
 
 
-@pytest.mark.parametrize("case", list(_CASES))
+@pytest.mark.parametrize("case", [
+    c if c == "hinge-remove" else pytest.param(c, marks=pytest.mark.slow) for c in _CASES])
 def test_lost_worker_in_every_pass(strict_many, case, tmp_path, monkeypatch):
     """A worker killed during the pass of a K = 3 one-vs-rest logistic removal, a hinge
     removal, a squared-loss (re)fit's statistics, a 3-fold smooth CV's joint re-solves: the
@@ -277,7 +280,7 @@ def test_lost_worker_in_every_pass(strict_many, case, tmp_path, monkeypatch):
     Xd, yd = da.from_array(X, chunks=(150, -1)), da.from_array(y, chunks=150)
     marker = str(tmp_path / "killed")
     open(marker, "w").close()  # disarmed
-    module = import_module(f"deltafit.models.{mod}")
+    module = import_module(mod)
     monkeypatch.setattr(module, fn, _KillOnce(marker, getattr(module, fn)))
     a = df.LinearClassifier(**params).fit(X, y)
     with dask.config.set(scheduler="threads"):  # the fit's passes need no worker processes
@@ -334,6 +337,7 @@ def plain_client():
     yield from _cluster(n_workers=2)
 
 
+@pytest.mark.slow  # its own cluster; bounds over dask rows run daily (test_dask_newton.py)
 def test_lazy_bounds_on_worker_processes(plain_client, cancer3):
     """Bounds over dask query rows computed by the worker processes (the regions pickle):
     the ball and the curvature region (``method="auto"``) equal the same what-if's bounds on

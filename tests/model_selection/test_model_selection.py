@@ -834,7 +834,8 @@ def _same(a, b):
     assert a.n_refits == b.n_refits and a.method == b.method
 
 
-@pytest.mark.parametrize("method", ["bounds", "bounds_early", "refit"])
+@pytest.mark.parametrize("method", ["bounds", "bounds_early",
+                                    pytest.param("refit", marks=pytest.mark.slow)])
 def test_parallel_loo_equals_serial(cv_dg, method):
     X, y = cv_dg[0][:50], cv_dg[1][:50]
     est = df.KernelClassifier(loss="logistic", C=10.0, gamma=0.02)

@@ -40,6 +40,7 @@ def test_hinge_loo_equals_brute_force(bc, est):
     assert np.all(t[fast.decided_by_bound] * z[fast.decided_by_bound] > 1.0)
 
 
+@pytest.mark.slow  # 569 liblinear refits; the bounds-vs-refit LOO/k-fold tests run daily
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_hinge_loo_linear_matches_liblinear(bc):
     X, y = bc

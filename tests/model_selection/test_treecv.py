@@ -16,6 +16,7 @@ from sklearn.preprocessing import StandardScaler
 import deltafit as df
 from deltafit.model_selection import TreeCVResult, treecv
 from deltafit.stream import LSQSGD, Pegasos
+from hypothesis_profiles import examples
 from treecv_reference import recursive_treecv, split_folds, standard_kfold
 
 
@@ -1562,7 +1563,7 @@ if given is not None:
         folds = [perm[labels[perm] == c] for c in range(k)]
         return n, folds
 
-    @settings(max_examples=30, deadline=None)
+    @settings(max_examples=examples(30), deadline=None)
     @given(_partitions(), st.sampled_from(["copy", "revert"]), st.booleans())
     def test_ind_any_partition_is_algorithm1(part, strategy, shuffle):
         n, folds = part

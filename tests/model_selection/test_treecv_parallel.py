@@ -41,6 +41,7 @@ def test_n_jobs_equals_serial(bc, make, kw, field):
     assert a.n_sample_updates == b.n_sample_updates and a.n_updates == b.n_updates
 
 
+@pytest.mark.slow  # a process LocalCluster; test_ind_dask_threads_cluster_equals_serial daily
 def test_dask_local_cluster_equals_serial(bc):
     pytest.importorskip("dask")
     distributed = pytest.importorskip("distributed")

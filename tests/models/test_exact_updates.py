@@ -8,6 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import deltafit as df
+from hypothesis_profiles import examples
 from reference import rel_err
 
 SQ_TOL = 1e-8
@@ -178,7 +179,7 @@ def test_keep_data_false_stores_no_rows(digits):
     assert rel_err(m.decision_function(X), fresh.decision_function(X)) < SQ_TOL
 
 
-@pytest.mark.parametrize("kind", ["linear", "kernel"])
+@pytest.mark.parametrize("kind", ["linear", pytest.param("kernel", marks=pytest.mark.slow)])
 def test_ten_thousand_random_mixed_updates(kind, digits):
     """10,000 random single-sample updates; exact at every checkpoint."""
     X, y = digits
@@ -264,7 +265,7 @@ def test_partial_fit_streams_equal_a_fit(mnist_sample):
     np.testing.assert_array_equal(m.sample_ids_, np.arange(2000))
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     seed=st.integers(0, 2**31 - 1),
     model_name=st.sampled_from(["linear-squared", "linear-squared-nodata", "linear-logistic",

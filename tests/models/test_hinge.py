@@ -105,7 +105,7 @@ def test_linear_hinge_matches_linear_svc(data, C, s, cancer_std, digits):
 
 
 @pytest.mark.parametrize("data,C", [("cancer", 0.3), ("cancer", 10.0), ("digits", 0.1),
-                                    ("digits", 1.0)])
+                                    pytest.param("digits", 1.0, marks=pytest.mark.slow)])
 def test_linear_hinge_never_worse_than_linear_svc(data, C, cancer_std, digits):
     """Where liblinear stops at max_iter short of the optimum (it does at these C), deltafit's
     objective is lower, and its duality gap proves it optimal to rounding."""

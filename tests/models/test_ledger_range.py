@@ -20,6 +20,7 @@ from sklearn.datasets import load_breast_cancer, load_diabetes
 import deltafit as df
 from deltafit._ledger._digest import nh_sip_digests
 from deltafit._ledger import Ledger, SortedDigests, digest_array
+from hypothesis_profiles import examples
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data")
 M64 = (1 << 64) - 1
@@ -174,7 +175,7 @@ def _sample(X, t, ids):
     return X[ids % n] * scale[:, None], lab
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(n=st.integers(3, 40), K=st.sampled_from([0, 2]), seed=st.integers(0, 10**6),
        ops=st.lists(st.sampled_from(["delete", "insert", "reweight", "rollback", "compact",
                                      "release"]), min_size=1, max_size=8))

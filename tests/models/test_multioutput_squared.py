@@ -31,6 +31,7 @@ from deltafit._states._squared_dual import DualSquaredState
 from deltafit._states._squared_primal import PrimalSquaredState
 from deltafit._states._squared_stats import Rows
 from deltafit.losses import get_loss
+from hypothesis_profiles import examples
 
 C = 1.0
 RHO = 1.0 / (2.0 * C)
@@ -528,7 +529,7 @@ def test_one_column_matrix_targets(diabetes):
 
 
 # --------------------------------------------------------------------------- property test
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2 ** 31 - 1), n=st.integers(12, 40), p=st.integers(1, 6),
        K=st.integers(1, 4), kernel=st.booleans(), ops=st.lists(
            st.tuples(st.integers(0, 3), st.integers(1, 5)), min_size=1, max_size=8))

@@ -59,7 +59,26 @@ CHECKED_ESTIMATORS = [
 ]
 
 
-@parametrize_with_checks(CHECKED_ESTIMATORS)
+# the daily run checks one configuration of each class; CI every configuration
+DAILY = (0, 5, 8, 11, 13, 14, 15, 16, 17, 18)
+
+
+def _checks():
+    """``parametrize_with_checks(CHECKED_ESTIMATORS)``, the configurations outside ``DAILY``
+    marked slow (same cases, same ids)."""
+    mark = parametrize_with_checks(CHECKED_ESTIMATORS)
+    argnames, cases = mark.args
+    daily = [CHECKED_ESTIMATORS[i] for i in DAILY]
+    params = []
+    for case in cases:
+        values, marks = (case.values, list(case.marks)) if hasattr(case, "marks") else (case, [])
+        if not any(values[0] is est for est in daily):
+            marks.append(pytest.mark.slow)
+        params.append(pytest.param(*values, marks=marks))
+    return pytest.mark.parametrize(argnames, params, **mark.kwargs)
+
+
+@_checks()
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
 

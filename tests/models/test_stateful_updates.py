@@ -44,6 +44,7 @@ from sklearn.datasets import load_wine
 from sklearn.preprocessing import StandardScaler
 
 import deltafit as df
+from hypothesis_profiles import examples
 
 SQ_TOL = 1e-8          # relative, of the decision scale (README, "Guarantees": Exact)
 ROUND = 1e-11          # rounding slack of a certificate check, relative to the decision scale
@@ -565,7 +566,7 @@ class UpdateMachine(RuleBasedStateMachine):
 _COMMON = dict(deadline=None, suppress_health_check=list(HealthCheck), database=None)
 
 TestShort = UpdateMachine.TestCase
-TestShort.settings = settings(max_examples=25, stateful_step_count=12, derandomize=True,
+TestShort.settings = settings(max_examples=examples(25), stateful_step_count=12, derandomize=True,
                               **_COMMON)
 
 

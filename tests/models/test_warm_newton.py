@@ -31,6 +31,7 @@ from deltafit.losses import get_loss
 from deltafit._states import _newton_primal as _warm_newton
 from deltafit.solvers._chord import Curvature, RowBlock, chord_solve
 from deltafit.solvers import HESSIAN_FREE_FEATURES, newton_primal
+from hypothesis_profiles import examples
 from reference import augment, logistic_reference, pm1, rel_err, squared_hinge_reference
 
 LOSSES = ["logistic", "squared_hinge"]
@@ -386,7 +387,7 @@ def test_leave_one_out_refits_use_chord_steps(loss, breast_cancer, monkeypatch):
 
 # ------------------------------------------------------------------------------ hypothesis
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), loss=st.sampled_from(LOSSES),
        C=st.sampled_from([0.05, 1.0, 20.0]), ops=st.lists(st.sampled_from("ardw"), min_size=1,
                                                            max_size=5))

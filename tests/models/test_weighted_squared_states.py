@@ -28,6 +28,7 @@ from deltafit._states._protocol import DataChange, SolverOptions
 from deltafit._states._squared_dual import DualSquaredState
 from deltafit._states._squared_primal import PrimalSquaredState
 from deltafit.losses import get_loss
+from hypothesis_profiles import examples
 
 C = 0.7
 RHO = 1.0 / (2.0 * C)
@@ -436,7 +437,7 @@ def test_dual_refused_update_changes_nothing(data):
 
 
 # ------------------------------------------------------------------------ certificate
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                  HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**31 - 1), kernel=st.booleans(), outputs=st.sampled_from([1, 2]),
        scale=st.sampled_from([1e-3, 1e-1]), level=st.sampled_from([0.05, 1.0, 40.0]),

@@ -615,10 +615,14 @@ def fuzz_bases(tmp_path_factory, cancer, diabetes):
 
 
 FUZZ_COUNTS = {}
+# the daily run fuzzes one model of each state (and keep_data=False); CI every base
+SLOW_BASES = ("lin-clf-nodata", "lin-reg-nodata-noint", "lin-nystroem", "lin-rbfsampler",
+              "ker-reg")
 
 
 @pytest.mark.filterwarnings("ignore")
-@pytest.mark.parametrize("base", list(BASES))
+@pytest.mark.parametrize("base", [pytest.param(b, marks=pytest.mark.slow) if b in SLOW_BASES
+                                  else b for b in BASES])
 def test_fuzzed_files_raise_value_error_or_work(base, fuzz_bases, cancer, diabetes, tmp_path):
     X, y = _base_data(BASES[base][1], cancer, diabetes)
     files = _fuzz_files(fuzz_bases[base])

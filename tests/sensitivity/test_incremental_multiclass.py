@@ -10,6 +10,7 @@ from sklearn.datasets import load_digits
 
 import deltafit as df
 from deltafit.sensitivity import IncrementalSphere, MulticlassIncrementalSphere
+from hypothesis_profiles import examples
 from stream_reference import scratch_ball
 
 TOL = 1e-7  # bounds are compared with refits solved to the models' tolerance
@@ -127,7 +128,7 @@ def test_a_refused_change_leaves_every_ball_unchanged(digits10):
         IncrementalSphere(make(loss="hinge").fit(X[:100], y[:100]))
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), k=st.integers(3, 5), n=st.integers(15, 40),
        n_add=st.integers(0, 8), n_rem=st.integers(0, 8),
        loss=st.sampled_from(["squared_hinge", "logistic", "squared"]),

@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import deltafit as df
 from deltafit.sensitivity import IncrementalSphere
+from hypothesis_profiles import examples
 from stream_reference import kernel_of, scratch_ball
 
 
@@ -94,7 +95,7 @@ def test_bounds_hold_for_the_retrained_model(breast_cancer):
     assert np.all(lo <= z + 1e-9) and np.all(z <= hi + 1e-9)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), n=st.integers(12, 40), n_add=st.integers(0, 8),
        n_rem=st.integers(0, 8), C=st.floats(0.05, 20.0), gamma=st.floats(0.05, 3.0))
 def test_property_bounds_contain_the_retrained_decision(seed, n, n_add, n_rem, C, gamma):

@@ -11,6 +11,7 @@ from sklearn.preprocessing import StandardScaler
 import deltafit
 from deltafit import KernelClassifier, LinearClassifier
 from deltafit.sensitivity import MulticlassSensitivity, Sensitivity, certain_argmax, loo_bounds
+from hypothesis_profiles import examples
 
 SLACK = 1e-7  # the retrained model is computed to its solver tolerance
 
@@ -183,7 +184,7 @@ def test_loo_bounds_contain_the_left_out_models(iris, kind):
     assert zlo.shape == (ids.size, 3) and np.all(zlo <= lo + 1e-9) and np.all(hi <= zhi + 1e-9)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), K=st.integers(3, 5), kind=st.sampled_from(["linear", "kernel"]),
        loss=st.sampled_from(["squared", "logistic", "squared_hinge"]),
        n_remove=st.integers(0, 3), n_relabel=st.integers(0, 2), n_add=st.integers(0, 3))

@@ -29,6 +29,7 @@ from deltafit.sensitivity.regions._curvature import (
 from deltafit.losses import get_loss
 
 from curvature_cases import TOL, draw_case, run_case
+from hypothesis_profiles import examples
 
 
 def _split(X, y, seed=0, frac=0.7):
@@ -175,7 +176,7 @@ def test_digits_kernel_squared_hinge_mixed_change(digits):
 
 
 # ------------------------------------------------------------------------ random problems
-@settings(max_examples=200, deadline=None, derandomize=True,
+@settings(max_examples=examples(200), deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 2**31 - 1))
 def test_random_changes_never_violated(seed):

@@ -26,10 +26,11 @@ from sklearn.linear_model import Ridge
 from sklearn.preprocessing import StandardScaler
 
 import deltafit as df
+from hypothesis_profiles import examples
 from reference import augment, reference_kernel
 
 REL = 1e-8
-SETTINGS = dict(deadline=None, derandomize=True, database=None, max_examples=60,
+SETTINGS = dict(deadline=None, derandomize=True, database=None, max_examples=examples(60),
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 

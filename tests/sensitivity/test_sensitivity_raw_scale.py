@@ -23,11 +23,12 @@ from hypothesis import strategies as st
 from sklearn.datasets import load_digits, load_wine
 
 import deltafit as df
+from hypothesis_profiles import examples
 from reference import augment
 
 WIDTH = 1e-6  # of the decision scale: the largest |decision| of the refit (as in
 #              test_sensitivity_exact)
-SETTINGS = dict(deadline=None, derandomize=True, database=None, max_examples=60,
+SETTINGS = dict(deadline=None, derandomize=True, database=None, max_examples=examples(60),
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 

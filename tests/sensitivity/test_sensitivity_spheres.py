@@ -39,6 +39,7 @@ from deltafit.sensitivity import (
     zhang_loo_bounds,
 )
 from deltafit.solvers import newton_kernel, newton_primal
+from hypothesis_profiles import examples
 from reference import kernel_features, two_ball_reference
 
 SETTINGS = dict(derandomize=True, deadline=None,
@@ -120,7 +121,7 @@ def test_two_ball_reference_sanity():
 
 
 @pytest.mark.parametrize("case", CASES)
-@settings(max_examples=40, **SETTINGS)
+@settings(max_examples=examples(40), **SETTINGS)
 @given(data=st.data())
 def test_two_ball_bounds_match_dual_reference(case, data):
     p = data.draw(ball_pairs(case))
@@ -139,7 +140,7 @@ def test_two_ball_bounds_match_dual_reference(case, data):
 
 
 @pytest.mark.parametrize("case", CASES)
-@settings(max_examples=40, **SETTINGS)
+@settings(max_examples=examples(40), **SETTINGS)
 @given(data=st.data())
 def test_two_ball_bounds_never_looser_than_one_ball(case, data):
     p = data.draw(ball_pairs(case))
@@ -174,7 +175,7 @@ def _points_in_both(p, rng, n=400):
 
 
 @pytest.mark.parametrize("case", CASES)
-@settings(max_examples=20, **SETTINGS)
+@settings(max_examples=examples(20), **SETTINGS)
 @given(data=st.data(), seed=st.integers(0, 2 ** 32 - 1))
 def test_points_of_the_intersection_score_within_bounds(case, data, seed):
     p = data.draw(ball_pairs(case))
@@ -188,7 +189,7 @@ def test_points_of_the_intersection_score_within_bounds(case, data, seed):
     assert np.all(scores <= hi + slack)
 
 
-@settings(max_examples=100, **SETTINGS)
+@settings(max_examples=examples(100), **SETTINGS)
 @given(st.integers(2, 8), st.integers(0, 2 ** 32 - 1), st.floats(0.05, 3.0), st.floats(0.05, 3.0),
        st.sampled_from([1e-6, 1e-3, 0.5, 10.0]))
 def test_disjoint_balls_raise(d, seed, r1, r2, excess):
@@ -208,7 +209,7 @@ def test_disjoint_balls_raise(d, seed, r1, r2, excess):
 
 
 @pytest.mark.parametrize("case", CASES)
-@settings(max_examples=10, **SETTINGS)
+@settings(max_examples=examples(10), **SETTINGS)
 @given(data=st.data())
 def test_primal_ball_intersection_matches_two_ball_bounds(case, data):
     p = data.draw(ball_pairs(case))

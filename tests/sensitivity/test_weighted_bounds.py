@@ -27,6 +27,7 @@ from deltafit.sensitivity import (
     model_gradient_sphere,
     zhang_loo_bounds,
 )
+from hypothesis_profiles import examples
 
 
 SMOOTH = ["logistic", "squared_hinge",
@@ -361,7 +362,7 @@ def test_weighted_multiclass_loo_bounds_digits():
 
 
 # ------------------------------------------------------------------------ property test
-@settings(max_examples=40, deadline=None, derandomize=True, database=None,
+@settings(max_examples=examples(40), deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck))
 @given(seed=st.integers(0, 2**31 - 1), n=st.integers(8, 30), d=st.integers(1, 4),
        kind=st.sampled_from(["linear", "kernel"]),

@@ -11,10 +11,11 @@ from sklearn.metrics.pairwise import rbf_kernel
 import deltafit as df
 from deltafit.losses import LOSSES, get_loss
 from deltafit.solvers import newton_kernel, newton_primal
+from hypothesis_profiles import examples
 from reference import augment, logistic_reference, pm1, squared_hinge_reference
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(name=st.sampled_from(sorted(LOSSES)), y=st.sampled_from([-1.0, 1.0]),
        z=st.floats(-20, 20, allow_nan=False))
 def test_loss_derivatives_match_finite_differences(name, y, z):

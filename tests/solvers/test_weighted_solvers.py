@@ -29,6 +29,7 @@ from sklearn.svm import LinearSVC
 
 from deltafit.losses import get_loss
 from deltafit.solvers import hinge_kernel, hinge_primal, newton_kernel, newton_primal
+from hypothesis_profiles import examples
 
 CS = [0.01, 0.1, 1.0]
 
@@ -327,7 +328,7 @@ def _stop_at(k):
     return lambda it, *_: it >= k
 
 
-PROPERTY = settings(max_examples=40, deadline=None,
+PROPERTY = settings(max_examples=examples(40), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
 
 

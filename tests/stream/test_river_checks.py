@@ -38,6 +38,7 @@ from deltafit.stream import (
     SlidingWindow,
     as_river,
 )
+from hypothesis_profiles import examples
 
 river = pytest.importorskip("river")
 from river.checks import yield_checks  # noqa: E402
@@ -61,10 +62,17 @@ def _models():
 
 
 def _cases():
+    """Every (model, check); the daily run takes each check on its first data set only, and
+    the window learners' memory-growth check (tens of seconds) in CI."""
     cases = []
     for name, model in _models():
+        seen = set()
         for i, check in enumerate(yield_checks(model)):
-            cases.append(pytest.param(model, check, id=f"{name}-{check.__name__}-{i}"))
+            slow = check.__name__ in seen or (check.__name__ == "check_bounded_memory_growth"
+                                              and ("KDR" in name or "SlidingWindow" in name))
+            seen.add(check.__name__)
+            cases.append(pytest.param(model, check, id=f"{name}-{check.__name__}-{i}",
+                                      marks=[pytest.mark.slow] if slow else []))
     return cases
 
 
@@ -298,7 +306,7 @@ def test_a_refused_dict_adds_no_feature(make):
     assert pickle.dumps(m) == before
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(seed=st.integers(0, 2**16), d=st.integers(2, 6))
 def test_key_order_never_matters(seed, d):
     """Two learners fed the same dicts with their keys in different orders end in the same

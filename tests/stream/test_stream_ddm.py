@@ -10,6 +10,7 @@ from sklearn.linear_model import Ridge
 import deltafit
 from deltafit.stream._ddm import DDM, _DDMDetector
 from deltafit.stream._norma import NORMA
+from hypothesis_profiles import examples
 
 river_binary = pytest.importorskip("river.drift.binary")
 
@@ -54,7 +55,7 @@ def test_detector_pinned_indices():
     assert len(warn) == 214
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(rates=st.lists(st.floats(0.0, 1.0), min_size=1, max_size=5),
        length=st.integers(20, 400), seed=st.integers(0, 2**31 - 1),
        levels=st.sampled_from([(2.0, 3.0), (1.0, 1.5), (0.0, 0.5)]),
