@@ -79,14 +79,21 @@ def process_client(request):
 
 
 def pytest_addoption(parser):
-    parser.addoption("--run-slow", action="store_true", default=False,
-                     help="also run the tests marked slow (CI=true does too)")
+    parser.addoption(
+        "--run-slow",
+        action="store_true",
+        default=False,
+        help="also run the tests marked slow (CI=true does too)",
+    )
 
 
 def _run_everything(config):
     """CI (``CI=true``) and ``--run-slow`` run every test and the full hypothesis budget."""
-    return (config.getoption("--run-slow")
-            or os.environ.get("CI", "").lower() in ("1", "true", "yes"))
+    return config.getoption("--run-slow") or os.environ.get("CI", "").lower() in (
+        "1",
+        "true",
+        "yes",
+    )
 
 
 def pytest_configure(config):

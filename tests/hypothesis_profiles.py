@@ -5,6 +5,7 @@ examples; ``dev``, the daily run, a fifth of it (at least 5). ``tests/conftest.p
 profile before the test modules are imported; a property test states its full count as
 ``@settings(max_examples=examples(N))``.
 """
+
 from hypothesis import settings
 
 settings.register_profile("ci", max_examples=100)

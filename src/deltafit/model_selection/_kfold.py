@@ -19,8 +19,9 @@ from deltafit.utils._validation import check_bool
 __all__ = ["cross_validate", "make_splits"]
 
 
-def make_splits(cv: Any, X: Any, y: Any, estimator: Any,
-                groups: ArrayLike | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+def make_splits(
+    cv: Any, X: Any, y: Any, estimator: Any, groups: ArrayLike | None = None
+) -> list[tuple[np.ndarray, np.ndarray]]:
     """The (train, test) index arrays of a scikit-learn splitter (or an int, or an iterable)."""
     cv = check_cv(cv, y, classifier=is_classifier(estimator))
     splits = [(np.asarray(tr), np.asarray(te)) for tr, te in cv.split(X, y, groups)]
@@ -29,10 +30,20 @@ def make_splits(cv: Any, X: Any, y: Any, estimator: Any,
     return splits
 
 
-def cross_validate(estimator: Any, X: Any, y: Any, *, cv: Any = 5,
-                   groups: ArrayLike | None = None, method: str = "auto",
-                   n_jobs: int | None = None, progress: bool = False, order: str = "natural",
-                   sample_weight: Any = None, region: str = "auto") -> CVResult:
+def cross_validate(
+    estimator: Any,
+    X: Any,
+    y: Any,
+    *,
+    cv: Any = 5,
+    groups: ArrayLike | None = None,
+    method: str = "auto",
+    n_jobs: int | None = None,
+    progress: bool = False,
+    order: str = "natural",
+    sample_weight: Any = None,
+    region: str = "auto",
+) -> CVResult:
     """Cross-validation over any scikit-learn splitter, with exact fast methods.
 
     Each split removes the samples outside its training set from the model fitted on all of
@@ -105,8 +116,16 @@ def cross_validate(estimator: Any, X: Any, y: Any, *, cv: Any = 5,
     """
     check_bool(progress, "progress")
     if any_dask(X, y, sample_weight):  # batch removals / joint warm re-solves of the folds
-        return dask_cross_validation(estimator, X, y, cv=cv, groups=groups, method=method,
-                                     sample_weight=sample_weight, region=region)
+        return dask_cross_validation(
+            estimator,
+            X,
+            y,
+            cv=cv,
+            groups=groups,
+            method=method,
+            sample_weight=sample_weight,
+            region=region,
+        )
     frozen = freeze(estimator, X, y)
     if frozen is not None:
         estimator, X = frozen.final, frozen.X
@@ -114,5 +133,16 @@ def cross_validate(estimator: Any, X: Any, y: Any, *, cv: Any = 5,
     sample_weight = check_weights(sample_weight, X)
     method = resolve_method(method, estimator, loo=False)
     splits = make_splits(cv, X, y, estimator, groups)
-    return evaluate(estimator, X, y, splits, method, n_jobs=n_jobs, progress=progress,
-                    order=order, desc="folds", sample_weight=sample_weight, region=region)
+    return evaluate(
+        estimator,
+        X,
+        y,
+        splits,
+        method,
+        n_jobs=n_jobs,
+        progress=progress,
+        order=order,
+        desc="folds",
+        sample_weight=sample_weight,
+        region=region,
+    )

@@ -14,9 +14,18 @@ from deltafit.utils._validation import check_bool
 __all__ = ["loo", "alo"]
 
 
-def loo(estimator: Any, X: Any, y: Any, *, method: str = "auto", n_jobs: int | None = None,
-        progress: bool = False, order: str = "natural", sample_weight: Any = None,
-        region: str = "auto") -> CVResult:
+def loo(
+    estimator: Any,
+    X: Any,
+    y: Any,
+    *,
+    method: str = "auto",
+    n_jobs: int | None = None,
+    progress: bool = False,
+    order: str = "natural",
+    sample_weight: Any = None,
+    region: str = "auto",
+) -> CVResult:
     """Leave-one-out cross-validation, exact unless ``method="alo"``.
 
     Parameters
@@ -101,16 +110,28 @@ def loo(estimator: Any, X: Any, y: Any, *, method: str = "auto", n_jobs: int | N
     """
     check_bool(progress, "progress")
     if any_dask(X, y, sample_weight):  # one more pass (and joint refits), lazy results
-        return dask_cross_validation(estimator, X, y, method=method,
-                                     sample_weight=sample_weight, region=region)
+        return dask_cross_validation(
+            estimator, X, y, method=method, sample_weight=sample_weight, region=region
+        )
     frozen = freeze(estimator, X, y)
     if frozen is not None:
         estimator, X = frozen.final, frozen.X
     X, y = check_data(X, y)
     sample_weight = check_weights(sample_weight, X)
     method = resolve_method(method, estimator, loo=True)
-    return evaluate(estimator, X, y, None, method, n_jobs=n_jobs, progress=progress, order=order,
-                    desc="leave-one-out", sample_weight=sample_weight, region=region)
+    return evaluate(
+        estimator,
+        X,
+        y,
+        None,
+        method,
+        n_jobs=n_jobs,
+        progress=progress,
+        order=order,
+        desc="leave-one-out",
+        sample_weight=sample_weight,
+        region=region,
+    )
 
 
 def alo(estimator: Any, X: Any, y: Any, *, sample_weight: Any = None) -> CVResult:

@@ -140,7 +140,7 @@ class CVResult:
 
     def summary(self) -> str:
         """One line: the estimate and how it was obtained."""
-        how = ("APPROXIMATE (ALO, not certified)" if self.approximate else "exact")
+        how = "APPROXIMATE (ALO, not certified)" if self.approximate else "exact"
         if self.classifier:
             est = f"error rate {self.error_rate:.4%} ({self.n_errors}/{self.n_samples})"
         else:

@@ -155,7 +155,8 @@ def _folds(cv, X, y, groups, classifier):
         raise ValueError(
             f"the test folds of {type(splitter).__name__} do not partition the samples (each "
             "sample must be in exactly one test fold); TreeCV needs a partition such as KFold, "
-            "StratifiedKFold, GroupKFold or LeaveOneOut")
+            "StratifiedKFold, GroupKFold or LeaveOneOut"
+        )
     bounds = np.concatenate([[0], np.cumsum([t.size for t in tests])]).astype(np.int64)
     return order, bounds, f"{len(tests)}-fold"
 
@@ -163,8 +164,13 @@ def _folds(cv, X, y, groups, classifier):
 # ---------------------------------------------------------------------------
 # scores
 # ---------------------------------------------------------------------------
-_FAST = {"accuracy", "neg_mean_squared_error", "neg_root_mean_squared_error",
-         "neg_mean_absolute_error", "r2"}
+_FAST = {
+    "accuracy",
+    "neg_mean_squared_error",
+    "neg_root_mean_squared_error",
+    "neg_mean_absolute_error",
+    "r2",
+}
 
 
 def _fast_fold_scores(name, y_true, y_pred, bounds):
@@ -199,8 +205,9 @@ def _resolve_scorer(probe, scoring):
             return check_scoring(probe, scoring=scoring)
         except TypeError as exc:  # no score method and no scoring, or an invalid scoring
             if scoring is None:
-                raise ValueError(f"scoring=None needs a learner with a score method: {exc}") \
-                    from exc
+                raise ValueError(
+                    f"scoring=None needs a learner with a score method: {exc}"
+                ) from exc
             raise ValueError(f"invalid scoring {scoring!r}: {exc}") from exc
     if callable(scoring):
         return scoring
@@ -211,8 +218,10 @@ def _resolve_scorer(probe, scoring):
             raise ValueError(f"invalid scoring {scoring!r}: {exc}") from exc
     if scoring is None and callable(getattr(probe, "score", None)):
         return _own_score
-    raise ValueError(f"scoring={scoring!r}: {type(probe).__name__} has no score method; "
-                     "pass a scorer name or callable")
+    raise ValueError(
+        f"scoring={scoring!r}: {type(probe).__name__} has no score method; "
+        "pass a scorer name or callable"
+    )
 
 
 def _own_score(est, X, y=None):
@@ -231,8 +240,10 @@ def _check_replay_scorer(scorer, scoring, learner, X, y, classes):
             warnings.simplefilter("ignore")
             scorer(view, X[:m], y[:m])
     except AttributeError as exc:
-        raise ValueError(f"scoring={scoring!r} needs a prediction method that "
-                         f"{type(learner).__name__} does not have: {exc}") from exc
+        raise ValueError(
+            f"scoring={scoring!r} needs a prediction method that "
+            f"{type(learner).__name__} does not have: {exc}"
+        ) from exc
     except Exception:  # noqa: BLE001 - only the methods are checked here; values come later
         pass
 
@@ -253,8 +264,18 @@ def _scoring_name(scoring, learner, classifier):
 class _Run:
     """One traversal of (part of) the tree: its results, counters and live models."""
 
-    def __init__(self, learner: Any, bounds: np.ndarray, scorer: Any, y_ord: Any, shuffle: bool,
-                 seed: int, python_levels: int, bar: Any = None, predict: Any = None) -> None:
+    def __init__(
+        self,
+        learner: Any,
+        bounds: np.ndarray,
+        scorer: Any,
+        y_ord: Any,
+        shuffle: bool,
+        seed: int,
+        python_levels: int,
+        bar: Any = None,
+        predict: Any = None,
+    ) -> None:
         self.L = learner
         self.predict = predict  # None, or the dtype of the out-of-fold predictions to keep
         self.bounds = bounds
@@ -280,8 +301,16 @@ class _Run:
 
     def fork(self) -> _Run:
         """A fresh run over the same learner and data, for one parallel task."""
-        return _Run(self.L, self.bounds, self.scorer, self.y, self.shuffle, self.seed,
-                    self.python_levels, predict=self.predict)
+        return _Run(
+            self.L,
+            self.bounds,
+            self.scorer,
+            self.y,
+            self.shuffle,
+            self.seed,
+            self.python_levels,
+            predict=self.predict,
+        )
 
     def rows(self, a: int, b: int) -> slice | np.ndarray:
         """Rows of chunks ``a .. b`` (contiguous), in a random order for a randomized run."""
@@ -310,8 +339,10 @@ class _Run:
                 self.out[start:stop] = est.predict(self.L.X[start:stop])
             else:
                 self.fold_scores[s] = float(
-                    self.scorer(est, self.L.X[start:stop],
-                                None if self.y is None else self.y[start:stop]))
+                    self.scorer(
+                        est, self.L.X[start:stop], None if self.y is None else self.y[start:stop]
+                    )
+                )
         self.bar.update(1)
 
     def subtree(self, model: Any, s: int, e: int, level: int = 0) -> None:
@@ -388,13 +419,14 @@ def _parallel(run, n_jobs, k):
                     frontier.append((model, s, e))
                 else:
                     frontier += [(next(grown), s, m), (next(grown), m + 1, e)]
-        parts = parallel(delayed(_task)(run.fork(), model, s, e, levels)
-                         for model, s, e in frontier)
+        parts = parallel(
+            delayed(_task)(run.fork(), model, s, e, levels) for model, s, e in frontier
+        )
         peak = 0
         for (_, s, e), (scores, out, fed, calls, task_peak) in zip(frontier, parts):
             run.fold_scores.update(scores)
             if out is not None:
-                run.out[int(run.bounds[s]):int(run.bounds[e + 1])] = out
+                run.out[int(run.bounds[s]) : int(run.bounds[e + 1])] = out
             run.fed += fed
             run.calls += calls
             peak = max(peak, task_peak)
@@ -409,11 +441,11 @@ def _check_data(X: Any, y: Any, compiled_learner: bool) -> tuple[Any, np.ndarray
     if compiled_learner:
         if sp.issparse(X):
             raise ValueError("deltafit.stream learners take dense X; convert it with .toarray()")
-        X = check_array(X, dtype=np.float64, order="C", ensure_min_samples=2,
-                        input_name="X")
+        X = check_array(X, dtype=np.float64, order="C", ensure_min_samples=2, input_name="X")
     else:
-        X = check_array(X, accept_sparse="csr", dtype="numeric", ensure_min_samples=2,
-                        input_name="X")
+        X = check_array(
+            X, accept_sparse="csr", dtype="numeric", ensure_min_samples=2, input_name="X"
+        )
     if y is None:
         if compiled_learner:
             raise ValueError("y is required by deltafit.stream learners")
@@ -430,11 +462,20 @@ def _check_data(X: Any, y: Any, compiled_learner: bool) -> tuple[Any, np.ndarray
     return X, y
 
 
-def treecv(learner: Any, X: Any, y: Any = None, *, cv: Any = 5,
-           scoring: str | Callable[..., float] | None = None, strategy: str = "copy",
-           shuffle: bool = False, random_state: int | np.random.RandomState | None = None,
-           n_jobs: int | None = None, groups: ArrayLike | None = None,
-           progress: bool = False) -> TreeCVResult:
+def treecv(
+    learner: Any,
+    X: Any,
+    y: Any = None,
+    *,
+    cv: Any = 5,
+    scoring: str | Callable[..., float] | None = None,
+    strategy: str = "copy",
+    shuffle: bool = False,
+    random_state: int | np.random.RandomState | None = None,
+    n_jobs: int | None = None,
+    groups: ArrayLike | None = None,
+    progress: bool = False,
+) -> TreeCVResult:
     """k-fold or leave-one-out cross-validation of an incremental learner by TreeCV.
 
     Joulani, György and Szepesvári (2015), Algorithm 1: the folds are the leaves of a binary
@@ -519,14 +560,17 @@ def treecv(learner: Any, X: Any, y: Any = None, *, cv: Any = 5,
         raise ValueError(f"strategy must be 'copy' or 'revert', got {strategy!r}")
     shuffle = check_bool(shuffle, "shuffle")
     progress = check_bool(progress, "progress")
-    if n_jobs is not None and (isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer))
-                               or n_jobs == 0):
+    if n_jobs is not None and (
+        isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0
+    ):
         raise ValueError(f"n_jobs must be None or a non-zero integer, got {n_jobs!r}")
     frozen = freeze(learner, X, y)
     if frozen is not None:
         learner, X = frozen.final, frozen.X
-    compiled = all(callable(getattr(learner, a, None))
-                   for a in ("_tree_spec", "_tree_targets", "_tree_predict"))
+    compiled = all(
+        callable(getattr(learner, a, None))
+        for a in ("_tree_spec", "_tree_targets", "_tree_predict")
+    )
     X, y = _check_data(X, y, compiled)
     classifier = learner_is_classifier(learner)
     if y is None and (classifier or learner_is_regressor(learner)):

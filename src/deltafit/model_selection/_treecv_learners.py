@@ -24,8 +24,16 @@ import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, clone, is_classifier, is_regressor
 
-__all__ = ["make_learner", "learner_is_classifier", "learner_is_regressor", "CompiledLearner",
-           "ExactLearner", "PartialFitLearner", "RiverLearner", "ReplayEstimator"]
+__all__ = [
+    "make_learner",
+    "learner_is_classifier",
+    "learner_is_regressor",
+    "CompiledLearner",
+    "ExactLearner",
+    "PartialFitLearner",
+    "RiverLearner",
+    "ReplayEstimator",
+]
 
 
 def _has(obj, *names):
@@ -54,7 +62,8 @@ def _copy_model(model):
     if model is None:
         return None
     if "__copy__" in type(model).__dict__ or any(
-            "__copy__" in c.__dict__ for c in type(model).__mro__[1:] if c is not object):
+        "__copy__" in c.__dict__ for c in type(model).__mro__[1:] if c is not object
+    ):
         return copy.copy(model)
     return copy.deepcopy(model)
 
@@ -86,8 +95,9 @@ class _Learner:
 class PartialFitLearner(_Learner):
     """A scikit-learn-style learner with ``partial_fit`` (classifiers get ``classes=``)."""
 
-    def __init__(self, template: Any, X: Any, y: Any, strategy: str,
-                 classes: np.ndarray | None) -> None:
+    def __init__(
+        self, template: Any, X: Any, y: Any, strategy: str, classes: np.ndarray | None
+    ) -> None:
         super().__init__(template, X, y, strategy)
         self.classes = classes
 
@@ -109,8 +119,9 @@ class PartialFitLearner(_Learner):
 class RiverLearner(_Learner):
     """A river learner: ``learn_one`` on ``{j: x_j}`` dicts, scored through :class:`RiverView`."""
 
-    def __init__(self, template: Any, X: Any, y: Any, strategy: str,
-                 classes: np.ndarray | None) -> None:
+    def __init__(
+        self, template: Any, X: Any, y: Any, strategy: str, classes: np.ndarray | None
+    ) -> None:
         super().__init__(template, X, y, strategy)
         self.classes = classes
         dense = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
@@ -185,8 +196,10 @@ class ExactLearner(_Learner):
 
     def scoring_estimator(self, model: Any) -> Any:
         if isinstance(model, tuple):
-            raise ValueError("a training set of TreeCV has a single class; "
-                             f"{type(self.template).__name__} needs both")
+            raise ValueError(
+                "a training set of TreeCV has a single class; "
+                f"{type(self.template).__name__} needs both"
+            )
         return model
 
 
@@ -195,8 +208,9 @@ class CompiledLearner(_Learner):
 
     compiled = True
 
-    def __init__(self, template: Any, X: np.ndarray, y: np.ndarray, strategy: str,
-                 shuffle: bool, seed: int) -> None:
+    def __init__(
+        self, template: Any, X: np.ndarray, y: np.ndarray, strategy: str, shuffle: bool, seed: int
+    ) -> None:
         super().__init__(template, X, y, strategy)
         from deltafit.model_selection import _treecv_compiled
         from deltafit.solvers import _sgd as _sgd_kernels
@@ -227,17 +241,30 @@ class CompiledLearner(_Learner):
         model[:] = token
         return model
 
-    def subtree(self, model: Any, bounds: np.ndarray, s: int, e: int,
-                out: np.ndarray) -> np.ndarray:
+    def subtree(
+        self, model: Any, bounds: np.ndarray, s: int, e: int, out: np.ndarray
+    ) -> np.ndarray:
         """Run Algorithm 1 over chunks ``s .. e`` in compiled code.
 
         Returns ``[samples fed, update calls, peak models]``.
         """
         state = self.state0.copy() if model is None else model
         counts = np.zeros(3, dtype=np.int64)
-        self.tree_run(self.kind, state, self.X, self.y, bounds, s, e,
-                      self.strategy == "revert", self.shuffle, self.seed, self.params, out,
-                      counts)
+        self.tree_run(
+            self.kind,
+            state,
+            self.X,
+            self.y,
+            bounds,
+            s,
+            e,
+            self.strategy == "revert",
+            self.shuffle,
+            self.seed,
+            self.params,
+            out,
+            counts,
+        )
         return counts
 
     def decision(self, model: Any, start: int, stop: int, out: np.ndarray) -> None:
@@ -245,8 +272,7 @@ class CompiledLearner(_Learner):
         self.K.decision_range(self.kind, state, self.X, start, stop, self.params[2], out)
 
 
-def make_learner(learner: Any, X: Any, y: Any, strategy: str, shuffle: bool,
-                 seed: int) -> Any:
+def make_learner(learner: Any, X: Any, y: Any, strategy: str, shuffle: bool, seed: int) -> Any:
     """The :class:`_Learner` for ``learner`` (checked: ValueError if TreeCV cannot drive it)."""
     from deltafit.models import UpdatableMixin
 
@@ -257,7 +283,8 @@ def make_learner(learner: Any, X: Any, y: Any, strategy: str, shuffle: bool,
     if strategy == "revert" and not _has(learner, "snapshot", "restore"):
         raise ValueError(
             f"strategy='revert' needs a learner with snapshot() and restore(); "
-            f"{type(learner).__name__} has none: use strategy='copy'")
+            f"{type(learner).__name__} has none: use strategy='copy'"
+        )
     if _has(learner, "partial_fit"):
         classes = np.unique(y) if learner_is_classifier(learner) else None
         return PartialFitLearner(learner, X, y, strategy, classes)
@@ -266,7 +293,8 @@ def make_learner(learner: Any, X: Any, y: Any, strategy: str, shuffle: bool,
         return RiverLearner(learner, X, y, strategy, classes)
     raise ValueError(
         f"TreeCV needs an incremental learner: {type(learner).__name__} has no partial_fit, "
-        "no learn_one and is not a deltafit estimator")
+        "no learn_one and is not a deltafit estimator"
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -335,8 +363,13 @@ class ReplayEstimator(_View):
     live model's score without keeping k models.
     """
 
-    def __init__(self, decision: np.ndarray | None = None, y_pred: np.ndarray | None = None,
-                 classes: np.ndarray | None = None, positions: Any = None) -> None:
+    def __init__(
+        self,
+        decision: np.ndarray | None = None,
+        y_pred: np.ndarray | None = None,
+        classes: np.ndarray | None = None,
+        positions: Any = None,
+    ) -> None:
         self.decision = decision
         self.y_pred = y_pred
         self.classes = classes

@@ -40,8 +40,8 @@ if TYPE_CHECKING:
 
 __all__ = ["ChangedSamples", "KernelChanges", "LinearChanges", "changes_for"]
 
-_CANCEL = 1e-3   # a running sum this much smaller than its terms is recomputed exactly
-_REFRESH = 64    # ... and it is recomputed at least once per max(_REFRESH, n) updated entries
+_CANCEL = 1e-3  # a running sum this much smaller than its terms is recomputed exactly
+_REFRESH = 64  # ... and it is recomputed at least once per max(_REFRESH, n) updated entries
 # Largest ‖Φ(x)‖ and |ℓ'|·‖Φ(x)‖ of a new sample: squares and sums of a few million such terms
 # stay finite in float64, so no ball computed from them overflows.
 _MAX_NORM = 1e100
@@ -84,8 +84,8 @@ class ChangedSamples:
         self.live = np.zeros(cap, dtype=bool)
         self.n = 0
         self.hi = 0
-        self._nnz = 0     # entries with a coefficient ≠ 0
-        self._since = 0   # entries updated since the running sum was last exact
+        self._nnz = 0  # entries with a coefficient ≠ 0
+        self._since = 0  # entries updated since the running sum was last exact
 
     # ---------------------------------------------------------------- room
     @property
@@ -121,8 +121,9 @@ class ChangedSamples:
         return slots
 
     # ------------------------------------------------------------- entries
-    def model_points(self, handles: np.ndarray,
-                     rows: np.ndarray | None = None) -> tuple[Any, np.ndarray, Any]:
+    def model_points(
+        self, handles: np.ndarray, rows: np.ndarray | None = None
+    ) -> tuple[Any, np.ndarray, Any]:
         """``(points, z, src)`` of stored training samples: what :meth:`insert` takes.
 
         ``rows``: the samples' validated raw rows, for a linear model that keeps none.
@@ -133,8 +134,9 @@ class ChangedSamples:
         """``(points, z)`` of validated new rows ``X``: what :meth:`insert` takes."""
         raise NotImplementedError
 
-    def check_new(self, points: Any, z: np.ndarray, t: np.ndarray, loss: Loss,
-                  what: str = "X") -> np.ndarray:
+    def check_new(
+        self, points: Any, z: np.ndarray, t: np.ndarray, loss: Loss, what: str = "X"
+    ) -> np.ndarray:
         """``ℓ'(t, z)`` of new samples with points ``points``, scores ``z`` and targets ``t``;
         ValueError unless every quantity of the ball stays finite: ``‖Φ(x)‖ ≤ 1e100`` and
         ``|ℓ'(t, z)| ‖Φ(x)‖ ≤ 1e100`` (checked before anything changes)."""
@@ -151,8 +153,9 @@ class ChangedSamples:
             )
         return d1
 
-    def insert(self, points: Any, z: np.ndarray, c: np.ndarray | None = None,
-               src: np.ndarray | None = None) -> np.ndarray:
+    def insert(
+        self, points: Any, z: np.ndarray, c: np.ndarray | None = None, src: np.ndarray | None = None
+    ) -> np.ndarray:
         """New entries with coefficients ``c`` (default 0); their slots.
 
         Parameters
@@ -199,7 +202,7 @@ class ChangedSamples:
         self.z[slots] = 0.0
         self.n -= len(slots)
         if self.hi and not self.live[self.hi - 1]:
-            used = np.flatnonzero(self.live[:self.hi])
+            used = np.flatnonzero(self.live[: self.hi])
             self.hi = int(used[-1]) + 1 if used.size else 0
 
     def truncate(self, hi: int) -> None:
@@ -306,8 +309,9 @@ class LinearChanges(ChangedSamples):
             rows[:hi] = self.rows[:hi]
             self.rows = rows
 
-    def model_points(self, handles: np.ndarray,
-                     rows: np.ndarray | None = None) -> tuple[Any, np.ndarray, Any]:
+    def model_points(
+        self, handles: np.ndarray, rows: np.ndarray | None = None
+    ) -> tuple[Any, np.ndarray, Any]:
         prob = self.problem
         if rows is None:
             if not prob.keeps_rows:
@@ -370,7 +374,7 @@ class LinearChanges(ChangedSamples):
         self.dg = np.zeros(self.width)
 
     def _exact(self):
-        idx = np.flatnonzero(self.c[:self.hi])
+        idx = np.flatnonzero(self.c[: self.hi])
         self.dg = self.c[idx] @ self.rows_of(idx) if idx.size else np.zeros(self.width)
 
     def map(self, X: np.ndarray) -> Any:
@@ -429,8 +433,9 @@ class KernelChanges(ChangedSamples):
         G[:hi, :hi] = self.G[:hi, :hi]
         self.pts, self.G = pts, G
 
-    def model_points(self, handles: np.ndarray,
-                     rows: np.ndarray | None = None) -> tuple[Any, np.ndarray, Any]:
+    def model_points(
+        self, handles: np.ndarray, rows: np.ndarray | None = None
+    ) -> tuple[Any, np.ndarray, Any]:
         prob = self.problem
         z, _ = prob.scores(handles)
         return prob.rows[handles], z, handles
@@ -492,8 +497,13 @@ class KernelChanges(ChangedSamples):
         return self._beta_sq
 
     def half_gradient(self, C1: float, C2: float) -> tuple[np.ndarray | None, float]:
-        r2 = _ball.sq_radius(self.Q, self.beta_dot() if C1 != C2 else 0.0, C1=C1, C2=C2,
-                             beta_sq=self._beta_sq_norm() if C1 != C2 else None)
+        r2 = _ball.sq_radius(
+            self.Q,
+            self.beta_dot() if C1 != C2 else 0.0,
+            C1=C1,
+            C2=C2,
+            beta_sq=self._beta_sq_norm() if C1 != C2 else None,
+        )
         return None, float(np.sqrt(max(r2, 0.0)))
 
     def sphere(self, C1: float, C2: float, radius: float) -> Sphere:
@@ -505,5 +515,4 @@ class KernelChanges(ChangedSamples):
         dg = np.concatenate([np.zeros(A.size), self.c[:hi]])
         center = beta - _ball.half_gradient(beta, dg, C1=C1, C2=C2)
         kfun, kdiag = prob.kernel_functions()
-        return KernelSphere(center, np.vstack([prob.rows[A], self.pts[:hi]]), radius, kfun,
-                            kdiag)
+        return KernelSphere(center, np.vstack([prob.rows[A], self.pts[:hi]]), radius, kfun, kdiag)

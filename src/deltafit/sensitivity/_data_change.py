@@ -73,8 +73,9 @@ _M = TypeVar("_M", bound="MulticlassSensitivity")
 __all__ = ["METHODS", "MulticlassSensitivity", "Sensitivity", "for_model", "resolve_method"]
 
 
-def for_model(model: Any, C_new: float | str | Callable[[int], float] | None = None, *,
-              method: str = "auto") -> Sensitivity | MulticlassSensitivity:
+def for_model(
+    model: Any, C_new: float | str | Callable[[int], float] | None = None, *, method: str = "auto"
+) -> Sensitivity | MulticlassSensitivity:
     """The what-if object of a fitted deltafit estimator: a :class:`MulticlassSensitivity`
     for a classifier with K ≥ 3 classes (one binary what-if per one-vs-rest class), else a
     :class:`Sensitivity`.
@@ -198,13 +199,19 @@ class Sensitivity(PendingChange):
             return for_model(model, C_new, method=method)
         return super().__new__(cls)
 
-    def __init__(self, model: Any, C_new: float | str | Callable[[int], float] | None = None,
-                 *, problem: Any = None, method: str = "auto") -> None:
+    def __init__(
+        self,
+        model: Any,
+        C_new: float | str | Callable[[int], float] | None = None,
+        *,
+        problem: Any = None,
+        method: str = "auto",
+    ) -> None:
         loss = check_model(model if problem is None else problem)
         kind = resolve_method(method, loss)
         super().__init__(model, C_new, problem=problem, loss=loss)
         self._method = kind
-        self._shared = None       # parts shared with the other classes' objects (multiclass)
+        self._shared = None  # parts shared with the other classes' objects (multiclass)
         if method == "auto" and not region_class(kind).auto_applies(self._prob):
             self._method = FALLBACK  # e.g. no rows: the curvature region needs them
         self._coef_shape = (1, -1) if self._prob.classifier else (-1,)
@@ -219,8 +226,13 @@ class Sensitivity(PendingChange):
         rho = C2 / C1
         r, rnorm = self._store.half_gradient(C1, C2)
         self._r = r
-        parts = (C2, rho, 0.5 * (1.0 - rho), rnorm,
-                 _ball.certified_radius(rnorm, C1=C1, C2=C2, residual=self._eps))
+        parts = (
+            C2,
+            rho,
+            0.5 * (1.0 - rho),
+            rnorm,
+            _ball.certified_radius(rnorm, C1=C1, C2=C2, residual=self._eps),
+        )
         if not callable(self._c_new_spec) or isinstance(self._c_new_spec, str):
             self._cache = parts  # a user's callable is asked again at every query
         return parts
@@ -288,8 +300,9 @@ class Sensitivity(PendingChange):
         reg = self._region()
         if _dask_rows.is_dask(X):  # lazy: one task per row block
             check_feature_names(self._model, X)  # a dask DataFrame's columns, once
-            return _dask_rows.lazy_decision_bounds(reg.decision_bounds, X,
-                                                   partial(self._rows, names=False))
+            return _dask_rows.lazy_decision_bounds(
+                reg.decision_bounds, X, partial(self._rows, names=False)
+            )
         return reg.decision_bounds(self._rows(X))
 
     def tightness(self, X: ArrayLike | sp.spmatrix) -> np.ndarray:
@@ -387,15 +400,16 @@ class Sensitivity(PendingChange):
         dist = reg.distance_bound()
         if np.isinf(q):
             return float(min(v.max(initial=0.0), dist))
-        cor3 = float(np.sum(v ** q) ** (1.0 / q))
+        cor3 = float(np.sum(v**q) ** (1.0 / q))
         cap = dist if q >= 2 else dist * d ** (1.0 / q - 0.5)
         return min(cor3, cap)
 
     def __repr__(self):
-        return (f"Sensitivity({type(self._model).__name__}, added={self.n_added}, "
-                f"removed={self.n_removed}, relabeled={self.n_relabeled}, "
-                f"reweighted={self.n_reweighted})")
-
+        return (
+            f"Sensitivity({type(self._model).__name__}, added={self.n_added}, "
+            f"removed={self.n_removed}, relabeled={self.n_relabeled}, "
+            f"reweighted={self.n_reweighted})"
+        )
 
 
 class MulticlassSensitivity(PerClass):
@@ -458,17 +472,26 @@ class MulticlassSensitivity(PerClass):
     True
     """
 
-    def __init__(self, model: Any, C_new: float | str | Callable[[int], float] | None = None,
-                 *, method: str = "auto") -> None:
+    def __init__(
+        self,
+        model: Any,
+        C_new: float | str | Callable[[int], float] | None = None,
+        *,
+        method: str = "auto",
+    ) -> None:
         whole = model.problem_
         if not whole.n_classes:
-            raise ValueError("MulticlassSensitivity needs a model with three or more classes; "
-                             "use deltafit.sensitivity(model)")
+            raise ValueError(
+                "MulticlassSensitivity needs a model with three or more classes; "
+                "use deltafit.sensitivity(model)"
+            )
         self._model = model
         self.n_classes = int(whole.n_classes)
         self.classes_ = model.classes_
-        self._parts = [Sensitivity(model, C_new, problem=whole.for_class(k), method=method)
-                       for k in range(self.n_classes)]
+        self._parts = [
+            Sensitivity(model, C_new, problem=whole.for_class(k), method=method)
+            for k in range(self.n_classes)
+        ]
         shared: dict = {}  # what the classes' exact regions share: one factorisation, K right sides
         for part in self._parts:
             part._shared = shared
@@ -511,8 +534,9 @@ class MulticlassSensitivity(PerClass):
         return self._parts[0].C_new_
 
     # ------------------------------------------------------------------ change
-    def add(self, X: ArrayLike | sp.spmatrix, y: ArrayLike,
-            sample_weight: ArrayLike | None = None) -> np.ndarray:
+    def add(
+        self, X: ArrayLike | sp.spmatrix, y: ArrayLike, sample_weight: ArrayLike | None = None
+    ) -> np.ndarray:
         """Hypothetically add samples (labels among ``classes_``, weights ``sample_weight``,
         default 1); returns their ids.
 
@@ -520,14 +544,25 @@ class MulticlassSensitivity(PerClass):
         """
         return self._each("add", X, y, sample_weight)
 
-    def remove(self: _M, ids: ArrayLike | None = None, *, X: ArrayLike | None = None,
-               y: ArrayLike | None = None) -> _M:
+    def remove(
+        self: _M,
+        ids: ArrayLike | None = None,
+        *,
+        X: ArrayLike | None = None,
+        y: ArrayLike | None = None,
+    ) -> _M:
         """Hypothetically remove samples; see :meth:`Sensitivity.remove`.  Returns self."""
         self._each("remove", ids, X=X, y=y)
         return self
 
-    def relabel(self: _M, ids: ArrayLike | None, y: ArrayLike, *, X: ArrayLike | None = None,
-                y_old: ArrayLike | None = None) -> _M:
+    def relabel(
+        self: _M,
+        ids: ArrayLike | None,
+        y: ArrayLike,
+        *,
+        X: ArrayLike | None = None,
+        y_old: ArrayLike | None = None,
+    ) -> _M:
         """Hypothetically relabel samples; see :meth:`Sensitivity.relabel`.
 
         A relabel from class a to class b changes the problems of classes a and b only.
@@ -536,8 +571,14 @@ class MulticlassSensitivity(PerClass):
         self._each("relabel", ids, y, X=X, y_old=y_old)
         return self
 
-    def reweight(self: _M, ids: ArrayLike | None, sample_weight: ArrayLike, *,
-                 X: ArrayLike | None = None, y: ArrayLike | None = None) -> _M:
+    def reweight(
+        self: _M,
+        ids: ArrayLike | None,
+        sample_weight: ArrayLike,
+        *,
+        X: ArrayLike | None = None,
+        y: ArrayLike | None = None,
+    ) -> _M:
         """Hypothetically give samples new weights; see :meth:`Sensitivity.reweight`.
 
         A sample's weight multiplies its term in every class's problem, so every class's ball
@@ -582,8 +623,9 @@ class MulticlassSensitivity(PerClass):
         """
         parts = [p._center_bounds(X) for p in self._parts]
         s = np.column_stack([c for c, _, _ in parts])
-        _, certain = certain_argmax(np.column_stack([lo for _, lo, _ in parts]),
-                                    np.column_stack([hi for _, _, hi in parts]))
+        _, certain = certain_argmax(
+            np.column_stack([lo for _, lo, _ in parts]), np.column_stack([hi for _, _, hi in parts])
+        )
         return self.classes_[np.argmax(s, axis=1)], certain
 
     def coef_bounds(self) -> tuple[np.ndarray, np.ndarray]:
@@ -603,6 +645,8 @@ class MulticlassSensitivity(PerClass):
         return np.array([p.norm_change_bound(q) for p in self._parts])
 
     def __repr__(self):
-        return (f"MulticlassSensitivity({type(self._model).__name__}, "
-                f"n_classes={self.n_classes}, added={self.n_added}, removed={self.n_removed}, "
-                f"relabeled={self.n_relabeled})")
+        return (
+            f"MulticlassSensitivity({type(self._model).__name__}, "
+            f"n_classes={self.n_classes}, added={self.n_added}, removed={self.n_removed}, "
+            f"relabeled={self.n_relabeled})"
+        )

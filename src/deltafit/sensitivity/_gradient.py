@@ -26,10 +26,16 @@ from deltafit.sensitivity.regions._sphere import (
 __all__ = ["gradient_sphere", "model_gradient_sphere", "CertainSigns"]
 
 
-def gradient_sphere(coef: ArrayLike, grad: ArrayLike, *, points: ArrayLike | None = None,
-                    kernel: Any = None, diagonal: Callable[..., Any] | None = None,
-                    grad_norm: float | None = None,
-                    features: Callable[..., Any] | None = None) -> PrimalSphere | KernelSphere:
+def gradient_sphere(
+    coef: ArrayLike,
+    grad: ArrayLike,
+    *,
+    points: ArrayLike | None = None,
+    kernel: Any = None,
+    diagonal: Callable[..., Any] | None = None,
+    grad_norm: float | None = None,
+    features: Callable[..., Any] | None = None,
+) -> PrimalSphere | KernelSphere:
     """The ball ``(coef − grad/2, ‖grad‖/2)`` that contains the optimum.
 
     Theorem 6 of Okumura et al. (2015), "Quick sensitivity analysis for incremental data
@@ -151,11 +157,13 @@ def model_gradient_sphere(model: Any) -> PrimalSphere | KernelSphere:
         K = prob.gram(A)
         g = prob.gradient()
         kfun, kdiag = prob.kernel_functions()
-        return KernelSphere(alpha - 0.5 * g, prob.rows[A], 0.5 * np.sqrt(max(g @ K @ g, 0.0)),
-                            kfun, kdiag)
+        return KernelSphere(
+            alpha - 0.5 * g, prob.rows[A], 0.5 * np.sqrt(max(g @ K @ g, 0.0)), kfun, kdiag
+        )
     if not prob.keeps_rows:
-        raise ValueError("this model keeps no training rows (keep_data=False); the gradient "
-                         "ball needs them")
+        raise ValueError(
+            "this model keeps no training rows (keep_data=False); the gradient ball needs them"
+        )
     beta = np.array(prob.coef)
     g = prob.gradient()
     return PrimalSphere(beta - 0.5 * g, 0.5 * np.linalg.norm(g), features=_Features(prob))
@@ -210,8 +218,13 @@ class CertainSigns:
     True
     """
 
-    def __init__(self, eta: ArrayLike | None = None, *, cross_kernel: ArrayLike | None = None,
-                 sq_norms: ArrayLike | None = None) -> None:
+    def __init__(
+        self,
+        eta: ArrayLike | None = None,
+        *,
+        cross_kernel: ArrayLike | None = None,
+        sq_norms: ArrayLike | None = None,
+    ) -> None:
         if (eta is None) == (cross_kernel is None):
             raise ValueError("give either eta (primal form) or cross_kernel and sq_norms")
         if eta is not None:

@@ -162,8 +162,9 @@ class IncrementalSphere:
             return MulticlassIncrementalSphere(model, capacity=capacity, region=region)
         return super().__new__(cls)
 
-    def __init__(self, model: Any, *, capacity: int = 64, problem: Any = None,
-                 region: str = "sphere") -> None:
+    def __init__(
+        self, model: Any, *, capacity: int = 64, problem: Any = None, region: str = "sphere"
+    ) -> None:
         self._loss = check_model(model if problem is None else problem, "an incremental sphere")
         _check_capacity(capacity)
         self.region = _check_region(region)
@@ -173,13 +174,13 @@ class IncrementalSphere:
         self._eps = certified_residual(prob)
         # the entries of A ∪ R: points, scores under β₁, coefficients γ (Sivan et al. eq. 4)
         self._store = changes_for(prob, int(capacity))
-        self._keys: dict[int, int] = {}    # key -> slot
+        self._keys: dict[int, int] = {}  # key -> slot
         self._model_id = np.full(int(capacity), -1, dtype=np.int64)  # the model sample of R
-        self._in_R: dict[int, int] = {}    # model id -> key
+        self._in_R: dict[int, int] = {}  # model id -> key
         self._next_key = 0
         self.n_added = 0
         self.n_removed = 0
-        self._T: list | None = None        # tracked points: (pts, z, ⟨Φ, Δg⟩, ‖Φ‖)
+        self._T: list | None = None  # tracked points: (pts, z, ⟨Φ, Δg⟩, ‖Φ‖)
         if self.region == "curvature":
             # what the region is rebuilt from: the added samples as given (raw rows, labels,
             # weights; by slot), the tracked points' raw rows, the last region and its version
@@ -187,7 +188,7 @@ class IncrementalSphere:
             self._raw = [None] * int(capacity)
             self._T_raw: Any = None
             self._version = 0
-            self._cache = None             # (version, what-if, tracked (center, lo, hi))
+            self._cache = None  # (version, what-if, tracked (center, lo, hi))
 
     # -------------------------------------------------------------- helpers
     @property
@@ -203,8 +204,9 @@ class IncrementalSphere:
 
     def _points(self, X):
         model = self._model
-        return self._store.map(check_rows(X, model.n_features_in_, "X", type(model).__name__,
-                                          sparse="dense"))
+        return self._store.map(
+            check_rows(X, model.n_features_in_, "X", type(model).__name__, sparse="dense")
+        )
 
     def _insert(self, P, z, gamma, src=None, model_ids=None):
         """Entries with points ``P``, scores ``z`` and coefficients ``gamma`` join ``A ∪ R``;
@@ -228,8 +230,9 @@ class IncrementalSphere:
         return keys
 
     # ---------------------------------------------------------------- changes
-    def add(self, X: ArrayLike | sp.spmatrix, y: ArrayLike,
-            sample_weight: ArrayLike | None = None) -> np.ndarray:
+    def add(
+        self, X: ArrayLike | sp.spmatrix, y: ArrayLike, sample_weight: ArrayLike | None = None
+    ) -> np.ndarray:
         """Add samples to ``A`` (hypothetically: nothing is retrained).
 
         Parameters
@@ -247,8 +250,9 @@ class IncrementalSphere:
         """
         P, t, z, w = self._checked_add(X, y, sample_weight)
         if self.region == "curvature":
-            Xa = check_rows(X, self._model.n_features_in_, "X", type(self._model).__name__,
-                            sparse="dense")
+            Xa = check_rows(
+                X, self._model.n_features_in_, "X", type(self._model).__name__, sparse="dense"
+            )
             return self._add_scored(P, t, z, w, raw=(Xa, np.asarray(y)))
         return self._add_scored(P, t, z, w)
 
@@ -424,8 +428,11 @@ class IncrementalSphere:
             added = [self._raw[i] for i in slots[mids < 0].tolist()]
             if added:  # first: removing every old sample is allowed once A is in
                 w = np.array([a[2] for a in added])
-                wi.add(np.stack([a[0] for a in added]), np.array([a[1] for a in added]),
-                       sample_weight=None if np.all(w == 1.0) else w)
+                wi.add(
+                    np.stack([a[0] for a in added]),
+                    np.array([a[1] for a in added]),
+                    sample_weight=None if np.all(w == 1.0) else w,
+                )
             if np.any(mids >= 0):
                 wi.remove(mids[mids >= 0])
         self._cache = [self._version, wi, None]
@@ -449,11 +456,16 @@ class IncrementalSphere:
         if P is X:
             P = P.copy()  # type: ignore[union-attr]  # ``is`` narrows P to X's input type
         store = self._store
-        self._T = [P, store.beta_scores(P), store.scores(P),
-                   np.sqrt(np.maximum(store.sq_norms(P), 0.0))]
+        self._T = [
+            P,
+            store.beta_scores(P),
+            store.scores(P),
+            np.sqrt(np.maximum(store.sq_norms(P), 0.0)),
+        ]
         if self.region == "curvature":
-            self._T_raw = check_rows(X, self._model.n_features_in_, "X",
-                                     type(self._model).__name__, sparse="dense").copy()
+            self._T_raw = check_rows(
+                X, self._model.n_features_in_, "X", type(self._model).__name__, sparse="dense"
+            ).copy()
             if self._cache is not None:
                 self._cache[2] = None
         return self
@@ -498,13 +510,14 @@ class IncrementalSphere:
 
     def __repr__(self):
         extra = "" if self.region == "sphere" else f", region={self.region!r}"
-        return (f"IncrementalSphere({type(self._model).__name__}, added={self.n_added}, "
-                f"removed={self.n_removed}, r_norm={self.r_norm:.4g}{extra})")
+        return (
+            f"IncrementalSphere({type(self._model).__name__}, added={self.n_added}, "
+            f"removed={self.n_removed}, r_norm={self.r_norm:.4g}{extra})"
+        )
 
 
 def _check_capacity(capacity):
-    if isinstance(capacity, bool) or not isinstance(capacity, (int, np.integer)) or \
-            capacity < 1:
+    if isinstance(capacity, bool) or not isinstance(capacity, (int, np.integer)) or capacity < 1:
         raise ValueError(f"capacity must be a positive integer, got {capacity!r}")
 
 
@@ -573,8 +586,10 @@ class MulticlassIncrementalSphere(PerClass):
     def __init__(self, model: Any, *, capacity: int = 64, region: str = "sphere") -> None:
         whole = model.problem_
         if not n_classes(model):
-            raise ValueError("MulticlassIncrementalSphere needs a model with three or more "
-                             "classes; use IncrementalSphere(model)")
+            raise ValueError(
+                "MulticlassIncrementalSphere needs a model with three or more "
+                "classes; use IncrementalSphere(model)"
+            )
         check_model(whole.for_class(0), "an incremental sphere")
         _check_capacity(capacity)
         self.region = _check_region(region)
@@ -582,9 +597,10 @@ class MulticlassIncrementalSphere(PerClass):
         self._prob = whole
         self.n_classes = int(whole.n_classes)
         self.classes_ = model.classes_
-        self._parts = [IncrementalSphere(model, capacity=capacity, problem=whole.for_class(k),
-                                         region=region)
-                       for k in range(self.n_classes)]
+        self._parts = [
+            IncrementalSphere(model, capacity=capacity, problem=whole.for_class(k), region=region)
+            for k in range(self.n_classes)
+        ]
         self.C = self._parts[0].C
 
     @property
@@ -593,8 +609,9 @@ class MulticlassIncrementalSphere(PerClass):
         return self._prob
 
     # ---------------------------------------------------------------- changes
-    def add(self, X: ArrayLike | sp.spmatrix, y: ArrayLike,
-            sample_weight: ArrayLike | None = None) -> np.ndarray:
+    def add(
+        self, X: ArrayLike | sp.spmatrix, y: ArrayLike, sample_weight: ArrayLike | None = None
+    ) -> np.ndarray:
         """Add samples to ``A`` of every class's ball; see :meth:`IncrementalSphere.add`.
 
         Returns
@@ -605,8 +622,10 @@ class MulticlassIncrementalSphere(PerClass):
         raw = None
         if self.region == "curvature":
             model = self._model
-            raw = (check_rows(X, model.n_features_in_, "X", type(model).__name__,
-                              sparse="dense"), np.asarray(y))
+            raw = (
+                check_rows(X, model.n_features_in_, "X", type(model).__name__, sparse="dense"),
+                np.asarray(y),
+            )
         keys: Any = None  # every class has accepted the samples: nothing below refuses them
         for part, args in zip(self._parts, checked):
             keys = part._add_scored(*args, raw=raw)
@@ -691,13 +710,15 @@ class MulticlassIncrementalSphere(PerClass):
 
     def __repr__(self):
         extra = "" if self.region == "sphere" else f", region={self.region!r}"
-        return (f"MulticlassIncrementalSphere({type(self._model).__name__}, "
-                f"n_classes={self.n_classes}, added={self.n_added}, removed={self.n_removed}"
-                f"{extra})")
+        return (
+            f"MulticlassIncrementalSphere({type(self._model).__name__}, "
+            f"n_classes={self.n_classes}, added={self.n_added}, removed={self.n_removed}"
+            f"{extra})"
+        )
 
 
 def _grown(a, cap):
     """``a`` with room for ``cap`` slots, the new ones -1."""
     b = np.full(cap, -1, dtype=a.dtype)
-    b[:a.shape[0]] = a
+    b[: a.shape[0]] = a
     return b

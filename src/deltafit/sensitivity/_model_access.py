@@ -15,8 +15,16 @@ from deltafit.models import FittedProblem, ScoreFunction
 if TYPE_CHECKING:
     from deltafit.losses import Loss
 
-__all__ = ["COVERED_LOSSES", "ScoreFunction", "certified_residual", "check_model", "fitted_C",
-           "kernel_functions", "n_classes", "problem"]
+__all__ = [
+    "COVERED_LOSSES",
+    "ScoreFunction",
+    "certified_residual",
+    "check_model",
+    "fitted_C",
+    "kernel_functions",
+    "n_classes",
+    "problem",
+]
 
 COVERED_LOSSES = ("squared", "logistic", "squared_hinge")
 

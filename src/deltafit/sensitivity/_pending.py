@@ -69,8 +69,14 @@ class PendingChange:
         The problem's loss, checked by the caller.
     """
 
-    def __init__(self, model: Any, C_new: float | str | Callable[[int], float] | None = None,
-                 *, problem: Any = None, loss: Loss) -> None:
+    def __init__(
+        self,
+        model: Any,
+        C_new: float | str | Callable[[int], float] | None = None,
+        *,
+        problem: Any = None,
+        loss: Loss,
+    ) -> None:
         self._loss = loss
         self._model = model
         self._prob = prob = model.problem_ if problem is None else problem
@@ -88,16 +94,16 @@ class PendingChange:
         self._index: dict[int, int] = {}  # id -> entry, built lazily from _pending (see _lookup)
         self._pending: list = []  # (ids, first entry) blocks not yet in _index
         self._ids = np.empty(0, dtype=np.int64)  # grown with the store
-        self._y0 = np.empty(0)    # label in D₁ (NaN for additions)
-        self._y = np.empty(0)     # label in D₂ (NaN when absent from D₂)
-        self._w0 = np.empty(0)    # weight in D₁ (0 for additions)
-        self._w = np.empty(0)     # weight in D₂
-        self._n_rw = 0            # entries in D₁ and D₂ with a weight other than in D₁
+        self._y0 = np.empty(0)  # label in D₁ (NaN for additions)
+        self._y = np.empty(0)  # label in D₂ (NaN when absent from D₂)
+        self._w0 = np.empty(0)  # weight in D₁ (0 for additions)
+        self._w = np.empty(0)  # weight in D₂
+        self._n_rw = 0  # entries in D₁ and D₂ with a weight other than in D₁
         self._counts = [0, 0, 0]  # removed, added, relabelled
         # what the queries computed from the pending change: cleared at every change
-        self._cache = None        # the parts of the ball
-        self._r = None            # r of the ball (linear models), with the cache
-        self._reg = None          # the region of the pending change
+        self._cache = None  # the parts of the ball
+        self._r = None  # r of the ball (linear models), with the cache
+        self._reg = None  # the region of the pending change
         self._history: list = []
 
     # ------------------------------------------------------------------ state
@@ -173,7 +179,8 @@ class PendingChange:
         cap = self._store.capacity
         if self._ids.shape[0] < cap:
             self._ids, self._y0, self._y, self._w0, self._w = (
-                _grown(a, cap, m) for a in (self._ids, self._y0, self._y, self._w0, self._w))
+                _grown(a, cap, m) for a in (self._ids, self._y0, self._y, self._w0, self._w)
+            )
         self._ids[slots], self._y0[slots], self._y[slots] = ids, y0, y
         if w0 is None:
             w0 = 1.0
@@ -216,8 +223,9 @@ class PendingChange:
     def _rw_count(self, idx, sign):
         """Add ``sign`` × the entries of ``idx`` present in D₁ and D₂ with another weight."""
         y0, y = self._y0[idx], self._y[idx]
-        self._n_rw += sign * int(np.count_nonzero((y0 == y0) & (y == y) &
-                                                  (self._w[idx] != self._w0[idx])))
+        self._n_rw += sign * int(
+            np.count_nonzero((y0 == y0) & (y == y) & (self._w[idx] != self._w0[idx]))
+        )
 
     def _commit(self, idx, y, first_new=None, w=None):
         before = (self._y[idx].copy(), self._w[idx].copy())
@@ -246,7 +254,8 @@ class PendingChange:
                 if rows_X is None:
                     raise ValueError(
                         "this model keeps no training rows (keep_data=False): pass the "
-                        f"samples' rows as X to {action} them") from None
+                        f"samples' rows as X to {action} them"
+                    ) from None
                 raise
         all_fresh = bool(fresh.all())
         if not fresh.any():
@@ -265,8 +274,21 @@ class PendingChange:
         out[fresh] = new
         return out
 
-    def _append(self, ids, y0, y, points, z, c, first_new=None, removed=0, added=0, src=None,
-                w0=None, w=None):
+    def _append(
+        self,
+        ids,
+        y0,
+        y,
+        points,
+        z,
+        c,
+        first_new=None,
+        removed=0,
+        added=0,
+        src=None,
+        w0=None,
+        w=None,
+    ):
         """Append entries already in their final state (coefficients ``c``), with one history
         record — the lean path of the common additions and removals."""
         slots = self._insert(ids, y0, y, points, z, c, src, w0, w)
@@ -290,8 +312,9 @@ class PendingChange:
         if prob.weighted:  # a removed sample takes its weighted term out: −w ℓ'
             w0 = prob.weights[slots]
             c *= w0
-        self._append(ids, y0, np.full(ids.size, np.nan), points, z, c,
-                     removed=ids.size, src=src, w0=w0)
+        self._append(
+            ids, y0, np.full(ids.size, np.nan), points, z, c, removed=ids.size, src=src, w0=w0
+        )
 
     def _split_ids(self, ids: Any, what: str) -> tuple[np.ndarray, np.ndarray]:
         ids = check_ids(ids, what)
@@ -302,8 +325,9 @@ class PendingChange:
             raise ValueError(f"unknown sample {what} (not in the model): {unknown[:10]}")
         return ids, hyp
 
-    def add(self, X: ArrayLike | sp.spmatrix, y: ArrayLike,
-            sample_weight: ArrayLike | None = None) -> np.ndarray:
+    def add(
+        self, X: ArrayLike | sp.spmatrix, y: ArrayLike, sample_weight: ArrayLike | None = None
+    ) -> np.ndarray:
         """Hypothetically add samples.
 
         Parameters
@@ -325,8 +349,7 @@ class PendingChange:
         model = self._model
         name = type(model).__name__
         check_feature_names(model, X)  # the names as the model's predict checks them
-        Xa = check_rows(X, model.n_features_in_, "X", name, finite=self._kernel,
-                        sparse="dense")
+        Xa = check_rows(X, model.n_features_in_, "X", name, finite=self._kernel, sparse="dense")
         ta = self._prob.encode_targets(y, what="y")
         if ta.shape[0] != Xa.shape[0]:
             raise ValueError(f"X has {Xa.shape[0]} rows but y has {ta.shape[0]} labels")
@@ -338,20 +361,34 @@ class PendingChange:
         d1 = self._store.check_new(points, z, ta, self._loss)
         if wa is not None:
             d1 = wa * d1
-        self._append(ids, np.full(ids.size, np.nan), ta, points, z, d1,
-                     (self._m, self._next_hid), added=ids.size, w0=0.0,
-                     w=1.0 if wa is None else wa)
+        self._append(
+            ids,
+            np.full(ids.size, np.nan),
+            ta,
+            points,
+            z,
+            d1,
+            (self._m, self._next_hid),
+            added=ids.size,
+            w0=0.0,
+            w=1.0 if wa is None else wa,
+        )
         self._next_hid += Xa.shape[0]
         return ids
 
     def _drop_entries(self, m0):
         index = self._lookup()
-        for j in self._ids[m0: self._m].tolist():
+        for j in self._ids[m0 : self._m].tolist():
             index.pop(j, None)
         self._store.truncate(m0)
 
-    def remove(self: _P, ids: ArrayLike | None = None, *, X: ArrayLike | None = None,
-               y: ArrayLike | None = None) -> _P:
+    def remove(
+        self: _P,
+        ids: ArrayLike | None = None,
+        *,
+        X: ArrayLike | None = None,
+        y: ArrayLike | None = None,
+    ) -> _P:
         """Hypothetically remove samples: model samples or earlier hypothetical additions.
 
         Parameters
@@ -375,8 +412,11 @@ class PendingChange:
             raise ValueError("this model keeps its training rows: remove samples by id")
         ids, hyp = self._split_ids(ids, "ids")
         any_hyp = hyp.any()
-        if not any_hyp and self._prob.keeps_rows and \
-                (self._m == 0 or not any(i in self._lookup() for i in ids.tolist())):
+        if (
+            not any_hyp
+            and self._prob.keeps_rows
+            and (self._m == 0 or not any(i in self._lookup() for i in ids.tolist()))
+        ):
             self._remove_fresh(ids)
             return self
         idx = np.full(ids.size, -1, dtype=np.intp)
@@ -387,24 +427,29 @@ class PendingChange:
             if not any_hyp:
                 idx = self._model_entries(ids, X, y, "remove")
             elif not hyp.all():
-                idx[~hyp] = self._model_entries(ids[~hyp], _rows_at(X, ~hyp),
-                                                _rows_at(y, ~hyp), "remove")
+                idx[~hyp] = self._model_entries(
+                    ids[~hyp], _rows_at(X, ~hyp), _rows_at(y, ~hyp), "remove"
+                )
             yi = self._y[idx]
             gone = yi != yi
             if gone.any():
                 raise ValueError(f"samples already removed: {ids[gone][:10].tolist()}")
             if self.n_new - ids.size < 1:
-                raise ValueError(
-                    "the change would remove every sample; a model needs at least one"
-                )
+                raise ValueError("the change would remove every sample; a model needs at least one")
             self._commit(idx, np.full(ids.size, np.nan))
         except BaseException:
             self._drop_entries(m0)
             raise
         return self
 
-    def relabel(self: _P, ids: ArrayLike | None, y: ArrayLike, *, X: ArrayLike | None = None,
-                y_old: ArrayLike | None = None) -> _P:
+    def relabel(
+        self: _P,
+        ids: ArrayLike | None,
+        y: ArrayLike,
+        *,
+        X: ArrayLike | None = None,
+        y_old: ArrayLike | None = None,
+    ) -> _P:
         """Hypothetically change the labels of samples (model samples or additions).
 
         Parameters
@@ -455,8 +500,14 @@ class PendingChange:
             idx[~hyp] = self._model_entries(ids[~hyp], rows, old, verb)
         return idx
 
-    def reweight(self: _P, ids: ArrayLike | None, sample_weight: ArrayLike, *,
-                 X: ArrayLike | None = None, y: ArrayLike | None = None) -> _P:
+    def reweight(
+        self: _P,
+        ids: ArrayLike | None,
+        sample_weight: ArrayLike,
+        *,
+        X: ArrayLike | None = None,
+        y: ArrayLike | None = None,
+    ) -> _P:
         """Hypothetically give samples (model samples or additions) new weights.
 
         A reweight ``w → w'`` changes the data term by ``C (w' − w) ℓ_i``, so Δg gains

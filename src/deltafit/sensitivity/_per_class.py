@@ -48,8 +48,9 @@ def certain_argmax(lo: ArrayLike, hi: ArrayLike) -> tuple[np.ndarray, np.ndarray
     lo = np.asarray(lo, dtype=np.float64)
     hi = np.asarray(hi, dtype=np.float64)
     if lo.ndim != 2 or lo.shape != hi.shape or lo.shape[1] < 2:
-        raise ValueError(f"lo and hi must both have shape (n, K) with K >= 2, got {lo.shape} "
-                         f"and {hi.shape}")
+        raise ValueError(
+            f"lo and hi must both have shape (n, K) with K >= 2, got {lo.shape} and {hi.shape}"
+        )
     n = lo.shape[0]
     top = np.argmax(lo, axis=1)
     rows = np.arange(n)
@@ -69,8 +70,11 @@ class PerClass:
     def for_class(self, k: int) -> Any:
         """The binary object of class ``k`` (index into ``classes_``): its changes are those
         of this object."""
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or \
-                not 0 <= k < self.n_classes:
+        if (
+            isinstance(k, bool)
+            or not isinstance(k, (int, np.integer))
+            or not 0 <= k < self.n_classes
+        ):
             raise ValueError(f"class index must be an int in [0, {self.n_classes}), got {k!r}")
         return self._parts[int(k)]
 

@@ -28,12 +28,12 @@ def validate_rows(est: BaseEstimator, X: ArrayLike, *, reset: bool) -> NDArray[n
 
 
 @overload
-def validate_rows(est: BaseEstimator, X: ArrayLike, y: ArrayLike | None, *,
-                  reset: bool) -> tuple[NDArray[np.float64], NDArray[Any]]: ...
+def validate_rows(
+    est: BaseEstimator, X: ArrayLike, y: ArrayLike | None, *, reset: bool
+) -> tuple[NDArray[np.float64], NDArray[Any]]: ...
 
 
-def validate_rows(est: BaseEstimator, X: ArrayLike, y: Any = _ROWS_ONLY, *,
-                  reset: bool) -> Any:
+def validate_rows(est: BaseEstimator, X: ArrayLike, y: Any = _ROWS_ONLY, *, reset: bool) -> Any:
     """``validate_data`` as the stream learners call it: dense float64 rows in C order and,
     when ``y`` is given (None too: it is refused), numeric targets unless ``est`` is a
     classifier."""
@@ -59,14 +59,21 @@ class StreamLinearModel(BaseEstimator):
         "fit_intercept": ["boolean"],
         "intercept_scaling": [Number(Real, 0, np.inf, closed="neither")],
         "shuffle": ["boolean"],
-        "random_state": [None, Number(Integral, None, None, closed="neither"),
-                         np.random.RandomState],
+        "random_state": [
+            None,
+            Number(Integral, None, None, closed="neither"),
+            np.random.RandomState,
+        ],
     }
 
     # ----------------------------------------------------------- hyper-parameters
-    def __init__(self, fit_intercept: bool = True, intercept_scaling: float = 1.0,
-                 shuffle: bool = False,
-                 random_state: int | np.random.RandomState | None = None) -> None:
+    def __init__(
+        self,
+        fit_intercept: bool = True,
+        intercept_scaling: float = 1.0,
+        shuffle: bool = False,
+        random_state: int | np.random.RandomState | None = None,
+    ) -> None:
         # the parameters both learners share (_parameter_constraints); each subclass's
         # __init__ lists them after its own two and passes them on
         self.fit_intercept = fit_intercept
@@ -130,8 +137,7 @@ class StreamLinearModel(BaseEstimator):
         self._pass(X, t, order)
         return self
 
-    def partial_fit(self: _T, X: ArrayLike, y: ArrayLike,
-                    classes: ArrayLike | None = None) -> _T:
+    def partial_fit(self: _T, X: ArrayLike, y: ArrayLike, classes: ArrayLike | None = None) -> _T:
         """Continue the pass with the rows of ``X``, in order (an unfitted model starts at 0).
 
         Parameters
@@ -169,10 +175,10 @@ class StreamLinearModel(BaseEstimator):
 
         d0 = self.n_features_in_
         s, z = self._state, np.zeros(d - d0)
-        if self._kind == _kernels.PEGASOS:   # [v (d0), v_icpt, scale, t, |v|^2]
+        if self._kind == _kernels.PEGASOS:  # [v (d0), v_icpt, scale, t, |v|^2]
             parts = [s[:d0], z, s[d0:]]
-        else:                                # [w (d0), w_icpt, wbar (d0), wbar_icpt, t, sum]
-            parts = [s[:d0], z, s[d0:2 * d0 + 1], z, s[2 * d0 + 1:]]
+        else:  # [w (d0), w_icpt, wbar (d0), wbar_icpt, t, sum]
+            parts = [s[:d0], z, s[d0 : 2 * d0 + 1], z, s[2 * d0 + 1 :]]
         self._state = np.concatenate(parts)
         self.n_features_in_ = d
 
@@ -198,8 +204,10 @@ class StreamLinearModel(BaseEstimator):
             pending = list(self.__dict__.get("_pending", []))
             if pending and pending[0][0].shape[1] != row.shape[1]:
                 if not grows:
-                    raise ValueError(f"x has {row.shape[1]} features, but the earlier samples "
-                                     f"have {pending[0][0].shape[1]}")
+                    raise ValueError(
+                        f"x has {row.shape[1]} features, but the earlier samples "
+                        f"have {pending[0][0].shape[1]}"
+                    )
                 pending = [(pad(r, row.shape[1]), label) for r, label in pending]
             self._pending = pending + [(np.array(row, dtype=np.float64), y)]
             labels = np.unique(np.asarray([p[1] for p in self._pending]))
@@ -258,8 +266,10 @@ class StreamLinearModel(BaseEstimator):
         check_is_fitted(self, "_state")
         s = np.asarray(snapshot, dtype=np.float64)
         if s.shape != self._state.shape or not np.all(np.isfinite(s)):
-            raise ValueError(f"a snapshot of this learner is a finite vector of shape "
-                             f"{self._state.shape}, got {s.shape}")
+            raise ValueError(
+                f"a snapshot of this learner is a finite vector of shape "
+                f"{self._state.shape}, got {s.shape}"
+            )
         self._state[:] = s
         return self
 

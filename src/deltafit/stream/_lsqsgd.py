@@ -74,12 +74,21 @@ class LSQSGD(RegressorMixin, StreamLinearModel):
         "radius": [Number(Real, 0, np.inf, closed="right")],  # inf: no projection
     }
 
-    def __init__(self, alpha: float | None = None, radius: float = 1.0,
-                 fit_intercept: bool = True, intercept_scaling: float = 1.0,
-                 shuffle: bool = False,
-                 random_state: int | np.random.RandomState | None = None) -> None:
-        super().__init__(fit_intercept=fit_intercept, intercept_scaling=intercept_scaling,
-                         shuffle=shuffle, random_state=random_state)
+    def __init__(
+        self,
+        alpha: float | None = None,
+        radius: float = 1.0,
+        fit_intercept: bool = True,
+        intercept_scaling: float = 1.0,
+        shuffle: bool = False,
+        random_state: int | np.random.RandomState | None = None,
+    ) -> None:
+        super().__init__(
+            fit_intercept=fit_intercept,
+            intercept_scaling=intercept_scaling,
+            shuffle=shuffle,
+            random_state=random_state,
+        )
         self.alpha = alpha
         self.radius = radius
 

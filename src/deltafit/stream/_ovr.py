@@ -114,14 +114,16 @@ class OneVsRest(ClassifierMixin, BaseEstimator):
             raise ValueError(
                 "OneVsRest needs a scikit-learn binary classifier with partial_fit and "
                 f"decision_function (e.g. deltafit.stream.Pegasos or NORMA), got "
-                f"{type(est).__name__}")
+                f"{type(est).__name__}"
+            )
 
     @staticmethod
     def _classes_of(classes, what):
         c = np.unique(np.asarray(classes))
         if c.ndim != 1 or c.size < 2:
-            raise ValueError(f"{what} has one class ({c.tolist()}): OneVsRest needs at least "
-                             "two classes")
+            raise ValueError(
+                f"{what} has one class ({c.tolist()}): OneVsRest needs at least two classes"
+            )
         return c
 
     def _labels(self, y):
@@ -132,8 +134,10 @@ class OneVsRest(ClassifierMixin, BaseEstimator):
     def _check_within(self, y, classes, what):
         unseen = np.setdiff1d(np.unique(y), classes)
         if unseen.size:
-            raise ValueError(f"y has labels {unseen.tolist()[:10]} that are not in {what} "
-                             f"{classes.tolist()[:10]}")
+            raise ValueError(
+                f"y has labels {unseen.tolist()[:10]} that are not in {what} "
+                f"{classes.tolist()[:10]}"
+            )
 
     # --------------------------------------------------------------- learning
     def _start(self, classes):
@@ -182,8 +186,7 @@ class OneVsRest(ClassifierMixin, BaseEstimator):
                 est.partial_fit(X, t, classes=_CODES)
         return self
 
-    def partial_fit(self: _T, X: ArrayLike, y: ArrayLike,
-                    classes: ArrayLike | None = None) -> _T:
+    def partial_fit(self: _T, X: ArrayLike, y: ArrayLike, classes: ArrayLike | None = None) -> _T:
         """Learn the rows of ``X`` in order; nothing changes when the input is refused.
 
         Parameters
@@ -207,8 +210,9 @@ class OneVsRest(ClassifierMixin, BaseEstimator):
                 X, y = validate_rows(self, X, y, reset=True)
                 y = self._labels(y)
                 given = classes if classes is not None else self.classes
-                known = self._classes_of(y if given is None else given,
-                                         "y" if given is None else "classes")
+                known = self._classes_of(
+                    y if given is None else given, "y" if given is None else "classes"
+                )
                 self._check_within(y, known, "classes")
             except BaseException:
                 for a in ("n_features_in_", "feature_names_in_"):
@@ -219,9 +223,12 @@ class OneVsRest(ClassifierMixin, BaseEstimator):
             X, y = validate_rows(self, X, y, reset=False)
             y = self._labels(y)
             if classes is not None and not np.array_equal(
-                    np.unique(np.asarray(classes)), self.classes_):
-                raise ValueError(f"classes={np.asarray(classes).tolist()} differs from the "
-                                 f"classes_ {self.classes_.tolist()} of the first call")
+                np.unique(np.asarray(classes)), self.classes_
+            ):
+                raise ValueError(
+                    f"classes={np.asarray(classes).tolist()} differs from the "
+                    f"classes_ {self.classes_.tolist()} of the first call"
+                )
             self._check_within(y, self.classes_, "classes_")
         self._feed(X, y)
         return self
@@ -244,8 +251,10 @@ class OneVsRest(ClassifierMixin, BaseEstimator):
         ignore them.
         """
         if not hasattr(self, "estimators_") and self.classes is None:
-            raise ValueError("OneVsRest.learn_one needs every class before the first sample: "
-                             "give classes=[...] (a one-vs-rest learner cannot start late)")
+            raise ValueError(
+                "OneVsRest.learn_one needs every class before the first sample: "
+                "give classes=[...] (a one-vs-rest learner cannot start late)"
+            )
         if not isinstance(x, dict):
             return self.partial_fit(as_row(self, x), [y])
         with atomic(self):  # a refused sample adds no feature and grows nothing
@@ -253,7 +262,7 @@ class OneVsRest(ClassifierMixin, BaseEstimator):
             d = self.__dict__.get("n_features_in_")
             if d is not None and row.shape[1] > d:
                 if all(callable(getattr(e, "_grow", None)) for e in self.estimators_):
-                    check_rows(row, None, "x", "OneVsRest")            # all checked before
+                    check_rows(row, None, "x", "OneVsRest")  # all checked before
                     self._check_within(self._labels([y]), self.classes_, "classes_")
                     self.estimators_ = [_copy(e) for e in self.estimators_]
                     self._grow(row.shape[1])
@@ -296,16 +305,18 @@ class OneVsRest(ClassifierMixin, BaseEstimator):
         """The learners' states (:meth:`restore`; TreeCV's save/revert)."""
         check_is_fitted(self, "estimators_")
         if not callable(getattr(self.estimators_[0], "snapshot", None)):
-            raise ValueError(f"{type(self.estimator).__name__} has no snapshot(); use "
-                             "TreeCV's strategy='copy'")
+            raise ValueError(
+                f"{type(self.estimator).__name__} has no snapshot(); use TreeCV's strategy='copy'"
+            )
         return [e.snapshot() for e in self.estimators_]
 
     def restore(self: _T, snapshot: list[Any]) -> _T:
         """Put back the states returned by :meth:`snapshot`."""
         check_is_fitted(self, "estimators_")
         if not isinstance(snapshot, list) or len(snapshot) != len(self.estimators_):
-            raise ValueError(f"a snapshot of this OneVsRest is a list of "
-                             f"{len(self.estimators_)} learner states")
+            raise ValueError(
+                f"a snapshot of this OneVsRest is a list of {len(self.estimators_)} learner states"
+            )
         for e, s in zip(self.estimators_, snapshot):
             e.restore(s)
         return self

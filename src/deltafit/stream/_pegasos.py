@@ -19,9 +19,11 @@ __all__ = ["Pegasos"]
 
 _WORDING = dict(
     name="Pegasos",
-    many=("Only binary classification is supported. The type of the target is multiclass: y "
-          "has {n} classes (Pegasos is a binary classifier; wrap it in "
-          "sklearn.multiclass.OneVsRestClassifier for more)"),
+    many=(
+        "Only binary classification is supported. The type of the target is multiclass: y "
+        "has {n} classes (Pegasos is a binary classifier; wrap it in "
+        "sklearn.multiclass.OneVsRestClassifier for more)"
+    ),
     classes_size="classes must hold two labels, got {given}",
     unknown="{what} has labels {labels} that are not in classes_ {classes}",
 )
@@ -95,11 +97,21 @@ class Pegasos(ClassifierMixin, StreamLinearModel):
         "projection": ["boolean"],
     }
 
-    def __init__(self, lam: float = 1e-4, projection: bool = False, fit_intercept: bool = True,
-                 intercept_scaling: float = 1.0, shuffle: bool = False,
-                 random_state: int | np.random.RandomState | None = None) -> None:
-        super().__init__(fit_intercept=fit_intercept, intercept_scaling=intercept_scaling,
-                         shuffle=shuffle, random_state=random_state)
+    def __init__(
+        self,
+        lam: float = 1e-4,
+        projection: bool = False,
+        fit_intercept: bool = True,
+        intercept_scaling: float = 1.0,
+        shuffle: bool = False,
+        random_state: int | np.random.RandomState | None = None,
+    ) -> None:
+        super().__init__(
+            fit_intercept=fit_intercept,
+            intercept_scaling=intercept_scaling,
+            shuffle=shuffle,
+            random_state=random_state,
+        )
         self.lam = lam
         self.projection = projection
 
@@ -116,7 +128,8 @@ class Pegasos(ClassifierMixin, StreamLinearModel):
     def _encode(self, y, fitting=False, classes=None):
         # the label type is checked when the labels come from y, not when classes= gives them
         labels = BinaryLabels(None if fitting else self.classes_, _LABELS).partial_fit(
-            y, classes, check_type=classes is None)
+            y, classes, check_type=classes is None
+        )
         self.classes_ = labels.classes_
         return labels.encode(y)
 

@@ -79,10 +79,15 @@ class StreamReport:
 
     def summary(self) -> str:
         """A one-line description."""
-        what = (f"accuracy {self.accuracy:.4f}" if self.accuracy is not None
-                else f"MSE {self.mse:.4g}, MAE {self.mae:.4g}")
-        return (f"{self.learner}: {what} over {self.n_samples} samples, "
-                f"{self.n_model_computations} model computations, {self.time_s:.2f} s")
+        what = (
+            f"accuracy {self.accuracy:.4f}"
+            if self.accuracy is not None
+            else f"MSE {self.mse:.4g}, MAE {self.mae:.4g}"
+        )
+        return (
+            f"{self.learner}: {what} over {self.n_samples} samples, "
+            f"{self.n_model_computations} model computations, {self.time_s:.2f} s"
+        )
 
 
 def _pairs(stream):
@@ -107,8 +112,13 @@ def _pairs(stream):
     return iter(stream), n
 
 
-def prequential(learner: Any, stream: tuple[ArrayLike, ArrayLike] | Iterable[tuple[Any, Any]],
-                *, n_samples: int | None = None, progress: bool = False) -> StreamReport:
+def prequential(
+    learner: Any,
+    stream: tuple[ArrayLike, ArrayLike] | Iterable[tuple[Any, Any]],
+    *,
+    n_samples: int | None = None,
+    progress: bool = False,
+) -> StreamReport:
     """Test-then-train evaluation: predict each sample, score, then learn it (Gama et al. 2013).
 
     Parameters
@@ -191,9 +201,13 @@ def prequential(learner: Any, stream: tuple[ArrayLike, ArrayLike] | Iterable[tup
     elapsed = time.perf_counter() - t0
     if not out:
         raise ValueError("the stream is empty")
-    report = StreamReport(n_samples=len(out), n_model_computations=last - before,
-                          computation_at=np.asarray(at, dtype=np.int64), time_s=elapsed,
-                          learner=type(learner).__name__)
+    report = StreamReport(
+        n_samples=len(out),
+        n_model_computations=last - before,
+        computation_at=np.asarray(at, dtype=np.int64),
+        time_s=elapsed,
+        learner=type(learner).__name__,
+    )
     if classifier:
         report.correct = np.asarray(out, dtype=bool)
         report.accuracy = float(report.correct.mean())
@@ -201,7 +215,7 @@ def prequential(learner: Any, stream: tuple[ArrayLike, ArrayLike] | Iterable[tup
         e = np.asarray(out, dtype=np.float64)
         report.errors = e
         ok = e[np.isfinite(e)]
-        report.mse = float(np.mean(ok ** 2)) if ok.size else float("nan")
+        report.mse = float(np.mean(ok**2)) if ok.size else float("nan")
         report.mae = float(np.mean(np.abs(ok))) if ok.size else float("nan")
     return report
 

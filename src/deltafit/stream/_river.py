@@ -17,7 +17,7 @@ def _adapters():
         from deltafit.stream import _river_adapters
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError(
-            "as_river needs river: pip install \"deltafit[river]\" (or pip install river)"
+            'as_river needs river: pip install "deltafit[river]" (or pip install river)'
         ) from exc
     return _river_adapters
 

@@ -124,8 +124,13 @@ from deltafit.sensitivity.regions._protocol import Region
 if TYPE_CHECKING:
     from deltafit.losses import Loss
 
-__all__ = ["CurvatureRegion", "curvature_region", "removal_intervals", "CURVATURE_LOSSES",
-           "secant_range"]
+__all__ = [
+    "CurvatureRegion",
+    "curvature_region",
+    "removal_intervals",
+    "CURVATURE_LOSSES",
+    "secant_range",
+]
 
 _MODES = ("auto", "exact", "cheap", "solve")
 
@@ -166,8 +171,9 @@ class CurvatureRegion(Region):
         if mode not in _MODES:
             raise ValueError(f"mode must be one of {list(_MODES)}, got {mode!r}")
         prob = sens._prob
-        exact = mode in ("exact", "solve") or (mode == "auto" and small_problem(prob)
-                                                and not getattr(prob, "rows_on_cluster", False))
+        exact = mode in ("exact", "solve") or (
+            mode == "auto" and small_problem(prob) and not getattr(prob, "rows_on_cluster", False)
+        )
         lp0 = _LinearExact.from_sensitivity(sens) if exact else _LinearCheap(sens)
         self._store = sens._store
         self._beta1 = lp0.beta
@@ -286,13 +292,24 @@ class BallRegion(Region):
         return self._rnorm + self._R
 
     def coef_bounds(self) -> tuple[np.ndarray, np.ndarray]:
-        raise ValueError("coef_bounds needs a linear model (explicit coefficients); for kernel "
-                         "models use decision_bounds")
+        raise ValueError(
+            "coef_bounds needs a linear model (explicit coefficients); for kernel "
+            "models use decision_bounds"
+        )
 
 
-def removal_intervals(z: np.ndarray, t: np.ndarray, u: np.ndarray, coef: np.ndarray,
-                      grad: np.ndarray, C: float, loss: Loss, *, Phi: np.ndarray | None = None,
-                      K: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def removal_intervals(
+    z: np.ndarray,
+    t: np.ndarray,
+    u: np.ndarray,
+    coef: np.ndarray,
+    grad: np.ndarray,
+    C: float,
+    loss: Loss,
+    *,
+    Phi: np.ndarray | None = None,
+    K: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Certified intervals of every sample's score after a change, from arrays (the
     exact-gradient form used by cross-validation).
 
@@ -353,11 +370,16 @@ def curvature_region(sens: Any, mode: str = "auto", recenter: bool = True) -> Re
     sens._check_model()
     prob = sens._prob
     if getattr(prob, "rows_on_cluster", False) and mode in ("exact", "solve"):
-        raise ValueError(f"mode={mode!r} reads every training row on the client; this model's "
-                         "rows live on a Dask cluster: use mode='cheap' or 'auto' (the cheap "
-                         "intervals: the stored Hessian and a few rows gathered by one pass)")
-    if not prob.kernel and prob.keeps_rows and (
-            mode == "solve" or (mode == "auto" and recenter and small_problem(prob))):
+        raise ValueError(
+            f"mode={mode!r} reads every training row on the client; this model's "
+            "rows live on a Dask cluster: use mode='cheap' or 'auto' (the cheap "
+            "intervals: the stored Hessian and a few rows gathered by one pass)"
+        )
+    if (
+        not prob.kernel
+        and prob.keeps_rows
+        and (mode == "solve" or (mode == "auto" and recenter and small_problem(prob)))
+    ):
         reg = solved_region(sens)
         if reg is not None:
             return reg

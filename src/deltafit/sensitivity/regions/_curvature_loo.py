@@ -44,8 +44,8 @@ if TYPE_CHECKING:
 
 __all__ = ["KernelSpace", "LinearSpace", "curvature_loo_bounds"]
 
-_MAX_WORK = 3e10            # n³ (kernel) or n p² (linear) beyond which the balls are kept
-_LEVELS = (0.5, 0.9, 1.0)   # quantiles of the first guess of T_t over the changing samples
+_MAX_WORK = 3e10  # n³ (kernel) or n p² (linear) beyond which the balls are kept
+_LEVELS = (0.5, 0.9, 1.0)  # quantiles of the first guess of T_t over the changing samples
 _MARGIN = 0.5
 
 
@@ -97,9 +97,16 @@ def _without_own(q, a):
     return np.where(ok, q / np.where(ok, den, 1.0), np.nan), np.where(ok, den, np.nan)
 
 
-def curvature_loo_bounds(space: LinearSpace | KernelSpace, z: np.ndarray, t: np.ndarray,
-                         w: np.ndarray, gamma: np.ndarray, C: float, eps: float,
-                         loss: Loss) -> tuple[np.ndarray, np.ndarray]:
+def curvature_loo_bounds(
+    space: LinearSpace | KernelSpace,
+    z: np.ndarray,
+    t: np.ndarray,
+    w: np.ndarray,
+    gamma: np.ndarray,
+    C: float,
+    eps: float,
+    loss: Loss,
+) -> tuple[np.ndarray, np.ndarray]:
     """Bounds of every leave-one-out score ``z_t(β_{−t})`` (C unchanged), NaN where no level
     certifies (the caller keeps the ball's bounds there).
 

@@ -55,12 +55,12 @@ from deltafit.sensitivity.regions._protocol import Region
 
 __all__ = ["SolvedRegion", "solved_region"]
 
-_U = 2.0 ** -53
-_SAFE = 1e-10            # relative cushion on computed radii
+_U = 2.0**-53
+_SAFE = 1e-10  # relative cushion on computed radii
 _MAX_STEPS = 30
-_CHORD_GAIN = 0.05       # a chord step that contracts the gradient less re-forms the Hessian
-_D2_MAX = {"logistic": 0.25, "squared_hinge": 2.0}   # the largest ℓ''
-_CONVERGED = 64.0        # accept β̂ when ‖ĝ‖ ≤ this × δ (else the exact-interval schedule)
+_CHORD_GAIN = 0.05  # a chord step that contracts the gradient less re-forms the Hessian
+_D2_MAX = {"logistic": 0.25, "squared_hinge": 2.0}  # the largest ℓ''
+_CONVERGED = 64.0  # accept β̂ when ‖ĝ‖ ≤ this × δ (else the exact-interval schedule)
 
 
 def _solve_cache(prob, loss):
@@ -77,8 +77,15 @@ def _solve_cache(prob, loss):
     S0 = (X.T * h) @ X
     pos = np.full(prob.capacity, -1, dtype=np.intp)
     pos[live] = np.arange(live.size)
-    return {"X": X, "nrm": np.sqrt(np.einsum("ij,ij->i", X, X)), "z": z, "t": t, "w": w,
-            "S0": S0, "pos": pos}
+    return {
+        "X": X,
+        "nrm": np.sqrt(np.einsum("ij,ij->i", X, X)),
+        "z": z,
+        "t": t,
+        "w": w,
+        "S0": S0,
+        "pos": pos,
+    }
 
 
 def _cholesky(H):
@@ -100,7 +107,7 @@ class _Problem:
         store = sens._store
         self.loss = loss
         C2 = sens._C2(sens.n_new)
-        idx = np.flatnonzero(store.live[:sens._m])
+        idx = np.flatnonzero(store.live[: sens._m])
         y0, y = sens._y0[idx], sens._y[idx]
         w0, w = sens._w0[idx], sens._w[idx]
         in1, in2 = y0 == y0, y == y
@@ -122,9 +129,9 @@ class _Problem:
         self.u = np.concatenate([u, u2])
         self.z1 = np.concatenate([cache["z"], ze[pos2]])
         nrm = np.concatenate([cache["nrm"], ne])
-        self.a = self.u * nrm                    # C₂ w'_i ‖Φ_i‖
+        self.a = self.u * nrm  # C₂ w'_i ‖Φ_i‖
         self.a_sum = float(np.sum(self.a))
-        self.a2 = float(self.a @ nrm)            # Σ C₂ w'_i ‖Φ_i‖²
+        self.a2 = float(self.a @ nrm)  # Σ C₂ w'_i ‖Φ_i‖²
         n, p = self.X.shape
         self.gamma = (n + p + 8) * _U
         self.L2 = _D2_MAX[loss.name]
@@ -135,7 +142,7 @@ class _Problem:
         H = C2 * cache["S0"]
         if idx.size:
             H = H + (Pe.T * d) @ Pe
-        H.flat[::H.shape[0] + 1] += 1.0
+        H.flat[:: H.shape[0] + 1] += 1.0
         self.H1 = H
 
     def gradient(self, beta: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, float]:
@@ -144,15 +151,22 @@ class _Problem:
         c = self.u * d1
         g = beta + c @ self.X
         bn = float(np.sqrt(beta @ beta))
-        delta = 2.0 * self.gamma * (bn * (1.0 + self.L2 * self.a2) + self.a_sum
-                                    + float(self.a @ (np.abs(d1) + np.abs(z))))
+        delta = (
+            2.0
+            * self.gamma
+            * (
+                bn * (1.0 + self.L2 * self.a2)
+                + self.a_sum
+                + float(self.a @ (np.abs(d1) + np.abs(z)))
+            )
+        )
         return g, delta
 
     def hessian(self, z: np.ndarray) -> np.ndarray:
         """``∇²P₂`` at the point of scores z (O(n p²))."""
         v = self.u * self.loss.d2(self.t, z)
         H = (self.X.T * v) @ self.X
-        H.flat[::H.shape[0] + 1] += 1.0
+        H.flat[:: H.shape[0] + 1] += 1.0
         return H
 
     def objective(self, beta: np.ndarray, z: np.ndarray) -> float:
@@ -175,7 +189,7 @@ class _Problem:
         beta, z = beta1, self.z1
         g, delta = self.gradient(beta, z)
         gn = float(np.sqrt(g @ g))
-        f = None          # P₂ at the current point, computed when a step needs it
+        f = None  # P₂ at the current point, computed when a step needs it
         best = (gn, beta, g, delta)
         for _ in range(_MAX_STEPS):
             if gn <= 2.0 * delta:
@@ -205,7 +219,7 @@ class _Problem:
                 break
             if gn_new < best[0]:
                 best = (gn_new, b_new, g_new, d_new)
-            if gn_new > _CHORD_GAIN * gn:   # a slow chord step: the Hessian at the new point
+            if gn_new > _CHORD_GAIN * gn:  # a slow chord step: the Hessian at the new point
                 Lh = _cholesky(self.hessian(z_new))
                 if Lh is None:
                     break
@@ -277,16 +291,16 @@ class SolvedRegion(Region):
         """Every coordinate of β₂: ``c_j ± R``, intersected with the ball's."""
         m = self._beta1 - self._r
         w = self.radius + 2.0 * _U * np.abs(self.center)
-        return (np.maximum(m - self._R, self.center - w),
-                np.minimum(m + self._R, self.center + w))
+        return (np.maximum(m - self._R, self.center - w), np.minimum(m + self._R, self.center + w))
 
 
 def solved_region(sens: Any) -> SolvedRegion | None:
     """The :class:`SolvedRegion` of a linear what-if whose model keeps its rows, or None when
     the iteration does not reach the rounding floor (the caller then uses another region)."""
     prob = sens._prob
-    cache = prob.cached(("curvature-solve", sens._loss.name),
-                        lambda: _solve_cache(prob, sens._loss))
+    cache = prob.cached(
+        ("curvature-solve", sens._loss.name), lambda: _solve_cache(prob, sens._loss)
+    )
     pb = _Problem(sens, cache)
     try:
         beta, g, delta = pb.solve(np.asarray(sens._store.beta, dtype=np.float64))

@@ -158,6 +158,7 @@ def _stored_gradient(prob, beta, M1, C1):
     without: ``(M₁β − b₁)/ρ`` from the exact statistics
     (:meth:`~deltafit.models.FittedProblem.gradient`), its rounding at most
     ``γ (2|M₁||β| + ρ|g|)/ρ`` (``|b₁| ≤ |M₁||β| + ρ|g|``).  Kept per model version."""
+
     def compute():
         try:
             if prob.keeps_rows and not getattr(prob, "rows_on_cluster", False):
@@ -171,14 +172,16 @@ def _stored_gradient(prob, beta, M1, C1):
                 r = np.zeros_like(beta)
                 ab = np.abs(beta)
                 for i in range(0, A.size, _CHUNK):
-                    P = np.asarray(rows[A[i:i + _CHUNK]], dtype=np.float64)
-                    ti = t[i:i + _CHUNK]
-                    wi = 1.0 if w is None else w[i:i + _CHUNK]
+                    P = np.asarray(rows[A[i : i + _CHUNK]], dtype=np.float64)
+                    ti = t[i : i + _CHUNK]
+                    wi = 1.0 if w is None else w[i : i + _CHUNK]
                     PL = P.astype(_LONG)
                     g += PL.T @ (wi * (PL @ bl - ti))
                     aP = np.abs(P)
-                    r += aP.T @ ((1.0 if w is None else w[i:i + _CHUNK].astype(np.float64)) *
-                                 (2.0 * (aP @ ab) + 2.0 * np.abs(ti.astype(np.float64))))
+                    r += aP.T @ (
+                        (1.0 if w is None else w[i : i + _CHUNK].astype(np.float64))
+                        * (2.0 * (aP @ ab) + 2.0 * np.abs(ti.astype(np.float64)))
+                    )
                 g = np.abs((bl + 2.0 * C1 * g).astype(np.float64))
                 # extended-precision sums: their rounding is γ in the long format's ε, and the
                 # float64 sums of the bound itself at most double it
@@ -188,8 +191,7 @@ def _stored_gradient(prob, beta, M1, C1):
                 g = np.asarray(prob.gradient(), dtype=np.float64).reshape(-1)
                 rho = 0.5 / C1
                 gam = 2.0 * (beta.size + 8) * _EPS
-                out = np.abs(g) + gam * (2.0 * (np.abs(M1) @ np.abs(beta)) +
-                                         rho * np.abs(g)) / rho
+                out = np.abs(g) + gam * (2.0 * (np.abs(M1) @ np.abs(beta)) + rho * np.abs(g)) / rho
         except (AttributeError, ValueError, TypeError):
             return None
         return out if out.shape == beta.shape and np.all(np.isfinite(out)) else None
@@ -199,8 +201,6 @@ def _stored_gradient(prob, beta, M1, C1):
             return compute()
 
     return prob.cached(("whatif_stored_gradient",), guarded)
-
-
 
 
 class LinearExactRegion(ExactRegion):
@@ -244,8 +244,7 @@ class LinearExactRegion(ExactRegion):
         J = delta != 0.0
         PJ, dJ = np.ascontiguousarray(Phi[J]), delta[J]
         shift = rho2 - rho1
-        factor = _shared(sens, _key(C2, dJ, PJ),
-                         lambda: LinearFactor(prob, PJ, dJ, shift))
+        factor = _shared(sens, _key(C2, dJ, PJ), lambda: LinearFactor(prob, PJ, dJ, shift))
         dg = c @ Phi if slots.size else np.zeros_like(beta1)
         f = -shift * beta1 - 0.5 * dg
         p, k = beta1.size, slots.size
@@ -273,8 +272,11 @@ class LinearExactRegion(ExactRegion):
         eps1 = (C2 / C1) * sens._eps
         kappa = factor.norm / rho2  # ≥ cond(H₂): H₂ = 2C₂ M₂ ⪰ I
         # three parts: the stored solution's gradient, this answer's residual, a refit's move
-        parts = (eps1, 2.0 * C2 * (en + un) * (1.0 + 4.0 * p * _EPS),
-                 4.0 * (p + 1) * _EPS * kappa * float(np.linalg.norm(self.coef)))
+        parts = (
+            eps1,
+            2.0 * C2 * (en + un) * (1.0 + 4.0 * p * _EPS),
+            4.0 * (p + 1) * _EPS * kappa * float(np.linalg.norm(self.coef)),
+        )
         self._parts = np.array(parts, dtype=np.float64)
         self.tol = float(sum(parts))
         # the same in the scaled norm (features of very different sizes): with S = diag(s),
@@ -306,9 +308,11 @@ class LinearExactRegion(ExactRegion):
             # componentwise bounds of the three parts of ∇J₂(β̂₂) (and of a refit's move): the
             # stored solution's gradient, the residual, a refit refined to a componentwise
             # backward error γ|H₂| (Skeel)
-            G = [None if g1 is None else (C2 / C1) * g1,
-                 2.0 * C2 * (np.abs(e) + u),
-                 8.0 * (p + 1) * _EPS * 2.0 * C2 * factor.abs_matvec(self.coef)]
+            G = [
+                None if g1 is None else (C2 / C1) * g1,
+                2.0 * C2 * (np.abs(e) + u),
+                8.0 * (p + 1) * _EPS * 2.0 * C2 * factor.abs_matvec(self.coef),
+            ]
             wdec, tol_s = np.empty((3, int(dec.sum()))), np.empty(3)
             for i, Gi in enumerate(G):
                 if Gi is None:  # only ‖·‖ ≤ ε₁ known: ‖Sφ‖ ≤ ‖S_Rφ_R‖ + Σ_dec s_j |φ_j|
@@ -345,8 +349,7 @@ class LinearExactRegion(ExactRegion):
             else:
                 aD = np.zeros((P.shape[0], 3))
             nS = np.sqrt(np.maximum(np.einsum("ij,ij->i", Q, Q), 0.0))
-            mixed = sum(np.minimum(nE * self._parts[i], aD[:, i] + nS * tol_s[i])
-                        for i in range(3))
+            mixed = sum(np.minimum(nE * self._parts[i], aD[:, i] + nS * tol_s[i]) for i in range(3))
             e = np.minimum(e, mixed * (1.0 + 4.0 * _EPS))
         return e
 
@@ -377,8 +380,6 @@ class LinearExactRegion(ExactRegion):
         return self.coef - e, self.coef + e
 
 
-
-
 class KernelExactRegion(ExactRegion):
     """The exact retrained kernel model: its expansion ``β̂₂ = Σ_P a_i Φ(x_i)`` over the stored
     samples and the changed ones, and a certified RKHS bound ``‖β̂₂ − β₂*‖ ≤ τ``.
@@ -407,8 +408,11 @@ class KernelExactRegion(ExactRegion):
         y0, y = sens._y0[slots], sens._y[slots]
         model = y0 == y0
         pts = store.pts[slots]
-        factor = _shared(sens, _key(C2, slots, ids, w0, w, pts),
-                         lambda: KernelFactor(prob, store, slots, w0, w, ids, model, C1, C2))
+        factor = _shared(
+            sens,
+            _key(C2, slots, ids, w0, w, pts),
+            lambda: KernelFactor(prob, store, slots, w0, w, ids, model, C1, C2),
+        )
         self.solver = factor.kind
         self._f = self._factor = factor
         L, nL = factor.L, factor.L.size

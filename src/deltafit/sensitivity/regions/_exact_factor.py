@@ -47,8 +47,9 @@ class LinearFactor:
         p = M1.shape[0]
         self.p = p
         # ‖M₂‖₂ ≤ ‖M₁‖_F + |shift| + Σ |d_j| ‖φ_j‖²
-        self.norm = float(np.linalg.norm(M1) + abs(shift) +
-                          np.sum(np.abs(dJ) * np.einsum("ij,ij->i", PJ, PJ)))
+        self.norm = float(
+            np.linalg.norm(M1) + abs(shift) + np.sum(np.abs(dJ) * np.einsum("ij,ij->i", PJ, PJ))
+        )
         self.kind = None
         if shift == 0.0 and PJ.shape[0] <= p // 2:
             self._woodbury()
@@ -99,8 +100,7 @@ class LinearFactor:
             out += self.PJ.T @ (self.dJ * (self.PJ @ x))
         return out
 
-    def residual(self, x: np.ndarray, f: np.ndarray,
-                 gamma: float) -> tuple[np.ndarray, np.ndarray]:
+    def residual(self, x: np.ndarray, f: np.ndarray, gamma: float) -> tuple[np.ndarray, np.ndarray]:
         """``(e, u)``: ``e = fl(M₂x − f)`` from the exact statistics and a componentwise bound
         ``|e − (M₂x − f)| ≤ u`` of its rounding, ``γ (|M₁||x| + |shift||x| + |Φ_J|ᵀ|D||Φ_J||x|
         + |f|)`` (each entry a dot product of at most ``p + k + 2`` terms)."""
@@ -118,8 +118,7 @@ class LinearFactor:
             u += aP.T @ (np.abs(self.dJ) * (aP @ ax))
         return u
 
-    def scaled_floor(
-            self, C2: float) -> tuple[np.ndarray, float, np.ndarray, np.ndarray] | None:
+    def scaled_floor(self, C2: float) -> tuple[np.ndarray, float, np.ndarray, np.ndarray] | None:
         """``(s, λ, dec, h)``: the diagonal scaling ``s = diag(H₂)^{-1/2}`` (each ``≤ 1``), a
         certified ``λ > 0`` with ``S H₂ S ⪰ λ I`` (``H₂ = 2C₂ M₂``, ``S = diag(s)``), the
         coordinates ``dec`` that H₂ decouples (no off-diagonal entry) and lower bounds ``h`` of
@@ -171,8 +170,7 @@ class LinearFactor:
         if k:
             aP = np.abs(PJ)
             absM += (aP.T * np.abs(dJ)) @ aP
-        form = 2.0 * (k + 8) * _EPS * float(
-            np.linalg.norm((twoC * s[:, None]) * absM * s[None, :]))
+        form = 2.0 * (k + 8) * _EPS * float(np.linalg.norm((twoC * s[:, None]) * absM * s[None, :]))
         if not math.isfinite(form):
             return None
         # a Rayleigh quotient of A near its smallest eigenvalue (inverse iteration)
@@ -190,8 +188,11 @@ class LinearFactor:
         n = p + 1
         g = n * _EPS / (1.0 - n * _EPS)
         amax = float(np.max(np.diagonal(A)))
-        c = 2.0 * (g / (1.0 - g) * float(np.trace(A)) + 4.0 * _EPS * amax +
-                   4.0 * (2.0 * n + amax) * np.finfo(np.float64).tiny)
+        c = 2.0 * (
+            g / (1.0 - g) * float(np.trace(A))
+            + 4.0 * _EPS * amax
+            + 4.0 * (2.0 * n + amax) * np.finfo(np.float64).tiny
+        )
         mu = 0.9 * mu  # the Rayleigh quotient is ≥ λ_min(A): start just below it
         for _ in range(8):
             lam = mu - form
@@ -246,8 +247,8 @@ class LinearFactor:
             prev = en
             x = x - self.solve(e)
         if self.kind != "cholesky" and (
-                best is None or
-                best[1] > 1e-8 * (self.norm * float(np.linalg.norm(best[0])) + fn)):
+            best is None or best[1] > 1e-8 * (self.norm * float(np.linalg.norm(best[0])) + fn)
+        ):
             self._cholesky()
             return self.refined(f, gamma)
         if best is None:
@@ -260,8 +261,18 @@ class KernelFactor:
     of positive weight ``L``, then the changed samples outside ``L``), their kernel matrix,
     the new weights, ``U`` / ``S`` of the Woodbury step and a solver of the new system."""
 
-    def __init__(self, prob: Any, store: Any, slots: np.ndarray, w0: np.ndarray, w: np.ndarray,
-                 ids: np.ndarray, model: Any, C1: float, C2: float) -> None:
+    def __init__(
+        self,
+        prob: Any,
+        store: Any,
+        slots: np.ndarray,
+        w0: np.ndarray,
+        w: np.ndarray,
+        ids: np.ndarray,
+        model: Any,
+        C1: float,
+        C2: float,
+    ) -> None:
         self.prob, self.C1, self.C2 = prob, C1, C2
         rho1, rho2 = 0.5 / C1, 0.5 / C2
         self.rho2 = rho2

@@ -147,8 +147,9 @@ class PrimalSphere(Sphere):
     [0.2, 0.2, 0.2]
     """
 
-    def __init__(self, center: ArrayLike, radius: float,
-                 features: Callable[[Any], Any] | None = None) -> None:
+    def __init__(
+        self, center: ArrayLike, radius: float, features: Callable[[Any], Any] | None = None
+    ) -> None:
         self.center = _as_float_rows(center, "center")[0].copy()
         self.radius = check_real(float(radius), "radius", low=0.0, low_inclusive=True)
         self.features = features
@@ -177,8 +178,11 @@ class PrimalSphere(Sphere):
     def _compatible(self, other):
         if not isinstance(other, PrimalSphere) or other.n_features != self.n_features:
             raise ValueError("the two balls must live in the same explicit feature space")
-        if self.features is not None and other.features is not None and \
-                not (self.features is other.features or self.features == other.features):
+        if (
+            self.features is not None
+            and other.features is not None
+            and not (self.features is other.features or self.features == other.features)
+        ):
             raise ValueError(
                 "the two balls use different feature maps (or intercept scalings); build both "
                 "from the same model"
@@ -214,15 +218,18 @@ class KernelSphere(Sphere):
     ([0.5321, -0.7321], [0.7321, -0.5321])
     """
 
-    def __init__(self, coef: ArrayLike, points: ArrayLike, radius: float,
-                 kernel: Callable[[Any, Any], Any],
-                 diagonal: Callable[[Any], Any] | None = None) -> None:
+    def __init__(
+        self,
+        coef: ArrayLike,
+        points: ArrayLike,
+        radius: float,
+        kernel: Callable[[Any, Any], Any],
+        diagonal: Callable[[Any], Any] | None = None,
+    ) -> None:
         self.coef = np.asarray(coef, dtype=np.float64).ravel().copy()
         self.points = _as_float_rows(points, "points")
         if self.points.shape[0] != self.coef.shape[0]:
-            raise ValueError(
-                f"{self.coef.shape[0]} coefficients but {self.points.shape[0]} points"
-            )
+            raise ValueError(f"{self.coef.shape[0]} coefficients but {self.points.shape[0]} points")
         self.radius = check_real(float(radius), "radius", low=0.0, low_inclusive=True)
         if not callable(kernel):
             raise ValueError("kernel must be a callable kernel(A, B)")
@@ -255,12 +262,16 @@ class KernelSphere(Sphere):
     def center_sq_norm(self) -> float:
         """``‖m‖² = cᵀ K(P, P) c``."""
         if self._sq is None:
-            self._sq = float(self.coef @ self.kernel(self.points, self.points) @ self.coef) \
-                if self.coef.size else 0.0
+            self._sq = (
+                float(self.coef @ self.kernel(self.points, self.points) @ self.coef)
+                if self.coef.size
+                else 0.0
+            )
         return self._sq
 
     def center_distance(  # type: ignore[override]  # an expansion: coefficients and points
-            self, coef: ArrayLike, points: ArrayLike) -> float:
+        self, coef: ArrayLike, points: ArrayLike
+    ) -> float:
         """``‖β − m‖`` for ``β = Σ_j coef_j Φ(points_j)``, by the kernel trick.
 
         The coefficients of identical points are merged first, so that a β close to the center
@@ -270,8 +281,9 @@ class KernelSphere(Sphere):
         P = _as_float_rows(points, "points", self.points.shape[1])
         if coef.shape[0] != P.shape[0]:
             raise ValueError(f"{coef.shape[0]} coefficients but {P.shape[0]} points")
-        return _expansion_norm(np.concatenate([coef, -self.coef]),
-                               np.vstack([P, self.points]), self.kernel)
+        return _expansion_norm(
+            np.concatenate([coef, -self.coef]), np.vstack([P, self.points]), self.kernel
+        )
 
     def _compatible(self, other):
         if not isinstance(other, KernelSphere) or other.points.shape[1] != self.points.shape[1]:
@@ -283,8 +295,11 @@ class KernelSphere(Sphere):
             )
 
     def _center_gap(self, other):
-        return _expansion_norm(np.concatenate([self.coef, -other.coef]),
-                               np.vstack([self.points, other.points]), self.kernel)
+        return _expansion_norm(
+            np.concatenate([self.coef, -other.coef]),
+            np.vstack([self.points, other.points]),
+            self.kernel,
+        )
 
 
 def _expansion_norm(w, P, kernel):
@@ -309,8 +324,9 @@ def _same_kernel(k1, k2):
     return False
 
 
-def two_ball_bounds(s1: np.ndarray, s2: np.ndarray, e: np.ndarray, r1: float, r2: float,
-                    gap: float) -> tuple[np.ndarray, np.ndarray]:
+def two_ball_bounds(
+    s1: np.ndarray, s2: np.ndarray, e: np.ndarray, r1: float, r2: float, gap: float
+) -> tuple[np.ndarray, np.ndarray]:
     """Exact minimum and maximum of ``⟨η, β⟩`` over ``‖β − m1‖ ≤ r1, ‖β − m2‖ ≤ r2``.
 
     Parameters
@@ -352,13 +368,15 @@ def two_ball_bounds(s1: np.ndarray, s2: np.ndarray, e: np.ndarray, r1: float, r2
     """
     s1, s2, e = (np.atleast_1d(np.asarray(a, dtype=np.float64)) for a in (s1, s2, e))
     if not (s1.shape == s2.shape == e.shape) or s1.ndim != 1:
-        raise ValueError(f"s1, s2 and e must be 1-D of one length, got shapes {s1.shape}, "
-                         f"{s2.shape}, {e.shape}")
+        raise ValueError(
+            f"s1, s2 and e must be 1-D of one length, got shapes {s1.shape}, {s2.shape}, {e.shape}"
+        )
     for name, v in (("r1", r1), ("r2", r2), ("gap", gap)):
         if not np.isfinite(v) or v < 0:
             raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
-    if np.any(e < 0) or not (np.all(np.isfinite(s1)) and np.all(np.isfinite(s2))
-                             and np.all(np.isfinite(e))):
+    if np.any(e < 0) or not (
+        np.all(np.isfinite(s1)) and np.all(np.isfinite(s2)) and np.all(np.isfinite(e))
+    ):
         raise ValueError("scores must be finite and norms e non-negative")
     if gap > (r1 + r2) * (1.0 + 1e-9) + 1e-12 * (1.0 + abs(gap)):
         raise ValueError(
@@ -451,8 +469,12 @@ class _Features:
         self._width = problem.n_features_in
 
     def __eq__(self, other):
-        return isinstance(other, _Features) and self._map is other._map and \
-            self._const == other._const and self._width == other._width
+        return (
+            isinstance(other, _Features)
+            and self._map is other._map
+            and self._const == other._const
+            and self._width == other._width
+        )
 
     __hash__ = None  # type: ignore[assignment]  # equal maps, unhashable
 
