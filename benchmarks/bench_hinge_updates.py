@@ -75,8 +75,7 @@ def today():
     try:
         yield
     finally:
-        (_warm_hinge.PrimalHingeState.active_set,
-         _warm_hinge.KernelHingeState.active_set) = saved
+        (_warm_hinge.PrimalHingeState.active_set, _warm_hinge.KernelHingeState.active_set) = saved
 
 
 def _min_time(fn, repeats):
@@ -97,7 +96,9 @@ def _update_fn(base, op, idx, X, t):
             else:
                 m.add(X[idx], t[idx])
             return m
+
         return go
+
     return run
 
 
@@ -114,11 +115,14 @@ def _timed_updates(base, op, idx, X, t, repeats):
 
 def _check(upd, fresh, Xt, linear):
     r_upd, r_fresh = upd.problem_.solver_result, fresh.problem_.solver_result
-    out = {"deviation_vs_fresh_fit": deviation(upd.decision_function(Xt),
-                                               fresh.decision_function(Xt)),
-           "n_iter": int(r_upd.n_iter), "n_touched": int(r_upd.n_touched),
-           "fresh_n_touched": int(r_fresh.n_touched), "converged": bool(r_upd.converged),
-           "kkt_violation": float(r_upd.kkt_violation)}
+    out = {
+        "deviation_vs_fresh_fit": deviation(upd.decision_function(Xt), fresh.decision_function(Xt)),
+        "n_iter": int(r_upd.n_iter),
+        "n_touched": int(r_upd.n_touched),
+        "fresh_n_touched": int(r_fresh.n_touched),
+        "converged": bool(r_upd.converged),
+        "kkt_violation": float(r_upd.kkt_violation),
+    }
     if linear:
         dist = float(np.linalg.norm(upd.problem_.coef - fresh.problem_.coef))
         out["distance_to_fresh_fit"] = dist
@@ -146,8 +150,10 @@ def linear_rows(args, threads, fresh_cache):
     fit_s, full = timed(lambda: make().fit(X, t))
     _, part = timed(lambda: make().fit(X[base_rows], t[base_rows]))
     log(f"linear hinge {n}x{d} (threads={threads or 'default'}): fit {fit_s:.3g}s")
-    scenarios = [(f"remove {100 * k / n:g}% ({k})", full, "remove", np.sort(perm[k_big:k_big + k]))
-                 for k in (k_small, k_big)]
+    scenarios = [
+        (f"remove {100 * k / n:g}% ({k})", full, "remove", np.sort(perm[k_big : k_big + k]))
+        for k in (k_small, k_big)
+    ]
     scenarios += [(f"add {100 * k / n:g}% ({k})", part, "add", held[:k]) for k in (k_small, k_big)]
     rows = []
     for name, base, op, idx in scenarios:
@@ -155,36 +161,62 @@ def linear_rows(args, threads, fresh_cache):
             new_t, upd = _timed_updates(base, op, idx, X, t, args.repeats)
             with today():
                 today_t, _ = _timed_updates(base, op, idx, X, t, args.ref_repeats)
-            keep = (np.setdiff1d(np.arange(n), idx) if op == "remove"
-                    else np.concatenate([base_rows, idx]))
+            keep = (
+                np.setdiff1d(np.arange(n), idx)
+                if op == "remove"
+                else np.concatenate([base_rows, idx])
+            )
             Fk = c64(np.hstack([X[keep], np.ones((keep.size, 1))]))
             tk = c64(t[keep])
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)
-                sk_t, sk = _min_time(lambda Fk=Fk, tk=tk: LinearSVC(
-                    C=C, loss="hinge", dual=True, tol=1e-8, fit_intercept=False,
-                    max_iter=args.sk_max_iter).fit(Fk, tk), args.ref_repeats)
+                sk_t, sk = _min_time(
+                    lambda Fk=Fk, tk=tk: LinearSVC(
+                        C=C,
+                        loss="hinge",
+                        dual=True,
+                        tol=1e-8,
+                        fit_intercept=False,
+                        max_iter=args.sk_max_iter,
+                    ).fit(Fk, tk),
+                    args.ref_repeats,
+                )
         if name not in fresh_cache:
             fresh_cache[name] = make().fit(X[keep], t[keep])
         chk = _check(upd, fresh_cache[name], Xt, True)
         t_new, t_today, t_sk = min(new_t), min(today_t), min(sk_t)
-        row = {"problem": f"linear hinge {n}x{d}", "scenario": name,
-               "threads": threads or "default", "deltafit_s": t_new, "deltafit_times_s": new_t,
-               "today_s": t_today, "today_times_s": today_t, "sklearn_s": t_sk,
-               "sklearn_times_s": sk_t, "sklearn_n_iter": int(np.max(sk.n_iter_)),
-               "sklearn_converged": bool(np.max(sk.n_iter_) < args.sk_max_iter),
-               "ratio_vs_today": t_today / t_new, "ratio_vs_sklearn": t_sk / t_new, **chk,
-               "contention": mon.report()}
-        row["pass"] = bool(row["ratio_vs_today"] >= BARS["linear_vs_today"]
-                           and row["ratio_vs_sklearn"] >= BARS["linear_vs_sklearn"]
-                           and chk["certified"] and chk["deviation_vs_fresh_fit"] < DEVIATION_BAR)
+        row = {
+            "problem": f"linear hinge {n}x{d}",
+            "scenario": name,
+            "threads": threads or "default",
+            "deltafit_s": t_new,
+            "deltafit_times_s": new_t,
+            "today_s": t_today,
+            "today_times_s": today_t,
+            "sklearn_s": t_sk,
+            "sklearn_times_s": sk_t,
+            "sklearn_n_iter": int(np.max(sk.n_iter_)),
+            "sklearn_converged": bool(np.max(sk.n_iter_) < args.sk_max_iter),
+            "ratio_vs_today": t_today / t_new,
+            "ratio_vs_sklearn": t_sk / t_new,
+            **chk,
+            "contention": mon.report(),
+        }
+        row["pass"] = bool(
+            row["ratio_vs_today"] >= BARS["linear_vs_today"]
+            and row["ratio_vs_sklearn"] >= BARS["linear_vs_sklearn"]
+            and chk["certified"]
+            and chk["deviation_vs_fresh_fit"] < DEVIATION_BAR
+        )
         if args.quick:  # the speed bars are not applied to the small problems
             row["pass"] = None
         rows.append(row)
-        log(f"linear {name} (threads={threads or 'default'}): update {t_new:.4g}s "
+        log(
+            f"linear {name} (threads={threads or 'default'}): update {t_new:.4g}s "
             f"({chk['n_touched']} coordinate visits, cold {chk['fresh_n_touched']}), today "
             f"{t_today:.4g}s, LinearSVC {t_sk:.4g}s -> {row['ratio_vs_today']:.3g}x / "
-            f"{row['ratio_vs_sklearn']:.3g}x, dev {chk['deviation_vs_fresh_fit']:.1e}")
+            f"{row['ratio_vs_sklearn']:.3g}x, dev {chk['deviation_vs_fresh_fit']:.1e}"
+        )
     return rows
 
 
@@ -210,8 +242,10 @@ def kernel_rows(args, threads, fresh_cache):
     free = np.flatnonzero((dual > 0) & (dual < C))
     one = ids[free[:1]] if free.size else ids[np.flatnonzero(dual > 0)[:1]]
     rng = np.random.default_rng(args.seed + 11)
-    scenarios = [("remove 1 support vector", one),
-                 (f"remove 1% ({n // 100})", np.sort(rng.choice(ids, n // 100, replace=False)))]
+    scenarios = [
+        ("remove 1 support vector", one),
+        (f"remove 1% ({n // 100})", np.sort(rng.choice(ids, n // 100, replace=False))),
+    ]
     rows = []
     for name, idx in scenarios:
         with CpuMonitor() as mon:
@@ -226,33 +260,53 @@ def kernel_rows(args, threads, fresh_cache):
             K = c64(rbf_kernel(Xk, gamma=gamma) + 1.0)  # deltafit's kernel: constant term 1
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)
-                sk_t, _ = _min_time(lambda: SVC(kernel="precomputed", C=C, tol=1e-8)  # noqa: B023
-                                    .fit(K, tk), args.ref_repeats)  # noqa: B023
+                sk_t, _ = _min_time(
+                    lambda: SVC(kernel="precomputed", C=C, tol=1e-8).fit(K, tk),  # noqa: B023
+                    args.ref_repeats,
+                )  # noqa: B023
         chk = _check(upd, fresh, Xt, False)
         t_new = min(new_t)
-        row = {"problem": f"kernel hinge rbf n={n}", "scenario": name,
-               "threads": threads or "default", "deltafit_s": t_new, "deltafit_times_s": new_t,
-               "today_s": min(today_t), "today_times_s": today_t, "refit_s": min(refit_t),
-               "refit_times_s": refit_t, "sklearn_s": min(sk_t), "sklearn_times_s": sk_t,
-               "ratio_vs_refit": min(refit_t) / t_new, "ratio_vs_today": min(today_t) / t_new,
-               "ratio_vs_sklearn": min(sk_t) / t_new, **chk, "contention": mon.report()}
-        row["pass"] = bool(row["ratio_vs_refit"] >= BARS["kernel_vs_refit"]
-                           and chk["deviation_vs_fresh_fit"] < DEVIATION_BAR)
+        row = {
+            "problem": f"kernel hinge rbf n={n}",
+            "scenario": name,
+            "threads": threads or "default",
+            "deltafit_s": t_new,
+            "deltafit_times_s": new_t,
+            "today_s": min(today_t),
+            "today_times_s": today_t,
+            "refit_s": min(refit_t),
+            "refit_times_s": refit_t,
+            "sklearn_s": min(sk_t),
+            "sklearn_times_s": sk_t,
+            "ratio_vs_refit": min(refit_t) / t_new,
+            "ratio_vs_today": min(today_t) / t_new,
+            "ratio_vs_sklearn": min(sk_t) / t_new,
+            **chk,
+            "contention": mon.report(),
+        }
+        row["pass"] = bool(
+            row["ratio_vs_refit"] >= BARS["kernel_vs_refit"]
+            and chk["deviation_vs_fresh_fit"] < DEVIATION_BAR
+        )
         if args.quick:
             row["pass"] = None
         rows.append(row)
-        log(f"kernel {name} (threads={threads or 'default'}): update {t_new:.4g}s "
+        log(
+            f"kernel {name} (threads={threads or 'default'}): update {t_new:.4g}s "
             f"({chk['n_touched']} coordinate visits), today {min(today_t):.4g}s, refit "
             f"{min(refit_t):.4g}s, SVC {min(sk_t):.4g}s -> {row['ratio_vs_refit']:.3g}x, "
-            f"dev {chk['deviation_vs_fresh_fit']:.1e}")
+            f"dev {chk['deviation_vs_fresh_fit']:.1e}"
+        )
     return rows
 
 
 def markdown(rows):
-    out = ["| problem | scenario | threads | update (s) | today's update (s) | refit (s) "
-           "| scikit-learn (s) | × vs today | × vs refit | × vs scikit-learn "
-           "| coordinate visits (cold) | deviation | pass |",
-           "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---|"]
+    out = [
+        "| problem | scenario | threads | update (s) | today's update (s) | refit (s) "
+        "| scikit-learn (s) | × vs today | × vs refit | × vs scikit-learn "
+        "| coordinate visits (cold) | deviation | pass |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---|",
+    ]
     for r in rows:
         refit = f"{r['refit_s']:.3g}" if "refit_s" in r else "–"
         vs_refit = f"{r['ratio_vs_refit']:.3g}x" if "ratio_vs_refit" in r else "–"
@@ -261,7 +315,8 @@ def markdown(rows):
             f"| {r['today_s']:.3g} | {refit} | {r['sklearn_s']:.3g} "
             f"| {r['ratio_vs_today']:.3g}x | {vs_refit} | {r['ratio_vs_sklearn']:.3g}x "
             f"| {r['n_touched']} ({r['fresh_n_touched']}) | {r['deviation_vs_fresh_fit']:.1e} "
-            f"| {'–' if r['pass'] is None else 'yes' if r['pass'] else '**no**'} |")
+            f"| {'–' if r['pass'] is None else 'yes' if r['pass'] else '**no**'} |"
+        )
     return "\n".join(out)
 
 
@@ -270,13 +325,24 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="5,000 x 100 linear, n = 1,000 kernel")
     ap.add_argument("--out", help="write the JSON document here (and the table next to it)")
     ap.add_argument("--repeats", type=int, default=3, help="timed updates per row (min)")
-    ap.add_argument("--ref-repeats", type=int, default=1,
-                    help="timings of today's update and of each refit (min)")
-    ap.add_argument("--sk-max-iter", type=int, default=100000,
-                    help="LinearSVC's max_iter (it stops there short of tol: only faster)")
+    ap.add_argument(
+        "--ref-repeats",
+        type=int,
+        default=1,
+        help="timings of today's update and of each refit (min)",
+    )
+    ap.add_argument(
+        "--sk-max-iter",
+        type=int,
+        default=100000,
+        help="LinearSVC's max_iter (it stops there short of tol: only faster)",
+    )
     ap.add_argument("--parts", default="linear,kernel")
-    ap.add_argument("--threads", default="1,default",
-                    help="comma-separated thread settings (an integer or 'default')")
+    ap.add_argument(
+        "--threads",
+        default="1,default",
+        help="comma-separated thread settings (an integer or 'default')",
+    )
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     info = machine_info()
@@ -293,19 +359,31 @@ def main(argv=None):
             if "kernel" in parts:
                 rows += kernel_rows(args, threads, fresh)
     info["loadavg_end"] = loadavg()
-    doc = {"benchmark": "bench_hinge_updates",
-           "claim": "hinge updates by working sets: linear 50,000 x 100 remove / add 0.1% and "
-                    "1% >= 8x faster than today's update and >= 10x faster than LinearSVC; "
-                    "kernel n = 5,000 remove 1 and 1% >= 20x faster than a refit; every update "
-                    "within 1e-8 of a fresh fit",
-           "quick": bool(args.quick), "bars": BARS, "deviation_bar": DEVIATION_BAR,
-           "settings": {"repeats": args.repeats, "ref_repeats": args.ref_repeats,
-                        "seed": args.seed, "sk_max_iter": args.sk_max_iter,
-                        "deltafit_tol": 1e-10, "sklearn_tol": 1e-8, "C": 1.0,
-                        "timer": "time.perf_counter, gc disabled during each timed call"},
-           "machine": info, "source": source_info(), "rows": rows,
-           "all_pass": None if args.quick else all(r["pass"] for r in rows),
-           "wall_s": time.perf_counter() - t0}
+    doc = {
+        "benchmark": "bench_hinge_updates",
+        "claim": "hinge updates by working sets: linear 50,000 x 100 remove / add 0.1% and "
+        "1% >= 8x faster than today's update and >= 10x faster than LinearSVC; "
+        "kernel n = 5,000 remove 1 and 1% >= 20x faster than a refit; every update "
+        "within 1e-8 of a fresh fit",
+        "quick": bool(args.quick),
+        "bars": BARS,
+        "deviation_bar": DEVIATION_BAR,
+        "settings": {
+            "repeats": args.repeats,
+            "ref_repeats": args.ref_repeats,
+            "seed": args.seed,
+            "sk_max_iter": args.sk_max_iter,
+            "deltafit_tol": 1e-10,
+            "sklearn_tol": 1e-8,
+            "C": 1.0,
+            "timer": "time.perf_counter, gc disabled during each timed call",
+        },
+        "machine": info,
+        "source": source_info(),
+        "rows": rows,
+        "all_pass": None if args.quick else all(r["pass"] for r in rows),
+        "wall_s": time.perf_counter() - t0,
+    }
     text = json.dumps(doc, indent=2)
     print(text)
     print()

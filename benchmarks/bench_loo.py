@@ -79,8 +79,9 @@ def table2(args):
         X = minmax(np.asarray(X, dtype=float))
         per = []
         for g in GAMMAS_T2:
-            est = deltafit.KernelClassifier(loss="squared_hinge", kernel="rbf", gamma=g, C=1.0,
-                                            fit_intercept=False)
+            est = deltafit.KernelClassifier(
+                loss="squared_hinge", kernel="rbf", gamma=g, C=1.0, fit_intercept=False
+            )
             m = clone(est).fit(X, y)
             prob = problem_of(m)
             prob.region = "curvature"  # the curvature region, intersected with the ball
@@ -106,25 +107,42 @@ def table2(args):
             for i in cchk:
                 z = prob.refit(np.array([i]), np.array([i]))[0][0]
                 wrong += int((z > 0) != (clo[i] > 0))
-            per.append({"gamma": g, "ours_pct": 100 * und.mean(), "zhang_pct": 100 * zund.mean(),
-                        "curvature_pct": 100 * cund.mean(),
-                        "checked_curvature_only": int(cchk.size),
-                        "after_newton_step_pct": 100 * und2.sum() / len(y),
-                        "checked_decided": int(chk.size), "wrong_decided": wrong})
-            log(f"table2 {name} gamma={g}: ours {100 * und.mean():.2f}% curvature "
+            per.append(
+                {
+                    "gamma": g,
+                    "ours_pct": 100 * und.mean(),
+                    "zhang_pct": 100 * zund.mean(),
+                    "curvature_pct": 100 * cund.mean(),
+                    "checked_curvature_only": int(cchk.size),
+                    "after_newton_step_pct": 100 * und2.sum() / len(y),
+                    "checked_decided": int(chk.size),
+                    "wrong_decided": wrong,
+                }
+            )
+            log(
+                f"table2 {name} gamma={g}: ours {100 * und.mean():.2f}% curvature "
                 f"{100 * cund.mean():.2f}% zhang "
-                f"{100 * zund.mean():.2f}% after one Newton step {100 * und2.sum() / len(y):.2f}%")
-        row = {"dataset": name, "n": int(len(y)), "d": int(X.shape[1]), "per_gamma": per,
-               "ours_pct": float(np.mean([p["ours_pct"] for p in per])),
-               "zhang_pct": float(np.mean([p["zhang_pct"] for p in per])),
-               "curvature_pct": float(np.mean([p["curvature_pct"] for p in per])),
-               "after_newton_step_pct": float(np.mean([p["after_newton_step_pct"] for p in per])),
-               "wrong_decided": int(sum(p["wrong_decided"] for p in per))}
+                f"{100 * zund.mean():.2f}% after one Newton step {100 * und2.sum() / len(y):.2f}%"
+            )
+        row = {
+            "dataset": name,
+            "n": int(len(y)),
+            "d": int(X.shape[1]),
+            "per_gamma": per,
+            "ours_pct": float(np.mean([p["ours_pct"] for p in per])),
+            "zhang_pct": float(np.mean([p["zhang_pct"] for p in per])),
+            "curvature_pct": float(np.mean([p["curvature_pct"] for p in per])),
+            "after_newton_step_pct": float(np.mean([p["after_newton_step_pct"] for p in per])),
+            "wrong_decided": int(sum(p["wrong_decided"] for p in per)),
+        }
         if name in PAPER_T2:
             paper, paper_z = PAPER_T2[name]
-            row.update(paper_pct=paper, paper_zhang_pct=paper_z,
-                       bar=f"<= {paper + 1:.2f} and <= half of {paper} = {paper / 2:.2f}",
-                       bar_met=bool(row["ours_pct"] <= min(paper + 1, paper / 2)))
+            row.update(
+                paper_pct=paper,
+                paper_zhang_pct=paper_z,
+                bar=f"<= {paper + 1:.2f} and <= half of {paper} = {paper / 2:.2f}",
+                bar_met=bool(row["ours_pct"] <= min(paper + 1, paper / 2)),
+            )
         out.append(row)
     return out
 
@@ -139,9 +157,10 @@ def _brute_loo_errors(Phi, y, C):
     mask = np.ones(n, dtype=bool)
     for i in range(n):
         mask[i] = False
-        clf = LogisticRegression(C=C, fit_intercept=False, solver="newton-cholesky", tol=1e-10,
-                                 max_iter=1000).fit(Phi[mask], y[mask])
-        errs += int(clf.predict(Phi[i:i + 1])[0] != y[i])
+        clf = LogisticRegression(
+            C=C, fit_intercept=False, solver="newton-cholesky", tol=1e-10, max_iter=1000
+        ).fit(Phi[mask], y[mask])
+        errs += int(clf.predict(Phi[i : i + 1])[0] != y[i])
         mask[i] = True
     return errs
 
@@ -175,21 +194,25 @@ def grid_part(args, kind):
         if args.quick:
             lams, gammas = lams[::5], gammas[::5]
         Cs = list(1.0 / (lams * n))
-        maps = {g: Nystroem(kernel="rbf", gamma=g, n_components=min(100, n),
-                            random_state=args.seed).fit(X) for g in gammas}
+        maps = {
+            g: Nystroem(
+                kernel="rbf", gamma=g, n_components=min(100, n), random_state=args.seed
+            ).fit(X)
+            for g in gammas
+        }
         grid = [{"feature_map": [maps[g]], "C": Cs} for g in gammas]
         feats = {g: np.hstack([maps[g].transform(X), ones]) for g in gammas}
         configs = [(g, C) for g in gammas for C in Cs]
         est = deltafit.LinearClassifier(loss="logistic")
     res = {"dataset": "breast_cancer (scaled to [-1, 1])", "n": n, "configs": len(configs)}
     # deltafit, without and with the tricks (op2 = bounds_early)
-    s_plain, t_plain = _search(est, grid, X, y, prune=False, order="natural",
-                               method="bounds_early")
+    s_plain, t_plain = _search(est, grid, X, y, prune=False, order="natural", method="bounds_early")
     s_op1, t_op1 = _search(est, grid, X, y, prune=True, order="margin", method="bounds")
-    s_fast, t_fast = _search(est, grid, X, y, prune=True, order="margin",
-                             method="bounds_early")
-    log(f"{kind}: deltafit no tricks {t_plain:.2f}s, op1+tricks {t_op1:.2f}s, "
-        f"op2+tricks {t_fast:.2f}s")
+    s_fast, t_fast = _search(est, grid, X, y, prune=True, order="margin", method="bounds_early")
+    log(
+        f"{kind}: deltafit no tricks {t_plain:.2f}s, op1+tricks {t_op1:.2f}s, "
+        f"op2+tricks {t_fast:.2f}s"
+    )
     # brute force (optionally on a subset of the configurations, timed per config)
     idx = np.arange(len(configs))
     if args.brute_fraction < 1.0:
@@ -204,38 +227,50 @@ def grid_part(args, kind):
             t = time.perf_counter()
             brute_err[j] = _brute_loo_errors(feats[key], y, C)
             t_brute += time.perf_counter() - t
-            log(f"{kind} brute force config {j + 1}/{len(configs)}: {brute_err[j]} errors "
-                f"({time.perf_counter() - t:.1f}s)")
+            log(
+                f"{kind} brute force config {j + 1}/{len(configs)}: {brute_err[j]} errors "
+                f"({time.perf_counter() - t:.1f}s)"
+            )
     t_brute_all = t_brute * len(configs) / len(idx)
     ours_err = np.rint((1.0 - s_plain.cv_results_["mean_test_score"]) * n).astype(int)
     same_err = bool(np.all(ours_err[idx] == brute_err[idx]))
     best_brute = int(idx[np.argmin(brute_err[idx])]) if len(idx) == len(configs) else None
-    res.update({
-        "time_deltafit_no_tricks_s": t_plain, "time_deltafit_op1_tricks_s": t_op1,
-        "time_deltafit_op2_tricks_s": t_fast,
-        "refits_no_tricks": int(s_plain.n_refits_), "refits_op1_tricks": int(s_op1.n_refits_),
-        "refits_op2_tricks": int(s_fast.n_refits_),
-        "pruned_op2_tricks": int(s_fast.cv_results_["pruned"].sum()),
-        "brute_configs_timed": int(len(idx)), "time_brute_s": t_brute,
-        "time_brute_all_configs_s": t_brute_all,
-        "brute_extrapolated": bool(len(idx) < len(configs)),
-        "loo_errors_identical": same_err,
-        "best_index_deltafit": int(s_fast.best_index_),
-        "best_index_no_tricks": int(s_plain.best_index_),
-        "best_index_brute": best_brute,
-        "best_errors": int(ours_err[s_fast.best_index_]),
-        "best_params": {k: (float(v) if k == "C" else f"Nystroem(gamma={v.gamma})")
-                        for k, v in s_fast.best_params_.items()},
-        "ratio_no_tricks": t_brute_all / t_plain, "ratio_op1_tricks": t_brute_all / t_op1,
-        "ratio_op2_tricks": t_brute_all / t_fast,
-    })
+    res.update(
+        {
+            "time_deltafit_no_tricks_s": t_plain,
+            "time_deltafit_op1_tricks_s": t_op1,
+            "time_deltafit_op2_tricks_s": t_fast,
+            "refits_no_tricks": int(s_plain.n_refits_),
+            "refits_op1_tricks": int(s_op1.n_refits_),
+            "refits_op2_tricks": int(s_fast.n_refits_),
+            "pruned_op2_tricks": int(s_fast.cv_results_["pruned"].sum()),
+            "brute_configs_timed": int(len(idx)),
+            "time_brute_s": t_brute,
+            "time_brute_all_configs_s": t_brute_all,
+            "brute_extrapolated": bool(len(idx) < len(configs)),
+            "loo_errors_identical": same_err,
+            "best_index_deltafit": int(s_fast.best_index_),
+            "best_index_no_tricks": int(s_plain.best_index_),
+            "best_index_brute": best_brute,
+            "best_errors": int(ours_err[s_fast.best_index_]),
+            "best_params": {
+                k: (float(v) if k == "C" else f"Nystroem(gamma={v.gamma})")
+                for k, v in s_fast.best_params_.items()
+            },
+            "ratio_no_tricks": t_brute_all / t_plain,
+            "ratio_op1_tricks": t_brute_all / t_op1,
+            "ratio_op2_tricks": t_brute_all / t_fast,
+        }
+    )
     bar = LINEAR_BAR if kind == "linear" else KERNEL_BAR
-    same_best = (best_brute is None or best_brute == s_fast.best_index_) and \
-        s_fast.best_index_ == s_plain.best_index_
+    same_best = (
+        best_brute is None or best_brute == s_fast.best_index_
+    ) and s_fast.best_index_ == s_plain.best_index_
     res["selected_identical"] = bool(same_best and same_err)
     res["bar"] = f">= {bar:g}x (op2 with tricks vs brute force), identical selection"
-    res["bar_met"] = bool(res["ratio_op2_tricks"] >= bar and res["selected_identical"]
-                          and not args.quick)
+    res["bar_met"] = bool(
+        res["ratio_op2_tricks"] >= bar and res["selected_identical"] and not args.quick
+    )
     return res
 
 
@@ -281,8 +316,9 @@ def _baseline_source(commit):
 
     root = os.path.dirname(HERE)
     tmp = tempfile.mkdtemp(prefix="deltafit-base-")
-    archive = subprocess.run(["git", "-C", root, "archive", commit, "src"],
-                             capture_output=True, check=True).stdout
+    archive = subprocess.run(
+        ["git", "-C", root, "archive", commit, "src"], capture_output=True, check=True
+    ).stdout
     subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
     return os.path.join(tmp, "src")
 
@@ -299,12 +335,18 @@ def speed_part(args):
     got = {k: [] for k in srcs}
     for _ in range(args.rounds):
         for name, src in srcs.items():
-            out = subprocess.run([sys.executable, "-c", _SPEED_CHILD, str(args.reps)],
-                                 env=dict(env, PYTHONPATH=src), capture_output=True,
-                                 text=True, check=True).stdout
+            out = subprocess.run(
+                [sys.executable, "-c", _SPEED_CHILD, str(args.reps)],
+                env=dict(env, PYTHONPATH=src),
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
             got[name].append(json.loads(out))
-            log(f"speed {name}: loo {got[name][-1]['loo']['wall_s']:.3f}s, search "
-                f"{got[name][-1]['search']['wall_s']:.3f}s")
+            log(
+                f"speed {name}: loo {got[name][-1]['loo']['wall_s']:.3f}s, search "
+                f"{got[name][-1]['search']['wall_s']:.3f}s"
+            )
     rows = []
     for what in ("loo", "search"):
         b = got["baseline"][0][what]["result"]
@@ -313,8 +355,8 @@ def speed_part(args):
             same = b == t
         else:  # pruned configurations (None) may differ: their scores are certified bounds
             same = b["best_index"] == t["best_index"] and all(
-                x == z for x, z in zip(b["scores"], t["scores"])
-                if x is not None and z is not None)
+                x == z for x, z in zip(b["scores"], t["scores"]) if x is not None and z is not None
+            )
         row = {"what": what, "identical": bool(same), "load_during": loadavg()}
         for name in srcs:
             row[f"{name}_wall_s"] = min(g[what]["wall_s"] for g in got[name])
@@ -325,9 +367,12 @@ def speed_part(args):
         row["bar_met"] = bool(row["ratio_wall"] >= 2.0 and same)
         row["errors"] = t if what == "loo" else None
         rows.append(row)
-    return {"baseline": args.baseline, "grid": "breast cancer 569 x 30 (+1), logistic, "
-            "C = 1/(lambda n), lambda in 2^-20..2^0 (21 values), method='bounds_early'",
-            "rows": rows}
+    return {
+        "baseline": args.baseline,
+        "grid": "breast cancer 569 x 30 (+1), logistic, "
+        "C = 1/(lambda n), lambda in 2^-20..2^0 (21 values), method='bounds_early'",
+        "rows": rows,
+    }
 
 
 # ============================================================================ closed form
@@ -359,10 +404,19 @@ def closed_part(args):
         rc = RidgeCV(alphas=[1.0 / (2 * C)], fit_intercept=False, store_cv_results=True).fit(Xs, y)
         t_sk = time.perf_counter() - t
         dev = float(np.max(np.abs(r.errors - rc.cv_results_[:, 0])) / max(1.0, np.max(r.errors)))
-        rows.append({"problem": f"linear LOO, {name}", "n": n, "d": X.shape[1],
-                     "baseline": "RidgeCV (LOO, efficient)", "time_deltafit_s": t_ours,
-                     "time_baseline_s": t_sk, "ratio": t_sk / t_ours,
-                     "max_rel_deviation": dev, "ok": dev <= CLOSED_TOL})
+        rows.append(
+            {
+                "problem": f"linear LOO, {name}",
+                "n": n,
+                "d": X.shape[1],
+                "baseline": "RidgeCV (LOO, efficient)",
+                "time_deltafit_s": t_ours,
+                "time_baseline_s": t_sk,
+                "ratio": t_sk / t_ours,
+                "max_rel_deviation": dev,
+                "ok": dev <= CLOSED_TOL,
+            }
+        )
         log(f"closed linear {name}: ours {t_ours:.3f}s RidgeCV {t_sk:.3f}s dev {dev:.1e}")
     # kernel: brute force KernelRidge
     for name, (X, y) in list(sets.items())[:2]:
@@ -374,8 +428,12 @@ def closed_part(args):
         n = len(y)
         gamma = 1.0 / (X.shape[1] * X.var())
         t = time.perf_counter()
-        r = loo(deltafit.KernelRegressor(C=C, kernel="rbf", gamma=gamma, fit_intercept=False),
-                X, y, method="closed_form")
+        r = loo(
+            deltafit.KernelRegressor(C=C, kernel="rbf", gamma=gamma, fit_intercept=False),
+            X,
+            y,
+            method="closed_form",
+        )
         t_ours = time.perf_counter() - t
         t = time.perf_counter()
         pred = np.empty(n)
@@ -383,14 +441,23 @@ def closed_part(args):
         for i in range(n):
             mask[i] = False
             kr = KernelRidge(alpha=1.0 / (2 * C), kernel="rbf", gamma=gamma).fit(X[mask], y[mask])
-            pred[i] = kr.predict(X[i:i + 1])[0]
+            pred[i] = kr.predict(X[i : i + 1])[0]
             mask[i] = True
         t_sk = time.perf_counter() - t
         dev = float(np.max(np.abs(r.y_pred - pred)) / max(1.0, np.max(np.abs(y))))
-        rows.append({"problem": f"kernel LOO, {name}", "n": n, "d": X.shape[1],
-                     "baseline": "KernelRidge, n refits", "time_deltafit_s": t_ours,
-                     "time_baseline_s": t_sk, "ratio": t_sk / t_ours,
-                     "max_rel_deviation": dev, "ok": dev <= CLOSED_TOL})
+        rows.append(
+            {
+                "problem": f"kernel LOO, {name}",
+                "n": n,
+                "d": X.shape[1],
+                "baseline": "KernelRidge, n refits",
+                "time_deltafit_s": t_ours,
+                "time_baseline_s": t_sk,
+                "ratio": t_sk / t_ours,
+                "max_rel_deviation": dev,
+                "ok": dev <= CLOSED_TOL,
+            }
+        )
         log(f"closed kernel {name}: ours {t_ours:.3f}s brute {t_sk:.2f}s dev {dev:.1e}")
     return rows
 
@@ -399,77 +466,119 @@ def closed_part(args):
 def markdown(doc):
     lines = []
     if "table2" in doc:
-        lines += ["| data set | n | ours % refits | curvature region % | Zhang % "
-                  "| after one Newton step % | paper ours / Zhang % | wrong decided | bar |",
-                  "|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            "| data set | n | ours % refits | curvature region % | Zhang % "
+            "| after one Newton step % | paper ours / Zhang % | wrong decided | bar |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
         for r in doc["table2"]:
             paper = f"{r['paper_pct']} / {r['paper_zhang_pct']}" if "paper_pct" in r else "–"
             bar = ("met" if r["bar_met"] else "NOT met") if "bar_met" in r else "–"
-            lines.append(f"| {r['dataset']} | {r['n']} | {r['ours_pct']:.2f} | "
-                         f"{r['curvature_pct']:.2f} | {r['zhang_pct']:.2f} | "
-                         f"{r['after_newton_step_pct']:.2f} | {paper} | "
-                         f"{r['wrong_decided']} | {bar} |")
+            lines.append(
+                f"| {r['dataset']} | {r['n']} | {r['ours_pct']:.2f} | "
+                f"{r['curvature_pct']:.2f} | {r['zhang_pct']:.2f} | "
+                f"{r['after_newton_step_pct']:.2f} | {paper} | "
+                f"{r['wrong_decided']} | {bar} |"
+            )
         lines.append("")
     for kind in ("linear", "kernel"):
         if kind in doc:
             r = doc[kind]
             ex = " (extrapolated)" if r["brute_extrapolated"] else ""
-            lines += [f"| grid ({kind}) | configs | brute force s{ex} | no tricks s (x) "
-                      "| op1+tricks s (x) | op2+tricks s (x) | refits op2 | identical selection "
-                      "| bar |",
-                      "|---|---|---|---|---|---|---|---|---|",
-                      f"| {r['dataset']} | {r['configs']} | {r['time_brute_all_configs_s']:.1f} | "
-                      f"{r['time_deltafit_no_tricks_s']:.2f} ({r['ratio_no_tricks']:.0f}x) | "
-                      f"{r['time_deltafit_op1_tricks_s']:.2f} ({r['ratio_op1_tricks']:.0f}x) | "
-                      f"{r['time_deltafit_op2_tricks_s']:.2f} ({r['ratio_op2_tricks']:.0f}x) | "
-                      f"{r['refits_op2_tricks']} | {r['selected_identical']} | "
-                      f"{'met' if r['bar_met'] else 'NOT met'} ({r['bar']}) |", ""]
+            lines += [
+                f"| grid ({kind}) | configs | brute force s{ex} | no tricks s (x) "
+                "| op1+tricks s (x) | op2+tricks s (x) | refits op2 | identical selection "
+                "| bar |",
+                "|---|---|---|---|---|---|---|---|---|",
+                f"| {r['dataset']} | {r['configs']} | {r['time_brute_all_configs_s']:.1f} | "
+                f"{r['time_deltafit_no_tricks_s']:.2f} ({r['ratio_no_tricks']:.0f}x) | "
+                f"{r['time_deltafit_op1_tricks_s']:.2f} ({r['ratio_op1_tricks']:.0f}x) | "
+                f"{r['time_deltafit_op2_tricks_s']:.2f} ({r['ratio_op2_tricks']:.0f}x) | "
+                f"{r['refits_op2_tricks']} | {r['selected_identical']} | "
+                f"{'met' if r['bar_met'] else 'NOT met'} ({r['bar']}) |",
+                "",
+            ]
     if "speed" in doc:
         sp = doc["speed"]
-        lines += [f"| 21-C grid ({sp['baseline']} vs this tree) | baseline s | this tree s | "
-                  "ratio (wall / CPU) | identical | bar |", "|---|---|---|---|---|---|"]
+        lines += [
+            f"| 21-C grid ({sp['baseline']} vs this tree) | baseline s | this tree s | "
+            "ratio (wall / CPU) | identical | bar |",
+            "|---|---|---|---|---|---|",
+        ]
         for r in sp["rows"]:
-            lines.append(f"| {r['what']} | {r['baseline_wall_s']:.3f} | "
-                         f"{r['this tree_wall_s']:.3f} | {r['ratio_wall']:.2f}x / "
-                         f"{r['ratio_cpu']:.2f}x | {r['identical']} | "
-                         f"{'met' if r['bar_met'] else 'NOT met'} |")
+            lines.append(
+                f"| {r['what']} | {r['baseline_wall_s']:.3f} | "
+                f"{r['this tree_wall_s']:.3f} | {r['ratio_wall']:.2f}x / "
+                f"{r['ratio_cpu']:.2f}x | {r['identical']} | "
+                f"{'met' if r['bar_met'] else 'NOT met'} |"
+            )
         lines.append("")
     if "closed" in doc:
-        lines += ["| closed-form LOO | n x d | baseline | deltafit s | baseline s | ratio "
-                  "| max rel. deviation |",
-                  "|---|---|---|---|---|---|---|"]
+        lines += [
+            "| closed-form LOO | n x d | baseline | deltafit s | baseline s | ratio "
+            "| max rel. deviation |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for r in doc["closed"]:
-            lines.append(f"| {r['problem']} | {r['n']} x {r['d']} | {r['baseline']} | "
-                         f"{r['time_deltafit_s']:.3f} | {r['time_baseline_s']:.3f} | "
-                         f"{r['ratio']:.1f}x | {r['max_rel_deviation']:.1e} |")
+            lines.append(
+                f"| {r['problem']} | {r['n']} x {r['d']} | {r['baseline']} | "
+                f"{r['time_deltafit_s']:.3f} | {r['time_baseline_s']:.3f} | "
+                f"{r['ratio']:.1f}x | {r['max_rel_deviation']:.1e} |"
+            )
     return "\n".join(lines)
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--part", choices=("table2", "linear", "kernel", "closed", "speed", "all"),
-                    default="all")
-    ap.add_argument("--baseline", default="6744a45",
-                    help="commit the speed part compares with (git archive of its src/)")
-    ap.add_argument("--rounds", type=int, default=3,
-                    help="speed part: alternating baseline / this-tree subprocesses")
+    ap.add_argument(
+        "--part", choices=("table2", "linear", "kernel", "closed", "speed", "all"), default="all"
+    )
+    ap.add_argument(
+        "--baseline",
+        default="6744a45",
+        help="commit the speed part compares with (git archive of its src/)",
+    )
+    ap.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="speed part: alternating baseline / this-tree subprocesses",
+    )
     ap.add_argument("--reps", type=int, default=3, help="speed part: repetitions per process")
     ap.add_argument("--quick", action="store_true", help="tiny problems; bars not applied")
     ap.add_argument("--out", help="write the JSON document here (and a .md)")
-    ap.add_argument("--brute-fraction", type=float, default=1.0,
-                    help="share of the grid's configurations run by brute force; below 1 the "
-                         "brute-force time is extrapolated and the selection is not compared")
-    ap.add_argument("--check", type=int, default=40,
-                    help="decided labels per gamma checked by an exact refit (table2)")
+    ap.add_argument(
+        "--brute-fraction",
+        type=float,
+        default=1.0,
+        help="share of the grid's configurations run by brute force; below 1 the "
+        "brute-force time is extrapolated and the selection is not compared",
+    )
+    ap.add_argument(
+        "--check",
+        type=int,
+        default=40,
+        help="decided labels per gamma checked by an exact refit (table2)",
+    )
     ap.add_argument("--threads", type=int, default=1, help="BLAS threads (default 1)")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
-    doc = {"benchmark": "bench_loo", "quick": bool(args.quick), "machine": machine_info(),
-           "source": source_info(), "loadavg_start": loadavg(),
-           "settings": {"part": args.part, "brute_fraction": args.brute_fraction,
-                        "threads": args.threads, "seed": args.seed}}
-    parts = ("table2", "linear", "kernel", "closed", "speed") if args.part == "all" \
-        else (args.part,)
+    doc = {
+        "benchmark": "bench_loo",
+        "quick": bool(args.quick),
+        "machine": machine_info(),
+        "source": source_info(),
+        "loadavg_start": loadavg(),
+        "settings": {
+            "part": args.part,
+            "brute_fraction": args.brute_fraction,
+            "threads": args.threads,
+            "seed": args.seed,
+        },
+    }
+    parts = (
+        ("table2", "linear", "kernel", "closed", "speed") if args.part == "all" else (args.part,)
+    )
     with thread_limit(args.threads):
         for part in parts:
             if part == "table2":

@@ -82,15 +82,24 @@ def scenario(name, make, twin, X, y, args):
     yb = np.where(y == y[0], 1, 0)
     b = make().fit(X, yb)
     btimes = [timed(lambda i=i: b.remove([i]))[0] for i in range(args.reps)]
-    row = {"scenario": name, "n": int(n), "d": int(X.shape[1]),
-           "n_classes": int(np.unique(y).size),
-           "update_median_s": float(np.median(times)), "refit_min_s": float(min(refits)),
-           "ratio": float(min(refits) / np.median(times)),
-           "binary_update_median_s": float(np.median(btimes)),
-           "multiclass_over_binary": float(np.median(times) / np.median(btimes)),
-           "deviation": dev, "refit_all_s": refits, "update_all_s": times}
-    log(f"{name}: update {row['update_median_s'] * 1e3:.2f} ms, refit "
-        f"{row['refit_min_s'] * 1e3:.1f} ms, ratio {row['ratio']:.0f}x, deviation {dev:.1e}")
+    row = {
+        "scenario": name,
+        "n": int(n),
+        "d": int(X.shape[1]),
+        "n_classes": int(np.unique(y).size),
+        "update_median_s": float(np.median(times)),
+        "refit_min_s": float(min(refits)),
+        "ratio": float(min(refits) / np.median(times)),
+        "binary_update_median_s": float(np.median(btimes)),
+        "multiclass_over_binary": float(np.median(times) / np.median(btimes)),
+        "deviation": dev,
+        "refit_all_s": refits,
+        "update_all_s": times,
+    }
+    log(
+        f"{name}: update {row['update_median_s'] * 1e3:.2f} ms, refit "
+        f"{row['refit_min_s'] * 1e3:.1f} ms, ratio {row['ratio']:.0f}x, deviation {dev:.1e}"
+    )
     return row
 
 
@@ -108,24 +117,46 @@ def main(argv=None):
     data, X, y = load(args.quick)
     C = 0.01
     rows = [
-        scenario("squared, remove 1", lambda: deltafit.LinearClassifier(C=C),
-                 lambda: RidgeClassifier(alpha=1 / (2 * C), fit_intercept=False,
-                                         solver="cholesky"), X, y, args),
-        scenario("logistic, remove 1", lambda: deltafit.LinearClassifier(loss="logistic", C=C),
-                 lambda: OneVsRestClassifier(LogisticRegression(
-                     C=C, fit_intercept=False, tol=1e-8, max_iter=1000)), X, y, args),
+        scenario(
+            "squared, remove 1",
+            lambda: deltafit.LinearClassifier(C=C),
+            lambda: RidgeClassifier(alpha=1 / (2 * C), fit_intercept=False, solver="cholesky"),
+            X,
+            y,
+            args,
+        ),
+        scenario(
+            "logistic, remove 1",
+            lambda: deltafit.LinearClassifier(loss="logistic", C=C),
+            lambda: OneVsRestClassifier(
+                LogisticRegression(C=C, fit_intercept=False, tol=1e-8, max_iter=1000)
+            ),
+            X,
+            y,
+            args,
+        ),
     ]
-    doc = {"benchmark": "multiclass", "data": data, "C": C, "python": platform.python_version(),
-           "numpy": np.__version__, "rows": rows}
+    doc = {
+        "benchmark": "multiclass",
+        "data": data,
+        "C": C,
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "rows": rows,
+    }
     print(json.dumps(doc, indent=1))
     print()
-    print("| data | scenario | n × d, K | deltafit update | sklearn refit | ratio | "
-          "multiclass / binary update | deviation |")
+    print(
+        "| data | scenario | n × d, K | deltafit update | sklearn refit | ratio | "
+        "multiclass / binary update | deviation |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {data} | {r['scenario']} | {r['n']} × {r['d']}, {r['n_classes']} | "
-              f"{r['update_median_s'] * 1e3:.2f} ms | {r['refit_min_s'] * 1e3:.0f} ms | "
-              f"{r['ratio']:.0f}x | {r['multiclass_over_binary']:.1f} | {r['deviation']:.1e} |")
+        print(
+            f"| {data} | {r['scenario']} | {r['n']} × {r['d']}, {r['n_classes']} | "
+            f"{r['update_median_s'] * 1e3:.2f} ms | {r['refit_min_s'] * 1e3:.0f} ms | "
+            f"{r['ratio']:.0f}x | {r['multiclass_over_binary']:.1f} | {r['deviation']:.1e} |"
+        )
 
 
 if __name__ == "__main__":

@@ -186,7 +186,7 @@ def scenario(cls, n, reps, seed):
     def addition(i):
         j = removed[i]
         slots = np.array([led.end], dtype=np.intp)
-        rows = Phi[j:j + 1]
+        rows = Phi[j : j + 1]
         extra = {}
         if cls.kernel:
             K_cross = np.zeros((led.capacity, 1))
@@ -196,7 +196,7 @@ def scenario(cls, n, reps, seed):
         else:
             extra = {"rows_add": rows}
         out = []
-        for lg, t in zip([led] + views, [Y[j:j + 1]] + [Y[j:j + 1, k] for k in range(K)]):
+        for lg, t in zip([led] + views, [Y[j : j + 1]] + [Y[j : j + 1, k] for k in range(K)]):
             ch = DataChange(lg, add_slots=slots, t_add=t, **extra)
             ch.rows = rows
             out.append(ch)
@@ -212,26 +212,39 @@ def scenario(cls, n, reps, seed):
 
 def summarise(problem, what, t_multi, t_singles, dev, K, contention):
     tm, ts = np.asarray(t_multi), np.asarray(t_singles)
-    return {"problem": problem, "scenario": f"{what} 1", "K": K, "reps": int(tm.size),
-            "multi_median_s": float(np.median(tm)), "singles_median_s": float(np.median(ts)),
-            "multi_mean_s": float(tm.mean()), "singles_mean_s": float(ts.mean()),
-            "ratio_median": float(np.median(ts) / np.median(tm)),
-            "ratio_mean": float(ts.mean() / tm.mean()),
-            "max_deviation": dev, "pass": bool(dev <= DEVIATION_BAR),
-            "times_multi_s": tm.tolist(), "times_singles_s": ts.tolist(),
-            "contention": contention}
+    return {
+        "problem": problem,
+        "scenario": f"{what} 1",
+        "K": K,
+        "reps": int(tm.size),
+        "multi_median_s": float(np.median(tm)),
+        "singles_median_s": float(np.median(ts)),
+        "multi_mean_s": float(tm.mean()),
+        "singles_mean_s": float(ts.mean()),
+        "ratio_median": float(np.median(ts) / np.median(tm)),
+        "ratio_mean": float(ts.mean() / tm.mean()),
+        "max_deviation": dev,
+        "pass": bool(dev <= DEVIATION_BAR),
+        "times_multi_s": tm.tolist(),
+        "times_singles_s": ts.tolist(),
+        "contention": contention,
+    }
 
 
 def markdown(rows):
-    out = ["| problem | scenario | one K-output state (s, median / mean) | K single-output "
-           "states (s, median / mean) | ratio (median / mean) | max deviation |",
-           "|---|---|---:|---:|---:|---:|"]
+    out = [
+        "| problem | scenario | one K-output state (s, median / mean) | K single-output "
+        "states (s, median / mean) | ratio (median / mean) | max deviation |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
     for r in rows:
-        out.append(f"| {r['problem']} | {r['scenario']} (K = {r['K']}) | "
-                   f"{r['multi_median_s']:.3g} / {r['multi_mean_s']:.3g} | "
-                   f"{r['singles_median_s']:.3g} / {r['singles_mean_s']:.3g} | "
-                   f"{r['ratio_median']:.2f}x / {r['ratio_mean']:.2f}x | "
-                   f"{r['max_deviation']:.1e} |")
+        out.append(
+            f"| {r['problem']} | {r['scenario']} (K = {r['K']}) | "
+            f"{r['multi_median_s']:.3g} / {r['multi_mean_s']:.3g} | "
+            f"{r['singles_median_s']:.3g} / {r['singles_mean_s']:.3g} | "
+            f"{r['ratio_median']:.2f}x / {r['ratio_mean']:.2f}x | "
+            f"{r['max_deviation']:.1e} |"
+        )
     return "\n".join(out)
 
 
@@ -247,11 +260,20 @@ def main(argv=None):
     ap.add_argument("--quiet-wait", type=float, default=30.0)
     args = ap.parse_args(argv)
     reps = args.reps or (40 if args.quick else 200)
-    problems = [("primal (digits, p = 65, n = 1200)" if not args.quick else
-                 "primal (digits, p = 65, n = 400)", PrimalSquaredState,
-                 400 if args.quick else 1200),
-                ("dual (digits, RBF, n = 1000)" if not args.quick else
-                 "dual (digits, RBF, n = 300)", DualSquaredState, 300 if args.quick else 1000)]
+    problems = [
+        (
+            "primal (digits, p = 65, n = 1200)"
+            if not args.quick
+            else "primal (digits, p = 65, n = 400)",
+            PrimalSquaredState,
+            400 if args.quick else 1200,
+        ),
+        (
+            "dual (digits, RBF, n = 1000)" if not args.quick else "dual (digits, RBF, n = 300)",
+            DualSquaredState,
+            300 if args.quick else 1000,
+        ),
+    ]
     rows = []
     with thread_limit(args.threads):
         for name, cls, n in problems:
@@ -265,11 +287,17 @@ def main(argv=None):
 
             cont = contention_loop(once, args, name, args.retries)["contention"]
             for what in ("remove", "add"):
-                rows.append(summarise(name, what, *res["times"][what], res["dev"], res["K"],
-                                      cont))
-    doc = {"benchmark": "multioutput_squared", "quick": args.quick, "C": C, "gamma": GAMMA,
-           "deviation_bar": DEVIATION_BAR, "machine": machine_info(), "source": source_info(),
-           "rows": rows}
+                rows.append(summarise(name, what, *res["times"][what], res["dev"], res["K"], cont))
+    doc = {
+        "benchmark": "multioutput_squared",
+        "quick": args.quick,
+        "C": C,
+        "gamma": GAMMA,
+        "deviation_bar": DEVIATION_BAR,
+        "machine": machine_info(),
+        "source": source_info(),
+        "rows": rows,
+    }
     table = markdown(rows)
     print(json.dumps(doc, indent=1))
     print()

@@ -102,10 +102,12 @@ def write_zarr(path, n, p, rows, client, seed=0):
     if os.path.exists(path):
         shutil.rmtree(path)
     X, y = linear_rows(n, p, rows, seed=seed)
-    zX = zarr.create_array(store=os.path.join(path, "X"), shape=(n, p), chunks=(rows, p),
-                           dtype="f8", compressors=None)
-    zy = zarr.create_array(store=os.path.join(path, "y"), shape=(n,), chunks=(rows,),
-                           dtype="f8", compressors=None)
+    zX = zarr.create_array(
+        store=os.path.join(path, "X"), shape=(n, p), chunks=(rows, p), dtype="f8", compressors=None
+    )
+    zy = zarr.create_array(
+        store=os.path.join(path, "y"), shape=(n,), chunks=(rows,), dtype="f8", compressors=None
+    )
     da.store([X, y], [zX, zy], lock=False, scheduler=client.get)
 
 
@@ -155,8 +157,14 @@ def out_of_core(args, client):
         t_fit, _ = timed(lambda: m.fit(Xz, yz))
     load_fit.append(os.getloadavg()[0])
     led = m._ledger
-    ledger_bytes = int(led.digests.nbytes + led.active.nbytes + led.ids.nbytes +
-                       led.w.nbytes + led.y.nbytes + led._index.nbytes)
+    ledger_bytes = int(
+        led.digests.nbytes
+        + led.active.nbytes
+        + led.ids.nbytes
+        + led.w.nbytes
+        + led.y.nbytes
+        + led._index.nbytes
+    )
     rng = np.random.default_rng(1)
     pick = rng.choice(n, size=20 + max(1, n // 100), replace=False)
     singles, batch = np.sort(pick[:20]), np.sort(pick[20:])
@@ -170,7 +178,7 @@ def out_of_core(args, client):
         pass
     t_one = []
     for k, i in enumerate(singles.tolist()):
-        t, _ = timed(lambda i=i, k=k: m.remove([i], X=rows_1[k:k + 1], y=t_1[k:k + 1]))
+        t, _ = timed(lambda i=i, k=k: m.remove([i], X=rows_1[k : k + 1], y=t_1[k : k + 1]))
         t_one.append(t)
     t_batch, _ = timed(lambda: m.remove(batch, X=rows_b, y=t_b))
     keep = np.ones(n, dtype=bool)
@@ -184,16 +192,28 @@ def out_of_core(args, client):
     if not args.keep:
         shutil.rmtree(path)
     return {
-        "n": n, "p": p, "bytes": nbytes, "chunk_rows": args.chunk_rows,
-        "t_write_s": t_write, "t_read_s": t_read, "read_rate_MBps": nbytes / t_read / 1e6,
-        "t_fit_s": t_fit, "fit_rate_MBps": nbytes / t_fit / 1e6,
+        "n": n,
+        "p": p,
+        "bytes": nbytes,
+        "chunk_rows": args.chunk_rows,
+        "t_write_s": t_write,
+        "t_read_s": t_read,
+        "read_rate_MBps": nbytes / t_read / 1e6,
+        "t_fit_s": t_fit,
+        "fit_rate_MBps": nbytes / t_fit / 1e6,
         "load_average_1min_before_after_fit": load_fit,
-        "ledger_bytes": ledger_bytes, "ledger_bytes_per_sample": ledger_bytes / n,
-        "fit_rate_over_read_rate": t_read / t_fit, "fit_passes": m._dask_passes,
-        "client_rss_before_fit_MB": rss.start / 1e6, "client_peak_rss_fit_MB": rss.peak / 1e6,
-        "t_remove_one_s": t_one, "t_remove_one_median_s": float(np.median(t_one)),
-        "remove_batch_size": int(batch.size), "t_remove_batch_s": t_batch,
-        "t_refit_s": t_refit, "deviation_vs_refit": dev,
+        "ledger_bytes": ledger_bytes,
+        "ledger_bytes_per_sample": ledger_bytes / n,
+        "fit_rate_over_read_rate": t_read / t_fit,
+        "fit_passes": m._dask_passes,
+        "client_rss_before_fit_MB": rss.start / 1e6,
+        "client_peak_rss_fit_MB": rss.peak / 1e6,
+        "t_remove_one_s": t_one,
+        "t_remove_one_median_s": float(np.median(t_one)),
+        "remove_batch_size": int(batch.size),
+        "t_remove_batch_s": t_batch,
+        "t_refit_s": t_refit,
+        "deviation_vs_refit": dev,
     }
 
 
@@ -211,8 +231,12 @@ def in_memory(args, client):
     log("in memory: Dask path")
     with dask.config.set(scheduler=client.get):
         t_dask, b = timed(lambda: df.LinearRegressor(C=C, keep_data=False).fit(X, y))
-    out.update(t_numpy_fit_s=t_np, t_dask_fit_s=t_dask, dask_over_numpy=t_dask / t_np,
-               deviation_dask_vs_numpy=rel(full_coef(b), full_coef(a)))
+    out.update(
+        t_numpy_fit_s=t_np,
+        t_dask_fit_s=t_dask,
+        dask_over_numpy=t_dask / t_np,
+        deviation_dask_vs_numpy=rel(full_coef(b), full_coef(a)),
+    )
     try:
         from dask_ml.linear_model import LinearRegression
     except ImportError:
@@ -220,12 +244,18 @@ def in_memory(args, client):
         return out
     log("in memory: dask-ml LinearRegression")
     with dask.config.set(scheduler=client.get):
-        t_dml, dml = timed(lambda: LinearRegression(penalty="l2", C=C, solver="lbfgs",
-                                                    fit_intercept=True).fit(X, y))
+        t_dml, dml = timed(
+            lambda: LinearRegression(penalty="l2", C=C, solver="lbfgs", fit_intercept=True).fit(
+                X, y
+            )
+        )
     coef = np.append(np.ravel(dml.coef_), dml.intercept_)
-    out.update(dask_ml="LinearRegression(penalty='l2', C=C, solver='lbfgs')",
-               t_dask_ml_fit_s=t_dml, dask_ml_over_deltafit=t_dml / t_dask,
-               deviation_dask_ml_vs_deltafit=rel(coef, full_coef(b)))
+    out.update(
+        dask_ml="LinearRegression(penalty='l2', C=C, solver='lbfgs')",
+        t_dask_ml_fit_s=t_dml,
+        dask_ml_over_deltafit=t_dml / t_dask,
+        deviation_dask_ml_vs_deltafit=rel(coef, full_coef(b)),
+    )
     return out
 
 
@@ -256,7 +286,8 @@ def markdown(res):
         rows.append(
             f"| same data: dask-ml LinearRegression (l2, same C) | {mem['t_dask_fit_s']:.2f} s "
             f"| dask-ml {mem['t_dask_ml_fit_s']:.2f} s | {mem['dask_ml_over_deltafit']:.1f}x "
-            f"| — (dask-ml's deviation {mem['deviation_dask_ml_vs_deltafit']:.1e}) |")
+            f"| — (dask-ml's deviation {mem['deviation_dask_ml_vs_deltafit']:.1e}) |"
+        )
     return "\n".join(rows)
 
 
@@ -265,17 +296,27 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--n", type=int, default=None, help="rows on disk (default 10M; quick 400k)")
     ap.add_argument("--p", type=int, default=None, help="features (default 50; quick 20)")
-    ap.add_argument("--mem-n", type=int, default=None,
-                    help="rows of the in-memory problem (default 2M; quick 200k)")
-    ap.add_argument("--chunk-rows", type=int, default=None,
-                    help="rows per chunk (default 250k; quick 50k)")
+    ap.add_argument(
+        "--mem-n",
+        type=int,
+        default=None,
+        help="rows of the in-memory problem (default 2M; quick 200k)",
+    )
+    ap.add_argument(
+        "--chunk-rows", type=int, default=None, help="rows per chunk (default 250k; quick 50k)"
+    )
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--path", default=os.path.join(os.environ.get("TMPDIR", "/tmp"),
-                                                   "deltafit_bench_scale.zarr"))
+    ap.add_argument(
+        "--path",
+        default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "deltafit_bench_scale.zarr"),
+    )
     ap.add_argument("--keep", action="store_true", help="keep the zarr data afterwards")
-    ap.add_argument("--reuse", action="store_true",
-                    help="read the zarr data left by an earlier run with --keep (same n, p and "
-                         "chunks) instead of writing it again")
+    ap.add_argument(
+        "--reuse",
+        action="store_true",
+        help="read the zarr data left by an earlier run with --keep (same n, p and "
+        "chunks) instead of writing it again",
+    )
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     q = args.quick

@@ -92,13 +92,21 @@ def loo_part(est, X, y, rows, workers, res):
         out["t_dask"], r = timed(lambda: loo(est, Xd, yd))
         labels = np.asarray(r.y_pred.compute())
         d = r.details
-        out.update({"undecided_ball": int(d.get("undecided_ball", -1)),
-                    "undecided_after_screening": int(d["undecided"]),
-                    "passes": int(d["n_passes"]), "fit_passes": int(d["fit_passes"]),
-                    "screen_passes": int(d["screen_passes"]),
-                    "resolve_passes": int(d["resolve_passes"]), "n_refits": int(r.n_refits)})
-        log(f"loo dask: {out['t_dask']:.2f} s, ball undecided {out['undecided_ball']}, "
-            f"after screening {out['undecided_after_screening']}, {out['passes']} passes")
+        out.update(
+            {
+                "undecided_ball": int(d.get("undecided_ball", -1)),
+                "undecided_after_screening": int(d["undecided"]),
+                "passes": int(d["n_passes"]),
+                "fit_passes": int(d["fit_passes"]),
+                "screen_passes": int(d["screen_passes"]),
+                "resolve_passes": int(d["resolve_passes"]),
+                "n_refits": int(r.n_refits),
+            }
+        )
+        log(
+            f"loo dask: {out['t_dask']:.2f} s, ball undecided {out['undecided_ball']}, "
+            f"after screening {out['undecided_after_screening']}, {out['passes']} passes"
+        )
     out["load_before_numpy"] = os.getloadavg()
     out["t_numpy_bounds"], b = timed(lambda: loo(est, X, y, method="bounds"))
     out["numpy_n_refits"] = int(b.n_refits)
@@ -121,8 +129,12 @@ def main():
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--out", default="")
     ap.add_argument("--parts", default="kfold,loo", help="kfold, loo or both")
-    ap.add_argument("--loo-n", default="", help="comma-separated n for the leave-one-out part "
-                    "(default: 50000,100000 quick, 100000,500000 full)")
+    ap.add_argument(
+        "--loo-n",
+        default="",
+        help="comma-separated n for the leave-one-out part "
+        "(default: 50000,100000 quick, 100000,500000 full)",
+    )
     args = ap.parse_args()
     parts = set(args.parts.split(","))
     q = args.quick
@@ -136,20 +148,32 @@ def main():
 
     import dask
 
-    res = {"benchmark": "bench_scale_cv", "quick": q, "n": n, "p": p, "k": k, "C": C,
-           "chunk_rows": rows, "workers": args.workers, "scheduler": "threads",
-           "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
-           "machine": machine_info(), "source": source_info()}
+    res = {
+        "benchmark": "bench_scale_cv",
+        "quick": q,
+        "n": n,
+        "p": p,
+        "k": k,
+        "C": C,
+        "chunk_rows": rows,
+        "workers": args.workers,
+        "scheduler": "threads",
+        "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+        "machine": machine_info(),
+        "source": source_info(),
+    }
     est = df.LinearClassifier(loss="logistic", C=C)
     md = ["| scenario | deltafit | baseline | ratio | bar |", "|---|---|---|---|---|"]
     if "loo" in parts:
         with dask.config.set(scheduler="threads", num_workers=args.workers):
             # warm-up: the digest kernel (numba) compiles once, on a small fit
             Xs, ys = data(16_000, p)
-            timed(lambda: df.LinearClassifier(loss="logistic").fit(
-                da.from_array(Xs, chunks=(4_000, -1)), da.from_array(ys, chunks=4_000)))
-        ns = [int(v) for v in (args.loo_n or ("50000,100000" if q else "100000,500000"))
-              .split(",")]
+            timed(
+                lambda: df.LinearClassifier(loss="logistic").fit(
+                    da.from_array(Xs, chunks=(4_000, -1)), da.from_array(ys, chunks=4_000)
+                )
+            )
+        ns = [int(v) for v in (args.loo_n or ("50000,100000" if q else "100000,500000")).split(",")]
         for nn in ns:
             Xn, yn = data(nn, p)
             o = loo_part(est, Xn, yn, rows, args.workers, res)
@@ -163,7 +187,8 @@ def main():
                 f"{o['dask_over_numpy']:.2f}x of NumPy; labels "
                 f"{'equal' if o['labels_equal_numpy'] else 'DIFFER'}, refits "
                 f"{'equal' if o['n_refits_equal_numpy'] else 'DIFFER'} | finishes, labels "
-                "equal |")
+                "equal |"
+            )
     if "kfold" in parts:
         X, y = data(n, p)
         cv = KFold(k, shuffle=True, random_state=0)
@@ -172,9 +197,12 @@ def main():
             Xd, yd = da.from_array(X, chunks=(rows, -1)), da.from_array(y, chunks=rows)
             # warm-up: the digest kernel (numba) compiles once, on a small fit
             small = min(n, 16_000)
-            res["t_warmup"], _ = timed(lambda: df.LinearClassifier(loss="logistic").fit(
-                da.from_array(X[:small], chunks=(small // 4, -1)),
-                da.from_array(y[:small], chunks=small // 4)))
+            res["t_warmup"], _ = timed(
+                lambda: df.LinearClassifier(loss="logistic").fit(
+                    da.from_array(X[:small], chunks=(small // 4, -1)),
+                    da.from_array(y[:small], chunks=small // 4),
+                )
+            )
             res["load_before_joint"] = os.getloadavg()
             res["t_joint"], r = timed(lambda: cross_validate(est, Xd, yd, cv=cv))
             z_joint = np.asarray(r.decision.compute())
@@ -186,13 +214,11 @@ def main():
             res["fold_scores_joint"] = np.asarray(r.fold_scores).tolist()
             log(f"joint: {res['t_joint']:.2f} s, {res['passes_joint']} passes")
             res["load_before_cold"] = os.getloadavg()
-            res["t_cold"], (z_cold, passes_cold) = timed(
-                lambda: cold_folds(est, Xd, yd, folds, n))
+            res["t_cold"], (z_cold, passes_cold) = timed(lambda: cold_folds(est, Xd, yd, folds, n))
             res["passes_cold"] = passes_cold
             log(f"cold: {res['t_cold']:.2f} s, {passes_cold} passes")
         res["load_before_numpy"] = os.getloadavg()
-        res["t_numpy_refit"], a = timed(
-            lambda: cross_validate(est, X, y, cv=cv, method="refit"))
+        res["t_numpy_refit"], a = timed(lambda: cross_validate(est, X, y, cv=cv, method="refit"))
         res["t_numpy_auto"], b = timed(lambda: cross_validate(est, X, y, cv=cv))
         res["numpy_auto_method"] = b.method
         res["numpy_auto_refits"] = int(b.n_refits)
@@ -201,8 +227,9 @@ def main():
         res["max_abs_dev_vs_cold"] = float(np.max(np.abs(z_joint - z_cold)))
         res["max_abs_dev_vs_numpy_refit"] = float(np.max(np.abs(z_joint - a.decision[o])))
         res["labels_equal_numpy_refit"] = bool(np.array_equal(labels_joint, a.y_pred[o]))
-        res["fold_scores_equal_numpy"] = bool(np.array_equal(np.asarray(r.fold_scores),
-                                                             np.asarray(a.fold_scores)))
+        res["fold_scores_equal_numpy"] = bool(
+            np.array_equal(np.asarray(r.fold_scores), np.asarray(a.fold_scores))
+        )
         res["speedup_vs_cold"] = res["t_cold"] / res["t_joint"]
         res["passes_ratio_vs_cold"] = res["passes_cold"] / res["passes_joint"]
         res["joint_over_numpy_refit"] = res["t_joint"] / res["t_numpy_refit"]

@@ -82,15 +82,28 @@ def main():
     # a noisy linear rule: a third of the rows inside the margin or on the wrong side
     y = (X @ beta_star + 0.5 * np.sqrt(p) * rng.standard_normal(n) > 0).astype(np.int64)
     ids = np.sort(rng.choice(n, max(1, n // 1000), replace=False))
-    res = {"benchmark": "bench_scale_hinge", "quick": q, "n": n, "p": p, "C": C,
-           "chunk_rows": rows, "workers": args.workers, "removed": int(ids.size),
-           "scheduler": "threads", "machine": machine_info(), "source": source_info()}
+    res = {
+        "benchmark": "bench_scale_hinge",
+        "quick": q,
+        "n": n,
+        "p": p,
+        "C": C,
+        "chunk_rows": rows,
+        "workers": args.workers,
+        "removed": int(ids.size),
+        "scheduler": "threads",
+        "machine": machine_info(),
+        "source": source_info(),
+    }
     with dask.config.set(scheduler="threads", num_workers=args.workers):
         Xd, yd = da.from_array(X, chunks=(rows, -1)), da.from_array(y, chunks=rows)
         small = min(n, 16_000)  # compiles the digest kernel (numba) once
-        res["t_warmup"], _ = timed(lambda: df.LinearClassifier(loss="hinge").fit(
-            da.from_array(X[:small], chunks=(small // 4, -1)),
-            da.from_array(y[:small], chunks=small // 4)))
+        res["t_warmup"], _ = timed(
+            lambda: df.LinearClassifier(loss="hinge").fit(
+                da.from_array(X[:small], chunks=(small // 4, -1)),
+                da.from_array(y[:small], chunks=small // 4),
+            )
+        )
         res["load_before"] = os.getloadavg()
         m = df.LinearClassifier(loss="hinge", C=C)
         res["t_fit_dask"], _ = timed(lambda: m.fit(Xd, yd))
@@ -124,24 +137,29 @@ def main():
     res["load_at_end"] = os.getloadavg()
     res["bars"] = {
         "remove_le_2_passes": res["passes_remove"] <= 2,
-        "same_model_as_numpy": max(res["deviation_fit"], res["deviation_remove"])
-        <= 1e-8 * scale,
+        "same_model_as_numpy": max(res["deviation_fit"], res["deviation_remove"]) <= 1e-8 * scale,
     }
     print(json.dumps(res, indent=1, default=str))
     if args.out:
         with open(args.out, "w") as fh:
             json.dump(res, fh, indent=1, default=str)
     size = f"{n:,} x {p}"
-    print(f"| hinge fit, {size}, Dask threads (keep_data=True) | {res['t_fit_dask']:.2f} s, "
-          f"{res['passes_fit']} passes ({res['passes_fit_start']} smoothed-start Newton) | "
-          f"NumPy path {res['t_fit_numpy']:.2f} s | {res['fit_dask_over_numpy']:.2f}x | — |")
-    print(f"| hinge remove 0.1% ({ids.size:,}) by id, Dask threads | "
-          f"{res['t_remove_dask']:.3f} s, {res['passes_remove']} passes, KKT "
-          f"{res['kkt_remove']:.1e} | NumPy path {res['t_remove_numpy']:.3f} s | "
-          f"{res['remove_dask_over_numpy']:.2f}x | ≤ 2 passes |")
-    print(f"| the same data, deviation of β from the NumPy path (fit, remove) | "
-          f"{res['deviation_fit']:.1e}, {res['deviation_remove']:.1e} | "
-          f"1e-8 · max(1, ‖β‖) = {1e-8 * scale:.1e} | — | ≤ the bound |")
+    print(
+        f"| hinge fit, {size}, Dask threads (keep_data=True) | {res['t_fit_dask']:.2f} s, "
+        f"{res['passes_fit']} passes ({res['passes_fit_start']} smoothed-start Newton) | "
+        f"NumPy path {res['t_fit_numpy']:.2f} s | {res['fit_dask_over_numpy']:.2f}x | — |"
+    )
+    print(
+        f"| hinge remove 0.1% ({ids.size:,}) by id, Dask threads | "
+        f"{res['t_remove_dask']:.3f} s, {res['passes_remove']} passes, KKT "
+        f"{res['kkt_remove']:.1e} | NumPy path {res['t_remove_numpy']:.3f} s | "
+        f"{res['remove_dask_over_numpy']:.2f}x | ≤ 2 passes |"
+    )
+    print(
+        f"| the same data, deviation of β from the NumPy path (fit, remove) | "
+        f"{res['deviation_fit']:.1e}, {res['deviation_remove']:.1e} | "
+        f"1e-8 · max(1, ‖β‖) = {1e-8 * scale:.1e} | — | ≤ the bound |"
+    )
 
 
 def main_classes(args):
@@ -161,15 +179,29 @@ def main_classes(args):
     B = rng.normal(size=(p, K))
     y = np.argmax(X @ B + 0.5 * np.sqrt(p) * rng.standard_normal((n, K)), axis=1)
     ids = np.sort(rng.choice(n, max(1, n // 1000), replace=False))
-    res = {"benchmark": "bench_scale_hinge", "part": "classes", "classes": K, "n": n, "p": p,
-           "C": C, "chunk_rows": rows, "workers": args.workers, "removed": int(ids.size),
-           "scheduler": "threads", "machine": machine_info(), "source": source_info()}
+    res = {
+        "benchmark": "bench_scale_hinge",
+        "part": "classes",
+        "classes": K,
+        "n": n,
+        "p": p,
+        "C": C,
+        "chunk_rows": rows,
+        "workers": args.workers,
+        "removed": int(ids.size),
+        "scheduler": "threads",
+        "machine": machine_info(),
+        "source": source_info(),
+    }
     with dask.config.set(scheduler="threads", num_workers=args.workers):
         Xd, yd = da.from_array(X, chunks=(rows, -1)), da.from_array(y, chunks=rows)
         small = min(n, 16_000)  # compiles the digest kernel (numba) once
-        timed(lambda: df.LinearClassifier(loss="hinge").fit(
-            da.from_array(X[:small], chunks=(small // 4, -1)),
-            da.from_array(y[:small] % 2, chunks=small // 4)))
+        timed(
+            lambda: df.LinearClassifier(loss="hinge").fit(
+                da.from_array(X[:small], chunks=(small // 4, -1)),
+                da.from_array(y[:small] % 2, chunks=small // 4),
+            )
+        )
         res["load_before"] = os.getloadavg()
         m = df.LinearClassifier(loss="hinge", C=C)
         res["t_fit_joint"], _ = timed(lambda: m.fit(Xd, yd))
@@ -179,8 +211,7 @@ def main_classes(args):
         log(f"joint fit {res['t_fit_joint']:.2f} s, {res['passes_fit_joint']} passes")
         res["t_remove_joint"], _ = timed(lambda: m.remove(ids))
         res["passes_remove_joint"] = int(m._state.passes)
-        res["kkt_remove_joint"] = max(float(r.kkt_violation)
-                                      for r in m._state.result.results)
+        res["kkt_remove_joint"] = max(float(r.kkt_violation) for r in m._state.result.results)
         beta_rm = np.column_stack([m.coef_, m.intercept_])
         log(f"joint remove {res['t_remove_joint']:.3f} s, {res['passes_remove_joint']} passes")
         t_bin = t_bin_rm = 0.0
@@ -215,26 +246,31 @@ def main_classes(args):
         == max(res["passes_fit_binary"]),
         "joint_remove_passes_eq_slowest_class": res["passes_remove_joint"]
         == max(res["passes_remove_binary"]),
-        "same_model_as_numpy": max(res["deviation_fit"], res["deviation_remove"])
-        <= 1e-8 * scale,
+        "same_model_as_numpy": max(res["deviation_fit"], res["deviation_remove"]) <= 1e-8 * scale,
     }
     print(json.dumps(res, indent=1, default=str))
     if args.out:
         with open(args.out, "w") as fh:
             json.dump(res, fh, indent=1, default=str)
     size = f"{n:,} x {p}, {K} classes"
-    print(f"| hinge fit, {size}, Dask threads, joint one-vs-rest | {res['t_fit_joint']:.2f} s, "
-          f"{res['passes_fit_joint']} passes | {K} binary Dask fits {t_bin:.2f} s, "
-          f"{passes_bin} passes (slowest {max(res['passes_fit_binary'])}); NumPy path "
-          f"{res['t_fit_numpy']:.2f} s | {t_bin / res['t_fit_joint']:.2f}x vs binary, "
-          f"{res['t_fit_joint'] / res['t_fit_numpy']:.2f}x NumPy's time | passes = slowest |")
-    print(f"| hinge remove 0.1% ({ids.size:,}), {size}, joint | {res['t_remove_joint']:.3f} s, "
-          f"{res['passes_remove_joint']} passes | binary {t_bin_rm:.3f} s, "
-          f"{sum(res['passes_remove_binary'])} passes; NumPy path {res['t_remove_numpy']:.3f} s "
-          f"| {t_bin_rm / res['t_remove_joint']:.2f}x vs binary | passes = slowest |")
-    print(f"| the same data, deviation of β from the NumPy path (fit, remove) | "
-          f"{res['deviation_fit']:.1e}, {res['deviation_remove']:.1e} | "
-          f"1e-8 · max(1, ‖β_k‖) = {1e-8 * scale:.1e} | — | ≤ the bound |")
+    print(
+        f"| hinge fit, {size}, Dask threads, joint one-vs-rest | {res['t_fit_joint']:.2f} s, "
+        f"{res['passes_fit_joint']} passes | {K} binary Dask fits {t_bin:.2f} s, "
+        f"{passes_bin} passes (slowest {max(res['passes_fit_binary'])}); NumPy path "
+        f"{res['t_fit_numpy']:.2f} s | {t_bin / res['t_fit_joint']:.2f}x vs binary, "
+        f"{res['t_fit_joint'] / res['t_fit_numpy']:.2f}x NumPy's time | passes = slowest |"
+    )
+    print(
+        f"| hinge remove 0.1% ({ids.size:,}), {size}, joint | {res['t_remove_joint']:.3f} s, "
+        f"{res['passes_remove_joint']} passes | binary {t_bin_rm:.3f} s, "
+        f"{sum(res['passes_remove_binary'])} passes; NumPy path {res['t_remove_numpy']:.3f} s "
+        f"| {t_bin_rm / res['t_remove_joint']:.2f}x vs binary | passes = slowest |"
+    )
+    print(
+        f"| the same data, deviation of β from the NumPy path (fit, remove) | "
+        f"{res['deviation_fit']:.1e}, {res['deviation_remove']:.1e} | "
+        f"1e-8 · max(1, ‖β_k‖) = {1e-8 * scale:.1e} | — | ≤ the bound |"
+    )
 
 
 if __name__ == "__main__":

@@ -69,8 +69,8 @@ def gradient_norm(X, y, beta, C):
 
     g = beta.copy()
     for a in range(0, X.shape[0], 200_000):
-        Xa = X[a:a + 200_000]
-        t = np.where(y[a:a + 200_000] > 0, 1.0, -1.0)
+        Xa = X[a : a + 200_000]
+        t = np.where(y[a : a + 200_000] > 0, 1.0, -1.0)
         z = Xa @ beta[:-1] + beta[-1]
         c = C * (-t * expit(-t * z))
         g[:-1] += Xa.T @ c
@@ -98,8 +98,9 @@ class Steps:
         def timed_run(passes, beta, **want):
             t = time.perf_counter()
             out = run(passes, beta, **want)
-            log.append(["pass (Hessian)" if want.get("hessian") else "pass",
-                        time.perf_counter() - t])
+            log.append(
+                ["pass (Hessian)" if want.get("hessian") else "pass", time.perf_counter() - t]
+            )
             return out
 
         def timed_gather(store, ids):
@@ -146,21 +147,39 @@ def main():
     ids = np.sort(rng.choice(n, max(1, n // 1000), replace=False))
     keep = np.ones(n, dtype=bool)
     keep[ids] = False
-    res = {"benchmark": "bench_scale_logistic", "quick": q, "n": n, "p": p, "C": C,
-           "chunk_rows": rows, "workers": args.workers, "removed": int(ids.size),
-           "machine": machine_info(), "source": source_info()}
-    with distributed.LocalCluster(n_workers=args.workers, threads_per_worker=1,
-                                  processes=True, dashboard_address=None,
-                                  silence_logs=40) as cluster, \
-            distributed.Client(cluster, set_as_default=True) as client:
+    res = {
+        "benchmark": "bench_scale_logistic",
+        "quick": q,
+        "n": n,
+        "p": p,
+        "C": C,
+        "chunk_rows": rows,
+        "workers": args.workers,
+        "removed": int(ids.size),
+        "machine": machine_info(),
+        "source": source_info(),
+    }
+    with (
+        distributed.LocalCluster(
+            n_workers=args.workers,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            silence_logs=40,
+        ) as cluster,
+        distributed.Client(cluster, set_as_default=True) as client,
+    ):
         Xd = client.persist(da.from_array(X, chunks=(rows, -1)))
         yd = client.persist(da.from_array(y, chunks=rows))
         distributed.wait([Xd, yd])
         # the workers compile deltafit's digest kernel (numba) once: a small fit first
         small = min(n, 16_000)
-        res["t_warmup"], _ = timed(lambda: df.LinearClassifier(loss="logistic").fit(
-            da.from_array(X[:small], chunks=(small // 8, -1)),
-            da.from_array(y[:small], chunks=small // 8)))
+        res["t_warmup"], _ = timed(
+            lambda: df.LinearClassifier(loss="logistic").fit(
+                da.from_array(X[:small], chunks=(small // 8, -1)),
+                da.from_array(y[:small], chunks=small // 8),
+            )
+        )
         res["load_before"] = os.getloadavg()
         m = df.LinearClassifier(loss="logistic", C=C)
         res["t_fit_dask"], _ = timed(lambda: m.fit(Xd, yd))
@@ -185,16 +204,23 @@ def main():
             # its default tol (1e-4 on the largest gradient entry); a smaller one changes
             # nothing: L-BFGS-B's factr (1e7, not exposed by dask-ml) stops it first
             for tag, tol in (("", 1e-4),):
-                dm = LogisticRegression(penalty="l2", C=C, solver="lbfgs", max_iter=1000,
-                                        tol=tol, solver_kwargs={"normalize": False})
+                dm = LogisticRegression(
+                    penalty="l2",
+                    C=C,
+                    solver="lbfgs",
+                    max_iter=1000,
+                    tol=tol,
+                    solver_kwargs={"normalize": False},
+                )
                 with dask.config.set(scheduler=client.get):
                     res["t_fit_dask_ml" + tag], _ = timed(lambda dm=dm: dm.fit(Xk, yk))
                 bdm = np.r_[np.asarray(dm.coef_).ravel(), float(dm.intercept_)]
                 res["dask_ml_tol" + tag] = tol
                 res["dask_ml_deviation" + tag] = float(np.max(np.abs(bdm - beta)))
                 res["dask_ml_grad_norm" + tag] = gradient_norm(X[keep], y[keep], bdm, C)
-                res["remove_speedup_vs_dask_ml" + tag] = (res["t_fit_dask_ml" + tag]
-                                                          / res["t_remove_dask"])
+                res["remove_speedup_vs_dask_ml" + tag] = (
+                    res["t_fit_dask_ml" + tag] / res["t_remove_dask"]
+                )
                 log(f"dask-ml fit (tol {tol}) {res['t_fit_dask_ml' + tag]:.2f} s")
             res["fit_speedup_vs_dask_ml"] = res["t_fit_dask_ml"] / res["t_fit_dask"]
     # the Dask path on the threaded scheduler in this process (the same in-memory X): its
@@ -203,9 +229,12 @@ def main():
     # else the first timed fit here pays numba's compilation)
     with dask.config.set(scheduler="threads", num_workers=args.workers):
         small = min(n, 16_000)
-        res["t_warmup_threads"], _ = timed(lambda: df.LinearClassifier(loss="logistic").fit(
-            da.from_array(X[:small], chunks=(small // 8, -1)),
-            da.from_array(y[:small], chunks=small // 8)))
+        res["t_warmup_threads"], _ = timed(
+            lambda: df.LinearClassifier(loss="logistic").fit(
+                da.from_array(X[:small], chunks=(small // 8, -1)),
+                da.from_array(y[:small], chunks=small // 8),
+            )
+        )
         Xt, yt = da.from_array(X, chunks=(rows, -1)), da.from_array(y, chunks=rows)
         mt = df.LinearClassifier(loss="logistic", C=C)
         res["t_fit_dask_threads"], _ = timed(lambda mt=mt, Xt=Xt, yt=yt: mt.fit(Xt, yt))
@@ -214,8 +243,7 @@ def main():
         res["steps_remove_threads"] = steps.log
         res["passes_remove_threads"] = int(mt._state.passes)
         # consecutive 0.1% removals (M kept exact at each solution: ≤ 2 passes each)
-        later = [np.sort(rng.choice(np.setdiff1d(np.arange(n), ids), ids.size,
-                                    replace=False))]
+        later = [np.sort(rng.choice(np.setdiff1d(np.arange(n), ids), ids.size, replace=False))]
         for _ in range(4):
             left = np.setdiff1d(mt.sample_ids_, np.concatenate(later))
             later.append(np.sort(rng.choice(left, ids.size, replace=False)))
@@ -240,8 +268,9 @@ def main():
     res["remove_dask_over_numpy"] = res["t_remove_dask"] / res["t_remove_numpy"]
     res["fit_threads_over_numpy"] = res["t_fit_dask_threads"] / res["t_fit_numpy"]
     res["remove_threads_over_numpy"] = res["t_remove_dask_threads"] / res["t_remove_numpy"]
-    res["consecutive_threads_over_numpy"] = (sum(res["t_consecutive_dask_threads"])
-                                             / sum(res["t_consecutive_numpy"]))
+    res["consecutive_threads_over_numpy"] = sum(res["t_consecutive_dask_threads"]) / sum(
+        res["t_consecutive_numpy"]
+    )
     res["load_at_end"] = os.getloadavg()
     res["bars"] = {
         "remove_le_2_passes": res["passes_remove"] <= 2,
@@ -258,33 +287,46 @@ def main():
         with open(args.out, "w") as fh:
             json.dump(res, fh, indent=1, default=str)
     size = f"{n:,} x {p}"
-    print(f"| logistic fit, {size}, Dask (keep_data=True) | {res['t_fit_dask']:.2f} s, "
-          f"{res['passes_fit']} passes | NumPy path {res['t_fit_numpy']:.2f} s | "
-          f"{res['fit_dask_over_numpy']:.2f}x | ≤ 1.3x |")
-    print(f"| logistic remove 0.1% ({ids.size:,}) by id, Dask | {res['t_remove_dask']:.3f} s, "
-          f"{res['passes_remove']} passes, grad_norm_ {res['grad_norm_remove']:.1e} | "
-          f"NumPy path {res['t_remove_numpy']:.3f} s | {res['remove_dask_over_numpy']:.2f}x | "
-          "≤ 2 passes; ≤ 1.3x |")
-    print(f"| the same, Dask threaded scheduler ({args.workers} threads, this process) | fit "
-          f"{res['t_fit_dask_threads']:.2f} s, remove {res['t_remove_dask_threads']:.3f} s | "
-          f"NumPy path | {res['fit_threads_over_numpy']:.2f}x, "
-          f"{res['remove_threads_over_numpy']:.2f}x | ≤ 1.3x |")
-    print(f"| 5 consecutive removals of 0.1%, threaded | passes "
-          f"{res['passes_consecutive']}, {sum(res['t_consecutive_dask_threads']):.3f} s | "
-          f"NumPy path {sum(res['t_consecutive_numpy']):.3f} s | "
-          f"{res['consecutive_threads_over_numpy']:.2f}x | ≤ 2 passes each |")
+    print(
+        f"| logistic fit, {size}, Dask (keep_data=True) | {res['t_fit_dask']:.2f} s, "
+        f"{res['passes_fit']} passes | NumPy path {res['t_fit_numpy']:.2f} s | "
+        f"{res['fit_dask_over_numpy']:.2f}x | ≤ 1.3x |"
+    )
+    print(
+        f"| logistic remove 0.1% ({ids.size:,}) by id, Dask | {res['t_remove_dask']:.3f} s, "
+        f"{res['passes_remove']} passes, grad_norm_ {res['grad_norm_remove']:.1e} | "
+        f"NumPy path {res['t_remove_numpy']:.3f} s | {res['remove_dask_over_numpy']:.2f}x | "
+        "≤ 2 passes; ≤ 1.3x |"
+    )
+    print(
+        f"| the same, Dask threaded scheduler ({args.workers} threads, this process) | fit "
+        f"{res['t_fit_dask_threads']:.2f} s, remove {res['t_remove_dask_threads']:.3f} s | "
+        f"NumPy path | {res['fit_threads_over_numpy']:.2f}x, "
+        f"{res['remove_threads_over_numpy']:.2f}x | ≤ 1.3x |"
+    )
+    print(
+        f"| 5 consecutive removals of 0.1%, threaded | passes "
+        f"{res['passes_consecutive']}, {sum(res['t_consecutive_dask_threads']):.3f} s | "
+        f"NumPy path {sum(res['t_consecutive_numpy']):.3f} s | "
+        f"{res['consecutive_threads_over_numpy']:.2f}x | ≤ 2 passes each |"
+    )
+
     def steps(log):
         return ", ".join(f"{k} {1000 * v:.0f} ms" for k, v in log)
 
-    print(f"| the threaded removal's steps | {steps(res['steps_remove_threads'])}; "
-          f"the last consecutive one: {steps(res['steps_consecutive_threads'][-1])} | — | — | — |")
+    print(
+        f"| the threaded removal's steps | {steps(res['steps_remove_threads'])}; "
+        f"the last consecutive one: {steps(res['steps_consecutive_threads'][-1])} | — | — | — |"
+    )
     for tag in ("",):
         if "t_fit_dask_ml" + tag in res:
-            print(f"| logistic remove 0.1% vs dask-ml fit (tol {res['dask_ml_tol' + tag]:g}) | "
-                  f"{res['t_remove_dask']:.3f} s | dask-ml lbfgs "
-                  f"{res['t_fit_dask_ml' + tag]:.2f} s (‖∇J‖ "
-                  f"{res['dask_ml_grad_norm' + tag]:.1e}) | "
-                  f"{res['remove_speedup_vs_dask_ml' + tag]:.1f}x | ≥ 3x |")
+            print(
+                f"| logistic remove 0.1% vs dask-ml fit (tol {res['dask_ml_tol' + tag]:g}) | "
+                f"{res['t_remove_dask']:.3f} s | dask-ml lbfgs "
+                f"{res['t_fit_dask_ml' + tag]:.2f} s (‖∇J‖ "
+                f"{res['dask_ml_grad_norm' + tag]:.1e}) | "
+                f"{res['remove_speedup_vs_dask_ml' + tag]:.1f}x | ≥ 3x |"
+            )
 
 
 if __name__ == "__main__":

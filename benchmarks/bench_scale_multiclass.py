@@ -82,8 +82,18 @@ def main():
     ids = np.sort(rng.choice(n, max(1, n // 1000), replace=False))
     keep = np.ones(n, dtype=bool)
     keep[ids] = False
-    res = header("bench_scale_multiclass", q, args.workers, "threads", n=n, p=p, classes=K,
-                 C=C, chunk_rows=rows, removed=int(ids.size))
+    res = header(
+        "bench_scale_multiclass",
+        q,
+        args.workers,
+        "threads",
+        n=n,
+        p=p,
+        classes=K,
+        C=C,
+        chunk_rows=rows,
+        removed=int(ids.size),
+    )
     with threads(args.workers):
         Xd, yd = da.from_array(X, chunks=(rows, -1)), da.from_array(y, chunks=rows)
         # numba compiles the digest kernel once: a small fit first
@@ -106,10 +116,16 @@ def main():
             pf = int(b._dask_passes)
             tr, _ = timed(lambda b=b: b.remove(ids))
             dev = float(np.max(np.abs(full(b)[0] - full(m)[k])))
-            per.append({"t_fit": tf, "passes_fit": pf, "t_remove": tr,
-                        "passes_remove": int(b._state.passes), "deviation_vs_joint": dev,
-                        "certificates_sum": float(b.grad_norm_
-                                                  + m._state.result.results[k].grad_norm)})
+            per.append(
+                {
+                    "t_fit": tf,
+                    "passes_fit": pf,
+                    "t_remove": tr,
+                    "passes_remove": int(b._state.passes),
+                    "deviation_vs_joint": dev,
+                    "certificates_sum": float(b.grad_norm_ + m._state.result.results[k].grad_norm),
+                }
+            )
         res["binary"] = per
         res["t_fit_binary_sum"] = sum(r["t_fit"] for r in per)
         res["passes_fit_binary_sum"] = sum(r["passes_fit"] for r in per)
@@ -117,8 +133,10 @@ def main():
         res["t_remove_binary_sum"] = sum(r["t_remove"] for r in per)
         res["passes_remove_binary_sum"] = sum(r["passes_remove"] for r in per)
         res["passes_remove_binary_max"] = max(r["passes_remove"] for r in per)
-        log(f"{K} binary fits {res['t_fit_binary_sum']:.2f} s, "
-            f"{res['passes_fit_binary_sum']} passes")
+        log(
+            f"{K} binary fits {res['t_fit_binary_sum']:.2f} s, "
+            f"{res['passes_fit_binary_sum']} passes"
+        )
         if not args.skip_dask_ml:
             from dask_ml.linear_model import LogisticRegression
 
@@ -126,8 +144,13 @@ def main():
             Xk, yk_all = dask.persist(Xk, yk_all)
             t_total, devs = 0.0, []
             for k in range(K):
-                dm = LogisticRegression(penalty="l2", C=C, solver="lbfgs", max_iter=1000,
-                                        solver_kwargs={"normalize": False})
+                dm = LogisticRegression(
+                    penalty="l2",
+                    C=C,
+                    solver="lbfgs",
+                    max_iter=1000,
+                    solver_kwargs={"normalize": False},
+                )
                 tk = (yk_all == k).astype(np.int64)
                 t, _ = timed(lambda dm=dm, tk=tk: dm.fit(Xk, tk))
                 t_total += t
@@ -150,35 +173,38 @@ def main():
     res["load_at_end"] = os.getloadavg()
     res["bars"] = {
         "fit_passes_of_the_slowest_class": res["passes_fit"] == res["passes_fit_binary_max"],
-        "remove_passes_of_the_slowest_class":
-            res["passes_remove"] == res["passes_remove_binary_max"],
+        "remove_passes_of_the_slowest_class": res["passes_remove"]
+        == res["passes_remove_binary_max"],
         "remove_le_3_passes": res["passes_remove"] <= 3,
         "same_model_as_numpy": res["deviation_vs_numpy"] <= res["certificates_sum"] + 1e-10,
-        "each_class_its_binary_model": all(r["deviation_vs_joint"] <= r["certificates_sum"]
-                                           + 1e-10 for r in per),
+        "each_class_its_binary_model": all(
+            r["deviation_vs_joint"] <= r["certificates_sum"] + 1e-10 for r in per
+        ),
     }
     size = f"{n:,} x {p}, K = {K}"
     table = [
         f"| logistic OvR fit, {size}, Dask (joint) | {res['t_fit_dask']:.2f} s, "
-          f"**{res['passes_fit']} passes** | {K} binary Dask fits {res['t_fit_binary_sum']:.2f} s, "
-          f"{res['passes_fit_binary_sum']} passes (slowest {res['passes_fit_binary_max']}) | "
-          f"{res['fit_speedup_vs_binary']:.2f}x | passes = the slowest class's |",
+        f"**{res['passes_fit']} passes** | {K} binary Dask fits {res['t_fit_binary_sum']:.2f} s, "
+        f"{res['passes_fit_binary_sum']} passes (slowest {res['passes_fit_binary_max']}) | "
+        f"{res['fit_speedup_vs_binary']:.2f}x | passes = the slowest class's |",
         f"| logistic OvR remove 0.1% ({ids.size:,}) by id, Dask | "
-          f"{res['t_remove_dask']:.3f} s, **{res['passes_remove']} passes** | {K} binary "
-          f"removals {res['t_remove_binary_sum']:.3f} s, {res['passes_remove_binary_sum']} "
-          f"passes (slowest {res['passes_remove_binary_max']}) | "
-          f"{res['remove_speedup_vs_binary']:.2f}x | ≤ 2–3 passes |",
+        f"{res['t_remove_dask']:.3f} s, **{res['passes_remove']} passes** | {K} binary "
+        f"removals {res['t_remove_binary_sum']:.3f} s, {res['passes_remove_binary_sum']} "
+        f"passes (slowest {res['passes_remove_binary_max']}) | "
+        f"{res['remove_speedup_vs_binary']:.2f}x | ≤ 2–3 passes |",
         f"| the same model, NumPy path | fit {res['t_fit_dask']:.2f} s, remove "
-          f"{res['t_remove_dask']:.3f} s | NumPy fit {res['t_fit_numpy']:.2f} s, remove "
-          f"{res['t_remove_numpy']:.3f} s | {res['fit_dask_over_numpy']:.2f}x, "
-          f"{res['remove_dask_over_numpy']:.2f}x | deviation {res['deviation_vs_numpy']:.1e} "
-          f"≤ certificates {res['certificates_sum']:.1e} |"]
+        f"{res['t_remove_dask']:.3f} s | NumPy fit {res['t_fit_numpy']:.2f} s, remove "
+        f"{res['t_remove_numpy']:.3f} s | {res['fit_dask_over_numpy']:.2f}x, "
+        f"{res['remove_dask_over_numpy']:.2f}x | deviation {res['deviation_vs_numpy']:.1e} "
+        f"≤ certificates {res['certificates_sum']:.1e} |",
+    ]
     if "t_fit_dask_ml_K" in res:
         table.append(
             f"| OvR remove 0.1% vs {K} dask-ml fits of the remaining rows | "
-              f"{res['t_remove_dask']:.3f} s | dask-ml lbfgs {res['t_fit_dask_ml_K']:.2f} s "
-              f"(deviation {res['dask_ml_deviation_max']:.1e}) | "
-              f"{res['remove_speedup_vs_dask_ml']:.1f}x | — |")
+            f"{res['t_remove_dask']:.3f} s | dask-ml lbfgs {res['t_fit_dask_ml_K']:.2f} s "
+            f"(deviation {res['dask_ml_deviation_max']:.1e}) | "
+            f"{res['remove_speedup_vs_dask_ml']:.1f}x | — |"
+        )
     emit(res, args.out, table)
 
 

@@ -68,8 +68,9 @@ def corpus(n_docs, vocab, seed=0):
 def tfidf(docs, max_features):
     from sklearn.feature_extraction.text import TfidfVectorizer
 
-    return sp.csr_matrix(TfidfVectorizer(max_features=max_features, dtype=np.float64)
-                         .fit_transform(docs))
+    return sp.csr_matrix(
+        TfidfVectorizer(max_features=max_features, dtype=np.float64).fit_transform(docs)
+    )
 
 
 def deviation(a, b):
@@ -89,32 +90,46 @@ def scenario(name, make, twin, X, y, args):
     for i in range(args.reps):
         removes.append(timed(lambda i=i: m.remove([i]))[0])
         j = n - args.reps + i
-        adds.append(timed(lambda j=j: m.add(X[j:j + 1], y[j:j + 1]))[0])
+        adds.append(timed(lambda j=j: m.add(X[j : j + 1], y[j : j + 1]))[0])
     keep = np.arange(args.reps, n)  # the data after the updates
     Ok, yk = with_ones(X[keep]), y[keep]
     refits, ref = [], None
     for _ in range(args.repeats):
-        dt, ref = timed(lambda: twin().fit(Ok, np.where(yk > 0, 1.0, -1.0)
-                                           if "squared" in name else yk))
+        dt, ref = timed(
+            lambda: twin().fit(Ok, np.where(yk > 0, 1.0, -1.0) if "squared" in name else yk)
+        )
         refits.append(dt)
-    dev = deviation(m.decision_function(X[keep]), np.asarray(ref.decision_function(Ok)
-                                                             if hasattr(ref, "decision_function")
-                                                             else ref.predict(Ok)))
+    dev = deviation(
+        m.decision_function(X[keep]),
+        np.asarray(
+            ref.decision_function(Ok) if hasattr(ref, "decision_function") else ref.predict(Ok)
+        ),
+    )
     led = m._ledger
     stored = led.X[led.active_slots()]
-    row = {"scenario": name, "n": int(n), "p": int(X.shape[1]), "nnz": int(X.nnz),
-           "deltafit_fit_s": fit_s,
-           "remove1_median_s": float(np.median(removes)),
-           "add1_median_s": float(np.median(adds)),
-           "refit_min_s": float(min(refits)),
-           "ratio_remove1": float(min(refits) / np.median(removes)),
-           "ratio_add1": float(min(refits) / np.median(adds)),
-           "deviation": dev, "rows_stored_sparse": bool(sp.issparse(stored)),
-           "stored_nnz": int(stored.nnz) if sp.issparse(stored) else None,
-           "refit_all_s": refits, "remove_all_s": removes, "add_all_s": adds}
-    log(f"{name}: remove 1 {row['remove1_median_s'] * 1e3:.1f} ms, add 1 "
+    row = {
+        "scenario": name,
+        "n": int(n),
+        "p": int(X.shape[1]),
+        "nnz": int(X.nnz),
+        "deltafit_fit_s": fit_s,
+        "remove1_median_s": float(np.median(removes)),
+        "add1_median_s": float(np.median(adds)),
+        "refit_min_s": float(min(refits)),
+        "ratio_remove1": float(min(refits) / np.median(removes)),
+        "ratio_add1": float(min(refits) / np.median(adds)),
+        "deviation": dev,
+        "rows_stored_sparse": bool(sp.issparse(stored)),
+        "stored_nnz": int(stored.nnz) if sp.issparse(stored) else None,
+        "refit_all_s": refits,
+        "remove_all_s": removes,
+        "add_all_s": adds,
+    }
+    log(
+        f"{name}: remove 1 {row['remove1_median_s'] * 1e3:.1f} ms, add 1 "
         f"{row['add1_median_s'] * 1e3:.1f} ms, refit {row['refit_min_s']:.2f} s, "
-        f"ratio {row['ratio_remove1']:.1f}x / {row['ratio_add1']:.1f}x, deviation {dev:.1e}")
+        f"ratio {row['ratio_remove1']:.1f}x / {row['ratio_add1']:.1f}x, deviation {dev:.1e}"
+    )
     return row
 
 
@@ -141,33 +156,59 @@ def main(argv=None):
     docs, y = corpus(args.docs, args.vocab)
     X = tfidf(docs, args.vocab)
     Xp = tfidf(docs, args.primal_features)
-    log(f"corpus: {X.shape[0]} docs x {X.shape[1]} words, nnz {X.nnz} "
-        f"({time.perf_counter() - t0:.1f} s)")
+    log(
+        f"corpus: {X.shape[0]} docs x {X.shape[1]} words, nnz {X.nnz} "
+        f"({time.perf_counter() - t0:.1f} s)"
+    )
     C = args.C
     ridge = lambda: Ridge(alpha=1 / (2 * C), fit_intercept=False, tol=1e-10)  # noqa: E731
     rows = [
-        scenario("logistic, primal", lambda: deltafit.LinearClassifier(loss="logistic", C=C),
-                 lambda: LogisticRegression(C=C, fit_intercept=False, tol=1e-10,
-                                            solver="newton-cg", max_iter=10_000), X, y, args),
-        scenario("squared, primal", lambda: deltafit.LinearClassifier(C=C), ridge, Xp, y,
-                 args),
-        scenario("squared, dual (kernel='linear')",
-                 lambda: deltafit.KernelClassifier(kernel="linear", C=C), ridge,
-                 X[: args.dual_docs], y[: args.dual_docs], args),
+        scenario(
+            "logistic, primal",
+            lambda: deltafit.LinearClassifier(loss="logistic", C=C),
+            lambda: LogisticRegression(
+                C=C, fit_intercept=False, tol=1e-10, solver="newton-cg", max_iter=10_000
+            ),
+            X,
+            y,
+            args,
+        ),
+        scenario("squared, primal", lambda: deltafit.LinearClassifier(C=C), ridge, Xp, y, args),
+        scenario(
+            "squared, dual (kernel='linear')",
+            lambda: deltafit.KernelClassifier(kernel="linear", C=C),
+            ridge,
+            X[: args.dual_docs],
+            y[: args.dual_docs],
+            args,
+        ),
     ]
-    doc = {"benchmark": "sparse", "data": "generated text, TF-IDF", "C": C,
-           "quick": bool(args.quick), "python": platform.python_version(),
-           "numpy": np.__version__, "scipy": scipy.__version__,
-           "scikit-learn": sklearn.__version__, "cores": os.cpu_count(), "rows": rows}
+    doc = {
+        "benchmark": "sparse",
+        "data": "generated text, TF-IDF",
+        "C": C,
+        "quick": bool(args.quick),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "scipy": scipy.__version__,
+        "scikit-learn": sklearn.__version__,
+        "cores": os.cpu_count(),
+        "rows": rows,
+    }
     text = json.dumps(doc, indent=1)
     print(text)
-    lines = ["| scenario | n × p (nnz) | deltafit remove 1 | deltafit add 1 | sklearn refit | "
-             "ratio remove / add | deviation |", "|---|---|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| scenario | n × p (nnz) | deltafit remove 1 | deltafit add 1 | sklearn refit | "
+        "ratio remove / add | deviation |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
     for r in rows:
-        lines.append(f"| {r['scenario']} | {r['n']} × {r['p']} ({r['nnz']}) | "
-                     f"{r['remove1_median_s'] * 1e3:.1f} ms | {r['add1_median_s'] * 1e3:.1f} ms"
-                     f" | {r['refit_min_s']:.2f} s | {r['ratio_remove1']:.0f}x / "
-                     f"{r['ratio_add1']:.0f}x | {r['deviation']:.1e} |")
+        lines.append(
+            f"| {r['scenario']} | {r['n']} × {r['p']} ({r['nnz']}) | "
+            f"{r['remove1_median_s'] * 1e3:.1f} ms | {r['add1_median_s'] * 1e3:.1f} ms"
+            f" | {r['refit_min_s']:.2f} s | {r['ratio_remove1']:.0f}x / "
+            f"{r['ratio_add1']:.0f}x | {r['deviation']:.1e} |"
+        )
     print()
     print("\n".join(lines))
     if args.out:

@@ -60,9 +60,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 def run_stream(name, X, y, window, args, seed):
     floats = lambda v: [float(t) for t in v.split(",")]  # noqa: E731
     rows, params = tradeoff_experiment(
-        X, y, window=window, periods=[int(p) for p in args.periods.split(",")],
-        thresholds=floats(args.kdr), ddm_levels=floats(args.ddm),
-        log=lambda line: log(f"{name} seed {seed}: {line}"))
+        X,
+        y,
+        window=window,
+        periods=[int(p) for p in args.periods.split(",")],
+        thresholds=floats(args.kdr),
+        ddm_levels=floats(args.ddm),
+        log=lambda line: log(f"{name} seed {seed}: {line}"),
+    )
     log(f"{name} seed {seed}: params {params}")
     for r in rows:
         r["seed"] = seed
@@ -78,17 +83,30 @@ def aggregate(rows):
     for (algo, cfg), rs in out.items():
         a = np.array([r["accuracy"] for r in rs])
         c = np.array([r["n_model_computations"] for r in rs])
-        agg.append({"algorithm": algo, "label": cfg, "accuracy": float(a.mean()),
-                    "accuracy_std": float(a.std()), "n_model_computations": float(c.mean()),
-                    "time_s": float(np.mean([r["time_s"] for r in rs])), "runs": len(rs)})
+        agg.append(
+            {
+                "algorithm": algo,
+                "label": cfg,
+                "accuracy": float(a.mean()),
+                "accuracy_std": float(a.std()),
+                "n_model_computations": float(c.mean()),
+                "time_s": float(np.mean([r["time_s"] for r in rs])),
+                "runs": len(rs),
+            }
+        )
     return agg
 
 
 def bar(agg):
     sw = [r for r in agg if r["algorithm"] == "SW"]
     best = max(sw, key=lambda r: (r["accuracy"], -r["n_model_computations"]))
-    ok = [r for r in agg if r["algorithm"] == "KDR" and r["accuracy"] >= best["accuracy"] - 0.01
-          and r["n_model_computations"] <= best["n_model_computations"] / 2]
+    ok = [
+        r
+        for r in agg
+        if r["algorithm"] == "KDR"
+        and r["accuracy"] >= best["accuracy"] - 0.01
+        and r["n_model_computations"] <= best["n_model_computations"] / 2
+    ]
     pick = min(ok, key=lambda r: r["n_model_computations"]) if ok else None
     return {"best_sw": best, "kdr": pick, "met": pick is not None}
 
@@ -108,34 +126,49 @@ def warm_vs_cold(args):
         params = tune_stream(X, y, window)
         out = {}
         for warm in (False, True):
-            est = KernelClassifier(loss="squared_hinge", kernel="rbf", gamma=params["gamma"],
-                                   C=params["C"])
+            est = KernelClassifier(
+                loss="squared_hinge", kernel="rbf", gamma=params["gamma"], C=params["C"]
+            )
             kdr = KDR(est, window=window, threshold=q * params["r0"], warm=warm)
             t0 = time.perf_counter()
             rep = prequential(kdr, (X, y))
             out[warm] = (time.perf_counter() - t0, rep, kdr)
-            log(f"{name} warm={warm}: {kdr.n_model_computations_} computations, "
-                f"{out[warm][0]:.1f} s, accuracy {rep.accuracy:.4f}")
+            log(
+                f"{name} warm={warm}: {kdr.n_model_computations_} computations, "
+                f"{out[warm][0]:.1f} s, accuracy {rep.accuracy:.4f}"
+            )
         (tc, rc, _), (tw, rw, kw) = out[False], out[True]
-        rows.append({"stream": name, "n_samples": int(X.shape[0]), "window": window,
-                     "threshold": f"{q:g}r0", "n_model_computations": kw.n_model_computations_,
-                     "n_warm_updates": kw.n_warm_updates_,
-                     "same_computations": bool(np.array_equal(rc.computation_at,
-                                                              rw.computation_at)),
-                     "accuracy_cold": rc.accuracy, "accuracy_warm": rw.accuracy,
-                     "time_cold_s": tc, "time_warm_s": tw, "speedup": tc / tw})
-    print(json.dumps({"machine": machine_info(), "source": source_info(), "rows": rows},
-                     indent=1))
+        rows.append(
+            {
+                "stream": name,
+                "n_samples": int(X.shape[0]),
+                "window": window,
+                "threshold": f"{q:g}r0",
+                "n_model_computations": kw.n_model_computations_,
+                "n_warm_updates": kw.n_warm_updates_,
+                "same_computations": bool(np.array_equal(rc.computation_at, rw.computation_at)),
+                "accuracy_cold": rc.accuracy,
+                "accuracy_warm": rw.accuracy,
+                "time_cold_s": tc,
+                "time_warm_s": tw,
+                "speedup": tc / tw,
+            }
+        )
+    print(json.dumps({"machine": machine_info(), "source": source_info(), "rows": rows}, indent=1))
     print()
-    print("| stream | samples | KDR T | computations (warm updates) | same computation times | "
-          "accuracy cold / warm (%) | cold fits (s) | warm updates (s) | cold / warm |")
+    print(
+        "| stream | samples | KDR T | computations (warm updates) | same computation times | "
+        "accuracy cold / warm (%) | cold fits (s) | warm updates (s) | cold / warm |"
+    )
     print("|---|---:|---|---:|---|---|---:|---:|---:|")
     for r in rows:
-        print(f"| {r['stream']} | {r['n_samples']} | {r['threshold']} | "
-              f"{r['n_model_computations']} ({r['n_warm_updates']}) | "
-              f"{'yes' if r['same_computations'] else 'no'} | {100 * r['accuracy_cold']:.2f} / "
-              f"{100 * r['accuracy_warm']:.2f} | {r['time_cold_s']:.1f} | "
-              f"{r['time_warm_s']:.1f} | {r['speedup']:.2f}x |")
+        print(
+            f"| {r['stream']} | {r['n_samples']} | {r['threshold']} | "
+            f"{r['n_model_computations']} ({r['n_warm_updates']}) | "
+            f"{'yes' if r['same_computations'] else 'no'} | {100 * r['accuracy_cold']:.2f} / "
+            f"{100 * r['accuracy_warm']:.2f} | {r['time_cold_s']:.1f} | "
+            f"{r['time_warm_s']:.1f} | {r['speedup']:.2f}x |"
+        )
 
 
 def main(argv=None):
@@ -143,17 +176,26 @@ def main(argv=None):
     ap.add_argument("--streams", default="checkerboard,weather")
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--periods", default="25,50,100,250,500,1000")
-    ap.add_argument("--kdr", default="0.2,0.3,0.5,0.75,1.0,1.5",
-                    help="KDR thresholds as multiples of r0")
+    ap.add_argument(
+        "--kdr", default="0.2,0.3,0.5,0.75,1.0,1.5", help="KDR thresholds as multiples of r0"
+    )
     ap.add_argument("--ddm", default="2.5,3,4")
     ap.add_argument("--n", type=int, default=None, help="truncate each stream (quick runs)")
-    ap.add_argument("--n-jobs", type=int, default=1,
-                    help="seeds run in parallel processes (accuracy and computation counts do "
-                         "not depend on it; the times do)")
+    ap.add_argument(
+        "--n-jobs",
+        type=int,
+        default=1,
+        help="seeds run in parallel processes (accuracy and computation counts do "
+        "not depend on it; the times do)",
+    )
     ap.add_argument("--out", default=HERE)
-    ap.add_argument("--part", choices=("fig3", "warm"), default="fig3",
-                    help="fig3: Sivan et al. Fig. 3 (issue 6); warm: KDR's warm updates vs "
-                         "fits on the window (issue 20)")
+    ap.add_argument(
+        "--part",
+        choices=("fig3", "warm"),
+        default="fig3",
+        help="fig3: Sivan et al. Fig. 3 (issue 6); warm: KDR's warm updates vs "
+        "fits on the window (issue 20)",
+    )
     args = ap.parse_args(argv)
     if args.part == "warm":
         return warm_vs_cold(args)
@@ -162,26 +204,33 @@ def main(argv=None):
     for name in args.streams.split(","):
         rows, params = [], []
         if name == "checkerboard":
+
             def one(seed, name=name):
                 b = datasets.rotating_checkerboard(random_state=seed)
-                return run_stream(name, b.data[:args.n], b.target[:args.n], 500, args, seed)
+                return run_stream(name, b.data[: args.n], b.target[: args.n], 500, args, seed)
 
             out = Parallel(n_jobs=args.n_jobs)(delayed(one)(s) for s in range(args.seeds))
             for r, p in out:
                 rows += r
                 params.append(p)
-            X = datasets.rotating_checkerboard(random_state=0).data[:args.n]
+            X = datasets.rotating_checkerboard(random_state=0).data[: args.n]
         elif name == "weather":
             X, y = datasets.load_weather()
-            X, y = X[:args.n], y[:args.n]
+            X, y = X[: args.n], y[: args.n]
             r, p = run_stream(name, X, y, 200, args, 0)
             rows += r
             params.append(p)
         else:
             raise SystemExit(f"unknown stream {name!r}")
         agg = aggregate(rows)
-        res = {"stream": name, "n_samples": int(X.shape[0]), "params": params, "rows": rows,
-               "aggregate": agg, "bar": bar(agg)}
+        res = {
+            "stream": name,
+            "n_samples": int(X.shape[0]),
+            "params": params,
+            "rows": rows,
+            "aggregate": agg,
+            "bar": bar(agg),
+        }
         try:
             from deltafit.plotting import tradeoff_curves
 
@@ -191,23 +240,39 @@ def main(argv=None):
         except ImportError as exc:
             log(f"no figure: {exc}")
         results.append(res)
-    print(json.dumps({"machine": machine_info(), "source": source_info(), "results": results,
-                      "time_s": time.perf_counter() - t0}, indent=1))
+    print(
+        json.dumps(
+            {
+                "machine": machine_info(),
+                "source": source_info(),
+                "results": results,
+                "time_s": time.perf_counter() - t0,
+            },
+            indent=1,
+        )
+    )
     for res in results:
         print(f"\n{res['stream']} ({res['n_samples']} samples, {len(res['params'])} run(s))\n")
         print("| algorithm | configuration | prequential accuracy (%) | model computations |")
         print("|---|---|---|---|")
         for r in res["aggregate"]:
-            print(f"| {r['algorithm']} | {r['label']} | {100 * r['accuracy']:.2f} ± "
-                  f"{100 * r['accuracy_std']:.2f} | {r['n_model_computations']:.0f} |")
+            print(
+                f"| {r['algorithm']} | {r['label']} | {100 * r['accuracy']:.2f} ± "
+                f"{100 * r['accuracy_std']:.2f} | {r['n_model_computations']:.0f} |"
+            )
         b = res["bar"]
         k = b["kdr"]
-        print(f"\nbar: best SW {b['best_sw']['label']} {100 * b['best_sw']['accuracy']:.2f}% with "
-              f"{b['best_sw']['n_model_computations']:.0f} computations; " +
-              (f"KDR {k['label']} {100 * k['accuracy']:.2f}% with "
-               f"{k['n_model_computations']:.0f} "
-               f"({k['n_model_computations'] / b['best_sw']['n_model_computations']:.2f}x) — met"
-               if k else "no KDR configuration within 1 point at half the computations — not met"))
+        print(
+            f"\nbar: best SW {b['best_sw']['label']} {100 * b['best_sw']['accuracy']:.2f}% with "
+            f"{b['best_sw']['n_model_computations']:.0f} computations; "
+            + (
+                f"KDR {k['label']} {100 * k['accuracy']:.2f}% with "
+                f"{k['n_model_computations']:.0f} "
+                f"({k['n_model_computations'] / b['best_sw']['n_model_computations']:.2f}x) — met"
+                if k
+                else "no KDR configuration within 1 point at half the computations — not met"
+            )
+        )
 
 
 if __name__ == "__main__":

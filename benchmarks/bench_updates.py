@@ -116,6 +116,7 @@ DEVIATION_BAR = 1e-8
 
 # --------------------------------------------------------------------------- helpers
 
+
 def deviation(pred, ref):
     pred = np.asarray(pred, dtype=np.float64)
     ref = np.asarray(ref, dtype=np.float64)
@@ -162,9 +163,11 @@ class CpuMonitor:
 
     def report(self):
         cap = self.wall * (os.cpu_count() or 1)
-        return {"wall_s": self.wall, "other_processes_cpu_s": self.other_cpu_s,
-                "other_processes_share": None if self.other_cpu_s is None
-                else self.other_cpu_s / cap}
+        return {
+            "wall_s": self.wall,
+            "other_processes_cpu_s": self.other_cpu_s,
+            "other_processes_share": None if self.other_cpu_s is None else self.other_cpu_s / cap,
+        }
 
 
 def contention_loop(run, args, what, retries, wait=True):
@@ -176,19 +179,19 @@ def contention_loop(run, args, what, retries, wait=True):
         waited = wait_quiet(args.quiet_wait, args.max_contention) if wait else 0.0
         with CpuMonitor() as mon:
             r = run()
-        r["contention"] = {**mon.report(), "waited_for_quiet_s": waited,
-                           "loadavg_after": loadavg()}
+        r["contention"] = {**mon.report(), "waited_for_quiet_s": waited, "loadavg_after": loadavg()}
         attempts.append(r)
         share = r["contention"]["other_processes_share"]
         if share is None or share <= args.max_contention:
             break
         if attempt < retries:
-            log(f"{what}: other processes used {share:.0%} of the CPUs, repeating "
-                f"({attempt + 1}/{retries})")
+            log(
+                f"{what}: other processes used {share:.0%} of the CPUs, repeating "
+                f"({attempt + 1}/{retries})"
+            )
     r = min(attempts, key=lambda a: a["contention"]["other_processes_share"] or 0.0)
     r["contention"]["attempts"] = len(attempts)
-    r["contention"]["attempt_shares"] = [a["contention"]["other_processes_share"]
-                                         for a in attempts]
+    r["contention"]["attempt_shares"] = [a["contention"]["other_processes_share"] for a in attempts]
     return r
 
 
@@ -226,8 +229,9 @@ def source_info():
 
     def git(*a):
         try:
-            return subprocess.run(["git", "-C", root, *a], capture_output=True, text=True,
-                                  timeout=10).stdout.rstrip("\n")
+            return subprocess.run(
+                ["git", "-C", root, *a], capture_output=True, text=True, timeout=10
+            ).stdout.rstrip("\n")
         except (OSError, subprocess.SubprocessError):
             return None
 
@@ -282,8 +286,18 @@ def machine_info():
         from threadpoolctl import threadpool_info
 
         info["blas"] = [
-            {k: d.get(k) for k in ("user_api", "internal_api", "prefix", "version",
-                                   "num_threads", "threading_layer", "architecture")}
+            {
+                k: d.get(k)
+                for k in (
+                    "user_api",
+                    "internal_api",
+                    "prefix",
+                    "version",
+                    "num_threads",
+                    "threading_layer",
+                    "architecture",
+                )
+            }
             for d in threadpool_info()
         ]
     except ImportError:  # pragma: no cover
@@ -319,8 +333,12 @@ def kernel_data(quick, seed):
         X, y = load_fashion_mnist(subset="train")
         Xt, _ = load_fashion_mnist(subset="test")
         t = np.where(np.asarray(y[:5000]) % 2 == 0, 1.0, -1.0)
-        return (c64(X[:5000]), c64(t), c64(Xt[:2000]),
-                "Fashion-MNIST train rows 0..4999 (5000 x 784), even/odd ±1")
+        return (
+            c64(X[:5000]),
+            c64(t),
+            c64(Xt[:2000]),
+            "Fashion-MNIST train rows 0..4999 (5000 x 784), even/odd ±1",
+        )
     n, d, n_test = (1000, 784, 500) if quick else (5000, 784, 2000)
     X, Xt, t = _synthetic(n, d, n_test, seed + 1)
     kind = "quick synthetic" if quick else "synthetic (Fashion-MNIST not found)"
@@ -404,13 +422,19 @@ def run_problem(p, args, bars, rng):
     rows = []
     log(f"{p.name}: {p.source}; n={n}, k(10%)={k}")
     for scenario in (_remove_one_median, _remove_one_amortized, _remove_batch, _add_batch):
-        r = contention_loop(lambda: scenario(p, args, bars, n, k, perm),  # noqa: B023
-                            args, f"{p.name}: {scenario.__name__.strip('_')}", args.retries)
+        r = contention_loop(
+            lambda: scenario(p, args, bars, n, k, perm),  # noqa: B023
+            args,
+            f"{p.name}: {scenario.__name__.strip('_')}",
+            args.retries,
+        )
         rows.append(r)
-        log(f"{p.name}: {r['scenario']}: deltafit {r['deltafit_s']:.4g}s, scikit-learn "
+        log(
+            f"{p.name}: {r['scenario']}: deltafit {r['deltafit_s']:.4g}s, scikit-learn "
             f"{r['sklearn_s']:.4g}s, ratio {r['ratio']:.3g}x, deviation "
             f"{r['max_deviation']:.1e}, other processes' CPU share "
-            f"{r['contention']['other_processes_share'] or 0:.0%}")
+            f"{r['contention']['other_processes_share'] or 0:.0%}"
+        )
     return rows
 
 
@@ -426,11 +450,23 @@ def _remove_one_median(p, args, bars, n, k, perm):
         sec, _ = timed(lambda sid=sid: m.remove([sid]))
         singles.append(sec)
     med = float(np.median(singles))
-    return row(p, "remove 1 (median)", med, min(sk_times), dev1, bars["remove1"], {
-        "deltafit_times_s": singles, "sklearn_times_s": sk_times, "n_after": n - 1,
-        "deltafit_stat": f"median of {len(singles)} successive single removals",
-        "sklearn_stat": f"min of {args.repeats} refits on n-1 rows",
-        "deviation_after": "1 removal", "state": state_counters(m)})
+    return row(
+        p,
+        "remove 1 (median)",
+        med,
+        min(sk_times),
+        dev1,
+        bars["remove1"],
+        {
+            "deltafit_times_s": singles,
+            "sklearn_times_s": sk_times,
+            "n_after": n - 1,
+            "deltafit_stat": f"median of {len(singles)} successive single removals",
+            "sklearn_stat": f"min of {args.repeats} refits on n-1 rows",
+            "deviation_after": "1 removal",
+            "state": state_counters(m),
+        },
+    )
 
 
 def _remove_one_amortized(p, args, bars, n, k, perm):
@@ -449,16 +485,29 @@ def _remove_one_amortized(p, args, bars, n, k, perm):
     pred = m.predict(p.X_test)
     sk_times, deva = p.sk_refit_without(ids, pred, args.repeats)
     pc = np.asarray(per_call)
-    return row(p, f"remove 1 (amortized over {reps})", total / reps, min(sk_times), deva,
-               bars["remove1"], {
-                   "deltafit_total_s": total, "sklearn_times_s": sk_times, "n_after": n - reps,
-                   "deltafit_stat": f"total of {reps} successive single removals / {reps}",
-                   "sklearn_stat": f"min of {args.repeats} refits on n-{reps} rows",
-                   "deltafit_per_call_s": {
-                       "median": float(np.median(pc)), "max": float(pc.max()),
-                       "slowest_calls": [int(j) for j in np.argsort(pc)[-5:][::-1]],
-                       "slowest_times_s": [float(v) for v in np.sort(pc)[-5:][::-1]]},
-                   "deviation_after": f"{reps} removals", "state": state_counters(m)})
+    return row(
+        p,
+        f"remove 1 (amortized over {reps})",
+        total / reps,
+        min(sk_times),
+        deva,
+        bars["remove1"],
+        {
+            "deltafit_total_s": total,
+            "sklearn_times_s": sk_times,
+            "n_after": n - reps,
+            "deltafit_stat": f"total of {reps} successive single removals / {reps}",
+            "sklearn_stat": f"min of {args.repeats} refits on n-{reps} rows",
+            "deltafit_per_call_s": {
+                "median": float(np.median(pc)),
+                "max": float(pc.max()),
+                "slowest_calls": [int(j) for j in np.argsort(pc)[-5:][::-1]],
+                "slowest_times_s": [float(v) for v in np.sort(pc)[-5:][::-1]],
+            },
+            "deviation_after": f"{reps} removals",
+            "state": state_counters(m),
+        },
+    )
 
 
 def _remove_batch(p, args, bars, n, k, perm):
@@ -472,14 +521,26 @@ def _remove_batch(p, args, bars, n, k, perm):
         pred = m.predict(p.X_test)
         del m
     sk_times, dev = p.sk_refit_without(rem, pred, args.repeats)
-    return row(p, f"remove 10% ({k})", min(df_times), min(sk_times), dev, bars["batch"], {
-        "deltafit_times_s": df_times, "sklearn_times_s": sk_times, "n_after": n - k,
-        "deltafit_stat": f"min of {args.repeats} (fresh model each)",
-        "sklearn_stat": f"min of {args.repeats} refits", "state": counters})
+    return row(
+        p,
+        f"remove 10% ({k})",
+        min(df_times),
+        min(sk_times),
+        dev,
+        bars["batch"],
+        {
+            "deltafit_times_s": df_times,
+            "sklearn_times_s": sk_times,
+            "n_after": n - k,
+            "deltafit_stat": f"min of {args.repeats} (fresh model each)",
+            "sklearn_stat": f"min of {args.repeats} refits",
+            "state": counters,
+        },
+    )
 
 
 def _add_batch(p, args, bars, n, k, perm):
-    add = np.sort(perm[n - k:])  # a different random 10%: fit on the other 90%, add these
+    add = np.sort(perm[n - k :])  # a different random 10%: fit on the other 90%, add these
     base = np.ones(n, dtype=bool)
     base[add] = False
     Xb, tb = c64(p.X[base]), c64(p.t[base])
@@ -497,11 +558,23 @@ def _add_batch(p, args, bars, n, k, perm):
     sk_times, sk = p.sk_refit(Xall, tall, args.repeats)
     dev = deviation(pred, sk.predict(p.X_test))
     del Xall, tall
-    return row(p, f"add 10% ({k})", min(df_times), min(sk_times), dev, bars["batch"], {
-        "deltafit_times_s": df_times, "sklearn_times_s": sk_times, "n_after": n,
-        "n_before": n - k,
-        "deltafit_stat": f"min of {args.repeats} (fresh model on {n - k} rows each)",
-        "sklearn_stat": f"min of {args.repeats} refits on {n} rows", "state": counters})
+    return row(
+        p,
+        f"add 10% ({k})",
+        min(df_times),
+        min(sk_times),
+        dev,
+        bars["batch"],
+        {
+            "deltafit_times_s": df_times,
+            "sklearn_times_s": sk_times,
+            "n_after": n,
+            "n_before": n - k,
+            "deltafit_stat": f"min of {args.repeats} (fresh model on {n - k} rows each)",
+            "sklearn_stat": f"min of {args.repeats} refits on {n} rows",
+            "state": counters,
+        },
+    )
 
 
 # --------------------------------------------------------------------------- non-squared
@@ -545,13 +618,17 @@ def _sk_solvers(loss, C):
     if loss == "logistic":
         # scikit-learn's default max_iter (100), as the issue measured: lbfgs may stop there
         # before reaching tol (its n_iter is in the JSON), which only makes it faster
-        return {s: (lambda s=s: LogisticRegression(C=C, fit_intercept=False, tol=1e-8,
-                                                   solver=s))
-                for s in ("lbfgs", "newton-cholesky")}
+        return {
+            s: (lambda s=s: LogisticRegression(C=C, fit_intercept=False, tol=1e-8, solver=s))
+            for s in ("lbfgs", "newton-cholesky")
+        }
     # dual=False (the primal trust-region Newton, what dual="auto" picks for n > p); the dual
     # coordinate descent (dual=True) took 16 s on the 5,000-row quick problem at tol 1e-8
-    return {"dual=False": lambda: LinearSVC(C=C, loss="squared_hinge", fit_intercept=False,
-                                            tol=1e-8, dual=False, max_iter=100000)}
+    return {
+        "dual=False": lambda: LinearSVC(
+            C=C, loss="squared_hinge", fit_intercept=False, tol=1e-8, dual=False, max_iter=100000
+        )
+    }
 
 
 def _beta(m):
@@ -578,16 +655,19 @@ def nonsquared_rows(loss, X, t, Xt, args, threads):
 
     fit_s, full = timed(lambda: make().fit(X, t))
     _, part = timed(lambda: make().fit(X[base_rows], t[base_rows]))
-    log(f"{loss} (threads={threads or 'default'}): fit {fit_s:.3g}s "
-        f"({full.problem_.solver_result.n_iter} Newton iterations)")
+    log(
+        f"{loss} (threads={threads or 'default'}): fit {fit_s:.3g}s "
+        f"({full.problem_.solver_result.n_iter} Newton iterations)"
+    )
     scenarios = []
     for k in (k_small, k_big):
-        gone = np.sort(perm[k_big: k_big + k])  # removed from the full model (ids = rows)
+        gone = np.sort(perm[k_big : k_big + k])  # removed from the full model (ids = rows)
         scenarios.append((f"remove {100 * k / n:g}% ({k})", full, "remove", gone))
     for k in (k_small, k_big):
         scenarios.append((f"add {100 * k / n:g}% ({k})", part, "add", held[:k]))
     rows = []
     for name, base, op, idx in scenarios:
+
         def update(m, op=op, idx=idx):
             if op == "remove":
                 m.remove(idx)
@@ -619,8 +699,11 @@ def nonsquared_rows(loss, X, t, Xt, args, threads):
                         warnings.simplefilter("ignore", ConvergenceWarning)
                         sec, est = timed(lambda: factory().fit(Fk, tk))  # noqa: B023
                     times.append(sec)
-                sk[sname] = {"times_s": times, "min_s": min(times),
-                             "n_iter": int(np.max(est.n_iter_))}
+                sk[sname] = {
+                    "times_s": times,
+                    "min_s": min(times),
+                    "n_iter": int(np.max(est.n_iter_)),
+                }
         fresh = make().fit(Xk, tk)
         r_upd = upd.problem_.solver_result
         r_fresh = fresh.problem_.solver_result
@@ -630,33 +713,51 @@ def nonsquared_rows(loss, X, t, Xt, args, threads):
         best = min(v["min_s"] for v in sk.values())
         t_new, t_today = min(new_t), min(today_t)
         ratio_sk, ratio_today = best / t_new, t_today / t_new
-        rows.append({
-            "problem": f"{loss} {n}x{X.shape[1]}", "loss": loss, "scenario": name,
-            "threads": threads or "default",
-            "deltafit_s": t_new, "deltafit_times_s": new_t, "today_s": t_today,
-            "today_times_s": today_t, "sklearn": sk, "sklearn_best_s": best,
-            "ratio_vs_sklearn": ratio_sk, "ratio_vs_today": ratio_today,
-            "n_iter": int(r_upd.n_iter), "grad_norm": float(r_upd.grad_norm),
-            "distance_to_fresh_fit": dist,
-            "certified_radius": float(r_upd.grad_norm + r_fresh.grad_norm),
-            "certified": bool(certified), "deviation_vs_fresh_fit": dev,
-            "bars": NONSQ_BARS,
-            "pass": bool(ratio_sk >= NONSQ_BARS["vs_sklearn"] and
-                         ratio_today >= NONSQ_BARS["vs_today"] and certified),
-            "contention": mon.report(),
-        })
-        log(f"{loss} {name} (threads={threads or 'default'}): update {t_new:.4g}s "
+        rows.append(
+            {
+                "problem": f"{loss} {n}x{X.shape[1]}",
+                "loss": loss,
+                "scenario": name,
+                "threads": threads or "default",
+                "deltafit_s": t_new,
+                "deltafit_times_s": new_t,
+                "today_s": t_today,
+                "today_times_s": today_t,
+                "sklearn": sk,
+                "sklearn_best_s": best,
+                "ratio_vs_sklearn": ratio_sk,
+                "ratio_vs_today": ratio_today,
+                "n_iter": int(r_upd.n_iter),
+                "grad_norm": float(r_upd.grad_norm),
+                "distance_to_fresh_fit": dist,
+                "certified_radius": float(r_upd.grad_norm + r_fresh.grad_norm),
+                "certified": bool(certified),
+                "deviation_vs_fresh_fit": dev,
+                "bars": NONSQ_BARS,
+                "pass": bool(
+                    ratio_sk >= NONSQ_BARS["vs_sklearn"]
+                    and ratio_today >= NONSQ_BARS["vs_today"]
+                    and certified
+                ),
+                "contention": mon.report(),
+            }
+        )
+        log(
+            f"{loss} {name} (threads={threads or 'default'}): update {t_new:.4g}s "
             f"({r_upd.n_iter} it), today {t_today:.4g}s, scikit-learn best {best:.4g}s -> "
-            f"{ratio_sk:.3g}x / {ratio_today:.3g}x, certified={certified}")
+            f"{ratio_sk:.3g}x / {ratio_today:.3g}x, certified={certified}"
+        )
     return rows
 
 
 def nonsquared_markdown(rows):
-    out = ["| loss | scenario | threads | update (s) | today's update (s) "
-           "| scikit-learn refits (s) | × vs faster scikit-learn | × vs today | iterations "
-           "| ‖β − β_fresh‖ ≤ radius "
-           "| pass |",
-           "|---|---|---|---:|---:|---|---:|---:|---:|---|---|"]
+    out = [
+        "| loss | scenario | threads | update (s) | today's update (s) "
+        "| scikit-learn refits (s) | × vs faster scikit-learn | × vs today | iterations "
+        "| ‖β − β_fresh‖ ≤ radius "
+        "| pass |",
+        "|---|---|---|---:|---:|---|---:|---:|---:|---|---|",
+    ]
     for r in rows:
         sk = ", ".join(f"{k} {v['min_s']:.3g}" for k, v in r["sklearn"].items())
         out.append(
@@ -664,7 +765,8 @@ def nonsquared_markdown(rows):
             f"| {r['today_s']:.3g} | {sk} | {r['ratio_vs_sklearn']:.3g}x "
             f"| {r['ratio_vs_today']:.3g}x | {r['n_iter']} "
             f"| {r['distance_to_fresh_fit']:.1e} ≤ {r['certified_radius']:.1e} "
-            f"| {'yes' if r['pass'] else '**no**'} |")
+            f"| {'yes' if r['pass'] else '**no**'} |"
+        )
     return "\n".join(out)
 
 
@@ -684,15 +786,22 @@ def run_nonsquared(args):
     doc = {
         "benchmark": "bench_updates --part nonsquared",
         "claim": "logistic / squared hinge 50,000 x 100, remove / add 0.1% and 1%: exact update "
-                 ">= 10x faster than the faster scikit-learn refit and >= 8x faster than "
-                 "today's update, within the certified distance of a fresh fit",
+        ">= 10x faster than the faster scikit-learn refit and >= 8x faster than "
+        "today's update, within the certified distance of a fresh fit",
         "quick": bool(args.quick),
         "data": f"synthetic {n} x {d}: correlated standardised features, linear teacher, 10% "
-                "label noise; C = 1; deltafit tol = 1e-10 (its default), scikit-learn tol = 1e-8",
-        "settings": {"repeats": args.repeats, "sk_repeats": args.sk_repeats, "seed": args.seed,
-                     "timer": "time.perf_counter, gc disabled during each timed call"},
-        "machine": info, "source": source_info(), "rows": rows,
-        "all_pass": all(r["pass"] for r in rows), "wall_s": time.perf_counter() - t0,
+        "label noise; C = 1; deltafit tol = 1e-10 (its default), scikit-learn tol = 1e-8",
+        "settings": {
+            "repeats": args.repeats,
+            "sk_repeats": args.sk_repeats,
+            "seed": args.seed,
+            "timer": "time.perf_counter, gc disabled during each timed call",
+        },
+        "machine": info,
+        "source": source_info(),
+        "rows": rows,
+        "all_pass": all(r["pass"] for r in rows),
+        "wall_s": time.perf_counter() - t0,
     }
     _emit(doc, nonsquared_markdown(rows), args.out)
     return 0
@@ -737,11 +846,13 @@ def kernel_nonsquared_rows(loss, X, t, Xt, args, threads, gamma):
 
     fit_s, full = timed(lambda: make().fit(X, t))
     _, part = timed(lambda: make().fit(X[base_rows], t[base_rows]))
-    log(f"kernel {loss} (threads={threads or 'default'}): fit {fit_s:.3g}s "
-        f"({full.problem_.solver_result.n_iter} Newton iterations)")
+    log(
+        f"kernel {loss} (threads={threads or 'default'}): fit {fit_s:.3g}s "
+        f"({full.problem_.solver_result.n_iter} Newton iterations)"
+    )
     scenarios = []
     for k in (1, k_big):
-        gone = np.sort(perm[k_big: k_big + k])  # removed from the full model (ids = rows)
+        gone = np.sort(perm[k_big : k_big + k])  # removed from the full model (ids = rows)
         scenarios.append((f"remove {'1' if k == 1 else f'1% ({k})'}", full, "remove", gone))
     for k in (1, k_big):
         scenarios.append((f"add {'1' if k == 1 else f'1% ({k})'}", part, "add", held[:k]))
@@ -770,29 +881,44 @@ def kernel_nonsquared_rows(loss, X, t, Xt, args, threads, gamma):
         dev = deviation(upd.decision_function(Xt), fresh.decision_function(Xt))
         t_upd = min(times)
         ratio = fit_k / t_upd
-        rows.append({
-            "problem": f"kernel {loss} n={n}", "loss": loss, "scenario": name,
-            "threads": threads or "default", "deltafit_s": t_upd, "deltafit_times_s": times,
-            "cold_fit_s": fit_k, "cold_fit_newton_iterations": int(r_fresh.n_iter),
-            "sklearn": "none (no kernel logistic / squared-hinge estimator)",
-            "ratio_vs_cold_fit": ratio, "n_iter": int(r_upd.n_iter),
-            "full_factorizations": int(upd.problem_.solver_counters()["n_refactor"]),
-            "grad_norm": float(r_upd.grad_norm), "distance_to_fresh_fit": dist,
-            "certified_radius": radius, "certified": bool(certified),
-            "deviation_vs_fresh_fit": dev, "bar": KERNEL_NONSQ_BAR,
-            "pass": bool(ratio >= KERNEL_NONSQ_BAR and certified),
-            "contention": mon.report(),
-        })
-        log(f"kernel {loss} {name} (threads={threads or 'default'}): update {t_upd:.4g}s "
+        rows.append(
+            {
+                "problem": f"kernel {loss} n={n}",
+                "loss": loss,
+                "scenario": name,
+                "threads": threads or "default",
+                "deltafit_s": t_upd,
+                "deltafit_times_s": times,
+                "cold_fit_s": fit_k,
+                "cold_fit_newton_iterations": int(r_fresh.n_iter),
+                "sklearn": "none (no kernel logistic / squared-hinge estimator)",
+                "ratio_vs_cold_fit": ratio,
+                "n_iter": int(r_upd.n_iter),
+                "full_factorizations": int(upd.problem_.solver_counters()["n_refactor"]),
+                "grad_norm": float(r_upd.grad_norm),
+                "distance_to_fresh_fit": dist,
+                "certified_radius": radius,
+                "certified": bool(certified),
+                "deviation_vs_fresh_fit": dev,
+                "bar": KERNEL_NONSQ_BAR,
+                "pass": bool(ratio >= KERNEL_NONSQ_BAR and certified),
+                "contention": mon.report(),
+            }
+        )
+        log(
+            f"kernel {loss} {name} (threads={threads or 'default'}): update {t_upd:.4g}s "
             f"({r_upd.n_iter} chord steps), cold fit {fit_k:.4g}s -> {ratio:.3g}x, "
-            f"certified={certified}")
+            f"certified={certified}"
+        )
     return rows
 
 
 def kernel_nonsquared_markdown(rows):
-    out = ["| loss | scenario | threads | update (s) | cold fit (s) | × vs cold fit | chord steps "
-           "| full factorisations | ‖β − β_fresh‖ ≤ radius | max dev. | others' CPU | pass |",
-           "|---|---|---|---:|---:|---:|---:|---:|---|---:|---:|---|"]
+    out = [
+        "| loss | scenario | threads | update (s) | cold fit (s) | × vs cold fit | chord steps "
+        "| full factorisations | ‖β − β_fresh‖ ≤ radius | max dev. | others' CPU | pass |",
+        "|---|---|---|---:|---:|---:|---:|---:|---|---:|---:|---|",
+    ]
     for r in rows:
         share = (r.get("contention") or {}).get("other_processes_share")
         out.append(
@@ -802,7 +928,8 @@ def kernel_nonsquared_markdown(rows):
             f"| {r['distance_to_fresh_fit']:.1e} ≤ {r['certified_radius']:.1e} "
             f"| {r['deviation_vs_fresh_fit']:.1e} "
             f"| {'n/a' if share is None else f'{share:.0%}'} "
-            f"| {'yes' if r['pass'] else '**no**'} |")
+            f"| {'yes' if r['pass'] else '**no**'} |"
+        )
     return "\n".join(out)
 
 
@@ -825,16 +952,22 @@ def run_kernel_nonsquared(args):
     doc = {
         "benchmark": "bench_updates --part kernel_nonsquared",
         "claim": "kernel logistic / squared hinge, n = 5,000 RBF, remove / add 1 and 1%: exact "
-                 "update >= 20x faster than deltafit's cold fit, within the certified distance "
-                 "of that fresh fit",
+        "update >= 20x faster than deltafit's cold fit, within the certified distance "
+        "of that fresh fit",
         "quick": bool(args.quick),
         "data": f"synthetic n = {n}: 10 standard normal features, teacher x0 + x1^2/2 > 1/2, "
-                "10% label noise; KernelClassifier(C=1, kernel='rbf', gamma=0.1), intercept "
-                "on, tol = 1e-10 (its default)",
-        "settings": {"repeats": args.repeats, "seed": args.seed,
-                     "timer": "time.perf_counter, gc disabled during each timed call"},
-        "machine": info, "source": source_info(), "rows": rows,
-        "all_pass": all(r["pass"] for r in rows), "wall_s": time.perf_counter() - t0,
+        "10% label noise; KernelClassifier(C=1, kernel='rbf', gamma=0.1), intercept "
+        "on, tol = 1e-10 (its default)",
+        "settings": {
+            "repeats": args.repeats,
+            "seed": args.seed,
+            "timer": "time.perf_counter, gc disabled during each timed call",
+        },
+        "machine": info,
+        "source": source_info(),
+        "rows": rows,
+        "all_pass": all(r["pass"] for r in rows),
+        "wall_s": time.perf_counter() - t0,
     }
     _emit(doc, kernel_nonsquared_markdown(rows), args.out)
     return 0
@@ -857,58 +990,106 @@ def _emit(doc, markdown, out):
 
 
 def markdown(rows, max_contention=0.10):
-    out = ["| problem | scenario | deltafit (s) | scikit-learn refit (s) | ratio | max deviation "
-           "| bar | pass |",
-           "|---|---|---:|---:|---:|---:|---|---|"]
+    out = [
+        "| problem | scenario | deltafit (s) | scikit-learn refit (s) | ratio | max deviation "
+        "| bar | pass |",
+        "|---|---|---:|---:|---:|---:|---|---|",
+    ]
     for r in rows:
-        bar = (f"≥ {r['bar_ratio']:g}x, " if r["bar_ratio"] is not None else "") + \
-              f"dev < {r['bar_deviation']:.0e}"
+        bar = (
+            f"≥ {r['bar_ratio']:g}x, " if r["bar_ratio"] is not None else ""
+        ) + f"dev < {r['bar_deviation']:.0e}"
         out.append(
             f"| {r['problem']} | {r['scenario']} | {r['deltafit_s']:.3g} | {r['sklearn_s']:.3g} "
             f"| {r['ratio']:.3g}x | {r['max_deviation']:.1e} | {bar} | "
-            f"{'yes' if r['pass'] else '**no**'} |")
-    disturbed = [f"{r['problem']} / {r['scenario']} ({share:.0%})" for r in rows
-                 if (share := (r.get("contention") or {}).get("other_processes_share")) is not None
-                 and share > max_contention]
+            f"{'yes' if r['pass'] else '**no**'} |"
+        )
+    disturbed = [
+        f"{r['problem']} / {r['scenario']} ({share:.0%})"
+        for r in rows
+        if (share := (r.get("contention") or {}).get("other_processes_share")) is not None
+        and share > max_contention
+    ]
     if disturbed:
         out.append("")
-        out.append("Measured while other processes used more than "
-                   f"{max_contention:.0%} of the CPUs: " + "; ".join(disturbed) + ".")
+        out.append(
+            "Measured while other processes used more than "
+            f"{max_contention:.0%} of the CPUs: " + "; ".join(disturbed) + "."
+        )
     return "\n".join(out)
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true",
-                    help="small synthetic problems (6000 x 784 linear, n=1000 kernel)")
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="small synthetic problems (6000 x 784 linear, n=1000 kernel)",
+    )
     ap.add_argument("--out", help="write the JSON document here as well")
-    ap.add_argument("--repeats", type=int, default=None,
-                    help="timings per big update / refit (default 3, quick: 2)")
-    ap.add_argument("--single-reps", type=int, default=20,
-                    help="single removals timed for the median (default 20)")
-    ap.add_argument("--amortized-reps", type=int, default=200,
-                    help="back-to-back single removals for the amortized figure (default 200)")
-    ap.add_argument("--problems", default="linear,kernel",
-                    help="comma-separated subset of linear,kernel")
-    ap.add_argument("--threads", type=int, default=None,
-                    help="limit BLAS/OpenMP threads (threadpoolctl); default: no limit")
+    ap.add_argument(
+        "--repeats",
+        type=int,
+        default=None,
+        help="timings per big update / refit (default 3, quick: 2)",
+    )
+    ap.add_argument(
+        "--single-reps",
+        type=int,
+        default=20,
+        help="single removals timed for the median (default 20)",
+    )
+    ap.add_argument(
+        "--amortized-reps",
+        type=int,
+        default=200,
+        help="back-to-back single removals for the amortized figure (default 200)",
+    )
+    ap.add_argument(
+        "--problems", default="linear,kernel", help="comma-separated subset of linear,kernel"
+    )
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="limit BLAS/OpenMP threads (threadpoolctl); default: no limit",
+    )
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--max-contention", type=float, default=0.10,
-                    help="share of the CPUs other processes may use during a scenario before "
-                         "it is repeated (default 0.10)")
-    ap.add_argument("--retries", type=int, default=None,
-                    help="repeats of a disturbed scenario (default 2, quick: 0); the least "
-                         "disturbed attempt is reported")
-    ap.add_argument("--quiet-wait", type=float, default=None,
-                    help="seconds to wait for a quiet machine before each scenario attempt "
-                         "(default 300, quick: 0)")
-    ap.add_argument("--part", choices=("squared", "nonsquared", "kernel_nonsquared"),
-                    default="squared",
-                    help="squared: the ridge / kernel ridge rows (default); nonsquared: "
-                         "logistic and squared hinge (issue 20); kernel_nonsquared: their "
-                         "kernel models")
-    ap.add_argument("--sk-repeats", type=int, default=2,
-                    help="nonsquared: timings per scikit-learn solver (default 2)")
+    ap.add_argument(
+        "--max-contention",
+        type=float,
+        default=0.10,
+        help="share of the CPUs other processes may use during a scenario before "
+        "it is repeated (default 0.10)",
+    )
+    ap.add_argument(
+        "--retries",
+        type=int,
+        default=None,
+        help="repeats of a disturbed scenario (default 2, quick: 0); the least "
+        "disturbed attempt is reported",
+    )
+    ap.add_argument(
+        "--quiet-wait",
+        type=float,
+        default=None,
+        help="seconds to wait for a quiet machine before each scenario attempt "
+        "(default 300, quick: 0)",
+    )
+    ap.add_argument(
+        "--part",
+        choices=("squared", "nonsquared", "kernel_nonsquared"),
+        default="squared",
+        help="squared: the ridge / kernel ridge rows (default); nonsquared: "
+        "logistic and squared hinge (issue 20); kernel_nonsquared: their "
+        "kernel models",
+    )
+    ap.add_argument(
+        "--sk-repeats",
+        type=int,
+        default=2,
+        help="nonsquared: timings per scikit-learn solver (default 2)",
+    )
     args = ap.parse_args(argv)
     if args.repeats is None:
         args.repeats = 2 if args.quick else 3
@@ -942,39 +1123,73 @@ def main(argv=None):
         try:
             from threadpoolctl import threadpool_info
 
-            info["threads_during_run"] = {d.get("prefix") + " " + str(d.get("version")):
-                                          d.get("num_threads") for d in threadpool_info()}
+            info["threads_during_run"] = {
+                d.get("prefix") + " " + str(d.get("version")): d.get("num_threads")
+                for d in threadpool_info()
+            }
         except ImportError:  # pragma: no cover
             pass
         if "linear" in wanted:
             X, t, Xt, src = linear_data(args.quick, args.seed)
-            p = Problem("linear", X, t, Xt, src,
-                        lambda: deltafit.LinearRegressor(C=C, fit_intercept=False),
-                        lambda: Ridge(alpha=alpha, fit_intercept=False, copy_X=False),
-                        {"C": C, "fit_intercept": False,
-                         "sklearn": f"Ridge(alpha={alpha}, fit_intercept=False, copy_X=False)"})
-            bars = {"remove1": None, "batch": None} if args.quick else \
-                {"remove1": 500.0, "batch": 8.0}
+            p = Problem(
+                "linear",
+                X,
+                t,
+                Xt,
+                src,
+                lambda: deltafit.LinearRegressor(C=C, fit_intercept=False),
+                lambda: Ridge(alpha=alpha, fit_intercept=False, copy_X=False),
+                {
+                    "C": C,
+                    "fit_intercept": False,
+                    "sklearn": f"Ridge(alpha={alpha}, fit_intercept=False, copy_X=False)",
+                },
+            )
+            bars = (
+                {"remove1": None, "batch": None} if args.quick else {"remove1": 500.0, "batch": 8.0}
+            )
             rows += run_problem(p, args, bars, rng)
-            problems["linear"] = {"data": src, "n": p.n, "d": int(X.shape[1]),
-                                  "n_test": int(Xt.shape[0]), "params": p.params,
-                                  "deltafit_fit_s": p.fit_times}
+            problems["linear"] = {
+                "data": src,
+                "n": p.n,
+                "d": int(X.shape[1]),
+                "n_test": int(Xt.shape[0]),
+                "params": p.params,
+                "deltafit_fit_s": p.fit_times,
+            }
             del X, t, Xt, p
             gc.collect()
         if "kernel" in wanted:
             X, t, Xt, src = kernel_data(args.quick, args.seed)
             gamma = float(1.0 / (X.shape[1] * X.var()))  # scikit-learn's gamma="scale"
-            p = Problem("kernel", X, t, Xt, src,
-                        lambda: deltafit.KernelRegressor(C=C, kernel="rbf", gamma=gamma,
-                                                         fit_intercept=False),
-                        lambda: KernelRidge(alpha=alpha, kernel="rbf", gamma=gamma),
-                        {"C": C, "kernel": "rbf", "gamma": gamma, "fit_intercept": False,
-                         "sklearn": f"KernelRidge(alpha={alpha}, kernel='rbf', gamma={gamma:.6g})"})
+            p = Problem(
+                "kernel",
+                X,
+                t,
+                Xt,
+                src,
+                lambda: deltafit.KernelRegressor(
+                    C=C, kernel="rbf", gamma=gamma, fit_intercept=False
+                ),
+                lambda: KernelRidge(alpha=alpha, kernel="rbf", gamma=gamma),
+                {
+                    "C": C,
+                    "kernel": "rbf",
+                    "gamma": gamma,
+                    "fit_intercept": False,
+                    "sklearn": f"KernelRidge(alpha={alpha}, kernel='rbf', gamma={gamma:.6g})",
+                },
+            )
             bars = {"remove1": None if args.quick else 50.0, "batch": None}
             rows += run_problem(p, args, bars, rng)
-            problems["kernel"] = {"data": src, "n": p.n, "d": int(X.shape[1]),
-                                  "n_test": int(Xt.shape[0]), "params": p.params,
-                                  "deltafit_fit_s": p.fit_times}
+            problems["kernel"] = {
+                "data": src,
+                "n": p.n,
+                "d": int(X.shape[1]),
+                "n_test": int(Xt.shape[0]),
+                "params": p.params,
+                "deltafit_fit_s": p.fit_times,
+            }
             del X, t, Xt, p
             gc.collect()
     info["loadavg_end"] = loadavg()
@@ -982,17 +1197,23 @@ def main(argv=None):
     doc = {
         "benchmark": "bench_updates",
         "claim": "linear: remove 1 >= 500x, remove/add 10% >= 8x; kernel: remove 1 >= 50x; "
-                 "max deviation < 1e-8 (ratio = scikit-learn refit time / deltafit update time)",
+        "max deviation < 1e-8 (ratio = scikit-learn refit time / deltafit update time)",
         "quick": bool(args.quick),
-        "note": ("quick smoke test: speed bars not applied (they are for the full-size "
-                 "problems)") if args.quick else None,
-        "settings": {"repeats": args.repeats, "single_reps": args.single_reps,
-                     "retries": args.retries, "quiet_wait_s": args.quiet_wait,
-                     "max_contention": args.max_contention,
-                     "amortized_reps": args.amortized_reps, "seed": args.seed,
-                     "deviation": "max|pred_deltafit - pred_sklearn| / max(1, max|pred_sklearn|)"
-                                  " on the held-out rows",
-                     "timer": "time.perf_counter, gc disabled during each timed call"},
+        "note": ("quick smoke test: speed bars not applied (they are for the full-size problems)")
+        if args.quick
+        else None,
+        "settings": {
+            "repeats": args.repeats,
+            "single_reps": args.single_reps,
+            "retries": args.retries,
+            "quiet_wait_s": args.quiet_wait,
+            "max_contention": args.max_contention,
+            "amortized_reps": args.amortized_reps,
+            "seed": args.seed,
+            "deviation": "max|pred_deltafit - pred_sklearn| / max(1, max|pred_sklearn|)"
+            " on the held-out rows",
+            "timer": "time.perf_counter, gc disabled during each timed call",
+        },
         "machine": info,
         "source": source_info(),
         "problems": problems,
@@ -1004,8 +1225,10 @@ def main(argv=None):
     print(text)
     print()
     if args.quick:
-        print("Quick smoke test (small synthetic problems): the speed bars apply to the "
-              "full-size run only; only the deviations are checked here.\n")
+        print(
+            "Quick smoke test (small synthetic problems): the speed bars apply to the "
+            "full-size run only; only the deviations are checked here.\n"
+        )
     print(markdown(rows, args.max_contention))
     if args.out:
         os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)

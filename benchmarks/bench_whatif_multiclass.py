@@ -59,8 +59,13 @@ def main():
         return lo, hi, certain
 
     with threadpool_limits(limits=1, user_api="blas"):
-        refit_t, ref = min((timed(lambda: deltafit.LinearClassifier().fit(Xtr[keep], ytr[keep]))
-                            for _ in range(args.repeats)), key=lambda r: r[0])
+        refit_t, ref = min(
+            (
+                timed(lambda: deltafit.LinearClassifier().fit(Xtr[keep], ytr[keep]))
+                for _ in range(args.repeats)
+            ),
+            key=lambda r: r[0],
+        )
         z = ref.decision_function(Xte)
         first, warm, violated, certified, width = [], [], 0, 1.0, 0.0
         for _ in range(args.repeats):
@@ -73,29 +78,40 @@ def main():
                 certified = min(certified, float(certain.mean()))
                 width = max(width, float(np.max(hi - lo) / np.max(np.abs(z))))
     log(f"first {np.median(first):.3f} s, warm {np.median(warm):.3f} s, refit {refit_t:.3f} s")
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
     out = {
         "claim": "10-class exact what-if (first and warm query) vs refit",
-        "data": ("shifted digits, 500 random Fourier features, 11,331 train / 4,842 test, "
-                 "remove 45 rows"),
-        "first_s": float(np.median(first)), "warm_s": float(np.median(warm)),
+        "data": (
+            "shifted digits, 500 random Fourier features, 11,331 train / 4,842 test, remove 45 rows"
+        ),
+        "first_s": float(np.median(first)),
+        "warm_s": float(np.median(warm)),
         "refit_s": float(refit_t),
         "refit_over_first": float(refit_t / np.median(first)),
         "refit_over_warm": float(refit_t / np.median(warm)),
-        "bounds_violated": violated, "labels_certified_min": certified,
+        "bounds_violated": violated,
+        "labels_certified_min": certified,
         "max_width_over_decision_scale": width,
-        "machine": {"python": platform.python_version(), "numpy": np.__version__,
-                    "blas_threads": 1},
+        "machine": {
+            "python": platform.python_version(),
+            "numpy": np.__version__,
+            "blas_threads": 1,
+        },
         "commit": commit,
     }
     print(json.dumps(out, indent=2))
-    row = ("| 10-class exact what-if, shifted digits RFF 500 (11,331 x 500), remove 45 rows | "
-           f"{out['first_s'] * 1e3:.0f} ms | {out['warm_s'] * 1e3:.0f} ms | "
-           f"{out['refit_s'] * 1e3:.0f} ms | {out['refit_over_first']:.2f}x | "
-           f"{out['refit_over_warm']:.2f}x | {violated} | {certified:.1%} |")
-    print("\n| scenario | first query | warm query | refit | refit / first | refit / warm | "
-          "bounds violated | labels certified |\n|---|---|---|---|---|---|---|---|\n" + row)
+    row = (
+        "| 10-class exact what-if, shifted digits RFF 500 (11,331 x 500), remove 45 rows | "
+        f"{out['first_s'] * 1e3:.0f} ms | {out['warm_s'] * 1e3:.0f} ms | "
+        f"{out['refit_s'] * 1e3:.0f} ms | {out['refit_over_first']:.2f}x | "
+        f"{out['refit_over_warm']:.2f}x | {violated} | {certified:.1%} |"
+    )
+    print(
+        "\n| scenario | first query | warm query | refit | refit / first | refit / warm | "
+        "bounds violated | labels certified |\n|---|---|---|---|---|---|---|---|\n" + row
+    )
     if args.out:
         with open(args.out, "w") as f:
             json.dump(out, f, indent=2)

@@ -53,8 +53,14 @@ def main(argv=None):
             if r is None:
                 continue
             n += 1
-            kinds[(case["loss"], "kernel" if case["kernel"] else "linear",
-                   case["mode"], "re-centred" if case["recenter"] else "around beta1")] += 1
+            kinds[
+                (
+                    case["loss"],
+                    "kernel" if case["kernel"] else "linear",
+                    case["mode"],
+                    "re-centred" if case["recenter"] else "around beta1",
+                )
+            ] += 1
             worst, worst_out = max(worst, r["violation"]), max(worst_out, r["outside_ball"])
             if r["ball_width"] > 0:
                 gains.append(r["width"] / r["ball_width"])
@@ -64,17 +70,27 @@ def main(argv=None):
                 log(f"{i + 1} cases, {len(bad)} violations")
 
     sec, _ = timed(run)
-    out = {"cases": n, "violations": len(bad), "tolerance": TOL,
-           "max_violation": float(worst), "max_outside_ball": float(worst_out),
-           "median_width_over_ball": float(np.median(gains)) if gains else None,
-           "by_kind": {" / ".join(k): v for k, v in sorted(kinds.items())},
-           "bad": bad[:20], "seconds": sec}
+    out = {
+        "cases": n,
+        "violations": len(bad),
+        "tolerance": TOL,
+        "max_violation": float(worst),
+        "max_outside_ball": float(worst_out),
+        "median_width_over_ball": float(np.median(gains)) if gains else None,
+        "by_kind": {" / ".join(k): v for k, v in sorted(kinds.items())},
+        "bad": bad[:20],
+        "seconds": sec,
+    }
     print(json.dumps(out, indent=2))
-    print("\n| cases | violations | max violation (relative) | region outside ball "
-          "| median width / ball width |")
+    print(
+        "\n| cases | violations | max violation (relative) | region outside ball "
+        "| median width / ball width |"
+    )
     print("|---:|---:|---:|---:|---:|")
-    print(f"| {n} | {len(bad)} | {worst:.2g} | {worst_out:.2g} | "
-          f"{out['median_width_over_ball']:.3g} |")
+    print(
+        f"| {n} | {len(bad)} | {worst:.2g} | {worst_out:.2g} | "
+        f"{out['median_width_over_ball']:.3g} |"
+    )
     return 1 if bad else 0
 
 

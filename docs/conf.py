@@ -33,8 +33,14 @@ extensions = [
 ]
 
 templates_path = ["_templates"]
-exclude_patterns = ["_build", "auto_examples/*.ipynb", "auto_examples/*.py",
-                    "auto_examples/*.zip", "auto_examples/*.md5", "auto_examples/*.json"]
+exclude_patterns = [
+    "_build",
+    "auto_examples/*.ipynb",
+    "auto_examples/*.py",
+    "auto_examples/*.zip",
+    "auto_examples/*.md5",
+    "auto_examples/*.json",
+]
 default_role = "literal"
 
 # API reference: one page per public name, generated from the docstrings.
@@ -49,8 +55,7 @@ numpydoc_validation_checks = set()
 
 # The gallery: every example runs at build time; a failing example fails the build.
 os.environ.setdefault("MPLBACKEND", "agg")
-warnings.filterwarnings("ignore", category=UserWarning,
-                        message="Matplotlib is currently using agg")
+warnings.filterwarnings("ignore", category=UserWarning, message="Matplotlib is currently using agg")
 sphinx_gallery_conf = {
     "examples_dirs": os.path.join("..", "examples"),
     "gallery_dirs": "auto_examples",

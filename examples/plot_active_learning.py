@@ -21,20 +21,25 @@ import deltafit as df
 from deltafit.active import FGAL, UncertaintySampling, run_active_learning
 from deltafit.datasets import load_digits_even_odd
 
-X, y = load_digits_even_odd()                   # digits: is it even or odd?
+X, y = load_digits_even_odd()  # digits: is it even or odd?
 X_pool, X_test, y_pool, y_test = train_test_split(X, y, test_size=350, random_state=0)
 estimator = df.KernelClassifier(kernel="rbf", gamma=0.02, C=1.0, fit_intercept=False)
 m = 50
 curves = {}
-for name, strategy in [("FGAL (m=50, p=10)", FGAL(estimator, m=m, p=10)),
-                       ("uncertainty sampling (m=50)", UncertaintySampling(estimator, m=m)),
-                       ("uncertainty sampling (m=10)", UncertaintySampling(estimator, m=10))]:
-    curves[name] = run_active_learning(strategy, X_pool, y_pool, X_test, y_test,
-                                       initial=50, budget=250, random_state=0)
+for name, strategy in [
+    ("FGAL (m=50, p=10)", FGAL(estimator, m=m, p=10)),
+    ("uncertainty sampling (m=50)", UncertaintySampling(estimator, m=m)),
+    ("uncertainty sampling (m=10)", UncertaintySampling(estimator, m=10)),
+]:
+    curves[name] = run_active_learning(
+        strategy, X_pool, y_pool, X_test, y_test, initial=50, budget=250, random_state=0
+    )
     c = curves[name]
-    print(f"{name:28s}: {c.n_model_computations:2d} model computations, accuracy "
-          f"{c.accuracy[0]:.3f} at {c.n_labeled[0]} labels -> {c.accuracy[-1]:.3f} at "
-          f"{c.n_labeled[-1]} labels")
+    print(
+        f"{name:28s}: {c.n_model_computations:2d} model computations, accuracy "
+        f"{c.accuracy[0]:.3f} at {c.n_labeled[0]} labels -> {c.accuracy[-1]:.3f} at "
+        f"{c.n_labeled[-1]} labels"
+    )
 
 # %%
 # The picture

@@ -34,16 +34,18 @@ for name, est in models.items():
     t0 = time.perf_counter()
     approx = alo(est, X, y)
     t_alo = time.perf_counter() - t0
-    exact = loo(est, X, y, method="refit")           # n refits: the brute force
+    exact = loo(est, X, y, method="refit")  # n refits: the brute force
     assert approx.approximate and not exact.approximate
     err = np.abs(approx.decision - exact.decision)
     agree = np.mean(np.sign(approx.decision) == np.sign(exact.decision))
     results[name] = (approx.decision, exact.decision)
-    print(f"{name}: ALO {t_alo:.2f} s vs {exact.time_s:.2f} s of refits; "
-          f"|ALO - LOO| median {np.median(err):.1e}, max {err.max():.1e}; "
-          f"same label for {agree:.1%} of the samples; "
-          f"LOO accuracy {exact.fold_scores.mean():.4f} exact, "
-          f"{approx.fold_scores.mean():.4f} by ALO")
+    print(
+        f"{name}: ALO {t_alo:.2f} s vs {exact.time_s:.2f} s of refits; "
+        f"|ALO - LOO| median {np.median(err):.1e}, max {err.max():.1e}; "
+        f"same label for {agree:.1%} of the samples; "
+        f"LOO accuracy {exact.fold_scores.mean():.4f} exact, "
+        f"{approx.fold_scores.mean():.4f} by ALO"
+    )
 
 # %%
 # The picture

@@ -29,12 +29,14 @@ model = df.LinearClassifier(loss="logistic", C=0.1).fit(X_train, y_train)
 
 rng = np.random.default_rng(0)
 gone = rng.choice(len(y_train), size=len(y_train) // 20, replace=False)
-s = df.sensitivity(model)     # the what-if object; nothing is retrained
+s = df.sensitivity(model)  # the what-if object; nothing is retrained
 s.remove(gone)
 lo, hi = s.decision_bounds(X_test)
 labels, certain = s.predict_certain(X_test)
-print(f"removing {len(gone)} of {len(y_train)} samples: "
-      f"{certain.mean():.0%} of the test labels certified without retraining")
+print(
+    f"removing {len(gone)} of {len(y_train)} samples: "
+    f"{certain.mean():.0%} of the test labels certified without retraining"
+)
 
 # %%
 # The exact answer, by retraining
@@ -51,8 +53,10 @@ inside = (lo <= exact + tol) & (exact <= hi + tol)
 print(f"intervals containing the exact answer: {inside.sum()} of {len(exact)}")
 assert inside.all()
 assert np.array_equal(labels[certain], retrained.predict(X_test)[certain])
-print(f"mean interval width {np.mean(hi - lo):.3f}; "
-      f"mean |decision value| {np.mean(np.abs(exact)):.2f}")
+print(
+    f"mean interval width {np.mean(hi - lo):.3f}; "
+    f"mean |decision value| {np.mean(np.abs(exact)):.2f}"
+)
 
 # %%
 # The picture
@@ -67,8 +71,10 @@ spread = np.setdiff1d(order[:: len(order) // (40 - len(undecided))], undecided)
 idx = order[np.isin(order, np.concatenate([undecided, spread]))][:40]
 x = np.arange(len(idx))
 fig, ax = plt.subplots(figsize=(9, 3.8))
-for mask, color, name in [(certain[idx], "C0", "certified interval, label decided"),
-                          (~certain[idx], "C1", "certified interval, label undecided")]:
+for mask, color, name in [
+    (certain[idx], "C0", "certified interval, label decided"),
+    (~certain[idx], "C1", "certified interval, label undecided"),
+]:
     ax.vlines(x[mask], lo[idx][mask], hi[idx][mask], colors=color, lw=5, alpha=0.6, label=name)
 ax.plot(x, exact[idx], "k.", label="retrained model (exact)")
 ax.axhline(0, color="k", lw=0.8)

@@ -27,7 +27,7 @@ from sklearn.preprocessing import StandardScaler
 import deltafit as df
 
 X, y = load_digits(return_X_y=True)
-user = np.random.default_rng(0).integers(0, 60, size=len(y))   # who contributed each sample
+user = np.random.default_rng(0).integers(0, 60, size=len(y))  # who contributed each sample
 
 model = df.make_pipeline(StandardScaler(), df.LinearClassifier(C=0.01)).fit(X, y)
 print(f"trained on {len(model.sample_ids_)} samples of {len(np.unique(user))} users")
@@ -88,8 +88,7 @@ ax1.plot(lim, lim, "k--", lw=0.8)
 ax1.set_xlabel("decision value, fresh fit without user 7")
 ax1.set_ylabel("decision value, updated model")
 ax1.set_title(f"equal to rounding (max gap {gap:.0e})")
-ax2.bar(["remove (exact update)", "fresh fit"], [t_update * 1e3, t_refit * 1e3],
-        color=["C0", "C7"])
+ax2.bar(["remove (exact update)", "fresh fit"], [t_update * 1e3, t_refit * 1e3], color=["C0", "C7"])
 ax2.set_ylabel("milliseconds")
 ax2.set_title("time")
 fig.tight_layout()

@@ -26,7 +26,7 @@ from deltafit.model_selection import LOOSearchCV
 
 X, y = load_breast_cancer(return_X_y=True)
 X = (X - X.mean(axis=0)) / X.std(axis=0)
-X, y = X[:300], y[:300]                       # 300 samples keep the brute force short
+X, y = X[:300], y[:300]  # 300 samples keep the brute force short
 grid = {"C": [0.01, 0.1, 1.0, 10.0]}
 estimator = df.LinearClassifier(loss="logistic")
 
@@ -38,10 +38,13 @@ t0 = time.perf_counter()
 brute = GridSearchCV(estimator, grid, cv=LeaveOneOut()).fit(X, y)
 t_brute = time.perf_counter() - t0
 
-print(f"LOOSearchCV:   best {fast.best_params_}, LOO accuracy {fast.best_score_:.4f}, "
-      f"{t_fast:.2f} s")
-print(f"GridSearchCV:  best {brute.best_params_}, LOO accuracy {brute.best_score_:.4f}, "
-      f"{t_brute:.2f} s")
+print(
+    f"LOOSearchCV:   best {fast.best_params_}, LOO accuracy {fast.best_score_:.4f}, {t_fast:.2f} s"
+)
+print(
+    f"GridSearchCV:  best {brute.best_params_}, LOO accuracy {brute.best_score_:.4f}, "
+    f"{t_brute:.2f} s"
+)
 assert fast.best_params_ == brute.best_params_
 assert np.isclose(fast.best_score_, brute.best_score_)
 
@@ -53,10 +56,10 @@ assert np.isclose(fast.best_score_, brute.best_score_)
 scores = np.asarray(fast.cv_results_["mean_test_score"], dtype=float)
 lower = np.asarray(fast.cv_results_["test_score_lower"], dtype=float)
 upper = np.asarray(fast.cv_results_["test_score_upper"], dtype=float)
-for C, s, a, b, ref in zip(grid["C"], scores, lower, upper,
-                           brute.cv_results_["mean_test_score"]):
-    print(f"C = {C:<5}: LOOSearchCV {s:.4f} (certified in [{a:.4f}, {b:.4f}]), "
-          f"GridSearchCV {ref:.4f}")
+for C, s, a, b, ref in zip(grid["C"], scores, lower, upper, brute.cv_results_["mean_test_score"]):
+    print(
+        f"C = {C:<5}: LOOSearchCV {s:.4f} (certified in [{a:.4f}, {b:.4f}]), GridSearchCV {ref:.4f}"
+    )
 
 # %%
 # The picture

@@ -43,7 +43,7 @@ fixed, acc, t_relabel, t_refit = [0], [model.score(X_test, y_test)], [], []
 y_current = y_noisy.copy()
 for batch in np.array_split(wrong, 5):
     t0 = time.perf_counter()
-    model.relabel(batch, y_train[batch])           # the ids of fit are the row numbers
+    model.relabel(batch, y_train[batch])  # the ids of fit are the row numbers
     t_relabel.append(time.perf_counter() - t0)
     y_current[batch] = y_train[batch]
     t0 = time.perf_counter()
@@ -53,9 +53,11 @@ for batch in np.array_split(wrong, 5):
     assert gap < 1e-8, gap
     fixed.append(fixed[-1] + len(batch))
     acc.append(model.score(X_test, y_test))
-    print(f"{fixed[-1]:3d} labels fixed: accuracy {acc[-1]:.3f}, "
-          f"relabel {t_relabel[-1] * 1e3:.1f} ms vs refit {t_refit[-1] * 1e3:.1f} ms, "
-          f"max gap {gap:.0e}")
+    print(
+        f"{fixed[-1]:3d} labels fixed: accuracy {acc[-1]:.3f}, "
+        f"relabel {t_relabel[-1] * 1e3:.1f} ms vs refit {t_refit[-1] * 1e3:.1f} ms, "
+        f"max gap {gap:.0e}"
+    )
 
 # %%
 # The picture

@@ -25,12 +25,14 @@ from deltafit.datasets import load_digits_even_odd
 from deltafit.model_selection import treecv
 from deltafit.stream import Pegasos
 
-X, y = load_digits_even_odd()                        # 1797 digits: odd or even?
+X, y = load_digits_even_odd()  # 1797 digits: odd or even?
 cv = KFold(10, shuffle=True, random_state=0)
 r = treecv(df.LinearClassifier(C=0.01), X, y, cv=cv)
 ref = cross_val_score(df.LinearClassifier(C=0.01), X, y, cv=cv)
-print(f"TreeCV {r.score:.4f}, 10 refits {ref.mean():.4f}, "
-      f"largest fold difference {np.max(np.abs(r.fold_scores - ref)):.1e}")
+print(
+    f"TreeCV {r.score:.4f}, 10 refits {ref.mean():.4f}, "
+    f"largest fold difference {np.max(np.abs(r.fold_scores - ref)):.1e}"
+)
 assert np.allclose(r.fold_scores, ref)
 
 # %%
@@ -43,7 +45,7 @@ assert np.allclose(r.fold_scores, ref)
 # trains a fresh learner on the other ``k - 1`` folds for each fold.  An online learner's model
 # depends on the order it sees the samples in, so both learn in random orders (TreeCV's
 # ``shuffle=True``, its randomized variant).
-treecv(Pegasos(lam=1e-4), X[:100], y[:100], cv=5)   # compile TreeCV's loops (once; cached)
+treecv(Pegasos(lam=1e-4), X[:100], y[:100], cv=5)  # compile TreeCV's loops (once; cached)
 Pegasos(lam=1e-4).fit(X[:100], y[:100]).score(X, y)  # and the refits' loops
 
 ks = [5, 10, 20, 50, 100]
@@ -63,19 +65,24 @@ for k in ks:
     s_tree.append(r.score)
     s_refit.append(np.mean(scores))
     learned.append(r.n_sample_updates / len(y))
-    print(f"k = {k:3d}: TreeCV {t_tree[-1] * 1e3:6.1f} ms, {k} refits {t_refit[-1] * 1e3:6.1f} ms; "
-          f"accuracy {r.score:.3f} (refits {s_refit[-1]:.3f}); each sample learned "
-          f"{learned[-1]:.1f} times (refits: {k - 1})")
+    print(
+        f"k = {k:3d}: TreeCV {t_tree[-1] * 1e3:6.1f} ms, {k} refits {t_refit[-1] * 1e3:6.1f} ms; "
+        f"accuracy {r.score:.3f} (refits {s_refit[-1]:.3f}); each sample learned "
+        f"{learned[-1]:.1f} times (refits: {k - 1})"
+    )
 
 # %%
 # The two estimates differ by about as much as two refits in different random orders do (up
 # to a few points for one pass of PEGASOS, a noisy learner): TreeCV estimates the same quantity
 # (Joulani et al. bound the difference for stable learners).  On 1797 samples the refits' time
-# is largely the fixed cost of each fit; ``benchmarks/bench_treecv.py`` measures larger sets.  Leave-one-out, ``cv=n``, costs TreeCV about ``log2(n)`` passes:
+# is largely the fixed cost of each fit; ``benchmarks/bench_treecv.py`` measures larger sets.
+# Leave-one-out, ``cv=n``, costs TreeCV about ``log2(n)`` passes:
 t0 = time.perf_counter()
 r = treecv(Pegasos(lam=1e-4), X, y, cv=len(y), shuffle=True, random_state=0)
-print(f"leave-one-out over {len(y)} samples: {time.perf_counter() - t0:.3f} s, "
-      f"accuracy {r.score:.3f}, each sample learned {r.n_sample_updates / len(y):.1f} times")
+print(
+    f"leave-one-out over {len(y)} samples: {time.perf_counter() - t0:.3f} s, "
+    f"accuracy {r.score:.3f}, each sample learned {r.n_sample_updates / len(y):.1f} times"
+)
 
 # %%
 # The picture

@@ -3,9 +3,11 @@
 Shared by ``tests/test_sensitivity_curvature.py`` (a few hundred cases under hypothesis) and
 ``benchmarks/validity_curvature.py`` (the 10⁴-case run).  Each case draws a small binary
 problem (logistic or squared hinge; linear or RBF kernel; intercept on or off; weights or
-not; linear interval modes auto / exact / cheap / solve), fits it, applies a random mix of hypothetical removals, additions, relabels and
+not; linear interval modes auto / exact / cheap / solve), fits it, applies a random mix of
+hypothetical removals, additions, relabels and
 reweights (with ``C_new ≠ C`` now and then) to a :class:`deltafit.sensitivity.Sensitivity`,
-builds the curvature region (re-centred at its Newton point or not), and refits the changed data from scratch: the reference.
+builds the curvature region (re-centred at its Newton point or not), and refits the changed data
+from scratch: the reference.
 """
 
 from __future__ import annotations
@@ -51,13 +53,22 @@ def run_case(case):
     y[0], y[1] = 1, -1
     w = rng.uniform(0.2, 3.0, size=n) if case["weighted"] else None
     if case["kernel"]:
-        model = deltafit.KernelClassifier(loss=case["loss"], C=case["C"], gamma=float(
-            10 ** rng.uniform(-1.5, 0.5)), fit_intercept=case["fit_intercept"], tol=1e-13,
-            max_iter=500)
+        model = deltafit.KernelClassifier(
+            loss=case["loss"],
+            C=case["C"],
+            gamma=float(10 ** rng.uniform(-1.5, 0.5)),
+            fit_intercept=case["fit_intercept"],
+            tol=1e-13,
+            max_iter=500,
+        )
     else:
-        model = deltafit.LinearClassifier(loss=case["loss"], C=case["C"],
-                                          fit_intercept=case["fit_intercept"], tol=1e-13,
-                                          max_iter=500)
+        model = deltafit.LinearClassifier(
+            loss=case["loss"],
+            C=case["C"],
+            fit_intercept=case["fit_intercept"],
+            tol=1e-13,
+            max_iter=500,
+        )
     model.fit(X, y, sample_weight=w)
     C2 = case["C"] * float(rng.uniform(0.5, 2.0)) if case["C_new"] else None
     s = deltafit.sensitivity(model, C_new=C2, method="sphere")
@@ -65,8 +76,11 @@ def run_case(case):
     k_rem = int(rng.integers(0, max(1, n // 3)))
     k_rel = int(rng.integers(0, 4))
     k_rw = int(rng.integers(0, 4))
-    rem, rel, rw = (perm[:k_rem], perm[k_rem:k_rem + k_rel],
-                    perm[k_rem + k_rel:k_rem + k_rel + k_rw])
+    rem, rel, rw = (
+        perm[:k_rem],
+        perm[k_rem : k_rem + k_rel],
+        perm[k_rem + k_rel : k_rem + k_rel + k_rw],
+    )
     keep = np.ones(n, dtype=bool)
     keep[rem] = False
     y2, w2 = y.copy(), (np.ones(n) if w is None else w.copy())
@@ -103,13 +117,18 @@ def run_case(case):
     scale = 1.0 + np.abs(d)
     viol = float(np.max(np.maximum(lo - d, d - hi) / scale))
     outside = float(np.max(np.maximum(blo - lo, hi - bhi) / scale))
-    out = {"violation": viol, "outside_ball": outside,
-           "width": float(np.median(hi - lo)), "ball_width": float(np.median(bhi - blo))}
+    out = {
+        "violation": viol,
+        "outside_ball": outside,
+        "width": float(np.median(hi - lo)),
+        "ball_width": float(np.median(bhi - blo)),
+    }
     if not case["kernel"]:
         b1 = np.asarray(model.problem_.coef)
         b2 = np.asarray(ref.problem_.coef)
         clo, chi = region.coef_bounds()
         out["violation"] = max(viol, float(np.max(np.maximum(clo - b2, b2 - chi))))
-        out["violation"] = max(out["violation"],
-                               float(np.linalg.norm(b2 - b1) - region.distance_bound()))
+        out["violation"] = max(
+            out["violation"], float(np.linalg.norm(b2 - b1) - region.distance_bound())
+        )
     return out

@@ -22,9 +22,21 @@ da = pytest.importorskip("dask.array")
 
 TOL = 1e-10
 
-__all__ = ["TOL", "_threads", "process_clients", "chunked", "full_coef", "class_coefs", "live", "gradient",
-           "objective", "class_gradient", "assert_newton_same", "assert_hinge_same",
-           "assert_classes_same"]
+__all__ = [
+    "TOL",
+    "_threads",
+    "process_clients",
+    "chunked",
+    "full_coef",
+    "class_coefs",
+    "live",
+    "gradient",
+    "objective",
+    "class_gradient",
+    "assert_newton_same",
+    "assert_hinge_same",
+    "assert_classes_same",
+]
 
 
 @pytest.fixture(autouse=True)
@@ -37,8 +49,7 @@ def _threads():
 def chunked(X, y, rows=97, w=None):
     """``(X, y)`` (and ``w`` when given) as dask arrays of ``rows`` rows per block; ``y`` may
     have several columns."""
-    out = (da.from_array(X, chunks=(rows, -1)),
-           da.from_array(y, chunks=(rows,) + np.shape(y)[1:]))
+    out = (da.from_array(X, chunks=(rows, -1)), da.from_array(y, chunks=(rows,) + np.shape(y)[1:]))
     return out if w is None else out + (da.from_array(w, chunks=rows),)
 
 
@@ -63,8 +74,7 @@ def live(m, X, y, extra=None):
 
 
 def _d1(loss, t, z):
-    return -t * expit(-t * z) if loss == "logistic" else \
-        -2.0 * t * np.maximum(0.0, 1.0 - t * z)
+    return -t * expit(-t * z) if loss == "logistic" else -2.0 * t * np.maximum(0.0, 1.0 - t * z)
 
 
 def gradient(m, X, y, w=None):
@@ -146,9 +156,13 @@ def process_clients(module, n_workers=2, config=None, silence_logs=40):
         cloudpickle.register_pickle_by_value(module)
     try:
         with dask.config.set(config or {}):
-            cluster = distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1,
-                                               processes=True, dashboard_address=None,
-                                               silence_logs=silence_logs)
+            cluster = distributed.LocalCluster(
+                n_workers=n_workers,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=None,
+                silence_logs=silence_logs,
+            )
     except Exception as exc:  # pragma: no cover - the environment forbids processes
         if ours:
             cloudpickle.unregister_pickle_by_value(module)

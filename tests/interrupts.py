@@ -1,5 +1,6 @@
 """The interrupt injector of the transaction and lock tests: a trace function that raises
 ``KeyboardInterrupt`` at the ``at``-th executed line of deltafit's own code."""
+
 from __future__ import annotations
 
 import sys
@@ -25,8 +26,7 @@ class Interrupt:
         if event == "line":
             self.n += 1
             if not self.at:
-                self.where.append((frame.f_code.co_filename, frame.f_code.co_name,
-                                   frame.f_lineno))
+                self.where.append((frame.f_code.co_filename, frame.f_code.co_name, frame.f_lineno))
             if self.n == self.at:
                 raise KeyboardInterrupt("injected")
         return self.line

@@ -42,13 +42,16 @@ def ridge_reference(X, t, C, s):
 
 def kernel_ridge_reference(K_train, t, C):
     """α of (K + ρI) α = t via sklearn KernelRidge(alpha=ρ, kernel="precomputed")."""
-    return KernelRidge(alpha=1.0 / (2.0 * C), kernel="precomputed").fit(K_train, t).dual_coef_.ravel()
+    return (
+        KernelRidge(alpha=1.0 / (2.0 * C), kernel="precomputed").fit(K_train, t).dual_coef_.ravel()
+    )
 
 
 def logistic_reference(F, t, C):
     """β of C Σ log(1 + exp(−t Fβ)) + ½‖β‖² via LogisticRegression(newton-cholesky)."""
-    lr = LogisticRegression(C=C, fit_intercept=False, solver="newton-cholesky", tol=1e-14,
-                            max_iter=1000)
+    lr = LogisticRegression(
+        C=C, fit_intercept=False, solver="newton-cholesky", tol=1e-14, max_iter=1000
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         lr.fit(F, t)
@@ -65,8 +68,9 @@ def squared_hinge_reference(F, t, C, max_rounds=100):
     p = F.shape[1]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        svc = LinearSVC(C=C, loss="squared_hinge", fit_intercept=False, dual=True, tol=1e-8,
-                        max_iter=100000).fit(F, t)
+        svc = LinearSVC(
+            C=C, loss="squared_hinge", fit_intercept=False, dual=True, tol=1e-8, max_iter=100000
+        ).fit(F, t)
     beta = svc.coef_.ravel().copy()
     for _ in range(max_rounds):
         act = t * (F @ beta) < 1.0
@@ -85,15 +89,19 @@ def squared_hinge_reference(F, t, C, max_rounds=100):
                 lo = mid
             else:
                 hi = mid
-        step = 1.0 if _sqhinge_objective(F, t, C, target) <= _sqhinge_objective(
-            F, t, C, beta + lo * d) else lo
+        step = (
+            1.0
+            if _sqhinge_objective(F, t, C, target) <= _sqhinge_objective(F, t, C, beta + lo * d)
+            else lo
+        )
         beta = beta + step * d
         if np.array_equal(t * (F @ beta) < 1.0, act) and step == 1.0:
             break
     m = np.maximum(0.0, 1.0 - t * (F @ beta))
     grad = -2.0 * C * F.T @ (m * t) + beta
-    assert np.linalg.norm(grad) <= 1e-8 * max(1.0, np.linalg.norm(2 * C * F.T @ t)), \
+    assert np.linalg.norm(grad) <= 1e-8 * max(1.0, np.linalg.norm(2 * C * F.T @ t)), (
         "reference squared-hinge solver did not converge"
+    )
     return beta
 
 
@@ -149,8 +157,12 @@ def _two_ball_min_one(eta, m1, r1, m2, r2, n_grid):
     best_th, best = float(grid[k]), float(vals[k])
     lo_b, hi_b = grid[max(k - 1, 0)], grid[min(k + 1, n_grid - 1)]
     if hi_b > lo_b:
-        res = minimize_scalar(lambda th: -phi(th), bounds=(lo_b, hi_b), method="bounded",
-                              options={"xatol": 1e-14, "maxiter": 500})
+        res = minimize_scalar(
+            lambda th: -phi(th),
+            bounds=(lo_b, hi_b),
+            method="bounded",
+            options={"xatol": 1e-14, "maxiter": 500},
+        )
         if -res.fun > best:
             best_th, best = float(res.x), float(-res.fun)
     best = float(best)
@@ -222,8 +234,21 @@ def reference_kernel(kernel="rbf", gamma=None, degree=3, coef0=1.0, intercept_sc
     return k
 
 
-def sivan_tau(kfun, loss, alpha, P1, t1, C1, C2, *, removed=(), relabel_idx=(), relabel_t=(),
-              X_add=None, t_add=None):
+def sivan_tau(
+    kfun,
+    loss,
+    alpha,
+    P1,
+    t1,
+    C1,
+    C2,
+    *,
+    removed=(),
+    relabel_idx=(),
+    relabel_t=(),
+    X_add=None,
+    t_add=None,
+):
     """Expansion τ over D1 ∪ D2 of r = ½∇P₂(β₁) (Sivan et al. eq. 3 and 6) and its norm.
 
     β₁ = Σ α_i Φ(p_i) over the model's points P1 with encoded labels t1.  With ρ = C₂/C₁,
@@ -389,9 +414,14 @@ def hinge_dual_reference(K, t, C, band=1e-5):
         Qa = Q @ a
         return 0.5 * a @ Qa - a.sum(), Qa - 1.0
 
-    res = minimize(fun, np.zeros(n), jac=True, method="L-BFGS-B", bounds=[(0.0, C)] * n,
-                   options={"maxiter": 100000, "maxfun": 200000, "ftol": 1e-16, "gtol": 1e-13,
-                            "maxcor": 50})
+    res = minimize(
+        fun,
+        np.zeros(n),
+        jac=True,
+        method="L-BFGS-B",
+        bounds=[(0.0, C)] * n,
+        options={"maxiter": 100000, "maxfun": 200000, "ftol": 1e-16, "gtol": 1e-13, "maxcor": 50},
+    )
     alpha = np.clip(res.x, 0.0, C)
     margin = t * (K @ (alpha * t))
     U = margin < 1.0 - band
@@ -403,8 +433,11 @@ def hinge_dual_reference(K, t, C, band=1e-5):
         a[F] = np.linalg.lstsq(Q[np.ix_(F, F)], rhs, rcond=None)[0]
     z = K @ (a * t)
     m = t * z
-    assert np.all(m[U] < 1.0 + 1e-8) and np.all(m[~(U | F)] > 1.0 - 1e-8) and \
-        np.allclose(m[F], 1.0, rtol=0, atol=1e-8), "reference hinge solver: inconsistent sets"
+    assert (
+        np.all(m[U] < 1.0 + 1e-8)
+        and np.all(m[~(U | F)] > 1.0 - 1e-8)
+        and np.allclose(m[F], 1.0, rtol=0, atol=1e-8)
+    ), "reference hinge solver: inconsistent sets"
     return alpha, hinge_dual_objective(K, t, C, alpha)[0], a * t, z
 
 

@@ -19,9 +19,9 @@ def d1(loss, y, z):
 
 def kernel_of(model):
     if isinstance(model, (df.KernelClassifier, df.KernelRegressor)):
-        s2 = model.intercept_scaling ** 2 if model.fit_intercept else 0.0
+        s2 = model.intercept_scaling**2 if model.fit_intercept else 0.0
         return lambda A, B: rbf_kernel(A, B, gamma=model.gamma) + s2
-    s2 = model.intercept_scaling ** 2 if model.fit_intercept else 0.0
+    s2 = model.intercept_scaling**2 if model.fit_intercept else 0.0
     return lambda A, B: A @ B.T + s2
 
 
@@ -32,14 +32,18 @@ def scratch_ball(model, X_add, y_add, X_rem, y_rem, X_query, klass=None):
     (targets +1 for that class, −1 for the others; its column of ``decision_function``)."""
     k = kernel_of(model)
     if klass is not None:
+
         def enc(t):
             return np.where(t == model.classes_[klass], 1.0, -1.0)
 
         def dec(X):
             return model.decision_function(X)[:, klass]
     else:
-        enc = (lambda t: np.where(t == model.classes_[1], 1.0, -1.0)) \
-            if hasattr(model, "classes_") else (lambda t: t.astype(float))
+        enc = (
+            (lambda t: np.where(t == model.classes_[1], 1.0, -1.0))
+            if hasattr(model, "classes_")
+            else (lambda t: t.astype(float))
+        )
         dec = getattr(model, "decision_function", model.predict)
     pts, gam = [], []
     if len(X_add):
@@ -75,7 +79,7 @@ def kdr_twin(make, X, y, window, threshold, initial):
     comps, rs, preds = [], [], []
     model, W1, total, k = None, None, 0.0, 0
     for t in range(X.shape[0]):
-        preds.append(None if model is None else model.predict(X[t:t + 1])[0])
+        preds.append(None if model is None else model.predict(X[t : t + 1])[0])
         win = np.arange(max(0, t + 1 - window), t + 1)
         if model is None:
             rs.append(np.nan)

@@ -26,8 +26,6 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
-import pytest
-
 SRC = Path(__file__).resolve().parent.parent / "src" / "deltafit"
 PACKAGE = "deltafit"
 
@@ -208,8 +206,9 @@ def test_no_import_of_a_higher_floor():
         if a not in FLOORS or b not in FLOORS:
             continue
         if not _allowed(a, b):
-            bad.append(f"{a} (floor {FLOORS[a]}) imports {b} (floor {FLOORS[b]}) at "
-                       + ", ".join(where))
+            bad.append(
+                f"{a} (floor {FLOORS[a]}) imports {b} (floor {FLOORS[b]}) at " + ", ".join(where)
+            )
     assert not bad, "imports against the floors:\n" + "\n".join(bad)
 
 
@@ -219,8 +218,11 @@ def test_no_import_circles_between_packages():
     lines = []
     for comp in cycles:
         lines.append(" <-> ".join(comp) + ":")
-        lines += [f"  {a} -> {b} at {', '.join(w)}" for (a, b), w in sorted(edges.items())
-                  if a in comp and b in comp]
+        lines += [
+            f"  {a} -> {b} at {', '.join(w)}"
+            for (a, b), w in sorted(edges.items())
+            if a in comp and b in comp
+        ]
     assert not cycles, "import circles between packages:\n" + "\n".join(lines)
 
 
@@ -230,8 +232,11 @@ def test_no_import_circles_between_modules():
     lines = []
     for comp in cycles:
         lines.append(" <-> ".join(comp) + ":")
-        lines += [f"  {a} -> {b} at {', '.join(w)}" for (a, b), w in sorted(edges.items())
-                  if a in comp and b in comp]
+        lines += [
+            f"  {a} -> {b} at {', '.join(w)}"
+            for (a, b), w in sorted(edges.items())
+            if a in comp and b in comp
+        ]
     assert not cycles, "import circles between modules:\n" + "\n".join(lines)
 
 
@@ -245,8 +250,11 @@ def test_no_private_module_of_models_imported_from_outside():
 
 
 def test_no_module_over_1000_lines():
-    long = {str(p.relative_to(SRC.parent)): n for p in sorted(SRC.rglob("*.py"))
-            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 1000}
+    long = {
+        str(p.relative_to(SRC.parent)): n
+        for p in sorted(SRC.rglob("*.py"))
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > 1000
+    }
     assert not long, f"modules over 1,000 lines: {long}"
 
 
@@ -259,7 +267,8 @@ def test_no_module_over_1000_lines():
 # pickle would write ``__dict__``), so the file format reads and restores it.
 _FRIENDS = ("persistence",)
 _PRIVATE_READ = re.compile(
-    r"\b([A-Za-z_][A-Za-z0-9_]*)\._(state|ledger|kernel|features|encode_y|s|slot_of)\b")
+    r"\b([A-Za-z_][A-Za-z0-9_]*)\._(state|ledger|kernel|features|encode_y|s|slot_of)\b"
+)
 _IMPORT_LINE = re.compile(r"^\s*(from|import)\s")  # ``from .models._ledger import`` is no read
 
 
@@ -275,5 +284,7 @@ def test_no_private_model_reads_outside_models():
                 if m.group(1) in ("self", "cls", "deltafit"):
                     continue
                 hits.append(f"{path.relative_to(SRC.parent)}:{lineno}: {m.group(0)}")
-    assert not hits, (f"{len(hits)} reads of the models' private attributes outside "
-                      "deltafit/models:\n" + "\n".join(hits))
+    assert not hits, (
+        f"{len(hits)} reads of the models' private attributes outside "
+        "deltafit/models:\n" + "\n".join(hits)
+    )

@@ -51,15 +51,18 @@ def _missing(func, qualname):
         sig = inspect.signature(func)
     except (TypeError, ValueError):
         return []
-    missing = [f"{qualname}({p.name})" for p in sig.parameters.values()
-               if p.name not in ("self", "cls") and p.annotation is inspect.Parameter.empty]
+    missing = [
+        f"{qualname}({p.name})"
+        for p in sig.parameters.values()
+        if p.name not in ("self", "cls") and p.annotation is inspect.Parameter.empty
+    ]
     if func.__name__ != "__init__" and sig.return_annotation is inspect.Signature.empty:
         missing.append(f"{qualname} -> ?")
     return missing
 
 
 def _own(obj):
-    return getattr(obj, "__module__", "") .startswith("deltafit")
+    return getattr(obj, "__module__", "").startswith("deltafit")
 
 
 def _public_callables():
@@ -92,8 +95,9 @@ def test_public_api_is_annotated():
     missing = []
     for func, qualname in _public_callables():
         missing += _missing(func, qualname)
-    assert not missing, (f"{len(missing)} unannotated parts of the public API:\n"
-                         + "\n".join(sorted(missing)))
+    assert not missing, f"{len(missing)} unannotated parts of the public API:\n" + "\n".join(
+        sorted(missing)
+    )
 
 
 @pytest.mark.parametrize("module", PUBLIC_MODULES)

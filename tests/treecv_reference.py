@@ -51,9 +51,9 @@ def recursive_treecv(learner, X, y, folds, classes=None):
             return
         m = (s + e) // 2
         left = clone(learner) if model is None else copy.deepcopy(model)
-        rec(_feed(left, X, y, np.concatenate(folds[m + 1:e + 1]), classes), s, m)
+        rec(_feed(left, X, y, np.concatenate(folds[m + 1 : e + 1]), classes), s, m)
         right = clone(learner) if model is None else model
-        rec(_feed(right, X, y, np.concatenate(folds[s:m + 1]), classes), m + 1, e)
+        rec(_feed(right, X, y, np.concatenate(folds[s : m + 1]), classes), m + 1, e)
 
     rec(None, 0, len(folds) - 1)
     return out
@@ -107,7 +107,7 @@ def tree_update_counts(sizes):
         if s == e:
             return
         m = (s + e) // 2
-        fed += sum(sizes[s:e + 1])
+        fed += sum(sizes[s : e + 1])
         calls += 2
         rec(s, m)
         rec(m + 1, e)
@@ -143,7 +143,7 @@ def algorithm1_decisions(learner, X, y, folds, classes=None, method="decision_fu
     out = np.full(X.shape[0], np.nan)
 
     def update(model, a, b):
-        idx = np.concatenate(folds[a:b + 1])
+        idx = np.concatenate(folds[a : b + 1])
         if classes is None:
             model.partial_fit(X[idx], y[idx])
         else:
@@ -161,8 +161,9 @@ def algorithm1_decisions(learner, X, y, folds, classes=None, method="decision_fu
 # standard ("naive") k-fold CV
 # ---------------------------------------------------------------------------
 def _is_deltafit_exact(learner):
-    return (type(learner).__module__.startswith("deltafit.models")
-            and all(callable(getattr(learner, a, None)) for a in ("fit", "add", "remove")))
+    return type(learner).__module__.startswith("deltafit.models") and all(
+        callable(getattr(learner, a, None)) for a in ("fit", "add", "remove")
+    )
 
 
 def naive_train(learner, X, y, chunks, classes=None):
@@ -202,8 +203,9 @@ def naive_train(learner, X, y, chunks, classes=None):
     return model
 
 
-def naive_kfold(learner, X, y, folds, scorer=None, classes=None, return_models=False,
-                one_call=False):
+def naive_kfold(
+    learner, X, y, folds, scorer=None, classes=None, return_models=False, one_call=False
+):
     """Standard k-fold CV in the paper's fixed order: fold i's model is a fresh learner trained
     on folds 1..k without i (in fold order, samples in splitter order), scored on fold i.
 
@@ -220,8 +222,7 @@ def naive_kfold(learner, X, y, folds, scorer=None, classes=None, return_models=F
             scores.append(float(scorer(model, X[test], y[test])))
         else:
             if hasattr(model, "predict_one") and not hasattr(model, "predict"):
-                pred = np.array([model.predict_one(dict(enumerate(X[t].tolist())))
-                                 for t in test])
+                pred = np.array([model.predict_one(dict(enumerate(X[t].tolist()))) for t in test])
             else:
                 pred = model.predict(X[test])
             scores.append(float(np.mean(pred == y[test])))
@@ -306,7 +307,7 @@ class PlainLSQSGD(_AppendConstant):
         self.s = float(intercept_scaling) if fit_intercept else None
         self.w = None
         self.S = None  # sum_t gamma_t w_t
-        self.G = 0.0   # sum_t gamma_t
+        self.G = 0.0  # sum_t gamma_t
         self.t = 0
 
     def partial_fit(self, X, y):
@@ -350,7 +351,7 @@ def plain_treecv_decisions(make_plain, X, t, folds):
     out = np.full(X.shape[0], np.nan)
 
     def update(model, a, b):
-        idx = np.concatenate(folds[a:b + 1])
+        idx = np.concatenate(folds[a : b + 1])
         return model.partial_fit(X[idx], t[idx])
 
     def leaf(model, s):
@@ -395,7 +396,7 @@ def phase_set_digest(ids, lengths):
         return float("nan")
     out, a = [], 0
     for n in lengths:
-        out += sorted(ids[a:a + n]) + [-1]
+        out += sorted(ids[a : a + n]) + [-1]
         a += n
     return sequence_digest(out)
 

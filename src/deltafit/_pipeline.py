@@ -29,8 +29,14 @@ from sklearn.pipeline import Pipeline
 from sklearn.pipeline import make_pipeline as _sk_make_pipeline
 from sklearn.utils.validation import check_is_fitted
 
-__all__ = ["UpdatablePipeline", "make_pipeline", "unwrap", "freeze", "PipelineSensitivity",
-           "is_passthrough"]
+__all__ = [
+    "UpdatablePipeline",
+    "make_pipeline",
+    "unwrap",
+    "freeze",
+    "PipelineSensitivity",
+    "is_passthrough",
+]
 
 _UPDATE_API = ("fit", "add", "remove", "relabel", "update")
 _FINAL_ALIAS = "estimator"
@@ -128,7 +134,8 @@ class UpdatablePipeline(Pipeline):
             raise ValueError(
                 f"the final step {name!r} of an UpdatablePipeline must be a deltafit estimator "
                 f"(or another estimator with {', '.join(_UPDATE_API)}); got "
-                f"{est!r}" + (f", which has no {', '.join(missing)}" if missing else ""))
+                f"{est!r}" + (f", which has no {', '.join(missing)}" if missing else "")
+            )
         return est
 
     def fit(self: _P, X: Rows, y: ArrayLike | None = None, **params: Any) -> _P:
@@ -186,8 +193,14 @@ class UpdatablePipeline(Pipeline):
             return est.add(self._transform_frozen(X), y)
         return est.add(self._transform_frozen(X), y, sample_weight=sample_weight)
 
-    def reweight(self: _P, ids: ArrayLike, sample_weight: ArrayLike | float, *,
-                 X: Rows | None = None, y: ArrayLike | None = None) -> _P:
+    def reweight(
+        self: _P,
+        ids: ArrayLike,
+        sample_weight: ArrayLike | float,
+        *,
+        X: Rows | None = None,
+        y: ArrayLike | None = None,
+    ) -> _P:
         """Change the weights of existing samples (the final estimator's ``reweight``; rows,
         if given, are transformed).
 
@@ -207,8 +220,9 @@ class UpdatablePipeline(Pipeline):
         est.reweight(ids, sample_weight, X=self._transform_frozen(X), y=y)
         return self
 
-    def remove(self, ids: ArrayLike | None = None, *, X: Rows | None = None,
-               y: ArrayLike | None = None) -> Any:
+    def remove(
+        self, ids: ArrayLike | None = None, *, X: Rows | None = None, y: ArrayLike | None = None
+    ) -> Any:
         """Remove samples by id, or by value (``keep_data=False`` final estimators).
 
         Parameters
@@ -227,8 +241,9 @@ class UpdatablePipeline(Pipeline):
         out = est.remove(ids, X=self._transform_frozen(X), y=y)
         return self if out is est else out
 
-    def relabel(self, ids: ArrayLike, y: ArrayLike, *, X: Rows | None = None,
-                y_old: ArrayLike | None = None) -> Any:
+    def relabel(
+        self, ids: ArrayLike, y: ArrayLike, *, X: Rows | None = None, y_old: ArrayLike | None = None
+    ) -> Any:
         """Change the labels of existing samples (rows, if given, are transformed).
 
         Parameters
@@ -247,11 +262,20 @@ class UpdatablePipeline(Pipeline):
         out = est.relabel(ids, y, X=self._transform_frozen(X), y_old=y_old)
         return self if out is est else out
 
-    def update(self, *, X_add: Rows | None = None, y_add: ArrayLike | None = None,
-               remove_ids: ArrayLike | None = None, X_remove: Rows | None = None,
-               y_remove: ArrayLike | None = None, relabel_ids: ArrayLike | None = None,
-               y_relabel: ArrayLike | None = None, X_relabel: Rows | None = None,
-               y_relabel_old: ArrayLike | None = None, **weights: Any) -> np.ndarray:
+    def update(
+        self,
+        *,
+        X_add: Rows | None = None,
+        y_add: ArrayLike | None = None,
+        remove_ids: ArrayLike | None = None,
+        X_remove: Rows | None = None,
+        y_remove: ArrayLike | None = None,
+        relabel_ids: ArrayLike | None = None,
+        y_relabel: ArrayLike | None = None,
+        X_relabel: Rows | None = None,
+        y_relabel_old: ArrayLike | None = None,
+        **weights: Any,
+    ) -> np.ndarray:
         """Any mix of additions, removals and relabels as one exact update of the final step.
 
         The arguments are those of the final estimator's ``update``; ``X_add``, ``X_remove``,
@@ -268,10 +292,18 @@ class UpdatablePipeline(Pipeline):
         t = self._transform_frozen
         if "X_reweight" in weights:
             weights["X_reweight"] = t(weights["X_reweight"])
-        return est.update(X_add=t(X_add), y_add=y_add, remove_ids=remove_ids,
-                          X_remove=t(X_remove), y_remove=y_remove, relabel_ids=relabel_ids,
-                          y_relabel=y_relabel, X_relabel=t(X_relabel),
-                          y_relabel_old=y_relabel_old, **weights)
+        return est.update(
+            X_add=t(X_add),
+            y_add=y_add,
+            remove_ids=remove_ids,
+            X_remove=t(X_remove),
+            y_remove=y_remove,
+            relabel_ids=relabel_ids,
+            y_relabel=y_relabel,
+            X_relabel=t(X_relabel),
+            y_relabel_old=y_relabel_old,
+            **weights,
+        )
 
     def partial_fit(self: _P, X: Rows, y: ArrayLike, classes: ArrayLike | None = None) -> _P:
         """scikit-learn's incremental spelling: :meth:`add` on a fitted pipeline.
@@ -379,8 +411,14 @@ class FrozenPipeline:
         The rows through the fitted transformers.
     """
 
-    def __init__(self, pipeline: UpdatablePipeline, steps: list[tuple[str, Any]],
-                 final_name: str, final: Any, X: Any) -> None:
+    def __init__(
+        self,
+        pipeline: UpdatablePipeline,
+        steps: list[tuple[str, Any]],
+        final_name: str,
+        final: Any,
+        X: Any,
+    ) -> None:
         self._pipeline, self._steps, self._final_name = pipeline, steps, final_name
         self.final, self.X = final, X
 
@@ -399,13 +437,15 @@ class FrozenPipeline:
         for key, val in params.items():
             prefix, sep, param = key.partition("__")
             final = prefix == self._final_name or (
-                prefix == _FINAL_ALIAS and _FINAL_ALIAS not in dict(self._steps))
+                prefix == _FINAL_ALIAS and _FINAL_ALIAS not in dict(self._steps)
+            )
             if not sep or not final:
                 raise ValueError(
                     f"cannot search {key!r} on an UpdatablePipeline: the transformers are fitted "
                     "once on all the data and frozen, so only the final step's parameters can "
                     f"be searched, as '{self._final_name}__<param>' (or "
-                    f"'{_FINAL_ALIAS}__<param>')")
+                    f"'{_FINAL_ALIAS}__<param>')"
+                )
             if param in out:
                 raise ValueError(f"parameter {param!r} of the final step is given twice")
             out[param] = val
@@ -464,24 +504,30 @@ class PipelineSensitivity:
     def add(self, X: Rows, y: ArrayLike, sample_weight: ArrayLike | None = None) -> Any:
         """Hypothetically add samples (raw rows), optionally weighted as the final estimator's
         what-if takes them; returns their hypothetical ids."""
-        return self._same(self.sensitivity.add(self.transform(X), y,
-                                               sample_weight=sample_weight))
+        return self._same(self.sensitivity.add(self.transform(X), y, sample_weight=sample_weight))
 
-    def remove(self, ids: ArrayLike | None = None, *, X: Rows | None = None,
-               y: ArrayLike | None = None) -> Any:
+    def remove(
+        self, ids: ArrayLike | None = None, *, X: Rows | None = None, y: ArrayLike | None = None
+    ) -> Any:
         """Hypothetically remove samples by id, or by raw rows (``keep_data=False``)."""
         return self._same(self.sensitivity.remove(ids, X=self.transform(X), y=y))
 
-    def relabel(self, ids: ArrayLike, y: ArrayLike, *, X: Rows | None = None,
-                y_old: ArrayLike | None = None) -> Any:
+    def relabel(
+        self, ids: ArrayLike, y: ArrayLike, *, X: Rows | None = None, y_old: ArrayLike | None = None
+    ) -> Any:
         """Hypothetically relabel samples (raw rows where the final estimator needs them)."""
         return self._same(self.sensitivity.relabel(ids, y, X=self.transform(X), y_old=y_old))
 
-    def reweight(self, ids: ArrayLike, sample_weight: ArrayLike | float, *,
-                 X: Rows | None = None, y: ArrayLike | None = None) -> Any:
+    def reweight(
+        self,
+        ids: ArrayLike,
+        sample_weight: ArrayLike | float,
+        *,
+        X: Rows | None = None,
+        y: ArrayLike | None = None,
+    ) -> Any:
         """Hypothetically reweight samples (raw rows where the final estimator needs them)."""
-        return self._same(self.sensitivity.reweight(ids, sample_weight, X=self.transform(X),
-                                                    y=y))
+        return self._same(self.sensitivity.reweight(ids, sample_weight, X=self.transform(X), y=y))
 
     def decision_bounds(self, X: Rows) -> Any:
         """Bounds on the retrained pipeline's ``decision_function`` at raw rows ``X``."""

@@ -18,12 +18,15 @@ labels::
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from numbers import Integral
+from typing import Any, cast
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from scipy import linalg
-from sklearn.base import clone, is_classifier
+from sklearn.base import BaseEstimator, clone, is_classifier
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import StrOptions
 
@@ -38,8 +41,13 @@ from deltafit.utils._params import Number, validate_params
 from deltafit.utils._progress import progress_bar
 from deltafit.utils._validation import check_bool, check_int, check_rows
 
-__all__ = ["FGAL", "UncertaintySampling", "ActiveLearningResult", "run_active_learning",
-           "compare_strategies"]
+__all__ = [
+    "FGAL",
+    "UncertaintySampling",
+    "ActiveLearningResult",
+    "run_active_learning",
+    "compare_strategies",
+]
 
 
 def _top_two_margin(Z):
@@ -78,16 +86,16 @@ class _NewtonScores:
             d2 = d2 * w
         M = np.flatnonzero(d2 > 0.0)
         self.loss, self.C = loss, C
-        self.z = K_pool @ alpha                      # β₁'s scores of the pool
+        self.z = K_pool @ alpha  # β₁'s scores of the pool
         self.K_pM = np.ascontiguousarray(K_pool[:, M])
         F = G[np.ix_(M, M)]
         F.flat[:: M.size + 1] += 1.0 / d2[M]
         self.F = linalg.cho_factor(F, lower=True) if M.size else None
-        self.A = np.zeros(0, dtype=np.intp)          # pool positions of A
+        self.A = np.zeros(0, dtype=np.intp)  # pool positions of A
         self.c = np.zeros(0)
         self.dA = np.zeros(0)
-        self.W = np.zeros((M.size, 0))               # F⁻¹ K_MA
-        self.K_pA = np.zeros((self.z.shape[0], 0))   # k(pool, x_A)
+        self.W = np.zeros((M.size, 0))  # F⁻¹ K_MA
+        self.K_pA = np.zeros((self.z.shape[0], 0))  # k(pool, x_A)
 
     def add(self, pos, t, K_new):
         """Samples at pool positions ``pos`` with coded targets ``t`` (±1) join A; ``K_new``
@@ -107,13 +115,13 @@ class _NewtonScores:
         if not self.A.size:
             return self.z[idx]
         c = self.c
-        Wc = self.W @ c                              # F⁻¹ K_MA c
+        Wc = self.W @ c  # F⁻¹ K_MA c
         out = self.z[idx] - self.K_pA[idx] @ c
         act = np.flatnonzero(self.dA > 0.0)
         if act.size:
-            Ka = self.K_pA[self.A[act]]              # K_{A', A}
-            Kma = self.K_pM[self.A[act]]             # K_{A', M}
-            S = Ka[:, act] - Kma @ self.W[:, act]    # Schur complement of F
+            Ka = self.K_pA[self.A[act]]  # K_{A', A}
+            Kma = self.K_pM[self.A[act]]  # K_{A', M}
+            S = Ka[:, act] - Kma @ self.W[:, act]  # Schur complement of F
             S.flat[:: act.size + 1] += 1.0 / self.dA[act]
             v2 = linalg.solve(S, Ka @ c - Kma @ Wc, assume_a="sym")
             v1 = Wc - self.W[:, act] @ v2
@@ -134,15 +142,19 @@ class _NewtonCentre:
             raise ValueError("FGAL(center='newton') needs a kernel model (KernelClassifier)")
         check = prob.for_class(0) if prob.n_classes else prob
         if check.loss.name not in ("squared", "logistic", "squared_hinge"):
-            raise ValueError(f"FGAL(center='newton') needs a twice differentiable loss "
-                             f"(squared, logistic, squared_hinge), got {check.loss.name!r}")
+            raise ValueError(
+                f"FGAL(center='newton') needs a twice differentiable loss "
+                f"(squared, logistic, squared_hinge), got {check.loss.name!r}"
+            )
         self.P = P
         L = np.asarray(prob.live)
         kfun, _ = prob.kernel_functions()
         K_pool = kfun(P, prob.rows[L])
         self.multi = bool(prob.n_classes)
-        self.parts = [_NewtonScores(prob.for_class(k) if self.multi else prob, K_pool)
-                      for k in range(prob.n_classes if self.multi else 1)]
+        self.parts = [
+            _NewtonScores(prob.for_class(k) if self.multi else prob, K_pool)
+            for k in range(prob.n_classes if self.multi else 1)
+        ]
         self.kfun = kfun
         self.prob = prob
 
@@ -206,7 +218,7 @@ class UncertaintySampling:
         "m": [Number(Integral, 1, None, closed="left")],
     }
 
-    def __init__(self, estimator, m=10):
+    def __init__(self, estimator: BaseEstimator, m: int = 10) -> None:
         self.estimator = estimator
         self.m = m
 
@@ -235,7 +247,14 @@ class UncertaintySampling:
             return np.abs(p[:, 1] - 0.5)
         return _top_two_margin(p)
 
-    def select(self, model, X_pool, candidates, k, label):
+    def select(
+        self,
+        model: BaseEstimator,
+        X_pool: np.ndarray,
+        candidates: NDArray[np.intp],
+        k: int,
+        label: Callable[[np.ndarray], np.ndarray],
+    ) -> tuple[NDArray[np.intp], np.ndarray, list[np.ndarray]]:
         """Choose ``k`` of the pool rows ``candidates`` and label them.
 
         Returns
@@ -336,7 +355,14 @@ class FGAL(UncertaintySampling):
         "region": [StrOptions(set(REGIONS))],
     }
 
-    def __init__(self, estimator, m=100, p=10, center="sphere", region="sphere"):
+    def __init__(
+        self,
+        estimator: BaseEstimator,
+        m: int = 100,
+        p: int = 10,
+        center: str = "sphere",
+        region: str = "sphere",
+    ) -> None:
         super().__init__(estimator, m=m)
         self.p = p
         self.center = center
@@ -355,12 +381,21 @@ class FGAL(UncertaintySampling):
         if p > m:
             raise ValueError(f"p ({p}) cannot exceed m ({m})")
         if self.center == "newton" and self.region != "sphere":
-            raise ValueError("center='newton' ranks by its own Newton step, not by a region: "
-                             "use region='sphere' with it (or center='sphere' with "
-                             f"region={self.region!r})")
+            raise ValueError(
+                "center='newton' ranks by its own Newton step, not by a region: "
+                "use region='sphere' with it (or center='sphere' with "
+                f"region={self.region!r})"
+            )
         return m
 
-    def select(self, model, X_pool, candidates, k, label):
+    def select(
+        self,
+        model: BaseEstimator,
+        X_pool: np.ndarray,
+        candidates: NDArray[np.intp],
+        k: int,
+        label: Callable[[np.ndarray], np.ndarray],
+    ) -> tuple[NDArray[np.intp], np.ndarray, list[np.ndarray]]:
         if self.center == "newton":
             return self._select_newton(model, X_pool, candidates, k, label)
         p = int(self.p)
@@ -368,7 +403,9 @@ class FGAL(UncertaintySampling):
         sphere.track(X_pool[candidates])
         multi = isinstance(sphere, MulticlassIncrementalSphere)
         open_ = np.ones(candidates.size, dtype=bool)
-        chosen, labels, groups = [], [], []
+        chosen: list[int] = []
+        labels: list[Any] = []
+        groups: list[np.ndarray] = []
         while len(chosen) < k:
             q = min(p, k - len(chosen))
             pos = np.flatnonzero(open_)
@@ -470,6 +507,7 @@ class ActiveLearningResult:
 
 def _oracle(oracle, n_pool):
     if callable(oracle):
+
         def label(idx):
             lab = np.asarray(oracle(np.asarray(idx)))
             if lab.shape != (len(idx),):
@@ -477,6 +515,7 @@ def _oracle(oracle, n_pool):
                     f"the oracle returned shape {lab.shape} for {len(idx)} pool indices"
                 )
             return lab
+
         return label
     y = np.asarray(oracle)
     if y.ndim != 1 or y.shape[0] != n_pool:
@@ -501,8 +540,18 @@ def _warm(model, X, y):
     return True
 
 
-def run_active_learning(strategy, X_pool, oracle, X_test, y_test, initial=50, budget=None,
-                        random_state=None, progress=False, warm=True):
+def run_active_learning(
+    strategy: UncertaintySampling,
+    X_pool: ArrayLike,
+    oracle: ArrayLike | Callable[[np.ndarray], ArrayLike],
+    X_test: ArrayLike,
+    y_test: ArrayLike,
+    initial: int = 50,
+    budget: int | None = None,
+    random_state: int | np.random.RandomState | None = None,
+    progress: bool = False,
+    warm: bool = True,
+) -> ActiveLearningResult:
     """Pool-based active learning: label, compute the model, score it, choose, repeat.
 
     Parameters
@@ -556,9 +605,9 @@ def run_active_learning(strategy, X_pool, oracle, X_test, y_test, initial=50, bu
     m = strategy._check()
     check_bool(progress, "progress")
     check_bool(warm, "warm")
-    X_pool = check_rows(X_pool, None, "X_pool")
+    X_pool = cast(np.ndarray, check_rows(X_pool, None, "X_pool"))
     n_pool = X_pool.shape[0]
-    X_test = check_rows(X_test, X_pool.shape[1], "X_test", "X_pool")
+    X_test = cast(np.ndarray, check_rows(X_test, X_pool.shape[1], "X_test", "X_pool"))
     y_test = np.asarray(y_test)
     if y_test.shape != (X_test.shape[0],):
         raise ValueError(f"y_test must have one label per row of X_test ({X_test.shape[0]})")
@@ -566,8 +615,9 @@ def run_active_learning(strategy, X_pool, oracle, X_test, y_test, initial=50, bu
     initial = check_int(initial, "initial", low=2)
     budget = n_pool if budget is None else check_int(budget, "budget", low=1)
     if initial > min(budget, n_pool):
-        raise ValueError(f"initial ({initial}) exceeds the budget or the pool "
-                         f"({min(budget, n_pool)})")
+        raise ValueError(
+            f"initial ({initial}) exceeds the budget or the pool ({min(budget, n_pool)})"
+        )
     budget = min(budget, n_pool)
     rng = check_random_state(random_state)
     labeled = rng.choice(n_pool, size=initial, replace=False)
@@ -583,8 +633,7 @@ def run_active_learning(strategy, X_pool, oracle, X_test, y_test, initial=50, bu
     n_lab, acc = [], []
     model, n_warm = None, 0
     t0 = time.perf_counter()
-    bar = progress_bar(total=-(-(budget - initial) // m) + 1, desc=repr(strategy),
-                       enabled=progress)
+    bar = progress_bar(total=-(-(budget - initial) // m) + 1, desc=repr(strategy), enabled=progress)
     try:
         while True:
             idx = np.concatenate(order)
@@ -606,15 +655,34 @@ def run_active_learning(strategy, X_pool, oracle, X_test, y_test, initial=50, bu
     finally:
         bar.close()
     return ActiveLearningResult(
-        n_labeled=np.asarray(n_lab, dtype=np.int64), accuracy=np.asarray(acc),
-        n_model_computations=len(n_lab), labeled=np.concatenate(order), groups=groups,
-        time_s=time.perf_counter() - t0, strategy=repr(strategy), n_warm_updates=n_warm,
+        n_labeled=np.asarray(n_lab, dtype=np.int64),
+        accuracy=np.asarray(acc),
+        n_model_computations=len(n_lab),
+        labeled=np.concatenate(order),
+        groups=groups,
+        time_s=time.perf_counter() - t0,
+        strategy=repr(strategy),
+        n_warm_updates=n_warm,
     )
 
 
-def compare_strategies(estimator, X, y, *, m=100, p=10, small_m=None, seeds=5, n_test=350,
-                       n_pool=None, initial=50, log=None, center="sphere", region="sphere",
-                       warm=True):
+def compare_strategies(
+    estimator: BaseEstimator,
+    X: ArrayLike,
+    y: ArrayLike,
+    *,
+    m: int = 100,
+    p: int = 10,
+    small_m: int | None = None,
+    seeds: int = 5,
+    n_test: int = 350,
+    n_pool: int | None = None,
+    initial: int = 50,
+    log: Callable[[str], Any] | None = None,
+    center: str = "sphere",
+    region: str = "sphere",
+    warm: bool = True,
+) -> dict[str, dict[str, Any]]:
     """The experiment of Sivan et al. Fig. 2: FGAL(m, p), AL(m) and AL(small_m) over seeds.
 
     Each seed draws ``n_test`` test samples and a pool of ``n_pool`` others (default: the
@@ -662,7 +730,7 @@ def compare_strategies(estimator, X, y, *, m=100, p=10, small_m=None, seeds=5, n
     >>> curves["FGAL(m=40, p=10)"]["accuracy"].shape   # seeds x models
     (2, 5)
     """
-    X = check_rows(X, None, "X")
+    X = cast(np.ndarray, check_rows(X, None, "X"))
     y = np.asarray(y)
     if y.shape != (X.shape[0],):
         raise ValueError(f"y must have one label per row of X ({X.shape[0]})")
@@ -680,24 +748,40 @@ def compare_strategies(estimator, X, y, *, m=100, p=10, small_m=None, seeds=5, n
     name = f"FGAL(m={m}, p={p})" if center == "sphere" else f"FGAL(m={m}, p={p}, {center})"
     if region != "sphere":
         name = f"{name[:-1]}, {region})"
-    strategies = {name: FGAL(estimator, m=m, p=p, center=center, region=region),
-                  f"AL(m={m})": UncertaintySampling(estimator, m=m),
-                  f"AL(m={small_m})": UncertaintySampling(estimator, m=small_m)}
-    runs = {k: [] for k in strategies}
+    strategies = {
+        name: FGAL(estimator, m=m, p=p, center=center, region=region),
+        f"AL(m={m})": UncertaintySampling(estimator, m=m),
+        f"AL(m={small_m})": UncertaintySampling(estimator, m=small_m),
+    }
+    runs: dict[str, list[ActiveLearningResult]] = {k: [] for k in strategies}
     for seed in range(seeds):
         perm = np.random.default_rng(seed).permutation(X.shape[0])
-        test, pool = perm[:n_test], perm[n_test:n_test + n_pool]
+        test, pool = perm[:n_test], perm[n_test : n_test + n_pool]
         for key, strategy in strategies.items():
-            r = run_active_learning(strategy, X[pool], y[pool], X[test], y[test],
-                                    initial=initial, random_state=seed, warm=warm)
+            r = run_active_learning(
+                strategy,
+                X[pool],
+                y[pool],
+                X[test],
+                y[test],
+                initial=initial,
+                random_state=seed,
+                warm=warm,
+            )
             runs[key].append(r)
             if log is not None:
-                log(f"seed {seed} {key}: {r.n_model_computations} computations, final "
-                    f"accuracy {r.accuracy[-1]:.4f}, {r.time_s:.1f} s")
+                log(
+                    f"seed {seed} {key}: {r.n_model_computations} computations, final "
+                    f"accuracy {r.accuracy[-1]:.4f}, {r.time_s:.1f} s"
+                )
     curves = {}
     for key, rs in runs.items():
         A = np.array([r.accuracy for r in rs])
-        curves[key] = {"n_labeled": rs[0].n_labeled, "accuracy": A,
-                       "accuracy_mean": A.mean(axis=0), "accuracy_std": A.std(axis=0),
-                       "n_model_computations": rs[0].n_model_computations}
+        curves[key] = {
+            "n_labeled": rs[0].n_labeled,
+            "accuracy": A,
+            "accuracy_mean": A.mean(axis=0),
+            "accuracy_std": A.std(axis=0),
+            "n_model_computations": rs[0].n_model_computations,
+        }
     return curves

@@ -37,8 +37,13 @@ _GAMMA_KERNELS = ("rbf", "laplacian", "poly", "sigmoid", "chi2")
 KERNELS = ("linear", "rbf", "poly", "sigmoid", "laplacian", "cosine")
 
 
-def _kernel_params(kernel: KernelSpec, gamma: float | str | None, degree: float, coef0: float,
-                   kernel_params: Mapping[str, Any] | None) -> dict[str, Any]:
+def _kernel_params(
+    kernel: KernelSpec,
+    gamma: float | str | None,
+    degree: float,
+    coef0: float,
+    kernel_params: Mapping[str, Any] | None,
+) -> dict[str, Any]:
     params = dict(kernel_params or {})
     if callable(kernel):
         return params
@@ -55,10 +60,15 @@ def validate_kernel(kernel: Any) -> KernelSpec:
     """Check that ``kernel`` is a known name or a callable; ValueError otherwise."""
     if callable(kernel):
         return kernel
-    if not isinstance(kernel, str) or kernel not in PAIRWISE_KERNEL_FUNCTIONS or kernel in (
-        "precomputed",
-        "additive_chi2",
-        "chi2",
+    if (
+        not isinstance(kernel, str)
+        or kernel not in PAIRWISE_KERNEL_FUNCTIONS
+        or kernel
+        in (
+            "precomputed",
+            "additive_chi2",
+            "chi2",
+        )
     ):
         raise ValueError(
             f"unknown kernel {kernel!r}; expected a callable k(X, Y) -> array or one of "
@@ -67,10 +77,17 @@ def validate_kernel(kernel: Any) -> KernelSpec:
     return kernel
 
 
-def kernel_matrix(X: Rows, Y: Rows, *, kernel: KernelSpec = "rbf",
-                  gamma: float | str | None = None, degree: float = 3, coef0: float = 1.0,
-                  kernel_params: Mapping[str, Any] | None = None,
-                  intercept_scaling: float = 0.0) -> np.ndarray:
+def kernel_matrix(
+    X: Rows,
+    Y: Rows,
+    *,
+    kernel: KernelSpec = "rbf",
+    gamma: float | str | None = None,
+    degree: float = 3,
+    coef0: float = 1.0,
+    kernel_params: Mapping[str, Any] | None = None,
+    intercept_scaling: float = 0.0,
+) -> np.ndarray:
     """Kernel matrix k(X, Y) plus ``intercept_scaling²`` (the regularised intercept feature).
 
     Parameters
@@ -106,17 +123,21 @@ def kernel_matrix(X: Rows, Y: Rows, *, kernel: KernelSpec = "rbf",
         K = np.asarray(kernel(X, Y), dtype=np.float64)
         if K.shape != (X.shape[0], Y.shape[0]):
             raise ValueError(
-                f"the kernel callable returned shape {K.shape}, expected "
-                f"{(X.shape[0], Y.shape[0])}"
+                f"the kernel callable returned shape {K.shape}, expected {(X.shape[0], Y.shape[0])}"
             )
     else:
         # inputs are validated (finite float64) by the estimators; skip scikit-learn's re-checks,
         # which dominate the cost of the one-row kernel evaluations of single-sample updates
         # overflow shows as inf in K, refused below with a ValueError rather than a warning
-        with config_context(assume_finite=True, skip_parameter_validation=True), \
-                np.errstate(over="ignore", invalid="ignore"):
+        with (
+            config_context(assume_finite=True, skip_parameter_validation=True),
+            np.errstate(over="ignore", invalid="ignore"),
+        ):
             K = pairwise_kernels(
-                X, Y, metric=kernel, filter_params=True,
+                X,
+                Y,
+                metric=kernel,
+                filter_params=True,
                 **_kernel_params(kernel, gamma, degree, coef0, kernel_params),
             )
         K = np.asarray(K, dtype=np.float64)
@@ -126,8 +147,10 @@ def kernel_matrix(X: Rows, Y: Rows, *, kernel: KernelSpec = "rbf",
 def _finished(K: np.ndarray, intercept_scaling: float) -> np.ndarray:
     """``K`` with the intercept term ``s²`` added; ValueError if it holds NaN or inf."""
     if not np.all(np.isfinite(K)):
-        raise ValueError("the kernel produced NaN or inf values: the rows' values overflow, "
-                         "or check the kernel parameters")
+        raise ValueError(
+            "the kernel produced NaN or inf values: the rows' values overflow, "
+            "or check the kernel parameters"
+        )
     if intercept_scaling:
         K += intercept_scaling * intercept_scaling
     return K
@@ -136,10 +159,17 @@ def _finished(K: np.ndarray, intercept_scaling: float) -> np.ndarray:
 _FEW = 4096  # below this many kernel values, scikit-learn's dispatch dominates the cost
 
 
-def kernel_rows(X: Rows, Y: Rows, *, kernel: KernelSpec = "rbf",
-                gamma: float | str | None = None, degree: float = 3, coef0: float = 1.0,
-                kernel_params: Mapping[str, Any] | None = None,
-                intercept_scaling: float = 0.0) -> np.ndarray:
+def kernel_rows(
+    X: Rows,
+    Y: Rows,
+    *,
+    kernel: KernelSpec = "rbf",
+    gamma: float | str | None = None,
+    degree: float = 3,
+    coef0: float = 1.0,
+    kernel_params: Mapping[str, Any] | None = None,
+    intercept_scaling: float = 0.0,
+) -> np.ndarray:
     """:func:`kernel_matrix` for a few rows: the same values, without scikit-learn's dispatch.
 
     The per-sample loops of the stream and active learners (:mod:`deltafit.stream`,
@@ -159,10 +189,22 @@ def kernel_rows(X: Rows, Y: Rows, *, kernel: KernelSpec = "rbf",
     >>> kernel_rows(X[:1], X, kernel="linear", intercept_scaling=1.0)
     array([[1., 1., 1.]])
     """
-    if callable(kernel) or kernel_params or kernel not in ("linear", "rbf", "poly", "sigmoid") \
-            or X.shape[0] * Y.shape[0] > _FEW:
-        return kernel_matrix(X, Y, kernel=kernel, gamma=gamma, degree=degree, coef0=coef0,
-                             kernel_params=kernel_params, intercept_scaling=intercept_scaling)
+    if (
+        callable(kernel)
+        or kernel_params
+        or kernel not in ("linear", "rbf", "poly", "sigmoid")
+        or X.shape[0] * Y.shape[0] > _FEW
+    ):
+        return kernel_matrix(
+            X,
+            Y,
+            kernel=kernel,
+            gamma=gamma,
+            degree=degree,
+            coef0=coef0,
+            kernel_params=kernel_params,
+            intercept_scaling=intercept_scaling,
+        )
     g = 1.0 / X.shape[1] if gamma is None else float(gamma)
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is refused below
         if kernel == "rbf":
@@ -200,8 +242,9 @@ def kernel_diagonal(X: Rows, **kw: Any) -> np.ndarray:
     elif kernel == "linear":
         d = np.einsum("ij,ij->i", X, X)
     else:
-        return np.array([kernel_matrix(X[i:i + 1], X[i:i + 1], **kw)[0, 0]
-                         for i in range(X.shape[0])])
+        return np.array(
+            [kernel_matrix(X[i : i + 1], X[i : i + 1], **kw)[0, 0] for i in range(X.shape[0])]
+        )
     return d + s * s
 
 
@@ -249,8 +292,11 @@ def _resolved_from_data(params: Mapping[str, Any]) -> list[str]:
 
     out = []
     kernel = params.get("kernel")
-    if isinstance(kernel, str) and kernel in _GAMMA_KERNELS and \
-            (params.get("gamma", 0.0) is None or isinstance(params.get("gamma"), str)):
+    if (
+        isinstance(kernel, str)
+        and kernel in _GAMMA_KERNELS
+        and (params.get("gamma", 0.0) is None or isinstance(params.get("gamma"), str))
+    ):
         out.append("gamma")
     fmap = params.get("feature_map")
     if fmap is not None:

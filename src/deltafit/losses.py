@@ -283,6 +283,4 @@ def get_loss(name: str | Loss) -> Loss:
     try:
         return LOSSES[name]()
     except (KeyError, TypeError):
-        raise ValueError(
-            f"unknown loss {name!r}; expected one of {sorted(LOSSES)}"
-        ) from None
+        raise ValueError(f"unknown loss {name!r}; expected one of {sorted(LOSSES)}") from None

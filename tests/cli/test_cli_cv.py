@@ -3,8 +3,8 @@
 import pytest
 from sklearn.datasets import dump_svmlight_file
 
-from deltafit.cli._cv import parse_grid
 from deltafit.cli import main
+from deltafit.cli._cv import parse_grid
 
 
 def test_parse_grid():
@@ -38,8 +38,12 @@ def test_loo_command_matches_library(svm_file, capsys, breast_cancer):
     from deltafit.model_selection import loo
 
     X, y = breast_cancer
-    r = loo(df.LinearClassifier(loss="logistic", C=0.1), StandardScaler().fit_transform(X[:150]),
-            y[:150], method="refit")
+    r = loo(
+        df.LinearClassifier(loss="logistic", C=0.1),
+        StandardScaler().fit_transform(X[:150]),
+        y[:150],
+        method="refit",
+    )
     assert main(["loo", svm_file, "--C", "0.1", "--loss", "logistic", "--method", "refit"]) == 0
     assert f"({r.n_errors}/150)" in capsys.readouterr().out
 
@@ -55,8 +59,24 @@ def test_search_command(svm_file, capsys):
     assert main(["search", svm_file, "--C", "2^-3..2^2"]) == 0
     out = capsys.readouterr().out
     assert "searched 6 configurations" in out and "best: {'C':" in out
-    assert main(["search", svm_file, "--model", "kernel", "--C", "0.5,2", "--gamma", "0.01,0.1",
-                 "--loss", "squared_hinge", "--no-prune"]) == 0
+    assert (
+        main(
+            [
+                "search",
+                svm_file,
+                "--model",
+                "kernel",
+                "--C",
+                "0.5,2",
+                "--gamma",
+                "0.01,0.1",
+                "--loss",
+                "squared_hinge",
+                "--no-prune",
+            ]
+        )
+        == 0
+    )
     assert "searched 4 configurations" in capsys.readouterr().out
 
 

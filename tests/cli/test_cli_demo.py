@@ -69,8 +69,9 @@ class _TooTight:
 
 def test_a_violated_bound_makes_it_exit_1(monkeypatch, capsys):
     real = deltafit.sensitivity
-    monkeypatch.setattr(deltafit, "sensitivity",
-                        lambda model, *a, **kw: _TooTight(real(model, *a, **kw)))
+    monkeypatch.setattr(
+        deltafit, "sensitivity", lambda model, *a, **kw: _TooTight(real(model, *a, **kw))
+    )
     assert cli.main(FAST) == 1
     text = capsys.readouterr().out
     assert "CHECK FAILED: a what-if bound was violated" in text
@@ -98,15 +99,18 @@ def test_the_saved_model_is_the_refit_without_the_user(tmp_path):
     assert ids.size == 5  # the ids of the user, as the demo removed them
 
 
-@pytest.mark.parametrize("argv,message", [
-    (["--forget", "0"], "--forget must be at least 1"),
-    (["--repeat", "0"], "--repeat must be at least 1"),
-    (["--shift", "9"], "--shift must be an integer in 0..3"),
-    (["--mislabeled", "0.9"], "--mislabeled must be in [0.0, 0.5]"),
-    (["--threads", "-1"], "--threads must be 0"),
-    (["--forget", "300", "--dataset", "breast_cancer"], "too few samples for the story"),
-    (["--target", "0"], "a target column applies to CSV/TSV files only"),
-])
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--forget", "0"], "--forget must be at least 1"),
+        (["--repeat", "0"], "--repeat must be at least 1"),
+        (["--shift", "9"], "--shift must be an integer in 0..3"),
+        (["--mislabeled", "0.9"], "--mislabeled must be in [0.0, 0.5]"),
+        (["--threads", "-1"], "--threads must be 0"),
+        (["--forget", "300", "--dataset", "breast_cancer"], "too few samples for the story"),
+        (["--target", "0"], "a target column applies to CSV/TSV files only"),
+    ],
+)
 def test_bad_options_exit_2_naming_the_problem(capsys, argv, message):
     assert cli.main(["demo"] + argv) == 2
     err = capsys.readouterr().err
@@ -123,11 +127,13 @@ def test_shifted_digits_are_the_digits_moved():
     moved = X[:1797].reshape(-1, 8, 8)
     assert np.array_equal(moved[:, :7, :7], img[:, 1:, 1:])
     assert not moved[:, 7, :].any() and not moved[:, :, 7].any()
-    assert np.array_equal(X[4 * 1797:5 * 1797], img.reshape(-1, 64))  # copy 4: no shift
+    assert np.array_equal(X[4 * 1797 : 5 * 1797], img.reshape(-1, 64))  # copy 4: no shift
     Z, _, _ = load_shifted_digits(0)
     from sklearn.kernel_approximation import RBFSampler
 
-    ref = RBFSampler(gamma=0.05, n_components=500, random_state=0).fit_transform(img.reshape(-1, 64))
+    ref = RBFSampler(gamma=0.05, n_components=500, random_state=0).fit_transform(
+        img.reshape(-1, 64)
+    )
     np.testing.assert_allclose(Z, ref, rtol=0, atol=1e-12)
 
 
@@ -146,9 +152,12 @@ def test_demo_figure_bad_input(tmp_path):
 
     path = tmp_path / "f.png"
     assert demo_figure([("remove", 0.001, 0.1)], path) == str(path)
-    for bad, kw in (([], {}), ([("a", 0.0, 1.0)], {}), ([("a", 1.0)], {}),
-                    ([("a", 1.0, 2.0)], {"intervals": {"lower": [0.0]}}),
-                    ([("a", 1.0, 2.0)], {"intervals": {"lower": [0.0], "upper": [1.0],
-                                                       "exact": [0.5, 0.6]}})):
+    for bad, kw in (
+        ([], {}),
+        ([("a", 0.0, 1.0)], {}),
+        ([("a", 1.0)], {}),
+        ([("a", 1.0, 2.0)], {"intervals": {"lower": [0.0]}}),
+        ([("a", 1.0, 2.0)], {"intervals": {"lower": [0.0], "upper": [1.0], "exact": [0.5, 0.6]}}),
+    ):
         with pytest.raises(ValueError):
             demo_figure(bad, tmp_path / "x.png", **kw)

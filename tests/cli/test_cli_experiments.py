@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import deltafit as df
-from deltafit.active import compare_strategies, run_active_learning, FGAL
+from deltafit.active import FGAL, compare_strategies, run_active_learning
 from deltafit.cli import main
 from deltafit.stream import KDR, SlidingWindow, prequential, tradeoff_experiment
 from stream_reference import small_drift_stream
@@ -16,10 +16,17 @@ pytest.importorskip("matplotlib")
 
 def test_tradeoff_experiment_rows_are_the_learners_runs():
     X, y = small_drift_stream(n=600, change=300)
-    params = {"gamma": 8.0, "C": 5.0, "r0": 10.0, "norma_gamma": 8.0, "norma_eta": 0.5,
-              "norma_lam": 1e-3}
-    rows, out = tradeoff_experiment(X, y, window=60, periods=[50], thresholds=[2.0],
-                                    ddm_levels=[3.0], params=params)
+    params = {
+        "gamma": 8.0,
+        "C": 5.0,
+        "r0": 10.0,
+        "norma_gamma": 8.0,
+        "norma_eta": 0.5,
+        "norma_lam": 1e-3,
+    }
+    rows, out = tradeoff_experiment(
+        X, y, window=60, periods=[50], thresholds=[2.0], ddm_levels=[3.0], params=params
+    )
     assert out is params
     by = {r["algorithm"]: r for r in rows}
     assert set(by) == {"SW", "KDR", "DDM(SW)", "DDM(NORMA)", "NORMA"}
@@ -35,9 +42,27 @@ def test_tradeoff_experiment_rows_are_the_learners_runs():
 
 
 def test_stream_command(tmp_path, capsys):
-    rc = main(["stream", "checkerboard", "--n", "1300", "--window", "100", "--periods", "200",
-               "--thresholds", "0.5", "--ddm-levels", "3", "--algorithms", "SW,KDR,NORMA",
-               "--out", str(tmp_path), "--json"])
+    rc = main(
+        [
+            "stream",
+            "checkerboard",
+            "--n",
+            "1300",
+            "--window",
+            "100",
+            "--periods",
+            "200",
+            "--thresholds",
+            "0.5",
+            "--ddm-levels",
+            "3",
+            "--algorithms",
+            "SW,KDR,NORMA",
+            "--out",
+            str(tmp_path),
+            "--json",
+        ]
+    )
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
     assert [r["algorithm"] for r in out["rows"]] == ["SW", "KDR", "NORMA"]
@@ -49,14 +74,30 @@ def test_stream_command(tmp_path, capsys):
 def test_stream_command_bad_input(capsys, tmp_path):
     assert main(["stream", "checkerboard", "--n", "1", "--out", str(tmp_path)]) == 2
     assert "--n" in capsys.readouterr().err
-    assert main(["stream", "checkerboard", "--periods", "a,b", "--n", "1200",
-                 "--out", str(tmp_path)]) == 2
+    assert (
+        main(["stream", "checkerboard", "--periods", "a,b", "--n", "1200", "--out", str(tmp_path)])
+        == 2
+    )
     assert "--periods" in capsys.readouterr().err
 
 
 def test_active_command(tmp_path, capsys):
-    rc = main(["active", "breast_cancer", "--seeds", "2", "--n-test", "150", "--m", "50",
-               "--p", "10", "--out", str(tmp_path)])
+    rc = main(
+        [
+            "active",
+            "breast_cancer",
+            "--seeds",
+            "2",
+            "--n-test",
+            "150",
+            "--m",
+            "50",
+            "--p",
+            "10",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     assert rc == 0
     text = capsys.readouterr().out
     assert "FGAL(m=50, p=10)" in text and "AL(m=10)" in text
@@ -65,8 +106,7 @@ def test_active_command(tmp_path, capsys):
 
 def test_compare_strategies_runs_each_strategy_per_seed(breast_cancer):
     X, y = breast_cancer
-    est = df.KernelClassifier(loss="squared_hinge", kernel="rbf", gamma=0.05,
-                              fit_intercept=False)
+    est = df.KernelClassifier(loss="squared_hinge", kernel="rbf", gamma=0.05, fit_intercept=False)
     curves = compare_strategies(est, X, y, m=60, p=20, seeds=2, n_test=150, n_pool=200)
     assert list(curves) == ["FGAL(m=60, p=20)", "AL(m=60)", "AL(m=20)"]
     f = curves["FGAL(m=60, p=20)"]

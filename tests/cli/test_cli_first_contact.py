@@ -36,8 +36,11 @@ def _one_error_line(capsys, command):
 
 def _write_idx(path, magic, dims, data):
     with gzip.open(path, "wb") as fh:
-        fh.write(struct.pack(">I", magic) + struct.pack(f">{len(dims)}I", *dims)
-                 + np.asarray(data, dtype=np.uint8).tobytes())
+        fh.write(
+            struct.pack(">I", magic)
+            + struct.pack(f">{len(dims)}I", *dims)
+            + np.asarray(data, dtype=np.uint8).tobytes()
+        )
 
 
 def _fake_fashion(directory, n):
@@ -53,8 +56,9 @@ def _fake_fashion(directory, n):
 
 
 @pytest.mark.parametrize("command", list(COMMANDS))
-def test_missing_fashion_mnist_files_are_one_line_with_the_fix(command, capsys, monkeypatch,
-                                                               tmp_path):
+def test_missing_fashion_mnist_files_are_one_line_with_the_fix(
+    command, capsys, monkeypatch, tmp_path
+):
     monkeypatch.setenv("DELTAFIT_FASHION_MNIST", str(tmp_path))  # an empty folder
     assert cli.main(COMMANDS[command]("fashion-mnist")) == 2
     err = _one_error_line(capsys, command)
@@ -67,21 +71,29 @@ def bad_files(tmp_path_factory):
     d = tmp_path_factory.mktemp("bad")
     (d / "ragged.csv").write_text("a,b,c\n1,2,0\n3,4\n", encoding="utf-8")
     (d / "binary.csv").write_bytes(bytes(range(256)) * 4)
-    (d / "ok.csv").write_text("a,b,c\n" + "".join(f"{i},{i % 3},{i % 2}\n" for i in range(40)),
-                              encoding="utf-8")
+    (d / "ok.csv").write_text(
+        "a,b,c\n" + "".join(f"{i},{i % 3},{i % 2}\n" for i in range(40)), encoding="utf-8"
+    )
     return d
 
 
 @pytest.mark.parametrize("command", list(COMMANDS))
-@pytest.mark.parametrize("case,fix", [
-    ("missing", "not a named data set (one of digits, breast_cancer"),
-    ("ragged", "ragged rows: line 3 has 2 columns"),
-    ("binary", "not a UTF-8 text file"),
-    ("target", "no column named 'nope'; the columns are 'a', 'b', 'c'"),
-])
+@pytest.mark.parametrize(
+    "case,fix",
+    [
+        ("missing", "not a named data set (one of digits, breast_cancer"),
+        ("ragged", "ragged rows: line 3 has 2 columns"),
+        ("binary", "not a UTF-8 text file"),
+        ("target", "no column named 'nope'; the columns are 'a', 'b', 'c'"),
+    ],
+)
 def test_data_errors_are_one_line_exit_2(command, case, fix, bad_files, capsys):
-    data = {"missing": "no-such-data.csv", "ragged": bad_files / "ragged.csv",
-            "binary": bad_files / "binary.csv", "target": bad_files / "ok.csv"}[case]
+    data = {
+        "missing": "no-such-data.csv",
+        "ragged": bad_files / "ragged.csv",
+        "binary": bad_files / "binary.csv",
+        "target": bad_files / "ok.csv",
+    }[case]
     argv = COMMANDS[command](str(data)) + (["--target", "nope"] if case == "target" else [])
     assert cli.main(argv) == 2
     assert fix in _one_error_line(capsys, command)
@@ -103,8 +115,10 @@ def test_a_missing_optional_package_is_one_line_naming_the_install(capsys, monke
 def test_a_figure_that_cannot_be_written_is_one_line(capsys, tmp_path):
     pytest.importorskip("matplotlib")
     target = tmp_path / "no-such-folder" / "demo.png"
-    assert cli.main(["demo", "--dataset", "breast_cancer", "--repeat", "1",
-                     "--plot", str(target)]) == 2
+    assert (
+        cli.main(["demo", "--dataset", "breast_cancer", "--repeat", "1", "--plot", str(target)])
+        == 2
+    )
     err = _one_error_line(capsys, "demo")
     assert str(target) in err and "No such file or directory" in err
 
@@ -125,7 +139,8 @@ def test_the_header_gives_the_shape_once(capsys, monkeypatch, tmp_path):
     assert cli.main(["loo", "breast_cancer"]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[0].startswith(
-        "data: scikit-learn breast cancer, 569 samples x 30 features; classes ")
+        "data: scikit-learn breast cancer, 569 samples x 30 features; classes "
+    )
     assert "(569 x 30)" not in out
 
 
@@ -134,10 +149,13 @@ def _error_rate(out):
     return int(m.group(1)), int(m.group(2))
 
 
-@pytest.mark.parametrize("model,reference", [
-    ("linear", deltafit.LinearClassifier()),
-    ("kernel", deltafit.KernelClassifier()),
-])
+@pytest.mark.parametrize(
+    "model,reference",
+    [
+        ("linear", deltafit.LinearClassifier()),
+        ("kernel", deltafit.KernelClassifier()),
+    ],
+)
 def test_loo_fits_the_library_defaults(model, reference, capsys, tmp_path):
     X, y = load_breast_cancer(return_X_y=True)
     X, y = X[::3], y[::3]  # 190 rows: the kernel model's closed form stays quick
@@ -162,8 +180,10 @@ def test_every_command_defaults_to_the_library_loss_and_gamma():
         args = parse(command)
         assert args.loss == "squared" and args.gamma in ("scale", None)
     args = parse(["loo", "x", "--model", "kernel"])
-    assert _estimator(args, args.C, args.gamma).get_params() == \
-        deltafit.KernelClassifier().get_params()
+    assert (
+        _estimator(args, args.C, args.gamma).get_params()
+        == deltafit.KernelClassifier().get_params()
+    )
     args = parse(["demo", "--model", "kernel"])
     assert _make_model(args, 2).get_params() == deltafit.KernelClassifier().get_params()
     assert parse(["treecv", "x"]).loss == "squared"

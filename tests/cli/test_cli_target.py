@@ -22,28 +22,52 @@ def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("target")
     bc = load_breast_cancer()
     rng = np.random.default_rng(0)
-    rows = np.sort(np.concatenate([rng.choice(np.flatnonzero(bc.target == c), k, replace=False)
-                                   for c, k in ((0, 60), (1, 100))]))
+    rows = np.sort(
+        np.concatenate(
+            [
+                rng.choice(np.flatnonzero(bc.target == c), k, replace=False)
+                for c, k in ((0, 60), (1, 100))
+            ]
+        )
+    )
     X = bc.data[rows]
     words = bc.target_names[bc.target[rows]]  # 'malignant' / 'benign'
     names = [n.replace(" ", "_") for n in bc.feature_names]
     text = d / "wdbc.csv"
-    text.write_text("\n".join([",".join(["diagnosis"] + names)] + [
-        ",".join([w] + [repr(float(v)) for v in x]) for w, x in zip(words, X)]) + "\n")
+    text.write_text(
+        "\n".join(
+            [",".join(["diagnosis"] + names)]
+            + [",".join([w] + [repr(float(v)) for v in x]) for w, x in zip(words, X)]
+        )
+        + "\n"
+    )
     # the same rows, labels as numbers in the same sorted order (benign 0 < malignant 1), last
     numeric = d / "wdbc_numeric.csv"
     np.savetxt(numeric, np.column_stack([X, words == "malignant"]), delimiter=",")
     last = d / "wdbc_last.csv"  # text labels in the default (last) column, no header
-    last.write_text("\n".join(",".join([repr(float(v)) for v in x] + [w])
-                              for w, x in zip(words, X)) + "\n")
+    last.write_text(
+        "\n".join(",".join([repr(float(v)) for v in x] + [w]) for w, x in zip(words, X)) + "\n"
+    )
     iris = load_iris()
     three = d / "iris.csv"
-    three.write_text("\n".join(["sepal_length,sepal_width,petal_length,petal_width,species"] + [
-        ",".join([repr(float(v)) for v in x] + [iris.target_names[t]])
-        for x, t in zip(iris.data, iris.target)]) + "\n")
-    return {"text": str(text), "numeric": str(numeric), "last": str(last), "iris": str(three),
-            "n_benign": int(np.sum(words == "benign")),
-            "n_malignant": int(np.sum(words == "malignant"))}
+    three.write_text(
+        "\n".join(
+            ["sepal_length,sepal_width,petal_length,petal_width,species"]
+            + [
+                ",".join([repr(float(v)) for v in x] + [iris.target_names[t]])
+                for x, t in zip(iris.data, iris.target)
+            ]
+        )
+        + "\n"
+    )
+    return {
+        "text": str(text),
+        "numeric": str(numeric),
+        "last": str(last),
+        "iris": str(three),
+        "n_benign": int(np.sum(words == "benign")),
+        "n_malignant": int(np.sum(words == "malignant")),
+    }
 
 
 def _main(capsys, argv):
@@ -75,18 +99,28 @@ def _without_times(text):
 # ---------------------------------------------------------------------------
 # each subcommand end to end on text labels: the report of the numeric labels
 # ---------------------------------------------------------------------------
-@pytest.mark.parametrize("extra", [[], ["--model", "kernel", "--loss", "squared_hinge",
-                                        "--gamma", "1e-6"]])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        [],
+        pytest.param(
+            ["--model", "kernel", "--loss", "squared_hinge", "--gamma", "1e-6"],
+            marks=pytest.mark.slow,
+        ),
+    ],
+)
 def test_demo(files, capsys, extra):
     extra = extra + ["--repeat", "1"]
-    rc, out, err = _main(capsys, ["demo", "--dataset", files["text"], "--target", "diagnosis",
-                                  "--loss", "squared"] + extra)
+    rc, out, err = _main(
+        capsys,
+        ["demo", "--dataset", files["text"], "--target", "diagnosis", "--loss", "squared"] + extra,
+    )
     assert rc == 0, err
     assert f"classes: {_classes(files)}" in out
     assert out.count("equals the refit") == 3 and "check: every update within" in out
-    rc, ref, _ = _main(capsys, ["demo", "--dataset", files["numeric"], "--loss", "squared"]
-                       + extra)
+    rc, ref, _ = _main(capsys, ["demo", "--dataset", files["numeric"], "--loss", "squared"] + extra)
     assert rc == 0
+
     # the same run: only the title, the class names and the timings differ
     def steps(report):
         return _without_times(report).splitlines()[3:]
@@ -97,11 +131,13 @@ def test_demo(files, capsys, extra):
 
 @pytest.mark.parametrize("target", ["diagnosis", "0", "-31"])
 def test_loo(files, capsys, target):
-    rc, out, err = _main(capsys, ["loo", files["text"], "--target", target, "--C", "0.1",
-                                   "--loss", "logistic"])
+    rc, out, err = _main(
+        capsys, ["loo", files["text"], "--target", target, "--C", "0.1", "--loss", "logistic"]
+    )
     assert rc == 0, err
-    assert out.startswith(f"data: {files['text']}, 160 samples x 30 features; "
-                          f"classes {_classes(files)}\n")
+    assert out.startswith(
+        f"data: {files['text']}, 160 samples x 30 features; classes {_classes(files)}\n"
+    )
     assert "leave-one-out: bounds_early: error rate" in out and "exact" in out
     _, ref, _ = _main(capsys, ["loo", files["numeric"], "--C", "0.1", "--loss", "logistic"])
     errors = out.split("error rate ")[1].split(",")[0]
@@ -136,19 +172,48 @@ def test_treecv(files, capsys, learner):
 
 
 def test_treecv_report_and_positive_class(files, capsys):
-    rc, out, err = _main(capsys, ["treecv", files["text"], "--target", "diagnosis", "--learner",
-                                  "linear", "--cv", "4", "--positive-class", "malignant"])
+    rc, out, err = _main(
+        capsys,
+        [
+            "treecv",
+            files["text"],
+            "--target",
+            "diagnosis",
+            "--learner",
+            "linear",
+            "--cv",
+            "4",
+            "--positive-class",
+            "malignant",
+        ],
+    )
     assert rc == 0, err
-    assert out.startswith(f"data: {files['text']}, class malignant vs rest, 160 samples x 30 "
-                          f"features; classes {_classes(files)}\n")
-    err = _error(capsys, ["treecv", files["text"], "--target", "diagnosis",
-                          "--positive-class", "M"])
+    assert out.startswith(
+        f"data: {files['text']}, class malignant vs rest, 160 samples x 30 "
+        f"features; classes {_classes(files)}\n"
+    )
+    err = _error(
+        capsys, ["treecv", files["text"], "--target", "diagnosis", "--positive-class", "M"]
+    )
     assert "--positive-class 'M' is not a label of the data (labels: benign, malignant)" in err
 
 
 def test_stream(files, capsys, tmp_path):
-    argv = ["--window", "40", "--periods", "40", "--thresholds", "0.5", "--ddm-levels", "3",
-            "--algorithms", "SW,KDR,NORMA", "--out", str(tmp_path), "--json"]
+    argv = [
+        "--window",
+        "40",
+        "--periods",
+        "40",
+        "--thresholds",
+        "0.5",
+        "--ddm-levels",
+        "3",
+        "--algorithms",
+        "SW,KDR,NORMA",
+        "--out",
+        str(tmp_path),
+        "--json",
+    ]
     rc, out, err = _main(capsys, ["stream", files["text"], "--target", "diagnosis"] + argv)
     assert rc == 0, err
     got = json.loads(out)
@@ -165,19 +230,31 @@ def test_stream(files, capsys, tmp_path):
 
 
 def test_active(files, capsys, tmp_path):
-    argv = ["--seeds", "1", "--n-test", "60", "--m", "30", "--p", "10", "--initial", "20",
-            "--out", str(tmp_path)]
+    argv = [
+        "--seeds",
+        "1",
+        "--n-test",
+        "60",
+        "--m",
+        "30",
+        "--p",
+        "10",
+        "--initial",
+        "20",
+        "--out",
+        str(tmp_path),
+    ]
     rc, out, err = _main(capsys, ["active", files["text"], "--target", "diagnosis"] + argv)
     assert rc == 0, err
     assert f"(classes {_classes(files)}): mean test accuracy" in out and "FGAL(m=30, p=10)" in out
-    rc, ref, _ = _main(capsys, ["active", files["text"], "--target", "diagnosis", "--json"]
-                       + argv)
+    rc, ref, _ = _main(capsys, ["active", files["text"], "--target", "diagnosis", "--json"] + argv)
     rc0, ref0, _ = _main(capsys, ["active", files["numeric"], "--json"] + argv)
     got, ref0 = json.loads(ref), json.loads(ref0)
     assert rc == rc0 == 0 and got["classes"] == _classes(files)
     for k, curve in got["curves"].items():
-        np.testing.assert_allclose(curve["accuracy_mean"], ref0["curves"][k]["accuracy_mean"],
-                                   atol=1e-12)
+        np.testing.assert_allclose(
+            curve["accuracy_mean"], ref0["curves"][k]["accuracy_mean"], atol=1e-12
+        )
 
 
 def test_text_labels_in_the_default_last_column(files, capsys):
@@ -189,23 +266,30 @@ def test_text_labels_in_the_default_last_column(files, capsys):
 # ---------------------------------------------------------------------------
 # what cannot work says so
 # ---------------------------------------------------------------------------
-@pytest.mark.parametrize("argv, what", [
-    (["loo", "--regression", "--loss", "squared"], "--regression"),
-    (["search", "--regression", "--loss", "squared", "--C", "1"], "--regression"),
-    (["treecv", "--learner", "ridge"], "--learner ridge (a regressor)"),
-    (["treecv", "--learner", "lsqsgd"], "--learner lsqsgd (a regressor)"),
-    (["treecv", "--learner", "sgd-regressor"], "--learner sgd-regressor (a regressor)"),
-    (["treecv", "--learner", "sgd", "--scale-target"], "--scale-target"),
-])
+@pytest.mark.parametrize(
+    "argv, what",
+    [
+        (["loo", "--regression", "--loss", "squared"], "--regression"),
+        (["search", "--regression", "--loss", "squared", "--C", "1"], "--regression"),
+        (["treecv", "--learner", "ridge"], "--learner ridge (a regressor)"),
+        (["treecv", "--learner", "lsqsgd"], "--learner lsqsgd (a regressor)"),
+        (["treecv", "--learner", "sgd-regressor"], "--learner sgd-regressor (a regressor)"),
+        (["treecv", "--learner", "sgd", "--scale-target"], "--scale-target"),
+    ],
+)
 def test_regression_refuses_text_labels(files, capsys, argv, what):
     err = _error(capsys, argv[:1] + [files["text"], "--target", "diagnosis"] + argv[1:])
-    assert (f"{what} needs a numeric target, but the target column holds text labels (benign, "
-            f"malignant)") in err
+    assert (
+        f"{what} needs a numeric target, but the target column holds text labels (benign, "
+        f"malignant)"
+    ) in err
 
 
 def test_regression_takes_a_numeric_column_by_name(files, capsys):
-    rc, out, err = _main(capsys, ["loo", files["text"], "--target", "mean_radius", "--regression",
-                                  "--loss", "squared"])
+    rc, out, err = _main(
+        capsys,
+        ["loo", files["text"], "--target", "mean_radius", "--regression", "--loss", "squared"],
+    )
     assert rc == 2  # the text labels are then a feature column, named in the message
     assert "non-numeric value 'malignant' at line 2, column 1 ('diagnosis')" in err
 
@@ -214,27 +298,76 @@ def test_stream_active_and_pegasos_take_a_multiclass_file(files, capsys, tmp_pat
     """The commands whose learners are binary by their papers run one-vs-rest on iris."""
     iris = [files["iris"], "--target", "species"]
     species = "setosa (50), versicolor (50), virginica (50)"
-    rc, out, err = _main(capsys, ["stream"] + iris + [
-        "--window", "40", "--periods", "20", "--thresholds", "1", "--ddm-levels", "3",
-        "--out", str(tmp_path), "--json"])
+    rc, out, err = _main(
+        capsys,
+        ["stream"]
+        + iris
+        + [
+            "--window",
+            "40",
+            "--periods",
+            "20",
+            "--thresholds",
+            "1",
+            "--ddm-levels",
+            "3",
+            "--out",
+            str(tmp_path),
+            "--json",
+        ],
+    )
     assert rc == 0, err
     got = json.loads(out)
     assert got["classes"] == species
-    assert [r["algorithm"] for r in got["rows"]] == ["SW", "KDR", "DDM(SW)", "DDM(NORMA)",
-                                                     "NORMA"]
+    assert [r["algorithm"] for r in got["rows"]] == ["SW", "KDR", "DDM(SW)", "DDM(NORMA)", "NORMA"]
     assert all(0.3 < r["accuracy"] <= 1 for r in got["rows"])
-    rc, out, err = _main(capsys, ["active"] + iris + [
-        "--seeds", "1", "--n-test", "50", "--m", "30", "--p", "10", "--initial", "20",
-        "--out", str(tmp_path)])
+    rc, out, err = _main(
+        capsys,
+        ["active"]
+        + iris
+        + [
+            "--seeds",
+            "1",
+            "--n-test",
+            "50",
+            "--m",
+            "30",
+            "--p",
+            "10",
+            "--initial",
+            "20",
+            "--out",
+            str(tmp_path),
+        ],
+    )
     assert rc == 0, err
     assert f"(classes {species}): mean test accuracy" in out and "FGAL(m=30, p=10)" in out
-    rc, out, err = _main(capsys, ["active"] + iris + [
-        "--seeds", "1", "--n-test", "50", "--m", "30", "--p", "10", "--initial", "20",
-        "--center", "newton", "--out", str(tmp_path)])
+    rc, out, err = _main(
+        capsys,
+        ["active"]
+        + iris
+        + [
+            "--seeds",
+            "1",
+            "--n-test",
+            "50",
+            "--m",
+            "30",
+            "--p",
+            "10",
+            "--initial",
+            "20",
+            "--center",
+            "newton",
+            "--out",
+            str(tmp_path),
+        ],
+    )
     assert rc == 0, err
     assert "FGAL(m=30, p=10, newton)" in out
-    rc, out, err = _main(capsys, ["treecv"] + iris + ["--learner", "pegasos", "--cv", "5",
-                                                     "--permute", "--json"])
+    rc, out, err = _main(
+        capsys, ["treecv"] + iris + ["--learner", "pegasos", "--cv", "5", "--permute", "--json"]
+    )
     assert rc == 0, err
     got = json.loads(out)
     assert got["classes"] == species and got["learner"].startswith("OneVsRest(")
@@ -247,29 +380,54 @@ def test_stream_active_and_pegasos_take_a_multiclass_file(files, capsys, tmp_pat
     from deltafit.stream import OneVsRest, Pegasos
 
     d = load_iris()
-    r = treecv(OneVsRest(Pegasos(lam=1e-4)), StandardScaler().fit_transform(d.data),
-               d.target_names[d.target], cv=KFold(5, shuffle=True, random_state=0))
+    r = treecv(
+        OneVsRest(Pegasos(lam=1e-4)),
+        StandardScaler().fit_transform(d.data),
+        d.target_names[d.target],
+        cv=KFold(5, shuffle=True, random_state=0),
+    )
     assert got["score"] == pytest.approx(r.score, abs=1e-12)
-    rc, out, err = _main(capsys, ["treecv"] + iris + ["--learner", "pegasos", "--cv", "5",
-                                                     "--positive-class", "setosa"])
+    rc, out, err = _main(
+        capsys,
+        ["treecv"] + iris + ["--learner", "pegasos", "--cv", "5", "--positive-class", "setosa"],
+    )
     assert rc == 0, err
     assert "learner: Pegasos()" in out and "class setosa vs rest" in out
 
 
 def test_multiclass_learners_and_positive_class_on_a_multiclass_file(files, capsys):
-    rc, out, err = _main(capsys, ["treecv", files["iris"], "--learner", "gaussian-nb", "--cv",
-                                  "5", "--permute"])
+    rc, out, err = _main(
+        capsys, ["treecv", files["iris"], "--learner", "gaussian-nb", "--cv", "5", "--permute"]
+    )
     assert rc == 0, err
     assert "classes setosa (50), versicolor (50), virginica (50)" in out
-    rc, out, err = _main(capsys, ["treecv", files["iris"], "--learner", "linear", "--cv", "5",
-                                  "--permute", "--positive-class", "setosa"])
+    rc, out, err = _main(
+        capsys,
+        [
+            "treecv",
+            files["iris"],
+            "--learner",
+            "linear",
+            "--cv",
+            "5",
+            "--permute",
+            "--positive-class",
+            "setosa",
+        ],
+    )
     assert rc == 0, err
     assert "class setosa vs rest" in out and "accuracy = 1" in out  # setosa is separable
 
 
-@pytest.mark.parametrize("argv", [
-    ["demo", "--dataset"], ["loo"], ["search", "--C", "0.1,1"], ["treecv", "--learner", "linear"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        pytest.param(["demo", "--dataset"], marks=pytest.mark.slow),
+        ["loo"],
+        ["search", "--C", "0.1,1"],
+        ["treecv", "--learner", "linear"],
+    ],
+)
 def test_multiclass_models_take_a_multiclass_file(files, capsys, argv):
     rc, out, err = _main(capsys, argv + [files["iris"], "--target", "species"])
     assert rc == 0, err
@@ -279,8 +437,11 @@ def test_multiclass_models_take_a_multiclass_file(files, capsys, argv):
 def test_a_single_class_is_refused(files, capsys, tmp_path):
     path = tmp_path / "one.csv"
     path.write_text("a,b,label\n1,2,x\n3,4,x\n5,6,x\n")
-    for argv in (["loo", str(path)], ["demo", "--dataset", str(path)],
-                 ["treecv", str(path), "--learner", "linear"]):
+    for argv in (
+        ["loo", str(path)],
+        ["demo", "--dataset", str(path)],
+        ["treecv", str(path), "--learner", "linear"],
+    ):
         err = _error(capsys, argv + ["--target", "label"])
         assert "needs at least two classes, but the target holds only x" in err
 

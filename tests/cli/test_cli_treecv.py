@@ -38,16 +38,35 @@ def test_exact_learner_matches_k_refits(svm_file, capsys, breast_cancer):
     X, y = breast_cancer
     Xs = StandardScaler().fit_transform(X[:200])
     ref = cross_val_score(df.LinearClassifier(loss="logistic", C=1.0), Xs, y[:200], cv=KFold(5))
-    assert main(["treecv", svm_file, "--learner", "linear", "--loss", "logistic", "--cv", "5",
-                 "--json"]) == 0
+    assert (
+        main(
+            ["treecv", svm_file, "--learner", "linear", "--loss", "logistic", "--cv", "5", "--json"]
+        )
+        == 0
+    )
     out = _json(capsys)
     assert out["n_folds"] == 5 and out["cv"] == "5-fold"
     assert out["score"] == pytest.approx(ref.mean(), abs=1e-12)
 
 
 def test_pegasos_loo_with_progress(svm_file, capsys):
-    assert main(["treecv", svm_file, "--learner", "pegasos", "--lam", "1e-3", "--cv", "loo",
-                 "--progress", "--shuffle"]) == 0
+    assert (
+        main(
+            [
+                "treecv",
+                svm_file,
+                "--learner",
+                "pegasos",
+                "--lam",
+                "1e-3",
+                "--cv",
+                "loo",
+                "--progress",
+                "--shuffle",
+            ]
+        )
+        == 0
+    )
     captured = capsys.readouterr()
     assert "leave-one-out CV of 200 samples (randomized order" in captured.out
     assert "TreeCV folds" in captured.err  # the tqdm bar
@@ -56,8 +75,25 @@ def test_pegasos_loo_with_progress(svm_file, capsys):
 
 
 def test_lsqsgd_regression_csv(csv_regression, capsys):
-    assert main(["treecv", csv_regression, "--learner", "lsqsgd", "--cv", "10", "--scale-target",
-                 "--scoring", "neg_mean_squared_error", "--json", "--strategy", "revert"]) == 0
+    assert (
+        main(
+            [
+                "treecv",
+                csv_regression,
+                "--learner",
+                "lsqsgd",
+                "--cv",
+                "10",
+                "--scale-target",
+                "--scoring",
+                "neg_mean_squared_error",
+                "--json",
+                "--strategy",
+                "revert",
+            ]
+        )
+        == 0
+    )
     out = _json(capsys)
     assert out["scoring"] == "neg_mean_squared_error" and out["strategy"] == "revert"
     assert -1.0 < out["score"] < 0.0  # targets in [0, 1]
@@ -71,18 +107,36 @@ def test_positive_class_and_permute(tmp_path, digits, capsys):
     Xd, yd = load_digits(return_X_y=True)
     path = tmp_path / "digits.svm"
     dump_svmlight_file(Xd[:400], yd[:400], str(path))
-    assert main(["treecv", str(path), "--learner", "sgd", "--positive-class", "3", "--cv", "4",
-                 "--permute", "--json"]) == 0
+    assert (
+        main(
+            [
+                "treecv",
+                str(path),
+                "--learner",
+                "sgd",
+                "--positive-class",
+                "3",
+                "--cv",
+                "4",
+                "--permute",
+                "--json",
+            ]
+        )
+        == 0
+    )
     out = _json(capsys)
     assert "class 3 vs rest" in out["data"] and out["score"] > 0.8
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--cv", "1"], "--cv must be between 2"),
-    (["--cv", "abc"], "--cv must be a number of folds"),
-    (["--positive-class", "7"], "is not a label"),
-    (["--learner", "lsqsgd", "--alpha", "fast"], "--alpha must be a number"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--cv", "1"], "--cv must be between 2"),
+        (["--cv", "abc"], "--cv must be a number of folds"),
+        (["--positive-class", "7"], "is not a label"),
+        (["--learner", "lsqsgd", "--alpha", "fast"], "--alpha must be a number"),
+    ],
+)
 def test_bad_arguments_exit_2(svm_file, capsys, argv, message):
     assert main(["treecv", svm_file] + argv) == 2
     assert message in capsys.readouterr().err

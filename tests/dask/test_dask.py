@@ -17,13 +17,18 @@ import time
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sklearn.kernel_approximation import RBFSampler
 from sklearn.linear_model import Ridge
 
 import deltafit as df
-from dask_helpers import _threads  # noqa: F401  (autouse: the threaded scheduler)
-from dask_helpers import chunked, class_coefs as full_coef
+from dask_helpers import (
+    _threads,  # noqa: F401  (autouse: the threaded scheduler)
+    chunked,
+)
+from dask_helpers import class_coefs as full_coef
+from hypothesis_profiles import examples
 
 dask = pytest.importorskip("dask")
 da = pytest.importorskip("dask.array")
@@ -39,8 +44,11 @@ def rel(a, b):
 def ridge_coef(X, y, C, w=None):
     """The squared-loss model by scikit-learn: Ridge on [X, 1] without its own intercept."""
     Z = np.column_stack([X, np.ones(X.shape[0])])
-    return Ridge(alpha=1.0 / (2.0 * C), fit_intercept=False, solver="cholesky",
-                 tol=1e-14).fit(Z, y, sample_weight=w).coef_
+    return (
+        Ridge(alpha=1.0 / (2.0 * C), fit_intercept=False, solver="cholesky", tol=1e-14)
+        .fit(Z, y, sample_weight=w)
+        .coef_
+    )
 
 
 # ----------------------------------------------------------------------------- fit
@@ -88,7 +96,8 @@ def test_weighted_fit_equals_numpy_and_ridge(digits):
     Xd, yd = chunked(X, y, rows=256)
     a = df.LinearClassifier(C=0.2, keep_data=False).fit(X, y, sample_weight=w)
     b = df.LinearClassifier(C=0.2, keep_data=False).fit(
-        Xd, yd, sample_weight=da.from_array(w, chunks=500))  # other chunks: realigned
+        Xd, yd, sample_weight=da.from_array(w, chunks=500)
+    )  # other chunks: realigned
     assert rel(b.coef_, a.coef_) < RTOL
     np.testing.assert_array_equal(b.sample_weight_, w)
     assert rel(full_coef(b)[0], ridge_coef(X, np.where(y == 1, 1.0, -1.0), 0.2, w)) < 1e-8
@@ -107,8 +116,7 @@ def test_dataframe_input_and_string_labels(breast_cancer):
     frame["label"] = labels
     ddf = dd.from_pandas(frame, npartitions=4)
     a = df.LinearClassifier(C=1.0, keep_data=False).fit(X, labels)
-    b = df.LinearClassifier(C=1.0, keep_data=False).fit(ddf.drop(columns="label"),
-                                                        ddf["label"])
+    b = df.LinearClassifier(C=1.0, keep_data=False).fit(ddf.drop(columns="label"), ddf["label"])
     assert rel(b.coef_, a.coef_) < RTOL
     np.testing.assert_array_equal(b.classes_, ["benign", "malignant"])
     pred = b.predict(da.from_array(X, chunks=100))
@@ -161,15 +169,17 @@ def test_updates_equal_numpy_and_fresh_fit(breast_cancer):
     ids_a = a.add(X[n:], y[n:])
     ids_b = b.add(da.from_array(X[n:], chunks=30), da.from_array(y[n:], chunks=30))
     np.testing.assert_array_equal(ids_a, ids_b)
-    b.update(remove_ids=[40], X_remove=da.from_array(X[[40]]), X_add=X[[40]] * 0.5,
-             y_add=y[[40]])
+    b.update(remove_ids=[40], X_remove=da.from_array(X[[40]]), X_add=X[[40]] * 0.5, y_add=y[[40]])
     a.update(remove_ids=[40], X_remove=X[[40]], X_add=X[[40]] * 0.5, y_add=y[[40]])
     assert rel(b.coef_, a.coef_) < RTOL
     keep = np.setdiff1d(np.arange(X.shape[0]), [3, 9, 11, 12, 13, 20, 21, 40])
     yy = y.copy()
     yy[[30, 31]] = 1 - yy[[30, 31]]
-    ref = ridge_coef(np.vstack([X[keep], X[[40]] * 0.5]),
-                     np.where(np.concatenate([yy[keep], y[[40]]]) == 1, 1.0, -1.0), 1.0)
+    ref = ridge_coef(
+        np.vstack([X[keep], X[[40]] * 0.5]),
+        np.where(np.concatenate([yy[keep], y[[40]]]) == 1, 1.0, -1.0),
+        1.0,
+    )
     assert rel(full_coef(b)[0], ref) < 1e-8
 
 
@@ -238,8 +248,9 @@ def test_refusals_name_the_problem_and_change_nothing(breast_cancer, iris):
     with pytest.raises(ValueError, match="give X as a dask array"):
         df.LinearClassifier(keep_data=False).fit(X, yd)
     Xi, yi = iris  # three classes: one-vs-rest (tests/test_dask_multiclass.py)
-    assert df.LinearClassifier(keep_data=False).fit(da.from_array(Xi),
-                                                    da.from_array(yi)).coef_.shape == (3, 4)
+    assert df.LinearClassifier(keep_data=False).fit(
+        da.from_array(Xi), da.from_array(yi)
+    ).coef_.shape == (3, 4)
     m = df.LinearClassifier(keep_data=False).fit(Xd, yd)
     before = full_coef(m).copy()
     bad = X.copy()
@@ -253,20 +264,32 @@ def test_refusals_name_the_problem_and_change_nothing(breast_cancer, iris):
 
 
 def test_core_import_does_not_load_dask():
-    code = ("import sys, numpy as np, deltafit as df\n"
-            "m = df.LinearRegressor(keep_data=False).fit(np.eye(3), [1.0, 2.0, 3.0])\n"
-            "m.predict(np.eye(3))\n"
-            "print(any(k == 'dask' or k.startswith('dask.') for k in sys.modules))\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-                         check=True)
+    code = (
+        "import sys, numpy as np, deltafit as df\n"
+        "m = df.LinearRegressor(keep_data=False).fit(np.eye(3), [1.0, 2.0, 3.0])\n"
+        "m.predict(np.eye(3))\n"
+        "print(any(k == 'dask' or k.startswith('dask.') for k in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        check=True,
+    )
     assert out.stdout.strip() == "False"
 
 
 # ----------------------------------------------------------------------------- properties
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(n=st.integers(1, 120), p=st.integers(1, 6), rows=st.integers(1, 50),
-       C=st.floats(1e-2, 1e2), seed=st.integers(0, 2 ** 16), outliers=st.booleans())
+@settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    n=st.integers(1, 120),
+    p=st.integers(1, 6),
+    rows=st.integers(1, 50),
+    C=st.floats(1e-2, 1e2),
+    seed=st.integers(0, 2**16),
+    outliers=st.booleans(),
+)
 def test_any_chunking_gives_the_numpy_statistics(n, p, rows, C, seed, outliers):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, p))
@@ -274,10 +297,15 @@ def test_any_chunking_gives_the_numpy_statistics(n, p, rows, C, seed, outliers):
         X[rng.integers(n)] *= 1e5
     t = rng.normal(size=n)
     a = df.LinearRegressor(C=C, keep_data=False).fit(X, t)
-    b = df.LinearRegressor(C=C, keep_data=False).fit(da.from_array(X, chunks=(rows, p)),
-                                                     da.from_array(t, chunks=rows))
-    np.testing.assert_allclose(b._state.stats.full(), a._state.stats.full(), rtol=1e-12,
-                               atol=1e-12 * np.abs(a._state.stats.full()).max())
+    b = df.LinearRegressor(C=C, keep_data=False).fit(
+        da.from_array(X, chunks=(rows, p)), da.from_array(t, chunks=rows)
+    )
+    np.testing.assert_allclose(
+        b._state.stats.full(),
+        a._state.stats.full(),
+        rtol=1e-12,
+        atol=1e-12 * np.abs(a._state.stats.full()).max(),
+    )
     assert rel(full_coef(b), full_coef(a)) < 1e-9
 
 
@@ -297,8 +325,9 @@ def test_loo_closed_form_equals_numpy_and_refits(breast_cancer):
     a = loo(est, X, y, method="closed_form")
     b = loo(est, *chunked(X, y), method="closed_form")
     assert b.details == {"dask": True, "n_passes": 2}
-    assert all(is_lazy for is_lazy in (isinstance(b.decision, da.Array),
-                                       isinstance(b.y_pred, da.Array)))
+    assert all(
+        is_lazy for is_lazy in (isinstance(b.decision, da.Array), isinstance(b.y_pred, da.Array))
+    )
     zb = b.decision.compute()
     assert rel(zb, _row_order(a)) < RTOL
     np.testing.assert_array_equal(b.y_pred.compute(), a.y_pred)
@@ -317,22 +346,30 @@ def test_loo_weighted_and_multi_output_equal_numpy(digits):
     w = np.random.default_rng(4).uniform(0.0, 2.0, 600)
     est = df.LinearRegressor(C=0.5)
     a = loo(est, X, y[:600].astype(float), method="closed_form", sample_weight=w)
-    b = loo(est, da.from_array(X, chunks=(150, -1)), y[:600].astype(float),
-            sample_weight=da.from_array(w, chunks=150))
+    b = loo(
+        est,
+        da.from_array(X, chunks=(150, -1)),
+        y[:600].astype(float),
+        sample_weight=da.from_array(w, chunks=150),
+    )
     assert rel(b.decision.compute(), _row_order(a)) < RTOL
     assert abs(b.mse - a.mse) <= 1e-10 * a.mse
     Y = np.column_stack([X[:, 10], X[:, 20] - X[:, 30]])  # two outputs of the pixels
     Xr = np.delete(X, [10, 20, 30], axis=1)
     for k in range(2):  # K outputs share the leverages: each column is a one-output LOO
         ak = loo(df.LinearRegressor(C=2.0), Xr, Y[:, k], method="closed_form")
-        bk = loo(df.LinearRegressor(C=2.0), da.from_array(Xr, chunks=(128, -1)),
-                 da.from_array(Y, chunks=(128, -1)))
+        bk = loo(
+            df.LinearRegressor(C=2.0),
+            da.from_array(Xr, chunks=(128, -1)),
+            da.from_array(Y, chunks=(128, -1)),
+        )
         assert bk.decision.shape == (600, 2)
         assert rel(bk.decision.compute()[:, k], _row_order(ak)) < RTOL
 
 
 def test_kfold_is_k_batch_removals_equal_to_numpy_and_refits(breast_cancer):
     from sklearn.model_selection import GroupKFold, KFold
+
     from deltafit.model_selection import cross_validate
 
     X, y = breast_cancer
@@ -352,8 +389,10 @@ def test_kfold_is_k_batch_removals_equal_to_numpy_and_refits(breast_cancer):
     # a regressor, shuffled folds and groups
     t = X[:, 1:] @ np.linspace(-1, 1, X.shape[1] - 1)
     reg = df.LinearRegressor(C=3.0)
-    for cv, groups in ((KFold(4, shuffle=True, random_state=0), None),
-                       (GroupKFold(3), np.arange(X.shape[0]) % 7)):
+    for cv, groups in (
+        (KFold(4, shuffle=True, random_state=0), None),
+        (GroupKFold(3), np.arange(X.shape[0]) % 7),
+    ):
         a = cross_validate(reg, X[:, :-1], t, cv=cv, groups=groups, method="closed_form")
         b = cross_validate(reg, *chunked(X[:, :-1], t, rows=120), cv=cv, groups=groups)
         np.testing.assert_allclose(b.fold_scores, a.fold_scores, rtol=1e-10)
@@ -362,6 +401,7 @@ def test_kfold_is_k_batch_removals_equal_to_numpy_and_refits(breast_cancer):
 
 def test_dask_cross_validation_refusals(breast_cancer):
     from sklearn.model_selection import ShuffleSplit
+
     from deltafit.model_selection import cross_validate, loo
 
     X, y = breast_cancer
@@ -411,6 +451,7 @@ def test_process_cluster_keeps_rows_and_resolves_logistic(process_client, breast
     assert np.max(np.abs(z - a.decision_function(X))) <= 1e-8
 
 
+@pytest.mark.slow  # kills a worker; test_dask_reliability's lost-worker case runs daily
 def test_lost_worker_mid_reduction(process_client, breast_cancer):
     """A worker process killed while the blocks are being reduced: Dask reruns its tasks on
     the other worker (the fit equals the NumPy one), or the fit raises and the model is left

@@ -27,9 +27,16 @@ from sklearn.datasets import load_digits
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import StandardScaler
 
-from dask_helpers import _threads  # noqa: F401  (autouse: the threaded scheduler)
-from dask_helpers import (assert_classes_same, assert_newton_same, chunked, class_coefs,
-                          class_gradient, full_coef, gradient)
+from dask_helpers import (
+    _threads,  # noqa: F401  (autouse: the threaded scheduler)
+    assert_classes_same,
+    assert_newton_same,
+    chunked,
+    class_coefs,
+    class_gradient,
+    full_coef,
+    gradient,
+)
 from deltafit import LinearClassifier
 from deltafit.losses import get_loss
 from deltafit.solvers import check_curvature
@@ -38,7 +45,6 @@ dask = pytest.importorskip("dask")
 da = pytest.importorskip("dask.array")
 
 SMOOTH = ["logistic", "squared_hinge"]
-
 
 
 def _data(request, name):
@@ -53,9 +59,14 @@ def _big_row(p, value=1e12):
 
 
 def _snapshot(m, X):
-    return {"decision": m.decision_function(X), "ids": m.sample_ids_.copy(),
-            "coef": np.array(m.coef_, copy=True), "intercept": np.array(m.intercept_),
-            "grad_norm": m.grad_norm_, "n": m.n_samples_}
+    return {
+        "decision": m.decision_function(X),
+        "ids": m.sample_ids_.copy(),
+        "coef": np.array(m.coef_, copy=True),
+        "intercept": np.array(m.intercept_),
+        "grad_norm": m.grad_norm_,
+        "n": m.n_samples_,
+    }
 
 
 def _curvature_message(sq, cw, loss):
@@ -109,7 +120,7 @@ def test_a_large_weight_is_refused_and_a_zero_weight_row_is_absent(cancer, loss)
     X, y = cancer
     # C·w·ℓ''·‖Φ‖² beyond 1/ε by the weight alone (ℓ'' ≥ ¼, ‖Φ(x_3)‖² ≥ 1)
     w = np.ones(X.shape[0])
-    w[3] = 2.0 ** 56 / float(X[3] @ X[3] + 1.0)
+    w[3] = 2.0**56 / float(X[3] @ X[3] + 1.0)
     with pytest.raises(ValueError, match="Newton curvature") as exc:
         LinearClassifier(loss=loss).fit(*chunked(X, y, 200, w))
     assert str(exc.value) == _curvature_message(float(X[3] @ X[3] + 1.0), w[3], loss)

@@ -1,6 +1,6 @@
 """Cross-validation of logistic / squared-hinge linear classifiers on dask collections
 (``model_selection._dask_smooth_cv``, ``model_selection._dask_loo_bounds``,
-``models._dask_folds``) against the NumPy path and independent solvers, on breast cancer,
+``model_selection._dask_folds``) against the NumPy path and independent solvers, on breast cancer,
 digits and a synthetic four-class problem.
 
 * k folds: the joint warm re-solves give the decisions of k refits (NumPy
@@ -17,7 +17,6 @@ digits and a synthetic four-class problem.
 Most tests run on dask's threaded scheduler; one on a LocalCluster of two worker processes.
 """
 
-
 import numpy as np
 import pytest
 from sklearn.kernel_approximation import RBFSampler
@@ -25,9 +24,11 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import KFold, StratifiedKFold
 
 import deltafit as df
+from dask_helpers import (
+    _threads,  # noqa: F401  (autouse: the threaded scheduler)
+    chunked,
+)
 from deltafit.model_selection import cross_validate, loo
-from dask_helpers import _threads  # noqa: F401  (autouse: the threaded scheduler)
-from dask_helpers import chunked
 
 dask = pytest.importorskip("dask")
 da = pytest.importorskip("dask.array")
@@ -106,13 +107,17 @@ def test_loo_bounds_contain_exact_decisions_and_labels_equal_numpy(breast_cancer
     np.testing.assert_array_equal(lo[refit], dec[refit])
     np.testing.assert_array_equal(got.y_pred.compute(), numpy_bounds.y_pred)
     assert got.n_errors == numpy_bounds.n_errors
-    assert got.details["n_passes"] == (got.details["fit_passes"] + 3
-                                       + got.details["resolve_passes"])
+    assert got.details["n_passes"] == (
+        got.details["fit_passes"] + 3 + got.details["resolve_passes"]
+    )
     # the balls alone (region="sphere"): more refits, the same labels, exact refits
     ball = loo(est, *chunked(X, y), region="sphere")
     assert ball.details["region"] == "sphere" and ball.details["screen_passes"] == 1
-    assert ball.n_refits == got.details["undecided_ball"] == loo(
-        est, X, y, method="bounds", region="sphere").n_refits
+    assert (
+        ball.n_refits
+        == got.details["undecided_ball"]
+        == loo(est, X, y, method="bounds", region="sphere").n_refits
+    )
     bref = ball.refit.compute()
     assert np.max(np.abs(ball.decision.compute()[bref] - exact[bref])) <= DEC_TOL
     np.testing.assert_array_equal(ball.y_pred.compute(), numpy_bounds.y_pred)
@@ -130,8 +135,9 @@ def test_loo_logistic_against_scikit_learn(breast_cancer):
     picks = np.concatenate([np.flatnonzero(refit)[:4], np.flatnonzero(~refit)[:4]])
     for i in picks.tolist():
         keep = np.arange(X.shape[0]) != i
-        m = LogisticRegression(C=C, fit_intercept=False, solver="newton-cholesky", tol=1e-12,
-                               max_iter=200).fit(Z[keep], y[keep])
+        m = LogisticRegression(
+            C=C, fit_intercept=False, solver="newton-cholesky", tol=1e-12, max_iter=200
+        ).fit(Z[keep], y[keep])
         z = float(Z[i] @ m.coef_.ravel())
         if refit[i]:
             assert abs(dec[i] - z) <= 1e-6
@@ -218,8 +224,9 @@ def test_weighted_multiclass_kfold_and_weighted_loo_equal_numpy(digits358, breas
     est = df.LinearClassifier(loss="logistic", C=0.5)
     cv = KFold(3, shuffle=True, random_state=2)
     ref = cross_validate(est, X, y, cv=cv, method="refit", sample_weight=w)
-    got = cross_validate(est, *chunked(X, y, rows=150), cv=cv,
-                         sample_weight=da.from_array(w, chunks=150))
+    got = cross_validate(
+        est, *chunked(X, y, rows=150), cv=cv, sample_weight=da.from_array(w, chunks=150)
+    )
     o = row_order(ref)
     assert np.max(np.abs(got.decision.compute() - ref.decision[o])) <= DEC_TOL
     np.testing.assert_array_equal(got.y_pred.compute(), ref.y_pred[o])
@@ -274,9 +281,12 @@ def test_loo_multiclass_four_classes_refits_exact():
     i = int(np.flatnonzero(refit)[0])
     keep = np.arange(X.shape[0]) != i
     Z = np.column_stack([X, np.ones(X.shape[0])])
-    m = OneVsRestClassifier(LogisticRegression(C=C, fit_intercept=False, tol=1e-12,
-                                               solver="newton-cholesky", max_iter=200))
-    z = m.fit(Z[keep], y[keep]).decision_function(Z[i:i + 1]).ravel()
+    m = OneVsRestClassifier(
+        LogisticRegression(
+            C=C, fit_intercept=False, tol=1e-12, solver="newton-cholesky", max_iter=200
+        )
+    )
+    z = m.fit(Z[keep], y[keep]).decision_function(Z[i : i + 1]).ravel()
     assert np.max(np.abs(dec[i][known[i]] - z[known[i]])) <= 1e-6
 
 
@@ -291,20 +301,25 @@ def test_refusals_name_the_problem(breast_cancer):
     with pytest.raises(ValueError, match="method='bounds'"):
         loo(df.LinearClassifier(loss="logistic"), Xd, yd, method="refit")
     with pytest.raises(ValueError, match="method='refit'"):
-        cross_validate(df.LinearClassifier(loss="logistic"), Xd, yd, cv=3,
-                       method="bounds_early")
+        cross_validate(df.LinearClassifier(loss="logistic"), Xd, yd, cv=3, method="bounds_early")
     with pytest.raises(ValueError, match="region='curvature'"):
         loo(df.LinearRegressor(), Xd, yd, region="curvature")
     with pytest.raises(ValueError, match="region must be"):
         loo(df.LinearClassifier(loss="logistic"), Xd, yd, region="ellipsoid")
     with pytest.raises(ValueError, match="fitted feature_map"):
-        cross_validate(df.LinearClassifier(loss="logistic", feature_map=RBFSampler()), Xd, yd,
-                       cv=3)
+        cross_validate(df.LinearClassifier(loss="logistic", feature_map=RBFSampler()), Xd, yd, cv=3)
     est = df.LinearClassifier(loss="logistic")
     with pytest.raises(ValueError, match="has no sample"):
-        cross_validate(est, Xd, yd, cv=[(np.arange(100, 569), np.arange(100)),
-                                        (np.arange(100), np.arange(100, 569)),
-                                        (np.arange(569), np.arange(0))])
+        cross_validate(
+            est,
+            Xd,
+            yd,
+            cv=[
+                (np.arange(100, 569), np.arange(100)),
+                (np.arange(100), np.arange(100, 569)),
+                (np.arange(569), np.arange(0)),
+            ],
+        )
     assert est.__dict__.get("coef_") is None
 
 
@@ -320,6 +335,7 @@ def test_fitted_feature_map_is_kept(breast_cancer):
 
 
 # ----------------------------------------------------------------------------- processes
+@pytest.mark.slow  # worker processes start and import deltafit; test_dask.py's run daily
 def test_process_cluster_kfold_and_loo_equal_numpy(process_client, breast_cancer):
     X, y = breast_cancer
     est = df.LinearClassifier(loss="logistic", C=0.5)

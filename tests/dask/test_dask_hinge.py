@@ -14,9 +14,15 @@ import numpy as np
 import pytest
 
 import deltafit as df
-from dask_helpers import _threads  # noqa: F401  (autouse: the threaded scheduler)
+from dask_helpers import (
+    _threads,  # noqa: F401  (autouse: the threaded scheduler)
+    chunked,
+    full_coef,
+    live,
+)
 from dask_helpers import (  # noqa: F401
-    assert_hinge_same as assert_same, chunked, full_coef, live, objective)
+    assert_hinge_same as assert_same,
+)
 from reference import hinge_reference
 
 dask = pytest.importorskip("dask")
@@ -69,15 +75,20 @@ def test_fit_and_every_update_equal_numpy(breast_cancer, digits_eo, data, C):
     a.add(Xa, ya)
     b.add(da.from_array(Xa, chunks=4), da.from_array(ya, chunks=4))
     assert_same(a, b, *live(b, X, y, (Xa, ya)))
-    rel = rng.choice(b.sample_ids_[:X.shape[0] - 10], 3, replace=False)
+    rel = rng.choice(b.sample_ids_[: X.shape[0] - 10], 3, replace=False)
     ynew = 1 - y[rel]
     a.relabel(rel, ynew)
     b.relabel(rel, ynew)
     y2 = y.copy()
     y2[rel] = ynew
     assert_same(a, b, *live(b, X, y2, (Xa, ya)))
-    both = dict(remove_ids=[int(b.sample_ids_[0])], X_add=X[-3:] + 0.05, y_add=y[-3:],
-                reweight_ids=[int(b.sample_ids_[5])], reweight_weight=[2.5])
+    both = dict(
+        remove_ids=[int(b.sample_ids_[0])],
+        X_add=X[-3:] + 0.05,
+        y_add=y[-3:],
+        reweight_ids=[int(b.sample_ids_[5])],
+        reweight_weight=[2.5],
+    )
     a.update(**both)
     b.update(**both)
     XX, yy = np.vstack([X, Xa, X[-3:] + 0.05]), np.r_[y2, ya, y[-3:]]
@@ -108,8 +119,10 @@ def test_weighted_fit_and_dataframe_input(breast_cancer):
     a = df.LinearClassifier(loss="hinge", C=2.0).fit(X, y, sample_weight=w)
     frame = dd.from_pandas(pd.DataFrame(X), npartitions=4)
     b = df.LinearClassifier(loss="hinge", C=2.0).fit(
-        frame, dd.from_pandas(pd.Series(y), npartitions=4),
-        sample_weight=da.from_array(w, chunks=150))
+        frame,
+        dd.from_pandas(pd.Series(y), npartitions=4),
+        sample_weight=da.from_array(w, chunks=150),
+    )
     assert_same(a, b, X, y, w)
     a.remove([3, 4, 30])
     b.remove([3, 4, 30])
@@ -144,8 +157,9 @@ def test_bad_input_and_failures_leave_the_model(breast_cancer, monkeypatch):
     with pytest.raises(ValueError, match="callback"):
         df.LinearClassifier(loss="hinge", callback=print).fit(Xd, yd)
     with pytest.raises(ValueError, match="two classes"):
-        df.LinearClassifier(loss="hinge").fit(Xd, yd, sample_weight=da.from_array(
-            (y == 1).astype(float), chunks=150))
+        df.LinearClassifier(loss="hinge").fit(
+            Xd, yd, sample_weight=da.from_array((y == 1).astype(float), chunks=150)
+        )
     with pytest.raises(ValueError, match="Dask cluster"):
         df.save(m, "never-written.npz")
     with pytest.raises(AttributeError, match="Dask cluster"):
@@ -171,10 +185,11 @@ def test_bad_input_and_failures_leave_the_model(breast_cancer, monkeypatch):
     a = df.LinearClassifier(loss="hinge").fit(X, y)
     a.remove([1, 2])
     m.remove([1, 2])
-    keep = np.r_[0, 3:X.shape[0]]
+    keep = np.r_[0, 3 : X.shape[0]]
     assert_same(a, m, X[keep], y[keep])
 
 
+@pytest.mark.slow  # worker processes start and import deltafit; test_dask.py's run daily
 def test_process_cluster_fits_and_removes(process_client, digits4):
     """On two worker processes: the rows persisted there (futures), the hinge fit (warm
     started from a NumPy fit on half the rows: a few passes) and a removal by id equal the

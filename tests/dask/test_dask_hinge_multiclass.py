@@ -25,8 +25,12 @@ import numpy as np
 import pytest
 
 import deltafit as df
-from dask_helpers import _threads  # noqa: F401  (autouse: the threaded scheduler)
-from dask_helpers import chunked as _chunked, class_coefs as full_coef, live
+from dask_helpers import (
+    _threads,  # noqa: F401  (autouse: the threaded scheduler)
+    live,
+)
+from dask_helpers import chunked as _chunked
+from dask_helpers import class_coefs as full_coef
 
 dask = pytest.importorskip("dask")
 da = pytest.importorskip("dask.array")
@@ -107,8 +111,9 @@ def test_fit_and_every_update_equal_numpy(digits3):
     b.relabel(rel, ynew)
     yy[rel] = ynew
     assert_same(a, b, *live(a, XX, yy))
-    up = dict(remove_ids=[20], X_add=X[-2:] + 0.02, y_add=y[-2:], reweight_ids=[30],
-              reweight_weight=[3.0])
+    up = dict(
+        remove_ids=[20], X_add=X[-2:] + 0.02, y_add=y[-2:], reweight_ids=[30], reweight_weight=[3.0]
+    )
     a.update(**up)
     b.update(**up)
     XX, yy = np.vstack([XX, X[-2:] + 0.02]), np.r_[yy, y[-2:]]
@@ -117,8 +122,9 @@ def test_fit_and_every_update_equal_numpy(digits3):
     ids = a.sample_ids_
     assert_same(a, b, XX[ids], yy[ids], w[ids])
     np.testing.assert_array_equal(a.sample_weight_, b.sample_weight_)
-    np.testing.assert_allclose(b.decision_function(Xd).compute(), a.decision_function(X),
-                               rtol=0, atol=1e-8)
+    np.testing.assert_allclose(
+        b.decision_function(Xd).compute(), a.decision_function(X), rtol=0, atol=1e-8
+    )
     np.testing.assert_array_equal(b.predict(Xd).compute(), a.predict(X))
 
 
@@ -215,6 +221,7 @@ def test_smooth_callbacks_on_class_threads_are_not_concurrent(digits3):
     assert len(seen) >= 2 * len(b.classes_) and max(seen) == 1
 
 
+@pytest.mark.slow  # worker processes start and import deltafit; test_dask.py's run daily
 def test_process_cluster_fits_and_updates(process_client, digits3):
     X, y = digits3
     Xd, yd = chunked(X, y, rows=200)

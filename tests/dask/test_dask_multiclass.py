@@ -24,10 +24,19 @@ import pytest
 from sklearn.linear_model import Ridge
 
 import deltafit as df
-from dask_helpers import _threads  # noqa: F401  (autouse: the threaded scheduler)
+from dask_helpers import (
+    _threads,  # noqa: F401  (autouse: the threaded scheduler)
+    live,
+)
 from dask_helpers import (  # noqa: F401
-    assert_classes_same as assert_smooth_same, chunked as _chunked, class_coefs as full_coef,
-    class_gradient, live)
+    assert_classes_same as assert_smooth_same,
+)
+from dask_helpers import (
+    chunked as _chunked,
+)
+from dask_helpers import (
+    class_coefs as full_coef,
+)
 
 dask = pytest.importorskip("dask")
 da = pytest.importorskip("dask.array")
@@ -66,8 +75,11 @@ def codes(y, classes):
 def ridge_coef(X, y, classes, C):
     """The one-vs-rest squared loss by scikit-learn: multi-output Ridge on [X, 1], ±1 codes."""
     Z = np.column_stack([X, np.ones(X.shape[0])])
-    return Ridge(alpha=1.0 / (2.0 * C), fit_intercept=False, solver="cholesky",
-                 tol=1e-14).fit(Z, codes(y, classes)).coef_
+    return (
+        Ridge(alpha=1.0 / (2.0 * C), fit_intercept=False, solver="cholesky", tol=1e-14)
+        .fit(Z, codes(y, classes))
+        .coef_
+    )
 
 
 # ----------------------------------------------------------------------------- squared
@@ -108,8 +120,7 @@ def test_squared_fit_and_updates_equal_numpy_and_ridge(digits10, keep_data):
     yy[[11, 12]] = [4, 7]
     check()
     kw = {} if keep_data else {"X_remove": X[[20]], "X_relabel": X[[21]]}
-    up = dict(X_add=X[30:33], y_add=y[30:33], remove_ids=[20], relabel_ids=[21],
-              y_relabel=[0])
+    up = dict(X_add=X[30:33], y_add=y[30:33], remove_ids=[20], relabel_ids=[21], y_relabel=[0])
     a.update(**up)
     b.update(**up, **kw)
     XX, yy = np.vstack([XX, X[30:33]]), np.r_[yy, y[30:33]]
@@ -157,8 +168,7 @@ def test_logistic_on_ten_classes_equals_numpy(digits10):
     b.remove([3, 50])
     assert b._state.passes <= 4
     assert_smooth_same(a, b, *live(a, X, y))
-    up = dict(X_add=X[:4] * 0.95, y_add=y[:4], relabel_ids=[10], y_relabel=[5],
-              remove_ids=[60])
+    up = dict(X_add=X[:4] * 0.95, y_add=y[:4], relabel_ids=[10], y_relabel=[5], remove_ids=[60])
     a.update(**up)
     b.update(**up)
     XX, yy = np.vstack([X, X[:4] * 0.95]), np.r_[y, y[:4]]
@@ -185,8 +195,10 @@ def test_joint_passes_are_those_of_the_slowest_class(digits3, loss):
     for k, c in enumerate(b.classes_):
         m = df.LinearClassifier(loss=loss, C=0.5).fit(Xd, da.where(yd == c, 1, -1))
         fit_passes = m._dask_passes
-        assert np.max(np.abs(full_coef(m)[0] - full_coef(b)[k])) <= \
-            m.grad_norm_ + b._state.result.results[k].grad_norm + 1e-10
+        assert (
+            np.max(np.abs(full_coef(m)[0] - full_coef(b)[k]))
+            <= m.grad_norm_ + b._state.result.results[k].grad_norm + 1e-10
+        )
         m.remove(rm)
         binary.append((fit_passes, m._state.passes))
     assert b._dask_passes == max(f for f, _ in binary)
@@ -230,8 +242,9 @@ def test_failed_class_solve_leaves_the_model_and_stops_every_thread(digits3, mon
 
 
 # ----------------------------------------------------------------------------- sensitivity
-@pytest.mark.parametrize("loss,keep_data", [("squared", False), ("squared", True),
-                                            ("logistic", True)])
+@pytest.mark.parametrize(
+    "loss,keep_data", [("squared", False), ("squared", True), ("logistic", True)]
+)
 def test_sensitivity_per_class_equals_numpy_and_holds(digits3, loss, keep_data):
     X, y = digits3
     Xd, yd = chunked(X, y, rows=150)
@@ -263,8 +276,9 @@ def test_sensitivity_per_class_equals_numpy_and_holds(digits3, loss, keep_data):
 
 
 # ----------------------------------------------------------------------------- refusals
-@pytest.mark.parametrize("loss,keep_data", [("squared", False), ("squared", True),
-                                            ("logistic", True)])
+@pytest.mark.parametrize(
+    "loss,keep_data", [("squared", False), ("squared", True), ("logistic", True)]
+)
 def test_bad_input_leaves_the_model(digits3, loss, keep_data, tmp_path):
     X, y = digits3
     Xd, yd = chunked(X, y, rows=150)
@@ -287,10 +301,11 @@ def test_bad_input_leaves_the_model(digits3, loss, keep_data, tmp_path):
         remove(np.flatnonzero(y != 5))
     unchanged()
     with pytest.raises(ValueError, match="single class"):
-        b.relabel(np.flatnonzero(y != 5), np.full(np.count_nonzero(y != 5), 5)) \
-            if keep_data else b.relabel(np.flatnonzero(y != 5),
-                                        np.full(np.count_nonzero(y != 5), 5),
-                                        X=X[y != 5])
+        b.relabel(
+            np.flatnonzero(y != 5), np.full(np.count_nonzero(y != 5), 5)
+        ) if keep_data else b.relabel(
+            np.flatnonzero(y != 5), np.full(np.count_nonzero(y != 5), 5), X=X[y != 5]
+        )
     unchanged()
     with pytest.raises(ValueError, match="not one of|unknown|classes"):
         b.add(X[:2], [3, 4])
@@ -362,6 +377,7 @@ def test_closed_form_cv_of_k_classes_equals_numpy(digits3, weighted):
 
 
 # ----------------------------------------------------------------------------- processes
+@pytest.mark.slow  # worker processes start and import deltafit; test_dask.py's run daily
 def test_process_cluster_fits_and_updates_every_class(process_client, digits3):
     X, y = digits3
     Xd, yd = chunked(X, y, rows=150)

@@ -15,9 +15,17 @@ import pytest
 from scipy.special import expit
 
 import deltafit as df
-from dask_helpers import _threads  # noqa: F401  (autouse: the threaded scheduler)
 from dask_helpers import (  # noqa: F401
-    TOL, assert_newton_same as assert_same, chunked, full_coef, gradient, live)
+    TOL,
+    _threads,  # noqa: F401  (autouse: the threaded scheduler)
+    chunked,
+    full_coef,
+    gradient,
+    live,
+)
+from dask_helpers import (
+    assert_newton_same as assert_same,
+)
 
 dask = pytest.importorskip("dask")
 da = pytest.importorskip("dask.array")
@@ -59,15 +67,20 @@ def test_fit_and_updates_equal_numpy(cancer8, loss):
     a.add(Xa, ya)
     b.add(da.from_array(Xa, chunks=4), da.from_array(ya, chunks=4))
     assert_same(a, b, *live(b, X, y, (Xa, ya)))
-    rel = rng.choice(b.sample_ids_[:X.shape[0] - 10], 3, replace=False)
+    rel = rng.choice(b.sample_ids_[: X.shape[0] - 10], 3, replace=False)
     ynew = 1 - y[rel]
     a.relabel(rel, ynew)
     b.relabel(rel, ynew)
     y2 = y.copy()
     y2[rel] = ynew
     assert_same(a, b, *live(b, X, y2, (Xa, ya)))
-    both = dict(remove_ids=[int(b.sample_ids_[0])], X_add=X[-3:] + 0.05, y_add=y[-3:],
-                reweight_ids=[int(b.sample_ids_[5])], reweight_weight=[2.5])
+    both = dict(
+        remove_ids=[int(b.sample_ids_[0])],
+        X_add=X[-3:] + 0.05,
+        y_add=y[-3:],
+        reweight_ids=[int(b.sample_ids_[5])],
+        reweight_weight=[2.5],
+    )
     a.update(**both)
     b.update(**both)
     XX, yy = np.vstack([X, Xa, X[-3:] + 0.05]), np.r_[y2, ya, y[-3:]]
@@ -87,12 +100,14 @@ def test_weighted_fit_and_dataframe_input(cancer8):
     a = df.LinearClassifier(loss="logistic", C=2.0).fit(X, y, sample_weight=w)
     frame = dd.from_pandas(pd.DataFrame(X), npartitions=4)
     b = df.LinearClassifier(loss="logistic", C=2.0).fit(
-        frame, dd.from_pandas(pd.Series(y), npartitions=4),
-        sample_weight=da.from_array(w, chunks=300))
+        frame,
+        dd.from_pandas(pd.Series(y), npartitions=4),
+        sample_weight=da.from_array(w, chunks=300),
+    )
     assert_same(a, b, X, y, w)
     a.remove([3, 4])
     b.remove([3, 4])
-    keep = np.r_[0:3, 5:X.shape[0]]
+    keep = np.r_[0:3, 5 : X.shape[0]]
     assert_same(a, b, X[keep], y[keep], w[keep])
 
 
@@ -111,16 +126,18 @@ def test_remove_by_value_uses_the_digests(cancer8):
 def test_squared_loss_keeps_rows_and_removes_by_id(breast_cancer, regressor):
     X, y = breast_cancer
     yy = X[:, 0] * 0.5 + y if regressor else y
-    make = (lambda: df.LinearRegressor(C=0.5)) if regressor else \
-        (lambda: df.LinearClassifier(C=0.5))
+    make = (
+        (lambda: df.LinearRegressor(C=0.5)) if regressor else (lambda: df.LinearClassifier(C=0.5))
+    )
     a = make().fit(X, yy)
     b = make().fit(*chunked(X, yy))
     assert b._dask_rows is not None
-    for upd in (dict(remove_ids=[3, 50, 400]),
-                dict(relabel_ids=[7, 9], y_relabel=(yy[[7, 9]] + 1 if regressor
-                                                     else 1 - yy[[7, 9]])),
-                dict(reweight_ids=[11], reweight_weight=[0.5]),
-                dict(X_add=X[:4] * 1.1, y_add=yy[:4])):
+    for upd in (
+        dict(remove_ids=[3, 50, 400]),
+        dict(relabel_ids=[7, 9], y_relabel=(yy[[7, 9]] + 1 if regressor else 1 - yy[[7, 9]])),
+        dict(reweight_ids=[11], reweight_weight=[0.5]),
+        dict(X_add=X[:4] * 1.1, y_add=yy[:4]),
+    ):
         a.update(**upd)
         b.update(**upd)
         scale = np.max(np.abs(full_coef(a)))
@@ -235,13 +252,19 @@ def test_curvature_region_of_a_dask_model_equals_numpy(cancer8, loss, monkeypatc
     assert b.problem_.rows_on_cluster and b.problem_.rows is None
     calls = []
     real = _curvature_linear._cluster_cache
-    monkeypatch.setattr(_curvature_linear, "_cluster_cache",
-                        lambda prob, loss, k=None: calls.append(k) or real(prob, loss, k))
-    np.testing.assert_allclose(b.problem_.hessian(), a.problem_.hessian(), rtol=1e-9,
-                               atol=1e-9)
+    monkeypatch.setattr(
+        _curvature_linear,
+        "_cluster_cache",
+        lambda prob, loss, k=None: calls.append(k) or real(prob, loss, k),
+    )
+    np.testing.assert_allclose(b.problem_.hessian(), a.problem_.hessian(), rtol=1e-9, atol=1e-9)
     rng = np.random.default_rng(3)
-    changes = [dict(remove=[1, 2, 30]), dict(remove=rng.choice(X.shape[0], 40, False)),
-               dict(relabel=[5, 6, 700]), dict(remove=[8], add=(X[:3] * 0.9, 1 - y[:3]))]
+    changes = [
+        dict(remove=[1, 2, 30]),
+        dict(remove=rng.choice(X.shape[0], 40, False)),
+        dict(relabel=[5, 6, 700]),
+        dict(remove=[8], add=(X[:3] * 0.9, 1 - y[:3])),
+    ]
     for ch in changes:
         sa, sb = df.sensitivity(a), df.sensitivity(b)
         assert sa.method == sb.method == "curvature"
@@ -313,9 +336,9 @@ def test_block_share_equals_the_rows_sums_whatever_the_chunking(cancer8, loss, m
     in chunks of 64 rows (gradient-only and Hessian tasks chunk differently)."""
     from functools import partial
 
-    from deltafit.losses import get_loss
     from deltafit._dask import _newton as dn
     from deltafit._dask._rows import BlockMods
+    from deltafit.losses import get_loss
     from deltafit.models._linear import features
 
     X, y = cancer8
@@ -358,9 +381,9 @@ def test_block_share_of_an_unaligned_block(cancer8):
     computed from aligned copies (NumPy's unaligned loops were several times slower)."""
     from functools import partial
 
-    from deltafit.losses import get_loss
     from deltafit._dask import _newton as dn
     from deltafit._dask._rows import BlockMods
+    from deltafit.losses import get_loss
     from deltafit.models._linear import features
 
     X, y = cancer8
@@ -389,18 +412,26 @@ def test_one_update_relabels_and_reweights_the_same_sample(cancer8, monkeypatch)
     w = np.random.default_rng(4).uniform(0.5, 2.0, size=X.shape[0])
     a = df.LinearClassifier(loss="logistic", C=0.5).fit(X, y, sample_weight=w)
     b = df.LinearClassifier(loss="logistic", C=0.5).fit(
-        *chunked(X, y, rows=500), sample_weight=da.from_array(w, chunks=500))
+        *chunked(X, y, rows=500), sample_weight=da.from_array(w, chunks=500)
+    )
     ids = b.sample_ids_
     i, j, k = int(ids[10]), int(ids[3000]), int(ids[77])
-    both = dict(relabel_ids=[i], y_relabel=[1 - y[i]], reweight_ids=[i, k],
-                reweight_weight=[3.0, 0.25], remove_ids=[j])
+    both = dict(
+        relabel_ids=[i],
+        y_relabel=[1 - y[i]],
+        reweight_ids=[i, k],
+        reweight_weight=[3.0, 0.25],
+        remove_ids=[j],
+    )
     from deltafit._dask._newton import DaskNewtonState
 
     seen = []
     apply = DaskNewtonState.apply_change
-    monkeypatch.setattr(DaskNewtonState, "apply_change",
-                        lambda self, change: (seen.append(change.dask_changed),
-                                              apply(self, change))[1])
+    monkeypatch.setattr(
+        DaskNewtonState,
+        "apply_change",
+        lambda self, change: (seen.append(change.dask_changed), apply(self, change))[1],
+    )
     a.update(**both)
     b.update(**both)
     # the changed rows in id order: Φ, t and C w before, t and C w after

@@ -1,6 +1,7 @@
 """A dask DataFrame read from a Parquet table of small files: dask fuses the partitions of a
 one-column selection (the target) but not of the features, so the partition counts of X and y
 differ from the blocks their arrays compute.  The fit must equal the NumPy fit of the table."""
+
 import numpy as np
 import pytest
 
@@ -9,7 +10,6 @@ pd = pytest.importorskip("pandas")
 pytest.importorskip("pyarrow")
 
 import dask  # noqa: E402
-
 from deltafit import LinearClassifier  # noqa: E402
 
 

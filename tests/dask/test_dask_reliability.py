@@ -43,8 +43,11 @@ def _cluster(allowed_failures=None, n_workers=3):
     worker.
     ``allowed_failures=0``: the scheduler gives up on a task the first time its worker dies
     (dask.distributed's ``KilledWorker``), the path where Dask does not recover."""
-    cfg = {} if allowed_failures is None else {
-        "distributed.scheduler.allowed-failures": allowed_failures}
+    cfg = (
+        {}
+        if allowed_failures is None
+        else {"distributed.scheduler.allowed-failures": allowed_failures}
+    )
     yield from process_clients(sys.modules[__name__], n_workers, cfg, silence_logs=50)
 
 
@@ -75,10 +78,15 @@ class _KillOnce:
 
 def _state(m):
     st = m._state
-    return (full_coef(m).copy(), m.sample_ids_.copy(), st.beta_ref.copy(),
-            st.curv.folded().H.copy(), tuple(np.copy(v) for v in st.point),
-            m._dask_rows.n_blocks, [None if k is None else k.copy()
-                                     for k in m._dask_rows.live])
+    return (
+        full_coef(m).copy(),
+        m.sample_ids_.copy(),
+        st.beta_ref.copy(),
+        st.curv.folded().H.copy(),
+        tuple(np.copy(v) for v in st.point),
+        m._dask_rows.n_blocks,
+        [None if k is None else k.copy() for k in m._dask_rows.live],
+    )
 
 
 def _assert_state(m, before):
@@ -125,13 +133,13 @@ def _run_with_a_kill(tmp_path, monkeypatch, what, X, y):
     Xd, yd = da.from_array(X, chunks=(150, -1)), da.from_array(y, chunks=150)
     marker = str(tmp_path / "killed")
     open(marker, "w").close()  # disarmed
-    monkeypatch.setattr(_dask_newton, "block_share",
-                        _KillOnce(marker, _dask_newton.block_share))
+    monkeypatch.setattr(_dask_newton, "block_share", _KillOnce(marker, _dask_newton.block_share))
     m = df.LinearClassifier(loss="logistic", C=0.5).fit(Xd, yd)
     outcome, before = _kill_during(m, tmp_path, what, (Xd, yd))
     return m, outcome, before
 
 
+@pytest.mark.slow  # its own cluster of 3 workers; test_lost_worker_in_every_pass runs daily
 def test_lost_worker_is_recovered_by_dask(cluster_client, cancer3, tmp_path, monkeypatch):
     """Dask's retry: the killed worker's persisted blocks are recomputed from their graph
     (``persist_rows`` keeps the lineage), the pass reruns, the result is the NumPy one — for
@@ -151,8 +159,8 @@ def test_lost_worker_is_recovered_by_dask(cluster_client, cancer3, tmp_path, mon
     assert np.max(np.abs(z - a.decision_function(X))) <= 1e-8
 
 
-def test_lost_worker_not_recovered_leaves_the_model(strict_client, cancer3, tmp_path,
-                                                    monkeypatch):
+@pytest.mark.slow  # its own cluster; test_lost_worker_in_every_pass (allowed-failures=0) daily
+def test_lost_worker_not_recovered_leaves_the_model(strict_client, cancer3, tmp_path, monkeypatch):
     """Dask gives up (``KilledWorker``): a ValueError naming the lost worker, and the model —
     coefficients, ids, β_ref, M, (J, ∇J, ∇J(0)), the row store — exactly as before.  With no
     retries the lost blocks' recomputation may have been poisoned too: a later update either
@@ -250,18 +258,40 @@ def _cancer():
 
 #: case: (module of the pass task, its name, data, estimator, what is killed)
 _CASES = {
-    "multiclass-logistic-remove": ("_dask_ovr", "ovr_block_share", _digits3,
-                                   dict(loss="logistic", C=0.5), "remove"),
-    "hinge-remove": ("_dask_hinge", "hinge_share", _cancer, dict(loss="hinge", C=0.5),
-                     "remove"),
-    "squared-fit": ("_dask_stats", "_block_share", _cancer, dict(loss="squared", C=0.5),
-                    "fit"),
-    "smooth-cv-3-folds": ("_dask_folds", "joint_share", _cancer,
-                          dict(loss="logistic", C=0.5), "cv"),
+    "multiclass-logistic-remove": (
+        "deltafit._dask._ovr",
+        "ovr_block_share",
+        _digits3,
+        dict(loss="logistic", C=0.5),
+        "remove",
+    ),
+    "hinge-remove": (
+        "deltafit._dask._hinge",
+        "hinge_share",
+        _cancer,
+        dict(loss="hinge", C=0.5),
+        "remove",
+    ),
+    "squared-fit": (
+        "deltafit._dask._stats",
+        "_block_share",
+        _cancer,
+        dict(loss="squared", C=0.5),
+        "fit",
+    ),
+    "smooth-cv-3-folds": (
+        "deltafit.model_selection._dask_folds",
+        "joint_share",
+        _cancer,
+        dict(loss="logistic", C=0.5),
+        "cv",
+    ),
 }
 
 
-@pytest.mark.parametrize("case", list(_CASES))
+@pytest.mark.parametrize(
+    "case", [c if c == "hinge-remove" else pytest.param(c, marks=pytest.mark.slow) for c in _CASES]
+)
 def test_lost_worker_in_every_pass(strict_many, case, tmp_path, monkeypatch):
     """A worker killed during the pass of a K = 3 one-vs-rest logistic removal, a hinge
     removal, a squared-loss (re)fit's statistics, a 3-fold smooth CV's joint re-solves: the
@@ -277,7 +307,7 @@ def test_lost_worker_in_every_pass(strict_many, case, tmp_path, monkeypatch):
     Xd, yd = da.from_array(X, chunks=(150, -1)), da.from_array(y, chunks=150)
     marker = str(tmp_path / "killed")
     open(marker, "w").close()  # disarmed
-    module = import_module(f"deltafit.models.{mod}")
+    module = import_module(mod)
     monkeypatch.setattr(module, fn, _KillOnce(marker, getattr(module, fn)))
     a = df.LinearClassifier(**params).fit(X, y)
     with dask.config.set(scheduler="threads"):  # the fit's passes need no worker processes
@@ -297,11 +327,12 @@ def test_lost_worker_in_every_pass(strict_many, case, tmp_path, monkeypatch):
                 assert "Dask worker was lost" in str(exc)
                 outcome = "refused"
             assert os.path.exists(marker)
-            assert est.__dict__.get("coef_") is None and est.get_params() == \
-                df.LinearClassifier(**params).get_params()
+            assert (
+                est.__dict__.get("coef_") is None
+                and est.get_params() == df.LinearClassifier(**params).get_params()
+            )
             if outcome == "recovered":  # the refits' decisions (NumPy), in row order
-                ref = cross_validate(df.LinearClassifier(**params), X, y, cv=cv,
-                                     method="refit")
+                ref = cross_validate(df.LinearClassifier(**params), X, y, cv=cv, method="refit")
                 assert np.max(np.abs(z - ref.decision[np.argsort(ref.test_index)])) <= 1e-8
             return
         before = _fitted(m, X)
@@ -334,6 +365,7 @@ def plain_client():
     yield from _cluster(n_workers=2)
 
 
+@pytest.mark.slow  # its own cluster; bounds over dask rows run daily (test_dask_newton.py)
 def test_lazy_bounds_on_worker_processes(plain_client, cancer3):
     """Bounds over dask query rows computed by the worker processes (the regions pickle):
     the ball and the curvature region (``method="auto"``) equal the same what-if's bounds on
@@ -382,20 +414,26 @@ def test_dask_state_refusals_are_those_of_every_dask_state(breast_cancer, tmp_pa
         return str(err.value)
 
     probe = Probe.__new__(Probe)
-    mine = (refusal(probe.to_arrays, keep=True),
-            refusal(Probe.from_arrays, {}, {}, y=None, capacity=1), Probe.saved_shapes(5, 7))
+    mine = (
+        refusal(probe.to_arrays, keep=True),
+        refusal(Probe.from_arrays, {}, {}, y=None, capacity=1),
+        Probe.saved_shapes(5, 7),
+    )
     assert "Dask cluster is not saved" in mine[0] and "cannot be loaded" in mine[1]
     assert mine[2] == {"state_beta": (7,)}
     for cls in (DaskNewtonState, DaskHingeState):
         st = cls.__new__(cls)
-        assert (refusal(st.to_arrays, keep=True),
-                refusal(cls.from_arrays, {}, {}, y=None, capacity=1),
-                cls.saved_shapes(5, 7)) == mine, cls.__name__
+        assert (
+            refusal(st.to_arrays, keep=True),
+            refusal(cls.from_arrays, {}, {}, y=None, capacity=1),
+            cls.saved_shapes(5, 7),
+        ) == mine, cls.__name__
     X, y = breast_cancer
     with dask.config.set(scheduler="threads"):
         for loss in ("logistic", "hinge"):
-            m = df.LinearClassifier(loss=loss, C=0.5).fit(*(
-                da.from_array(X, chunks=(150, -1)), da.from_array(y, chunks=150)))
+            m = df.LinearClassifier(loss=loss, C=0.5).fit(
+                *(da.from_array(X, chunks=(150, -1)), da.from_array(y, chunks=150))
+            )
             coef, z = full_coef(m).copy(), m.decision_function(X).copy()
             with pytest.raises(ValueError, match="Dask"):
                 df.save(m, tmp_path / f"{loss}.npz")

@@ -21,8 +21,11 @@ import pytest
 from sklearn.linear_model import Ridge
 
 import deltafit as df
-from dask_helpers import _threads  # noqa: F401  (autouse: the threaded scheduler)
-from dask_helpers import chunked, class_coefs
+from dask_helpers import (
+    _threads,  # noqa: F401  (autouse: the threaded scheduler)
+    chunked,
+    class_coefs,
+)
 
 dask = pytest.importorskip("dask")
 da = pytest.importorskip("dask.array")
@@ -52,8 +55,11 @@ def ridge_coef(X, y, w, classes):
     with the ±1 codes, (K, p + 1)."""
     Z = np.column_stack([X, np.ones(X.shape[0])])
     T = np.where(y[:, None] == classes[None, :], 1.0, -1.0)
-    return Ridge(alpha=1.0 / (2.0 * C), fit_intercept=False, solver="cholesky").fit(
-        Z, T, sample_weight=w).coef_
+    return (
+        Ridge(alpha=1.0 / (2.0 * C), fit_intercept=False, solver="cholesky")
+        .fit(Z, T, sample_weight=w)
+        .coef_
+    )
 
 
 class Truth:
@@ -65,8 +71,9 @@ class Truth:
 
     def fit(self, loss):
         ids = np.flatnonzero(self.live)
-        m = df.LinearClassifier(loss=loss, C=C).fit(self.X[ids], self.y[ids],
-                                                    sample_weight=self.w[ids])
+        m = df.LinearClassifier(loss=loss, C=C).fit(
+            self.X[ids], self.y[ids], sample_weight=self.w[ids]
+        )
         return m, ids
 
 

@@ -231,9 +231,7 @@ def test_csv_ragged(tmp_path):
 def test_csv_non_finite(tmp_path, bad):
     f = tmp_path / "nan.csv"
     f.write_text(f"x,y,t\n1,2,0\n3,{bad},1\n")
-    with pytest.raises(
-        ValueError, match=r"nan\.csv.*non-finite.*line 3, column 2"
-    ):
+    with pytest.raises(ValueError, match=r"nan\.csv.*non-finite.*line 3, column 2"):
         load_csv(f)
 
 
@@ -305,8 +303,11 @@ def test_csv_real_data_named_text_target(tmp_path):
         np.testing.assert_array_equal(y, labels)
         assert sorted(set(y.tolist())) == ["benign", "malignant"]
     # another target leaves the text column among the features: named in the error
-    with pytest.raises(ValueError, match=r"wdbc\.csv: non-numeric value 'malignant' at line 2, "
-                                         r"column 1 \('diagnosis'\): feature columns"):
+    with pytest.raises(
+        ValueError,
+        match=r"wdbc\.csv: non-numeric value 'malignant' at line 2, "
+        r"column 1 \('diagnosis'\): feature columns",
+    ):
         load_csv(f, target="mean_radius")
 
 
@@ -342,8 +343,11 @@ def test_csv_target_name_with_explicit_skip_header(tmp_path):
     X, y = load_csv(f, target="label", skip_header=3)  # the last line skipped names the columns
     np.testing.assert_array_equal(X, [[1, 2], [3, 4]])
     assert y.tolist() == ["spam", "ham"]
-    with pytest.raises(ValueError, match=r"non-numeric value 'spam' at line 4, column 3 "
-                                         r"\('label'\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"non-numeric value 'spam' at line 4, column 3 "
+        r"\('label'\)",
+    ):
         load_csv(f, target="g", skip_header=3)  # the text column is then a feature
 
 
@@ -358,16 +362,22 @@ def test_csv_whitespace_delimited_names(tmp_path):
 def test_csv_unknown_target_name_lists_the_columns(tmp_path):
     f = tmp_path / "mail.csv"
     f.write_text(_MAIL)
-    with pytest.raises(ValueError, match=r"mail\.csv: no column named 'Label'; the columns are "
-                                         r"'words', 'links', 'label'"):
+    with pytest.raises(
+        ValueError,
+        match=r"mail\.csv: no column named 'Label'; the columns are "
+        r"'words', 'links', 'label'",
+    ):
         load_csv(f, target="Label")
 
 
 def test_csv_target_name_needs_a_header(tmp_path):
     f = tmp_path / "plain.csv"
     f.write_text("1,2,3\n4,5,6\n")
-    with pytest.raises(ValueError, match=r"plain\.csv: target 'label' is a column name, but the "
-                                         r"file has no header line.*0 to 2"):
+    with pytest.raises(
+        ValueError,
+        match=r"plain\.csv: target 'label' is a column name, but the "
+        r"file has no header line.*0 to 2",
+    ):
         load_csv(f, target="label")
 
 
@@ -391,8 +401,11 @@ def test_csv_header_and_rows_disagree(tmp_path):
 def test_csv_target_type(tmp_path, target):
     f = tmp_path / "d.csv"
     f.write_text("1,2\n3,4\n")
-    with pytest.raises(ValueError, match=r"target must be a column index \(int\) or a column "
-                                         r"name \(str\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"target must be a column index \(int\) or a column "
+        r"name \(str\)",
+    ):
         load_csv(f, target=target)
 
 
@@ -403,18 +416,23 @@ def test_csv_target_index_string_out_of_range(tmp_path):
         load_csv(f, target="3")
 
 
-@pytest.mark.parametrize("content, match", [
-    # a text feature column, with text labels or numeric ones: named, line and column
-    ("a,b,label\n1,2,spam\n3,x,ham\n",
-     r"t\.csv: non-numeric value 'x' at line 3, column 2 \('b'\): feature columns must hold "
-     r"numbers \(only the target, column 3 \('label'\), may hold text labels\)"),
-    ("a,b,label\n1,2,0\n3,x,1\n", r"non-numeric value 'x' at line 3, column 2 \('b'\)"),
-    ("1,x,spam\n2,y,ham\n", r"non-numeric value 'x' at line 1, column 2: feature columns"),
-    # the target's cells must still be there, and finite where numbers
-    ("a,b,label\n1,2,spam\n3,4,\n", r"empty cell at line 3, column 3 \('label'\)"),
-    ("a,b,label\n1,2,spam\n3,4,nan\n", r"non-finite value 'nan' .*line 3, column 3"),
-    ("a,b,label\n1,2,spam\n3,4\n", r"ragged rows: line 3 has 2 columns, expected 3"),
-])
+@pytest.mark.parametrize(
+    "content, match",
+    [
+        # a text feature column, with text labels or numeric ones: named, line and column
+        (
+            "a,b,label\n1,2,spam\n3,x,ham\n",
+            r"t\.csv: non-numeric value 'x' at line 3, column 2 \('b'\): feature columns must hold "
+            r"numbers \(only the target, column 3 \('label'\), may hold text labels\)",
+        ),
+        ("a,b,label\n1,2,0\n3,x,1\n", r"non-numeric value 'x' at line 3, column 2 \('b'\)"),
+        ("1,x,spam\n2,y,ham\n", r"non-numeric value 'x' at line 1, column 2: feature columns"),
+        # the target's cells must still be there, and finite where numbers
+        ("a,b,label\n1,2,spam\n3,4,\n", r"empty cell at line 3, column 3 \('label'\)"),
+        ("a,b,label\n1,2,spam\n3,4,nan\n", r"non-finite value 'nan' .*line 3, column 3"),
+        ("a,b,label\n1,2,spam\n3,4\n", r"ragged rows: line 3 has 2 columns, expected 3"),
+    ],
+)
 def test_csv_text_target_bad_input(tmp_path, content, match):
     f = tmp_path / "t.csv"
     f.write_text(content)
@@ -442,8 +460,11 @@ def test_load_named_target(tmp_path):
     X, y = datasets.load_named(str(f), target=0)
     np.testing.assert_array_equal(y, [12, 3, 7])  # no text label: float64
     assert y.dtype == np.float64
-    with pytest.raises(ValueError, match=r"target column applies to CSV/TSV files only; "
-                                         r"digits is a bundled data set"):
+    with pytest.raises(
+        ValueError,
+        match=r"target column applies to CSV/TSV files only; "
+        r"digits is a bundled data set",
+    ):
         datasets.load_named("digits", target="label")
 
 
@@ -466,17 +487,18 @@ def _write_idx(path, magic, dims, data):
         fh.write(header + np.asarray(data, dtype=np.uint8).tobytes())
 
 
-def _fake_fashion(directory, prefix="train", n=3, img_magic=2051,
-                  lbl_magic=2049, side=28, n_labels=None):
+def _fake_fashion(
+    directory, prefix="train", n=3, img_magic=2051, lbl_magic=2049, side=28, n_labels=None
+):
     rng = np.random.default_rng(1)
     images = rng.integers(0, 256, size=(n, side, side), dtype=np.uint8)
     images[0, 0, 0], images[0, 0, 1] = 0, 255
     labels = np.arange(n, dtype=np.uint8) % 10
-    _write_idx(directory / f"{prefix}-images-idx3-ubyte.gz", img_magic,
-               (n, side, side), images)
+    _write_idx(directory / f"{prefix}-images-idx3-ubyte.gz", img_magic, (n, side, side), images)
     n_labels = n if n_labels is None else n_labels
-    _write_idx(directory / f"{prefix}-labels-idx1-ubyte.gz", lbl_magic,
-               (n_labels,), labels[:n_labels])
+    _write_idx(
+        directory / f"{prefix}-labels-idx1-ubyte.gz", lbl_magic, (n_labels,), labels[:n_labels]
+    )
     return images, labels
 
 
@@ -543,15 +565,12 @@ def test_fashion_mnist_not_gzip(tmp_path):
 
 
 def test_fashion_mnist_missing_dir(tmp_path):
-    with pytest.raises(
-        FileNotFoundError, match=r"apt-get install dataset-fashion-mnist"
-    ) as info:
+    with pytest.raises(FileNotFoundError, match=r"apt-get install dataset-fashion-mnist") as info:
         load_fashion_mnist(path=tmp_path / "absent")
     assert "DELTAFIT_FASHION_MNIST" in str(info.value)
 
 
-@pytest.mark.skipif(not fashion_mnist_available(),
-                    reason="Fashion-MNIST files not installed")
+@pytest.mark.skipif(not fashion_mnist_available(), reason="Fashion-MNIST files not installed")
 def test_fashion_mnist_real():
     X, y = load_fashion_mnist(subset="test")
     assert X.shape == (10000, 784)

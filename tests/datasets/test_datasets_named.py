@@ -11,8 +11,10 @@ def test_names():
     assert NAMED_DATASETS == ("digits", "breast_cancer", "mnist", "fashion-mnist")
 
 
-@pytest.mark.parametrize("name, loader", [("digits", datasets.load_digits_even_odd),
-                                          ("breast_cancer", datasets.load_breast_cancer)])
+@pytest.mark.parametrize(
+    "name, loader",
+    [("digits", datasets.load_digits_even_odd), ("breast_cancer", datasets.load_breast_cancer)],
+)
 def test_named_equals_its_loader(name, loader):
     X, y = load_named(name)
     X0, y0 = loader()
@@ -32,8 +34,11 @@ def test_mnist_by_name():
 
 def test_fashion_mnist_is_even_odd(monkeypatch):
     X0 = np.zeros((4, 784))
-    monkeypatch.setattr(datasets, "load_fashion_mnist",
-                        lambda subset="train": (X0, np.array([0, 1, 2, 9], dtype=np.int64)))
+    monkeypatch.setattr(
+        datasets,
+        "load_fashion_mnist",
+        lambda subset="train": (X0, np.array([0, 1, 2, 9], dtype=np.int64)),
+    )
     X, y, title = load_named("fashion-mnist", return_title=True)
     assert X is X0
     np.testing.assert_array_equal(y, [0, 1, 0, 1])

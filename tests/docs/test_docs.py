@@ -13,20 +13,45 @@ import deltafit
 
 ROOT = Path(__file__).resolve().parents[2]
 API = ROOT / "docs" / "api"
-PUBLIC_MODULES = ["deltafit", "deltafit.models", "deltafit.sensitivity",
-                  "deltafit.model_selection", "deltafit.stream", "deltafit.active",
-                  "deltafit.attribution",
-                  "deltafit.datasets", "deltafit.persistence", "deltafit.plotting",
-                  "deltafit.losses", "deltafit.kernels", "deltafit.solvers",
-                  "deltafit.utils.estimator_checks", "deltafit.sensitivity.regions"]
+PUBLIC_MODULES = [
+    "deltafit",
+    "deltafit.models",
+    "deltafit.sensitivity",
+    "deltafit.model_selection",
+    "deltafit.stream",
+    "deltafit.active",
+    "deltafit.attribution",
+    "deltafit.datasets",
+    "deltafit.persistence",
+    "deltafit.plotting",
+    "deltafit.losses",
+    "deltafit.kernels",
+    "deltafit.solvers",
+    "deltafit.utils.estimator_checks",
+    "deltafit.sensitivity.regions",
+]
 
 # Public names whose docstrings still lack an Examples section.  A new public name must come
 # with its Examples; this list only shrinks (the last test below).  What is left: the public
 # subpackage deltafit.sensitivity.regions (issue 31), whose names were private before.
-NO_EXAMPLES_YET = {f"deltafit.sensitivity.regions.{name}" for name in (
-    "Region", "region_class", "resolve_method", "build_region", "removal_intervals",
-    "secant_range", "curvature_loo_bounds", "LinearSpace", "KernelSpace", "loo_balls",
-    "center_scores", "half_gradient", "sq_radius")}
+NO_EXAMPLES_YET = {
+    f"deltafit.sensitivity.regions.{name}"
+    for name in (
+        "Region",
+        "region_class",
+        "resolve_method",
+        "build_region",
+        "removal_intervals",
+        "secant_range",
+        "curvature_loo_bounds",
+        "LinearSpace",
+        "KernelSpace",
+        "loo_balls",
+        "center_scores",
+        "half_gradient",
+        "sq_radius",
+    )
+}
 
 
 def _public_callables():
@@ -41,8 +66,11 @@ def _public_callables():
 def _documented_names():
     """Qualified names listed under an autosummary in docs/api/*.rst."""
     names, module = set(), None
-    lines = [line for page in sorted(API.glob("*.rst"))
-             for line in page.read_text(encoding="utf-8").splitlines()]
+    lines = [
+        line
+        for page in sorted(API.glob("*.rst"))
+        for line in page.read_text(encoding="utf-8").splitlines()
+    ]
     for line in lines:
         m = re.match(r"\.\. currentmodule:: (\S+)", line)
         if m:
@@ -70,27 +98,35 @@ def test_every_public_name_is_in_the_api_reference():
 
 
 def test_public_classes_and_functions_have_examples():
-    lacking = sorted(name for name, obj in _public_callables()
-                     if "\nExamples\n--------\n" not in (inspect.getdoc(obj) or "")
-                     and f"deltafit.{name.rsplit('.', 1)[1]}" not in NO_EXAMPLES_YET
-                     and name not in NO_EXAMPLES_YET)
+    lacking = sorted(
+        name
+        for name, obj in _public_callables()
+        if "\nExamples\n--------\n" not in (inspect.getdoc(obj) or "")
+        and f"deltafit.{name.rsplit('.', 1)[1]}" not in NO_EXAMPLES_YET
+        and name not in NO_EXAMPLES_YET
+    )
     assert not lacking, f"public names without an Examples section: {lacking}"
 
 
 def test_the_list_of_names_without_examples_only_shrinks():
     names = dict(_public_callables())
-    stale = sorted(n for n in NO_EXAMPLES_YET
-                   if n not in names
-                   or "\nExamples\n--------\n" in (inspect.getdoc(names[n]) or ""))
+    stale = sorted(
+        n
+        for n in NO_EXAMPLES_YET
+        if n not in names or "\nExamples\n--------\n" in (inspect.getdoc(names[n]) or "")
+    )
     assert not stale, f"remove from NO_EXAMPLES_YET (now documented or gone): {stale}"
 
 
 @pytest.mark.parametrize("needle", ["shared" + "/", "DESIGN" + ".md", "seed" + " 0"])
 def test_no_internal_references(needle):
     hits = []
-    files = [ROOT / "README.md"] + [p for d in ("src", "tests", "benchmarks")
-                                    for p in (ROOT / d).rglob("*")
-                                    if p.suffix in (".py", ".md", ".txt", ".rst", ".json")]
+    files = [ROOT / "README.md"] + [
+        p
+        for d in ("src", "tests", "benchmarks")
+        for p in (ROOT / d).rglob("*")
+        if p.suffix in (".py", ".md", ".txt", ".rst", ".json")
+    ]
     for path in files:
         if path.resolve() == Path(__file__).resolve():
             continue

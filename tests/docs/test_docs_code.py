@@ -23,8 +23,11 @@ NEEDS = {"scale_out.rst": ("dask", "distributed", "pyarrow")}
 def _unprompt(code):
     """The code of a doctest: the ``>>>`` / ``...`` lines without their prompts (the expected
     output is left out)."""
-    return "\n".join(ln[4:] if len(ln) > 3 else "" for ln in code.splitlines()
-                     if ln.startswith((">>> ", "... ")) or ln in (">>>", "..."))
+    return "\n".join(
+        ln[4:] if len(ln) > 3 else ""
+        for ln in code.splitlines()
+        if ln.startswith((">>> ", "... ")) or ln in (">>>", "...")
+    )
 
 
 def python_blocks(text):

@@ -13,8 +13,10 @@ EXTENSION = "sphinx-mathjax-offline"
 
 def _conf():
     scope = {"__file__": str(DOCS / "conf.py")}
-    exec(compile((DOCS / "conf.py").read_text(encoding="utf-8"), str(DOCS / "conf.py"),
-                 "exec"), scope)  # noqa: S102
+    exec(
+        compile((DOCS / "conf.py").read_text(encoding="utf-8"), str(DOCS / "conf.py"), "exec"),
+        scope,
+    )  # noqa: S102
     return scope
 
 
@@ -42,12 +44,22 @@ def test_a_built_page_loads_mathjax_from_the_site(tmp_path):
     src = tmp_path / "src"
     src.mkdir()
     (src / "conf.py").write_text(
-        f"extensions = ['sphinx.ext.mathjax', '{EXTENSION}']\n", encoding="utf-8")
+        f"extensions = ['sphinx.ext.mathjax', '{EXTENSION}']\n", encoding="utf-8"
+    )
     (src / "index.rst").write_text(
-        "Title\n=====\n\nThe matrix :math:`\\Phi^\\top\\Phi + \\rho I`.\n", encoding="utf-8")
+        "Title\n=====\n\nThe matrix :math:`\\Phi^\\top\\Phi + \\rho I`.\n", encoding="utf-8"
+    )
     out = tmp_path / "html"
-    app = Sphinx(str(src), str(src), str(out), str(tmp_path / "doctrees"), "html",
-                 status=None, warning=None, freshenv=True)
+    app = Sphinx(
+        str(src),
+        str(src),
+        str(out),
+        str(tmp_path / "doctrees"),
+        "html",
+        status=None,
+        warning=None,
+        freshenv=True,
+    )
     app.build()
     page = (out / "index.html").read_text(encoding="utf-8")
     scripts = re.findall(r'<script[^>]*src="([^"]*mathjax[^"]*)"', page, re.I)

@@ -10,7 +10,7 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 def _first_python_block():
     text = README.read_text(encoding="utf-8")
     start = text.index("```python\n") + len("```python\n")
-    return text[start:text.index("```\n", start)]
+    return text[start : text.index("```\n", start)]
 
 
 def test_first_example_runs(tmp_path, monkeypatch):
@@ -27,7 +27,6 @@ def test_first_example_runs(tmp_path, monkeypatch):
     r = scope["r"]
     assert int(r.decided_by_bound.sum()) == _loo_claim(_first_python_block())
     assert r.n_samples == 1797 and not r.approximate
-
 
 
 def _loo_claim(block):

@@ -1,6 +1,7 @@
 """Approximate leave-one-out (ALO) against exact leave-one-out by brute-force refits.
 
-ALO is an APPROXIMATION (ARCHITECTURE.md, "Principles": named so everywhere); each test states how close it must
+ALO is an APPROXIMATION (ARCHITECTURE.md, "Principles": named so everywhere); each test states how
+close it must
 be to the exact twin and why.  The exact leave-one-out scores ``⟨Φ(x_t), β_{−t}⟩`` come from n
 refits by independent solvers (tests/reference.py): scikit-learn's Ridge / KernelRidge /
 LogisticRegression on ``[X, s]`` and LinearSVC polished by an active-set step (squared hinge)
@@ -48,12 +49,19 @@ from deltafit.model_selection._alo import (
     alo_primal,
 )
 from deltafit.solvers import newton_kernel, newton_primal
-from reference import (augment, hinge_reference, kernel_features, kernel_ridge_reference,
-                       logistic_reference, reference_kernel, ridge_reference,
-                       squared_hinge_reference)
+from reference import (
+    augment,
+    hinge_reference,
+    kernel_features,
+    kernel_ridge_reference,
+    logistic_reference,
+    reference_kernel,
+    ridge_reference,
+    squared_hinge_reference,
+)
 
-EXACT = 1e-8   # squared loss: ALO is exact LOO up to rounding
-GAMMA = 0.02   # rbf width for the 64 digit pixels in [0, 1] (‖x − x'‖² ≈ 10–40)
+EXACT = 1e-8  # squared loss: ALO is exact LOO up to rounding
+GAMMA = 0.02  # rbf width for the 64 digit pixels in [0, 1] (‖x − x'‖² ≈ 10–40)
 
 
 # =============================================================================================
@@ -92,15 +100,18 @@ def loo_kernel(K, t, fit):
 
 def newton_kernel_fit(loss, C, alpha0):
     def fit(Kk, tk, keep):
-        return newton_kernel(Kk, tk, get_loss(loss), C, coef0=alpha0[keep], tol=1e-13,
-                             max_iter=200).coef
+        return newton_kernel(
+            Kk, tk, get_loss(loss), C, coef0=alpha0[keep], tol=1e-13, max_iter=200
+        ).coef
+
     return fit
 
 
 def hinge_loo(F, t, C, coef):
     """Exact hinge LOO scores: the reference QP on F without sample i, warm-started."""
-    return _loo(t.size, lambda keep, i: F[i] @ hinge_reference(F[keep], t[keep], C,
-                                                                coef0=coef[keep])[0])
+    return _loo(
+        t.size, lambda keep, i: F[i] @ hinge_reference(F[keep], t[keep], C, coef0=coef[keep])[0]
+    )
 
 
 def err(z, t):
@@ -122,8 +133,7 @@ def assert_exact(z_alo, z_loo, tol=EXACT):
 def test_squared_linear_is_exact_loo(bc):
     X, t = bc
     model = df.LinearClassifier(loss="squared", C=1.0).fit(X, t)
-    z_loo = loo_linear(augment(X, 1.0), t, lambda Fk, tk: ridge_reference(Fk[:, :-1], tk, 1.0,
-                                                                           1.0))
+    z_loo = loo_linear(augment(X, 1.0), t, lambda Fk, tk: ridge_reference(Fk[:, :-1], tk, 1.0, 1.0))
     assert_exact(alo_decisions(model), z_loo)
     assert_exact(alo_primal(augment(X, 1.0), t, "squared", 1.0, model.problem_.coef), z_loo)
 
@@ -169,8 +179,11 @@ def test_squared_duplicates_and_tiny_n(bc):
     # tiny n: two and three samples; one sample leaves the empty problem (β = 0, score 0)
     for n in (2, 3):
         lin = df.LinearClassifier(loss="squared", C=1.0).fit(X[:n], [-1, 1, 1][:n])
-        zl = loo_linear(augment(X[:n], 1.0), lin.problem_.targets[:n],
-                        lambda Fk, tk: ridge_reference(Fk[:, :-1], tk, 1.0, 1.0))
+        zl = loo_linear(
+            augment(X[:n], 1.0),
+            lin.problem_.targets[:n],
+            lambda Fk, tk: ridge_reference(Fk[:, :-1], tk, 1.0, 1.0),
+        )
         assert_exact(alo_decisions(lin), zl)
     reg = df.KernelRegressor(C=1.0).fit(X[:1], [0.7])
     assert abs(alo_decisions(reg)[0]) <= 1e-12
@@ -254,8 +267,15 @@ def test_hinge_reference_matches_liblinear(bc):
     beta, coef = hinge_reference(F, t, 1.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        svc = LinearSVC(C=1.0, loss="hinge", fit_intercept=False, dual=True, tol=1e-10,
-                        max_iter=100000, random_state=0).fit(F, t)
+        svc = LinearSVC(
+            C=1.0,
+            loss="hinge",
+            fit_intercept=False,
+            dual=True,
+            tol=1e-10,
+            max_iter=100000,
+            random_state=0,
+        ).fit(F, t)
     assert np.max(np.abs(svc.coef_.ravel() - beta)) <= 1e-6
     assert np.allclose(F.T @ coef, beta)
     assert np.all(t * coef >= 0) and np.all(t * coef <= 1.0)
@@ -316,8 +336,7 @@ def test_hinge_nystroem_features(dg):
 
     def through(m):
         ny = Nystroem(gamma=GAMMA, n_components=m, random_state=0).fit(X)
-        return alo_feature_map(augment(ny.transform(X), 1.0), t, "hinge", 1.0, z,
-                               dual_coef=ck)
+        return alo_feature_map(augment(ny.transform(X), 1.0), t, "hinge", 1.0, z, dual_coef=ck)
 
     # every sample a landmark: Φ̂ Φ̂ᵀ = K, the same numbers as the kernel form
     assert np.max(np.abs(through(n) - exact_alo)) <= 1e-6
@@ -387,8 +406,9 @@ def test_hinge_exact_special_cases(digits):
     ts = np.where(rng.random(20) < 0.5, 1.0, -1.0)
     beta, coef = hinge_reference(F, ts, 100.0)
     assert np.all(np.abs(ts * (F @ beta) - 1.0) <= 1e-9)
-    assert_exact(alo_kernel(F @ F.T, ts, "hinge", 100.0, coef), hinge_loo(F, ts, 100.0, coef),
-                 1e-10)
+    assert_exact(
+        alo_kernel(F @ F.T, ts, "hinge", 100.0, coef), hinge_loo(F, ts, 100.0, coef), 1e-10
+    )
 
 
 def test_hinge_duplicates_ties_and_tiny_n(bc):
@@ -419,8 +439,9 @@ def test_hinge_duplicates_ties_and_tiny_n(bc):
     # ties: a margin tolerance large enough to put every support vector in V still gives
     # finite values, and MARGIN_TOL = 0 (V only at exact margin 1) stays finite as well
     for tol in (0.0, 0.5):
-        assert np.all(np.isfinite(alo_primal(F, t, "hinge", 1.0, beta, dual_coef=coef,
-                                             margin_tol=tol)))
+        assert np.all(
+            np.isfinite(alo_primal(F, t, "hinge", 1.0, beta, dual_coef=coef, margin_tol=tol))
+        )
     # tiny n: without its only sample the model is β = 0 (score 0); two samples both lie on
     # the margin (all in V) and ALO is exact, as in test_hinge_exact_special_cases
     for n in (1, 2):
@@ -433,7 +454,8 @@ def test_hinge_duplicates_ties_and_tiny_n(bc):
 
 HINGE_MODELS = pytest.mark.skipif(
     not ("hinge" in df.LinearClassifier._losses and "hinge" in df.KernelClassifier._losses),
-    reason="the estimators do not offer loss='hinge' yet")
+    reason="the estimators do not offer loss='hinge' yet",
+)
 
 
 @HINGE_MODELS
@@ -478,8 +500,7 @@ def test_hinge_kernel_model(dg):
     assert abs(err(z_alo, t) - err(z_loo, t)) <= 0.03
     # He et al. §2 through the model: all samples as landmarks reproduce the kernel form, two
     # thirds stay within 3 points of exact LOO
-    assert np.max(np.abs(alo_decisions(model, n_components=t.size, random_state=0)
-                         - z_alo)) <= 1e-6
+    assert np.max(np.abs(alo_decisions(model, n_components=t.size, random_state=0) - z_alo)) <= 1e-6
     z_ny = alo_decisions(model, n_components=100, random_state=0)
     assert abs(err(z_ny, t) - err(z_loo, t)) <= 0.03
 
@@ -489,8 +510,10 @@ def test_hinge_models_after_updates(bc):
     X, t = bc
     X, t = X[:120], t[:120]
     keep = np.setdiff1d(np.arange(120), [3, 50, 104])
-    for make in (lambda: df.LinearClassifier(loss="hinge", C=1.0),
-                 lambda: df.KernelClassifier(loss="hinge", C=1.0, gamma=0.5)):
+    for make in (
+        lambda: df.LinearClassifier(loss="hinge", C=1.0),
+        lambda: df.KernelClassifier(loss="hinge", C=1.0, gamma=0.5),
+    ):
         model = make().fit(X[:100], t[:100])
         model.add(X[100:], t[100:])
         model.remove([3, 50, 104])
@@ -504,9 +527,11 @@ def test_hinge_models_after_updates(bc):
 def test_model_after_updates_matches_fresh_fit(bc):
     X, t = bc
     X, t = X[:120], t[:120]
-    for make in (lambda: df.LinearClassifier(loss="logistic", C=1.0),
-                 lambda: df.KernelClassifier(loss="squared_hinge", C=1.0, gamma=0.5),
-                 lambda: df.KernelClassifier(loss="squared", C=1.0, gamma=0.5)):
+    for make in (
+        lambda: df.LinearClassifier(loss="logistic", C=1.0),
+        lambda: df.KernelClassifier(loss="squared_hinge", C=1.0, gamma=0.5),
+        lambda: df.KernelClassifier(loss="squared", C=1.0, gamma=0.5),
+    ):
         model = make().fit(X[:100], t[:100])
         model.add(X[100:], t[100:])
         model.remove([3, 50, 104])
@@ -581,5 +606,10 @@ def test_bad_arrays(bc):
     with pytest.raises(ValueError, match="margin_tol"):
         alo_primal(F, t, "hinge", 1.0, b, margin_tol=-1.0)
     with pytest.raises(ValueError, match="positive semi-definite"):
-        alo_kernel(np.array([[1.0, 3.0], [3.0, 1.0]]), np.array([1.0, -1.0]), "logistic", 10.0,
-                   np.array([0.1, 0.2]))
+        alo_kernel(
+            np.array([[1.0, 3.0], [3.0, 1.0]]),
+            np.array([1.0, -1.0]),
+            "logistic",
+            10.0,
+            np.array([0.1, 0.2]),
+        )

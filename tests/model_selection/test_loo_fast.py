@@ -58,9 +58,13 @@ def _estimator(kind, loss, C):
     return df.KernelClassifier(loss=loss, C=C, kernel="rbf", gamma=GAMMA)
 
 
-CASES = [("linear", "logistic", 30.0), ("linear", "logistic", 1000.0),
-         ("linear", "squared_hinge", 10.0), ("kernel", "logistic", 30.0),
-         ("kernel", "squared_hinge", 10.0)]
+CASES = [
+    ("linear", "logistic", 30.0),
+    ("linear", "logistic", 1000.0),
+    ("linear", "squared_hinge", 10.0),
+    ("kernel", "logistic", 30.0),
+    ("kernel", "squared_hinge", 10.0),
+]
 
 
 @pytest.mark.parametrize("kind,loss,C", CASES)
@@ -90,8 +94,9 @@ def test_loo_labels_equal_independent_refits(cancer, kind, loss, C):
         assert op2.n_refits > op2.details.get("newton_step_refits", 0)
 
 
-@pytest.mark.parametrize("loss,C", [("logistic", 30.0), ("logistic", 1000.0),
-                                    ("squared_hinge", 10.0)])
+@pytest.mark.parametrize(
+    "loss,C", [("logistic", 30.0), ("logistic", 1000.0), ("squared_hinge", 10.0)]
+)
 def test_batched_refits_equal_sequential_refits(cancer, loss, C):
     """Every column of the batch run to convergence is the sequential warm refit (the chord
     solve of ``refit``), both certified to the solver's tolerance; weights included."""
@@ -128,16 +133,19 @@ GRID = {"C": [0.3, 3.0, 30.0, 300.0]}
 def searches(cancer):
     X, y = cancer
     est = df.LinearClassifier(loss="logistic")
-    return {r: LOOSearchCV(est, GRID, region=r, prune=False).fit(X, y)
-            for r in ("auto", "sphere", "curvature")}
+    return {
+        r: LOOSearchCV(est, GRID, region=r, prune=False).fit(X, y)
+        for r in ("auto", "sphere", "curvature")
+    }
 
 
 def test_search_regions_give_identical_results(searches):
     base = searches["sphere"]
     for r in ("auto", "curvature"):
         s = searches[r]
-        np.testing.assert_array_equal(s.cv_results_["mean_test_score"],
-                                      base.cv_results_["mean_test_score"])
+        np.testing.assert_array_equal(
+            s.cv_results_["mean_test_score"], base.cv_results_["mean_test_score"]
+        )
         assert s.best_index_ == base.best_index_ and s.best_params_ == base.best_params_
     # the curvature region screens out at least as many refits, and strictly more somewhere
     cur, sph = searches["curvature"].cv_results_, base.cv_results_
@@ -151,8 +159,14 @@ def test_search_passes_its_region_down(cancer, searches):
     X, y = cancer
     for r in ("sphere", "curvature"):
         got = searches[r].cv_results_["n_decided_by_bound"]
-        want = [int(loo(df.LinearClassifier(loss="logistic", C=C), X, y, region=r)
-                    .decided_by_bound.sum()) for C in GRID["C"]]
+        want = [
+            int(
+                loo(
+                    df.LinearClassifier(loss="logistic", C=C), X, y, region=r
+                ).decided_by_bound.sum()
+            )
+            for C in GRID["C"]
+        ]
         np.testing.assert_array_equal(got, want)
     model = df.LinearClassifier(loss="logistic", C=30.0).fit(X, y)
     lo, hi = df.sensitivity.loo_bounds(model, method="sphere")
@@ -175,8 +189,8 @@ class _Counts:
     Newton state calls."""
 
     def __init__(self, monkeypatch):
-        from deltafit.solvers import _chord as CN
         from deltafit._states import _newton_primal as WN
+        from deltafit.solvers import _chord as CN
 
         self.c = dict(newton=0, newton_iter=0, chord=0, chord_iter=0, hessian=0)
         newton, chord, at = WN.newton_primal, WN.chord_solve, CN.Curvature.at.__func__

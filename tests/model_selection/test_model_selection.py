@@ -3,7 +3,8 @@
 Every fast method -- the closed form (squared loss), bound screening with warm refits
 (``"bounds"``, op1 of Okumura et al.), early-stopped refits (``"bounds_early"``, op2) -- and
 ``LOOSearchCV`` are checked against an independent brute force: the scikit-learn twin of the
-estimator (ARCHITECTURE.md, "The problem") refit once per left-out sample / fold (``cross_val_score``,
+estimator (ARCHITECTURE.md, "The problem") refit once per left-out sample / fold
+(``cross_val_score``,
 ``GridSearchCV``), or deltafit's own ``method="refit"`` (fresh fits of clones, no shortcut).
 Never against the fast path itself.
 
@@ -56,8 +57,16 @@ from sklearn.kernel_approximation import Nystroem
 from sklearn.kernel_ridge import KernelRidge
 from sklearn.linear_model import LogisticRegression, Ridge, RidgeClassifier
 from sklearn.metrics.pairwise import pairwise_kernels
-from sklearn.model_selection import (GridSearchCV, GroupKFold, KFold, LeaveOneOut, ShuffleSplit,
-                                     StratifiedKFold, check_cv, cross_val_score)
+from sklearn.model_selection import (
+    GridSearchCV,
+    GroupKFold,
+    KFold,
+    LeaveOneOut,
+    ShuffleSplit,
+    StratifiedKFold,
+    check_cv,
+    cross_val_score,
+)
 from sklearn.svm import LinearSVC
 from sklearn.utils.validation import check_is_fitted
 
@@ -65,10 +74,10 @@ import deltafit as df
 from deltafit.model_selection import CVResult, LOOSearchCV, cross_validate, loo
 from reference import hinge_reference, kernel_features
 
-LABEL_GAP = 1e-6   # the reference decisions must be this far from 0 (unambiguous labels)
-DEC_TOL = 1e-6     # decision values vs the twin, relative to max(1, |z|)
-REG_TOL = 1e-8     # regressors, relative to the target scale
-BOX_TOL = 1e-8     # certified intervals vs the twin's decision, relative to max(1, |z|)
+LABEL_GAP = 1e-6  # the reference decisions must be this far from 0 (unambiguous labels)
+DEC_TOL = 1e-6  # decision values vs the twin, relative to max(1, |z|)
+REG_TOL = 1e-8  # regressors, relative to the target scale
+BOX_TOL = 1e-8  # certified intervals vs the twin's decision, relative to max(1, |z|)
 
 
 # =============================================================================================
@@ -91,13 +100,20 @@ class L2SVMTwin(ClassifierMixin, BaseEstimator):
         t = np.where(y == self.classes_[1], 1.0, -1.0)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            svc = LinearSVC(C=self.C, loss="squared_hinge", fit_intercept=False, dual=False,
-                            tol=1e-12, max_iter=100000).fit(F, t)
+            svc = LinearSVC(
+                C=self.C,
+                loss="squared_hinge",
+                fit_intercept=False,
+                dual=False,
+                tol=1e-12,
+                max_iter=100000,
+            ).fit(F, t)
         beta = svc.coef_.ravel()
         act = t * (F @ beta) < 1.0
         Fa = F[act]
-        polished = np.linalg.solve(np.eye(F.shape[1]) + 2.0 * self.C * Fa.T @ Fa,
-                                   2.0 * self.C * Fa.T @ t[act])
+        polished = np.linalg.solve(
+            np.eye(F.shape[1]) + 2.0 * self.C * Fa.T @ Fa, 2.0 * self.C * Fa.T @ t[act]
+        )
         self.polished_ = bool(np.array_equal(t * (F @ polished) < 1.0, act))
         self.coef_ = polished if self.polished_ else beta
         return self
@@ -137,8 +153,9 @@ def twin_of(est):
     if isinstance(est, df.KernelRegressor):
         return KernelRidge(alpha=1.0 / (2.0 * C), kernel="precomputed")
     if loss == "logistic":
-        return LogisticRegression(C=C, fit_intercept=False, solver="newton-cholesky", tol=1e-12,
-                                  max_iter=1000)
+        return LogisticRegression(
+            C=C, fit_intercept=False, solver="newton-cholesky", tol=1e-12, max_iter=1000
+        )
     if loss == "squared_hinge":
         return L2SVMTwin(C=C)
     if isinstance(est, df.LinearRegressor):
@@ -195,8 +212,9 @@ def brute_splits(est, X, y, splits):
 
 def brute_loo(est, X, y):
     n = X.shape[0]
-    return np.concatenate(brute_splits(est, X, y, [(np.delete(np.arange(n), i), np.array([i]))
-                                                   for i in range(n)]))
+    return np.concatenate(
+        brute_splits(est, X, y, [(np.delete(np.arange(n), i), np.array([i])) for i in range(n)])
+    )
 
 
 def labels_of(z, classes):
@@ -263,33 +281,62 @@ def _nystroem(X):
 
 # name -> (data fixture, estimator builder from the data's X)
 LOO_CASES = {
-    "bc-linear-logistic": ("bc", lambda X: df.LinearClassifier(loss="logistic", C=1.0,
-                                                               tol=1e-12)),
-    "bc-linear-sqhinge-nointercept": ("bc", lambda X: df.LinearClassifier(
-        loss="squared_hinge", C=0.5, fit_intercept=False, tol=1e-12)),
-    "dg-nystroem-logistic-s2": ("dg", lambda X: df.LinearClassifier(
-        loss="logistic", C=2.0, intercept_scaling=2.0, feature_map=_nystroem(X), tol=1e-12)),
-    "dg-rbf-sqhinge": ("dg", lambda X: df.KernelClassifier(loss="squared_hinge", C=1.0,
-                                                           gamma=0.02, tol=1e-12)),
-    "bc-poly-logistic-nointercept": ("bc80", lambda X: df.KernelClassifier(
-        loss="logistic", C=1.0, kernel="poly", degree=2, gamma=0.1, coef0=1.0,
-        fit_intercept=False, tol=1e-12)),
-    "mnist-rbf-logistic": ("mn", lambda X: df.KernelClassifier(loss="logistic", C=10.0,
-                                                               gamma=0.02, tol=1e-12)),
+    "bc-linear-logistic": ("bc", lambda X: df.LinearClassifier(loss="logistic", C=1.0, tol=1e-12)),
+    "bc-linear-sqhinge-nointercept": (
+        "bc",
+        lambda X: df.LinearClassifier(loss="squared_hinge", C=0.5, fit_intercept=False, tol=1e-12),
+    ),
+    "dg-nystroem-logistic-s2": (
+        "dg",
+        lambda X: df.LinearClassifier(
+            loss="logistic", C=2.0, intercept_scaling=2.0, feature_map=_nystroem(X), tol=1e-12
+        ),
+    ),
+    "dg-rbf-sqhinge": (
+        "dg",
+        lambda X: df.KernelClassifier(loss="squared_hinge", C=1.0, gamma=0.02, tol=1e-12),
+    ),
+    "bc-poly-logistic-nointercept": (
+        "bc80",
+        lambda X: df.KernelClassifier(
+            loss="logistic",
+            C=1.0,
+            kernel="poly",
+            degree=2,
+            gamma=0.1,
+            coef0=1.0,
+            fit_intercept=False,
+            tol=1e-12,
+        ),
+    ),
+    "mnist-rbf-logistic": (
+        "mn",
+        lambda X: df.KernelClassifier(loss="logistic", C=10.0, gamma=0.02, tol=1e-12),
+    ),
     # the hinge: "bounds" skips the non-support vectors exactly and refits the others
     "bc-linear-hinge": ("bc80", lambda X: df.LinearClassifier(loss="hinge", C=1.0)),
     # squared loss: LS-SVM classifiers and ridge / kernel ridge regressors
-    "bc-linear-lssvm-textlabels": ("bc_text", lambda X: df.LinearClassifier(
-        loss="squared", C=0.5, intercept_scaling=3.0)),
+    "bc-linear-lssvm-textlabels": (
+        "bc_text",
+        lambda X: df.LinearClassifier(loss="squared", C=0.5, intercept_scaling=3.0),
+    ),
     "mnist-linear-lssvm": ("mn", lambda X: df.LinearClassifier(loss="squared", C=1.0)),
     "dg-rbf-lssvm": ("dg", lambda X: df.KernelClassifier(loss="squared", C=1.0, gamma=0.02)),
-    "diabetes-linear-ridge": ("diabetes", lambda X: df.LinearRegressor(C=0.2,
-                                                                       intercept_scaling=10.0)),
-    "diabetes-linear-ridge-nointercept": ("diabetes", lambda X: df.LinearRegressor(
-        C=5.0, fit_intercept=False)),
+    "diabetes-linear-ridge": (
+        "diabetes",
+        lambda X: df.LinearRegressor(C=0.2, intercept_scaling=10.0),
+    ),
+    "diabetes-linear-ridge-nointercept": (
+        "diabetes",
+        lambda X: df.LinearRegressor(C=5.0, fit_intercept=False),
+    ),
     "digits-rbf-kernelridge": ("digit_values", lambda X: df.KernelRegressor(C=2.0, gamma=0.02)),
-    "digits-poly-kernelridge-nointercept": ("digit_values", lambda X: df.KernelRegressor(
-        C=0.5, kernel="poly", degree=2, gamma=0.05, coef0=1.0, fit_intercept=False)),
+    "digits-poly-kernelridge-nointercept": (
+        "digit_values",
+        lambda X: df.KernelRegressor(
+            C=0.5, kernel="poly", degree=2, gamma=0.05, coef0=1.0, fit_intercept=False
+        ),
+    ),
 }
 SQUARED = [k for k in LOO_CASES if "lssvm" in k or "ridge" in k]
 BOUNDED = [k for k in LOO_CASES if k not in SQUARED]
@@ -297,10 +344,12 @@ BOUNDED = [k for k in LOO_CASES if k not in SQUARED]
 REFIT_CASES = ["bc-linear-logistic", "dg-rbf-sqhinge", "diabetes-linear-ridge", "dg-rbf-lssvm"]
 
 HINGE = [k for k in LOO_CASES if "hinge" in k.split("-")]
-LOO_PARAMS = ([(c, m) for c in BOUNDED for m in ("bounds", "auto")]
-              + [(c, "bounds_early") for c in BOUNDED if c not in HINGE]
-              + [(c, m) for c in SQUARED for m in ("closed_form", "auto")]
-              + [(c, "refit") for c in REFIT_CASES])
+LOO_PARAMS = (
+    [(c, m) for c in BOUNDED for m in ("bounds", "auto")]
+    + [(c, "bounds_early") for c in BOUNDED if c not in HINGE]
+    + [(c, m) for c in SQUARED for m in ("closed_form", "auto")]
+    + [(c, "refit") for c in REFIT_CASES]
+)
 
 
 class Case:
@@ -377,7 +426,8 @@ def test_loo_equals_brute_force(loo_case, method):
     resolved = method
     if method == "auto":
         resolved = {"squared": "closed_form", "hinge": "bounds"}.get(
-            case.est.get_params()["loss"], "bounds_early")
+            case.est.get_params()["loss"], "bounds_early"
+        )
     assert res.method == resolved
     check_against_brute_force(res, case, resolved)
     # leave-one-out bookkeeping
@@ -429,17 +479,17 @@ SPLITTERS = {
     "stratified-shuffle": lambda: StratifiedKFold(4, shuffle=True, random_state=0),
     "int": lambda: 3,
     # train is not the complement of test: 30 % of the rows are in neither
-    "shufflesplit": lambda: ShuffleSplit(n_splits=4, test_size=0.2, train_size=0.5,
-                                         random_state=0),
+    "shufflesplit": lambda: ShuffleSplit(n_splits=4, test_size=0.2, train_size=0.5, random_state=0),
     "groupkfold": lambda: GroupKFold(4),
     "leaveoneout": lambda: LeaveOneOut(),
 }
 
 CV_ESTIMATORS = {
-    "linear-logistic": ("cv_bc", lambda X: df.LinearClassifier(loss="logistic", C=0.5,
-                                                               tol=1e-12)),
-    "rbf-sqhinge": ("cv_dg", lambda X: df.KernelClassifier(loss="squared_hinge", C=1.0,
-                                                           gamma=0.02, tol=1e-12)),
+    "linear-logistic": ("cv_bc", lambda X: df.LinearClassifier(loss="logistic", C=0.5, tol=1e-12)),
+    "rbf-sqhinge": (
+        "cv_dg",
+        lambda X: df.KernelClassifier(loss="squared_hinge", C=1.0, gamma=0.02, tol=1e-12),
+    ),
     "linear-lssvm": ("cv_bc", lambda X: df.LinearClassifier(loss="squared", C=0.5)),
     "linear-ridge": ("diabetes", lambda X: df.LinearRegressor(C=0.2, intercept_scaling=10.0)),
     "rbf-kernelridge": ("digit_values", lambda X: df.KernelRegressor(C=2.0, gamma=0.02)),
@@ -451,9 +501,14 @@ CV_METHODS = {
     "linear-ridge": ("closed_form", "refit"),
     "rbf-kernelridge": ("closed_form",),
 }
-CV_PARAMS = [(s, e, m) for s in SPLITTERS for e in CV_ESTIMATORS for m in CV_METHODS[e]
-             if not (s == "leaveoneout" and e in ("rbf-sqhinge", "rbf-kernelridge"))
-             and not (s == "stratified-shuffle" and "ridge" in e)]  # stratified: classifiers
+CV_PARAMS = [
+    (s, e, m)
+    for s in SPLITTERS
+    for e in CV_ESTIMATORS
+    for m in CV_METHODS[e]
+    if not (s == "leaveoneout" and e in ("rbf-sqhinge", "rbf-kernelridge"))
+    and not (s == "stratified-shuffle" and "ridge" in e)
+]  # stratified: classifiers
 
 
 @pytest.fixture(scope="module")
@@ -488,8 +543,11 @@ def cv_case(request):
         cv = SPLITTERS[sname]()
         groups = _groups(X.shape[0]) if sname == "groupkfold" else None
         twin, F = twin_of(est), twin_features(est, X)
-        scoring = "accuracy" if isinstance(est, (df.LinearClassifier, df.KernelClassifier)) \
+        scoring = (
+            "accuracy"
+            if isinstance(est, (df.LinearClassifier, df.KernelClassifier))
             else "neg_mean_squared_error"
+        )
         splits = list(check_cv(cv, y, classifier=scoring == "accuracy").split(X, y, groups))
         with warnings.catch_warnings(), _fast_sklearn():
             warnings.simplefilter("ignore", ConvergenceWarning)
@@ -499,9 +557,12 @@ def cv_case(request):
     return _CV_CACHE[key]
 
 
-@pytest.mark.parametrize("cv_case,method", [((s, e), m) for s, e, m in CV_PARAMS],
-                         indirect=["cv_case"],
-                         ids=[f"{s}-{e}-{m}" for s, e, m in CV_PARAMS])
+@pytest.mark.parametrize(
+    "cv_case,method",
+    [((s, e), m) for s, e, m in CV_PARAMS],
+    indirect=["cv_case"],
+    ids=[f"{s}-{e}-{m}" for s, e, m in CV_PARAMS],
+)
 def test_cross_validate_equals_cross_val_score(cv_case, method):
     c = cv_case
     res = cross_validate(c.est, c.X, c.y, cv=c.cv, groups=c.groups, method=method)
@@ -513,11 +574,13 @@ def test_cross_validate_equals_cross_val_score(cv_case, method):
         np.testing.assert_allclose(res.fold_scores, c.scores, rtol=REG_TOL, atol=0)
     # the evaluated rows are the test sets of the splitter, in order
     np.testing.assert_array_equal(res.test_index, np.concatenate([te for _, te in c.splits]))
-    np.testing.assert_array_equal(res.fold, np.repeat(np.arange(len(c.splits)),
-                                                      [len(te) for _, te in c.splits]))
+    np.testing.assert_array_equal(
+        res.fold, np.repeat(np.arange(len(c.splits)), [len(te) for _, te in c.splits])
+    )
     if c.decisions is not None:
-        check_against_brute_force(res, Case("cv", c.X, c.y, c.est, np.concatenate(c.decisions)),
-                                  res.method, len(c.splits))
+        check_against_brute_force(
+            res, Case("cv", c.X, c.y, c.est, np.concatenate(c.decisions)), res.method, len(c.splits)
+        )
     # n_refits counts models: one per fold refit
     assert res.n_refits == len(np.unique(res.fold[res.refit]))
     assert not np.any(res.decided_by_bound & res.refit)
@@ -533,9 +596,10 @@ def test_shufflesplit_removes_more_than_the_test_set(bc):
     cv = ShuffleSplit(n_splits=3, test_size=0.25, train_size=0.25, random_state=1)
     splits = list(cv.split(X, y))
     assert all(len(tr) + len(te) < len(y) for tr, te in splits)
-    for est, methods in [(df.LinearClassifier(loss="logistic", C=5.0, tol=1e-12),
-                          ("bounds", "bounds_early")),
-                         (df.LinearClassifier(loss="squared", C=5.0), ("closed_form",))]:
+    for est, methods in [
+        (df.LinearClassifier(loss="logistic", C=5.0, tol=1e-12), ("bounds", "bounds_early")),
+        (df.LinearClassifier(loss="squared", C=5.0), ("closed_form",)),
+    ]:
         ref = cross_val_score(twin_of(est), twin_features(est, X), y, cv=cv, scoring="accuracy")
         for m in methods:
             res = cross_validate(est, X, y, cv=cv, method=m)
@@ -550,7 +614,7 @@ def test_test_rows_inside_the_training_set(bc):
     n = len(y)
     rng = np.random.default_rng(7)
     splits = []
-    for k in range(3):
+    for _k in range(3):
         test = rng.choice(n, 15, replace=False)
         train = np.setdiff1d(np.arange(n), test[:5])  # 10 of the 15 test rows are trained on
         splits.append((train, np.sort(test)))
@@ -567,8 +631,9 @@ def test_test_rows_inside_the_training_set(bc):
         cross_validate(lssvm, X, y, cv=splits, method="closed_form")
     # test ⊆ removed (the rows in neither set are removed too): the closed form is exact
     disjoint = [(np.setdiff1d(tr, te), te) for tr, te in splits]
-    ref = cross_val_score(twin_of(lssvm), twin_features(lssvm, X), y, cv=disjoint,
-                          scoring="accuracy")
+    ref = cross_val_score(
+        twin_of(lssvm), twin_features(lssvm, X), y, cv=disjoint, scoring="accuracy"
+    )
     res = cross_validate(lssvm, X, y, cv=disjoint, method="closed_form")
     np.testing.assert_array_equal(res.fold_scores, ref)
 
@@ -576,8 +641,10 @@ def test_test_rows_inside_the_training_set(bc):
 def test_cross_validate_auto_methods(cv_bc, diabetes):
     X, y = cv_bc
     assert cross_validate(df.LinearClassifier(loss="logistic"), X, y).method == "bounds_early"
-    assert cross_validate(df.KernelClassifier(loss="squared_hinge", gamma=0.02), X, y).method \
+    assert (
+        cross_validate(df.KernelClassifier(loss="squared_hinge", gamma=0.02), X, y).method
         == "bounds_early"
+    )
     assert cross_validate(df.LinearClassifier(loss="squared"), X, y).method == "closed_form"
     assert cross_validate(df.KernelRegressor(gamma=0.1), *diabetes).method == "closed_form"
     assert cross_validate(LogisticRegression(), X, y).method == "refit"
@@ -602,8 +669,7 @@ def _logistic(C=1.0):
 def grid_loo(bc):
     """GridSearchCV(LogisticRegression on [X, 1], C grid, LeaveOneOut, accuracy)."""
     X, y = _search_data(bc)
-    gs = GridSearchCV(twin_of(_logistic()), {"C": C_GRID}, cv=LeaveOneOut(),
-                      scoring="accuracy")
+    gs = GridSearchCV(twin_of(_logistic()), {"C": C_GRID}, cv=LeaveOneOut(), scoring="accuracy")
     with _fast_sklearn():
         gs.fit(twin_features(_logistic(), X), y)
     return gs
@@ -628,12 +694,18 @@ def test_search_equals_grid_search(grid_loo, search_exact, search_pruned):
         assert s.best_index_ == grid_loo.best_index_
         assert s.n_splits_ == grid_loo.n_splits_
         assert s.scorer_ == "accuracy"
-    np.testing.assert_array_equal(search_exact.cv_results_["mean_test_score"],
-                                  grid_loo.cv_results_["mean_test_score"])
-    np.testing.assert_array_equal(search_exact.cv_results_["rank_test_score"],
-                                  grid_loo.cv_results_["rank_test_score"])
-    np.testing.assert_allclose(search_exact.cv_results_["std_test_score"],
-                               grid_loo.cv_results_["std_test_score"], rtol=1e-12, atol=1e-15)
+    np.testing.assert_array_equal(
+        search_exact.cv_results_["mean_test_score"], grid_loo.cv_results_["mean_test_score"]
+    )
+    np.testing.assert_array_equal(
+        search_exact.cv_results_["rank_test_score"], grid_loo.cv_results_["rank_test_score"]
+    )
+    np.testing.assert_allclose(
+        search_exact.cv_results_["std_test_score"],
+        grid_loo.cv_results_["std_test_score"],
+        rtol=1e-12,
+        atol=1e-15,
+    )
     assert not search_exact.cv_results_["pruned"].any()
 
 
@@ -654,9 +726,21 @@ def test_pruned_scores_are_certified(grid_loo, search_exact, search_pruned):
 
 def test_search_cv_results_keys(search_pruned):
     r = search_pruned.cv_results_
-    expected = {"params", "param_C", "mean_test_score", "std_test_score", "rank_test_score",
-                "test_score_lower", "test_score_upper", "pruned", "n_refits",
-                "n_decided_by_bound", "method", "approximate", "time_s"}
+    expected = {
+        "params",
+        "param_C",
+        "mean_test_score",
+        "std_test_score",
+        "rank_test_score",
+        "test_score_lower",
+        "test_score_upper",
+        "pruned",
+        "n_refits",
+        "n_decided_by_bound",
+        "method",
+        "approximate",
+        "time_s",
+    }
     assert expected <= set(r)
     assert not any(k.startswith("split") for k in r)  # leave-one-out: no per-split columns
     assert r["params"] == [{"C": c} for c in C_GRID]
@@ -672,10 +756,12 @@ def test_best_estimator_predicts_like_a_fresh_fit(bc, search_pruned):
     fresh = _logistic().set_params(**search_pruned.best_params_).fit(X, y)
     Xq = bc[0][100:]
     np.testing.assert_array_equal(search_pruned.predict(Xq), fresh.predict(Xq))
-    np.testing.assert_allclose(search_pruned.decision_function(Xq), fresh.decision_function(Xq),
-                               rtol=1e-8, atol=1e-8)
-    np.testing.assert_allclose(search_pruned.predict_proba(Xq), fresh.predict_proba(Xq),
-                               rtol=1e-8, atol=1e-8)
+    np.testing.assert_allclose(
+        search_pruned.decision_function(Xq), fresh.decision_function(Xq), rtol=1e-8, atol=1e-8
+    )
+    np.testing.assert_allclose(
+        search_pruned.predict_proba(Xq), fresh.predict_proba(Xq), rtol=1e-8, atol=1e-8
+    )
     np.testing.assert_array_equal(search_pruned.classes_, fresh.classes_)
     assert search_pruned.score(X, y) == fresh.score(X, y)
 
@@ -696,8 +782,7 @@ def test_search_ties_go_to_the_earlier_configuration(bc, grid_loo):
         assert s.best_score_ == scores[best]
         assert s.cv_results_["rank_test_score"][1] == 1
     # without pruning the duplicate scores the same and shares rank 1
-    np.testing.assert_array_equal(s.cv_results_["mean_test_score"],
-                                  [scores[c] for c in grid])
+    np.testing.assert_array_equal(s.cv_results_["mean_test_score"], [scores[c] for c in grid])
     assert s.cv_results_["rank_test_score"][3] == 1
 
 
@@ -710,16 +795,16 @@ def test_search_order_and_n_jobs_give_the_same_result(bc, search_exact, search_p
     # parallel refits (the last configurations: each is scored on its own without pruning)
     par = LOOSearchCV(_logistic(), {"C": C_GRID[2:]}, prune=False, n_jobs=2).fit(X, y)
     np.testing.assert_array_equal(par.cv_results_["mean_test_score"], truth[2:])
-    np.testing.assert_array_equal(par.cv_results_["n_refits"],
-                                  search_exact.cv_results_["n_refits"][2:])
+    np.testing.assert_array_equal(
+        par.cv_results_["n_refits"], search_exact.cv_results_["n_refits"][2:]
+    )
     par_pruned = LOOSearchCV(_logistic(), {"C": C_GRID}, n_jobs=2).fit(X, y)
     assert par_pruned.best_params_ == search_pruned.best_params_
     assert par_pruned.best_score_ == search_pruned.best_score_
     r = nat.cv_results_
     np.testing.assert_array_equal(r["mean_test_score"][~r["pruned"]], truth[~r["pruned"]])
     assert np.all(r["test_score_lower"] <= truth) and np.all(truth <= r["test_score_upper"])
-    natural_exact = LOOSearchCV(_logistic(), {"C": C_GRID}, prune=False,
-                                order="natural").fit(X, y)
+    natural_exact = LOOSearchCV(_logistic(), {"C": C_GRID}, prune=False, order="natural").fit(X, y)
     np.testing.assert_array_equal(natural_exact.cv_results_["mean_test_score"], truth)
 
 
@@ -731,18 +816,21 @@ def test_kfold_search_equals_grid_search(dg):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         gs = GridSearchCV(twin_of(est), grid, cv=cv, scoring="accuracy").fit(
-            twin_features(est, X), y)
+            twin_features(est, X), y
+        )
     for prune in (False, True):
         s = LOOSearchCV(est, grid, cv=cv, prune=prune).fit(X, y)
         assert s.best_params_ == gs.best_params_ and s.best_score_ == gs.best_score_
         assert s.n_splits_ == 5
         r = s.cv_results_
         keep = ~r["pruned"]
-        np.testing.assert_array_equal(r["mean_test_score"][keep],
-                                      gs.cv_results_["mean_test_score"][keep])
+        np.testing.assert_array_equal(
+            r["mean_test_score"][keep], gs.cv_results_["mean_test_score"][keep]
+        )
         for k in range(5):
-            np.testing.assert_array_equal(r[f"split{k}_test_score"][keep],
-                                          gs.cv_results_[f"split{k}_test_score"][keep])
+            np.testing.assert_array_equal(
+                r[f"split{k}_test_score"][keep], gs.cv_results_[f"split{k}_test_score"][keep]
+            )
         truth = gs.cv_results_["mean_test_score"]
         assert np.all(r["test_score_lower"] <= truth + 1e-12)
         assert np.all(truth <= r["test_score_upper"] + 1e-12)
@@ -756,27 +844,38 @@ def test_regression_search_equals_grid_search(diabetes):
     est = df.LinearRegressor(intercept_scaling=10.0)
     F = twin_features(est, X)
     with _fast_sklearn():
-        gs = GridSearchCV(Ridge(fit_intercept=False, solver="cholesky"),
-                          {"alpha": [1.0 / (2.0 * C) for C in grid]}, cv=LeaveOneOut(),
-                          scoring="neg_mean_squared_error").fit(F, y)
+        gs = GridSearchCV(
+            Ridge(fit_intercept=False, solver="cholesky"),
+            {"alpha": [1.0 / (2.0 * C) for C in grid]},
+            cv=LeaveOneOut(),
+            scoring="neg_mean_squared_error",
+        ).fit(F, y)
     s = LOOSearchCV(est, {"C": grid}).fit(X, y)
     assert set(s.cv_results_["method"]) == {"closed_form"}
     assert s.scorer_ == "neg_mean_squared_error"
     tol = REG_TOL * np.max(np.abs(y)) ** 2
-    np.testing.assert_allclose(s.cv_results_["mean_test_score"],
-                               gs.cv_results_["mean_test_score"], rtol=REG_TOL, atol=tol)
+    np.testing.assert_allclose(
+        s.cv_results_["mean_test_score"], gs.cv_results_["mean_test_score"], rtol=REG_TOL, atol=tol
+    )
     assert s.best_index_ == gs.best_index_
     assert s.best_params_ == {"C": grid[gs.best_index_]}
     assert s.best_score_ == pytest.approx(gs.best_score_, rel=REG_TOL)
     fresh = clone(est).set_params(**s.best_params_).fit(X, y)
     np.testing.assert_allclose(s.predict(X), fresh.predict(X), rtol=1e-10, atol=1e-8)
     # k-fold regression search
-    gs5 = GridSearchCV(Ridge(fit_intercept=False, solver="cholesky"),
-                       {"alpha": [1.0 / (2.0 * C) for C in grid]}, cv=KFold(4),
-                       scoring="neg_mean_squared_error").fit(F, y)
+    gs5 = GridSearchCV(
+        Ridge(fit_intercept=False, solver="cholesky"),
+        {"alpha": [1.0 / (2.0 * C) for C in grid]},
+        cv=KFold(4),
+        scoring="neg_mean_squared_error",
+    ).fit(F, y)
     s5 = LOOSearchCV(est, {"C": grid}, cv=KFold(4)).fit(X, y)
-    np.testing.assert_allclose(s5.cv_results_["mean_test_score"],
-                               gs5.cv_results_["mean_test_score"], rtol=REG_TOL, atol=tol)
+    np.testing.assert_allclose(
+        s5.cv_results_["mean_test_score"],
+        gs5.cv_results_["mean_test_score"],
+        rtol=REG_TOL,
+        atol=tol,
+    )
     assert s5.best_index_ == gs5.best_index_
 
 
@@ -794,12 +893,14 @@ def test_search_over_mixed_losses_equals_brute_force_search(cv_bc):
         assert s.best_index_ == brute.best_index_
         r = s.cv_results_
         keep = ~r["pruned"]
-        np.testing.assert_array_equal(r["mean_test_score"][keep],
-                                      brute.cv_results_["mean_test_score"][keep])
+        np.testing.assert_array_equal(
+            r["mean_test_score"][keep], brute.cv_results_["mean_test_score"][keep]
+        )
         truth = brute.cv_results_["mean_test_score"]
         assert np.all(r["test_score_lower"] <= truth) and np.all(truth <= r["test_score_upper"])
-        expected = ["closed_form" if p.get("loss") == "squared" else "bounds_early"
-                    for p in r["params"]]
+        expected = [
+            "closed_form" if p.get("loss") == "squared" else "bounds_early" for p in r["params"]
+        ]
         assert list(r["method"]) == expected
     assert brute.cv_results_["params"] == s.cv_results_["params"]
 
@@ -813,8 +914,9 @@ def test_search_with_a_scikit_learn_estimator_refits(cv_bc):
     s = LOOSearchCV(twin, grid, cv=KFold(4)).fit(F, y)
     gs = GridSearchCV(twin, grid, cv=KFold(4), scoring="accuracy").fit(F, y)
     assert set(s.cv_results_["method"]) == {"refit"}
-    np.testing.assert_array_equal(s.cv_results_["mean_test_score"],
-                                  gs.cv_results_["mean_test_score"])
+    np.testing.assert_array_equal(
+        s.cv_results_["mean_test_score"], gs.cv_results_["mean_test_score"]
+    )
     assert s.best_params_ == gs.best_params_
 
 
@@ -828,13 +930,16 @@ def _same(a, b):
     np.testing.assert_array_equal(a.refit, b.refit)
     np.testing.assert_array_equal(np.isnan(a.decision), np.isnan(b.decision))
     for name in ("decision", "lower", "upper"):
-        np.testing.assert_allclose(getattr(a, name), getattr(b, name), rtol=1e-12, atol=1e-14,
-                                   equal_nan=True)
+        np.testing.assert_allclose(
+            getattr(a, name), getattr(b, name), rtol=1e-12, atol=1e-14, equal_nan=True
+        )
     np.testing.assert_array_equal(a.fold_scores, b.fold_scores)
     assert a.n_refits == b.n_refits and a.method == b.method
 
 
-@pytest.mark.parametrize("method", ["bounds", "bounds_early", "refit"])
+@pytest.mark.parametrize(
+    "method", ["bounds", "bounds_early", pytest.param("refit", marks=pytest.mark.slow)]
+)
 def test_parallel_loo_equals_serial(cv_dg, method):
     X, y = cv_dg[0][:50], cv_dg[1][:50]
     est = df.KernelClassifier(loss="logistic", C=10.0, gamma=0.02)
@@ -847,8 +952,10 @@ def test_parallel_cross_validate_equals_serial(cv_bc, method):
     loss = "squared" if method == "closed_form" else "squared_hinge"
     est = df.LinearClassifier(loss=loss, C=10.0)
     cv = StratifiedKFold(8, shuffle=True, random_state=2)
-    _same(cross_validate(est, X, y, cv=cv, method=method, n_jobs=2),
-          cross_validate(est, X, y, cv=cv, method=method))
+    _same(
+        cross_validate(est, X, y, cv=cv, method=method, n_jobs=2),
+        cross_validate(est, X, y, cv=cv, method=method),
+    )
 
 
 def test_progress_bars(cv_bc, capsys):
@@ -857,10 +964,14 @@ def test_progress_bars(cv_bc, capsys):
     est = df.LinearClassifier(loss="logistic", C=10.0)
     for method in ("bounds", "bounds_early", "refit"):
         _same(loo(est, X, y, method=method, progress=True), loo(est, X, y, method=method))
-        _same(cross_validate(est, X, y, cv=4, method=method, progress=True),
-              cross_validate(est, X, y, cv=4, method=method))
-    _same(loo(df.LinearClassifier(C=10.0), X, y, progress=True),
-          loo(df.LinearClassifier(C=10.0), X, y))
+        _same(
+            cross_validate(est, X, y, cv=4, method=method, progress=True),
+            cross_validate(est, X, y, cv=4, method=method),
+        )
+    _same(
+        loo(df.LinearClassifier(C=10.0), X, y, progress=True),
+        loo(df.LinearClassifier(C=10.0), X, y),
+    )
     a = LOOSearchCV(est, {"C": [1.0, 10.0]}, progress=True).fit(X, y)
     b = LOOSearchCV(est, {"C": [1.0, 10.0]}).fit(X, y)
     assert a.best_params_ == b.best_params_ and a.best_score_ == b.best_score_
@@ -874,14 +985,20 @@ def test_progress_bars(cv_bc, capsys):
 RUNS = {"examples": 0, "kinds": set(), "refits": 0, "decided": 0}
 
 
-@settings(max_examples=20, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 2**31 - 1), n=st.integers(20, 60), p=st.integers(2, 5),
-       logC=st.floats(-2.0, 2.0), loss=st.sampled_from(["logistic", "squared_hinge"]),
-       family=st.sampled_from(["linear", "rbf", "poly"]), fit_intercept=st.booleans(),
-       flip=st.floats(0.0, 0.3))
-def test_bounds_equal_refit_on_random_problems(seed, n, p, logC, loss, family, fit_intercept,
-                                               flip):
+@settings(
+    max_examples=20, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    n=st.integers(20, 60),
+    p=st.integers(2, 5),
+    logC=st.floats(-2.0, 2.0),
+    loss=st.sampled_from(["logistic", "squared_hinge"]),
+    family=st.sampled_from(["linear", "rbf", "poly"]),
+    fit_intercept=st.booleans(),
+    flip=st.floats(0.0, 0.3),
+)
+def test_bounds_equal_refit_on_random_problems(seed, n, p, logC, loss, family, fit_intercept, flip):
     RUNS["examples"] += 1
     RUNS["kinds"].add((loss, family))
     rng = np.random.default_rng(seed)
@@ -890,13 +1007,18 @@ def test_bounds_equal_refit_on_random_problems(seed, n, p, logC, loss, family, f
     y = np.where((f > 0) ^ (rng.random(n) < flip), 1, -1)
     if min(np.sum(y == 1), np.sum(y == -1)) < 2:  # every left-out fit needs both classes
         y[:2], y[2:4] = 1, -1
-    common = dict(loss=loss, C=float(10.0 ** logC), fit_intercept=fit_intercept,
-                  intercept_scaling=float(rng.choice([0.5, 1.0, 2.0])))
+    common = dict(
+        loss=loss,
+        C=float(10.0**logC),
+        fit_intercept=fit_intercept,
+        intercept_scaling=float(rng.choice([0.5, 1.0, 2.0])),
+    )
     if family == "linear":
         est = df.LinearClassifier(**common)
     else:
-        est = df.KernelClassifier(kernel=family, gamma=float(rng.choice([0.1, 0.5])), degree=2,
-                                  coef0=1.0, **common)
+        est = df.KernelClassifier(
+            kernel=family, gamma=float(rng.choice([0.1, 0.5])), degree=2, coef0=1.0, **common
+        )
     ref = loo(est, X, y, method="refit")
     z = ref.decision
     scale = np.maximum(1.0, np.abs(z))
@@ -939,8 +1061,9 @@ def test_property_examples_ran():
 # =============================================================================================
 # an unfitted feature map: fitted once on all of X and shared by every method
 # =============================================================================================
-@pytest.mark.parametrize("loss,method", [("logistic", "auto"), ("logistic", "bounds"),
-                                         ("squared", "closed_form")])
+@pytest.mark.parametrize(
+    "loss,method", [("logistic", "auto"), ("logistic", "bounds"), ("squared", "closed_form")]
+)
 def test_unfitted_feature_map_is_shared_by_every_method(dg, loss, method):
     """Regression test.  An unfitted Nystroem map used to be fitted once on all rows by the
     fast methods but refit on each split's rows by method='refit' (3-4 of 60 labels differed).

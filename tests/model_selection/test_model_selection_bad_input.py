@@ -1,5 +1,6 @@
 """Bad input to ``loo``, ``cross_validate`` and ``LOOSearchCV`` raises ValueError naming the
-problem, and the estimator passed in is never modified (ARCHITECTURE.md, "Principles", "no silent garbage").
+problem, and the estimator passed in is never modified (ARCHITECTURE.md, "Principles", "no silent
+garbage").
 
 Every case runs through each entry point that accepts it; after the error the estimator has
 the same parameters (the same objects) and is still unfitted.
@@ -61,48 +62,114 @@ def _with(X, i, j, v):
 CASES = [
     ("X-nan", _logistic, lambda X, y, t: (_with(X, 3, 2, np.nan), y), {}, "NaN"),
     ("X-inf", _logistic, lambda X, y, t: (_with(X, 3, 2, np.inf), y), {}, "infinity"),
-    ("X-neginf-regressor", df.LinearRegressor, lambda X, y, t: (_with(X, 0, 0, -np.inf), t), {},
-     "infinity"),
-    ("y-nan-regressor", df.LinearRegressor, lambda X, y, t: (X, _with(t[:, None], 4, 0, np.nan)
-                                                             .ravel()), {}, "NaN"),
-    ("y-inf-regressor", df.KernelRegressor, lambda X, y, t: (X, _with(t[:, None], 4, 0, np.inf)
-                                                             .ravel()), {}, "infinity"),
-    ("y-nan-classifier", _logistic, lambda X, y, t: (X, _with(y[:, None], 4, 0, np.nan).ravel()),
-     {}, "NaN"),
+    (
+        "X-neginf-regressor",
+        df.LinearRegressor,
+        lambda X, y, t: (_with(X, 0, 0, -np.inf), t),
+        {},
+        "infinity",
+    ),
+    (
+        "y-nan-regressor",
+        df.LinearRegressor,
+        lambda X, y, t: (X, _with(t[:, None], 4, 0, np.nan).ravel()),
+        {},
+        "NaN",
+    ),
+    (
+        "y-inf-regressor",
+        df.KernelRegressor,
+        lambda X, y, t: (X, _with(t[:, None], 4, 0, np.inf).ravel()),
+        {},
+        "infinity",
+    ),
+    (
+        "y-nan-classifier",
+        _logistic,
+        lambda X, y, t: (X, _with(y[:, None], 4, 0, np.nan).ravel()),
+        {},
+        "NaN",
+    ),
     ("X-1d", _logistic, lambda X, y, t: (X[:, 0], y), {}, "Expected 2D array"),
     ("y-2d", _logistic, lambda X, y, t: (X, np.c_[y, y]), {}, "1d array"),
     ("lengths", _logistic, lambda X, y, t: (X, y[:-1]), {}, "inconsistent numbers of samples"),
     ("one-sample", _logistic, lambda X, y, t: (X[:1], y[:1]), {}, "minimum of 2"),
     ("single-class", _logistic, lambda X, y, t: (X, np.zeros_like(y)), {}, "only one class"),
-    ("single-class-lssvm", df.LinearClassifier, lambda X, y, t: (X, np.ones_like(y)), {},
-     "only one class"),
-    ("single-class-refit", _logistic, lambda X, y, t: (X, np.zeros_like(y)),
-     {"method": "refit"}, "only one class"),
+    (
+        "single-class-lssvm",
+        df.LinearClassifier,
+        lambda X, y, t: (X, np.ones_like(y)),
+        {},
+        "only one class",
+    ),
+    (
+        "single-class-refit",
+        _logistic,
+        lambda X, y, t: (X, np.zeros_like(y)),
+        {"method": "refit"},
+        "only one class",
+    ),
     # three classes are supported (tests/test_multiclass_loo.py); ALO is for leave-one-out only
-    ("three-classes-closed-form-logistic", _logistic,
-     lambda X, y, t: (X, np.arange(len(y)) % 3), {"method": "closed_form"},
-     "needs loss='squared'"),
+    (
+        "three-classes-closed-form-logistic",
+        _logistic,
+        lambda X, y, t: (X, np.arange(len(y)) % 3),
+        {"method": "closed_form"},
+        "needs loss='squared'",
+    ),
     ("unknown-method", _logistic, None, {"method": "fast"}, "method must be one of"),
-    ("closed-form-logistic", _logistic, None, {"method": "closed_form"},
-     "closed_form' needs loss='squared'"),
-    ("closed-form-squared-hinge-kernel",
-     lambda: df.KernelClassifier(loss="squared_hinge", gamma=0.1), None,
-     {"method": "closed_form"}, "needs loss='squared'"),
-    ("bounds-regressor", df.LinearRegressor, lambda X, y, t: (X, t), {"method": "bounds"},
-     "needs a classifier"),
-    ("bounds-early-kernel-regressor", lambda: df.KernelRegressor(gamma=0.1),
-     lambda X, y, t: (X, t), {"method": "bounds_early"}, "needs a classifier"),
-    ("bounds-early-hinge", lambda: df.LinearClassifier(loss="hinge"), None,
-     {"method": "bounds_early"}, "not covered"),
-    ("closed-form-hinge", lambda: df.KernelClassifier(loss="hinge"), None,
-     {"method": "closed_form"}, "needs loss='squared'"),
+    (
+        "closed-form-logistic",
+        _logistic,
+        None,
+        {"method": "closed_form"},
+        "closed_form' needs loss='squared'",
+    ),
+    (
+        "closed-form-squared-hinge-kernel",
+        lambda: df.KernelClassifier(loss="squared_hinge", gamma=0.1),
+        None,
+        {"method": "closed_form"},
+        "needs loss='squared'",
+    ),
+    (
+        "bounds-regressor",
+        df.LinearRegressor,
+        lambda X, y, t: (X, t),
+        {"method": "bounds"},
+        "needs a classifier",
+    ),
+    (
+        "bounds-early-kernel-regressor",
+        lambda: df.KernelRegressor(gamma=0.1),
+        lambda X, y, t: (X, t),
+        {"method": "bounds_early"},
+        "needs a classifier",
+    ),
+    (
+        "bounds-early-hinge",
+        lambda: df.LinearClassifier(loss="hinge"),
+        None,
+        {"method": "bounds_early"},
+        "not covered",
+    ),
+    (
+        "closed-form-hinge",
+        lambda: df.KernelClassifier(loss="hinge"),
+        None,
+        {"method": "closed_form"},
+        "needs loss='squared'",
+    ),
     ("bounds-sklearn", LogisticRegression, None, {"method": "bounds"}, "method='refit'"),
-    ("bounds-early-sklearn", LogisticRegression, None, {"method": "bounds_early"},
-     "method='refit'"),
-    ("closed-form-sklearn", LogisticRegression, None, {"method": "closed_form"},
-     "method='refit'"),
-    ("bad-C", lambda: df.LinearClassifier(loss="logistic", C=-1.0), None, {},
-     "The 'C' parameter"),
+    (
+        "bounds-early-sklearn",
+        LogisticRegression,
+        None,
+        {"method": "bounds_early"},
+        "method='refit'",
+    ),
+    ("closed-form-sklearn", LogisticRegression, None, {"method": "closed_form"}, "method='refit'"),
+    ("bad-C", lambda: df.LinearClassifier(loss="logistic", C=-1.0), None, {}, "The 'C' parameter"),
 ]
 # (entry points where the case does not apply)
 NOT_FOR = {"bad-C": {"search", "search-kfold"}}  # the grid overrides C
@@ -162,8 +229,9 @@ def test_bad_order(entry, method, data):
 
 
 @pytest.mark.parametrize("entry", ["loo", "cross_validate"])
-@pytest.mark.parametrize("loss,method", [("squared", "closed_form"), ("logistic", "refit"),
-                                         ("squared", "auto")])
+@pytest.mark.parametrize(
+    "loss,method", [("squared", "closed_form"), ("logistic", "refit"), ("squared", "auto")]
+)
 def test_bad_order_other_methods(entry, loss, method, data):
     """Regression test: order used to be checked only inside the bound screening, so the
     closed form and brute force accepted any value silently."""
@@ -180,10 +248,15 @@ def test_search_bad_order(entry, data):
 
 
 @pytest.mark.parametrize("entry", ["search", "search-kfold"])
-@pytest.mark.parametrize("grid,match", [([], "param_grid is empty"),
-                                        ({"C": []}, "non-empty"),
-                                        ({"gamma_typo": [1.0]}, "Invalid parameter"),
-                                        ({"C": [1.0, -2.0]}, "The 'C' parameter")])
+@pytest.mark.parametrize(
+    "grid,match",
+    [
+        ([], "param_grid is empty"),
+        ({"C": []}, "non-empty"),
+        ({"gamma_typo": [1.0]}, "Invalid parameter"),
+        ({"C": [1.0, -2.0]}, "The 'C' parameter"),
+    ],
+)
 def test_search_bad_grid(entry, grid, match, data):
     X, y, _ = data
     est = _logistic()
@@ -226,6 +299,7 @@ def test_bad_splitter_arguments(data):
     with pytest.raises(ValueError, match="greater than the number of samples"):
         cross_validate(_logistic(), X, y, cv=len(y) + 1)
     from sklearn.model_selection import GroupKFold
+
     with pytest.raises(ValueError, match="groups"):
         cross_validate(_logistic(), X, y, cv=GroupKFold(3))
 
@@ -244,11 +318,16 @@ def test_estimator_is_never_modified(entry, data):
     """Valid runs clone the estimator: an unfitted one stays unfitted with the same params, a
     fitted one keeps its model (keep_data=False stays False: the run uses its own copy)."""
     X, y, t = data
-    for est, target in [(df.LinearRegressor(C=2.0, keep_data=False), t),
-                        (df.LinearClassifier(loss="logistic",
-                                             feature_map=Nystroem(n_components=10,
-                                                                  random_state=0).fit(X)), y),
-                        (df.KernelClassifier(loss="squared_hinge", gamma=0.1), y)]:
+    for est, target in [
+        (df.LinearRegressor(C=2.0, keep_data=False), t),
+        (
+            df.LinearClassifier(
+                loss="logistic", feature_map=Nystroem(n_components=10, random_state=0).fit(X)
+            ),
+            y,
+        ),
+        (df.KernelClassifier(loss="squared_hinge", gamma=0.1), y),
+    ]:
         before = est.get_params(deep=False)
         ENTRY[entry](est, X, target)
         assert_untouched(est, before)

@@ -18,12 +18,16 @@ def bc(breast_cancer):
     return StandardScaler().fit_transform(X)[idx], y[idx]
 
 
-@pytest.mark.parametrize("est", [
-    df.LinearClassifier(loss="hinge", C=0.5),
-    df.LinearClassifier(loss="hinge", C=5.0, fit_intercept=False),
-    df.KernelClassifier(loss="hinge", C=1.0, gamma=0.05),
-    df.KernelClassifier(loss="hinge", C=10.0, kernel="poly", degree=2, gamma=0.1),
-], ids=["linear", "linear-noint-C5", "rbf", "poly"])
+@pytest.mark.parametrize(
+    "est",
+    [
+        df.LinearClassifier(loss="hinge", C=0.5),
+        df.LinearClassifier(loss="hinge", C=5.0, fit_intercept=False),
+        df.KernelClassifier(loss="hinge", C=1.0, gamma=0.05),
+        df.KernelClassifier(loss="hinge", C=10.0, kernel="poly", degree=2, gamma=0.1),
+    ],
+    ids=["linear", "linear-noint-C5", "rbf", "poly"],
+)
 def test_hinge_loo_equals_brute_force(bc, est):
     X, y = bc
     fast = loo(est, X, y)  # auto: non-support vectors exactly, warm QP refits for the rest
@@ -40,6 +44,7 @@ def test_hinge_loo_equals_brute_force(bc, est):
     assert np.all(t[fast.decided_by_bound] * z[fast.decided_by_bound] > 1.0)
 
 
+@pytest.mark.slow  # 569 liblinear refits; the bounds-vs-refit LOO/k-fold tests run daily
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_hinge_loo_linear_matches_liblinear(bc):
     X, y = bc
@@ -49,9 +54,16 @@ def test_hinge_loo_linear_matches_liblinear(bc):
     mask = np.ones(len(y), dtype=bool)
     for i in range(len(y)):
         mask[i] = False
-        svc = LinearSVC(loss="hinge", C=C, fit_intercept=False, dual=True, tol=1e-12,
-                        max_iter=200000, random_state=0).fit(Xs[mask], y[mask])
-        errs += int(svc.predict(Xs[i:i + 1])[0] != y[i])
+        svc = LinearSVC(
+            loss="hinge",
+            C=C,
+            fit_intercept=False,
+            dual=True,
+            tol=1e-12,
+            max_iter=200000,
+            random_state=0,
+        ).fit(Xs[mask], y[mask])
+        errs += int(svc.predict(Xs[i : i + 1])[0] != y[i])
         mask[i] = True
     assert loo(df.LinearClassifier(loss="hinge", C=C), X, y).n_errors == errs
 
@@ -78,4 +90,6 @@ def test_hinge_alo_is_labelled_approximate(bc):
     assert r.approximate and "APPROXIMATE" in r.summary()
     assert np.all(np.isnan(r.lower)) and np.all(np.isnan(r.upper))
     exact = loo(df.KernelClassifier(loss="hinge", C=1.0, gamma=0.05), X, y)
-    assert abs(r.error_rate - exact.error_rate) <= 0.03  # ALO is close, not exact (He et al., "Approximate leave-one-out with kernel SVM")
+    assert (
+        abs(r.error_rate - exact.error_rate) <= 0.03
+    )  # ALO is close, not exact (He et al., "Approximate leave-one-out with kernel SVM")

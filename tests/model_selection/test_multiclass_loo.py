@@ -61,9 +61,16 @@ def test_closed_form_equals_refits(iris, kind):
 
 
 @pytest.mark.parametrize("kind", ["linear", "kernel"])
-@pytest.mark.parametrize("loss,method", [("logistic", "bounds"), ("logistic", "bounds_early"),
-                                         ("squared_hinge", "bounds_early"),
-                                         ("squared", "bounds"), ("hinge", "bounds")])
+@pytest.mark.parametrize(
+    "loss,method",
+    [
+        ("logistic", "bounds"),
+        ("logistic", "bounds_early"),
+        ("squared_hinge", "bounds_early"),
+        ("squared", "bounds"),
+        ("hinge", "bounds"),
+    ],
+)
 def test_bound_methods_equal_refits(iris, kind, loss, method):
     X, y = iris
     est = _model(kind, loss)
@@ -152,6 +159,8 @@ def test_treecv_training_sets_missing_a_class_keep_it_declared(iris):
     est = _model("linear", "squared")
     cv = KFold(3)
     r = treecv(est, X, y, cv=cv)
-    expect = [np.mean(clone(est).partial_fit(X[tr], y[tr], classes=np.unique(y)).predict(X[te])
-                      == y[te]) for tr, te in cv.split(X, y)]
+    expect = [
+        np.mean(clone(est).partial_fit(X[tr], y[tr], classes=np.unique(y)).predict(X[te]) == y[te])
+        for tr, te in cv.split(X, y)
+    ]
     np.testing.assert_allclose(r.fold_scores, expect, atol=0)

@@ -1,4 +1,5 @@
-"""TreeCV (Joulani et al. 2015, "Fast cross-validation for incremental learning") against its brute-force twins on real data."""
+"""TreeCV (Joulani et al. 2015, "Fast cross-validation for incremental learning") against its
+brute-force twins on real data."""
 
 import math
 import weakref
@@ -8,14 +9,14 @@ import pytest
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.linear_model import SGDClassifier
 from sklearn.metrics import get_scorer
-from sklearn.model_selection import (GroupKFold, KFold, LeaveOneOut, ShuffleSplit,
-                                     StratifiedKFold)
+from sklearn.model_selection import GroupKFold, KFold, LeaveOneOut, ShuffleSplit, StratifiedKFold
 from sklearn.naive_bayes import GaussianNB, MultinomialNB
 from sklearn.preprocessing import StandardScaler
 
 import deltafit as df
 from deltafit.model_selection import TreeCVResult, treecv
 from deltafit.stream import LSQSGD, Pegasos
+from hypothesis_profiles import examples
 from treecv_reference import recursive_treecv, split_folds, standard_kfold
 
 
@@ -42,8 +43,11 @@ EXACT = [
     (lambda: df.LinearRegressor(C=1.0), "neg_mean_squared_error", True),
     (lambda: df.LinearClassifier(loss="squared", C=0.5), "accuracy", False),
     (lambda: df.LinearClassifier(loss="logistic", C=1.0, tol=1e-12), "neg_log_loss", False),
-    (lambda: df.KernelClassifier(loss="squared", kernel="rbf", gamma=0.02, C=1.0),
-     "accuracy", False),
+    (
+        lambda: df.KernelClassifier(loss="squared", kernel="rbf", gamma=0.02, C=1.0),
+        "accuracy",
+        False,
+    ),
 ]
 
 
@@ -77,10 +81,19 @@ def test_exact_learners_equal_k_refits(bc, make, scoring, regression, strategy, 
 def test_exact_learner_leave_one_out_equals_closed_form(bc):
     X, y = bc
     X, y = X[:60], y[:60].astype(float)
-    r = treecv(df.LinearRegressor(C=2.0), X, y, cv=60, scoring="neg_mean_squared_error",
-               strategy="revert")
-    ref = [(df.LinearRegressor(C=2.0).fit(np.delete(X, i, 0), np.delete(y, i)).predict(X[i:i + 1])
-            [0] - y[i]) ** 2 for i in range(60)]
+    r = treecv(
+        df.LinearRegressor(C=2.0), X, y, cv=60, scoring="neg_mean_squared_error", strategy="revert"
+    )
+    ref = [
+        (
+            df.LinearRegressor(C=2.0)
+            .fit(np.delete(X, i, 0), np.delete(y, i))
+            .predict(X[i : i + 1])[0]
+            - y[i]
+        )
+        ** 2
+        for i in range(60)
+    ]
     np.testing.assert_allclose(-r.fold_scores, ref, rtol=1e-8, atol=1e-10)
 
 
@@ -92,8 +105,9 @@ def test_exact_classifier_waits_for_both_classes():
     X[y == 1] += 1.0
     r = treecv(df.LinearClassifier(loss="squared"), X, y, cv=KFold(8))
     folds = split_folds(KFold(8), X, y)
-    ref = standard_kfold(df.LinearClassifier(loss="squared"), X, y, folds,
-                         get_scorer("accuracy"), fit=True)
+    ref = standard_kfold(
+        df.LinearClassifier(loss="squared"), X, y, folds, get_scorer("accuracy"), fit=True
+    )
     np.testing.assert_allclose(r.fold_scores, ref)
 
 
@@ -106,8 +120,7 @@ def test_multinomial_nb_equals_naive_kfold(dg, strategy):
     cv = StratifiedKFold(10, shuffle=True, random_state=0)
     r = treecv(MultinomialNB(), X, y, cv=cv, strategy=strategy)
     folds = split_folds(cv, X, y)
-    ref = standard_kfold(MultinomialNB(), X, y, folds, get_scorer("accuracy"),
-                         classes=np.unique(y))
+    ref = standard_kfold(MultinomialNB(), X, y, folds, get_scorer("accuracy"), classes=np.unique(y))
     np.testing.assert_array_equal(r.fold_scores, ref)
     assert r.score == pytest.approx(ref.mean(), abs=0)
 
@@ -116,8 +129,9 @@ def test_gaussian_nb_equals_naive_kfold(bc):
     X, y = bc
     cv = KFold(7)
     r = treecv(GaussianNB(), X, y, cv=cv, scoring="neg_log_loss")
-    ref = standard_kfold(GaussianNB(), X, y, split_folds(cv, X, y), get_scorer("neg_log_loss"),
-                         classes=np.unique(y))
+    ref = standard_kfold(
+        GaussianNB(), X, y, split_folds(cv, X, y), get_scorer("neg_log_loss"), classes=np.unique(y)
+    )
     # GaussianNB is order-insensitive up to rounding of its running variances and its
     # var_smoothing, which partial_fit takes from the first batch it sees (another one here)
     np.testing.assert_allclose(r.fold_scores, ref, rtol=1e-7)
@@ -219,8 +233,9 @@ def test_generic_learners_shuffle_same_permutations_as_compiled(bc):
         def decision_function(self, X):
             return self.p_.decision_function(X)
 
-    kw = dict(cv=KFold(10, shuffle=True, random_state=3), shuffle=True, random_state=5,
-              scoring="roc_auc")
+    kw = dict(
+        cv=KFold(10, shuffle=True, random_state=3), shuffle=True, random_state=5, scoring="roc_auc"
+    )
     a = treecv(Pegasos(lam=1e-2), X, y, **kw)
     b = treecv(Wrapped(lam=1e-2), X, y, **kw)
     np.testing.assert_allclose(a.fold_scores, b.fold_scores, rtol=1e-12)
@@ -229,8 +244,9 @@ def test_generic_learners_shuffle_same_permutations_as_compiled(bc):
 # ---------------------------------------------------------------------------
 # SGD-type learners: close to naive k-fold (Theorem 1), statistically
 # ---------------------------------------------------------------------------
-@pytest.mark.parametrize("make", [lambda: Pegasos(lam=1e-3),
-                                  lambda: SGDClassifier(random_state=0, shuffle=False)])
+@pytest.mark.parametrize(
+    "make", [lambda: Pegasos(lam=1e-3), lambda: SGDClassifier(random_state=0, shuffle=False)]
+)
 def test_sgd_learners_close_to_standard_kfold(digits, make):
     X, y = digits
     X = StandardScaler().fit_transform(X)
@@ -238,8 +254,9 @@ def test_sgd_learners_close_to_standard_kfold(digits, make):
     for rep in range(8):
         cv = KFold(10, shuffle=True, random_state=rep)
         r = treecv(make(), X, y, cv=cv)
-        ref = standard_kfold(make(), X, y, split_folds(cv, X, y), get_scorer("accuracy"),
-                             classes=np.unique(y))
+        ref = standard_kfold(
+            make(), X, y, split_folds(cv, X, y), get_scorer("accuracy"), classes=np.unique(y)
+        )
         diffs.append(r.score - ref.mean())
         ests.append(ref.mean())
     diffs = np.asarray(diffs)
@@ -262,10 +279,18 @@ def test_lsqsgd_close_to_standard_kfold(shuffle):
     for rep in range(8):
         cv = KFold(5, shuffle=True, random_state=rep)
         learner = LSQSGD(alpha=1 / np.sqrt(n))  # the paper's step size
-        r = treecv(learner, X, y, cv=cv, scoring="neg_mean_squared_error", shuffle=shuffle,
-                   random_state=rep)
-        ref = standard_kfold(learner, X, y, split_folds(cv, X, y),
-                             get_scorer("neg_mean_squared_error"))
+        r = treecv(
+            learner,
+            X,
+            y,
+            cv=cv,
+            scoring="neg_mean_squared_error",
+            shuffle=shuffle,
+            random_state=rep,
+        )
+        ref = standard_kfold(
+            learner, X, y, split_folds(cv, X, y), get_scorer("neg_mean_squared_error")
+        )
         diffs.append(r.score - ref.mean())
         ests.append(ref.mean())
     diffs = np.asarray(diffs)
@@ -331,8 +356,14 @@ def test_serial_memory_is_logarithmic(bc, strategy):
     if strategy == "revert":
         assert Counting.peak <= 3  # one working model (+ the template clone)
     # nearest means are order-insensitive: exactly the naive LOO
-    ref = standard_kfold(Counting(), X, y, split_folds(LeaveOneOut(), X, y),
-                         get_scorer("accuracy"), classes=np.unique(y))
+    ref = standard_kfold(
+        Counting(),
+        X,
+        y,
+        split_folds(LeaveOneOut(), X, y),
+        get_scorer("accuracy"),
+        classes=np.unique(y),
+    )
     np.testing.assert_array_equal(r.fold_scores, ref)
 
 
@@ -378,11 +409,14 @@ def test_uneven_folds(bc):
     assert r.fold_sizes.tolist() == [11, 11, 11] + [10] * 7
 
 
-@pytest.mark.parametrize("cv, message", [
-    (ShuffleSplit(3, random_state=0), "do not partition"),
-    (1, "between 2"),
-    (10_000, "between 2"),
-])
+@pytest.mark.parametrize(
+    "cv, message",
+    [
+        (ShuffleSplit(3, random_state=0), "do not partition"),
+        (1, "between 2"),
+        (10_000, "between 2"),
+    ],
+)
 def test_bad_splitters(bc, cv, message):
     X, y = bc
     with pytest.raises(ValueError, match=message):
@@ -438,16 +472,22 @@ def test_string_labels_and_regression_predictions(bc):
     X, y = bc
     labels = np.where(y == 1, "benign", "malignant")
     r = treecv(GaussianNB(), X, labels, cv=KFold(5))
-    ref = standard_kfold(GaussianNB(), X, labels,
-                         split_folds(KFold(5), X, labels), get_scorer("accuracy"),
-                         classes=np.unique(labels))
+    ref = standard_kfold(
+        GaussianNB(),
+        X,
+        labels,
+        split_folds(KFold(5), X, labels),
+        get_scorer("accuracy"),
+        classes=np.unique(labels),
+    )
     np.testing.assert_allclose(r.fold_scores, ref)
     assert set(r.y_pred) <= {"benign", "malignant"}
     # integer regression targets: predictions stay real numbers
     from sklearn.linear_model import SGDRegressor
 
-    r = treecv(SGDRegressor(random_state=0), X, 3 * y, cv=KFold(5),
-               scoring="neg_mean_squared_error")
+    r = treecv(
+        SGDRegressor(random_state=0), X, 3 * y, cv=KFold(5), scoring="neg_mean_squared_error"
+    )
     assert r.y_pred.dtype == np.float64 and not np.all(r.y_pred == np.round(r.y_pred))
 
 
@@ -461,9 +501,18 @@ import copy as _copy  # noqa: E402
 from sklearn.base import RegressorMixin, clone  # noqa: E402
 from sklearn.model_selection import PredefinedSplit, RepeatedKFold, TimeSeriesSplit  # noqa: E402
 
-from treecv_reference import (HistoryRecorder, HistoryScorer, PlainLSQSGD,  # noqa: E402
-                              PlainPegasos, algorithm1_decisions, folds_of, naive_kfold,
-                              plain_naive_decisions, plain_treecv_decisions, tree_update_counts)
+from treecv_reference import (  # noqa: E402
+    HistoryRecorder,
+    HistoryScorer,
+    PlainLSQSGD,  # noqa: E402
+    PlainPegasos,
+    algorithm1_decisions,
+    folds_of,
+    naive_kfold,
+    plain_naive_decisions,
+    plain_treecv_decisions,
+    tree_update_counts,
+)
 
 
 def _with_ids(X):
@@ -509,12 +558,21 @@ class DecisionRecorder:
 def _exact_cases():
     return {
         "ridge": (lambda: df.LinearRegressor(loss="squared", C=1.0), "predict", "r2"),
-        "lin-squared": (lambda: df.LinearClassifier(loss="squared", C=0.5), "decision_function",
-                        "accuracy"),
-        "lin-logistic": (lambda: df.LinearClassifier(loss="logistic", C=1.0, tol=1e-12),
-                         "decision_function", "neg_log_loss"),
-        "kernel-rbf": (lambda: df.KernelClassifier(loss="squared", kernel="rbf", gamma=0.5,
-                                                   C=1.0), "decision_function", "accuracy"),
+        "lin-squared": (
+            lambda: df.LinearClassifier(loss="squared", C=0.5),
+            "decision_function",
+            "accuracy",
+        ),
+        "lin-logistic": (
+            lambda: df.LinearClassifier(loss="logistic", C=1.0, tol=1e-12),
+            "decision_function",
+            "neg_log_loss",
+        ),
+        "kernel-rbf": (
+            lambda: df.KernelClassifier(loss="squared", kernel="rbf", gamma=0.5, C=1.0),
+            "decision_function",
+            "accuracy",
+        ),
     }
 
 
@@ -572,9 +630,10 @@ def test_ind_exact_estimators_leave_one_out_cv_equals_n(breast_cancer, digits, n
     assert r.n_folds == 26 and r.fold_sizes.tolist() == [1] * 26
     for i in range(26):
         keep = np.arange(26) != i
-        ref = getattr(make().fit(X[keep], y[keep]), method)(X[i:i + 1])
-        np.testing.assert_allclose(rec.of(X[i:i + 1]), ref, rtol=0,
-                                   atol=1e-8 * max(1.0, abs(ref[0])))
+        ref = getattr(make().fit(X[keep], y[keep]), method)(X[i : i + 1])
+        np.testing.assert_allclose(
+            rec.of(X[i : i + 1]), ref, rtol=0, atol=1e-8 * max(1.0, abs(ref[0]))
+        )
 
 
 def test_ind_exact_classifier_default_cv_is_stratified(breast_cancer):
@@ -585,9 +644,9 @@ def test_ind_exact_classifier_default_cv_is_stratified(breast_cancer):
     r = treecv(make(), X, y, cv=4)
     folds = folds_of(StratifiedKFold(4), X, y)
     np.testing.assert_array_equal(r.fold_sizes, [len(f) for f in folds])
-    np.testing.assert_allclose(r.fold_scores,
-                               naive_kfold(make(), X, y, folds, get_scorer("accuracy")),
-                               rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        r.fold_scores, naive_kfold(make(), X, y, folds, get_scorer("accuracy")), rtol=0, atol=1e-12
+    )
 
 
 def test_ind_exact_template_untouched(breast_cancer):
@@ -610,16 +669,18 @@ def test_ind_exact_template_untouched(breast_cancer):
 def test_ind_multinomial_nb_exactly_naive(digits_counts, strategy, cv, shuffle):
     X, y = digits_counts
     X, y = X[:700], y[:700]
-    r = treecv(MultinomialNB(alpha=0.5), X, y, cv=cv, strategy=strategy, shuffle=shuffle,
-               random_state=0)
+    r = treecv(
+        MultinomialNB(alpha=0.5), X, y, cv=cv, strategy=strategy, shuffle=shuffle, random_state=0
+    )
     splitter = StratifiedKFold(cv) if isinstance(cv, int) else cv
     folds = folds_of(splitter, X, y)
     ref = naive_kfold(MultinomialNB(alpha=0.5), X, y, folds, get_scorer("accuracy"))
     np.testing.assert_array_equal(r.fold_scores, ref)
     # the default scoring is accuracy, and y_pred is the naive models' out-of-fold predictions
     assert r.scoring == "accuracy"
-    _, models = naive_kfold(MultinomialNB(alpha=0.5), X, y, folds, get_scorer("accuracy"),
-                            return_models=True)
+    _, models = naive_kfold(
+        MultinomialNB(alpha=0.5), X, y, folds, get_scorer("accuracy"), return_models=True
+    )
     for f, m in zip(folds, models):
         np.testing.assert_array_equal(r.y_pred[f], m.predict(X[f]))
 
@@ -670,10 +731,16 @@ def test_ind_river_multinomial_nb_learn_one_exactly_naive(digits_counts):
     classes = np.unique(y)
     np.testing.assert_array_equal(r.fold_scores, accs)
     for i, (test, m) in enumerate(zip(folds, models)):
-        P = np.array([[m.predict_proba_one(dict(enumerate(X[t].tolist()))).get(c.item(), 0.0)
-                       for c in classes] for t in test])
-        assert r2.fold_scores[i] == pytest.approx(-log_loss(y[test], P, labels=classes),
-                                                  rel=1e-12)
+        P = np.array(
+            [
+                [
+                    m.predict_proba_one(dict(enumerate(X[t].tolist()))).get(c.item(), 0.0)
+                    for c in classes
+                ]
+                for t in test
+            ]
+        )
+        assert r2.fold_scores[i] == pytest.approx(-log_loss(y[test], P, labels=classes), rel=1e-12)
 
 
 def test_ind_river_learner_without_snapshot_cannot_revert(digits_counts):
@@ -720,26 +787,43 @@ def neg_hinge(est, X, y):
     less discreteness noise than accuracy, so the paired test has far more power — a leak of the
     held-out fold into the training of a single-pass SGD shows as t ~ 9 here, as t ~ 3 with
     accuracy)."""
-    return -float(np.mean(np.maximum(0.0, 1.0 - np.where(y == 1, 1.0, -1.0)
-                                     * est.decision_function(X))))
+    return -float(
+        np.mean(np.maximum(0.0, 1.0 - np.where(y == 1, 1.0, -1.0) * est.decision_function(X)))
+    )
 
 
 SGD_CASES = [
     ("pegasos-bc", lambda: Pegasos(lam=0.1), "bc", 10, 16, None, 0.03),
     ("pegasos-proj-bc", lambda: Pegasos(lam=0.01, projection=True), "bc", 8, 16, None, 0.04),
     ("pegasos-digits", lambda: Pegasos(lam=0.1), "digits", 8, 12, None, 0.05),
-    ("sgd-digits", lambda: SGDClassifier(random_state=0, shuffle=False), "digits", 8, 12, None,
-     0.06),
+    (
+        "sgd-digits",
+        lambda: SGDClassifier(random_state=0, shuffle=False),
+        "digits",
+        8,
+        12,
+        None,
+        0.06,
+    ),
     ("pegasos-digits-hinge", lambda: Pegasos(lam=0.1), "digits", 8, 12, neg_hinge, 0.1),
-    ("sgd-digits-hinge", lambda: SGDClassifier(alpha=0.01, random_state=0, shuffle=False),
-     "digits", 8, 12, neg_hinge, 0.3),
+    (
+        "sgd-digits-hinge",
+        lambda: SGDClassifier(alpha=0.01, random_state=0, shuffle=False),
+        "digits",
+        8,
+        12,
+        neg_hinge,
+        0.3,
+    ),
 ]
 
 
-@pytest.mark.parametrize("name, make, data, k, reps, scoring, dist", SGD_CASES,
-                         ids=[c[0] for c in SGD_CASES])
-def test_ind_sgd_learners_statistically_close_to_naive(bc_std, digits, name, make, data, k, reps,
-                                                       scoring, dist):
+@pytest.mark.parametrize(
+    "name, make, data, k, reps, scoring, dist", SGD_CASES, ids=[c[0] for c in SGD_CASES]
+)
+def test_ind_sgd_learners_statistically_close_to_naive(
+    bc_std, digits, name, make, data, k, reps, scoring, dist
+):
     if data == "bc":
         X, y = bc_std
         X, y = X[:560], y[:560]
@@ -819,8 +903,9 @@ class LiveCounted(ClassifierMixin, BaseEstimator):
     def __copy__(self):
         new = type(self).__new__(type(self))
         LiveCounted._born()
-        new.__dict__.update({k: (v.copy() if isinstance(v, np.ndarray) else v)
-                             for k, v in self.__dict__.items()})
+        new.__dict__.update(
+            {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in self.__dict__.items()}
+        )
         return new
 
     def __deepcopy__(self, memo):
@@ -918,9 +1003,15 @@ def _forbid_enumeration(monkeypatch):
         monkeypatch.setattr(LeaveOneOut, name, boom)
 
 
-@pytest.mark.parametrize("make", [lambda: MultinomialNB(), lambda: Pegasos(lam=1e-2),
-                                  lambda: df.LinearClassifier(loss="squared")],
-                         ids=["partial_fit", "compiled", "exact"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: MultinomialNB(),
+        lambda: Pegasos(lam=1e-2),
+        lambda: df.LinearClassifier(loss="squared"),
+    ],
+    ids=["partial_fit", "compiled", "exact"],
+)
 def test_ind_leave_one_out_never_enumerated(digits, monkeypatch, make):
     X, y = digits
     X, y = X[:64], y[:64]
@@ -952,10 +1043,16 @@ def test_ind_fold_order_is_the_splitters_and_samples_in_its_order(rng):
         np.testing.assert_array_equal(r.fold_scores, np.ones(5))
 
 
-@pytest.mark.parametrize("cv", [KFold(6, shuffle=True, random_state=0),
-                                StratifiedKFold(5, shuffle=True, random_state=1),
-                                StratifiedKFold(3), KFold(7)],
-                         ids=["kfold-shuffle", "skf-shuffle", "skf", "kfold7-uneven"])
+@pytest.mark.parametrize(
+    "cv",
+    [
+        KFold(6, shuffle=True, random_state=0),
+        StratifiedKFold(5, shuffle=True, random_state=1),
+        StratifiedKFold(3),
+        KFold(7),
+    ],
+    ids=["kfold-shuffle", "skf-shuffle", "skf", "kfold7-uneven"],
+)
 def test_ind_splitters_history_is_algorithm1(breast_cancer, cv):
     X, y = breast_cancer
     X, y = _with_ids(X[:101]), y[:101]
@@ -986,11 +1083,16 @@ def test_ind_group_kfold(breast_cancer):
         treecv(MultinomialNB(), X - X.min(), y, cv=cv)
 
 
-@pytest.mark.parametrize("cv", [ShuffleSplit(4, test_size=0.25, random_state=0),
-                                RepeatedKFold(n_splits=3, n_repeats=2, random_state=0),
-                                TimeSeriesSplit(4),
-                                PredefinedSplit(np.r_[-np.ones(10), np.arange(50) % 5])],
-                         ids=["shufflesplit", "repeated", "timeseries", "predefined-holes"])
+@pytest.mark.parametrize(
+    "cv",
+    [
+        ShuffleSplit(4, test_size=0.25, random_state=0),
+        RepeatedKFold(n_splits=3, n_repeats=2, random_state=0),
+        TimeSeriesSplit(4),
+        PredefinedSplit(np.r_[-np.ones(10), np.arange(50) % 5]),
+    ],
+    ids=["shufflesplit", "repeated", "timeseries", "predefined-holes"],
+)
 def test_ind_non_partition_splitters_rejected(breast_cancer, cv):
     X, y = breast_cancer
     X, y = X[:60], y[:60]
@@ -1007,10 +1109,19 @@ def test_ind_predefined_partition_accepted(breast_cancer):
     np.testing.assert_array_equal(r.fold_scores, ref)
 
 
-@pytest.mark.parametrize("cv", [1, 0, -2, 570, KFold(570), [(np.arange(1, 569), np.arange(1))],
-                                [(np.arange(300, 569), np.arange(300)),
-                                 (np.arange(250), np.arange(250, 569))]],
-                         ids=["1", "0", "neg", "n+1", "kfold-n+1", "one-fold", "overlap"])
+@pytest.mark.parametrize(
+    "cv",
+    [
+        1,
+        0,
+        -2,
+        570,
+        KFold(570),
+        [(np.arange(1, 569), np.arange(1))],
+        [(np.arange(300, 569), np.arange(300)), (np.arange(250), np.arange(250, 569))],
+    ],
+    ids=["1", "0", "neg", "n+1", "kfold-n+1", "one-fold", "overlap"],
+)
 def test_ind_bad_fold_counts(breast_cancer, cv):
     X, y = breast_cancer
     with pytest.raises(ValueError):
@@ -1032,14 +1143,21 @@ def test_ind_uneven_fold_sizes_and_counts(rng, n, k):
 # ---------------------------------------------------------------------------
 # 6. built-in learners: the compiled recursion is Algorithm 1
 # ---------------------------------------------------------------------------
-PEG_VARIANTS = [dict(lam=0.05), dict(lam=1e-3, projection=True),
-                dict(lam=0.01, fit_intercept=False), dict(lam=0.02, intercept_scaling=3.0)]
+PEG_VARIANTS = [
+    dict(lam=0.05),
+    dict(lam=1e-3, projection=True),
+    dict(lam=0.01, fit_intercept=False),
+    dict(lam=0.02, intercept_scaling=3.0),
+]
 
 
 @pytest.mark.parametrize("params", PEG_VARIANTS, ids=lambda p: "-".join(map(str, p.values())))
 @pytest.mark.parametrize("strategy", ["copy", "revert"])
-@pytest.mark.parametrize("cv", [KFold(5), StratifiedKFold(8, shuffle=True, random_state=0),
-                                "loo"], ids=["kfold5", "skf8", "loo"])
+@pytest.mark.parametrize(
+    "cv",
+    [KFold(5), StratifiedKFold(8, shuffle=True, random_state=0), "loo"],
+    ids=["kfold5", "skf8", "loo"],
+)
 def test_ind_pegasos_treecv_equals_plain_algorithm1(bc_std, params, strategy, cv):
     X, y = bc_std
     X, y = X[:90], y[:90]
@@ -1049,9 +1167,16 @@ def test_ind_pegasos_treecv_equals_plain_algorithm1(bc_std, params, strategy, cv
     r = treecv(Pegasos(**params), X, y, cv=cv, strategy=strategy)
     t = np.where(y == 1, 1.0, -1.0)
     plain = plain_treecv_decisions(
-        lambda: PlainPegasos(params["lam"], params.get("projection", False),
-                             params.get("fit_intercept", True),
-                             params.get("intercept_scaling", 1.0)), X, t, folds)
+        lambda: PlainPegasos(
+            params["lam"],
+            params.get("projection", False),
+            params.get("fit_intercept", True),
+            params.get("intercept_scaling", 1.0),
+        ),
+        X,
+        t,
+        folds,
+    )
     scale = np.max(np.abs(plain))
     np.testing.assert_allclose(r.decision, plain, rtol=1e-10, atol=1e-10 * scale)
     own = algorithm1_decisions(Pegasos(**params), X, y, folds, classes=np.array([0, 1]))
@@ -1068,21 +1193,27 @@ def test_ind_lsqsgd_treecv_equals_plain_algorithm1(digits, alpha, radius, strate
     X, y = X[:120], y[:120].astype(float) + 0.5 * X[:120, 10]
     cv = KFold(7, shuffle=True, random_state=4)
     folds = folds_of(cv, X, y)
-    r = treecv(LSQSGD(alpha=alpha, radius=radius, intercept_scaling=0.7), X, y, cv=cv,
-               strategy=strategy, scoring="neg_mean_absolute_error")
+    r = treecv(
+        LSQSGD(alpha=alpha, radius=radius, intercept_scaling=0.7),
+        X,
+        y,
+        cv=cv,
+        strategy=strategy,
+        scoring="neg_mean_absolute_error",
+    )
     plain = plain_treecv_decisions(lambda: PlainLSQSGD(alpha, radius, True, 0.7), X, y, folds)
     np.testing.assert_allclose(r.decision, plain, rtol=1e-10, atol=1e-12)
     np.testing.assert_array_equal(r.y_pred, r.decision)
-    np.testing.assert_allclose(r.fold_scores, [-np.mean(np.abs(plain[f] - y[f])) for f in folds],
-                               rtol=1e-10)
+    np.testing.assert_allclose(
+        r.fold_scores, [-np.mean(np.abs(plain[f] - y[f])) for f in folds], rtol=1e-10
+    )
     assert r.scoring == "neg_mean_absolute_error"
     # default scoring of a regressor: r2 per fold
     from sklearn.metrics import r2_score
 
     r2 = treecv(LSQSGD(alpha=alpha, radius=radius, intercept_scaling=0.7), X, y, cv=cv)
     assert r2.scoring == "r2"
-    np.testing.assert_allclose(r2.fold_scores, [r2_score(y[f], plain[f]) for f in folds],
-                               rtol=1e-9)
+    np.testing.assert_allclose(r2.fold_scores, [r2_score(y[f], plain[f]) for f in folds], rtol=1e-9)
 
 
 def test_ind_pegasos_callable_and_roc_auc_scorers_use_fold_model(bc_std):
@@ -1094,8 +1225,9 @@ def test_ind_pegasos_callable_and_roc_auc_scorers_use_fold_model(bc_std):
     folds = folds_of(cv, X, y)
     r = treecv(Pegasos(lam=0.01), X, y, cv=cv)
     r_auc = treecv(Pegasos(lam=0.01), X, y, cv=cv, scoring="roc_auc")
-    np.testing.assert_allclose(r_auc.fold_scores,
-                               [roc_auc_score(y[f], r.decision[f]) for f in folds], rtol=1e-12)
+    np.testing.assert_allclose(
+        r_auc.fold_scores, [roc_auc_score(y[f], r.decision[f]) for f in folds], rtol=1e-12
+    )
     seen = []
 
     def margin(est, Xf, yf):
@@ -1105,8 +1237,10 @@ def test_ind_pegasos_callable_and_roc_auc_scorers_use_fold_model(bc_std):
 
     r_m = treecv(Pegasos(lam=0.01), X, y, cv=cv, scoring=margin)
     np.testing.assert_allclose(
-        r_m.fold_scores, [np.mean(np.where(y[f] == 1, 1, -1) * r.decision[f]) for f in folds],
-        rtol=1e-12)
+        r_m.fold_scores,
+        [np.mean(np.where(y[f] == 1, 1, -1) * r.decision[f]) for f in folds],
+        rtol=1e-12,
+    )
     # every fold was scored on its own rows (the engine may also probe the scorer beforehand)
     for size in {len(f) for f in folds}:
         assert seen.count(size) >= sum(len(f) == size for f in folds)
@@ -1118,8 +1252,7 @@ def test_ind_shuffle_reproducible_and_phase_sets_respected(bc_std):
     a = treecv(Pegasos(lam=0.01), X, y, shuffle=True, random_state=7, **kw)
     b = treecv(Pegasos(lam=0.01), X, y, shuffle=True, random_state=7, **kw)
     c = treecv(Pegasos(lam=0.01), X, y, shuffle=True, random_state=8, **kw)
-    d = treecv(Pegasos(lam=0.01), X, y, shuffle=True, random_state=np.random.RandomState(7),
-               **kw)
+    d = treecv(Pegasos(lam=0.01), X, y, shuffle=True, random_state=np.random.RandomState(7), **kw)
     fixed = treecv(Pegasos(lam=0.01), X, y, **kw)
     np.testing.assert_array_equal(a.decision, b.decision)
     assert not np.array_equal(a.decision, c.decision)
@@ -1132,17 +1265,49 @@ def test_ind_shuffle_reproducible_and_phase_sets_respected(bc_std):
     folds = folds_of(KFold(9, shuffle=True, random_state=0), Xi, y[:120])
     for strategy in ("copy", "revert"):
         ph = HistoryScorer(folds, "phases")
-        r = treecv(HistoryRecorder(), Xi, y[:120], scoring=ph, strategy=strategy, shuffle=True,
-                   random_state=3, **kw)
+        r = treecv(
+            HistoryRecorder(),
+            Xi,
+            y[:120],
+            scoring=ph,
+            strategy=strategy,
+            shuffle=True,
+            random_state=3,
+            **kw,
+        )
         np.testing.assert_array_equal(r.fold_scores, ph.expected_scores())
         seq = HistoryScorer(folds, "match")
-        r = treecv(HistoryRecorder(), Xi, y[:120], scoring=seq, strategy=strategy, shuffle=True,
-                   random_state=3, **kw)
+        r = treecv(
+            HistoryRecorder(),
+            Xi,
+            y[:120],
+            scoring=seq,
+            strategy=strategy,
+            shuffle=True,
+            random_state=3,
+            **kw,
+        )
         assert np.all(r.fold_scores == 0.0)  # not the fixed order
-        r2 = treecv(HistoryRecorder(), Xi, y[:120], scoring=HistoryScorer(folds, "sequence"),
-                    strategy=strategy, shuffle=True, random_state=3, **kw)
-        r3 = treecv(HistoryRecorder(), Xi, y[:120], scoring=HistoryScorer(folds, "sequence"),
-                    strategy=strategy, shuffle=True, random_state=3, **kw)
+        r2 = treecv(
+            HistoryRecorder(),
+            Xi,
+            y[:120],
+            scoring=HistoryScorer(folds, "sequence"),
+            strategy=strategy,
+            shuffle=True,
+            random_state=3,
+            **kw,
+        )
+        r3 = treecv(
+            HistoryRecorder(),
+            Xi,
+            y[:120],
+            scoring=HistoryScorer(folds, "sequence"),
+            strategy=strategy,
+            shuffle=True,
+            random_state=3,
+            **kw,
+        )
         np.testing.assert_array_equal(r2.fold_scores, r3.fold_scores)
 
 
@@ -1161,7 +1326,7 @@ def test_ind_compiled_n_jobs_1_and_2_identical(bc_std, shuffle):
 @pytest.mark.parametrize("d", [1, 3, 5])
 def test_ind_sample_updates_n_times_depth(bc_std, d):
     X, y = bc_std
-    k = 2 ** d
+    k = 2**d
     n = 17 * k
     X, y = X[:n], y[:n]
     for learner in (Pegasos(lam=0.01), LSQSGD(alpha=0.01)):
@@ -1169,8 +1334,13 @@ def test_ind_sample_updates_n_times_depth(bc_std, d):
         r = treecv(learner, X, yy, cv=KFold(k))
         assert r.n_sample_updates == n * d
         assert r.n_updates == 2 * (k - 1)
-    r = treecv(HistoryRecorder(), _with_ids(X), y.astype(float), cv=KFold(k),
-               scoring=HistoryScorer(folds_of(KFold(k), X), "match"))
+    r = treecv(
+        HistoryRecorder(),
+        _with_ids(X),
+        y.astype(float),
+        cv=KFold(k),
+        scoring=HistoryScorer(folds_of(KFold(k), X), "match"),
+    )
     assert r.n_sample_updates == n * d and np.all(r.fold_scores == 1.0)
     # standard CV would feed (k - 1) n
     assert r.n_sample_updates <= (k - 1) * n
@@ -1224,13 +1394,18 @@ def test_ind_generic_learner_update_counts_are_real(bc_std):
     r = treecv(Tally(random_state=0), X, y, cv=KFold(13))
     assert (Tally.rows, Tally.calls) == (r.n_sample_updates, r.n_updates)
     assert (r.n_sample_updates, r.n_updates) == tree_update_counts(
-        [len(f) for f in folds_of(KFold(13), X)])
+        [len(f) for f in folds_of(KFold(13), X)]
+    )
 
 
 def test_ind_templates_not_modified(bc_std):
     X, y = bc_std
-    for t in (SGDClassifier(random_state=0), Pegasos(lam=0.01), MultinomialNB(),
-              LSQSGD(alpha=0.01)):
+    for t in (
+        SGDClassifier(random_state=0),
+        Pegasos(lam=0.01),
+        MultinomialNB(),
+        LSQSGD(alpha=0.01),
+    ):
         before = _copy.deepcopy(t.__dict__)
         yy = y.astype(float) if isinstance(t, LSQSGD) else y
         XX = X - X.min() if isinstance(t, MultinomialNB) else X
@@ -1261,8 +1436,7 @@ def test_ind_partial_fit_user_class_without_fit_unsupervised():
     X = np.random.default_rng(3).integers(0, 9, size=(40, 3)).astype(float)
     cv = KFold(5)
     folds = folds_of(cv, X)
-    ref = [scorer(naive_kfold_model(RunningMean(), X, folds, i), X[f])
-           for i, f in enumerate(folds)]
+    ref = [scorer(naive_kfold_model(RunningMean(), X, folds, i), X[f]) for i, f in enumerate(folds)]
     r = treecv(RunningMean(), X, cv=cv, scoring=scorer)
     np.testing.assert_array_equal(r.fold_scores, ref)
 
@@ -1300,10 +1474,16 @@ def _bad_cases(X, y):
     ]
 
 
-@pytest.mark.parametrize("make", [lambda: Pegasos(), lambda: SGDClassifier(),
-                                  lambda: df.LinearClassifier(loss="squared"),
-                                  lambda: MultinomialNB()],
-                         ids=["compiled", "partial_fit", "exact", "nb"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: Pegasos(),
+        lambda: SGDClassifier(),
+        lambda: df.LinearClassifier(loss="squared"),
+        lambda: MultinomialNB(),
+    ],
+    ids=["compiled", "partial_fit", "exact", "nb"],
+)
 @pytest.mark.parametrize("case", range(13))
 def test_ind_bad_input(breast_cancer, make, case):
     X, y = breast_cancer
@@ -1328,8 +1508,12 @@ def test_ind_bad_input_regressors(breast_cancer):
     with pytest.raises(ValueError, match="binary"):
         treecv(Pegasos(), X, np.arange(60) % 3, cv=3)
     with pytest.raises(ValueError, match="(?i)incremental|partial_fit"):
-        treecv(GaussianNB.__new__(type("Batch", (BaseEstimator,), {"fit": lambda s, X, y: s})),
-               X, y, cv=3)
+        treecv(
+            GaussianNB.__new__(type("Batch", (BaseEstimator,), {"fit": lambda s, X, y: s})),
+            X,
+            y,
+            cv=3,
+        )
     with pytest.raises(ValueError, match="progress"):
         treecv(LSQSGD(), X, y, cv=3, progress="yes")
 
@@ -1346,8 +1530,13 @@ def test_ind_partial_fit_only_learner_with_callable_scorer():
 
     X = np.arange(40, dtype=float)[:, None]
     y = np.arange(40, dtype=float)
-    r = treecv(OnlyPartial(), X, y, cv=KFold(4),
-               scoring=lambda est, X, y: -float(np.mean((est.predict(X) - y) ** 2)))
+    r = treecv(
+        OnlyPartial(),
+        X,
+        y,
+        cv=KFold(4),
+        scoring=lambda est, X, y: -float(np.mean((est.predict(X) - y) ** 2)),
+    )
     assert r.n_folds == 4
     r2 = treecv(OnlyPartial(), X, y, cv=KFold(4), scoring="neg_mean_squared_error")
     np.testing.assert_allclose(r2.fold_scores, r.fold_scores)
@@ -1362,12 +1551,21 @@ def _generic_cases():
 
     return {
         "sgdclf-shuffle": (lambda: SGDClassifier(random_state=1), "decision_function", True),
-        "perceptron": (lambda: Perceptron(random_state=0, shuffle=False), "decision_function",
-                       True),
-        "sgdreg": (lambda: SGDRegressor(random_state=2, shuffle=False, eta0=0.005), "predict",
-                   False),
-        "pa-reg": (lambda: PassiveAggressiveRegressor(random_state=0, shuffle=False), "predict",
-                   False),
+        "perceptron": (
+            lambda: Perceptron(random_state=0, shuffle=False),
+            "decision_function",
+            True,
+        ),
+        "sgdreg": (
+            lambda: SGDRegressor(random_state=2, shuffle=False, eta0=0.005),
+            "predict",
+            False,
+        ),
+        "pa-reg": (
+            lambda: PassiveAggressiveRegressor(random_state=0, shuffle=False),
+            "predict",
+            False,
+        ),
     }
 
 
@@ -1379,8 +1577,9 @@ def test_ind_generic_order_sensitive_learner_is_algorithm1(bc_std, name):
     X, y = X[:180], (y[:180] if clf else y[:180] + 0.2 * X[:180, 1])
     cv = (StratifiedKFold if clf else KFold)(6, shuffle=True, random_state=0)
     folds = folds_of(cv, X, y)
-    ref = algorithm1_decisions(make(), X, y, folds, classes=np.unique(y) if clf else None,
-                               method=method)
+    ref = algorithm1_decisions(
+        make(), X, y, folds, classes=np.unique(y) if clf else None, method=method
+    )
     rec = DecisionRecorder(method)
     treecv(make(), X, y, cv=cv, scoring=rec)
     for f in folds:
@@ -1397,16 +1596,14 @@ def test_ind_generic_order_sensitive_learner_is_algorithm1(bc_std, name):
 
         expect = {
             None: [r2_score(y[f], ref[f]) for f in folds],
-            "neg_root_mean_squared_error": [-np.sqrt(np.mean((ref[f] - y[f]) ** 2))
-                                            for f in folds],
+            "neg_root_mean_squared_error": [-np.sqrt(np.mean((ref[f] - y[f]) ** 2)) for f in folds],
             "neg_mean_absolute_error": [-np.mean(np.abs(ref[f] - y[f])) for f in folds],
             "neg_median_absolute_error": [-np.median(np.abs(ref[f] - y[f])) for f in folds],
         }
         for scoring, vals in expect.items():
             r = treecv(make(), X, y, cv=cv, scoring=scoring)
             np.testing.assert_allclose(r.fold_scores, vals, rtol=1e-10, atol=1e-12)
-        np.testing.assert_allclose(treecv(make(), X, y, cv=cv).y_pred, ref, rtol=1e-12,
-                                   atol=1e-12)
+        np.testing.assert_allclose(treecv(make(), X, y, cv=cv).y_pred, ref, rtol=1e-12, atol=1e-12)
 
 
 def test_ind_river_regressor_is_algorithm1(bc_std):
@@ -1421,7 +1618,7 @@ def test_ind_river_regressor_is_algorithm1(bc_std):
     out = np.empty(len(y))
 
     def update(model, a, b):
-        for i in np.concatenate(folds[a:b + 1]):
+        for i in np.concatenate(folds[a : b + 1]):
             model.learn_one(dict(enumerate(X[i].tolist())), float(y[i]))
         return model
 
@@ -1433,8 +1630,9 @@ def test_ind_river_regressor_is_algorithm1(bc_std):
     algorithm1(make, update, leaf, len(folds))
     r = treecv(make(), X, y, cv=cv, scoring="neg_mean_squared_error")
     np.testing.assert_allclose(r.y_pred, out, rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(r.fold_scores, [-np.mean((out[f] - y[f]) ** 2) for f in folds],
-                               rtol=1e-10)
+    np.testing.assert_allclose(
+        r.fold_scores, [-np.mean((out[f] - y[f]) ** 2) for f in folds], rtol=1e-10
+    )
 
 
 def test_ind_list_inputs_and_sparse(bc_std):
@@ -1485,7 +1683,7 @@ def test_ind_exact_classifier_sorted_labels(breast_cancer, strategy, k):
     cv = KFold(k) if k < 100 else 100
     rec = DecisionRecorder("decision_function")
     treecv(make(), X, y, cv=cv, strategy=strategy, scoring=rec)
-    for i, f in enumerate(folds_of(KFold(k), X, y)):
+    for _i, f in enumerate(folds_of(KFold(k), X, y)):
         keep = np.setdiff1d(np.arange(100), f)
         ref = make().fit(X[keep], y[keep]).decision_function(X[f])
         np.testing.assert_allclose(rec.of(X[f]), ref, rtol=0, atol=1e-8)
@@ -1514,8 +1712,9 @@ def test_ind_exact_other_kinds(breast_cancer):
     lab = np.where(y == 1, "benign", "malignant")
     mk = lambda: df.LinearClassifier(loss="squared")  # noqa: E731
     r = treecv(mk(), X, lab, cv=KFold(5), shuffle=True, random_state=0)
-    _, models = naive_kfold(mk(), X, lab, folds_of(KFold(5), X), get_scorer("accuracy"),
-                            return_models=True)
+    _, models = naive_kfold(
+        mk(), X, lab, folds_of(KFold(5), X), get_scorer("accuracy"), return_models=True
+    )
     for f, m in zip(folds_of(KFold(5), X), models):
         np.testing.assert_array_equal(r.y_pred[f], m.predict(X[f]))
 
@@ -1532,8 +1731,9 @@ def test_ind_compiled_label_scorers_and_proba_scorers(bc_std):
     folds = folds_of(cv, X)
     for scoring, fn in (("f1", f1_score), ("balanced_accuracy", balanced_accuracy_score)):
         r = treecv(Pegasos(lam=0.01), X, y, cv=cv, scoring=scoring)
-        np.testing.assert_allclose(r.fold_scores, [fn(y[f], d.y_pred[f]) for f in folds],
-                                   rtol=1e-12)
+        np.testing.assert_allclose(
+            r.fold_scores, [fn(y[f], d.y_pred[f]) for f in folds], rtol=1e-12
+        )
         assert r.scoring == scoring
     for scoring in ("neg_log_loss", "neg_brier_score"):
         with pytest.raises(ValueError, match="predict_proba"):
@@ -1544,11 +1744,13 @@ def test_ind_compiled_label_scorers_and_proba_scorers(bc_std):
 # any partition (hypothesis): Algorithm 1's training sequences and counters
 # ---------------------------------------------------------------------------
 try:
-    from hypothesis import given, settings, strategies as st
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
 except ImportError:  # hypothesis is optional: only this test needs it
     given = None
 
 if given is not None:
+
     @st.composite
     def _partitions(draw):
         n = draw(st.integers(2, 40))
@@ -1562,7 +1764,7 @@ if given is not None:
         folds = [perm[labels[perm] == c] for c in range(k)]
         return n, folds
 
-    @settings(max_examples=30, deadline=None)
+    @settings(max_examples=examples(30), deadline=None)
     @given(_partitions(), st.sampled_from(["copy", "revert"]), st.booleans())
     def test_ind_any_partition_is_algorithm1(part, strategy, shuffle):
         n, folds = part
@@ -1570,8 +1772,16 @@ if given is not None:
         y = np.zeros(n)
         splits = [(np.setdiff1d(np.arange(n), f), f) for f in folds]
         scorer = HistoryScorer(folds, "phases" if shuffle else "match")
-        r = treecv(HistoryRecorder(), X, y, cv=splits, scoring=scorer, strategy=strategy,
-                   shuffle=shuffle, random_state=0)
+        r = treecv(
+            HistoryRecorder(),
+            X,
+            y,
+            cv=splits,
+            scoring=scorer,
+            strategy=strategy,
+            shuffle=shuffle,
+            random_state=0,
+        )
         np.testing.assert_array_equal(r.fold_scores, scorer.expected_scores())
         assert r.fold_sizes.tolist() == [len(f) for f in folds]
         assert (r.n_sample_updates, r.n_updates) == tree_update_counts([len(f) for f in folds])

@@ -47,10 +47,13 @@ def _brute(make, X, y, w):
     for i in range(len(y)):
         keep = np.delete(np.arange(len(y)), i)
         m = make().fit(X[keep], y[keep], sample_weight=w[keep])
-        f = m.decision_function(X[i:i + 1]) if hasattr(m, "decision_function") else \
-            m.predict(X[i:i + 1])
+        f = (
+            m.decision_function(X[i : i + 1])
+            if hasattr(m, "decision_function")
+            else m.predict(X[i : i + 1])
+        )
         dec.append(f[0])
-        lab.append(m.predict(X[i:i + 1])[0])
+        lab.append(m.predict(X[i : i + 1])[0])
     return np.array(dec), np.array(lab)
 
 
@@ -65,8 +68,7 @@ def test_weighted_loo_every_method_equals_weighted_refits(data, kind, loss):
         np.testing.assert_array_equal(r.y_pred, lab, err_msg=method)
         ex = ~np.isnan(r.decision) & (r.refit | (method == "refit"))
         tol = 1e-6 if loss == "hinge" else 1e-8
-        np.testing.assert_allclose(r.decision[ex], dec[ex], rtol=tol, atol=tol,
-                                   err_msg=method)
+        np.testing.assert_allclose(r.decision[ex], dec[ex], rtol=tol, atol=tol, err_msg=method)
         slack = 1e-7 * (1 + np.abs(dec))
         assert np.all(r.lower <= dec + slack) and np.all(dec <= r.upper + slack), method
         if method != "refit":
@@ -81,15 +83,15 @@ def test_weighted_loo_zero_weight_samples_are_decided_by_the_model(data):
     full = _make("linear", "logistic").fit(X, y, sample_weight=w)
     # removing a weight-0 sample leaves the model: its ball is a point (up to rounding)
     assert np.all(r.decided_by_bound[zero] | r.refit[zero])
-    np.testing.assert_allclose(0.5 * (r.lower + r.upper)[zero],
-                               full.decision_function(X[zero]), atol=1e-8)
+    np.testing.assert_allclose(
+        0.5 * (r.lower + r.upper)[zero], full.decision_function(X[zero]), atol=1e-8
+    )
 
 
 def test_unit_weights_are_the_unweighted_loo(data):
     X, y, _ = data
     a = loo(_make("linear", "logistic"), X, y, method="bounds_early")
-    b = loo(_make("linear", "logistic"), X, y, method="bounds_early",
-            sample_weight=np.ones(len(y)))
+    b = loo(_make("linear", "logistic"), X, y, method="bounds_early", sample_weight=np.ones(len(y)))
     np.testing.assert_array_equal(a.y_pred, b.y_pred)
     np.testing.assert_array_equal(a.lower, b.lower)
 
@@ -114,8 +116,7 @@ def test_weighted_closed_form_equals_weighted_ridge_refits(form):
     beta = ridge(np.arange(n))
     if form == "kernel":
         alpha = np.linalg.lstsq(Phi.T, beta, rcond=None)[0]
-        prob = TrainingProblem(None, Phi @ Phi.T, t, get_loss("squared"), C, alpha, 1e-12, 100,
-                               w=w)
+        prob = TrainingProblem(None, Phi @ Phi.T, t, get_loss("squared"), C, alpha, 1e-12, 100, w=w)
     else:
         prob = TrainingProblem(Phi, None, t, get_loss("squared"), C, beta, 1e-12, 100, w=w)
     z = closed_form_predictions(prob, None)[0]
@@ -125,8 +126,9 @@ def test_weighted_closed_form_equals_weighted_ridge_refits(form):
     folds = [np.arange(0, n, 3), np.arange(1, n, 3)]
     got = closed_form_predictions(prob, [(R, R) for R in folds])
     for R, zR in zip(folds, got):
-        np.testing.assert_allclose(zR, Phi[R] @ ridge(np.setdiff1d(np.arange(n), R)),
-                                   rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(
+            zR, Phi[R] @ ridge(np.setdiff1d(np.arange(n), R)), rtol=1e-9, atol=1e-9
+        )
     # several target columns share the hat matrix
     T2 = np.column_stack([t, -2 * t])
     z2 = closed_form_predictions(prob, None, T2)[0]
@@ -137,14 +139,20 @@ def test_weighted_closed_form_equals_weighted_ridge_refits(form):
 def test_weighted_closed_form_loo_of_models(data, kind):
     X, y, w = data
     t = X[:, 0] - 0.5 * X[:, 3]
-    make = (lambda: LinearRegressor(C=0.5)) if kind == "linear" else \
-        (lambda: KernelRegressor(C=0.5, gamma=0.03))
+    make = (
+        (lambda: LinearRegressor(C=0.5))
+        if kind == "linear"
+        else (lambda: KernelRegressor(C=0.5, gamma=0.03))
+    )
     dec, _ = _brute(make, X, t, w)
     for method in ("closed_form", "alo"):
         r = loo(make(), X, t, method=method, sample_weight=w)
         np.testing.assert_allclose(r.decision, dec, rtol=1e-8, atol=1e-8)
-    clf = (lambda: LinearClassifier(C=0.5)) if kind == "linear" else \
-        (lambda: KernelClassifier(C=0.5, gamma=0.03))
+    clf = (
+        (lambda: LinearClassifier(C=0.5))
+        if kind == "linear"
+        else (lambda: KernelClassifier(C=0.5, gamma=0.03))
+    )
     _, lab = _brute(clf, X, y, w)
     np.testing.assert_array_equal(loo(clf(), X, y, sample_weight=w).y_pred, lab)
 
@@ -173,11 +181,11 @@ def test_weighted_cross_validate_equals_weighted_refits(data):
     splits = list(KFold(5, shuffle=True, random_state=0).split(X))
     ref = np.empty(len(y), dtype=y.dtype)
     for tr, te in splits:
-        ref[te] = _make("linear", "logistic").fit(X[tr], y[tr], sample_weight=w[tr]).predict(
-            X[te])
+        ref[te] = _make("linear", "logistic").fit(X[tr], y[tr], sample_weight=w[tr]).predict(X[te])
     for method in ("bounds", "bounds_early", "refit"):
-        r = cross_validate(_make("linear", "logistic"), X, y, cv=splits, method=method,
-                           sample_weight=w)
+        r = cross_validate(
+            _make("linear", "logistic"), X, y, cv=splits, method=method, sample_weight=w
+        )
         np.testing.assert_array_equal(r.y_pred, ref[r.test_index], err_msg=method)
 
 
@@ -192,14 +200,20 @@ def test_weighted_search_picks_the_grid_search_choice(data):
     ref = GridSearchCV(est, grid, cv=LeaveOneOut()).fit(X, y, sample_weight=w)
     assert ours.best_params_ == ref.best_params_
     assert LOOSearchCV(est, grid).fit(X, y, sample_weight=w).best_params_ == ref.best_params_
-    np.testing.assert_allclose(ours.cv_results_["mean_test_score"],
-                               ref.cv_results_["mean_test_score"], atol=1e-12)
-    np.testing.assert_allclose(ours.best_estimator_.decision_function(X),
-                               ref.best_estimator_.decision_function(X), rtol=1e-8, atol=1e-8)
+    np.testing.assert_allclose(
+        ours.cv_results_["mean_test_score"], ref.cv_results_["mean_test_score"], atol=1e-12
+    )
+    np.testing.assert_allclose(
+        ours.best_estimator_.decision_function(X),
+        ref.best_estimator_.decision_function(X),
+        rtol=1e-8,
+        atol=1e-8,
+    )
     # the weights matter: the unweighted search scores differ somewhere
     plain = LOOSearchCV(est, grid, prune=False).fit(X, y)
-    assert not np.array_equal(plain.cv_results_["mean_test_score"],
-                              ours.cv_results_["mean_test_score"])
+    assert not np.array_equal(
+        plain.cv_results_["mean_test_score"], ours.cv_results_["mean_test_score"]
+    )
 
 
 def test_bad_weights_are_refused(data):
@@ -214,8 +228,13 @@ def test_bad_weights_are_refused(data):
 def test_weighted_alo(data):
     X, y, w = data
     lin = loo(_make("linear", "logistic"), X, y, method="alo", sample_weight=w)
-    ker = loo(KernelClassifier(loss="logistic", C=0.3, kernel="linear", tol=1e-12), X, y,
-              method="alo", sample_weight=w)
+    ker = loo(
+        KernelClassifier(loss="logistic", C=0.3, kernel="linear", tol=1e-12),
+        X,
+        y,
+        method="alo",
+        sample_weight=w,
+    )
     np.testing.assert_allclose(ker.decision, lin.decision, rtol=1e-6, atol=1e-6)
     dec, _ = _brute(lambda: _make("linear", "logistic"), X, y, w)
     full = _make("linear", "logistic").fit(X, y, sample_weight=w)

@@ -17,12 +17,10 @@ from sklearn.datasets import load_diabetes
 from sklearn.preprocessing import StandardScaler
 
 from deltafit import KernelClassifier, KernelRegressor, LinearClassifier, LinearRegressor
-from deltafit.datasets import load_breast_cancer
-from deltafit.solvers import _chord as _chord_newton, _kernel_chord
 from deltafit._states import _squared_dual, _squared_primal
-
-
-
+from deltafit.datasets import load_breast_cancer
+from deltafit.solvers import _chord as _chord_newton
+from deltafit.solvers import _kernel_chord
 
 N_FIT = 120
 
@@ -59,7 +57,7 @@ class Data:
 
     def __init__(self, X, y):
         self.X, self.y = X[:N_FIT], y[:N_FIT]
-        self.Xn, self.yn = X[N_FIT:N_FIT + 40], y[N_FIT:N_FIT + 40]
+        self.Xn, self.yn = X[N_FIT : N_FIT + 40], y[N_FIT : N_FIT + 40]
         self.Xq = X[::7]
 
 
@@ -150,25 +148,42 @@ CASES = {
     # ----- fit
     "fit_nan": (ALL, lambda m, D: m.fit(_nan(D.X), D.y), "NaN"),
     "fit_inf": (ALL, lambda m, D: m.fit(_nan(D.X, np.inf), D.y), "infinity"),
-    "fit_single_class": (CLASSIFIERS, lambda m, D: m.fit(D.X[:20], np.zeros(20, dtype=int)),
-                         "one class|two classes|single class"),
-    "fit_continuous_labels": (CLASSIFIERS,
-                              lambda m, D: m.fit(D.X, np.linspace(0, 1, D.X.shape[0])),
-                              "Unknown label type|continuous"),
+    "fit_single_class": (
+        CLASSIFIERS,
+        lambda m, D: m.fit(D.X[:20], np.zeros(20, dtype=int)),
+        "one class|two classes|single class",
+    ),
+    "fit_continuous_labels": (
+        CLASSIFIERS,
+        lambda m, D: m.fit(D.X, np.linspace(0, 1, D.X.shape[0])),
+        "Unknown label type|continuous",
+    ),
     # ----- add
     "add_nan": (ALL, lambda m, D: m.add(_nan(D.Xn), D.yn), "NaN"),
     "add_inf": (ALL, lambda m, D: m.add(_nan(D.Xn, -np.inf), D.yn), "infinity"),
     "add_wrong_features": (ALL, lambda m, D: m.add(D.Xn[:, :-1], D.yn), "features"),
     "add_empty": (ALL, lambda m, D: m.add(D.Xn[:0], D.yn[:0]), "empty|0 sample"),
-    "add_length_mismatch": (ALL, lambda m, D: m.add(D.Xn[:5], D.yn[:4]),
-                            "rows|labels|inconsistent"),
-    "add_unknown_label": (CLASSIFIERS, lambda m, D: m.add(D.Xn[:3], [0, 1, 5]),
-                          "not among|classes"),
+    "add_length_mismatch": (
+        ALL,
+        lambda m, D: m.add(D.Xn[:5], D.yn[:4]),
+        "rows|labels|inconsistent",
+    ),
+    "add_unknown_label": (
+        CLASSIFIERS,
+        lambda m, D: m.add(D.Xn[:3], [0, 1, 5]),
+        "not among|classes",
+    ),
     "add_y_without_X": (ALL, lambda m, D: m.update(y_add=D.yn[:3]), "both X and y"),
-    "add_nan_target": (["LinearRegressor", "KernelRegressor"],
-                       lambda m, D: m.add(D.Xn[:3], [0.0, np.nan, 1.0]), "NaN"),
-    "add_text_target": (["LinearRegressor", "KernelRegressor"],
-                        lambda m, D: m.add(D.Xn[:3], ["a", "b", "c"]), "numeric"),
+    "add_nan_target": (
+        ["LinearRegressor", "KernelRegressor"],
+        lambda m, D: m.add(D.Xn[:3], [0.0, np.nan, 1.0]),
+        "NaN",
+    ),
+    "add_text_target": (
+        ["LinearRegressor", "KernelRegressor"],
+        lambda m, D: m.add(D.Xn[:3], ["a", "b", "c"]),
+        "numeric",
+    ),
     # ----- predict
     "predict_nan": (ALL, lambda m, D: m.predict(_nan(D.Xq)), "NaN"),
     "predict_inf": (ALL, lambda m, D: m.predict(_nan(D.Xq, np.inf)), "infinity"),
@@ -181,38 +196,57 @@ CASES = {
     "remove_2d_ids": (ALL, lambda m, D: m.remove([[1, 2], [3, 4]]), "1-D"),
     "remove_empty_ids": (ALL, lambda m, D: m.remove([]), "empty"),
     "remove_everything": (ALL, lambda m, D: m.remove(m.sample_ids_), "every sample"),
-    "remove_one_class": (CLASSIFIERS,
-                         lambda m, D: m.remove(_other_class_ids(m, m.classes_[0])),
-                         "single class|one class|two classes"),
+    "remove_one_class": (
+        CLASSIFIERS,
+        lambda m, D: m.remove(_other_class_ids(m, m.classes_[0])),
+        "single class|one class|two classes",
+    ),
     # ----- relabel
     "relabel_unknown": (ALL, lambda m, D: m.relabel([10_000], D.y[:1]), "unknown"),
     "relabel_repeated": (ALL, lambda m, D: m.relabel([5, 5], D.y[:2]), "repeated"),
     "relabel_float_ids": (ALL, lambda m, D: m.relabel([0.5], D.y[:1]), "integer"),
-    "relabel_third_class": (CLASSIFIERS, lambda m, D: m.relabel([0, 1], [2, 2]),
-                            "not among|classes"),
-    "relabel_count_mismatch": (ALL, lambda m, D: m.relabel([0, 1, 2], D.y[:2]),
-                               "labels|ids"),
-    "relabel_one_class": (CLASSIFIERS,
-                          lambda m, D: m.relabel(_other_class_ids(m, m.classes_[0]),
-                                                 np.full(_other_class_ids(m, m.classes_[0]).size,
-                                                         m.classes_[1])),
-                          "single class|one class|two classes"),
+    "relabel_third_class": (
+        CLASSIFIERS,
+        lambda m, D: m.relabel([0, 1], [2, 2]),
+        "not among|classes",
+    ),
+    "relabel_count_mismatch": (ALL, lambda m, D: m.relabel([0, 1, 2], D.y[:2]), "labels|ids"),
+    "relabel_one_class": (
+        CLASSIFIERS,
+        lambda m, D: m.relabel(
+            _other_class_ids(m, m.classes_[0]),
+            np.full(_other_class_ids(m, m.classes_[0]).size, m.classes_[1]),
+        ),
+        "single class|one class|two classes",
+    ),
     # ----- mixed
     "update_removed_and_relabelled": (
-        ALL, lambda m, D: m.update(remove_ids=[3, 4, 5], relabel_ids=[5, 6],
-                                   y_relabel=D.y[5:7]), "both removed and relabelled"),
+        ALL,
+        lambda m, D: m.update(remove_ids=[3, 4, 5], relabel_ids=[5, 6], y_relabel=D.y[5:7]),
+        "both removed and relabelled",
+    ),
     "update_nothing": (ALL, lambda m, D: m.update(), "nothing to update"),
     "update_bad_add_with_good_remove": (
-        ALL, lambda m, D: m.update(X_add=_nan(D.Xn[:4]), y_add=D.yn[:4], remove_ids=[0, 1]),
-        "NaN"),
+        ALL,
+        lambda m, D: m.update(X_add=_nan(D.Xn[:4]), y_add=D.yn[:4], remove_ids=[0, 1]),
+        "NaN",
+    ),
     "update_good_add_with_bad_relabel": (
-        ALL, lambda m, D: m.update(X_add=D.Xn[:4], y_add=D.yn[:4], remove_ids=[0, 1],
-                                   relabel_ids=[9999], y_relabel=D.y[:1]), "unknown"),
+        ALL,
+        lambda m, D: m.update(
+            X_add=D.Xn[:4], y_add=D.yn[:4], remove_ids=[0, 1], relabel_ids=[9999], y_relabel=D.y[:1]
+        ),
+        "unknown",
+    ),
     "update_leaves_one_class_after_add": (
         CLASSIFIERS,
-        lambda m, D: m.update(remove_ids=_other_class_ids(m, m.classes_[0]),
-                              X_add=D.Xn[:3], y_add=np.full(3, m.classes_[1])),
-        "single class|one class|two classes"),
+        lambda m, D: m.update(
+            remove_ids=_other_class_ids(m, m.classes_[0]),
+            X_add=D.Xn[:3],
+            y_add=np.full(3, m.classes_[1]),
+        ),
+        "single class|one class|two classes",
+    ),
 }
 
 
@@ -515,9 +549,17 @@ class FailOnCall:
 
 # (model factory, module, function, which call fails, update)
 def _small_update(m, D):
-    return m.update(X_add=D.Xn[:3], y_add=D.yn[:3], remove_ids=[0, 1], relabel_ids=[4],
-                    y_relabel=[D.y[9] if "Regressor" in type(m).__name__ else
-                               (m.classes_[0] if D.y[4] == m.classes_[1] else m.classes_[1])])
+    return m.update(
+        X_add=D.Xn[:3],
+        y_add=D.yn[:3],
+        remove_ids=[0, 1],
+        relabel_ids=[4],
+        y_relabel=[
+            D.y[9]
+            if "Regressor" in type(m).__name__
+            else (m.classes_[0] if D.y[4] == m.classes_[1] else m.classes_[1])
+        ],
+    )
 
 
 def _large_add(m, D):  # more than max_rank rows: the refactorisation path
@@ -557,10 +599,13 @@ def _make(spec):
 
 
 @pytest.mark.parametrize(
-    "spec,module,func,n,update", FAILURES,
-    ids=[f"{s}-{f}#{n}-{u.__name__}" for s, _, f, n, u in FAILURES])
-def test_numerical_failure_mid_update_leaves_model_unchanged(spec, module, func, n, update,
-                                                             monkeypatch, cancer, diabetes):
+    "spec,module,func,n,update",
+    FAILURES,
+    ids=[f"{s}-{f}#{n}-{u.__name__}" for s, _, f, n, u in FAILURES],
+)
+def test_numerical_failure_mid_update_leaves_model_unchanged(
+    spec, module, func, n, update, monkeypatch, cancer, diabetes
+):
     name, m = _make(spec)
     D = _data_for(name, cancer, diabetes)
     m.fit(D.X, D.y)
@@ -581,7 +626,7 @@ def test_numerical_failure_when_corrections_are_pending(name, monkeypatch, cance
     m = MODELS[name]().fit(D.X, D.y)
     m.add(D.Xn[30:40], D.yn[30:40])
     for i in range(20):
-        m.add(D.Xn[i:i + 1], D.yn[i:i + 1])
+        m.add(D.Xn[i : i + 1], D.yn[i : i + 1])
     # single removals add one pending correction each: stop one short of a fold
     for i in range(20, N_FIT):
         if m._state.inv.rank == m._max_rank - 1:

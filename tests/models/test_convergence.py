@@ -26,7 +26,6 @@ from deltafit.solvers import MAX_CURVATURE, newton_kernel, newton_primal
 SMOOTH = ["logistic", "squared_hinge"]
 
 
-
 def _make(kind, loss, **kw):
     if kind == "linear":
         return LinearClassifier(loss=loss, **kw)
@@ -40,9 +39,13 @@ def _coef(m):
 
 
 def _snapshot(m, X):
-    return {"decision": m.decision_function(X), "ids": m.sample_ids_.copy(),
-            "coef": np.array(_coef(m), copy=True), "grad_norm": m.grad_norm_,
-            "n": m.n_samples_}
+    return {
+        "decision": m.decision_function(X),
+        "ids": m.sample_ids_.copy(),
+        "coef": np.array(_coef(m), copy=True),
+        "grad_norm": m.grad_norm_,
+        "n": m.n_samples_,
+    }
 
 
 def _assert_unchanged(before, after):
@@ -82,8 +85,10 @@ def test_a_row_beyond_double_precision_is_refused(cancer, kind, loss, label):
         warnings.simplefilter("error")  # converged: silent
         m.add(X[:3] + 0.25, y[:3])
         m.remove([7])
-        ref = clone(m).fit(np.vstack([np.delete(X, 7, axis=0), X[:3] + 0.25]),
-                           np.concatenate([np.delete(y, 7), y[:3]]))
+        ref = clone(m).fit(
+            np.vstack([np.delete(X, 7, axis=0), X[:3] + 0.25]),
+            np.concatenate([np.delete(y, 7), y[:3]]),
+        )
     assert np.max(np.abs(m.decision_function(X) - ref.decision_function(X))) < 1e-6
 
 
@@ -136,8 +141,9 @@ def test_an_indefinite_curvature_matrix_is_refused_in_deltafit_words(cancer, los
     "Cholesky factorization failed (5-th leading minor ...)")."""
     X, y = cancer
     rng = np.random.default_rng(0)
-    Xc = np.vstack([np.full((2000, 6), 3e6) * (1 + 1e-9 * rng.standard_normal((2000, 6))),
-                    X[:50, :6]])
+    Xc = np.vstack(
+        [np.full((2000, 6), 3e6) * (1 + 1e-9 * rng.standard_normal((2000, 6))), X[:50, :6]]
+    )
     t = np.where(rng.random(Xc.shape[0]) < 0.5, 1.0, -1.0)
     with pytest.raises(ValueError, match="lost positive definiteness") as exc:
         newton_primal(Xc, t, get_loss(loss), 1.0)
@@ -271,8 +277,9 @@ def test_a_dask_update_beyond_double_precision_is_refused(cancer, loss):
     da = pytest.importorskip("dask.array")
     X, y = cancer
     with dask.config.set(scheduler="synchronous"):
-        m = LinearClassifier(loss=loss).fit(da.from_array(X, chunks=200),
-                                            da.from_array(y, chunks=200))
+        m = LinearClassifier(loss=loss).fit(
+            da.from_array(X, chunks=200), da.from_array(y, chunks=200)
+        )
         before = _snapshot(m, X)
         with pytest.raises(ValueError, match="Newton curvature"):
             m.add(_big_row(X.shape[1]), [1])

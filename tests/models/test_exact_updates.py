@@ -5,9 +5,11 @@ random mixed updates, and under hypothesis-generated sequences."""
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import deltafit as df
+from hypothesis_profiles import examples
 from reference import rel_err
 
 SQ_TOL = 1e-8
@@ -34,8 +36,11 @@ class Mirror:
 
     def data(self):
         ids = sorted(self.rows)
-        return (np.array([self.rows[i][0] for i in ids]), np.array([self.rows[i][1] for i in ids]),
-                np.array(ids))
+        return (
+            np.array([self.rows[i][0] for i in ids]),
+            np.array([self.rows[i][1] for i in ids]),
+            np.array(ids),
+        )
 
 
 MODELS = {
@@ -76,8 +81,16 @@ def _check(model, mirror, X_eval):
     X, y, ids = mirror.data()
     np.testing.assert_array_equal(model.sample_ids_, ids)
     fresh = type(model)(**model.get_params()).fit(X, y)
-    f_upd = model.decision_function(X_eval) if hasattr(model, "decision_function") else model.predict(X_eval)
-    f_new = fresh.decision_function(X_eval) if hasattr(fresh, "decision_function") else fresh.predict(X_eval)
+    f_upd = (
+        model.decision_function(X_eval)
+        if hasattr(model, "decision_function")
+        else model.predict(X_eval)
+    )
+    f_new = (
+        fresh.decision_function(X_eval)
+        if hasattr(fresh, "decision_function")
+        else fresh.predict(X_eval)
+    )
     assert rel_err(f_upd, f_new) < _tol(model), rel_err(f_upd, f_new)
 
 
@@ -94,10 +107,10 @@ def test_mixed_update_sequence_equals_fresh_fit(name, breast_cancer):
     pool = list(range(n0, X.shape[0]))
     X_eval = X[::4]
     # one at a time: add, remove, relabel
-    for step in range(12):
+    for _step in range(12):
         j = pool.pop()
-        ids = model.add(X[j:j + 1], y[j:j + 1])
-        mirror.add(ids, X[j:j + 1], y[j:j + 1])
+        ids = model.add(X[j : j + 1], y[j : j + 1])
+        mirror.add(ids, X[j : j + 1], y[j : j + 1])
         victim = rng.choice(model.sample_ids_)
         _remove(model, mirror, [victim])
         target = rng.choice(model.sample_ids_)
@@ -119,8 +132,12 @@ def test_mixed_update_sequence_equals_fresh_fit(name, breast_cancer):
     if "regressor" in name:
         newy = np.array([cur[int(i)] + 1.0 for i in targets])
     else:
-        newy = np.array([model.classes_[0] if cur[int(i)] == model.classes_[1] else model.classes_[1]
-                         for i in targets])
+        newy = np.array(
+            [
+                model.classes_[0] if cur[int(i)] == model.classes_[1] else model.classes_[1]
+                for i in targets
+            ]
+        )
     _relabel(model, mirror, targets, newy)
     _check(model, mirror, X_eval)
     # one transaction mixing everything
@@ -169,8 +186,8 @@ def test_keep_data_false_stores_no_rows(digits):
     m = df.LinearClassifier(keep_data=False).fit(X[:1000], y[:1000])
     assert m._ledger.X.shape[1] == 0
     ids = m.add(X[1000:1200], y[1000:1200])
-    m.remove(X=X[:100], y=y[:100])           # by value, no ids
-    m.remove(ids[:50], X=X[1000:1050])        # by id, rows checked against digests
+    m.remove(X=X[:100], y=y[:100])  # by value, no ids
+    m.remove(ids[:50], X=X[1000:1050])  # by id, rows checked against digests
     assert m._ledger.X.shape[1] == 0
     Xf = np.vstack([X[100:1000], X[1050:1200]])
     yf = np.concatenate([y[100:1000], y[1050:1200]])
@@ -178,7 +195,7 @@ def test_keep_data_false_stores_no_rows(digits):
     assert rel_err(m.decision_function(X), fresh.decision_function(X)) < SQ_TOL
 
 
-@pytest.mark.parametrize("kind", ["linear", "kernel"])
+@pytest.mark.parametrize("kind", ["linear", pytest.param("kernel", marks=pytest.mark.slow)])
 def test_ten_thousand_random_mixed_updates(kind, digits):
     """10,000 random single-sample updates; exact at every checkpoint."""
     X, y = digits
@@ -197,8 +214,8 @@ def test_ten_thousand_random_mixed_updates(kind, digits):
         ids_now = list(mirror.rows)
         if op < 0.4 or len(ids_now) < n0 // 2:
             j = int(rng.integers(len(y)))
-            ids = model.add(X[j:j + 1], y[j:j + 1])
-            mirror.add(ids, X[j:j + 1], y[j:j + 1])
+            ids = model.add(X[j : j + 1], y[j : j + 1])
+            mirror.add(ids, X[j : j + 1], y[j : j + 1])
         elif op < 0.8:
             victim = ids_now[int(rng.integers(len(ids_now)))]
             # keep two classes
@@ -223,19 +240,21 @@ def test_ten_thousand_random_mixed_updates(kind, digits):
 def test_accumulated_error_triggers_refactorisation(digits):
     """Corrupt the tracked inverse: the next fold detects the drift and re-factorises."""
     X, y = digits
-    for model in (df.LinearClassifier().fit(X[:800], y[:800]),
-                  df.KernelClassifier(gamma=0.02).fit(X[:300], y[:300])):
+    for model in (
+        df.LinearClassifier().fit(X[:800], y[:800]),
+        df.KernelClassifier(gamma=0.02).fit(X[:300], y[:300]),
+    ):
         st_ = model._state
         before = st_.n_refactor
         getattr(st_, "_ensure_inverse", lambda: None)()  # the primal inverse is formed lazily
-        st_.inv.H0 *= 1.0 + 1e-5          # simulated accumulated rounding error
+        st_.inv.H0 *= 1.0 + 1e-5  # simulated accumulated rounding error
         ids = []
-        for j in range(900, 900 + st_.max_rank + 1):   # enough updates to force a fold
-            ids.extend(model.add(X[j:j + 1], y[j:j + 1]).tolist())
+        for j in range(900, 900 + st_.max_rank + 1):  # enough updates to force a fold
+            ids.extend(model.add(X[j : j + 1], y[j : j + 1]).tolist())
         assert st_.n_refactor > before
         n0 = 800 if isinstance(model, df.LinearClassifier) else 300
-        Xf = np.vstack([X[:n0], X[900:900 + st_.max_rank + 1]])
-        yf = np.concatenate([y[:n0], y[900:900 + st_.max_rank + 1]])
+        Xf = np.vstack([X[:n0], X[900 : 900 + st_.max_rank + 1]])
+        yf = np.concatenate([y[:n0], y[900 : 900 + st_.max_rank + 1]])
         fresh = type(model)(**model.get_params()).fit(Xf, yf)
         assert rel_err(model.decision_function(X), fresh.decision_function(X)) < SQ_TOL
 
@@ -245,7 +264,7 @@ def test_high_leverage_removal_falls_back_to_exact_refactorisation():
     rng = np.random.default_rng(3)
     X = rng.standard_normal((200, 5))
     X[:, 4] = 0.0
-    X[0, 4] = 1.0                      # the only sample with feature 4: leverage ≈ 1
+    X[0, 4] = 1.0  # the only sample with feature 4: leverage ≈ 1
     y = rng.standard_normal(200)
     m = df.LinearRegressor(C=1e9, fit_intercept=False).fit(X, y)
     m.remove([0])
@@ -258,20 +277,33 @@ def test_partial_fit_streams_equal_a_fit(mnist_sample):
     X, y = X[:2000], y[:2000]
     m = df.LinearClassifier(loss="squared", C=0.5)
     for start in range(0, 2000, 250):
-        m.partial_fit(X[start:start + 250], y[start:start + 250], classes=[0, 1])
+        m.partial_fit(X[start : start + 250], y[start : start + 250], classes=[0, 1])
     fresh = df.LinearClassifier(loss="squared", C=0.5).fit(X, y)
     assert rel_err(m.decision_function(X), fresh.decision_function(X)) < SQ_TOL
     np.testing.assert_array_equal(m.sample_ids_, np.arange(2000))
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     seed=st.integers(0, 2**31 - 1),
-    model_name=st.sampled_from(["linear-squared", "linear-squared-nodata", "linear-logistic",
-                                "linear-sqhinge", "kernel-squared", "kernel-logistic",
-                                "kernel-sqhinge", "linear-regressor", "kernel-regressor"]),
-    ops=st.lists(st.tuples(st.sampled_from(["add", "remove", "relabel", "mix"]),
-                           st.integers(1, 12)), min_size=1, max_size=8),
+    model_name=st.sampled_from(
+        [
+            "linear-squared",
+            "linear-squared-nodata",
+            "linear-logistic",
+            "linear-sqhinge",
+            "kernel-squared",
+            "kernel-logistic",
+            "kernel-sqhinge",
+            "linear-regressor",
+            "kernel-regressor",
+        ]
+    ),
+    ops=st.lists(
+        st.tuples(st.sampled_from(["add", "remove", "relabel", "mix"]), st.integers(1, 12)),
+        min_size=1,
+        max_size=8,
+    ),
     fit_intercept=st.booleans(),
 )
 def test_property_random_sequences(seed, model_name, ops, fit_intercept):
@@ -279,7 +311,7 @@ def test_property_random_sequences(seed, model_name, ops, fit_intercept):
     n, d = 60, 4
     X = rng.standard_normal((n + 200, d))
     regress = "regressor" in model_name
-    y = (X @ rng.standard_normal(d) + 0.3 * rng.standard_normal(n + 200))
+    y = X @ rng.standard_normal(d) + 0.3 * rng.standard_normal(n + 200)
     if not regress:
         y = (y > 0).astype(int)
     model = MODELS[model_name]().set_params(fit_intercept=fit_intercept)
@@ -303,14 +335,16 @@ def test_property_random_sequences(seed, model_name, ops, fit_intercept):
         if op in ("relabel", "mix"):
             ids_now = np.array(sorted(mirror.rows))
             targets = rng.choice(ids_now, size=min(k, len(ids_now)), replace=False)
-            newy = rng.normal(size=len(targets)) if regress else rng.integers(0, 2, size=len(targets))
+            newy = (
+                rng.normal(size=len(targets)) if regress else rng.integers(0, 2, size=len(targets))
+            )
             trial = dict(mirror.rows)
             for i, t in zip(targets, newy):
                 trial[int(i)] = (trial[int(i)][0], t)
             if not regress and len({t for _, t in trial.values()}) < 2:
                 continue
             _relabel(model, mirror, targets, newy)
-    _check(model, mirror, X[n:n + 50])
+    _check(model, mirror, X[n : n + 50])
 
 
 @pytest.mark.parametrize("chunk", [7, 512])

@@ -32,8 +32,7 @@ pd = pytest.importorskip("pandas")
 
 # predict's own warning for an array given to a frame-fitted model (the narrow-array cases and
 # the references): expected; the tests that are about it catch it with pytest.warns
-pytestmark = pytest.mark.filterwarnings(
-    "ignore:X does not have valid feature names:UserWarning")
+pytestmark = pytest.mark.filterwarnings("ignore:X does not have valid feature names:UserWarning")
 
 
 def _frame(loader, n):
@@ -62,8 +61,12 @@ def diabetes():
 # (name, factory, data fixture, keep_data): the four estimators, keep_data True and False
 CASES = [
     ("linear-clf-keep", lambda: LinearClassifier(loss="logistic", C=0.5), "cancer", True),
-    ("linear-clf-nokeep", lambda: LinearClassifier(loss="squared", C=0.5, keep_data=False),
-     "cancer", False),
+    (
+        "linear-clf-nokeep",
+        lambda: LinearClassifier(loss="squared", C=0.5, keep_data=False),
+        "cancer",
+        False,
+    ),
     ("linear-clf-3class", lambda: LinearClassifier(loss="logistic", C=0.5), "wine", True),
     ("linear-reg-keep", lambda: LinearRegressor(C=0.5), "diabetes", True),
     ("linear-reg-nokeep", lambda: LinearRegressor(C=0.5, keep_data=False), "diabetes", False),
@@ -86,8 +89,12 @@ def _bad_frames(X):
     reordered = X[X.columns[::-1]]
     renamed = X.rename(columns={X.columns[1]: "not_a_feature"})
     narrow = X[X.columns[:-1]]
-    return {"reordered": reordered, "renamed": renamed, "narrow": narrow,
-            "narrow-array": narrow.to_numpy()}
+    return {
+        "reordered": reordered,
+        "renamed": renamed,
+        "narrow": narrow,
+        "narrow-array": narrow.to_numpy(),
+    }
 
 
 BAD = ["reordered", "renamed", "narrow", "narrow-array"]
@@ -95,11 +102,16 @@ BAD = ["reordered", "renamed", "narrow", "narrow-array"]
 
 def _snapshot(model, X):
     """Everything a refused update must leave as it was."""
-    return (model.sample_ids_.copy(), model.n_samples_, model.sample_weight_.copy(),
-            np.asarray(model.predict(X)).copy(),
-            np.asarray(model.decision_function(X) if hasattr(model, "decision_function")
-                       else model.predict(X)).copy(),
-            model._state.solution.copy())
+    return (
+        model.sample_ids_.copy(),
+        model.n_samples_,
+        model.sample_weight_.copy(),
+        np.asarray(model.predict(X)).copy(),
+        np.asarray(
+            model.decision_function(X) if hasattr(model, "decision_function") else model.predict(X)
+        ).copy(),
+        model._state.solution.copy(),
+    )
 
 
 def _assert_same(a, b):
@@ -123,24 +135,36 @@ def _entries(model, keep):
         ("add", lambda Xb, y, ids: model.add(_rows_of(Xb, ids), y[ids])),
         ("partial_fit", lambda Xb, y, ids: model.partial_fit(_rows_of(Xb, ids), y[ids])),
         ("update-add", lambda Xb, y, ids: model.update(X_add=_rows_of(Xb, ids), y_add=y[ids])),
-        ("remove-ids-X", lambda Xb, y, ids: model.remove(ids, X=_rows_of(Xb, ids),
-                                                                 y=y[ids])),
-        ("relabel-X", lambda Xb, y, ids: model.relabel(ids, y[ids[::-1]],
-                                                       X=_rows_of(Xb, ids), y_old=y[ids])),
-        ("reweight-X", lambda Xb, y, ids: model.reweight(ids, 2.0, X=_rows_of(Xb, ids),
-                                                         y=y[ids])),
-        ("update-remove", lambda Xb, y, ids: model.update(remove_ids=ids,
-                                                          X_remove=_rows_of(Xb, ids),
-                                                          y_remove=y[ids])),
+        ("remove-ids-X", lambda Xb, y, ids: model.remove(ids, X=_rows_of(Xb, ids), y=y[ids])),
+        (
+            "relabel-X",
+            lambda Xb, y, ids: model.relabel(ids, y[ids[::-1]], X=_rows_of(Xb, ids), y_old=y[ids]),
+        ),
+        ("reweight-X", lambda Xb, y, ids: model.reweight(ids, 2.0, X=_rows_of(Xb, ids), y=y[ids])),
+        (
+            "update-remove",
+            lambda Xb, y, ids: model.update(
+                remove_ids=ids, X_remove=_rows_of(Xb, ids), y_remove=y[ids]
+            ),
+        ),
     ]
     if not keep:
-        out.append(("remove-by-value",
-                    lambda Xb, y, ids: model.remove(X=_rows_of(Xb, ids), y=y[ids])))
+        out.append(
+            ("remove-by-value", lambda Xb, y, ids: model.remove(X=_rows_of(Xb, ids), y=y[ids]))
+        )
     return out
 
 
-ENTRY_NAMES = ["add", "partial_fit", "update-add", "remove-ids-X", "relabel-X", "reweight-X",
-               "update-remove", "remove-by-value"]
+ENTRY_NAMES = [
+    "add",
+    "partial_fit",
+    "update-add",
+    "remove-ids-X",
+    "relabel-X",
+    "reweight-X",
+    "update-remove",
+    "remove-by-value",
+]
 
 
 @pytest.mark.parametrize("bad", BAD)
@@ -153,8 +177,11 @@ def test_update_refuses_what_predict_refuses(fitted, entry, bad):
     Xbad = _bad_frames(X)[bad]
     message = _predict_error(model, Xbad)
     # model samples for remove / relabel / reweight, new rows for add
-    ids = np.array([3, 8, 20]) if "add" not in entry and entry != "partial_fit" \
+    ids = (
+        np.array([3, 8, 20])
+        if "add" not in entry and entry != "partial_fit"
         else np.array([101, 105, 110])
+    )
     before = _snapshot(model, X)
     with pytest.raises(ValueError) as exc:
         entries[entry](Xbad, y, ids)
@@ -162,8 +189,9 @@ def test_update_refuses_what_predict_refuses(fitted, entry, bad):
     _assert_same(before, _snapshot(model, X))
 
 
-@pytest.mark.parametrize("entry", ["add", "partial_fit", "update-add", "remove-ids-X",
-                                   "relabel-X", "reweight-X"])
+@pytest.mark.parametrize(
+    "entry", ["add", "partial_fit", "update-add", "remove-ids-X", "relabel-X", "reweight-X"]
+)
 def test_array_given_to_frame_model_warns_as_predict_and_is_taken(fitted, entry):
     """predict warns for an array given to a frame-fitted model and takes it: so do updates
     (the array's columns are taken in the fit's order), and the result is the update made
@@ -172,8 +200,11 @@ def test_array_given_to_frame_model_warns_as_predict_and_is_taken(fitted, entry)
     reference = type(model)(**model.get_params()).fit(X.iloc[:100], y[:100])
     with pytest.warns(UserWarning, match="X does not have valid feature names"):
         model.predict(X.to_numpy()[:3])
-    ids = np.array([3, 8, 20]) if "add" not in entry and entry != "partial_fit" \
+    ids = (
+        np.array([3, 8, 20])
+        if "add" not in entry and entry != "partial_fit"
         else np.array([101, 105, 110])
+    )
     with pytest.warns(UserWarning, match="X does not have valid feature names"):
         dict(_entries(model, keep))[entry](X.to_numpy(), y, ids)
     with warnings.catch_warnings():
@@ -214,22 +245,31 @@ def test_permuted_frame_would_train_on_permuted_features(wine):
     reversed_cols = X[X.columns[::-1]]
     refit = LinearClassifier(loss="logistic", C=0.1).fit(X, y)
     # what the accepted update trained on: the reversed values under the fit's column order
-    permuted = pd.concat([X.iloc[:150], pd.DataFrame(reversed_cols.to_numpy()[150:],
-                                                     columns=X.columns)])
+    permuted = pd.concat(
+        [X.iloc[:150], pd.DataFrame(reversed_cols.to_numpy()[150:], columns=X.columns)]
+    )
     wrong = LinearClassifier(loss="logistic", C=0.1).fit(permuted, y)
     assert np.max(np.abs(wrong.decision_function(X) - refit.decision_function(X))) > 1.0
     with pytest.raises(ValueError, match="Feature names must be in the same order"):
         model.add(reversed_cols.iloc[150:], y[150:])
     assert model.n_samples_ == 150
     model.add(X.iloc[150:], y[150:])
-    np.testing.assert_allclose(model.decision_function(X), refit.decision_function(X),
-                               atol=1e-6)
+    np.testing.assert_allclose(model.decision_function(X), refit.decision_function(X), atol=1e-6)
 
 
 # ------------------------------------------------------------------------- sensitivity
-SENS_CASES = [c for c in CASES if c[0] in ("linear-clf-keep", "linear-clf-nokeep",
-                                           "linear-clf-3class", "linear-reg-nokeep",
-                                           "kernel-reg")]
+SENS_CASES = [
+    c
+    for c in CASES
+    if c[0]
+    in (
+        "linear-clf-keep",
+        "linear-clf-nokeep",
+        "linear-clf-3class",
+        "linear-reg-nokeep",
+        "kernel-reg",
+    )
+]
 
 
 @pytest.mark.parametrize("case", SENS_CASES, ids=[c[0] for c in SENS_CASES])
@@ -245,8 +285,11 @@ def test_sensitivity_what_ifs_check_names_as_predict(request, case, bad, what):
     ids = np.array([3, 8, 20])
     calls = {
         "add": lambda: s.add(_rows_of(Xbad, np.array([101, 102])), y[[101, 102]]),
-        "remove": lambda: (s.remove(ids, X=_rows_of(Xbad, ids)) if not keep
-                           else s.remove(X=_rows_of(Xbad, ids), y=y[ids])),
+        "remove": lambda: (
+            s.remove(ids, X=_rows_of(Xbad, ids))
+            if not keep
+            else s.remove(X=_rows_of(Xbad, ids), y=y[ids])
+        ),
         "relabel": lambda: s.relabel(ids, y[ids[::-1]], X=_rows_of(Xbad, ids), y_old=y[ids]),
         "reweight": lambda: s.reweight(ids, [2.0, 0.5, 1.5], X=_rows_of(Xbad, ids), y=y[ids]),
         "decision_bounds": lambda: s.decision_bounds(Xbad),
@@ -278,8 +321,9 @@ def test_sensitivity_frame_rows_of_model_samples_are_taken_silently(cancer):
     with pytest.warns(UserWarning, match="valid feature names"):
         hyp = t.add(X.to_numpy()[100:102], y[100:102])
     with pytest.warns(UserWarning, match="valid feature names"):
-        t.relabel(np.r_[ids, hyp], 1 - y[np.r_[ids, 100, 101]],
-                  X=X.to_numpy()[np.r_[ids, 100, 101]])
+        t.relabel(
+            np.r_[ids, hyp], 1 - y[np.r_[ids, 100, 101]], X=X.to_numpy()[np.r_[ids, 100, 101]]
+        )
     lo2, hi2 = t.decision_bounds(X)
     np.testing.assert_array_equal(lo, lo2)
     np.testing.assert_array_equal(hi, hi2)
@@ -291,8 +335,11 @@ def test_sensitivity_frame_rows_of_model_samples_are_taken_silently(cancer):
 def test_pipeline_updates_check_raw_names(cancer, first, bad):
     X, y = cancer
     final = LinearClassifier(loss="logistic", C=0.5, keep_data=True)
-    pipe = (make_pipeline(StandardScaler(), final) if first == "scaler" else
-            deltafit.UpdatablePipeline([("raw", "passthrough"), ("model", final)]))
+    pipe = (
+        make_pipeline(StandardScaler(), final)
+        if first == "scaler"
+        else deltafit.UpdatablePipeline([("raw", "passthrough"), ("model", final)])
+    )
     pipe.fit(X.iloc[:100], y[:100])
     Xbad = _bad_frames(X)[bad]
     with pytest.raises(ValueError) as exc:
@@ -301,15 +348,17 @@ def test_pipeline_updates_check_raw_names(cancer, first, bad):
     ids = np.array([3, 8, 20])
     before = (pipe.sample_ids_.copy(), pipe.decision_function(X).copy())
     s = sensitivity(pipe)
-    for call in (lambda: pipe.add(_rows_of(Xbad, [101, 102]), y[[101, 102]]),
-                 lambda: pipe.partial_fit(_rows_of(Xbad, [101, 102]), y[[101, 102]]),
-                 lambda: pipe.update(X_add=_rows_of(Xbad, [101, 102]), y_add=y[[101, 102]]),
-                 lambda: pipe.relabel(ids, 1 - y[ids], X=_rows_of(Xbad, ids)),
-                 lambda: pipe.reweight(ids, 2.0, X=_rows_of(Xbad, ids)),
-                 lambda: s.add(_rows_of(Xbad, [101, 102]), y[[101, 102]]),
-                 lambda: s.relabel(ids, 1 - y[ids], X=_rows_of(Xbad, ids)),
-                 lambda: s.reweight(ids, [2.0, 0.5, 1.5], X=_rows_of(Xbad, ids)),
-                 lambda: s.decision_bounds(Xbad)):
+    for call in (
+        lambda: pipe.add(_rows_of(Xbad, [101, 102]), y[[101, 102]]),
+        lambda: pipe.partial_fit(_rows_of(Xbad, [101, 102]), y[[101, 102]]),
+        lambda: pipe.update(X_add=_rows_of(Xbad, [101, 102]), y_add=y[[101, 102]]),
+        lambda: pipe.relabel(ids, 1 - y[ids], X=_rows_of(Xbad, ids)),
+        lambda: pipe.reweight(ids, 2.0, X=_rows_of(Xbad, ids)),
+        lambda: s.add(_rows_of(Xbad, [101, 102]), y[[101, 102]]),
+        lambda: s.relabel(ids, 1 - y[ids], X=_rows_of(Xbad, ids)),
+        lambda: s.reweight(ids, [2.0, 0.5, 1.5], X=_rows_of(Xbad, ids)),
+        lambda: s.decision_bounds(Xbad),
+    ):
         with pytest.raises(ValueError) as exc:
             call()
         assert str(exc.value) == message
@@ -337,8 +386,7 @@ def test_dask_frames_are_checked_by_name(threads, diabetes):
     X, y = diabetes
     good = dd.from_pandas(X.iloc[:100], npartitions=2)
     rev = X[X.columns[::-1]]
-    model = LinearRegressor(C=0.5, keep_data=False).fit(good, dd.from_array(y[:100],
-                                                                           chunksize=50))
+    model = LinearRegressor(C=0.5, keep_data=False).fit(good, dd.from_array(y[:100], chunksize=50))
     np.testing.assert_array_equal(model.feature_names_in_, X.columns.to_numpy(dtype=object))
     ref = LinearRegressor(C=0.5, keep_data=False).fit(X.iloc[:100], y[:100])
     np.testing.assert_allclose(model.predict(X), ref.predict(X), atol=1e-9)

@@ -60,8 +60,12 @@ def _targets(model, y):
     return np.where(y == model.classes_[1], 1.0, -1.0) if hasattr(model, "classes_") else y
 
 
-LINEAR = [("squared", df.LinearClassifier), ("logistic", df.LinearClassifier),
-          ("squared_hinge", df.LinearClassifier), ("squared", df.LinearRegressor)]
+LINEAR = [
+    ("squared", df.LinearClassifier),
+    ("logistic", df.LinearClassifier),
+    ("squared_hinge", df.LinearClassifier),
+    ("squared", df.LinearRegressor),
+]
 
 
 @pytest.mark.parametrize("loss,Est", LINEAR)
@@ -83,16 +87,20 @@ def test_linear_view_matches_public_attributes(loss, Est, s, cancer, diabetes):
     Phi = np.hstack([Xl, np.full((len(ids), 1), s)]) if s else Xl
     np.testing.assert_array_equal(p.targets[p.live], tl)
     np.testing.assert_allclose(p.rows[p.live], Phi, rtol=0, atol=0)
-    beta = np.concatenate([m.coef_.ravel(), np.atleast_1d(m.intercept_) / s]) if s \
-        else m.coef_.ravel()
+    beta = (
+        np.concatenate([m.coef_.ravel(), np.atleast_1d(m.intercept_) / s]) if s else m.coef_.ravel()
+    )
     np.testing.assert_allclose(p.coef, beta, rtol=1e-12, atol=1e-14)
     z = Phi @ beta
     zs, sq = p.scores(p.live)
     np.testing.assert_allclose(zs, z, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(sq, np.einsum("ij,ij->i", Phi, Phi), rtol=1e-12)
-    np.testing.assert_allclose(p.decision(X[:7]), m.decision_function(X[:7])
-                               if hasattr(m, "decision_function") else m.predict(X[:7]),
-                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        p.decision(X[:7]),
+        m.decision_function(X[:7]) if hasattr(m, "decision_function") else m.predict(X[:7]),
+        rtol=1e-12,
+        atol=1e-12,
+    )
     # the exact gradient and Hessian of J(β) = C Σ ℓ(t, Φβ) + ½‖β‖²
     g = beta + 0.7 * Phi.T @ _d1(loss, tl, z)
     scale = 1.0 + 0.7 * np.abs(Phi).T @ np.abs(_d1(loss, tl, z))
@@ -126,8 +134,9 @@ def test_keep_data_false_view_uses_the_statistics(diabetes):
         p.find(X[:1], y[:1])
     tracked = p.tracked_inverse()
     M = Phi.T @ Phi + np.eye(Phi.shape[1]) / (2 * 2.0)
-    np.testing.assert_allclose(tracked(np.ones(Phi.shape[1])),
-                               np.linalg.solve(M, np.ones(Phi.shape[1])), rtol=1e-7)
+    np.testing.assert_allclose(
+        tracked(np.ones(Phi.shape[1])), np.linalg.solve(M, np.ones(Phi.shape[1])), rtol=1e-7
+    )
 
 
 @pytest.mark.parametrize("loss", ["squared", "logistic", "squared_hinge", "hinge"])
@@ -147,15 +156,16 @@ def test_kernel_view_matches_public_attributes(loss, cancer):
     np.testing.assert_allclose(p.gram_entries(A[:5]), np.diag(K)[:5], rtol=1e-12)
     np.testing.assert_allclose(p.alpha[A], m.dual_coef_, rtol=0, atol=0)
     kfun, kdiag = p.kernel_functions()
-    np.testing.assert_allclose(kfun(X[:3], Xl[:4]), rbf_kernel(X[:3], Xl[:4], gamma=0.05) + 1.0,
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        kfun(X[:3], Xl[:4]), rbf_kernel(X[:3], Xl[:4], gamma=0.05) + 1.0, rtol=1e-12
+    )
     np.testing.assert_allclose(kdiag(X[:3]), 2.0, rtol=1e-12)
     z = K @ m.dual_coef_
     np.testing.assert_allclose(p.scores(A)[0], z, rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(p.decision(X[150:155]), m.decision_function(X[150:155]),
-                               rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(p.solution_sq_norm(), m.dual_coef_ @ K @ m.dual_coef_,
-                               rtol=1e-10)
+    np.testing.assert_allclose(
+        p.decision(X[150:155]), m.decision_function(X[150:155]), rtol=1e-12, atol=1e-12
+    )
+    np.testing.assert_allclose(p.solution_sq_norm(), m.dual_coef_ @ K @ m.dual_coef_, rtol=1e-10)
     if loss == "hinge":
         assert p.dual is not None
         np.testing.assert_allclose(p.targets[A] * p.dual[A], m.dual_coef_, atol=0)
@@ -175,8 +185,9 @@ def test_kernel_solve_hessian_push_through(cancer):
     K = rbf_kernel(X[:80], X[:80], gamma=0.05)
     rho = 1 / 3.0
     v = np.cos(np.arange(80))
-    np.testing.assert_allclose(p.solve_hessian(v), rho * np.linalg.solve(K + rho * np.eye(80), v),
-                               rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(
+        p.solve_hessian(v), rho * np.linalg.solve(K + rho * np.eye(80), v), rtol=1e-8, atol=1e-10
+    )
     # the same through explicit features F (F Fᵀ = K): w = (I + 2C FᵀF)⁻¹ Fᵀ v
     lam, Q = np.linalg.eigh(K)
     F = Q * np.sqrt(np.maximum(lam, 0))
@@ -246,7 +257,6 @@ def test_encode_decode_targets(cancer):
     p = m.problem_
     t = p.encode_targets(["benign", "malignant"])
     np.testing.assert_array_equal(t, [-1.0, 1.0])
-    np.testing.assert_array_equal(p.decode_targets(np.array([-0.2, 0.3])),
-                                  ["benign", "malignant"])
+    np.testing.assert_array_equal(p.decode_targets(np.array([-0.2, 0.3])), ["benign", "malignant"])
     with pytest.raises(ValueError, match="not among the model's classes"):
         p.encode_targets(["other"])

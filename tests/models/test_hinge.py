@@ -25,8 +25,7 @@ from sklearn.svm import LinearSVC
 import deltafit as df
 from deltafit.losses import LOSSES, Hinge, get_loss
 from deltafit.solvers import HingeResult, hinge_kernel, hinge_primal, newton_kernel, newton_primal
-from reference import (augment, hinge_dual_objective, hinge_dual_reference, hinge_kkt_violation,
-                       pm1)
+from reference import augment, hinge_dual_objective, hinge_dual_reference, hinge_kkt_violation, pm1
 
 UPDATE_TOL = 1e-8
 
@@ -80,15 +79,28 @@ def test_newton_refuses_the_hinge(breast_cancer):
 def _linear_svc(F, t, C):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        svc = LinearSVC(loss="hinge", C=C, fit_intercept=False, dual=True, tol=1e-12,
-                        max_iter=10**6, random_state=0).fit(F, t)
+        svc = LinearSVC(
+            loss="hinge",
+            C=C,
+            fit_intercept=False,
+            dual=True,
+            tol=1e-12,
+            max_iter=10**6,
+            random_state=0,
+        ).fit(F, t)
     return svc.coef_.ravel()
 
 
 # (data, C, intercept_scaling) where liblinear's coordinate descent converges: there the two
 # solutions must agree
-AGREE = [("cancer", 0.01, 1.0), ("cancer", 0.1, 1.0), ("cancer", 0.1, 3.0),
-         ("digits", 0.01, 1.0), ("digits", 0.03, 1.0), ("digits", 0.003, 3.0)]
+AGREE = [
+    ("cancer", 0.01, 1.0),
+    ("cancer", 0.1, 1.0),
+    ("cancer", 0.1, 3.0),
+    ("digits", 0.01, 1.0),
+    ("digits", 0.03, 1.0),
+    ("digits", 0.003, 3.0),
+]
 
 
 @pytest.mark.parametrize("data,C,s", AGREE, ids=[f"{d}-C{c}-s{s}" for d, c, s in AGREE])
@@ -104,8 +116,15 @@ def test_linear_hinge_matches_linear_svc(data, C, s, cancer_std, digits):
     np.testing.assert_allclose(m.decision_function(X), F @ ref, rtol=0, atol=1e-6)
 
 
-@pytest.mark.parametrize("data,C", [("cancer", 0.3), ("cancer", 10.0), ("digits", 0.1),
-                                    ("digits", 1.0)])
+@pytest.mark.parametrize(
+    "data,C",
+    [
+        ("cancer", 0.3),
+        ("cancer", 10.0),
+        ("digits", 0.1),
+        pytest.param("digits", 1.0, marks=pytest.mark.slow),
+    ],
+)
 def test_linear_hinge_never_worse_than_linear_svc(data, C, cancer_std, digits):
     """Where liblinear stops at max_iter short of the optimum (it does at these C), deltafit's
     objective is lower, and its duality gap proves it optimal to rounding."""
@@ -127,8 +146,11 @@ def test_linear_hinge_never_worse_than_linear_svc(data, C, cancer_std, digits):
 KERNELS = [
     ("rbf", dict(kernel="rbf", gamma=0.05), lambda A, B: rbf_kernel(A, B, gamma=0.05)),
     ("linear", dict(kernel="linear"), linear_kernel),
-    ("poly", dict(kernel="poly", degree=2, gamma=1 / 30, coef0=1.0),
-     lambda A, B: polynomial_kernel(A, B, degree=2, gamma=1 / 30, coef0=1.0)),
+    (
+        "poly",
+        dict(kernel="poly", degree=2, gamma=1 / 30, coef0=1.0),
+        lambda A, B: polynomial_kernel(A, B, degree=2, gamma=1 / 30, coef0=1.0),
+    ),
 ]
 
 
@@ -153,8 +175,7 @@ def test_kernel_hinge_matches_reference(name, params, kfun, C, fit_intercept, br
     assert P - D <= 1e-10 * max(1.0, P)  # duality gap ≈ 0
     _close(m.decision_function(Xtr), z_ref, 1e-8)
     _close(m.decision_function(Xte), (kfun(Xte, Xtr) + s2) @ u_ref, 1e-8)
-    np.testing.assert_array_equal(m.predict(Xte), np.where((kfun(Xte, Xtr) + s2) @ u_ref > 0,
-                                                           1, 0))
+    np.testing.assert_array_equal(m.predict(Xte), np.where((kfun(Xte, Xtr) + s2) @ u_ref > 0, 1, 0))
 
 
 @pytest.mark.parametrize("C", [0.05, 1.0, 50.0])
@@ -229,7 +250,7 @@ def test_callback_radius_and_subgradient_ball_are_valid(breast_cancer):
     # the result's radius certifies the distance to the optimum (duality gap) ...
     assert rkhs(rough.coef - exact.coef) <= rough.grad_norm
     # ... and every callback's (coef, subgradient) pair gives a valid Okumura Thm 6 ball
-    for it, coef, g, f, grad in seen:
+    for _it, coef, g, f, grad in seen:
         assert rkhs(coef - 0.5 * grad - exact.coef) <= 0.5 * g + 1e-9
         np.testing.assert_allclose(f, hinge_dual_objective(K, t, 5.0, t * coef)[1], rtol=1e-10)
 
@@ -255,11 +276,12 @@ def test_loose_tol_stops_early(breast_cancer):
 MODELS = {
     "linear": lambda: df.LinearClassifier(loss="hinge", C=1.0),
     "linear-nystroem": lambda: df.LinearClassifier(
-        loss="hinge", C=2.0, feature_map=Nystroem(gamma=0.1, n_components=60, random_state=0)),
+        loss="hinge", C=2.0, feature_map=Nystroem(gamma=0.1, n_components=60, random_state=0)
+    ),
     "rbf": lambda: df.KernelClassifier(loss="hinge", C=1.0, gamma=0.1),
-    "poly-no-intercept": lambda: df.KernelClassifier(loss="hinge", C=0.5, kernel="poly",
-                                                     degree=2, gamma=0.05,
-                                                     fit_intercept=False),
+    "poly-no-intercept": lambda: df.KernelClassifier(
+        loss="hinge", C=0.5, kernel="poly", degree=2, gamma=0.05, fit_intercept=False
+    ),
 }
 
 
@@ -294,7 +316,7 @@ def test_updates_equal_fresh_fits(name, breast_cancer):
     for step in range(12):
         kind = step % 3
         if kind == 0:
-            new = m.add(X[nxt:nxt + 1], y[nxt:nxt + 1])
+            new = m.add(X[nxt : nxt + 1], y[nxt : nxt + 1])
             rows[int(new[0])] = (X[nxt], y[nxt])
             nxt += 1
         elif kind == 1:
@@ -308,7 +330,7 @@ def test_updates_equal_fresh_fits(name, breast_cancer):
             rows[i] = (rows[i][0], 1 - rows[i][1])
         check()
     # batches and one mixed transaction
-    new = m.add(X[nxt:nxt + 40], y[nxt:nxt + 40])
+    new = m.add(X[nxt : nxt + 40], y[nxt : nxt + 40])
     rows.update({int(k): (X[nxt + j], y[nxt + j]) for j, k in enumerate(new)})
     nxt += 40
     check()
@@ -319,8 +341,13 @@ def test_updates_equal_fresh_fits(name, breast_cancer):
     check()
     flip = rng.choice(list(rows), size=10, replace=False)
     rem = [i for i in rows if i not in set(flip.tolist())][:5]
-    new = m.update(X_add=X[nxt:nxt + 20], y_add=y[nxt:nxt + 20], remove_ids=rem,
-                   relabel_ids=flip, y_relabel=[1 - rows[int(i)][1] for i in flip])
+    new = m.update(
+        X_add=X[nxt : nxt + 20],
+        y_add=y[nxt : nxt + 20],
+        remove_ids=rem,
+        relabel_ids=flip,
+        y_relabel=[1 - rows[int(i)][1] for i in flip],
+    )
     for i in rem:
         del rows[i]
     for i in flip:
@@ -352,7 +379,7 @@ def test_partial_fit_equals_fit(name, digits):
     X, y = X[:500], y[:500]
     m = MODELS[name]()
     for lo in range(0, 500, 100):
-        m.partial_fit(X[lo:lo + 100], y[lo:lo + 100], classes=[0, 1])
+        m.partial_fit(X[lo : lo + 100], y[lo : lo + 100], classes=[0, 1])
     _close(m.decision_function(X), _fresh(m, X, y).decision_function(X))
 
 
@@ -469,8 +496,12 @@ def test_sensitivity_refuses_hinge_models(name, breast_cancer):
     assert "hinge" not in COVERED_LOSSES
     X, y = breast_cancer
     m = MODELS[name]().fit(X[:100], y[:100])
-    for call in (lambda: df.sensitivity(m), lambda: loo_bounds(m), lambda: zhang_loo_bounds(m),
-                 lambda: model_gradient_sphere(m)):
+    for call in (
+        lambda: df.sensitivity(m),
+        lambda: loo_bounds(m),
+        lambda: zhang_loo_bounds(m),
+        lambda: model_gradient_sphere(m),
+    ):
         with pytest.raises(ValueError, match="loss='hinge'"):
             call()
     # also when the parameter was changed after the fit: the fitted loss decides

@@ -34,8 +34,7 @@ DUAL_TOL = 1e-9
 def data():
     Xc, yc = load_breast_cancer(return_X_y=True)
     Xd, yd = load_digits(return_X_y=True)
-    return {"cancer": (StandardScaler().fit_transform(Xc), yc),
-            "digits": (Xd / 16.0, yd % 2)}
+    return {"cancer": (StandardScaler().fit_transform(Xc), yc), "digits": (Xd / 16.0, yd % 2)}
 
 
 def _close(a, b, tol):
@@ -98,10 +97,14 @@ def _check(upd, fresh, X_eval):
 
 
 LINEAR_CASES = [
-    ("cancer", "remove", True, False), ("cancer", "add", True, True),
-    ("cancer", "relabel", False, False), ("cancer", "reweight", True, False),
-    ("digits", "remove", True, True), ("digits", "add", False, False),
-    ("digits", "relabel", True, False), ("digits", "reweight", False, True),
+    ("cancer", "remove", True, False),
+    ("cancer", "add", True, True),
+    ("cancer", "relabel", False, False),
+    ("cancer", "reweight", True, False),
+    ("digits", "remove", True, True),
+    ("digits", "add", False, False),
+    ("digits", "relabel", True, False),
+    ("digits", "reweight", False, True),
 ]
 
 
@@ -122,9 +125,14 @@ def test_linear_update_equals_fresh_fit(data, name, op, intercept, sparse):
     _check(m, fresh, X)
 
 
-KERNEL_CASES = [("cancer", "remove", True), ("cancer", "add", False),
-                ("cancer", "relabel", True), ("cancer", "reweight", False),
-                ("digits", "remove", False), ("digits", "relabel", True)]
+KERNEL_CASES = [
+    ("cancer", "remove", True),
+    ("cancer", "add", False),
+    ("cancer", "relabel", True),
+    ("cancer", "reweight", False),
+    ("digits", "remove", False),
+    ("digits", "relabel", True),
+]
 
 
 @pytest.mark.parametrize("name, op, intercept", KERNEL_CASES)
@@ -135,8 +143,9 @@ def test_kernel_update_equals_fresh_fit(data, name, op, intercept):
     gamma = 1.0 / X.shape[1]
 
     def make():
-        return df.KernelClassifier(loss="hinge", C=1.0, kernel="rbf", gamma=gamma,
-                                   fit_intercept=intercept, max_iter=300)
+        return df.KernelClassifier(
+            loss="hinge", C=1.0, kernel="rbf", gamma=gamma, fit_intercept=intercept, max_iter=300
+        )
 
     m = make().fit(X[base], y[base])
     _apply(m, op, X, y, idx, w)
@@ -156,8 +165,9 @@ def test_single_removals_in_a_row_stay_exact(data):
     for i in gone:
         m.remove([i])
         keep = np.setdiff1d(np.arange(X.shape[0]), gone[: gone.index(i) + 1])
-        fresh = df.KernelClassifier(loss="hinge", C=1.0, kernel="rbf",
-                                    gamma=1.0 / 30).fit(X[keep], y[keep])
+        fresh = df.KernelClassifier(loss="hinge", C=1.0, kernel="rbf", gamma=1.0 / 30).fit(
+            X[keep], y[keep]
+        )
         _close(m.decision_function(X), fresh.decision_function(X), DECISION_TOL)
         if i == gone[0]:
             assert m.problem_.solver_result.n_touched == 0
@@ -209,18 +219,27 @@ def test_public_solvers_working_set(data, kind):
 @pytest.mark.parametrize("kernel", [False, True])
 def test_failed_update_leaves_model_bit_identical(data, kernel, monkeypatch):
     X, y = data["cancer"]
-    m = (df.KernelClassifier(loss="hinge", C=1.0, kernel="rbf", gamma=1.0 / 30) if kernel
-         else df.LinearClassifier(loss="hinge", C=1.0)).fit(X[:400], y[:400])
-    before = (m.decision_function(X).copy(), np.array(m.problem_.dual, copy=True),
-              np.array(m.problem_.alpha if kernel else m.problem_.coef, copy=True),
-              list(m.sample_ids_))
+    m = (
+        df.KernelClassifier(loss="hinge", C=1.0, kernel="rbf", gamma=1.0 / 30)
+        if kernel
+        else df.LinearClassifier(loss="hinge", C=1.0)
+    ).fit(X[:400], y[:400])
+    before = (
+        m.decision_function(X).copy(),
+        np.array(m.problem_.dual, copy=True),
+        np.array(m.problem_.alpha if kernel else m.problem_.coef, copy=True),
+        list(m.sample_ids_),
+    )
 
     def broken(*args, **kwargs):
         raise ValueError("solver failed half-way")
 
     monkeypatch.setattr(hinge_solvers, "_hinge_warm", broken)
-    for update in (lambda: m.remove([3, 5]), lambda: m.add(X[400:410], y[400:410]),
-                   lambda: m.relabel([7], [1 - y[7]])):
+    for update in (
+        lambda: m.remove([3, 5]),
+        lambda: m.add(X[400:410], y[400:410]),
+        lambda: m.relabel([7], [1 - y[7]]),
+    ):
         with pytest.raises(ValueError, match="half-way"):
             update()
         assert np.array_equal(m.decision_function(X), before[0])
@@ -237,8 +256,11 @@ def test_failed_update_leaves_model_bit_identical(data, kernel, monkeypatch):
 @pytest.mark.parametrize("kernel", [False, True])
 def test_saved_model_updates_like_the_original(data, kernel, tmp_path):
     X, y = data["cancer"]
-    m = (df.KernelClassifier(loss="hinge", C=1.0, kernel="rbf", gamma=1.0 / 30) if kernel
-         else df.LinearClassifier(loss="hinge", C=1.0)).fit(X, y)
+    m = (
+        df.KernelClassifier(loss="hinge", C=1.0, kernel="rbf", gamma=1.0 / 30)
+        if kernel
+        else df.LinearClassifier(loss="hinge", C=1.0)
+    ).fit(X, y)
     df.save(m, tmp_path / "m.npz")
     loaded = df.load(tmp_path / "m.npz")
     for model in (m, loaded):

@@ -24,11 +24,16 @@ from scipy import linalg
 from sklearn.datasets import load_digits
 
 import deltafit as df
-from deltafit.solvers import _kernel_chord
 from deltafit._states import _newton_kernel as _warm_newton
+from deltafit.solvers import _kernel_chord
 from deltafit.solvers._kernel_chord import KernelCurvature
-from reference import (kernel_features, logistic_reference, reference_kernel, rel_err,
-                       squared_hinge_reference)
+from reference import (
+    kernel_features,
+    logistic_reference,
+    reference_kernel,
+    rel_err,
+    squared_hinge_reference,
+)
 
 LOSSES = ["logistic", "squared_hinge"]
 GAMMA = 0.05
@@ -54,7 +59,8 @@ def _rkhs_distance(a, b, fit_intercept, ka=None, kb=None):
     Xb, cb = _expansion(b, kb)
     assert np.array_equal(Xa, Xb)
     K = reference_kernel("rbf", gamma=GAMMA, intercept_scaling=1.0 if fit_intercept else 0.0)(
-        Xa, Xa)
+        Xa, Xa
+    )
     c = ca - cb
     return float(np.sqrt(max(c @ K @ c, 0.0))), float(np.sqrt(max(ca @ K @ ca, 0.0)))
 
@@ -90,14 +96,21 @@ def _sequence(m, X, y, w, rng, n0):
     def add(k, remove_k=0, relabel_k=0):
         new = [pool.pop() for _ in range(k)]
         Xa, ya, wa = X[new], y[new], w[new]
-        rem = (rng.choice(state["ids"].size, remove_k, replace=False) if remove_k
-               else np.zeros(0, dtype=int))
+        rem = (
+            rng.choice(state["ids"].size, remove_k, replace=False)
+            if remove_k
+            else np.zeros(0, dtype=int)
+        )
         rest = np.setdiff1d(np.arange(state["ids"].size), rem)
         rel = rng.choice(rest, relabel_k, replace=False) if relabel_k else np.zeros(0, int)
-        m.update(X_add=Xa, y_add=ya, sample_weight_add=wa,
-                 remove_ids=state["ids"][rem] if remove_k else None,
-                 relabel_ids=state["ids"][rel] if relabel_k else None,
-                 y_relabel=1 - state["y"][rel] if relabel_k else None)
+        m.update(
+            X_add=Xa,
+            y_add=ya,
+            sample_weight_add=wa,
+            remove_ids=state["ids"][rem] if remove_k else None,
+            relabel_ids=state["ids"][rel] if relabel_k else None,
+            y_relabel=1 - state["y"][rel] if relabel_k else None,
+        )
         state["y"] = state["y"].copy()
         state["y"][rel] = 1 - state["y"][rel]
         new_ids = np.arange(state["next"], state["next"] + k)
@@ -118,9 +131,15 @@ def _sequence(m, X, y, w, rng, n0):
         state["w"] = state["w"].copy()
         state["w"][pick] = nw
 
-    for op in (lambda: remove(1), lambda: remove(10), lambda: add(1), lambda: add(15),
-               lambda: relabel(5), lambda: add(6, remove_k=6, relabel_k=3),
-               lambda: reweight(4)):
+    for op in (
+        lambda: remove(1),
+        lambda: remove(10),
+        lambda: add(1),
+        lambda: add(15),
+        lambda: relabel(5),
+        lambda: add(6, remove_k=6, relabel_k=3),
+        lambda: reweight(4),
+    ):
         op()
         yield rows()
 
@@ -179,16 +198,20 @@ def test_update_matches_independent_twin(loss, cancer):
     X, y = X[:170], y[:170]
     C = 0.5
     m = df.KernelClassifier(loss=loss, C=C, gamma=GAMMA).fit(X[:155], y[:155])
-    m.update(X_add=X[155:], y_add=y[155:], remove_ids=np.arange(0, 20, 2),
-             relabel_ids=[21, 33], y_relabel=1 - y[[21, 33]])
+    m.update(
+        X_add=X[155:],
+        y_add=y[155:],
+        remove_ids=np.arange(0, 20, 2),
+        relabel_ids=[21, 33],
+        y_relabel=1 - y[[21, 33]],
+    )
     keep = np.setdiff1d(np.arange(170), np.arange(0, 20, 2))
     yk = y.copy()
     yk[[21, 33]] = 1 - yk[[21, 33]]
     Xk, tk = X[keep], np.where(yk[keep] == 1, 1.0, -1.0)
     k = reference_kernel("rbf", gamma=GAMMA, intercept_scaling=1.0)
     F = kernel_features(k(Xk, Xk))
-    ref = logistic_reference(F, tk, C) if loss == "logistic" else \
-        squared_hinge_reference(F, tk, C)
+    ref = logistic_reference(F, tk, C) if loss == "logistic" else squared_hinge_reference(F, tk, C)
     assert rel_err(m.decision_function(Xk), F @ ref) < 1e-6
 
 
@@ -198,8 +221,13 @@ def test_one_vs_rest_updates(loss):
     sel = np.flatnonzero(np.isin(y, (0, 1, 2)))[:260]
     X, y = X[sel] / 16.0, y[sel]
     m = _model(loss).fit(X[:230], y[:230])
-    m.update(X_add=X[230:], y_add=y[230:], remove_ids=[1, 5, 9], relabel_ids=[12],
-             y_relabel=[(y[12] + 1) % 3])
+    m.update(
+        X_add=X[230:],
+        y_add=y[230:],
+        remove_ids=[1, 5, 9],
+        relabel_ids=[12],
+        y_relabel=[(y[12] + 1) % 3],
+    )
     keep = np.setdiff1d(np.arange(260), [1, 5, 9])
     yk = y.copy()
     yk[12] = (y[12] + 1) % 3
@@ -310,8 +338,9 @@ def test_failed_update_leaves_model_unchanged(loss, cancer, monkeypatch):
 
 
 @pytest.mark.parametrize("loss", LOSSES)
-def test_failed_fresh_factorisation_leaves_loaded_model_unchanged(loss, cancer, tmp_path,
-                                                                  monkeypatch):
+def test_failed_fresh_factorisation_leaves_loaded_model_unchanged(
+    loss, cancer, tmp_path, monkeypatch
+):
     """A loaded model has no factor: its first update factorises, and a failure there leaves
     it as it was (and able to update exactly afterwards)."""
     X, y = cancer
@@ -463,8 +492,7 @@ def test_factor_slots_not_reused_and_compaction(loss, cancer):
     new = m.add(X[300:310], y[300:310])
     slots = np.asarray(m.problem_.locate(new)[0])
     assert not np.intersect1d(slots, held).size
-    ids = np.concatenate([np.setdiff1d(np.arange(300), np.arange(0, 30, 3)),
-                          np.arange(300, 310)])
+    ids = np.concatenate([np.setdiff1d(np.arange(300), np.arange(0, 30, 3)), np.arange(300, 310)])
     _check_exact(m, X[ids], y[ids], None, True, loss, X[400:])
     # remove most samples: the ledger compacts (its capacity shrinks), the state follows
     cap = m._ledger.capacity
@@ -495,8 +523,9 @@ def test_solver_keep_factor(cancer):
     K = reference_kernel("rbf", gamma=GAMMA, intercept_scaling=1.0)(X, X)
     w = np.ones(100)
     w[5] = 0.0
-    res, (act, s, L) = newton_kernel(K, t, get_loss("logistic"), 1.0, sample_weight=w,
-                                     keep_factor=True)
+    res, (act, s, L) = newton_kernel(
+        K, t, get_loss("logistic"), 1.0, sample_weight=w, keep_factor=True
+    )
     plain = newton_kernel(K, t, get_loss("logistic"), 1.0, sample_weight=w)
     assert np.array_equal(res.coef, plain.coef)
     assert 5 not in act

@@ -34,8 +34,7 @@ def test_default_is_scale_and_matches_svc(cancer):
 def test_defaults_score_like_svc_without_tuning(cancer):
     X, y = cancer
     plain = cross_val_score(KernelClassifier(), X, y, cv=5).mean()
-    scaled = cross_val_score(make_pipeline(StandardScaler(), KernelClassifier()), X, y,
-                             cv=5).mean()
+    scaled = cross_val_score(make_pipeline(StandardScaler(), KernelClassifier()), X, y, cv=5).mean()
     assert plain >= 0.9 and scaled >= 0.95
     # the hinge loss is the SVM: the same cross-validated accuracy as SVC()
     hinge = cross_val_score(KernelClassifier(loss="hinge"), X, y, cv=5).mean()
@@ -54,7 +53,8 @@ def test_updates_keep_the_fitted_gamma(cancer, tmp_path):
     Xk = np.vstack([X[20:100], X[100:200] * 3.0])
     ref = KernelClassifier(gamma=g).fit(Xk, y[keep])
     assert np.abs(m.decision_function(X) - ref.decision_function(X)).max() <= 1e-8 * max(
-        1.0, np.abs(ref.decision_function(X)).max())
+        1.0, np.abs(ref.decision_function(X)).max()
+    )
     deltafit.save(m, tmp_path / "m.npz")
     back = deltafit.load(tmp_path / "m.npz")
     assert back.gamma == "scale" and back.gamma_ == g
@@ -77,14 +77,31 @@ def test_defaults_as_documented_against_scikit_learn():
     from deltafit import LinearClassifier
 
     lin, ker = LinearClassifier().get_params(), KernelClassifier().get_params()
-    assert (lin["loss"], lin["C"], lin["fit_intercept"], lin["intercept_scaling"], lin["tol"],
-            lin["max_iter"], lin["keep_data"]) == ("squared", 1.0, True, 1.0, 1e-10, 100, True)
+    assert (
+        lin["loss"],
+        lin["C"],
+        lin["fit_intercept"],
+        lin["intercept_scaling"],
+        lin["tol"],
+        lin["max_iter"],
+        lin["keep_data"],
+    ) == ("squared", 1.0, True, 1.0, 1e-10, 100, True)
     assert (ker["kernel"], ker["gamma"], ker["degree"], ker["coef0"]) == ("rbf", "scale", 3, 1.0)
     svc, lsvc = SVC().get_params(), LinearSVC().get_params()
-    assert (svc["kernel"], svc["gamma"], svc["degree"], svc["coef0"], svc["C"]) == \
-        ("rbf", "scale", 3, 0.0, 1.0)
-    assert (lsvc["loss"], lsvc["C"], lsvc["fit_intercept"], lsvc["intercept_scaling"],
-            lsvc["tol"]) == ("squared_hinge", 1.0, True, 1, 1e-4)
+    assert (svc["kernel"], svc["gamma"], svc["degree"], svc["coef0"], svc["C"]) == (
+        "rbf",
+        "scale",
+        3,
+        0.0,
+        1.0,
+    )
+    assert (
+        lsvc["loss"],
+        lsvc["C"],
+        lsvc["fit_intercept"],
+        lsvc["intercept_scaling"],
+        lsvc["tol"],
+    ) == ("squared_hinge", 1.0, True, 1, 1e-4)
     lr = LogisticRegression().get_params()
     assert (lr["C"], lr["tol"], lr["max_iter"]) == (1.0, 1e-4, 100)
     assert KernelRidge().get_params()["coef0"] == 1

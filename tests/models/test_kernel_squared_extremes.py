@@ -63,8 +63,9 @@ def test_reweight_to_1e300_and_back_equals_a_fresh_fit(data):
 @pytest.mark.parametrize("kernel", ["rbf", "poly", "linear"])
 # (C, w) with ρ/w = 1/(2Cw) finite (C = 1e-11 and w = 1e-300 overflow it: a fresh fit with
 # those weights fails as well)
-@pytest.mark.parametrize("C,w", [(1e-11, 1e-200), (1e-11, 1e-12), (1.0, 1e-300),
-                                 (1.0, 1e-200), (1.0, 1e-12)])
+@pytest.mark.parametrize(
+    "C,w", [(1e-11, 1e-200), (1e-11, 1e-12), (1.0, 1e-300), (1.0, 1e-200), (1.0, 1e-12)]
+)
 @pytest.mark.parametrize("part", ["all", "five"])
 def test_reweight_tiny_and_back_then_remove_equals_a_fresh_fit(data, which, kernel, C, w, part):
     X, y = data[which]
@@ -122,18 +123,30 @@ def test_ill_conditioned_C_matches_a_reference_solve(data, kernel, w, part):
     p = m.predict(Xk)
     scale = float(np.max(np.abs(K @ a_ref)))
     n = len(yk)
-    direct = n * np.finfo(float).eps * (np.abs(A).sum(axis=0).max() * np.abs(a_ref).sum()
-                                        + np.abs(yk).sum())
+    direct = (
+        n
+        * np.finfo(float).eps
+        * (np.abs(A).sum(axis=0).max() * np.abs(a_ref).sum() + np.abs(yk).sum())
+    )
     bound = 2.0 * (np.linalg.norm(r_ref) + direct)
     assert np.linalg.norm(p - K @ a_ref) <= max(bound, RTOL * scale)
     assert _rel(p, K @ a_ref) < 1e-6
 
 
-@pytest.mark.parametrize("C,kernel,w,part", [
-    (1e-6, "rbf", 1e-12, 3), (1e-6, "rbf", 1e-12, 60), (1e-6, "rbf", 1e12, 3),
-    (1e-6, "poly", 1e12, 3), (1.0, "poly", 1e-12, 3), (1.0, "rbf", 1e-300, 60),
-    (1e4, "rbf", 1e-12, 3), (1e4, "rbf", 1e-300, 3), (1e4, "poly", 1e-100, 30),
-])
+@pytest.mark.parametrize(
+    "C,kernel,w,part",
+    [
+        (1e-6, "rbf", 1e-12, 3),
+        (1e-6, "rbf", 1e-12, 60),
+        (1e-6, "rbf", 1e12, 3),
+        (1e-6, "poly", 1e12, 3),
+        (1.0, "poly", 1e-12, 3),
+        (1.0, "rbf", 1e-300, 60),
+        (1e4, "rbf", 1e-12, 3),
+        (1e4, "rbf", 1e-300, 3),
+        (1e4, "poly", 1e-100, 30),
+    ],
+)
 def test_reweight_add_remove_and_back_equals_a_fresh_fit(C, kernel, w, part):
     # weights far from 1 (tiny or huge) on some samples, then additions and removals while
     # they hold, then the weights back to 1 and more removals: a fresh fit of what is left

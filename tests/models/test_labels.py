@@ -23,22 +23,34 @@ def test_labels_classes_given_allow_one_label():
     np.testing.assert_array_equal(labels.encode([3, 7]), [-1.0, 1.0])
 
 
-@pytest.mark.parametrize("y, classes, match", [
-    (np.array([1, 1]), None, "y has one class: the learner needs two"),
-    (np.array([0, 1, 2]), None, "y has 3 classes"),
-    (np.array([0.5, 1.5]), None, "Unknown label type: y must hold class labels, got continuous"),
-    (np.array([0, 1]), [0, 1, 2], "classes has 3 classes"),
-    (np.array([0, 0]), [0], "y has one class"),
-    (np.array([0, 5]), [0, 1], r"y has labels outside classes=\[0, 1\]"),
-])
+@pytest.mark.parametrize(
+    "y, classes, match",
+    [
+        (np.array([1, 1]), None, "y has one class: the learner needs two"),
+        (np.array([0, 1, 2]), None, "y has 3 classes"),
+        (
+            np.array([0.5, 1.5]),
+            None,
+            "Unknown label type: y must hold class labels, got continuous",
+        ),
+        (np.array([0, 1]), [0, 1, 2], "classes has 3 classes"),
+        (np.array([0, 0]), [0], "y has one class"),
+        (np.array([0, 5]), [0, 1], r"y has labels outside classes=\[0, 1\]"),
+    ],
+)
 def test_labels_fit_errors(y, classes, match):
     with pytest.raises(ValueError, match=match):
         BinaryLabels().fit(y, classes)
 
 
 def test_labels_wording_and_type_check():
-    words = LabelMessages(name="Box", label_type=None, classes_size="two please, not {given}",
-                          outside_classes="unseen {unseen}", unknown="{what}: {first10}")
+    words = LabelMessages(
+        name="Box",
+        label_type=None,
+        classes_size="two please, not {given}",
+        outside_classes="unseen {unseen}",
+        unknown="{what}: {first10}",
+    )
     with pytest.raises(ValueError, match="Unknown label type: continuous"):  # scikit-learn's
         BinaryLabels(messages=words).fit(np.array([0.5, 1.5]))
     with pytest.raises(ValueError, match=r"two please, not \[1, 2, 3\]"):
@@ -48,8 +60,7 @@ def test_labels_wording_and_type_check():
     with pytest.raises(ValueError, match=r"z: \[9\]"):
         BinaryLabels(np.array([1, 2]), words).encode([1, 9], what="z")
     # without the check, labels given by classes= may be any two values
-    labels = BinaryLabels(messages=words).fit(np.array([0.5]), classes=[0.5, 1.5],
-                                              check_type=False)
+    labels = BinaryLabels(messages=words).fit(np.array([0.5]), classes=[0.5, 1.5], check_type=False)
     assert labels.classes_.tolist() == [0.5, 1.5]
 
 

@@ -14,12 +14,14 @@ import os
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sklearn.datasets import load_breast_cancer, load_diabetes
 
 import deltafit as df
-from deltafit._ledger._digest import nh_sip_digests
 from deltafit._ledger import Ledger, SortedDigests, digest_array
+from deltafit._ledger._digest import nh_sip_digests
+from hypothesis_profiles import examples
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data")
 M64 = (1 << 64) - 1
@@ -33,8 +35,12 @@ def _rotl(x, r):
 def siphash24(key16, msg):
     """SipHash-2-4 (Aumasson & Bernstein, "SipHash: a fast short-input PRF", §2), scalar."""
     k0, k1 = int.from_bytes(key16[:8], "little"), int.from_bytes(key16[8:], "little")
-    v = [k0 ^ 0x736F6D6570736575, k1 ^ 0x646F72616E646F6D, k0 ^ 0x6C7967656E657261,
-         k1 ^ 0x7465646279746573]
+    v = [
+        k0 ^ 0x736F6D6570736575,
+        k1 ^ 0x646F72616E646F6D,
+        k0 ^ 0x6C7967656E657261,
+        k1 ^ 0x7465646279746573,
+    ]
 
     def rnd():
         v[0] = (v[0] + v[1]) & M64
@@ -51,7 +57,7 @@ def siphash24(key16, msg):
     full = len(msg) // 8 * 8
     last = msg[full:] + bytes(7 - len(msg) % 8) + bytes([len(msg) & 0xFF])
     for i in range(0, full + 8, 8):
-        m = int.from_bytes((msg[i:i + 8] if i < full else last), "little")
+        m = int.from_bytes((msg[i : i + 8] if i < full else last), "little")
         v[3] ^= m
         rnd()
         rnd()
@@ -65,27 +71,39 @@ def siphash24(key16, msg):
 def reference_digest(row, label, key):
     """The "nh-sip" digest of one record, by the definitions (module docstring of
     deltafit._ledger._digest): NH (UMAC, Black et al. 1999) under two keys, then two SipHashes."""
-    rec = np.concatenate([np.asarray(row, dtype="<f8").ravel(),
-                          np.atleast_1d(np.asarray(label, dtype="<f8"))]).tobytes()
-    m = [int.from_bytes(rec[i:i + 4], "little") for i in range(0, len(rec), 4)]
+    rec = np.concatenate(
+        [np.asarray(row, dtype="<f8").ravel(), np.atleast_1d(np.asarray(label, dtype="<f8"))]
+    ).tobytes()
+    m = [int.from_bytes(rec[i : i + 4], "little") for i in range(0, len(rec), 4)]
     w = len(m)
     raw = hashlib.shake_256(b"deltafit.nh-sip|" + key).digest(8 * w + 32)
-    K = [int.from_bytes(raw[i:i + 4], "little") for i in range(0, 8 * w, 4)]
+    K = [int.from_bytes(raw[i : i + 4], "little") for i in range(0, 8 * w, 4)]
     K1, K2 = K[:w], K[w:]
-    nh = [sum(((m[2 * i] + Kx[2 * i]) % 2**32) * ((m[2 * i + 1] + Kx[2 * i + 1]) % 2**32)
-              for i in range(w // 2)) % 2**64 for Kx in (K1, K2)]
+    nh = [
+        sum(
+            ((m[2 * i] + Kx[2 * i]) % 2**32) * ((m[2 * i + 1] + Kx[2 * i + 1]) % 2**32)
+            for i in range(w // 2)
+        )
+        % 2**64
+        for Kx in (K1, K2)
+    ]
     msg = nh[0].to_bytes(8, "little") + nh[1].to_bytes(8, "little") + w.to_bytes(8, "little")
-    s = raw[8 * w:]
-    return (siphash24(s[:16], msg).to_bytes(8, "little")
-            + siphash24(s[16:], msg).to_bytes(8, "little"))
+    s = raw[8 * w :]
+    return siphash24(s[:16], msg).to_bytes(8, "little") + siphash24(s[16:], msg).to_bytes(
+        8, "little"
+    )
 
 
 def test_siphash_reference_matches_the_published_vectors():
     # the reference implementation's vectors (key 00..0f, message 00..len-1)
     key = bytes(range(16))
-    for length, want in ((0, 0x726FDB47DD0E0E31), (8, 0x93F5F5799A932462),
-                         (15, 0xA129CA6149BE45E5), (16, 0x3F2ACC7F57C29BDB),
-                         (24, 0xB8AD50C6F649AF94)):
+    for length, want in (
+        (0, 0x726FDB47DD0E0E31),
+        (8, 0x93F5F5799A932462),
+        (15, 0xA129CA6149BE45E5),
+        (16, 0x3F2ACC7F57C29BDB),
+        (24, 0xB8AD50C6F649AF94),
+    ):
         assert siphash24(key, bytes(range(length))) == want
 
 
@@ -132,8 +150,7 @@ def _pair(n, K=0, seed=0):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, 3))
     t = rng.normal(size=(n, K) if K else n)
-    exp = Ledger(0, keep_rows=False, keep_digests=True, capacity=n + 4, growth=1.5,
-                 n_outputs=K)
+    exp = Ledger(0, keep_rows=False, keep_digests=True, capacity=n + 4, growth=1.5, n_outputs=K)
     key = exp.digest_key
     D = exp.records(X, t)
     exp.insert(exp.allocate(n), None, np.zeros(t.shape), D)
@@ -174,10 +191,17 @@ def _sample(X, t, ids):
     return X[ids % n] * scale[:, None], lab
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(n=st.integers(3, 40), K=st.sampled_from([0, 2]), seed=st.integers(0, 10**6),
-       ops=st.lists(st.sampled_from(["delete", "insert", "reweight", "rollback", "compact",
-                                     "release"]), min_size=1, max_size=8))
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    n=st.integers(3, 40),
+    K=st.sampled_from([0, 2]),
+    seed=st.integers(0, 10**6),
+    ops=st.lists(
+        st.sampled_from(["delete", "insert", "reweight", "rollback", "compact", "release"]),
+        min_size=1,
+        max_size=8,
+    ),
+)
 def test_range_ledger_behaves_as_the_explicit_ledger(n, K, seed, ops):
     exp, rl, X, t = _pair(n, K, seed)
     rng = np.random.default_rng(seed)
@@ -198,8 +222,7 @@ def test_range_ledger_behaves_as_the_explicit_ledger(n, K, seed, ops):
             new_ids = np.arange(exp.next_id, exp.next_id + k)
             rows, lab = _sample(X, t, new_ids)  # added samples: rows distinct from the fit's
             for led in (exp, rl):
-                got = led.insert(led.allocate(k), None, np.zeros(lab.shape),
-                                 led.records(rows, lab))
+                got = led.insert(led.allocate(k), None, np.zeros(lab.shape), led.records(rows, lab))
                 np.testing.assert_array_equal(got, new_ids)
         elif op == "reweight" and ids.size:
             some = rng.choice(ids, size=min(3, ids.size), replace=False)
@@ -241,13 +264,15 @@ def test_dask_fit_keeps_a_range_ledger(breast_cancer):
 
     X, y = breast_cancer
     with dask.config.set(scheduler="sync"):
-        m = df.LinearClassifier(keep_data=False).fit(da.from_array(X, chunks=(100, -1)),
-                                                     da.from_array(y, chunks=100))
+        m = df.LinearClassifier(keep_data=False).fit(
+            da.from_array(X, chunks=(100, -1)), da.from_array(y, chunks=100)
+        )
     led = m._ledger
     assert isinstance(led.digests, SortedDigests) and led.digests.n0 == X.shape[0]
     t = np.where(y == 1, 1.0, -1.0)
-    np.testing.assert_array_equal(led.digests.dense(np.arange(X.shape[0])),
-                                  digest_array(X, t, led.digest_key, "nh-sip"))
+    np.testing.assert_array_equal(
+        led.digests.dense(np.arange(X.shape[0])), digest_array(X, t, led.digest_key, "nh-sip")
+    )
     np.testing.assert_array_equal(m.sample_ids_, np.arange(X.shape[0]))
     np.testing.assert_array_equal(m.sample_weight_, np.ones(X.shape[0]))
     # the seam reads it as it reads the NumPy-fitted model's explicit ledger
@@ -280,8 +305,8 @@ def test_format_2_classifier_file_loads_and_recognises_its_rows(tmp_path):
     np.testing.assert_allclose(m.coef_, ref.coef_, rtol=1e-10, atol=1e-13)
     with pytest.raises(ValueError, match="not sample id"):
         m.remove([3], X=X[[4]])
-    m.remove([3, 10], X=X[[3, 10]])          # by id, checked against the BLAKE2b digests
-    m.remove(X=X[[20]], y=y[[20]])           # by value
+    m.remove([3, 10], X=X[[3, 10]])  # by id, checked against the BLAKE2b digests
+    m.remove(X=X[[20]], y=y[[20]])  # by value
     m.relabel([30], 1 - y[[30]], X=X[[30]])  # labels recognised from the digests
     keep = np.setdiff1d(np.arange(80), [3, 10, 20])
     yy = y[:80].copy()
@@ -297,7 +322,7 @@ def test_format_2_classifier_file_loads_and_recognises_its_rows(tmp_path):
     c.remove([40], X=X[[40]])
     m.remove([40], X=X[[40]])
     np.testing.assert_array_equal(c.coef_, m.coef_)
-    assert c.add(X[[41]] * 2, y[[41]])[0] == 80   # new samples digested by the same scheme
+    assert c.add(X[[41]] * 2, y[[41]])[0] == 80  # new samples digested by the same scheme
     c.remove(X=X[[41]] * 2, y=y[[41]])
 
 
@@ -312,10 +337,13 @@ def test_format_2_regressor_file_loads_and_updates():
     np.testing.assert_allclose(m.coef_, fresh.coef_, rtol=1e-9, atol=1e-9)
 
 
-@pytest.mark.parametrize("version, scheme, match", [
-    (2, "nh-sip", "digest_scheme"),
-    (3, "md5", "digest_scheme"),
-])
+@pytest.mark.parametrize(
+    "version, scheme, match",
+    [
+        (2, "nh-sip", "digest_scheme"),
+        (3, "md5", "digest_scheme"),
+    ],
+)
 def test_a_scheme_that_does_not_fit_the_version_is_refused(tmp_path, version, scheme, match):
     with np.load(_v2("v2_classifier_keep_data_false.npz")) as z:
         arrays = {k: z[k] for k in z.files}

@@ -26,15 +26,30 @@ from deltafit.datasets import load_breast_cancer
 from interrupts import Interrupt
 
 # the modules that take, hold or release the lock: the guard, the protocol, the reads
-LOCK_FILES = {str(Path(deltafit.__file__).parent / "models" / name)
-              for name in ("_guard.py", "_base.py", "_predict.py")}
+LOCK_FILES = {
+    str(Path(deltafit.__file__).parent / "models" / name)
+    for name in ("_guard.py", "_base.py", "_predict.py")
+}
 ALL_POSITIONS = os.environ.get("DELTAFIT_INTERRUPT_ALL") == "1"
 SAMPLED = 16  # positions outside the lock handling per scenario in the sampled run
 JOIN_S = 60.0  # a bound on a wait that is instantaneous unless the lock was left held
 # the functions of LOCK_FILES that take, hold or release the lock: every line of theirs is hit
-LOCK_CODE = {"_guard", "_lock", "_locked", "_read", "write", "read", "<lambda>", "_fit",
-             "_update", "_transaction", "sample_ids_", "sample_weight_", "n_samples_",
-             "_decision"}
+LOCK_CODE = {
+    "_guard",
+    "_lock",
+    "_locked",
+    "_read",
+    "write",
+    "read",
+    "<lambda>",
+    "_fit",
+    "_update",
+    "_transaction",
+    "sample_ids_",
+    "sample_weight_",
+    "n_samples_",
+    "_decision",
+}
 
 
 @pytest.fixture(scope="module")
@@ -45,8 +60,7 @@ def data():
 
 def _positions(where):
     """Every position in the lock handling (``LOCK_FILES``), and a sample of the others."""
-    lock = [i + 1 for i, (f, name, _) in enumerate(where)
-            if f in LOCK_FILES and name in LOCK_CODE]
+    lock = [i + 1 for i, (f, name, _) in enumerate(where) if f in LOCK_FILES and name in LOCK_CODE]
     rest = [i + 1 for i in range(len(where)) if i + 1 not in set(lock)]
     if not ALL_POSITIONS and len(rest) > SAMPLED:
         rng = np.random.default_rng(len(where))
@@ -57,8 +71,9 @@ def _positions(where):
 def _update_elsewhere(m, X, t):
     """Add two samples from another thread; True when it finished (the lock was free)."""
     out = []
-    th = threading.Thread(target=lambda: out.append(m.add(X[150:152], t[150:152])),
-                          daemon=True)  # a thread left blocked must not hold pytest up
+    th = threading.Thread(
+        target=lambda: out.append(m.add(X[150:152], t[150:152])), daemon=True
+    )  # a thread left blocked must not hold pytest up
     th.start()
     th.join(JOIN_S)
     return not th.is_alive() and len(out) == 1

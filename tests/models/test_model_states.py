@@ -67,15 +67,20 @@ def _arrays(obj, path="", depth=0):
     for k, v in vars(obj).items():
         if isinstance(v, np.ndarray):
             out[path + k] = v
-        elif (depth < 3 and hasattr(v, "__dict__") and not isinstance(v, type)
-              and type(v).__module__.startswith("deltafit.")
-              and not type(v).__module__.startswith(("deltafit.losses", "deltafit.solvers"))):
+        elif (
+            depth < 3
+            and hasattr(v, "__dict__")
+            and not isinstance(v, type)
+            and type(v).__module__.startswith("deltafit.")
+            and not type(v).__module__.startswith(("deltafit.losses", "deltafit.solvers"))
+        ):
             out.update(_arrays(v, f"{path}{k}.", depth + 1))
     return out
 
 
-@pytest.mark.parametrize("cls, loss, kind", CONFIGS, ids=[f"{c.__name__}-{l}" for c, l, _ in
-                                                         CONFIGS])
+@pytest.mark.parametrize(
+    "cls, loss, kind", CONFIGS, ids=[f"{c.__name__}-{l}" for c, l, _ in CONFIGS]
+)
 def test_checkpoint_shares_no_array_with_the_state(cls, loss, kind, cancer):
     """``checkpoint`` copies every array of the state, those of its parts too (the tracked
     inverse, the statistics): an interrupted update restores it, and an update that changed
@@ -109,8 +114,9 @@ def test_registry_holds_the_dask_states():
         state_class("dask_newton")
 
 
-@pytest.mark.parametrize("cls, loss, kind", CONFIGS, ids=[f"{c.__name__}-{l}" for c, l, _ in
-                                                         CONFIGS])
+@pytest.mark.parametrize(
+    "cls, loss, kind", CONFIGS, ids=[f"{c.__name__}-{l}" for c, l, _ in CONFIGS]
+)
 def test_state_interface_on_real_data(cls, loss, kind, cancer):
     X, y = cancer
     m = _make(cls, loss).fit(X[:120], y[:120])
@@ -118,11 +124,18 @@ def test_state_interface_on_real_data(cls, loss, kind, cancer):
     assert st.kind == kind and st.loss.name == loss and st.C == 2.0
     # the arrays restore the same solution exactly
     live = m.problem_.live
-    again = type(st).from_arrays(st.to_arrays(live), st.opts, y=m.problem_.targets[live],
-                                 capacity=m.problem_.capacity, max_rank=st.max_rank,
-                                 result=None if st.result is None else type(st.result)(
-                                     *[getattr(st.result, f) for f in
-                                       type(st.result).__dataclass_fields__]))
+    again = type(st).from_arrays(
+        st.to_arrays(live),
+        st.opts,
+        y=m.problem_.targets[live],
+        capacity=m.problem_.capacity,
+        max_rank=st.max_rank,
+        result=None
+        if st.result is None
+        else type(st.result)(
+            *[getattr(st.result, f) for f in type(st.result).__dataclass_fields__]
+        ),
+    )
     sol, sol2 = st.solution, again.solution
     if st.kernel:
         sol, sol2 = sol[live], sol2[: live.size]
@@ -130,8 +143,9 @@ def test_state_interface_on_real_data(cls, loss, kind, cancer):
     # a change through the interface equals a fresh fit on the changed data
     m.update(X_add=X[120:140], y_add=y[120:140], remove_ids=[3, 50, 77])
     keep = np.setdiff1d(np.arange(120), [3, 50, 77])
-    ref = _make(cls, loss).fit(np.vstack([X[keep], X[120:140]]),
-                               np.concatenate([y[keep], y[120:140]]))
+    ref = _make(cls, loss).fit(
+        np.vstack([X[keep], X[120:140]]), np.concatenate([y[keep], y[120:140]])
+    )
     scale = max(np.abs(ref.decision_function(X)).max(), 1.0)
     assert np.abs(m.decision_function(X) - ref.decision_function(X)).max() <= 1e-7 * scale
     # the warm start of a refit has the shape the state starts from
@@ -139,10 +153,15 @@ def test_state_interface_on_real_data(cls, loss, kind, cancer):
     assert m.problem_._st.warm_coef(m.problem_.live).shape == (width,)
 
 
-@pytest.mark.parametrize("cls, loss", [(LinearRegressor, "squared"),
-                                       (KernelRegressor, "squared"),
-                                       (LinearClassifier, "logistic"),
-                                       (KernelClassifier, "hinge")])
+@pytest.mark.parametrize(
+    "cls, loss",
+    [
+        (LinearRegressor, "squared"),
+        (KernelRegressor, "squared"),
+        (LinearClassifier, "logistic"),
+        (KernelClassifier, "hinge"),
+    ],
+)
 def test_saved_state_keeps_the_fitted_problem_after_set_params(cls, loss, cancer, tmp_path):
     """set_params after the fit changes the parameters, not the fitted problem: the file keeps
     the fitted C and loss, so the loaded model goes on updating like the original."""
@@ -162,10 +181,21 @@ def test_saved_state_keeps_the_fitted_problem_after_set_params(cls, loss, cancer
     assert np.allclose(back.predict(X), m.predict(X), rtol=0, atol=1e-9)
 
 
-_LADDER_FILES = ["persistence/_archive.py", "persistence/_schema.py", "persistence/_write.py",
-                 "persistence/_read.py", "persistence/_checks.py", "persistence/_pipelines.py",
-                 "models/_linear.py", "models/_kernel.py", "models/_base.py", "models/_inputs.py",
-                 "models/_plan.py", "models/_predict.py", "models/_problem.py"]
+_LADDER_FILES = [
+    "persistence/_archive.py",
+    "persistence/_schema.py",
+    "persistence/_write.py",
+    "persistence/_read.py",
+    "persistence/_checks.py",
+    "persistence/_pipelines.py",
+    "models/_linear.py",
+    "models/_kernel.py",
+    "models/_base.py",
+    "models/_inputs.py",
+    "models/_plan.py",
+    "models/_predict.py",
+    "models/_problem.py",
+]
 
 
 @pytest.mark.parametrize("name", _LADDER_FILES)
@@ -180,8 +210,9 @@ def test_no_state_ladders(name):
     assert "isinstance(st" not in text and 'hasattr(st, "opts")' not in text
 
 
-@pytest.mark.parametrize("cls, loss, kind", CONFIGS, ids=[f"{c.__name__}-{l}" for c, l, _ in
-                                                         CONFIGS])
+@pytest.mark.parametrize(
+    "cls, loss, kind", CONFIGS, ids=[f"{c.__name__}-{l}" for c, l, _ in CONFIGS]
+)
 def test_checkpoint_shares_no_object_an_update_changes(cls, loss, kind, cancer):
     """A checkpoint copies every deltafit object of the state that an update changes in place
     (ledger views, chord curvatures, Gram caches, ...): after the modules moved out of
@@ -192,9 +223,16 @@ def test_checkpoint_shares_no_object_an_update_changes(cls, loss, kind, cancer):
         copy = st.checkpoint()
         for key, value in vars(st).items():
             module = type(value).__module__
-            if (hasattr(value, "__dict__") and module.startswith("deltafit.")
-                    and (not module.startswith(("deltafit.solvers", "deltafit.losses",
-                                                "deltafit.kernels"))
-                         or module.startswith(("deltafit.solvers._chord",
-                                               "deltafit.solvers._kernel_chord")))):
+            if (
+                hasattr(value, "__dict__")
+                and module.startswith("deltafit.")
+                and (
+                    not module.startswith(
+                        ("deltafit.solvers", "deltafit.losses", "deltafit.kernels")
+                    )
+                    or module.startswith(
+                        ("deltafit.solvers._chord", "deltafit.solvers._kernel_chord")
+                    )
+                )
+            ):
                 assert vars(copy)[key] is not value, f"{type(st).__name__}.{key} shared"

@@ -44,8 +44,9 @@ def test_squared_equals_ridge_classifier(digits10):
     m = LinearClassifier(C=C).fit(X, y)
     ref = RidgeClassifier(alpha=1 / (2 * C), fit_intercept=False, solver="cholesky")
     ref.fit(_with_ones(X), y)
-    np.testing.assert_allclose(m.decision_function(X), ref.decision_function(_with_ones(X)),
-                               rtol=1e-8, atol=1e-8)
+    np.testing.assert_allclose(
+        m.decision_function(X), ref.decision_function(_with_ones(X)), rtol=1e-8, atol=1e-8
+    )
     np.testing.assert_array_equal(m.predict(X), ref.predict(_with_ones(X)))
     assert m.coef_.shape == (10, 64) and m.intercept_.shape == (10,)
     np.testing.assert_allclose(m.coef_, ref.coef_[:, :-1], rtol=1e-8, atol=1e-10)
@@ -57,11 +58,13 @@ def test_logistic_equals_one_vs_rest_logistic_regression(digits10):
     X, y = X[:600], y[:600]
     C = 0.5
     m = LinearClassifier(loss="logistic", C=C, tol=1e-12).fit(X, y)
-    ref = OneVsRestClassifier(LogisticRegression(C=C, fit_intercept=False, tol=1e-12,
-                                                 solver="newton-cg", max_iter=1000))
+    ref = OneVsRestClassifier(
+        LogisticRegression(C=C, fit_intercept=False, tol=1e-12, solver="newton-cg", max_iter=1000)
+    )
     ref.fit(_with_ones(X), y)
-    np.testing.assert_allclose(m.decision_function(X), ref.decision_function(_with_ones(X)),
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        m.decision_function(X), ref.decision_function(_with_ones(X)), atol=1e-6
+    )
     np.testing.assert_allclose(m.predict_proba(X), ref.predict_proba(_with_ones(X)), atol=1e-6)
     np.testing.assert_allclose(np.exp(m.predict_log_proba(X)), m.predict_proba(X), rtol=1e-12)
     np.testing.assert_array_equal(m.predict(X), ref.predict(_with_ones(X)))
@@ -84,8 +87,9 @@ def test_kernel_each_class_is_the_binary_model(digits10):
     m = KernelClassifier(loss="logistic", gamma=0.02).fit(X, y)
     for k in (1, 7):
         own = KernelClassifier(loss="logistic", gamma=0.02).fit(X, np.where(y == k, 1, -1))
-        np.testing.assert_allclose(m.decision_function(X)[:, k], own.decision_function(X),
-                                   atol=1e-6)
+        np.testing.assert_allclose(
+            m.decision_function(X)[:, k], own.decision_function(X), atol=1e-6
+        )
     assert m.dual_coef_.shape == (10, 300) and m.intercept_.shape == (10,)
 
 
@@ -100,15 +104,19 @@ def test_updates_equal_a_fresh_fit(digits10, kind, loss):
     np.testing.assert_array_equal(new, np.arange(300, 330))
     m.remove([0, 5, 301])
     m.relabel([7, 8], [(y[7] + 1) % 10, (y[8] + 3) % 10])
-    m.update(X_add=X[330:360], y_add=y[330:360], remove_ids=[9, 302],
-             relabel_ids=[10], y_relabel=[(y[10] + 5) % 10])
+    m.update(
+        X_add=X[330:360],
+        y_add=y[330:360],
+        remove_ids=[9, 302],
+        relabel_ids=[10],
+        y_relabel=[(y[10] + 5) % 10],
+    )
     yy = y.copy()
     yy[7], yy[8], yy[10] = (y[7] + 1) % 10, (y[8] + 3) % 10, (y[10] + 5) % 10
     keep = np.setdiff1d(np.arange(360), [0, 5, 301, 9, 302])
     np.testing.assert_array_equal(m.sample_ids_, keep)
     fresh = _model(kind, loss).fit(X[keep], yy[keep])
-    np.testing.assert_allclose(m.decision_function(X), fresh.decision_function(X),
-                               atol=TOL[loss])
+    np.testing.assert_allclose(m.decision_function(X), fresh.decision_function(X), atol=TOL[loss])
     np.testing.assert_array_equal(m.predict(X), fresh.predict(X))
 
 
@@ -146,9 +154,13 @@ def test_failed_update_leaves_the_model_unchanged(digits10, loss):
     X, y = digits10
     m = LinearClassifier(loss=loss).fit(X[:200], y[:200])
     snap = (m.decision_function(X).copy(), m.sample_ids_.copy(), m.grad_norm_)
-    for bad in (lambda: m.remove([0, 0]), lambda: m.remove([10_000]),
-                lambda: m.add(X[:2], [3, 42]), lambda: m.add(X[:2, :5], [1, 2]),
-                lambda: m.update(remove_ids=[3], relabel_ids=[3], y_relabel=[1])):
+    for bad in (
+        lambda: m.remove([0, 0]),
+        lambda: m.remove([10_000]),
+        lambda: m.add(X[:2], [3, 42]),
+        lambda: m.add(X[:2, :5], [1, 2]),
+        lambda: m.update(remove_ids=[3], relabel_ids=[3], y_relabel=[1]),
+    ):
         with pytest.raises(ValueError):
             bad()
         np.testing.assert_array_equal(m.decision_function(X), snap[0])
@@ -176,8 +188,9 @@ def test_kernel_classes_share_one_kernel_matrix(digits10):
     m = KernelClassifier(loss="hinge", gamma=0.02).fit(X[:200], y[:200])
     states = m._state.states
     assert not isinstance(states[0].gram, SharedGram)
-    assert all(isinstance(st.gram, SharedGram) and st.gram._owner is states[0].gram
-               for st in states[1:])
+    assert all(
+        isinstance(st.gram, SharedGram) and st.gram._owner is states[0].gram for st in states[1:]
+    )
     m.add(X[200:450], y[200:450])  # grows the matrix beyond its first capacity
     assert all(st.gram.K is states[0].gram.K for st in states[1:])
     fresh = KernelClassifier(loss="hinge", gamma=0.02).fit(X[:450], y[:450])
@@ -264,5 +277,6 @@ def test_classes_in_threads_give_the_same_model(digits10, kind):
     seq.add(X[200:], y[200:])
     seq.remove([0, 3])
     # the same solves; BLAS may sum in another order inside a thread
-    np.testing.assert_allclose(par.decision_function(X), seq.decision_function(X),
-                               rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(
+        par.decision_function(X), seq.decision_function(X), rtol=1e-10, atol=1e-10
+    )

@@ -48,10 +48,15 @@ def test_kernel_equals_kernel_ridge_with_2d_targets(diabetes3):
     np.testing.assert_allclose(m.dual_coef_, ref.dual_coef_, rtol=1e-7, atol=1e-9)
 
 
-@pytest.mark.parametrize("make", [lambda: LinearRegressor(C=2.0),
-                                  lambda: LinearRegressor(C=2.0, keep_data=False),
-                                  lambda: KernelRegressor(C=2.0, gamma=1.0)],
-                         ids=["linear", "linear-nodata", "kernel"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: LinearRegressor(C=2.0),
+        lambda: LinearRegressor(C=2.0, keep_data=False),
+        lambda: KernelRegressor(C=2.0, gamma=1.0),
+    ],
+    ids=["linear", "linear-nodata", "kernel"],
+)
 def test_updates_equal_a_fresh_fit(diabetes3, make):
     X, Y = diabetes3
     m = make().fit(X[:300], Y[:300])
@@ -59,8 +64,12 @@ def test_updates_equal_a_fresh_fit(diabetes3, make):
     m.add(X[300:400], Y[300:400])
     m.remove([0, 1, 350], **({"X": X[[0, 1, 350]], "y": Y[[0, 1, 350]]} if nodata else {}))
     m.relabel([2], [[1.0, 2.0, 3.0]], **({"X": X[[2]], "y_old": Y[[2]]} if nodata else {}))
-    m.update(X_add=X[400:], y_add=Y[400:], remove_ids=[5],
-             **({"X_remove": X[[5]], "y_remove": Y[[5]]} if nodata else {}))
+    m.update(
+        X_add=X[400:],
+        y_add=Y[400:],
+        remove_ids=[5],
+        **({"X_remove": X[[5]], "y_remove": Y[[5]]} if nodata else {}),
+    )
     Y2 = Y.copy()
     Y2[2] = [1.0, 2.0, 3.0]
     keep = np.setdiff1d(np.arange(442), [0, 1, 350, 5])
@@ -91,10 +100,15 @@ def test_target_shape_is_checked_and_a_failed_update_changes_nothing(diabetes3):
     assert m.n_samples_ == 101
 
 
-@pytest.mark.parametrize("make", [lambda: LinearRegressor(C=2.0),
-                                  lambda: LinearRegressor(C=2.0, keep_data=False),
-                                  lambda: KernelRegressor(C=2.0, gamma=1.0)],
-                         ids=["linear", "linear-nodata", "kernel"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: LinearRegressor(C=2.0),
+        lambda: LinearRegressor(C=2.0, keep_data=False),
+        lambda: KernelRegressor(C=2.0, gamma=1.0),
+    ],
+    ids=["linear", "linear-nodata", "kernel"],
+)
 def test_save_load_round_trip(tmp_path, diabetes3, make):
     X, Y = diabetes3
     m = make().fit(X, Y)
@@ -103,8 +117,9 @@ def test_save_load_round_trip(tmp_path, diabetes3, make):
     np.testing.assert_array_equal(back.predict(X), m.predict(X))
     with np.load(tmp_path / "m.npz") as z:
         arrays = dict(z)
-    arrays["state_beta" if "state_beta" in arrays else "state_alpha"] = \
+    arrays["state_beta" if "state_beta" in arrays else "state_alpha"] = (
         arrays["state_beta" if "state_beta" in arrays else "state_alpha"] * 1.001
+    )
     np.savez(tmp_path / "bad.npz", **arrays)
     with pytest.raises(ValueError, match="corrupt model file"):
         deltafit.load(tmp_path / "bad.npz")

@@ -31,6 +31,7 @@ from deltafit._states._squared_dual import DualSquaredState
 from deltafit._states._squared_primal import PrimalSquaredState
 from deltafit._states._squared_stats import Rows
 from deltafit.losses import get_loss
+from hypothesis_profiles import examples
 
 C = 1.0
 RHO = 1.0 / (2.0 * C)
@@ -111,8 +112,9 @@ class FakeLedger:
                 b = np.zeros((cap,) + a.shape[1:], dtype=a.dtype)
                 b[: a.shape[0]] = a
                 setattr(self, name, b)
-        return np.concatenate([np.asarray(reuse, dtype=np.intp),
-                               np.arange(self.end, self.end + fresh, dtype=np.intp)])
+        return np.concatenate(
+            [np.asarray(reuse, dtype=np.intp), np.arange(self.end, self.end + fresh, dtype=np.intp)]
+        )
 
     def commit(self, change, rows, reusable):
         """Write ``change`` (after the state applied it) and the added ``rows``; ``reusable``:
@@ -167,8 +169,9 @@ class Run:
         if remove is not None:
             ch.remove_slots = np.array([self.slot[i] for i in remove], dtype=np.intp)
             if not self.state.kernel:
-                ch.rows_remove = (Rows(led.X, ch.remove_slots) if led.keep_rows
-                                  else self.pool[list(remove)])
+                ch.rows_remove = (
+                    Rows(led.X, ch.remove_slots) if led.keep_rows else self.pool[list(remove)]
+                )
                 if not led.keep_rows:
                     ch.remove_t = led.y[ch.remove_slots]
         if relabel is not None:
@@ -188,8 +191,7 @@ class Run:
             else:
                 ch.rows_add = Xa
         self.state.apply_change(ch)
-        led.commit(ch, None if add is None else self.pool[list(add)],
-                   self.state.reusable_slots())
+        led.commit(ch, None if add is None else self.pool[list(add)], self.state.reusable_slots())
         if remove is not None:
             for i in remove:
                 del self.slot[i]
@@ -257,9 +259,14 @@ def _script(n_fit, n_pool, K, rng, moves=40):
     out.append(dict(relabel=[i], new=lambda t, i=i: np.array([np.roll(t[i], 1)])))
     add, rem = take(spare, 20), take(live, 15)
     rel = [live[j] for j in rng.choice(len(live), size=5, replace=False)]
-    out.append(dict(add=add, remove=rem, relabel=rel,
-                    new=lambda t, rel=rel: np.array([code(int(np.argmax(t[r])) - 1)
-                                                     for r in rel])))
+    out.append(
+        dict(
+            add=add,
+            remove=rem,
+            relabel=rel,
+            new=lambda t, rel=rel: np.array([code(int(np.argmax(t[r])) - 1) for r in rel]),
+        )
+    )
     live.extend(add)
     for _ in range(moves):
         a, r = take(spare, 1), take(live, 1)
@@ -281,8 +288,12 @@ def _play(runs, script, current, column=None, check=None):
         new = step["new"](current) if "new" in step else None
         for run, col in zip(runs, column or [None] * len(runs)):
             nt = None if new is None else (new if col is None else new[:, col])
-            run.change(add=step.get("add"), remove=step.get("remove"),
-                       relabel=step.get("relabel"), new_targets=nt)
+            run.change(
+                add=step.get("add"),
+                remove=step.get("remove"),
+                relabel=step.get("relabel"),
+                new_targets=nt,
+            )
         if new is not None:
             current[step["relabel"]] = new
         if check is not None:
@@ -307,8 +318,9 @@ def test_digits_ten_classes_updates_equal_fresh_fit_singles_and_sklearn(cls, dig
     def check():
         sol = multi.solution()
         worst["fresh"] = max(worst["fresh"], _rel(sol, _fresh(multi)))
-        worst["singles"] = max(worst["singles"], max(
-            _rel(sol[:, k], s.solution()) for k, s in enumerate(singles)))
+        worst["singles"] = max(
+            worst["singles"], max(_rel(sol[:, k], s.solution()) for k, s in enumerate(singles))
+        )
 
     current = targets.copy()
     _play([multi] + singles, script, current, [None] + list(range(K)), check)
@@ -325,18 +337,21 @@ def test_digits_ten_classes_updates_equal_fresh_fit_singles_and_sklearn(cls, dig
     assert g.shape == (K,) and multi.state.gradient_norm() == g.max() and g.max() < 1e-8
     assert singles[0].state.gradient_norms().shape == (1,)
     assert multi.state.warm_coef(multi.live()[1]).shape == (
-        (Phi.shape[1], K) if cls is PrimalSquaredState else (len(multi.slot), K))
+        (Phi.shape[1], K) if cls is PrimalSquaredState else (len(multi.slot), K)
+    )
 
 
-@pytest.mark.parametrize("cls, keep_rows", [(PrimalSquaredState, True),
-                                            (PrimalSquaredState, False),
-                                            (DualSquaredState, True)])  # kernel: rows kept
+@pytest.mark.parametrize(
+    "cls, keep_rows",
+    [(PrimalSquaredState, True), (PrimalSquaredState, False), (DualSquaredState, True)],
+)  # kernel: rows kept
 def test_diabetes_three_outputs(cls, keep_rows, diabetes):
     Phi, Y = diabetes
     pool, targets = Phi, Y.copy()
     multi = Run(cls, pool, targets, 250, keep_rows=keep_rows, max_rank=8)
-    singles = [Run(cls, pool, targets[:, k], 250, keep_rows=keep_rows, max_rank=8)
-               for k in range(3)]
+    singles = [
+        Run(cls, pool, targets[:, k], 250, keep_rows=keep_rows, max_rank=8) for k in range(3)
+    ]
     script = _script(250, 442, 3, np.random.default_rng(2), moves=25)
     # regression relabels: new target values, not codes
     for step in script:
@@ -359,8 +374,9 @@ def test_large_row_round_trip_per_column(keep_rows, diabetes):
     pool = np.vstack([Phi[:300], np.full((1, Phi.shape[1]), value)])
     targets = np.vstack([Y[:300], [[3.0, -1.0, 0.5]]])
     multi = Run(PrimalSquaredState, pool, targets, 290, keep_rows=keep_rows)
-    singles = [Run(PrimalSquaredState, pool, targets[:, k], 290, keep_rows=keep_rows)
-               for k in range(3)]
+    singles = [
+        Run(PrimalSquaredState, pool, targets[:, k], 290, keep_rows=keep_rows) for k in range(3)
+    ]
     for run in [multi] + singles:
         run.change(add=[300, 291])
         assert run.state.stats.Mbig is not None  # the large row is kept apart
@@ -435,8 +451,12 @@ def test_overflow_in_one_column_is_refused_for_all(cls, diabetes):
 def test_to_arrays_from_arrays_round_trip(cls, digits):
     Phi, Y, _ = digits
     run = Run(cls, Phi[:260], Y[:260], 200)
-    run.change(add=list(range(200, 210)), remove=[3, 7], relabel=[11],
-               new_targets=np.roll(Y[11:12], 2, axis=1))
+    run.change(
+        add=list(range(200, 210)),
+        remove=[3, 7],
+        relabel=[11],
+        new_targets=np.roll(Y[11:12], 2, axis=1),
+    )
     if cls is PrimalSquaredState:
         run.change(add=[210])  # a pending correction for to_arrays to fold
     idx, slots, X, T = run.live()
@@ -451,7 +471,8 @@ def test_to_arrays_from_arrays_round_trip(cls, digits):
     # the default describes a single-output file, as before
     one = cls.saved_shapes(n, p)
     assert one[("state_beta" if cls is PrimalSquaredState else "state_alpha")] == (
-        (p,) if cls is PrimalSquaredState else (n,))
+        (p,) if cls is PrimalSquaredState else (n,)
+    )
     back = cls.from_arrays(arrays, st.opts, y=T, capacity=n + 8, max_rank=st.max_rank)
     assert back.n_outputs == K
     sol = st.solution if cls is PrimalSquaredState else st.alpha[slots]
@@ -528,10 +549,15 @@ def test_one_column_matrix_targets(diabetes):
 
 
 # --------------------------------------------------------------------------- property test
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 2 ** 31 - 1), n=st.integers(12, 40), p=st.integers(1, 6),
-       K=st.integers(1, 4), kernel=st.booleans(), ops=st.lists(
-           st.tuples(st.integers(0, 3), st.integers(1, 5)), min_size=1, max_size=8))
+@settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    n=st.integers(12, 40),
+    p=st.integers(1, 6),
+    K=st.integers(1, 4),
+    kernel=st.booleans(),
+    ops=st.lists(st.tuples(st.integers(0, 3), st.integers(1, 5)), min_size=1, max_size=8),
+)
 def test_random_problems_multi_equals_singles(seed, n, p, K, kernel, ops):
     rng = np.random.default_rng(seed)
     pool = rng.standard_normal((n + 30, p))
@@ -553,9 +579,12 @@ def test_random_problems_multi_equals_singles(seed, n, p, K, kernel, ops):
             continue
         for j, run in enumerate([multi] + singles):
             new = step.get("new")
-            run.change(add=step.get("add"), remove=step.get("remove"),
-                       relabel=step.get("relabel"),
-                       new_targets=None if new is None else (new if j == 0 else new[:, j - 1]))
+            run.change(
+                add=step.get("add"),
+                remove=step.get("remove"),
+                relabel=step.get("relabel"),
+                new_targets=None if new is None else (new if j == 0 else new[:, j - 1]),
+            )
         live.extend(step.get("add", []))
     sol = multi.solution()
     for k, s in enumerate(singles):

@@ -66,8 +66,10 @@ class _Data:
         self.rows.update({int(i): (x, t) for i, x, t in zip(ids, X, y)})
 
     def arrays(self, ids):
-        return (np.array([self.rows[int(i)][0] for i in ids]),
-                np.array([self.rows[int(i)][1] for i in ids]))
+        return (
+            np.array([self.rows[int(i)][0] for i in ids]),
+            np.array([self.rows[int(i)][1] for i in ids]),
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -102,8 +104,12 @@ def test_second_fit_refits_the_transformers(cancer):
 def test_updates_need_a_fitted_pipeline(cancer):
     X, y = cancer
     pipe = df.make_pipeline(StandardScaler(), df.LinearClassifier())
-    for call in (lambda: pipe.add(X[:5], y[:5]), lambda: pipe.remove([0]),
-                 lambda: pipe.relabel([0], y[:1]), lambda: pipe.update(remove_ids=[0])):
+    for call in (
+        lambda: pipe.add(X[:5], y[:5]),
+        lambda: pipe.remove([0]),
+        lambda: pipe.relabel([0], y[:1]),
+        lambda: pipe.update(remove_ids=[0]),
+    ):
         with pytest.raises(NotFittedError):
             call()
 
@@ -123,8 +129,8 @@ def test_updates_equal_a_fresh_fit_on_the_frozen_features(final, cancer, diabete
     data = _Data(X[:n0], y[:n0])
 
     # add
-    ids = pipe.add(X[n0:n0 + 100], y[n0:n0 + 100])
-    data.add(ids, X[n0:n0 + 100], y[n0:n0 + 100])
+    ids = pipe.add(X[n0 : n0 + 100], y[n0 : n0 + 100])
+    data.add(ids, X[n0 : n0 + 100], y[n0 : n0 + 100])
     # remove (by id; by value for keep_data=False)
     gone = [3, 17, int(ids[5]), int(ids[6])]
     Xg, yg = data.arrays(gone)
@@ -149,18 +155,23 @@ def test_updates_equal_a_fresh_fit_on_the_frozen_features(final, cancer, diabete
     Xm, ym = data.arrays(mix_rm)
     Xl, yl_old = data.arrays(mix_rel)
     yl = (1 - yl_old) if kind == "clf" else yl_old - 5.0
-    kw = dict(X_add=X[n0 + 100:n0 + 140], y_add=y[n0 + 100:n0 + 140], remove_ids=mix_rm,
-              relabel_ids=mix_rel, y_relabel=yl)
+    kw = dict(
+        X_add=X[n0 + 100 : n0 + 140],
+        y_add=y[n0 + 100 : n0 + 140],
+        remove_ids=mix_rm,
+        relabel_ids=mix_rel,
+        y_relabel=yl,
+    )
     if nodata:
         kw.update(X_remove=Xm, y_remove=ym, X_relabel=Xl, y_relabel_old=yl_old)
     new = pipe.update(**kw)
-    data.add(new, X[n0 + 100:n0 + 140], y[n0 + 100:n0 + 140])
+    data.add(new, X[n0 + 100 : n0 + 140], y[n0 + 100 : n0 + 140])
     for i in mix_rm:
         del data.rows[i]
     data.rows[8] = (data.rows[8][0], yl[0])
     # partial_fit on a fitted pipeline: an add
-    pipe.partial_fit(X[n0 + 140:n0 + 150], y[n0 + 140:n0 + 150])
-    data.add(pipe.sample_ids_[-10:], X[n0 + 140:n0 + 150], y[n0 + 140:n0 + 150])
+    pipe.partial_fit(X[n0 + 140 : n0 + 150], y[n0 + 140 : n0 + 150])
+    data.add(pipe.sample_ids_[-10:], X[n0 + 140 : n0 + 150], y[n0 + 140 : n0 + 150])
 
     # the transformers are frozen: the same object, the same fitted arrays, bit for bit
     assert pipe[0] is scaler
@@ -171,9 +182,15 @@ def test_updates_equal_a_fresh_fit_on_the_frozen_features(final, cancer, diabete
     Xq = X[::4]
     # (1) a fresh fit of the final estimator on the frozen-transformed rows
     fresh = make().fit(scaler.transform(Xc), yc)
-    assert _rel(pipe.predict(Xq) if kind == "reg" else pipe.decision_function(Xq),
-                fresh.predict(scaler.transform(Xq)) if kind == "reg"
-                else fresh.decision_function(scaler.transform(Xq))) <= tol
+    assert (
+        _rel(
+            pipe.predict(Xq) if kind == "reg" else pipe.decision_function(Xq),
+            fresh.predict(scaler.transform(Xq))
+            if kind == "reg"
+            else fresh.decision_function(scaler.transform(Xq)),
+        )
+        <= tol
+    )
     if hasattr(fresh, "coef_"):
         assert _rel(pipe[-1].coef_, fresh.coef_) <= tol
         assert _rel(pipe[-1].intercept_, fresh.intercept_) <= tol
@@ -236,12 +253,17 @@ def test_failed_first_partial_fit_leaves_the_pipeline_unfitted(cancer):
 
 
 def _snapshot(pipe, Xq):
-    return (pipe.sample_ids_.copy(), pipe.decision_function(Xq).copy(),
-            pipe[0].mean_.copy(), pipe[-1].coef_.copy())
+    return (
+        pipe.sample_ids_.copy(),
+        pipe.decision_function(Xq).copy(),
+        pipe[0].mean_.copy(),
+        pipe[-1].coef_.copy(),
+    )
 
 
-@pytest.mark.parametrize("bad", ["width", "nan", "unknown-id", "third-class", "all-removed",
-                                 "mixed-bad-add"])
+@pytest.mark.parametrize(
+    "bad", ["width", "nan", "unknown-id", "third-class", "all-removed", "mixed-bad-add"]
+)
 def test_a_failed_update_leaves_the_pipeline_unchanged(bad, cancer):
     X, y = cancer
     pipe = df.make_pipeline(StandardScaler(), df.LinearClassifier()).fit(X[:100], y[:100])
@@ -254,8 +276,9 @@ def test_a_failed_update_leaves_the_pipeline_unchanged(bad, cancer):
         "unknown-id": lambda: pipe.remove([0, 12345]),
         "third-class": lambda: pipe.relabel([0], [7]),
         "all-removed": lambda: pipe.remove(np.arange(100)),
-        "mixed-bad-add": lambda: pipe.update(X_add=X[100:105, :-1], y_add=y[100:105],
-                                             remove_ids=[0, 1]),
+        "mixed-bad-add": lambda: pipe.update(
+            X_add=X[100:105, :-1], y_add=y[100:105], remove_ids=[0, 1]
+        ),
     }
     with pytest.raises(ValueError):
         calls[bad]()
@@ -267,10 +290,13 @@ def test_a_failed_update_leaves_the_pipeline_unchanged(bad, cancer):
 # ---------------------------------------------------------------------------------------------
 # the update contract (deltafit.utils.estimator_checks) with frozen transformers
 # ---------------------------------------------------------------------------------------------
-_UPDATE_CHECKS = [c for c in upd_checks._CHECKS
-                  # reads the refit's coef_, which a pipeline does not expose (pipe[-1].coef_
-                  # lives in the transformed space); the sensitivity tests below cover it
-                  if c.__name__ != "check_sensitivity_ball_contains_refit"]
+_UPDATE_CHECKS = [
+    c
+    for c in upd_checks._CHECKS
+    # reads the refit's coef_, which a pipeline does not expose (pipe[-1].coef_
+    # lives in the transformed space); the sensitivity tests below cover it
+    if c.__name__ != "check_sensitivity_ball_contains_refit"
+]
 
 
 @pytest.mark.parametrize("check", _UPDATE_CHECKS, ids=lambda c: c.__name__)
@@ -279,9 +305,11 @@ def test_update_contract_with_frozen_transformers(final, check, cancer, diabetes
     """With ``FrozenEstimator`` steps a fresh ``fit`` of the whole pipeline is the reference of
     the update contract, and every check of it holds."""
     X, y = diabetes if final == "ridge" else cancer
-    est = {"lin": df.LinearClassifier(), "ker-logistic": df.KernelClassifier(loss="logistic",
-                                                                            gamma=0.05),
-           "ridge": df.LinearRegressor()}[final]
+    est = {
+        "lin": df.LinearClassifier(),
+        "ker-logistic": df.KernelClassifier(loss="logistic", gamma=0.05),
+        "ridge": df.LinearRegressor(),
+    }[final]
     check(df.make_pipeline(FrozenEstimator(StandardScaler().fit(X)), est), X=X, y=y)
 
 
@@ -294,10 +322,13 @@ _PIPELINE_FITS_STEPS_IN_PLACE = {
 
 
 @parametrize_with_checks(
-    [df.make_pipeline(StandardScaler(), df.LinearClassifier()),
-     df.make_pipeline(StandardScaler(), df.KernelClassifier(loss="logistic")),
-     df.make_pipeline(MinMaxScaler(), df.LinearRegressor(keep_data=False))],
-    expected_failed_checks=lambda est: _PIPELINE_FITS_STEPS_IN_PLACE)
+    [
+        df.make_pipeline(StandardScaler(), df.LinearClassifier()),
+        df.make_pipeline(StandardScaler(), df.KernelClassifier(loss="logistic")),
+        df.make_pipeline(MinMaxScaler(), df.LinearRegressor(keep_data=False)),
+    ],
+    expected_failed_checks=lambda est: _PIPELINE_FITS_STEPS_IN_PLACE,
+)
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
 
@@ -308,10 +339,10 @@ def test_sklearn_estimator_checks(estimator, check):
 def test_cross_val_score_breast_cancer(cancer):
     X, y = cancer
     cv = StratifiedKFold(5, shuffle=True, random_state=0)
-    kernel = cross_val_score(df.make_pipeline(StandardScaler(), df.KernelClassifier()), X, y,
-                             cv=cv)
-    linear = cross_val_score(df.make_pipeline(StandardScaler(),
-                                              df.LinearClassifier(loss="logistic")), X, y, cv=cv)
+    kernel = cross_val_score(df.make_pipeline(StandardScaler(), df.KernelClassifier()), X, y, cv=cv)
+    linear = cross_val_score(
+        df.make_pipeline(StandardScaler(), df.LinearClassifier(loss="logistic")), X, y, cv=cv
+    )
     assert kernel.mean() >= 0.95 and linear.mean() >= 0.95
     # the same as scikit-learn's Pipeline of the same steps (each fold refits the scaler)
     sk = cross_val_score(sk_make_pipeline(StandardScaler(), df.KernelClassifier()), X, y, cv=cv)
@@ -353,11 +384,24 @@ def test_sensitivity_of_a_pipeline(final, cancer):
     # the ball holds the pipeline updated by the same change
     lo, hi = s_pipe.decision_bounds(Xq)
     if nodata:
-        pipe.update(X_add=X[400:420], y_add=y[400:420], remove_ids=rm, X_remove=X[rm],
-                    y_remove=y[rm], relabel_ids=[50], y_relabel=1 - y[[50]], X_relabel=X[[50]])
+        pipe.update(
+            X_add=X[400:420],
+            y_add=y[400:420],
+            remove_ids=rm,
+            X_remove=X[rm],
+            y_remove=y[rm],
+            relabel_ids=[50],
+            y_relabel=1 - y[[50]],
+            X_relabel=X[[50]],
+        )
     else:
-        pipe.update(X_add=X[400:420], y_add=y[400:420], remove_ids=rm, relabel_ids=[50],
-                    y_relabel=1 - y[[50]])
+        pipe.update(
+            X_add=X[400:420],
+            y_add=y[400:420],
+            remove_ids=rm,
+            relabel_ids=[50],
+            y_relabel=1 - y[[50]],
+        )
     f = pipe.decision_function(Xq)
     slack = 1e-6 * max(1.0, float(np.max(np.abs(f))))
     assert np.all(lo <= f + slack) and np.all(f <= hi + slack)
@@ -422,8 +466,9 @@ def test_cross_validate_of_a_pipeline_leaks_the_scaler_unlike_scikit_learn(cance
         m = sk_make_pipeline(StandardScaler(), df.LinearClassifier(C=1.0)).fit(X[tr], y[tr])
         refit_per_fold[te] = m.decision_function(X[te])
     assert _rel(ours.decision, refit_per_fold) > 1e-6  # the leak: not scikit-learn's folds
-    sk = cross_val_score(sk_make_pipeline(StandardScaler(), df.LinearClassifier(C=1.0)),
-                         X, y, cv=cv)
+    sk = cross_val_score(
+        sk_make_pipeline(StandardScaler(), df.LinearClassifier(C=1.0)), X, y, cv=cv
+    )
     assert abs(ours.score - sk.mean()) <= 0.02
 
 
@@ -434,10 +479,12 @@ def test_loo_search_of_a_pipeline(key, cancer):
     pipe = df.make_pipeline(StandardScaler(), df.LinearClassifier(loss="logistic"))
     a = LOOSearchCV(pipe, {key: grid}).fit(X, y)
     b = LOOSearchCV(df.LinearClassifier(loss="logistic"), {"C": grid}).fit(_scaled(X), y)
-    np.testing.assert_array_equal(a.cv_results_["mean_test_score"],
-                                  b.cv_results_["mean_test_score"])
-    np.testing.assert_array_equal(a.cv_results_["test_score_upper"],
-                                  b.cv_results_["test_score_upper"])
+    np.testing.assert_array_equal(
+        a.cv_results_["mean_test_score"], b.cv_results_["mean_test_score"]
+    )
+    np.testing.assert_array_equal(
+        a.cv_results_["test_score_upper"], b.cv_results_["test_score_upper"]
+    )
     assert a.best_params_ == {key: b.best_params_["C"]} and a.best_score_ == b.best_score_
     assert list(a.cv_results_["param_" + key]) == grid
     best = a.best_estimator_
@@ -461,16 +508,20 @@ def test_loo_search_kfold_on_a_pipeline(cancer):
     a = LOOSearchCV(pipe, {"kernelclassifier__C": [0.1, 1.0]}, cv=cv).fit(X, y)
     Xs = MinMaxScaler().fit_transform(X)
     b = LOOSearchCV(df.KernelClassifier(gamma=0.5), {"C": [0.1, 1.0]}, cv=cv).fit(Xs, y)
-    np.testing.assert_array_equal(a.cv_results_["mean_test_score"],
-                                  b.cv_results_["mean_test_score"])
+    np.testing.assert_array_equal(
+        a.cv_results_["mean_test_score"], b.cv_results_["mean_test_score"]
+    )
 
 
-@pytest.mark.parametrize("grid, match", [
-    ({"standardscaler__with_mean": [True, False]}, "standardscaler__with_mean"),
-    ({"C": [1.0]}, "'C'"),
-    ({"nosuchstep__C": [1.0]}, "nosuchstep__C"),
-    ({"estimator__C": [1.0], "linearclassifier__C": [2.0]}, "given twice"),
-])
+@pytest.mark.parametrize(
+    "grid, match",
+    [
+        ({"standardscaler__with_mean": [True, False]}, "standardscaler__with_mean"),
+        ({"C": [1.0]}, "'C'"),
+        ({"nosuchstep__C": [1.0]}, "nosuchstep__C"),
+        ({"estimator__C": [1.0], "linearclassifier__C": [2.0]}, "given twice"),
+    ],
+)
 def test_loo_search_of_a_pipeline_refuses_other_parameters(grid, match, cancer):
     X, y = cancer
     pipe = df.make_pipeline(StandardScaler(), df.LinearClassifier())
@@ -480,8 +531,7 @@ def test_loo_search_of_a_pipeline_refuses_other_parameters(grid, match, cancer):
 
 def test_a_step_named_estimator_is_not_the_alias(cancer):
     X, y = cancer
-    pipe = df.UpdatablePipeline([("estimator", StandardScaler()),
-                                 ("model", df.LinearClassifier())])
+    pipe = df.UpdatablePipeline([("estimator", StandardScaler()), ("model", df.LinearClassifier())])
     with pytest.raises(ValueError, match="estimator__C"):
         LOOSearchCV(pipe, {"estimator__C": [1.0]}).fit(X, y)
     assert LOOSearchCV(pipe, {"model__C": [1.0]}).fit(X, y).best_params_ == {"model__C": 1.0}
@@ -511,8 +561,10 @@ def test_pipeline_forwards_sample_weights():
     ww[[0, 5, 8]] = [4.0, 0.0, 2.0]
     keep = np.setdiff1d(np.arange(150), [7])
     scaler = pipe[0]
-    fresh = df.LinearClassifier(loss="logistic").fit(scaler.transform(X[keep]), y[keep],
-                                                           sample_weight=ww[keep])
-    np.testing.assert_allclose(pipe.decision_function(X), fresh.decision_function(
-        scaler.transform(X)), atol=1e-6)
+    fresh = df.LinearClassifier(loss="logistic").fit(
+        scaler.transform(X[keep]), y[keep], sample_weight=ww[keep]
+    )
+    np.testing.assert_allclose(
+        pipe.decision_function(X), fresh.decision_function(scaler.transform(X)), atol=1e-6
+    )
     np.testing.assert_array_equal(pipe[-1].sample_weight_, ww[keep])

@@ -38,8 +38,13 @@ def _score(m, X):
 
 def snapshot(m, X):
     """What a failed call must leave bitwise unchanged."""
-    s = {"score": _score(m, X), "ids": m.sample_ids_, "n": np.array(m.n_samples_),
-         "grad_norm": np.array(m.grad_norm_), "intercept": np.asarray(m.intercept_)}
+    s = {
+        "score": _score(m, X),
+        "ids": m.sample_ids_,
+        "n": np.array(m.n_samples_),
+        "grad_norm": np.array(m.grad_norm_),
+        "intercept": np.asarray(m.intercept_),
+    }
     s["coef"] = m.dual_coef_ if isinstance(m, (KernelClassifier, KernelRegressor)) else m.coef_
     return s
 
@@ -53,13 +58,21 @@ def _all_models():
     out = []
     for loss in LOSSES:
         out.append(pytest.param(lambda loss=loss: LinearClassifier(loss=loss), id=f"linear-{loss}"))
-        out.append(pytest.param(lambda loss=loss: KernelClassifier(loss=loss, kernel="linear"),
-                                id=f"kernel-linear-{loss}"))
-    out += [pytest.param(lambda: LinearRegressor(), id="linear-regressor"),
-            pytest.param(lambda: LinearRegressor(keep_data=False), id="linear-regressor-nodata"),
-            pytest.param(lambda: KernelRegressor(kernel="poly", degree=2, gamma="auto"),
-                         id="kernel-poly-regressor"),
-            pytest.param(lambda: KernelClassifier(kernel="rbf", gamma="auto"), id="kernel-rbf")]
+        out.append(
+            pytest.param(
+                lambda loss=loss: KernelClassifier(loss=loss, kernel="linear"),
+                id=f"kernel-linear-{loss}",
+            )
+        )
+    out += [
+        pytest.param(lambda: LinearRegressor(), id="linear-regressor"),
+        pytest.param(lambda: LinearRegressor(keep_data=False), id="linear-regressor-nodata"),
+        pytest.param(
+            lambda: KernelRegressor(kernel="poly", degree=2, gamma="auto"),
+            id="kernel-poly-regressor",
+        ),
+        pytest.param(lambda: KernelClassifier(kernel="rbf", gamma="auto"), id="kernel-rbf"),
+    ]
     return out
 
 
@@ -94,8 +107,13 @@ def test_an_overflowing_row_is_refused_and_changes_nothing(make, value):
         with pytest.raises(ValueError, match="overflow|limit|NaN or inf"):
             m.add(row, y[:1])
         with pytest.raises(ValueError, match="overflow|limit|NaN or inf"):
-            m.update(X_add=np.vstack([X[:2], row]), y_add=y[:3], remove_ids=[5],
-                     X_remove=X[5:6] if nodata else None, y_remove=y[5:6] if nodata else None)
+            m.update(
+                X_add=np.vstack([X[:2], row]),
+                y_add=y[:3],
+                remove_ids=[5],
+                X_remove=X[5:6] if nodata else None,
+                y_remove=y[5:6] if nodata else None,
+            )
         with pytest.raises(ValueError, match="overflow|limit|NaN or inf"):
             clone(m).fit(np.vstack([X, row]), np.concatenate([y, y[:1]]))
     assert_unchanged(before, snapshot(m, X))
@@ -104,15 +122,20 @@ def test_an_overflowing_row_is_refused_and_changes_nothing(make, value):
     m.remove(ids, X=X[:3] + 0.5, y=y[:3]) if nodata else m.remove(ids)
     ref = clone(m).fit(X, y)
     tol = 1e-8 if m.loss == "squared" else 1e-6
-    assert np.max(np.abs(_score(m, X) - _score(ref, X))) <= tol * max(1, np.abs(_score(ref, X)).max())
+    assert np.max(np.abs(_score(m, X) - _score(ref, X))) <= tol * max(
+        1, np.abs(_score(ref, X)).max()
+    )
 
 
 @pytest.mark.parametrize("loss", LOSSES)
 @pytest.mark.parametrize("kind", ["linear", "kernel"])
 def test_huge_intercept_scaling_is_refused_at_fit(loss, kind):
     X, yc, _ = _data()
-    m = LinearClassifier(loss=loss, intercept_scaling=1e200) if kind == "linear" else \
-        KernelClassifier(loss=loss, kernel="linear", intercept_scaling=1e200)
+    m = (
+        LinearClassifier(loss=loss, intercept_scaling=1e200)
+        if kind == "linear"
+        else KernelClassifier(loss=loss, kernel="linear", intercept_scaling=1e200)
+    )
     with pytest.raises(ValueError, match="intercept_scaling"):
         m.fit(X, yc)
     # a refit with the problem fixed works
@@ -163,14 +186,17 @@ def test_a_non_finite_re_solve_is_refused_and_rolled_back(loss, kind, monkeypatc
     before = snapshot(m, X)
     _warm_newton = _newton_primal if kind == "linear" else _newton_kernel
     module = _warm_hinge if loss == "hinge" else _warm_newton
-    name = ("hinge_" if loss == "hinge" else "newton_") + ("primal" if kind == "linear"
-                                                          else "kernel")
+    name = ("hinge_" if loss == "hinge" else "newton_") + (
+        "primal" if kind == "linear" else "kernel"
+    )
+
     def breaking(orig):
         def broken(*args, **kwargs):
             out = orig(*args, **kwargs)
             res = out[0] if isinstance(out, tuple) else out  # (result, stored Hessian, ...)
             res.coef = res.coef * np.nan
             return out
+
         return broken
 
     monkeypatch.setattr(module, name, breaking(getattr(module, name)))
@@ -178,8 +204,7 @@ def test_a_non_finite_re_solve_is_refused_and_rolled_back(loss, kind, monkeypatc
         chord = "chord_solve" if kind == "linear" else "kernel_chord_solve"
         monkeypatch.setattr(module, chord, breaking(getattr(module, chord)))
     elif kind == "kernel":  # kernel hinge updates solve working sets on the matrix in place
-        monkeypatch.setattr(module, "hinge_kernel_slots",
-                            breaking(module.hinge_kernel_slots))
+        monkeypatch.setattr(module, "hinge_kernel_slots", breaking(module.hinge_kernel_slots))
     with pytest.raises(ValueError, match="overflow"):
         m.add(X[:2] + 0.1, yc[:2])
     with pytest.raises(ValueError, match="overflow"):
@@ -190,10 +215,14 @@ def test_a_non_finite_re_solve_is_refused_and_rolled_back(loss, kind, monkeypatc
     assert np.all(np.isfinite(_score(m, X)))
 
 
-@pytest.mark.parametrize("make,core", [(LinearRegressor, "_woodbury_core"),
-                                       (lambda: LinearRegressor(keep_data=False),
-                                        "_woodbury_core"),
-                                       (lambda: KernelRegressor(gamma="auto"), "_spd_core")])
+@pytest.mark.parametrize(
+    "make,core",
+    [
+        (LinearRegressor, "_woodbury_core"),
+        (lambda: LinearRegressor(keep_data=False), "_woodbury_core"),
+        (lambda: KernelRegressor(gamma="auto"), "_spd_core"),
+    ],
+)
 def test_a_non_finite_closed_form_update_is_never_committed(make, core, monkeypatch):
     """The closed forms check their own new solution (they update in place and roll back
     themselves): with a Woodbury core gone non-finite the update is refused and the model left
@@ -206,12 +235,18 @@ def test_a_non_finite_closed_form_update_is_never_committed(make, core, monkeypa
     nodata = not m.get_params().get("keep_data", True)
     before = snapshot(m, X)
     orig = getattr(_exact_squared, core)
-    monkeypatch.setattr(_exact_squared, core,
-                        lambda G: None if orig(G) is None else orig(G) * np.nan)
+    monkeypatch.setattr(
+        _exact_squared, core, lambda G: None if orig(G) is None else orig(G) * np.nan
+    )
     keep = np.arange(X.shape[0]) != 4
     try:
-        m.update(X_add=X[:1] + 0.3, y_add=yr[:1], remove_ids=[4],
-                 X_remove=X[4:5] if nodata else None, y_remove=yr[4:5] if nodata else None)
+        m.update(
+            X_add=X[:1] + 0.3,
+            y_add=yr[:1],
+            remove_ids=[4],
+            X_remove=X[4:5] if nodata else None,
+            y_remove=yr[4:5] if nodata else None,
+        )
     except ValueError as exc:
         assert "overflow" in str(exc)
         assert_unchanged(before, snapshot(m, X))
@@ -233,13 +268,19 @@ LARGE = [
     # than the double-double statistics carry is refused
     *[(lambda: LinearRegressor(keep_data=False), v, "refused") for v in (1e7, 1e8)],
     # ΦᵀΦ + ρI numerically singular: refused, as a fresh fit refuses it
-    *[(make, v, "singular") for make in (LinearRegressor, lambda: LinearRegressor(keep_data=False),
-                                          LinearClassifier) for v in (1e10, 1e30, 1e45)],
+    *[
+        (make, v, "singular")
+        for make in (LinearRegressor, lambda: LinearRegressor(keep_data=False), LinearClassifier)
+        for v in (1e10, 1e30, 1e45)
+    ],
     *[(lambda: LinearClassifier(loss="hinge"), v, "exact") for v in (1e10, 1e30, 1e45)],
     # a smooth loss's Newton curvature C·ℓ''·‖Φ(x)‖² beyond 1/ε: refused by fit and update alike
     # (before: the update accepted the rows a fresh fit failed on, or stopped far from the refit)
-    *[(lambda loss=loss: LinearClassifier(loss=loss), v, "curvature")
-      for loss in ("logistic", "squared_hinge") for v in (1e10, 1e30, 1e45)],
+    *[
+        (lambda loss=loss: LinearClassifier(loss=loss), v, "curvature")
+        for loss in ("logistic", "squared_hinge")
+        for v in (1e10, 1e30, 1e45)
+    ],
 ]
 
 
@@ -294,8 +335,9 @@ def _exact_vs_fresh(m, ref, X):
 
 
 @pytest.mark.parametrize("keep_data", [True, False])
-@pytest.mark.parametrize("value,cycles", [(1e3, 1), (1e3, 10), (3e4, 1), (1e5, 1), (1e5, 100),
-                                          (1e5, 1000)])
+@pytest.mark.parametrize(
+    "value,cycles", [(1e3, 1), (1e3, 10), (3e4, 1), (1e5, 1), (1e5, 100), (1e5, 1000)]
+)
 def test_removing_a_high_leverage_row_is_exact(keep_data, value, cycles):
     """Add a row of norm ``value`` (each cycle a new random direction) and remove it again:
     the model stays the fresh fit (before: 1.8e-8 at 1e3, 5e-3 at 3e4, 0.67 after 100 cycles
@@ -313,9 +355,14 @@ def test_removing_a_high_leverage_row_is_exact(keep_data, value, cycles):
     assert m.sample_ids_.tolist() == list(range(X.shape[0]))
 
 
-@pytest.mark.parametrize("make", [lambda: LinearRegressor(),
-                                  lambda: LinearRegressor(keep_data=False),
-                                  lambda: LinearClassifier()])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: LinearRegressor(),
+        lambda: LinearRegressor(keep_data=False),
+        lambda: LinearClassifier(),
+    ],
+)
 @pytest.mark.parametrize("k,value", [(1, 3e4), (3, 3e4), (70, 1e5)])
 def test_removing_a_block_of_high_leverage_rows_is_exact(make, k, value):
     """Blocks: a Woodbury block of nearly parallel large rows (before: 0.42 off), and a batch
@@ -390,11 +437,13 @@ def test_the_exact_statistics_survive_save_and_load(tmp_path):
 # ---------------------------------------------------------------------------------------------
 # 8. complex and sparse input
 # ---------------------------------------------------------------------------------------------
-MODELS8 = [pytest.param(LinearClassifier, id="LinearClassifier"),
-           pytest.param(LinearRegressor, id="LinearRegressor"),
-           pytest.param(lambda: LinearRegressor(keep_data=False), id="LinearRegressor-nodata"),
-           pytest.param(KernelClassifier, id="KernelClassifier"),
-           pytest.param(KernelRegressor, id="KernelRegressor")]
+MODELS8 = [
+    pytest.param(LinearClassifier, id="LinearClassifier"),
+    pytest.param(LinearRegressor, id="LinearRegressor"),
+    pytest.param(lambda: LinearRegressor(keep_data=False), id="LinearRegressor-nodata"),
+    pytest.param(KernelClassifier, id="KernelClassifier"),
+    pytest.param(KernelRegressor, id="KernelRegressor"),
+]
 
 
 def _calls(m, X, y, bad_X=None, bad_y=None):
@@ -405,10 +454,15 @@ def _calls(m, X, y, bad_X=None, bad_y=None):
     calls = {
         "add": lambda: m.add(Xa, ya),
         "partial_fit": lambda: m.partial_fit(Xa, ya),
-        "update": lambda: m.update(X_add=Xa, y_add=ya, remove_ids=[7]) if not nodata else
-        m.update(X_add=Xa, y_add=ya, remove_ids=[7], X_remove=X[7:8], y_remove=y[7:8]),
-        "fit": lambda: clone(m).fit(np.vstack([X, X[:2]]) if bad_X is None else bad_X,
-                                   np.concatenate([y, y[:2]]) if bad_y is None else bad_y),
+        "update": lambda: (
+            m.update(X_add=Xa, y_add=ya, remove_ids=[7])
+            if not nodata
+            else m.update(X_add=Xa, y_add=ya, remove_ids=[7], X_remove=X[7:8], y_remove=y[7:8])
+        ),
+        "fit": lambda: clone(m).fit(
+            np.vstack([X, X[:2]]) if bad_X is None else bad_X,
+            np.concatenate([y, y[:2]]) if bad_y is None else bad_y,
+        ),
     }
     if bad_X is not None:
         calls["predict"] = lambda: m.predict(bad_X)
@@ -419,8 +473,11 @@ def _calls(m, X, y, bad_X=None, bad_y=None):
             calls["remove_by_value"] = lambda: m.remove(X=bad_X, y=y[:2])
             calls["relabel_X"] = lambda: m.relabel([0, 1], y[2:4], X=bad_X, y_old=y[:2])
     if bad_y is not None:
-        calls["relabel"] = lambda: (m.relabel([0, 1], bad_y) if not nodata else
-                                    m.relabel([0, 1], bad_y, X=X[:2], y_old=y[:2]))
+        calls["relabel"] = lambda: (
+            m.relabel([0, 1], bad_y)
+            if not nodata
+            else m.relabel([0, 1], bad_y, X=X[:2], y_old=y[:2])
+        )
         if nodata:
             calls["remove_by_value_y"] = lambda: m.remove(X=X[:2], y=bad_y)
     return calls
@@ -437,7 +494,7 @@ def test_complex_input_is_refused_everywhere(make, imag):
     m.fit(X, y)
     before = snapshot(m, X)
     Xc = X[:2] + 1j * imag
-    for name, call in _calls(m, X, y, bad_X=Xc).items():
+    for call in _calls(m, X, y, bad_X=Xc).values():
         with pytest.raises(ValueError, match="(?i)complex"):
             call()
     yc_bad = y[:2].astype(complex) + 1j * imag
@@ -461,8 +518,9 @@ def test_sparse_y_is_refused_as_fit_refuses_it(make):
     before = snapshot(m, X)
     ys = sp.csr_matrix(y[:2, None].astype(float))
     for name, call in _calls(m, X, y, bad_y=ys).items():
-        with pytest.raises(TypeError, match="Sparse data was passed for y, but dense data is "
-                                            "required") as info:
+        with pytest.raises(
+            TypeError, match="Sparse data was passed for y, but dense data is required"
+        ) as info:
             call()
         assert isinstance(info.value, ValueError), name
     assert_unchanged(before, snapshot(m, X))
@@ -474,8 +532,10 @@ def _rbf(A, B):
     return rbf_kernel(A, B, gamma=0.5)
 
 
-DENSE_ONLY = [pytest.param(lambda: KernelClassifier(kernel=_rbf), id="KernelClassifier-callable"),
-              pytest.param(lambda: KernelRegressor(kernel=_rbf), id="KernelRegressor-callable")]
+DENSE_ONLY = [
+    pytest.param(lambda: KernelClassifier(kernel=_rbf), id="KernelClassifier-callable"),
+    pytest.param(lambda: KernelRegressor(kernel=_rbf), id="KernelRegressor-callable"),
+]
 
 
 @pytest.mark.parametrize("make", DENSE_ONLY)
@@ -493,8 +553,7 @@ def test_sparse_input_is_refused_as_fit_refuses_it(make):
         with pytest.raises(TypeError) as info:
             call()
         text = str(info.value)
-        assert text.startswith("Sparse data was passed for X, but dense data is required ("), \
-            name
+        assert text.startswith("Sparse data was passed for X, but dense data is required ("), name
         assert text.endswith("). Use '.toarray()' to convert to a dense numpy array."), name
         assert isinstance(info.value, ValueError), name
     assert_unchanged(before, snapshot(m, X))

@@ -78,8 +78,9 @@ def _grow(m, X, t):  # more rows than the headroom: the ledger and state grow
 
 def _relabel(m, X, t):
     cls = type(m)
-    new = (m.classes_[(t[[7, 9]] == m.classes_[0]).astype(int)] if cls._classifier
-           else t[[7, 9]] + 1.0)
+    new = (
+        m.classes_[(t[[7, 9]] == m.classes_[0]).astype(int)] if cls._classifier else t[[7, 9]] + 1.0
+    )
     kw = {} if m.problem_.keeps_rows else {"X_relabel": X[[7, 9]]}
     m.update(relabel_ids=[7, 9], y_relabel=new, **kw)
 
@@ -88,8 +89,14 @@ def _reweight(m, X, t):  # weights of two samples change, one is silenced; and o
     kw = {} if m.problem_.keeps_rows else {"X_reweight": X[[11, 12]]}
     if not m.problem_.keeps_rows and not type(m)._classifier:
         kw["y_reweight"] = t[[11, 12]]
-    m.update(reweight_ids=[11, 12], reweight_weight=[3.0, 0.0], X_add=X[80:81],
-             y_add=t[80:81], sample_weight_add=[2.0], **kw)
+    m.update(
+        reweight_ids=[11, 12],
+        reweight_weight=[3.0, 0.0],
+        X_add=X[80:81],
+        y_add=t[80:81],
+        sample_weight_add=[2.0],
+        **kw,
+    )
 
 
 UPDATES = {"mixed": _mixed, "grow": _grow, "relabel": _relabel, "reweight": _reweight}
@@ -99,8 +106,10 @@ def _positions(n):
     if ALL_POSITIONS:
         return list(range(1, n + 1))
     rng = np.random.default_rng(n)
-    return sorted(set(np.linspace(1, n, SAMPLED // 2, dtype=int).tolist())
-                  | set(rng.integers(1, n + 1, SAMPLED - SAMPLED // 2).tolist()))
+    return sorted(
+        set(np.linspace(1, n, SAMPLED // 2, dtype=int).tolist())
+        | set(rng.integers(1, n + 1, SAMPLED - SAMPLED // 2).tolist())
+    )
 
 
 @pytest.mark.parametrize("update", list(UPDATES))
@@ -131,20 +140,19 @@ def test_interrupted_update_leaves_a_consistent_exact_model(config, update, data
         mm.add(X[150:170], t[150:170])
         keep = np.isin(np.arange(200), mm.sample_ids_[mm.sample_ids_ < 80])
         ref_rows = np.vstack([X[:80][keep[:80]], _new_rows(update, X), X[150:170]])
-        ref_t = np.concatenate([_relabelled(mm, update, t)[:80][keep[:80]],
-                                _new_targets(update, t), t[150:170]])
+        ref_t = np.concatenate(
+            [_relabelled(mm, update, t)[:80][keep[:80]], _new_targets(update, t), t[150:170]]
+        )
         ref = cls(**kw).fit(ref_rows, ref_t, sample_weight=_weights(update, ref_t.shape[0]))
         assert _err(_score(mm, X), _score(ref, X)) <= TOL, (config, update, at)
 
 
 def _new_rows(update, X):
-    return {"mixed": X[80:85], "grow": X[85:120], "relabel": X[:0],
-            "reweight": X[80:81]}[update]
+    return {"mixed": X[80:85], "grow": X[85:120], "relabel": X[:0], "reweight": X[80:81]}[update]
 
 
 def _new_targets(update, t):
-    return {"mixed": t[80:85], "grow": t[85:120], "relabel": t[:0],
-            "reweight": t[80:81]}[update]
+    return {"mixed": t[80:85], "grow": t[85:120], "relabel": t[:0], "reweight": t[80:81]}[update]
 
 
 def _weights(update, n):
@@ -183,8 +191,9 @@ def test_interrupted_fit_keeps_the_fitted_model(data):
 
 
 # --------------------------------------------------------------------------- threads
-@pytest.mark.parametrize("config", ["linear-squared", "linear-logistic", "kernel-squared",
-                                    "kernel-hinge"])
+@pytest.mark.parametrize(
+    "config", ["linear-squared", "linear-logistic", "kernel-squared", "kernel-hinge"]
+)
 def test_concurrent_updates_are_serialised_and_exact(config, data):
     cls, kw = CONFIGS[config]
     X, y = data
@@ -245,9 +254,16 @@ def test_models_with_locks_copy_and_pickle(data):
 
 
 # ---------------------------------------------------------------------- set_params
-@pytest.mark.parametrize("change", [{"gamma": 5.0}, {"intercept_scaling": 7.0},
-                                    {"fit_intercept": False}, {"kernel": "linear"},
-                                    {"degree": 5, "kernel": "poly"}])
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"gamma": 5.0},
+        {"intercept_scaling": 7.0},
+        {"fit_intercept": False},
+        {"kernel": "linear"},
+        {"degree": 5, "kernel": "poly"},
+    ],
+)
 def test_set_params_after_fit_changes_nothing_until_the_next_fit(change, data):
     X, y = data
     m = KernelClassifier(gamma=0.05).fit(X[:80], y[:80])
@@ -259,8 +275,15 @@ def test_set_params_after_fit_changes_nothing_until_the_next_fit(change, data):
     assert _err(m.decision_function(X), ref.decision_function(X)) <= TOL
     assert m.problem_.kernel_params["gamma"] == 0.05
     refit = m.fit(X[:100], y[:100])  # the next fit takes the new parameters
-    assert _err(refit.decision_function(X), KernelClassifier(**{"gamma": 0.05, **change}).fit(
-        X[:100], y[:100]).decision_function(X)) == 0.0
+    assert (
+        _err(
+            refit.decision_function(X),
+            KernelClassifier(**{"gamma": 0.05, **change})
+            .fit(X[:100], y[:100])
+            .decision_function(X),
+        )
+        == 0.0
+    )
 
 
 @pytest.mark.parametrize("change", [{"intercept_scaling": 7.0}, {"fit_intercept": False}])
@@ -287,8 +310,9 @@ def test_set_params_survives_save_and_load(data, tmp_path):
     assert np.array_equal(back.predict(X), m.predict(X))
     for z in (m, back):
         z.add(X[80:90], X[80:90, 0])
-    assert _err(back.predict(X), KernelRegressor(gamma=0.05).fit(X[:90], X[:90, 0]).predict(X)) \
-        <= TOL
+    assert (
+        _err(back.predict(X), KernelRegressor(gamma=0.05).fit(X[:90], X[:90, 0]).predict(X)) <= TOL
+    )
 
 
 # -------------------------------------------------------------------------- memory

@@ -46,8 +46,9 @@ def _rel(a, b):
 def test_logistic_equals_logistic_regression(cancer):
     X, y, w = cancer
     m = LinearClassifier(loss="logistic", C=0.5, tol=1e-12).fit(X, y, sample_weight=w)
-    ref = LogisticRegression(C=0.5, fit_intercept=False, tol=1e-12, solver="newton-cg",
-                             max_iter=1000).fit(_ones(X), y, sample_weight=w)
+    ref = LogisticRegression(
+        C=0.5, fit_intercept=False, tol=1e-12, solver="newton-cg", max_iter=1000
+    ).fit(_ones(X), y, sample_weight=w)
     assert _rel(m.decision_function(X), ref.decision_function(_ones(X))) < 1e-6
 
 
@@ -56,8 +57,9 @@ def test_svm_losses_equal_linear_svc(cancer, loss):
     X, y, w = cancer
     C = 0.05
     m = LinearClassifier(loss=loss, C=C).fit(X, y, sample_weight=w)
-    ref = LinearSVC(C=C, loss=loss, fit_intercept=False, dual=True, tol=1e-8,
-                    max_iter=200_000).fit(_ones(X), y, sample_weight=w)
+    ref = LinearSVC(C=C, loss=loss, fit_intercept=False, dual=True, tol=1e-8, max_iter=200_000).fit(
+        _ones(X), y, sample_weight=w
+    )
     assert _rel(m.decision_function(X), ref.decision_function(_ones(X))) < 1e-5
 
 
@@ -65,12 +67,12 @@ def test_squared_equals_ridge(cancer):
     X, y, w = cancer
     t = X[:, 0] - 2 * X[:, 3] + np.sin(X[:, 5])
     m = LinearRegressor(C=0.5).fit(X, t, sample_weight=w)
-    ref = Ridge(alpha=1.0, fit_intercept=False, solver="cholesky").fit(_ones(X), t,
-                                                                       sample_weight=w)
+    ref = Ridge(alpha=1.0, fit_intercept=False, solver="cholesky").fit(_ones(X), t, sample_weight=w)
     assert _rel(m.predict(X), ref.predict(_ones(X))) < 1e-8
     c = LinearClassifier(C=0.5).fit(X, y, sample_weight=w)
     ref = Ridge(alpha=1.0, fit_intercept=False, solver="cholesky").fit(
-        _ones(X), np.where(y == 1, 1.0, -1.0), sample_weight=w)
+        _ones(X), np.where(y == 1, 1.0, -1.0), sample_weight=w
+    )
     assert _rel(c.decision_function(X), ref.predict(_ones(X))) < 1e-8
 
 
@@ -117,8 +119,14 @@ def test_weighted_updates_equal_a_fresh_weighted_fit(cancer, kind, loss):
     m.reweight([0, 1, 2, 205], [4.0, 0.0, 0.5, 2.5])
     m.remove([3, 4])
     m.relabel([5], [1 - y[5]])
-    m.update(X_add=X[230:260], y_add=y[230:260], sample_weight_add=w[230:260],
-             remove_ids=[6], reweight_ids=[7], reweight_weight=[3.0])
+    m.update(
+        X_add=X[230:260],
+        y_add=y[230:260],
+        sample_weight_add=w[230:260],
+        remove_ids=[6],
+        reweight_ids=[7],
+        reweight_weight=[3.0],
+    )
     m.add(X[:2], y[:2])  # unweighted additions weigh 1
     ww, yy = w.copy(), y.copy()
     ww[[0, 1, 2, 205, 7]] = [4.0, 0.0, 0.5, 2.5, 3.0]
@@ -136,8 +144,11 @@ def test_weighted_regressors_update_exactly(cancer, kind):
     X, _, w = cancer
     X, w = X[:200], w[:200]
     t = X[:, 0] + 0.3 * X[:, 1]
-    make = (lambda: LinearRegressor(C=2.0)) if kind == "linear" else \
-        (lambda: KernelRegressor(C=2.0, gamma=0.05))
+    make = (
+        (lambda: LinearRegressor(C=2.0))
+        if kind == "linear"
+        else (lambda: KernelRegressor(C=2.0, gamma=0.05))
+    )
     m = make().fit(X[:150], t[:150], sample_weight=w[:150])
     m.add(X[150:], t[150:], sample_weight=w[150:])
     m.reweight([0, 160], [0.0, 7.0])
@@ -181,10 +192,17 @@ def test_multiclass_weighted_updates():
 
 
 # ------------------------------------------------------------------------ bad input
-@pytest.mark.parametrize("bad, match", [
-    ([1.0, -1.0, 1.0], "negative"), ([1.0, np.nan, 1.0], "NaN"), ([1.0, np.inf, 1.0], "NaN"),
-    ([1.0, 1.0], "shape"), ([[1.0, 1.0, 1.0]], "shape"), (["a", "b", "c"], "numeric"),
-])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        ([1.0, -1.0, 1.0], "negative"),
+        ([1.0, np.nan, 1.0], "NaN"),
+        ([1.0, np.inf, 1.0], "NaN"),
+        ([1.0, 1.0], "shape"),
+        ([[1.0, 1.0, 1.0]], "shape"),
+        (["a", "b", "c"], "numeric"),
+    ],
+)
 def test_bad_weights_are_refused_and_change_nothing(cancer, bad, match):
     X, y, _ = cancer
     m = LinearClassifier(loss="logistic").fit(X[:100], y[:100])

@@ -28,7 +28,6 @@ from deltafit import KernelClassifier, KernelRegressor, LinearClassifier, Linear
 from deltafit.datasets import load_breast_cancer
 from deltafit.stream import KDR, LSQSGD, NORMA, NORMARegressor, Pegasos, SlidingWindow
 
-
 # ---------------------------------------------------------------------------
 # scikit-learn's estimator checks: every estimator of the package, in one list
 # ---------------------------------------------------------------------------
@@ -59,7 +58,26 @@ CHECKED_ESTIMATORS = [
 ]
 
 
-@parametrize_with_checks(CHECKED_ESTIMATORS)
+# the daily run checks one configuration of each class; CI every configuration
+DAILY = (0, 5, 8, 11, 13, 14, 15, 16, 17, 18)
+
+
+def _checks():
+    """``parametrize_with_checks(CHECKED_ESTIMATORS)``, the configurations outside ``DAILY``
+    marked slow (same cases, same ids)."""
+    mark = parametrize_with_checks(CHECKED_ESTIMATORS)
+    argnames, cases = mark.args
+    daily = [CHECKED_ESTIMATORS[i] for i in DAILY]
+    params = []
+    for case in cases:
+        values, marks = (case.values, list(case.marks)) if hasattr(case, "marks") else (case, [])
+        if not any(values[0] is est for est in daily):
+            marks.append(pytest.mark.slow)
+        params.append(pytest.param(*values, marks=marks))
+    return pytest.mark.parametrize(argnames, params, **mark.kwargs)
+
+
+@_checks()
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
 
@@ -120,8 +138,9 @@ def test_grid_search(name, make, kind, cancer, diabetes):
     assert np.all(np.isfinite(gs.cv_results_["mean_test_score"]))
     # the refitted best estimator is an ordinary fit with the best parameters
     ref = clone(make()).set_params(**gs.best_params_).fit(X, y)
-    np.testing.assert_allclose(gs.best_estimator_.predict(X), ref.predict(X), rtol=1e-10,
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        gs.best_estimator_.predict(X), ref.predict(X), rtol=1e-10, atol=1e-12
+    )
 
 
 @pytest.mark.parametrize("name,make,kind", ALL_FOUR, ids=[a[0] for a in ALL_FOUR])
@@ -186,22 +205,27 @@ def test_one_vs_rest_digits(digits):
     # each binary sub-estimator is a deltafit fit on the one-vs-rest labels
     for k, est in enumerate(ovr.estimators_):
         own = LinearClassifier(C=C).fit(X, (y == k).astype(int))
-        np.testing.assert_allclose(est.decision_function(X), own.decision_function(X),
-                                   rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(
+            est.decision_function(X), own.decision_function(X), rtol=1e-10, atol=1e-10
+        )
         np.testing.assert_allclose(dec[:, k], own.decision_function(X), rtol=1e-10, atol=1e-10)
 
     # ... and the whole thing is OneVsRest(RidgeClassifier) with the regularised intercept
-    # feature appended (ARCHITECTURE.md, "The problem": squared ↔ Ridge(alpha=1/(2C), fit_intercept=False))
+    # feature appended (ARCHITECTURE.md, "The problem": squared ↔ Ridge(alpha=1/(2C),
+    # fit_intercept=False))
     Xs = np.hstack([X, np.ones((X.shape[0], 1))])
-    ref = OneVsRestClassifier(RidgeClassifier(alpha=1.0 / (2.0 * C), fit_intercept=False,
-                                              solver="cholesky")).fit(Xs, y)
+    ref = OneVsRestClassifier(
+        RidgeClassifier(alpha=1.0 / (2.0 * C), fit_intercept=False, solver="cholesky")
+    ).fit(Xs, y)
     np.testing.assert_allclose(dec, ref.decision_function(Xs), rtol=1e-8, atol=1e-8)
     np.testing.assert_array_equal(ovr.predict(X), ref.predict(Xs))
 
 
-@pytest.mark.parametrize("est", [LinearClassifier(), KernelClassifier(),
-                                 LinearClassifier(loss="logistic")],
-                         ids=["linear", "kernel", "logistic"])
+@pytest.mark.parametrize(
+    "est",
+    [LinearClassifier(), KernelClassifier(), LinearClassifier(loss="logistic")],
+    ids=["linear", "kernel", "logistic"],
+)
 def test_three_classes_directly_equal_one_vs_rest(est, digits):
     # native multiclass (tests/test_multiclass.py) is scikit-learn's OneVsRestClassifier of the
     # binary model, with the same C for every class
@@ -233,9 +257,11 @@ def _rel_close(a, b, rtol):
     assert np.max(np.abs(a - b)) <= rtol * scale, np.max(np.abs(a - b)) / scale
 
 
-@pytest.mark.parametrize("est", PARTIAL_FIT_MODELS,
-                         ids=["lin-sq", "lin-log", "lin-sqh", "lin-h", "ker-sq", "ker-log",
-                              "ker-h"])
+@pytest.mark.parametrize(
+    "est",
+    PARTIAL_FIT_MODELS,
+    ids=["lin-sq", "lin-log", "lin-sqh", "lin-h", "ker-sq", "ker-log", "ker-h"],
+)
 def test_partial_fit_classifier(est, cancer):
     X, y = cancer
     labels = np.where(y == 1, "benign", "malignant")
@@ -261,9 +287,11 @@ def test_partial_fit_classifier(est, cancer):
     assert m.n_samples_ == 150
 
 
-@pytest.mark.parametrize("est", [LinearRegressor(), LinearRegressor(keep_data=False),
-                                 KernelRegressor(gamma=0.05)],
-                         ids=["lin", "lin-nodata", "kernel"])
+@pytest.mark.parametrize(
+    "est",
+    [LinearRegressor(), LinearRegressor(keep_data=False), KernelRegressor(gamma=0.05)],
+    ids=["lin", "lin-nodata", "kernel"],
+)
 def test_partial_fit_regressor(est, diabetes):
     X, y = diabetes
     m = clone(est).partial_fit(X[:50], y[:50])
@@ -274,9 +302,11 @@ def test_partial_fit_regressor(est, diabetes):
     np.testing.assert_array_equal(m.sample_ids_, np.arange(X.shape[0]))
 
 
-@pytest.mark.parametrize("est", [LinearClassifier(), KernelClassifier(gamma=0.05),
-                                 LinearClassifier(loss="logistic")],
-                         ids=["lin-sq", "ker-sq", "lin-log"])
+@pytest.mark.parametrize(
+    "est",
+    [LinearClassifier(), KernelClassifier(gamma=0.05), LinearClassifier(loss="logistic")],
+    ids=["lin-sq", "ker-sq", "lin-log"],
+)
 def test_partial_fit_first_batch_with_one_class(est, cancer):
     """scikit-learn's convention: with classes= the first batches may show a single class."""
     X, y = cancer
@@ -289,8 +319,9 @@ def test_partial_fit_first_batch_with_one_class(est, cancer):
     m.partial_fit(X[neg], y[neg])
     both = np.concatenate([pos, neg])
     fresh = clone(est).fit(X[both], y[both])
-    _rel_close(m.decision_function(X), fresh.decision_function(X),
-               1e-8 if est.loss == "squared" else 1e-6)
+    _rel_close(
+        m.decision_function(X), fresh.decision_function(X), 1e-8 if est.loss == "squared" else 1e-6
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -352,13 +383,18 @@ def _tiny_data(case):
 
 
 @pytest.mark.parametrize("case", ["sklearn-check", (5, 60, 5), (29, 15, 4)], ids=str)
-@pytest.mark.parametrize("est", [LinearClassifier(loss="logistic"),
-                                 LinearClassifier(loss="squared_hinge"),
-                                 LinearClassifier(loss="hinge"),
-                                 KernelClassifier(loss="logistic"),
-                                 KernelClassifier(loss="squared_hinge"),
-                                 KernelClassifier(loss="hinge")],
-                         ids=["lin-log", "lin-sqh", "lin-h", "ker-log", "ker-sqh", "ker-h"])
+@pytest.mark.parametrize(
+    "est",
+    [
+        LinearClassifier(loss="logistic"),
+        LinearClassifier(loss="squared_hinge"),
+        LinearClassifier(loss="hinge"),
+        KernelClassifier(loss="logistic"),
+        KernelClassifier(loss="squared_hinge"),
+        KernelClassifier(loss="hinge"),
+    ],
+    ids=["lin-log", "lin-sqh", "lin-h", "ker-log", "ker-sqh", "ker-h"],
+)
 def test_newton_converges_on_tiny_data(est, case):
     import warnings
 

@@ -15,13 +15,17 @@ from sklearn.kernel_approximation import Nystroem
 
 import deltafit
 from deltafit import LinearClassifier, LinearRegressor
-from deltafit.utils._validation import SparseDataError
+from deltafit._ledger import Ledger, SparseRows
 from deltafit.datasets import load_breast_cancer
 from deltafit.model_selection import loo
-from deltafit._ledger import Ledger, SparseRows
+from deltafit.utils._validation import SparseDataError
 
-FORMATS = [pytest.param(sp.csr_matrix, id="csr"), pytest.param(sp.csc_matrix, id="csc"),
-           pytest.param(sp.csr_array, id="csr_array"), pytest.param(sp.coo_array, id="coo")]
+FORMATS = [
+    pytest.param(sp.csr_matrix, id="csr"),
+    pytest.param(sp.csc_matrix, id="csc"),
+    pytest.param(sp.csr_array, id="csr_array"),
+    pytest.param(sp.coo_array, id="coo"),
+]
 TOL = {"squared": 1e-10, "logistic": 1e-8, "squared_hinge": 1e-8, "hinge": 1e-8}
 
 
@@ -41,8 +45,9 @@ def _corpus(n_docs=240, seed=0):
     docs, labels = [], []
     for d in range(n_docs):
         k = d % 3
-        words = list(rng.choice(common, rng.integers(8, 20))) + \
-            list(rng.choice(topics[k], rng.integers(2, 6)))
+        words = list(rng.choice(common, rng.integers(8, 20))) + list(
+            rng.choice(topics[k], rng.integers(2, 6))
+        )
         docs.append(" ".join(words))
         labels.append(k)
     X = TfidfVectorizer().fit_transform(docs)
@@ -76,13 +81,18 @@ def _updates(md, ms, X, y, fmt, keep_data=True, regressor=False):
     """The same update sequence on the dense and the sparse model."""
     n0 = 300
     for m, conv in ((md, np.asarray), (ms, fmt)):
-        m.add(conv(X[n0:n0 + 40]), y[n0:n0 + 40], sample_weight=np.linspace(0.5, 2.0, 40))
+        m.add(conv(X[n0 : n0 + 40]), y[n0 : n0 + 40], sample_weight=np.linspace(0.5, 2.0, 40))
         if keep_data:
             m.remove([1, 5, 7])
             m.relabel([10, 11], y[[12, 13]])
             m.reweight([20, 21], [2.5, 0.0])
-            m.update(X_add=conv(X[n0 + 40:n0 + 45]), y_add=y[n0 + 40:n0 + 45],
-                     remove_ids=[2, 3], relabel_ids=[30], y_relabel=y[[31]])
+            m.update(
+                X_add=conv(X[n0 + 40 : n0 + 45]),
+                y_add=y[n0 + 40 : n0 + 45],
+                remove_ids=[2, 3],
+                relabel_ids=[30],
+                y_relabel=y[[31]],
+            )
         else:
             m.remove([1, 5], X=conv(X[[1, 5]]), y=y[[1, 5]] if regressor else None)
             m.remove(X=conv(X[[7]]), y=y[[7]])
@@ -211,8 +221,9 @@ def test_cg_step_solves_the_newton_system():
     step = _cg_step(Xa, D, g)
     exact = -np.linalg.solve(H, g)
     # a truncated step: residual within min(0.1, √‖g‖)·‖g‖, and a descent direction
-    assert np.linalg.norm(H @ step + g) <= min(0.1, np.sqrt(np.linalg.norm(g))) * \
-        np.linalg.norm(g) * (1 + 1e-12)
+    assert np.linalg.norm(H @ step + g) <= min(0.1, np.sqrt(np.linalg.norm(g))) * np.linalg.norm(
+        g
+    ) * (1 + 1e-12)
     assert step @ g < 0
     assert np.linalg.norm(step - exact) < 0.2 * np.linalg.norm(exact)
 
@@ -246,8 +257,7 @@ def test_hinge_dual_qp_on_sparse_rows_equals_dense(cancer, C):
     X, y = cancer
     w = np.linspace(0.5, 1.5, 300)
     md = LinearClassifier(loss="hinge", C=C).fit(X[:300], y[:300], sample_weight=w)
-    ms = LinearClassifier(loss="hinge", C=C).fit(sp.csr_matrix(X[:300]), y[:300],
-                                                 sample_weight=w)
+    ms = LinearClassifier(loss="hinge", C=C).fit(sp.csr_matrix(X[:300]), y[:300], sample_weight=w)
     assert ms._state.result.kkt_violation <= 1e-10
     _updates(md, ms, X, y, sp.csr_matrix)
     _same_model(md, ms, X, 1e-8)
@@ -277,8 +287,9 @@ def test_an_interrupted_update_restores_the_sparse_model(cancer, monkeypatch):
     monkeypatch.undo()
     assert np.array_equal(ids, m.sample_ids_)
     _close(coef, m.coef_, 1e-8)
-    fresh = LinearClassifier(loss="logistic").fit(np.delete(X[:300], [0, 1, 2], axis=0),
-                                                  np.delete(y[:300], [0, 1, 2]))
+    fresh = LinearClassifier(loss="logistic").fit(
+        np.delete(X[:300], [0, 1, 2], axis=0), np.delete(y[:300], [0, 1, 2])
+    )
     _close(fresh.coef_, m.coef_, 1e-8)
 
 
@@ -305,11 +316,13 @@ def test_sparse_rows_store_journal_grow_and_compact():
 
 
 # ---------------------------------------------------------------------------- persistence
-SAVED = [pytest.param(lambda: LinearClassifier(loss="squared", C=0.5), id="squared"),
-         pytest.param(lambda: LinearClassifier(loss="logistic"), id="logistic"),
-         pytest.param(lambda: LinearClassifier(loss="squared_hinge"), id="squared_hinge"),
-         pytest.param(lambda: LinearRegressor(keep_data=False), id="regressor-nodata"),
-         pytest.param(lambda: LinearRegressor(), id="regressor")]
+SAVED = [
+    pytest.param(lambda: LinearClassifier(loss="squared", C=0.5), id="squared"),
+    pytest.param(lambda: LinearClassifier(loss="logistic"), id="logistic"),
+    pytest.param(lambda: LinearClassifier(loss="squared_hinge"), id="squared_hinge"),
+    pytest.param(lambda: LinearRegressor(keep_data=False), id="regressor-nodata"),
+    pytest.param(lambda: LinearRegressor(), id="regressor"),
+]
 
 
 @pytest.mark.parametrize("make", SAVED)
@@ -369,6 +382,7 @@ def _set_meta(key, value):
         meta = json.loads(arrays["__meta__"].tobytes().decode("utf-8"))
         meta[key] = value
         arrays["__meta__"] = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
+
     return change
 
 
@@ -383,8 +397,7 @@ def _shift_indptr(arrays):
 
 
 CORRUPTIONS = {
-    "index out of range": (lambda a: a["ledger_X_indices"].__setitem__(0, 10_000),
-                           "out of range"),
+    "index out of range": (lambda a: a["ledger_X_indices"].__setitem__(0, 10_000), "out of range"),
     "negative index": (lambda a: a["ledger_X_indices"].__setitem__(0, -1), "out of range"),
     "unsorted indices": (_swap_first_two_indices, "sorted"),
     "indptr decreasing": (_shift_indptr, "index pointer"),
@@ -393,8 +406,10 @@ CORRUPTIONS = {
     "stored zero": (lambda a: a["ledger_X_data"].__setitem__(0, 0.0), "zeros|solve"),
     "changed value": (lambda a: a["ledger_X_data"].__setitem__(0, 7.0), "solve"),
     "data too long": (lambda a: a.__setitem__("ledger_X_data", np.ones(10**6)), "shape"),
-    "indices float": (lambda a: a.__setitem__("ledger_X_indices",
-                                              a["ledger_X_indices"].astype(float)), "int64"),
+    "indices float": (
+        lambda a: a.__setitem__("ledger_X_indices", a["ledger_X_indices"].astype(float)),
+        "int64",
+    ),
     "missing data": (lambda a: a.pop("ledger_X_data"), "missing"),
     "dense member too": (lambda a: a.__setitem__("ledger_X", np.zeros((60, 31))), "unknown"),
     "flag off": (_set_meta("sparse_rows", False), "sparse_input"),
@@ -484,7 +499,6 @@ def test_sensitivity_of_a_model_that_keeps_no_rows_fitted_on_sparse_x(cancer):
         _close(a, b, 1e-10)
 
 
-
 # ----------------------------------------------------------------- sensitivity and LOO
 @pytest.mark.parametrize("loss", ["squared", "logistic", "squared_hinge"])
 def test_sensitivity_bounds_of_sparse_rows_equal_dense(cancer, loss):
@@ -522,8 +536,7 @@ def test_multiclass_and_kernel_sensitivity_of_sparse_rows(tfidf, cancer):
         _close(a, b, 1e-10)
     X, yb = cancer
     kd = deltafit.KernelClassifier(loss="logistic", C=0.5).fit(X[:200], yb[:200])
-    ks = deltafit.KernelClassifier(loss="logistic", C=0.5).fit(sp.csr_matrix(X[:200]),
-                                                               yb[:200])
+    ks = deltafit.KernelClassifier(loss="logistic", C=0.5).fit(sp.csr_matrix(X[:200]), yb[:200])
     sd, ss = deltafit.sensitivity(kd), deltafit.sensitivity(ks)
     sd.remove([3])
     ss.remove([3])
@@ -533,11 +546,15 @@ def test_multiclass_and_kernel_sensitivity_of_sparse_rows(tfidf, cancer):
         _close(a, b, 1e-8)
 
 
-@pytest.mark.parametrize("make", [
-    pytest.param(lambda: LinearClassifier(C=0.1), id="squared"),
-    pytest.param(lambda: LinearClassifier(loss="logistic", C=0.1), id="logistic"),
-    pytest.param(lambda: LinearRegressor(C=0.5), id="regressor"),
-    pytest.param(lambda: deltafit.KernelClassifier(C=0.5), id="kernel")])
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(lambda: LinearClassifier(C=0.1), id="squared"),
+        pytest.param(lambda: LinearClassifier(loss="logistic", C=0.1), id="logistic"),
+        pytest.param(lambda: LinearRegressor(C=0.5), id="regressor"),
+        pytest.param(lambda: deltafit.KernelClassifier(C=0.5), id="kernel"),
+    ],
+)
 def test_loo_of_sparse_x_equals_dense(cancer, make):
     X, y = cancer
     t = X[:, 0] * 0.05 + y if isinstance(make(), LinearRegressor) else y
@@ -558,8 +575,9 @@ def test_pipeline_with_a_sparse_transformer_keeps_sparse_rows(tmp_path):
     rng = np.random.default_rng(0)
     counts = rng.poisson(0.3, size=(120, 40)).astype(float)
     y = (counts[:, 0] + counts[:, 1] > counts[:, 2] + counts[:, 3]).astype(int)
-    p = deltafit.UpdatablePipeline([("tfidf", TfidfTransformer()),
-                                    ("clf", LinearClassifier(loss="logistic"))])
+    p = deltafit.UpdatablePipeline(
+        [("tfidf", TfidfTransformer()), ("clf", LinearClassifier(loss="logistic"))]
+    )
     p.fit(counts[:100], y[:100])
     p.add(counts[100:], y[100:])
     p.remove([0, 1])
@@ -584,8 +602,7 @@ def test_non_canonical_sparse_input(cancer):
     rows = np.concatenate([coo.row, coo.row, [0, 1]])[::-1]
     cols = np.concatenate([coo.col, coo.col, [0, 1]])[::-1]
     vals = np.concatenate([coo.data * 0.25, coo.data * 0.75, [0.0, 0.0]])[::-1]
-    messy = sp.csr_matrix((vals, (rows.astype(np.int64), cols.astype(np.int64))),
-                          shape=X.shape)
+    messy = sp.csr_matrix((vals, (rows.astype(np.int64), cols.astype(np.int64))), shape=X.shape)
     messy.has_canonical_format = False
     assert messy.nnz >= n
     Xc = sp.csr_matrix(X)
@@ -609,15 +626,18 @@ def test_sparse_text_parity_with_scikit_learn(tfidf):
     Xs = sp.hstack([X, np.ones((X.shape[0], 1))], format="csr")
     C = 2.0
     m = LinearClassifier(C=C).fit(X, y)
-    ref = RidgeClassifier(alpha=1 / (2 * C), fit_intercept=False, solver="sparse_cg",
-                          tol=1e-14, max_iter=100_000).fit(Xs, y)
+    ref = RidgeClassifier(
+        alpha=1 / (2 * C), fit_intercept=False, solver="sparse_cg", tol=1e-14, max_iter=100_000
+    ).fit(Xs, y)
     _close(m.decision_function(X), ref.decision_function(Xs), 1e-8)
     m = LinearClassifier(loss="logistic", C=C, tol=1e-12).fit(X, y)
-    ref = OneVsRestClassifier(LogisticRegression(C=C, fit_intercept=False, tol=1e-12,
-                                                 solver="newton-cg", max_iter=1000)).fit(Xs, y)
+    ref = OneVsRestClassifier(
+        LogisticRegression(C=C, fit_intercept=False, tol=1e-12, solver="newton-cg", max_iter=1000)
+    ).fit(Xs, y)
     _close(m.decision_function(X), ref.decision_function(Xs), 1e-6)
     _close(m.predict_proba(X), ref.predict_proba(Xs), 1e-6)
     m = LinearClassifier(loss="squared_hinge", C=C).fit(X, y)
-    ref = OneVsRestClassifier(LinearSVC(C=C, fit_intercept=False, tol=1e-10,
-                                        max_iter=100_000)).fit(Xs, y)
+    ref = OneVsRestClassifier(LinearSVC(C=C, fit_intercept=False, tol=1e-10, max_iter=100_000)).fit(
+        Xs, y
+    )
     _close(m.decision_function(X), ref.decision_function(Xs), 1e-5)

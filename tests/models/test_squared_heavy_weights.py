@@ -43,10 +43,12 @@ def _data(kind, n, seed):
 
 
 def _make(model, keep_data):
-    return {"lr": lambda: df.LinearRegressor(C=3.0, keep_data=keep_data),
-            "lc": lambda: df.LinearClassifier(loss="squared", C=3.0, keep_data=keep_data),
-            "kr": lambda: df.KernelRegressor(C=3.0, gamma=0.05),
-            "kc": lambda: df.KernelClassifier(loss="squared", C=3.0, gamma=0.02)}[model]
+    return {
+        "lr": lambda: df.LinearRegressor(C=3.0, keep_data=keep_data),
+        "lc": lambda: df.LinearClassifier(loss="squared", C=3.0, keep_data=keep_data),
+        "kr": lambda: df.KernelRegressor(C=3.0, gamma=0.05),
+        "kc": lambda: df.KernelClassifier(loss="squared", C=3.0, gamma=0.02),
+    }[model]
 
 
 def _decision(m, X):
@@ -54,8 +56,11 @@ def _decision(m, X):
 
 
 def _snapshot(m, X):
-    return (m.sample_ids_.copy(), np.array(_decision(m, X)),
-            np.array(getattr(m, "coef_", getattr(m, "dual_coef_", 0.0))))
+    return (
+        m.sample_ids_.copy(),
+        np.array(_decision(m, X)),
+        np.array(getattr(m, "coef_", getattr(m, "dual_coef_", 0.0))),
+    )
 
 
 class Tracked:
@@ -100,8 +105,9 @@ class Tracked:
         return -self.y[ids] if self.kind != "regression" else self.rng.normal(size=len(ids))
 
     def error(self):
-        fresh = self.make().fit(self._X(self.live), self.y[self.live],
-                                sample_weight=self.w[self.live])
+        fresh = self.make().fit(
+            self._X(self.live), self.y[self.live], sample_weight=self.w[self.live]
+        )
         Q = self._X(np.arange(self.X.shape[0]))
         a, b = _decision(self.m, Q), _decision(fresh, Q)
         return float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
@@ -121,8 +127,12 @@ def _step(t, op, ids):
     return True
 
 
-CASES = [(model, keep, sparse) for model in ("lr", "lc") for keep in (True, False)
-         for sparse in (False, True)] + [("kr", True, False), ("kc", True, False)]
+CASES = [
+    (model, keep, sparse)
+    for model in ("lr", "lc")
+    for keep in (True, False)
+    for sparse in (False, True)
+] + [("kr", True, False), ("kc", True, False)]
 
 
 @pytest.mark.parametrize("model,keep_data,sparse", CASES)
@@ -137,8 +147,7 @@ def test_heavy_weights_leave_then_relabel(model, keep_data, sparse, n, leave):
         for scale in (1e4, 1e5):
             t = Tracked(model, keep_data, n, seed, sparse)
             heavy = t.rng.choice(n, 2, replace=False)
-            if not _step(t, lambda: t.reweight(heavy, t.rng.uniform(0.2, 4.0, 2) * scale),
-                         heavy):
+            if not _step(t, lambda: t.reweight(heavy, t.rng.uniform(0.2, 4.0, 2) * scale), heavy):
                 continue
             worst = max(worst, t.error())
             if leave == "remove":
@@ -150,8 +159,15 @@ def test_heavy_weights_leave_then_relabel(model, keep_data, sparse, n, leave):
             worst = max(worst, t.error())
             others = t.rng.choice(t.live, 2, replace=False)
             labels = t.new_labels(others)
-            if t.kind != "regression" and np.unique(np.concatenate(
-                    [np.delete(t.y[t.live], np.searchsorted(t.live, others)), labels])).size < 2:
+            if (
+                t.kind != "regression"
+                and np.unique(
+                    np.concatenate(
+                        [np.delete(t.y[t.live], np.searchsorted(t.live, others)), labels]
+                    )
+                ).size
+                < 2
+            ):
                 continue
             _step(t, lambda: t.relabel(others, labels), others)
             worst = max(worst, t.error())

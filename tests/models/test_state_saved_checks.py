@@ -43,12 +43,17 @@ def _saved(model, tmp_path):
 
 def _checks(model, arrays, meta, first=True):
     st = model._state
-    st.check_saved_statistics(arrays, n=meta["n_samples"], intercept_scaling=float(model._s),
-                              fit_intercept=bool(model._spec["fit_intercept"]),
-                              n_positive=meta["n_positive"])
+    st.check_saved_statistics(
+        arrays,
+        n=meta["n_samples"],
+        intercept_scaling=float(model._s),
+        fit_intercept=bool(model._spec["fit_intercept"]),
+        n_positive=meta["n_positive"],
+    )
     st.check_saved_solution(arrays, solver=meta["solver"])
-    st.check_saved_rows(arrays, first=first, hinge=meta["hinge"],
-                        kernel=model._k if model._kernel else None)
+    st.check_saved_rows(
+        arrays, first=first, hinge=meta["hinge"], kernel=model._k if model._kernel else None
+    )
 
 
 def test_every_state_has_the_checks_and_the_flags():
@@ -73,8 +78,9 @@ def test_saved_arrays_pass_and_a_changed_row_is_refused(cls, loss, cancer, tmp_p
     bad = dict(arrays, ledger_X=arrays["ledger_X"].copy())
     bad["ledger_X"][i, :3] += 1.0
     with pytest.raises(ValueError, match="stored rows do not give|kernel matrix is not"):
-        m._state.check_saved_rows(bad, first=True, hinge=meta["hinge"],
-                                  kernel=m._k if m._kernel else None)
+        m._state.check_saved_rows(
+            bad, first=True, hinge=meta["hinge"], kernel=m._k if m._kernel else None
+        )
 
 
 @pytest.mark.parametrize("cls,loss", [c for c in CONFIGS if c[1] != "hinge"])
@@ -98,10 +104,12 @@ def test_primal_squared_statistics_against_the_counts(cancer, tmp_path):
     bad = dict(arrays, state_M=arrays["state_M"].copy())
     bad["state_M"][-1, -1] *= 2.0
     with pytest.raises(ValueError, match="does not count the samples"):
-        m._state.check_saved_statistics(bad, n=meta["n_samples"],
-                                        intercept_scaling=float(m._s), fit_intercept=True)
+        m._state.check_saved_statistics(
+            bad, n=meta["n_samples"], intercept_scaling=float(m._s), fit_intercept=True
+        )
     bad = dict(arrays, state_b=arrays["state_b"].copy())
     bad["state_b"][-1] += 10.0
     with pytest.raises(ValueError, match="does not match the labels"):
-        m._state.check_saved_statistics(bad, n=meta["n_samples"],
-                                        intercept_scaling=float(m._s), fit_intercept=True)
+        m._state.check_saved_statistics(
+            bad, n=meta["n_samples"], intercept_scaling=float(m._s), fit_intercept=True
+        )

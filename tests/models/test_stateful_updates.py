@@ -34,19 +34,21 @@ import os
 import tempfile
 
 import numpy as np
-import pytest
 import pandas as pd
+import pytest
 import scipy.sparse as sp
-from hypothesis import HealthCheck, settings, strategies as st
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 from sklearn.base import clone
 from sklearn.datasets import load_wine
 from sklearn.preprocessing import StandardScaler
 
 import deltafit as df
+from hypothesis_profiles import examples
 
-SQ_TOL = 1e-8          # relative, of the decision scale (README, "Guarantees": Exact)
-ROUND = 1e-11          # rounding slack of a certificate check, relative to the decision scale
+SQ_TOL = 1e-8  # relative, of the decision scale (README, "Guarantees": Exact)
+ROUND = 1e-11  # rounding slack of a certificate check, relative to the decision scale
 LOSSES = ("squared", "logistic", "squared_hinge", "hinge")
 FEATURES = [0, 1, 4, 6, 9, 11]
 STR_CLASSES = np.array(["barolo", "grignolino", "barbera"])
@@ -57,7 +59,7 @@ def _wine():
     X, y = load_wine(return_X_y=True)
     Z = StandardScaler().fit_transform(X)
     F = Z[:, FEATURES].copy()
-    F[np.abs(F) < 0.5] = 0.0          # about 40% zeros: the CSR rows are sparse
+    F[np.abs(F) < 0.5] = 0.0  # about 40% zeros: the CSR rows are sparse
     scales = X[:, FEATURES].std(axis=0)  # raw-looking columns for the pipeline's scaler
     return F, y, Z[:, 12], scales
 
@@ -66,6 +68,7 @@ WINE = _wine()
 
 
 # ---------------------------------------------------------------------------------- helpers
+
 
 def _decision(est, X):
     return est.decision_function(X) if hasattr(est, "decision_function") else est.predict(X)
@@ -77,11 +80,22 @@ def _phi_norm(final, Xt):
     s = final.intercept_scaling if final.fit_intercept else 0.0
     Xt = Xt.to_numpy() if hasattr(Xt, "to_numpy") else Xt
     if isinstance(final, (df.KernelClassifier, df.KernelRegressor)):
-        kxx = np.diag(df.kernels.kernel_matrix(Xt, Xt, kernel=final.kernel, gamma=final.gamma_,
-                                               degree=final.degree, coef0=final.coef0))
+        kxx = np.diag(
+            df.kernels.kernel_matrix(
+                Xt,
+                Xt,
+                kernel=final.kernel,
+                gamma=final.gamma_,
+                degree=final.degree,
+                coef0=final.coef0,
+            )
+        )
         return np.sqrt(np.maximum(kxx, 0.0) + s * s)
-    sq = np.asarray(Xt.multiply(Xt).sum(axis=1)).ravel() if sp.issparse(Xt) else \
-        np.einsum("ij,ij->i", Xt, Xt)
+    sq = (
+        np.asarray(Xt.multiply(Xt).sum(axis=1)).ravel()
+        if sp.issparse(Xt)
+        else np.einsum("ij,ij->i", Xt, Xt)
+    )
     return np.sqrt(sq + s * s)
 
 
@@ -89,7 +103,7 @@ def _within(f_upd, f_ref, radius, phi, what):
     """Assert |f_upd − f_ref| ≤ φ·radius (+ rounding), column-wise for K classes."""
     f_upd, f_ref = np.asarray(f_upd, float), np.asarray(f_ref, float)
     scale = max(1.0, float(np.max(np.abs(f_ref))))
-    bound = (phi * radius * (1 + 1e-9))
+    bound = phi * radius * (1 + 1e-9)
     if f_ref.ndim == 2:
         bound = bound[:, None]
     gap = np.abs(f_upd - f_ref)
@@ -101,26 +115,51 @@ class UpdateMachine(RuleBasedStateMachine):
     """One model under random updates, against the data it should hold."""
 
     # ------------------------------------------------------------------ configuration
-    @initialize(loss=st.sampled_from(LOSSES), kernel=st.booleans(),
-                task=st.sampled_from(["binary", "k3", "regression"]), sparse=st.booleans(),
-                weighted=st.booleans(), keep_data=st.booleans(), pipeline=st.booleans(),
-                str_labels=st.booleans(), scale_gamma=st.booleans(), raw=st.booleans(),
-                frame=st.booleans(), C=st.sampled_from([1.0, 0.3, 3.0]),
-                n0=st.integers(10, 60), seed=st.integers(0, 2 ** 16))
-    def fit(self, loss, kernel, task, sparse, weighted, keep_data, pipeline, str_labels,
-            scale_gamma, raw, frame, C, n0, seed):
+    @initialize(
+        loss=st.sampled_from(LOSSES),
+        kernel=st.booleans(),
+        task=st.sampled_from(["binary", "k3", "regression"]),
+        sparse=st.booleans(),
+        weighted=st.booleans(),
+        keep_data=st.booleans(),
+        pipeline=st.booleans(),
+        str_labels=st.booleans(),
+        scale_gamma=st.booleans(),
+        raw=st.booleans(),
+        frame=st.booleans(),
+        C=st.sampled_from([1.0, 0.3, 3.0]),
+        n0=st.integers(10, 60),
+        seed=st.integers(0, 2**16),
+    )
+    def fit(
+        self,
+        loss,
+        kernel,
+        task,
+        sparse,
+        weighted,
+        keep_data,
+        pipeline,
+        str_labels,
+        scale_gamma,
+        raw,
+        frame,
+        C,
+        n0,
+        seed,
+    ):
         if task == "regression" and loss != "squared":
-            task = "binary"                      # the regressors have the squared loss only
+            task = "binary"  # the regressors have the squared loss only
         if kernel or loss != "squared" or task == "k3":
-            keep_data = True                     # keep_data=False: linear squared, <= 2 classes
+            keep_data = True  # keep_data=False: linear squared, <= 2 classes
         self.loss, self.kernel, self.task, self.sparse = loss, kernel, task, sparse
         self.weighted, self.keep_data, self.pipeline = weighted, keep_data, pipeline
-        self.frame = frame and not sparse        # a pandas DataFrame with column names
+        self.frame = frame and not sparse  # a pandas DataFrame with column names
         self.rng = np.random.default_rng(seed)
         F, y, target, scales = WINE
         rows = np.arange(F.shape[0]) if task != "binary" else np.flatnonzero(y < 2)
         rows = self.rng.permutation(rows)
-        if task != "regression":                 # two classes among the first rows
+        if task != "regression":  # two classes among the first rows
             j = 1 + int(np.argmax(y[rows[1:]] != y[rows[0]]))
             rows[[1, j]] = rows[[j, 1]]
         # raw columns (wine's own scales, up to ~300): the pipeline's scaler undoes them; a
@@ -132,7 +171,7 @@ class UpdateMachine(RuleBasedStateMachine):
             self.y_all = STR_CLASSES[y] if str_labels else y
         self.classes = None if task == "regression" else np.unique(self.y_all[rows])
         self.pool = [int(r) for r in rows[n0:]]
-        self.probe = np.concatenate([rows[n0:n0 + 8], rows[:4]])  # rows to compare decisions on
+        self.probe = np.concatenate([rows[n0 : n0 + 8], rows[:4]])  # rows to compare decisions on
 
         kw = {"C": C}
         if kernel:
@@ -144,23 +183,26 @@ class UpdateMachine(RuleBasedStateMachine):
         if task != "regression":
             kw["loss"] = loss
         est = cls(**kw)
-        self.model = df.make_pipeline(StandardScaler(with_mean=not sparse), est) if pipeline \
-            else est
+        self.model = (
+            df.make_pipeline(StandardScaler(with_mean=not sparse), est) if pipeline else est
+        )
 
         start = rows[:n0]
         w = self.rng.uniform(0.3, 3.0, size=n0) if weighted else None
         fit_kw = {}
         if w is not None:
-            fit_kw[(self.model.steps[-1][0] + "__sample_weight") if pipeline
-                   else "sample_weight"] = w
+            fit_kw[
+                (self.model.steps[-1][0] + "__sample_weight") if pipeline else "sample_weight"
+            ] = w
         self.model.fit(self._X(start), self.y_all[start], **fit_kw)
         w = np.ones(n0) if w is None else w
         # id -> (row of X_all, label, weight)
-        self.data = {i: (int(r), self.y_all[r], float(wi)) for i, (r, wi) in
-                     enumerate(zip(start, w))}
+        self.data = {
+            i: (int(r), self.y_all[r], float(wi)) for i, (r, wi) in enumerate(zip(start, w))
+        }
         self.next_id = n0
         self._fresh = None
-        self.heavy = False           # has a sample been given a large weight (x1e4)?
+        self.heavy = False  # has a sample been given a large weight (x1e4)?
 
     # ------------------------------------------------------------------ views
     def _X(self, rows):
@@ -190,9 +232,9 @@ class UpdateMachine(RuleBasedStateMachine):
         _, rows, y, w = self._arrays(data)
         est = clone(self.final)
         if getattr(est, "gamma", None) == "scale":
-            est.set_params(gamma=self.final.gamma_)     # README: kept as gamma_ by updates
+            est.set_params(gamma=self.final.gamma_)  # README: kept as gamma_ by updates
         try:
-            Xt = self._transform(self._X(rows))    # no row left: the scaler refuses too
+            Xt = self._transform(self._X(rows))  # no row left: the scaler refuses too
             if self.task == "k3":
                 # fit's rule (two classes, two among the positive weights), which an update
                 # keeps; partial_fit(classes=) itself would take a single class
@@ -207,8 +249,11 @@ class UpdateMachine(RuleBasedStateMachine):
 
     def _snapshot(self):
         f = self.final
-        snap = {"ids": f.sample_ids_.copy(), "dec": _decision(self.model, self._X(self.probe)),
-                "n": f.n_samples_}
+        snap = {
+            "ids": f.sample_ids_.copy(),
+            "dec": _decision(self.model, self._X(self.probe)),
+            "n": f.n_samples_,
+        }
         for name in ("coef_", "intercept_", "dual_coef_", "sample_weight_"):
             v = getattr(f, name, None)
             if v is not None:
@@ -254,7 +299,7 @@ class UpdateMachine(RuleBasedStateMachine):
         return self.rng.choice(self.classes, size=k)
 
     def _take_pool(self, k):
-        if len(self.pool) < k:                 # a re-added row is a new sample (a new id)
+        if len(self.pool) < k:  # a re-added row is a new sample (a new id)
             self.pool.extend(int(r) for r in self.rng.permutation(self.probe))
         return [self.pool.pop() for _ in range(k)]
 
@@ -277,9 +322,9 @@ class UpdateMachine(RuleBasedStateMachine):
         new = {i: v for i, v in self.data.items() if i not in set(ids.tolist())}
         if self.keep_data:
             call = lambda: self.model.remove(ids)  # noqa: E731
-        elif by_value:                              # keep_data=False: by value, no ids
+        elif by_value:  # keep_data=False: by value, no ids
             call = lambda: self.model.remove(X=self._rows_of(ids), y=self._labels_of(ids))  # noqa
-        else:                                       # by id, the rows checked (and labels)
+        else:  # by id, the rows checked (and labels)
             y = self._labels_of(ids) if self.task == "regression" else None
             call = lambda: self.model.remove(ids, X=self._rows_of(ids), y=y)  # noqa: E731
         self._apply(new, call, "remove")
@@ -304,7 +349,7 @@ class UpdateMachine(RuleBasedStateMachine):
         w = self.rng.uniform(0.2, 4.0, size=ids.size) * scale
         self.heavy = self.heavy or scale > 1
         if zero:
-            w[0] = 0.0                     # weight 0 silences a sample and keeps its id
+            w[0] = 0.0  # weight 0 silences a sample and keeps its id
         new = dict(self.data)
         for i, wi in zip(ids.tolist(), w):
             new[i] = (new[i][0], new[i][1], float(wi))
@@ -329,8 +374,9 @@ class UpdateMachine(RuleBasedStateMachine):
             kw["X"] = self._rows_of(gone)
             if self.task == "regression":
                 kw["y"] = self._labels_of(gone)
-        self._apply(new, lambda: self.model.remove(gone, **kw), "drop class",
-                    invalid=gone.size == 0)          # no id: refused
+        self._apply(
+            new, lambda: self.model.remove(gone, **kw), "drop class", invalid=gone.size == 0
+        )  # no id: refused
 
     @rule()
     def silence_class(self):
@@ -348,13 +394,18 @@ class UpdateMachine(RuleBasedStateMachine):
                 kw["y"] = self._labels_of(ids)
         self._apply(new, lambda: self.model.reweight(ids, 0.0, **kw), "silence class")
 
-    @rule(n_add=st.integers(0, 3), n_rem=st.integers(0, 3), n_rel=st.integers(0, 2),
-          n_rw=st.integers(0, 2))
+    @rule(
+        n_add=st.integers(0, 3),
+        n_rem=st.integers(0, 3),
+        n_rel=st.integers(0, 2),
+        n_rw=st.integers(0, 2),
+    )
     def mixed_update(self, n_add, n_rem, n_rel, n_rw):
         """One ``update`` transaction mixing the four changes (distinct samples)."""
         touched = self._pick(n_rem + n_rel + n_rw)
-        rem, rel, rw = np.split(touched, [min(n_rem, touched.size),
-                                          min(n_rem + n_rel, touched.size)])
+        rem, rel, rw = np.split(
+            touched, [min(n_rem, touched.size), min(n_rem + n_rel, touched.size)]
+        )
         rows = self._take_pool(n_add)
         y_add = self.y_all[rows]
         y_rel = self._new_labels(rel.size)
@@ -366,35 +417,56 @@ class UpdateMachine(RuleBasedStateMachine):
             new[i] = (new[i][0], new[i][1], float(wi))
         for j, r in enumerate(rows):
             new[self.next_id + j] = (r, self.y_all[r], 1.0)
-        if not (n_add or touched.size):        # an empty update is refused
+        if not (n_add or touched.size):  # an empty update is refused
             self._apply(self.data, lambda: self.model.update(), "empty update", invalid=True)
             return
-        kw = dict(X_add=self._X(rows) if rows else None, y_add=y_add if rows else None,
-                  remove_ids=rem if rem.size else None,
-                  relabel_ids=rel if rel.size else None, y_relabel=y_rel if rel.size else None,
-                  reweight_ids=rw if rw.size else None,
-                  reweight_weight=w_rw if rw.size else None)
+        kw = dict(
+            X_add=self._X(rows) if rows else None,
+            y_add=y_add if rows else None,
+            remove_ids=rem if rem.size else None,
+            relabel_ids=rel if rel.size else None,
+            y_relabel=y_rel if rel.size else None,
+            reweight_ids=rw if rw.size else None,
+            reweight_weight=w_rw if rw.size else None,
+        )
         if not self.keep_data:
             reg = self.task == "regression"
             if rem.size:
-                kw.update(X_remove=self._rows_of(rem), y_remove=self._labels_of(rem) if reg
-                          else None)
+                kw.update(
+                    X_remove=self._rows_of(rem), y_remove=self._labels_of(rem) if reg else None
+                )
             if rel.size:
-                kw.update(X_relabel=self._rows_of(rel),
-                          y_relabel_old=self._labels_of(rel) if reg else None)
+                kw.update(
+                    X_relabel=self._rows_of(rel),
+                    y_relabel_old=self._labels_of(rel) if reg else None,
+                )
             if rw.size:
-                kw.update(X_reweight=self._rows_of(rw),
-                          y_reweight=self._labels_of(rw) if reg else None)
+                kw.update(
+                    X_reweight=self._rows_of(rw), y_reweight=self._labels_of(rw) if reg else None
+                )
         ids = self._apply(new, lambda: self.model.update(**kw), "update")
         if ids is not None:
             np.testing.assert_array_equal(ids, np.arange(self.next_id, self.next_id + len(rows)))
             self.next_id += len(rows)
 
     # ------------------------------------------------------------------ invalid steps
-    @rule(kind=st.sampled_from(["unknown_id", "repeated_id", "nan_row", "wrong_width",
-                                "unknown_class", "negative_weight", "nan_weight",
-                                "length_mismatch", "remove_all", "none_label",
-                                "renamed_columns"]))
+    @rule(
+        kind=st.sampled_from(
+            [
+                "unknown_id",
+                "repeated_id",
+                "nan_row",
+                "wrong_width",
+                "unknown_class",
+                "negative_weight",
+                "nan_weight",
+                "length_mismatch",
+                "remove_all",
+                "none_label",
+                "renamed_columns",
+            ]
+        )
+    )
     def invalid(self, kind):
         ids = self._pick(2)
         i = int(ids[0])
@@ -420,7 +492,7 @@ class UpdateMachine(RuleBasedStateMachine):
             call = lambda: m.add(X, self.y_all[:1])  # noqa: E731
         elif kind == "unknown_class":
             if reg:
-                bad_y = np.array([np.nan])     # a regressor's target must be finite
+                bad_y = np.array([np.nan])  # a regressor's target must be finite
             else:
                 bad_y = np.array(["merlot"] if self.y_all.dtype.kind == "U" else [7])
             call = lambda: m.relabel([i], bad_y, **row_kw([i]))  # noqa: E731
@@ -463,12 +535,14 @@ class UpdateMachine(RuleBasedStateMachine):
         self._assert_unchanged(before, "save/load")
 
     # ------------------------------------------------------------------ what-if
-    @rule(op=st.sampled_from(["remove", "add", "relabel", "reweight", "remove_add"]),
-          k=st.integers(1, 3))
+    @rule(
+        op=st.sampled_from(["remove", "add", "relabel", "reweight", "remove_add"]),
+        k=st.integers(1, 3),
+    )
     def what_if(self, op, k):
         before = self._snapshot()
         if self.loss == "hinge" and self.task != "regression":
-            with pytest.raises(ValueError):      # the bounds need a differentiable loss
+            with pytest.raises(ValueError):  # the bounds need a differentiable loss
                 df.sensitivity(self.model)
             self._assert_unchanged(before, "what-if refused")
             return
@@ -486,8 +560,11 @@ class UpdateMachine(RuleBasedStateMachine):
             if op in ("add", "remove_add"):
                 rows = self._take_pool(k)
                 w = self.rng.uniform(0.3, 3.0, size=k) if self.weighted else None
-                hyp = s.add(self._X(rows), self.y_all[rows]) if w is None else \
-                    s.add(self._X(rows), self.y_all[rows], sample_weight=w)
+                hyp = (
+                    s.add(self._X(rows), self.y_all[rows])
+                    if w is None
+                    else s.add(self._X(rows), self.y_all[rows], sample_weight=w)
+                )
                 for j, (h, r) in enumerate(zip(np.asarray(hyp).tolist(), rows)):
                     new[h] = (r, self.y_all[r], 1.0 if w is None else float(w[j]))
             if op == "relabel":
@@ -524,12 +601,18 @@ class UpdateMachine(RuleBasedStateMachine):
             slack = slack[:, None]
         slack = slack + ROUND * max(1.0, float(np.max(np.abs(f))))
         assert np.all(lo - slack <= f) and np.all(f <= hi + slack), (
-            "decision bounds", op, float(np.max(lo - f)), float(np.max(f - hi)))
+            "decision bounds",
+            op,
+            float(np.max(lo - f)),
+            float(np.max(f - hi)),
+        )
         if not self.kernel and not self.pipeline:
             clo, chi = s.coef_bounds()
             cs = fresh.grad_norm_ * (1 + 1e-9) + ROUND * max(1.0, np.abs(fresh.coef_).max())
             assert np.all(clo - cs <= fresh.coef_) and np.all(fresh.coef_ <= chi + cs), (
-                "coef bounds", op)
+                "coef bounds",
+                op,
+            )
         self._assert_unchanged(before, "what-if")
 
     # ------------------------------------------------------------------ the invariant
@@ -544,7 +627,7 @@ class UpdateMachine(RuleBasedStateMachine):
             np.testing.assert_array_equal(np.broadcast_to(sw, w.shape), w)
         fresh = self._fresh if self._fresh is not None else self._fit_fresh(self.data)
         self._fresh = None
-        assert not isinstance(fresh, ValueError), fresh   # the model holds data fit accepts
+        assert not isinstance(fresh, ValueError), fresh  # the model holds data fit accepts
         X = self._X(np.concatenate([rows, self.probe]))
         Xt = self._transform(X)
         f_upd, f_new = _decision(self.model, X), _decision(fresh, Xt)
@@ -556,17 +639,18 @@ class UpdateMachine(RuleBasedStateMachine):
             radius = self.final.grad_norm_ + fresh.grad_norm_
             phi = _phi_norm(self.final, Xt)
             _within(f_upd, f_new, radius, phi, "fresh fit")
-            if self.loss != "hinge":   # converged: ‖∇J‖ ≤ tol ‖∇J(0)‖, ‖∇J(0)‖ ≤ 2 C Σ w ‖φ‖
+            if self.loss != "hinge":  # converged: ‖∇J‖ ≤ tol ‖∇J(0)‖, ‖∇J(0)‖ ≤ 2 C Σ w ‖φ‖
                 f = self.final
-                grad0 = 2.0 * f.C * float(w @ phi[:w.size])
+                grad0 = 2.0 * f.C * float(w @ phi[: w.size])
                 assert f.grad_norm_ <= 10 * f.tol * grad0, (f.grad_norm_, f.tol * grad0)
 
 
 _COMMON = dict(deadline=None, suppress_health_check=list(HealthCheck), database=None)
 
 TestShort = UpdateMachine.TestCase
-TestShort.settings = settings(max_examples=25, stateful_step_count=12, derandomize=True,
-                              **_COMMON)
+TestShort.settings = settings(
+    max_examples=examples(25), stateful_step_count=12, derandomize=True, **_COMMON
+)
 
 
 class _Long(UpdateMachine):

@@ -24,7 +24,7 @@ import deltafit
 
 SRC = str(Path(deltafit.__file__).parent.parent)
 
-CHILD = textwrap.dedent('''
+CHILD = textwrap.dedent("""
     import sys, threading
     import numpy as np
     import scipy.sparse as sp
@@ -95,14 +95,24 @@ CHILD = textwrap.dedent('''
         th.join()
     print("reads", reads, "failures", len(failures), failures[:5])
     sys.exit(1 if failures or min(reads) == 0 else 0)
-''')
+""")
 
 
 def _run(*args, timeout=600):
-    env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""),
-               OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    proc = subprocess.run([sys.executable, "-c", CHILD, *map(str, args)], env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    env = dict(
+        os.environ,
+        PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        OPENBLAS_NUM_THREADS="1",
+        OMP_NUM_THREADS="1",
+        MKL_NUM_THREADS="1",
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, *map(str, args)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     tail = (proc.stdout + proc.stderr)[-2000:]
     assert proc.returncode == 0, f"exit {proc.returncode}: {tail}"
     assert "failures 0 " in proc.stdout, tail
@@ -112,8 +122,9 @@ def _run(*args, timeout=600):
 # Before the fix each of these aborted or failed in 6 of 6 runs (dense) and 3 of 3 (sparse):
 # a large ledger and three readers keep a boolean-indexing window open most of the time.
 @pytest.mark.slow
-@pytest.mark.parametrize("kind,n,k,rounds", [("dense", 200_000, 20_000, 40),
-                                             ("sparse", 50_000, 5_000, 30)])
+@pytest.mark.parametrize(
+    "kind,n,k,rounds", [("dense", 200_000, 20_000, 40), ("sparse", 50_000, 5_000, 30)]
+)
 def test_reads_during_updates_neither_crash_nor_see_half_updates(kind, n, k, rounds):
     _run("linear", kind, n, k, rounds, 3)
 

@@ -55,8 +55,7 @@ def diabetes():
 
 CLASSIFIERS = [
     ("linear-logistic-keep", lambda: LinearClassifier(loss="logistic", C=0.5)),
-    ("linear-squared-nokeep", lambda: LinearClassifier(loss="squared", C=0.5,
-                                                       keep_data=False)),
+    ("linear-squared-nokeep", lambda: LinearClassifier(loss="squared", C=0.5, keep_data=False)),
     ("linear-hinge-keep", lambda: LinearClassifier(loss="squared_hinge", C=0.5)),
     ("kernel-logistic", lambda: KernelClassifier(loss="logistic", C=0.5)),
 ]
@@ -79,10 +78,14 @@ def _rows(model, X, y, ids):
 
 
 def _snapshot(model, X):
-    out = [model.sample_ids_.copy(), model.sample_weight_.copy(), model.predict(X).copy(),
-           np.array(model._state.solution, copy=True),
-           np.array(model.__dict__.get("_n_positive", -1)),
-           np.array(model.__dict__.get("_class_counts", -1), copy=True)]
+    out = [
+        model.sample_ids_.copy(),
+        model.sample_weight_.copy(),
+        model.predict(X).copy(),
+        np.array(model._state.solution, copy=True),
+        np.array(model.__dict__.get("_n_positive", -1)),
+        np.array(model.__dict__.get("_class_counts", -1), copy=True),
+    ]
     if hasattr(model, "decision_function"):
         out.append(model.decision_function(X).copy())
     return out
@@ -110,8 +113,7 @@ def _same_fit(model, make, X, y, w):
     np.testing.assert_allclose(model.sample_weight_, w[ids])
     np.testing.assert_allclose(model.predict(X), ref.predict(X), atol=1e-6)
     if hasattr(model, "decision_function"):
-        np.testing.assert_allclose(model.decision_function(X), ref.decision_function(X),
-                                   atol=1e-6)
+        np.testing.assert_allclose(model.decision_function(X), ref.decision_function(X), atol=1e-6)
 
 
 # ------------------------------------------------------------------------------ binary
@@ -139,12 +141,26 @@ def test_binary_reweights_fit_refuses_are_refused(cancer, name, make):
     _refused(model, X, ONE_CLASS, lambda: model.reweight(last, 0.0, **_rows(model, X, y, last)))
     _refused(model, X, ONE_CLASS, lambda: model.remove(last, **_rows(model, X, y, last)))
     _refused(model, X, ONE_CLASS, lambda: model.relabel(last, [0], **_rows(model, X, y, last)))
-    _refused(model, X, ONE_CLASS, lambda: model.update(
-        remove_ids=last, X_add=X[:2], y_add=[1, 1], sample_weight_add=0.0,
-        **({} if _keeps(model) else {"X_remove": X[last]})))
+    _refused(
+        model,
+        X,
+        ONE_CLASS,
+        lambda: model.update(
+            remove_ids=last,
+            X_add=X[:2],
+            y_add=[1, 1],
+            sample_weight_add=0.0,
+            **({} if _keeps(model) else {"X_remove": X[last]}),
+        ),
+    )
     # a positive of positive weight added with it: accepted
-    model.update(remove_ids=last, X_add=X[:2], y_add=[1, 1], sample_weight_add=[0.0, 2.0],
-                 **({} if _keeps(model) else {"X_remove": X[last]}))
+    model.update(
+        remove_ids=last,
+        X_add=X[:2],
+        y_add=[1, 1],
+        sample_weight_add=[0.0, 2.0],
+        **({} if _keeps(model) else {"X_remove": X[last]}),
+    )
     Xn, yn = np.vstack([X, X[:2]]), np.r_[y, 1, 1]
     wn = np.r_[w, 0.0, 2.0]
     _same_fit(model, make, Xn, yn, wn)
@@ -184,9 +200,18 @@ def test_regressor_all_zero_weights_refused(diabetes, name, make):
     keep = ids[:10]
     # removing the last samples of positive weight leaves β = 0: refused
     _refused(model, X, ZERO_ALL, lambda: model.remove(keep, **_rows(model, X, y, keep)))
-    _refused(model, X, ZERO_ALL, lambda: model.update(
-        remove_ids=keep, X_add=X[:1], y_add=y[:1], sample_weight_add=0.0,
-        **({} if _keeps(model) else {"X_remove": X[keep], "y_remove": y[keep]})))
+    _refused(
+        model,
+        X,
+        ZERO_ALL,
+        lambda: model.update(
+            remove_ids=keep,
+            X_add=X[:1],
+            y_add=y[:1],
+            sample_weight_add=0.0,
+            **({} if _keeps(model) else {"X_remove": X[keep], "y_remove": y[keep]}),
+        ),
+    )
     model.remove(keep[:9], **_rows(model, X, y, keep[:9]))
     assert np.count_nonzero(model.sample_weight_) == 1
 
@@ -227,8 +252,7 @@ def test_k_class_rule_is_fits(wine, name, make):
     y2[c1] = 0  # class 1 now has no sample: the fit with it declared
     ref = make().set_params(**({"gamma": model.gamma_} if hasattr(model, "gamma_") else {}))
     ref.partial_fit(X, y2, classes=[0, 1, 2], sample_weight=w)
-    np.testing.assert_allclose(model.decision_function(X), ref.decision_function(X),
-                               atol=1e-6)
+    np.testing.assert_allclose(model.decision_function(X), ref.decision_function(X), atol=1e-6)
 
 
 # ----------------------------------------------------------------------------------- dask
@@ -250,13 +274,15 @@ def test_dask_fitted_models_follow_the_rule(threads, cancer, wine, k_class):
     w = np.ones(len(y))
     w[:5] = 0.0  # some silenced at the fit: the counts are of positive weight
     make = lambda: LinearClassifier(loss="squared", C=0.5, keep_data=False)  # noqa: E731
-    model = make().fit(da.from_array(X, chunks=40), da.from_array(y, chunks=40),
-                       sample_weight=da.from_array(w, chunks=40))
+    model = make().fit(
+        da.from_array(X, chunks=40),
+        da.from_array(y, chunks=40),
+        sample_weight=da.from_array(w, chunks=40),
+    )
     # the NumPy twin (keep_data=True: a NumPy fit of K classes keeps the labels)
     twin = lambda: LinearClassifier(loss="squared", C=0.5)  # noqa: E731
     ref = twin().fit(X, y, sample_weight=w)
-    np.testing.assert_allclose(model.decision_function(X), ref.decision_function(X),
-                               atol=1e-8)
+    np.testing.assert_allclose(model.decision_function(X), ref.decision_function(X), atol=1e-8)
     classes = np.unique(y)
     silenced = np.flatnonzero(np.isin(y, classes[:-1]) & (w > 0))  # all but the last class
     _refused(model, X, ONE_CLASS, lambda: model.reweight(silenced, 0.0, X=X[silenced]))
@@ -265,9 +291,11 @@ def test_dask_fitted_models_follow_the_rule(threads, cancer, wine, k_class):
     first = np.flatnonzero((y == classes[0]) & (w > 0))
     model.reweight(first[:-1], 0.0, X=X[first[:-1]])
     w[first[:-1]] = 0.0
-    np.testing.assert_allclose(model.decision_function(X),
-                               twin().fit(X, y, sample_weight=w).decision_function(X),
-                               atol=1e-8)
+    np.testing.assert_allclose(
+        model.decision_function(X),
+        twin().fit(X, y, sample_weight=w).decision_function(X),
+        atol=1e-8,
+    )
     last = first[-1:]
     if not k_class:  # two classes: the first class's last sample of positive weight stays
         _refused(model, X, ONE_CLASS, lambda: model.remove(last, X=X[last]))
@@ -280,17 +308,20 @@ def test_dask_fitted_models_follow_the_rule(threads, cancer, wine, k_class):
 
 
 # ------------------------------------------------------------------- unorderable labels
-@pytest.mark.parametrize("labels", [[0, 1], [0, 1, 2], ["a", "b"]], ids=["binary", "3-class",
-                                                                          "strings"])
+@pytest.mark.parametrize(
+    "labels", [[0, 1], [0, 1, 2], ["a", "b"]], ids=["binary", "3-class", "strings"]
+)
 def test_none_labels_are_a_value_error_naming_them(cancer, labels):
     X, _ = cancer
     y = np.asarray(labels)[np.arange(len(X)) % len(labels)]
     model = LinearClassifier(loss="logistic", C=0.5).fit(X, y)
     before = _snapshot(model, X)
-    for call in (lambda: model.add(X[:2], [None, None]),
-                 lambda: model.partial_fit(X[:2], [None, labels[0]]),
-                 lambda: model.relabel([0, 1], [None, None]),
-                 lambda: sensitivity(model).add(X[:2], [None, None])):
+    for call in (
+        lambda: model.add(X[:2], [None, None]),
+        lambda: model.partial_fit(X[:2], [None, labels[0]]),
+        lambda: model.relabel([0, 1], [None, None]),
+        lambda: sensitivity(model).add(X[:2], [None, None]),
+    ):
         with pytest.raises(ValueError, match=r"labels \[None\]"):
             call()
     with pytest.raises(ValueError, match=r"labels \[None, 'x'\]|labels \['x', None\]"):

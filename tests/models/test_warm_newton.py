@@ -23,14 +23,16 @@ twins on real data.
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sklearn.preprocessing import StandardScaler
 
 import deltafit as df
-from deltafit.losses import get_loss
 from deltafit._states import _newton_primal as _warm_newton
-from deltafit.solvers._chord import Curvature, RowBlock, chord_solve
+from deltafit.losses import get_loss
 from deltafit.solvers import HESSIAN_FREE_FEATURES, newton_primal
+from deltafit.solvers._chord import Curvature, RowBlock, chord_solve
+from hypothesis_profiles import examples
 from reference import augment, logistic_reference, pm1, rel_err, squared_hinge_reference
 
 LOSSES = ["logistic", "squared_hinge"]
@@ -64,6 +66,7 @@ def _data(name, breast_cancer, digits):
 
 # ------------------------------------------------------------------------------- real data
 
+
 @pytest.mark.parametrize("data", ["breast_cancer", "digits"])
 @pytest.mark.parametrize("loss", LOSSES)
 def test_batches_equal_fresh_fit(data, loss, breast_cancer, digits):
@@ -71,7 +74,7 @@ def test_batches_equal_fresh_fit(data, loss, breast_cancer, digits):
     n = X.shape[0]
     rng = np.random.default_rng(1)
     base = rng.permutation(n)
-    held, start = base[: n // 10], base[n // 10:]
+    held, start = base[: n // 10], base[n // 10 :]
     m = _model(loss).fit(X[start], y[start])
     ids = np.arange(start.size)  # sample ids follow fit order
     live = dict(zip(ids.tolist(), start.tolist()))  # id -> row of X
@@ -85,14 +88,15 @@ def test_batches_equal_fresh_fit(data, loss, breast_cancer, digits):
             for i in gone:
                 del live[int(i)], labels[int(i)], weights[int(i)]
         elif kind == 1:  # add the held-out rows (some of them)
-            rows = held[step * 10: step * 10 + max(5, n // 50)]
+            rows = held[step * 10 : step * 10 + max(5, n // 50)]
             new = m.add(X[rows], y[rows])
             for i, r in zip(new, rows):
                 live[int(i)], labels[int(i)], weights[int(i)] = int(r), y[r], 1.0
         elif kind == 2:  # relabel a few
             who = rng.choice(sorted(live), size=5, replace=False)
-            new_y = np.array([m.classes_[0] if labels[int(i)] == m.classes_[1]
-                              else m.classes_[1] for i in who])
+            new_y = np.array(
+                [m.classes_[0] if labels[int(i)] == m.classes_[1] else m.classes_[1] for i in who]
+            )
             m.relabel(who, new_y)
             for i, t in zip(who, new_y):
                 labels[int(i)] = t
@@ -104,15 +108,19 @@ def test_batches_equal_fresh_fit(data, loss, breast_cancer, digits):
                 weights[int(i)] = float(wi)
         order = sorted(live)
         rows = [live[i] for i in order]
-        fresh = _model(loss).fit(X[rows], np.array([labels[i] for i in order]),
-                                 sample_weight=np.array([weights[i] for i in order]))
+        fresh = _model(loss).fit(
+            X[rows],
+            np.array([labels[i] for i in order]),
+            sample_weight=np.array([weights[i] for i in order]),
+        )
         _assert_certified(m, fresh)
         # the certificate bounds every decision value: |Δf(x)| ≤ ‖φ(x)‖ (r_upd + r_fresh)
         phi = np.sqrt(np.einsum("ij,ij->i", X, X) + 1.0)
         radius = m._state.result.grad_norm + fresh._state.result.grad_norm
         gap = np.abs(m.decision_function(X) - fresh.decision_function(X))
-        assert np.all(gap <= phi * radius * (1 + 1e-9) + 1e-12 * np.abs(
-            fresh.decision_function(X)).max())
+        assert np.all(
+            gap <= phi * radius * (1 + 1e-9) + 1e-12 * np.abs(fresh.decision_function(X)).max()
+        )
 
 
 @pytest.mark.parametrize("loss", LOSSES)
@@ -124,8 +132,9 @@ def test_update_matches_sklearn(loss, breast_cancer):
     m = df.LinearClassifier(loss=loss, C=C, tol=1e-12).fit(X[:500], y[:500])
     m.remove(np.arange(0, 500, 7))
     m.add(X[500:], y[500:])
-    keep = np.concatenate([np.setdiff1d(np.arange(500), np.arange(0, 500, 7)),
-                           np.arange(500, X.shape[0])])
+    keep = np.concatenate(
+        [np.setdiff1d(np.arange(500), np.arange(0, 500, 7)), np.arange(500, X.shape[0])]
+    )
     F, t = augment(X[keep], s), pm1(y[keep], m.classes_[1])
     beta = logistic_reference(F, t, C) if loss == "logistic" else squared_hinge_reference(F, t, C)
     assert rel_err(m.decision_function(X), augment(X, s) @ beta) < 1e-6
@@ -154,8 +163,9 @@ def test_weighted_fit_and_weighted_additions(loss, digits):
     m = _model(loss).fit(X[:1500], y[:1500], sample_weight=w[:1500])
     m.add(X[1500:], y[1500:], sample_weight=w[1500:])
     m.remove(np.arange(0, 1500, 11))
-    keep = np.concatenate([np.setdiff1d(np.arange(1500), np.arange(0, 1500, 11)),
-                           np.arange(1500, X.shape[0])])
+    keep = np.concatenate(
+        [np.setdiff1d(np.arange(1500), np.arange(0, 1500, 11)), np.arange(1500, X.shape[0])]
+    )
     fresh = _model(loss).fit(X[keep], y[keep], sample_weight=w[keep])
     _assert_certified(m, fresh)
 
@@ -172,8 +182,9 @@ def test_multiclass_one_vs_rest(loss):
     m.relabel([1, 2, 3], [0, 0, 0])
     yy = y.copy()
     yy[[1, 2, 3]] = 0
-    keep = np.concatenate([np.setdiff1d(np.arange(1200), np.arange(0, 1200, 9)),
-                           np.arange(1200, 1500)])
+    keep = np.concatenate(
+        [np.setdiff1d(np.arange(1200), np.arange(0, 1200, 9)), np.arange(1200, 1500)]
+    )
     fresh = _model(loss).fit(X[keep], yy[keep])
     assert len(_states(m)) == 10
     _assert_certified(m, fresh)
@@ -194,14 +205,14 @@ def test_sparse_rows(loss, width):
     assert (m._state.curv is None) == (width > HESSIAN_FREE_FEATURES)
     m.remove(np.arange(0, 600, 13))
     m.add(X[600:], y[600:])
-    keep = np.concatenate([np.setdiff1d(np.arange(600), np.arange(0, 600, 13)),
-                           np.arange(600, n)])
+    keep = np.concatenate([np.setdiff1d(np.arange(600), np.arange(0, 600, 13)), np.arange(600, n)])
     fresh = _model(loss).fit(X[keep], y[keep])
     _assert_certified(m, fresh)
     assert (m._state.curv is None) == (width > HESSIAN_FREE_FEATURES)
 
 
 # ------------------------------------------------------------------------ the bookkeeping
+
 
 @pytest.mark.parametrize("loss", LOSSES)
 def test_stored_matrix_matches_its_slot_weights(loss, breast_cancer):
@@ -212,7 +223,7 @@ def test_stored_matrix_matches_its_slot_weights(loss, breast_cancer):
     m = _model(loss).fit(X[:400], y[:400])
     for ids in (np.arange(3), np.arange(10, 60)):
         m.remove(ids)
-        m.add(X[400 + ids[0]: 400 + ids[0] + 4], y[400 + ids[0]: 400 + ids[0] + 4])
+        m.add(X[400 + ids[0] : 400 + ids[0] + 4], y[400 + ids[0] : 400 + ids[0] + 4])
         m.relabel([100], [1 - y[100]])
         st_, led = m._state, m._ledger
         cv = st_.curv
@@ -245,8 +256,7 @@ def test_woodbury_correction_solves_the_corrected_matrix(k):
     np.testing.assert_allclose(new.d, d2)
     g = rng.standard_normal(p)
     np.testing.assert_allclose(new.solve(g), np.linalg.solve(M, g), rtol=1e-9, atol=1e-12)
-    np.testing.assert_allclose(new.folded().solve(g), np.linalg.solve(M, g), rtol=1e-9,
-                               atol=1e-12)
+    np.testing.assert_allclose(new.folded().solve(g), np.linalg.solve(M, g), rtol=1e-9, atol=1e-12)
     np.testing.assert_array_equal(cv.d, d)  # the old one is unchanged
 
 
@@ -259,13 +269,26 @@ def test_chord_solve_stalls_to_none_and_state_falls_back(breast_cancer, monkeypa
     loss = get_loss("logistic")
     block = RowBlock(F, t, np.ones(t.size), np.arange(t.size))
     wrong = Curvature(1e9 * np.eye(F.shape[1]), np.zeros(t.size))
-    assert chord_solve([block], np.zeros(F.shape[1]), wrong, loss, tol=1e-10, max_iter=20,
-                       capacity=t.size, refresh_ratio=2.0) is None
+    assert (
+        chord_solve(
+            [block],
+            np.zeros(F.shape[1]),
+            wrong,
+            loss,
+            tol=1e-10,
+            max_iter=20,
+            capacity=t.size,
+            refresh_ratio=2.0,
+        )
+        is None
+    )
     exact = newton_primal(F, t, loss, 1.0, tol=1e-10)
-    res, _, _ = chord_solve([block], np.zeros(F.shape[1]), wrong, loss, tol=1e-10,
-                            max_iter=100, capacity=t.size)  # refreshes, then converges
-    assert res.converged and np.linalg.norm(res.coef - exact.coef) <= \
-        res.grad_norm + exact.grad_norm
+    res, _, _ = chord_solve(
+        [block], np.zeros(F.shape[1]), wrong, loss, tol=1e-10, max_iter=100, capacity=t.size
+    )  # refreshes, then converges
+    assert (
+        res.converged and np.linalg.norm(res.coef - exact.coef) <= res.grad_norm + exact.grad_norm
+    )
 
     calls = []
 
@@ -333,8 +356,9 @@ def test_loaded_model_keeps_or_rebuilds_the_hessian(loss, breast_cancer, tmp_pat
     for mm in (m, back, stripped):
         _assert_certified(mm, fresh)
     assert stripped._state.curv is not None
-    np.testing.assert_allclose(back.decision_function(X), m.decision_function(X), rtol=1e-12,
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        back.decision_function(X), m.decision_function(X), rtol=1e-12, atol=1e-12
+    )
 
 
 def test_many_classes_file_drops_the_optional_arrays(tmp_path):
@@ -374,22 +398,28 @@ def test_leave_one_out_refits_use_chord_steps(loss, breast_cancer, monkeypatch):
         keep = np.setdiff1d(np.arange(300), R)
         fresh = _model(loss).fit(X[keep], y[keep])._state
         assert res.converged
-        assert np.linalg.norm(res.coef - fresh.beta) <= res.grad_norm + \
-            fresh.result.grad_norm + SLACK * np.linalg.norm(fresh.beta)
+        assert np.linalg.norm(
+            res.coef - fresh.beta
+        ) <= res.grad_norm + fresh.result.grad_norm + SLACK * np.linalg.norm(fresh.beta)
     grid = {"C": [0.01, 0.3, 10.0]}
     chord = LOOSearchCV(_model(loss), grid, method="bounds_early").fit(X, y)
     monkeypatch.setattr(P.TrainingProblem, "_chord_refit", lambda self, R, cb: None)
     newton = LOOSearchCV(_model(loss), grid, method="bounds_early").fit(X, y)
-    np.testing.assert_array_equal(chord.cv_results_["mean_test_score"],
-                                  newton.cv_results_["mean_test_score"])
+    np.testing.assert_array_equal(
+        chord.cv_results_["mean_test_score"], newton.cv_results_["mean_test_score"]
+    )
 
 
 # ------------------------------------------------------------------------------ hypothesis
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 10_000), loss=st.sampled_from(LOSSES),
-       C=st.sampled_from([0.05, 1.0, 20.0]), ops=st.lists(st.sampled_from("ardw"), min_size=1,
-                                                           max_size=5))
+
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 10_000),
+    loss=st.sampled_from(LOSSES),
+    C=st.sampled_from([0.05, 1.0, 20.0]),
+    ops=st.lists(st.sampled_from("ardw"), min_size=1, max_size=5),
+)
 def test_random_problems_certified(seed, loss, C, ops):
     """Random problems, random change sequences: the update is within its certified radius of
     the optimum (a solve at tol 1e-14), 0 violations."""
@@ -412,7 +442,7 @@ def test_random_problems_certified(seed, loss, C, ops):
                 del rows[int(i)], lab[int(i)], wts[int(i)]
         elif op == "a" and nxt < n + 20:
             k = int(min(rng.integers(1, 6), n + 20 - nxt))
-            new = m.add(X[nxt:nxt + k], y[nxt:nxt + k])
+            new = m.add(X[nxt : nxt + k], y[nxt : nxt + k])
             for i, r in zip(new, range(nxt, nxt + k)):
                 rows[int(i)], lab[int(i)], wts[int(i)] = r, y[r], 1.0
             nxt += k
@@ -429,9 +459,17 @@ def test_random_problems_certified(seed, loss, C, ops):
     ids = sorted(rows)
     F = augment(X[[rows[i] for i in ids]], 1.0)
     t = np.where(np.array([lab[i] for i in ids]) == 1, 1.0, -1.0)
-    star = newton_primal(F, t, get_loss(loss), C, tol=1e-14, max_iter=500,
-                         sample_weight=np.array([wts[i] for i in ids]))
+    star = newton_primal(
+        F,
+        t,
+        get_loss(loss),
+        C,
+        tol=1e-14,
+        max_iter=500,
+        sample_weight=np.array([wts[i] for i in ids]),
+    )
     st_ = m._state
     assert st_.result.converged
-    assert np.linalg.norm(st_.beta - star.coef) <= \
-        st_.result.grad_norm + star.grad_norm + SLACK * max(1.0, np.linalg.norm(star.coef))
+    assert np.linalg.norm(
+        st_.beta - star.coef
+    ) <= st_.result.grad_norm + star.grad_norm + SLACK * max(1.0, np.linalg.norm(star.coef))

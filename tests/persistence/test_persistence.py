@@ -23,9 +23,6 @@ import deltafit
 from deltafit import KernelClassifier, KernelRegressor, LinearClassifier, LinearRegressor
 from deltafit.datasets import load_breast_cancer
 
-
-
-
 N_FIT = 100
 
 
@@ -47,33 +44,81 @@ def diabetes():
 # id, factory, data ("clf" / "reg"), labels ("int" / "str"), input ("array" / "frame")
 COMBOS = [
     ("linear-squared", lambda: LinearClassifier(C=1.0), "clf", "int", "array"),
-    ("linear-squared-nodata", lambda: LinearClassifier(C=1.0, keep_data=False), "clf", "int",
-     "array"),
+    (
+        "linear-squared-nodata",
+        lambda: LinearClassifier(C=1.0, keep_data=False),
+        "clf",
+        "int",
+        "array",
+    ),
     ("linreg-squared", lambda: LinearRegressor(C=2.0), "reg", "float", "array"),
-    ("linreg-squared-nodata", lambda: LinearRegressor(C=2.0, keep_data=False), "reg", "float",
-     "array"),
+    (
+        "linreg-squared-nodata",
+        lambda: LinearRegressor(C=2.0, keep_data=False),
+        "reg",
+        "float",
+        "array",
+    ),
     ("linear-logistic", lambda: LinearClassifier(loss="logistic", C=1.0), "clf", "int", "array"),
-    ("linear-squared_hinge", lambda: LinearClassifier(loss="squared_hinge", C=0.5), "clf",
-     "int", "array"),
-    ("linear-nystroem", lambda: LinearClassifier(
-        C=1.0, feature_map=Nystroem(n_components=30, gamma=0.05, random_state=0)), "clf", "int",
-     "array"),
-    ("linear-rbfsampler-logistic", lambda: LinearClassifier(
-        loss="logistic", C=1.0, feature_map=RBFSampler(n_components=40, gamma=0.05,
-                                                       random_state=0)), "clf", "int", "array"),
+    (
+        "linear-squared_hinge",
+        lambda: LinearClassifier(loss="squared_hinge", C=0.5),
+        "clf",
+        "int",
+        "array",
+    ),
+    (
+        "linear-nystroem",
+        lambda: LinearClassifier(
+            C=1.0, feature_map=Nystroem(n_components=30, gamma=0.05, random_state=0)
+        ),
+        "clf",
+        "int",
+        "array",
+    ),
+    (
+        "linear-rbfsampler-logistic",
+        lambda: LinearClassifier(
+            loss="logistic",
+            C=1.0,
+            feature_map=RBFSampler(n_components=40, gamma=0.05, random_state=0),
+        ),
+        "clf",
+        "int",
+        "array",
+    ),
     ("kernel-squared", lambda: KernelClassifier(C=1.0, gamma=0.05), "clf", "int", "array"),
-    ("kernel-logistic", lambda: KernelClassifier(loss="logistic", C=1.0, gamma=0.05), "clf",
-     "int", "array"),
-    ("kernel-squared_hinge", lambda: KernelClassifier(loss="squared_hinge", C=1.0,
-                                                      kernel="poly", degree=2), "clf", "int",
-     "array"),
+    (
+        "kernel-logistic",
+        lambda: KernelClassifier(loss="logistic", C=1.0, gamma=0.05),
+        "clf",
+        "int",
+        "array",
+    ),
+    (
+        "kernel-squared_hinge",
+        lambda: KernelClassifier(loss="squared_hinge", C=1.0, kernel="poly", degree=2),
+        "clf",
+        "int",
+        "array",
+    ),
     ("kernreg-squared", lambda: KernelRegressor(C=1.0, gamma=0.1), "reg", "float", "array"),
     ("linear-strings", lambda: LinearClassifier(C=1.0), "clf", "str", "array"),
-    ("kernel-logistic-strings", lambda: KernelClassifier(loss="logistic", gamma=0.05), "clf",
-     "str", "array"),
+    (
+        "kernel-logistic-strings",
+        lambda: KernelClassifier(loss="logistic", gamma=0.05),
+        "clf",
+        "str",
+        "array",
+    ),
     ("linreg-dataframe", lambda: LinearRegressor(C=1.0), "reg", "float", "frame"),
-    ("kernel-dataframe-strings", lambda: KernelClassifier(C=1.0, gamma=0.05), "clf", "str",
-     "frame"),
+    (
+        "kernel-dataframe-strings",
+        lambda: KernelClassifier(C=1.0, gamma=0.05),
+        "clf",
+        "str",
+        "frame",
+    ),
 ]
 
 
@@ -89,7 +134,7 @@ class Case:
         self.frame = inp == "frame"
         self.columns = [f"feat_{j}" for j in range(X.shape[1])]
         self.X, self.y = X[:N_FIT], y[:N_FIT]
-        self.Xn, self.yn = X[N_FIT:N_FIT + 30], y[N_FIT:N_FIT + 30]
+        self.Xn, self.yn = X[N_FIT : N_FIT + 30], y[N_FIT : N_FIT + 30]
         self.Xq = X[::9]
         self.make = make
         self.rows = {i: (X[i], y[i]) for i in range(N_FIT)}
@@ -133,16 +178,20 @@ class Case:
             rows[i] = (self.Xn[k], self.yn[k])
         rem = [3, 17, int(ids[1])]
         if self.needs_rows(m):
-            m.remove(rem, X=np.array([rows[i][0] for i in rem]),
-                     y=np.array([rows[i][1] for i in rem]))
+            m.remove(
+                rem, X=np.array([rows[i][0] for i in rem]), y=np.array([rows[i][1] for i in rem])
+            )
         else:
             m.remove(rem)
         for i in rem:
             del rows[i]
         rel = [5, int(ids[3])]
         new = self.flip(m, rel, rows)
-        kw = {"X": np.array([rows[i][0] for i in rel]),
-              "y_old": np.array([rows[i][1] for i in rel])} if self.needs_rows(m) else {}
+        kw = (
+            {"X": np.array([rows[i][0] for i in rel]), "y_old": np.array([rows[i][1] for i in rel])}
+            if self.needs_rows(m)
+            else {}
+        )
         m.relabel(rel, new, **kw)
         for i, t in zip(rel, new):
             rows[i] = (rows[i][0], t)
@@ -151,12 +200,20 @@ class Case:
         new2 = self.flip(m, rel2, rows)
         kw = {}
         if self.needs_rows(m):
-            kw = {"X_remove": np.array([rows[i][0] for i in rem2]),
-                  "y_remove": np.array([rows[i][1] for i in rem2]),
-                  "X_relabel": np.array([rows[i][0] for i in rel2]),
-                  "y_relabel_old": np.array([rows[i][1] for i in rel2])}
-        ids2 = m.update(X_add=self.Xn[5:8], y_add=self.yn[5:8], remove_ids=rem2,
-                        relabel_ids=rel2, y_relabel=new2, **kw)
+            kw = {
+                "X_remove": np.array([rows[i][0] for i in rem2]),
+                "y_remove": np.array([rows[i][1] for i in rem2]),
+                "X_relabel": np.array([rows[i][0] for i in rel2]),
+                "y_relabel_old": np.array([rows[i][1] for i in rel2]),
+            }
+        ids2 = m.update(
+            X_add=self.Xn[5:8],
+            y_add=self.yn[5:8],
+            remove_ids=rem2,
+            relabel_ids=rel2,
+            y_relabel=new2,
+            **kw,
+        )
         for i, k in zip(ids2.tolist(), range(5, 8)):
             rows[i] = (self.Xn[k], self.yn[k])
         del rows[rem2[0]]
@@ -212,8 +269,11 @@ def test_roundtrip_and_updates(case, tmp_path):
         case.rows[i] = (case.Xn[k], case.yn[k])
     rem = [0, int(ids[0])]
     if case.needs_rows(m):
-        m.remove(rem, X=np.array([case.rows[i][0] for i in rem]),
-                 y=np.array([case.rows[i][1] for i in rem]))
+        m.remove(
+            rem,
+            X=np.array([case.rows[i][0] for i in rem]),
+            y=np.array([case.rows[i][1] for i in rem]),
+        )
     else:
         m.remove(rem)
     for i in rem:
@@ -228,15 +288,19 @@ def test_roundtrip_and_updates(case, tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)  # e.g. feature names lost
         np.testing.assert_array_equal(case.score(loaded), case.score(m))
-        np.testing.assert_array_equal(loaded.predict(case.wrap(case.Xq)),
-                                      m.predict(case.wrap(case.Xq)))
+        np.testing.assert_array_equal(
+            loaded.predict(case.wrap(case.Xq)), m.predict(case.wrap(case.Xq))
+        )
     np.testing.assert_array_equal(loaded.sample_ids_, m.sample_ids_)
     assert loaded.n_samples_ == m.n_samples_
     assert loaded.n_features_in_ == m.n_features_in_
     if case.classifier:
         np.testing.assert_array_equal(loaded.classes_, m.classes_)
-        assert loaded.predict(case.wrap(case.Xq)).dtype.kind == m.predict(
-            case.wrap(case.Xq)).dtype.kind or case.y.dtype == object
+        assert (
+            loaded.predict(case.wrap(case.Xq)).dtype.kind
+            == m.predict(case.wrap(case.Xq)).dtype.kind
+            or case.y.dtype == object
+        )
     if case.frame:
         np.testing.assert_array_equal(loaded.feature_names_in_, m.feature_names_in_)
     if hasattr(m, "coef_"):
@@ -264,8 +328,9 @@ def test_roundtrip_and_updates(case, tmp_path):
         err = _rel_err(case.score(model), case.score(fresh))
         assert err <= tol, f"updated model differs from a fresh fit: {err:.2e}"
         if case.classifier:
-            np.testing.assert_array_equal(model.predict(case.wrap(case.Xq)),
-                                          fresh.predict(case.wrap(case.Xq)))
+            np.testing.assert_array_equal(
+                model.predict(case.wrap(case.Xq)), fresh.predict(case.wrap(case.Xq))
+            )
 
     # and saves again: a second round trip is still bitwise
     deltafit.save(loaded, tmp_path / "again.npz")
@@ -291,7 +356,7 @@ def test_save_does_not_change_the_model(case, tmp_path):
     """``save`` folds pending corrections "as a no-op on the model": predictions stay bitwise."""
     m = case.fit()
     for k in range(6):  # single additions leave pending low-rank corrections
-        m.add(case.wrap(case.Xn[k:k + 1]), case.yn[k:k + 1])
+        m.add(case.wrap(case.Xn[k : k + 1]), case.yn[k : k + 1])
     if case.needs_rows(m):
         m.remove([1, 2], X=case.X[[1, 2]], y=case.y[[1, 2]])
     else:
@@ -331,12 +396,14 @@ def test_save_path_as_given(tmp_path, cancer):
     loaded = deltafit.load(str(tmp_path / "model.bin"))
     np.testing.assert_array_equal(loaded.decision_function(X), m.decision_function(X))
     deltafit.save(m, tmp_path / "other.npz")  # the function form
-    np.testing.assert_array_equal(deltafit.load(tmp_path / "other.npz").decision_function(X),
-                                  m.decision_function(X))
+    np.testing.assert_array_equal(
+        deltafit.load(tmp_path / "other.npz").decision_function(X), m.decision_function(X)
+    )
 
 
-@pytest.mark.parametrize("make", [LinearClassifier, LinearRegressor, KernelClassifier,
-                                  KernelRegressor])
+@pytest.mark.parametrize(
+    "make", [LinearClassifier, LinearRegressor, KernelClassifier, KernelRegressor]
+)
 def test_the_save_method_still_works_and_warns(make, tmp_path, cancer):
     """``model.save(path)`` is deprecated (FutureWarning naming ``deltafit.save(model, path)``)
     and writes the file ``deltafit.save`` writes."""
@@ -350,8 +417,7 @@ def test_the_save_method_still_works_and_warns(make, tmp_path, cancer):
     assert sorted(a.files) == sorted(b.files)
     for key in a.files:
         np.testing.assert_array_equal(a[key], b[key])
-    np.testing.assert_array_equal(deltafit.load(tmp_path / "method.npz").predict(X),
-                                  m.predict(X))
+    np.testing.assert_array_equal(deltafit.load(tmp_path / "method.npz").predict(X), m.predict(X))
 
 
 def test_callback_is_not_saved(tmp_path, cancer):
@@ -378,11 +444,14 @@ def test_save_callable_kernel_raises(tmp_path, cancer):
     assert not (tmp_path / "m.npz").exists()
 
 
-@pytest.mark.parametrize("make", [LinearClassifier, LinearRegressor, KernelClassifier,
-                                  KernelRegressor])
+@pytest.mark.parametrize(
+    "make", [LinearClassifier, LinearRegressor, KernelClassifier, KernelRegressor]
+)
 def test_save_unfitted_raises(make, tmp_path):
-    with pytest.raises(ValueError, match="fitted"), \
-            pytest.warns(FutureWarning, match=r"deltafit\.save\(model, path\)"):
+    with (
+        pytest.raises(ValueError, match="fitted"),
+        pytest.warns(FutureWarning, match=r"deltafit\.save\(model, path\)"),
+    ):
         make().save(tmp_path / "m.npz")  # the deprecated method form
     with pytest.raises(ValueError, match="fitted"):
         deltafit.save(make(), tmp_path / "m.npz")
@@ -432,8 +501,7 @@ def test_resave_unmodified_loads(tmp_path, saved, cancer):
     X, _ = cancer
     p = _resave(tmp_path, saved)
     ref = deltafit.load(saved[0])
-    np.testing.assert_array_equal(deltafit.load(p).decision_function(X),
-                                  ref.decision_function(X))
+    np.testing.assert_array_equal(deltafit.load(p).decision_function(X), ref.decision_function(X))
 
 
 def test_missing_file(tmp_path):
@@ -549,8 +617,9 @@ def test_inconsistent_arrays(tmp_path, saved):
     p = _resave(tmp_path, saved, change_arrays=lambda a: a.update(state_beta=a["state_beta"][:-1]))
     with pytest.raises(ValueError, match="corrupt"):
         deltafit.load(p)
-    p = _resave(tmp_path, saved,
-                change_arrays=lambda a: a.update(ledger_ids=np.zeros_like(a["ledger_ids"])))
+    p = _resave(
+        tmp_path, saved, change_arrays=lambda a: a.update(ledger_ids=np.zeros_like(a["ledger_ids"]))
+    )
     with pytest.raises(ValueError, match="corrupt"):
         deltafit.load(p)
 

@@ -38,9 +38,13 @@ def data():
     Xd, yd = load_diabetes(return_X_y=True)
     take = np.random.default_rng(0).permutation(len(yi))[:N]
     Xs = (Xb - Xb.mean(0)) / Xb.std(0)
-    return {"binary": (Xb[:N], yb[:N]), "three": (Xi[take], yi[take]),
-            "regression": (Xd[:N], yd[:N]), "binary-std": (Xs[:N], yb[:N]),
-            "outputs": (Xd[:N], np.column_stack([yd[:N], 100.0 * Xd[:N, 0]]))}
+    return {
+        "binary": (Xb[:N], yb[:N]),
+        "three": (Xi[take], yi[take]),
+        "regression": (Xd[:N], yd[:N]),
+        "binary-std": (Xs[:N], yb[:N]),
+        "outputs": (Xd[:N], np.column_stack([yd[:N], 100.0 * Xd[:N, 0]])),
+    }
 
 
 # (id, factory(C), data, sparse, keep_data)
@@ -48,28 +52,66 @@ CASES = []
 for _loss in ("squared", "logistic", "squared_hinge", "hinge"):
     for _data in ("binary", "three"):
         for _sparse in (False, True):
-            CASES.append((f"linear-{_loss}-{_data}{'-sparse' if _sparse else ''}",
-                          lambda C, loss=_loss: LinearClassifier(loss=loss, C=C), _data,
-                          _sparse, True))
-        CASES.append((f"kernel-{_loss}-{_data}",
-                      lambda C, loss=_loss: KernelClassifier(loss=loss, C=C, kernel="poly",
-                                                             degree=2, gamma=1e-3), _data,
-                      False, True))
+            CASES.append(
+                (
+                    f"linear-{_loss}-{_data}{'-sparse' if _sparse else ''}",
+                    lambda C, loss=_loss: LinearClassifier(loss=loss, C=C),
+                    _data,
+                    _sparse,
+                    True,
+                )
+            )
+        CASES.append(
+            (
+                f"kernel-{_loss}-{_data}",
+                lambda C, loss=_loss: KernelClassifier(
+                    loss=loss, C=C, kernel="poly", degree=2, gamma=1e-3
+                ),
+                _data,
+                False,
+                True,
+            )
+        )
 CASES += [
-    ("linear-squared-binary-nodata", lambda C: LinearClassifier(C=C, keep_data=False),
-     "binary-std", False, False),
-    ("linear-squared-binary-sparse-nodata", lambda C: LinearClassifier(C=C, keep_data=False),
-     "binary-std", True, False),
+    (
+        "linear-squared-binary-nodata",
+        lambda C: LinearClassifier(C=C, keep_data=False),
+        "binary-std",
+        False,
+        False,
+    ),
+    (
+        "linear-squared-binary-sparse-nodata",
+        lambda C: LinearClassifier(C=C, keep_data=False),
+        "binary-std",
+        True,
+        False,
+    ),
     ("linear-regressor", lambda C: LinearRegressor(C=C), "regression", False, True),
     ("linear-regressor-sparse", lambda C: LinearRegressor(C=C), "regression", True, True),
-    ("linear-regressor-nodata", lambda C: LinearRegressor(C=C, keep_data=False), "regression",
-     False, False),
+    (
+        "linear-regressor-nodata",
+        lambda C: LinearRegressor(C=C, keep_data=False),
+        "regression",
+        False,
+        False,
+    ),
     ("linear-regressor-outputs", lambda C: LinearRegressor(C=C), "outputs", False, True),
     ("kernel-regressor", lambda C: KernelRegressor(C=C, gamma=0.5), "regression", False, True),
-    ("kernel-squared-binary-small-C", lambda C: KernelClassifier(C=1e-3 * C, kernel="poly"),
-     "binary", False, True),
-    ("pipeline", lambda C: deltafit.make_pipeline(MinMaxScaler(), LinearClassifier(
-        loss="logistic", C=C)), "binary", False, True),
+    (
+        "kernel-squared-binary-small-C",
+        lambda C: KernelClassifier(C=1e-3 * C, kernel="poly"),
+        "binary",
+        False,
+        True,
+    ),
+    (
+        "pipeline",
+        lambda C: deltafit.make_pipeline(MinMaxScaler(), LinearClassifier(loss="logistic", C=C)),
+        "binary",
+        False,
+        True,
+    ),
 ]
 EXTREMES = ["w=1e-6", "w=1e-12", "w=1e-300", "w=0-but-one-per-class", "C=1e8", "C=1e-8"]
 
@@ -110,8 +152,9 @@ def _reweighted(m, ids, w, X, y, keep):
 
 @pytest.mark.parametrize("extreme", EXTREMES)
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-def test_a_model_saved_after_extreme_updates_loads_and_keeps_updating(case, extreme, data,
-                                                                      tmp_path):
+def test_a_model_saved_after_extreme_updates_loads_and_keeps_updating(
+    case, extreme, data, tmp_path
+):
     name, make, which, sparse, keep = case
     X, y = data[which]
     if sparse:
@@ -182,13 +225,15 @@ def test_an_interrupted_save_leaves_no_temporary_file(data, tmp_path):
         def call(*args):
             os.kill(os.getpid(), signal.SIGINT)
             return real(*args)
+
         return call
 
     for patches in (("os.fsync",), ("os.fsync", "os.unlink"), ("os.replace", "os.unlink")):
         reals = {"os.fsync": real_fsync, "os.unlink": real_unlink, "os.replace": real_replace}
         with pytest.raises(KeyboardInterrupt):
-            with mock.patch.multiple(os, **{name[3:]: interrupted(reals[name])
-                                            for name in patches}):
+            with mock.patch.multiple(
+                os, **{name[3:]: interrupted(reals[name]) for name in patches}
+            ):
                 deltafit.save(new, path)
         assert sorted(os.listdir(tmp_path)) == ["m.npz"], patches
         if "os.replace" not in patches:
@@ -231,9 +276,11 @@ def test_a_float32_scaler_loads_bit_for_bit(sparse, as_float32, data, tmp_path):
     np.testing.assert_array_equal(loaded.decision_function(X), pipe.decision_function(X))
 
 
-@pytest.mark.parametrize("scaler", [StandardScaler(with_std=False),
-                                    StandardScaler(with_mean=False, with_std=False)],
-                         ids=["no-std", "identity"])
+@pytest.mark.parametrize(
+    "scaler",
+    [StandardScaler(with_std=False), StandardScaler(with_mean=False, with_std=False)],
+    ids=["no-std", "identity"],
+)
 def test_a_scaler_with_unset_statistics_round_trips(scaler, data, tmp_path):
     """``var_`` / ``mean_`` are None without ``with_std`` / ``with_mean``: stored as null (the
     save used to refuse the pipeline)."""
@@ -266,8 +313,9 @@ def test_a_tracked_inverse_is_symmetric_to_the_scale_of_its_history(data, tmp_pa
         bad = dict(arrays, state_H=H + size * A)
         path = _write(tmp_path / f"h{size:g}.npz", meta, bad)
         if ok:
-            np.testing.assert_array_equal(deltafit.load(path).decision_function(X),
-                                          m.decision_function(X))
+            np.testing.assert_array_equal(
+                deltafit.load(path).decision_function(X), m.decision_function(X)
+            )
         else:
             with pytest.raises(ValueError, match="tracked inverse is not symmetric"):
                 deltafit.load(path)

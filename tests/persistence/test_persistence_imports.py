@@ -37,8 +37,7 @@ def test_models_do_not_import_persistence(path):
     assert not [m for m in _imports(path) if m.startswith("deltafit.persistence")]
 
 
-@pytest.mark.parametrize("path", sorted((SRC / "persistence").glob("*.py")),
-                         ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted((SRC / "persistence").glob("*.py")), ids=lambda p: p.name)
 def test_persistence_imports_no_private_module_of_models(path):
     assert not [m for m in _imports(path) if m.startswith("deltafit.models._")]
 
@@ -47,7 +46,6 @@ def test_persistence_fills_the_save_hook():
     assert UpdatableMixin._save_file is deltafit.save
 
 
-@pytest.mark.parametrize("path", sorted((SRC / "persistence").glob("*.py")),
-                         ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted((SRC / "persistence").glob("*.py")), ids=lambda p: p.name)
 def test_persistence_modules_are_small(path):
     assert len(path.read_text(encoding="utf-8").splitlines()) <= 1000

@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.datasets import load_breast_cancer, load_diabetes, load_iris
+from test_reliability_files import _members, _write
 
 import deltafit
 from deltafit import KernelClassifier, KernelRegressor, LinearClassifier, LinearRegressor
-from test_reliability_files import _members, _write
 
 N = 90
 
@@ -34,24 +34,40 @@ def data():
     Xd = Xd / Xd.std(0)
     rng = np.random.default_rng(0)
     take = rng.permutation(len(yi))[:N]
-    return {"binary": (Xb[:N], yb[:N]), "three": (Xi[take], yi[take]),
-            "regression": (Xd[:N], yd[:N]),
-            "outputs": (Xd[:N], np.column_stack([yd[:N], Xd[:N, 0] * 3.0]))}
+    return {
+        "binary": (Xb[:N], yb[:N]),
+        "three": (Xi[take], yi[take]),
+        "regression": (Xd[:N], yd[:N]),
+        "outputs": (Xd[:N], np.column_stack([yd[:N], Xd[:N, 0] * 3.0])),
+    }
 
 
 CASES = []
 for _loss in ("squared", "logistic", "squared_hinge", "hinge"):
     for _data in ("binary", "three"):
         for _sparse in (False, True):
-            CASES.append((f"linear-{_loss}-{_data}{'-sparse' if _sparse else ''}",
-                          lambda loss=_loss: LinearClassifier(loss=loss, C=1.0), _data, _sparse))
-        CASES.append((f"kernel-{_loss}-{_data}",
-                      lambda loss=_loss: KernelClassifier(loss=loss, C=1.0, gamma=0.1), _data,
-                      False))
-CASES += [("linear-regressor", lambda: LinearRegressor(C=1.0), "regression", False),
-          ("linear-regressor-sparse", lambda: LinearRegressor(C=1.0), "regression", True),
-          ("linear-regressor-outputs", lambda: LinearRegressor(C=1.0), "outputs", False),
-          ("kernel-regressor", lambda: KernelRegressor(C=1.0, gamma=0.1), "regression", False)]
+            CASES.append(
+                (
+                    f"linear-{_loss}-{_data}{'-sparse' if _sparse else ''}",
+                    lambda loss=_loss: LinearClassifier(loss=loss, C=1.0),
+                    _data,
+                    _sparse,
+                )
+            )
+        CASES.append(
+            (
+                f"kernel-{_loss}-{_data}",
+                lambda loss=_loss: KernelClassifier(loss=loss, C=1.0, gamma=0.1),
+                _data,
+                False,
+            )
+        )
+CASES += [
+    ("linear-regressor", lambda: LinearRegressor(C=1.0), "regression", False),
+    ("linear-regressor-sparse", lambda: LinearRegressor(C=1.0), "regression", True),
+    ("linear-regressor-outputs", lambda: LinearRegressor(C=1.0), "outputs", False),
+    ("kernel-regressor", lambda: KernelRegressor(C=1.0, gamma=0.1), "regression", False),
+]
 
 
 def _fitted(case, data):
@@ -124,8 +140,7 @@ def test_hinge_a_row_moved_into_the_margin_is_refused(data, tmp_path):
     m = LinearClassifier(loss="hinge", C=1.0).fit(X, y)
     deltafit.save(m, tmp_path / "m.npz")
     meta, arrays = _members(tmp_path / "m.npz")
-    dual, t, beta, Phi = (arrays[k] for k in ("state_dual", "ledger_y", "state_beta",
-                                              "ledger_X"))
+    dual, t, beta, Phi = (arrays[k] for k in ("state_dual", "ledger_y", "state_beta", "ledger_X"))
     z = Phi @ beta
     row = np.flatnonzero((dual == 0) & (t * z > 1.5))[0]
     j = int(np.argmax(np.abs(beta[:-1])))
@@ -145,12 +160,14 @@ def test_hinge_a_row_moved_into_the_margin_is_refused(data, tmp_path):
     Xf = outside["ledger_X"][:, :-1]
     refit = LinearClassifier(loss="hinge", C=1.0).fit(Xf, y)
     want = refit.decision_function(Xf)
-    np.testing.assert_allclose(loaded.decision_function(Xf), want,
-                               atol=1e-6 * np.max(np.abs(want)))
+    np.testing.assert_allclose(loaded.decision_function(Xf), want, atol=1e-6 * np.max(np.abs(want)))
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if c[0].startswith("linear-")
-                                  and "three" not in c[0]], ids=lambda c: c[0])
+@pytest.mark.parametrize(
+    "case",
+    [c for c in CASES if c[0].startswith("linear-") and "three" not in c[0]],
+    ids=lambda c: c[0],
+)
 def test_the_checks_run_over_blocks_of_rows(case, data, tmp_path, monkeypatch):
     """The load-time products run over blocks of rows: blocks of 7 rows give the same
     verdicts (an unedited file loads, an edited row in a later block is refused)."""

@@ -42,17 +42,38 @@ def figures(monkeypatch):
 def fig3_results():
     rows = []
     for t, comp, acc in [(0.5, 2400, 0.81), (0.05, 900, 0.84), (0.1, 1500, 0.86)]:
-        rows.append({"algorithm": "KDR", "n_model_computations": comp, "accuracy": acc,
-                     "accuracy_std": 0.004, "label": f"T={t}"})
+        rows.append(
+            {
+                "algorithm": "KDR",
+                "n_model_computations": comp,
+                "accuracy": acc,
+                "accuracy_std": 0.004,
+                "label": f"T={t}",
+            }
+        )
     for k, comp, acc in [(1, 40000, 0.87), (10, 4000, 0.85), (50, 800, 0.80)]:
-        rows.append({"algorithm": "SW", "n_model_computations": comp, "accuracy": acc,
-                     "accuracy_std": 0.003, "label": f"every {k}"})
-    rows.append({"algorithm": "DDM", "n_model_computations": 12, "accuracy": 0.70,
-                 "label": "alpha=3"})
+        rows.append(
+            {
+                "algorithm": "SW",
+                "n_model_computations": comp,
+                "accuracy": acc,
+                "accuracy_std": 0.003,
+                "label": f"every {k}",
+            }
+        )
+    rows.append(
+        {"algorithm": "DDM", "n_model_computations": 12, "accuracy": 0.70, "label": "alpha=3"}
+    )
     rows.append({"algorithm": "DDM", "n_model_computations": 30, "accuracy": 0.72})
     for lr in (0.1, 0.5):
-        rows.append({"algorithm": "NORMA", "n_model_computations": 0,
-                     "accuracy": 0.6 + lr / 10, "label": f"eta={lr}"})
+        rows.append(
+            {
+                "algorithm": "NORMA",
+                "n_model_computations": 0,
+                "accuracy": 0.6 + lr / 10,
+                "label": f"eta={lr}",
+            }
+        )
     return rows
 
 
@@ -99,8 +120,10 @@ def test_tradeoff_horizontal_line_for_no_computations(tmp_path, figures):
 
 
 def test_tradeoff_only_horizontal_lines(tmp_path, figures):
-    rows = [{"algorithm": "NORMA", "n_model_computations": 0, "accuracy": 0.7},
-            {"algorithm": "ISGD", "n_model_computations": 0.0, "accuracy": 0.65}]
+    rows = [
+        {"algorithm": "NORMA", "n_model_computations": 0, "accuracy": 0.7},
+        {"algorithm": "ISGD", "n_model_computations": 0.0, "accuracy": 0.65},
+    ]
     assert_png(tradeoff_curves(rows, tmp_path / "h.png"))
 
 
@@ -118,20 +141,23 @@ def test_tradeoff_single_point(tmp_path):
     assert_png(tradeoff_curves(rows, tmp_path / "s.png"))
 
 
-@pytest.mark.parametrize("bad", [
-    [],
-    None,
-    {"algorithm": "KDR", "n_model_computations": 1, "accuracy": 0.5},
-    ["KDR"],
-    [{"n_model_computations": 1, "accuracy": 0.5}],
-    [{"algorithm": "KDR", "accuracy": 0.5}],
-    [{"algorithm": "KDR", "n_model_computations": 1}],
-    [{"algorithm": "KDR", "n_model_computations": -1, "accuracy": 0.5}],
-    [{"algorithm": "KDR", "n_model_computations": np.nan, "accuracy": 0.5}],
-    [{"algorithm": "KDR", "n_model_computations": 1, "accuracy": 1.5}],
-    [{"algorithm": "KDR", "n_model_computations": 1, "accuracy": -0.1}],
-    [{"algorithm": "KDR", "n_model_computations": 1, "accuracy": np.inf}],
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        [],
+        None,
+        {"algorithm": "KDR", "n_model_computations": 1, "accuracy": 0.5},
+        ["KDR"],
+        [{"n_model_computations": 1, "accuracy": 0.5}],
+        [{"algorithm": "KDR", "accuracy": 0.5}],
+        [{"algorithm": "KDR", "n_model_computations": 1}],
+        [{"algorithm": "KDR", "n_model_computations": -1, "accuracy": 0.5}],
+        [{"algorithm": "KDR", "n_model_computations": np.nan, "accuracy": 0.5}],
+        [{"algorithm": "KDR", "n_model_computations": 1, "accuracy": 1.5}],
+        [{"algorithm": "KDR", "n_model_computations": 1, "accuracy": -0.1}],
+        [{"algorithm": "KDR", "n_model_computations": 1, "accuracy": np.inf}],
+    ],
+)
 def test_tradeoff_bad_input(tmp_path, bad):
     with pytest.raises(ValueError):
         tradeoff_curves(bad, tmp_path / "x.png")
@@ -142,11 +168,18 @@ def fig2_curves():
     n = np.arange(10, 210, 10)
     base = 1 - 0.4 * np.exp(-n / 60)
     return {
-        "FGAL (m=100, p=10)": {"n_labeled": n, "accuracy_mean": base,
-                               "accuracy_std": np.full(n.size, 0.01),
-                               "n_model_computations": 20},
-        "AL (m=100)": {"n_labeled": n, "accuracy_mean": base - 0.03,
-                       "accuracy_std": np.full(n.size, 0.02), "n_model_computations": 2},
+        "FGAL (m=100, p=10)": {
+            "n_labeled": n,
+            "accuracy_mean": base,
+            "accuracy_std": np.full(n.size, 0.01),
+            "n_model_computations": 20,
+        },
+        "AL (m=100)": {
+            "n_labeled": n,
+            "accuracy_mean": base - 0.03,
+            "accuracy_std": np.full(n.size, 0.02),
+            "n_model_computations": 2,
+        },
         "random": {"n_labeled": list(n), "accuracy_mean": list(base - 0.08)},
     }
 
@@ -172,26 +205,36 @@ def test_active_learning_writes_png(tmp_path, figures):
 
 def test_active_learning_long_curve(tmp_path):
     n = np.arange(1, 501)
-    curves = {"FGAL": {"n_labeled": n, "accuracy_mean": np.linspace(0.5, 0.9, n.size),
-                       "accuracy_std": np.zeros(n.size)}}
+    curves = {
+        "FGAL": {
+            "n_labeled": n,
+            "accuracy_mean": np.linspace(0.5, 0.9, n.size),
+            "accuracy_std": np.zeros(n.size),
+        }
+    }
     assert_png(active_learning_curves(curves, tmp_path / "long.png"))
 
 
-@pytest.mark.parametrize("bad", [
-    {},
-    [],
-    None,
-    {"FGAL": [1, 2, 3]},
-    {"FGAL": {"n_labeled": [1, 2]}},
-    {"FGAL": {"accuracy_mean": [0.5, 0.6]}},
-    {"FGAL": {"n_labeled": [], "accuracy_mean": []}},
-    {"FGAL": {"n_labeled": [1, 2, 3], "accuracy_mean": [0.5, 0.6]}},
-    {"FGAL": {"n_labeled": [1, 2], "accuracy_mean": [0.5, 0.6], "accuracy_std": [0.1]}},
-    {"FGAL": {"n_labeled": [[1, 2]], "accuracy_mean": [[0.5, 0.6]]}},
-    {"FGAL": {"n_labeled": [1, 2], "accuracy_mean": [0.5, np.nan]}},
-    {"ok": {"n_labeled": [1, 2], "accuracy_mean": [0.5, 0.6]},
-     "FGAL": {"n_labeled": [1, 2], "accuracy_mean": [0.5]}},
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {},
+        [],
+        None,
+        {"FGAL": [1, 2, 3]},
+        {"FGAL": {"n_labeled": [1, 2]}},
+        {"FGAL": {"accuracy_mean": [0.5, 0.6]}},
+        {"FGAL": {"n_labeled": [], "accuracy_mean": []}},
+        {"FGAL": {"n_labeled": [1, 2, 3], "accuracy_mean": [0.5, 0.6]}},
+        {"FGAL": {"n_labeled": [1, 2], "accuracy_mean": [0.5, 0.6], "accuracy_std": [0.1]}},
+        {"FGAL": {"n_labeled": [[1, 2]], "accuracy_mean": [[0.5, 0.6]]}},
+        {"FGAL": {"n_labeled": [1, 2], "accuracy_mean": [0.5, np.nan]}},
+        {
+            "ok": {"n_labeled": [1, 2], "accuracy_mean": [0.5, 0.6]},
+            "FGAL": {"n_labeled": [1, 2], "accuracy_mean": [0.5]},
+        },
+    ],
+)
 def test_active_learning_bad_input(tmp_path, bad):
     with pytest.raises(ValueError):
         active_learning_curves(bad, tmp_path / "x.png")

@@ -32,8 +32,7 @@ CASES = [
 def _make(kind, loss, intercept):
     if kind == "linear":
         return df.LinearClassifier(loss=loss, C=0.5, fit_intercept=intercept)
-    return df.KernelClassifier(loss=loss, kernel="rbf", gamma=0.03, C=1.0,
-                               fit_intercept=intercept)
+    return df.KernelClassifier(loss=loss, kernel="rbf", gamma=0.03, C=1.0, fit_intercept=intercept)
 
 
 def _phi_norms(model, X):
@@ -53,7 +52,7 @@ def _walk(sp, X, y, n_model, rng, steps):
         move = rng.integers(3)
         if move == 0 and fresh:
             i = fresh.pop(rng.integers(len(fresh)))
-            A[int(sp.add(X[i:i + 1], y[i:i + 1])[0])] = i
+            A[int(sp.add(X[i : i + 1], y[i : i + 1])[0])] = i
         elif move == 1 and len(ids) > 5:
             i = ids.pop(rng.integers(len(ids)))
             R[int(sp.remove([i])[0])] = i
@@ -70,8 +69,7 @@ def _walk(sp, X, y, n_model, rng, steps):
 
 def _retrained(model, X, y, a, r):
     refit = copy.deepcopy(model)
-    refit.update(X_add=X[a] if a else None, y_add=y[a] if a else None,
-                 remove_ids=r if r else None)
+    refit.update(X_add=X[a] if a else None, y_add=y[a] if a else None, remove_ids=r if r else None)
     return refit
 
 
@@ -110,8 +108,7 @@ def test_curvature_bounds_hold_and_are_never_wider(kind, loss, intercept, breast
         if (a or r) and wide.any():
             # the region is much tighter than the ball on a real change
             assert np.median((hi - lo)[wide] / (hi_b - lo_b)[wide]) < 0.9
-            assert np.linalg.norm(d - c) <= \
-                np.linalg.norm(d - ball.center_decision(query)) + 1e-9
+            assert np.linalg.norm(d - c) <= np.linalg.norm(d - ball.center_decision(query)) + 1e-9
 
 
 def test_empty_change_and_discard_back_to_the_ball(breast_cancer):
@@ -147,8 +144,7 @@ def test_a_refused_change_leaves_the_region_as_it_was(breast_cancer):
 
 def test_multiclass_curvature_per_class(iris):
     X, y = iris
-    model = df.KernelClassifier(loss="logistic", kernel="rbf", gamma=0.2, C=2.0).fit(
-        X[::2], y[::2])
+    model = df.KernelClassifier(loss="logistic", kernel="rbf", gamma=0.2, C=2.0).fit(X[::2], y[::2])
     ball = IncrementalSphere(model)
     tight = IncrementalSphere(model, region="curvature")
     assert isinstance(tight, MulticlassIncrementalSphere) and tight.region == "curvature"
@@ -157,8 +153,11 @@ def test_multiclass_curvature_per_class(iris):
         sp.remove([0, 3, 7])
     refit = _retrained(model, X, y, list(range(1, 40, 2)), [0, 3, 7])
     d = refit.decision_function(X)
-    slack = 1e-9 + np.array([refit.problem_.for_class(k).certified_residual
-                             for k in range(3)]) * _phi_norms(model, X)[:, None]
+    slack = (
+        1e-9
+        + np.array([refit.problem_.for_class(k).certified_residual for k in range(3)])
+        * _phi_norms(model, X)[:, None]
+    )
     lo, hi = tight.decision_bounds(X)
     lo_b, hi_b = ball.decision_bounds(X)
     assert lo.shape == (150, 3)
@@ -190,16 +189,186 @@ _KDR_LIN = [79, 89, 96, 116, 127, 266, 289, 305, 307, 310, 313, 315]
 _KDR_LIN_N = 24
 _KDR_LIN_ACC = 0.820738137082601
 _FGAL_KER = [
-    189, 123, 185, 213, 106, 127, 176, 73, 275, 242, 266, 147, 299, 58, 122, 78, 11, 167,
-    220, 29, 1, 93, 124, 77, 100, 280, 204, 296, 267, 228, 193, 133, 143, 219, 175, 71,
-    226, 91, 217, 89, 40, 253, 86, 237, 214, 155, 132, 38, 249, 134, 192, 163, 135, 201,
-    32, 98, 153, 117, 15, 83, 87, 292, 157, 216, 264, 240, 191, 258, 22, 274, 190, 236,
-    137, 44, 273, 211, 118, 81, 94, 173, 197, 188, 196, 212, 82, 136, 67, 26, 234, 282,
-    166, 160, 148, 184, 183, 294, 64, 209, 34, 223, 70, 254, 291, 287, 92, 128, 18, 37,
-    285, 295, 104, 95, 195, 198, 164, 238, 156, 241, 65, 171, 225, 257, 99, 298, 4, 239,
-    66, 6, 194, 88, 297, 14, 262, 247, 272, 290, 16, 54, 30, 75, 207, 200, 121, 12, 110,
-    215, 289, 129, 235, 68, 149, 45, 90, 13, 263, 62, 56, 60, 221, 27, 248, 8, 28, 25,
-    144, 53, 168, 51, 250, 230, 80, 42, 23, 47, 231, 63, 279, 186, 139, 43
+    189,
+    123,
+    185,
+    213,
+    106,
+    127,
+    176,
+    73,
+    275,
+    242,
+    266,
+    147,
+    299,
+    58,
+    122,
+    78,
+    11,
+    167,
+    220,
+    29,
+    1,
+    93,
+    124,
+    77,
+    100,
+    280,
+    204,
+    296,
+    267,
+    228,
+    193,
+    133,
+    143,
+    219,
+    175,
+    71,
+    226,
+    91,
+    217,
+    89,
+    40,
+    253,
+    86,
+    237,
+    214,
+    155,
+    132,
+    38,
+    249,
+    134,
+    192,
+    163,
+    135,
+    201,
+    32,
+    98,
+    153,
+    117,
+    15,
+    83,
+    87,
+    292,
+    157,
+    216,
+    264,
+    240,
+    191,
+    258,
+    22,
+    274,
+    190,
+    236,
+    137,
+    44,
+    273,
+    211,
+    118,
+    81,
+    94,
+    173,
+    197,
+    188,
+    196,
+    212,
+    82,
+    136,
+    67,
+    26,
+    234,
+    282,
+    166,
+    160,
+    148,
+    184,
+    183,
+    294,
+    64,
+    209,
+    34,
+    223,
+    70,
+    254,
+    291,
+    287,
+    92,
+    128,
+    18,
+    37,
+    285,
+    295,
+    104,
+    95,
+    195,
+    198,
+    164,
+    238,
+    156,
+    241,
+    65,
+    171,
+    225,
+    257,
+    99,
+    298,
+    4,
+    239,
+    66,
+    6,
+    194,
+    88,
+    297,
+    14,
+    262,
+    247,
+    272,
+    290,
+    16,
+    54,
+    30,
+    75,
+    207,
+    200,
+    121,
+    12,
+    110,
+    215,
+    289,
+    129,
+    235,
+    68,
+    149,
+    45,
+    90,
+    13,
+    263,
+    62,
+    56,
+    60,
+    221,
+    27,
+    248,
+    8,
+    28,
+    25,
+    144,
+    53,
+    168,
+    51,
+    250,
+    230,
+    80,
+    42,
+    23,
+    47,
+    231,
+    63,
+    279,
+    186,
+    139,
+    43,
 ]
 _FGAL_KER_ACC = [0.84, 0.885, 0.86, 0.91, 0.915]
 
@@ -214,8 +383,7 @@ def _stream(breast_cancer):
 @pytest.mark.parametrize("warm", [False, True])
 def test_kdr_sphere_outputs_as_before(warm, breast_cancer):
     X, y = _stream(breast_cancer)
-    kdr = KDR(df.LinearClassifier(loss="logistic", C=0.1), window=80, threshold=0.3,
-              warm=warm)
+    kdr = KDR(df.LinearClassifier(loss="logistic", C=0.1), window=80, threshold=0.3, warm=warm)
     rep = prequential(kdr, (X, y))
     assert np.asarray(rep.computation_at)[:12].tolist() == _KDR_LIN
     assert len(rep.computation_at) == _KDR_LIN_N
@@ -261,8 +429,9 @@ def test_kdr_recomputes_by_warm_updates(monkeypatch, breast_cancer):
     ref = clone(est).fit(X[250:330], y[250:330])
     q = X[400:450]
     tol = (kdr.model_.grad_norm_ + ref.grad_norm_) * np.sqrt(2.0) + 1e-9  # ‖Φ(x)‖² ≤ 2
-    np.testing.assert_allclose(kdr.model_.decision_function(q), ref.decision_function(q),
-                               rtol=0, atol=tol)
+    np.testing.assert_allclose(
+        kdr.model_.decision_function(q), ref.decision_function(q), rtol=0, atol=tol
+    )
     assert kdr.model_.sample_ids_.size == 80
 
 
@@ -291,9 +460,17 @@ def _digits_small(digits):
 def test_fgal_sphere_outputs_as_before(warm, digits):
     X, y = _digits_small(digits)
     est = df.KernelClassifier(loss="squared_hinge", C=1.0, gamma=0.05, fit_intercept=False)
-    r = run_active_learning(FGAL(est, m=40, p=10), X[:300] / X.max(), y[:300],
-                            X[300:] / X.max(), y[300:], initial=20, budget=180,
-                            random_state=1, warm=warm)
+    r = run_active_learning(
+        FGAL(est, m=40, p=10),
+        X[:300] / X.max(),
+        y[:300],
+        X[300:] / X.max(),
+        y[300:],
+        initial=20,
+        budget=180,
+        random_state=1,
+        warm=warm,
+    )
     assert r.labeled.tolist() == _FGAL_KER
     if warm:
         np.testing.assert_allclose(r.accuracy, _FGAL_KER_ACC, atol=1e-12)
@@ -307,12 +484,29 @@ def test_active_learning_updates_instead_of_fitting(monkeypatch, breast_cancer):
     fits = _count_calls(monkeypatch, df.LinearClassifier, "fit")
     adds = _count_calls(monkeypatch, df.LinearClassifier, "add")
     est = df.LinearClassifier(loss="logistic", C=0.1)
-    warm = run_active_learning(UncertaintySampling(est, m=20), X[:400], y[:400], X[400:],
-                               y[400:], initial=20, budget=140, random_state=0)
+    warm = run_active_learning(
+        UncertaintySampling(est, m=20),
+        X[:400],
+        y[:400],
+        X[400:],
+        y[400:],
+        initial=20,
+        budget=140,
+        random_state=0,
+    )
     assert len(fits) == 1 and len(adds) == warm.n_model_computations - 1 == 6
     del fits[:], adds[:]
-    cold = run_active_learning(UncertaintySampling(est, m=20), X[:400], y[:400], X[400:],
-                               y[400:], initial=20, budget=140, random_state=0, warm=False)
+    cold = run_active_learning(
+        UncertaintySampling(est, m=20),
+        X[:400],
+        y[:400],
+        X[400:],
+        y[400:],
+        initial=20,
+        budget=140,
+        random_state=0,
+        warm=False,
+    )
     assert len(fits) == 7 and not adds
     np.testing.assert_array_equal(warm.labeled, cold.labeled)
     np.testing.assert_allclose(warm.accuracy, cold.accuracy, atol=1e-12)
@@ -341,8 +535,25 @@ def test_fgal_curvature_ranking(breast_cancer):
 def test_active_command_region_and_cold(tmp_path, capsys):
     from deltafit.cli import main
 
-    argv = ["active", "breast_cancer", "--seeds", "1", "--n-test", "100", "--n-pool", "100",
-            "--m", "40", "--p", "20", "--initial", "20", "--out", str(tmp_path), "--json"]
+    argv = [
+        "active",
+        "breast_cancer",
+        "--seeds",
+        "1",
+        "--n-test",
+        "100",
+        "--n-pool",
+        "100",
+        "--m",
+        "40",
+        "--p",
+        "20",
+        "--initial",
+        "20",
+        "--out",
+        str(tmp_path),
+        "--json",
+    ]
     assert main(argv + ["--region", "curvature"]) == 0
     curv = json.loads(capsys.readouterr().out)["curves"]
     assert "FGAL(m=40, p=20, curvature)" in curv
@@ -351,8 +562,7 @@ def test_active_command_region_and_cold(tmp_path, capsys):
     assert main(argv) == 0
     warm = json.loads(capsys.readouterr().out)["curves"]
     for k in warm:
-        np.testing.assert_allclose(warm[k]["accuracy_mean"], cold[k]["accuracy_mean"],
-                                   atol=1e-12)
+        np.testing.assert_allclose(warm[k]["accuracy_mean"], cold[k]["accuracy_mean"], atol=1e-12)
 
 
 def test_kdr_fits_when_most_of_the_window_changed(monkeypatch, breast_cancer):
@@ -363,14 +573,15 @@ def test_kdr_fits_when_most_of_the_window_changed(monkeypatch, breast_cancer):
     for n_new, fitted in ((10, False), (40, True)):
         fits = _count_calls(monkeypatch, df.LinearClassifier, "fit")
         kdr = KDR(est, window=100, threshold=1e9)  # never recomputes by itself
-        prequential(kdr, (X[:100 + n_new], y[:100 + n_new]))
+        prequential(kdr, (X[: 100 + n_new], y[: 100 + n_new]))
         del fits[:]
         kdr._compute()  # |A| = |R| = n_new: 20% or 80% of the window
         assert (len(fits) == 1) == fitted
         assert kdr.n_warm_updates_ == (0 if fitted else 1)
-        ref = clone(est).fit(X[n_new:100 + n_new], y[n_new:100 + n_new])
-        np.testing.assert_allclose(kdr.model_.decision_function(X[400:]),
-                                   ref.decision_function(X[400:]), rtol=0, atol=1e-6)
+        ref = clone(est).fit(X[n_new : 100 + n_new], y[n_new : 100 + n_new])
+        np.testing.assert_allclose(
+            kdr.model_.decision_function(X[400:]), ref.decision_function(X[400:]), rtol=0, atol=1e-6
+        )
         monkeypatch.undo()
 
 
@@ -386,12 +597,34 @@ def test_warm_recomputations_fit_when_the_fit_resolves_gamma(breast_cancer):
     # the last computation came after sample 299 was predicted: its window is X[219:299]
     ref = clone(est).fit(X[219:299], y[219:299])
     assert kdr.model_.gamma_ == ref.gamma_
-    np.testing.assert_allclose(kdr.model_.decision_function(X[400:420]),
-                               ref.decision_function(X[400:420]), rtol=0, atol=1e-8)
-    r = run_active_learning(UncertaintySampling(est, m=20), X[:300], y[:300], X[400:],
-                            y[400:], initial=40, budget=100, random_state=0, warm=True)
+    np.testing.assert_allclose(
+        kdr.model_.decision_function(X[400:420]),
+        ref.decision_function(X[400:420]),
+        rtol=0,
+        atol=1e-8,
+    )
+    r = run_active_learning(
+        UncertaintySampling(est, m=20),
+        X[:300],
+        y[:300],
+        X[400:],
+        y[400:],
+        initial=40,
+        budget=100,
+        random_state=0,
+        warm=True,
+    )
     assert r.n_warm_updates == 0
     fixed = df.KernelClassifier(loss="squared_hinge", kernel="rbf", C=0.5, gamma=0.01)
-    r = run_active_learning(UncertaintySampling(fixed, m=20), X[:300], y[:300], X[400:],
-                            y[400:], initial=40, budget=100, random_state=0, warm=True)
+    r = run_active_learning(
+        UncertaintySampling(fixed, m=20),
+        X[:300],
+        y[:300],
+        X[400:],
+        y[400:],
+        initial=40,
+        budget=100,
+        random_state=0,
+        warm=True,
+    )
     assert r.n_warm_updates > 0

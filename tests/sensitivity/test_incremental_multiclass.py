@@ -5,11 +5,13 @@ is the refit's label."""
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sklearn.datasets import load_digits
 
 import deltafit as df
 from deltafit.sensitivity import IncrementalSphere, MulticlassIncrementalSphere
+from hypothesis_profiles import examples
 from stream_reference import scratch_ball
 
 TOL = 1e-7  # bounds are compared with refits solved to the models' tolerance
@@ -22,8 +24,9 @@ def digits10():
 
 
 def make(**kw):
-    return df.KernelClassifier(**{**dict(loss="squared_hinge", kernel="rbf", gamma=0.05,
-                                         C=1.0, fit_intercept=False), **kw})
+    return df.KernelClassifier(
+        **{**dict(loss="squared_hinge", kernel="rbf", gamma=0.05, C=1.0, fit_intercept=False), **kw}
+    )
 
 
 def test_each_ball_is_the_class_ball_from_scratch(digits10):
@@ -38,11 +41,11 @@ def test_each_ball_is_the_class_ball_from_scratch(digits10):
     rng = np.random.default_rng(0)
     A, R = {}, {}
     fresh, ids = list(range(200, 400)), list(range(200))
-    for step in range(25):
+    for _step in range(25):
         move = rng.integers(3)
         if move == 0:
             i = fresh.pop(rng.integers(len(fresh)))
-            A[int(sp.add(X[i:i + 1], y[i:i + 1])[0])] = i
+            A[int(sp.add(X[i : i + 1], y[i : i + 1])[0])] = i
         elif move == 1:
             i = ids.pop(rng.integers(len(ids)))
             R[int(sp.remove([i])[0])] = i
@@ -127,11 +130,16 @@ def test_a_refused_change_leaves_every_ball_unchanged(digits10):
         IncrementalSphere(make(loss="hinge").fit(X[:100], y[:100]))
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 10_000), k=st.integers(3, 5), n=st.integers(15, 40),
-       n_add=st.integers(0, 8), n_rem=st.integers(0, 8),
-       loss=st.sampled_from(["squared_hinge", "logistic", "squared"]),
-       C=st.floats(0.1, 10.0))
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 10_000),
+    k=st.integers(3, 5),
+    n=st.integers(15, 40),
+    n_add=st.integers(0, 8),
+    n_rem=st.integers(0, 8),
+    loss=st.sampled_from(["squared_hinge", "logistic", "squared"]),
+    C=st.floats(0.1, 10.0),
+)
 def test_property_refit_inside_the_class_bounds(seed, k, n, n_add, n_rem, loss, C):
     """Random K-class problems and changes: each class's decision value of the exact refit
     lies in its ball's bounds, and certified labels are the refit's."""
@@ -141,7 +149,7 @@ def test_property_refit_inside_the_class_bounds(seed, k, n, n_add, n_rem, loss, 
     model = df.KernelClassifier(loss=loss, kernel="rbf", gamma=0.5, C=C).fit(X[:n], y[:n])
     sp = IncrementalSphere(model)
     if n_add:
-        sp.add(X[n:n + n_add], y[n:n + n_add])
+        sp.add(X[n : n + n_add], y[n : n + n_add])
     rem = rng.choice(n, size=min(n_rem, n - k), replace=False)
     kept = np.setdiff1d(np.arange(n), rem)
     if rem.size:
@@ -150,7 +158,7 @@ def test_property_refit_inside_the_class_bounds(seed, k, n, n_add, n_rem, loss, 
     if np.unique(y[tr]).size < k:
         return  # the refit would have fewer classes: not the same K problems
     refit = df.KernelClassifier(loss=loss, kernel="rbf", gamma=0.5, C=C).fit(X[tr], y[tr])
-    Q = X[n + n_add:]
+    Q = X[n + n_add :]
     lo, hi = sp.decision_bounds(Q)
     d = refit.decision_function(Q)
     scale = 1.0 + np.abs(d)

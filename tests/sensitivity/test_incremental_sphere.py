@@ -5,17 +5,19 @@ kernels and the model's public decision_function; nothing of deltafit's sensitiv
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import deltafit as df
 from deltafit.sensitivity import IncrementalSphere
+from hypothesis_profiles import examples
 from stream_reference import kernel_of, scratch_ball
-
 
 MODELS = [
     lambda: df.KernelClassifier(loss="squared_hinge", kernel="rbf", gamma=0.1, C=1.0),
-    lambda: df.KernelClassifier(loss="logistic", kernel="rbf", gamma=0.05, C=3.0,
-                                fit_intercept=False),
+    lambda: df.KernelClassifier(
+        loss="logistic", kernel="rbf", gamma=0.05, C=3.0, fit_intercept=False
+    ),
     lambda: df.LinearClassifier(loss="squared_hinge", C=0.5),
     lambda: df.KernelRegressor(kernel="rbf", gamma=0.1, C=2.0),
 ]
@@ -31,14 +33,14 @@ def test_every_step_equals_the_ball_from_scratch(make, breast_cancer):
     query = X[450:470]
     sp.track(query)
     rng = np.random.default_rng(1)
-    A, R = {}, {}           # key -> stream row / model id
+    A, R = {}, {}  # key -> stream row / model id
     fresh = list(range(200, 450))
     ids = list(range(200))
-    for step in range(60):
+    for _step in range(60):
         move = rng.integers(3)
         if move == 0 and fresh:
             i = fresh.pop(rng.integers(len(fresh)))
-            A[int(sp.add(X[i:i + 1], y[i:i + 1])[0])] = i
+            A[int(sp.add(X[i : i + 1], y[i : i + 1])[0])] = i
         elif move == 1 and ids:
             i = ids.pop(rng.integers(len(ids)))
             R[int(sp.remove([i])[0])] = i
@@ -62,8 +64,9 @@ def test_every_step_equals_the_ball_from_scratch(make, breast_cancer):
 def test_equals_the_sensitivity_what_if(digits):
     """The same change through deltafit.sensitivity gives the same ball (digits, RBF)."""
     X, y = digits
-    model = df.KernelClassifier(loss="squared_hinge", kernel="rbf", gamma=0.05).fit(X[:300],
-                                                                                   y[:300])
+    model = df.KernelClassifier(loss="squared_hinge", kernel="rbf", gamma=0.05).fit(
+        X[:300], y[:300]
+    )
     sp = IncrementalSphere(model)
     ka = sp.add(X[300:340], y[300:340])
     sp.remove(np.arange(0, 30))
@@ -81,22 +84,26 @@ def test_equals_the_sensitivity_what_if(digits):
 def test_bounds_hold_for_the_retrained_model(breast_cancer):
     """Lemma 1: the decision of a fresh fit on D₁ ∖ R ∪ A lies in [L, U]."""
     X, y = breast_cancer
-    model = df.KernelClassifier(loss="squared_hinge", kernel="rbf", gamma=0.1).fit(X[:250],
-                                                                                   y[:250])
+    model = df.KernelClassifier(loss="squared_hinge", kernel="rbf", gamma=0.1).fit(X[:250], y[:250])
     sp = IncrementalSphere(model)
     sp.add(X[250:300], y[250:300])
     sp.remove(np.arange(40))
     keep = np.r_[40:250, 250:300]
-    new = df.KernelClassifier(loss="squared_hinge", kernel="rbf", gamma=0.1).fit(X[keep],
-                                                                                 y[keep])
+    new = df.KernelClassifier(loss="squared_hinge", kernel="rbf", gamma=0.1).fit(X[keep], y[keep])
     lo, hi = sp.decision_bounds(X[300:])
     z = new.decision_function(X[300:])
     assert np.all(lo <= z + 1e-9) and np.all(z <= hi + 1e-9)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 10_000), n=st.integers(12, 40), n_add=st.integers(0, 8),
-       n_rem=st.integers(0, 8), C=st.floats(0.05, 20.0), gamma=st.floats(0.05, 3.0))
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 10_000),
+    n=st.integers(12, 40),
+    n_add=st.integers(0, 8),
+    n_rem=st.integers(0, 8),
+    C=st.floats(0.05, 20.0),
+    gamma=st.floats(0.05, 3.0),
+)
 def test_property_bounds_contain_the_retrained_decision(seed, n, n_add, n_rem, C, gamma):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n + n_add + 10, 3))
@@ -106,7 +113,7 @@ def test_property_bounds_contain_the_retrained_decision(seed, n, n_add, n_rem, C
     model = make().fit(X[:n], y[:n])
     sp = IncrementalSphere(model)
     if n_add:
-        sp.add(X[n:n + n_add], y[n:n + n_add])
+        sp.add(X[n : n + n_add], y[n : n + n_add])
     rem = np.arange(2, 2 + min(n_rem, n - 4))
     if rem.size:
         sp.remove(rem)
@@ -132,7 +139,7 @@ def test_memory_is_bounded_by_the_live_entries(breast_cancer):
     rng = np.random.default_rng(0)
     for t in range(5000):
         i = 100 + t % 400
-        live.append(sp.add(X[i:i + 1], y[i:i + 1])[0])
+        live.append(sp.add(X[i : i + 1], y[i : i + 1])[0])
         if len(live) > 20:
             sp.discard([live.pop(rng.integers(len(live)))])
     assert sp.capacity <= 32 and sp.n_entries == 20

@@ -3,7 +3,8 @@ by the argmax rule, every bound checked against the model retrained on the chang
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sklearn.base import clone
 from sklearn.datasets import load_digits
 from sklearn.preprocessing import StandardScaler
@@ -11,6 +12,7 @@ from sklearn.preprocessing import StandardScaler
 import deltafit
 from deltafit import KernelClassifier, LinearClassifier
 from deltafit.sensitivity import MulticlassSensitivity, Sensitivity, certain_argmax, loo_bounds
+from hypothesis_profiles import examples
 
 SLACK = 1e-7  # the retrained model is computed to its solver tolerance
 
@@ -69,8 +71,10 @@ def test_bounds_contain_the_retrained_model(iris, kind, loss):
     _check(s, new, X)
     # the distance bound holds class by class
     if kind == "linear":
-        dist = np.linalg.norm(np.column_stack([new.coef_, new.intercept_])
-                              - np.column_stack([m.coef_, m.intercept_]), axis=1)
+        dist = np.linalg.norm(
+            np.column_stack([new.coef_, new.intercept_]) - np.column_stack([m.coef_, m.intercept_]),
+            axis=1,
+        )
         assert np.all(dist <= s.distance_bound() + SLACK)
         lo, hi = s.coef_bounds()
         assert lo.shape == m.coef_.shape
@@ -175,18 +179,24 @@ def test_loo_bounds_contain_the_left_out_models(iris, kind):
     assert certain.any()
     for j, i in enumerate(ids):
         new = _retrained(m, X, y, removed=[i])
-        d = new.decision_function(X[i:i + 1])[0]
+        d = new.decision_function(X[i : i + 1])[0]
         assert np.all(lo[j] <= d + SLACK) and np.all(d <= hi[j] + SLACK)
         if certain[j]:
-            assert new.classes_[top[j]] == new.predict(X[i:i + 1])[0]
+            assert new.classes_[top[j]] == new.predict(X[i : i + 1])[0]
     zlo, zhi = deltafit.sensitivity.zhang_loo_bounds(m, ids)
     assert zlo.shape == (ids.size, 3) and np.all(zlo <= lo + 1e-9) and np.all(hi <= zhi + 1e-9)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 10_000), K=st.integers(3, 5), kind=st.sampled_from(["linear", "kernel"]),
-       loss=st.sampled_from(["squared", "logistic", "squared_hinge"]),
-       n_remove=st.integers(0, 3), n_relabel=st.integers(0, 2), n_add=st.integers(0, 3))
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 10_000),
+    K=st.integers(3, 5),
+    kind=st.sampled_from(["linear", "kernel"]),
+    loss=st.sampled_from(["squared", "logistic", "squared_hinge"]),
+    n_remove=st.integers(0, 3),
+    n_relabel=st.integers(0, 2),
+    n_add=st.integers(0, 3),
+)
 def test_random_changes_of_random_problems(seed, K, kind, loss, n_remove, n_relabel, n_add):
     rng = np.random.default_rng(seed)
     n = 6 * K

@@ -1,7 +1,8 @@
 """One data-change ball and one store of changed samples, whoever asks.
 
 The ball around the model retrained without samples R (or with samples added) is computed in
-one place, :mod:`deltafit.sensitivity.regions._ball` (Okumura et al., "Quick sensitivity analysis for
+one place, :mod:`deltafit.sensitivity.regions._ball` (Okumura et al., "Quick sensitivity analysis
+for
 incremental data modification and its application to leave-one-out CV in linear classification
 problems", Thm 1 / Thm 6; Sivan et al., "Sensitivity analysis for kernel models", Thm 1), and the
 changed samples are kept by one store, :mod:`deltafit.sensitivity._changes`.  These tests fail
@@ -108,14 +109,14 @@ def test_sensitivity_and_incremental_sphere_share_the_store(cancer, kind):
     sp.remove(np.arange(5))
     s.remove(np.arange(5))
     same()
-    keys = sp.add(X[N:N + 12], y[N:N + 12])
-    ids = s.add(X[N:N + 12], y[N:N + 12])
+    keys = sp.add(X[N : N + 12], y[N : N + 12])
+    ids = s.add(X[N : N + 12], y[N : N + 12])
     same()
     sp.remove(np.arange(20, 60))
     s.remove(np.arange(20, 60))
     same()
-    sp.discard(keys[:7])        # an addition leaves A ...
-    s.remove(ids[:7])           # ... is the removal of a hypothetical sample
+    sp.discard(keys[:7])  # an addition leaves A ...
+    s.remove(ids[:7])  # ... is the removal of a hypothetical sample
     same()
     assert sp.radius > model.grad_norm_
 
@@ -137,15 +138,21 @@ def test_the_three_forms_of_the_ball_agree(C2, with_grad):
     r2 = sq_radius(dg @ dg, beta @ dg, C1=C1, C2=C2, beta_sq=beta @ beta, **kw)
     assert r2 == pytest.approx(r @ r, rel=1e-12)
     # score form
-    s = center_scores(Phi @ beta, Phi @ dg, C1=C1, C2=C2,
-                      phi_grad=None if g is None else Phi @ g)
+    s = center_scores(Phi @ beta, Phi @ dg, C1=C1, C2=C2, phi_grad=None if g is None else Phi @ g)
     np.testing.assert_allclose(s, Phi @ (beta - r), rtol=1e-12, atol=1e-12)
     # leave-one-out: R = {t}, Δg = −ℓ'_t Φ_t, for every t at once
     d1 = rng.normal(size=n)
-    center, rn = loo_balls(Phi @ beta, d1, np.einsum("ij,ij->i", Phi, Phi), C1=C1, C2=C2,
-                           beta_sq=beta @ beta, phi_grad=None if g is None else Phi @ g,
-                           grad_sq=None if g is None else g @ g,
-                           beta_grad=None if g is None else beta @ g)
+    center, rn = loo_balls(
+        Phi @ beta,
+        d1,
+        np.einsum("ij,ij->i", Phi, Phi),
+        C1=C1,
+        C2=C2,
+        beta_sq=beta @ beta,
+        phi_grad=None if g is None else Phi @ g,
+        grad_sq=None if g is None else g @ g,
+        beta_grad=None if g is None else beta @ g,
+    )
     for t in (0, 7, n - 1):
         rt = half_gradient(beta, -d1[t] * Phi[t], C1=C1, C2=C2, grad=g)
         assert rn[t] == pytest.approx(np.linalg.norm(rt), rel=1e-10)

@@ -29,8 +29,9 @@ def test_the_registry_lists_the_shipped_regions():
         region_class("nope")
 
 
-@pytest.mark.parametrize("loss, auto", [("squared", "exact"), ("logistic", "curvature"),
-                                        ("squared_hinge", "curvature")])
+@pytest.mark.parametrize(
+    "loss, auto", [("squared", "exact"), ("logistic", "curvature"), ("squared_hinge", "curvature")]
+)
 def test_auto_and_the_refusals_come_from_the_registry(loss, auto):
     lo = get_loss(loss)
     assert resolve_method("auto", lo) == auto

@@ -1,6 +1,7 @@
 """Bad input to :mod:`deltafit.sensitivity` raises ValueError naming the problem.
 
-ARCHITECTURE.md, "Principles" ("no silent garbage"): a what-if object (``deltafit.sensitivity(model)``) that
+ARCHITECTURE.md, "Principles" ("no silent garbage"): a what-if object
+(``deltafit.sensitivity(model)``) that
 refuses a change is left exactly as it was — its decision bounds, distance bound and change
 counts are bitwise the same after the failed call, and it keeps working afterwards.  Also the
 free functions (spheres, gradient balls, CertainSigns, leave-one-out bounds) and stale or
@@ -46,7 +47,7 @@ REGRESSORS = KINDS[2:]
 # ---------------------------------------------------------------------------------------------
 # data, models and a what-if object with pending changes
 # ---------------------------------------------------------------------------------------------
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _data(kind):
     X, y = load_breast_cancer()
     if kind in REGRESSORS:  # regress the first feature on the others
@@ -57,14 +58,15 @@ def _data(kind):
 def _template(kind):
     return {
         "linear_logistic": LinearClassifier(loss="logistic", C=2.0),
-        "kernel_squared_hinge": KernelClassifier(loss="squared_hinge", kernel="rbf", gamma=0.1,
-                                                 C=2.0),
+        "kernel_squared_hinge": KernelClassifier(
+            loss="squared_hinge", kernel="rbf", gamma=0.1, C=2.0
+        ),
         "linear_squared": LinearRegressor(C=2.0),
         "kernel_squared": KernelRegressor(kernel="rbf", gamma=0.1, C=2.0),
     }[kind]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _fitted_cached(kind):
     X, y = _data(kind)
     return _template(kind).fit(X[:N_FIT], y[:N_FIT])
@@ -87,7 +89,7 @@ def what_if(kind, model=None):
     model = _fitted_cached(kind) if model is None else model
     s = deltafit.sensitivity(model)
     s.remove([3, 10])
-    s.add(X[N_FIT:N_FIT + 2], y[N_FIT:N_FIT + 2])
+    s.add(X[N_FIT : N_FIT + 2], y[N_FIT : N_FIT + 2])
     s.relabel([5], [_new_label(kind, y[5])])
     return s
 
@@ -98,8 +100,7 @@ def queries(kind):
 
 def snapshot(s, Xq):
     lo, hi = s.decision_bounds(Xq)
-    return lo.copy(), hi.copy(), s.distance_bound(), s.n_added, s.n_removed, s.n_relabeled, \
-        s.n_new
+    return lo.copy(), hi.copy(), s.distance_bound(), s.n_added, s.n_removed, s.n_relabeled, s.n_new
 
 
 def assert_same(a, b):
@@ -138,10 +139,10 @@ def assert_still_works(kind, s, replay=None):
 # ids
 # ---------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("bad", [[10 ** 6], [-1], [N_FIT + 7], [2, 10 ** 6]])
+@pytest.mark.parametrize("bad", [[10**6], [-1], [N_FIT + 7], [2, 10**6]])
 def test_unknown_ids(kind, bad):
     s, Xq = what_if(kind), queries(kind)
-    label = _data(kind)[1][:len(bad)]
+    label = _data(kind)[1][: len(bad)]
     with unchanged(s, Xq):
         with pytest.raises(ValueError, match="unknown sample ids"):
             s.remove(bad)
@@ -182,8 +183,11 @@ def test_repeated_ids(kind):
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("bad", [[1.5], ["a"], [np.nan], [True], [[1, 2]], [], np.array([])],
-                         ids=["float", "str", "nan", "bool", "2d", "empty-list", "empty-array"])
+@pytest.mark.parametrize(
+    "bad",
+    [[1.5], ["a"], [np.nan], [True], [[1, 2]], [], np.array([])],
+    ids=["float", "str", "nan", "bool", "2d", "empty-list", "empty-array"],
+)
 def test_non_integer_ids(kind, bad):
     s, Xq = what_if(kind), queries(kind)
     with unchanged(s, Xq):
@@ -232,8 +236,7 @@ def test_relabel_removed(kind):
 def test_remove_everything(kind):
     s, Xq = what_if(kind), queries(kind)
     model = _fitted_cached(kind)
-    everything = np.r_[np.setdiff1d(model.sample_ids_, [3, 10]), s._first_hid,
-                       s._first_hid + 1]
+    everything = np.r_[np.setdiff1d(model.sample_ids_, [3, 10]), s._first_hid, s._first_hid + 1]
     with unchanged(s, Xq):
         with pytest.raises(ValueError, match="every sample"):
             s.remove(everything)
@@ -352,8 +355,13 @@ def test_undo_with_nothing_to_undo(kind):
 # ---------------------------------------------------------------------------------------------
 # models the bounds cannot be asked of
 # ---------------------------------------------------------------------------------------------
-BOUND_FUNCTIONS = [deltafit.sensitivity, Sensitivity, loo_bounds, zhang_loo_bounds,
-                   model_gradient_sphere]
+BOUND_FUNCTIONS = [
+    deltafit.sensitivity,
+    Sensitivity,
+    loo_bounds,
+    zhang_loo_bounds,
+    model_gradient_sphere,
+]
 
 
 @pytest.mark.parametrize("func", BOUND_FUNCTIONS)
@@ -409,10 +417,11 @@ def test_gradient_sphere_with_a_non_kernel_model(kind):
 # C_new
 # ---------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("kind", ["linear_logistic", "kernel_squared"])
-@pytest.mark.parametrize("bad", [0, 0.0, -1.0, np.nan, np.inf, -np.inf, "median", "MEAN", True,
-                                 [1.0]],
-                         ids=["0", "0.0", "neg", "nan", "inf", "-inf", "median", "MEAN", "bool",
-                              "list"])
+@pytest.mark.parametrize(
+    "bad",
+    [0, 0.0, -1.0, np.nan, np.inf, -np.inf, "median", "MEAN", True, [1.0]],
+    ids=["0", "0.0", "neg", "nan", "inf", "-inf", "median", "MEAN", "bool", "list"],
+)
 def test_c_new_invalid_at_construction(kind, bad):
     model = _fitted_cached(kind)
     with pytest.raises(ValueError, match="C_new"):
@@ -422,8 +431,11 @@ def test_c_new_invalid_at_construction(kind, bad):
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("value", [-1.0, 0.0, np.nan, np.inf, "2.0", None, np.array([1.0, 2.0])],
-                         ids=["neg", "zero", "nan", "inf", "str", "None", "array"])
+@pytest.mark.parametrize(
+    "value",
+    [-1.0, 0.0, np.nan, np.inf, "2.0", None, np.array([1.0, 2.0])],
+    ids=["neg", "zero", "nan", "inf", "str", "None", "array"],
+)
 def test_c_new_callable_bad_at_query_time(kind, value):
     X, y = _data(kind)
     model = _fitted_cached(kind)
@@ -437,8 +449,13 @@ def test_c_new_callable_bad_at_query_time(kind, value):
     s.remove([3])
     s.add(X[300:301], y[300:301])
     assert s.n_new == N_FIT
-    queries_ = [s.distance_bound, lambda: s.radius, s.sphere,
-                lambda: s.decision_bounds(queries(kind)), lambda: s.tightness(queries(kind))]
+    queries_ = [
+        s.distance_bound,
+        lambda: s.radius,
+        s.sphere,
+        lambda: s.decision_bounds(queries(kind)),
+        lambda: s.tightness(queries(kind)),
+    ]
     if kind in CLASSIFIERS:
         queries_.append(lambda: s.predict_certain(queries(kind)))
     if kind.startswith("linear"):
@@ -451,8 +468,7 @@ def test_c_new_callable_bad_at_query_time(kind, value):
     assert (s.n_added, s.n_removed) == (1, 1)
 
 
-@pytest.mark.parametrize("value", [-1.0, 0.0, np.nan, np.inf],
-                         ids=["neg", "zero", "nan", "inf"])
+@pytest.mark.parametrize("value", [-1.0, 0.0, np.nan, np.inf], ids=["neg", "zero", "nan", "inf"])
 def test_loo_bounds_c_new_callable_bad(value):
     with pytest.raises(ValueError, match="C_new"):
         loo_bounds(_fitted_cached("linear_logistic"), C_new=lambda n: value)
@@ -468,8 +484,11 @@ def test_loo_bounds_c_new_callable_non_number(value):
 # queries that do not apply
 # ---------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("kind", ["linear_logistic", "linear_squared"])
-@pytest.mark.parametrize("q", [0, -1, -0.5, np.nan, -np.inf, True, "2", None],
-                         ids=["0", "-1", "-0.5", "nan", "-inf", "bool", "str", "None"])
+@pytest.mark.parametrize(
+    "q",
+    [0, -1, -0.5, np.nan, -np.inf, True, "2", None],
+    ids=["0", "-1", "-0.5", "nan", "-inf", "bool", "str", "None"],
+)
 def test_norm_change_bound_bad_q(kind, q):
     s, Xq = what_if(kind), queries(kind)
     with unchanged(s, Xq), pytest.raises(ValueError, match="q must be a positive number"):
@@ -520,9 +539,11 @@ def _update_refit(model, X, y):
     model.fit(X[:N_FIT], y[:N_FIT])
 
 
-@pytest.mark.parametrize("update", [_update_add, _update_remove, _update_relabel,
-                                    _update_partial_fit, _update_refit],
-                         ids=["add", "remove", "relabel", "partial_fit", "refit"])
+@pytest.mark.parametrize(
+    "update",
+    [_update_add, _update_remove, _update_relabel, _update_partial_fit, _update_refit],
+    ids=["add", "remove", "relabel", "partial_fit", "refit"],
+)
 @pytest.mark.parametrize("kind", KINDS)
 def test_model_changed_after_the_object_was_made(kind, update):
     X, y = _data(kind)
@@ -531,10 +552,18 @@ def test_model_changed_after_the_object_was_made(kind, update):
     counts = (s.n_added, s.n_removed, s.n_relabeled)
     update(model, X, y)
     Xq = queries(kind)
-    calls = [lambda: s.decision_bounds(Xq), s.distance_bound, lambda: s.radius, s.sphere,
-             lambda: s.tightness(Xq), lambda: s.remove([30]),
-             lambda: s.add(X[300:301], y[300:301]), lambda: s.relabel([31], y[[31]]),
-             s.undo, s.reset]
+    calls = [
+        lambda: s.decision_bounds(Xq),
+        s.distance_bound,
+        lambda: s.radius,
+        s.sphere,
+        lambda: s.tightness(Xq),
+        lambda: s.remove([30]),
+        lambda: s.add(X[300:301], y[300:301]),
+        lambda: s.relabel([31], y[[31]]),
+        s.undo,
+        s.reset,
+    ]
     if kind in CLASSIFIERS:
         calls.append(lambda: s.predict_certain(Xq))
     if kind.startswith("linear"):
@@ -571,12 +600,20 @@ def test_set_params_c_after_fit_is_not_silent_garbage(which):
     # the references are solved tightly: the curvature region of a small problem is the
     # retrained model to rounding, narrower than a default-tolerance refit's own error
     if which == "sensitivity":  # the model retrained at C=10 without sample 0
-        f = LinearClassifier(loss="logistic", C=10.0, tol=1e-13).fit(
-            X[1:], y[1:]).decision_function(X[:5])
+        f = (
+            LinearClassifier(loss="logistic", C=10.0, tol=1e-13)
+            .fit(X[1:], y[1:])
+            .decision_function(X[:5])
+        )
     else:  # the leave-one-out models at C=10
-        f = np.array([LinearClassifier(loss="logistic", C=10.0, tol=1e-13)
-                      .fit(np.delete(X, i, 0), np.delete(y, i))
-                      .decision_function(X[i:i + 1])[0] for i in range(5)])
+        f = np.array(
+            [
+                LinearClassifier(loss="logistic", C=10.0, tol=1e-13)
+                .fit(np.delete(X, i, 0), np.delete(y, i))
+                .decision_function(X[i : i + 1])[0]
+                for i in range(5)
+            ]
+        )
     assert np.all(lo <= f + 1e-9) and np.all(f <= hi + 1e-9)
 
 
@@ -595,7 +632,7 @@ def test_keep_data_false_remove_needs_rows(nodata_pair):
     kept, lean, X, y = nodata_pair
     Xq = queries("linear_squared")
     s = deltafit.sensitivity(lean)
-    s.add(X[N_FIT:N_FIT + 2], y[N_FIT:N_FIT + 2])
+    s.add(X[N_FIT : N_FIT + 2], y[N_FIT : N_FIT + 2])
     with unchanged(s, Xq):
         with pytest.raises(ValueError, match="keep_data=False"):
             s.remove([3])
@@ -639,7 +676,7 @@ def test_keep_data_false_matches_keep_data_true(nodata_pair):
     b.remove([3, 17], X=X[[3, 17]], y=y[[3, 17]])
     c.remove(X=X[[17, 3]], y=y[[17, 3]])  # found by value
     for s in (a, b, c):
-        s.add(X[N_FIT:N_FIT + 3], y[N_FIT:N_FIT + 3])
+        s.add(X[N_FIT : N_FIT + 3], y[N_FIT : N_FIT + 3])
     a.relabel([5], [y[5] + 1.0])
     b.relabel([5], [y[5] + 1.0], X=X[5:6], y_old=y[5:6])
     c.relabel([5], [y[5] + 1.0], X=X[5:6], y_old=y[5:6])
@@ -655,8 +692,8 @@ def test_keep_data_false_matches_keep_data_true(nodata_pair):
     keep = np.setdiff1d(np.arange(N_FIT), [3, 17])
     y2 = y.copy()
     y2[5] += 1.0
-    Xn = np.vstack([X[keep], X[N_FIT:N_FIT + 3]])
-    yn = np.r_[y2[keep], y[N_FIT:N_FIT + 3]]
+    Xn = np.vstack([X[keep], X[N_FIT : N_FIT + 3]])
+    yn = np.r_[y2[keep], y[N_FIT : N_FIT + 3]]
     f = LinearRegressor(C=2.0).fit(Xn, yn).predict(Xq)
     lo, hi = b.decision_bounds(Xq)
     assert np.all(lo <= f + 1e-9) and np.all(f <= hi + 1e-9)
@@ -795,15 +832,18 @@ def test_undo_of_an_addition_gives_its_ids_back(kind):
     X, y = _data(kind)
     model = _fitted_cached(kind)
     s = deltafit.sensitivity(model)
-    first = s.add(X[N_FIT:N_FIT + 3], y[N_FIT:N_FIT + 3])
+    first = s.add(X[N_FIT : N_FIT + 3], y[N_FIT : N_FIT + 3])
     s.remove([1])
     s.undo()
     s.undo()
     assert s.n_added == 0 and s.n_removed == 0
-    again = s.add(X[N_FIT + 3:N_FIT + 5], y[N_FIT + 3:N_FIT + 5])
+    again = s.add(X[N_FIT + 3 : N_FIT + 5], y[N_FIT + 3 : N_FIT + 5])
     # the ids a real model.add would give
-    assert again.tolist() == first[:2].tolist() == copy.deepcopy(model).add(
-        X[N_FIT + 3:N_FIT + 5], y[N_FIT + 3:N_FIT + 5]).tolist()
+    assert (
+        again.tolist()
+        == first[:2].tolist()
+        == copy.deepcopy(model).add(X[N_FIT + 3 : N_FIT + 5], y[N_FIT + 3 : N_FIT + 5]).tolist()
+    )
     with pytest.raises(ValueError, match="unknown sample ids"):
         s.remove([int(first[2])])
 

@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
 
 import deltafit
+from curvature_cases import TOL, draw_case, run_case
+from deltafit.losses import get_loss
 from deltafit.model_selection import cross_validate, loo
 from deltafit.sensitivity import loo_bounds
 from deltafit.sensitivity.regions._curvature import (
@@ -26,9 +29,7 @@ from deltafit.sensitivity.regions._curvature import (
     removal_intervals,
     secant_range,
 )
-from deltafit.losses import get_loss
-
-from curvature_cases import TOL, draw_case, run_case
+from hypothesis_profiles import examples
 
 
 def _split(X, y, seed=0, frac=0.7):
@@ -115,8 +116,7 @@ def test_matches_sklearn_logistic_regression(breast_cancer):
     keep = np.ones(len(ytr), dtype=bool)
     keep[ids] = False
     Z = np.hstack([Xtr[keep], np.ones((keep.sum(), 1))])
-    sk = LogisticRegression(C=0.5, fit_intercept=False, tol=1e-12, max_iter=10000).fit(
-        Z, ytr[keep])
+    sk = LogisticRegression(C=0.5, fit_intercept=False, tol=1e-12, max_iter=10000).fit(Z, ytr[keep])
     d = np.hstack([Xte, np.ones((len(Xte), 1))]) @ sk.coef_.ravel()
     lo, hi = reg.decision_bounds(Xte)
     assert _contains(lo, hi, d) <= 1e-5  # lbfgs' own accuracy
@@ -151,8 +151,7 @@ def test_digits_kernel_squared_hinge_mixed_change(digits):
     idx = rng.choice(len(y), 260, replace=False)
     Xtr, ytr = X[idx[:200]], y[idx[:200]]
     Xnew, ynew = X[idx[200:]], y[idx[200:]]
-    m = deltafit.KernelClassifier(loss="squared_hinge", C=1.0, gamma=0.02,
-                                  tol=1e-13).fit(Xtr, ytr)
+    m = deltafit.KernelClassifier(loss="squared_hinge", C=1.0, gamma=0.02, tol=1e-13).fit(Xtr, ytr)
     s = deltafit.sensitivity(m, method="sphere")
     s.remove(np.arange(10))
     s.add(Xnew[:6], ynew[:6])
@@ -175,8 +174,12 @@ def test_digits_kernel_squared_hinge_mixed_change(digits):
 
 
 # ------------------------------------------------------------------------ random problems
-@settings(max_examples=200, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=examples(200),
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(st.integers(0, 2**31 - 1))
 def test_random_changes_never_violated(seed):
     """Hypothesis over random problems and changes (tests/curvature_cases.py): the refit lies
@@ -189,8 +192,9 @@ def test_random_changes_never_violated(seed):
 
 
 # ------------------------------------------------------------------------ leave-one-out
-@pytest.mark.parametrize("kind", ["linear-logistic", "kernel-squared_hinge",
-                                  "kernel-logistic-weighted"])
+@pytest.mark.parametrize(
+    "kind", ["linear-logistic", "kernel-squared_hinge", "kernel-logistic-weighted"]
+)
 def test_loo_bounds_against_every_refit(kind, breast_cancer):
     """Curvature leave-one-out bounds hold for every sample (brute-force refits) and decide
     at least the labels the balls decide."""
@@ -200,8 +204,9 @@ def test_loo_bounds_against_every_refit(kind, breast_cancer):
     if kind == "linear-logistic":
         m = deltafit.LinearClassifier(loss="logistic", C=2.0, tol=1e-13)
     elif kind == "kernel-squared_hinge":
-        m = deltafit.KernelClassifier(loss="squared_hinge", C=1.0, gamma=1.0,
-                                      fit_intercept=False, tol=1e-13)
+        m = deltafit.KernelClassifier(
+            loss="squared_hinge", C=1.0, gamma=1.0, fit_intercept=False, tol=1e-13
+        )
     else:
         m = deltafit.KernelClassifier(loss="logistic", C=3.0, gamma=0.3, tol=1e-13)
         w = np.random.default_rng(0).uniform(0.3, 2.0, len(y))
@@ -213,12 +218,14 @@ def test_loo_bounds_against_every_refit(kind, breast_cancer):
     for i in range(len(y)):
         keep = np.arange(len(y)) != i
         ref = clone(m).fit(X[keep], y[keep], sample_weight=None if w is None else w[keep])
-        d[i] = ref.decision_function(X[i:i + 1])[0]
+        d[i] = ref.decision_function(X[i : i + 1])[0]
     assert _contains(lo, hi, d) <= TOL
     dec, bdec = (lo > 0) | (hi <= 0), (blo > 0) | (bhi <= 0)
     assert np.all(dec >= bdec)
-    print(f"\n{kind}: leave-one-out labels decided: ball {bdec.mean():.1%}, "
-          f"curvature {dec.mean():.1%}")
+    print(
+        f"\n{kind}: leave-one-out labels decided: ball {bdec.mean():.1%}, "
+        f"curvature {dec.mean():.1%}"
+    )
 
 
 def test_loo_and_kfold_screening_switch(breast_cancer):
@@ -226,8 +233,7 @@ def test_loo_and_kfold_screening_switch(breast_cancer):
     region; the curvature region refits fewer samples than the ball."""
     X, y = breast_cancer
     X, y = X[:150], y[:150]
-    est = deltafit.KernelClassifier(loss="squared_hinge", C=1.0, gamma=1.0,
-                                    fit_intercept=False)
+    est = deltafit.KernelClassifier(loss="squared_hinge", C=1.0, gamma=1.0, fit_intercept=False)
     brute = loo(est, X, y, method="refit")
     res = {r: loo(est, X, y, method="bounds", region=r) for r in ("sphere", "auto")}
     for r in res.values():

@@ -26,11 +26,17 @@ from sklearn.linear_model import Ridge
 from sklearn.preprocessing import StandardScaler
 
 import deltafit as df
+from hypothesis_profiles import examples
 from reference import augment, reference_kernel
 
 REL = 1e-8
-SETTINGS = dict(deadline=None, derandomize=True, database=None, max_examples=60,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SETTINGS = dict(
+    deadline=None,
+    derandomize=True,
+    database=None,
+    max_examples=examples(60),
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 # ------------------------------------------------------------------------------ helpers
@@ -39,7 +45,7 @@ def cancer():
     """Breast cancer, standardised on the training part of a seeded 70/30 split."""
     X, y = load_breast_cancer(return_X_y=True)
     perm = np.random.default_rng(0).permutation(y.size)
-    tr, te = perm[: int(0.7 * y.size)], perm[int(0.7 * y.size):]
+    tr, te = perm[: int(0.7 * y.size)], perm[int(0.7 * y.size) :]
     sc = StandardScaler().fit(X[tr])
     return sc.transform(X[tr]), y[tr], sc.transform(X[te]), y[te]
 
@@ -83,9 +89,11 @@ def assert_exact(lo, hi, f, what=""):
     err = np.max(np.abs(center - f)) / scale
     assert err <= REL, f"{what}: relative error {err:.2e}"
     bad = (f < lo) | (f > hi)
-    assert not bad.any(), (f"{what}: the refit leaves the interval at {np.flatnonzero(bad)[:5]}"
-                           f" (half-width {np.max(hi - lo) / 2:.2e}, "
-                           f"error {np.max(np.abs(center - f)):.2e})")
+    assert not bad.any(), (
+        f"{what}: the refit leaves the interval at {np.flatnonzero(bad)[:5]}"
+        f" (half-width {np.max(hi - lo) / 2:.2e}, "
+        f"error {np.max(np.abs(center - f)):.2e})"
+    )
     # rounding level: the interval is far narrower than the decision values
     assert np.max(hi - lo) <= 1e-5 * scale
 
@@ -123,8 +131,7 @@ def _mixed_change(s, m, X, y, w, Xa, ya, wa):
     an addition), relabels (model sample and addition) and reweights; return the changed
     data set (X, y, w)."""
     cls = getattr(m, "classes_", None)
-    flip = (lambda v: cls[1] if v == cls[0] else cls[0]) if cls is not None else \
-        (lambda v: v + 1.5)
+    flip = (lambda v: cls[1] if v == cls[0] else cls[0]) if cls is not None else (lambda v: v + 1.5)
     ids = s.add(Xa, ya, sample_weight=wa)
     s.remove([3, 8, 21])
     s.remove(ids[:1])
@@ -143,18 +150,21 @@ def _mixed_change(s, m, X, y, w, Xa, ya, wa):
 @pytest.mark.parametrize("task", ["classifier", "regressor"])
 @pytest.mark.parametrize("fit_intercept", [True, False])
 @pytest.mark.parametrize("C_new", [None, 3.0, "mean"])
-def test_mixed_changes_with_weights_and_C_new_equal_the_refit(cancer, kind, task,
-                                                              fit_intercept, C_new):
+def test_mixed_changes_with_weights_and_C_new_equal_the_refit(
+    cancer, kind, task, fit_intercept, C_new
+):
     X, y, Xt, _ = cancer
     X, Xa = X[:200], X[200:212]
     rng = np.random.default_rng(1)
     if task == "classifier":
         est = (df.LinearClassifier if kind == "linear" else df.KernelClassifier)(
-            C=0.7, fit_intercept=fit_intercept)
+            C=0.7, fit_intercept=fit_intercept
+        )
         ya, y = y[200:212], y[:200]
     else:
         est = (df.LinearRegressor if kind == "linear" else df.KernelRegressor)(
-            C=0.7, fit_intercept=fit_intercept)
+            C=0.7, fit_intercept=fit_intercept
+        )
         y = X @ rng.normal(size=X.shape[1]) + rng.normal(size=X.shape[0])
         ya = Xa @ rng.normal(size=X.shape[1])
     w = rng.uniform(0.5, 2.0, size=y.size)
@@ -172,8 +182,9 @@ def test_mixed_changes_with_weights_and_C_new_equal_the_refit(cancer, kind, task
         r = clone(m).set_params(C=C2).fit(X2, y2, sample_weight=w2)
         clo, chi = s.coef_bounds()
         assert np.all((clo <= r.coef_ + 1e-12) & (r.coef_ - 1e-12 <= chi))
-        np.testing.assert_allclose(0.5 * (clo + chi), r.coef_, rtol=REL,
-                                   atol=REL * np.abs(r.coef_).max())
+        np.testing.assert_allclose(
+            0.5 * (clo + chi), r.coef_, rtol=REL, atol=REL * np.abs(r.coef_).max()
+        )
         ilo, ihi = s.intercept_bounds()
         assert np.all(ilo - 1e-12 <= r.intercept_) and np.all(r.intercept_ <= ihi + 1e-12)
         b_old = np.append(np.ravel(m.coef_), np.ravel(m.intercept_) / m.intercept_scaling)
@@ -210,8 +221,11 @@ def test_samples_of_weight_zero_brought_back(cancer, est):
     w2, y2 = w.copy(), y.copy()
     w2[3], w2[4], y2[5] = 1.5, 0.7, 1 - y[5]
     keep = np.setdiff1d(np.arange(150), [10])
-    assert_exact(*s.decision_bounds(Xt), twin(m, X[keep], y2[keep], w2[keep], 1.0, Xt),
-                 "weight 0 -> positive")
+    assert_exact(
+        *s.decision_bounds(Xt),
+        twin(m, X[keep], y2[keep], w2[keep], 1.0, Xt),
+        "weight 0 -> positive",
+    )
 
 
 # ----------------------------------------------------------------------- keep_data=False
@@ -286,9 +300,15 @@ def test_undo_and_reset_rebuild_the_region(cancer, est):
     assert s.distance_bound() <= 1e-6
 
 
-@pytest.mark.parametrize("est", [df.LinearClassifier(C=1.0), df.KernelClassifier(C=1.0),
-                                 df.LinearRegressor(C=1.0, keep_data=False)],
-                         ids=["linear", "kernel", "keep_data=False"])
+@pytest.mark.parametrize(
+    "est",
+    [
+        df.LinearClassifier(C=1.0),
+        df.KernelClassifier(C=1.0),
+        df.LinearRegressor(C=1.0, keep_data=False),
+    ],
+    ids=["linear", "kernel", "keep_data=False"],
+)
 def test_the_model_is_untouched(cancer, est):
     """Every array of the model, its exact state included, byte-identical before and after a
     what-if (fresh fits, whose primal state holds only a Cholesky factor, and models with
@@ -317,25 +337,34 @@ def test_the_model_is_untouched(cancer, est):
 
 # ------------------------------------------------------------- property test: random data
 @settings(**SETTINGS)
-@given(seed=st.integers(0, 2 ** 16), kind=st.sampled_from(["linear", "kernel"]),
-       task=st.sampled_from(["classifier", "regressor"]), fit_intercept=st.booleans(),
-       logC=st.floats(-2.0, 2.0), weighted=st.booleans(),
-       ops=st.lists(st.sampled_from(["add", "remove", "relabel", "reweight", "remove_added"]),
-                    min_size=1, max_size=5),
-       c_new=st.sampled_from([None, "mean", 0.3]))
-def test_refit_lies_inside_on_random_problems(seed, kind, task, fit_intercept, logC, weighted,
-                                              ops, c_new):
+@given(
+    seed=st.integers(0, 2**16),
+    kind=st.sampled_from(["linear", "kernel"]),
+    task=st.sampled_from(["classifier", "regressor"]),
+    fit_intercept=st.booleans(),
+    logC=st.floats(-2.0, 2.0),
+    weighted=st.booleans(),
+    ops=st.lists(
+        st.sampled_from(["add", "remove", "relabel", "reweight", "remove_added"]),
+        min_size=1,
+        max_size=5,
+    ),
+    c_new=st.sampled_from([None, "mean", 0.3]),
+)
+def test_refit_lies_inside_on_random_problems(
+    seed, kind, task, fit_intercept, logC, weighted, ops, c_new
+):
     rng = np.random.default_rng(seed)
     n, d = int(rng.integers(15, 50)), int(rng.integers(2, 7))
     X = rng.normal(size=(n + 10, d)) * rng.uniform(0.2, 3.0, size=d)
     if task == "classifier":
         y = np.where(X[:, 0] + rng.normal(size=n + 10) > 0, 1, 0)
         y[:2] = [0, 1]
-        est = (df.LinearClassifier if kind == "linear" else df.KernelClassifier)
+        est = df.LinearClassifier if kind == "linear" else df.KernelClassifier
     else:
         y = X @ rng.normal(size=d) + rng.normal(size=n + 10)
-        est = (df.LinearRegressor if kind == "linear" else df.KernelRegressor)
-    C = float(10.0 ** logC)
+        est = df.LinearRegressor if kind == "linear" else df.KernelRegressor
+    C = float(10.0**logC)
     est = est(C=C, fit_intercept=fit_intercept)
     w = rng.uniform(0.3, 3.0, size=n + 10) if weighted else np.ones(n + 10)
     m = est.fit(X[:n], y[:n], sample_weight=w[:n] if weighted else None)

@@ -21,9 +21,13 @@ def data():
 # a kernel that overflows is refused by the kernel evaluation itself
 TOO_LARGE = "too large|the kernel produced NaN or inf"
 
-MODELS = [lambda: LinearClassifier(), lambda: LinearClassifier(loss="logistic"),
-          lambda: LinearRegressor(keep_data=False), lambda: KernelClassifier(kernel="linear"),
-          lambda: KernelClassifier(kernel="poly", degree=2)]
+MODELS = [
+    lambda: LinearClassifier(),
+    lambda: LinearClassifier(loss="logistic"),
+    lambda: LinearRegressor(keep_data=False),
+    lambda: KernelClassifier(kernel="linear"),
+    lambda: KernelClassifier(kernel="poly", degree=2),
+]
 
 
 @pytest.mark.parametrize("value", [1e120, 1e200, 1e300])

@@ -23,12 +23,18 @@ from hypothesis import strategies as st
 from sklearn.datasets import load_digits, load_wine
 
 import deltafit as df
+from hypothesis_profiles import examples
 from reference import augment
 
 WIDTH = 1e-6  # of the decision scale: the largest |decision| of the refit (as in
 #              test_sensitivity_exact)
-SETTINGS = dict(deadline=None, derandomize=True, database=None, max_examples=60,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SETTINGS = dict(
+    deadline=None,
+    derandomize=True,
+    database=None,
+    max_examples=examples(60),
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 def extended_reference(X, T, w, C, s):
@@ -67,9 +73,11 @@ def extended_decisions(model, X, y, w, C, Xq):
 
 def _inside(lo, hi, f, what):
     bad = (f < lo) | (f > hi)
-    assert not bad.any(), (f"{what}: outside the interval at {np.argwhere(bad)[:5].tolist()}"
-                           f" by {np.max(np.maximum(lo - f, f - hi)):.2e} "
-                           f"(half-width {np.max(hi - lo) / 2:.2e})")
+    assert not bad.any(), (
+        f"{what}: outside the interval at {np.argwhere(bad)[:5].tolist()}"
+        f" by {np.max(np.maximum(lo - f, f - hi)):.2e} "
+        f"(half-width {np.max(hi - lo) / 2:.2e})"
+    )
 
 
 # ------------------------------------------------------------------------ real data
@@ -105,8 +113,7 @@ def _change(s, X, y, Xa, ya):
 
 @pytest.mark.parametrize("data", ["digits6", "wine"])
 @pytest.mark.parametrize("change", ["remove", "mixed"])
-def test_raw_features_give_rounding_width_intervals_that_decide_every_label(
-        request, data, change):
+def test_raw_features_give_rounding_width_intervals_that_decide_every_label(request, data, change):
     X, y, Xt = request.getfixturevalue(data)
     m = df.LinearClassifier().fit(X[:-4], y[:-4])
     s = df.sensitivity(m)
@@ -165,7 +172,7 @@ def problems(draw):
     n = draw(st.integers(12, 50))
     p = draw(st.integers(1, 7))
     task = draw(st.sampled_from(["binary", "three", "regression"]))
-    seed = draw(st.integers(0, 2 ** 31 - 1))
+    seed = draw(st.integers(0, 2**31 - 1))
     rng = np.random.default_rng(seed)
     scales = 10.0 ** rng.uniform(-2.0, 3.0, size=p)
     offsets = rng.normal(size=p) * scales * draw(st.sampled_from([0.0, 1.0, 5.0]))
@@ -181,8 +188,14 @@ def problems(draw):
         y = np.arange(n + 4) % k
         rng.shuffle(y)
     C = float(10.0 ** rng.uniform(-2.0, 2.0))
-    kinds = draw(st.lists(st.sampled_from(["remove", "add", "relabel", "reweight"]),
-                          min_size=1, max_size=3, unique=True))
+    kinds = draw(
+        st.lists(
+            st.sampled_from(["remove", "add", "relabel", "reweight"]),
+            min_size=1,
+            max_size=3,
+            unique=True,
+        )
+    )
     C_new = draw(st.sampled_from([None, None, 2.5]))
     fit_intercept = draw(st.booleans())
     Xq = np.vstack([X, rng.normal(size=(20, p)) * scales + offsets])
@@ -208,8 +221,7 @@ def test_badly_scaled_random_problems_contain_the_refit(prob):
         s.remove([0, 2])
         gone += [0, 2]
     if "relabel" in kinds:
-        new = yy[3] + 2.0 if task == "regression" else (yy[3] + 1) % (2 if task == "binary"
-                                                                        else 3)
+        new = yy[3] + 2.0 if task == "regression" else (yy[3] + 1) % (2 if task == "binary" else 3)
         s.relabel([3], [new])
         yy[3] = new
     if "reweight" in kinds:

@@ -24,8 +24,11 @@ def test_undoing_a_huge_addition_keeps_the_radius_exact(kind, loops):
     rng = np.random.default_rng(1)
     X = rng.normal(size=(30, 2))
     y = 1e3 * (np.sin(X[:, 0]) + 0.1 * rng.normal(size=30))
-    make = (lambda: df.KernelRegressor(C=1.0, gamma=0.5)) if kind == "kernel" else \
-        (lambda: df.LinearRegressor(C=1.0))
+    make = (
+        (lambda: df.KernelRegressor(C=1.0, gamma=0.5))
+        if kind == "kernel"
+        else (lambda: df.LinearRegressor(C=1.0))
+    )
     m = make().fit(X, y)
     ref = df.sensitivity(m).relabel([1], [y[1] + 1e-2])
     s = df.sensitivity(m).relabel([1], [y[1] + 1e-2])
@@ -58,8 +61,7 @@ def test_closed_form_drift_is_certified():
     fresh = df.LinearRegressor(C=1e4).fit(X, y)
     assert np.max(np.abs(m.predict(X) - fresh.predict(X))) <= 1e-8 * np.max(np.abs(y))
     floor = 10 * (fresh.grad_norm_ + 2 * model_gradient_sphere(fresh).radius)
-    assert m.grad_norm_ == pytest.approx(2 * model_gradient_sphere(m).radius, rel=1e-4,
-                                         abs=floor)
+    assert m.grad_norm_ == pytest.approx(2 * model_gradient_sphere(m).radius, rel=1e-4, abs=floor)
     s = df.sensitivity(m).relabel([0], [y[0] + 1e-7])
     y2 = y.copy()
     y2[0] += 1e-7
@@ -97,7 +99,7 @@ def test_zhang_on_a_singular_kernel_matrix():
     lo, hi = zhang_loo_bounds(m)
     for t in range(12):
         keep = np.arange(12) != t
-        f = copy.deepcopy(m).fit(X[keep], y[keep]).decision_function(X[t:t + 1])[0]
+        f = copy.deepcopy(m).fit(X[keep], y[keep]).decision_function(X[t : t + 1])[0]
         assert lo[t] - 1e-9 <= f <= hi[t] + 1e-9
 
 

@@ -71,8 +71,7 @@ def test_breast_cancer_removals_inside_the_refit_and_ball(loss, breast_cancer):
         assert isinstance(reg, SolvedRegion) and reg.kind == "curvature"
         keep = np.ones(len(tr), dtype=bool)
         keep[ids] = False
-        lo, hi, blo, bhi = _check_against_refit(m, s, reg, X[tr][keep], y[tr][keep], None,
-                                                X[te])
+        lo, hi, blo, bhi = _check_against_refit(m, s, reg, X[tr][keep], y[tr][keep], None, X[te])
         assert np.median(hi - lo) < 1e-6  # essentially the retrained model
         dec, bdec = (lo > 0) | (hi <= 0), (blo > 0) | (bhi <= 0)
         assert np.all(dec >= bdec)
@@ -126,15 +125,16 @@ def test_rounding_allowance_covers_the_gradient_error(breast_cancer):
     m = deltafit.LinearClassifier(loss="logistic", C=5.0, tol=1e-13).fit(X, y)
     s = deltafit.sensitivity(m, method="sphere").remove(np.arange(0, 60, 4))
     prob = m.problem_
-    cache = prob.cached(("curvature-solve", "logistic"),
-                        lambda: _curvature_solve._solve_cache(prob, prob.loss))
+    cache = prob.cached(
+        ("curvature-solve", "logistic"), lambda: _curvature_solve._solve_cache(prob, prob.loss)
+    )
     pb = _curvature_solve._Problem(s, cache)
     beta, g, delta = pb.solve(np.asarray(prob.coef, dtype=np.float64))
     Xl = pb.X.astype(np.longdouble)
     bl = beta.astype(np.longdouble)
     z = Xl @ bl
     t = pb.t.astype(np.longdouble)
-    d1 = -t / (np.longdouble(1) + np.exp(t * z))   # ℓ'(t, z) = −t σ(−t z)
+    d1 = -t / (np.longdouble(1) + np.exp(t * z))  # ℓ'(t, z) = −t σ(−t z)
     g_ext = bl + Xl.T @ (pb.u.astype(np.longdouble) * d1)
     err = float(np.sqrt(np.sum((g_ext - g.astype(np.longdouble)) ** 2)))
     assert err <= delta

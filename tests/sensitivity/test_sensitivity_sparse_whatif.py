@@ -33,8 +33,9 @@ def digits():
 
 def _inside(lo, hi, f):
     bad = (f < lo) | (f > hi)
-    assert not bad.any(), (f"refit outside at {np.flatnonzero(bad)[:5]}: "
-                           f"{np.max(np.maximum(lo - f, f - hi)):.2e}")
+    assert not bad.any(), (
+        f"refit outside at {np.flatnonzero(bad)[:5]}: {np.max(np.maximum(lo - f, f - hi)):.2e}"
+    )
 
 
 def test_sparse_relabel_without_stored_rows_equals_dense_and_contains_refit(digits):
@@ -111,8 +112,11 @@ def test_pipeline_weighted_add_equals_the_plain_what_if(digits):
     # the weighted refit (the scaler frozen at its first fit) lies inside
     Z = scaler.transform(Xr[:320])
     wt = np.concatenate([np.ones(300), w])
-    f = df.LinearClassifier().fit(Z, y[:320], sample_weight=wt).decision_function(
-        scaler.transform(Xr))
+    f = (
+        df.LinearClassifier()
+        .fit(Z, y[:320], sample_weight=wt)
+        .decision_function(scaler.transform(Xr))
+    )
     _inside(lo, hi, f)
 
 
@@ -129,6 +133,9 @@ def test_pipeline_reweight_takes_raw_rows_without_stored_rows(digits):
     wt = np.ones(300)
     wt[ids] = w_new
     Z = scaler.transform(Xr[:300])
-    f = df.LinearClassifier().fit(Z, y[:300], sample_weight=wt).decision_function(
-        scaler.transform(Xr))
+    f = (
+        df.LinearClassifier()
+        .fit(Z, y[:300], sample_weight=wt)
+        .decision_function(scaler.transform(Xr))
+    )
     _inside(lo, hi, f)

@@ -39,10 +39,14 @@ from deltafit.sensitivity import (
     zhang_loo_bounds,
 )
 from deltafit.solvers import newton_kernel, newton_primal
+from hypothesis_profiles import examples
 from reference import kernel_features, two_ball_reference
 
-SETTINGS = dict(derandomize=True, deadline=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SETTINGS = dict(
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 # =============================================================================================
@@ -59,7 +63,7 @@ def ball_pairs(draw, case):
     internally (nearly) tangent balls, concentric and equal balls, and η parallel to m2 − m1.
     """
     d = draw(st.integers(2, 8))
-    seed = draw(st.integers(0, 2 ** 32 - 1))
+    seed = draw(st.integers(0, 2**32 - 1))
     scale = draw(st.sampled_from([1e-2, 1.0, 30.0]))
     r1 = scale * draw(st.floats(0.05, 3.0))
     r2 = scale * draw(st.floats(0.05, 3.0))
@@ -99,8 +103,14 @@ def ball_pairs(draw, case):
 
 def _closed_form(p):
     eta, m1, m2 = p["eta"], p["m1"], p["m2"]
-    return two_ball_bounds(eta @ m1, eta @ m2, np.linalg.norm(eta, axis=1), p["r1"], p["r2"],
-                           float(np.linalg.norm(m1 - m2)))
+    return two_ball_bounds(
+        eta @ m1,
+        eta @ m2,
+        np.linalg.norm(eta, axis=1),
+        p["r1"],
+        p["r2"],
+        float(np.linalg.norm(m1 - m2)),
+    )
 
 
 def _score_scale(p):
@@ -111,16 +121,17 @@ def _score_scale(p):
 
 def test_two_ball_reference_sanity():
     """The reference on a lens with a known answer: unit discs at (0, 0) and (1.5, 0)."""
-    lo, hi, pmin, pmax = two_ball_reference(np.array([[1.0, 0.0], [0.0, 1.0]]), np.zeros(2),
-                                            1.0, np.array([1.5, 0.0]), 1.0)
-    h = np.sqrt(1.0 - 0.75 ** 2)
+    lo, hi, pmin, pmax = two_ball_reference(
+        np.array([[1.0, 0.0], [0.0, 1.0]]), np.zeros(2), 1.0, np.array([1.5, 0.0]), 1.0
+    )
+    h = np.sqrt(1.0 - 0.75**2)
     np.testing.assert_allclose(lo, [0.5, -h], atol=1e-12)
     np.testing.assert_allclose(hi, [1.0, h], atol=1e-12)
     np.testing.assert_allclose(pmin[1], [0.75, -h], atol=1e-9)
 
 
 @pytest.mark.parametrize("case", CASES)
-@settings(max_examples=40, **SETTINGS)
+@settings(max_examples=examples(40), **SETTINGS)
 @given(data=st.data())
 def test_two_ball_bounds_match_dual_reference(case, data):
     p = data.draw(ball_pairs(case))
@@ -139,7 +150,7 @@ def test_two_ball_bounds_match_dual_reference(case, data):
 
 
 @pytest.mark.parametrize("case", CASES)
-@settings(max_examples=40, **SETTINGS)
+@settings(max_examples=examples(40), **SETTINGS)
 @given(data=st.data())
 def test_two_ball_bounds_never_looser_than_one_ball(case, data):
     p = data.draw(ball_pairs(case))
@@ -174,8 +185,8 @@ def _points_in_both(p, rng, n=400):
 
 
 @pytest.mark.parametrize("case", CASES)
-@settings(max_examples=20, **SETTINGS)
-@given(data=st.data(), seed=st.integers(0, 2 ** 32 - 1))
+@settings(max_examples=examples(20), **SETTINGS)
+@given(data=st.data(), seed=st.integers(0, 2**32 - 1))
 def test_points_of_the_intersection_score_within_bounds(case, data, seed):
     p = data.draw(ball_pairs(case))
     lo, hi = _closed_form(p)
@@ -188,9 +199,14 @@ def test_points_of_the_intersection_score_within_bounds(case, data, seed):
     assert np.all(scores <= hi + slack)
 
 
-@settings(max_examples=100, **SETTINGS)
-@given(st.integers(2, 8), st.integers(0, 2 ** 32 - 1), st.floats(0.05, 3.0), st.floats(0.05, 3.0),
-       st.sampled_from([1e-6, 1e-3, 0.5, 10.0]))
+@settings(max_examples=examples(100), **SETTINGS)
+@given(
+    st.integers(2, 8),
+    st.integers(0, 2**32 - 1),
+    st.floats(0.05, 3.0),
+    st.floats(0.05, 3.0),
+    st.sampled_from([1e-6, 1e-3, 0.5, 10.0]),
+)
 def test_disjoint_balls_raise(d, seed, r1, r2, excess):
     rng = np.random.default_rng(seed)
     m1 = rng.normal(size=d)
@@ -208,7 +224,7 @@ def test_disjoint_balls_raise(d, seed, r1, r2, excess):
 
 
 @pytest.mark.parametrize("case", CASES)
-@settings(max_examples=10, **SETTINGS)
+@settings(max_examples=examples(10), **SETTINGS)
 @given(data=st.data())
 def test_primal_ball_intersection_matches_two_ball_bounds(case, data):
     p = data.draw(ball_pairs(case))
@@ -233,7 +249,7 @@ def _kernel_ball_pair(rng, kernel, d=4, n1=7, n2=5):
     # explicit features of every point involved: F Fᵀ = k on [P1; P2; X]
     allp = np.vstack([P1, P2, X])
     F = kernel_features(kernel(allp, allp))
-    F1, F2, FX = F[:n1], F[n1:n1 + n2], F[n1 + n2:]
+    F1, F2, FX = F[:n1], F[n1 : n1 + n2], F[n1 + n2 :]
     m1, m2 = F1.T @ c1, F2.T @ c2
     gap = float(np.linalg.norm(m1 - m2))
     return P1, c1, P2, c2, X, m1, m2, FX, gap
@@ -302,8 +318,9 @@ def test_kernel_ball_intersection_linear_kernel_equals_primal(seed):
     np.testing.assert_allclose(b, pb, rtol=1e-9, atol=1e-9)
     # centre distances in both forms
     beta_c, beta_p = rng.normal(size=4), Q
-    assert abs(k1.center_distance(beta_c, beta_p) - p1.center_distance(beta_p.T @ beta_c)) \
-        <= 1e-9 * (1 + gap)
+    assert abs(
+        k1.center_distance(beta_c, beta_p) - p1.center_distance(beta_p.T @ beta_c)
+    ) <= 1e-9 * (1 + gap)
 
 
 # =============================================================================================
@@ -367,8 +384,10 @@ def test_gradient_sphere_primal_contains_optimum_at_every_newton_iterate(breast_
 
 
 def _rbf(gamma, s=1.0):
-    return (lambda A, B: rbf_kernel(A, B, gamma=gamma) + s * s,
-            lambda A: np.full(len(A), 1.0 + s * s))
+    return (
+        lambda A, B: rbf_kernel(A, B, gamma=gamma) + s * s,
+        lambda A: np.full(len(A), 1.0 + s * s),
+    )
 
 
 @pytest.mark.parametrize("loss_name", ["logistic", "squared_hinge", "squared"])
@@ -435,7 +454,7 @@ def test_model_gradient_sphere_linear_early_stopped(breast_cancer, loss_name):
     assert sph.contains(beta_full, atol=full.grad_norm_ + 1e-12)
     lo, hi = sph.decision_bounds(Xte)
     f = full.decision_function(Xte)
-    slack = np.sqrt(np.sum(Xte ** 2, axis=1) + 1.0) * (full.grad_norm_ + 1e-12)
+    slack = np.sqrt(np.sum(Xte**2, axis=1) + 1.0) * (full.grad_norm_ + 1e-12)
     assert np.all(lo <= f + slack) and np.all(f <= hi + slack)
     # the converged model's own ball is (nearly) a point
     assert model_gradient_sphere(full).radius <= 1e-8
@@ -453,8 +472,9 @@ def test_model_gradient_sphere_kernel_early_stopped(digits, loss_name):
     assert sph.radius > 1e-3
     assert sph.radius == pytest.approx(0.5 * early.grad_norm_, rel=1e-9)
     a, P = full.dual_coef_, full.X_fit_
-    assert sph.center_distance(a, P) <= sph.radius + full.grad_norm_ \
-        + _kernel_distance_slack(sph, a, P)
+    assert sph.center_distance(a, P) <= sph.radius + full.grad_norm_ + _kernel_distance_slack(
+        sph, a, P
+    )
     lo, hi = sph.decision_bounds(Xte)
     f = full.decision_function(Xte)
     slack = np.sqrt(2.0) * (full.grad_norm_ + 1e-12)
@@ -463,8 +483,10 @@ def test_model_gradient_sphere_kernel_early_stopped(digits, loss_name):
 
 def test_model_gradient_sphere_closed_form_is_a_point(breast_cancer):
     X, y = _subsample(*breast_cancer, 100, seed=6)
-    for m in (LinearRegressor(C=3.0).fit(X[:, 1:], X[:, 0]),
-              KernelRegressor(kernel="rbf", gamma=0.1, C=3.0).fit(X, X[:, 0])):
+    for m in (
+        LinearRegressor(C=3.0).fit(X[:, 1:], X[:, 0]),
+        KernelRegressor(kernel="rbf", gamma=0.1, C=3.0).fit(X, X[:, 0]),
+    ):
         assert model_gradient_sphere(m).radius <= 1e-8
 
 
@@ -473,7 +495,7 @@ def test_model_gradient_sphere_closed_form_is_a_point(breast_cancer):
 # =============================================================================================
 def _split(X, y, n_train, n_test, seed):
     idx = np.random.default_rng(seed).permutation(len(X))
-    tr, te = idx[:n_train], idx[n_train:n_train + n_test]
+    tr, te = idx[:n_train], idx[n_train : n_train + n_test]
     return X[tr], y[tr], X[te]
 
 
@@ -586,8 +608,14 @@ def _loo_case(name, breast_cancer, digits):
     raise AssertionError(name)
 
 
-LOO_CASES = ["linear_logistic", "linear_squared_hinge", "kernel_squared_hinge",
-             "kernel_logistic", "kernel_squared", "linear_squared"]
+LOO_CASES = [
+    "linear_logistic",
+    "linear_squared_hinge",
+    "kernel_squared_hinge",
+    "kernel_logistic",
+    "kernel_squared",
+    "linear_squared",
+]
 
 
 def _score(model, X):
@@ -599,7 +627,7 @@ def _brute_loo(model, X, y, C):
     for i in range(len(X)):
         keep = np.arange(len(X)) != i
         m = clone(model).set_params(C=C).fit(X[keep], y[keep])
-        out[i] = _score(m, X[i:i + 1])[0]
+        out[i] = _score(m, X[i : i + 1])[0]
     return out
 
 
@@ -643,12 +671,13 @@ def test_loo_bounds_after_model_updates(breast_cancer):
     model.add(X[70:], y[70:])
     ids = model.sample_ids_
     lo, hi = loo_bounds(model)
-    Xa, ya = np.vstack([np.delete(X[:70], [0, 5, 9], 0), X[70:]]), np.r_[
-        np.delete(y[:70], [0, 5, 9]), y[70:]]
+    Xa, ya = (
+        np.vstack([np.delete(X[:70], [0, 5, 9], 0), X[70:]]),
+        np.r_[np.delete(y[:70], [0, 5, 9]), y[70:]],
+    )
     # sample_ids_ order is the order of Xa (kept samples, then the added ones)
     ref = LinearClassifier(loss="logistic", C=2.0).fit(Xa, ya)
-    np.testing.assert_allclose(model.decision_function(Xa), ref.decision_function(Xa),
-                               atol=1e-8)
+    np.testing.assert_allclose(model.decision_function(Xa), ref.decision_function(Xa), atol=1e-8)
     f = _brute_loo(ref, Xa, ya, 2.0)
     tol = 1e-7 * (1.0 + np.abs(f))
     assert np.all(lo <= f + tol) and np.all(f <= hi + tol)
@@ -660,8 +689,8 @@ def test_loo_bounds_after_model_updates(breast_cancer):
 # 5. the module is callable
 # =============================================================================================
 def test_sensitivity_module_is_callable(breast_cancer):
-    from deltafit.sensitivity import gradient_sphere as gs  # noqa: F401
     import deltafit.sensitivity as sens
+    from deltafit.sensitivity import gradient_sphere as gs  # noqa: F401
 
     X, y = _subsample(*breast_cancer, 60, seed=18)
     model = LinearClassifier(loss="logistic").fit(X, y)

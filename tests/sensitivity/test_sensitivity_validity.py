@@ -3,7 +3,8 @@
 These are the ball's tests (``method="sphere"``, for every loss); the exact what-ifs of the
 squared loss are checked in ``test_sensitivity_exact.py``.
 
-A certificate that fails once is a bug (ARCHITECTURE.md, "Principles"), so each bound of the what-if object is
+A certificate that fails once is a bug (ARCHITECTURE.md, "Principles"), so each bound of the
+what-if object is
 checked against its exact twin, the model retrained on the changed data with ``C = C_new``
 (a fresh fit, or for an unchanged C a deep copy of the model updated exactly):
 
@@ -40,13 +41,20 @@ import deltafit as df
 from deltafit.sensitivity import KernelSphere, PrimalSphere
 from reference import loss_d1_reference, reference_kernel, sivan_tau
 
-SETTINGS = dict(deadline=None, derandomize=True, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                       HealthCheck.filter_too_much])
-REL = 1e-7          # solver tolerance (tol=1e-10 relative gradient) and rounding
-EXACT = 1e-12       # bookkeeping that should be exact up to a few roundings
-CLASSES = np.array([3, 7])   # non-{0, 1} labels, to exercise the label encoding
-MIN_N = 4           # smallest changed data set the generator allows
+SETTINGS = dict(
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.filter_too_much,
+    ],
+)
+REL = 1e-7  # solver tolerance (tol=1e-10 relative gradient) and rounding
+EXACT = 1e-12  # bookkeeping that should be exact up to a few roundings
+CLASSES = np.array([3, 7])  # non-{0, 1} labels, to exercise the label encoding
+MIN_N = 4  # smallest changed data set the generator allows
 
 
 # =============================================================================================
@@ -118,14 +126,15 @@ def check_validity(s, old, new, X_test, *, what=""):
     gn = float(new.grad_norm_)  # ‖β_retrained − β*‖ ≤ gn (1-strong convexity)
     f = decision(new, X_test)
     e = phi_norms(new, X_test)
-    tol = REL * (1.0 + np.abs(f)) + gn * e   # solver tolerance and rounding only
+    tol = REL * (1.0 + np.abs(f)) + gn * e  # solver tolerance and rounding only
     # (a) decision bounds
     lo, hi = s.decision_bounds(X_test)
     assert np.all(lo <= hi)
     bad = (lo > f + tol) | (hi < f - tol)
     assert not np.any(bad), (
         f"{what}: decision bounds violated at {np.flatnonzero(bad)[:5]}: lo={lo[bad][:3]}, "
-        f"f={f[bad][:3]}, hi={hi[bad][:3]}")
+        f"f={f[bad][:3]}, hi={hi[bad][:3]}"
+    )
     np.testing.assert_allclose(s.tightness(X_test), hi - lo, rtol=1e-12, atol=1e-12)
     # (b) the retrained β lies in the ball; (c) the distance bound
     sph = s.sphere()
@@ -139,8 +148,7 @@ def check_validity(s, old, new, X_test, *, what=""):
         a_new, P_new = new.dual_coef_, new.X_fit_
         bnorm = float(np.sqrt(max(a_new @ kfun(P_new, P_new) @ a_new, 0.0)))
         dist_in, slack_c, slack_raw = rkhs_distance(kfun, a_new, P_new, sph.coef, sph.points)
-        assert sph.center_distance(a_new, P_new) == pytest.approx(dist_in,
-                                                                  abs=slack_raw + 1e-12)
+        assert sph.center_distance(a_new, P_new) == pytest.approx(dist_in, abs=slack_raw + 1e-12)
         dist, slack_d, _ = rkhs_distance(kfun, a_new, P_new, old.dual_coef_, old.X_fit_)
     else:
         assert isinstance(sph, PrimalSphere)
@@ -151,7 +159,8 @@ def check_validity(s, old, new, X_test, *, what=""):
         dist, slack_d = float(np.linalg.norm(b_new - b_old)), 0.0
     tol_b = gn + REL * (1.0 + bnorm)
     assert dist_in <= sph.radius + tol_b + slack_c, (
-        f"{what}: retrained β outside the sphere: ‖β − m‖ = {dist_in} > R = {sph.radius}")
+        f"{what}: retrained β outside the sphere: ‖β − m‖ = {dist_in} > R = {sph.radius}"
+    )
     db = s.distance_bound()
     assert dist <= db + tol_b + slack_d, f"{what}: ‖Δβ‖ = {dist} > distance_bound {db}"
     # (d) linear: coefficient, intercept and q-norm bounds
@@ -164,8 +173,9 @@ def check_validity(s, old, new, X_test, *, what=""):
         ilo, ihi = s.intercept_bounds()
         assert np.shape(ilo) == np.shape(old.intercept_) == np.shape(ihi)
         i_new = np.asarray(new.intercept_)
-        ti = (old.intercept_scaling if old.fit_intercept else 0.0) * gn + \
-            REL * (1.0 + np.abs(i_new))
+        ti = (old.intercept_scaling if old.fit_intercept else 0.0) * gn + REL * (
+            1.0 + np.abs(i_new)
+        )
         assert np.all(ilo <= i_new + ti) and np.all(i_new - ti <= ihi), f"{what}: intercept"
         dcoef = np.ravel(new.coef_) - np.ravel(old.coef_)
         p = dcoef.size
@@ -210,8 +220,11 @@ class Mirror:
 
     def data(self):
         ids = sorted(self.rows)
-        return (np.array([self.rows[i][0] for i in ids]), np.array([self.rows[i][1] for i in ids]),
-                np.array(ids))
+        return (
+            np.array([self.rows[i][0] for i in ids]),
+            np.array([self.rows[i][1] for i in ids]),
+            np.array(ids),
+        )
 
     def valid(self, rows, classifier):
         if len(rows) < MIN_N:
@@ -223,8 +236,9 @@ class Mirror:
     def counts(self):
         added = [i for i in self.rows if i not in self.original]
         removed = [i for i in self.original if i not in self.rows]
-        relabeled = [i for i in self.rows if i in self.original
-                     and self.rows[i][1] != self.original[i][1]]
+        relabeled = [
+            i for i in self.rows if i in self.original and self.rows[i][1] != self.original[i][1]
+        ]
         return len(added), len(removed), len(relabeled), len(self.rows)
 
 
@@ -271,9 +285,10 @@ def scenarios(draw):
     kernel = draw(st.sampled_from(["rbf", "rbf", "poly", "linear"]))
     c_mode = draw(st.sampled_from(["none", "mean", "float", "callable"]))
     return dict(
-        seed=draw(st.integers(0, 2 ** 32 - 1)),
+        seed=draw(st.integers(0, 2**32 - 1)),
         kernel=kernel,
-        n=draw(st.integers(20, 60)), d=draw(st.integers(2, 6)),
+        n=draw(st.integers(20, 60)),
+        d=draw(st.integers(2, 6)),
         fit_intercept=draw(st.booleans()),
         pre_update=draw(st.booleans()),
         s=draw(st.sampled_from([1.0, 1.0, 0.5, 3.0])),
@@ -283,8 +298,13 @@ def scenarios(draw):
         c_mode=c_mode,
         c_factor=draw(st.floats(-1.0, 1.0)),
         ground_truth=draw(st.sampled_from(["fresh", "update"])) if c_mode == "none" else "fresh",
-        ops=draw(st.lists(st.tuples(st.sampled_from(OPS), st.integers(1, 6),
-                                    st.integers(0, 2 ** 32 - 1)), min_size=2, max_size=10)),
+        ops=draw(
+            st.lists(
+                st.tuples(st.sampled_from(OPS), st.integers(1, 6), st.integers(0, 2**32 - 1)),
+                min_size=2,
+                max_size=10,
+            )
+        ),
     )
 
 
@@ -361,8 +381,11 @@ def exact_update(model, mirror):
     m2 = copy.deepcopy(model)
     add = sorted(i for i in mirror.rows if i not in mirror.original)
     rem = sorted(i for i in mirror.original if i not in mirror.rows)
-    rel = sorted(i for i in mirror.rows if i in mirror.original
-                 and mirror.rows[i][1] != mirror.original[i][1])
+    rel = sorted(
+        i
+        for i in mirror.rows
+        if i in mirror.original and mirror.rows[i][1] != mirror.original[i][1]
+    )
     kw = {}
     if add:
         kw["X_add"] = np.array([mirror.rows[i][0] for i in add])
@@ -380,9 +403,16 @@ def exact_update(model, mirror):
 RUNS = {"examples": 0, "changed": 0, "certain": 0, "tested": 0, "applied": {}, "kinds": set()}
 
 
-MODEL_KINDS = [(fam, task, loss) for fam in ("linear", "kernel")
-               for task, loss in (("classifier", "squared"), ("classifier", "logistic"),
-                                  ("classifier", "squared_hinge"), ("regressor", "squared"))]
+MODEL_KINDS = [
+    (fam, task, loss)
+    for fam in ("linear", "kernel")
+    for task, loss in (
+        ("classifier", "squared"),
+        ("classifier", "logistic"),
+        ("classifier", "squared_hinge"),
+        ("regressor", "squared"),
+    )
+]
 
 
 @pytest.mark.parametrize("family, task, loss", MODEL_KINDS)
@@ -397,8 +427,17 @@ def test_bounds_hold_for_the_retrained_model(family, task, loss, sc):
         y[:2] = CLASSES
     C = 10.0 ** sc["logC"]
     gamma = sc["gamma_factor"] / sc["d"]
-    model = make_model(sc["family"], sc["task"], sc["loss"], sc["fit_intercept"], sc["s"],
-                       sc["kernel"], gamma, sc["degree"], C).fit(X, y)
+    model = make_model(
+        sc["family"],
+        sc["task"],
+        sc["loss"],
+        sc["fit_intercept"],
+        sc["s"],
+        sc["kernel"],
+        gamma,
+        sc["degree"],
+        C,
+    ).fit(X, y)
     mirror = Mirror(X, y)
     if sc["pre_update"]:
         # a model already updated: ids are no longer 0..n-1 nor its storage slots
@@ -414,13 +453,21 @@ def test_bounds_hold_for_the_retrained_model(family, task, loss, sc):
         mirror.rows, mirror.original = rows, dict(rows)
         np.testing.assert_array_equal(model.sample_ids_, sorted(rows))
     n_old = len(mirror.rows)
-    c_new = {"none": None, "mean": "mean", "float": C * 10.0 ** sc["c_factor"],
-             "callable": lambda n: C * (n_old / n) ** 0.5 * 10.0 ** sc["c_factor"]}[sc["c_mode"]]
+    c_new = {
+        "none": None,
+        "mean": "mean",
+        "float": C * 10.0 ** sc["c_factor"],
+        "callable": lambda n: C * (n_old / n) ** 0.5 * 10.0 ** sc["c_factor"],
+    }[sc["c_mode"]]
     s = df.sensitivity(model, C_new=c_new, method="sphere")
     apply_ops(s, model, mirror, problem, sc["ops"], sc["task"])
     n_new = len(mirror.rows)
-    expected_C = {"none": C, "mean": C * n_old / n_new, "float": c_new,
-                  "callable": c_new(n_new) if callable(c_new) else None}[sc["c_mode"]]
+    expected_C = {
+        "none": C,
+        "mean": C * n_old / n_new,
+        "float": c_new,
+        "callable": c_new(n_new) if callable(c_new) else None,
+    }[sc["c_mode"]]
     assert s.C_new_ == pytest.approx(expected_C, rel=1e-14)
     # ground truth: the model retrained exactly on the changed data with C = C_new
     if sc["ground_truth"] == "update":
@@ -472,7 +519,7 @@ def test_hypothesis_examples_ran():
 def real_split(X, y, n_train, seed=0):
     rng = np.random.default_rng(seed)
     p = rng.permutation(len(y))
-    tr, pool, te = p[:n_train], p[n_train:n_train + 20], p[n_train + 20:n_train + 320]
+    tr, pool, te = p[:n_train], p[n_train : n_train + 20], p[n_train + 20 : n_train + 320]
     return X[tr], y[tr], X[pool], y[pool], X[te], y[te]
 
 
@@ -480,10 +527,10 @@ def real_models(d):
     return {
         "linear-logistic": lambda: df.LinearClassifier(loss="logistic", C=1.0),
         "linear-sqhinge": lambda: df.LinearClassifier(loss="squared_hinge", C=1.0),
-        "kernel-sqhinge-1/d": lambda: df.KernelClassifier(loss="squared_hinge", C=1.0,
-                                                          gamma=1.0 / d),
-        "kernel-sqhinge-0.1": lambda: df.KernelClassifier(loss="squared_hinge", C=1.0,
-                                                          gamma=0.1),
+        "kernel-sqhinge-1/d": lambda: df.KernelClassifier(
+            loss="squared_hinge", C=1.0, gamma=1.0 / d
+        ),
+        "kernel-sqhinge-0.1": lambda: df.KernelClassifier(loss="squared_hinge", C=1.0, gamma=0.1),
         "kernel-regressor": lambda: df.KernelRegressor(C=1.0, gamma=1.0 / d),
         "linear-regressor": lambda: df.LinearRegressor(C=1.0),
     }
@@ -502,7 +549,7 @@ def test_real_data_large_change(data, name, n_remove, request):
     model = real_models(X.shape[1])[name]().fit(Xtr, ytr)
     rng = np.random.default_rng(n_remove)
     ids = rng.permutation(model.sample_ids_)
-    rem, rel = ids[:n_remove], ids[n_remove:n_remove + 5]
+    rem, rel = ids[:n_remove], ids[n_remove : n_remove + 5]
     rel_y = 1 - ytr[rel]
     for c_new in (None, "mean"):
         s = df.sensitivity(model, C_new=c_new, method="sphere")
@@ -516,8 +563,7 @@ def test_real_data_large_change(data, name, n_remove, request):
         yn[rel] = rel_y
         params = model.get_params(deep=False)
         params["C"] = s.C_new_
-        new = type(model)(**params).fit(np.vstack([Xtr[keep], Xa]),
-                                         np.concatenate([yn[keep], ya]))
+        new = type(model)(**params).fit(np.vstack([Xtr[keep], Xa]), np.concatenate([yn[keep], ya]))
         check_validity(s, model, new, np.vstack([Xte, Xa]), what=f"{data} {name} {c_new}")
         if c_new is None:  # the exact update gives the same model
             upd = copy.deepcopy(model)
@@ -590,8 +636,9 @@ def test_explicit_feature_map(loss, breast_cancer):
     yn[[50, 51]] = 1 - yn[[50, 51]]
     params = model.get_params(deep=False)
     params.update(C=s.C_new_, feature_map=model.feature_map_)  # the same fitted map
-    new = df.LinearClassifier(**params).fit(np.vstack([Xtr[keep], Xa]),
-                                           np.concatenate([yn[keep], ya]))
+    new = df.LinearClassifier(**params).fit(
+        np.vstack([Xtr[keep], Xa]), np.concatenate([yn[keep], ya])
+    )
     check_validity(s, model, new, Xte, what=f"Nystroem {loss}")
 
 
@@ -602,7 +649,10 @@ def test_keep_data_false_gives_the_same_bounds(breast_cancer):
     Xtr, ytr, Xa, ya, Xte, _ = real_split(X, y, 200, seed=3)
     a = df.LinearClassifier(C=1.0).fit(Xtr, ytr)
     b = df.LinearClassifier(C=1.0, keep_data=False).fit(Xtr, ytr)
-    sa, sb = df.sensitivity(a, C_new="mean", method="sphere"), df.sensitivity(b, C_new="mean", method="sphere")
+    sa, sb = (
+        df.sensitivity(a, C_new="mean", method="sphere"),
+        df.sensitivity(b, C_new="mean", method="sphere"),
+    )
     rem, rel = [3, 7, 11], [20, 21]
     sa.remove(rem)
     sb.remove(rem, X=Xtr[rem])
@@ -617,7 +667,9 @@ def test_keep_data_false_gives_the_same_bounds(breast_cancer):
     sd.remove(rem)
     assert_same(snapshot(sc, Xte), snapshot(sd, Xte), EXACT)
     with pytest.raises(ValueError):
-        df.sensitivity(b, method="sphere").remove(rem, X=Xtr[[4, 7, 11]])  # rows that are not those samples
+        df.sensitivity(b, method="sphere").remove(
+            rem, X=Xtr[[4, 7, 11]]
+        )  # rows that are not those samples
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
@@ -629,10 +681,11 @@ def test_early_stopped_model_still_gives_valid_bounds(name, max_iter, breast_can
     retrained model, for any C_new."""
     X, y = breast_cancer
     Xtr, ytr, Xa, ya, Xte, _ = real_split(X, y, 200, seed=5)
-    make = {"linear-logistic": lambda: df.LinearClassifier(loss="logistic", C=5.0),
-            "kernel-logistic": lambda: df.KernelClassifier(loss="logistic", C=5.0, gamma=0.1),
-            "kernel-sqhinge": lambda: df.KernelClassifier(loss="squared_hinge", C=5.0,
-                                                          gamma=0.1)}[name]
+    make = {
+        "linear-logistic": lambda: df.LinearClassifier(loss="logistic", C=5.0),
+        "kernel-logistic": lambda: df.KernelClassifier(loss="logistic", C=5.0, gamma=0.1),
+        "kernel-sqhinge": lambda: df.KernelClassifier(loss="squared_hinge", C=5.0, gamma=0.1),
+    }[name]
     model = make().set_params(max_iter=max_iter).fit(Xtr, ytr)
     assert model.grad_norm_ > 1.0
     rem = [1, 2, 3]
@@ -641,8 +694,11 @@ def test_early_stopped_model_still_gives_valid_bounds(name, max_iter, breast_can
         s = df.sensitivity(model, C_new=c_new, method="sphere")
         s.remove(rem)
         s.add(Xa[:5], ya[:5])
-        new = make().set_params(C=s.C_new_).fit(np.vstack([Xtr[keep], Xa[:5]]),
-                                                np.concatenate([ytr[keep], ya[:5]]))
+        new = (
+            make()
+            .set_params(C=s.C_new_)
+            .fit(np.vstack([Xtr[keep], Xa[:5]]), np.concatenate([ytr[keep], ya[:5]]))
+        )
         assert new.grad_norm_ < 1e-6
         check_validity(s, model, new, Xte, what=f"{name} max_iter={max_iter} {c_new}")
 
@@ -656,8 +712,9 @@ def small_models():
         "linear-squared": df.LinearClassifier(loss="squared", C=0.5, intercept_scaling=2.0),
         "linear-regressor": df.LinearRegressor(C=3.0, fit_intercept=False),
         "kernel-sqhinge": df.KernelClassifier(loss="squared_hinge", C=1.0, gamma=0.3),
-        "kernel-logistic-poly": df.KernelClassifier(loss="logistic", C=1.0, kernel="poly",
-                                                    degree=2, gamma=0.2),
+        "kernel-logistic-poly": df.KernelClassifier(
+            loss="logistic", C=1.0, kernel="poly", degree=2, gamma=0.2
+        ),
         "kernel-regressor": df.KernelRegressor(C=2.0, gamma=0.5, intercept_scaling=0.5),
     }
 
@@ -704,7 +761,7 @@ def test_undo_and_reset_restore_the_unchanged_model(name):
             for step in range(6):
                 Xa, ya = problem.sample(rng, 3)
                 new_ids = s.add(Xa, ya)
-                s.remove(rng.choice(model.sample_ids_[step * 4:step * 4 + 4], 2, replace=False))
+                s.remove(rng.choice(model.sample_ids_[step * 4 : step * 4 + 4], 2, replace=False))
                 s.relabel([new_ids[0], int(model.sample_ids_[30 + step])], problem.label(rng, 2))
                 s.remove(new_ids[1:2])
                 n_ops += 4
@@ -723,8 +780,7 @@ def test_undo_and_reset_restore_the_unchanged_model(name):
             lo, hi = after["lo"], after["hi"]
             # center exactly the old model, radius exactly its own certificate
             np.testing.assert_allclose(0.5 * (lo + hi), f, rtol=EXACT, atol=EXACT)
-            np.testing.assert_allclose(0.5 * (hi - lo), e * eps,
-                                       atol=EXACT * (1 + np.abs(f).max()))
+            np.testing.assert_allclose(0.5 * (hi - lo), e * eps, atol=EXACT * (1 + np.abs(f).max()))
             assert after["db"] <= eps * (1 + EXACT)
 
 
@@ -799,7 +855,7 @@ def test_hypothetical_ids_equal_the_ids_of_real_updates(name):
     with pytest.raises(ValueError):
         s.remove([0])  # removed from the model before the what-if object was made
     with pytest.raises(ValueError):
-        s.remove([10 ** 6])  # never existed
+        s.remove([10**6])  # never existed
 
 
 # =============================================================================================
@@ -879,7 +935,7 @@ def test_one_at_a_time_equals_one_batch(name):
         batch = df.sensitivity(model, C_new=c_new, method="sphere")
         ids_b = batch.add(Xa, ya)
         one = df.sensitivity(model, C_new=c_new, method="sphere")
-        ids_o = np.concatenate([one.add(Xa[i:i + 1], ya[i:i + 1]) for i in range(len(ya))])
+        ids_o = np.concatenate([one.add(Xa[i : i + 1], ya[i : i + 1]) for i in range(len(ya))])
         np.testing.assert_array_equal(ids_b, ids_o)
         assert_same(snapshot(one, X_test), snapshot(batch, X_test), 1e-10)
         batch.remove(rem)
@@ -890,8 +946,11 @@ def test_one_at_a_time_equals_one_batch(name):
         for i, t in zip(rel, rel_y):
             one.relabel([i], [t])
         assert_same(snapshot(one, X_test), snapshot(batch, X_test), 1e-10)
-        assert (one.n_added, one.n_removed, one.n_relabeled) == \
-            (batch.n_added, batch.n_removed, batch.n_relabeled)
+        assert (one.n_added, one.n_removed, one.n_relabeled) == (
+            batch.n_added,
+            batch.n_removed,
+            batch.n_relabeled,
+        )
 
 
 # =============================================================================================
@@ -919,14 +978,25 @@ def test_kernel_r_matches_sivan_eq3(loss, c_new, breast_cancer):
     from sklearn.metrics.pairwise import rbf_kernel
 
     def kfun(A, B):
-        return rbf_kernel(A, B, gamma=0.1) + s_int ** 2
+        return rbf_kernel(A, B, gamma=0.1) + s_int**2
 
     t1 = np.where(ytr == model.classes_[1], 1.0, -1.0)
     # the model's own α, over X_fit_ in sample_ids_ order (= Xtr's order after fit)
     np.testing.assert_array_equal(model.X_fit_, Xtr)
-    tau, pts, rnorm = sivan_tau(kfun, loss, model.dual_coef_, Xtr, t1, C1, C2, removed=rem,
-                                relabel_idx=rel, relabel_t=np.where(rel_y == 1, 1.0, -1.0),
-                                X_add=Xa, t_add=np.where(ya == 1, 1.0, -1.0))
+    tau, pts, rnorm = sivan_tau(
+        kfun,
+        loss,
+        model.dual_coef_,
+        Xtr,
+        t1,
+        C1,
+        C2,
+        removed=rem,
+        relabel_idx=rel,
+        relabel_t=np.where(rel_y == 1, 1.0, -1.0),
+        X_add=Xa,
+        t_add=np.where(ya == 1, 1.0, -1.0),
+    )
     rho = C2 / C1
     got = s.distance_bound() - rho * model.grad_norm_
     assert got == pytest.approx(2.0 * rnorm, rel=1e-8)
@@ -953,7 +1023,8 @@ def test_linear_r_matches_sivan_eq5(c_new, digits):
     t1, ta = np.where(ytr == 1, 1.0, -1.0), np.where(ya == 1, 1.0, -1.0)
     r = 0.5 * (1 - C2 / C1) * beta + 0.5 * C2 * (
         Fa.T @ loss_d1_reference("logistic", ta, Fa @ beta)
-        - F1[rem].T @ loss_d1_reference("logistic", t1[rem], F1[rem] @ beta))
+        - F1[rem].T @ loss_d1_reference("logistic", t1[rem], F1[rem] @ beta)
+    )
     eps = (C2 / C1) * model.grad_norm_
     assert s.distance_bound() == pytest.approx(2 * np.linalg.norm(r) + eps, rel=1e-9)
     np.testing.assert_allclose(s.sphere().center, beta - r, rtol=1e-9, atol=1e-12)

@@ -27,10 +27,9 @@ from deltafit.sensitivity import (
     model_gradient_sphere,
     zhang_loo_bounds,
 )
+from hypothesis_profiles import examples
 
-
-SMOOTH = ["logistic", "squared_hinge",
-          "squared"]
+SMOOTH = ["logistic", "squared_hinge", "squared"]
 
 
 @pytest.fixture(scope="module")
@@ -45,8 +44,11 @@ def cancer():
 
 def _make(kind, loss, C=0.5, reg=False):
     if reg:
-        return LinearRegressor(C=C, tol=1e-12) if kind == "linear" else \
-            KernelRegressor(C=C, gamma=0.03, tol=1e-12)
+        return (
+            LinearRegressor(C=C, tol=1e-12)
+            if kind == "linear"
+            else KernelRegressor(C=C, gamma=0.03, tol=1e-12)
+        )
     if kind == "linear":
         return LinearClassifier(loss=loss, C=C, tol=1e-12)
     return KernelClassifier(loss=loss, C=C, gamma=0.03, tol=1e-12)
@@ -56,6 +58,7 @@ def _norms(model, X):
     prob = model.problem_
     if prob.kernel:
         from deltafit.kernels import kernel_diagonal
+
         return np.sqrt(kernel_diagonal(X, **prob.kernel_params))
     P = prob.features(X)
     return np.sqrt(np.einsum("ij,ij->i", P, P))
@@ -70,8 +73,7 @@ def _check_inside(lo, hi, f, retrained, X):
 
 
 def _dec(model, X):
-    return model.decision_function(X) if hasattr(model, "decision_function") else \
-        model.predict(X)
+    return model.decision_function(X) if hasattr(model, "decision_function") else model.predict(X)
 
 
 # ------------------------------------------------------------------ random mixed changes
@@ -81,7 +83,7 @@ def test_weighted_what_if_contains_the_weighted_retrain(cancer, kind, loss):
     X, y, w = cancer
     n = 250
     Xtr, ytr, wtr = X[:n], y[:n].copy(), w[:n].copy()
-    Xnew, ynew = X[n:n + 6], y[n:n + 6]
+    Xnew, ynew = X[n : n + 6], y[n : n + 6]
     rng = np.random.default_rng(1)
     m = _make(kind, loss, C=0.05).fit(Xtr, ytr, sample_weight=wtr)
     s = df.sensitivity(m)
@@ -108,8 +110,9 @@ def test_weighted_what_if_contains_the_weighted_retrain(cancer, kind, loss):
     wa2 = wa.copy()
     wa2[:2] = [2.5, 0.0]
     Xr = np.vstack([Xtr[rest], Xnew])
-    twin = _make(kind, loss, C=0.05).fit(Xr, np.r_[y2[rest], ynew],
-                                         sample_weight=np.r_[w2[rest], wa2])
+    twin = _make(kind, loss, C=0.05).fit(
+        Xr, np.r_[y2[rest], ynew], sample_weight=np.r_[w2[rest], wa2]
+    )
     Xq = X[300:]
     lo, hi = s.decision_bounds(Xq)
     f = _dec(twin, Xq)
@@ -150,13 +153,15 @@ def test_weighted_regressor_bounds(cancer, kind):
     m = _make(kind, None, reg=True).fit(X[:n], t[:n], sample_weight=w[:n])
     s = df.sensitivity(m).remove([0, 1, 2]).reweight([3, 4], [5.0, 0.0])
     s.relabel([5], [t[5] + 1.0])
-    s.add(X[n:n + 5], t[n:n + 5], sample_weight=[1.0, 2.0, 0.0, 0.5, 3.0])
+    s.add(X[n : n + 5], t[n : n + 5], sample_weight=[1.0, 2.0, 0.0, 0.5, 3.0])
     w2, t2 = w[:n].copy(), t[:n].copy()
     w2[[3, 4]] = [5.0, 0.0]
     t2[5] += 1.0
     twin = _make(kind, None, reg=True).fit(
-        np.vstack([X[3:n], X[n:n + 5]]), np.r_[t2[3:], t[n:n + 5]],
-        sample_weight=np.r_[w2[3:], [1.0, 2.0, 0.0, 0.5, 3.0]])
+        np.vstack([X[3:n], X[n : n + 5]]),
+        np.r_[t2[3:], t[n : n + 5]],
+        sample_weight=np.r_[w2[3:], [1.0, 2.0, 0.0, 0.5, 3.0]],
+    )
     lo, hi = s.decision_bounds(X[300:])
     _check_inside(lo, hi, twin.predict(X[300:]), twin, X[300:])
 
@@ -179,13 +184,11 @@ def test_weight_two_is_a_duplicate_in_the_bounds(cancer, kind, loss):
     assert sa.n_removed == 3 and sb.n_removed == 6
     ra, rb = sa.radius - a.grad_norm_, sb.radius - b.grad_norm_
     assert ra == pytest.approx(rb, rel=1e-5, abs=1e-7)
-    np.testing.assert_allclose(sa.decision_bounds(Xq), sb.decision_bounds(Xq), rtol=1e-5,
-                               atol=1e-6)
+    np.testing.assert_allclose(sa.decision_bounds(Xq), sb.decision_bounds(Xq), rtol=1e-5, atol=1e-6)
     # weight 2 -> 1 is removing one copy
     s1 = df.sensitivity(a).reweight([0], [1.0])
     s2 = df.sensitivity(b).remove([n])
-    assert s1.radius - a.grad_norm_ == pytest.approx(s2.radius - b.grad_norm_, rel=1e-5,
-                                                     abs=1e-7)
+    assert s1.radius - a.grad_norm_ == pytest.approx(s2.radius - b.grad_norm_, rel=1e-5, abs=1e-7)
     # and the bounds of the weighted model hold for the retrained twin
     twin = _make(kind, loss).fit(Xtr[3:], ytr[3:])
     lo, hi = sa.decision_bounds(Xq)
@@ -200,8 +203,9 @@ def test_reweight_to_zero_is_a_removal_and_undo_restores(cancer, kind):
     a = df.sensitivity(m).reweight(ids, [0.0, 0.0, 0.0])
     b = df.sensitivity(m).remove(ids)
     assert a.radius == pytest.approx(b.radius, rel=1e-12)
-    np.testing.assert_allclose(a.decision_bounds(X[200:]), b.decision_bounds(X[200:]),
-                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        a.decision_bounds(X[200:]), b.decision_bounds(X[200:]), rtol=1e-12, atol=1e-12
+    )
     assert a.n_reweighted == int(np.count_nonzero(w[ids] != 0.0)) and a.n_removed == 0
     a.undo()
     assert a.n_reweighted == 0
@@ -223,8 +227,9 @@ def test_unit_weights_give_the_unweighted_bounds(cancer):
     np.testing.assert_array_equal(sa.decision_bounds(X), sb.decision_bounds(X))
 
 
-@pytest.mark.parametrize("bad, match", [([-1.0], "negative"), ([np.nan], "NaN"),
-                                        ([1.0, 2.0], "shape")])
+@pytest.mark.parametrize(
+    "bad, match", [([-1.0], "negative"), ([np.nan], "NaN"), ([1.0, 2.0], "shape")]
+)
 def test_bad_hypothetical_weights_are_refused(cancer, bad, match):
     X, y, w = cancer
     m = LinearClassifier(loss="logistic").fit(X[:100], y[:100], sample_weight=w[:100])
@@ -241,8 +246,7 @@ def test_bad_hypothetical_weights_are_refused(cancer, bad, match):
 
 def test_keep_data_false_weighted_model(cancer):
     X, y, w = cancer
-    m = LinearClassifier(keep_data=False).fit(
-        X[:200], y[:200], sample_weight=w[:200])
+    m = LinearClassifier(keep_data=False).fit(X[:200], y[:200], sample_weight=w[:200])
     s = df.sensitivity(m).remove([0, 1], X=X[:2]).reweight([5], [3.0], X=X[5:6])
     w2 = w[:200].copy()
     w2[5] = 3.0
@@ -264,14 +268,13 @@ def test_weighted_loo_bounds_contain_the_weighted_refits(cancer, kind):
     for i in range(0, n, 4):
         keep = np.delete(np.arange(n), i)
         r = _make(kind, "logistic").fit(Xtr[keep], ytr[keep], sample_weight=wtr[keep])
-        f = _dec(r, Xtr[i:i + 1])
-        _check_inside(lo[i:i + 1], hi[i:i + 1], f, r, Xtr[i:i + 1])
-        _check_inside(zlo[i:i + 1], zhi[i:i + 1], f, r, Xtr[i:i + 1])
+        f = _dec(r, Xtr[i : i + 1])
+        _check_inside(lo[i : i + 1], hi[i : i + 1], f, r, Xtr[i : i + 1])
+        _check_inside(zlo[i : i + 1], zhi[i : i + 1], f, r, Xtr[i : i + 1])
     # a zero-weight sample's left-out model is the model: its ball interval is the allowance
     # only (the curvature-aware interval of the default method is no wider)
     slo, shi = loo_bounds(m, method="sphere")
-    assert shi[0] - slo[0] == pytest.approx(2 * m.grad_norm_ * _norms(m, Xtr[:1])[0],
-                                            abs=1e-12)
+    assert shi[0] - slo[0] == pytest.approx(2 * m.grad_norm_ * _norms(m, Xtr[:1])[0], abs=1e-12)
     assert hi[0] - lo[0] <= shi[0] - slo[0] + 1e-15
 
 
@@ -284,8 +287,10 @@ def test_weighted_incremental_sphere(cancer, kind):
     k = sph.add(X[150:160], y[150:160], sample_weight=w[150:160])
     sph.discard(k[:2])
     twin = _make(kind, "logistic").fit(
-        np.vstack([X[4:150], X[152:160]]), np.r_[y[4:150], y[152:160]],
-        sample_weight=np.r_[w[4:150], w[152:160]])
+        np.vstack([X[4:150], X[152:160]]),
+        np.r_[y[4:150], y[152:160]],
+        sample_weight=np.r_[w[4:150], w[152:160]],
+    )
     batch = df.sensitivity(m).remove([0, 1, 2, 3])
     batch.add(X[152:160], y[152:160], sample_weight=w[152:160])
     assert sph.radius == pytest.approx(batch.radius, rel=1e-9)
@@ -296,12 +301,16 @@ def test_weighted_incremental_sphere(cancer, kind):
 @pytest.mark.parametrize("kind", ["linear", "kernel"])
 def test_weighted_gradient_ball_uses_the_weighted_gradient(cancer, kind):
     X, y, w = cancer
-    rough = _make(kind, "logistic").set_params(tol=1e-2, max_iter=2).fit(
-        X[:200], y[:200], sample_weight=w[:200])
+    rough = (
+        _make(kind, "logistic")
+        .set_params(tol=1e-2, max_iter=2)
+        .fit(X[:200], y[:200], sample_weight=w[:200])
+    )
     exact = _make(kind, "logistic").fit(X[:200], y[:200], sample_weight=w[:200])
     g = rough.problem_.gradient()
-    assert np.sqrt(g @ rough.problem_.gram(rough.problem_.live) @ g if kind == "kernel"
-                   else g @ g) == pytest.approx(rough.grad_norm_, rel=1e-6)
+    assert np.sqrt(
+        g @ rough.problem_.gram(rough.problem_.live) @ g if kind == "kernel" else g @ g
+    ) == pytest.approx(rough.grad_norm_, rel=1e-6)
     ball = model_gradient_sphere(rough)
     lo, hi = ball.decision_bounds(X[200:])
     _check_inside(lo, hi, _dec(exact, X[200:]), exact, X[200:])
@@ -317,8 +326,11 @@ def test_weighted_multiclass_what_if(kind):
     w[::17] = 0.0
     idx = rng.permutation(len(y))
     tr, new = idx[:120], idx[120:130]
-    make = (lambda: LinearClassifier(loss="logistic", C=1.0, tol=1e-12)) if kind == "linear" \
+    make = (
+        (lambda: LinearClassifier(loss="logistic", C=1.0, tol=1e-12))
+        if kind == "linear"
         else (lambda: KernelClassifier(loss="logistic", C=1.0, gamma=0.2, tol=1e-12))
+    )
     m = make().fit(X[tr], y[tr], sample_weight=w[tr])
     s = df.sensitivity(m)
     assert m.problem_.for_class(1).weighted
@@ -331,8 +343,11 @@ def test_weighted_multiclass_what_if(kind):
     wt[[7, 9]] = [3.0, 0.0]
     yt[11] = (yt[11] + 1) % 3
     keep = np.setdiff1d(np.arange(120), [0, 5])
-    twin = make().fit(np.vstack([X[tr][keep], X[new]]), np.r_[yt[keep], y[new]],
-                      sample_weight=np.r_[wt[keep], w[new]])
+    twin = make().fit(
+        np.vstack([X[tr][keep], X[new]]),
+        np.r_[yt[keep], y[new]],
+        sample_weight=np.r_[wt[keep], w[new]],
+    )
     Xq = X[idx[130:]]
     lo, hi = s.decision_bounds(Xq)
     f = twin.decision_function(Xq)
@@ -354,19 +369,29 @@ def test_weighted_multiclass_loo_bounds_digits():
     for i in (0, 10, 100, 250):
         keep = np.delete(np.arange(300), i)
         r = LinearClassifier(loss="squared_hinge", C=0.05, tol=1e-12).fit(
-            X[keep], y[keep], sample_weight=w[keep])
-        f = r.decision_function(X[i:i + 1])
-        slack = 1e-7 * (1 + np.abs(f)) + r.grad_norm_ * _norms(r, X[i:i + 1])[:, None]
+            X[keep], y[keep], sample_weight=w[keep]
+        )
+        f = r.decision_function(X[i : i + 1])
+        slack = 1e-7 * (1 + np.abs(f)) + r.grad_norm_ * _norms(r, X[i : i + 1])[:, None]
         assert np.all(lo[i] <= f + slack) and np.all(f <= hi[i] + slack)
 
 
 # ------------------------------------------------------------------------ property test
-@settings(max_examples=40, deadline=None, derandomize=True, database=None,
-          suppress_health_check=list(HealthCheck))
-@given(seed=st.integers(0, 2**31 - 1), n=st.integers(8, 30), d=st.integers(1, 4),
-       kind=st.sampled_from(["linear", "kernel"]),
-       loss=st.sampled_from(["logistic", "squared_hinge"]),
-       C=st.sampled_from([0.1, 1.0, 10.0]))
+@settings(
+    max_examples=examples(40),
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+)
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    n=st.integers(8, 30),
+    d=st.integers(1, 4),
+    kind=st.sampled_from(["linear", "kernel"]),
+    loss=st.sampled_from(["logistic", "squared_hinge"]),
+    C=st.sampled_from([0.1, 1.0, 10.0]),
+)
 def test_property_random_weighted_changes(seed, n, d, kind, loss, C):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n + 5, d))
@@ -378,7 +403,7 @@ def test_property_random_weighted_changes(seed, n, d, kind, loss, C):
     w2, y2 = w[:n].copy(), y[:n].copy()
     alive = np.ones(n, dtype=bool)
     add_rows, add_y, add_w = [], [], []
-    for step in range(4):
+    for _step in range(4):
         op = rng.integers(4)
         cand = np.flatnonzero(alive)
         if op == 0 and cand.size > 2:
@@ -387,7 +412,7 @@ def test_property_random_weighted_changes(seed, n, d, kind, loss, C):
             alive[i] = False
         elif op == 1:
             k = n + len(add_rows)
-            s.add(X[k:k + 1], y[k:k + 1], sample_weight=w[k:k + 1])
+            s.add(X[k : k + 1], y[k : k + 1], sample_weight=w[k : k + 1])
             add_rows.append(k)
             add_y.append(y[k])
             add_w.append(w[k])
@@ -401,7 +426,7 @@ def test_property_random_weighted_changes(seed, n, d, kind, loss, C):
             s.reweight([i], [v])
             w2[i] = v
     keep = np.flatnonzero(alive)
-    Xr = np.vstack([X[keep]] + [X[k:k + 1] for k in add_rows])
+    Xr = np.vstack([X[keep]] + [X[k : k + 1] for k in add_rows])
     yr = np.r_[y2[keep], np.array(add_y, dtype=int)]
     wr = np.r_[w2[keep], np.array(add_w)]
     if np.unique(yr[wr > 0]).size < 2 or np.unique(yr).size < 2:

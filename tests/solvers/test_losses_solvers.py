@@ -1,22 +1,26 @@
 """Losses (derivatives vs finite differences) and the Newton solvers (stopping rule, warm start,
 callback, the gradient-norm certificate)."""
 
-
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics.pairwise import rbf_kernel
 
 import deltafit as df
 from deltafit.losses import LOSSES, get_loss
 from deltafit.solvers import newton_kernel, newton_primal
+from hypothesis_profiles import examples
 from reference import augment, logistic_reference, pm1, squared_hinge_reference
 
 
-@settings(max_examples=200, deadline=None)
-@given(name=st.sampled_from(sorted(LOSSES)), y=st.sampled_from([-1.0, 1.0]),
-       z=st.floats(-20, 20, allow_nan=False))
+@settings(max_examples=examples(200), deadline=None)
+@given(
+    name=st.sampled_from(sorted(LOSSES)),
+    y=st.sampled_from([-1.0, 1.0]),
+    z=st.floats(-20, 20, allow_nan=False),
+)
 def test_loss_derivatives_match_finite_differences(name, y, z):
     loss = get_loss(name)
     h = 1e-6
@@ -44,7 +48,9 @@ def test_primal_newton_reaches_tol_and_certifies_distance(loss, breast_cancer):
         res = newton_primal(F, t, lo, C, tol=tol)
         g0 = np.linalg.norm(C * F.T @ lo.d1(t, np.zeros(len(t))))
         assert res.converged and res.grad_norm <= tol * g0
-        exact = logistic_reference(F, t, C) if loss == "logistic" else squared_hinge_reference(F, t, C)
+        exact = (
+            logistic_reference(F, t, C) if loss == "logistic" else squared_hinge_reference(F, t, C)
+        )
         # 1-strong convexity: ‖β − β*‖ ≤ ‖∇J(β)‖ (Okumura Thm 6)
         assert np.linalg.norm(res.coef - exact) <= res.grad_norm + 1e-9
 
@@ -72,14 +78,21 @@ def test_warm_start_from_the_optimum_needs_no_iteration(digits):
 def test_callback_sees_every_iteration_and_can_stop(digits):
     X, y = digits
     seen = []
-    m = df.LinearClassifier(loss="logistic", tol=1e-12,
-                            callback=lambda it, coef, g, f, grad: seen.append((it, g, f))).fit(X, y)
+    m = df.LinearClassifier(
+        loss="logistic", tol=1e-12, callback=lambda it, coef, g, f, grad: seen.append((it, g, f))
+    ).fit(X, y)
     its = [s[0] for s in seen]
     assert its == list(range(m.n_iter_ + 1))
     assert all(b[2] <= a[2] + 1e-9 for a, b in zip(seen, seen[1:]))  # monotone objective
     # stop as soon as the gradient norm is below 1: the solver obeys
-    res = newton_primal(augment(X, 1.0), pm1(y, 1), get_loss("logistic"), 1.0, tol=1e-14,
-                        callback=lambda it, coef, g, f, grad: g < 1.0)
+    res = newton_primal(
+        augment(X, 1.0),
+        pm1(y, 1),
+        get_loss("logistic"),
+        1.0,
+        tol=1e-14,
+        callback=lambda it, coef, g, f, grad: g < 1.0,
+    )
     assert res.stopped_by_callback and res.grad_norm < 1.0 and not res.converged
 
 

@@ -29,6 +29,7 @@ from sklearn.svm import LinearSVC
 
 from deltafit.losses import get_loss
 from deltafit.solvers import hinge_kernel, hinge_primal, newton_kernel, newton_primal
+from hypothesis_profiles import examples
 
 CS = [0.01, 0.1, 1.0]
 
@@ -66,8 +67,14 @@ def test_weighted_logistic_matches_logistic_regression(cancer, C):
     F, t, y, w = cancer
     res = newton_primal(F, t, get_loss("logistic"), C, sample_weight=w)
     assert res.converged
-    lr = _quiet(LogisticRegression(C=C, fit_intercept=False, solver="newton-cg", tol=1e-14,
-                                   max_iter=10**5).fit, F, y, sample_weight=w)
+    lr = _quiet(
+        LogisticRegression(
+            C=C, fit_intercept=False, solver="newton-cg", tol=1e-14, max_iter=10**5
+        ).fit,
+        F,
+        y,
+        sample_weight=w,
+    )
     assert _rel(res.coef, lr.coef_.ravel()) <= 1e-6  # measured ≤ 1e-9
     # the weights matter: the unweighted fit is far from it
     assert _rel(newton_primal(F, t, get_loss("logistic"), C).coef, lr.coef_.ravel()) > 1e-3
@@ -81,8 +88,14 @@ def test_weighted_squared_hinge_matches_linear_svc(cancer, C, dual, tol):
     F, t, y, w = cancer
     res = newton_primal(F, t, get_loss("squared_hinge"), C, sample_weight=w)
     assert res.converged
-    svc = _quiet(LinearSVC(C=C, loss="squared_hinge", fit_intercept=False, dual=dual, tol=tol,
-                           max_iter=10**6).fit, F, y, sample_weight=w)
+    svc = _quiet(
+        LinearSVC(
+            C=C, loss="squared_hinge", fit_intercept=False, dual=dual, tol=tol, max_iter=10**6
+        ).fit,
+        F,
+        y,
+        sample_weight=w,
+    )
     assert _rel(res.coef, svc.coef_.ravel()) <= 1e-6
 
 
@@ -93,8 +106,12 @@ def test_weighted_hinge_matches_linear_svc(cancer, C):
     F, t, y, w = cancer
     res = hinge_primal(F, t, C, sample_weight=w)
     assert res.converged
-    svc = _quiet(LinearSVC(C=C, loss="hinge", fit_intercept=False, dual=True, tol=1e-8,
-                           max_iter=10**6).fit, F, y, sample_weight=w)
+    svc = _quiet(
+        LinearSVC(C=C, loss="hinge", fit_intercept=False, dual=True, tol=1e-8, max_iter=10**6).fit,
+        F,
+        y,
+        sample_weight=w,
+    )
     assert _rel(res.coef, svc.coef_.ravel()) <= 1e-5
 
 
@@ -105,7 +122,8 @@ def test_weighted_squared_loss_matches_ridge(cancer, C):
     X = F[:, 1:]
     res = newton_primal(X, target, get_loss("squared"), C, sample_weight=w)
     ref = Ridge(alpha=1.0 / (2.0 * C), fit_intercept=False, solver="cholesky").fit(
-        X, target, sample_weight=w)
+        X, target, sample_weight=w
+    )
     assert _rel(res.coef, ref.coef_.ravel()) <= 1e-8
 
 
@@ -126,10 +144,14 @@ def _weighted_hinge_reference(F, t, Cw, band=1e-5):
         Qa = Q @ a
         return 0.5 * a @ Qa - a.sum(), Qa - 1.0
 
-    res = minimize(fun, np.zeros(t.size), jac=True, method="L-BFGS-B",
-                   bounds=list(zip(np.zeros(t.size), Cw)),
-                   options={"maxiter": 100000, "maxfun": 200000, "ftol": 1e-16, "gtol": 1e-13,
-                            "maxcor": 50})
+    res = minimize(
+        fun,
+        np.zeros(t.size),
+        jac=True,
+        method="L-BFGS-B",
+        bounds=list(zip(np.zeros(t.size), Cw)),
+        options={"maxiter": 100000, "maxfun": 200000, "ftol": 1e-16, "gtol": 1e-13, "maxcor": 50},
+    )
     alpha = np.clip(res.x, 0.0, Cw)
     margin = Z @ (alpha @ Z)
     U = margin < 1.0 - band
@@ -137,8 +159,9 @@ def _weighted_hinge_reference(F, t, Cw, band=1e-5):
     a = np.zeros(t.size)
     a[U] = Cw[U]
     if free.any():
-        a[free] = np.linalg.lstsq(Q[np.ix_(free, free)], 1.0 - Q[np.ix_(free, U)] @ a[U],
-                                  rcond=None)[0]
+        a[free] = np.linalg.lstsq(
+            Q[np.ix_(free, free)], 1.0 - Q[np.ix_(free, U)] @ a[U], rcond=None
+        )[0]
     beta = a @ Z
     m = Z @ beta
     assert np.all(m[U] < 1.0 + 1e-8) and np.all(m[~(U | free)] > 1.0 - 1e-8)
@@ -232,8 +255,11 @@ def test_zero_weight_is_an_absent_sample(cancer, kind):
     keep = w0 > 0.0
     if kind.startswith("kernel"):
         K = F @ F.T
-        solver = ((lambda *a, **k: newton_kernel(*a[:2], get_loss("logistic"), *a[2:], **k))
-                  if kind == "kernel-logistic" else hinge_kernel)
+        solver = (
+            (lambda *a, **k: newton_kernel(*a[:2], get_loss("logistic"), *a[2:], **k))
+            if kind == "kernel-logistic"
+            else hinge_kernel
+        )
         a = solver(K, t, 1.0, sample_weight=w0)
         b = solver(K[np.ix_(keep, keep)], t[keep], 1.0, sample_weight=w0[keep])
     else:
@@ -267,13 +293,20 @@ def test_kernel_callback_sees_all_samples_with_zero_weights(cancer, kind):
     seen = []
 
     def cb(it, coef, grad_norm, objective, grad):
-        seen.append((coef.shape, grad.shape, float(np.max(np.abs(coef[:50]), initial=0.0)),
-                     float(np.max(np.abs(grad[:50]), initial=0.0))))
+        seen.append(
+            (
+                coef.shape,
+                grad.shape,
+                float(np.max(np.abs(coef[:50]), initial=0.0)),
+                float(np.max(np.abs(grad[:50]), initial=0.0)),
+            )
+        )
         return False
 
     _solve(kind, F, t, 1.0, sample_weight=w0, callback=cb)
-    assert seen and all(s[:2] == ((t.size,), (t.size,)) and s[2] == 0.0 and s[3] == 0.0
-                        for s in seen)
+    assert seen and all(
+        s[:2] == ((t.size,), (t.size,)) and s[2] == 0.0 and s[3] == 0.0 for s in seen
+    )
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -327,14 +360,21 @@ def _stop_at(k):
     return lambda it, *_: it >= k
 
 
-PROPERTY = settings(max_examples=40, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = settings(
+    max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 @PROPERTY
-@given(seed=st.integers(0, 2**32 - 1), n=st.integers(2, 40), p=st.integers(1, 6),
-       C=st.floats(0.01, 100.0), zero_frac=st.sampled_from([0.0, 0.3]),
-       loss=st.sampled_from(["logistic", "squared_hinge"]), stop=st.integers(0, 3))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(2, 40),
+    p=st.integers(1, 6),
+    C=st.floats(0.01, 100.0),
+    zero_frac=st.sampled_from([0.0, 0.3]),
+    loss=st.sampled_from(["logistic", "squared_hinge"]),
+    stop=st.integers(0, 3),
+)
 def test_newton_certificate_holds_with_weights(seed, n, p, C, zero_frac, loss, stop):
     F, t, w = _problem(seed, n, p, zero_frac)
     lo = get_loss(loss)
@@ -354,9 +394,15 @@ def test_newton_certificate_holds_with_weights(seed, n, p, C, zero_frac, loss, s
 
 
 @PROPERTY
-@given(seed=st.integers(0, 2**32 - 1), n=st.integers(2, 40), p=st.integers(1, 6),
-       C=st.floats(0.01, 100.0), zero_frac=st.sampled_from([0.0, 0.3]),
-       stop=st.integers(0, 3), kernel=st.booleans())
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(2, 40),
+    p=st.integers(1, 6),
+    C=st.floats(0.01, 100.0),
+    zero_frac=st.sampled_from([0.0, 0.3]),
+    stop=st.integers(0, 3),
+    kernel=st.booleans(),
+)
 def test_hinge_certificate_holds_with_weights(seed, n, p, C, zero_frac, stop, kernel):
     """The certified radius of an early-stopped hinge solve (primal or kernel form) covers the
     optimum; β* from the exact solve (its actual error is at the rounding level, ≈ 1e-12
@@ -411,5 +457,4 @@ def test_warm_start_of_wrong_length_is_refused_with_zero_weights(cancer):
     with pytest.raises(ValueError, match="alpha0"):
         hinge_primal(F, t, 1.0, sample_weight=w0, alpha0=np.zeros(3))
     with pytest.raises(ValueError, match="coef0"):
-        newton_kernel(F @ F.T, t, get_loss("logistic"), 1.0, sample_weight=w0,
-                      coef0=np.zeros(3))
+        newton_kernel(F @ F.T, t, get_loss("logistic"), 1.0, sample_weight=w0, coef0=np.zeros(3))

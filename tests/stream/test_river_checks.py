@@ -38,6 +38,7 @@ from deltafit.stream import (
     SlidingWindow,
     as_river,
 )
+from hypothesis_profiles import examples
 
 river = pytest.importorskip("river")
 from river.checks import yield_checks  # noqa: E402
@@ -61,10 +62,25 @@ def _models():
 
 
 def _cases():
+    """Every (model, check); the daily run takes each check on its first data set only, and
+    the window learners' memory-growth check (tens of seconds) in CI."""
     cases = []
     for name, model in _models():
+        seen = set()
         for i, check in enumerate(yield_checks(model)):
-            cases.append(pytest.param(model, check, id=f"{name}-{check.__name__}-{i}"))
+            slow = check.__name__ in seen or (
+                check.__name__ == "check_bounded_memory_growth"
+                and ("KDR" in name or "SlidingWindow" in name)
+            )
+            seen.add(check.__name__)
+            cases.append(
+                pytest.param(
+                    model,
+                    check,
+                    id=f"{name}-{check.__name__}-{i}",
+                    marks=[pytest.mark.slow] if slow else [],
+                )
+            )
     return cases
 
 
@@ -78,12 +94,20 @@ def test_river_checks(model, check):
 def test_every_stream_learner_is_covered():
     """The checks above reach every river-facing learner of deltafit.stream."""
     names = {type(m.learner).__name__ for _, m in _models()}
-    assert names >= {"KDR", "SlidingWindow", "DDM", "NORMA", "Pegasos", "OneVsRest", "LSQSGD",
-                     "NORMARegressor"}
+    assert names >= {
+        "KDR",
+        "SlidingWindow",
+        "DDM",
+        "NORMA",
+        "Pegasos",
+        "OneVsRest",
+        "LSQSGD",
+        "NORMARegressor",
+    }
     kinds = {(type(m).__name__, type(m.learner).__name__) for _, m in _models()}
     assert ("RiverRegressor", "KDR") in kinds and ("RiverClassifier", "KDR") in kinds
     kdr = next(m.learner for _, m in _models() if type(m.learner).__name__ == "KDR")
-    assert (kdr.window, kdr.threshold) == (50, 1.0)          # issue 19's configuration
+    assert (kdr.window, kdr.threshold) == (50, 1.0)  # issue 19's configuration
 
 
 # ------------------------------------------------------------ adapters: clone, pickle, types
@@ -95,14 +119,15 @@ def _cancer_stream(n=300):
 
 def test_adapter_clone_is_unfitted_and_pickle_roundtrips():
     X, y = _cancer_stream()
-    model = as_river(SlidingWindow(df.KernelClassifier(loss="squared_hinge", gamma=0.5),
-                                   window=40, period=10))
+    model = as_river(
+        SlidingWindow(df.KernelClassifier(loss="squared_hinge", gamma=0.5), window=40, period=10)
+    )
     for i in range(120):
         model.learn_one({f"f{j}": X[i, j] for j in range(6)}, y[i])
     fresh = model.clone()
     assert type(fresh) is RiverClassifier and fresh.learner is not model.learner
     assert not hasattr(fresh.learner, "n_samples_seen_")
-    assert fresh.predict_one({"f0": 1.0}) is None          # river: no prediction yet
+    assert fresh.predict_one({"f0": 1.0}) is None  # river: no prediction yet
     assert repr(fresh) == repr(model)
     back = pickle.loads(pickle.dumps(model))
     xs = [{f"f{j}": X[i, j] for j in range(6)} for i in range(120, 200)]
@@ -153,8 +178,9 @@ def _zero_filled(dicts, cols):
     return Z
 
 
-@pytest.mark.parametrize("make", [lambda: Pegasos(lam=1e-3), lambda: LSQSGD(),
-                                  lambda: LSQSGD(alpha=0.05, radius=2.0)])
+@pytest.mark.parametrize(
+    "make", [lambda: Pegasos(lam=1e-3), lambda: LSQSGD(), lambda: LSQSGD(alpha=0.05, radius=2.0)]
+)
 def test_online_linear_learner_with_emerging_features_equals_zero_filled(make):
     X, y = _cancer_stream()
     t = y if isinstance(make(), Pegasos) else X[:, 0] * 0.3 + 0.1 * y
@@ -164,8 +190,7 @@ def test_online_linear_learner_with_emerging_features_equals_zero_filled(make):
         grown.learn_one(x, target)
     cols = _columns(dicts)
     Z = _zero_filled(dicts, cols)
-    twin = make().partial_fit(Z, t, **({"classes": [0, 1]} if isinstance(grown, Pegasos)
-                                       else {}))
+    twin = make().partial_fit(Z, t, **({"classes": [0, 1]} if isinstance(grown, Pegasos) else {}))
     assert grown.n_features_in_ == len(cols) == X.shape[1]
     # equal to rounding: the compiled loops (fastmath) sum the dot products in an order that
     # depends on the width
@@ -175,7 +200,7 @@ def test_online_linear_learner_with_emerging_features_equals_zero_filled(make):
     # predictions read the columns by name; a feature never learned is ignored
     for i in range(0, 300, 37):
         x = dict(dicts[i]) | {"never_seen": 5.0}
-        assert grown.predict_one(x) == pytest.approx(twin.predict(Z[i:i + 1])[0], rel=1e-9)
+        assert grown.predict_one(x) == pytest.approx(twin.predict(Z[i : i + 1])[0], rel=1e-9)
 
 
 @pytest.mark.parametrize("cls", [NORMA, NORMARegressor])
@@ -206,8 +231,7 @@ def test_one_vs_rest_grows_every_learner():
     for x, label in zip(dicts, y):
         grown.learn_one(x, label)
     cols = _columns(dicts)
-    twin = OneVsRest(Pegasos(lam=1e-2), classes=[0, 1, 2]).partial_fit(_zero_filled(dicts, cols),
-                                                                       y)
+    twin = OneVsRest(Pegasos(lam=1e-2), classes=[0, 1, 2]).partial_fit(_zero_filled(dicts, cols), y)
     for a, b in zip(grown.estimators_, twin.estimators_):
         np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-12, atol=1e-15)
 
@@ -217,7 +241,7 @@ def test_window_learner_learns_a_new_feature_at_its_next_computation():
     est = df.KernelClassifier(loss="squared_hinge", gamma=0.3)
     sw = SlidingWindow(est, window=40, period=10)
     names = [f"f{j}" for j in range(5)]
-    for i in range(100):                               # f5 absent so far
+    for i in range(100):  # f5 absent so far
         sw.learn_one({k: X[i, j] for j, k in enumerate(names)}, y[i])
     model_before = sw.model_
     x_new = {k: X[100, j] for j, k in enumerate(names)} | {"f5": X[100, 5]}
@@ -226,18 +250,20 @@ def test_window_learner_learns_a_new_feature_at_its_next_computation():
     for i in range(100, 115):
         sw.learn_one({k: X[i, j] for j, k in enumerate(names + ["f5"])}, y[i])
     assert sw.n_features_in_ == 6
-    Xw = np.zeros((40, 6))                                 # the window, zero-padded
+    Xw = np.zeros((40, 6))  # the window, zero-padded
     Xw[:, :5] = X[75:115, :5]
     Xw[25:, 5] = X[100:115, 5]
-    ref = clone(est).fit(Xw[-40:], y[75:115])              # the computation at sample 110
+    ref = clone(est).fit(Xw[-40:], y[75:115])  # the computation at sample 110
     win_X, win_y = sw._window_data()
     np.testing.assert_array_equal(win_X, Xw)
     assert sw.model_.n_features_in_ == 6
     last = sw.model_
-    ref_last = clone(est).fit(np.vstack([np.c_[X[70:100, :5], np.zeros(30)],
-                                         X[100:110, :6]]), y[70:110])
-    np.testing.assert_allclose(last.decision_function(Xw), ref_last.decision_function(Xw),
-                               rtol=1e-10, atol=1e-10)
+    ref_last = clone(est).fit(
+        np.vstack([np.c_[X[70:100, :5], np.zeros(30)], X[100:110, :6]]), y[70:110]
+    )
+    np.testing.assert_allclose(
+        last.decision_function(Xw), ref_last.decision_function(Xw), rtol=1e-10, atol=1e-10
+    )
     assert ref.n_features_in_ == 6
 
 
@@ -248,21 +274,28 @@ def test_kdr_recomputes_at_a_new_feature():
         kdr.learn_one({"a": X[i, 0], "b": X[i, 1]}, y[i])
     n = kdr.n_model_computations_
     kdr.learn_one({"a": X[60, 0], "b": X[60, 1]}, y[60])
-    assert kdr.n_model_computations_ == n                  # threshold never reached
+    assert kdr.n_model_computations_ == n  # threshold never reached
     kdr.learn_one({"a": X[61, 0], "c": X[61, 2]}, y[61])  # "b" missing (0), "c" new
     assert kdr.n_model_computations_ == n + 1
     Xw = np.c_[X[22:62, :2], np.zeros(40)]
     Xw[-1] = [X[61, 0], 0.0, X[61, 2]]
     ref = clone(kdr.estimator).fit(Xw, y[22:62])
-    np.testing.assert_allclose(kdr.model_.decision_function(Xw), ref.decision_function(Xw),
-                               rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(
+        kdr.model_.decision_function(Xw), ref.decision_function(Xw), rtol=1e-10, atol=1e-10
+    )
 
 
-@pytest.mark.parametrize("make", [
-    lambda: Pegasos(), lambda: LSQSGD(), lambda: NORMA(budget=20),
-    lambda: SlidingWindow(df.KernelClassifier(), window=10, period=5),
-    lambda: DDM(df.KernelClassifier(), window=10),
-    lambda: OneVsRest(Pegasos(), classes=[0, 1])])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: Pegasos(),
+        lambda: LSQSGD(),
+        lambda: NORMA(budget=20),
+        lambda: SlidingWindow(df.KernelClassifier(), window=10, period=5),
+        lambda: DDM(df.KernelClassifier(), window=10),
+        lambda: OneVsRest(Pegasos(), classes=[0, 1]),
+    ],
+)
 def test_numpy_rows_keep_refusing_a_changed_width(make):
     X, y = _cancer_stream(60)
     m = make()
@@ -271,17 +304,22 @@ def test_numpy_rows_keep_refusing_a_changed_width(make):
         m.learn_one({"a": X[i, 0], "b": X[i, 1]}, target[i])
     m.learn_one({"a": 0.1, "b": 0.2, "c": 0.3}, target[30])
     assert m.n_features_in_ == 3
-    m.learn_one(X[31, :3], target[31])                     # the grown width is accepted
+    m.learn_one(X[31, :3], target[31])  # the grown width is accepted
     with pytest.raises(ValueError, match="features"):
         m.learn_one(X[32, :4], target[32])
     with pytest.raises(ValueError, match="features"):
         m.predict(X[:2, :2])
 
 
-@pytest.mark.parametrize("make", [
-    lambda: Pegasos(), lambda: NORMA(budget=20),
-    lambda: KDR(df.KernelClassifier(loss="squared_hinge"), window=10),
-    lambda: OneVsRest(Pegasos(), classes=[0, 1, 2])])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: Pegasos(),
+        lambda: NORMA(budget=20),
+        lambda: KDR(df.KernelClassifier(loss="squared_hinge"), window=10),
+        lambda: OneVsRest(Pegasos(), classes=[0, 1, 2]),
+    ],
+)
 def test_a_refused_dict_adds_no_feature(make):
     X, y = _cancer_stream(40)
     m = make()
@@ -298,7 +336,7 @@ def test_a_refused_dict_adds_no_feature(make):
     assert pickle.dumps(m) == before
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(seed=st.integers(0, 2**16), d=st.integers(2, 6))
 def test_key_order_never_matters(seed, d):
     """Two learners fed the same dicts with their keys in different orders end in the same

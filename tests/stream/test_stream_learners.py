@@ -26,15 +26,21 @@ def bc():
 @pytest.mark.parametrize("fit_intercept, scaling", [(True, 1.0), (True, 3.0), (False, 1.0)])
 def test_pegasos_equals_reference(bc, lam, projection, fit_intercept, scaling):
     X, y = bc
-    p = Pegasos(lam=lam, projection=projection, fit_intercept=fit_intercept,
-                intercept_scaling=scaling).fit(X, y)
-    w, t = pegasos_reference(X, np.where(y == 1, 1.0, -1.0), lam,
-                             1 / np.sqrt(lam) if projection else np.inf,
-                             scaling if fit_intercept else 0.0)
+    p = Pegasos(
+        lam=lam, projection=projection, fit_intercept=fit_intercept, intercept_scaling=scaling
+    ).fit(X, y)
+    w, t = pegasos_reference(
+        X,
+        np.where(y == 1, 1.0, -1.0),
+        lam,
+        1 / np.sqrt(lam) if projection else np.inf,
+        scaling if fit_intercept else 0.0,
+    )
     scale = np.max(np.abs(w))
     np.testing.assert_allclose(p.coef_, w[:-1], rtol=1e-10, atol=1e-10 * scale)
-    assert p.intercept_ == pytest.approx(w[-1] * (scaling if fit_intercept else 0.0),
-                                         rel=1e-10, abs=1e-10 * scale)
+    assert p.intercept_ == pytest.approx(
+        w[-1] * (scaling if fit_intercept else 0.0), rel=1e-10, abs=1e-10 * scale
+    )
     assert p.t_ == t == X.shape[0]
     if projection:
         assert np.linalg.norm(np.r_[p.coef_, w[-1]]) <= 1 / np.sqrt(lam) * (1 + 1e-12)
@@ -50,8 +56,7 @@ def test_lsqsgd_equals_reference(bc, alpha, radius):
     np.testing.assert_allclose(m.coef_, avg[:-1], rtol=1e-10, atol=1e-12)
     assert m.intercept_ == pytest.approx(avg[-1] * 0.5, rel=1e-10, abs=1e-12)
     assert m.t_ == t
-    np.testing.assert_allclose(m.predict(X), X @ avg[:-1] + 0.5 * avg[-1], rtol=1e-10,
-                               atol=1e-12)
+    np.testing.assert_allclose(m.predict(X), X @ avg[:-1] + 0.5 * avg[-1], rtol=1e-10, atol=1e-12)
 
 
 @pytest.mark.parametrize("make", [lambda: Pegasos(lam=1e-3), lambda: LSQSGD(alpha=0.02)])
@@ -60,7 +65,7 @@ def test_partial_fit_in_pieces_and_learn_one_equal_fit(bc, make):
     full = make().fit(X, y)
     pieces = make()
     for a in range(0, X.shape[0], 100):
-        pieces.partial_fit(X[a:a + 100], y[a:a + 100], classes=[0, 1])
+        pieces.partial_fit(X[a : a + 100], y[a : a + 100], classes=[0, 1])
     one = make()
     for x, yi in zip(X, y):
         one.learn_one(dict(enumerate(x)), yi)  # the classifier waits for both labels
@@ -112,9 +117,12 @@ def test_shuffle_fit_is_reproducible(bc):
 
 def test_bad_input_and_failed_update_leaves_model(bc):
     X, y = bc
-    for bad, msg in [(dict(lam=0.0), "lam"), (dict(lam=np.nan), "lam"),
-                     (dict(intercept_scaling=-1.0), "intercept_scaling"),
-                     (dict(projection="yes"), "projection")]:
+    for bad, msg in [
+        (dict(lam=0.0), "lam"),
+        (dict(lam=np.nan), "lam"),
+        (dict(intercept_scaling=-1.0), "intercept_scaling"),
+        (dict(projection="yes"), "projection"),
+    ]:
         with pytest.raises(ValueError, match=msg):
             Pegasos(**bad).fit(X, y)
     for bad, msg in [(dict(alpha=-1.0), "alpha"), (dict(radius=0.0), "radius")]:
@@ -157,8 +165,9 @@ def test_interpreted_loops_equal_compiled(bc, tmp_path):
     for flag in ("0", "1"):
         out = tmp_path / f"o{flag}.npz"
         env = dict(os.environ, NUMBA_DISABLE_JIT=flag)
-        subprocess.run([sys.executable, "-c", code, str(data), str(out)], check=True, env=env,
-                       timeout=300)
+        subprocess.run(
+            [sys.executable, "-c", code, str(data), str(out)], check=True, env=env, timeout=300
+        )
         outs.append(np.load(out))
     np.testing.assert_allclose(outs[0]["dec"], outs[1]["dec"], rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(outs[0]["w"], outs[1]["w"], rtol=1e-10, atol=1e-14)
@@ -191,22 +200,32 @@ def dig(digits):
     return X[:400], y[:400]
 
 
-PEG_GRID = [dict(lam=1.0), dict(lam=1e-2), dict(lam=1e-5), dict(lam=1e-2, projection=True),
-            dict(lam=1.0, projection=True), dict(lam=1e-3, fit_intercept=False),
-            dict(lam=1e-2, intercept_scaling=0.2), dict(lam=1e-2, intercept_scaling=5.0,
-                                                         projection=True)]
+PEG_GRID = [
+    dict(lam=1.0),
+    dict(lam=1e-2),
+    dict(lam=1e-5),
+    dict(lam=1e-2, projection=True),
+    dict(lam=1.0, projection=True),
+    dict(lam=1e-3, fit_intercept=False),
+    dict(lam=1e-2, intercept_scaling=0.2),
+    dict(lam=1e-2, intercept_scaling=5.0, projection=True),
+]
 
 
-@pytest.mark.parametrize("params", PEG_GRID, ids=lambda p: "-".join(f"{k}={v}" for k, v in
-                                                                    p.items()))
+@pytest.mark.parametrize(
+    "params", PEG_GRID, ids=lambda p: "-".join(f"{k}={v}" for k, v in p.items())
+)
 @pytest.mark.parametrize("data", ["bc", "digits"])
 def test_ind_pegasos_fit_equals_plain(bc, dig, params, data):
     X, y = bc if data == "bc" else dig
     X, y = X[:300], y[:300]
     p = Pegasos(**params).fit(X, y)
-    q = PlainPegasos(params["lam"], params.get("projection", False),
-                     params.get("fit_intercept", True),
-                     params.get("intercept_scaling", 1.0)).partial_fit(X, _pm(y))
+    q = PlainPegasos(
+        params["lam"],
+        params.get("projection", False),
+        params.get("fit_intercept", True),
+        params.get("intercept_scaling", 1.0),
+    ).partial_fit(X, _pm(y))
     _close(p.coef_, q.coef)
     _close(p.intercept_, q.intercept)
     _close(p.decision_function(X), q.decision(X))
@@ -223,8 +242,9 @@ def test_ind_pegasos_fit_equals_plain(bc, dig, params, data):
 def test_ind_lsqsgd_fit_equals_plain(dig, alpha, radius, fit_intercept, scaling):
     X, y = dig
     X, y = X[:250], y[:250] + 0.3 * X[:250, 20]
-    m = LSQSGD(alpha=alpha, radius=radius, fit_intercept=fit_intercept,
-               intercept_scaling=scaling).fit(X, y)
+    m = LSQSGD(
+        alpha=alpha, radius=radius, fit_intercept=fit_intercept, intercept_scaling=scaling
+    ).fit(X, y)
     q = PlainLSQSGD(alpha, radius, fit_intercept, scaling).partial_fit(X, y)
     _close(m.coef_, q.coef)
     _close(m.intercept_, q.intercept)
@@ -233,12 +253,13 @@ def test_ind_lsqsgd_fit_equals_plain(dig, alpha, radius, fit_intercept, scaling)
     if not fit_intercept:
         assert m.intercept_ == 0.0
     # the averaged iterate of points in the ball is in the ball
-    assert np.linalg.norm(np.r_[m.coef_, m.intercept_ / scaling if fit_intercept else 0.0]) \
-        <= radius * (1 + 1e-12)
+    assert np.linalg.norm(
+        np.r_[m.coef_, m.intercept_ / scaling if fit_intercept else 0.0]
+    ) <= radius * (1 + 1e-12)
 
 
 def test_ind_intercept_is_a_constant_feature(bc):
-    """fit_intercept with scaling s == no intercept on [X, s] (the convention of ARCHITECTURE.md)."""
+    """fit_intercept with scaling s == no intercept on [X, s] (ARCHITECTURE.md's convention)."""
     X, y = bc
     Xs = np.column_stack([X, np.full(len(X), 2.0)])
     a = Pegasos(lam=1e-2, intercept_scaling=2.0).fit(X, y)
@@ -257,8 +278,8 @@ def test_ind_projection_keeps_every_iterate_in_the_ball(bc):
     p = Pegasos(lam=lam, projection=True)
     q = PlainPegasos(lam, projection=True)
     for i in range(60):
-        p.partial_fit(X[i:i + 1], y[i:i + 1], classes=[0, 1])
-        q.partial_fit(X[i:i + 1], _pm(y[i:i + 1]))
+        p.partial_fit(X[i : i + 1], y[i : i + 1], classes=[0, 1])
+        q.partial_fit(X[i : i + 1], _pm(y[i : i + 1]))
         w = np.r_[p.coef_, p.intercept_]
         assert np.linalg.norm(w) <= (1 / np.sqrt(lam)) * (1 + 1e-12)
         _close(w, q.w)
@@ -267,11 +288,14 @@ def test_ind_projection_keeps_every_iterate_in_the_ball(bc):
     assert not np.allclose(free.coef_, p.coef_)
 
 
-@pytest.mark.parametrize("make, plain, t", [
-    (lambda: Pegasos(lam=1e-3), lambda: PlainPegasos(1e-3), "pm"),
-    (lambda: LSQSGD(), lambda: PlainLSQSGD(None, 1.0), "real"),
-    (lambda: LSQSGD(alpha=0.02, radius=np.inf), lambda: PlainLSQSGD(0.02, np.inf), "real"),
-])
+@pytest.mark.parametrize(
+    "make, plain, t",
+    [
+        (lambda: Pegasos(lam=1e-3), lambda: PlainPegasos(1e-3), "pm"),
+        (lambda: LSQSGD(), lambda: PlainLSQSGD(None, 1.0), "real"),
+        (lambda: LSQSGD(alpha=0.02, radius=np.inf), lambda: PlainLSQSGD(0.02, np.inf), "real"),
+    ],
+)
 def test_ind_partial_fit_pieces_learn_one_equal_fit(bc, make, plain, t):
     X, y = bc
     yt = y if t == "pm" else y.astype(float) * 2 - 0.5
@@ -292,8 +316,8 @@ def test_ind_partial_fit_pieces_learn_one_equal_fit(bc, make, plain, t):
         np.testing.assert_allclose(m.coef_, full.coef_, rtol=1e-13, atol=1e-15)
         assert m.t_ == len(X)
     for i in (0, 10, 400):
-        assert one_d.predict_one(dict(enumerate(X[i]))) == full.predict(X[i:i + 1])[0]
-        assert one_a.predict_one(X[i]) == full.predict(X[i:i + 1])[0]
+        assert one_d.predict_one(dict(enumerate(X[i]))) == full.predict(X[i : i + 1])[0]
+        assert one_a.predict_one(X[i]) == full.predict(X[i : i + 1])[0]
 
 
 def test_ind_learn_one_waits_for_both_labels(bc):
@@ -310,8 +334,10 @@ def test_ind_learn_one_waits_for_both_labels(bc):
 
 def test_ind_snapshot_restore(bc):
     X, y = bc
-    for make, yy in ((lambda: Pegasos(lam=1e-3, projection=True), y),
-                     (lambda: LSQSGD(alpha=0.01), y.astype(float))):
+    for make, yy in (
+        (lambda: Pegasos(lam=1e-3, projection=True), y),
+        (lambda: LSQSGD(alpha=0.01), y.astype(float)),
+    ):
         m = make().fit(X[:250], yy[:250])
         snap = m.snapshot()
         dec = m.predict(X) if isinstance(m, LSQSGD) else m.decision_function(X)
@@ -399,8 +425,11 @@ def test_ind_shuffle(bc):
     assert not np.allclose(la.coef_, lc.coef_)
 
 
-@pytest.mark.parametrize("labels", [(-3, 7), (7, -3), ("cat", "dog"), (1.0, 2.0), (False, True),
-                                    (np.int8(1), np.int8(2))], ids=str)
+@pytest.mark.parametrize(
+    "labels",
+    [(-3, 7), (7, -3), ("cat", "dog"), (1.0, 2.0), (False, True), (np.int8(1), np.int8(2))],
+    ids=str,
+)
 def test_ind_any_two_labels(bc, labels):
     X, y = bc
     lab = np.array(labels, dtype=object if isinstance(labels[0], str) else None)
@@ -412,21 +441,26 @@ def test_ind_any_two_labels(bc, labels):
     _close(p.decision_function(X), ref.decision(X))
     pred = p.predict(X)
     assert set(pred.tolist()) <= set(np.unique(yl).tolist())
-    np.testing.assert_array_equal(pred, np.where(ref.decision(X) > 0, p.classes_[1],
-                                                 p.classes_[0]))
+    np.testing.assert_array_equal(pred, np.where(ref.decision(X) > 0, p.classes_[1], p.classes_[0]))
     # partial_fit with the classes given in any order maps them the same way
     q = Pegasos(lam=1e-2).partial_fit(X[:5], yl[:5], classes=list(labels)[::-1])
     q.partial_fit(X[5:], yl[5:])
-    np.testing.assert_allclose(q.decision_function(X), p.decision_function(X), rtol=1e-13,
-                               atol=1e-13)
+    np.testing.assert_allclose(
+        q.decision_function(X), p.decision_function(X), rtol=1e-13, atol=1e-13
+    )
 
 
 def _bad_pegasos():
     return [
-        (dict(lam=0.0), "lam"), (dict(lam=-1.0), "lam"), (dict(lam=np.nan), "lam"),
-        (dict(lam="big"), "lam"), (dict(intercept_scaling=-1.0), "intercept_scaling"),
-        (dict(projection="yes"), "projection"), (dict(fit_intercept=2), "fit_intercept"),
-        (dict(shuffle="no"), "shuffle"), (dict(shuffle=True, random_state="x"), "random_state"),
+        (dict(lam=0.0), "lam"),
+        (dict(lam=-1.0), "lam"),
+        (dict(lam=np.nan), "lam"),
+        (dict(lam="big"), "lam"),
+        (dict(intercept_scaling=-1.0), "intercept_scaling"),
+        (dict(projection="yes"), "projection"),
+        (dict(fit_intercept=2), "fit_intercept"),
+        (dict(shuffle="no"), "shuffle"),
+        (dict(shuffle=True, random_state="x"), "random_state"),
     ]
 
 
@@ -440,13 +474,19 @@ def test_ind_pegasos_bad_params(bc, params, msg):
         assert not hasattr(m, "classes_") and not hasattr(m, "n_features_in_")
 
 
-@pytest.mark.parametrize("params, msg", [(dict(alpha=0.0), "alpha"), (dict(alpha=-1.0), "alpha"),
-                                         (dict(alpha=np.inf), "alpha"),
-                                         (dict(radius=0.0), "radius"),
-                                         (dict(radius=-2.0), "radius"),
-                                         (dict(radius=np.nan), "radius"),
-                                         (dict(intercept_scaling=np.nan), "intercept_scaling")],
-                         ids=str)
+@pytest.mark.parametrize(
+    "params, msg",
+    [
+        (dict(alpha=0.0), "alpha"),
+        (dict(alpha=-1.0), "alpha"),
+        (dict(alpha=np.inf), "alpha"),
+        (dict(radius=0.0), "radius"),
+        (dict(radius=-2.0), "radius"),
+        (dict(radius=np.nan), "radius"),
+        (dict(intercept_scaling=np.nan), "intercept_scaling"),
+    ],
+    ids=str,
+)
 def test_ind_lsqsgd_bad_params(bc, params, msg):
     X, y = bc
     with pytest.raises(ValueError, match=msg):

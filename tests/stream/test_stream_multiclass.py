@@ -21,8 +21,9 @@ def digits10():
 
 
 def make(**kw):
-    return df.KernelClassifier(**{**dict(loss="squared_hinge", kernel="rbf", gamma=0.05,
-                                         C=1.0), **kw})
+    return df.KernelClassifier(
+        **{**dict(loss="squared_hinge", kernel="rbf", gamma=0.05, C=1.0), **kw}
+    )
 
 
 def test_sliding_window_model_is_the_refit_of_its_window(digits10):
@@ -31,8 +32,12 @@ def test_sliding_window_model_is_the_refit_of_its_window(digits10):
     # computations at samples 40, 65, ..., 290: the last one on samples 230..289
     assert sw.n_model_computations_ == 11
     ref = make().fit(X[230:290], y[230:290])
-    np.testing.assert_allclose(sw.model_.decision_function(X[300:400]),
-                               ref.decision_function(X[300:400]), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(
+        sw.model_.decision_function(X[300:400]),
+        ref.decision_function(X[300:400]),
+        rtol=1e-10,
+        atol=1e-12,
+    )
     np.testing.assert_array_equal(sw.predict(X[300:400]), ref.predict(X[300:400]))
     assert [sw.predict_one(x) for x in X[300:310]] == list(ref.predict(X[300:310]))
 
@@ -44,8 +49,7 @@ def test_ddm_over_a_multiclass_batch_model_and_one_vs_rest_norma(digits10):
     assert set(ddm.classes_.tolist()) == set(range(10)) and rep.accuracy > 0.7
     assert set(ddm.model_.classes_.tolist()) == set(range(10))
     np.testing.assert_array_equal(ddm.predict(X[400:450]), ddm.model_.predict(X[400:450]))
-    online = DDM(OneVsRest(NORMA(gamma=0.5, eta=0.5, budget=80), classes=np.arange(10)),
-                 window=80)
+    online = DDM(OneVsRest(NORMA(gamma=0.5, eta=0.5, budget=80), classes=np.arange(10)), window=80)
     rep2 = prequential(online, (X[:300], y[:300]))
     assert rep2.accuracy > 0.6 and online.decision_function(X[:5]).shape == (5, 10)
     with pytest.raises(ValueError, match="binary"):
@@ -63,11 +67,10 @@ def test_kdr_monitor_is_the_largest_class_ball(digits10):
     total = 0.0
     for i in range(w, w + 30):
         kdr.learn_one(X[i], y[i])
-        lo_win = i + 1 - w                       # the window is samples lo_win .. i
+        lo_win = i + 1 - w  # the window is samples lo_win .. i
         A = np.arange(w, i + 1)
         R = np.arange(0, lo_win)
-        r = [scratch_ball(model, X[A], y[A], X[R], y[R], X[:1], klass=k)[0]
-             for k in range(10)]
+        r = [scratch_ball(model, X[A], y[A], X[R], y[R], X[:1], klass=k)[0] for k in range(10)]
         total += max(r)
         assert kdr.mean_r_norm_ == pytest.approx(total / (i + 1 - w), rel=1e-9)
     np.testing.assert_allclose(kdr.sphere_.r_norm, r, rtol=1e-9)
@@ -106,10 +109,14 @@ def brute_force_multiclass_fgal(X, y, labeled0, m, p, budget):
         k = min(m, budget - len(labeled), open_.size)
         while len(A) < k:
             cand = np.setdiff1d(open_, A)
-            C = np.column_stack([scratch_ball(model, X[A], y[A], X[:0], y[:0], X[cand],
-                                              klass=j)[1] for j in range(len(model.classes_))])
+            C = np.column_stack(
+                [
+                    scratch_ball(model, X[A], y[A], X[:0], y[:0], X[cand], klass=j)[1]
+                    for j in range(len(model.classes_))
+                ]
+            )
             S = np.sort(C, axis=1)
-            pick = cand[np.argsort(S[:, -1] - S[:, -2], kind="stable")[:min(p, k - len(A))]]
+            pick = cand[np.argsort(S[:, -1] - S[:, -2], kind="stable")[: min(p, k - len(A))]]
             A.extend(pick.tolist())
             groups.append(pick)
         labeled.extend(A)
@@ -119,8 +126,16 @@ def brute_force_multiclass_fgal(X, y, labeled0, m, p, budget):
 def test_fgal_chooses_what_the_class_balls_say(digits10):
     X, y = digits10
     Xp, yp, Xt, yt = X[:160], y[:160], X[1500:1600], y[1500:1600]
-    r = run_active_learning(FGAL(make(fit_intercept=False), m=20, p=5), Xp, yp, Xt, yt,
-                            initial=30, budget=70, random_state=0)
+    r = run_active_learning(
+        FGAL(make(fit_intercept=False), m=20, p=5),
+        Xp,
+        yp,
+        Xt,
+        yt,
+        initial=30,
+        budget=70,
+        random_state=0,
+    )
     ref = brute_force_multiclass_fgal(Xp, yp, r.groups[0], 20, 5, 70)
     assert len(r.groups) == len(ref)
     for a, b in zip(r.groups, ref):
@@ -132,11 +147,9 @@ def test_uncertainty_sampling_uses_the_top_two_margin(digits10):
     X, y = digits10
     model = make().fit(X[:100], y[:100])
     pool = np.arange(100, 400)
-    chosen, labels, _ = UncertaintySampling(make(), m=15).select(model, X, pool, 15,
-                                                                 lambda i: y[i])
+    chosen, labels, _ = UncertaintySampling(make(), m=15).select(model, X, pool, 15, lambda i: y[i])
     S = np.sort(model.decision_function(X[pool]), axis=1)
-    np.testing.assert_array_equal(chosen, pool[np.argsort(S[:, -1] - S[:, -2],
-                                                          kind="stable")[:15]])
+    np.testing.assert_array_equal(chosen, pool[np.argsort(S[:, -1] - S[:, -2], kind="stable")[:15]])
     np.testing.assert_array_equal(labels, y[chosen])
 
 
@@ -149,13 +162,15 @@ def test_a_class_new_to_the_model_stays_out_of_the_balls(digits10):
     model = make(fit_intercept=False).fit(X[known], y[known])
     cand = np.arange(200, 330)
     chosen, labels, groups = FGAL(make(fit_intercept=False), m=20, p=5).select(
-        model, X, cand, 20, lambda i: y[i])
+        model, X, cand, 20, lambda i: y[i]
+    )
     A, ref = [], []
     while len(ref) < 20:
         rest = np.setdiff1d(cand, ref)
         a = [i for i in A if y[i] < 3]
-        C = np.column_stack([scratch_ball(model, X[a], y[a], X[:0], y[:0], X[rest],
-                                          klass=j)[1] for j in range(3)])
+        C = np.column_stack(
+            [scratch_ball(model, X[a], y[a], X[:0], y[:0], X[rest], klass=j)[1] for j in range(3)]
+        )
         S = np.sort(C, axis=1)
         pick = rest[np.argsort(S[:, -1] - S[:, -2], kind="stable")[:5]]
         ref.extend(pick.tolist())

@@ -16,8 +16,20 @@ def _k(kernel, gamma, x, S):
     return (gamma * (S @ x) + 1.0) ** 3  # poly, degree 3, coef0 1
 
 
-def twin(X, y, *, kernel="rbf", gamma, lam, eta, learning_rate, budget, fit_intercept,
-         loss="hinge", margin=1.0):
+def twin(
+    X,
+    y,
+    *,
+    kernel="rbf",
+    gamma,
+    lam,
+    eta,
+    learning_rate,
+    budget,
+    fit_intercept,
+    loss="hinge",
+    margin=1.0,
+):
     """Kivinen et al. (2004) eqs. (7)-(8), plain lists, truncation by dropping the oldest term.
 
     Classification: y in {-1, +1}, sigma_t = [y_t f_t(x_t) < margin], alpha_t = eta_t sigma_t y_t.
@@ -46,8 +58,9 @@ def twin(X, y, *, kernel="rbf", gamma, lam, eta, learning_rate, budget, fit_inte
     def decision(Xt):
         if not svs:
             return np.full(len(Xt), b)
-        return np.array([float(np.dot(alphas, _k(kernel, gamma, x, np.array(svs)))) + b
-                         for x in Xt])
+        return np.array(
+            [float(np.dot(alphas, _k(kernel, gamma, x, np.array(svs)))) + b for x in Xt]
+        )
 
     return decision, len(svs)
 
@@ -70,8 +83,14 @@ def _digits(n=300):
 def test_classifier_equals_twin(data, learning_rate, fit_intercept, budget):
     X, y = _cancer() if data == "cancer" else _digits()
     gamma = 0.1 if data == "cancer" else 0.05
-    params = dict(gamma=gamma, lam=1e-3, eta=0.5, learning_rate=learning_rate, budget=budget,
-                  fit_intercept=fit_intercept)
+    params = dict(
+        gamma=gamma,
+        lam=1e-3,
+        eta=0.5,
+        learning_rate=learning_rate,
+        budget=budget,
+        fit_intercept=fit_intercept,
+    )
     m = NORMA(**params).fit(X, y)
     dec, n_sv = twin(X, np.where(y == 1, 1.0, -1.0), **params)
     np.testing.assert_allclose(m.decision_function(X), dec(X), rtol=0, atol=1e-10)
@@ -85,8 +104,16 @@ def test_classifier_equals_twin(data, learning_rate, fit_intercept, budget):
 def test_classifier_poly_margin_and_renormalisation():
     # decay 1 - eta*lam = 0.5 per step: the global scale crosses 1e-100 after ~330 steps
     X, y = _digits(700)
-    params = dict(kernel="poly", gamma=0.02, lam=1.0, eta=0.5, learning_rate="constant",
-                  budget=30, fit_intercept=True, margin=0.5)
+    params = dict(
+        kernel="poly",
+        gamma=0.02,
+        lam=1.0,
+        eta=0.5,
+        learning_rate="constant",
+        budget=30,
+        fit_intercept=True,
+        margin=0.5,
+    )
     m = NORMA(degree=3, coef0=1.0, **params).fit(X, y)
     dec, _ = twin(X, np.where(y == 1, 1.0, -1.0), **params)
     np.testing.assert_allclose(m.decision_function(X), dec(X), rtol=0, atol=1e-10)
@@ -98,8 +125,9 @@ def test_classifier_poly_margin_and_renormalisation():
 def test_regressor_equals_twin(learning_rate, budget):
     X, y = _cancer(200)
     target = X[:, 0] + 0.5 * np.sin(3 * X[:, 1])  # a real-valued target on real features
-    params = dict(gamma=0.1, lam=1e-2, eta=0.3, learning_rate=learning_rate, budget=budget,
-                  fit_intercept=True)
+    params = dict(
+        gamma=0.1, lam=1e-2, eta=0.3, learning_rate=learning_rate, budget=budget, fit_intercept=True
+    )
     m = NORMARegressor(**params).fit(X, target)
     dec, n_sv = twin(X, target, loss="squared", **params)
     np.testing.assert_allclose(m.predict(X), dec(X), rtol=0, atol=1e-10)
@@ -112,8 +140,7 @@ def test_pieces_learn_one_fit_and_dicts_agree():
     b = NORMA(gamma=0.1, budget=30)
     for lo, hi in [(0, 7), (7, 60), (60, 150)]:
         b.partial_fit(X[lo:hi], y[lo:hi], classes=[0, 1])
-    c, d, e = NORMA(gamma=0.1, budget=30), NORMA(gamma=0.1, budget=30), NORMA(gamma=0.1,
-                                                                               budget=30)
+    c, d, e = NORMA(gamma=0.1, budget=30), NORMA(gamma=0.1, budget=30), NORMA(gamma=0.1, budget=30)
     for xi, yi in zip(X, y):
         c.learn_one(xi, yi)
         d.learn_one({j: v for j, v in enumerate(xi)}, yi)
@@ -135,8 +162,9 @@ def test_string_labels_and_regressor_pieces():
     m = NORMA(gamma=0.1).fit(X, labels)
     np.testing.assert_array_equal(m.classes_, ["benign", "malignant"])
     # "malignant" (label 0) is +1 here: decisions are the negated 0/1 model's
-    np.testing.assert_allclose(m.decision_function(X),
-                               -NORMA(gamma=0.1).fit(X, y).decision_function(X), atol=1e-12)
+    np.testing.assert_allclose(
+        m.decision_function(X), -NORMA(gamma=0.1).fit(X, y).decision_function(X), atol=1e-12
+    )
     r1 = NORMARegressor(gamma=0.1).fit(X, X[:, 0])
     r2 = NORMARegressor(gamma=0.1).partial_fit(X[:50], X[:50, 0]).partial_fit(X[50:], X[50:, 0])
     r3 = NORMARegressor(gamma=0.1)
@@ -232,14 +260,24 @@ def test_bad_input_leaves_the_model_unchanged():
     _same(r, s)
 
 
-@pytest.mark.parametrize("params, match", [
-    (dict(eta=0.0), "eta"), (dict(eta=-1), "eta"), (dict(lam=-1e-3), "lam"),
-    (dict(eta=1.0, lam=1.0), "eta \\* lam"), (dict(budget=0), "budget"),
-    (dict(budget=2.5), "budget"), (dict(learning_rate="optimal"), "learning_rate"),
-    (dict(kernel="nope"), "kernel"), (dict(gamma=-1.0), "gamma"),
-    (dict(fit_intercept="yes"), "fit_intercept"), (dict(loss="squared"), "loss"),
-    (dict(margin=-1.0), "margin"), (dict(eta=np.nan), "eta"),
-])
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        (dict(eta=0.0), "eta"),
+        (dict(eta=-1), "eta"),
+        (dict(lam=-1e-3), "lam"),
+        (dict(eta=1.0, lam=1.0), "eta \\* lam"),
+        (dict(budget=0), "budget"),
+        (dict(budget=2.5), "budget"),
+        (dict(learning_rate="optimal"), "learning_rate"),
+        (dict(kernel="nope"), "kernel"),
+        (dict(gamma=-1.0), "gamma"),
+        (dict(fit_intercept="yes"), "fit_intercept"),
+        (dict(loss="squared"), "loss"),
+        (dict(margin=-1.0), "margin"),
+        (dict(eta=np.nan), "eta"),
+    ],
+)
 def test_bad_parameters(params, match):
     X, y = _cancer(20)
     m = NORMA(**params)
@@ -267,4 +305,3 @@ def test_learn_one_waits_for_both_labels():
     with pytest.raises(ValueError, match="NaN"):
         n.learn_one(np.full(X.shape[1], np.nan), 1.0)
     assert len(n._pending) == 1
-

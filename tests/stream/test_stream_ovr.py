@@ -38,13 +38,16 @@ def binary_twins(base, X, y, classes, how="fit"):
         else:  # one sample at a time, from the first one on
             est.partial_fit(X[:1], t[:1], classes=[-1, 1])
             for i in range(1, len(t)):
-                est.partial_fit(X[i:i + 1], t[i:i + 1])
+                est.partial_fit(X[i : i + 1], t[i : i + 1])
         out.append(est)
     return out
 
 
-BASES = [Pegasos(lam=1e-3), Pegasos(lam=1e-2, projection=True, shuffle=True, random_state=3),
-         NORMA(gamma=0.5, eta=0.3, lam=1e-3, budget=80)]
+BASES = [
+    Pegasos(lam=1e-3),
+    Pegasos(lam=1e-2, projection=True, shuffle=True, random_state=3),
+    NORMA(gamma=0.5, eta=0.3, lam=1e-3, budget=80),
+]
 
 
 @pytest.mark.parametrize("base", BASES, ids=repr)
@@ -61,8 +64,9 @@ def test_fit_equals_k_binary_learners(base, digits10):
     assert ovr.score(X, y) > 0.8
 
 
-@pytest.mark.parametrize("base", [Pegasos(lam=1e-3), NORMA(gamma=0.5, eta=0.3, budget=50)],
-                         ids=repr)
+@pytest.mark.parametrize(
+    "base", [Pegasos(lam=1e-3), NORMA(gamma=0.5, eta=0.3, budget=50)], ids=repr
+)
 def test_streaming_equals_k_binary_learners(base, digits10):
     """partial_fit in chunks and learn_one (with classes= up front) give the learners that
     one-sample-at-a-time binary training gives."""
@@ -73,7 +77,7 @@ def test_streaming_equals_k_binary_learners(base, digits10):
     D = np.column_stack([t.decision_function(X) for t in twins])
     chunks = OneVsRest(base)
     for s in range(0, 200, 37):
-        chunks.partial_fit(X[s:s + 37], y[s:s + 37], classes=classes if s == 0 else None)
+        chunks.partial_fit(X[s : s + 37], y[s : s + 37], classes=classes if s == 0 else None)
     ones = OneVsRest(base, classes=classes)
     for xi, yi in zip(X, y):
         ones.learn_one(xi, int(yi))
@@ -92,11 +96,11 @@ def test_a_class_missing_from_the_first_batch(digits10):
     X1, y1 = X[keep][:100], y[keep][:100]
     ovr = OneVsRest(Pegasos(lam=1e-3)).partial_fit(X1, y1, classes=np.arange(10))
     twin = Pegasos(lam=1e-3).partial_fit(X1, np.full(100, -1), classes=[-1, 1])
-    np.testing.assert_array_equal(ovr.decision_function(X[:20])[:, 9],
-                                  twin.decision_function(X[:20]))
+    np.testing.assert_array_equal(
+        ovr.decision_function(X[:20])[:, 9], twin.decision_function(X[:20])
+    )
     fitted = OneVsRest(Pegasos(lam=1e-3), classes=np.arange(10)).fit(X1, y1)
-    np.testing.assert_array_equal(fitted.decision_function(X[:20]),
-                                  ovr.decision_function(X[:20]))
+    np.testing.assert_array_equal(fitted.decision_function(X[:20]), ovr.decision_function(X[:20]))
 
 
 def test_two_classes_are_the_binary_learner(breast_cancer):
@@ -123,8 +127,11 @@ def test_bad_input_leaves_the_learner_unchanged(digits10):
     before = ovr.snapshot()
     Xn = X[100:110].copy()
     Xn[3, 2] = np.nan
-    for args, msg in [((Xn, y[100:110]), "NaN"), ((X[100:110], np.full(10, 11)), "not in"),
-                      ((X[100:110, :5], y[100:110]), "features")]:
+    for args, msg in [
+        ((Xn, y[100:110]), "NaN"),
+        ((X[100:110], np.full(10, 11)), "not in"),
+        ((X[100:110, :5], y[100:110]), "features"),
+    ]:
         with pytest.raises(ValueError, match=msg):
             ovr.partial_fit(*args)
     with pytest.raises(ValueError, match="differs"):
@@ -157,5 +164,4 @@ def test_treecv_over_one_vs_rest_equals_its_folds(digits10):
     h = X.shape[0] // 2
     a = OneVsRest(Pegasos(lam=1e-3)).partial_fit(X[h:], y[h:], classes=np.arange(10))
     b = OneVsRest(Pegasos(lam=1e-3)).partial_fit(X[:h], y[:h], classes=np.arange(10))
-    np.testing.assert_array_equal(r.y_pred, np.concatenate([a.predict(X[:h]),
-                                                            b.predict(X[h:])]))
+    np.testing.assert_array_equal(r.y_pred, np.concatenate([a.predict(X[:h]), b.predict(X[h:])]))

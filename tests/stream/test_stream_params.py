@@ -40,21 +40,30 @@ def test_scikit_learn_parameter_validation(learner):
     check_param_validation(type(learner).__name__, learner)
 
 
-@pytest.mark.parametrize("learner, name", [
-    (Pegasos(lam=True), "lam"), (LSQSGD(radius=-1.0), "radius"), (NORMA(budget=0), "budget"),
-    (SlidingWindow(Pegasos(), period=0), "period"), (DDM(Pegasos(), drift_level=np.nan),
-                                                      "drift_level"),
-])
+@pytest.mark.parametrize(
+    "learner, name",
+    [
+        (Pegasos(lam=True), "lam"),
+        (LSQSGD(radius=-1.0), "radius"),
+        (NORMA(budget=0), "budget"),
+        (SlidingWindow(Pegasos(), period=0), "period"),
+        (DDM(Pegasos(), drift_level=np.nan), "drift_level"),
+    ],
+)
 def test_learn_one_refuses_a_bad_parameter_by_name(learner, name):
     with pytest.raises(InvalidParameterError, match=f"'{name}' parameter"):
         learner.learn_one(np.zeros(2), 0)
 
 
-@pytest.mark.parametrize("strategy, name", [
-    (UncertaintySampling(df.LinearClassifier(), m=0), "m"),
-    (FGAL(df.LinearClassifier(), p=2.5), "p"), (FGAL(df.LinearClassifier(), center="x"), "center"),
-    (FGAL(df.LinearClassifier(), region="box"), "region"),
-])
+@pytest.mark.parametrize(
+    "strategy, name",
+    [
+        (UncertaintySampling(df.LinearClassifier(), m=0), "m"),
+        (FGAL(df.LinearClassifier(), p=2.5), "p"),
+        (FGAL(df.LinearClassifier(), center="x"), "center"),
+        (FGAL(df.LinearClassifier(), region="box"), "region"),
+    ],
+)
 def test_active_learning_strategies_refuse_a_bad_parameter_by_name(strategy, name):
     owner = type(strategy).__name__
     with pytest.raises(InvalidParameterError, match=f"'{name}' parameter of {owner}"):

@@ -28,12 +28,18 @@ def test_a_failed_partial_fit_learns_nothing():
     rng = np.random.default_rng(0)
     X = rng.random((40, 2))
     for learner, y_bad in [
-        (SlidingWindow(df.KernelRegressor(gamma=1.0), window=10, period=2, initial=5),
-         np.r_[np.ones(20), np.inf, np.ones(19)]),
-        (KDR(df.KernelRegressor(gamma=1.0), window=10, threshold=0.01, initial=5),
-         np.r_[np.ones(20), np.nan, np.ones(19)]),
-        (SlidingWindow(kc(), window=10, period=2, initial=5), np.r_[[0, 1] * 10, np.nan,
-                                                                     [0, 1] * 9, 0]),
+        (
+            SlidingWindow(df.KernelRegressor(gamma=1.0), window=10, period=2, initial=5),
+            np.r_[np.ones(20), np.inf, np.ones(19)],
+        ),
+        (
+            KDR(df.KernelRegressor(gamma=1.0), window=10, threshold=0.01, initial=5),
+            np.r_[np.ones(20), np.nan, np.ones(19)],
+        ),
+        (
+            SlidingWindow(kc(), window=10, period=2, initial=5),
+            np.r_[[0, 1] * 10, np.nan, [0, 1] * 9, 0],
+        ),
     ]:
         y0 = np.arange(12) % 2 * 1.0
         learner.partial_fit(X[:12], y0)
@@ -44,10 +50,13 @@ def test_a_failed_partial_fit_learns_nothing():
         np.testing.assert_array_equal(learner._X, state[2])
 
 
-@pytest.mark.parametrize("make", [
-    lambda: df.LinearClassifier(loss="logistic", C=1.0),
-    lambda: df.LinearClassifier(loss="squared_hinge", C=1.0, fit_intercept=False),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: df.LinearClassifier(loss="logistic", C=1.0),
+        lambda: df.LinearClassifier(loss="squared_hinge", C=1.0, fit_intercept=False),
+    ],
+)
 def test_kdr_with_linear_models_equals_its_twin(make):
     """Linear estimators (with and without intercept) go through the feature map."""
     X, y = small_drift_stream(n=300, change=150)

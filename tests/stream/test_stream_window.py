@@ -52,8 +52,38 @@ def test_kdr_detections_are_pinned(stream):
     assert after > before
 
 
-PINNED_KDR = [99, 106, 133, 155, 180, 219, 239, 308, 326, 351, 397, 430, 452, 473, 480, 495,
-              499, 519, 552, 580, 615, 626, 661, 689, 713, 737, 757, 802, 824, 856]
+PINNED_KDR = [
+    99,
+    106,
+    133,
+    155,
+    180,
+    219,
+    239,
+    308,
+    326,
+    351,
+    397,
+    430,
+    452,
+    473,
+    480,
+    495,
+    499,
+    519,
+    552,
+    580,
+    615,
+    626,
+    661,
+    689,
+    713,
+    737,
+    757,
+    802,
+    824,
+    856,
+]
 
 
 def test_sliding_window_recomputes_every_period(stream):
@@ -64,9 +94,8 @@ def test_sliding_window_recomputes_every_period(stream):
     assert rep.computation_at.tolist() == list(range(19, 400, 30))
     # its model is a fresh fit of the last 50 samples at the last computation
     last = rep.computation_at[-1]
-    ref = make_kernel().fit(X[last - 49:last + 1], y[last - 49:last + 1])
-    np.testing.assert_allclose(sw.model_.decision_function(X), ref.decision_function(X),
-                               atol=1e-8)
+    ref = make_kernel().fit(X[last - 49 : last + 1], y[last - 49 : last + 1])
+    np.testing.assert_allclose(sw.model_.decision_function(X), ref.decision_function(X), atol=1e-8)
     np.testing.assert_array_equal(sw.predict(X), ref.predict(X))
 
 
@@ -118,8 +147,12 @@ def test_memory_stays_bounded_on_a_long_stream():
     rng = np.random.default_rng(3)
     X = rng.random((20_000, 2))
     y = (X[:, 0] > X[:, 1]).astype(int)
-    kdr = KDR(df.KernelClassifier(loss="squared_hinge", kernel="rbf", gamma=2.0), window=40,
-              threshold=1e300, initial=40)
+    kdr = KDR(
+        df.KernelClassifier(loss="squared_hinge", kernel="rbf", gamma=2.0),
+        window=40,
+        threshold=1e300,
+        initial=40,
+    )
     kdr.partial_fit(X[:1000], y[:1000])
     cap = kdr.sphere_.capacity
     sizes = {k: getattr(v, "nbytes", None) for k, v in vars(kdr).items()}
@@ -135,8 +168,9 @@ def test_kdr_regression():
     rng = np.random.default_rng(0)
     X = rng.random((400, 1))
     y = np.where(np.arange(400) < 200, np.sin(6 * X[:, 0]), -np.sin(6 * X[:, 0]))
-    kdr = KDR(df.KernelRegressor(kernel="rbf", gamma=10.0, C=10.0), window=50, threshold=0.5,
-              initial=50)
+    kdr = KDR(
+        df.KernelRegressor(kernel="rbf", gamma=10.0, C=10.0), window=50, threshold=0.5, initial=50
+    )
     rep = prequential(kdr, (X, y))
     assert rep.accuracy is None and rep.mse is not None
     assert 1 < rep.n_model_computations < 100
@@ -151,19 +185,24 @@ def test_river_evaluation_accepts_the_adapter(stream):
     X, y = X[:300], y[:300]
     kdr = KDR(make_kernel(), window=50, threshold=3.0, initial=30)
     metric = evaluate.progressive_val_score(
-        ((dict(enumerate(x)), int(t)) for x, t in zip(X, y)), as_river(kdr),
-        metrics.Accuracy())
+        ((dict(enumerate(x)), int(t)) for x, t in zip(X, y)), as_river(kdr), metrics.Accuracy()
+    )
     ref = prequential(KDR(make_kernel(), window=50, threshold=3.0, initial=30), (X, y))
     # river skips the first sample (no prediction yet); prequential counts it as an error
     assert metric.get() == pytest.approx(ref.correct[1:].mean(), abs=1 / 299)
     assert isinstance(as_river(kdr), river.base.Classifier)
 
 
-@pytest.mark.parametrize("bad, match", [
-    (dict(window=1), "window"), (dict(threshold=-1.0), "threshold"),
-    (dict(threshold=float("nan")), "threshold"), (dict(initial=0), "initial"),
-    (dict(window=10, initial=20), "initial"),
-])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        (dict(window=1), "window"),
+        (dict(threshold=-1.0), "threshold"),
+        (dict(threshold=float("nan")), "threshold"),
+        (dict(initial=0), "initial"),
+        (dict(window=10, initial=20), "initial"),
+    ],
+)
 def test_bad_parameters(bad, match):
     kw = dict(window=50, threshold=1.0) | bad
     with pytest.raises(ValueError, match=match):
@@ -173,10 +212,18 @@ def test_bad_parameters(bad, match):
 def test_bad_samples_leave_the_learner_unchanged(stream):
     X, y = stream
     kdr = KDR(make_kernel(), window=50, threshold=3.0, initial=30).partial_fit(X[:100], y[:100])
-    state = (kdr.n_samples_seen_, kdr.n_model_computations_, kdr.mean_r_norm_,
-             kdr._X.copy(), kdr.sphere_.n_entries)
-    for x, t, match in [(np.array([np.nan, 0.1]), 0, "NaN"), (np.zeros(3), 0, "features"),
-                        (np.zeros((2, 2)), 0, "1-d")]:
+    state = (
+        kdr.n_samples_seen_,
+        kdr.n_model_computations_,
+        kdr.mean_r_norm_,
+        kdr._X.copy(),
+        kdr.sphere_.n_entries,
+    )
+    for x, t, match in [
+        (np.array([np.nan, 0.1]), 0, "NaN"),
+        (np.zeros(3), 0, "features"),
+        (np.zeros((2, 2)), 0, "1-d"),
+    ]:
         with pytest.raises(ValueError, match=match):
             kdr.learn_one(x, t)
     assert (kdr.n_samples_seen_, kdr.n_model_computations_, kdr.mean_r_norm_) == state[:3]
@@ -191,4 +238,3 @@ def test_bad_samples_leave_the_learner_unchanged(stream):
     assert sw.n_model_computations_ == 11
     with pytest.raises(ValueError, match="not seen any sample"):
         SlidingWindow(make_kernel()).predict_one(np.zeros(2))
-

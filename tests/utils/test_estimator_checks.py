@@ -37,8 +37,12 @@ from deltafit.utils.estimator_checks import (
 LOSSES = ["squared", "logistic", "squared_hinge", "hinge"]
 
 UPDATABLE_ESTIMATORS = (
-    [cls(loss=loss, fit_intercept=fi) for cls in (LinearClassifier, KernelClassifier)
-     for loss in LOSSES for fi in (True, False)]
+    [
+        cls(loss=loss, fit_intercept=fi)
+        for cls in (LinearClassifier, KernelClassifier)
+        for loss in LOSSES
+        for fi in (True, False)
+    ]
     + [cls(fit_intercept=fi) for cls in (LinearRegressor, KernelRegressor) for fi in (True, False)]
     + [
         LinearRegressor(keep_data=False),
@@ -142,17 +146,25 @@ BROKEN = [
     (IgnoresRelabelsInUpdate(), check_mixed_update_equals_refit, "decision values"),
     (PartialFitRefits(), check_partial_fit_equals_fit, "sample_ids_"),
     (RenumbersIds(), check_sample_ids_stable, "removing"),
-    (ForgivesUnknownIds(), check_failed_update_leaves_model_unchanged,
-     "remove an unknown id: no ValueError"),
-    (MutatesBeforeRaising(), check_failed_update_leaves_model_unchanged,
-     r"raised ValueError but changed the model: \['MutatesBeforeRaising._ledger.y'\]"),
-    (SavesAnotherC(loss="logistic"), check_save_load_roundtrip,
-     "of the loaded model differ"),
+    (
+        ForgivesUnknownIds(),
+        check_failed_update_leaves_model_unchanged,
+        "remove an unknown id: no ValueError",
+    ),
+    (
+        MutatesBeforeRaising(),
+        check_failed_update_leaves_model_unchanged,
+        r"raised ValueError but changed the model: \['MutatesBeforeRaising._ledger.y'\]",
+    ),
+    (SavesAnotherC(loss="logistic"), check_save_load_roundtrip, "of the loaded model differ"),
 ]
 
 
-@pytest.mark.parametrize("estimator, check, message", BROKEN,
-                         ids=[f"{type(e).__name__}-{c.__name__}" for e, c, _ in BROKEN])
+@pytest.mark.parametrize(
+    "estimator, check, message",
+    BROKEN,
+    ids=[f"{type(e).__name__}-{c.__name__}" for e, c, _ in BROKEN],
+)
 def test_broken_estimator_fails_its_check(estimator, check, message):
     with pytest.raises(AssertionError, match=message) as info:
         check(estimator)
@@ -235,8 +247,10 @@ def test_yield_updatable_checks_lists_every_public_check():
 def test_parametrize_ids_and_expected_failures():
     mark = parametrize_with_updatable_checks(
         [LinearClassifier(loss="hinge", C=2.0), KernelRegressor()],
-        expected_failed_checks=lambda e: {"check_add_equals_refit": "known"}
-        if isinstance(e, KernelRegressor) else {})
+        expected_failed_checks=lambda e: (
+            {"check_add_equals_refit": "known"} if isinstance(e, KernelRegressor) else {}
+        ),
+    )
     assert mark.args[0] == "estimator, check"
     params = mark.args[1]
     ids = [p.id for p in params]

@@ -11,21 +11,32 @@ import pytest
 from deltafit.utils._progress import open_bar, paused_for, progress_bar
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
-PUBLIC = ["deltafit", "deltafit.models", "deltafit.sensitivity", "deltafit.model_selection",
-          "deltafit.stream", "deltafit.active", "deltafit.datasets", "deltafit.plotting",
-          "deltafit.persistence", "deltafit.kernels", "deltafit.losses", "deltafit.solvers",
-          "deltafit.utils.estimator_checks"]
+PUBLIC = [
+    "deltafit",
+    "deltafit.models",
+    "deltafit.sensitivity",
+    "deltafit.model_selection",
+    "deltafit.stream",
+    "deltafit.active",
+    "deltafit.datasets",
+    "deltafit.plotting",
+    "deltafit.persistence",
+    "deltafit.kernels",
+    "deltafit.losses",
+    "deltafit.solvers",
+    "deltafit.utils.estimator_checks",
+]
 
 
 def _python(code, **env):
-    full = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""),
-                **env)
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env=full, timeout=600)
+    full = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""), **env)
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=full, timeout=600
+    )
 
 
 def test_import_prints_nothing():
-    r = _python("import importlib\nfor m in %r: importlib.import_module(m)" % PUBLIC)
+    r = _python(f"import importlib\nfor m in {PUBLIC!r}: importlib.import_module(m)")
     assert r.returncode == 0, r.stderr
     assert r.stdout == "" and r.stderr == ""
 
@@ -34,7 +45,7 @@ def test_bars_go_to_stderr_and_one_per_task(capfd):
     pytest.importorskip("tqdm")
     with progress_bar(3, True, desc="outer") as outer:
         assert open_bar() is outer
-        inner = progress_bar(5, True, desc="inner")       # the work inside: silent
+        inner = progress_bar(5, True, desc="inner")  # the work inside: silent
         assert inner is not outer and open_bar() is outer
         inner.update(5)
         inner.close()
@@ -43,7 +54,7 @@ def test_bars_go_to_stderr_and_one_per_task(capfd):
     out, err = capfd.readouterr()
     assert out == ""
     assert "outer" in err and "inner" not in err
-    with progress_bar(2, True, desc="next") as again:    # a closed bar frees the slot
+    with progress_bar(2, True, desc="next") as again:  # a closed bar frees the slot
         assert open_bar() is again
 
 
@@ -53,9 +64,9 @@ def test_a_pause_is_labelled_and_left_out_of_the_rate():
         start = bar.start_t
         with paused_for("compiling, once"):
             assert "compiling, once" in bar.postfix
-        assert bar.start_t > start                        # the pause is not the task's time
+        assert bar.start_t > start  # the pause is not the task's time
         assert not bar.postfix
-    with paused_for("nothing open"):                      # no bar: nothing to do
+    with paused_for("nothing open"):  # no bar: nothing to do
         pass
 
 
@@ -81,10 +92,10 @@ def test_first_compilation_says_so_once(tmp_path):
     cache = str(tmp_path / "numba-cache")
     first = _python(_FIT, NUMBA_CACHE_DIR=cache)
     assert first.returncode == 0, first.stderr
-    assert first.stdout == "fitted\n"                    # the notice is not on stdout
+    assert first.stdout == "fitted\n"  # the notice is not on stdout
     assert first.stderr.count("compiling the per-sample loops with numba, once") == 1
     assert "deltafit: compiled in" in first.stderr
-    second = _python(_FIT, NUMBA_CACHE_DIR=cache)        # numba's cache: nothing to say
+    second = _python(_FIT, NUMBA_CACHE_DIR=cache)  # numba's cache: nothing to say
     assert second.returncode == 0, second.stderr
     assert second.stdout == "fitted\n" and "compiling" not in second.stderr
 

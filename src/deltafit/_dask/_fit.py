@@ -70,25 +70,36 @@ def persist_rows(blocks, problem, spec=None, beta0=None, digests=True, prepare=p
 
     offsets = np.concatenate([[0], np.cumsum(blocks.X.chunks[0])]).astype(np.int64)
     n = int(offsets[-1])
-    full = dask.persist(*[delayed(prepare)(x, y, w, problem, int(off), spec, beta0)
-                          for (x, y, w, _), off in zip(blocks.parts, offsets[:-1].tolist())])
+    full = dask.persist(
+        *[
+            delayed(prepare)(x, y, w, problem, int(off), spec, beta0)
+            for (x, y, w, _), off in zip(blocks.parts, offsets[:-1].tolist())
+        ]
+    )
     want = [delayed(_counts)(*full)]
     if spec is not None:
         want += [delayed(_shares)(*full), delayed(_largest)(*full)]
     segs = []
     if digests and problem.key is not None:
-        segs = [delayed(_segment)(n, *[delayed(_piece)(o, g) for o in full])
-                for g in range(2 ** SEGMENT_BITS)]
+        segs = [
+            delayed(_segment)(n, *[delayed(_piece)(o, g) for o in full])
+            for g in range(2**SEGMENT_BITS)
+        ]
     got = compute_on_cluster(*want, *segs, what="the pass that persists the rows")
     counts, share = got[0], (got[1] if spec is not None else None)
     if spec is not None:
         refuse_curvature(got[2], spec)  # before anything is kept
-    segments = list(got[1 + 2 * (spec is not None):])
+    segments = list(got[1 + 2 * (spec is not None) :])
     parts = dask.persist(*[delayed(_row_part)(o, i) for o in full for i in range(3)])
     del full
-    triples = [tuple(parts[3 * j:3 * j + 3]) for j in range(len(blocks.parts))]
+    triples = [tuple(parts[3 * j : 3 * j + 3]) for j in range(len(blocks.parts))]
     store = DaskRowStore.of_blocks(triples, np.diff(offsets), blocks.n_features)
     folds = [f for (_, _, _, f) in blocks.parts]
-    kept = RowBlocks(blocks.X, [(x, t, w, f) for (x, t, w), f in zip(triples, folds)],
-                     None, blocks.w, blocks.fold)
+    kept = RowBlocks(
+        blocks.X,
+        [(x, t, w, f) for (x, t, w), f in zip(triples, folds)],
+        None,
+        blocks.w,
+        blocks.fold,
+    )
     return store, kept, np.asarray(counts), share, segments

@@ -86,6 +86,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from deltafit._dask._newton import _CHUNK_BYTES, PassSpec, _Chunk
+from deltafit._dask._state import DaskStateRefusals
+from deltafit._states._protocol import ModelState
+from deltafit.losses import SmoothedHinge
 from deltafit.solvers import (
     HingeResult,
     SubFeatureQP,
@@ -93,13 +97,17 @@ from deltafit.solvers import (
     hinge_loop,
     warn_kkt_not_converged,
 )
-from deltafit._dask._newton import PassSpec, _Chunk, _CHUNK_BYTES
-from deltafit.losses import SmoothedHinge
-from deltafit._dask._state import DaskStateRefusals
-from deltafit._states._protocol import ModelState
 
-__all__ = ["DaskHingeState", "HingePasses", "hinge_share", "hinge_shares", "SmoothedHinge",
-           "START_STAGES", "start_loss", "fit_rows"]
+__all__ = [
+    "DaskHingeState",
+    "HingePasses",
+    "hinge_share",
+    "hinge_shares",
+    "SmoothedHinge",
+    "START_STAGES",
+    "start_loss",
+    "fit_rows",
+]
 
 #: The smoothed hinges whose minimisers start a fit: ``(ε, tol)``, Newton on each stopping
 #: at ``‖∇J‖ ≤ tol ‖∇J(0)‖``, warm-started from the previous one.
@@ -160,8 +168,9 @@ class _Rows:
         return _Rows(*(getattr(self, s)[keep] for s in self.__slots__))
 
     def merged(self, o, k):
-        return _Rows(*(np.concatenate([getattr(self, s), getattr(o, s)])
-                       for s in self.__slots__)).top(k)
+        return _Rows(
+            *(np.concatenate([getattr(self, s), getattr(o, s)]) for s in self.__slots__)
+        ).top(k)
 
 
 class HingeShare:
@@ -175,10 +184,21 @@ class HingeShare:
 
     def merged(self, o, k=None):
         k = self.cap if k is None else k
-        return HingeShare(self.val + o.val, self.gap + o.gap, max(self.kkt, o.kkt),
-                          self.n_sw + o.n_sw, self.suma + o.suma, self.G + o.G, self.V + o.V,
-                          max(self.maxscale, o.maxscale), self.rnd + o.rnd, self.n + o.n,
-                          self.sw.merged(o.sw, k), self.band.merged(o.band, k), k)
+        return HingeShare(
+            self.val + o.val,
+            self.gap + o.gap,
+            max(self.kkt, o.kkt),
+            self.n_sw + o.n_sw,
+            self.suma + o.suma,
+            self.G + o.G,
+            self.V + o.V,
+            max(self.maxscale, o.maxscale),
+            self.rnd + o.rnd,
+            self.n + o.n,
+            self.sw.merged(o.sw, k),
+            self.band.merged(o.band, k),
+            k,
+        )
 
     __add__ = merged
 
@@ -218,7 +238,7 @@ def hinge_shares(x, t, w, mods, spec, first, requests, k):
     n = x.shape[0]
     q = x.shape[1]
     cols, acc = [], []
-    for code, ref, beta, wids, v in requests:
+    for code, ref, beta, wids, _v in requests:
         cw = cw0
         lo, hi = np.searchsorted(wids, [first, first + n])
         if hi > lo:
@@ -226,9 +246,24 @@ def hinge_shares(x, t, w, mods, spec, first, requests, k):
             cw[wids[lo:hi] - first] = 0.0
         p = beta.shape[0]
         cols.extend([beta, np.zeros(p) if ref is None else ref])
-        acc.append({"code": code, "ref": ref, "cw": cw, "G": np.zeros(p), "V": np.zeros(p),
-                    "val": 0.0, "gap": 0.0, "kkt": 0.0, "suma": 0.0, "maxscale": 0.0,
-                    "rnd": 0.0, "n_sw": 0, "sw": _Rows.empty(q), "band": _Rows.empty(q)})
+        acc.append(
+            {
+                "code": code,
+                "ref": ref,
+                "cw": cw,
+                "G": np.zeros(p),
+                "V": np.zeros(p),
+                "val": 0.0,
+                "gap": 0.0,
+                "kkt": 0.0,
+                "suma": 0.0,
+                "maxscale": 0.0,
+                "rnd": 0.0,
+                "n_sw": 0,
+                "sw": _Rows.empty(q),
+                "band": _Rows.empty(q),
+            }
+        )
     B = np.column_stack(cols)
     Vs = np.column_stack([r[4] for r in requests])
     p = B.shape[0]
@@ -244,8 +279,7 @@ def hinge_shares(x, t, w, mods, spec, first, requests, k):
             wc = o["cw"][a:b]
             live = wc > 0.0
             m = tc * ZZ[:, 2 * j]
-            mref = (tc * ZZ[:, 2 * j + 1] if o["ref"] is not None
-                    else np.full(b - a, np.inf))
+            mref = tc * ZZ[:, 2 * j + 1] if o["ref"] is not None else np.full(b - a, np.inf)
             a_ref = np.where(live & (mref < 1.0), wc, 0.0)
             a_new = np.where(live & (m < 1.0), wc, 0.0)
             h = np.maximum(0.0, 1.0 - m)
@@ -261,19 +295,43 @@ def hinge_shares(x, t, w, mods, spec, first, requests, k):
             o["rnd"] += float(wc @ scale)
             s_mask = live & (a_new != a_ref)
             o["n_sw"] += int(np.count_nonzero(s_mask))
-            for kind, mask, key in (("sw", s_mask, viol),
-                                    ("band", live & ~s_mask, -np.abs(m - 1.0))):
+            for kind, mask, key in (
+                ("sw", s_mask, viol),
+                ("band", live & ~s_mask, -np.abs(m - 1.0)),
+            ):
                 idx = np.flatnonzero(mask)
                 if not idx.size:
                     continue
                 if idx.size > k:
                     idx = np.sort(idx[np.argpartition(-key[idx], k - 1)[:k]])
-                new = _Rows(key[idx], first + a + idx.astype(np.int64), x[a:b][idx],
-                            tc[idx], wc[idx], m[idx], mref[idx])
+                new = _Rows(
+                    key[idx],
+                    first + a + idx.astype(np.int64),
+                    x[a:b][idx],
+                    tc[idx],
+                    wc[idx],
+                    m[idx],
+                    mref[idx],
+                )
                 o[kind] = o[kind].merged(new, k)
-    return [HingeShare(o["val"], o["gap"], o["kkt"], o["n_sw"], o["suma"], o["G"], o["V"],
-                       o["maxscale"], o["rnd"], int(np.count_nonzero(o["cw"] > 0.0)),
-                       o["sw"], o["band"], k) for o in acc]
+    return [
+        HingeShare(
+            o["val"],
+            o["gap"],
+            o["kkt"],
+            o["n_sw"],
+            o["suma"],
+            o["G"],
+            o["V"],
+            o["maxscale"],
+            o["rnd"],
+            int(np.count_nonzero(o["cw"] > 0.0)),
+            o["sw"],
+            o["band"],
+            k,
+        )
+        for o in acc
+    ]
 
 
 class HingePasses:
@@ -286,7 +344,6 @@ class HingePasses:
         from functools import partial
 
         from dask import delayed
-
         from deltafit._dask._rows import tree_compute
 
         st = self.store
@@ -294,10 +351,16 @@ class HingePasses:
         ref = None if ref is None else np.array(ref, dtype=np.float64, copy=True)
         wids = np.array(wids, dtype=np.int64, copy=True)
         v = np.array(v, dtype=np.float64, copy=True)
-        out = tree_compute([delayed(hinge_share)(x, t, w, st.mods(i), self.spec,
-                                                 int(st.starts[i]), ref, beta, wids, v, self.k)
-                            for i, (x, t, w) in enumerate(st.blocks)], partial(_sum, self.k),
-                           what="a hinge pass over the rows")
+        out = tree_compute(
+            [
+                delayed(hinge_share)(
+                    x, t, w, st.mods(i), self.spec, int(st.starts[i]), ref, beta, wids, v, self.k
+                )
+                for i, (x, t, w) in enumerate(st.blocks)
+            ],
+            partial(_sum, self.k),
+            what="a hinge pass over the rows",
+        )
         self.count += 1
         return out
 
@@ -313,13 +376,35 @@ class _Working:
     @classmethod
     def empty(cls, p):
         z = np.zeros(0)
-        return cls(None, np.zeros(0, dtype=np.int64), np.zeros((0, p)), z, z, z, np.zeros(p),
-                   np.zeros(p), 0.0)
+        return cls(
+            None,
+            np.zeros(0, dtype=np.int64),
+            np.zeros((0, p)),
+            z,
+            z,
+            z,
+            np.zeros(p),
+            np.zeros(p),
+            0.0,
+        )
 
     def copy(self):
-        return _Working(*(None if a is None else (a.copy() if isinstance(a, np.ndarray) else a)
-                          for a in (self.ref, self.ids, self.Phi, self.t, self.cw, self.alpha,
-                                    self.g, self.u, self.s)))
+        return _Working(
+            *(
+                None if a is None else (a.copy() if isinstance(a, np.ndarray) else a)
+                for a in (
+                    self.ref,
+                    self.ids,
+                    self.Phi,
+                    self.t,
+                    self.cw,
+                    self.alpha,
+                    self.g,
+                    self.u,
+                    self.s,
+                )
+            )
+        )
 
     def v(self):
         """``Σ α_i |φ_i|`` over every row."""
@@ -365,8 +450,9 @@ class _Working:
             return self.g.copy(), True, 0, 0
         sub = SubFeatureQP(Z, self.t, self.g.copy(), np.maximum(self.u, 0.0))
         sub.refresh(alpha)
-        alpha, it, n_pol, _, _, _, polished = hinge_loop(sub, alpha, self.cw, True, tol,
-                                                          max_iter, None)
+        alpha, it, n_pol, _, _, _, polished = hinge_loop(
+            sub, alpha, self.cw, True, tol, max_iter, None
+        )
         self.alpha = alpha
         return self.coef(), polished, it, n_pol
 
@@ -382,8 +468,9 @@ def _gathered(rows, featurize):
     return np.asarray(featurize(rows.x), dtype=np.float64)
 
 
-def solve_passes(passes, work, featurize, *, tol, max_iter, start=None, n_samples,
-                 refine=None, info=None):
+def solve_passes(
+    passes, work, featurize, *, tol, max_iter, start=None, n_samples, refine=None, info=None
+):
     """The decomposition method of the module docstring from ``work`` (a :class:`_Working`
     whose β is its own, or with ``start`` a point whose rule is tried first).  Returns
     ``(HingeResult, work)``; ValueError when the working set outgrows its cap.  When the
@@ -434,8 +521,7 @@ def solve_passes(passes, work, featurize, *, tol, max_iter, start=None, n_sample
             A.add(rows.ids, Phi_r, rows.t, rows.cw, a_ref, a_new)
         # W rows at the bound of their side under β, farther from the margin than the band
         mA = A.t * (A.Phi @ beta)
-        d_band = (float(np.max(np.abs(S.band.m - 1.0))) if S.band.key.size == k
-                  else np.inf)
+        d_band = float(np.max(np.abs(S.band.m - 1.0))) if S.band.key.size == k else np.inf
         at_rule = A.alpha == A.rule(mA)
         release = at_rule & (np.abs(mA - 1.0) > d_band) & ~np.isin(A.ids, rows.ids)
         A.drop(release)
@@ -443,7 +529,7 @@ def solve_passes(passes, work, featurize, *, tol, max_iter, start=None, n_sample
             far = np.abs(A.t * (A.Phi @ beta) - 1.0)
             far[A.alpha != A.rule(A.t * (A.Phi @ beta))] = -np.inf
             out = np.zeros(A.ids.size, dtype=bool)
-            out[np.argsort(-far)[:A.ids.size - cap]] = True
+            out[np.argsort(-far)[: A.ids.size - cap]] = True
             A.drop(out & np.isfinite(far))
         bA, polA, i, j = A.solve(tol, max_iter)
         it, n_polish = it + i, n_polish + j
@@ -456,15 +542,20 @@ def solve_passes(passes, work, featurize, *, tol, max_iter, start=None, n_sample
         B = work.copy()
         sw = S.sw
         keep = np.zeros(sw.key.size, dtype=bool)
-        keep[np.argsort(-sw.key, kind="stable")[:k // 2]] = True  # the worst 2p
+        keep[np.argsort(-sw.key, kind="stable")[: k // 2]] = True  # the worst 2p
         keep &= sw.key > thr
         if not np.any(keep):
-            hint = ("; it stalled: no violator above the threshold is left to take into the "
-                    "working set")
+            hint = (
+                "; it stalled: no violator above the threshold is left to take into the working set"
+            )
             break
         ids = sw.ids[keep]
-        Phi_r = _gathered(_Rows(sw.key[keep], ids, sw.x[keep], sw.t[keep], sw.cw[keep],
-                                sw.m[keep], sw.mref[keep]), featurize)
+        Phi_r = _gathered(
+            _Rows(
+                sw.key[keep], ids, sw.x[keep], sw.t[keep], sw.cw[keep], sw.m[keep], sw.mref[keep]
+            ),
+            featurize,
+        )
         a_ref = np.where(sw.mref[keep] < 1.0, sw.cw[keep], 0.0)
         B.add(ids, Phi_r, sw.t[keep], sw.cw[keep], a_ref, a_ref)
         if B.ids.size > cap:
@@ -476,7 +567,7 @@ def solve_passes(passes, work, featurize, *, tol, max_iter, start=None, n_sample
             cons = (B.alpha == rule) & ~np.isin(B.ids, ids)
             far = np.where(cons, np.abs(mB - 1.0), -np.inf)
             out = np.zeros(B.ids.size, dtype=bool)
-            out[np.argsort(-far)[:B.ids.size - cap]] = True
+            out[np.argsort(-far)[: B.ids.size - cap]] = True
             B.drop(out & np.isfinite(far))
             if B.ids.size > cap:
                 # W is full of rows off their side under β_ref: a finer smoothed start
@@ -487,9 +578,11 @@ def solve_passes(passes, work, featurize, *, tol, max_iter, start=None, n_sample
                     beta, polished, first = nxt, False, True
                     continue
                 if forced >= _MAX_FORCED:
-                    raise ValueError(f"the hinge solve on the Dask rows needs a working set "
-                                     f"of more than {cap} rows (8p + 512): too many samples "
-                                     "lie on the margin; fit on a NumPy X")
+                    raise ValueError(
+                        f"the hinge solve on the Dask rows needs a working set "
+                        f"of more than {cap} rows (8p + 512): too many samples "
+                        "lie on the margin; fit on a NumPy X"
+                    )
                 forced += 1
                 work, beta, polished = A, bA, polA
                 continue
@@ -509,10 +602,20 @@ def solve_passes(passes, work, featurize, *, tol, max_iter, start=None, n_sample
     converged = kkt <= thr
     if not converged and info is not None:
         info["unconverged"] = (kkt, thr, passes.count, hint)
-    res = HingeResult(beta, float(radius), it, bool(converged), False, float(primal),
-                      alpha=None, kkt_violation=kkt, duality_gap=float(gap),
-                      dual_objective=-work.dual(beta), n_polish=n_polish,
-                      n_touched=int(work.ids.size))
+    res = HingeResult(
+        beta,
+        float(radius),
+        it,
+        bool(converged),
+        False,
+        float(primal),
+        alpha=None,
+        kkt_violation=kkt,
+        duality_gap=float(gap),
+        dual_objective=-work.dual(beta),
+        n_polish=n_polish,
+        n_touched=int(work.ids.size),
+    )
     return res, work
 
 
@@ -544,8 +647,13 @@ class DaskHingeState(DaskStateRefusals, ModelState):
         C = self.opts.C
         self.fit_with(
             lambda eps: DaskPasses(store, PassSpec(featurize, SmoothedHinge(eps), C)),
-            HingePasses(store, self.spec(featurize), fit_rows(p, n)), featurize, p, n,
-            start_share, beta0)
+            HingePasses(store, self.spec(featurize), fit_rows(p, n)),
+            featurize,
+            p,
+            n,
+            start_share,
+            beta0,
+        )
         self.warn_unconverged()
         return self
 
@@ -556,8 +664,9 @@ class DaskHingeState(DaskStateRefusals, ModelState):
         got = self.__dict__.pop("unconverged", None)
         if got is not None:
             kkt, thr, n_passes, hint = got
-            warn_kkt_not_converged("the hinge solve on the Dask rows", n_passes, kkt, thr,
-                                   self.result.grad_norm, hint)
+            warn_kkt_not_converged(
+                "the hinge solve on the Dask rows", n_passes, kkt, thr, self.result.grad_norm, hint
+            )
 
     def fit_with(self, smooth_passes, passes, featurize, p, n, start_share=None, beta0=None):
         """:meth:`fit_passes` over given pass objects: ``smooth_passes(ε)`` a new object
@@ -570,8 +679,9 @@ class DaskHingeState(DaskStateRefusals, ModelState):
         o = self.opts
         start = np.zeros(p) if beta0 is None else np.array(beta0, dtype=np.float64)
         n_start = 0
-        stages = list(START_STAGES) + [(START_STAGES[-1][0] * 0.1 ** j, START_STAGES[-1][1])
-                                       for j in range(1, _MORE_STAGES + 1)]
+        stages = list(START_STAGES) + [
+            (START_STAGES[-1][0] * 0.1**j, START_STAGES[-1][1]) for j in range(1, _MORE_STAGES + 1)
+        ]
 
         def smoothed():
             nonlocal start, n_start, first
@@ -586,8 +696,7 @@ class DaskHingeState(DaskStateRefusals, ModelState):
                 last[0] = beta
                 return it >= _START_ITER
 
-            out = dask_newton(sm, start, tol=tol, max_iter=o.max_iter, first=first,
-                              callback=cap)
+            out = dask_newton(sm, start, tol=tol, max_iter=o.max_iter, first=first, callback=cap)
             first = None
             n_start += sm.count
             start = np.array(last[0] if out is None else out[0].coef, dtype=np.float64)
@@ -605,9 +714,17 @@ class DaskHingeState(DaskStateRefusals, ModelState):
             for _ in START_STAGES:
                 rule = smoothed()
         info = {}
-        res, work = solve_passes(passes, _Working.empty(p), featurize, tol=o.tol,
-                                 max_iter=o.max_iter, start=rule, n_samples=n,
-                                 refine=smoothed, info=info)
+        res, work = solve_passes(
+            passes,
+            _Working.empty(p),
+            featurize,
+            tol=o.tol,
+            max_iter=o.max_iter,
+            start=rule,
+            n_samples=n,
+            refine=smoothed,
+            info=info,
+        )
         self.work, self.beta, self.result = work, res.coef, res
         self.__dict__.pop("unconverged", None)
         if "unconverged" in info:
@@ -619,8 +736,9 @@ class DaskHingeState(DaskStateRefusals, ModelState):
     def apply_change(self, change):
         """The changed rows into W with their α (see the module docstring), then passes."""
         featurize = change.dask_featurize
-        passes = HingePasses(change.dask_rows, self.spec(featurize),
-                             2 * _k_gather(self.beta.shape[0]))
+        passes = HingePasses(
+            change.dask_rows, self.spec(featurize), 2 * _k_gather(self.beta.shape[0])
+        )
         new = self.re_solved(passes, featurize, change.dask_changed, change.dask_changed_ids)
         self.work, self.beta, self.result = new.work, new.beta, new.result
         self.passes, self.n_samples = new.passes, new.n_samples
@@ -654,11 +772,15 @@ class DaskHingeState(DaskStateRefusals, ModelState):
         if np.any(liv):
             a0 = np.minimum(alpha_b[liv], ca[liv])
             work.add(ids[liv], Phi[liv], ta[liv], ca[liv], a0, np.zeros(int(liv.sum())))
-        n = self.n_samples + int(np.count_nonzero(liv & (cb <= 0.0))) - int(
-            np.count_nonzero(~liv & (cb > 0.0)))
+        n = (
+            self.n_samples
+            + int(np.count_nonzero(liv & (cb <= 0.0)))
+            - int(np.count_nonzero(~liv & (cb > 0.0)))
+        )
         info = {}
-        res, work = solve_passes(passes, work, featurize, tol=o.tol, max_iter=o.max_iter,
-                                 n_samples=n, info=info)
+        res, work = solve_passes(
+            passes, work, featurize, tol=o.tol, max_iter=o.max_iter, n_samples=n, info=info
+        )
         new = type(self)(self.opts, self.max_rank)
         new.work, new.beta, new.result = work, res.coef, res
         if "unconverged" in info:
@@ -672,6 +794,8 @@ class DaskHingeState(DaskStateRefusals, ModelState):
 
     def exact_matrix(self):
         """Refused, as for :class:`~._dask_newton.DaskNewtonState`."""
-        raise ValueError("this model's rows live on a Dask cluster: the exact gradient and "
-                         "Hessian are not formed on the client (grad_norm_ certifies the "
-                         "solution; use the sensitivity sphere)")
+        raise ValueError(
+            "this model's rows live on a Dask cluster: the exact gradient and "
+            "Hessian are not formed on the client (grad_norm_ certifies the "
+            "solution; use the sensitivity sphere)"
+        )

@@ -10,8 +10,15 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["is_dask", "any_dask", "gathered", "RowBlocks", "row_blocks", "map_decision",
-           "map_labels"]
+__all__ = [
+    "is_dask",
+    "any_dask",
+    "gathered",
+    "RowBlocks",
+    "row_blocks",
+    "map_decision",
+    "map_labels",
+]
 
 
 def is_dask(obj):
@@ -44,8 +51,10 @@ def _as_array(obj, what):
         # the frame before its graph is optimised, and a Parquet read whose small files are
         # merged then has fewer blocks than lengths ("2 != 4")
         return obj.to_dask_array().compute_chunk_sizes()
-    raise ValueError(f"{what}: unsupported dask collection {type(obj).__name__}; give a "
-                     "dask array, DataFrame or Series")
+    raise ValueError(
+        f"{what}: unsupported dask collection {type(obj).__name__}; give a "
+        "dask array, DataFrame or Series"
+    )
 
 
 class RowBlocks:
@@ -112,12 +121,16 @@ def row_blocks(X, y=None, w=None, fold=None):
     """
     X = _as_array(X, "X") if is_dask(X) else None
     if X is None:
-        raise ValueError(f"y or sample_weight is a dask collection but X is a "
-                         f"{type(X).__name__}: give X as a dask array or DataFrame too, or "
-                         "compute y and the weights")
+        raise ValueError(
+            f"y or sample_weight is a dask collection but X is a "
+            f"{type(X).__name__}: give X as a dask array or DataFrame too, or "
+            "compute y and the weights"
+        )
     if X.ndim != 2:
-        raise ValueError(f"X must be 2-D, got {X.ndim} dimensions (reshape a single feature "
-                         "with X.reshape(-1, 1))")
+        raise ValueError(
+            f"X must be 2-D, got {X.ndim} dimensions (reshape a single feature "
+            "with X.reshape(-1, 1))"
+        )
     if any(np.isnan(c) for c in X.chunks[0]):
         X = X.compute_chunk_sizes()
     if X.shape[0] < 1 or X.shape[1] < 1:
@@ -145,12 +158,15 @@ def map_decision(X, score, n_outputs, n_features):
     if X.ndim != 2:
         raise ValueError(f"X must be 2-D, got {X.ndim} dimensions")
     if X.shape[1] != n_features:
-        raise ValueError(f"X has {X.shape[1]} features, but the model is expecting "
-                         f"{n_features} features as input")
+        raise ValueError(
+            f"X has {X.shape[1]} features, but the model is expecting "
+            f"{n_features} features as input"
+        )
     X = X.rechunk({1: -1})
     if n_outputs:
-        return X.map_blocks(_block_decision, score, dtype=np.float64,
-                            chunks=(X.chunks[0], (int(n_outputs),)))
+        return X.map_blocks(
+            _block_decision, score, dtype=np.float64, chunks=(X.chunks[0], (int(n_outputs),))
+        )
     return X.map_blocks(_block_decision, score, dtype=np.float64, drop_axis=1)
 
 

@@ -39,20 +39,31 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg
 
+from deltafit._dask._state import DaskStateRefusals
+from deltafit._states._protocol import ModelState
 from deltafit.solvers import (
     SolverResult,
-    squared_norms,
     check_curvature,
     curvature_failure,
+    squared_norms,
     warn_not_converged,
 )
 from deltafit.solvers._chord import REFRESH_RATIO, Curvature, Secants, curvature_switches
-from deltafit._dask._state import DaskStateRefusals
-from deltafit._states._protocol import ModelState
 
-__all__ = ["PassSpec", "DaskPasses", "dask_newton", "dask_chord", "DaskNewtonState",
-           "prepare_block", "LADDER", "block_select", "block_curvature", "refuse_curvature",
-           "warn_unconverged", "no_descent"]
+__all__ = [
+    "PassSpec",
+    "DaskPasses",
+    "dask_newton",
+    "dask_chord",
+    "DaskNewtonState",
+    "prepare_block",
+    "LADDER",
+    "block_select",
+    "block_curvature",
+    "refuse_curvature",
+    "warn_unconverged",
+    "no_descent",
+]
 
 #: A pass skips the Hessian only when one chord step after it is predicted to reach this
 #: fraction of the threshold (a predicted rate is a guess: chord steps contract a little
@@ -80,9 +91,11 @@ class PassSpec:
     def __init__(self, featurize, loss, C):
         self.featurize, self.loss, self.C = featurize, loss, float(C)
         kw = getattr(featurize, "keywords", None) or {}
-        self.plain = (getattr(featurize, "func", None) is not None
-                      and getattr(featurize.func, "__name__", "") == "features"
-                      and kw.get("feature_map", 0) is None)
+        self.plain = (
+            getattr(featurize, "func", None) is not None
+            and getattr(featurize.func, "__name__", "") == "features"
+            and kw.get("feature_map", 0) is None
+        )
         self.s = kw.get("s") if self.plain else None
 
 
@@ -162,8 +175,15 @@ class Share:
         def add(a, b):
             return None if a is None else a + b
 
-        return Share(self.val + o.val, self.G + o.G, add(self.H, o.H), add(self.dH, o.dH),
-                     self.n_switch + o.n_switch, add(self.ladder, o.ladder), self.n + o.n)
+        return Share(
+            self.val + o.val,
+            self.G + o.G,
+            add(self.H, o.H),
+            add(self.dH, o.dH),
+            self.n_switch + o.n_switch,
+            add(self.ladder, o.ladder),
+            self.n + o.n,
+        )
 
 
 def _sum(*shares):
@@ -173,8 +193,9 @@ def _sum(*shares):
     return out
 
 
-def block_share(x, t, w, mods, spec, beta, g0=False, value=True, hessian=False, ref=None,
-                line=None):
+def block_share(
+    x, t, w, mods, spec, beta, g0=False, value=True, hessian=False, ref=None, line=None
+):
     """One block's share of a pass at β (a Dask task).
 
     ``g0``: also ``Φᵀ(cw ℓ'(t, 0))``; ``hessian``: ``Φᵀ diag(cw ℓ'') Φ``; ``ref``: β_ref, the
@@ -190,11 +211,11 @@ def block_share(x, t, w, mods, spec, beta, g0=False, value=True, hessian=False, 
     dH = np.zeros((p, p)) if ref is not None else None
     lad = np.zeros(LADDER.size) if line is not None else None
     val, n_sw = 0.0, 0
-    cols = [line[0], line[1]] if line is not None else [beta] + ([ref] if ref is not None
-                                                                  else [])
+    cols = [line[0], line[1]] if line is not None else [beta] + ([ref] if ref is not None else [])
     B = np.column_stack(cols)
-    step = max(64, (_CHUNK_BYTES if hessian or ref is not None else _GRAD_CHUNK_BYTES)
-               // (8 * max(p, 1)))
+    step = max(
+        64, (_CHUNK_BYTES if hessian or ref is not None else _GRAD_CHUNK_BYTES) // (8 * max(p, 1))
+    )
     fused = loss.name == "logistic" and ref is None
     for a in range(0, k, step):
         b = min(k, a + step)
@@ -260,8 +281,7 @@ def block_select(x, t, w, mods, spec, beta, key, k):
         keep_off.append(a + at)
         keep_phi.append(Phi)
         keep_kv.append(kv)
-        off, P, KV = (np.concatenate(keep_off), np.vstack(keep_phi),
-                      np.vstack(keep_kv))
+        off, P, KV = (np.concatenate(keep_off), np.vstack(keep_phi), np.vstack(keep_kv))
         if off.size > k:  # keep the k smallest so far
             o = np.argsort(KV[:, 0], kind="stable")
             cut = min(cut, float(KV[o[k], 0]))
@@ -269,8 +289,15 @@ def block_select(x, t, w, mods, spec, beta, key, k):
             off, P, KV = off[o], P[o], KV[o]
         keep_off, keep_phi, keep_kv = [off], [P], [KV]
     if not keep_off:
-        return (np.zeros(0, dtype=np.intp), np.zeros((0, p)), np.zeros(0), np.zeros(0),
-                np.zeros(0), np.zeros((0, 2)), cut)
+        return (
+            np.zeros(0, dtype=np.intp),
+            np.zeros((0, p)),
+            np.zeros(0),
+            np.zeros(0),
+            np.zeros(0),
+            np.zeros((0, 2)),
+            cut,
+        )
     off, P, KV = keep_off[0], keep_phi[0], keep_kv[0]
     return off, P, t[off], wv[off], P @ beta, KV, cut
 
@@ -284,16 +311,25 @@ class DaskPasses:
 
     def run(self, beta, **want):
         from dask import delayed
-
         from deltafit._dask._rows import tree_compute
 
         beta = np.array(beta, dtype=np.float64, copy=True)
-        want = {k: (None if v is None else (tuple(np.array(a, copy=True) for a in v)
-                                            if isinstance(v, tuple) else v))
-                for k, v in want.items()}
+        want = {
+            k: (
+                None
+                if v is None
+                else (tuple(np.array(a, copy=True) for a in v) if isinstance(v, tuple) else v)
+            )
+            for k, v in want.items()
+        }
         st = self.store
-        out = tree_compute([delayed(block_share)(x, t, w, st.mods(i), self.spec, beta, **want)
-                            for i, (x, t, w) in enumerate(st.blocks)], _sum)
+        out = tree_compute(
+            [
+                delayed(block_share)(x, t, w, st.mods(i), self.spec, beta, **want)
+                for i, (x, t, w) in enumerate(st.blocks)
+            ],
+            _sum,
+        )
         self.count += 1
         return out
 
@@ -302,15 +338,17 @@ class DaskPasses:
         with their sample ids; returns ``(ids, Φ, t, w, z, [key, value], cut)`` over the
         union (at most ``k`` a block) and the smallest key left out of it."""
         from dask import delayed
-
         from deltafit._dask._rows import compute_on_cluster
 
         beta = np.array(beta, dtype=np.float64, copy=True)
         st = self.store
-        got = compute_on_cluster(*[delayed(block_select)(x, t, w, st.mods(i), self.spec, beta,
-                                                         key, int(k))
-                                   for i, (x, t, w) in enumerate(st.blocks)],
-                                 what="a selection of stored rows")
+        got = compute_on_cluster(
+            *[
+                delayed(block_select)(x, t, w, st.mods(i), self.spec, beta, key, int(k))
+                for i, (x, t, w) in enumerate(st.blocks)
+            ],
+            what="a selection of stored rows",
+        )
         self.count += 1
         ids = np.concatenate([st.starts[i] + g[0] for i, g in enumerate(got)]).astype(np.int64)
         parts = [np.concatenate([g[j] for g in got]) for j in range(1, 6)]
@@ -372,8 +410,11 @@ def dask_newton(passes, beta, *, tol, max_iter, callback=None, first=None, info=
         sh = passes.run(new, hessian=True)
         fn, gn, _ = _at(new, sh)
         full = True
-        if not (float(np.linalg.norm(gn)) <= 0.5 * gnorm or fn <= f + 1e-4 * slope
-                or -slope <= _FLOOR * (abs(f) + 1.0)):
+        if not (
+            float(np.linalg.norm(gn)) <= 0.5 * gnorm
+            or fn <= f + 1e-4 * slope
+            or -slope <= _FLOOR * (abs(f) + 1.0)
+        ):
             s = _armijo_ladder(passes, beta, step, f, slope)
             if s is None:
                 if info is not None:
@@ -406,8 +447,14 @@ def warn_unconverged(out, tol, max_iter):
     if res.converged or res.stopped_by_callback:
         return
     thr = tol * max(float(np.linalg.norm(g0)), np.finfo(float).tiny)
-    warn_not_converged("Newton on the Dask rows", res.grad_norm, thr, tol, res.n_iter,
-                       f" (max_iter={max_iter} reached)")
+    warn_not_converged(
+        "Newton on the Dask rows",
+        res.grad_norm,
+        thr,
+        tol,
+        res.n_iter,
+        f" (max_iter={max_iter} reached)",
+    )
 
 
 def no_descent(what, info=None, label=""):
@@ -423,11 +470,25 @@ def no_descent(what, info=None, label=""):
         "step along "
         "Newton's direction decreases J in float64 (the rounding level of J and ∇J was "
         "reached before tol: the problem is too ill-conditioned for float64); scale the "
-        "features (e.g. StandardScaler) or lower C")
+        "features (e.g. StandardScaler) or lower C"
+    )
 
 
-def dask_chord(passes, beta, curv, beta_ref, loss, start, *, tol, max_iter, callback=None,
-               refresh_ratio=REFRESH_RATIO, newton_c=None, info=None):
+def dask_chord(
+    passes,
+    beta,
+    curv,
+    beta_ref,
+    loss,
+    start,
+    *,
+    tol,
+    max_iter,
+    callback=None,
+    refresh_ratio=REFRESH_RATIO,
+    newton_c=None,
+    info=None,
+):
     """Chord steps on M (a :class:`~._chord_newton.Curvature`, the exact Hessian of the
     current problem at ``beta_ref``) from β, where ``start = (J, ∇J, ∇J(0))`` at β were moved
     by the change's rows (not fresh).  Returns ``(result, curv, β_ref, (f, ∇J, ∇J(0)))`` or
@@ -480,16 +541,21 @@ def dask_chord(passes, beta, curv, beta_ref, loss, start, *, tol, max_iter, call
         # for the first step Newton's ‖∇J₁‖ ≈ c‖∇J₀‖² with c of the previous solve.  The
         # solve then ends with M exact at its β, and a large change contracts quadratically
         at_ref = bool(np.array_equal(beta, beta_ref))
-        rate_now = (c_seen * gnorm if at_ref and c_seen is not None
-                    else (rate if it > 1 else None))
-        with_h = not switches and (rate_now is None or gnorm * rate_now <= thr
-                                   or gnorm * rate_now * rate_now > _MARGIN * thr)
+        rate_now = c_seen * gnorm if at_ref and c_seen is not None else (rate if it > 1 else None)
+        with_h = not switches and (
+            rate_now is None
+            or gnorm * rate_now <= thr
+            or gnorm * rate_now * rate_now > _MARGIN * thr
+        )
         if it == 1:
             g_start = gnorm
         sh = passes.run(new, ref=ref, hessian=with_h)
         fn, gn, _ = _at(new, sh)
-        if not (float(np.linalg.norm(gn)) <= 0.5 * gnorm or fn <= f + 1e-4 * slope
-                or -slope <= _FLOOR * (abs(f) + 1.0)):
+        if not (
+            float(np.linalg.norm(gn)) <= 0.5 * gnorm
+            or fn <= f + 1e-4 * slope
+            or -slope <= _FLOOR * (abs(f) + 1.0)
+        ):
             s = _armijo_ladder(passes, beta, step, f, slope)
             if s is None:
                 if exact_m:
@@ -586,12 +652,22 @@ def prepare_block(x, y, w, problem, offset, spec, beta0):
     from deltafit.utils._validation import check_scale
 
     check_scale(np.asarray(problem.featurize(x[:1]) if k else np.zeros((0, 1))), problem.C)
-    pieces = (_block_pieces(digest_array(x, t, problem.key, problem.scheme), offset)
-              if problem.key is not None else [])
+    pieces = (
+        _block_pieces(digest_array(x, t, problem.key, problem.scheme), offset)
+        if problem.key is not None
+        else []
+    )
     wpos = np.ones(k, dtype=bool) if w is None else w > 0
     pos = t > 0 if t.ndim == 1 else np.zeros(k, dtype=bool)
-    counts = np.array([k, np.count_nonzero(pos), np.count_nonzero(wpos),
-                       np.count_nonzero(pos & wpos), int(w is None or np.all(w == 1.0))])
+    counts = np.array(
+        [
+            k,
+            np.count_nonzero(pos),
+            np.count_nonzero(wpos),
+            np.count_nonzero(pos & wpos),
+            int(w is None or np.all(w == 1.0)),
+        ]
+    )
     share = None
     if spec is not None:
         from deltafit._dask._rows import BlockMods
@@ -637,8 +713,15 @@ class DaskNewtonState(DaskStateRefusals, ModelState):
     def fit_passes(self, passes, beta0, first):
         o = self.opts
         info = {}
-        out = dask_newton(passes, beta0, tol=o.tol, max_iter=o.max_iter, callback=o.callback,
-                          first=first, info=info)
+        out = dask_newton(
+            passes,
+            beta0,
+            tol=o.tol,
+            max_iter=o.max_iter,
+            callback=o.callback,
+            first=first,
+            info=info,
+        )
         if out is None:
             raise no_descent("fit", info)
         self._take(out)
@@ -665,18 +748,33 @@ class DaskNewtonState(DaskStateRefusals, ModelState):
             check_curvature(squared_norms(Phi), cw_a, loss)  # before anything changes
             z, zr, zero = Phi @ beta, Phi @ self.beta_ref, np.zeros(Phi.shape[0])
             f = f + float(cw_a @ loss.value(t_a, z) - cw_b @ loss.value(t_b, z))
-            G = Phi.T @ np.column_stack([cw_a * loss.d1(t_a, z) - cw_b * loss.d1(t_b, z),
-                                         cw_a * loss.d1(t_a, zero) - cw_b * loss.d1(t_b, zero)])
+            G = Phi.T @ np.column_stack(
+                [
+                    cw_a * loss.d1(t_a, z) - cw_b * loss.d1(t_b, z),
+                    cw_a * loss.d1(t_a, zero) - cw_b * loss.d1(t_b, zero),
+                ]
+            )
             grad, g0 = grad + G[:, 0], g0 + G[:, 1]
             delta = cw_a * loss.d2(t_a, zr) - cw_b * loss.d2(t_b, zr)
             curv = curv.corrected(Phi, delta, np.zeros(Phi.shape[0], dtype=np.intp))
         info = {}
-        out = dask_chord(passes, beta, curv, self.beta_ref, loss, (f, grad, g0), tol=o.tol,
-                         max_iter=o.max_iter, callback=o.callback,
-                         newton_c=self.newton_c, info=info)
+        out = dask_chord(
+            passes,
+            beta,
+            curv,
+            self.beta_ref,
+            loss,
+            (f, grad, g0),
+            tol=o.tol,
+            max_iter=o.max_iter,
+            callback=o.callback,
+            newton_c=self.newton_c,
+            info=info,
+        )
         if out is None:
-            out = dask_newton(passes, beta, tol=o.tol, max_iter=o.max_iter,
-                              callback=o.callback, info=info)
+            out = dask_newton(
+                passes, beta, tol=o.tol, max_iter=o.max_iter, callback=o.callback, info=info
+            )
             if out is None:
                 raise no_descent("re-solve", info)
         self._take(out)
@@ -696,8 +794,7 @@ class DaskNewtonState(DaskStateRefusals, ModelState):
             return self.curv.folded().H.copy()
         memo = self.__dict__.get("_hessian_memo")
         if memo is None or memo[0] is not self.beta:
-            sh = DaskPasses(store, self.spec(featurize)).run(self.beta, value=False,
-                                                             hessian=True)
+            sh = DaskPasses(store, self.spec(featurize)).run(self.beta, value=False, hessian=True)
             H = sh.H
             H.flat[:: H.shape[0] + 1] += 1.0
             memo = (self.beta, H)
@@ -712,9 +809,11 @@ class DaskNewtonState(DaskStateRefusals, ModelState):
     def exact_matrix(self):
         """Refused: what reads every row on the client (the exact gradient from the rows)
         does not apply to rows on a cluster."""
-        raise ValueError("this model's rows live on a Dask cluster: the exact gradient is "
-                         "not formed on the client (grad_norm_ certifies the solution; "
-                         "problem_.hessian() comes back p x p from the cluster)")
+        raise ValueError(
+            "this model's rows live on a Dask cluster: the exact gradient is "
+            "not formed on the client (grad_norm_ certifies the solution; "
+            "problem_.hessian() comes back p x p from the cluster)"
+        )
 
     def ensure_capacity(self, capacity):
         pass

@@ -47,7 +47,6 @@ import threading
 
 import numpy as np
 
-from deltafit.solvers import solve_label
 from deltafit._dask._newton import (
     _CHUNK_BYTES,
     LADDER,
@@ -63,9 +62,17 @@ from deltafit._dask._newton import (
 )
 from deltafit._dask._rows import BlockMods
 from deltafit._states._one_vs_rest import OneVsRestState, _class_label, class_codes
+from deltafit.solvers import solve_label
 
-__all__ = ["ovr_block_share", "ovr_pass_share", "prepare_ovr_block", "start_requests",
-           "OvrPasses", "solve_jointly", "DaskOneVsRestState"]
+__all__ = [
+    "ovr_block_share",
+    "ovr_pass_share",
+    "prepare_ovr_block",
+    "start_requests",
+    "OvrPasses",
+    "solve_jointly",
+    "DaskOneVsRestState",
+]
 
 
 def _columns(beta, want):
@@ -94,12 +101,16 @@ def ovr_block_share(x, t, w, mods, spec, requests):
     p = B.shape[0]
     acc = []
     for _, _, want in requests:
-        acc.append({
-            "val": 0.0, "n_sw": 0,
-            "G": np.zeros((p, 2 if want.get("g0") else 1)),
-            "H": np.zeros((p, p)) if want.get("hessian") else None,
-            "dH": np.zeros((p, p)) if want.get("ref") is not None else None,
-            "lad": np.zeros(LADDER.size) if want.get("line") is not None else None})
+        acc.append(
+            {
+                "val": 0.0,
+                "n_sw": 0,
+                "G": np.zeros((p, 2 if want.get("g0") else 1)),
+                "H": np.zeros((p, p)) if want.get("hessian") else None,
+                "dH": np.zeros((p, p)) if want.get("ref") is not None else None,
+                "lad": np.zeros(LADDER.size) if want.get("line") is not None else None,
+            }
+        )
     step = max(64, _CHUNK_BYTES // (8 * max(p, 1)))
     for a in range(0, n, step):
         b = min(n, a + step)
@@ -135,8 +146,12 @@ def ovr_block_share(x, t, w, mods, spec, requests):
             G = Phi.tdot(np.column_stack(D))
             for c, (j, i) in enumerate(owner):
                 acc[j]["G"][:, i] += G[:, c]
-    return Shares({k: Share(o["val"], o["G"], o["H"], o["dH"], o["n_sw"], o["lad"], n)
-                   for (k, _, _), o in zip(requests, acc)})
+    return Shares(
+        {
+            k: Share(o["val"], o["G"], o["H"], o["dH"], o["n_sw"], o["lad"], n)
+            for (k, _, _), o in zip(requests, acc)
+        }
+    )
 
 
 class Shares(dict):
@@ -160,8 +175,10 @@ def _sum(*shares):
 def start_requests(beta0):
     """The fit's first requests: every class's J, ∇J, ∇J(0) and Hessian at its column of
     ``beta0`` (p × K)."""
-    return [(k, np.array(beta0[:, k], dtype=np.float64), {"g0": True, "hessian": True})
-            for k in range(beta0.shape[1])]
+    return [
+        (k, np.array(beta0[:, k], dtype=np.float64), {"g0": True, "hessian": True})
+        for k in range(beta0.shape[1])
+    ]
 
 
 def prepare_ovr_block(x, y, w, problem, offset, spec, beta0):
@@ -202,9 +219,16 @@ def ovr_pass_share(x, t, w, mods, spec, first, requests, k):
     if smooth:
         out.update(ovr_block_share(x, t, w, mods, spec, smooth))
     if hinge:
-        got = hinge_shares(x, t, w, mods, spec, first,
-                           [(c, want["hinge_ref"], beta, want["wids"], want["v"])
-                            for c, beta, want in hinge], k)
+        got = hinge_shares(
+            x,
+            t,
+            w,
+            mods,
+            spec,
+            first,
+            [(c, want["hinge_ref"], beta, want["wids"], want["v"]) for c, beta, want in hinge],
+            k,
+        )
         out.update({c: sh for (c, _, _), sh in zip(hinge, got)})
     return out
 
@@ -219,19 +243,25 @@ class OvrPasses:
 
     def run(self, requests):
         from dask import delayed
-
         from deltafit._dask._rows import tree_compute
 
-        requests = [(int(k), np.array(beta, dtype=np.float64, copy=True), _frozen(want))
-                    for k, beta, want in requests]
+        requests = [
+            (int(k), np.array(beta, dtype=np.float64, copy=True), _frozen(want))
+            for k, beta, want in requests
+        ]
         st = self.store
         if any(want.get("hinge") for _, _, want in requests):
-            tasks = [delayed(ovr_pass_share)(x, t, w, st.mods(i), self.spec,
-                                             int(st.starts[i]), requests, self.k_rows)
-                     for i, (x, t, w) in enumerate(st.blocks)]
+            tasks = [
+                delayed(ovr_pass_share)(
+                    x, t, w, st.mods(i), self.spec, int(st.starts[i]), requests, self.k_rows
+                )
+                for i, (x, t, w) in enumerate(st.blocks)
+            ]
         else:
-            tasks = [delayed(ovr_block_share)(x, t, w, st.mods(i), self.spec, requests)
-                     for i, (x, t, w) in enumerate(st.blocks)]
+            tasks = [
+                delayed(ovr_block_share)(x, t, w, st.mods(i), self.spec, requests)
+                for i, (x, t, w) in enumerate(st.blocks)
+            ]
         out = tree_compute(tasks, _sum, what="a joint pass of the classes")
         self.count += 1
         return out
@@ -245,10 +275,13 @@ class _HingeView:
         self._view, self.k, self.count = view, int(k), 0
 
     def run(self, ref, beta, wids, v):
-        out = self._view.run(beta, hinge=True, hinge_ref=None if ref is None else
-                             np.array(ref, dtype=np.float64, copy=True),
-                             wids=np.array(wids, dtype=np.int64, copy=True),
-                             v=np.array(v, dtype=np.float64, copy=True))
+        out = self._view.run(
+            beta,
+            hinge=True,
+            hinge_ref=None if ref is None else np.array(ref, dtype=np.float64, copy=True),
+            wids=np.array(wids, dtype=np.int64, copy=True),
+            v=np.array(v, dtype=np.float64, copy=True),
+        )
         self.count += 1
         return out
 
@@ -324,8 +357,10 @@ def solve_jointly(passes, solvers):
                 rv.running.discard(k)
                 rv.cond.notify_all()
 
-    threads = [threading.Thread(target=body, args=(k, fn), daemon=True,
-                                name=f"deltafit-ovr-{k}") for k, fn in solvers.items()]
+    threads = [
+        threading.Thread(target=body, args=(k, fn), daemon=True, name=f"deltafit-ovr-{k}")
+        for k, fn in solvers.items()
+    ]
     for th in threads:
         th.start()
     try:
@@ -377,8 +412,10 @@ class DaskOneVsRestState(OneVsRestState):
         return type(self)(self.opts, self.max_rank, base=self.base, n_classes=self.n_classes)
 
     def fit(self, data, t, capacity, coef0=None, w=None):
-        raise ValueError("a Dask-backed one-vs-rest state is fitted from its row store "
-                         "(fit_passes), not from rows on the client")
+        raise ValueError(
+            "a Dask-backed one-vs-rest state is fitted from its row store "
+            "(fit_passes), not from rows on the client"
+        )
 
     def _serial_callback(self):
         """The user's callback, called by one class thread at a time (a lock): the classes'
@@ -391,6 +428,7 @@ class DaskOneVsRestState(OneVsRestState):
         def serial(*args):
             with lock:
                 return cb(*args)
+
         return serial
 
     def _commit(self, outs, count):
@@ -418,12 +456,19 @@ class DaskOneVsRestState(OneVsRestState):
         def newton(k):
             def solve(view):
                 info = {}
-                out = dask_newton(view, beta0[:, k], tol=o.tol, max_iter=o.max_iter,
-                                  callback=callback,
-                                  first=None if first is None else first[k], info=info)
+                out = dask_newton(
+                    view,
+                    beta0[:, k],
+                    tol=o.tol,
+                    max_iter=o.max_iter,
+                    callback=callback,
+                    first=None if first is None else first[k],
+                    info=info,
+                )
                 if out is None:
                     raise no_descent("fit", info, f"{_class_label(k)}: ")
                 return out
+
             return solve
 
         outs = solve_jointly(passes, {k: newton(k) for k in range(self.n_classes)})
@@ -455,8 +500,15 @@ class DaskOneVsRestState(OneVsRestState):
         def hinge(k):
             def solve(view):
                 return self._make().fit_with(
-                    lambda eps: _SmoothView(view, eps), _HingeView(view, passes.k_rows),
-                    featurize, p, n, None if first is None else first[k], beta0[:, k])
+                    lambda eps: _SmoothView(view, eps),
+                    _HingeView(view, passes.k_rows),
+                    featurize,
+                    p,
+                    n,
+                    None if first is None else first[k],
+                    beta0[:, k],
+                )
+
             return solve
 
         outs = solve_jointly(passes, {k: hinge(k) for k in range(self.n_classes)})
@@ -482,8 +534,10 @@ class DaskOneVsRestState(OneVsRestState):
             def hinge(k):
                 def solve(view):
                     coded = (Phi, class_codes(t_b, k), cw_b, class_codes(t_a, k), cw_a)
-                    return self.states[k].re_solved(_HingeView(view, passes.k_rows),
-                                                    change.dask_featurize, coded, ids)
+                    return self.states[k].re_solved(
+                        _HingeView(view, passes.k_rows), change.dask_featurize, coded, ids
+                    )
+
                 return solve
 
             outs = solve_jointly(passes, {k: hinge(k) for k in range(self.n_classes)})
@@ -502,21 +556,35 @@ class DaskOneVsRestState(OneVsRestState):
                     tb, ta = class_codes(t_b, k), class_codes(t_a, k)
                     z, zr, zero = Phi @ beta, Phi @ st.beta_ref, np.zeros(Phi.shape[0])
                     f = f + float(cw_a @ loss.value(ta, z) - cw_b @ loss.value(tb, z))
-                    G = Phi.T @ np.column_stack([
-                        cw_a * loss.d1(ta, z) - cw_b * loss.d1(tb, z),
-                        cw_a * loss.d1(ta, zero) - cw_b * loss.d1(tb, zero)])
+                    G = Phi.T @ np.column_stack(
+                        [
+                            cw_a * loss.d1(ta, z) - cw_b * loss.d1(tb, z),
+                            cw_a * loss.d1(ta, zero) - cw_b * loss.d1(tb, zero),
+                        ]
+                    )
                     grad, g0 = grad + G[:, 0], g0 + G[:, 1]
                     delta = cw_a * loss.d2(ta, zr) - cw_b * loss.d2(tb, zr)
                     curv = curv.corrected(Phi, delta, np.zeros(Phi.shape[0], dtype=np.intp))
-                out = dask_chord(view, beta, curv, st.beta_ref, loss, (f, grad, g0),
-                                 tol=o.tol, max_iter=o.max_iter, callback=callback)
+                out = dask_chord(
+                    view,
+                    beta,
+                    curv,
+                    st.beta_ref,
+                    loss,
+                    (f, grad, g0),
+                    tol=o.tol,
+                    max_iter=o.max_iter,
+                    callback=callback,
+                )
                 if out is None:
                     info = {}
-                    out = dask_newton(view, beta, tol=o.tol, max_iter=o.max_iter,
-                                      callback=callback, info=info)
+                    out = dask_newton(
+                        view, beta, tol=o.tol, max_iter=o.max_iter, callback=callback, info=info
+                    )
                     if out is None:
                         raise no_descent("re-solve", info, f"{_class_label(k)}: ")
                 return out
+
             return solve
 
         outs = solve_jointly(passes, {k: chord(k) for k in range(self.n_classes)})
@@ -534,4 +602,3 @@ class DaskOneVsRestState(OneVsRestState):
 
     def to_arrays(self, keep):
         return self.states[0].to_arrays(keep)
-

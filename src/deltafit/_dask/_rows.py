@@ -26,8 +26,15 @@ FAN_IN = 8
 #: losing workers (dask.distributed's ``KilledWorker`` once a task killed ``allowed-failures``
 #: workers, cancelled futures of keys whose data and recipe were both lost), by class name:
 #: deltafit does not import distributed.
-_LOST = frozenset({"KilledWorker", "FutureCancelledError", "FuturesCancelledError",
-                   "CancelledError", "CommClosedError"})
+_LOST = frozenset(
+    {
+        "KilledWorker",
+        "FutureCancelledError",
+        "FuturesCancelledError",
+        "CancelledError",
+        "CommClosedError",
+    }
+)
 
 
 def compute_on_cluster(*collections, what="a pass over the rows"):
@@ -46,7 +53,8 @@ def compute_on_cluster(*collections, what="a pass over the rows"):
         raise ValueError(
             f"a Dask worker was lost during {what} and Dask could not recompute its part "
             f"({type(exc).__name__}: {exc}); the model is unchanged — retry once the "
-            "cluster is whole, or refit") from exc
+            "cluster is whole, or refit"
+        ) from exc
 
 
 def _add(*shares):
@@ -66,7 +74,7 @@ def tree_compute(shares, merge=None, what="a pass over the rows"):
     merge = _add if merge is None else merge
     level = list(shares)
     while len(level) > 1:
-        level = [delayed(merge)(*level[i:i + FAN_IN]) for i in range(0, len(level), FAN_IN)]
+        level = [delayed(merge)(*level[i : i + FAN_IN]) for i in range(0, len(level), FAN_IN)]
     (out,) = compute_on_cluster(level[0], what=what)
     return out
 
@@ -94,8 +102,11 @@ class BlockMods:
         x = np.asarray(x, dtype=np.float64)
         k = x.shape[0]
         wv = self.weights(w, k)
-        return (x, self.targets(np.asarray(t, dtype=np.float64)),
-                np.full(k, float(C)) if wv is None else C * wv)
+        return (
+            x,
+            self.targets(np.asarray(t, dtype=np.float64)),
+            np.full(k, float(C)) if wv is None else C * wv,
+        )
 
     def weights(self, w, k):
         """The block's current weights, 0 at removed rows (None: every row live, weight 1)."""
@@ -111,8 +122,11 @@ class BlockMods:
 
 def _take(x, t, w, at):
     """Rows ``at`` of a persisted block, their targets and weights (one Dask task)."""
-    return (np.asarray(x)[at], np.asarray(t)[at],
-            None if w is None else np.asarray(w, dtype=np.float64)[at])
+    return (
+        np.asarray(x)[at],
+        np.asarray(t)[at],
+        None if w is None else np.asarray(w, dtype=np.float64)[at],
+    )
 
 
 class DaskRowStore:
@@ -151,8 +165,9 @@ class DaskRowStore:
     def nbytes(self):
         """Client-side bytes: the block starts, the live masks and the patches."""
         masks = sum(m.nbytes for m in self.live if m is not None)
-        return int(self.starts.nbytes + masks + 48 * sum(len(a) + len(b) for a, b in
-                                                          self.patches.values()))
+        return int(
+            self.starts.nbytes + masks + 48 * sum(len(a) + len(b) for a, b in self.patches.values())
+        )
 
     # ------------------------------------------------------------------ queries
     def locate(self, ids):
@@ -162,8 +177,7 @@ class DaskRowStore:
         b = np.searchsorted(self.starts, ids, side="right") - 1
         bad = (ids < 0) | (ids >= self.starts[-1])
         if np.any(bad):
-            raise ValueError(f"unknown sample ids (not in the row store): "
-                             f"{ids[bad][:10].tolist()}")
+            raise ValueError(f"unknown sample ids (not in the row store): {ids[bad][:10].tolist()}")
         off = ids - self.starts[b]
         for blk in np.unique(b).tolist():
             m = self.live[blk]
@@ -194,8 +208,10 @@ class DaskRowStore:
         order = np.argsort(b, kind="stable")  # the ids grouped by block
         touched, first = np.unique(b[order], return_index=True)
         groups = np.split(order, first[1:])
-        tasks = [dask.delayed(_take)(*self.blocks[blk], off[j])
-                 for blk, j in zip(touched.tolist(), groups)]
+        tasks = [
+            dask.delayed(_take)(*self.blocks[blk], off[j])
+            for blk, j in zip(touched.tolist(), groups)
+        ]
         got = compute_on_cluster(tasks, what="a gather of stored rows")[0]
         X = np.empty((ids.size, self.n_features))
         T, W = None, np.ones(X.shape[0])
@@ -217,8 +233,15 @@ class DaskRowStore:
         return X, T, W
 
     # ------------------------------------------------------------------ changes
-    def changed(self, remove_ids=None, relabel_ids=None, relabel_t=None, reweight_ids=None,
-                reweight_w=None, add=None):
+    def changed(
+        self,
+        remove_ids=None,
+        relabel_ids=None,
+        relabel_t=None,
+        reweight_ids=None,
+        reweight_w=None,
+        add=None,
+    ):
         """A new store after a change (this one is left as it is).
 
         ``add`` is ``(first_id, x, t, w)``: rows (NumPy) given ids ``first_id, first_id+1,
@@ -242,19 +265,24 @@ class DaskRowStore:
                 tp, wp = dict(tp), dict(wp)
                 d = (tp, wp)[k]
                 for j in np.flatnonzero(b == blk).tolist():
-                    d[int(off[j])] = np.array(vals[j], copy=True) if vals.ndim > 1 else \
-                        float(vals[j])
+                    d[int(off[j])] = (
+                        np.array(vals[j], copy=True) if vals.ndim > 1 else float(vals[j])
+                    )
                 new.patches[blk] = (tp, wp)
         if add is not None:
             import dask
 
             first, x, t, w = add
             if first != int(new.starts[-1]):
-                raise ValueError(f"added ids start at {first}, the store ends at "
-                                 f"{int(new.starts[-1])}")
+                raise ValueError(
+                    f"added ids start at {first}, the store ends at {int(new.starts[-1])}"
+                )
             x = np.ascontiguousarray(x, dtype=np.float64)
-            parts = dask.persist(dask.delayed(x), dask.delayed(np.asarray(t, dtype=np.float64)),
-                                 None if w is None else dask.delayed(np.asarray(w, float)))
+            parts = dask.persist(
+                dask.delayed(x),
+                dask.delayed(np.asarray(t, dtype=np.float64)),
+                None if w is None else dask.delayed(np.asarray(w, float)),
+            )
             new.blocks.append(tuple(parts))
             new.starts = np.append(new.starts, new.starts[-1] + x.shape[0])
             new.live.append(None)

@@ -40,6 +40,5 @@ def lazy_decision_bounds(bounds, X, check):
     if X.ndim != 2:
         raise ValueError(f"X must be 2-D, got {X.ndim} dimensions")
     X = X.rechunk({1: -1})
-    both = X.map_blocks(_both, bounds, check, dtype=np.float64,
-                        chunks=(X.chunks[0], (2,)))
+    both = X.map_blocks(_both, bounds, check, dtype=np.float64, chunks=(X.chunks[0], (2,)))
     return both[:, 0], both[:, 1]

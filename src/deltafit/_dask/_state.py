@@ -14,8 +14,10 @@ from __future__ import annotations
 __all__ = ["DaskStateRefusals", "NOT_SAVED", "NOT_LOADED"]
 
 #: The refusal of :meth:`DaskStateRefusals.to_arrays`.
-NOT_SAVED = ("a model whose rows live on a Dask cluster is not saved (its rows are not in the "
-             "file): compute X and fit on NumPy arrays to save")
+NOT_SAVED = (
+    "a model whose rows live on a Dask cluster is not saved (its rows are not in the "
+    "file): compute X and fit on NumPy arrays to save"
+)
 
 #: The refusal of :meth:`DaskStateRefusals.from_arrays`.
 NOT_LOADED = "a Dask-backed model cannot be loaded from a file"

@@ -24,21 +24,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from deltafit.utils._validation import check_magnitude, check_scale
+from deltafit._dask._rows import FAN_IN, compute_on_cluster
+from deltafit._ledger import SEGMENT_BITS, digest_array, digest_keys, sorted_segment
 from deltafit._linalg._compensated import _two_sum
+from deltafit._states._one_vs_rest import one_hot_codes
 from deltafit._states._squared_stats import (
     _BIG_RATIO,
-    _Statistics,
     _row_sq,
+    _Statistics,
     _target_size,
     _weighted_rows,
 )
-from deltafit._dask._rows import FAN_IN, compute_on_cluster
-from deltafit._ledger import SEGMENT_BITS, digest_array, digest_keys, sorted_segment
-from deltafit._states._one_vs_rest import one_hot_codes
+from deltafit.utils._validation import check_magnitude, check_scale
 
 __all__ = ["BlockProblem", "FitStatistics", "reduce_statistics"]
-
 
 
 class BlockProblem:
@@ -65,8 +64,9 @@ class BlockProblem:
         (``ΦᵀWT``, p × K: one right-hand side per class).
     """
 
-    def __init__(self, featurize, n_features, labels, n_outputs, C, key, scheme="nh-sip",
-                 n_classes=0):
+    def __init__(
+        self, featurize, n_features, labels, n_outputs, C, key, scheme="nh-sip", n_classes=0
+    ):
         self.featurize, self.n_features = featurize, int(n_features)
         self.labels, self.n_outputs, self.C, self.key = labels, int(n_outputs), float(C), key
         self.scheme, self.n_classes = scheme, int(n_classes)
@@ -89,8 +89,10 @@ class BlockProblem:
             raise ValueError(f"y must be numeric for a regressor: {exc}") from exc
         if self.n_outputs:
             if y.ndim != 2 or y.shape[1] != self.n_outputs:
-                raise ValueError(f"y must have shape (n_samples, {self.n_outputs}), got a "
-                                 f"block of shape {y.shape}")
+                raise ValueError(
+                    f"y must have shape (n_samples, {self.n_outputs}), got a "
+                    f"block of shape {y.shape}"
+                )
         elif y.ndim == 2 and y.shape[1] == 1:
             y = y.ravel()
         if not np.all(np.isfinite(y)):
@@ -148,8 +150,18 @@ class FitStatistics:
         The largest squared norm and ``|t|·norm``.
     """
 
-    def __init__(self, stats, n, n_positive, n_weighted, n_weighted_positive, all_ones,
-                 medians, max_sq, max_b):
+    def __init__(
+        self,
+        stats,
+        n,
+        n_positive,
+        n_weighted,
+        n_weighted_positive,
+        all_ones,
+        medians,
+        max_sq,
+        max_b,
+    ):
         self.stats, self.n, self.n_positive = stats, n, n_positive
         self.n_weighted, self.n_weighted_positive = n_weighted, n_weighted_positive
         self.all_ones, self.medians, self.max_sq, self.max_b = all_ones, medians, max_sq, max_b
@@ -159,13 +171,14 @@ def _block_pieces(D, offset):
     """The digests ``D`` of a block whose first row is sample ``offset``, split into the
     segments of :class:`~.SortedDigests`: per segment ``(keys, checks, slots)``."""
     k1, k2 = digest_keys(D)
-    n_seg = 2 ** SEGMENT_BITS
+    n_seg = 2**SEGMENT_BITS
     slots = np.arange(offset, offset + k1.size, dtype=np.int64)
     g = (k1 >> np.uint64(64 - SEGMENT_BITS)).astype(np.intp)
     order = np.argsort(g, kind="stable")
     bounds = np.searchsorted(g[order], np.arange(n_seg + 1))
-    return [(k1[order[a:b]], k2[order[a:b]], slots[order[a:b]])
-            for a, b in zip(bounds[:-1], bounds[1:])]
+    return [
+        (k1[order[a:b]], k2[order[a:b]], slots[order[a:b]]) for a, b in zip(bounds[:-1], bounds[1:])
+    ]
 
 
 def _segment(n, *pieces):
@@ -198,8 +211,10 @@ def _block_share(x, y, w, problem, limits, offset=0, fold=None, n_folds=0):
     fold = np.asarray(fold).reshape(-1)
     if fold.shape != (k,):
         raise ValueError(f"fold block of shape {fold.shape}: expected ({k},)")
-    return [_share(Phi[fold == f], t[fold == f], None if w is None else w[fold == f], limits)
-            for f in range(n_folds)], digests
+    return [
+        _share(Phi[fold == f], t[fold == f], None if w is None else w[fold == f], limits)
+        for f in range(n_folds)
+    ], digests
 
 
 def _share(Phi, t, w, limits):
@@ -215,10 +230,16 @@ def _share(Phi, t, w, limits):
     pos = t > 0 if t.ndim == 1 else np.zeros(k, dtype=bool)
     wpos = np.ones(k, dtype=bool) if w is None else w > 0
     return FitStatistics(
-        stats, k, int(np.count_nonzero(pos)), int(np.count_nonzero(wpos)),
-        int(np.count_nonzero(pos & wpos)), all_ones,
+        stats,
+        k,
+        int(np.count_nonzero(pos)),
+        int(np.count_nonzero(wpos)),
+        int(np.count_nonzero(pos & wpos)),
+        all_ones,
         [(int(sq.size), float(np.median(sq)), float(np.median(bs)))] if sq.size else [],
-        float(sq.max(initial=0.0)), float(bs.max(initial=0.0)))
+        float(sq.max(initial=0.0)),
+        float(bs.max(initial=0.0)),
+    )
 
 
 def _merge(*shares):
@@ -226,8 +247,13 @@ def _merge(*shares):
     out = shares[0]
     st = out.stats.copy()
     meds = list(out.medians)
-    n, n_pos, n_w, n_wp, ones = out.n, out.n_positive, out.n_weighted, \
-        out.n_weighted_positive, out.all_ones
+    n, n_pos, n_w, n_wp, ones = (
+        out.n,
+        out.n_positive,
+        out.n_weighted,
+        out.n_weighted_positive,
+        out.all_ones,
+    )
     max_sq, max_b = out.max_sq, out.max_b
     for sh in shares[1:]:
         o = sh.stats
@@ -242,8 +268,12 @@ def _merge(*shares):
         big, e = _two_sum(big1, big2)
         st.rhs = (b1 + b2, big, lo1 + lo2 + e)
         meds.extend(sh.medians)
-        n, n_pos, n_w, n_wp = n + sh.n, n_pos + sh.n_positive, n_w + sh.n_weighted, \
-            n_wp + sh.n_weighted_positive
+        n, n_pos, n_w, n_wp = (
+            n + sh.n,
+            n_pos + sh.n_positive,
+            n_w + sh.n_weighted,
+            n_wp + sh.n_weighted_positive,
+        )
         ones = ones and sh.all_ones
         max_sq, max_b = max(max_sq, sh.max_sq), max(max_b, sh.max_b)
     st._trace = None
@@ -261,8 +291,7 @@ def _tree_sum(shares, folds=False):
     merge = _merge_folds if folds else _merge
     level = list(shares)
     while len(level) > 1:
-        level = [delayed(merge)(*level[i:i + FAN_IN]) for i in range(0, len(level),
-                                                                       FAN_IN)]
+        level = [delayed(merge)(*level[i : i + FAN_IN]) for i in range(0, len(level), FAN_IN)]
     return level[0]
 
 
@@ -290,8 +319,10 @@ def _limits(medians, rho):
         cum = np.cumsum(sizes[i])
         return float(v[i][np.searchsorted(cum, 0.5 * cum[-1])])
 
-    return (_BIG_RATIO * (weighted_median(order_sq) + rho),
-            _BIG_RATIO * max(weighted_median(order_b), np.finfo(np.float64).tiny))
+    return (
+        _BIG_RATIO * (weighted_median(order_sq) + rho),
+        _BIG_RATIO * max(weighted_median(order_b), np.finfo(np.float64).tiny),
+    )
 
 
 def reduce_statistics(blocks, problem, rho, n_folds=0):
@@ -318,15 +349,17 @@ def reduce_statistics(blocks, problem, rho, n_folds=0):
     infinite = (np.inf, np.inf)
     offsets = np.concatenate([[0], np.cumsum(blocks.X.chunks[0])]).astype(np.int64)
     folds = n_folds > 0
-    tasks = [delayed(_block_share, nout=2)(x, y, w, problem, infinite, int(off), f, n_folds)
-             for (x, y, w, f), off in zip(blocks.parts, offsets[:-1].tolist())]
+    tasks = [
+        delayed(_block_share, nout=2)(x, y, w, problem, infinite, int(off), f, n_folds)
+        for (x, y, w, f), off in zip(blocks.parts, offsets[:-1].tolist())
+    ]
     segs = []
     if problem.key is not None:
         n = int(offsets[-1])
-        segs = [delayed(_segment)(n, *[t[1][g] for t in tasks])
-                for g in range(2 ** SEGMENT_BITS)]
-    total, *digests = compute_on_cluster(_tree_sum([t[0] for t in tasks], folds), *segs,
-                                         what="the pass of the sufficient statistics")
+        segs = [delayed(_segment)(n, *[t[1][g] for t in tasks]) for g in range(2**SEGMENT_BITS)]
+    total, *digests = compute_on_cluster(
+        _tree_sum([t[0] for t in tasks], folds), *segs, what="the pass of the sufficient statistics"
+    )
     parts = total if folds else None
     if folds:
         total = _merge(*parts)
@@ -334,12 +367,22 @@ def reduce_statistics(blocks, problem, rho, n_folds=0):
     passes = 1
     if total.max_sq > limits[0] or total.max_b > limits[1]:
         # some rows are large: sum the shares again with those rows kept apart, exactly
-        nokey = BlockProblem(problem.featurize, problem.n_features, problem.labels,
-                             problem.n_outputs, problem.C, None, n_classes=problem.n_classes)
-        again = [delayed(_block_share, nout=2)(x, y, w, nokey, limits, 0, f, n_folds)[0]
-                 for x, y, w, f in blocks.parts]
-        (total,) = compute_on_cluster(_tree_sum(again, folds),
-                                      what="the pass of the large rows' statistics")
+        nokey = BlockProblem(
+            problem.featurize,
+            problem.n_features,
+            problem.labels,
+            problem.n_outputs,
+            problem.C,
+            None,
+            n_classes=problem.n_classes,
+        )
+        again = [
+            delayed(_block_share, nout=2)(x, y, w, nokey, limits, 0, f, n_folds)[0]
+            for x, y, w, f in blocks.parts
+        ]
+        (total,) = compute_on_cluster(
+            _tree_sum(again, folds), what="the pass of the large rows' statistics"
+        )
         if folds:
             parts, total = total, _merge(*total)
         passes = 2

@@ -41,7 +41,23 @@ from deltafit._ledger._records import (
 from deltafit._ledger._rows import SparseRows, canonical_csr
 from deltafit._ledger._sorted import SEGMENT_BITS, SortedDigests, sorted_segment
 
-__all__ = ["DEFAULT_SCHEME", "DIGEST_BYTES", "KEY_BYTES", "SCHEMES", "SEGMENT_BITS",
-           "DigestStore", "IdIndex", "LazyColumn", "Ledger", "RangeIdIndex", "SortedDigests",
-           "SparseRows", "canonical_csr", "digest_array", "digest_keys", "nh_sip_digests",
-           "row_digests", "sorted_segment"]
+__all__ = [
+    "DEFAULT_SCHEME",
+    "DIGEST_BYTES",
+    "KEY_BYTES",
+    "SCHEMES",
+    "SEGMENT_BITS",
+    "DigestStore",
+    "IdIndex",
+    "LazyColumn",
+    "Ledger",
+    "RangeIdIndex",
+    "SortedDigests",
+    "SparseRows",
+    "canonical_csr",
+    "digest_array",
+    "digest_keys",
+    "nh_sip_digests",
+    "row_digests",
+    "sorted_segment",
+]

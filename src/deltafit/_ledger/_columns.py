@@ -26,8 +26,9 @@ class LazyColumn:
         self.rule, self.dead = rule, dead
         self.dtype = np.dtype(dtype)
         self.width = int(width)
-        self.tail = np.full((max(int(capacity) - self.n0, 0),) + self._row_shape, dead,
-                            dtype=self.dtype)
+        self.tail = np.full(
+            (max(int(capacity) - self.n0, 0),) + self._row_shape, dead, dtype=self.dtype
+        )
         self.patches = {}
 
     @property
@@ -58,8 +59,11 @@ class LazyColumn:
         return key.astype(np.intp, copy=False)
 
     def _rule(self, s):
-        v = s.astype(self.dtype) if self.rule == "slot" else np.full(s.shape, self.rule,
-                                                                      dtype=self.dtype)
+        v = (
+            s.astype(self.dtype)
+            if self.rule == "slot"
+            else np.full(s.shape, self.rule, dtype=self.dtype)
+        )
         return v[:, None] * np.ones(self.width, dtype=self.dtype) if self.width else v
 
     def __getitem__(self, key):
@@ -92,8 +96,7 @@ class LazyColumn:
         if not hs.size:
             return
         act = self._led.active[hs]
-        same = (hv == self._rule(hs)) | (~(act[:, None] if self.width else act) &
-                                         (hv == self.dead))
+        same = (hv == self._rule(hs)) | (~(act[:, None] if self.width else act) & (hv == self.dead))
         if self.width:
             same = same.all(axis=1)
         if self.patches:
@@ -114,9 +117,7 @@ class LazyColumn:
         return out if dtype is None else out.astype(dtype)
 
     def grown(self, capacity):
-        out = LazyColumn(self._led, self.n0, capacity, self.rule, self.dead, self.dtype,
-                         self.width)
-        out.tail[:self.tail.shape[0]] = self.tail
+        out = LazyColumn(self._led, self.n0, capacity, self.rule, self.dead, self.dtype, self.width)
+        out.tail[: self.tail.shape[0]] = self.tail
         out.patches = dict(self.patches)
         return out
-

@@ -44,9 +44,13 @@ def derive_keys(key, n_words):
     SipHash keys (uint64 pairs ``(k0, k1)``), all read from SHAKE-256 of the ledger's key."""
     raw = hashlib.shake_256(b"deltafit.nh-sip|" + bytes(key)).digest(8 * n_words + 32)
     words = np.frombuffer(raw[: 8 * n_words], dtype="<u4")
-    sip = np.frombuffer(raw[8 * n_words:], dtype="<u8").astype(np.uint64)
-    return (words[:n_words].astype(np.uint32), words[n_words:].astype(np.uint32),
-            sip[:2].copy(), sip[2:].copy())
+    sip = np.frombuffer(raw[8 * n_words :], dtype="<u8").astype(np.uint64)
+    return (
+        words[:n_words].astype(np.uint32),
+        words[n_words:].astype(np.uint32),
+        sip[:2].copy(),
+        sip[2:].copy(),
+    )
 
 
 def _words(A, k):
@@ -99,10 +103,10 @@ def _nh_numpy(W, K):
     K = K.astype(np.uint64)
     m32 = np.uint64(0xFFFFFFFF)
     with np.errstate(over="ignore"):
-        a = (Q + K[0::2]) & m32                   # low word + key, mod 2^32
+        a = (Q + K[0::2]) & m32  # low word + key, mod 2^32
         b = ((Q >> np.uint64(32)) + K[1::2]) & m32  # high word + key, mod 2^32
-        a *= b                                    # < 2^64: exact
-        return a.sum(axis=1, dtype=np.uint64)     # mod 2^64
+        a *= b  # < 2^64: exact
+        return a.sum(axis=1, dtype=np.uint64)  # mod 2^64
 
 
 def _digests_numpy(Wx, Wy, K1, K2, s1, s2):
@@ -190,8 +194,7 @@ if HAVE_NUMBA:  # pragma: no branch - depends on the environment
         for W, a, b in ((Wx, 0, wx), (Wy, wx, wx + Wy.shape[1])):
             Q = W.view("<u8")  # word pairs (low word first: little-endian)
             k1, k2 = K1[a:b].astype(np.uint64), K2[a:b].astype(np.uint64)
-            _nh_pairs_nb(Q, k1[0::2].copy(), k1[1::2].copy(), k2[0::2].copy(),
-                         k2[1::2].copy(), h)
+            _nh_pairs_nb(Q, k1[0::2].copy(), k1[1::2].copy(), k2[0::2].copy(), k2[1::2].copy(), h)
         _finish_nb(h, _U(wx + Wy.shape[1]), s1, s2, out)
 
 

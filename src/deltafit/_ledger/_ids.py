@@ -49,8 +49,8 @@ class IdIndex:
         if self.m + k > self.keys.size:
             self._rebuild(self.m - self.dead + k)
         m = self.m
-        self.keys[m: m + k] = ids
-        self.vals[m: m + k] = slots
+        self.keys[m : m + k] = ids
+        self.vals[m : m + k] = slots
         self.m = m + k
 
     def remove(self, ids, journal=None):
@@ -123,4 +123,3 @@ class RangeIdIndex:
 
     def restore(self, mark):
         self.inner.restore(mark)
-

@@ -26,8 +26,14 @@ class Journal:
     def begin(self):
         """Start recording undo information for the changes that follow."""
         refs = {a: getattr(self, a) for a in self._ARRAYS}
-        scalars = (self.next_id, self.end, self._n, list(self._free), list(self._freed),
-                   self.weighted)
+        scalars = (
+            self.next_id,
+            self.end,
+            self._n,
+            list(self._free),
+            list(self._freed),
+            self.weighted,
+        )
         self._journal = [(refs, scalars, self._index.mark())]
 
     def commit(self):
@@ -67,8 +73,9 @@ class Journal:
         if j is None:
             return
         slots = np.array(slots, dtype=np.intp)
-        for a in ("X", "y", "w", "ids", "active") if self.keep_rows else ("y", "w", "ids",
-                                                                           "active"):
+        for a in (
+            ("X", "y", "w", "ids", "active") if self.keep_rows else ("y", "w", "ids", "active")
+        ):
             arr = getattr(self, a)
             j.append((arr, slots, arr[slots].copy()))
         if self.keep_digests:

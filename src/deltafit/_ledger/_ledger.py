@@ -62,8 +62,17 @@ class Ledger(Journal):
         the solvers are called without them).
     """
 
-    def __init__(self, n_features, keep_rows=True, keep_digests=False, capacity=16, growth=2.0,
-                 n_outputs=0, sparse_rows=False, digest_scheme=None):
+    def __init__(
+        self,
+        n_features,
+        keep_rows=True,
+        keep_digests=False,
+        capacity=16,
+        growth=2.0,
+        n_outputs=0,
+        sparse_rows=False,
+        digest_scheme=None,
+    ):
         capacity = max(int(capacity), 1)
         self.sparse_rows = bool(sparse_rows) and bool(keep_rows)
         self.growth = float(growth)
@@ -72,8 +81,11 @@ class Ledger(Journal):
         self.keep_digests = bool(keep_digests)
         self.digest_key = secrets.token_bytes(KEY_BYTES) if keep_digests else None
         self.digest_scheme = (digest_scheme or DEFAULT_SCHEME) if keep_digests else None
-        self.X = (SparseRows(capacity, self.n_features) if self.sparse_rows
-                  else np.zeros((capacity, self.n_features if keep_rows else 0)))
+        self.X = (
+            SparseRows(capacity, self.n_features)
+            if self.sparse_rows
+            else np.zeros((capacity, self.n_features if keep_rows else 0))
+        )
         # one label per sample, or a row of ``n_outputs`` targets (multi-output regression)
         self.y = np.zeros((capacity, n_outputs) if n_outputs else capacity)
         self.w = np.zeros(capacity)
@@ -186,8 +198,9 @@ class Ledger(Journal):
         """
         slots = np.asarray(slots, dtype=np.intp)
         if candidates is None:
-            raise ValueError("this model keeps no labels (keep_data=False): give the samples' "
-                             "current targets")
+            raise ValueError(
+                "this model keeps no labels (keep_data=False): give the samples' current targets"
+            )
         y = np.full(slots.size, np.nan)
         for c in np.asarray(candidates, dtype=np.float64):
             hit = self.digests.matches(slots, self.records(X, np.full(slots.size, c)))
@@ -195,8 +208,9 @@ class Ledger(Journal):
         bad = np.flatnonzero(np.isnan(y))
         if bad.size:
             k = int(bad[0])
-            raise ValueError(f"row {k} of X is not sample id {int(self.ids[slots[k]])} of this "
-                             "model")
+            raise ValueError(
+                f"row {k} of X is not sample id {int(self.ids[slots[k]])} of this model"
+            )
         return y
 
     # ---------------------------------------------------------------- changes
@@ -213,8 +227,13 @@ class Ledger(Journal):
             new[:cap] = old
             grown[a] = new
         digests = self.digests.grown(new_cap) if self.keep_digests else None
-        self.X, self.y, self.w, self.ids, self.active = grown["X"], grown["y"], grown["w"], \
-            grown["ids"], grown["active"]
+        self.X, self.y, self.w, self.ids, self.active = (
+            grown["X"],
+            grown["y"],
+            grown["w"],
+            grown["ids"],
+            grown["active"],
+        )
         self.digests = digests
 
     def allocate(self, k):
@@ -244,7 +263,7 @@ class Ledger(Journal):
             if sp.issparse(X):
                 X = X.toarray()
             if k and slots[-1] - slots[0] == k - 1 and np.all(np.diff(slots) == 1):
-                self.X[slots[0]:slots[-1] + 1] = X  # a block copy, no scatter
+                self.X[slots[0] : slots[-1] + 1] = X  # a block copy, no scatter
             else:
                 self.X[slots] = X
         self.y[slots] = y
@@ -299,8 +318,10 @@ class Ledger(Journal):
             self._free, self._freed = self._free + self._freed, []
         elif len(slots):
             ok = set(slots)
-            self._free, self._freed = self._free + [s for s in self._freed if s in ok], \
-                [s for s in self._freed if s not in ok]
+            self._free, self._freed = (
+                self._free + [s for s in self._freed if s in ok],
+                [s for s in self._freed if s not in ok],
+            )
 
     def compact(self):
         """Move the active samples to slots 0..n-1 (in id order); returns the old slots kept."""
@@ -309,8 +330,11 @@ class Ledger(Journal):
         keep = self.active_slots()
         n = keep.size
         cap = max(16, int(self.growth * n) + 1)
-        X = (SparseRows(cap, self.n_features) if self.sparse_rows
-             else np.zeros((cap, self.X.shape[1])))
+        X = (
+            SparseRows(cap, self.n_features)
+            if self.sparse_rows
+            else np.zeros((cap, self.X.shape[1]))
+        )
         X[:n] = self.X[keep]
         y = np.zeros((cap,) + self.y.shape[1:])
         y[:n] = self.y[keep]
@@ -321,8 +345,7 @@ class Ledger(Journal):
         active = np.zeros(cap, dtype=bool)
         active[:n] = True
         digests = self.digests.taken(keep, cap) if self.keep_digests else None
-        self.X, self.y, self.w, self.ids, self.active, self.digests = X, y, w, ids, active, \
-            digests
+        self.X, self.y, self.w, self.ids, self.active, self.digests = X, y, w, ids, active, digests
         self.end = n
         self._free = []
         self._freed = []
@@ -346,8 +369,10 @@ class Ledger(Journal):
         ``ledger_key`` (the digest key) when it keeps digests instead.
         """
         keep = self.active_slots()
-        out = {"ledger_ids": self.ids[keep],
-               "ledger_next_id": np.array(self.next_id, dtype=np.int64)}
+        out = {
+            "ledger_ids": self.ids[keep],
+            "ledger_next_id": np.array(self.next_id, dtype=np.int64),
+        }
         if self.keeps_labels:
             out["ledger_y"] = self.y[keep]
         if self.weighted:
@@ -370,8 +395,7 @@ class Ledger(Journal):
         return DIGEST_BYTES
 
     @classmethod
-    def saved_shapes(cls, n, n_features, keep_rows, keep_digests, n_outputs=0,
-                     sparse_rows=False):
+    def saved_shapes(cls, n, n_features, keep_rows, keep_digests, n_outputs=0, sparse_rows=False):
         """``{member: (shape, dtype)}`` that :meth:`to_arrays` writes for ``n`` samples (dtype as
         kind and size: ``"f8"``, ``"i8"``, ``"u1"``; the shape of a sparse row store's
         components as a test: a vector of at most ``n · n_features`` entries)."""
@@ -401,14 +425,30 @@ class Ledger(Journal):
         return {"ledger_w": ((n,), "f8")}
 
     @classmethod
-    def from_range(cls, n_features, n, digests, capacity, n_outputs=0, growth=1.5,
-                   key=None, digest_scheme=DEFAULT_SCHEME):
+    def from_range(
+        cls,
+        n_features,
+        n,
+        digests,
+        capacity,
+        n_outputs=0,
+        growth=1.5,
+        key=None,
+        digest_scheme=DEFAULT_SCHEME,
+    ):
         """A range ledger (see the module docstring) of ``n`` samples fitted without rows,
         labels or weights: ids 0..n-1 at slots 0..n-1, every weight 1, and ``digests`` a
         :class:`SortedDigests` of those samples (made with ``key``)."""
         capacity = max(int(capacity), n + 1)
-        led = cls(n_features, keep_rows=False, keep_digests=True, capacity=1,
-                  growth=growth, n_outputs=n_outputs, digest_scheme=digest_scheme)
+        led = cls(
+            n_features,
+            keep_rows=False,
+            keep_digests=True,
+            capacity=1,
+            growth=growth,
+            n_outputs=n_outputs,
+            digest_scheme=digest_scheme,
+        )
         if key is not None:
             led.digest_key = bytes(key)
         led.active = np.zeros(capacity, dtype=bool)
@@ -424,20 +464,39 @@ class Ledger(Journal):
         return led
 
     @classmethod
-    def from_arrays(cls, arrays, n_features, keep_rows, keep_digests, n_outputs=0,
-                    sparse_rows=False, digest_scheme=DEFAULT_SCHEME):
+    def from_arrays(
+        cls,
+        arrays,
+        n_features,
+        keep_rows,
+        keep_digests,
+        n_outputs=0,
+        sparse_rows=False,
+        digest_scheme=DEFAULT_SCHEME,
+    ):
         """The ledger written by :meth:`to_arrays`; ValueError naming the problem when the
         arrays are inconsistent (shapes, ids, next id; sparse rows: index ranges, sorted
         column indices, finite non-zero values)."""
-        shapes = cls.saved_shapes(np.shape(arrays["ledger_ids"])[0] if
-                                  np.ndim(arrays["ledger_ids"]) == 1 else -1,
-                                  n_features, keep_rows, keep_digests, n_outputs, sparse_rows)
+        shapes = cls.saved_shapes(
+            np.shape(arrays["ledger_ids"])[0] if np.ndim(arrays["ledger_ids"]) == 1 else -1,
+            n_features,
+            keep_rows,
+            keep_digests,
+            n_outputs,
+            sparse_rows,
+        )
         for name, (shape, dtype) in shapes.items():
             a = arrays.get(name)
-            if a is None or not (shape(a.shape) if callable(shape) else a.shape == shape) or \
-                    a.dtype.kind != dtype[0] or a.dtype.itemsize != int(dtype[1:]):
-                raise ValueError(f"corrupt model file: the ledger's {name} is missing or has "
-                                 f"the wrong shape or type")
+            if (
+                a is None
+                or not (shape(a.shape) if callable(shape) else a.shape == shape)
+                or a.dtype.kind != dtype[0]
+                or a.dtype.itemsize != int(dtype[1:])
+            ):
+                raise ValueError(
+                    f"corrupt model file: the ledger's {name} is missing or has "
+                    f"the wrong shape or type"
+                )
         ids = np.asarray(arrays["ledger_ids"], dtype=np.int64)
         n = ids.size
         next_id = int(arrays["ledger_next_id"])
@@ -446,11 +505,18 @@ class Ledger(Journal):
         if n == 0:
             raise ValueError("corrupt model file: the ledger holds no sample")
         if ids[0] < 0 or ids[-1] >= next_id or (n > 1 and not np.all(np.diff(ids) > 0)):
-            raise ValueError("corrupt model file: the ledger's ids are not increasing ids below "
-                             "its next id")
-        led = cls(n_features, keep_rows=keep_rows, keep_digests=keep_digests,
-                  capacity=max(16, n), n_outputs=n_outputs, sparse_rows=sparse_rows,
-                  digest_scheme=digest_scheme)
+            raise ValueError(
+                "corrupt model file: the ledger's ids are not increasing ids below its next id"
+            )
+        led = cls(
+            n_features,
+            keep_rows=keep_rows,
+            keep_digests=keep_digests,
+            capacity=max(16, n),
+            n_outputs=n_outputs,
+            sparse_rows=sparse_rows,
+            digest_scheme=digest_scheme,
+        )
         if keep_rows and sparse_rows:
             led.X[:n] = checked_csr(arrays, n, n_features)
         elif keep_rows:
@@ -467,8 +533,9 @@ class Ledger(Journal):
         if "ledger_w" in arrays:
             w = np.asarray(arrays["ledger_w"], dtype=np.float64)
             if w.shape != (n,) or not np.all(np.isfinite(w)) or np.any(w < 0):
-                raise ValueError("corrupt model file: the sample weights are not n finite "
-                                 "non-negative numbers")
+                raise ValueError(
+                    "corrupt model file: the sample weights are not n finite non-negative numbers"
+                )
             led.w[:n] = w
             led.weighted = True
         led.end = n
@@ -476,4 +543,3 @@ class Ledger(Journal):
         led._index.reset(ids, np.arange(n, dtype=np.intp))
         led._n = n
         return led
-

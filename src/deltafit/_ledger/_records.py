@@ -17,8 +17,16 @@ import scipy.sparse as sp
 from deltafit._ledger._digest import SCHEMES, nh_sip_digests
 from deltafit._ledger._rows import canonical_csr
 
-__all__ = ["DIGEST_BYTES", "KEY_BYTES", "DEFAULT_SCHEME", "digest_array", "row_digests",
-           "as_digest_array", "DigestStore", "digest_keys"]
+__all__ = [
+    "DIGEST_BYTES",
+    "KEY_BYTES",
+    "DEFAULT_SCHEME",
+    "digest_array",
+    "row_digests",
+    "as_digest_array",
+    "DigestStore",
+    "digest_keys",
+]
 
 DIGEST_BYTES = 16  # the keyed digest of a (row, label) pair
 KEY_BYTES = 32  # the ledger's random digest key
@@ -48,28 +56,36 @@ def row_digests(X, y, key=b""):
     y = np.ascontiguousarray(y, dtype=np.float64)
     if sp.issparse(X):
         X = canonical_csr(X)
-        parts = [X.indices[a:b].astype(np.int64).tobytes() + b"|" + X.data[a:b].tobytes()
-                 for a, b in zip(X.indptr[:-1].tolist(), X.indptr[1:].tolist())]
+        parts = [
+            X.indices[a:b].astype(np.int64).tobytes() + b"|" + X.data[a:b].tobytes()
+            for a, b in zip(X.indptr[:-1].tolist(), X.indptr[1:].tolist())
+        ]
         return [
-            hashlib.blake2b(parts[i] + y[i].tobytes(), digest_size=DIGEST_BYTES, key=key,
-                            person=b"deltafit.sparse").digest()
+            hashlib.blake2b(
+                parts[i] + y[i].tobytes(),
+                digest_size=DIGEST_BYTES,
+                key=key,
+                person=b"deltafit.sparse",
+            ).digest()
             for i in range(len(parts))
         ]
     X = np.ascontiguousarray(X, dtype=np.float64)
     n = X.shape[0]
     if n == 0:
         return []
-    record = np.concatenate([X.reshape(n, -1).view(np.uint8),
-                             y.reshape(n, -1).view(np.uint8)], axis=1)
+    record = np.concatenate(
+        [X.reshape(n, -1).view(np.uint8), y.reshape(n, -1).view(np.uint8)], axis=1
+    )
     width = record.shape[1]
     flat = memoryview(record.reshape(-1))
     keyed = hashlib.blake2b(digest_size=DIGEST_BYTES, key=key, person=b"deltafit.sample")
     out = []
     for i in range(n):
         h = keyed.copy()
-        h.update(flat[i * width:(i + 1) * width])
+        h.update(flat[i * width : (i + 1) * width])
         out.append(h.digest())
     return out
+
 
 def as_digest_array(digests):
     """Digests (a sequence of 16-byte strings, or an array of shape (k, 16)) as a uint8 array
@@ -77,8 +93,9 @@ def as_digest_array(digests):
     if isinstance(digests, np.ndarray):
         return np.ascontiguousarray(digests, dtype=np.uint8).reshape(-1, DIGEST_BYTES)
     digests = list(digests)
-    return np.frombuffer(b"".join(digests), dtype=np.uint8).reshape(len(digests),
-                                                                   DIGEST_BYTES).copy()
+    return (
+        np.frombuffer(b"".join(digests), dtype=np.uint8).reshape(len(digests), DIGEST_BYTES).copy()
+    )
 
 
 class DigestStore:
@@ -115,13 +132,13 @@ class DigestStore:
 
     def grown(self, capacity):
         out = DigestStore(capacity)
-        out.a[:len(self)] = self.a
+        out.a[: len(self)] = self.a
         return out
 
     def taken(self, keep, capacity):
         """A new store holding the digests of slots ``keep`` at 0..len(keep)-1."""
         out = DigestStore(capacity)
-        out.a[:len(keep)] = self.a[keep]
+        out.a[: len(keep)] = self.a[keep]
         return out
 
     def dense(self, slots):
@@ -135,10 +152,10 @@ class DigestStore:
     def lookup(self, D, active):
         """Per digest of ``D``, the active slots holding it (a list of lists)."""
         index = {}
-        live = np.flatnonzero(active[:len(self)])
+        live = np.flatnonzero(active[: len(self)])
         raw = self.a[live].tobytes()
         for j, s in enumerate(live.tolist()):
-            index.setdefault(raw[j * DIGEST_BYTES:(j + 1) * DIGEST_BYTES], []).append(s)
+            index.setdefault(raw[j * DIGEST_BYTES : (j + 1) * DIGEST_BYTES], []).append(s)
         return [list(index.get(d.tobytes(), ())) for d in D]
 
 
@@ -146,4 +163,3 @@ def digest_keys(D):
     """The two 64-bit halves of (k, 16) uint8 digests: the sort key and its check."""
     q = np.ascontiguousarray(D, dtype=np.uint8).reshape(-1, DIGEST_BYTES).view("<u8")
     return q[:, 0].astype(np.uint64), q[:, 1].astype(np.uint64)
-

@@ -81,8 +81,10 @@ class SparseRows:
             return
         R = canonical_csr(value)
         if R.shape != (len(slots), self.n_features):
-            raise ValueError(f"cannot write {R.shape[0]} rows of width {R.shape[1]} into "
-                             f"{len(slots)} slots of width {self.n_features}")
+            raise ValueError(
+                f"cannot write {R.shape[0]} rows of width {R.shape[1]} into "
+                f"{len(slots)} slots of width {self.n_features}"
+            )
         ind = R.indices.astype(np.int32)
         for k, s in enumerate(slots):
             a, b = R.indptr[k], R.indptr[k + 1]
@@ -106,10 +108,17 @@ def checked_csr(arrays, n, n_features):
     indices = np.asarray(arrays["ledger_X_indices"], dtype=np.int64)
     data = np.asarray(arrays["ledger_X_data"], dtype=np.float64)
     nnz = data.size
-    if indices.size != nnz or indptr.size != n + 1 or indptr[0] != 0 or indptr[-1] != nnz or \
-            np.any(np.diff(indptr) < 0):
-        raise ValueError("corrupt model file: the sparse rows' index pointer does not run from "
-                         "0 to the number of stored values")
+    if (
+        indices.size != nnz
+        or indptr.size != n + 1
+        or indptr[0] != 0
+        or indptr[-1] != nnz
+        or np.any(np.diff(indptr) < 0)
+    ):
+        raise ValueError(
+            "corrupt model file: the sparse rows' index pointer does not run from "
+            "0 to the number of stored values"
+        )
     if nnz and (indices.min() < 0 or indices.max() >= n_features):
         raise ValueError("corrupt model file: a sparse row's column index is out of range")
     if nnz > 1:
@@ -118,9 +127,12 @@ def checked_csr(arrays, n, n_features):
         starts = starts[(starts > 0) & (starts < nnz)]
         across[starts - 1] = True
         if not np.all((np.diff(indices) > 0) | across):
-            raise ValueError("corrupt model file: a sparse row's column indices are not sorted "
-                             "and distinct")
+            raise ValueError(
+                "corrupt model file: a sparse row's column indices are not sorted and distinct"
+            )
     if not np.all(np.isfinite(data)) or np.any(data == 0.0):
         raise ValueError("corrupt model file: the sparse rows hold NaN, inf or stored zeros")
-    return sp.csr_matrix((data, indices.astype(np.int32) if n_features < 2**31 else indices,
-                          indptr), shape=(n, n_features))
+    return sp.csr_matrix(
+        (data, indices.astype(np.int32) if n_features < 2**31 else indices, indptr),
+        shape=(n, n_features),
+    )

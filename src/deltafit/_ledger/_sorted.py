@@ -66,8 +66,11 @@ class SortedDigests:
 
     @property
     def nbytes(self):
-        return sum(k.nbytes + c.nbytes + s.nbytes for k, c, s in self.segments) + \
-            self.tail.nbytes + 40 * len(self.overlay)
+        return (
+            sum(k.nbytes + c.nbytes + s.nbytes for k, c, s in self.segments)
+            + self.tail.nbytes
+            + 40 * len(self.overlay)
+        )
 
     # ------------------------------------------------------------ by value
     def _head_candidates(self, k1, k2):
@@ -120,8 +123,11 @@ class SortedDigests:
             ok[tail] = self.tail.matches(slots[tail] - self.n0, D[tail])
         head = np.flatnonzero(~tail)
         if head.size:
-            over = np.array([int(s) in self.overlay for s in slots[head]], dtype=bool) \
-                if self.overlay else np.zeros(head.size, dtype=bool)
+            over = (
+                np.array([int(s) in self.overlay for s in slots[head]], dtype=bool)
+                if self.overlay
+                else np.zeros(head.size, dtype=bool)
+            )
             for i in head[over].tolist():
                 v = self.overlay[int(slots[i])]
                 ok[i] = v is not None and bool(np.all(v == D[i]))
@@ -130,8 +136,9 @@ class SortedDigests:
             found = self._unique_head(k1, k2)
             ok[plain] = found == slots[plain]
             for j in np.flatnonzero(found == -2).tolist():
-                ok[plain[j]] = int(slots[plain[j]]) in self._head_candidates(
-                    k1[j:j + 1], k2[j:j + 1])[0]
+                ok[plain[j]] = (
+                    int(slots[plain[j]]) in self._head_candidates(k1[j : j + 1], k2[j : j + 1])[0]
+                )
         return ok
 
     def lookup(self, D, active):
@@ -141,7 +148,7 @@ class SortedDigests:
         found = self._unique_head(k1, k2)
         out = [[int(f)] if f >= 0 else [] for f in found.tolist()]
         for j in np.flatnonzero(found == -2).tolist():
-            out[j] = self._head_candidates(k1[j:j + 1], k2[j:j + 1])[0]
+            out[j] = self._head_candidates(k1[j : j + 1], k2[j : j + 1])[0]
         over = self.overlay
         for j, c in enumerate(out):  # fit slots since deleted or rewritten do not count
             if c and (len(c) > 1 or not active[c[0]] or c[0] in over):
@@ -150,7 +157,7 @@ class SortedDigests:
         for s, v in over.items():
             if v is not None and active[s]:
                 extra.setdefault(v.tobytes(), []).append(s)
-        live = np.flatnonzero(active[self.n0:self.n0 + len(self.tail)])
+        live = np.flatnonzero(active[self.n0 : self.n0 + len(self.tail)])
         for s in live.tolist():
             extra.setdefault(self.tail.a[s].tobytes(), []).append(s + self.n0)
         if extra:
@@ -187,8 +194,15 @@ class SortedDigests:
             return self.dense([int(key)])[0].tobytes()
         slots = np.atleast_1d(np.asarray(key, dtype=np.intp))
         tail = slots[slots >= self.n0] - self.n0
-        over = {int(s): self.overlay[int(s)] for s in slots[slots < self.n0].tolist()
-                if int(s) in self.overlay} if self.overlay else {}
+        over = (
+            {
+                int(s): self.overlay[int(s)]
+                for s in slots[slots < self.n0].tolist()
+                if int(s) in self.overlay
+            }
+            if self.overlay
+            else {}
+        )
         return _Snapshot(slots, over, self.tail[tail])
 
     def __setitem__(self, key, value):
@@ -229,6 +243,5 @@ class SortedDigests:
         """A per-slot :class:`DigestStore` holding the digests of slots ``keep`` at
         0..len(keep)-1 (a compaction ends the range)."""
         out = DigestStore(capacity)
-        out.a[:len(keep)] = self.dense(keep)
+        out.a[: len(keep)] = self.dense(keep)
         return out
-

@@ -60,7 +60,7 @@ def _dot2(V, c):
     lo = E.sum(axis=0)
     while P.shape[0] > 1:
         m = P.shape[0] // 2
-        s, e = _two_sum(P[:m], P[m:2 * m])
+        s, e = _two_sum(P[:m], P[m : 2 * m])
         lo += e.sum(axis=0)
-        P = s if P.shape[0] == 2 * m else np.vstack([s, P[2 * m:]])
+        P = s if P.shape[0] == 2 * m else np.vstack([s, P[2 * m :]])
     return P[0], lo

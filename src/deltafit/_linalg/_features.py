@@ -25,8 +25,11 @@ def features(X: Any, feature_map: Any, s: float | None) -> Any:
         Phi = X
     else:
         Phi = feature_map.transform(X)
-        Phi = (sp.csr_matrix(Phi, dtype=np.float64) if sp.issparse(Phi)
-               else np.asarray(Phi, dtype=np.float64))
+        Phi = (
+            sp.csr_matrix(Phi, dtype=np.float64)
+            if sp.issparse(Phi)
+            else np.asarray(Phi, dtype=np.float64)
+        )
     if sp.issparse(Phi):
         Phi = sp.csr_matrix(Phi, dtype=np.float64)
         if s is None:

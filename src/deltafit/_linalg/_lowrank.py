@@ -76,10 +76,10 @@ class LowRankInverse:
         if not self.room(k):
             raise RuntimeError("LowRankInverse is full; fold first")
         r = self.rank
-        self._U[:, r:r + k] = U
-        self._C[r:r + k, : r + k] = 0.0
-        self._C[: r + k, r:r + k] = 0.0
-        self._C[r:r + k, r:r + k] = C
+        self._U[:, r : r + k] = U
+        self._C[r : r + k, : r + k] = 0.0
+        self._C[: r + k, r : r + k] = 0.0
+        self._C[r : r + k, r : r + k] = C
         self.rank = r + k
 
     def trace(self) -> float:
@@ -116,8 +116,9 @@ class LowRankInverse:
         """
         self.fold()
         V = np.asfortranarray(U @ C)
-        self.H0 = blas.dgemm(1.0, V, np.asfortranarray(U), beta=1.0, c=self.H0, trans_b=1,
-                             overwrite_c=1)
+        self.H0 = blas.dgemm(
+            1.0, V, np.asfortranarray(U), beta=1.0, c=self.H0, trans_b=1, overwrite_c=1
+        )
 
     def reset(self, H0: ArrayLike) -> None:
         """Replace the base by a freshly computed inverse and drop all corrections."""

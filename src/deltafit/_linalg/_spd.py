@@ -25,9 +25,19 @@ from scipy.linalg import blas
 
 from deltafit._linalg._compensated import _EPS
 
-__all__ = ["_CORE_RTOL", "_symmetric", "_symmetrized", "_sym_norm1", "_sym_matvec",
-           "_cholesky", "_inverse_from_cholesky", "_spd_inverse", "_woodbury_core",
-           "_spd_core", "_correction_error"]
+__all__ = [
+    "_CORE_RTOL",
+    "_symmetric",
+    "_symmetrized",
+    "_sym_norm1",
+    "_sym_matvec",
+    "_cholesky",
+    "_inverse_from_cholesky",
+    "_spd_inverse",
+    "_woodbury_core",
+    "_spd_core",
+    "_correction_error",
+]
 
 # A Woodbury core whose smallest |eigenvalue| falls below this fraction of its largest (for a
 # removal: a sample of leverage ≈ 1) is not trusted; the update is then redone by refactorising

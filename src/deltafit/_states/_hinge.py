@@ -42,10 +42,16 @@ def _checked_dual(arrays, n, C):
     the samples' weights (``ledger_w`` when saved, else 1)."""
     dual = np.asarray(arrays["state_dual"], dtype=np.float64)
     w = np.asarray(arrays.get("ledger_w", np.ones(n)), dtype=np.float64)
-    if dual.shape != (n,) or w.shape != (n,) or dual.min(initial=0.0) < 0.0 or \
-            np.any(dual > C * w * (1.0 + 1e-9)):
-        raise ValueError("corrupt model file: the hinge dual variables do not match the ledger "
-                         "or lie outside [0, C·w]")
+    if (
+        dual.shape != (n,)
+        or w.shape != (n,)
+        or dual.min(initial=0.0) < 0.0
+        or np.any(dual > C * w * (1.0 + 1e-9))
+    ):
+        raise ValueError(
+            "corrupt model file: the hinge dual variables do not match the ledger "
+            "or lie outside [0, C·w]"
+        )
     return dual
 
 
@@ -87,9 +93,18 @@ class PrimalHingeState(ModelState):
             margin0 = y * (Phi @ self.beta)  # under the solution before the change
         else:
             working_set = None
-        return hinge_primal(Phi, y, o.C, sample_weight=w, alpha0=_in_box(alpha0, o.C, w),
-                            tol=o.tol, max_iter=o.max_iter, callback=o.callback,
-                            working_set=working_set, margin0=margin0)
+        return hinge_primal(
+            Phi,
+            y,
+            o.C,
+            sample_weight=w,
+            alpha0=_in_box(alpha0, o.C, w),
+            tol=o.tol,
+            max_iter=o.max_iter,
+            callback=o.callback,
+            working_set=working_set,
+            margin0=margin0,
+        )
 
     def fit(self, Phi, y, capacity=None, coef0=None, w=None):
         self.dual = np.zeros(Phi.shape[0] if capacity is None else capacity)
@@ -101,8 +116,11 @@ class PrimalHingeState(ModelState):
         return self.dual.shape[0]
 
     def commit(self, slots, res):
-        self.dual, self.beta, self.result = padded_at(slots, res.alpha, self.capacity), \
-            res.coef, res
+        self.dual, self.beta, self.result = (
+            padded_at(slots, res.alpha, self.capacity),
+            res.coef,
+            res,
+        )
 
     def apply_change(self, change):
         # warm start from the dual variables (0 for new rows; a relabelled row keeps its α,
@@ -114,8 +132,10 @@ class PrimalHingeState(ModelState):
         if change.add_slots is not None:
             n_kept -= change.add_slots.size
             alpha0[n_kept:] = 0.0
-        self.commit(slots, self.solve(Phi, t, alpha0, change.weights_at(slots),
-                                      _moved(change, slots, n_kept)))
+        self.commit(
+            slots,
+            self.solve(Phi, t, alpha0, change.weights_at(slots), _moved(change, slots, n_kept)),
+        )
 
     def warm_coef(self, slots):
         return self.dual[slots].copy()
@@ -145,8 +165,14 @@ class PrimalHingeState(ModelState):
         return st
 
     # ------------------------------------------------------- load-time checks
-    def check_saved_rows(self, arrays: dict, *, first: bool = True, hinge: dict | None = None,
-                         kernel: Callable | None = None) -> None:
+    def check_saved_rows(
+        self,
+        arrays: dict,
+        *,
+        first: bool = True,
+        hinge: dict | None = None,
+        kernel: Callable | None = None,
+    ) -> None:
         """β against ``Φᵀ(α∘t)`` from the stored rows (the dual's primal point), and the KKT
         conditions at the margins ``t_i φ_iᵀβ`` against the saved certificate
         ``hinge["kkt_violation"]`` (which already includes the solve's rounding bound; no
@@ -171,18 +197,22 @@ class PrimalHingeState(ModelState):
             if kkt is None:
                 continue
             g = tb * np.asarray(B @ beta).ravel() - 1.0  # the dual gradient ∇_i, projected
-            P = np.where(a <= 0.0, np.minimum(g, 0.0),  # as the certificate projects it
-                         np.where(a >= box[rows], np.maximum(g, 0.0), g))
+            P = np.where(
+                a <= 0.0,
+                np.minimum(g, 0.0),  # as the certificate projects it
+                np.where(a >= box[rows], np.maximum(g, 0.0), g),
+            )
             P[w[rows] <= 0.0] = 0.0  # samples of weight 0 are out of the problem
             slack = 4.0 * EPS * (p + 4) * (np.asarray(A @ ab).ravel() + 1.0)
             bad = np.flatnonzero(np.abs(P) > kkt + slack)
             if bad.size:
-                refuse_rows("margins of the dual solution (KKT conditions beyond the saved "
-                            "kkt_violation)", f"rows {(bad[:5] + rows.start).tolist()}")
+                refuse_rows(
+                    "margins of the dual solution (KKT conditions beyond the saved kkt_violation)",
+                    f"rows {(bad[:5] + rows.start).tolist()}",
+                )
         bad = np.flatnonzero(np.abs(beta - bt) > 4.0 * EPS * (n + 4) * S)
         if bad.size:
-            refuse_rows("coefficients Φᵀ(α∘t) of the dual solution",
-                        f"features {bad[:5].tolist()}")
+            refuse_rows("coefficients Φᵀ(α∘t) of the dual solution", f"features {bad[:5].tolist()}")
 
 
 class KernelHingeState(KernelNewtonState):
@@ -218,8 +248,10 @@ class KernelHingeState(KernelNewtonState):
         if change.add_slots is not None:
             self.ensure_capacity(led.capacity)
             self.gram.write(change.add_slots, change.K_cross, change.K_new)
-            self.nonneg = self.nonneg and bool(np.min(change.K_cross, initial=0.0) >= 0.0
-                                               and np.min(change.K_new, initial=0.0) >= 0.0)
+            self.nonneg = self.nonneg and bool(
+                np.min(change.K_cross, initial=0.0) >= 0.0
+                and np.min(change.K_new, initial=0.0) >= 0.0
+            )
         A, t = change.slots_after()
         # the margins under the solution before the change (its expansion over the old slots;
         # an added slot's column holds its new kernel values, its coefficient is 0)
@@ -232,18 +264,33 @@ class KernelHingeState(KernelNewtonState):
         if change.add_slots is not None:
             start[change.add_slots] = 0.0  # new samples start at 0
         w = change.weights_at(A)
-        res = hinge_kernel_slots(self.gram.K, A, t, o.C, sample_weight=w,
-                                 alpha0=_in_box(start[A], o.C, w),
-                                 working_set=_moved(change, A, A.size), margin0=margin0,
-                                 nonneg=self.nonneg,
-                                 tol=o.tol, max_iter=o.max_iter)
+        res = hinge_kernel_slots(
+            self.gram.K,
+            A,
+            t,
+            o.C,
+            sample_weight=w,
+            alpha0=_in_box(start[A], o.C, w),
+            working_set=_moved(change, A, A.size),
+            margin0=margin0,
+            nonneg=self.nonneg,
+            tol=o.tol,
+            max_iter=o.max_iter,
+        )
         self.commit(A, res)
 
     def solve(self, A, y, coef0=None, w=None):
         o = self.opts
-        return hinge_kernel(self.gram.sub(A), y, o.C, sample_weight=w,
-                            alpha0=_in_box(coef0, o.C, w), tol=o.tol, max_iter=o.max_iter,
-                            callback=o.callback)
+        return hinge_kernel(
+            self.gram.sub(A),
+            y,
+            o.C,
+            sample_weight=w,
+            alpha0=_in_box(coef0, o.C, w),
+            tol=o.tol,
+            max_iter=o.max_iter,
+            callback=o.callback,
+        )
 
     def commit(self, A, res):
         dual = padded_at(A, res.alpha, self.capacity)
@@ -270,12 +317,15 @@ class KernelHingeState(KernelNewtonState):
 
     @classmethod
     def from_arrays(cls, arrays, opts, *, y, capacity, max_rank=64, result=None):
-        st = super().from_arrays(arrays, opts, y=y, capacity=capacity, max_rank=max_rank,
-                                 result=result)
+        st = super().from_arrays(
+            arrays, opts, y=y, capacity=capacity, max_rank=max_rank, result=result
+        )
         dual = _checked_dual(arrays, y.shape[0], st.C)
         if not np.array_equal(st.alpha[: y.shape[0]], y * dual + 0.0):
-            raise ValueError("corrupt model file: the kernel state's coefficients do not match "
-                             "its dual variables")
+            raise ValueError(
+                "corrupt model file: the kernel state's coefficients do not match "
+                "its dual variables"
+            )
         st.dual = padded(dual, capacity)
         result.alpha = dual
         st.nonneg = bool(np.min(st.gram.K, initial=0.0) >= 0.0)  # the free slots hold 0

@@ -37,8 +37,9 @@ def check_change_curvature(change, C, loss, sq_add=None, sq_reweight=None):
             if rows is None:
                 rows = change.ledger.X[np.asarray(slots, dtype=np.intp)]
             sq_reweight = squared_norms(rows)
-        check_curvature(sq_reweight, C * np.asarray(change.reweight_w, dtype=np.float64), loss,
-                        what, norm)
+        check_curvature(
+            sq_reweight, C * np.asarray(change.reweight_w, dtype=np.float64), loss, what, norm
+        )
 
 
 def padded_at(slots, values, capacity):

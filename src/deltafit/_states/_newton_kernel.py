@@ -96,15 +96,33 @@ class KernelNewtonState(ModelState):
 
     def solve(self, A, y, coef0=None, w=None):
         o = self.opts
-        return newton_kernel(self.gram.sub(A), y, o.loss, o.C, sample_weight=w, coef0=coef0,
-                             tol=o.tol, max_iter=o.max_iter, callback=o.callback)
+        return newton_kernel(
+            self.gram.sub(A),
+            y,
+            o.loss,
+            o.C,
+            sample_weight=w,
+            coef0=coef0,
+            tol=o.tol,
+            max_iter=o.max_iter,
+            callback=o.callback,
+        )
 
     def _solve_keeping(self, A, t, coef0, w):
         """Newton on the samples at slots ``A``; keeps its last factor and the point."""
         o = self.opts
-        res, fac = newton_kernel(self.gram.sub(A), t, o.loss, o.C, sample_weight=w,
-                                 coef0=coef0, tol=o.tol, max_iter=o.max_iter,
-                                 callback=o.callback, keep_factor=True)
+        res, fac = newton_kernel(
+            self.gram.sub(A),
+            t,
+            o.loss,
+            o.C,
+            sample_weight=w,
+            coef0=coef0,
+            tol=o.tol,
+            max_iter=o.max_iter,
+            callback=o.callback,
+            keep_factor=True,
+        )
         self.commit(A, res)
         cap = self.capacity
         self.curv = self.point = None
@@ -131,8 +149,11 @@ class KernelNewtonState(ModelState):
     def counters(self):
         if not self._chord:
             return super().counters()
-        return {"n_refactor": int(self.n_factorizations), "n_folds": -1,
-                "pending_rank": -1 if self.curv is None else int(self.curv.rank)}
+        return {
+            "n_refactor": int(self.n_factorizations),
+            "n_folds": -1,
+            "pending_rank": -1 if self.curv is None else int(self.curv.rank),
+        }
 
     def reusable_slots(self):
         """Removed slots not referred to by the stored factor (None: all of them)."""
@@ -183,10 +204,16 @@ class KernelNewtonState(ModelState):
             # a removed sample keeps its coefficient at the start (β unchanged: ∇J is just its
             # term, small); the first step sets it to 0 exactly (C w = 0 there)
             alpha[change.remove_slots] = self.alpha[change.remove_slots]
-        adds = np.zeros(0, dtype=np.intp) if change.add_slots is None else \
-            np.asarray(change.add_slots, dtype=np.intp)
-        rem = np.zeros(0, dtype=np.intp) if change.remove_slots is None else \
-            np.asarray(change.remove_slots, dtype=np.intp)
+        adds = (
+            np.zeros(0, dtype=np.intp)
+            if change.add_slots is None
+            else np.asarray(change.add_slots, dtype=np.intp)
+        )
+        rem = (
+            np.zeros(0, dtype=np.intp)
+            if change.remove_slots is None
+            else np.asarray(change.remove_slots, dtype=np.intp)
+        )
         changed = [adds, rem]
         for sl in (change.relabel_slots, change.reweight_slots):
             if sl is not None:
@@ -195,9 +222,21 @@ class KernelNewtonState(ModelState):
         point = self._moved_point(K, change, alpha, t, cw, end, adds, rem, changed)
         curv = None if self.curv is None else self.curv.grown(self.capacity).with_rows(K, adds)
         max_rank = max(self.max_rank, end // 8)
-        out = kernel_chord_solve(K, t, cw, alpha, loss, curv=curv, start=point, changed=changed,
-                                 problem=A, tol=o.tol, max_iter=o.max_iter,
-                                 callback=o.callback, max_rank=max_rank)
+        out = kernel_chord_solve(
+            K,
+            t,
+            cw,
+            alpha,
+            loss,
+            curv=curv,
+            start=point,
+            changed=changed,
+            problem=A,
+            tol=o.tol,
+            max_iter=o.max_iter,
+            callback=o.callback,
+            max_rank=max_rank,
+        )
         if out is None:  # the chord iteration stalled: Newton from where it is
             res = self._solve_keeping(A, t_after, start[A], w)
             self.n_factorizations += int(res.n_iter)
@@ -334,8 +373,9 @@ class KernelNewtonState(ModelState):
         (``sqrt(gᵀKg)``) the saved certificate ``solver["grad_norm"]`` states (to ``1e-6`` of
         ``sqrt(αᵀKα) + grad_norm``).  See :meth:`ModelState.check_saved_solution`."""
         if solver is None:
-            raise ValueError(f"corrupt model file: the {self.kind} state's solver "
-                             "diagnostics are missing")
+            raise ValueError(
+                f"corrupt model file: the {self.kind} state's solver diagnostics are missing"
+            )
         y, C, saved = arrays["ledger_y"], self.C, float(solver["grad_norm"])
         w = arrays.get("ledger_w", 1.0)  # C·w_i per sample
         K, alpha = arrays["state_K"], arrays["state_alpha"]
@@ -344,14 +384,21 @@ class KernelNewtonState(ModelState):
         gnorm = math.sqrt(max(float(g @ K @ g), 0.0))
         check_residual(max(gnorm - saved, 0.0), size + saved)
 
-    def check_saved_rows(self, arrays: dict, *, first: bool = True, hinge: dict | None = None,
-                         kernel: Callable | None = None) -> None:
+    def check_saved_rows(
+        self,
+        arrays: dict,
+        *,
+        first: bool = True,
+        hinge: dict | None = None,
+        kernel: Callable | None = None,
+    ) -> None:
         """The stored kernel matrix against the fitted ``kernel`` of the stored rows
         (:func:`~deltafit._states._saved_checks.check_kernel_rows`).  See
         :meth:`ModelState.check_saved_rows`."""
         if kernel is None:
-            raise TypeError("a kernel state's stored rows are checked against its fitted "
-                            "kernel: pass kernel")
+            raise TypeError(
+                "a kernel state's stored rows are checked against its fitted kernel: pass kernel"
+            )
         if arrays.get("ledger_X") is not None:
             check_kernel_rows(arrays, kernel, first)
 
@@ -373,18 +420,21 @@ def _chord_from_arrays(st, K, F, C, capacity):
     J = _positions(C[:, 3], "pending correction")
     s, d = C[B, 1].copy(), C[:, 2]
     L = np.asfortranarray(F[np.ix_(B, B)])
-    if np.any(s <= 0.0) or np.any(d < 0.0) or np.any(np.triu(L, 1)) or \
-            np.any(np.diag(L) <= 0.0):
-        raise ValueError("corrupt model file: the stored kernel factor is not a Cholesky "
-                         "factor of positive weights")
+    if np.any(s <= 0.0) or np.any(d < 0.0) or np.any(np.triu(L, 1)) or np.any(np.diag(L) <= 0.0):
+        raise ValueError(
+            "corrupt model file: the stored kernel factor is not a Cholesky "
+            "factor of positive weights"
+        )
     M = K[np.ix_(B, B)] * np.outer(s, s)
     M.flat[:: B.size + 1] += 1.0
     v = np.random.default_rng(0).standard_normal(B.size)  # a probe: O(m²), not L Lᵀ (O(m³))
     Mv = M @ v
-    if B.size and not np.allclose(L @ (L.T @ v), Mv, rtol=0.0,
-                                  atol=1e-8 * float(np.abs(M).sum(axis=1).max())):
-        raise ValueError("corrupt model file: the stored kernel factor does not match the "
-                         "kernel matrix")
+    if B.size and not np.allclose(
+        L @ (L.T @ v), Mv, rtol=0.0, atol=1e-8 * float(np.abs(M).sum(axis=1).max())
+    ):
+        raise ValueError(
+            "corrupt model file: the stored kernel factor does not match the kernel matrix"
+        )
     dd = padded(d, capacity)
     curv = KernelCurvature(B, s, L, dd)
     if J.size:
@@ -397,6 +447,7 @@ def _chord_from_arrays(st, K, F, C, capacity):
         if curv is None or not np.array_equal(curv.J, J):
             raise ValueError("corrupt model file: the stored pending corrections are invalid")
         curv = KernelCurvature(B, s, L, dd, curv.J, curv.delta, curv.Y, curv.KJ)
-    point = KernelPoint(padded(C[:, 5], capacity), padded(C[:, 6], capacity),
-                        padded(C[:, 7], capacity))
+    point = KernelPoint(
+        padded(C[:, 5], capacity), padded(C[:, 6], capacity), padded(C[:, 7], capacity)
+    )
     return curv, point

@@ -66,8 +66,18 @@ class PrimalNewtonState(ModelState):
     def solve(self, Phi, y, coef0=None, w=None):
         """Newton on ``Phi`` (rows in slot order) from ``coef0``: ``(result, curvature)``."""
         o = self.opts
-        return newton_primal(Phi, y, o.loss, o.C, sample_weight=w, coef0=coef0, tol=o.tol,
-                             max_iter=o.max_iter, callback=o.callback, keep_hessian=True)
+        return newton_primal(
+            Phi,
+            y,
+            o.loss,
+            o.C,
+            sample_weight=w,
+            coef0=coef0,
+            tol=o.tol,
+            max_iter=o.max_iter,
+            callback=o.callback,
+            keep_hessian=True,
+        )
 
     def fit(self, Phi, y, capacity=None, coef0=None, w=None):
         res, nc = self.solve(Phi, y, coef0, w)
@@ -96,9 +106,18 @@ class PrimalNewtonState(ModelState):
             return
         o = self.opts
         blocks, changed = change_blocks(change, self.C)
-        out = chord_solve(blocks, self.beta, self.curv, o.loss, tol=o.tol, max_iter=o.max_iter,
-                          callback=o.callback, capacity=led.capacity, changed=changed,
-                          start=self.point)
+        out = chord_solve(
+            blocks,
+            self.beta,
+            self.curv,
+            o.loss,
+            tol=o.tol,
+            max_iter=o.max_iter,
+            callback=o.callback,
+            capacity=led.capacity,
+            changed=changed,
+            start=self.point,
+        )
         if out is None:  # the chord iteration stalled: Newton from where it is
             slots, Phi, t = change.rows_after()
             res, nc = self.solve(Phi, t, self.beta, change.weights_at(slots))
@@ -163,17 +182,21 @@ class PrimalNewtonState(ModelState):
         if all(name in arrays for name in shapes):  # else rebuilt at the next update
             HG, zd = checked(arrays, shapes, "stored Hessian")
             if not (np.all(np.isfinite(HG)) and np.all(np.isfinite(zd))):
-                raise ValueError("corrupt model file: the stored Hessian or scores are not "
-                                 "finite")
+                raise ValueError("corrupt model file: the stored Hessian or scores are not finite")
             H = np.ascontiguousarray(HG[:, :-2])
             check_symmetric(H, "stored Hessian")
             try:
                 st.curv = Curvature(H, padded(zd[:, 1], capacity))
             except (linalg.LinAlgError, ValueError) as exc:
-                raise ValueError("corrupt model file: the stored Hessian is not positive "
-                                 "definite") from exc
-            st.point = Point(padded(zd[:, 0], capacity), float(result.objective),
-                             HG[:, -2].copy(), HG[:, -1].copy())
+                raise ValueError(
+                    "corrupt model file: the stored Hessian is not positive definite"
+                ) from exc
+            st.point = Point(
+                padded(zd[:, 0], capacity),
+                float(result.objective),
+                HG[:, -2].copy(),
+                HG[:, -1].copy(),
+            )
         return st
 
     # ------------------------------------------------------- load-time checks
@@ -184,8 +207,9 @@ class PrimalNewtonState(ModelState):
         :meth:`ModelState.check_saved_solution`."""
         norm = np.linalg.norm
         if solver is None:
-            raise ValueError(f"corrupt model file: the {self.kind} state's solver "
-                             "diagnostics are missing")
+            raise ValueError(
+                f"corrupt model file: the {self.kind} state's solver diagnostics are missing"
+            )
         y, C, saved = arrays["ledger_y"], self.C, float(solver["grad_norm"])
         w = arrays.get("ledger_w", 1.0)  # C·w_i per sample
         Phi, beta = arrays["ledger_X"], arrays["state_beta"]
@@ -193,8 +217,14 @@ class PrimalNewtonState(ModelState):
         size, gnorm = norm(beta), norm(g)
         check_residual(max(gnorm - saved, 0.0), size + saved)
 
-    def check_saved_rows(self, arrays: dict, *, first: bool = True, hinge: dict | None = None,
-                         kernel: Callable | None = None) -> None:
+    def check_saved_rows(
+        self,
+        arrays: dict,
+        *,
+        first: bool = True,
+        hinge: dict | None = None,
+        kernel: Callable | None = None,
+    ) -> None:
         """The stored scores ``z_i`` (``state_scores``, when saved) against ``φ_iᵀβ`` from
         the stored rows, within their rounding bound.  See
         :meth:`ModelState.check_saved_rows`."""
@@ -208,8 +238,7 @@ class PrimalNewtonState(ModelState):
         for rows in row_blocks(n):
             B, z = Phi[rows], zd[rows, 0]
             S = np.asarray(abs_rows(B) @ ab).ravel() + np.abs(z)
-            bad = np.flatnonzero(np.abs(z - np.asarray(B @ beta).ravel()) >
-                                 4.0 * EPS * (p + 4) * S)
+            bad = np.flatnonzero(np.abs(z - np.asarray(B @ beta).ravel()) > 4.0 * EPS * (p + 4) * S)
             if bad.size:
                 refuse_rows("scores Φβ", f"rows {(bad[:5] + rows.start).tolist()}")
 
@@ -275,7 +304,16 @@ def change_blocks(change, C):
         k = len(change.add_slots)
         wa = np.ones(k) if change.w_add is None else np.asarray(change.w_add, dtype=np.float64)
         ta = np.asarray(change.t_add, dtype=np.float64)
-        blocks.append(RowBlock(change.rows_add, ta, C * wa, np.asarray(change.add_slots),
-                               ta, np.zeros(k), stored=False))
+        blocks.append(
+            RowBlock(
+                change.rows_add,
+                ta,
+                C * wa,
+                np.asarray(change.add_slots),
+                ta,
+                np.zeros(k),
+                stored=False,
+            )
+        )
         masks.append(np.ones(k, dtype=bool))
     return blocks, masks

@@ -23,9 +23,18 @@ import numpy as np
 from deltafit._states._protocol import ModelState
 from deltafit.solvers import solve_label
 
-__all__ = ["OneVsRestState", "SharedOneVsRestState", "one_vs_rest_class", "one_vs_rest_state",
-           "column_arrays", "column_view", "CodedLedger",
-           "class_codes", "one_hot_codes", "SharedGram"]
+__all__ = [
+    "OneVsRestState",
+    "SharedOneVsRestState",
+    "one_vs_rest_class",
+    "one_vs_rest_state",
+    "column_arrays",
+    "column_view",
+    "CodedLedger",
+    "class_codes",
+    "one_hot_codes",
+    "SharedGram",
+]
 
 
 def class_codes(t, k):
@@ -143,9 +152,11 @@ def _each_class(fn, classes):
 
 def _for_class(fn):
     """``fn`` with the ConvergenceWarnings of its solves naming the class (thread-local)."""
+
     def named(k):
         with solve_label(_class_label(k)):
             return fn(k)
+
     return named
 
 
@@ -156,15 +167,21 @@ def _class_label(k):
 def _coded(change, k, n_classes=None):
     """``change`` as seen by class ``k``'s binary state (``k`` None: by a K-output state):
     targets ±1 and the coded ledger."""
+
     def code(t):
         if t is None:
             return None
         return one_hot_codes(t, n_classes) if k is None else class_codes(t, k)
 
     return dataclasses.replace(
-        change, ledger=CodedLedger(change.ledger, k, n_classes), t_add=code(change.t_add),
-        relabel_t=code(change.relabel_t), remove_t=code(change.remove_t),
-        relabel_t_old=code(change.relabel_t_old), reweight_t=code(change.reweight_t))
+        change,
+        ledger=CodedLedger(change.ledger, k, n_classes),
+        t_add=code(change.t_add),
+        relabel_t=code(change.relabel_t),
+        remove_t=code(change.remove_t),
+        relabel_t_old=code(change.relabel_t_old),
+        reweight_t=code(change.reweight_t),
+    )
 
 
 @dataclasses.dataclass
@@ -306,8 +323,9 @@ class OneVsRestState(ModelState):
             # first; the others are independent and run in threads when joblib is given
             # more than one job (``joblib.parallel_config(n_jobs=...)``)
             _for_class(lambda k: self.states[k].apply_change(_coded(change, k)))(0)
-            _each_class(lambda k: self.states[k].apply_change(_coded(change, k)),
-                        range(1, self.n_classes))
+            _each_class(
+                lambda k: self.states[k].apply_change(_coded(change, k)), range(1, self.n_classes)
+            )
         except BaseException:
             for st, d in zip(self.states, saved):
                 vars(st).clear()
@@ -344,9 +362,11 @@ class OneVsRestState(ModelState):
                 out[_member(k, name)] = a
         if len(out) > _MAX_STATE_MEMBERS:  # a file holds 64 members: drop the optional ones
             required = set(type(self.states[0]).saved_shapes(len(keep), 1))
-            out = {key: a for key, a in out.items()
-                   if any(key == _member(k, name) for k in range(self.n_classes)
-                          for name in required)}
+            out = {
+                key: a
+                for key, a in out.items()
+                if any(key == _member(k, name) for k in range(self.n_classes) for name in required)
+            }
         return out
 
     def _shared_names(self):
@@ -359,7 +379,7 @@ class OneVsRestState(ModelState):
         for key, a in arrays.items():
             prefix = f"state_c{k}_"
             if key.startswith(prefix):
-                out["state_" + key[len(prefix):]] = a
+                out["state_" + key[len(prefix) :]] = a
             elif key == "state_c0_K":
                 out.setdefault("state_K", a)
         return out
@@ -369,12 +389,17 @@ class OneVsRestState(ModelState):
         """``{member: shape}`` of a K-class state over binary states ``base``."""
         per = base.optional_shapes(n, p) if optional else base.saved_shapes(n, p)
         shared = ("state_K",) if base.kernel and "state_K" in per else ()
-        return {_member(k, name): s for k in range(n_classes) for name, s in per.items()
-                if not (k and name in shared)}
+        return {
+            _member(k, name): s
+            for k in range(n_classes)
+            for name, s in per.items()
+            if not (k and name in shared)
+        }
 
     @classmethod
-    def from_arrays_of(cls, arrays, opts, *, base, n_classes, y, capacity, max_rank=64,
-                       results=None):
+    def from_arrays_of(
+        cls, arrays, opts, *, base, n_classes, y, capacity, max_rank=64, results=None
+    ):
         """The state written by :meth:`to_arrays`; ``y`` the live class indices, ``results``
         the per-class solver diagnostics (None for the closed form)."""
         st = cls(opts, max_rank, base=base, n_classes=n_classes)
@@ -388,9 +413,16 @@ class OneVsRestState(ModelState):
                 if key in arrays:
                     mine[name] = arrays[key]
             res = None if results is None else results[k]
-            st.states.append(base.from_arrays(mine, opts, y=class_codes(y, k),
-                                              capacity=capacity, max_rank=max_rank,
-                                              result=res))
+            st.states.append(
+                base.from_arrays(
+                    mine,
+                    opts,
+                    y=class_codes(y, k),
+                    capacity=capacity,
+                    max_rank=max_rank,
+                    result=res,
+                )
+            )
         st._share_gram()
         return st
 
@@ -402,7 +434,7 @@ _MAX_STATE_MEMBERS = 32
 
 def _member(k, name):
     """The archive member of class ``k``'s array ``name`` (``state_beta`` → ``state_c3_beta``)."""
-    return f"state_c{k}_{name[len('state_'):]}"
+    return f"state_c{k}_{name[len('state_') :]}"
 
 
 class _Column:
@@ -458,8 +490,7 @@ class SharedOneVsRestState(OneVsRestState):
 
     @property
     def states(self):
-        return [] if self.inner is None else [_Column(self.inner, k)
-                                              for k in range(self.n_classes)]
+        return [] if self.inner is None else [_Column(self.inner, k) for k in range(self.n_classes)]
 
     @states.setter
     def states(self, value):  # the base class resets the list; the views are made on demand
@@ -499,8 +530,7 @@ class SharedOneVsRestState(OneVsRestState):
 
     def fit(self, data, t, capacity, coef0=None, w=None):
         kw = {} if w is None else {"w": w}
-        self.inner = self._make().fit(data, one_hot_codes(t, self.n_classes), capacity, None,
-                                      **kw)
+        self.inner = self._make().fit(data, one_hot_codes(t, self.n_classes), capacity, None, **kw)
         return self
 
     def apply_change(self, change):
@@ -532,11 +562,18 @@ class SharedOneVsRestState(OneVsRestState):
         return base.saved_shapes(n, p, n_outputs=n_classes)
 
     @classmethod
-    def from_arrays_of(cls, arrays, opts, *, base, n_classes, y, capacity, max_rank=64,
-                       results=None):
+    def from_arrays_of(
+        cls, arrays, opts, *, base, n_classes, y, capacity, max_rank=64, results=None
+    ):
         st = cls(opts, max_rank, base=base, n_classes=n_classes)
-        st.inner = base.from_arrays(arrays, opts, y=one_hot_codes(y, n_classes),
-                                    capacity=capacity, max_rank=max_rank, result=None)
+        st.inner = base.from_arrays(
+            arrays,
+            opts,
+            y=one_hot_codes(y, n_classes),
+            capacity=capacity,
+            max_rank=max_rank,
+            result=None,
+        )
         return st
 
 

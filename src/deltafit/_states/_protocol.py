@@ -29,8 +29,18 @@ from typing import ClassVar
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["SolverOptions", "DataChange", "ModelState", "grown", "taken", "padded", "checked",
-           "saved_coef", "check_symmetric", "needs_result"]
+__all__ = [
+    "SolverOptions",
+    "DataChange",
+    "ModelState",
+    "grown",
+    "taken",
+    "padded",
+    "checked",
+    "saved_coef",
+    "check_symmetric",
+    "needs_result",
+]
 
 
 @dataclass
@@ -116,8 +126,9 @@ class DataChange:
     @property
     def weighted(self):
         """Whether some sample has (or will have) a weight other than 1."""
-        return bool(self.ledger.weighted or self.w_add is not None
-                    or self.reweight_slots is not None)
+        return bool(
+            self.ledger.weighted or self.w_add is not None or self.reweight_slots is not None
+        )
 
     def weights_at(self, slots):
         """The weights after the change of the samples at ``slots`` (kept or added ones);
@@ -145,8 +156,11 @@ class DataChange:
         """New minus current target of each relabelled sample."""
         if self.relabel_slots is None:
             return None
-        old = (self.relabel_t_old if self.relabel_t_old is not None
-               else self.ledger.y[self.relabel_slots])
+        old = (
+            self.relabel_t_old
+            if self.relabel_t_old is not None
+            else self.ledger.y[self.relabel_slots]
+        )
         return self.relabel_t - old
 
     def kept(self):
@@ -324,8 +338,15 @@ class ModelState:
     # from ``arrays``, so that a one-vs-rest class or a K-output column can pass its own view
     # of them.  Each raises ValueError("corrupt model file: ...") on a violation; the default
     # checks nothing.
-    def check_saved_statistics(self, arrays: dict, *, n: int, intercept_scaling: float,
-                               fit_intercept: bool, n_positive: int | None = None) -> None:
+    def check_saved_statistics(
+        self,
+        arrays: dict,
+        *,
+        n: int,
+        intercept_scaling: float,
+        fit_intercept: bool,
+        n_positive: int | None = None,
+    ) -> None:
         """The saved statistics against the counts and labels (what ties the state to the
         ledger without reading the rows).
 
@@ -355,8 +376,14 @@ class ModelState:
             The saved solver diagnostics (``grad_norm``, ...); None for the closed form.
         """
 
-    def check_saved_rows(self, arrays: dict, *, first: bool = True, hinge: dict | None = None,
-                         kernel: Callable | None = None) -> None:
+    def check_saved_rows(
+        self,
+        arrays: dict,
+        *,
+        first: bool = True,
+        hinge: dict | None = None,
+        kernel: Callable | None = None,
+    ) -> None:
         """The stored rows (``ledger_X``, when kept) against what the state keeps of them.
 
         Parameters
@@ -376,10 +403,15 @@ class ModelState:
 # The deltafit objects a state holds and an update changes in place: the ledger's, the linear
 # algebra's, the states' own and the Dask states' objects, the chord steps' curvatures.  The
 # solver's results and options are shared (no update changes them in place).
-_STATEFUL_MODULES = ("deltafit._ledger.", "deltafit._linalg.", "deltafit._states.",
-                     "deltafit._dask.", "deltafit.solvers._chord", "deltafit.solvers._kernel_chord",
-                     "deltafit.models.")
-
+_STATEFUL_MODULES = (
+    "deltafit._ledger.",
+    "deltafit._linalg.",
+    "deltafit._states.",
+    "deltafit._dask.",
+    "deltafit.solvers._chord",
+    "deltafit.solvers._kernel_chord",
+    "deltafit.models.",
+)
 
 
 def _copied(obj):
@@ -441,8 +473,7 @@ def check_symmetric(a, what, rtol=1e-10, scale=0.0):
 def needs_result(result, kind):
     """ValueError unless the solver diagnostics an iterative state keeps were saved."""
     if result is None:
-        raise ValueError(f"corrupt model file: the {kind} state's solver diagnostics are "
-                         "missing")
+        raise ValueError(f"corrupt model file: the {kind} state's solver diagnostics are missing")
 
 
 def saved_coef(arrays):

@@ -21,8 +21,7 @@ from collections.abc import Callable, Iterator, Mapping
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["EPS", "row_blocks", "abs_rows", "refuse_rows", "check_residual",
-           "check_kernel_rows"]
+__all__ = ["EPS", "row_blocks", "abs_rows", "refuse_rows", "check_residual", "check_kernel_rows"]
 
 EPS = float(np.finfo(np.float64).eps)
 _ROW_BLOCK = 1 << 16  # rows per block of the load-time products (bounded extra memory)
@@ -63,8 +62,10 @@ def refuse_rows(what: str, where: str) -> None:
     ValueError
         Always.
     """
-    raise ValueError(f"corrupt model file: the stored rows do not give the stored {what} "
-                     f"({where}): a stored row was changed, or the state was")
+    raise ValueError(
+        f"corrupt model file: the stored rows do not give the stored {what} "
+        f"({where}): a stored row was changed, or the state was"
+    )
 
 
 def check_residual(residual: float, scale: float) -> None:
@@ -83,8 +84,10 @@ def check_residual(residual: float, scale: float) -> None:
         When ``residual > 1e-6·scale`` (or either is not a number).
     """
     if not residual <= 1e-6 * scale + 1e-300:
-        raise ValueError(f"corrupt model file: the stored solution does not solve the stored "
-                         f"problem (residual {residual:.3g} at scale {scale:.3g})")
+        raise ValueError(
+            f"corrupt model file: the stored solution does not solve the stored "
+            f"problem (residual {residual:.3g} at scale {scale:.3g})"
+        )
 
 
 def _evaluated(kernel: Callable, X, Y) -> np.ndarray:
@@ -94,12 +97,15 @@ def _evaluated(kernel: Callable, X, Y) -> np.ndarray:
             warnings.simplefilter("ignore")
             return np.asarray(kernel(X, Y), dtype=np.float64)
     except Exception as exc:  # noqa: BLE001 - scikit-learn's kernels raise many kinds
-        raise ValueError(f"corrupt model file: the fitted kernel cannot be evaluated "
-                         f"({type(exc).__name__}: {exc})") from None
+        raise ValueError(
+            f"corrupt model file: the fitted kernel cannot be evaluated "
+            f"({type(exc).__name__}: {exc})"
+        ) from None
 
 
-def check_kernel_rows(arrays: Mapping[str, np.ndarray], kernel: Callable,
-                      first: bool = True) -> None:
+def check_kernel_rows(
+    arrays: Mapping[str, np.ndarray], kernel: Callable, first: bool = True
+) -> None:
     """The stored rows of a kernel model against its stored kernel matrix ``state_K``.
 
     With ``first`` and more than 8 rows: every row's kernel values against 8 random stored
@@ -135,5 +141,7 @@ def check_kernel_rows(arrays: Mapping[str, np.ndarray], kernel: Callable,
     K = K[:m, :m]
     scale = float(np.max(np.abs(Kx), initial=0.0)) + 1e-300
     if Kx.shape != K.shape or not np.all(np.abs(Kx - K) <= 1e-8 * scale):
-        raise ValueError("corrupt model file: the stored kernel matrix is not the fitted "
-                         "kernel of the stored rows")
+        raise ValueError(
+            "corrupt model file: the stored kernel matrix is not the fitted "
+            "kernel of the stored rows"
+        )

@@ -345,8 +345,11 @@ class DualSquaredState(WeightedDualUpdates, ModelState):
         return self.inv.matvec
 
     def counters(self):
-        return {"n_refactor": int(self.n_refactor), "n_folds": int(self.n_folds),
-                "pending_rank": int(self.inv.rank)}
+        return {
+            "n_refactor": int(self.n_refactor),
+            "n_folds": int(self.n_folds),
+            "pending_rank": int(self.inv.rank),
+        }
 
     def reusable_slots(self):
         """Removed slots whose rows and columns are now exactly zero: safe to reuse."""
@@ -358,9 +361,16 @@ class DualSquaredState(WeightedDualUpdates, ModelState):
         ledger's or the change's), through :meth:`_apply_weighted`."""
         if _is_weighted(change) or self.w is not None:
             return self._apply_weighted(change)
-        self.apply(rem=change.remove_slots, add=change.add_slots, K_cross=change.K_cross,
-                   K_new=change.K_new, y_add=change.t_add, rel=change.relabel_slots,
-                   dy=change.target_shift, capacity=change.ledger.capacity)
+        self.apply(
+            rem=change.remove_slots,
+            add=change.add_slots,
+            K_cross=change.K_cross,
+            K_new=change.K_new,
+            y_add=change.t_add,
+            rel=change.relabel_slots,
+            dy=change.target_shift,
+            capacity=change.ledger.capacity,
+        )
 
     def warm_coef(self, slots):
         """``α`` at ``slots``: (len(slots),) or (len(slots), K)."""
@@ -392,8 +402,17 @@ class DualSquaredState(WeightedDualUpdates, ModelState):
         self.inv.take(keep)
         self.inv.resize(capacity)
 
-    def apply(self, rem=None, add=None, K_cross=None, K_new=None, y_add=None,
-              rel=None, dy=None, capacity=None):
+    def apply(
+        self,
+        rem=None,
+        add=None,
+        K_cross=None,
+        K_new=None,
+        y_add=None,
+        rel=None,
+        dy=None,
+        capacity=None,
+    ):
         """Relabel ``rel`` by ``dy``, remove slots ``rem``, add slots ``add``; all or nothing.
 
         ``y_add`` and ``dy`` are (k,) or, with K outputs, (k, K).  ``capacity``: the ledger's
@@ -420,11 +439,13 @@ class DualSquaredState(WeightedDualUpdates, ModelState):
             # when the block formula was merely unreliable, for the unchanged model otherwise.
             before = (self.y.copy(), self.active.copy(), list(self._dirty))
             try:
-                return self._woodbury(None, rem, add, K_cross, K_new, y_add, rel, dy, k_rem,
-                                      k_add)
+                return self._woodbury(None, rem, add, K_cross, K_new, y_add, rel, dy, k_rem, k_add)
             except _Unreliable:
-                self.y, self.active, self._dirty = before[0].copy(), before[1].copy(), \
-                    list(before[2])
+                self.y, self.active, self._dirty = (
+                    before[0].copy(),
+                    before[1].copy(),
+                    list(before[2]),
+                )
                 try:
                     return self._apply_refactor(rem, add, K_cross, K_new, y_add, rel, dy)
                 except ValueError:
@@ -569,17 +590,19 @@ class DualSquaredState(WeightedDualUpdates, ModelState):
         inverse (see :meth:`_inverse_drifted`), carried on by the loaded state."""
         self.fold(refine=False)
         self.inv.H0 = _symmetrized(self.inv.H0)
-        return {"state_K": self.gram.sub(keep), "state_alpha": self.alpha[keep],
-                "state_H": self.inv.H0[np.ix_(keep, keep)],
-                "state_inv_err": np.array([getattr(self, "_err", 0.0)])}
+        return {
+            "state_K": self.gram.sub(keep),
+            "state_alpha": self.alpha[keep],
+            "state_H": self.inv.H0[np.ix_(keep, keep)],
+            "state_inv_err": np.array([getattr(self, "_err", 0.0)]),
+        }
 
     @classmethod
     def saved_shapes(cls, n, p, n_outputs=None):
         """``{name: shape}`` of the arrays :meth:`to_arrays` writes for ``n`` live samples
         (``p`` unused); ``n_outputs``: None for targets of shape (n,) (``state_alpha``: (n,)),
         K for targets of shape (n, K) (``state_alpha``: (n, K))."""
-        return {"state_K": (n, n), "state_alpha": (n,) + _out_shape(n_outputs),
-                "state_H": (n, n)}
+        return {"state_K": (n, n), "state_alpha": (n,) + _out_shape(n_outputs), "state_H": (n, n)}
 
     @classmethod
     def optional_shapes(cls, n, p, n_outputs=None):
@@ -610,8 +633,9 @@ class DualSquaredState(WeightedDualUpdates, ModelState):
         if "ledger_w" in arrays:  # the ledger's weights (checked by the ledger)
             w = np.asarray(arrays["ledger_w"], dtype=np.float64)
             if w.shape != (n,):
-                raise ValueError("corrupt model file: the sample weights do not match the "
-                                 "kernel state")
+                raise ValueError(
+                    "corrupt model file: the sample weights do not match the kernel state"
+                )
             st.w = np.zeros(capacity)
             st.w[:n] = w
             st.active[:n] = w > 0
@@ -648,13 +672,20 @@ class DualSquaredState(WeightedDualUpdates, ModelState):
             scale = (wmax * norm(K) + self.rho) * norm(alpha) + wmax * norm(y)
         check_residual(float(residual), float(scale))
 
-    def check_saved_rows(self, arrays: dict, *, first: bool = True, hinge: dict | None = None,
-                         kernel: Callable | None = None) -> None:
+    def check_saved_rows(
+        self,
+        arrays: dict,
+        *,
+        first: bool = True,
+        hinge: dict | None = None,
+        kernel: Callable | None = None,
+    ) -> None:
         """The stored kernel matrix against the fitted ``kernel`` of the stored rows
         (:func:`~deltafit._states._saved_checks.check_kernel_rows`).  See
         :meth:`ModelState.check_saved_rows`."""
         if kernel is None:
-            raise TypeError("a kernel state's stored rows are checked against its fitted "
-                            "kernel: pass kernel")
+            raise TypeError(
+                "a kernel state's stored rows are checked against its fitted kernel: pass kernel"
+            )
         if arrays.get("ledger_X") is not None:
             check_kernel_rows(arrays, kernel, first)

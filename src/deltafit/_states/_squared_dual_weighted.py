@@ -79,8 +79,13 @@ class _WeightedPlan:
     @property
     def rank(self):
         """The rank of the Woodbury corrections."""
-        return (self.rem.size + self.mute.size + self.diag.size + self.unmute.size
-                + int(np.count_nonzero(self.add_w > 0)))
+        return (
+            self.rem.size
+            + self.mute.size
+            + self.diag.size
+            + self.unmute.size
+            + int(np.count_nonzero(self.add_w > 0))
+        )
 
 
 class WeightedDualUpdates:
@@ -121,8 +126,14 @@ class WeightedDualUpdates:
                 self.fold()  # their rows and columns of H must be exactly zero first
             k = plan.rank
             if k > self.max_rank:
-                before = (self.y.copy(), self.active.copy(), self.w.copy(), list(self._dirty),
-                          list(self._muted), list(self._clean))
+                before = (
+                    self.y.copy(),
+                    self.active.copy(),
+                    self.w.copy(),
+                    list(self._dirty),
+                    list(self._muted),
+                    list(self._clean),
+                )
                 try:
                     return self._woodbury_weighted(None, plan)
                 except _Unreliable:
@@ -191,8 +202,11 @@ class WeightedDualUpdates:
             P.unmute, P.unmute_w = rs[up], wn[up]
         if change.add_slots is not None and len(change.add_slots):
             P.add = np.asarray(change.add_slots, dtype=np.intp)
-            P.add_w = (np.ones(P.add.size) if change.w_add is None
-                       else np.asarray(change.w_add, dtype=np.float64))
+            P.add_w = (
+                np.ones(P.add.size)
+                if change.w_add is None
+                else np.asarray(change.w_add, dtype=np.float64)
+            )
             P.K_cross, P.K_new = change.K_cross, change.K_new
             P.y_add = np.asarray(change.t_add, dtype=np.float64)
         return P
@@ -246,8 +260,13 @@ class WeightedDualUpdates:
                 raise _Unreliable()
             sv = np.linalg.svd(G, compute_uv=False)
             dmin = min(self._diag_min(w, active), float(np.min(rho / P.diag_w)))
-            noise = _EPS * (trace / dmin + 1.0) * float(np.max(np.abs(delta))) * \
-                float(np.max(np.abs(np.diagonal(Hss)), initial=0.0)) * S.size
+            noise = (
+                _EPS
+                * (trace / dmin + 1.0)
+                * float(np.max(np.abs(delta)))
+                * float(np.max(np.abs(np.diagonal(Hss)), initial=0.0))
+                * S.size
+            )
             noise += float(np.max(np.abs(delta))) * err  # H_SS's error from the corrections
             if not (sv[-1] > _CORE_RTOL * max(1.0, sv[0]) and sv[-1] > _SCHUR_MARGIN * noise):
                 raise _Unreliable()
@@ -307,14 +326,22 @@ class WeightedDualUpdates:
 
     def refine_each_for(self, w, active):
         """:attr:`refine_each` for the weights ``w`` on the slots ``active``."""
-        return float(np.max(np.diagonal(self.gram.K))) > \
-            _REFINE_COND * self._diag_min(w, active)
+        return float(np.max(np.diagonal(self.gram.K))) > _REFINE_COND * self._diag_min(w, active)
 
     def _refactor_weighted(self, P):
         """The weighted change applied to the targets, weights and active set, then one
         refactorisation of ``K + ρW⁻¹`` (an unreliable or too large Woodbury step)."""
-        saved = (self.y.copy(), self.active.copy(), self.w.copy(), self.alpha, self.inv.H0,
-                 self.inv.rank, list(self._dirty), list(self._muted), list(self._clean))
+        saved = (
+            self.y.copy(),
+            self.active.copy(),
+            self.w.copy(),
+            self.alpha,
+            self.inv.H0,
+            self.inv.rank,
+            list(self._dirty),
+            list(self._muted),
+            list(self._clean),
+        )
         try:
             y, active, w = self.y.copy(), self.active.copy(), self.w.copy()
             if P.rel.size:
@@ -341,9 +368,17 @@ class WeightedDualUpdates:
             self._refactor()
             self.n_folds += 1
         except ValueError:
-            (self.y, self.active, self.w, self.alpha, H0, rank, self._dirty, self._muted,
-             self._clean) = saved
+            (
+                self.y,
+                self.active,
+                self.w,
+                self.alpha,
+                H0,
+                rank,
+                self._dirty,
+                self._muted,
+                self._clean,
+            ) = saved
             self.inv.H0 = H0
             self.inv.rank = rank
             raise
-

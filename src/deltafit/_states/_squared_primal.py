@@ -212,10 +212,10 @@ class PrimalSquaredState(ModelState):
         self._sq = np.zeros(2 * self.max_rank)
         self._np = 0  # pending rows not yet written into M
         self.inv = LowRankInverse(np.zeros((p, p)), self.max_rank)
-        self._chol = None      # Cholesky factor of M at the last refactorisation
+        self._chol = None  # Cholesky factor of M at the last refactorisation
         self._inv_ready = True  # whether inv.H0 is the inverse (else: form it from _chol)
         self.n_refactor = 0
-        self.n_rebuild = 0     # recomputations of the statistics from the stored rows
+        self.n_rebuild = 0  # recomputations of the statistics from the stored rows
         self._nM = self._nH = np.inf  # bounds on ‖M‖ and ‖M⁻¹‖ (see _core_noise)
         self._eW = 0.0  # error the Woodbury corrections added to the inverse since a factorisation
 
@@ -342,8 +342,7 @@ class PrimalSquaredState(ModelState):
     def _check_finite(self, beta, b):
         """ValueError unless β, b and a bound on the residual ``b − Mβ`` are finite."""
         # ‖Mβ − b‖ ≤ tr(M) ‖β‖ + ‖b‖ ≤ √p (tr(M) max|β| + max|b|); max and abs do not overflow
-        bound = math.sqrt(self.p) * (self._trace_M() * float(abs(beta).max()) +
-                                     float(abs(b).max()))
+        bound = math.sqrt(self.p) * (self._trace_M() * float(abs(beta).max()) + float(abs(b).max()))
         if not math.isfinite(bound):
             raise ValueError(
                 "the solution overflowed (non-finite coefficients or residual): the data's "
@@ -353,8 +352,10 @@ class PrimalSquaredState(ModelState):
     def _core_noise(self, h, sq):
         """Rounding noise of the Woodbury core ``V H Vᵀ ± I`` for rows of total leverage
         ``h = Σ |vᵀHv|`` and total squared norm ``sq`` (see the module docstring)."""
-        return math.sqrt(self.p) * _EPS * ((1.0 + self._nM * self._nH) * h + self._nH * sq) + \
-            self._eW * sq
+        return (
+            math.sqrt(self.p) * _EPS * ((1.0 + self._nM * self._nH) * h + self._nH * sq)
+            + self._eW * sq
+        )
 
     def _excess(self, lost, inv_norm):
         """Whether an error ``lost`` (2-norm) in M could move β by more than ``_LOST_RTOL``
@@ -370,17 +371,39 @@ class PrimalSquaredState(ModelState):
         return self._condition()[1]
 
     def _save(self):
-        return (self.stats.copy(), self._np, self.inv.H0, self.inv.rank, self._chol,
-                self._inv_ready, self.beta, self.n_refactor, self.n_rebuild, self._nM,
-                self._nH, self._eW)
+        return (
+            self.stats.copy(),
+            self._np,
+            self.inv.H0,
+            self.inv.rank,
+            self._chol,
+            self._inv_ready,
+            self.beta,
+            self.n_refactor,
+            self.n_rebuild,
+            self._nM,
+            self._nH,
+            self._eW,
+        )
 
     def _restore(self, saved):
-        (self.stats, self._np, self.inv.H0, self.inv.rank, self._chol, self._inv_ready,
-         self.beta, self.n_refactor, self.n_rebuild, self._nM, self._nH, self._eW) = saved
+        (
+            self.stats,
+            self._np,
+            self.inv.H0,
+            self.inv.rank,
+            self._chol,
+            self._inv_ready,
+            self.beta,
+            self.n_refactor,
+            self.n_rebuild,
+            self._nM,
+            self._nH,
+            self._eW,
+        ) = saved
 
     # ---------------------------------------------------------------- update
-    def apply(self, Pa=None, ya=None, Pr=None, yr=None, Pl=None, dy=None, rows_after=None,
-              rw=None):
+    def apply(self, Pa=None, ya=None, Pr=None, yr=None, Pl=None, dy=None, rows_after=None, rw=None):
         """Add rows ``(Pa, ya)``, remove rows ``(Pr, yr)``, change labels of rows ``Pl`` by ``dy``.
 
         ``rows_after``: a callable returning ``(slots, Φ, t)`` of the data after the change
@@ -396,8 +419,7 @@ class PrimalSquaredState(ModelState):
         try:
             return self._apply(Pa, ya, Pr, yr, Pl, dy, rows_after, rw)
         except ValueError:
-            (self.beta, self.stats.rhs, self.stats.lost, self._nM, self._nH,
-             self._eW) = saved
+            (self.beta, self.stats.rhs, self.stats.lost, self._nM, self._nH, self._eW) = saved
             raise
 
     def _apply(self, Pa, ya, Pr, yr, Pl, dy, rows_after, rw=None):
@@ -410,8 +432,9 @@ class PrimalSquaredState(ModelState):
         if k > self.max_rank:
             if rw is not None:  # the statistics see a reweight as a removal and an addition
                 (Pa, ya), (Pr, yr) = rw.merged(Pa, ya, 1), rw.merged(Pr, yr, -1)
-            return self._apply_refactor(Pa, ya, Pr, yr, Pl, dy, self.stats.cancellation(Pr),
-                                        rows_after)
+            return self._apply_refactor(
+                Pa, ya, Pr, yr, Pl, dy, self.stats.cancellation(Pr), rows_after
+            )
         Pa = None if Pa is None else Pa.array()
         Pr = None if Pr is None else Pr.array()
         rel = None if Pl is None else Pl.T @ dy
@@ -452,28 +475,37 @@ class PrimalSquaredState(ModelState):
             cparts = parts + [(rw.U, rw.cu, rw.su)]
             V = np.vstack([B for B, _, _ in cparts])
             sqV = _row_sq(V)
-            s = np.concatenate([np.broadcast_to(np.asarray(sg, dtype=np.float64), B.shape[:1])
-                                for B, _, sg in cparts])
+            s = np.concatenate(
+                [
+                    np.broadcast_to(np.asarray(sg, dtype=np.float64), B.shape[:1])
+                    for B, _, sg in cparts
+                ]
+            )
             yv = np.concatenate([yy for _, yy, _ in cparts])
             sq_all = float(sqV.sum())
             sq_add = float(sqV[s > 0].sum())
             removing = bool(np.any(s < 0))
-            sparts = parts + [(B, c, sg) for B, c, sg in ((rw.Sa, rw.ca, 1.0),
-                                                          (rw.Sr, rw.cr, -1.0)) if B is not None]
+            sparts = parts + [
+                (B, c, sg)
+                for B, c, sg in ((rw.Sa, rw.ca, 1.0), (rw.Sr, rw.cr, -1.0))
+                if B is not None
+            ]
             S = np.vstack([B for B, _, _ in sparts])
             sqS = _row_sq(S)
             sS = np.concatenate([np.full(B.shape[0], sg) for B, _, sg in sparts])
             q = self.stats.cancellation_of(sqS[sS < 0]) if np.any(sS < 0) else 0.0
             stat = (sparts, S, sS, sqS)
-        W = self.inv.matvec(np.ascontiguousarray(V.T)) if k > 1 else \
-            self.inv.matvec(V[0])[:, None]
+        W = self.inv.matvec(np.ascontiguousarray(V.T)) if k > 1 else self.inv.matvec(V[0])[:, None]
         G = V @ W
         G.flat[:: k + 1] += s
         core = _woodbury_core(G)
         refine = False
         if core is not None:
-            lam = abs(float(G[0, 0])) if k == 1 else \
-                float(np.min(np.abs(np.linalg.eigvalsh(0.5 * (G + G.T)))))
+            lam = (
+                abs(float(G[0, 0]))
+                if k == 1
+                else float(np.min(np.abs(np.linalg.eigvalsh(0.5 * (G + G.T)))))
+            )
             w2 = float(W.ravel() @ W.ravel()) / lam  # ≥ ‖W G⁻¹ Wᵀ‖: the correction's size
             # a removal's core cancels as the leverage approaches 1; an addition's does not
             # (G ⪰ I), but a large one carries the tracked inverse's error into β
@@ -505,18 +537,18 @@ class PrimalSquaredState(ModelState):
         if stat is None:
             rhs = self._rhs(parts, Pl, dy, sqs)
             self._check_finite(beta, sum(rhs))
-            self._P[r:r + k] = V
-            self._s[r:r + k] = s
-            self._sq[r:r + k] = sqV
+            self._P[r : r + k] = V
+            self._s[r : r + k] = s
+            self._sq[r : r + k] = sqV
             self._np = r + k
         else:
             sparts, S, sS, sqS = stat
             rhs = self._rhs(sparts, Pl, dy)
             self._check_finite(beta, sum(rhs))
             m = S.shape[0]
-            self._P[r:r + m] = S
-            self._s[r:r + m] = sS
-            self._sq[r:r + m] = sqS
+            self._P[r : r + m] = S
+            self._s[r : r + m] = sS
+            self._sq[r : r + m] = sqS
             self._np = r + m
         mark = self.inv.mark()
         self.inv.add(W, core)
@@ -534,8 +566,9 @@ class PrimalSquaredState(ModelState):
         st = self.stats
         rhs = st.rhs
         for i, (B, yy, sg) in enumerate(parts):
-            rhs = st.plus(B, sg * np.asarray(yy, dtype=np.float64),
-                          None if sqs is None else sqs[i], base=rhs)
+            rhs = st.plus(
+                B, sg * np.asarray(yy, dtype=np.float64), None if sqs is None else sqs[i], base=rhs
+            )
         if Pl is not None:
             rhs = st.plus(Pl, dy, base=rhs)
         return rhs
@@ -562,8 +595,9 @@ class PrimalSquaredState(ModelState):
             settled = settled | small
             if np.all(settled):
                 return
-            energy_ok = self._energy(d) <= _DRIFT_RTOL ** 2 * np.maximum(
-                np.abs(_dots(self.beta, self.b)), 1e-300)
+            energy_ok = self._energy(d) <= _DRIFT_RTOL**2 * np.maximum(
+                np.abs(_dots(self.beta, self.b)), 1e-300
+            )
             settled = settled | (energy_ok & (size > 0.25 * prev))
             if np.all(settled):
                 return
@@ -647,8 +681,11 @@ class PrimalSquaredState(ModelState):
         return self.inv.matvec
 
     def counters(self):
-        return {"n_refactor": int(self.n_refactor), "n_folds": -1,  # folds are not counted
-                "pending_rank": int(self.inv.rank)}
+        return {
+            "n_refactor": int(self.n_refactor),
+            "n_folds": -1,  # folds are not counted
+            "pending_rank": int(self.inv.rank),
+        }
 
     def exact_matrix(self):
         """``ΦᵀΦ + ρI`` from the exact statistics, pending rows included (no fold), full."""
@@ -666,10 +703,15 @@ class PrimalSquaredState(ModelState):
             return self._apply_weighted(change)
         rows_after = change.rows_after if change.ledger.keep_rows else None
         rows_add, rows_relabel = change.rows_add, change.rows_relabel
-        self.apply(None if rows_add is None else _dense(rows_add), change.t_add,
-                   change.rows_remove, change.removed_targets,
-                   None if rows_relabel is None else _dense(rows_relabel), change.target_shift,
-                   rows_after)
+        self.apply(
+            None if rows_add is None else _dense(rows_add),
+            change.t_add,
+            change.rows_remove,
+            change.removed_targets,
+            None if rows_relabel is None else _dense(rows_relabel),
+            change.target_shift,
+            rows_after,
+        )
 
     def _apply_weighted(self, change):
         """The weighted change as the unweighted one of rows ``√w_i φ_i``, targets ``√w_i t_i``.
@@ -694,15 +736,24 @@ class PrimalSquaredState(ModelState):
         rows_after = weighted_rows_after if led.keep_rows else None
         Pa = ya = Pr = yr = Pl = dy = None
         if change.add_slots is not None and len(change.add_slots):
-            wa = (np.ones(len(change.add_slots)) if change.w_add is None
-                  else np.asarray(change.w_add, dtype=np.float64))
+            wa = (
+                np.ones(len(change.add_slots))
+                if change.w_add is None
+                else np.asarray(change.w_add, dtype=np.float64)
+            )
             Pa, ya = _weighted_rows(as_rows(change.rows_add).array(), change.t_add, wa)
         if change.remove_slots is not None and len(change.remove_slots):
-            Pr, yr = _weighted_rows(as_rows(change.rows_remove).array(),
-                                    change.removed_targets, led.w[change.remove_slots])
+            Pr, yr = _weighted_rows(
+                as_rows(change.rows_remove).array(),
+                change.removed_targets,
+                led.w[change.remove_slots],
+            )
         if change.relabel_slots is not None and len(change.relabel_slots):
-            Pl, dy = _weighted_rows(np.asarray(_dense(change.rows_relabel)), change.target_shift,
-                                    led.w[change.relabel_slots])
+            Pl, dy = _weighted_rows(
+                np.asarray(_dense(change.rows_relabel)),
+                change.target_shift,
+                led.w[change.relabel_slots],
+            )
         rw = _Reweight.of_change(change) if change.reweight_slots is not None else None
         if Pa is None and Pr is None and Pl is None and rw is None:
             return  # only rows of weight 0 (or unchanged weights): the problem is the same
@@ -722,10 +773,14 @@ class PrimalSquaredState(ModelState):
         self.fold(refine=False)
         self.inv.H0 = _symmetrized(self.inv.H0)
         st = self.stats
-        out = {"state_M": st.full(), "state_b": st.b, "state_beta": self.beta,
-               "state_H": np.ascontiguousarray(self.inv.H0),
-               "state_limits": np.array([st.big_sq, st.big_b, st.lost]),
-               "state_inv_err": np.array([min(self._eW, np.finfo(np.float64).max)])}
+        out = {
+            "state_M": st.full(),
+            "state_b": st.b,
+            "state_beta": self.beta,
+            "state_H": np.ascontiguousarray(self.inv.H0),
+            "state_limits": np.array([st.big_sq, st.big_b, st.lost]),
+            "state_inv_err": np.array([min(self._eW, np.finfo(np.float64).max)]),
+        }
         if st.Mbig is not None:  # the parts, as kept (state_M is their rounded sum)
             out["state_M_parts"] = np.stack([_symmetric(A) for A in (st.M, st.Mbig, st.Mlo)])
             out["state_b_parts"] = np.stack(st.rhs)
@@ -753,8 +808,12 @@ class PrimalSquaredState(ModelState):
         """``{name: shape}`` of the arrays :meth:`to_arrays` writes when it needs them (the
         large rows' shares of the statistics, kept apart, see :class:`_Statistics`);
         ``n_outputs`` as in :meth:`saved_shapes`."""
-        return {"state_M_parts": (3, p, p), "state_b_parts": (3, p) + _out_shape(n_outputs),
-                "state_limits": (3,), "state_inv_err": (1,)}
+        return {
+            "state_M_parts": (3, p, p),
+            "state_b_parts": (3, p) + _out_shape(n_outputs),
+            "state_limits": (3,),
+            "state_inv_err": (1,),
+        }
 
     @classmethod
     def from_arrays(cls, arrays, opts, *, y=None, capacity=None, max_rank=64, result=None):
@@ -771,8 +830,7 @@ class PrimalSquaredState(ModelState):
             n_outputs = _n_outputs(y) if y.ndim in (1, 2) else -1
         else:
             n_outputs = b_shape[1] if len(b_shape) == 2 else None
-        M, b, beta, H = checked(arrays, cls.saved_shapes(None, p, n_outputs),
-                                "squared-loss state")
+        M, b, beta, H = checked(arrays, cls.saved_shapes(None, p, n_outputs), "squared-loss state")
         check_symmetric(M, "matrix ΦᵀΦ + ρI")
         # every inverse this one was tracked through inverted some ΦᵀWΦ + ρI ⪰ ρI, so had norm
         # ≤ 1/ρ whatever the updates were: the rounding asymmetry of the corrections is a
@@ -782,8 +840,11 @@ class PrimalSquaredState(ModelState):
         d = np.diag(M)
         if d.size and float(d.min()) < st.rho - 1e-8 * float(np.max(np.abs(d))):
             raise ValueError("corrupt model file: the diagonal of ΦᵀΦ + ρI is below ρ = 1/(2C)")
-        optional = {name: shape for name, shape in
-                    cls.optional_shapes(None, p, n_outputs).items() if name in arrays}
+        optional = {
+            name: shape
+            for name, shape in cls.optional_shapes(None, p, n_outputs).items()
+            if name in arrays
+        }
         extra = dict(zip(optional, checked(arrays, optional, "squared-loss state")))
         if "state_limits" in extra:
             big_sq, big_b, lost = (float(v) for v in extra["state_limits"])
@@ -791,9 +852,12 @@ class PrimalSquaredState(ModelState):
             n = max(1 if y is None else int(np.size(y)), 1)
             mean_sq = max(float(np.trace(M)) - p * st.rho, 0.0) / n
             big_sq = _BIG_RATIO * (mean_sq + st.rho)
-            big_b = _BIG_RATIO * max(np.sqrt(mean_sq) * float(np.median(_target_size(y)))
-                                     if y is not None and np.size(y) else 0.0,
-                                     np.finfo(np.float64).tiny)
+            big_b = _BIG_RATIO * max(
+                np.sqrt(mean_sq) * float(np.median(_target_size(y)))
+                if y is not None and np.size(y)
+                else 0.0,
+                np.finfo(np.float64).tiny,
+            )
             lost = 0.0
         stats = _Statistics(p, st.rho, big_sq, big_b, n_outputs)
         if "state_M_parts" in extra and "state_b_parts" in extra:
@@ -821,8 +885,15 @@ class PrimalSquaredState(ModelState):
         return st
 
     # ------------------------------------------------------- load-time checks
-    def check_saved_statistics(self, arrays: dict, *, n: int, intercept_scaling: float,
-                               fit_intercept: bool, n_positive: int | None = None) -> None:
+    def check_saved_statistics(
+        self,
+        arrays: dict,
+        *,
+        n: int,
+        intercept_scaling: float,
+        fit_intercept: bool,
+        n_positive: int | None = None,
+    ) -> None:
         """``ΦᵀWΦ + ρI`` and ``ΦᵀWt`` on the constant feature against the count (the total
         weight, ``s²·Σw + ρ``) and the labels (``s·Σ w_i y_i``); nothing without an
         intercept.  ``n_positive``: a classifier's count of positives, used when the file
@@ -835,8 +906,10 @@ class PrimalSquaredState(ModelState):
         w = arrays.get("ledger_w")
         expected = (n if w is None else float(np.sum(w))) * s * s + self.rho
         if abs(M[-1, -1] - expected) > 1e-6 * expected:
-            raise ValueError("corrupt model file: ΦᵀΦ + ρI does not count the samples "
-                             f"(constant feature: {M[-1, -1]:.6g}, expected {expected:.6g})")
+            raise ValueError(
+                "corrupt model file: ΦᵀΦ + ρI does not count the samples "
+                f"(constant feature: {M[-1, -1]:.6g}, expected {expected:.6g})"
+            )
         total = None
         if "ledger_y" in arrays:
             y = arrays["ledger_y"]
@@ -845,8 +918,9 @@ class PrimalSquaredState(ModelState):
         elif n_positive is not None and w is None:
             total, scale = float(2 * n_positive - n), float(n)
         if total is not None and abs(b[-1] - s * total) > 1e-6 * s * scale:
-            raise ValueError("corrupt model file: Φᵀy does not match the labels on the "
-                             "constant feature")
+            raise ValueError(
+                "corrupt model file: Φᵀy does not match the labels on the constant feature"
+            )
 
     def check_saved_solution(self, arrays: dict, solver: dict | None = None) -> None:
         """The normal equations ``M β = b`` hold to ``1e-6`` of their scale.  See
@@ -855,8 +929,14 @@ class PrimalSquaredState(ModelState):
         M, b, beta = arrays["state_M"], arrays["state_b"], arrays["state_beta"]
         check_residual(float(norm(M @ beta - b)), float(norm(M) * norm(beta) + norm(b)))
 
-    def check_saved_rows(self, arrays: dict, *, first: bool = True, hinge: dict | None = None,
-                         kernel: Callable | None = None) -> None:
+    def check_saved_rows(
+        self,
+        arrays: dict,
+        *,
+        first: bool = True,
+        hinge: dict | None = None,
+        kernel: Callable | None = None,
+    ) -> None:
         """``(ΦᵀWΦ + ρI)v`` from the stored rows for a random ``v`` against ``M v`` (once for
         a matrix shared by K outputs or classes: ``first``), within the rounding bound plus
         the error ``lost`` the state bounds for the digits removals and reweights cancelled

@@ -53,7 +53,7 @@ _BIG_RATIO = 256.0
 # the products and the sums are rounded) and compensated (only the low-order products, at most
 # 2⁻²⁶‖v‖², are rounded, once more when they are added up).
 _PLAIN_ERR = 2.0 * _EPS
-_COMPENSATED_ERR = 8.0 * 2.0 ** -26 * _EPS
+_COMPENSATED_ERR = 8.0 * 2.0**-26 * _EPS
 # An error (the cancelled digits of the primal statistics, or the dual state's tracked inverse)
 # within this multiple of the rounding of a fresh computation is accepted: a fresh fit suffers
 # it as well.
@@ -128,7 +128,6 @@ def _masked(x, mask):
     return x * mask if x.ndim == 1 else x * mask[:, None]
 
 
-
 class Rows:
     """Rows ``source[index]`` of a matrix, gathered only when (and as) they are needed.
 
@@ -159,9 +158,9 @@ class Rows:
         n = len(self)
         for i in range(0, n, size):
             if self.index is None:
-                block = self.source[i:i + size]
+                block = self.source[i : i + size]
             else:
-                block = self.source[self.index[i:i + size]]
+                block = self.source[self.index[i : i + size]]
             if self.transform is not None:
                 block = self.transform(block)
             # sparse rows enter the statistics a dense chunk at a time: the double-double
@@ -226,8 +225,10 @@ class _Statistics:
         if limits is None:
             sq = _row_sq(Phi)
             med_b = float(np.median(np.sqrt(sq) * _target_size(y))) if y.size else 0.0
-            limits = (_BIG_RATIO * (float(np.median(sq) if sq.size else 0.0) + rho),
-                      _BIG_RATIO * max(med_b, np.finfo(np.float64).tiny))
+            limits = (
+                _BIG_RATIO * (float(np.median(sq) if sq.size else 0.0) + rho),
+                _BIG_RATIO * max(med_b, np.finfo(np.float64).tiny),
+            )
         st = cls(Phi.shape[1], rho, *limits, n_outputs=_n_outputs(y))
         st.gram(Rows(Phi), 1.0, y)
         return st
@@ -282,10 +283,11 @@ class _Statistics:
                 cold = block
             if cold.shape[0]:
                 # cold.T is a Fortran-ordered (p, k) view: C += sign · A Aᵀ, no transposed copy
-                self.M = blas.dsyrk(float(sign), cold.T, beta=1.0, c=self.M, trans=0, lower=1,
-                                    overwrite_c=1)
+                self.M = blas.dsyrk(
+                    float(sign), cold.T, beta=1.0, c=self.M, trans=0, lower=1, overwrite_c=1
+                )
             if y is not None:
-                self.rhs = self.plus(block, sign * y[i:i + block.shape[0]], sq)
+                self.rhs = self.plus(block, sign * y[i : i + block.shape[0]], sq)
 
     def _exact_rank_one(self, v, sign):
         """``Mbig + Mlo += sign·vvᵀ``, the rounding error kept in ``Mlo``."""
@@ -376,8 +378,11 @@ class _Statistics:
 def _is_weighted(change):
     """Whether a change (or its ledger) carries sample weights: ``DataChange.weighted``, read
     so that a ledger without weights (a test's stand-in) counts as unweighted."""
-    return bool(getattr(change.ledger, "weighted", False) or change.w_add is not None
-                or change.reweight_slots is not None)
+    return bool(
+        getattr(change.ledger, "weighted", False)
+        or change.w_add is not None
+        or change.reweight_slots is not None
+    )
 
 
 def _weighted_rows(V, c, w):
@@ -478,6 +483,8 @@ def _inv_err(a):
     it is one finite number ≥ 0)."""
     e = float(np.asarray(a, dtype=np.float64).reshape(-1)[0])
     if not (math.isfinite(e) and e >= 0.0):
-        raise ValueError("corrupt model file: the tracked inverse's error bound "
-                         "(state_inv_err) must be a finite number ≥ 0")
+        raise ValueError(
+            "corrupt model file: the tracked inverse's error bound "
+            "(state_inv_err) must be a finite number ≥ 0"
+        )
     return e

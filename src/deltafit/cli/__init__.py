@@ -89,4 +89,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         # a --plot/--save/--out path in a missing folder); ImportError: an optional package
         print(f"deltafit {args.command}: error: {_one_line(exc)}", file=sys.stderr)
         return 2
-

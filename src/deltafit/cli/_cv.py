@@ -39,8 +39,9 @@ def parse_grid(text: str, what: str | None = None) -> list[float]:
         try:
             return parse_grid(text)
         except ValueError as exc:
-            raise ValueError(f"{what}: {exc}; a grid looks like '0.1,1,10' or "
-                             f"'2^-5..2^5'") from None
+            raise ValueError(
+                f"{what}: {exc}; a grid looks like '0.1,1,10' or '2^-5..2^5'"
+            ) from None
     out: list[float] = []
     for part in text.split(","):
         part = part.strip()
@@ -53,7 +54,7 @@ def parse_grid(text: str, what: str | None = None) -> list[float]:
                 raise ValueError(f"a range must look like 2^-5..2^5, got {part!r}")
             base = float(ma.group(1))
             lo, hi = int(ma.group(2)), int(mb.group(2))
-            out.extend(base ** k for k in range(lo, hi + 1))
+            out.extend(base**k for k in range(lo, hi + 1))
         else:
             try:
                 out.append(_number(part))
@@ -65,25 +66,43 @@ def parse_grid(text: str, what: str | None = None) -> list[float]:
 
 
 def _common(p):
-    p.add_argument("data", help="a LIBSVM/svmlight or CSV file (target in the last column, or "
-                                "--target), or one of digits, breast_cancer, mnist")
+    p.add_argument(
+        "data",
+        help="a LIBSVM/svmlight or CSV file (target in the last column, or "
+        "--target), or one of digits, breast_cancer, mnist",
+    )
     add_target_argument(p)
     p.add_argument("--model", choices=("linear", "kernel"), default="linear")
-    p.add_argument("--loss", choices=("squared", "logistic", "squared_hinge", "hinge"),
-                   default="squared",
-                   help="the classifier's loss (default squared, as the library's: closed-form "
-                        "leave-one-out; the others are exact by certified bounds and refits)")
-    p.add_argument("--regression", action="store_true",
-                   help="fit a regressor (squared loss) instead of a classifier (two "
-                        "classes, or more: one-vs-rest)")
+    p.add_argument(
+        "--loss",
+        choices=("squared", "logistic", "squared_hinge", "hinge"),
+        default="squared",
+        help="the classifier's loss (default squared, as the library's: closed-form "
+        "leave-one-out; the others are exact by certified bounds and refits)",
+    )
+    p.add_argument(
+        "--regression",
+        action="store_true",
+        help="fit a regressor (squared loss) instead of a classifier (two "
+        "classes, or more: one-vs-rest)",
+    )
     p.add_argument("--kernel", default="rbf", help="kernel for --model kernel (default rbf)")
     p.add_argument("--no-intercept", action="store_true")
-    p.add_argument("--scale", choices=("none", "standard", "minmax"), default="standard",
-                   help="feature scaling before everything (minmax: to [-1, 1])")
-    p.add_argument("--method", default="auto",
-                   help="auto, closed_form, bounds, bounds_early, alo or refit")
-    p.add_argument("--cv", type=int, default=None,
-                   help="k-fold (stratified for classifiers) instead of leave-one-out")
+    p.add_argument(
+        "--scale",
+        choices=("none", "standard", "minmax"),
+        default="standard",
+        help="feature scaling before everything (minmax: to [-1, 1])",
+    )
+    p.add_argument(
+        "--method", default="auto", help="auto, closed_form, bounds, bounds_early, alo or refit"
+    )
+    p.add_argument(
+        "--cv",
+        type=int,
+        default=None,
+        help="k-fold (stratified for classifiers) instead of leave-one-out",
+    )
     p.add_argument("--n-jobs", type=int, default=None)
     p.add_argument("--progress", action="store_true", help="show a progress bar (needs tqdm)")
 
@@ -91,21 +110,28 @@ def _common(p):
 def add_cv_commands(sub: argparse._SubParsersAction) -> None:
     """Register ``loo`` and ``search`` on an argparse subparsers object."""
     p = sub.add_parser(
-        "loo", help="leave-one-out (or k-fold) estimate of a model, exact, and how it was obtained",
+        "loo",
+        help="leave-one-out (or k-fold) estimate of a model, exact, and how it was obtained",
         description="Exact leave-one-out (or --cv k-fold) cross-validation of one model: closed "
-                    "form, certified bounds with warm refits, or brute force; ALO on request.")
+        "form, certified bounds with warm refits, or brute force; ALO on request.",
+    )
     _common(p)
     p.add_argument("--C", type=float, default=1.0)
     p.add_argument("--gamma", type=gamma_value, default="scale", help=GAMMA_HELP)
     s = sub.add_parser(
-        "search", help="choose C (and gamma) by exact leave-one-out with bound pruning",
+        "search",
+        help="choose C (and gamma) by exact leave-one-out with bound pruning",
         description="Grid search by exact leave-one-out (or --cv k-fold): configurations are "
-                    "pruned as soon as their certified error exceeds the best one's.")
+        "pruned as soon as their certified error exceeds the best one's.",
+    )
     _common(s)
     s.add_argument("--C", default="2^-5..2^5", help="grid, e.g. '0.1,1,10' or '2^-5..2^5'")
-    s.add_argument("--gamma", default=None,
-                   help="grid for --model kernel, e.g. '2^-5..2^5' (default: gamma='scale', "
-                        "as the library's, not searched)")
+    s.add_argument(
+        "--gamma",
+        default=None,
+        help="grid for --model kernel, e.g. '2^-5..2^5' (default: gamma='scale', "
+        "as the library's, not searched)",
+    )
     s.add_argument("--no-prune", action="store_true")
 
 
@@ -146,8 +172,11 @@ def _estimator(args, C, gamma):
 
 
 #: What the model is fitted on, by ``--scale``.
-_FEATURES = {"standard": "standardised features", "minmax": "features scaled to [-1, 1]",
-             "none": "the features as read"}
+_FEATURES = {
+    "standard": "standardised features",
+    "minmax": "features scaled to [-1, 1]",
+    "none": "the features as read",
+}
 
 
 def _splitter(args):
@@ -165,45 +194,72 @@ def run_cv_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
     from deltafit.model_selection import LOOSearchCV, cross_validate, loo
 
     X, y, title = _data(args)
-    print(f"data: {title}, {X.shape[0]:,} samples x {X.shape[1]:,} features"
-          + ("" if args.regression else f"; classes {describe_classes(y)}"), file=out)
+    print(
+        f"data: {title}, {X.shape[0]:,} samples x {X.shape[1]:,} features"
+        + ("" if args.regression else f"; classes {describe_classes(y)}"),
+        file=out,
+    )
     cv = _splitter(args)
     if args.command == "loo":
         est = _estimator(args, args.C, args.gamma)
         if cv is None:
             r = loo(est, X, y, method=args.method, n_jobs=args.n_jobs, progress=args.progress)
         else:
-            r = cross_validate(est, X, y, cv=cv, method=args.method, n_jobs=args.n_jobs,
-                               progress=args.progress)
+            r = cross_validate(
+                est, X, y, cv=cv, method=args.method, n_jobs=args.n_jobs, progress=args.progress
+            )
         what = "leave-one-out" if cv is None else f"{args.cv}-fold"
         print(f"model: {est!r} on {_FEATURES[args.scale]} (--scale {args.scale})", file=out)
         print(f"{what}: {r.summary()}", file=out)
         if r.classifier and not r.approximate:
             nd = int(r.decided_by_bound.sum())
-            print(f"  labels decided by certified bounds without a refit: {nd}/{r.n_samples}; "
-                  f"models (re)computed: {r.n_refits}", file=out)
+            print(
+                f"  labels decided by certified bounds without a refit: {nd}/{r.n_samples}; "
+                f"models (re)computed: {r.n_refits}",
+                file=out,
+            )
         elif r.approximate:
             print("  ALO is an approximation: these numbers are not certified", file=out)
         return 0
     grid = {"C": parse_grid(args.C, "--C")}
     if args.model == "kernel" and args.gamma is not None:
         grid["gamma"] = parse_grid(args.gamma, "--gamma")
-    search = LOOSearchCV(_estimator(args, 1.0, "scale"), grid, cv=cv, method=args.method,
-                         prune=not args.no_prune, n_jobs=args.n_jobs, progress=args.progress)
+    search = LOOSearchCV(
+        _estimator(args, 1.0, "scale"),
+        grid,
+        cv=cv,
+        method=args.method,
+        prune=not args.no_prune,
+        n_jobs=args.n_jobs,
+        progress=args.progress,
+    )
     search.fit(X, y)
     res = search.cv_results_
     n_conf = len(res["params"])
-    print(f"searched {n_conf} configurations in {search.search_time_:.3g} s: "
-          f"{int(res['pruned'].sum())} pruned by bounds, {search.n_refits_} refits in all",
-          file=out)
-    print(f"best: {search.best_params_}  score {search.best_score_:.6g} "
-          f"({search.scorer_}, {'leave-one-out' if cv is None else f'{args.cv}-fold'}"
-          f"{', APPROXIMATE (ALO)' if res['approximate'].any() else ', exact'})", file=out)
+    print(
+        f"searched {n_conf} configurations in {search.search_time_:.3g} s: "
+        f"{int(res['pruned'].sum())} pruned by bounds, {search.n_refits_} refits in all",
+        file=out,
+    )
+    print(
+        f"best: {search.best_params_}  score {search.best_score_:.6g} "
+        f"({search.scorer_}, {'leave-one-out' if cv is None else f'{args.cv}-fold'}"
+        f"{', APPROXIMATE (ALO)' if res['approximate'].any() else ', exact'})",
+        file=out,
+    )
     order = np.argsort(res["rank_test_score"], kind="stable")[:5]
     for i in order:
         sc = res["mean_test_score"][i]
-        shown = f"{sc:.6g}" if np.isfinite(sc) else (
-            f"pruned, in [{res['test_score_lower'][i]:.4g}, {res['test_score_upper'][i]:.4g}]")
-        print(f"  rank {res['rank_test_score'][i]:>3}  {res['params'][i]}  {shown}  "
-              f"refits {res['n_refits'][i]}", file=out)
+        shown = (
+            f"{sc:.6g}"
+            if np.isfinite(sc)
+            else (
+                f"pruned, in [{res['test_score_lower'][i]:.4g}, {res['test_score_upper'][i]:.4g}]"
+            )
+        )
+        print(
+            f"  rank {res['rank_test_score'][i]:>3}  {res['params'][i]}  {shown}  "
+            f"refits {res['n_refits'][i]}",
+            file=out,
+        )
     return 0

@@ -11,12 +11,21 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-__all__ = ["add_target_argument", "gamma_value", "load_data", "format_label", "describe_classes",
-           "require_classes", "require_numeric"]
+__all__ = [
+    "add_target_argument",
+    "gamma_value",
+    "load_data",
+    "format_label",
+    "describe_classes",
+    "require_classes",
+    "require_numeric",
+]
 
-TARGET_HELP = ("the target column of a CSV/TSV file: its name in the header line or its index "
-               "(0-based, negative from the end; default: the last column); numbers, or text "
-               "labels such as spam/ham")
+TARGET_HELP = (
+    "the target column of a CSV/TSV file: its name in the header line or its index "
+    "(0-based, negative from the end; default: the last column); numbers, or text "
+    "labels such as spam/ham"
+)
 
 
 def add_target_argument(parser: argparse.ArgumentParser) -> None:
@@ -35,13 +44,14 @@ def gamma_value(text: str) -> str | float:
     except ValueError:
         value = None
     if value is None or not np.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(
-            f"must be a positive number, scale or auto, got {text!r}")
+        raise argparse.ArgumentTypeError(f"must be a positive number, scale or auto, got {text!r}")
     return value
 
 
-GAMMA_HELP = ("RBF gamma of --model kernel: a positive number, or scale (default, as the "
-              "library's: 1 / (n_features * X.var())) or auto (1 / n_features)")
+GAMMA_HELP = (
+    "RBF gamma of --model kernel: a positive number, or scale (default, as the "
+    "library's: 1 / (n_features * X.var())) or auto (1 / n_features)"
+)
 
 
 def load_data(data: str, target: str | None = None) -> tuple[Any, np.ndarray, str]:
@@ -94,7 +104,8 @@ def describe_classes(y: ArrayLike) -> str:
     """``"benign (357), malignant (212)"``: each class of ``y`` with its number of samples."""
     labels, counts = np.unique(np.asarray(y), return_counts=True)
     return ", ".join(f"{format_label(v)} ({c})" for v, c in zip(labels[:10], counts[:10])) + (
-        f", ... ({labels.size} classes)" if labels.size > 10 else "")
+        f", ... ({labels.size} classes)" if labels.size > 10 else ""
+    )
 
 
 def require_classes(y: ArrayLike, what: str) -> None:
@@ -108,8 +119,9 @@ def require_classes(y: ArrayLike, what: str) -> None:
     """
     labels = np.unique(np.asarray(y))
     if labels.size < 2:
-        raise ValueError(f"{what} needs at least two classes, but the target holds only "
-                         f"{_listed(labels)}")
+        raise ValueError(
+            f"{what} needs at least two classes, but the target holds only {_listed(labels)}"
+        )
 
 
 def require_numeric(y: ArrayLike, what: str) -> None:
@@ -128,6 +140,8 @@ def require_numeric(y: ArrayLike, what: str) -> None:
     """
     y = np.asarray(y)
     if y.dtype.kind not in "fiub":
-        raise ValueError(f"{what} needs a numeric target, but the target column holds text "
-                         f"labels ({_listed(np.unique(y))}); fit a classifier instead, or choose "
-                         f"a numeric column with --target")
+        raise ValueError(
+            f"{what} needs a numeric target, but the target column holds text "
+            f"labels ({_listed(np.unique(y))}); fit a classifier instead, or choose "
+            f"a numeric column with --target"
+        )

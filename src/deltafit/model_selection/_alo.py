@@ -79,6 +79,7 @@ Tolerances
 from __future__ import annotations
 
 import numbers
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy import linalg
@@ -90,8 +91,10 @@ from deltafit.losses import get_loss
 from deltafit.models import FittedProblem
 from deltafit.sensitivity._model_access import n_classes
 
-__all__ = ["alo_decisions", "alo_primal", "alo_kernel", "alo_feature_map", "MARGIN_TOL",
-           "RANK_TOL"]
+if TYPE_CHECKING:
+    from deltafit.losses import Loss
+
+__all__ = ["alo_decisions", "alo_primal", "alo_kernel", "alo_feature_map", "MARGIN_TOL", "RANK_TOL"]
 
 #: Samples with ``|1 − y z| ≤ MARGIN_TOL`` form the singular set V of the hinge loss.
 MARGIN_TOL = 1e-6
@@ -146,8 +149,12 @@ def _check_common(y, loss, C, n, margin_tol, rank_tol):
     if name != "squared" and not np.all(np.abs(y) == 1.0):
         raise ValueError(f"loss={name!r} needs labels y in {{-1, +1}}")
     for value, what in ((margin_tol, "margin_tol"), (rank_tol, "rank_tol")):
-        if isinstance(value, bool) or not isinstance(value, numbers.Real) or \
-                not np.isfinite(value) or value < 0:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, numbers.Real)
+            or not np.isfinite(value)
+            or value < 0
+        ):
             raise ValueError(f"{what} must be a finite real number >= 0, got {value!r}")
     return y, float(C), name, obj
 
@@ -255,8 +262,17 @@ def _clip_g(gV, yV):
 
 
 # ------------------------------------------------------------------------ public, raw arrays
-def alo_primal(Phi, y, loss, C, coef, *, dual_coef=None, margin_tol=MARGIN_TOL,
-               rank_tol=RANK_TOL):
+def alo_primal(
+    Phi: np.ndarray,
+    y: np.ndarray,
+    loss: str | Loss,
+    C: float,
+    coef: np.ndarray,
+    *,
+    dual_coef: np.ndarray | None = None,
+    margin_tol: float = MARGIN_TOL,
+    rank_tol: float = RANK_TOL,
+) -> np.ndarray:
     """Approximate leave-one-out scores of a model over explicit features (an APPROXIMATION).
 
     For ``min_β C Σ ℓ(y_i, Φ_iᵀβ) + ½‖β‖²`` returns ``z_t^{alo} ≈ Φ_tᵀ β_{−t}`` for every t, β_{−t}
@@ -328,7 +344,16 @@ def _alo_hinge_features(Phi, y, C, z, dual_coef, coef, margin_tol, rank_tol):
     return z + C * g * h
 
 
-def alo_kernel(K, y, loss, C, alpha, *, margin_tol=MARGIN_TOL, rank_tol=RANK_TOL):
+def alo_kernel(
+    K: np.ndarray,
+    y: np.ndarray,
+    loss: str | Loss,
+    C: float,
+    alpha: np.ndarray,
+    *,
+    margin_tol: float = MARGIN_TOL,
+    rank_tol: float = RANK_TOL,
+) -> np.ndarray:
     """Approximate leave-one-out scores of a kernel model (an APPROXIMATION).
 
     For ``β = Σ_i α_i Φ(x_i)`` minimising ``C Σ ℓ(y_i, z_i) + ½‖β‖²``, ``z = K α``, returns
@@ -376,8 +401,9 @@ def alo_kernel(K, y, loss, C, alpha, *, margin_tol=MARGIN_TOL, rank_tol=RANK_TOL
     z = K @ alpha
     if name != "hinge":
         return _alo_smooth(z, y, obj, C, lambda w: _smooth_leverage_kernel(K, w))
-    return _alo_hinge_kernel(np.diagonal(K).copy(), lambda V: K[:, V], y, C, z, alpha,
-                             margin_tol, rank_tol)
+    return _alo_hinge_kernel(
+        np.diagonal(K).copy(), lambda V: K[:, V], y, C, z, alpha, margin_tol, rank_tol
+    )
 
 
 def _alo_hinge_kernel(kdiag, columns, y, C, z, alpha, margin_tol, rank_tol):
@@ -389,8 +415,17 @@ def _alo_hinge_kernel(kdiag, columns, y, C, z, alpha, margin_tol, rank_tol):
     return z + C * g * h
 
 
-def alo_feature_map(Phi, y, loss, C, decision, *, dual_coef=None, margin_tol=MARGIN_TOL,
-                    rank_tol=RANK_TOL):
+def alo_feature_map(
+    Phi: np.ndarray,
+    y: np.ndarray,
+    loss: str | Loss,
+    C: float,
+    decision: np.ndarray,
+    *,
+    dual_coef: np.ndarray | None = None,
+    margin_tol: float = MARGIN_TOL,
+    rank_tol: float = RANK_TOL,
+) -> np.ndarray:
     """ALO of a kernel model through approximate explicit features (He et al. §2; an
     APPROXIMATION of an approximation).
 
@@ -434,8 +469,9 @@ def alo_feature_map(Phi, y, loss, C, decision, *, dual_coef=None, margin_tol=MAR
         raise ValueError("the hinge loss needs the kernel model's dual_coef for g_V")
     dual_coef = _check_vector(dual_coef, n, "dual_coef")
     kdiag = np.einsum("ij,ij->i", Phi, Phi)
-    return _alo_hinge_kernel(kdiag, lambda V: Phi @ Phi[V].T, y, C, z, dual_coef,
-                             margin_tol, rank_tol)
+    return _alo_hinge_kernel(
+        kdiag, lambda V: Phi @ Phi[V].T, y, C, z, dual_coef, margin_tol, rank_tol
+    )
 
 
 # ----------------------------------------------------------------------------- the models
@@ -460,9 +496,15 @@ def _nystroem_for(prob, n_components, random_state):
             "feature_map=Nystroem(kernel=..., ...) with scikit-learn's per-pair convention"
         )
     params = dict(kw["kernel_params"] or {})
-    return Nystroem(kernel=kw["kernel"], gamma=kw["gamma"], degree=kw["degree"],
-                    coef0=kw["coef0"], kernel_params=params or None,
-                    n_components=int(n_components), random_state=random_state)
+    return Nystroem(
+        kernel=kw["kernel"],
+        gamma=kw["gamma"],
+        degree=kw["degree"],
+        coef0=kw["coef0"],
+        kernel_params=params or None,
+        n_components=int(n_components),
+        random_state=random_state,
+    )
 
 
 def _model_dual_coef(prob, slots):
@@ -475,8 +517,15 @@ def _model_dual_coef(prob, slots):
     return prob.targets[slots] * dual[slots]
 
 
-def alo_decisions(model, *, feature_map=None, n_components=None, random_state=None,
-                  margin_tol=MARGIN_TOL, rank_tol=RANK_TOL):
+def alo_decisions(
+    model: Any,
+    *,
+    feature_map: Any = None,
+    n_components: int | None = None,
+    random_state: int | np.random.RandomState | None = None,
+    margin_tol: float = MARGIN_TOL,
+    rank_tol: float = RANK_TOL,
+) -> np.ndarray:
     """Approximate leave-one-out decision values of a fitted deltafit estimator (an
     APPROXIMATION, not exact leave-one-out and not a certified bound).
 
@@ -540,18 +589,32 @@ def alo_decisions(model, *, feature_map=None, n_components=None, random_state=No
         if whole.kernel and (feature_map is not None or n_components is not None):
             feature_map = _fitted_map(whole, feature_map, n_components, random_state)
             n_components = None
-        return np.column_stack([
-            _alo_of(whole.for_class(k), feature_map, n_components, random_state, margin_tol,
-                    rank_tol) for k in range(whole.n_classes)])
-    return _alo_of(_check_alo_model(model), feature_map, n_components, random_state,
-                   margin_tol, rank_tol)
+        return np.column_stack(
+            [
+                _alo_of(
+                    whole.for_class(k),
+                    feature_map,
+                    n_components,
+                    random_state,
+                    margin_tol,
+                    rank_tol,
+                )
+                for k in range(whole.n_classes)
+            ]
+        )
+    return _alo_of(
+        _check_alo_model(model), feature_map, n_components, random_state, margin_tol, rank_tol
+    )
 
 
 def _fitted_map(prob, feature_map, n_components, random_state):
     """The approximate feature map of a kernel model's leverages, fitted on its rows."""
     if n_components is not None:
-        if isinstance(n_components, bool) or not isinstance(n_components, numbers.Integral) \
-                or n_components < 1:
+        if (
+            isinstance(n_components, bool)
+            or not isinstance(n_components, numbers.Integral)
+            or n_components < 1
+        ):
             raise ValueError(f"n_components must be an integer >= 1, got {n_components!r}")
         feature_map = _nystroem_for(prob, n_components, random_state)
     if not (hasattr(feature_map, "fit") and hasattr(feature_map, "transform")):
@@ -580,9 +643,16 @@ def _alo_of(prob, feature_map, n_components, random_state, margin_tol, rank_tol)
                 "are its own (set its feature_map when fitting)"
             )
         dual_coef = _model_dual_coef(prob, slots) if loss_obj.name == "hinge" else None
-        return alo_primal(prob.rows[slots], y, loss_obj, C, np.array(prob.coef),
-                          dual_coef=dual_coef,
-                          margin_tol=margin_tol, rank_tol=rank_tol)
+        return alo_primal(
+            prob.rows[slots],
+            y,
+            loss_obj,
+            C,
+            np.array(prob.coef),
+            dual_coef=dual_coef,
+            margin_tol=margin_tol,
+            rank_tol=rank_tol,
+        )
     K = prob.gram(slots)
     alpha = prob.alpha[slots]
     if feature_map is None and n_components is None:
@@ -593,8 +663,9 @@ def _alo_of(prob, feature_map, n_components, random_state, margin_tol, rank_tol)
     s = prob.intercept_scaling
     if s:
         Phi = np.column_stack([Phi, np.full(Phi.shape[0], s)])
-    return alo_feature_map(Phi, y, loss_obj, C, K @ alpha, dual_coef=alpha,
-                           margin_tol=margin_tol, rank_tol=rank_tol)
+    return alo_feature_map(
+        Phi, y, loss_obj, C, K @ alpha, dual_coef=alpha, margin_tol=margin_tol, rank_tol=rank_tol
+    )
 
 
 def _alo_weighted(prob, slots, y, feature_map, n_components, random_state):

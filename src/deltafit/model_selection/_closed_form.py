@@ -4,8 +4,9 @@ For ``C Σ (t_i − z_i)² + ½‖β‖²`` (ridge, kernel ridge, LS-SVM; ρ = 1
 the targets, ``z = H t``, and the model trained without a set R of samples predicts R with
 residuals ``e_R = (I − H_RR)⁻¹ r_R``, r the full model's residuals.  In primal form
 ``H = Φ (ΦᵀΦ + ρI)⁻¹ Φᵀ``; in dual form ``I − H = ρ G⁻¹`` with ``G = K + ρI`` and ``α = G⁻¹t``,
-so ``e_R = ((G⁻¹)_RR)⁻¹ α_R`` (the LS-SVM decremental formula of Lee et al., "Exact incremental and decremental learning for LS-SVM", applied to a
-whole fold; for R = {t} the classical ``r_t / (1 − H_tt)`` = ``α_t / (G⁻¹)_tt``).  scikit-learn's
+so ``e_R = ((G⁻¹)_RR)⁻¹ α_R`` (the LS-SVM decremental formula of Lee et al., "Exact
+incremental and decremental learning for LS-SVM", applied to a whole fold; for R = {t} the
+classical ``r_t / (1 − H_tt)`` = ``α_t / (G⁻¹)_tt``).  scikit-learn's
 ``RidgeCV`` offers the leave-one-out case for linear ridge; this covers kernels, folds and
 classifiers (LS-SVM labels are the signs).
 
@@ -27,6 +28,7 @@ squared-hinge losses go to :mod:`._dask_smooth_cv` (bounds and joint warm re-sol
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve, lu_factor, lu_solve, solve
@@ -38,7 +40,9 @@ from deltafit.model_selection._result import CVResult
 __all__ = ["closed_form_predictions", "dask_cross_validation", "fold_vector"]
 
 
-def closed_form_predictions(prob, splits, targets=None):
+def closed_form_predictions(
+    prob: Any, splits: Any, targets: np.ndarray | None = None
+) -> list[np.ndarray]:
     """Exact scores of each split's model at its removed samples.
 
     Parameters
@@ -68,8 +72,9 @@ def closed_form_predictions(prob, splits, targets=None):
     if use_dual:
         K = prob.K if prob.kernel else prob.Phi @ prob.Phi.T
         G = K + rho * np.eye(n)
-        Ginv = cho_solve(cho_factor(G, lower=True, check_finite=False), np.eye(n),
-                         check_finite=False)
+        Ginv = cho_solve(
+            cho_factor(G, lower=True, check_finite=False), np.eye(n), check_finite=False
+        )
         Ginv = 0.5 * (Ginv + Ginv.T)
         alpha = Ginv @ t
         if splits is None:
@@ -118,8 +123,10 @@ def _weighted(prob, splits, t, n, rho, w, use_dual):
         if splits is None:
             d = np.diag(Ginv)
             return [t - alpha / (d if t.ndim == 1 else d[:, None])]
-        return [_at(t[R] - solve(Ginv[np.ix_(R, R)], alpha[R], check_finite=False), R, T)
-                for R, T in splits]
+        return [
+            _at(t[R] - solve(Ginv[np.ix_(R, R)], alpha[R], check_finite=False), R, T)
+            for R, T in splits
+        ]
     Phi = prob.Phi
     p = Phi.shape[1]
     A = (Phi.T * w) @ Phi
@@ -142,7 +149,9 @@ def _weighted(prob, splits, t, n, rho, w, use_dual):
 
 
 # ------------------------------------------------------------------------------ Dask
-def fold_vector(cv, n, y, estimator, groups=None):
+def fold_vector(
+    cv: Any, n: int, y: Any, estimator: Any, groups: Any = None
+) -> tuple[np.ndarray, int]:
     """Each sample's fold under the splitter ``cv`` (an int, a scikit-learn splitter or an
     iterable of (train, test)), as an int array of length n, and the number of folds.
 
@@ -160,21 +169,36 @@ def fold_vector(cv, n, y, estimator, groups=None):
         test = np.asarray(test, dtype=np.intp)
         seen[:] = False
         seen[np.asarray(train, dtype=np.intp)] = True
-        if np.any(fold[test] >= 0) or np.any(seen[test]) or \
-                np.count_nonzero(seen) + test.size != n or np.unique(test).size != test.size:
+        if (
+            np.any(fold[test] >= 0)
+            or np.any(seen[test])
+            or np.count_nonzero(seen) + test.size != n
+            or np.unique(test).size != test.size
+        ):
             raise ValueError(
                 "dask input is cross-validated by batch removals of whole folds: each sample "
                 "must be in exactly one test fold, and each training set the complement of its "
-                "test fold (KFold, StratifiedKFold, GroupKFold; not ShuffleSplit)")
+                "test fold (KFold, StratifiedKFold, GroupKFold; not ShuffleSplit)"
+            )
         fold[test] = k - 1
     if k < 2 or np.any(fold < 0):
-        raise ValueError("the splitter must put every sample in a test fold, over at least "
-                         "two folds")
+        raise ValueError(
+            "the splitter must put every sample in a test fold, over at least two folds"
+        )
     return fold, k
 
 
-def dask_cross_validation(estimator, X, y, *, cv=None, groups=None, method="auto",
-                          sample_weight=None, region="auto"):
+def dask_cross_validation(
+    estimator: Any,
+    X: Any,
+    y: Any,
+    *,
+    cv: Any = None,
+    groups: Any = None,
+    method: str = "auto",
+    sample_weight: Any = None,
+    region: str = "auto",
+) -> CVResult:
     """Leave-one-out (``cv`` None) or k-fold cross-validation of a linear model on dask
     collections.
 
@@ -198,8 +222,8 @@ def dask_cross_validation(estimator, X, y, *, cv=None, groups=None, method="auto
     """
     import dask.array as da
 
-    from deltafit.model_selection._dask_cv import dask_closed_form
     from deltafit._dask._input import is_dask, row_blocks
+    from deltafit.model_selection._dask_cv import dask_closed_form
 
     loss = estimator.get_params().get("loss") if hasattr(estimator, "get_params") else None
     from deltafit.models import LinearClassifier, LinearRegressor
@@ -211,28 +235,36 @@ def dask_cross_validation(estimator, X, y, *, cv=None, groups=None, method="auto
             "dask input cannot be cross-validated with loss='hinge' (the Dask fold re-solves "
             "are Newton solves of a differentiable loss; the hinge's Dask fit is a dual "
             "decomposition method); use loss='squared_hinge' or 'logistic' on the cluster, "
-            "or compute X to a NumPy array for the hinge loss")
+            "or compute X to a NumPy array for the hinge loss"
+        )
     if not smooth and method not in ("auto", "closed_form"):
-        raise ValueError(f"dask input with the squared loss is cross-validated by "
-                         f"method='closed_form' (or 'auto'), got method={method!r}")
+        raise ValueError(
+            f"dask input with the squared loss is cross-validated by "
+            f"method='closed_form' (or 'auto'), got method={method!r}"
+        )
     if not linear or loss not in ("squared", "logistic", "squared_hinge"):
         raise ValueError(
             f"dask input is cross-validated for LinearClassifier / LinearRegressor: the "
             f"squared loss by its closed form, the logistic and squared-hinge losses "
             f"(LinearClassifier) by bounds and joint warm re-solves; got "
-            f"{type(estimator).__name__}" + (f" with loss={loss!r}" if loss is not None else ""))
+            f"{type(estimator).__name__}" + (f" with loss={loss!r}" if loss is not None else "")
+        )
     if region not in ("auto", "sphere", "curvature"):
         raise ValueError(f"region must be 'auto', 'sphere' or 'curvature', got {region!r}")
     if region == "curvature" and not smooth:
-        raise ValueError("region='curvature' is a region of the logistic and squared-hinge "
-                         "losses; the squared loss is cross-validated in closed form")
+        raise ValueError(
+            "region='curvature' is a region of the logistic and squared-hinge "
+            "losses; the squared loss is cross-validated in closed form"
+        )
     t0 = time.perf_counter()
     fold, k = None, 0
     if cv is not None:
         blocks = row_blocks(X) if is_dask(X) else None
         if blocks is None:
-            raise ValueError(f"y or sample_weight is a dask collection but X is a "
-                             f"{type(X).__name__}: give X as a dask array or DataFrame too")
+            raise ValueError(
+                f"y or sample_weight is a dask collection but X is a "
+                f"{type(X).__name__}: give X as a dask array or DataFrame too"
+            )
         X, n = blocks.X, blocks.n  # a DataFrame's partition lengths are computed once
         yy = None
         if is_classifier(estimator) and not isinstance(cv, (list, tuple)):
@@ -241,18 +273,36 @@ def dask_cross_validation(estimator, X, y, *, cv=None, groups=None, method="auto
     if smooth:
         from deltafit.model_selection._dask_smooth_cv import dask_smooth_cross_validation
 
-        return dask_smooth_cross_validation(estimator, X, y, fold=fold, n_folds=k,
-                                            method=method, sample_weight=sample_weight,
-                                            region=region)
+        return dask_smooth_cross_validation(
+            estimator,
+            X,
+            y,
+            fold=fold,
+            n_folds=k,
+            method=method,
+            sample_weight=sample_weight,
+            region=region,
+        )
     res = dask_closed_form(estimator, X, y, sample_weight, fold, k)
     z = res.decision
     n = int(z.shape[0])
     lazy_none = da.zeros(n, dtype=bool, chunks=z.chunks[0])
-    return CVResult(method="closed_form", approximate=False,
-                    classifier=is_classifier(estimator), y_true=res.y_true,
-                    test_index=da.arange(n, chunks=z.chunks[0]), fold=res.fold,
-                    y_pred=res.y_pred, decision=z, lower=z, upper=z,
-                    decided_by_bound=lazy_none, refit=lazy_none, n_refits=0,
-                    n_splits=n if cv is None else k, fold_scores=res.fold_scores,
-                    time_s=time.perf_counter() - t0,
-                    details={"dask": True, "n_passes": res.n_passes})
+    return CVResult(
+        method="closed_form",
+        approximate=False,
+        classifier=is_classifier(estimator),
+        y_true=res.y_true,
+        test_index=da.arange(n, chunks=z.chunks[0]),
+        fold=res.fold,
+        y_pred=res.y_pred,
+        decision=z,
+        lower=z,
+        upper=z,
+        decided_by_bound=lazy_none,
+        refit=lazy_none,
+        n_refits=0,
+        n_splits=n if cv is None else k,
+        fold_scores=res.fold_scores,
+        time_s=time.perf_counter() - t0,
+        details={"dask": True, "n_passes": res.n_passes},
+    )

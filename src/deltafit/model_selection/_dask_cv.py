@@ -20,6 +20,8 @@ scores (k numbers) are computed.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from scipy.linalg import cholesky, solve_triangular
 from sklearn.base import clone
@@ -48,17 +50,22 @@ class DaskFolds:
         Passes over the rows (the fit's included).
     """
 
-    def __init__(self, **kw):
+    def __init__(self, **kw: Any) -> None:
         self.__dict__.update(kw)
 
 
 def _problem(model):
     """The :class:`~._dask_stats.BlockProblem` of a Dask-fitted linear model (no digests)."""
     opts = model._solver_options()
-    return BlockProblem(model._featurizer(), model.n_features_in_,
-                        model._labels() if model._classifier else None,
-                        model._n_outputs_fitted, opts.C, None,
-                        n_classes=model._n_classes if model._classifier else 0), opts.rho
+    return BlockProblem(
+        model._featurizer(),
+        model.n_features_in_,
+        model._labels() if model._classifier else None,
+        model._n_outputs_fitted,
+        opts.C,
+        None,
+        n_classes=model._n_classes if model._classifier else 0,
+    ), opts.rho
 
 
 def _block_loo(x, y, w, problem, beta, L):
@@ -98,8 +105,12 @@ def _fold_sums(z, y, fold, problem, n_folds, classes):
         t = problem.targets(y)
         err = (t - z) ** 2
         val = err if err.ndim == 1 else err.mean(axis=1)
-    return np.stack([np.bincount(fold, minlength=n_folds).astype(np.float64),
-                     np.bincount(fold, val, minlength=n_folds)])
+    return np.stack(
+        [
+            np.bincount(fold, minlength=n_folds).astype(np.float64),
+            np.bincount(fold, val, minlength=n_folds),
+        ]
+    )
 
 
 def _labels_of(z, classes):
@@ -110,7 +121,9 @@ def _labels_of(z, classes):
     return np.where(z > 0, classes[1], classes[0])
 
 
-def dask_closed_form(estimator, X, y, sample_weight=None, fold=None, n_folds=0):
+def dask_closed_form(
+    estimator: Any, X: Any, y: Any, sample_weight: Any = None, fold: Any = None, n_folds: int = 0
+) -> Any:
     """Closed-form leave-one-out (``fold`` None) or k-fold predictions of ``estimator`` (a
     squared-loss :class:`~deltafit.LinearClassifier` / :class:`~deltafit.LinearRegressor`) on
     dask collections; see the module docstring.
@@ -136,20 +149,25 @@ def dask_closed_form(estimator, X, y, sample_weight=None, fold=None, n_folds=0):
     from dask import compute, delayed
     from deltafit.models import LinearClassifier, LinearRegressor
 
-    if not (isinstance(estimator, (LinearClassifier, LinearRegressor))
-            and estimator.get_params().get("loss") == "squared"):
+    if not (
+        isinstance(estimator, (LinearClassifier, LinearRegressor))
+        and estimator.get_params().get("loss") == "squared"
+    ):
         raise ValueError(
             f"dask input is cross-validated by the closed form of the squared loss: "
             f"LinearClassifier / LinearRegressor with loss='squared', got "
             f"{type(estimator).__name__}"
-            + (f" with loss={estimator.get_params().get('loss')!r}"
-               if hasattr(estimator, "get_params") and "loss" in estimator.get_params()
-               else ""))
+            + (
+                f" with loss={estimator.get_params().get('loss')!r}"
+                if hasattr(estimator, "get_params") and "loss" in estimator.get_params()
+                else ""
+            )
+        )
     model = clone(estimator).set_params(keep_data=False)
     model._fit_dask(X, y, sample_weight, fold, n_folds)
     problem, rho = _problem(model)
     blocks = row_blocks(X, y, sample_weight, fold)
-    classes = getattr(model, "classes_", None)
+    classes: Any = getattr(model, "classes_", None)  # None for a regressor
     K = model._n_outputs_fitted or (model._n_classes if model._classifier else 0)
     out_chunks = (blocks.X.chunks[0],) + ((K,) if K else ())
     K_y = model._n_outputs_fitted  # columns of y (regression outputs; labels are one)
@@ -162,8 +180,9 @@ def dask_closed_form(estimator, X, y, sample_weight=None, fold=None, n_folds=0):
         z = _map_loo(Xb, blocks, problem, beta, L, out_chunks, K, K_y)
         y_true = blocks.y.ravel() if blocks.y.ndim == 2 and not K_y else blocks.y
         if problem.labels is not None:
-            y_pred = z.map_blocks(_labels_of, classes, dtype=classes.dtype,
-                                  drop_axis=1 if K else None)
+            y_pred = z.map_blocks(
+                _labels_of, classes, dtype=classes.dtype, drop_axis=1 if K else None
+            )
             scores = (y_pred == y_true).astype(np.float64)
         else:
             y_pred = z
@@ -171,33 +190,66 @@ def dask_closed_form(estimator, X, y, sample_weight=None, fold=None, n_folds=0):
             scores = -(err if err.ndim == 1 else err.mean(axis=1))
         import dask.array as da
 
-        return DaskFolds(model=model, decision=z, y_pred=y_pred, y_true=y_true,
-                         fold=da.arange(blocks.n, chunks=blocks.X.chunks[0]),
-                         fold_scores=scores, n_passes=model._dask_passes + 1)
+        return DaskFolds(
+            model=model,
+            decision=z,
+            y_pred=y_pred,
+            y_true=y_true,
+            fold=da.arange(blocks.n, chunks=blocks.X.chunks[0]),
+            fold_scores=scores,
+            n_passes=model._dask_passes + 1,
+        )
     total = model.__dict__.pop("_dask_folds")
     sizes = np.array([f.n for f in total.folds])
     if np.any(sizes == 0):
         raise ValueError(f"fold {int(np.flatnonzero(sizes == 0)[0])} has no sample")
-    betas = np.stack([PrimalSquaredState(model._solver_options(), model._max_rank)
-                      .fit_statistics(fold_statistics(total, f, rho).stats).beta
-                      for f in range(n_folds)])
+    betas = np.stack(
+        [
+            PrimalSquaredState(model._solver_options(), model._max_rank)
+            .fit_statistics(fold_statistics(total, f, rho).stats)
+            .beta
+            for f in range(n_folds)
+        ]
+    )
     f_arr = blocks.fold
-    z = Xb.map_blocks(_block_folds, f_arr if f_arr.ndim == 2 else f_arr[:, None],
-                      problem=problem, betas=betas, dtype=np.float64,
-                      chunks=out_chunks, drop_axis=None if K else 1)
-    parts = [delayed(_fold_sums)(zz, yy, ff, problem, n_folds, classes)
-             for zz, yy, ff in zip(_blocks_of(z), _blocks_of(blocks.y), _blocks_of(f_arr))]
+    z = Xb.map_blocks(
+        _block_folds,
+        f_arr if f_arr.ndim == 2 else f_arr[:, None],
+        problem=problem,
+        betas=betas,
+        dtype=np.float64,
+        chunks=out_chunks,
+        drop_axis=None if K else 1,
+    )
+    parts = [
+        delayed(_fold_sums)(zz, yy, ff, problem, n_folds, classes)
+        for zz, yy, ff in zip(_blocks_of(z), _blocks_of(blocks.y), _blocks_of(f_arr))
+    ]
     (s,) = compute(delayed(sum)(parts))
     with np.errstate(invalid="ignore", divide="ignore"):
         fold_scores = s[1] / s[0]
     if problem.labels is None:
         fold_scores = -fold_scores
     y_true = blocks.y.ravel() if blocks.y.ndim == 2 and not K_y else blocks.y
-    y_pred = z.map_blocks(_labels_of, classes, dtype=classes.dtype,
-                          drop_axis=1 if K and problem.labels is not None else None) \
-        if problem.labels is not None else z
-    return DaskFolds(model=model, decision=z, y_pred=y_pred, y_true=y_true,
-                     fold=f_arr, fold_scores=fold_scores, n_passes=model._dask_passes + 1)
+    y_pred = (
+        z.map_blocks(
+            _labels_of,
+            classes,
+            dtype=classes.dtype,
+            drop_axis=1 if K and problem.labels is not None else None,
+        )
+        if problem.labels is not None
+        else z
+    )
+    return DaskFolds(
+        model=model,
+        decision=z,
+        y_pred=y_pred,
+        y_true=y_true,
+        fold=f_arr,
+        fold_scores=fold_scores,
+        n_passes=model._dask_passes + 1,
+    )
 
 
 def _blocks_of(a):
@@ -216,5 +268,4 @@ def _map_loo(Xb, blocks, problem, beta, L, out_chunks, K, K_y):
         yy = yy if K_y else yy[:, 0]
         return _block_loo(x, yy, ww[0][:, 0] if ww else None, problem, beta, L)
 
-    return Xb.map_blocks(fn, *args, dtype=np.float64, chunks=out_chunks,
-                         drop_axis=None if K else 1)
+    return Xb.map_blocks(fn, *args, dtype=np.float64, chunks=out_chunks, drop_axis=None if K else 1)

@@ -37,6 +37,9 @@ Upper layers (:mod:`deltafit.model_selection._dask_smooth_cv`) see a :class:`Smo
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 from scipy import linalg
 from sklearn.base import clone
@@ -45,9 +48,20 @@ from deltafit._dask._newton import _CHUNK_BYTES, _FLOOR, LADDER, _Chunk
 from deltafit._dask._rows import tree_compute
 from deltafit.solvers._chord import REFRESH_RATIO
 
-__all__ = ["SmoothCVFit", "fit_smooth", "JointPasses", "joint_resolve", "fold_resolve",
-           "sample_resolve", "score_folds", "row_quantities", "row_features", "column_targets",
-           "map_store", "SMOOTH_LOSSES"]
+__all__ = [
+    "SmoothCVFit",
+    "fit_smooth",
+    "JointPasses",
+    "joint_resolve",
+    "fold_resolve",
+    "sample_resolve",
+    "score_folds",
+    "row_quantities",
+    "row_features",
+    "column_targets",
+    "map_store",
+    "SMOOTH_LOSSES",
+]
 
 SMOOTH_LOSSES = ("logistic", "squared_hinge")
 #: columns of one joint re-solve of left-out samples (memory: a chunk's rows × columns)
@@ -84,7 +98,7 @@ class SmoothCVFit:
         Passes over the rows the fit made.
     """
 
-    def __init__(self, **kw):
+    def __init__(self, **kw: Any) -> None:
         self.__dict__.update(kw)
 
     @property
@@ -103,7 +117,7 @@ class SmoothCVFit:
         return None if not self.n_classes else np.asarray(cls, dtype=np.intp)
 
 
-def fit_smooth(estimator, X, y, sample_weight=None):
+def fit_smooth(estimator: Any, X: Any, y: Any, sample_weight: Any = None) -> Any:
     """A clone of ``estimator`` (a :class:`~deltafit.LinearClassifier` with a logistic or
     squared-hinge loss) fitted on the dask collections with its rows kept on the cluster;
     K ≥ 3 classes fit the K one-vs-rest problems jointly (:mod:`._dask_ovr`).
@@ -118,30 +132,43 @@ def fit_smooth(estimator, X, y, sample_weight=None):
 
     loss = estimator.get_params().get("loss") if hasattr(estimator, "get_params") else None
     if not isinstance(estimator, LinearClassifier) or loss not in SMOOTH_LOSSES:
-        raise ValueError(f"joint warm re-solves need a LinearClassifier with loss in "
-                         f"{list(SMOOTH_LOSSES)}, got {type(estimator).__name__}"
-                         + (f" with loss={loss!r}" if loss is not None else ""))
+        raise ValueError(
+            f"joint warm re-solves need a LinearClassifier with loss in "
+            f"{list(SMOOTH_LOSSES)}, got {type(estimator).__name__}"
+            + (f" with loss={loss!r}" if loss is not None else "")
+        )
     model = clone(estimator).set_params(keep_data=True, warm_start=False)
     if estimator.feature_map is not None:  # a fitted map is part of the model: kept as it is
         model.set_params(feature_map=estimator.feature_map)
     model.fit(X, y, sample_weight=sample_weight)
     K = int(model._n_classes or 0)
     problems = [model.problem_.for_class(k) for k in range(K)] if K else [model.problem_]
-    cols = [[], [], [], [], []]
+    cols: list[list[Any]] = [[], [], [], [], []]
     for problem in problems:
         at = problem.newton_point()
-        for acc, key in zip(cols, ("coef", "gradient", "gradient_at_zero", "objective",
-                                   "curvature")):
+        for acc, key in zip(
+            cols, ("coef", "gradient", "gradient_at_zero", "objective", "curvature")
+        ):
             acc.append(np.array(at[key], dtype=np.float64))
     opts = model._solver_options()
-    return SmoothCVFit(model=model, betas=np.column_stack(cols[0]),
-                       grads=np.column_stack(cols[1]), grads0=np.column_stack(cols[2]),
-                       values=np.array(cols[3], dtype=np.float64), hessians=np.stack(cols[4]),
-                       n_classes=K, C=opts.C, loss=opts.loss, tol=opts.tol,
-                       max_iter=opts.max_iter, classes=np.asarray(model.classes_),
-                       store=model._dask_rows,
-                       spec=PassSpec(model._featurizer(), opts.loss, opts.C),
-                       n=int(model._dask_rows.starts[-1]), n_passes=int(model._dask_passes))
+    return SmoothCVFit(
+        model=model,
+        betas=np.column_stack(cols[0]),
+        grads=np.column_stack(cols[1]),
+        grads0=np.column_stack(cols[2]),
+        values=np.array(cols[3], dtype=np.float64),
+        hessians=np.stack(cols[4]),
+        n_classes=K,
+        C=opts.C,
+        loss=opts.loss,
+        tol=opts.tol,
+        max_iter=opts.max_iter,
+        classes=np.asarray(model.classes_),
+        store=model._dask_rows,
+        spec=PassSpec(model._featurizer(), opts.loss, opts.C),
+        n=int(model._dask_rows.starts[-1]),
+        n_passes=int(model._dask_passes),
+    )
 
 
 # ------------------------------------------------------------------------------ block tasks
@@ -192,8 +219,13 @@ class JointShare:
         def add(a, b):
             return None if a is None else a + b
 
-        return JointShare(self.val + o.val, self.G + o.G, add(self.G0, o.G0),
-                          add(self.GH, o.GH), add(self.HC, o.HC))
+        return JointShare(
+            self.val + o.val,
+            self.G + o.G,
+            add(self.G0, o.G0),
+            add(self.GH, o.GH),
+            add(self.HC, o.HC),
+        )
 
 
 def _sum(*shares):
@@ -224,8 +256,20 @@ def column_targets(t, colclass):
     return np.where(t[:, None] == np.asarray(colclass)[None, :], 1.0, -1.0)
 
 
-def joint_share(x, t, w, mods, spec, B, excl, colgroup, colclass=None, g0=False,
-                group_hessian=False, hess_cols=()):
+def joint_share(
+    x,
+    t,
+    w,
+    mods,
+    spec,
+    B,
+    excl,
+    colgroup,
+    colclass=None,
+    g0=False,
+    group_hessian=False,
+    hess_cols=(),
+):
     """One block's share of a joint pass at the columns of B (a Dask task); see the module
     docstring.  Column c is the sub-problem without the rows of group ``colgroup[c]``, of
     class ``colclass[c]`` (None: the binary targets)."""
@@ -293,10 +337,16 @@ class JointPasses:
         colgroup = np.array(colgroup, dtype=np.intp)
         colclass = None if colclass is None else np.array(colclass, dtype=np.intp)
         st = self.store
-        out = tree_compute([delayed(joint_share)(x, t, w, st.mods(i), self.spec, B,
-                                                 self.excl[i], colgroup, colclass, **want)
-                            for i, (x, t, w) in enumerate(st.blocks)], _sum,
-                           what="a joint pass of the folds")
+        out = tree_compute(
+            [
+                delayed(joint_share)(
+                    x, t, w, st.mods(i), self.spec, B, self.excl[i], colgroup, colclass, **want
+                )
+                for i, (x, t, w) in enumerate(st.blocks)
+            ],
+            _sum,
+            what="a joint pass of the folds",
+        )
         self.count += 1
         return out
 
@@ -305,8 +355,9 @@ def _factor(M):
     return linalg.cho_factor(M, lower=True, check_finite=False)
 
 
-def joint_resolve(passes, beta, start, *, tol, max_iter, first_hessian=False, colgroup=None,
-                  colclass=None):
+def joint_resolve(
+    passes, beta, start, *, tol, max_iter, first_hessian=False, colgroup=None, colclass=None
+):
     """Solve every sub-problem from β (see the module docstring).
 
     Parameters
@@ -355,9 +406,11 @@ def joint_resolve(passes, beta, start, *, tol, max_iter, first_hessian=False, co
     rounds = 0
     while not np.all(done):
         if rounds >= max_iter:
-            raise ValueError(f"the joint re-solve did not converge in max_iter={max_iter} "
-                             f"passes ({int(np.count_nonzero(~done))} of {m} sub-problems "
-                             "left)")
+            raise ValueError(
+                f"the joint re-solve did not converge in max_iter={max_iter} "
+                f"passes ({int(np.count_nonzero(~done))} of {m} sub-problems "
+                "left)"
+            )
         rounds += 1
         act = np.flatnonzero(~done)
         steps = np.zeros((p, m))
@@ -369,9 +422,12 @@ def joint_resolve(passes, beta, start, *, tol, max_iter, first_hessian=False, co
         # the pass evaluates the unconverged columns only (a converged one keeps its β)
         colmap = np.full(m, -1, dtype=np.intp)
         colmap[act] = np.arange(act.size)
-        sh = passes.run(trial[:, act], colgroup[act],
-                        None if colclass is None else np.asarray(colclass)[act],
-                        hess_cols=colmap[hc].tolist())
+        sh = passes.run(
+            trial[:, act],
+            colgroup[act],
+            None if colclass is None else np.asarray(colclass)[act],
+            hess_cols=colmap[hc].tolist(),
+        )
         fn = np.full(m, np.inf)
         Gn = np.zeros((p, m))
         fn[act] = 0.5 * np.einsum("ij,ij->j", trial[:, act], trial[:, act]) + sh.val
@@ -379,11 +435,16 @@ def joint_resolve(passes, beta, start, *, tol, max_iter, first_hessian=False, co
         gnn = np.linalg.norm(Gn, axis=0)
         for c in act.tolist():
             s = scale[c]
-            if not (gnn[c] <= 0.5 * gn[c] or fn[c] <= f[c] + 1e-4 * s * slope[c]
-                    or -s * slope[c] <= _FLOOR * (abs(f[c]) + 1.0)):
+            if not (
+                gnn[c] <= 0.5 * gn[c]
+                or fn[c] <= f[c] + 1e-4 * s * slope[c]
+                or -s * slope[c] <= _FLOOR * (abs(f[c]) + 1.0)
+            ):
                 if s <= LADDER[-1]:
-                    raise ValueError("the joint re-solve on the Dask rows did not descend "
-                                     "(the problem is too ill-conditioned for float64)")
+                    raise ValueError(
+                        "the joint re-solve on the Dask rows did not descend "
+                        "(the problem is too ill-conditioned for float64)"
+                    )
                 scale[c] = 0.5 * s
                 want_h[c] = True  # retry with the exact Hessian at the next trial
                 continue
@@ -403,8 +464,9 @@ def joint_resolve(passes, beta, start, *, tol, max_iter, first_hessian=False, co
 def _fold_groups(fit, fold):
     """Each block's slice of the fold vector (its dense row groups)."""
     st = fit.starts
-    return [np.ascontiguousarray(fold[st[i]:st[i + 1]], dtype=np.int32)
-            for i in range(len(st) - 1)]
+    return [
+        np.ascontiguousarray(fold[st[i] : st[i + 1]], dtype=np.int32) for i in range(len(st) - 1)
+    ]
 
 
 def _fold_columns(fit, k):
@@ -413,7 +475,7 @@ def _fold_columns(fit, k):
     return cls, np.tile(np.arange(k), fit.n_problems)
 
 
-def fold_resolve(fit, fold, k):
+def fold_resolve(fit: Any, fold: np.ndarray, k: int) -> tuple[np.ndarray, int, Any]:
     """The k fold models of a k-fold cross-validation (each of the K' binary problems: K'·k
     columns), jointly: one pass per round serves every class and fold still solving.
 
@@ -440,12 +502,22 @@ def fold_resolve(fit, fold, k):
     f = 0.5 * np.einsum("ij,ij->j", B0, B0) + sh.val
     M = fit.hessians[cls] - sh.GH
     start = (f, B0 + sh.G, sh.G0, M)
-    B, _, n_iter = joint_resolve(passes, B0, start, tol=fit.tol, max_iter=fit.max_iter,
-                                 first_hessian=True, colgroup=grp, colclass=colclass)
+    B, _, n_iter = joint_resolve(
+        passes,
+        B0,
+        start,
+        tol=fit.tol,
+        max_iter=fit.max_iter,
+        first_hessian=True,
+        colgroup=grp,
+        colclass=colclass,
+    )
     return B.T.copy(), passes.count, n_iter
 
 
-def sample_resolve(fit, ids, classes=None, batch=SAMPLE_BATCH):
+def sample_resolve(
+    fit: Any, ids: np.ndarray, classes: np.ndarray | None = None, batch: int = SAMPLE_BATCH
+) -> tuple[np.ndarray, int, np.ndarray]:
     """Exact left-out decisions of the samples ``ids`` (row numbers): each one's model without
     it (of class ``classes[j]``'s problem for K ≥ 3 classes), re-solved jointly in batches of
     ``batch`` columns; the start of every column comes from the sample's own row (gathered),
@@ -459,8 +531,11 @@ def sample_resolve(fit, ids, classes=None, batch=SAMPLE_BATCH):
     n_iter : ndarray of int, shape (len(ids),)
     """
     ids = np.asarray(ids, dtype=np.int64).reshape(-1)
-    cls = (np.zeros(ids.size, dtype=np.intp) if classes is None
-           else np.asarray(classes, dtype=np.intp).reshape(-1))
+    cls = (
+        np.zeros(ids.size, dtype=np.intp)
+        if classes is None
+        else np.asarray(classes, dtype=np.intp).reshape(-1)
+    )
     out = np.empty(ids.size)
     iters = np.zeros(ids.size, dtype=np.intp)
     n_passes = 0
@@ -469,7 +544,7 @@ def sample_resolve(fit, ids, classes=None, batch=SAMPLE_BATCH):
     loss, C = fit.loss, fit.C
     starts = fit.starts
     for a in range(0, ids.size, batch):
-        idb, cb = ids[a:a + batch], cls[a:a + batch]
+        idb, cb = ids[a : a + batch], cls[a : a + batch]
         m = idb.size
         uniq, grp = np.unique(idb, return_inverse=True)  # a sample's classes: one group
         X, T, W = fit.store.gather(uniq)
@@ -486,16 +561,22 @@ def sample_resolve(fit, ids, classes=None, batch=SAMPLE_BATCH):
         d = cw * loss.d2(T, z)
         M = fit.hessians[cb] - d[:, None, None] * (Phi[:, :, None] * Phi[:, None, :])
         blk = np.searchsorted(starts, uniq, side="right") - 1
-        excl = [None] * (len(starts) - 1)
+        excl: list[Any] = [None] * (len(starts) - 1)
         for b in np.unique(blk).tolist():
             j = np.flatnonzero(blk == b)
             excl[b] = (uniq[j] - starts[b], j)
         passes = JointPasses(fit.store, fit.spec, excl)
-        B, _, it = joint_resolve(passes, B0, (f, G, G0, M), tol=fit.tol,
-                                 max_iter=fit.max_iter, colgroup=grp,
-                                 colclass=fit.column_classes(cb))
-        out[a:a + m] = np.einsum("ij,ji->i", Phi, B)
-        iters[a:a + m] = it
+        B, _, it = joint_resolve(
+            passes,
+            B0,
+            (f, G, G0, M),
+            tol=fit.tol,
+            max_iter=fit.max_iter,
+            colgroup=grp,
+            colclass=fit.column_classes(cb),
+        )
+        out[a : a + m] = np.einsum("ij,ji->i", Phi, B)
+        iters[a : a + m] = it
         n_passes += passes.count
     return out, n_passes, iters
 
@@ -512,8 +593,12 @@ def _score_block(x, t, w, mods, spec, betas, fold, n_folds, n_classes):
     else:
         z = Z[r, fold]
         good = ((z > 0.0) == (t > 0.0)).astype(np.float64)
-    return z, np.stack([np.bincount(fold, minlength=n_folds).astype(np.float64),
-                        np.bincount(fold, good, minlength=n_folds)])
+    return z, np.stack(
+        [
+            np.bincount(fold, minlength=n_folds).astype(np.float64),
+            np.bincount(fold, good, minlength=n_folds),
+        ]
+    )
 
 
 def _first(o):
@@ -524,7 +609,7 @@ def _second(o):
     return o[1]
 
 
-def score_folds(fit, fold, betas):
+def score_folds(fit: Any, fold: np.ndarray, betas: np.ndarray) -> tuple[Any, np.ndarray]:
     """One pass: every row's decision under its fold's β (a dask array of length n, or n × K
     for K ≥ 3 classes, persisted on the cluster) and, per fold, the rows and the correctly
     labelled rows (computed).  ``betas``: :func:`fold_resolve`'s.
@@ -543,19 +628,27 @@ def score_folds(fit, fold, betas):
     k = betas.shape[0] // fit.n_problems
     groups = _fold_groups(fit, fold)
     st = fit.store
-    parts = [delayed(_score_block)(x, t, w, st.mods(i), fit.spec, betas, groups[i], k, K)
-             for i, (x, t, w) in enumerate(st.blocks)]
+    parts = [
+        delayed(_score_block)(x, t, w, st.mods(i), fit.spec, betas, groups[i], k, K)
+        for i, (x, t, w) in enumerate(st.blocks)
+    ]
     parts = dask.persist(*parts)
     sizes = st.sizes().tolist()
-    z = da.concatenate([da.from_delayed(delayed(_first)(p),
-                                        shape=(int(s), K) if K else (int(s),),
-                                        dtype=np.float64) for p, s in zip(parts, sizes)])
-    sums = tree_compute([delayed(_second)(p) for p in parts], _sum,
-                        what="a pass of the left-out scores")
+    z = da.concatenate(
+        [
+            da.from_delayed(
+                delayed(_first)(p), shape=(int(s), K) if K else (int(s),), dtype=np.float64
+            )
+            for p, s in zip(parts, sizes)
+        ]
+    )
+    sums = tree_compute(
+        [delayed(_second)(p) for p in parts], _sum, what="a pass of the left-out scores"
+    )
     return z, np.asarray(sums)
 
 
-def map_store(fit, fn, *args):
+def map_store(fit: Any, fn: Callable[..., Any], *args: Any) -> list[Any]:
     """``fn(x, t, w, mods, *args)`` over the store's blocks, lazily: a list of delayed
     results, one per block (``fn`` a picklable function of NumPy arrays)."""
     from dask import delayed

@@ -37,9 +37,19 @@ from deltafit.sensitivity import certain_argmax
 from deltafit.sensitivity.regions import loo_balls, secant_range
 from deltafit.sensitivity.regions._curvature_loo import _LEVELS, _MARGIN, _SAFE, _without_own
 
-__all__ = ["ball_block", "decided_rows", "level_summary", "curvature_levels", "gram_block",
-           "add_grams", "factor_levels", "bound_block", "global_limits", "finish_block",
-           "SKETCH"]
+__all__ = [
+    "ball_block",
+    "decided_rows",
+    "level_summary",
+    "curvature_levels",
+    "gram_block",
+    "add_grams",
+    "factor_levels",
+    "bound_block",
+    "global_limits",
+    "finish_block",
+    "SKETCH",
+]
 
 #: order statistics a block returns of its T₀ values beyond which they are thinned (the
 #: levels are then quantiles of the pooled order statistics: a heuristic choice, every level
@@ -160,8 +170,7 @@ def gram_block(x, t, w, mods, spec, part, taus, C, multi):
         for j, tau in enumerate(levels):
             dev = _dev(part, c, tau)
             c_lo, c_hi = secant_range(spec.loss, tc, z, z - dev, z + dev)
-            out[c, j] = np.stack([(Phi.T * (C * w * c_lo)) @ Phi,
-                                  (Phi.T * (C * w * c_hi)) @ Phi])
+            out[c, j] = np.stack([(Phi.T * (C * w * c_lo)) @ Phi, (Phi.T * (C * w * c_hi)) @ Phi])
     return out
 
 
@@ -180,8 +189,10 @@ def factor_levels(grams):
     out = {}
     for key, S in grams.items():
         try:
-            fac = [linalg.cholesky(S[i] + np.eye(S.shape[1]), lower=True, check_finite=False)
-                   for i in (0, 1)]
+            fac = [
+                linalg.cholesky(S[i] + np.eye(S.shape[1]), lower=True, check_finite=False)
+                for i in (0, 1)
+            ]
         except linalg.LinAlgError:
             continue
         out[key] = fac

@@ -16,7 +16,9 @@ evaluates the samples T.  The methods:
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from joblib import Parallel, delayed
@@ -33,8 +35,15 @@ from deltafit.sensitivity._model_access import COVERED_LOSSES
 from deltafit.sensitivity.regions import CURVATURE_LOSSES
 from deltafit.utils._progress import progress_bar
 
-__all__ = ["METHODS", "REGIONS", "evaluate", "check_data", "check_weights", "resolve_method",
-           "fit_full"]
+__all__ = [
+    "METHODS",
+    "REGIONS",
+    "evaluate",
+    "check_data",
+    "check_weights",
+    "resolve_method",
+    "fit_full",
+]
 
 METHODS = ("auto", "closed_form", "bounds", "bounds_early", "alo", "refit")
 #: the screening regions of the bound methods (``region=``)
@@ -73,20 +82,24 @@ class _Outcome:
     details: dict = field(default_factory=dict)
 
     @classmethod
-    def empty(cls, m, n_classes=0):
+    def empty(cls, m: int, n_classes: int = 0) -> _Outcome:
         """Nothing known yet about m samples (decision values of ``n_classes`` columns for a
         multiclass model)."""
         shape = (m, n_classes) if n_classes else m
-        return cls(decision=np.full(shape, np.nan), lower=np.full(shape, np.nan),
-                   upper=np.full(shape, np.nan), decided=np.zeros(m, dtype=bool),
-                   refit=np.zeros(m, dtype=bool))
+        return cls(
+            decision=np.full(shape, np.nan),
+            lower=np.full(shape, np.nan),
+            upper=np.full(shape, np.nan),
+            decided=np.zeros(m, dtype=bool),
+            refit=np.zeros(m, dtype=bool),
+        )
 
-    def positive(self):
+    def positive(self) -> np.ndarray:
         """Where the label is positive: the decision value's sign, or the lower bound's where no
         value was computed."""
         return np.where(np.isnan(self.decision), self.lower > 0.0, self.decision > 0.0)
 
-    def label_index(self):
+    def label_index(self) -> np.ndarray:
         """Multiclass: the class index of each sample's left-out label.
 
         Where decision values were computed (a refit: exact for the candidate classes), the
@@ -94,17 +107,19 @@ class _Outcome:
         candidate's exact value); where none was (a label decided by the bounds), the argmax of
         the lower bounds, which :func:`~deltafit.sensitivity.certain_argmax` certified."""
         known = ~np.all(np.isnan(self.decision), axis=1)
-        v = np.where(known[:, None], np.where(np.isnan(self.decision), self.upper,
-                                              self.decision), self.lower)
+        v = np.where(
+            known[:, None], np.where(np.isnan(self.decision), self.upper, self.decision), self.lower
+        )
         return np.argmax(v, axis=1)
 
 
-def check_data(X, y):
+def check_data(X: Any, y: Any) -> tuple[Any, np.ndarray]:
     """Validated X (float, finite; sparse X as CSR, for the estimators that take it) and 1-d
     y of the same length."""
     if not _plain(X):  # a finite float64 ndarray of two rows or more passes as it is
-        X = check_array(X, dtype=np.float64, ensure_min_samples=2, input_name="X",
-                        accept_sparse="csr")
+        X = check_array(
+            X, dtype=np.float64, ensure_min_samples=2, input_name="X", accept_sparse="csr"
+        )
     if y is None:
         raise ValueError("y is required")
     y = column_or_1d(y)
@@ -117,11 +132,17 @@ def check_data(X, y):
 def _plain(X):
     """Whether X is what :func:`check_array` would return unchanged: a 2-d float64 ndarray of
     two rows or more and one column or more, all finite."""
-    return (type(X) is np.ndarray and X.dtype == np.float64 and X.ndim == 2
-            and X.shape[0] >= 2 and X.shape[1] >= 1 and bool(np.isfinite(X).all()))
+    return (
+        type(X) is np.ndarray
+        and X.dtype == np.float64
+        and X.ndim == 2
+        and X.shape[0] >= 2
+        and X.shape[1] >= 1
+        and bool(np.isfinite(X).all())
+    )
 
 
-def check_weights(sample_weight, X):
+def check_weights(sample_weight: Any, X: Any) -> np.ndarray | None:
     """Validated sample weights for the rows of X (None stays None): finite, ``≥ 0``."""
     from deltafit.solvers import check_sample_weight
 
@@ -134,7 +155,7 @@ def _loss_param(estimator):
     return getattr(estimator, "loss", None) if isinstance(estimator, UpdatableMixin) else None
 
 
-def resolve_method(method, estimator, *, loo):
+def resolve_method(method: str, estimator: Any, *, loo: bool) -> str:
     """Check ``method`` against the estimator; ``"auto"`` picks the fastest exact method."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {list(METHODS)}, got {method!r}")
@@ -180,7 +201,7 @@ def resolve_method(method, estimator, *, loo):
     return method
 
 
-def fitted_feature_map(estimator, X):
+def fitted_feature_map(estimator: Any, X: Any) -> Any:
     """The estimator's ``feature_map`` fitted once on all of X (None without one).
 
     Every method — the brute force included — uses this one map: the feature map is part of the
@@ -206,19 +227,39 @@ def _fresh(estimator, feature_map):
     return est
 
 
-def fit_full(estimator, X, y, feature_map=None, sample_weight=None):
+def fit_full(
+    estimator: Any,
+    X: Any,
+    y: np.ndarray,
+    feature_map: Any = None,
+    sample_weight: np.ndarray | None = None,
+) -> Any:
     """A clone of ``estimator`` fitted on all of (X, y) (weighted by ``sample_weight``),
     keeping its training rows."""
     model = _fresh(estimator, feature_map)
     if isinstance(model, UpdatableMixin) and getattr(model, "keep_data", True) is not True:
-        model.set_params(keep_data=True)
+        model.set_params(keep_data=True)  # type: ignore[attr-defined]  # a BaseEstimator too
     if sample_weight is None:
         return model.fit(X, y)
     return model.fit(X, y, sample_weight=sample_weight)
 
 
-def evaluate(estimator, X, y, splits, method, *, n_jobs=None, progress=False, order="natural",
-             stop=None, model=None, desc=None, sample_weight=None, region="auto"):
+def evaluate(
+    estimator: Any,
+    X: Any,
+    y: np.ndarray,
+    splits: Any,
+    method: str,
+    *,
+    n_jobs: int | None = None,
+    progress: bool = False,
+    order: str = "natural",
+    stop: Callable[..., bool] | None = None,
+    model: Any = None,
+    desc: str | None = None,
+    sample_weight: np.ndarray | None = None,
+    region: str = "auto",
+) -> CVResult:
     """Run one cross-validation; see the module docstring.
 
     Parameters
@@ -266,7 +307,7 @@ def evaluate(estimator, X, y, splits, method, *, n_jobs=None, progress=False, or
     fmap = fitted_feature_map(estimator, X) if model is None else None
     loo = splits is None
     if loo:
-        tests = None
+        tests: Any = None
         test_index = np.arange(n)
         fold = np.arange(n)
         n_splits = n
@@ -277,13 +318,24 @@ def evaluate(estimator, X, y, splits, method, *, n_jobs=None, progress=False, or
         n_splits = len(tests)
     m = test_index.shape[0]
     classes = np.unique(y) if clf else None
-    n_classes = classes.size if clf and classes.size > 2 else 0
+    n_classes = classes.size if classes is not None and classes.size > 2 else 0
     out = _Outcome.empty(m, n_classes)
     if method == "refit":
         if model is not None:
             fmap = getattr(model, "feature_map_", None)
-        y_pred = _brute_force(estimator, X, y, splits, out, n_jobs, progress, desc, fmap,
-                              classes if n_classes else None, sample_weight)
+        y_pred = _brute_force(
+            estimator,
+            X,
+            y,
+            splits,
+            out,
+            n_jobs,
+            progress,
+            desc,
+            fmap,
+            classes if n_classes else None,
+            sample_weight,
+        )
     else:
         if model is None:
             model = fit_full(estimator, X, y, fmap, sample_weight)
@@ -292,9 +344,8 @@ def evaluate(estimator, X, y, splits, method, *, n_jobs=None, progress=False, or
         for p in getattr(prob, "probs", [prob]):
             p.region = resolved
         if n_classes and not isinstance(prob, OneVsRestProblem):
-            raise ValueError(f"y has {n_classes} classes but the model has "
-                             f"{model.classes_.size}")
-        removed = None if loo else [_complement(tr, n) for tr, _ in splits]
+            raise ValueError(f"y has {n_classes} classes but the model has {model.classes_.size}")
+        removed: Any = None if loo else [_complement(tr, n) for tr, _ in splits]
         pairs = None if loo else list(zip(removed, tests))
         if method == "closed_form":
             _check_left_out(pairs)
@@ -313,26 +364,49 @@ def evaluate(estimator, X, y, splits, method, *, n_jobs=None, progress=False, or
             out.decision[:] = z
         else:
             out.details["region"] = resolved
-            _bounds(prob, pairs, test_index, fold, out, method == "bounds_early", order,
-                    stop, n_jobs, progress, desc)
+            _bounds(
+                prob,
+                pairs,
+                test_index,
+                fold,
+                out,
+                method == "bounds_early",
+                order,
+                stop,
+                n_jobs,
+                progress,
+                desc,
+            )
         y_pred = _labels(model, out) if clf else out.decision.copy()
     y_true = y[test_index]
     fold_scores = _fold_scores(clf, y_true, y_pred, fold, n_splits)
-    return CVResult(method=method, approximate=method == "alo", classifier=clf, y_true=y_true,
-                    test_index=test_index, fold=fold, y_pred=y_pred,
-                    decision=out.decision, lower=out.lower, upper=out.upper,
-                    decided_by_bound=out.decided, refit=out.refit,
-                    n_refits=int(out.n_refits), n_splits=n_splits, fold_scores=fold_scores,
-                    time_s=time.perf_counter() - t0, n_iter=int(out.n_iter),
-                    details=out.details)
+    return CVResult(
+        method=method,
+        approximate=method == "alo",
+        classifier=clf,
+        y_true=y_true,
+        test_index=test_index,
+        fold=fold,
+        y_pred=y_pred,
+        decision=out.decision,
+        lower=out.lower,
+        upper=out.upper,
+        decided_by_bound=out.decided,
+        refit=out.refit,
+        n_refits=int(out.n_refits),
+        n_splits=n_splits,
+        fold_scores=fold_scores,
+        time_s=time.perf_counter() - t0,
+        n_iter=int(out.n_iter),
+        details=out.details,
+    )
 
 
 # ---------------------------------------------------------------------------------- helpers
 def _batched(prob, loo):
     """Whether the refits of ``prob`` run side by side (:meth:`TrainingProblem.loo_refits`):
     leave-one-out of a binary smooth problem over explicit features."""
-    return (loo and not isinstance(prob, OneVsRestProblem) and prob.smooth
-            and not prob.kernel)
+    return loo and not isinstance(prob, OneVsRestProblem) and prob.smooth and not prob.kernel
 
 
 def _resolve_region(region, prob, loo, method):
@@ -345,8 +419,11 @@ def _resolve_region(region, prob, loo, method):
     if region != "auto":
         return region
     loss = getattr(prob, "probs", [prob])[0].loss
-    if not loo or loss.name not in CURVATURE_LOSSES or (
-            method == "bounds_early" and _batched(prob, loo)):
+    if (
+        not loo
+        or loss.name not in CURVATURE_LOSSES
+        or (method == "bounds_early" and _batched(prob, loo))
+    ):
         return "sphere"
     return "curvature"
 
@@ -423,20 +500,28 @@ def _fit_predict(estimator, X, y, work, fmap=None, classes=None, sample_weight=N
     return res
 
 
-def _brute_force(estimator, X, y, splits, out, n_jobs, progress, desc, fmap, classes=None,
-                 sample_weight=None):
+def _brute_force(
+    estimator, X, y, splits, out, n_jobs, progress, desc, fmap, classes=None, sample_weight=None
+):
     n = X.shape[0]
     m = n if splits is None else len(splits)
     chunks = _chunks(m, n_jobs)
     preds, decs = [], []
     with progress_bar(m, progress, desc or "refits") as bar:
         if _effective_jobs(n_jobs) == 1:
-            results = (_fit_predict(estimator, X, y, _split_range(splits, n, a, b), fmap,
-                                    classes, sample_weight) for a, b in chunks)
+            results = (
+                _fit_predict(
+                    estimator, X, y, _split_range(splits, n, a, b), fmap, classes, sample_weight
+                )
+                for a, b in chunks
+            )
         else:
             results = Parallel(n_jobs=n_jobs, return_as="generator")(
-                delayed(_fit_predict)(estimator, X, y, _split_range(splits, n, a, b), fmap,
-                                      classes, sample_weight) for a, b in chunks)
+                delayed(_fit_predict)(
+                    estimator, X, y, _split_range(splits, n, a, b), fmap, classes, sample_weight
+                )
+                for a, b in chunks
+            )
         for (a, b), res in zip(chunks, results):
             for p, d in res:
                 preds.append(p)
@@ -568,9 +653,10 @@ def _bounds(prob, pairs, test_index, fold, out, early, order, stop, n_jobs, prog
         a, size = 0, 8
         with progress_bar(len(todo), progress, desc or "refits") as bar:
             while a < len(todo):
-                ks = todo[a:a + size]
+                ks = todo[a : a + size]
                 rlo, rhi, its, stopped, failed = prob.loo_refits(
-                    ks, early=early, lo=out.lower[ks], hi=out.upper[ks])
+                    ks, early=early, lo=out.lower[ks], hi=out.upper[ks]
+                )
                 for j in np.flatnonzero(failed):  # a stalled column: a sequential refit
                     k = np.array([ks[j]])
                     flo, fhi, fit_, fst = prob.refit(k, k, early=early)
@@ -592,14 +678,15 @@ def _bounds(prob, pairs, test_index, fold, out, early, order, stop, n_jobs, prog
         todo = todo[:0]
     with progress_bar(len(todo), progress, desc or "refits") as bar:
         for a in range(0, len(todo), step):
-            batch = todo[a:a + step]
+            batch = todo[a : a + step]
             work = [split(int(k)) for k in batch]
             if jobs == 1 or len(work) == 1:
                 results = _refit_many(prob, work, early)
             else:
                 parts = np.array_split(np.arange(len(work)), min(jobs, len(work)))
                 got = Parallel(n_jobs=n_jobs)(
-                    delayed(_refit_many)(prob, [work[i] for i in part], early) for part in parts)
+                    delayed(_refit_many)(prob, [work[i] for i in part], early) for part in parts
+                )
                 results = [r for g in got for r in g]
             for k, (_R, T), (rlo, rhi, it, stopped) in zip(batch, work, results):
                 rows = _rows_of(k, T, fold, test_index, pairs)
@@ -619,10 +706,14 @@ def _bounds(prob, pairs, test_index, fold, out, early, order, stop, n_jobs, prog
     wrong, unknown = known_errors()
     lo_acc = _per_fold_mean(fold, ~(wrong | unknown), n_folds)
     hi_acc = _per_fold_mean(fold, ~wrong, n_folds)
-    out.details.update(pruned=pruned, errors_lower=int(wrong.sum()),
-                          errors_upper=int((wrong | unknown).sum()),
-                          score_lower=float(np.mean(lo_acc)), score_upper=float(np.mean(hi_acc)),
-                          undecided=unknown)
+    out.details.update(
+        pruned=pruned,
+        errors_lower=int(wrong.sum()),
+        errors_upper=int((wrong | unknown).sum()),
+        score_lower=float(np.mean(lo_acc)),
+        score_upper=float(np.mean(hi_acc)),
+        undecided=unknown,
+    )
 
 
 def _rows_of(k, T, fold, test_index, pairs):

@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.base import is_classifier
 from sklearn.model_selection import check_cv
 
-from deltafit._pipeline import freeze
-from deltafit.utils._validation import check_bool
 from deltafit._dask._input import any_dask
+from deltafit._pipeline import freeze
 from deltafit.model_selection._closed_form import dask_cross_validation
 from deltafit.model_selection._engine import check_data, check_weights, evaluate, resolve_method
+from deltafit.model_selection._result import CVResult
+from deltafit.utils._validation import check_bool
 
 __all__ = ["cross_validate", "make_splits"]
 
 
-def make_splits(cv, X, y, estimator, groups=None):
+def make_splits(
+    cv: Any, X: Any, y: Any, estimator: Any, groups: ArrayLike | None = None
+) -> list[tuple[np.ndarray, np.ndarray]]:
     """The (train, test) index arrays of a scikit-learn splitter (or an int, or an iterable)."""
     cv = check_cv(cv, y, classifier=is_classifier(estimator))
     splits = [(np.asarray(tr), np.asarray(te)) for tr, te in cv.split(X, y, groups)]
@@ -24,8 +30,20 @@ def make_splits(cv, X, y, estimator, groups=None):
     return splits
 
 
-def cross_validate(estimator, X, y, *, cv=5, groups=None, method="auto", n_jobs=None,
-                   progress=False, order="natural", sample_weight=None, region="auto"):
+def cross_validate(
+    estimator: Any,
+    X: Any,
+    y: Any,
+    *,
+    cv: Any = 5,
+    groups: ArrayLike | None = None,
+    method: str = "auto",
+    n_jobs: int | None = None,
+    progress: bool = False,
+    order: str = "natural",
+    sample_weight: Any = None,
+    region: str = "auto",
+) -> CVResult:
     """Cross-validation over any scikit-learn splitter, with exact fast methods.
 
     Each split removes the samples outside its training set from the model fitted on all of
@@ -66,8 +84,9 @@ def cross_validate(estimator, X, y, *, cv=5, groups=None, method="auto", n_jobs=
     region : {"auto", "sphere", "curvature"}
         The bound methods' screening region: the published removal ball (``"sphere"``, and
         ``"auto"``) or, for the logistic and squared-hinge losses, the curvature-aware region
-        of each fold intersected with it (``"curvature"``; :mod:`deltafit.sensitivity.regions._curvature`;
-        a few O(n³) kernel / O(n p²) linear factorisations per fold).
+        of each fold intersected with it (``"curvature"``;
+        :mod:`deltafit.sensitivity.regions._curvature`; a few O(n³) kernel / O(n p²) linear
+        factorisations per fold).
 
     Returns
     -------
@@ -97,8 +116,16 @@ def cross_validate(estimator, X, y, *, cv=5, groups=None, method="auto", n_jobs=
     """
     check_bool(progress, "progress")
     if any_dask(X, y, sample_weight):  # batch removals / joint warm re-solves of the folds
-        return dask_cross_validation(estimator, X, y, cv=cv, groups=groups, method=method,
-                                     sample_weight=sample_weight, region=region)
+        return dask_cross_validation(
+            estimator,
+            X,
+            y,
+            cv=cv,
+            groups=groups,
+            method=method,
+            sample_weight=sample_weight,
+            region=region,
+        )
     frozen = freeze(estimator, X, y)
     if frozen is not None:
         estimator, X = frozen.final, frozen.X
@@ -106,5 +133,16 @@ def cross_validate(estimator, X, y, *, cv=5, groups=None, method="auto", n_jobs=
     sample_weight = check_weights(sample_weight, X)
     method = resolve_method(method, estimator, loo=False)
     splits = make_splits(cv, X, y, estimator, groups)
-    return evaluate(estimator, X, y, splits, method, n_jobs=n_jobs, progress=progress,
-                    order=order, desc="folds", sample_weight=sample_weight, region=region)
+    return evaluate(
+        estimator,
+        X,
+        y,
+        splits,
+        method,
+        n_jobs=n_jobs,
+        progress=progress,
+        order=order,
+        desc="folds",
+        sample_weight=sample_weight,
+        region=region,
+    )

@@ -2,17 +2,30 @@
 
 from __future__ import annotations
 
-from deltafit._pipeline import freeze
-from deltafit.utils._validation import check_bool
+from typing import Any
+
 from deltafit._dask._input import any_dask
+from deltafit._pipeline import freeze
 from deltafit.model_selection._closed_form import dask_cross_validation
 from deltafit.model_selection._engine import check_data, check_weights, evaluate, resolve_method
+from deltafit.model_selection._result import CVResult
+from deltafit.utils._validation import check_bool
 
 __all__ = ["loo", "alo"]
 
 
-def loo(estimator, X, y, *, method="auto", n_jobs=None, progress=False, order="natural",
-        sample_weight=None, region="auto"):
+def loo(
+    estimator: Any,
+    X: Any,
+    y: Any,
+    *,
+    method: str = "auto",
+    n_jobs: int | None = None,
+    progress: bool = False,
+    order: str = "natural",
+    sample_weight: Any = None,
+    region: str = "auto",
+) -> CVResult:
     """Leave-one-out cross-validation, exact unless ``method="alo"``.
 
     Parameters
@@ -37,8 +50,9 @@ def loo(estimator, X, y, *, method="auto", n_jobs=None, progress=False, order="n
         * ``"bounds_early"``: op2: the refit stops as soon as the gradient ball of Okumura
           Theorem 6 around the iterate, intersected with the leave-one-out ball (a binary
           linear model's refits, which run side by side: with the interval the screening
-          certified), certifies the sign.  The labels (hence the error count) are exact; the decision values of those
-          samples are not computed (``decision`` NaN, ``lower``/``upper`` certified).
+          certified), certifies the sign.  The labels (hence the error count) are exact; the
+          decision values of those samples are not computed (``decision`` NaN, ``lower``/``upper``
+          certified).
         * ``"alo"``: approximate leave-one-out (one Newton step per sample for smooth losses;
           the smooth-set / singular-set formula of He et al. for the hinge loss).  An
           **approximation**: ``result.approximate`` is True and nothing is certified.
@@ -96,26 +110,38 @@ def loo(estimator, X, y, *, method="auto", n_jobs=None, progress=False, order="n
     """
     check_bool(progress, "progress")
     if any_dask(X, y, sample_weight):  # one more pass (and joint refits), lazy results
-        return dask_cross_validation(estimator, X, y, method=method,
-                                     sample_weight=sample_weight, region=region)
+        return dask_cross_validation(
+            estimator, X, y, method=method, sample_weight=sample_weight, region=region
+        )
     frozen = freeze(estimator, X, y)
     if frozen is not None:
         estimator, X = frozen.final, frozen.X
     X, y = check_data(X, y)
     sample_weight = check_weights(sample_weight, X)
     method = resolve_method(method, estimator, loo=True)
-    return evaluate(estimator, X, y, None, method, n_jobs=n_jobs, progress=progress, order=order,
-                    desc="leave-one-out", sample_weight=sample_weight, region=region)
+    return evaluate(
+        estimator,
+        X,
+        y,
+        None,
+        method,
+        n_jobs=n_jobs,
+        progress=progress,
+        order=order,
+        desc="leave-one-out",
+        sample_weight=sample_weight,
+        region=region,
+    )
 
 
-def alo(estimator, X, y, *, sample_weight=None):
+def alo(estimator: Any, X: Any, y: Any, *, sample_weight: Any = None) -> CVResult:
     """Approximate leave-one-out: ``loo(estimator, X, y, method="alo")``.
 
     An **approximation** of the leave-one-out predictions (``result.approximate`` is True;
     ``lower``/``upper`` are NaN: nothing is certified) at about the cost of one fit: a Newton
     step from the full solution for smooth losses, and for the hinge loss the formula of
-    He et al. ("Approximate leave-one-out with kernel SVM") with its smooth set S and singular set V, in kernel form or through
-    explicit (e.g. Nyström) features.
+    He et al. ("Approximate leave-one-out with kernel SVM") with its smooth set S and singular
+    set V, in kernel form or through explicit (e.g. Nyström) features.
 
     Examples
     --------

@@ -21,6 +21,8 @@ It reads the model through its public :class:`~deltafit.models.FittedProblem` vi
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve, lu_factor, lu_solve
 
@@ -60,7 +62,9 @@ _BATCH_VALUES = 1 << 24
 _HINGE_MARGIN = 1e-6
 
 
-def problem_of(model, _view=None, _shared=None):
+def problem_of(
+    model: Any, _view: Any = None, _shared: Any = None
+) -> TrainingProblem | OneVsRestProblem:
     """The :class:`TrainingProblem` of a deltafit estimator fitted on (X, y) (rows in order),
     read through its :class:`~deltafit.models.FittedProblem`; a :class:`OneVsRestProblem` for
     a model with three or more classes."""
@@ -72,15 +76,26 @@ def problem_of(model, _view=None, _shared=None):
     w = prob.sample_weights(slots)
     if prob.kernel:
         K = prob.gram(slots) if _shared is None else _shared.K
-        out = TrainingProblem(None, K, t, prob.loss, prob.C,
-                              np.array(prob.alpha[slots]), prob.tol, prob.max_iter, w=w)
+        out = TrainingProblem(
+            None, K, t, prob.loss, prob.C, np.array(prob.alpha[slots]), prob.tol, prob.max_iter, w=w
+        )
     else:
         if not prob.keeps_rows:
             raise ValueError(
-                "cross-validation needs the model's training rows; fit with keep_data=True")
+                "cross-validation needs the model's training rows; fit with keep_data=True"
+            )
         Phi = prob.rows[slots] if _shared is None else _shared.Phi
-        out = TrainingProblem(Phi, None, t, prob.loss, prob.C,
-                              np.array(prob.coef, dtype=float), prob.tol, prob.max_iter, w=w)
+        out = TrainingProblem(
+            Phi,
+            None,
+            t,
+            prob.loss,
+            prob.C,
+            np.array(prob.coef, dtype=float),
+            prob.tol,
+            prob.max_iter,
+            w=w,
+        )
     if not prob.loss.smooth:  # hinge: the dual variables of the stored solution
         out.dual = np.array(prob.dual[slots])
     return out
@@ -111,19 +126,21 @@ class OneVsRestProblem:
     smooth : bool
     """
 
-    def __init__(self, model):
+    def __init__(self, model: Any) -> None:
         whole = model.problem_
         self.n_classes = K = int(whole.n_classes)
-        first = problem_of(model, whole.for_class(0))
-        self.probs = [first] + [problem_of(model, whole.for_class(k), first)
-                                for k in range(1, K)]
+        # each class's view is binary: a TrainingProblem
+        first = cast(TrainingProblem, problem_of(model, whole.for_class(0)))
+        self.probs = [first] + [
+            cast(TrainingProblem, problem_of(model, whole.for_class(k), first)) for k in range(1, K)
+        ]
         self.t = np.asarray(whole.targets[whole.live]).astype(np.intp)
         self.n = first.n
         self.kernel = first.kernel
         self.smooth = first.smooth
         self.z = np.column_stack([p.z for p in self.probs])
 
-    def margins(self):
+    def margins(self) -> np.ndarray:
         """``z_true − max_{j ≠ true} z_j`` of the full model (negative where it errs)."""
         rows = np.arange(self.n)
         other = self.z.copy()
@@ -134,19 +151,21 @@ class OneVsRestProblem:
         got = [getattr(p, name)(*args) for p in self.probs]
         return np.column_stack([lo for lo, _ in got]), np.column_stack([hi for _, hi in got])
 
-    def loo_bounds(self):
+    def loo_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Per-class bounds of every leave-one-out decision value, shape (n, K)."""
         return self._stack("loo_bounds")
 
-    def removal_bounds(self, R, T):
+    def removal_bounds(self, R: np.ndarray, T: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per-class bounds at T of the model trained without R, shape (len(T), K)."""
         return self._stack("removal_bounds", R, T)
 
-    def newton_step_bounds(self, ts):
+    def newton_step_bounds(self, ts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per-class one-Newton-step bounds (:meth:`TrainingProblem.newton_step_bounds`)."""
         return self._stack("newton_step_bounds", ts)
 
-    def refit(self, R, T, *, early=False):
+    def refit(
+        self, R: np.ndarray, T: np.ndarray, *, early: bool = False
+    ) -> tuple[np.ndarray, np.ndarray, int, bool]:
         """Exact decision values at T of the candidate classes of the model trained without R.
 
         Returns ``(lo, hi, n_iter, False)`` with lo, hi of shape (len(T), K): equal (exact) for
@@ -201,12 +220,23 @@ class TrainingProblem:
     #: few O(n³) / O(n p²) factorisations and rarely decides a whole fold)
     region = "auto"
 
-    def __init__(self, Phi, K, t, loss, C, coef, tol, max_iter, w=None):
+    def __init__(
+        self,
+        Phi: Any,
+        K: Any,
+        t: np.ndarray,
+        loss: Any,
+        C: float,
+        coef: np.ndarray,
+        tol: float,
+        max_iter: int,
+        w: np.ndarray | None = None,
+    ) -> None:
         self.Phi, self.K, self.t, self.loss, self.C = Phi, K, t, loss, float(C)
         self.coef, self.tol, self.max_iter = coef, tol, max_iter
         self.kernel = K is not None
         self.smooth = bool(getattr(loss, "smooth", True))
-        self.dual = None  # hinge: the dual variables of the stored solution
+        self.dual: np.ndarray | None = None  # hinge: the dual variables of the stored solution
         self.n = t.shape[0]
         if self.kernel:
             self.z = K @ coef
@@ -229,11 +259,11 @@ class TrainingProblem:
             self.gg = float(self.g @ self.g)
 
     # ------------------------------------------------------------- screening
-    def margins(self):
+    def margins(self) -> np.ndarray:
         """``t_i z_i`` of the full model (classification)."""
         return self.t * self.z
 
-    def loo_bounds(self):
+    def loo_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Certified bounds of every leave-one-out score ``⟨Φ_t, β_{−t}⟩`` at once.
 
         With ``g`` the exact gradient of the full problem at the stored solution and
@@ -251,14 +281,23 @@ class TrainingProblem:
         if not self.smooth:
             return self._hinge_bounds(np.arange(self.n), None)
         pg = self.Kg if self.kernel else self.Phi @ self.g
-        center, r_norm = loo_balls(self.z, self.wd1, self.sq, C1=self.C, C2=self.C,
-                                   phi_grad=pg, grad_sq=self.gg)
+        center, r_norm = loo_balls(
+            self.z, self.wd1, self.sq, C1=self.C, C2=self.C, phi_grad=pg, grad_sq=self.gg
+        )
         lo, hi = _widen(center, np.sqrt(np.maximum(self.sq, 0.0)) * r_norm)
         if self._curved(lo, hi):
             space = KernelSpace(self.K) if self.kernel else LinearSpace(self.Phi)
             w = np.ones(self.n) if self.w is None else self.w
-            clo, chi = curvature_loo_bounds(space, self.z, self.t, w, -self.wd1, self.C,
-                                            float(np.sqrt(max(self.gg, 0.0))), self.loss)
+            clo, chi = curvature_loo_bounds(
+                space,
+                self.z,
+                self.t,
+                w,
+                -self.wd1,
+                self.C,
+                float(np.sqrt(max(self.gg, 0.0))),
+                self.loss,
+            )
             lo, hi = np.fmax(lo, clo), np.fmin(hi, chi)
         return lo, hi
 
@@ -266,8 +305,9 @@ class TrainingProblem:
         """Whether the curvature-aware region is to be tried: its losses, the region setting,
         and some label the balls leave undecided."""
         wanted = self.region == "curvature" or (self.region == "auto" and not folds)
-        return (wanted and self.loss.name in CURVATURE_LOSSES
-                and not np.all((lo > 0.0) | (hi <= 0.0)))
+        return (
+            wanted and self.loss.name in CURVATURE_LOSSES and not np.all((lo > 0.0) | (hi <= 0.0))
+        )
 
     def _hinge_bounds(self, T, R):
         """Hinge loss: removing samples that are not support vectors changes nothing.
@@ -324,7 +364,7 @@ class TrainingProblem:
             dg = self.Phi[R].T @ gam
         return self.coef - half_gradient(self.coef, dg, C1=self.C, C2=self.C, grad=self.g)
 
-    def removal_bounds(self, R, T):
+    def removal_bounds(self, R: np.ndarray, T: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Certified bounds of the scores at samples T of the model trained without samples R.
 
         Parameters
@@ -350,12 +390,13 @@ class TrainingProblem:
                 grad[R] += self.C * gam
             else:
                 grad = self.g + self.C * (self.Phi[R].T @ gam)
-            A, B = removal_intervals(self.z, self.t, u, self.coef, grad, self.C, self.loss,
-                                     Phi=self.Phi, K=self.K)
+            A, B = removal_intervals(
+                self.z, self.t, u, self.coef, grad, self.C, self.loss, Phi=self.Phi, K=self.K
+            )
             lo, hi = np.maximum(lo, A[T]), np.minimum(hi, B[T])
         return lo, hi
 
-    def newton_step_bounds(self, ts, batch=256):
+    def newton_step_bounds(self, ts: np.ndarray, batch: int = 256) -> tuple[np.ndarray, np.ndarray]:
         """Certified bounds of the leave-one-out scores at ``ts`` from one Newton step each.
 
         For each t, one Newton step of the problem without t is taken from the full solution,
@@ -397,7 +438,7 @@ class TrainingProblem:
             Hg = cho_solve(cf, self.g, check_finite=False)
             W = cho_solve(cf, Phi[ts].T, check_finite=False)  # H⁻¹ Φ_t, one column per t
         for a in range(0, ts.shape[0], batch):
-            tb = ts[a:a + batch]
+            tb = ts[a : a + batch]
             cols = np.arange(tb.shape[0])
             w = C * d2[tb]
             if self.kernel:
@@ -418,7 +459,7 @@ class TrainingProblem:
                 gnorm = np.sqrt(np.maximum(np.einsum("ij,ij->j", G, KG), 0.0))
                 center = Z[tb, cols] - 0.5 * KG[tb, cols]
             else:
-                Wb = W[:, a:a + tb.shape[0]]
+                Wb = W[:, a : a + tb.shape[0]]
                 Pt = Phi[tb]
                 x0 = Hg[:, None] - Wb * cd1[tb]
                 h = np.einsum("ij,ji->i", Pt, Wb)
@@ -434,7 +475,7 @@ class TrainingProblem:
                 gnorm = np.sqrt(np.einsum("ij,ij->j", G, G))
                 center = Z[tb, cols] - 0.5 * np.einsum("ij,ji->i", Pt, G)
             half = 0.5 * gnorm * np.sqrt(np.maximum(self.sq[tb], 0.0))
-            lo[a:a + tb.shape[0]], hi[a:a + tb.shape[0]] = _widen(center, half)
+            lo[a : a + tb.shape[0]], hi[a : a + tb.shape[0]] = _widen(center, half)
         return lo, hi
 
     def _hessian_factor(self):
@@ -445,11 +486,21 @@ class TrainingProblem:
             d2 = self.loss.d2(self.t, self.z)
             cd2 = self.C * (d2 if self.w is None else self.w * d2)
             Phi = self.Phi
-            self._hess = (cho_factor(np.eye(Phi.shape[1]) + (Phi.T * cd2) @ Phi,
-                                     check_finite=False), cd2)
+            self._hess = (
+                cho_factor(np.eye(Phi.shape[1]) + (Phi.T * cd2) @ Phi, check_finite=False),
+                cd2,
+            )
         return self._hess
 
-    def loo_refits(self, ts, *, early=False, lo=None, hi=None, batch=256):
+    def loo_refits(
+        self,
+        ts: np.ndarray,
+        *,
+        early: bool = False,
+        lo: np.ndarray | None = None,
+        hi: np.ndarray | None = None,
+        batch: int = 256,
+    ) -> tuple[Any, ...]:
         """Exact leave-one-out refits of the samples ``ts``, all at once (explicit features,
         smooth losses).
 
@@ -519,7 +570,8 @@ class TrainingProblem:
             ct = cd2[tb]
             den = np.maximum(1.0 - ct * np.einsum("ij,ji->i", Pt, W), 1e-300)
             thr = self.tol * np.maximum(
-                np.linalg.norm(g_zero[:, None] - Pt.T * c0[tb], axis=0), tiny)
+                np.linalg.norm(g_zero[:, None] - Pt.T * c0[tb], axis=0), tiny
+            )
             grad = self.g[:, None] - Pt.T * (C * self.wd1[tb])  # ∇J_{−t} at the solution
             B = np.repeat(self.coef[:, None], k, axis=1)
             Z = np.repeat(self.z[:, None], k, axis=1)
@@ -528,7 +580,7 @@ class TrainingProblem:
             bhi = np.full(k, np.inf) if hi is None else np.asarray(hi[sl], dtype=float)
             live = np.ones(k, dtype=bool)
             own = np.zeros(k, dtype=bool)
-            Hown = None  # the columns' own Hessians, once one needs it
+            Hown: Any = None  # the columns' own Hessians, once one needs it
             gnorm = np.linalg.norm(grad, axis=0)
             for it in range(max(int(self.max_iter), 1) + 1):
                 done = live & (gnorm <= thr)
@@ -576,12 +628,12 @@ class TrainingProblem:
                     q = np.flatnonzero(~ok)
                     fq = self._loo_objective(B[:, j[q]], Z[:, j[q]], tb[j[q]], cw)
                     fn = self._loo_objective(Bn[:, q], Zn[:, q], tb[j[q]], cw)
-                    ok[q] = (fn <= fq + 1e-4 * slope[q]) | \
-                        (-slope[q] <= 1e-12 * (np.abs(fq) + 1.0))
+                    ok[q] = (fn <= fq + 1e-4 * slope[q]) | (-slope[q] <= 1e-12 * (np.abs(fq) + 1.0))
                     r = q[~ok[q]]
                     if r.size:  # backtrack (Armijo), then recompute at the point taken
-                        self._backtrack(r, j, B, Z, Bn, Zn, Gn, gn, step, slope, fq[~ok[q]],
-                                        tb, cw, ok)
+                        self._backtrack(
+                            r, j, B, Z, Bn, Zn, Gn, gn, step, slope, fq[~ok[q]], tb, cw, ok
+                        )
                 slow = ok & (gn > REFRESH_RATIO * gnorm[j]) & (gn > thr[j])
                 bad = ~ok if refresh_ok else ~ok | slow
                 if refresh_ok and slow.any():
@@ -639,7 +691,9 @@ class TrainingProblem:
         return V.sum(axis=0) + 0.5 * np.einsum("ij,ij->j", B, B)
 
     # ---------------------------------------------------------------- refits
-    def refit(self, R, T, *, early=False):
+    def refit(
+        self, R: np.ndarray, T: np.ndarray, *, early: bool = False
+    ) -> tuple[np.ndarray, np.ndarray, int, bool]:
         """Scores at T of the model trained without R, warm-started from the full solution.
 
         Parameters
@@ -659,23 +713,41 @@ class TrainingProblem:
         mask = np.ones(self.n, dtype=bool)
         mask[R] = False
         keep = np.flatnonzero(mask)
-        cb, box = None, {}
+        cb = None
+        box: dict[str, np.ndarray] = {}
         if not self.smooth:
             return self._hinge_refit(keep, T)
         if early:
             cb = self._early_callback(R, T, keep, box)
         sw = None if self.w is None else self.w[keep]
+        res: Any
         if self.kernel:
-            res = newton_kernel(self.K[np.ix_(keep, keep)], self.t[keep], self.loss, self.C,
-                                sample_weight=sw, coef0=self.coef[keep], tol=self.tol,
-                                max_iter=self.max_iter, callback=cb)
+            res = newton_kernel(
+                self.K[np.ix_(keep, keep)],
+                self.t[keep],
+                self.loss,
+                self.C,
+                sample_weight=sw,
+                coef0=self.coef[keep],
+                tol=self.tol,
+                max_iter=self.max_iter,
+                callback=cb,
+            )
             z = self.K[np.ix_(T, keep)] @ res.coef
         else:
             res = self._chord_refit(R, cb)
             if res is None:  # the chord steps stalled: Newton, as a fit
-                res = newton_primal(self.Phi[keep], self.t[keep], self.loss, self.C,
-                                    sample_weight=sw, coef0=self.coef, tol=self.tol,
-                                    max_iter=self.max_iter, callback=cb)
+                res = newton_primal(
+                    self.Phi[keep],
+                    self.t[keep],
+                    self.loss,
+                    self.C,
+                    sample_weight=sw,
+                    coef0=self.coef,
+                    tol=self.tol,
+                    max_iter=self.max_iter,
+                    callback=cb,
+                )
             z = self.Phi[T] @ res.coef
         if res.stopped_by_callback:
             return box["lo"], box["hi"], res.n_iter, True
@@ -691,17 +763,29 @@ class TrainingProblem:
             cw = self.C * (np.ones(n) if self.w is None else self.w)
             block = RowBlock(self.Phi, self.t, cw, np.arange(n))
             Z, f, grad, g0 = fresh_point([block], self.coef, self.loss)
-            self._chord = (cw, Curvature.at([block], Z, self.loss, n),
-                           point_by_slot([block], Z, f, grad, g0, n))
+            self._chord = (
+                cw,
+                Curvature.at([block], Z, self.loss, n),
+                point_by_slot([block], Z, f, grad, g0, n),
+            )
         cw, curv, start = self._chord
         after = cw.copy()
         after[R] = 0.0
         changed = np.zeros(self.n, dtype=bool)
         changed[R] = True
         block = RowBlock(self.Phi, self.t, after, np.arange(self.n), self.t, cw)
-        out = chord_solve([block], self.coef, curv, self.loss, tol=self.tol,
-                          max_iter=self.max_iter, callback=cb, capacity=self.n,
-                          changed=[changed], start=start)
+        out = chord_solve(
+            [block],
+            self.coef,
+            curv,
+            self.loss,
+            tol=self.tol,
+            max_iter=self.max_iter,
+            callback=cb,
+            capacity=self.n,
+            changed=[changed],
+            start=start,
+        )
         return None if out is None else out[0]
 
     def _hinge_refit(self, keep, T):
@@ -709,13 +793,26 @@ class TrainingProblem:
         a0 = self.dual[keep]
         sw = None if self.w is None else self.w[keep]  # α_i ∈ [0, C w_i]
         if self.kernel:
-            res = hinge_kernel(self.K[np.ix_(keep, keep)], self.t[keep], self.C,
-                               sample_weight=sw, alpha0=a0, tol=self.tol,
-                               max_iter=max(self.max_iter, 1000))
+            res = hinge_kernel(
+                self.K[np.ix_(keep, keep)],
+                self.t[keep],
+                self.C,
+                sample_weight=sw,
+                alpha0=a0,
+                tol=self.tol,
+                max_iter=max(self.max_iter, 1000),
+            )
             z = self.K[np.ix_(T, keep)] @ res.coef
         else:
-            res = hinge_primal(self.Phi[keep], self.t[keep], self.C, sample_weight=sw,
-                               alpha0=a0, tol=self.tol, max_iter=max(self.max_iter, 1000))
+            res = hinge_primal(
+                self.Phi[keep],
+                self.t[keep],
+                self.C,
+                sample_weight=sw,
+                alpha0=a0,
+                tol=self.tol,
+                max_iter=max(self.max_iter, 1000),
+            )
             z = self.Phi[T] @ res.coef
         return z, z.copy(), res.n_iter, False
 
@@ -744,8 +841,7 @@ class TrainingProblem:
             s2, gap2 = center_terms(coef, grad)
             lo, hi = _widen(s2, 0.5 * grad_norm * e)  # the ball of Thm 6 alone
             if not np.all((lo > 0.0) | (hi <= 0.0)):  # then its intersection with the other
-                lo, hi = two_ball_bounds(s1, s2, e, r1, 0.5 * grad_norm,
-                                         np.sqrt(max(gap2, 0.0)))
+                lo, hi = two_ball_bounds(s1, s2, e, r1, 0.5 * grad_norm, np.sqrt(max(gap2, 0.0)))
                 lo, hi = _widen(0.5 * (lo + hi), 0.5 * (hi - lo))
             if np.all((lo > 0.0) | (hi <= 0.0)):
                 box["lo"], box["hi"] = lo, hi

@@ -87,60 +87,60 @@ class CVResult:
     details: dict = field(default_factory=dict)
 
     @property
-    def n_samples(self):
+    def n_samples(self) -> int:
         """Number of evaluated samples."""
         return int(self.y_true.shape[0])
 
     @property
-    def errors(self):
+    def errors(self) -> np.ndarray:
         """Classifiers: bool mask of misclassified samples; regressors: squared errors."""
         if self.classifier:
             return self.y_pred != self.y_true
         return (self.y_true - self.y_pred) ** 2
 
     @property
-    def n_errors(self):
+    def n_errors(self) -> int:
         """Number of misclassified samples (classifiers)."""
         self._need_classifier("n_errors")
         return int(np.count_nonzero(self.errors))
 
     @property
-    def error_rate(self):
+    def error_rate(self) -> float:
         """Share of misclassified samples (classifiers)."""
         self._need_classifier("error_rate")
         return float(np.mean(self.errors)) if self.n_samples else float("nan")
 
     @property
-    def residuals(self):
+    def residuals(self) -> np.ndarray:
         """``y − prediction`` of the left-out models (regressors)."""
         if self.classifier:
             raise AttributeError("residuals are defined for regressors; use errors / error_rate")
         return self.y_true - self.y_pred
 
     @property
-    def mse(self):
+    def mse(self) -> float:
         """Mean squared error of the left-out predictions (regressors)."""
         if self.classifier:
             raise AttributeError("mse is defined for regressors; use error_rate")
         return float(np.mean(self.errors))
 
     @property
-    def score(self):
+    def score(self) -> float:
         """Mean of ``fold_scores`` (what ``GridSearchCV`` ranks by)."""
         return float(np.mean(self.fold_scores))
 
     @property
-    def decided_share(self):
+    def decided_share(self) -> float:
         """Share of samples decided by a bound, without refitting."""
         return float(np.mean(self.decided_by_bound)) if self.n_samples else 0.0
 
-    def _need_classifier(self, name):
+    def _need_classifier(self, name: str) -> None:
         if not self.classifier:
             raise AttributeError(f"{name} is defined for classifiers; use mse / residuals")
 
-    def summary(self):
+    def summary(self) -> str:
         """One line: the estimate and how it was obtained."""
-        how = ("APPROXIMATE (ALO, not certified)" if self.approximate else "exact")
+        how = "APPROXIMATE (ALO, not certified)" if self.approximate else "exact"
         if self.classifier:
             est = f"error rate {self.error_rate:.4%} ({self.n_errors}/{self.n_samples})"
         else:

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import copy
 import time
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.stats import rankdata
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone, is_classifier
 from sklearn.model_selection import ParameterGrid
@@ -30,12 +33,15 @@ from deltafit.utils._progress import progress_bar
 __all__ = ["LOOSearchCV"]
 
 
-def _best_has(name):
-    def check(self):
+def _best_has(name: str) -> Callable[[Any], bool]:
+    def check(self: Any) -> bool:
         check_is_fitted(self, "best_estimator_")
         return hasattr(self.best_estimator_, name)
 
     return check
+
+
+_S = TypeVar("_S", bound="LOOSearchCV")
 
 
 class LOOSearchCV(MetaEstimatorMixin, BaseEstimator):
@@ -141,8 +147,20 @@ class LOOSearchCV(MetaEstimatorMixin, BaseEstimator):
         "region": [StrOptions(set(REGIONS))],
     }
 
-    def __init__(self, estimator, param_grid, *, cv=None, method="auto", prune=True,
-                 order="margin", refit=True, n_jobs=None, progress=False, region="auto"):
+    def __init__(
+        self,
+        estimator: Any,
+        param_grid: dict | list[dict],
+        *,
+        cv: Any = None,
+        method: str = "auto",
+        prune: bool = True,
+        order: str = "margin",
+        refit: bool = True,
+        n_jobs: int | None = None,
+        progress: bool = False,
+        region: str = "auto",
+    ) -> None:
         self.estimator = estimator
         self.param_grid = param_grid
         self.cv = cv
@@ -154,7 +172,13 @@ class LOOSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.progress = progress
         self.region = region
 
-    def fit(self, X, y, groups=None, sample_weight=None):
+    def fit(
+        self: _S,
+        X: Any,
+        y: ArrayLike,
+        groups: ArrayLike | None = None,
+        sample_weight: ArrayLike | None = None,
+    ) -> _S:
         """Score every configuration and keep the best.
 
         Parameters
@@ -187,7 +211,7 @@ class LOOSearchCV(MetaEstimatorMixin, BaseEstimator):
         sample_weight = check_weights(sample_weight, X)
         loo = self.cv is None
         splits = None if loo else make_splits(self.cv, X, y, estimator, groups)
-        n_splits = X.shape[0] if loo else len(splits)
+        n_splits = X.shape[0] if splits is None else len(splits)
         clf = is_classifier(estimator)
         rows, best, best_model, prev = [], None, None, None
         t0 = time.perf_counter()
@@ -204,11 +228,19 @@ class LOOSearchCV(MetaEstimatorMixin, BaseEstimator):
                 if method != "refit" or self.refit:
                     model = _warm_fit(prev, est, X, y, fmap, sample_weight)
                     prev = model
-                res = evaluate(est if fmap is None else est.set_params(feature_map=fmap), X, y,
-                               splits, method, n_jobs=self.n_jobs,
-                               order=self.order if bounded else "natural", stop=stop,
-                               model=model if method != "refit" else None,
-                               sample_weight=sample_weight, region=self.region)
+                res = evaluate(
+                    est if fmap is None else est.set_params(feature_map=fmap),
+                    X,
+                    y,
+                    splits,
+                    method,
+                    n_jobs=self.n_jobs,
+                    order=self.order if bounded else "natural",
+                    stop=stop,
+                    model=model if method != "refit" else None,
+                    sample_weight=sample_weight,
+                    region=self.region,
+                )
                 row = _row(res, clf, loo)
                 rows.append(row)
                 if not row["pruned"] and (best is None or row["score"] > rows[best]["score"]):
@@ -232,8 +264,11 @@ class LOOSearchCV(MetaEstimatorMixin, BaseEstimator):
                 fmap = fitted_feature_map(asked, X)
                 if fmap is not None:
                     asked.set_params(feature_map=fmap)
-                best_model = asked.fit(X, y) if sample_weight is None else \
-                    asked.fit(X, y, sample_weight=sample_weight)
+                best_model = (
+                    asked.fit(X, y)
+                    if sample_weight is None
+                    else asked.fit(X, y, sample_weight=sample_weight)
+                )
             self.best_estimator_ = best_model if frozen is None else frozen.wrap(best_model)
             self.refit_time_ = time.perf_counter() - t1
         self.n_features_in_ = X.shape[1] if frozen is None else frozen.n_features_in
@@ -241,27 +276,27 @@ class LOOSearchCV(MetaEstimatorMixin, BaseEstimator):
 
     # ------------------------------------------------------------- delegation
     @property
-    def classes_(self):
+    def classes_(self) -> np.ndarray:
         """``best_estimator_.classes_``."""
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.classes_
 
     @available_if(_best_has("predict"))
-    def predict(self, X):
+    def predict(self, X: Any) -> np.ndarray:
         """``best_estimator_.predict(X)``."""
         return self.best_estimator_.predict(X)
 
     @available_if(_best_has("decision_function"))
-    def decision_function(self, X):
+    def decision_function(self, X: Any) -> np.ndarray:
         """``best_estimator_.decision_function(X)``."""
         return self.best_estimator_.decision_function(X)
 
     @available_if(_best_has("predict_proba"))
-    def predict_proba(self, X):
+    def predict_proba(self, X: Any) -> np.ndarray:
         """``best_estimator_.predict_proba(X)``."""
         return self.best_estimator_.predict_proba(X)
 
-    def score(self, X, y):
+    def score(self, X: Any, y: ArrayLike) -> float:
         """``best_estimator_.score(X, y)``."""
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.score(X, y)
@@ -276,12 +311,17 @@ def _warm_fit(prev, est, X, y, fmap, sample_weight):
     ``prev`` is copied (``copy.copy``: a fit replaces a model's fitted attributes, it never
     changes them in place), so the previous model stays as it was.
     """
-    if prev is None or type(prev) is not type(est) or not isinstance(est, UpdatableMixin) \
-            or fmap is not None:
+    if (
+        prev is None
+        or type(prev) is not type(est)
+        or not isinstance(est, UpdatableMixin)
+        or fmap is not None
+    ):
         return fit_full(est, X, y, fmap, sample_weight)
     mine, theirs = est.get_params(deep=False), prev.get_params(deep=False)
     same = mine.keys() == theirs.keys() and all(
-        k in ("C", "warm_start", "keep_data") or _same_value(mine[k], theirs[k]) for k in mine)
+        k in ("C", "warm_start", "keep_data") or _same_value(mine[k], theirs[k]) for k in mine
+    )
     if not same or mine.get("warm_start", False):
         return fit_full(est, X, y, fmap, sample_weight)
     model = copy.copy(prev)
@@ -330,10 +370,19 @@ def _row(res, clf, loo):
         std = float(np.std(res.fold_scores))
         lower = upper = score
         fold_scores = res.fold_scores
-    return dict(score=score, std=std, lower=lower, upper=upper, pruned=pruned,
-                fold_scores=fold_scores, n_refits=res.n_refits,
-                n_decided=int(res.decided_by_bound.sum()), method=res.method,
-                approximate=res.approximate, time_s=res.time_s)
+    return dict(
+        score=score,
+        std=std,
+        lower=lower,
+        upper=upper,
+        pruned=pruned,
+        fold_scores=fold_scores,
+        n_refits=res.n_refits,
+        n_decided=int(res.decided_by_bound.sum()),
+        method=res.method,
+        approximate=res.approximate,
+        time_s=res.time_s,
+    )
 
 
 def _results(grid, rows, n_splits, loo):

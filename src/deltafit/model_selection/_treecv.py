@@ -1,4 +1,5 @@
-"""TreeCV: k-fold and leave-one-out cross-validation of any incremental learner (Joulani et al., "Fast cross-validation for incremental learning").
+"""TreeCV: k-fold and leave-one-out cross-validation of any incremental learner (Joulani et
+al., "Fast cross-validation for incremental learning").
 
 Joulani, György and Szepesvári, *Fast Cross-Validation for Incremental Learning* (IJCAI 2015).
 Algorithm 1 trains the model shared by the folds ``s .. e`` once and branches: the left half of
@@ -12,23 +13,26 @@ from __future__ import annotations
 import math
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 from sklearn.metrics import check_scoring, get_scorer
 from sklearn.model_selection import KFold, LeaveOneOut, check_cv
 from sklearn.utils import check_array, check_random_state
 
 from deltafit._pipeline import freeze
-from deltafit.utils._progress import progress_bar
-from deltafit.utils._validation import check_bool
 from deltafit.model_selection._treecv_learners import (
     ReplayEstimator,
     learner_is_classifier,
     learner_is_regressor,
     make_learner,
 )
+from deltafit.utils._progress import progress_bar
+from deltafit.utils._validation import check_bool
 
 __all__ = ["treecv", "TreeCVResult"]
 
@@ -94,7 +98,7 @@ class TreeCVResult:
     decision: object = None
     y_pred: object = None
 
-    def summary(self):
+    def summary(self) -> str:
         """A few lines saying what was computed and how."""
         n = int(self.fold_sizes.sum())
         kind = "leave-one-out" if self.n_folds == n else f"{self.n_folds}-fold"
@@ -151,7 +155,8 @@ def _folds(cv, X, y, groups, classifier):
         raise ValueError(
             f"the test folds of {type(splitter).__name__} do not partition the samples (each "
             "sample must be in exactly one test fold); TreeCV needs a partition such as KFold, "
-            "StratifiedKFold, GroupKFold or LeaveOneOut")
+            "StratifiedKFold, GroupKFold or LeaveOneOut"
+        )
     bounds = np.concatenate([[0], np.cumsum([t.size for t in tests])]).astype(np.int64)
     return order, bounds, f"{len(tests)}-fold"
 
@@ -159,8 +164,13 @@ def _folds(cv, X, y, groups, classifier):
 # ---------------------------------------------------------------------------
 # scores
 # ---------------------------------------------------------------------------
-_FAST = {"accuracy", "neg_mean_squared_error", "neg_root_mean_squared_error",
-         "neg_mean_absolute_error", "r2"}
+_FAST = {
+    "accuracy",
+    "neg_mean_squared_error",
+    "neg_root_mean_squared_error",
+    "neg_mean_absolute_error",
+    "r2",
+}
 
 
 def _fast_fold_scores(name, y_true, y_pred, bounds):
@@ -195,8 +205,9 @@ def _resolve_scorer(probe, scoring):
             return check_scoring(probe, scoring=scoring)
         except TypeError as exc:  # no score method and no scoring, or an invalid scoring
             if scoring is None:
-                raise ValueError(f"scoring=None needs a learner with a score method: {exc}") \
-                    from exc
+                raise ValueError(
+                    f"scoring=None needs a learner with a score method: {exc}"
+                ) from exc
             raise ValueError(f"invalid scoring {scoring!r}: {exc}") from exc
     if callable(scoring):
         return scoring
@@ -207,8 +218,10 @@ def _resolve_scorer(probe, scoring):
             raise ValueError(f"invalid scoring {scoring!r}: {exc}") from exc
     if scoring is None and callable(getattr(probe, "score", None)):
         return _own_score
-    raise ValueError(f"scoring={scoring!r}: {type(probe).__name__} has no score method; "
-                     "pass a scorer name or callable")
+    raise ValueError(
+        f"scoring={scoring!r}: {type(probe).__name__} has no score method; "
+        "pass a scorer name or callable"
+    )
 
 
 def _own_score(est, X, y=None):
@@ -227,8 +240,10 @@ def _check_replay_scorer(scorer, scoring, learner, X, y, classes):
             warnings.simplefilter("ignore")
             scorer(view, X[:m], y[:m])
     except AttributeError as exc:
-        raise ValueError(f"scoring={scoring!r} needs a prediction method that "
-                         f"{type(learner).__name__} does not have: {exc}") from exc
+        raise ValueError(
+            f"scoring={scoring!r} needs a prediction method that "
+            f"{type(learner).__name__} does not have: {exc}"
+        ) from exc
     except Exception:  # noqa: BLE001 - only the methods are checked here; values come later
         pass
 
@@ -249,8 +264,18 @@ def _scoring_name(scoring, learner, classifier):
 class _Run:
     """One traversal of (part of) the tree: its results, counters and live models."""
 
-    def __init__(self, learner, bounds, scorer, y_ord, shuffle, seed, python_levels, bar=None,
-                 predict=None):
+    def __init__(
+        self,
+        learner: Any,
+        bounds: np.ndarray,
+        scorer: Any,
+        y_ord: Any,
+        shuffle: bool,
+        seed: int,
+        python_levels: int,
+        bar: Any = None,
+        predict: Any = None,
+    ) -> None:
         self.L = learner
         self.predict = predict  # None, or the dtype of the out-of-fold predictions to keep
         self.bounds = bounds
@@ -260,8 +285,9 @@ class _Run:
         self.seed = seed
         self.python_levels = python_levels
         self.bar = bar if bar is not None else progress_bar(0, False)
-        self.fold_scores = {}
+        self.fold_scores: dict[int, float] = {}
         # out-of-fold decision values (compiled learners) or predictions (``predict``)
+        self.out: Any  # None unless out-of-fold values are kept
         if learner.compiled:
             self.out = np.empty(int(bounds[-1]))
         elif predict is not None:
@@ -273,12 +299,20 @@ class _Run:
         self.live = 1
         self.peak = 1
 
-    def fork(self):
+    def fork(self) -> _Run:
         """A fresh run over the same learner and data, for one parallel task."""
-        return _Run(self.L, self.bounds, self.scorer, self.y, self.shuffle, self.seed,
-                    self.python_levels, predict=self.predict)
+        return _Run(
+            self.L,
+            self.bounds,
+            self.scorer,
+            self.y,
+            self.shuffle,
+            self.seed,
+            self.python_levels,
+            predict=self.predict,
+        )
 
-    def rows(self, a, b):
+    def rows(self, a: int, b: int) -> slice | np.ndarray:
         """Rows of chunks ``a .. b`` (contiguous), in a random order for a randomized run."""
         start, stop = int(self.bounds[a]), int(self.bounds[b + 1])
         if not self.shuffle:
@@ -289,13 +323,13 @@ class _Run:
         shuffled_positions(start, stop, self.seed, a, b, buf)
         return buf
 
-    def update(self, model, a, b):
+    def update(self, model: Any, a: int, b: int) -> Any:
         """The model trained further on chunks ``a .. b``."""
         self.fed += int(self.bounds[b + 1] - self.bounds[a])
         self.calls += 1
         return self.L.update(model, self.rows(a, b))
 
-    def leaf(self, model, s):
+    def leaf(self, model: Any, s: int) -> None:
         start, stop = int(self.bounds[s]), int(self.bounds[s + 1])
         if self.L.compiled:
             self.L.decision(model, start, stop, self.out)
@@ -305,11 +339,13 @@ class _Run:
                 self.out[start:stop] = est.predict(self.L.X[start:stop])
             else:
                 self.fold_scores[s] = float(
-                    self.scorer(est, self.L.X[start:stop],
-                                None if self.y is None else self.y[start:stop]))
+                    self.scorer(
+                        est, self.L.X[start:stop], None if self.y is None else self.y[start:stop]
+                    )
+                )
         self.bar.update(1)
 
-    def subtree(self, model, s, e, level=0):
+    def subtree(self, model: Any, s: int, e: int, level: int = 0) -> None:
         """TreeCV(s, e, model) of Algorithm 1: ``model`` has learned every chunk but ``s .. e``."""
         L = self.L
         while s < e:
@@ -383,13 +419,14 @@ def _parallel(run, n_jobs, k):
                     frontier.append((model, s, e))
                 else:
                     frontier += [(next(grown), s, m), (next(grown), m + 1, e)]
-        parts = parallel(delayed(_task)(run.fork(), model, s, e, levels)
-                         for model, s, e in frontier)
+        parts = parallel(
+            delayed(_task)(run.fork(), model, s, e, levels) for model, s, e in frontier
+        )
         peak = 0
         for (_, s, e), (scores, out, fed, calls, task_peak) in zip(frontier, parts):
             run.fold_scores.update(scores)
             if out is not None:
-                run.out[int(run.bounds[s]):int(run.bounds[e + 1])] = out
+                run.out[int(run.bounds[s]) : int(run.bounds[e + 1])] = out
             run.fed += fed
             run.calls += calls
             peak = max(peak, task_peak)
@@ -400,15 +437,15 @@ def _parallel(run, n_jobs, k):
 # ---------------------------------------------------------------------------
 # public entry point
 # ---------------------------------------------------------------------------
-def _check_data(X, y, compiled_learner):
+def _check_data(X: Any, y: Any, compiled_learner: bool) -> tuple[Any, np.ndarray | None]:
     if compiled_learner:
         if sp.issparse(X):
             raise ValueError("deltafit.stream learners take dense X; convert it with .toarray()")
-        X = check_array(X, dtype=np.float64, order="C", ensure_min_samples=2,
-                        input_name="X")
+        X = check_array(X, dtype=np.float64, order="C", ensure_min_samples=2, input_name="X")
     else:
-        X = check_array(X, accept_sparse="csr", dtype="numeric", ensure_min_samples=2,
-                        input_name="X")
+        X = check_array(
+            X, accept_sparse="csr", dtype="numeric", ensure_min_samples=2, input_name="X"
+        )
     if y is None:
         if compiled_learner:
             raise ValueError("y is required by deltafit.stream learners")
@@ -425,8 +462,20 @@ def _check_data(X, y, compiled_learner):
     return X, y
 
 
-def treecv(learner, X, y=None, *, cv=5, scoring=None, strategy="copy", shuffle=False,
-           random_state=None, n_jobs=None, groups=None, progress=False):
+def treecv(
+    learner: Any,
+    X: Any,
+    y: Any = None,
+    *,
+    cv: Any = 5,
+    scoring: str | Callable[..., float] | None = None,
+    strategy: str = "copy",
+    shuffle: bool = False,
+    random_state: int | np.random.RandomState | None = None,
+    n_jobs: int | None = None,
+    groups: ArrayLike | None = None,
+    progress: bool = False,
+) -> TreeCVResult:
     """k-fold or leave-one-out cross-validation of an incremental learner by TreeCV.
 
     Joulani, György and Szepesvári (2015), Algorithm 1: the folds are the leaves of a binary
@@ -439,8 +488,9 @@ def treecv(learner, X, y=None, *, cv=5, scoring=None, strategy="copy", shuffle=F
     learner : estimator
         Not modified.  A :class:`deltafit.UpdatablePipeline`'s transformers are fitted once on
         all of X and frozen; its final estimator is cross-validated on the transformed rows
-        (a callable ``scoring`` receives the final estimator and transformed rows).  Either a ``deltafit.stream`` learner (``Pegasos``, ``LSQSGD``: the whole
-        recursion runs compiled), a deltafit exact estimator (``LinearClassifier``, ...: trained
+        (a callable ``scoring`` receives the final estimator and transformed rows).  Either a
+        ``deltafit.stream`` learner (``Pegasos``, ``LSQSGD``: the whole recursion runs compiled), a
+        deltafit exact estimator (``LinearClassifier``, ...: trained
         by ``fit`` then ``add``; the result equals k refits exactly), anything with
         scikit-learn's ``partial_fit`` (classifiers get ``classes=np.unique(y)``), or a river
         learner (``learn_one``; samples as ``{j: x_j}`` dicts).
@@ -510,14 +560,17 @@ def treecv(learner, X, y=None, *, cv=5, scoring=None, strategy="copy", shuffle=F
         raise ValueError(f"strategy must be 'copy' or 'revert', got {strategy!r}")
     shuffle = check_bool(shuffle, "shuffle")
     progress = check_bool(progress, "progress")
-    if n_jobs is not None and (isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer))
-                               or n_jobs == 0):
+    if n_jobs is not None and (
+        isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0
+    ):
         raise ValueError(f"n_jobs must be None or a non-zero integer, got {n_jobs!r}")
     frozen = freeze(learner, X, y)
     if frozen is not None:
         learner, X = frozen.final, frozen.X
-    compiled = all(callable(getattr(learner, a, None))
-                   for a in ("_tree_spec", "_tree_targets", "_tree_predict"))
+    compiled = all(
+        callable(getattr(learner, a, None))
+        for a in ("_tree_spec", "_tree_targets", "_tree_predict")
+    )
     X, y = _check_data(X, y, compiled)
     classifier = learner_is_classifier(learner)
     if y is None and (classifier or learner_is_regressor(learner)):

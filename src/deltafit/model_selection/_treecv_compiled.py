@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from deltafit.utils._numba import njit
 from deltafit.solvers._sgd import decision_range, fit_range, fit_rows
+from deltafit.utils._numba import njit
 
 __all__ = ["shuffled_positions", "tree_run"]
 
@@ -114,8 +114,21 @@ def tree_run(kind, state0, X, y, bounds, s0, e0, revert, shuffle, seed, params, 
             if top + 2 > peak:
                 peak = top + 2
             w = 0 if revert else top + 1
-            _feed(kind, models[w], X, y, bounds[m + 1], bounds[e + 1], shuffle, seed, m + 1, e,
-                  buf, params, counts)
+            _feed(
+                kind,
+                models[w],
+                X,
+                y,
+                bounds[m + 1],
+                bounds[e + 1],
+                shuffle,
+                seed,
+                m + 1,
+                e,
+                buf,
+                params,
+                counts,
+            )
             top += 1
             fs[top] = s
             fe[top] = m
@@ -124,8 +137,21 @@ def tree_run(kind, state0, X, y, bounds, s0, e0, revert, shuffle, seed, params, 
             if revert:
                 models[0, :] = models[top + 1]
             w = 0 if revert else top
-            _feed(kind, models[w], X, y, bounds[s], bounds[m + 1], shuffle, seed, s, m,
-                  buf, params, counts)
+            _feed(
+                kind,
+                models[w],
+                X,
+                y,
+                bounds[s],
+                bounds[m + 1],
+                shuffle,
+                seed,
+                s,
+                m,
+                buf,
+                params,
+                counts,
+            )
             fs[top] = m + 1
             phase[top] = 0
     if peak > counts[2]:

@@ -18,19 +18,29 @@ it on a chunk.  Each class here gives those for one family:
 from __future__ import annotations
 
 import copy
+from typing import Any, NoReturn
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, clone, is_classifier, is_regressor
 
-__all__ = ["make_learner", "learner_is_classifier", "learner_is_regressor", "CompiledLearner", "ExactLearner", "PartialFitLearner",
-           "RiverLearner", "ReplayEstimator"]
+__all__ = [
+    "make_learner",
+    "learner_is_classifier",
+    "learner_is_regressor",
+    "CompiledLearner",
+    "ExactLearner",
+    "PartialFitLearner",
+    "RiverLearner",
+    "ReplayEstimator",
+]
 
 
 def _has(obj, *names):
     return all(callable(getattr(obj, n, None)) for n in names)
 
 
-def learner_is_classifier(learner):
+def learner_is_classifier(learner: Any) -> bool:
     """scikit-learn's ``is_classifier``; river classifiers are those with ``predict_proba_one``."""
     try:
         return bool(is_classifier(learner))
@@ -38,7 +48,7 @@ def learner_is_classifier(learner):
         return _has(learner, "learn_one", "predict_proba_one")
 
 
-def learner_is_regressor(learner):
+def learner_is_regressor(learner: Any) -> bool:
     """scikit-learn's ``is_regressor``; river regressors predict without ``predict_proba_one``."""
     try:
         return bool(is_regressor(learner))
@@ -52,7 +62,8 @@ def _copy_model(model):
     if model is None:
         return None
     if "__copy__" in type(model).__dict__ or any(
-            "__copy__" in c.__dict__ for c in type(model).__mro__[1:] if c is not object):
+        "__copy__" in c.__dict__ for c in type(model).__mro__[1:] if c is not object
+    ):
         return copy.copy(model)
     return copy.deepcopy(model)
 
@@ -62,19 +73,19 @@ class _Learner:
 
     compiled = False
 
-    def __init__(self, template, X, y, strategy):
+    def __init__(self, template: Any, X: Any, y: Any, strategy: str) -> None:
         self.template = template
         self.X = X
         self.y = y
         self.strategy = strategy
 
-    def copy(self, model):
+    def copy(self, model: Any) -> Any:
         return _copy_model(model)
 
-    def snapshot(self, model):
+    def snapshot(self, model: Any) -> Any:
         return None if model is None else model.snapshot()
 
-    def restore(self, model, token):
+    def restore(self, model: Any, token: Any) -> Any:
         if token is None:
             return None
         model.restore(token)
@@ -84,11 +95,13 @@ class _Learner:
 class PartialFitLearner(_Learner):
     """A scikit-learn-style learner with ``partial_fit`` (classifiers get ``classes=``)."""
 
-    def __init__(self, template, X, y, strategy, classes):
+    def __init__(
+        self, template: Any, X: Any, y: Any, strategy: str, classes: np.ndarray | None
+    ) -> None:
         super().__init__(template, X, y, strategy)
         self.classes = classes
 
-    def update(self, model, rows):
+    def update(self, model: Any, rows: slice | np.ndarray) -> Any:
         if model is None:
             model = clone(self.template)
         if self.y is None:  # unsupervised (e.g. MiniBatchKMeans, IncrementalPCA)
@@ -99,21 +112,23 @@ class PartialFitLearner(_Learner):
             model.partial_fit(self.X[rows], self.y[rows])
         return model
 
-    def scoring_estimator(self, model):
+    def scoring_estimator(self, model: Any) -> Any:
         return model
 
 
 class RiverLearner(_Learner):
     """A river learner: ``learn_one`` on ``{j: x_j}`` dicts, scored through :class:`RiverView`."""
 
-    def __init__(self, template, X, y, strategy, classes):
+    def __init__(
+        self, template: Any, X: Any, y: Any, strategy: str, classes: np.ndarray | None
+    ) -> None:
         super().__init__(template, X, y, strategy)
         self.classes = classes
         dense = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
         self.rows_as_dicts = [dict(enumerate(r)) for r in dense.tolist()]
         self.targets = np.asarray(y).tolist()
 
-    def update(self, model, rows):
+    def update(self, model: Any, rows: slice | np.ndarray) -> Any:
         if model is None:
             model = self.template.clone()
         idx = range(rows.start, rows.stop) if isinstance(rows, slice) else rows.tolist()
@@ -121,7 +136,7 @@ class RiverLearner(_Learner):
             model.learn_one(self.rows_as_dicts[i], self.targets[i])
         return model
 
-    def scoring_estimator(self, model):
+    def scoring_estimator(self, model: Any) -> Any:
         return RiverView(model, self.classes)
 
 
@@ -138,7 +153,7 @@ class ExactLearner(_Learner):
     be added.  Where every training set holds every class (stratified folds) this is ``fit``.
     """
 
-    def __init__(self, template, X, y, strategy):
+    def __init__(self, template: Any, X: Any, y: Any, strategy: str) -> None:
         super().__init__(template, X, y, strategy)
         self._classifier = learner_is_classifier(template)
         labels = np.unique(y) if self._classifier else None
@@ -147,7 +162,7 @@ class ExactLearner(_Learner):
     def _rows(self, rows):
         return np.arange(rows.start, rows.stop) if isinstance(rows, slice) else np.asarray(rows)
 
-    def update(self, model, rows):
+    def update(self, model: Any, rows: slice | np.ndarray) -> Any:
         if model is None or isinstance(model, tuple):
             pending = (model or ()) + (self._rows(rows),)
             idx = np.concatenate(pending)
@@ -162,15 +177,15 @@ class ExactLearner(_Learner):
         model.add(self.X[rows], self.y[rows])
         return model
 
-    def copy(self, model):
+    def copy(self, model: Any) -> Any:
         return model if isinstance(model, tuple) else _copy_model(model)
 
-    def snapshot(self, model):
+    def snapshot(self, model: Any) -> Any:
         if model is None or isinstance(model, tuple):
             return ("pending", model)
         return ("ids", model.sample_ids_.copy())
 
-    def restore(self, model, token):
+    def restore(self, model: Any, token: Any) -> Any:
         kind, value = token
         if kind == "pending":
             return value
@@ -179,10 +194,12 @@ class ExactLearner(_Learner):
             model.remove(added)
         return model
 
-    def scoring_estimator(self, model):
+    def scoring_estimator(self, model: Any) -> Any:
         if isinstance(model, tuple):
-            raise ValueError("a training set of TreeCV has a single class; "
-                             f"{type(self.template).__name__} needs both")
+            raise ValueError(
+                "a training set of TreeCV has a single class; "
+                f"{type(self.template).__name__} needs both"
+            )
         return model
 
 
@@ -191,10 +208,12 @@ class CompiledLearner(_Learner):
 
     compiled = True
 
-    def __init__(self, template, X, y, strategy, shuffle, seed):
+    def __init__(
+        self, template: Any, X: np.ndarray, y: np.ndarray, strategy: str, shuffle: bool, seed: int
+    ) -> None:
         super().__init__(template, X, y, strategy)
-        from deltafit.solvers import _sgd as _sgd_kernels
         from deltafit.model_selection import _treecv_compiled
+        from deltafit.solvers import _sgd as _sgd_kernels
 
         self.K = _sgd_kernels
         self.tree_run = _treecv_compiled.tree_run
@@ -202,7 +221,7 @@ class CompiledLearner(_Learner):
         self.shuffle = shuffle
         self.seed = seed
 
-    def update(self, model, rows):
+    def update(self, model: Any, rows: slice | np.ndarray) -> Any:
         state = self.state0.copy() if model is None else model
         if isinstance(rows, slice):
             self.K.fit_range(self.kind, state, self.X, self.y, rows.start, rows.stop, self.params)
@@ -210,36 +229,50 @@ class CompiledLearner(_Learner):
             self.K.fit_rows(self.kind, state, self.X, self.y, rows, self.params)
         return state
 
-    def copy(self, model):
+    def copy(self, model: Any) -> Any:
         return None if model is None else model.copy()
 
-    def snapshot(self, model):
+    def snapshot(self, model: Any) -> Any:
         return None if model is None else model.copy()
 
-    def restore(self, model, token):
+    def restore(self, model: Any, token: Any) -> Any:
         if token is None:
             return None
         model[:] = token
         return model
 
-    def subtree(self, model, bounds, s, e, out):
+    def subtree(
+        self, model: Any, bounds: np.ndarray, s: int, e: int, out: np.ndarray
+    ) -> np.ndarray:
         """Run Algorithm 1 over chunks ``s .. e`` in compiled code.
 
         Returns ``[samples fed, update calls, peak models]``.
         """
         state = self.state0.copy() if model is None else model
         counts = np.zeros(3, dtype=np.int64)
-        self.tree_run(self.kind, state, self.X, self.y, bounds, s, e,
-                      self.strategy == "revert", self.shuffle, self.seed, self.params, out,
-                      counts)
+        self.tree_run(
+            self.kind,
+            state,
+            self.X,
+            self.y,
+            bounds,
+            s,
+            e,
+            self.strategy == "revert",
+            self.shuffle,
+            self.seed,
+            self.params,
+            out,
+            counts,
+        )
         return counts
 
-    def decision(self, model, start, stop, out):
+    def decision(self, model: Any, start: int, stop: int, out: np.ndarray) -> None:
         state = self.state0 if model is None else model
         self.K.decision_range(self.kind, state, self.X, start, stop, self.params[2], out)
 
 
-def make_learner(learner, X, y, strategy, shuffle, seed):
+def make_learner(learner: Any, X: Any, y: Any, strategy: str, shuffle: bool, seed: int) -> Any:
     """The :class:`_Learner` for ``learner`` (checked: ValueError if TreeCV cannot drive it)."""
     from deltafit.models import UpdatableMixin
 
@@ -250,7 +283,8 @@ def make_learner(learner, X, y, strategy, shuffle, seed):
     if strategy == "revert" and not _has(learner, "snapshot", "restore"):
         raise ValueError(
             f"strategy='revert' needs a learner with snapshot() and restore(); "
-            f"{type(learner).__name__} has none: use strategy='copy'")
+            f"{type(learner).__name__} has none: use strategy='copy'"
+        )
     if _has(learner, "partial_fit"):
         classes = np.unique(y) if learner_is_classifier(learner) else None
         return PartialFitLearner(learner, X, y, strategy, classes)
@@ -259,7 +293,8 @@ def make_learner(learner, X, y, strategy, shuffle, seed):
         return RiverLearner(learner, X, y, strategy, classes)
     raise ValueError(
         f"TreeCV needs an incremental learner: {type(learner).__name__} has no partial_fit, "
-        "no learn_one and is not a deltafit estimator")
+        "no learn_one and is not a deltafit estimator"
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -280,13 +315,13 @@ class _View(BaseEstimator):
         return tags
 
     @property
-    def classes_(self):
+    def classes_(self) -> np.ndarray | None:
         return self.classes
 
-    def fit(self, X, y=None):
+    def fit(self, X: Any, y: Any = None) -> NoReturn:
         raise TypeError(f"{type(self).__name__} only replays a model for scoring; it is not fitted")
 
-    def score(self, X, y):
+    def score(self, X: Any, y: ArrayLike) -> float:
         P = self.predict(X)
         if self.classes is not None:
             return float(np.mean(P == np.asarray(y)))
@@ -298,7 +333,7 @@ class _View(BaseEstimator):
 class RiverView(_View):
     """A river model seen as a scikit-learn estimator, for scorers (predict, predict_proba)."""
 
-    def __init__(self, model=None, classes=None):
+    def __init__(self, model: Any = None, classes: Any = None) -> None:
         self.model = model
         self.classes = classes
 
@@ -306,11 +341,11 @@ class RiverView(_View):
         dense = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
         return [dict(enumerate(r)) for r in dense.tolist()]
 
-    def predict(self, X):
+    def predict(self, X: Any) -> np.ndarray:
         out = [self.model.predict_one(x) for x in self._dicts(X)]
         return np.asarray(out, dtype=None if self.classes is not None else np.float64)
 
-    def predict_proba(self, X):
+    def predict_proba(self, X: Any) -> np.ndarray:
         P = np.zeros((len(X), len(self.classes)))
         for i, x in enumerate(self._dicts(X)):
             p = self.model.predict_proba_one(x)
@@ -328,7 +363,13 @@ class ReplayEstimator(_View):
     live model's score without keeping k models.
     """
 
-    def __init__(self, decision=None, y_pred=None, classes=None, positions=None):
+    def __init__(
+        self,
+        decision: np.ndarray | None = None,
+        y_pred: np.ndarray | None = None,
+        classes: np.ndarray | None = None,
+        positions: Any = None,
+    ) -> None:
         self.decision = decision
         self.y_pred = y_pred
         self.classes = classes
@@ -340,8 +381,8 @@ class ReplayEstimator(_View):
             raise ValueError("the scorer asked for predictions on other rows than the fold's")
         return v
 
-    def predict(self, X):
+    def predict(self, X: Any) -> np.ndarray:
         return self._fold(self.y_pred, X)
 
-    def decision_function(self, X):
+    def decision_function(self, X: Any) -> np.ndarray:
         return self._fold(self.decision, X)

@@ -16,5 +16,12 @@ from deltafit.models._registry import state_for as state_for
 # the states by name, for the other packages of deltafit (persistence names a model file's
 # state by it); not part of the API, hence not in __all__
 
-__all__ = ["LinearClassifier", "LinearRegressor", "KernelClassifier", "KernelRegressor",
-           "FittedProblem", "ScoreFunction", "UpdatableMixin"]
+__all__ = [
+    "LinearClassifier",
+    "LinearRegressor",
+    "KernelClassifier",
+    "KernelRegressor",
+    "FittedProblem",
+    "ScoreFunction",
+    "UpdatableMixin",
+]

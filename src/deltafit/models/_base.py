@@ -115,8 +115,12 @@ class UpdatableMixin(GuardedMixin, InputsMixin, PlanningMixin, PredictMixin, Pro
         magnitude cap."""
         if self.fit_intercept:
             s = check_real(self.intercept_scaling, "intercept_scaling", low=0.0)
-            check_magnitude(s * s, self.C, f"intercept_scaling={s!r}: its square (a term of "
-                            "every sample's squared norm)", "use a smaller intercept_scaling")
+            check_magnitude(
+                s * s,
+                self.C,
+                f"intercept_scaling={s!r}: its square (a term of every sample's squared norm)",
+                "use a smaller intercept_scaling",
+            )
 
     # --------------------------------------------------- the fitted snapshot
     # Parameters take effect at the next fit, as in scikit-learn: what shapes the fitted model
@@ -127,9 +131,10 @@ class UpdatableMixin(GuardedMixin, InputsMixin, PlanningMixin, PredictMixin, Pro
     def _take_spec(self, X=None, w=None):
         """Snapshot the parameters the fitted model is made of (called by ``fit`` with the
         training rows ``X`` and their weights ``w``)."""
-        spec = {"fit_intercept": bool(self.fit_intercept),
-                "intercept_scaling": float(self.intercept_scaling) if self.fit_intercept
-                else 0.0}
+        spec = {
+            "fit_intercept": bool(self.fit_intercept),
+            "intercept_scaling": float(self.intercept_scaling) if self.fit_intercept else 0.0,
+        }
         spec.update((k, getattr(self, k)) for k in self._SPEC_KERNEL)
         self._spec = spec
 
@@ -137,8 +142,11 @@ class UpdatableMixin(GuardedMixin, InputsMixin, PlanningMixin, PredictMixin, Pro
         """A parameter as the model was fitted with (the current value before any fit)."""
         spec = self.__dict__.get("_spec")
         if spec is None:
-            return (float(self.intercept_scaling) if self.fit_intercept else 0.0) \
-                if name == "intercept_scaling" else getattr(self, name)
+            return (
+                (float(self.intercept_scaling) if self.fit_intercept else 0.0)
+                if name == "intercept_scaling"
+                else getattr(self, name)
+            )
         return spec[name]
 
     @property
@@ -150,8 +158,9 @@ class UpdatableMixin(GuardedMixin, InputsMixin, PlanningMixin, PredictMixin, Pro
     def _check_solution(self, st):
         """Refuse a state whose solution or residual is not finite (an overflow)."""
         res = st.result
-        if not np.all(np.isfinite(st.solution)) or (res is not None
-                                                   and not np.isfinite(res.grad_norm)):
+        if not np.all(np.isfinite(st.solution)) or (
+            res is not None and not np.isfinite(res.grad_norm)
+        ):
             raise ValueError(
                 "the solution overflowed (non-finite coefficients or residual): the data's "
                 "magnitudes or C are too large for float64; rescale X (or use a smaller C)"
@@ -180,8 +189,9 @@ class UpdatableMixin(GuardedMixin, InputsMixin, PlanningMixin, PredictMixin, Pro
             self._check_solution(st)
 
     def _solver_options(self):
-        return SolverOptions(get_loss(self.loss), float(self.C), float(self.tol),
-                             int(self.max_iter), self.callback)
+        return SolverOptions(
+            get_loss(self.loss), float(self.C), float(self.tol), int(self.max_iter), self.callback
+        )
 
     # ------------------------------------------------------------------- fit
     def fit(self: _M, X: Any, y: Any, sample_weight: Any = None) -> _M:
@@ -212,8 +222,10 @@ class UpdatableMixin(GuardedMixin, InputsMixin, PlanningMixin, PredictMixin, Pro
     def _fit_dask(self, X, y, sample_weight=None):
         """Fit on dask collections: the linear models' squared loss (``keep_data=False``)
         only; see :meth:`deltafit.LinearRegressor.fit`."""
-        raise ValueError(f"{type(self).__name__} takes no dask input; LinearClassifier and "
-                         "LinearRegressor (loss='squared', keep_data=False) do")
+        raise ValueError(
+            f"{type(self).__name__} takes no dask input; LinearClassifier and "
+            "LinearRegressor (loss='squared', keep_data=False) do"
+        )
 
     def _fit(self, X, y, classes=None, sample_weight=None):
         # a failed (re)fit leaves a fitted model as it was: fitting only creates new objects,
@@ -226,9 +238,16 @@ class UpdatableMixin(GuardedMixin, InputsMixin, PlanningMixin, PredictMixin, Pro
             # partial_fit(classes=...) follows scikit-learn: the data may show one class at first
             self._classes_given = classes is not None
             sparse_ok = self._sparse_refusal(fitting=True) is None
-            X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=not self._classifier,
-                                 multi_output=not self._classifier, ensure_min_samples=1,
-                                 accept_sparse="csr" if sparse_ok else False)
+            X, y = validate_data(
+                self,
+                X,
+                y,
+                dtype=np.float64,
+                y_numeric=not self._classifier,
+                multi_output=not self._classifier,
+                ensure_min_samples=1,
+                accept_sparse="csr" if sparse_ok else False,
+            )
             if sp.issparse(X):
                 X = sp.csr_matrix(X)  # the sparse arrays too: one format inside
             self._sparse_input = sp.issparse(X)
@@ -261,14 +280,12 @@ class UpdatableMixin(GuardedMixin, InputsMixin, PlanningMixin, PredictMixin, Pro
             previous = None
         opts = self._solver_options()
         self._check_scale(data, opts.C)
-        st = (one_vs_rest_state(opts, self._max_rank, cls, K) if K
-              else cls(opts, self._max_rank))
+        st = one_vs_rest_state(opts, self._max_rank, cls, K) if K else cls(opts, self._max_rank)
         st = st.fit(data, t, capacity, previous, **({} if w is None else {"w": w}))
         self._check_solution(st)
         return st
 
-    def partial_fit(self: _M, X: Any, y: Any, classes: Any = None,
-                    sample_weight: Any = None) -> _M:
+    def partial_fit(self: _M, X: Any, y: Any, classes: Any = None, sample_weight: Any = None) -> _M:
         """scikit-learn's spelling of :meth:`add`; on an unfitted model it fits.
 
         Parameters
@@ -289,8 +306,10 @@ class UpdatableMixin(GuardedMixin, InputsMixin, PlanningMixin, PredictMixin, Pro
         if not self._is_fitted():
             if any_dask(X, y, sample_weight):
                 if classes is not None:
-                    raise ValueError("partial_fit(classes=...) takes no dask input; fit the "
-                                     "dask collections with fit")
+                    raise ValueError(
+                        "partial_fit(classes=...) takes no dask input; fit the "
+                        "dask collections with fit"
+                    )
                 return self._fit_dask(X, y, sample_weight)
             self._check_dense(X, y)
             if self._classifier:
@@ -325,8 +344,7 @@ class UpdatableMixin(GuardedMixin, InputsMixin, PlanningMixin, PredictMixin, Pro
         """
         return self.update(X_add=X, y_add=y, sample_weight_add=sample_weight)
 
-    def reweight(self: _M, ids: Any, sample_weight: Any, *, X: Any = None,
-                 y: Any = None) -> _M:
+    def reweight(self: _M, ids: Any, sample_weight: Any, *, X: Any = None, y: Any = None) -> _M:
         """Change the weights of existing samples, keeping their ids; the model becomes
         exactly the fit with the new weights (weight 0 silences a sample without removing
         it).
@@ -345,8 +363,7 @@ class UpdatableMixin(GuardedMixin, InputsMixin, PlanningMixin, PredictMixin, Pro
         -------
         self
         """
-        self.update(reweight_ids=ids, reweight_weight=sample_weight, X_reweight=X,
-                    y_reweight=y)
+        self.update(reweight_ids=ids, reweight_weight=sample_weight, X_reweight=X, y_reweight=y)
         return self
 
     def remove(self, ids: Any = None, *, X: Any = None, y: Any = None) -> np.ndarray:
@@ -394,12 +411,24 @@ class UpdatableMixin(GuardedMixin, InputsMixin, PlanningMixin, PredictMixin, Pro
         self.update(relabel_ids=ids, y_relabel=y, X_relabel=X, y_relabel_old=y_old)
         return self
 
-    def update(self, *, X_add: Any = None, y_add: Any = None, remove_ids: Any = None,
-               X_remove: Any = None, y_remove: Any = None, relabel_ids: Any = None,
-               y_relabel: Any = None, X_relabel: Any = None, y_relabel_old: Any = None,
-               sample_weight_add: Any = None, reweight_ids: Any = None,
-               reweight_weight: Any = None, X_reweight: Any = None,
-               y_reweight: Any = None) -> np.ndarray:
+    def update(
+        self,
+        *,
+        X_add: Any = None,
+        y_add: Any = None,
+        remove_ids: Any = None,
+        X_remove: Any = None,
+        y_remove: Any = None,
+        relabel_ids: Any = None,
+        y_relabel: Any = None,
+        X_relabel: Any = None,
+        y_relabel_old: Any = None,
+        sample_weight_add: Any = None,
+        reweight_ids: Any = None,
+        reweight_weight: Any = None,
+        X_reweight: Any = None,
+        y_reweight: Any = None,
+    ) -> np.ndarray:
         """Any mix of additions, removals, relabels and reweights as one exact update (one
         transaction).
 
@@ -414,12 +443,22 @@ class UpdatableMixin(GuardedMixin, InputsMixin, PlanningMixin, PredictMixin, Pro
         ids : ndarray of int
             The ids of the added samples (empty when nothing is added).
         """
-        return self._update(X_add=X_add, y_add=y_add, remove_ids=remove_ids,
-                            X_remove=X_remove, y_remove=y_remove, relabel_ids=relabel_ids,
-                            y_relabel=y_relabel, X_relabel=X_relabel,
-                            y_relabel_old=y_relabel_old, sample_weight_add=sample_weight_add,
-                            reweight_ids=reweight_ids, reweight_weight=reweight_weight,
-                            X_reweight=X_reweight, y_reweight=y_reweight)[0]
+        return self._update(
+            X_add=X_add,
+            y_add=y_add,
+            remove_ids=remove_ids,
+            X_remove=X_remove,
+            y_remove=y_remove,
+            relabel_ids=relabel_ids,
+            y_relabel=y_relabel,
+            X_relabel=X_relabel,
+            y_relabel_old=y_relabel_old,
+            sample_weight_add=sample_weight_add,
+            reweight_ids=reweight_ids,
+            reweight_weight=reweight_weight,
+            X_reweight=X_reweight,
+            y_reweight=y_reweight,
+        )[0]
 
     def _update(self, **change):
         """One update as a transaction: on any exception, an interruption included, the model is
@@ -456,8 +495,9 @@ class UpdatableMixin(GuardedMixin, InputsMixin, PlanningMixin, PredictMixin, Pro
             if rem_slots.size:
                 led.delete(rem_slots)
             if plan.relabels:
-                digests = (led.records(plan.relabel_rows, plan.relabel_t) if led.keep_digests
-                           else None)
+                digests = (
+                    led.records(plan.relabel_rows, plan.relabel_t) if led.keep_digests else None
+                )
                 led.relabel(plan.relabel_slots, led.stored_labels(plan.relabel_t), digests)
             if plan.reweights:
                 led.reweight(plan.reweight_slots, plan.reweight_w)
@@ -492,8 +532,9 @@ class UpdatableMixin(GuardedMixin, InputsMixin, PlanningMixin, PredictMixin, Pro
         rows = led.X[:n]
         data = self._k(rows, rows) if self._kernel else rows
         w = led.weights(np.arange(n))
-        self._state = st.blank().fit(data, led.y[:n].copy(), led.capacity,
-                                     **({} if w is None else {"w": w.copy()}))
+        self._state = st.blank().fit(
+            data, led.y[:n].copy(), led.capacity, **({} if w is None else {"w": w.copy()})
+        )
 
     def _bump_version(self):
         """Count the changes of the fitted model, so that objects derived from it (the
@@ -506,8 +547,7 @@ class UpdatableMixin(GuardedMixin, InputsMixin, PlanningMixin, PredictMixin, Pro
         Xa, ta = plan.X_add, plan.t_add
         led = self._ledger
         digests = led.records(Xa, ta) if led.keep_digests else None
-        return led.insert(slots, self._stored_rows(Xa), led.stored_labels(ta), digests,
-                          plan.w_add)
+        return led.insert(slots, self._stored_rows(Xa), led.stored_labels(ta), digests, plan.w_add)
 
     def _after_update(self):
         led = self._ledger
@@ -525,12 +565,16 @@ class UpdatableMixin(GuardedMixin, InputsMixin, PlanningMixin, PredictMixin, Pro
             take an :class:`deltafit.UpdatablePipeline`.  It writes the same file (npz + JSON,
             no pickle), under the model's lock.
         """
-        warnings.warn("model.save(path) is deprecated and will be removed; use "
-                      "deltafit.save(model, path)", FutureWarning, stacklevel=2)
+        warnings.warn(
+            "model.save(path) is deprecated and will be removed; use deltafit.save(model, path)",
+            FutureWarning,
+            stacklevel=2,
+        )
         save = type(self)._save_file
         if save is None:  # deltafit.persistence not imported (import deltafit imports it)
-            raise RuntimeError("model.save needs deltafit.persistence: use "
-                               "deltafit.save(model, path)")
+            raise RuntimeError(
+                "model.save needs deltafit.persistence: use deltafit.save(model, path)"
+            )
         save(self, path)
 
     def __sklearn_tags__(self):

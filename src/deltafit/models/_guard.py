@@ -66,7 +66,8 @@ class _Guard:
             else:
                 if self.seq == seq:
                     return out
-        with self.lock: return fn()  # noqa: E701 - one line: see GuardedMixin._locked
+        # one line (see GuardedMixin._locked)
+        with self.lock: return fn()  # noqa: E701  # fmt: skip
 
 
 def guarded_read(prop: Callable[[Any], T]) -> Callable[[Any], T]:
@@ -114,7 +115,7 @@ class GuardedMixin:
         # body's return, so no line event (where a tracing interrupt lands) separates them
         # either.  A ``with`` over two lines has one: the exit is traced on the ``with`` line,
         # outside the protected range, and an interrupt there would leave the lock held.
-        with guard.lock: return guard.write(fn, args, kwargs)  # noqa: E701
+        with guard.lock: return guard.write(fn, args, kwargs)  # noqa: E701  # fmt: skip
 
     def _read(self, fn):
         """``fn()`` as a read: the model before or after any concurrent update, never half

@@ -27,12 +27,16 @@ __all__ = ["InputsMixin", "LABELS", "as_1d", "checked_weights"]
 
 LABELS = LabelMessages(
     label_type=None,  # scikit-learn's check_classification_targets
-    one_class=("y has only one class ({labels}); a classifier needs two classes to train (pass "
-               "classes= to partial_fit to declare the others)"),
+    one_class=(
+        "y has only one class ({labels}); a classifier needs two classes to train (pass "
+        "classes= to partial_fit to declare the others)"
+    ),
     outside_classes="y has labels {unseen} not in classes",
-    unknown=("{what} has labels {first10} that are not among the model's classes {classes}; an "
-             "update cannot add a class: declare every class the data may bring at the first "
-             "fit, with partial_fit(X, y, classes=[...]) (a class may have no samples)"),
+    unknown=(
+        "{what} has labels {first10} that are not among the model's classes {classes}; an "
+        "update cannot add a class: declare every class the data may bring at the first "
+        "fit, with partial_fit(X, y, classes=[...]) (a class may have no samples)"
+    ),
 )
 
 
@@ -68,8 +72,10 @@ def checked_weights(sample_weight, n, what="sample_weight"):
     if not np.all(np.isfinite(w)):
         raise ValueError(f"{what} contains NaN or infinity")
     if np.any(w < 0):
-        raise ValueError(f"{what} has negative weights (at {np.flatnonzero(w < 0)[:10].tolist()}); "
-                         "weights must be >= 0")
+        raise ValueError(
+            f"{what} has negative weights (at {np.flatnonzero(w < 0)[:10].tolist()}); "
+            "weights must be >= 0"
+        )
     return None if np.all(w == 1.0) else w
 
 
@@ -102,8 +108,10 @@ class InputsMixin:
                 if y.ndim == 1 and y.shape[0] == K:
                     y = y[None, :]
                 if y.ndim != 2 or y.shape[1] != K:
-                    raise ValueError(f"{what} must have shape (n_samples, {K}) (the model has "
-                                     f"{K} outputs), got {y.shape}")
+                    raise ValueError(
+                        f"{what} must have shape (n_samples, {K}) (the model has "
+                        f"{K} outputs), got {y.shape}"
+                    )
             else:
                 y = as_1d(y, what)
         try:
@@ -113,8 +121,9 @@ class InputsMixin:
         if not np.all(np.isfinite(y)):
             raise ValueError(f"{what} contains NaN or infinity")
         top = float(np.max(np.abs(y))) if y.size else 0.0
-        check_magnitude(top * top, self._fitted_C(fitting), f"{what}: the squared target",
-                        "rescale y")
+        check_magnitude(
+            top * top, self._fitted_C(fitting), f"{what}: the squared target", "rescale y"
+        )
         return y
 
     @property
@@ -143,8 +152,12 @@ class InputsMixin:
             return
         else:
             top = max(float(np.max(data)), -float(np.min(data)))  # NaN stays NaN: refused
-        check_magnitude(top, C, "the kernel value |k(x, x')| (intercept term included)",
-                        "rescale X or use a bounded kernel")
+        check_magnitude(
+            top,
+            C,
+            "the kernel value |k(x, x')| (intercept term included)",
+            "rescale X or use a bounded kernel",
+        )
 
     def _decode_y(self, t):
         return self._labels().decode(t)
@@ -198,8 +211,9 @@ class InputsMixin:
         sparse_ok = self._sparse_refusal(fitting=False) is None
         if sp.issparse(X) and not sparse_ok:
             self._check_dense(X, fitting=False)
-        rows = check_rows(X, self.n_features_in_, what, owner or type(self).__name__,
-                          sparse=sparse_ok)
+        rows = check_rows(
+            X, self.n_features_in_, what, owner or type(self).__name__, sparse=sparse_ok
+        )
         return self._model_format(rows)
 
     def _model_format(self, X):
@@ -214,8 +228,9 @@ class InputsMixin:
         one class, with a positive weight (scikit-learn's rules; :meth:`_check_weight_rule`,
         which the updates apply to the data they leave)."""
         shown = self._classifier and not self._classes_given
-        self._check_weight_rule(int(np.count_nonzero(w > 0)),
-                                np.unique(t[w > 0]).size if shown else None)
+        self._check_weight_rule(
+            int(np.count_nonzero(w > 0)), np.unique(t[w > 0]).size if shown else None
+        )
 
     def _check_weight_rule(self, n_weighted, n_classes_weighted, update=False):
         """The one validity rule of weights, for fits and updates alike: at least one sample
@@ -230,14 +245,22 @@ class InputsMixin:
         """
         if n_weighted < 1:
             raise ValueError(
-                ("the update would leave every sample with weight zero (" if update else
-                 "sample_weight: every weight is zero (") + "the model would be beta = 0, "
-                "fitted on nothing); at least one sample needs a positive weight")
+                (
+                    "the update would leave every sample with weight zero ("
+                    if update
+                    else "sample_weight: every weight is zero ("
+                )
+                + "the model would be beta = 0, "
+                "fitted on nothing); at least one sample needs a positive weight"
+            )
         if n_classes_weighted is not None and n_classes_weighted < 2:
             raise ValueError(
-                ("the update would leave a single class in the training data (among the "
-                 "samples of positive weight: a class's samples removed, relabelled or "
-                 "reweighted to 0)" if update else
-                 "the samples with a positive sample_weight show a single class")
-                + "; a classifier needs two classes")
-
+                (
+                    "the update would leave a single class in the training data (among the "
+                    "samples of positive weight: a class's samples removed, relabelled or "
+                    "reweighted to 0)"
+                    if update
+                    else "the samples with a positive sample_weight show a single class"
+                )
+                + "; a classifier needs two classes"
+            )

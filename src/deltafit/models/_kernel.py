@@ -24,12 +24,23 @@ __all__ = ["KernelClassifier", "KernelRegressor"]
 class _KernelModel(UpdatableMixin, BaseEstimator):
     _kernel = True
 
-    def __init__(self, loss: str = "squared", C: float = 1.0, *,
-                 kernel: str | Callable[..., Any] = "rbf", gamma: str | float | None = "scale",
-                 degree: int = 3, coef0: float = 1.0, kernel_params: dict | None = None,
-                 fit_intercept: bool = True, intercept_scaling: float = 1.0, tol: float = 1e-10,
-                 max_iter: int = 100, warm_start: bool = False,
-                 callback: Callable[..., Any] | None = None) -> None:
+    def __init__(
+        self,
+        loss: str = "squared",
+        C: float = 1.0,
+        *,
+        kernel: str | Callable[..., Any] = "rbf",
+        gamma: str | float | None = "scale",
+        degree: int = 3,
+        coef0: float = 1.0,
+        kernel_params: dict | None = None,
+        fit_intercept: bool = True,
+        intercept_scaling: float = 1.0,
+        tol: float = 1e-10,
+        max_iter: int = 100,
+        warm_start: bool = False,
+        callback: Callable[..., Any] | None = None,
+    ) -> None:
         self.loss = loss
         self.C = C
         self.kernel = kernel
@@ -53,8 +64,10 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
         kernel = self.kernel if fitting or not self._is_fitted() else self._fitted("kernel")
         if callable(kernel) or kernel not in self._SPARSE_KERNELS:
             name = "a callable kernel" if callable(kernel) else f"kernel={kernel!r}"
-            return (f"{name} is not evaluated on sparse rows; sparse X needs one of "
-                    f"{list(self._SPARSE_KERNELS)}")
+            return (
+                f"{name} is not evaluated on sparse rows; sparse X needs one of "
+                f"{list(self._SPARSE_KERNELS)}"
+            )
         return None
 
     def _k(self, X, Y):
@@ -64,8 +77,9 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
 
     def _take_spec(self, X=None, w=None):
         super()._take_spec(X, w)
-        self._spec["gamma"] = _resolve_gamma(self.gamma, X, getattr(self, "n_features_in_", None),
-                                             w)
+        self._spec["gamma"] = _resolve_gamma(
+            self.gamma, X, getattr(self, "n_features_in_", None), w
+        )
 
     def _kernel_spec(self):
         """Keyword arguments of :func:`~deltafit.kernels.kernel_matrix` for the kernel the
@@ -83,8 +97,14 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
         n = X.shape[0]
         K = self._k(X, X)
         # the state is O(capacity²): leave room for a batch of additions, grow gently
-        led = Ledger(X.shape[1], keep_rows=True, capacity=n + max(16, n // 8), growth=1.25,
-                     n_outputs=self._n_outputs_fitted, sparse_rows=sp.issparse(X))
+        led = Ledger(
+            X.shape[1],
+            keep_rows=True,
+            capacity=n + max(16, n // 8),
+            growth=1.25,
+            n_outputs=self._n_outputs_fitted,
+            sparse_rows=sp.issparse(X),
+        )
         self._state = self._new_state(K, t, led.capacity, previous, w)
         led.insert(led.allocate(n), X, t, w=w)
         self._ledger = led
@@ -95,21 +115,29 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
 
     def _apply(self, plan):
         led = self._ledger
-        change = DataChange(led, remove_slots=plan.remove_slots,
-                            relabel_slots=plan.relabel_slots, relabel_t=plan.relabel_t,
-                            w_add=plan.w_add, reweight_slots=plan.reweight_slots,
-                            reweight_w=plan.reweight_w)
+        change = DataChange(
+            led,
+            remove_slots=plan.remove_slots,
+            relabel_slots=plan.relabel_slots,
+            relabel_t=plan.relabel_t,
+            w_add=plan.w_add,
+            reweight_slots=plan.reweight_slots,
+            reweight_w=plan.reweight_w,
+        )
         if plan.adds:
             Xa = plan.X_add
             add = change.add_slots = led.allocate(Xa.shape[0])
             change.t_add = plan.t_add
             change.K_cross = np.zeros((led.capacity, add.size))
             A = np.flatnonzero(led.active)
-            rows = (sp.vstack([led.X[A], Xa], format="csr") if sp.issparse(Xa)
-                    else np.vstack([led.X[A], Xa]))
+            rows = (
+                sp.vstack([led.X[A], Xa], format="csr")
+                if sp.issparse(Xa)
+                else np.vstack([led.X[A], Xa])
+            )
             both = self._k(rows, Xa)  # one kernel call: k([X_A; Xa], Xa)
             change.K_cross[A] = both[: A.size]
-            change.K_new = both[A.size:]
+            change.K_new = both[A.size :]
         self._apply_change(change)
         return change.add_slots
 
@@ -153,8 +181,9 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
         """``intercept_scaling² · Σ α_i`` (the regularised constant feature's contribution)."""
         check_is_fitted(self, "_state")
         alpha = self._state.alpha[self._ledger.active_slots()]
-        return self._s ** 2 * alpha.sum(axis=0) if alpha.ndim == 2 else \
-            float(self._s ** 2 * alpha.sum())
+        return (
+            self._s**2 * alpha.sum(axis=0) if alpha.ndim == 2 else float(self._s**2 * alpha.sum())
+        )
 
 
 def _resolve_gamma(gamma, X, n_features=None, w=None):
@@ -218,7 +247,8 @@ _KERNEL_DOC_PARAMS = """
 
 
 class KernelClassifier(ClassifierOutputMixin, ClassifierMixin, _KernelModel):
-    __doc__ = """Kernel classifier with exact add / remove / relabel (LS-SVM, logistic, L2-SVM,
+    __doc__ = (
+        """Kernel classifier with exact add / remove / relabel (LS-SVM, logistic, L2-SVM,
     L1-SVM), for two classes or more.
 
     With K ≥ 3 classes it solves the K one-vs-rest problems (class k against the rest, same C)
@@ -236,7 +266,9 @@ class KernelClassifier(ClassifierOutputMixin, ClassifierMixin, _KernelModel):
         kernel), solved exactly through its dual box QP
         (:func:`deltafit.solvers.hinge_kernel`) and re-solved warm after each change; its
         ``tol`` bounds the KKT violation, and it offers no ``predict_proba``.
-    """ + _KERNEL_DOC_PARAMS + """
+    """
+        + _KERNEL_DOC_PARAMS
+        + """
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
@@ -259,15 +291,16 @@ class KernelClassifier(ClassifierOutputMixin, ClassifierMixin, _KernelModel):
     >>> bool(np.allclose(m.decision_function(X), fresh.decision_function(X)))
     True
     """
+    )
 
     _classifier = True
     _losses = ("squared", "logistic", "squared_hinge", "hinge")
     _parameter_constraints: dict = constraints(_losses, KERNEL)
 
 
-
 class KernelRegressor(RegressorTags, RegressorMixin, _KernelModel):
-    __doc__ = """Kernel ridge regression with exact add / remove / relabel.
+    __doc__ = (
+        """Kernel ridge regression with exact add / remove / relabel.
 
     ``(K + ρI) α = y`` with ``ρ = 1/(2C)``: ``KernelRidge(alpha=1/(2C))`` when
     ``fit_intercept=False``.  A 2-D ``y`` of K outputs shares one factorisation (K right-hand
@@ -276,7 +309,9 @@ class KernelRegressor(RegressorTags, RegressorMixin, _KernelModel):
     Parameters
     ----------
     loss : {"squared"}, default="squared"
-    """ + _KERNEL_DOC_PARAMS + """
+    """
+        + _KERNEL_DOC_PARAMS
+        + """
     Attributes
     ----------
     dual_coef_, X_fit_, intercept_, sample_ids_, n_features_in_
@@ -297,4 +332,4 @@ class KernelRegressor(RegressorTags, RegressorMixin, _KernelModel):
     >>> bool(np.allclose(m.predict(X), fresh.predict(X)))
     True
     """
-
+    )

@@ -37,10 +37,20 @@ def _scores(x, feature_map, s, beta):
 class _LinearModel(UpdatableMixin, BaseEstimator):
     """Primal models: β over the features Φ(x) (plus the constant feature)."""
 
-    def __init__(self, loss: str = "squared", C: float = 1.0, *, fit_intercept: bool = True,
-                 intercept_scaling: float = 1.0, feature_map: Any = None,
-                 keep_data: bool = True, tol: float = 1e-10, max_iter: int = 100,
-                 warm_start: bool = False, callback: Callable[..., Any] | None = None) -> None:
+    def __init__(
+        self,
+        loss: str = "squared",
+        C: float = 1.0,
+        *,
+        fit_intercept: bool = True,
+        intercept_scaling: float = 1.0,
+        feature_map: Any = None,
+        keep_data: bool = True,
+        tol: float = 1e-10,
+        max_iter: int = 100,
+        warm_start: bool = False,
+        callback: Callable[..., Any] | None = None,
+    ) -> None:
         self.loss = loss
         self.C = C
         self.fit_intercept = fit_intercept
@@ -69,8 +79,7 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
     def _features(self, X):
         """Φ(X) with the constant column ``intercept_scaling`` appended when fitting an
         intercept."""
-        return features(X, self.feature_map_,
-                        self._s if self._fitted("fit_intercept") else None)
+        return features(X, self.feature_map_, self._s if self._fitted("fit_intercept") else None)
 
     def _build(self, X, t, previous, w=None):
         self.__dict__.pop("_dask_rows", None)  # a NumPy fit keeps its rows in the ledger
@@ -88,12 +97,23 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         # keep_data=False keeps neither rows nor labels: one keyed digest per sample recognises
         # it by its row and label (a classifier's label is one of two; a regression target
         # comes from the caller)
-        led = Ledger(Phi.shape[1], keep_rows=self.keep_data, keep_digests=not self.keep_data,
-                     capacity=capacity, growth=1.5, n_outputs=self._n_outputs_fitted,
-                     sparse_rows=sp.issparse(Phi))
+        led = Ledger(
+            Phi.shape[1],
+            keep_rows=self.keep_data,
+            keep_digests=not self.keep_data,
+            capacity=capacity,
+            growth=1.5,
+            n_outputs=self._n_outputs_fitted,
+            sparse_rows=sp.issparse(Phi),
+        )
         digests = None if self.keep_data else led.records(X, t)
-        led.insert(led.allocate(X.shape[0]), Phi if self.keep_data else None,
-                   led.stored_labels(t), digests, w)
+        led.insert(
+            led.allocate(X.shape[0]),
+            Phi if self.keep_data else None,
+            led.stored_labels(t),
+            digests,
+            w,
+        )
         self._ledger = led
         self.__dict__.pop("_class_counts", None)
         if self._classifier and not self.keep_data:  # the positives of positive weight
@@ -115,8 +135,7 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         n_after = led.n_samples - rem_slots.size + (plan.X_add.shape[0] if plan.adds else 0)
         if n_after < 1:
             raise ValueError("the update would remove every sample; a model needs at least one")
-        shown = None if self._classes_given else \
-            int(np.count_nonzero(self._counts_after(plan)))
+        shown = None if self._classes_given else int(np.count_nonzero(self._counts_after(plan)))
         if self._weights_change(plan):  # fit's weight rule, on the samples left
             self._check_weight_rule(self._n_weighted_after(plan, rem_slots), shown, update=True)
         elif shown is not None and shown < 2:
@@ -142,11 +161,18 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         if "_class_counts" in self.__dict__:  # inside the transaction: rolled back with it
             self._class_counts = self._counts_after(plan)
         led = self._ledger
-        change = DataChange(led, remove_slots=plan.remove_slots,
-                            relabel_slots=plan.relabel_slots, relabel_t=plan.relabel_t,
-                            remove_t=plan.remove_t, relabel_t_old=plan.relabel_t_old,
-                            w_add=plan.w_add, reweight_slots=plan.reweight_slots,
-                            reweight_w=plan.reweight_w, reweight_t=plan.reweight_t)
+        change = DataChange(
+            led,
+            remove_slots=plan.remove_slots,
+            relabel_slots=plan.relabel_slots,
+            relabel_t=plan.relabel_t,
+            remove_t=plan.remove_t,
+            relabel_t_old=plan.relabel_t_old,
+            w_add=plan.w_add,
+            reweight_slots=plan.reweight_slots,
+            reweight_w=plan.reweight_w,
+            reweight_t=plan.reweight_t,
+        )
         if plan.reweight_rows is not None:
             change.rows_reweight = self._features(plan.reweight_rows)
         if plan.adds:
@@ -154,12 +180,16 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
             change.rows_add, change.t_add = self._features(plan.X_add), plan.t_add
         if plan.removes:
             slots = plan.remove_slots
-            change.rows_remove = (Rows(led.X, slots) if led.keep_rows
-                                  else Rows(plan.remove_rows, transform=self._features))
+            change.rows_remove = (
+                Rows(led.X, slots)
+                if led.keep_rows
+                else Rows(plan.remove_rows, transform=self._features)
+            )
         if plan.relabels:
             slots = plan.relabel_slots
-            change.rows_relabel = (led.X[slots] if led.keep_rows
-                                   else self._features(plan.relabel_rows))
+            change.rows_relabel = (
+                led.X[slots] if led.keep_rows else self._features(plan.relabel_rows)
+            )
         store = self.__dict__.get("_dask_rows")
         if store is not None:
             self._dask_change(change, plan, store)
@@ -172,8 +202,11 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
     # ------------------------------------------------------------------- dask
     def _featurizer(self):
         """``Φ`` as a picklable function of a NumPy block of rows (for Dask tasks)."""
-        return partial(features, feature_map=self.feature_map_,
-                       s=self._s if self._fitted("fit_intercept") else None)
+        return partial(
+            features,
+            feature_map=self.feature_map_,
+            s=self._s if self._fitted("fit_intercept") else None,
+        )
 
     def _decision_dask(self, X):
         """``Φ(X) β`` of a dask X, lazily: a dask array mapped over the row blocks (the
@@ -181,10 +214,13 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         from deltafit._dask._input import map_decision
 
         beta = np.array(self._state.beta, copy=True)
-        score = partial(_scores, feature_map=self.feature_map_,
-                        s=self._s if self._fitted("fit_intercept") else None, beta=beta)
-        return map_decision(X, score, beta.shape[1] if beta.ndim == 2 else 0,
-                            self.n_features_in_)
+        score = partial(
+            _scores,
+            feature_map=self.feature_map_,
+            s=self._s if self._fitted("fit_intercept") else None,
+            beta=beta,
+        )
+        return map_decision(X, score, beta.shape[1] if beta.ndim == 2 else 0, self.n_features_in_)
 
     def _fit_dask(self, X, y, sample_weight=None, fold=None, n_folds=0):
         """``fit`` on dask collections (a transaction under the model's lock, as ``fit``).
@@ -207,9 +243,11 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
 
         self._validate_params()
         if self.loss == "hinge" and self.callback is not None:
-            raise ValueError("dask input with loss='hinge' takes no callback (its solve is a "
-                             "sequence of cluster passes, see deltafit._dask._hinge); "
-                             "use callback=None")
+            raise ValueError(
+                "dask input with loss='hinge' takes no callback (its solve is a "
+                "sequence of cluster passes, see deltafit._dask._hinge); "
+                "use callback=None"
+            )
         if self.loss != "squared" and not self.keep_data:
             raise ValueError(
                 f"dask input with loss={self.loss!r} needs keep_data=True (the rows stay "
@@ -222,9 +260,11 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
             try:
                 check_is_fitted(self.feature_map)
             except Exception as exc:
-                raise ValueError("a dask fit takes a fitted feature_map (fit it on a sample "
-                                 "of the rows first); an unfitted one would need the rows "
-                                 "on the client") from exc
+                raise ValueError(
+                    "a dask fit takes a fitted feature_map (fit it on a sample "
+                    "of the rows first); an unfitted one would need the rows "
+                    "on the client"
+                ) from exc
         blocks = row_blocks(X, y, sample_weight, fold)
         self._classes_given = False
         self._sparse_input = False
@@ -237,20 +277,19 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         if self._classifier:
             import dask.array as da
 
-            yv = blocks.y.ravel() if blocks.y.ndim == 2 and blocks.y.shape[1] == 1 \
-                else blocks.y
+            yv = blocks.y.ravel() if blocks.y.ndim == 2 and blocks.y.shape[1] == 1 else blocks.y
             if yv.ndim != 1:
                 raise ValueError(f"y must be 1-D for a classifier, got shape {blocks.y.shape}")
-            found, found_n = (np.asarray(a) for a in
-                              da.compute(*da.unique(yv, return_counts=True)))
+            found, found_n = (np.asarray(a) for a in da.compute(*da.unique(yv, return_counts=True)))
             self._encode_y(found, fitting=True)
             labels = self._labels()
             n_classes = self._n_classes
             if n_classes:  # one-vs-rest: the samples of positive weight of each class
                 if blocks.w is not None:  # (one more pass, for weighted fits only)
                     wpos = blocks.w.ravel() > 0
-                    found_n = np.asarray(da.compute(*[((yv == c) & wpos).sum()
-                                                      for c in found]), dtype=np.int64)
+                    found_n = np.asarray(
+                        da.compute(*[((yv == c) & wpos).sum() for c in found]), dtype=np.int64
+                    )
                 class_counts = np.zeros(n_classes, dtype=np.int64)
                 class_counts[labels.encode(found).astype(np.intp)] = found_n
         else:
@@ -264,8 +303,16 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         n = blocks.n
         key = secrets.token_bytes(KEY_BYTES)
         opts = self._solver_options()
-        problem = BlockProblem(featurize, blocks.n_features, labels, self._n_outputs_fitted,
-                               opts.C, key, DEFAULT_SCHEME, n_classes=n_classes)
+        problem = BlockProblem(
+            featurize,
+            blocks.n_features,
+            labels,
+            self._n_outputs_fitted,
+            opts.C,
+            key,
+            DEFAULT_SCHEME,
+            n_classes=n_classes,
+        )
         store = None
         if self.keep_data:  # the rows persisted on the cluster (the range ledger's ids)
             from deltafit._dask._fit import persist_rows
@@ -283,30 +330,47 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
                 from deltafit._dask._ovr import prepare_ovr_block  # every class's start evaluated
 
                 store, blocks, _, share, segments = persist_rows(
-                    blocks, problem, spec, beta0, digests=True, prepare=prepare_ovr_block)
-                return self._fit_ovr_dask(blocks, yv, store, class_counts, share, segments,
-                                          key, p, spec, beta0, opts)
-            store, blocks, counts, share, segments = persist_rows(blocks, problem, spec,
-                                                                  beta0, digests=smooth)
+                    blocks, problem, spec, beta0, digests=True, prepare=prepare_ovr_block
+                )
+                return self._fit_ovr_dask(
+                    blocks, yv, store, class_counts, share, segments, key, p, spec, beta0, opts
+                )
+            store, blocks, counts, share, segments = persist_rows(
+                blocks, problem, spec, beta0, digests=smooth
+            )
             if smooth:
-                return self._fit_smooth_dask(blocks, store, counts, share, segments, key, p,
-                                             beta0, opts)
+                return self._fit_smooth_dask(
+                    blocks, store, counts, share, segments, key, p, beta0, opts
+                )
             # the statistics from the persisted rows (targets encoded there)
-            problem = BlockProblem(featurize, blocks.n_features, None,
-                                   self._n_outputs_fitted, opts.C, key, DEFAULT_SCHEME,
-                                   n_classes=n_classes)
-        total, segments, self._dask_passes = reduce_statistics(blocks, problem, opts.rho,
-                                                               n_folds)
+            problem = BlockProblem(
+                featurize,
+                blocks.n_features,
+                None,
+                self._n_outputs_fitted,
+                opts.C,
+                key,
+                DEFAULT_SCHEME,
+                n_classes=n_classes,
+            )
+        total, segments, self._dask_passes = reduce_statistics(blocks, problem, opts.rho, n_folds)
         w = None
         if not total.all_ones:
             w = np.asarray(blocks.w.compute(), dtype=np.float64).reshape(-1)
             if total.n_weighted == 0:
-                raise ValueError("sample_weight: every weight is zero; at least one sample "
-                                 "needs a positive weight")
-            if self._classifier and (self._weighted_classes(yv, blocks.w) < 2 if n_classes else
-                                     total.n_weighted_positive in (0, total.n_weighted)):
-                raise ValueError("the samples with a positive sample_weight show a single "
-                                 "class; a classifier needs two classes")
+                raise ValueError(
+                    "sample_weight: every weight is zero; at least one sample "
+                    "needs a positive weight"
+                )
+            if self._classifier and (
+                self._weighted_classes(yv, blocks.w) < 2
+                if n_classes
+                else total.n_weighted_positive in (0, total.n_weighted)
+            ):
+                raise ValueError(
+                    "the samples with a positive sample_weight show a single "
+                    "class; a classifier needs two classes"
+                )
         base = state_for(False, "squared", backend="dask")
         st = base(opts, self._max_rank).fit_statistics(total.stats)
         if n_classes:  # the K one-vs-rest problems as one state with K right-hand sides
@@ -315,8 +379,9 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         self._check_solution(st)
         K = self._n_outputs_fitted
         # the range ledger: ids, weights and (absent) labels implicit, digests sorted
-        led = Ledger.from_range(p, n, SortedDigests(n, segments, 0), n + max(16, n // 64),
-                                n_outputs=K, key=key)
+        led = Ledger.from_range(
+            p, n, SortedDigests(n, segments, 0), n + max(16, n // 64), n_outputs=K, key=key
+        )
         if w is not None:  # weights given: stored per slot
             led.w = np.zeros(len(led.w))
             led.w[:n] = w
@@ -353,8 +418,9 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
 
         return int(da.unique(yv[w.ravel() > 0]).compute().size)
 
-    def _fit_ovr_dask(self, blocks, yv, store, class_counts, share, segments, key, p, spec,
-                      beta0, opts):
+    def _fit_ovr_dask(
+        self, blocks, yv, store, class_counts, share, segments, key, p, spec, beta0, opts
+    ):
         """A logistic / squared-hinge / hinge fit of K ≥ 3 classes on rows persisted on the
         cluster: the K one-vs-rest solves made jointly, one pass serving every class (see
         :mod:`._dask_ovr`)."""
@@ -365,21 +431,25 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         if blocks.w is not None:
             w = np.asarray(blocks.w.compute(), dtype=np.float64).reshape(-1)
             if not np.any(w > 0):
-                raise ValueError("sample_weight: every weight is zero; at least one sample "
-                                 "needs a positive weight")
+                raise ValueError(
+                    "sample_weight: every weight is zero; at least one sample "
+                    "needs a positive weight"
+                )
             if self._weighted_classes(yv, blocks.w) < 2:
-                raise ValueError("the samples with a positive sample_weight show a single "
-                                 "class; a classifier needs two classes")
+                raise ValueError(
+                    "the samples with a positive sample_weight show a single "
+                    "class; a classifier needs two classes"
+                )
             if np.all(w == 1.0):
                 w = None
         passes = OvrPasses(store, spec)
         passes.count = 1  # the pass that persisted the rows evaluated every class's start
         base = state_for(False, self.loss, backend="dask")
-        st = DaskOneVsRestState(opts, self._max_rank, base=base,
-                                n_classes=self._n_classes).fit_passes(passes, beta0, share)
+        st = DaskOneVsRestState(
+            opts, self._max_rank, base=base, n_classes=self._n_classes
+        ).fit_passes(passes, beta0, share)
         self._check_solution(st)
-        led = Ledger.from_range(p, n, SortedDigests(n, segments, 0), n + max(16, n // 64),
-                                key=key)
+        led = Ledger.from_range(p, n, SortedDigests(n, segments, 0), n + max(16, n // 64), key=key)
         if w is not None:
             led.w = np.zeros(len(led.w))
             led.w[:n] = w
@@ -398,15 +468,17 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         if not ones:
             w = np.asarray(blocks.w.compute(), dtype=np.float64).reshape(-1)
         if n_w == 0:
-            raise ValueError("sample_weight: every weight is zero; at least one sample needs "
-                             "a positive weight")
+            raise ValueError(
+                "sample_weight: every weight is zero; at least one sample needs a positive weight"
+            )
         if n_wp in (0, n_w):
-            raise ValueError("the samples with a positive sample_weight show a single class; "
-                             "a classifier needs two classes")
+            raise ValueError(
+                "the samples with a positive sample_weight show a single class; "
+                "a classifier needs two classes"
+            )
         cls = state_for(False, self.loss, backend="dask")
         if cls.kind == "dask_hinge":  # a distributed decomposition method (see _dask._hinge)
-            st = cls(opts, self._max_rank).fit_passes(
-                store, self._featurizer(), p, n, share, beta0)
+            st = cls(opts, self._max_rank).fit_passes(store, self._featurizer(), p, n, share, beta0)
             n_passes = st.passes
         else:
             passes = DaskPasses(store, PassSpec(self._featurizer(), opts.loss, opts.C))
@@ -414,8 +486,7 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
             st = cls(opts, self._max_rank).fit_passes(passes, beta0, share)
             n_passes = passes.count
         self._check_solution(st)
-        led = Ledger.from_range(p, n, SortedDigests(n, segments, 0), n + max(16, n // 64),
-                                key=key)
+        led = Ledger.from_range(p, n, SortedDigests(n, segments, 0), n + max(16, n // 64), key=key)
         if w is not None:
             led.w = np.zeros(len(led.w))
             led.w[:n] = w
@@ -447,34 +518,47 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         rem = ids(plan.remove_slots) if plan.removes else None
         rel = ids(plan.relabel_slots) if plan.relabels else None
         rw = ids(plan.reweight_slots) if plan.reweights else None
-        new = store.changed(remove_ids=rem, relabel_ids=rel, relabel_t=plan.relabel_t,
-                            reweight_ids=rw, reweight_w=plan.reweight_w, add=add)
+        new = store.changed(
+            remove_ids=rem,
+            relabel_ids=rel,
+            relabel_t=plan.relabel_t,
+            reweight_ids=rw,
+            reweight_w=plan.reweight_w,
+            add=add,
+        )
         change.dask_rows = new
         st = self._state
-        if st.kind in DASK_STATES or getattr(st, "base", None) is not None \
-                and st.base.kind in DASK_STATES:  # K ≥ 3: one-vs-rest
+        if (
+            st.kind in DASK_STATES
+            or getattr(st, "base", None) is not None
+            and st.base.kind in DASK_STATES
+        ):  # K ≥ 3: one-vs-rest
             change.dask_featurize = self._featurizer()
             # the changed rows as the plan holds them (gathered from the store by the plan,
             # or given), their weights from the ledger, one vectorised read per group: a
             # sample in several groups keeps its first (removal, relabel, reweight) row
-            groups = [(np.asarray(slots, dtype=np.intp).reshape(-1), X, t)
-                      for slots, X, t in ((plan.remove_slots, plan.remove_rows, plan.remove_t),
-                                          (plan.relabel_slots, plan.relabel_rows,
-                                           plan.relabel_t_old),
-                                          (plan.reweight_slots, plan.reweight_rows,
-                                           plan.reweight_t))
-                      if slots is not None and X is not None and len(slots)]
+            groups = [
+                (np.asarray(slots, dtype=np.intp).reshape(-1), X, t)
+                for slots, X, t in (
+                    (plan.remove_slots, plan.remove_rows, plan.remove_t),
+                    (plan.relabel_slots, plan.relabel_rows, plan.relabel_t_old),
+                    (plan.reweight_slots, plan.reweight_rows, plan.reweight_t),
+                )
+                if slots is not None and X is not None and len(slots)
+            ]
             p = self._state.beta.shape[0]
             Phi = np.zeros((0, p))
             tb, cb, ta, ca = (np.zeros(0) for _ in range(4))
             touched = np.zeros(0, dtype=np.int64)
             if groups:
                 slots = np.concatenate([g[0] for g in groups])
-                touched, first = np.unique(np.asarray(led.ids[slots], dtype=np.int64),
-                                           return_index=True)
+                touched, first = np.unique(
+                    np.asarray(led.ids[slots], dtype=np.int64), return_index=True
+                )
                 Xg = np.vstack([np.asarray(g[1]) for g in groups])[first]
-                tb = np.concatenate([np.asarray(g[2], dtype=np.float64).reshape(-1)
-                                     for g in groups])[first]
+                tb = np.concatenate(
+                    [np.asarray(g[2], dtype=np.float64).reshape(-1) for g in groups]
+                )[first]
                 W = np.asarray(led.w[slots[first]], dtype=np.float64)
                 if rel is not None:  # a relabelled and reweighted sample: its label before
                     tb[np.searchsorted(touched, rel)] = plan.relabel_t_old
@@ -497,9 +581,16 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
                 cb = np.concatenate([cb, np.zeros(k)])
                 ca = np.concatenate([ca, C * wadd])
             change.dask_changed = (Phi, tb, cb, ta, ca)
-            change.dask_changed_ids = np.concatenate([touched, np.arange(
-                int(led.next_id), int(led.next_id) + (plan.X_add.shape[0] if plan.adds
-                                                      else 0), dtype=np.int64)])
+            change.dask_changed_ids = np.concatenate(
+                [
+                    touched,
+                    np.arange(
+                        int(led.next_id),
+                        int(led.next_id) + (plan.X_add.shape[0] if plan.adds else 0),
+                        dtype=np.int64,
+                    ),
+                ]
+            )
         self._dask_rows = new
 
     # -------------------------------------------------------------- attributes
@@ -556,7 +647,8 @@ _LINEAR_DOC_PARAMS = """
 
 
 class LinearClassifier(ClassifierOutputMixin, ClassifierMixin, _LinearModel):
-    __doc__ = """Linear classifier with exact add / remove / relabel (LS-SVM, logistic, L2-SVM,
+    __doc__ = (
+        """Linear classifier with exact add / remove / relabel (LS-SVM, logistic, L2-SVM,
     L1-SVM), for two classes or more.
 
     Solves ``min_β C Σ ℓ(y_i, ⟨Φ(x_i), β⟩) + ½‖β‖²`` with y in {-1, +1} (any two labels are
@@ -575,7 +667,9 @@ class LinearClassifier(ClassifierOutputMixin, ClassifierMixin, _LinearModel):
         ``"hinge"`` is the L1-SVM, solved exactly through its
         dual box QP (:func:`deltafit.solvers.hinge_primal`) and updated by a warm-started
         re-solve; it offers no ``predict_proba``.
-    """ + _LINEAR_DOC_PARAMS + """
+    """
+        + _LINEAR_DOC_PARAMS
+        + """
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
@@ -608,6 +702,7 @@ class LinearClassifier(ClassifierOutputMixin, ClassifierMixin, _LinearModel):
     >>> ids = m.add(X[500:], y[500:])
     >>> _ = m.remove([0, 1, 2])
     """
+    )
 
     _classifier = True
     _losses = ("squared", "logistic", "squared_hinge", "hinge")
@@ -631,9 +726,11 @@ class LinearClassifier(ClassifierOutputMixin, ClassifierMixin, _LinearModel):
         check_is_fitted(self, "_state")
         st = self._state
         if st.kind == "dask_hinge":
-            raise AttributeError("dual_coef_ is not kept for a hinge model whose rows live on "
-                                 "a Dask cluster (its dual variables are implicit there: n "
-                                 "values); coef_ and intercept_ are")
+            raise AttributeError(
+                "dual_coef_ is not kept for a hinge model whose rows live on "
+                "a Dask cluster (its dual variables are implicit there: n "
+                "values); coef_ and intercept_ are"
+            )
         if not hasattr(st, "dual"):
             raise AttributeError(
                 f"dual_coef_ is kept for loss='hinge' only; this model was fitted with "
@@ -654,7 +751,8 @@ class LinearClassifier(ClassifierOutputMixin, ClassifierMixin, _LinearModel):
 
 
 class LinearRegressor(RegressorTags, RegressorMixin, _LinearModel):
-    __doc__ = """Ridge regression with exact add / remove / relabel and optional data-free state.
+    __doc__ = (
+        """Ridge regression with exact add / remove / relabel and optional data-free state.
 
     Solves ``min_β C Σ (y_i − ⟨Φ(x_i), β⟩)² + ½‖β‖²``, i.e. ``Ridge(alpha=1/(2C))`` with a
     regularised intercept feature.  A 2-D ``y`` of K outputs solves the K problems with one
@@ -666,7 +764,9 @@ class LinearRegressor(RegressorTags, RegressorMixin, _LinearModel):
     Parameters
     ----------
     loss : {"squared"}, default="squared"
-    """ + _LINEAR_DOC_PARAMS + """
+    """
+        + _LINEAR_DOC_PARAMS
+        + """
     Attributes
     ----------
     coef_ : ndarray of shape (n_map_features,) or (n_outputs, n_map_features)
@@ -693,6 +793,7 @@ class LinearRegressor(RegressorTags, RegressorMixin, _LinearModel):
     >>> bool(np.isclose(reg.intercept_, ridge.coef_[3]))     # the regularised intercept
     True
     """
+    )
 
     @property
     @guarded_read

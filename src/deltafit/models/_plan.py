@@ -94,16 +94,28 @@ class UpdatePlan:
         return self.relabel_slots is not None
 
 
-
 class PlanningMixin:
     """Validation of an update into an :class:`UpdatePlan`, and the checks of its outcome,
     for :class:`~deltafit.models.UpdatableMixin` (scikit-learn style mixin: no state of its
     own)."""
 
-    def _plan_update(self, X_add=None, y_add=None, remove_ids=None, X_remove=None,
-                     y_remove=None, relabel_ids=None, y_relabel=None, X_relabel=None,
-                     y_relabel_old=None, sample_weight_add=None, reweight_ids=None,
-                     reweight_weight=None, X_reweight=None, y_reweight=None):
+    def _plan_update(
+        self,
+        X_add=None,
+        y_add=None,
+        remove_ids=None,
+        X_remove=None,
+        y_remove=None,
+        relabel_ids=None,
+        y_relabel=None,
+        X_relabel=None,
+        y_relabel_old=None,
+        sample_weight_add=None,
+        reweight_ids=None,
+        reweight_weight=None,
+        X_reweight=None,
+        y_reweight=None,
+    ):
         """The validated plan of an update and the ledger slots it removes (empty when
         none); nothing is changed (the caller holds the model's lock)."""
         led = self._ledger
@@ -140,10 +152,11 @@ class PlanningMixin:
             if tl.shape[0] != rel_slots.shape[0]:
                 raise ValueError(f"{rel_slots.shape[0]} ids but {tl.shape[0]} labels to relabel")
             if not self._keeps_rows():
-                rel_rows, rel_old = self._given_samples(rel_slots, X_relabel, y_relabel_old,
-                                                        "relabel")
+                rel_rows, rel_old = self._given_samples(
+                    rel_slots, X_relabel, y_relabel_old, "relabel"
+                )
             elif X_relabel is not None:  # not needed (the rows are kept), checked as predict
-                self._rows(X_relabel)     # would check them
+                self._rows(X_relabel)  # would check them
         rw_rows = rw_t = None
         if rw_slots is not None and self._keeps_rows() and X_reweight is not None:
             self._rows(X_reweight)  # not needed (the rows are kept), checked as predict would
@@ -155,11 +168,24 @@ class PlanningMixin:
                     hit = np.flatnonzero(rel_slots == slot)
                     if hit.size:
                         rw_t[j] = tl[hit[0]]
-        plan = UpdatePlan(Xa, ta, rem_slots, rem_rows, rel_slots, tl, rel_rows, rem_t, rel_old,
-                          wa, rw_slots, rw, rw_rows, rw_t)
+        plan = UpdatePlan(
+            Xa,
+            ta,
+            rem_slots,
+            rem_rows,
+            rel_slots,
+            tl,
+            rel_rows,
+            rem_t,
+            rel_old,
+            wa,
+            rw_slots,
+            rw,
+            rw_rows,
+            rw_t,
+        )
         if not (plan.adds or plan.removes or plan.relabels or plan.reweights):
-            raise ValueError("nothing to update: give samples to add, remove, relabel or "
-                             "reweight")
+            raise ValueError("nothing to update: give samples to add, remove, relabel or reweight")
         if self._classifier and not led.keeps_labels:  # the touched samples' labels and
             plan = replace(plan, changed=self._samples_changed(plan))  # weights, as they are
         if not plan.removes:
@@ -188,8 +214,10 @@ class PlanningMixin:
             got = self._stored_samples(slots)  # rows kept elsewhere (a Dask row store)
             if got is not None:
                 return got
-            raise ValueError("this model keeps no training rows (keep_data=False): pass the "
-                             f"samples' rows as X to {verb} them")
+            raise ValueError(
+                "this model keeps no training rows (keep_data=False): pass the "
+                f"samples' rows as X to {verb} them"
+            )
         rows = self._rows(X)
         if rows.shape[0] != slots.shape[0]:
             raise ValueError(f"{slots.shape[0]} ids but {rows.shape[0]} rows in X")
@@ -283,8 +311,9 @@ class PlanningMixin:
             before.append((t0, w0))
             after.append((t1, w1))
         if plan.adds:
-            after.append((plan.t_add, np.ones(plan.t_add.shape[0]) if plan.w_add is None
-                          else plan.w_add))
+            after.append(
+                (plan.t_add, np.ones(plan.t_add.shape[0]) if plan.w_add is None else plan.w_add)
+            )
         return before, after
 
     def _positives_after(self, plan):
@@ -294,8 +323,9 @@ class PlanningMixin:
         before, after = self._samples_changed(plan)
 
         def count(parts):
-            return sum(int(np.count_nonzero((np.asarray(t) > 0) & (np.asarray(w) > 0)))
-                       for t, w in parts)
+            return sum(
+                int(np.count_nonzero((np.asarray(t) > 0) & (np.asarray(w) > 0))) for t, w in parts
+            )
 
         return self._n_positive - count(before) + count(after)
 
@@ -305,8 +335,9 @@ class PlanningMixin:
         removal, a relabel, a reweight to 0).  Otherwise the rule holds after the update as
         before it, or every weight is 1 and the sample count settles it."""
         weighted = self._ledger.weighted or plan.reweights or plan.w_add is not None
-        takes = plan.removes or plan.relabels or (plan.reweights and
-                                                  bool(np.any(plan.reweight_w == 0)))
+        takes = (
+            plan.removes or plan.relabels or (plan.reweights and bool(np.any(plan.reweight_w == 0)))
+        )
         return bool(weighted and takes)
 
     def _weighted_after(self, plan, rem_slots):
@@ -325,8 +356,9 @@ class PlanningMixin:
         live, w = self._weighted_after(plan, rem_slots)
         n = int(np.count_nonzero(w[live] > 0))
         if plan.adds:
-            n += (plan.X_add.shape[0] if plan.w_add is None
-                  else int(np.count_nonzero(plan.w_add > 0)))
+            n += (
+                plan.X_add.shape[0] if plan.w_add is None else int(np.count_nonzero(plan.w_add > 0))
+            )
         return n
 
     def _check_outcome(self, plan, rem_slots):
@@ -342,8 +374,9 @@ class PlanningMixin:
             if not led.keeps_labels:
                 n_w = self._n_weighted_after(plan, rem_slots)
                 n_pos = self._positives_after(plan) if shown else None
-                self._check_weight_rule(n_w, None if n_pos is None else
-                                        int(n_pos > 0) + int(n_pos < n_w), update=True)
+                self._check_weight_rule(
+                    n_w, None if n_pos is None else int(n_pos > 0) + int(n_pos < n_w), update=True
+                )
                 return
             live, w = self._weighted_after(plan, rem_slots)
             live &= w > 0
@@ -354,8 +387,9 @@ class PlanningMixin:
             if plan.adds:
                 labels.append(plan.t_add if plan.w_add is None else plan.t_add[plan.w_add > 0])
             labels = np.concatenate(labels)
-            self._check_weight_rule(labels.shape[0], np.unique(labels).size if shown else None,
-                                    update=True)
+            self._check_weight_rule(
+                labels.shape[0], np.unique(labels).size if shown else None, update=True
+            )
             return
         if shown:
             if not led.keeps_labels:

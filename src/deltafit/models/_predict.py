@@ -77,8 +77,11 @@ class PredictMixin:
         if not self._classifier:
             return z
         if is_dask(z):
-            return map_labels(z, self._labels().decode,  # type: ignore[attr-defined]
-                              self.classes_.dtype)
+            return map_labels(
+                z,
+                self._labels().decode,  # type: ignore[attr-defined]
+                self.classes_.dtype,
+            )
         return self._decode_y(z)  # type: ignore[attr-defined]
 
     @property
@@ -134,8 +137,9 @@ class PredictMixin:
 
     def _decision_dask(self, X):
         """Lazy decisions on a dask X (the linear models; see their ``decision_function``)."""
-        raise ValueError(f"{type(self).__name__} takes no dask input; LinearClassifier and "
-                         "LinearRegressor do")
+        raise ValueError(
+            f"{type(self).__name__} takes no dask input; LinearClassifier and LinearRegressor do"
+        )
 
 
 class ClassifierOutputMixin:
@@ -190,8 +194,12 @@ def _per_block(z, fn):
     if not is_dask(z):
         return fn(z)
     cols = 2 if z.ndim == 1 else z.shape[1]
-    return z.map_blocks(fn, dtype=np.float64, chunks=(z.chunks[0], (cols,)),
-                        **({"new_axis": 1} if z.ndim == 1 else {}))
+    return z.map_blocks(
+        fn,
+        dtype=np.float64,
+        chunks=(z.chunks[0], (cols,)),
+        **({"new_axis": 1} if z.ndim == 1 else {}),
+    )
 
 
 def _probabilities(z):
@@ -218,4 +226,3 @@ class RegressorTags:
         tags.target_tags.multi_output = True
         tags.target_tags.single_output = True
         return tags
-

@@ -152,8 +152,10 @@ class FittedProblem:
         self.n_features_in = int(model.n_features_in_)
         self.feature_map = getattr(model, "feature_map_", None)
         self.keeps_rows = bool(self._led.keep_rows)
-        self.rows_on_cluster = (getattr(st, "kind", None) == "dask_newton"
-                                and model.__dict__.get("_dask_rows") is not None)
+        self.rows_on_cluster = (
+            getattr(st, "kind", None) == "dask_newton"
+            and model.__dict__.get("_dask_rows") is not None
+        )
         self.keeps_labels = bool(self._led.keeps_labels)
         # targets verified by locate / find (a model keeping no labels)
         self._verified: np.ndarray | None = None
@@ -180,8 +182,7 @@ class FittedProblem:
             )
         if not model._is_fitted():
             raise NotFittedError(
-                f"this {type(model).__name__} is not fitted yet; call fit before asking for "
-                f"{what}"
+                f"this {type(model).__name__} is not fitted yet; call fit before asking for {what}"
             )
         view = cls(model)
         if view.n_outputs:
@@ -219,8 +220,10 @@ class FittedProblem:
 
     def __repr__(self):
         kind = "kernel" if self.kernel else "linear"
-        return (f"FittedProblem({type(self._model).__name__}, {kind}, loss={self.loss.name!r}, "
-                f"C={self.C:g}, n_samples={self.n_samples}, version={self.version})")
+        return (
+            f"FittedProblem({type(self._model).__name__}, {kind}, loss={self.loss.name!r}, "
+            f"C={self.C:g}, n_samples={self.n_samples}, version={self.version})"
+        )
 
     # ------------------------------------------------------------- samples
     @property
@@ -271,8 +274,7 @@ class FittedProblem:
         since)."""
         return int(getattr(self._model, "_version", 0)) == self.version
 
-    def locate(self, ids: Any = None, X: Any = None,
-               y: Any = None) -> tuple[np.ndarray, Any]:
+    def locate(self, ids: Any = None, X: Any = None, y: Any = None) -> tuple[np.ndarray, Any]:
         """Handles of samples named by ``ids`` or, for ``keep_data=False`` models, by value,
         with the model's own checks, and their validated rows (None when not given).
 
@@ -295,7 +297,7 @@ class FittedProblem:
         handles, rows, t = self._model._plan_remove(ids, X, y)
         self._remember(handles, t)
         if rows is not None and sp.issparse(rows):  # (a model fitted on sparse X, rows kept
-            rows = rows.toarray()                    # as digests): the bounds read dense rows
+            rows = rows.toarray()  # as digests): the bounds read dense rows
         return handles, rows
 
     def _remember(self, handles, t):
@@ -430,8 +432,10 @@ class FittedProblem:
         (kernel models; nothing is evaluated)."""
         if not self.kernel:
             raise AttributeError("a linear model stores no kernel matrix")
-        return self._st.gram.sub(np.asarray(rows, dtype=np.intp),
-                                 None if cols is None else np.asarray(cols, dtype=np.intp))
+        return self._st.gram.sub(
+            np.asarray(rows, dtype=np.intp),
+            None if cols is None else np.asarray(cols, dtype=np.intp),
+        )
 
     def gram_entries(self, handles: Any) -> np.ndarray:
         """``k(x_h, x_h)`` of stored samples (kernel models)."""
@@ -536,8 +540,9 @@ class FittedProblem:
         the kink).
         """
         if self.kernel:
-            raise AttributeError("hessian is defined for linear models; kernel models offer "
-                                 "gram and solve_hessian")
+            raise AttributeError(
+                "hessian is defined for linear models; kernel models offer gram and solve_hessian"
+            )
         st = self._st
         if st.kind == "primal_squared":
             return self._exact_M() / st.rho
@@ -575,12 +580,22 @@ class FittedProblem:
             chosen (inf when every live sample was chosen).
         """
         if not self.rows_on_cluster:
-            raise ValueError("select_rows reads rows on a Dask cluster; this model's rows "
-                             "are on the client (rows)")
+            raise ValueError(
+                "select_rows reads rows on a Dask cluster; this model's rows "
+                "are on the client (rows)"
+            )
         ids, Phi, t, w, z, kv, cut = self._st.select_rows(
-            self._model._dask_rows, self._model._featurizer(), key, k)
-        return {"handles": self._led.slots_of(ids), "rows": Phi, "targets": t, "weights": w,
-                "z": z, "key": kv, "cut": cut}
+            self._model._dask_rows, self._model._featurizer(), key, k
+        )
+        return {
+            "handles": self._led.slots_of(ids),
+            "rows": Phi,
+            "targets": t,
+            "weights": w,
+            "z": z,
+            "key": kv,
+            "cut": cut,
+        }
 
     def solve_hessian(self, V: Any) -> np.ndarray:
         """``(∇²J)⁻¹ V`` at the stored solution, by a Cholesky factorisation of the exact
@@ -637,21 +652,25 @@ class FittedProblem:
         return st.exact_matrix()
 
     def newton_point(self) -> dict:
-        """Where a binary Newton state (logistic, squared hinge; linear, NumPy or Dask) stands: ``coef`` β,
-        ``gradient`` ∇J(β), ``gradient_at_zero`` ∇J(0), ``objective`` J(β) and ``curvature``
-        (the matrix ``M = I + Σ d_s φ_s φ_sᵀ`` of its last Newton step, which chord steps
-        reuse): new arrays, for warm re-solves elsewhere (the Dask folds).  A one-vs-rest
-        model answers per class: ``problem_.for_class(k).newton_point()``."""
+        """Where a binary Newton state (logistic, squared hinge; linear, NumPy or Dask) stands:
+        ``coef`` β, ``gradient`` ∇J(β), ``gradient_at_zero`` ∇J(0), ``objective`` J(β) and
+        ``curvature`` (the matrix ``M = I + Σ d_s φ_s φ_sᵀ`` of its last Newton step, which
+        chord steps reuse): new arrays, for warm re-solves elsewhere (the Dask folds).  A
+        one-vs-rest model answers per class: ``problem_.for_class(k).newton_point()``."""
         st = self._st
         if getattr(st, "kind", None) not in ("primal_newton", "dask_newton"):
-            raise ValueError("newton_point needs a linear logistic or squared-hinge problem "
-                             "(for K ≥ 3 classes: problem_.for_class(k))")
+            raise ValueError(
+                "newton_point needs a linear logistic or squared-hinge problem "
+                "(for K ≥ 3 classes: problem_.for_class(k))"
+            )
         f, grad, g0 = st.point
-        return {"coef": np.array(st.beta, dtype=np.float64),
-                "gradient": np.array(grad, dtype=np.float64),
-                "gradient_at_zero": np.array(g0, dtype=np.float64),
-                "objective": float(f),
-                "curvature": np.array(st.curv.folded().H, dtype=np.float64)}
+        return {
+            "coef": np.array(st.beta, dtype=np.float64),
+            "gradient": np.array(grad, dtype=np.float64),
+            "gradient_at_zero": np.array(g0, dtype=np.float64),
+            "objective": float(f),
+            "curvature": np.array(st.curv.folded().H, dtype=np.float64),
+        }
 
     def apply_inverse(self, V: Any) -> np.ndarray:
         """``H V`` with the closed-form state's current inverse, never changing the model.

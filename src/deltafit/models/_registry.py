@@ -32,17 +32,25 @@ BACKENDS = ("numpy", "dask")
 
 #: the six NumPy states by ``kind``: the names a model file may give (``state_class``)
 STATES: dict[str, type[ModelState]] = {
-    cls.kind: cls for cls in (PrimalSquaredState, PrimalNewtonState, PrimalHingeState,
-                              DualSquaredState, KernelNewtonState, KernelHingeState)}
+    cls.kind: cls
+    for cls in (
+        PrimalSquaredState,
+        PrimalNewtonState,
+        PrimalHingeState,
+        DualSquaredState,
+        KernelNewtonState,
+        KernelHingeState,
+    )
+}
 
 #: the states whose rows live on a Dask cluster, by ``kind`` (never saved in a model file)
 DASK_STATES: dict[str, type[ModelState]] = {
-    cls.kind: cls for cls in (DaskNewtonState, DaskHingeState)}
+    cls.kind: cls for cls in (DaskNewtonState, DaskHingeState)
+}
 
 
 def _problems(backend: str, classes) -> dict[tuple[str, bool, str], type[ModelState]]:
-    return {(backend, bool(cls.kernel), loss): cls for cls in classes
-            for loss in cls.loss_names}
+    return {(backend, bool(cls.kernel), loss): cls for cls in classes for loss in cls.loss_names}
 
 
 #: ``(backend, kernel, loss name) -> state class``: every problem an estimator can fit
@@ -81,5 +89,7 @@ def state_for(kernel: bool, loss_name: str, backend: str = "numpy") -> type[Mode
         return REGISTRY[(backend, bool(kernel), loss_name)]
     except (KeyError, TypeError):
         where = "" if backend == "numpy" else f" on backend={backend!r}"
-        raise ValueError(f"no exact-update state for loss={loss_name!r}{where}"
-                         + (" (kernel model)" if kernel else "")) from None
+        raise ValueError(
+            f"no exact-update state for loss={loss_name!r}{where}"
+            + (" (kernel model)" if kernel else "")
+        ) from None

@@ -28,15 +28,28 @@ from typing import Any, Literal
 
 import numpy as np
 
-__all__ = ["MEMBER_NAME", "KIND_NAMES", "write_atomically", "read_directory", "read_header",
-           "read_member", "dtype_ok"]
+__all__ = [
+    "MEMBER_NAME",
+    "KIND_NAMES",
+    "write_atomically",
+    "read_directory",
+    "read_header",
+    "read_member",
+    "dtype_ok",
+]
 
 _MAX_MEMBERS = 64
 _MAX_HEADER = 10_000  # bytes of one .npy header (numpy's own default limit)
 _CHUNK = 1 << 24  # bytes read or written at a time
 MEMBER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}")
-KIND_NAMES = {"f8": "float64", "i8": "int64", "u1": "uint8", "biufU": "numbers or text",
-              "U": "text", "biuf": "numbers"}
+KIND_NAMES = {
+    "f8": "float64",
+    "i8": "int64",
+    "u1": "uint8",
+    "biufU": "numbers or text",
+    "U": "text",
+    "biuf": "numbers",
+}
 
 
 # =============================================================================================
@@ -60,7 +73,7 @@ def write_atomically(path: str | os.PathLike[str], data: Any) -> None:
         try:
             with open(tmp, "xb") as fh:
                 for start in range(0, len(view), _CHUNK):
-                    fh.write(view[start:start + _CHUNK])
+                    fh.write(view[start : start + _CHUNK])
                     held.check()
                 fh.flush()
                 os.fsync(fh.fileno())
@@ -110,8 +123,12 @@ class _HeldInterrupt:
                 self._previous = None
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> Literal[False]:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> Literal[False]:
         if self._previous is not None:
             signal.signal(signal.SIGINT, self._previous)
             self._previous = None
@@ -145,10 +162,21 @@ class _Header:
 
     __slots__ = ("shape", "dtype", "fortran", "offset", "info")
 
-    def __init__(self, shape: tuple[int, ...], dtype: np.dtype, fortran: bool, offset: int,
-                 info: zipfile.ZipInfo) -> None:
-        self.shape, self.dtype, self.fortran, self.offset, self.info = \
-            shape, dtype, fortran, offset, info
+    def __init__(
+        self,
+        shape: tuple[int, ...],
+        dtype: np.dtype,
+        fortran: bool,
+        offset: int,
+        info: zipfile.ZipInfo,
+    ) -> None:
+        self.shape, self.dtype, self.fortran, self.offset, self.info = (
+            shape,
+            dtype,
+            fortran,
+            offset,
+            info,
+        )
 
 
 def _member_name(info: zipfile.ZipInfo) -> str:
@@ -160,8 +188,9 @@ def read_directory(zf: zipfile.ZipFile, size: int) -> dict[str, zipfile.ZipInfo]
     unencrypted, inside the archive."""
     infos = zf.infolist()
     if len(infos) > _MAX_MEMBERS:
-        raise ValueError(f"corrupt model file: {len(infos)} members (a model has at most "
-                         f"{_MAX_MEMBERS})")
+        raise ValueError(
+            f"corrupt model file: {len(infos)} members (a model has at most {_MAX_MEMBERS})"
+        )
     members: dict[str, zipfile.ZipInfo] = {}
     total = 0
     for info in infos:
@@ -178,13 +207,14 @@ def read_directory(zf: zipfile.ZipFile, size: int) -> dict[str, zipfile.ZipInfo]
                 f"bytes expanding to {info.file_size}); model files hold uncompressed arrays"
             )
         if info.header_offset + info.compress_size > size:
-            raise ValueError(f"corrupt model file: member {name!r} claims {info.file_size} "
-                             "bytes beyond the end of the archive")
+            raise ValueError(
+                f"corrupt model file: member {name!r} claims {info.file_size} "
+                "bytes beyond the end of the archive"
+            )
         total += info.compress_size
         members[name] = info
     if total > size:
-        raise ValueError("corrupt model file: the members claim more bytes than the archive "
-                         "holds")
+        raise ValueError("corrupt model file: the members claim more bytes than the archive holds")
     return members
 
 
@@ -196,20 +226,29 @@ def read_header(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> _Header:
             version = np.lib.format.read_magic(fh)
             if version == (1, 0):
                 shape, fortran, dtype = np.lib.format.read_array_header_1_0(
-                    fh, max_header_size=_MAX_HEADER)
+                    fh, max_header_size=_MAX_HEADER
+                )
             elif version == (2, 0):
                 shape, fortran, dtype = np.lib.format.read_array_header_2_0(
-                    fh, max_header_size=_MAX_HEADER)
+                    fh, max_header_size=_MAX_HEADER
+                )
             else:
                 raise ValueError(f".npy format version {version} is not read")
             offset = fh.tell()
     except Exception as exc:  # noqa: BLE001 - numpy parses the header text in many ways
-        raise ValueError(f"corrupt model file: member {name!r} is not a .npy array "
-                         f"({type(exc).__name__}: {exc})") from None
-    if dtype.hasobject or dtype.fields is not None or dtype.subdtype is not None or \
-            dtype.kind not in "biufU":
-        raise ValueError(f"corrupt model file: member {name!r} has dtype {dtype.str!r} "
-                         "(object, structured or unsupported data is never read)")
+        raise ValueError(
+            f"corrupt model file: member {name!r} is not a .npy array ({type(exc).__name__}: {exc})"
+        ) from None
+    if (
+        dtype.hasobject
+        or dtype.fields is not None
+        or dtype.subdtype is not None
+        or dtype.kind not in "biufU"
+    ):
+        raise ValueError(
+            f"corrupt model file: member {name!r} has dtype {dtype.str!r} "
+            "(object, structured or unsupported data is never read)"
+        )
     if not all(isinstance(k, int) and k >= 0 for k in shape):
         raise ValueError(f"corrupt model file: member {name!r} has shape {shape!r}")
     nbytes = math.prod(shape) * dtype.itemsize
@@ -236,13 +275,14 @@ def read_member(zf: zipfile.ZipFile, h: _Header) -> np.ndarray:
                 chunk = fh.read(min(_CHUNK, nbytes - pos))
                 if not chunk:
                     raise EOFError("the data ends early")
-                raw[pos:pos + len(chunk)] = np.frombuffer(chunk, dtype=np.uint8)
+                raw[pos : pos + len(chunk)] = np.frombuffer(chunk, dtype=np.uint8)
                 pos += len(chunk)
             if fh.read(1):
                 raise ValueError("data past the declared shape")
     except (ValueError, EOFError, OSError, zipfile.BadZipFile, RuntimeError) as exc:
-        raise ValueError(f"corrupt model file: member {name!r} cannot be read "
-                         f"({type(exc).__name__}: {exc})") from None
+        raise ValueError(
+            f"corrupt model file: member {name!r} cannot be read ({type(exc).__name__}: {exc})"
+        ) from None
     out = out.reshape(h.shape, order="F" if h.fortran else "C")
     if not out.dtype.isnative:
         out = out.astype(out.dtype.newbyteorder("="))

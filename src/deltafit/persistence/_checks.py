@@ -25,8 +25,9 @@ from deltafit.persistence._schema import class_records
 __all__ = ["check_arrays", "check_statistics"]
 
 
-def check_arrays(meta: Mapping[str, Any], arrays: Mapping[str, np.ndarray],
-                 classifier: bool) -> None:
+def check_arrays(
+    meta: Mapping[str, Any], arrays: Mapping[str, np.ndarray], classifier: bool
+) -> None:
     """The values of the members: finite floats, labels ±1 with both classes, the classes."""
     for key, val in arrays.items():
         if val.dtype.kind == "f" and not np.all(np.isfinite(val)):
@@ -39,15 +40,18 @@ def check_arrays(meta: Mapping[str, Any], arrays: Mapping[str, np.ndarray],
         except TypeError:
             ok = False
         if not ok:
-            raise ValueError(f"corrupt model file: classes {c.tolist()!r} are not distinct "
-                             "labels in increasing order")
+            raise ValueError(
+                f"corrupt model file: classes {c.tolist()!r} are not distinct "
+                "labels in increasing order"
+            )
     if "ledger_y" in arrays:
         y = arrays["ledger_y"]
         if classifier and meta["one_vs_rest"] is not None:
             K = meta["one_vs_rest"]["n_classes"]
             if not np.all((y >= 0) & (y < K) & (y == np.round(y))):
-                raise ValueError(f"corrupt model file: a classifier's labels are not class "
-                                 f"indices 0..{K - 1}")
+                raise ValueError(
+                    f"corrupt model file: a classifier's labels are not class indices 0..{K - 1}"
+                )
             if not meta["classes_given"] and np.all(y == y[0]):
                 raise ValueError("corrupt model file: a classifier's labels hold one class")
         elif classifier:
@@ -57,8 +61,9 @@ def check_arrays(meta: Mapping[str, Any], arrays: Mapping[str, np.ndarray],
                 raise ValueError("corrupt model file: a classifier's labels hold one class")
 
 
-def check_statistics(model: Any, meta: Mapping[str, Any], arrays: Mapping[str, np.ndarray],
-                     st: Any) -> None:
+def check_statistics(
+    model: Any, meta: Mapping[str, Any], arrays: Mapping[str, np.ndarray], st: Any
+) -> None:
     """:func:`_check_binary_statistics` for the state, class by class for a one-vs-rest one."""
     if meta["n_outputs"]:  # one column of the K-output state at a time
         y = arrays.get("ledger_y")
@@ -73,13 +78,13 @@ def check_statistics(model: Any, meta: Mapping[str, Any], arrays: Mapping[str, n
         _check_binary_statistics(model, meta, arrays, st)
         return
     y = arrays["ledger_y"]
-    for k, (sub, (solver, hinge)) in enumerate(zip(st.states,
-                                                   class_records(meta, st.n_classes))):
+    for k, (sub, (solver, hinge)) in enumerate(zip(st.states, class_records(meta, st.n_classes))):
         mine = {key: a for key, a in arrays.items() if not key.startswith("state_")}
         mine["ledger_y"] = class_codes(y, k)
         mine.update(st.class_arrays(arrays, k))
-        _check_binary_statistics(model, dict(meta, solver=solver, hinge=hinge), mine, sub,
-                                 first=k == 0)
+        _check_binary_statistics(
+            model, dict(meta, solver=solver, hinge=hinge), mine, sub, first=k == 0
+        )
 
 
 def _check_binary_statistics(model, meta, arrays, st, first=True):
@@ -92,11 +97,19 @@ def _check_binary_statistics(model, meta, arrays, st, first=True):
     if not model._kernel and meta["keep_rows"] and intercept:
         col = arrays["ledger_X"][:, -1]
         if not np.all((col.toarray().ravel() if sp.issparse(col) else col) == s):
-            raise ValueError("corrupt model file: the stored rows' intercept column is not "
-                             f"intercept_scaling = {s}")
-    st.check_saved_statistics(arrays, n=meta["n_samples"], intercept_scaling=s,
-                              fit_intercept=intercept, n_positive=meta["n_positive"])
+            raise ValueError(
+                "corrupt model file: the stored rows' intercept column is not "
+                f"intercept_scaling = {s}"
+            )
+    st.check_saved_statistics(
+        arrays,
+        n=meta["n_samples"],
+        intercept_scaling=s,
+        fit_intercept=intercept,
+        n_positive=meta["n_positive"],
+    )
     st.check_saved_solution(arrays, solver=meta["solver"])
     if meta["keep_rows"]:
-        st.check_saved_rows(arrays, first=first, hinge=meta.get("hinge"),
-                            kernel=model._k if model._kernel else None)
+        st.check_saved_rows(
+            arrays, first=first, hinge=meta.get("hinge"), kernel=model._k if model._kernel else None
+        )

@@ -56,10 +56,18 @@ def _read_archive(path):
     size = os.path.getsize(path)
     try:
         zf = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError,
-            NotImplementedError, RuntimeError) as exc:
-        raise ValueError(f"not a readable deltafit model file ({type(exc).__name__}: "
-                         f"{exc})") from None
+    except (
+        zipfile.BadZipFile,
+        zipfile.LargeZipFile,
+        OSError,
+        EOFError,
+        ValueError,
+        NotImplementedError,
+        RuntimeError,
+    ) as exc:
+        raise ValueError(
+            f"not a readable deltafit model file ({type(exc).__name__}: {exc})"
+        ) from None
     with zf:
         members = read_directory(zf, size)
         if "__meta__" not in members:
@@ -70,8 +78,9 @@ def _read_archive(path):
         unknown = sorted(set(headers) - set(expected))
         if unknown:
             raise ValueError(f"corrupt model file: unknown member(s) {unknown}")
-        missing = sorted(k for k, (_, _, required) in expected.items()
-                         if required and k not in headers)
+        missing = sorted(
+            k for k, (_, _, required) in expected.items() if required and k not in headers
+        )
         if missing:
             raise ValueError(f"corrupt model file: missing member(s) {missing}")
         for k, h in headers.items():
@@ -137,10 +146,15 @@ def load(path: str | os.PathLike) -> Any:
         return _rebuild(meta, arrays)
     except ValueError as exc:
         raise ValueError(f"{path!r}: {exc}") from None
-    except (KeyError, TypeError, AttributeError, IndexError, ArithmeticError,
-            np.linalg.LinAlgError) as exc:  # a check missed: still a corrupt file
-        raise ValueError(f"{path!r}: corrupt model file ({type(exc).__name__}: {exc})") \
-            from None
+    except (
+        KeyError,
+        TypeError,
+        AttributeError,
+        IndexError,
+        ArithmeticError,
+        np.linalg.LinAlgError,
+    ) as exc:  # a check missed: still a corrupt file
+        raise ValueError(f"{path!r}: corrupt model file ({type(exc).__name__}: {exc})") from None
 
 
 def _fitted_options(model, fitted):
@@ -158,13 +172,15 @@ def _checked_spec(model, spec):
     keys = {"fit_intercept", "intercept_scaling", *model._SPEC_KERNEL}
     if not isinstance(spec, dict) or set(spec) != keys:
         raise ValueError("corrupt model file: the fitted parameters do not match the estimator")
-    probe = clone(model).set_params(fit_intercept=spec["fit_intercept"],
-                                    **{k: spec[k] for k in model._SPEC_KERNEL})
+    probe = clone(model).set_params(
+        fit_intercept=spec["fit_intercept"], **{k: spec[k] for k in model._SPEC_KERNEL}
+    )
     probe._validate_params()
     if "gamma" in spec:  # resolved at fit: a number
         check_real(spec["gamma"], "the fitted gamma", low=0.0)
-    s = check_real(spec["intercept_scaling"], "the fitted intercept_scaling", low=0.0,
-                   low_inclusive=True)
+    s = check_real(
+        spec["intercept_scaling"], "the fitted intercept_scaling", low=0.0, low_inclusive=True
+    )
     if (s > 0.0) != bool(spec["fit_intercept"]):
         raise ValueError("corrupt model file: the fitted intercept does not match its scaling")
     return spec
@@ -174,22 +190,34 @@ def _solver_result(solver, h):
     """The saved solver diagnostics (None for the closed form); ``coef`` is set by the state."""
     if solver is None:
         return None
-    common = (None, float(solver["grad_norm"]), int(solver["n_iter"]), True, False,
-              float(solver["objective"]))
+    common = (
+        None,
+        float(solver["grad_norm"]),
+        int(solver["n_iter"]),
+        True,
+        False,
+        float(solver["objective"]),
+    )
     if h is None:
         return SolverResult(*common)
-    return HingeResult(*common, kkt_violation=float(h["kkt_violation"]),
-                       duality_gap=float(h["duality_gap"]),
-                       dual_objective=float(h["dual_objective"]), n_polish=int(h["n_polish"]))
+    return HingeResult(
+        *common,
+        kkt_violation=float(h["kkt_violation"]),
+        duality_gap=float(h["duality_gap"]),
+        dual_objective=float(h["dual_objective"]),
+        n_polish=int(h["n_polish"]),
+    )
 
 
 def _construct(cls, params, what):
     """``cls(**params)`` with its parameters validated; ValueError naming ``what``."""
     expected = set(cls().get_params(deep=False)) - {"feature_map"}
     if set(params) != expected:
-        raise ValueError(f"corrupt model file: the {what} are not those of {cls.__name__} "
-                         f"(unknown: {sorted(set(params) - expected)}, missing: "
-                         f"{sorted(expected - set(params))})")
+        raise ValueError(
+            f"corrupt model file: the {what} are not those of {cls.__name__} "
+            f"(unknown: {sorted(set(params) - expected)}, missing: "
+            f"{sorted(expected - set(params))})"
+        )
     if params.get("callback") is not None:
         raise ValueError(f"corrupt model file: the {what} hold a callback")
     model = cls(**params)
@@ -201,8 +229,12 @@ def _load_feature_map(spec, arrays, d, width_out):
     """The fitted feature map, rebuilt from its class, parameters and fitted attributes, and
     checked to map ``d`` features to ``width_out``."""
     fmap = ta.build(spec["class"], spec["params"], "feature map", FEATURE_MAPS)
-    ta.restore_fitted(fmap, dict(spec["scalars"]),
-                      {k: arrays["fmap__" + k] for k in spec["arrays"]}, "feature map")
+    ta.restore_fitted(
+        fmap,
+        dict(spec["scalars"]),
+        {k: arrays["fmap__" + k] for k in spec["arrays"]},
+        "feature map",
+    )
     return ta.check_probe(fmap, d, spec["probe"], width_out, "feature map")
 
 
@@ -216,19 +248,29 @@ def _rebuild(meta, arrays):
     fit_intercept = spec["fit_intercept"]
     n, d, width = meta["n_samples"], meta["n_features_in"], meta["row_width"]
     if not model._kernel and meta["feature_map"] is None and width != d + int(fit_intercept):
-        raise ValueError(f"corrupt model file: the row width {width} does not match "
-                         f"n_features_in {d} (+1 for the intercept)")
+        raise ValueError(
+            f"corrupt model file: the row width {width} does not match "
+            f"n_features_in {d} (+1 for the intercept)"
+        )
     check_arrays(meta, arrays, est._classifier)
-    led = Ledger.from_arrays(arrays, width, meta["keep_rows"], meta["keep_digests"],
-                             meta["n_outputs"] or 0, meta["sparse_rows"],
-                             meta["digest_scheme"])
+    led = Ledger.from_arrays(
+        arrays,
+        width,
+        meta["keep_rows"],
+        meta["keep_digests"],
+        meta["n_outputs"] or 0,
+        meta["sparse_rows"],
+        meta["digest_scheme"],
+    )
     if meta["sparse_rows"]:  # the checks below read the rows as one (sparse) matrix
         arrays["ledger_X"] = led.X[:n]
     model._sparse_input = meta["sparse_input"]
     led.growth = 1.25 if model._kernel else 1.5  # as in the estimators' _build
     if meta["n_samples_fit"] > led.next_id:
-        raise ValueError(f"corrupt model file: n_samples_fit {meta['n_samples_fit']} exceeds "
-                         f"the ids handed out ({led.next_id})")
+        raise ValueError(
+            f"corrupt model file: n_samples_fit {meta['n_samples_fit']} exceeds "
+            f"the ids handed out ({led.next_id})"
+        )
     model.n_features_in_ = d
     if meta["n_outputs"]:
         model._n_outputs = meta["n_outputs"]
@@ -241,21 +283,37 @@ def _rebuild(meta, arrays):
     if n_classes:
         if model.classes_.size != n_classes:
             raise ValueError("corrupt model file: the one-vs-rest classes do not match classes")
-        results = None if meta["solver"] is None else [
-            _solver_result(s, h) for s, h in class_records(meta, n_classes)]
+        results = (
+            None
+            if meta["solver"] is None
+            else [_solver_result(s, h) for s, h in class_records(meta, n_classes)]
+        )
         model._state = one_vs_rest_class(cls).from_arrays_of(
-            arrays, opts, base=cls, n_classes=n_classes, y=led.y[:n].copy(),
-            capacity=led.capacity, max_rank=model._max_rank, results=results)
+            arrays,
+            opts,
+            base=cls,
+            n_classes=n_classes,
+            y=led.y[:n].copy(),
+            capacity=led.capacity,
+            max_rank=model._max_rank,
+            results=results,
+        )
     else:
-        model._state = cls.from_arrays(arrays, opts, y=led.y[:n].copy(), capacity=led.capacity,
-                                       max_rank=model._max_rank,
-                                       result=_solver_result(meta["solver"], meta["hinge"]))
+        model._state = cls.from_arrays(
+            arrays,
+            opts,
+            y=led.y[:n].copy(),
+            capacity=led.capacity,
+            max_rank=model._max_rank,
+            result=_solver_result(meta["solver"], meta["hinge"]),
+        )
     if model._kernel:
         model.n_samples_fit_ = meta["n_samples_fit"]
     else:
         fm = meta["feature_map"]
-        model.feature_map_ = (None if fm is None else
-                              _load_feature_map(fm, arrays, d, width - int(fit_intercept)))
+        model.feature_map_ = (
+            None if fm is None else _load_feature_map(fm, arrays, d, width - int(fit_intercept))
+        )
         param = meta["feature_map_param"]
         if param is not None:
             if param["fitted"]:
@@ -268,8 +326,9 @@ def _rebuild(meta, arrays):
                     if check is not None:
                         check()
                 except Exception as exc:  # noqa: BLE001
-                    raise ValueError(f"corrupt model file: feature_map parameter "
-                                     f"({type(exc).__name__}: {exc})") from None
+                    raise ValueError(
+                        f"corrupt model file: feature_map parameter ({type(exc).__name__}: {exc})"
+                    ) from None
     model._classes_given = meta["classes_given"]
     if meta["n_positive"] is not None:
         model._n_positive = meta["n_positive"]
@@ -278,4 +337,3 @@ def _rebuild(meta, arrays):
     if "pipeline" in meta:
         return load_pipeline(meta["pipeline"], arrays, model)
     return model
-

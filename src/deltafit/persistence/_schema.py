@@ -50,8 +50,8 @@ from typing import Any
 
 import numpy as np
 
-from deltafit._ledger._digest import SCHEMES as DIGEST_SCHEMES
 from deltafit._ledger import Ledger
+from deltafit._ledger._digest import SCHEMES as DIGEST_SCHEMES
 from deltafit._states._one_vs_rest import OneVsRestState, one_vs_rest_class
 from deltafit.models import (
     KernelClassifier,
@@ -64,10 +64,25 @@ from deltafit.models import (
 from deltafit.persistence._archive import MEMBER_NAME, read_header, read_member
 from deltafit.persistence._transformers import FEATURE_MAPS, SUPPORTED
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "READ_VERSIONS", "FITTED_ATTR", "PIPELINE_PARAMS",
-           "estimator_classes", "json_safe", "read_meta", "field_error", "is_int", "int_field",
-           "real_field", "bool_field", "dict_field", "state_of", "class_records",
-           "expected_members"]
+__all__ = [
+    "FORMAT",
+    "FORMAT_VERSION",
+    "READ_VERSIONS",
+    "FITTED_ATTR",
+    "PIPELINE_PARAMS",
+    "estimator_classes",
+    "json_safe",
+    "read_meta",
+    "field_error",
+    "is_int",
+    "int_field",
+    "real_field",
+    "bool_field",
+    "dict_field",
+    "state_of",
+    "class_records",
+    "expected_members",
+]
 
 FORMAT = "deltafit-model"
 FORMAT_VERSION = 3
@@ -76,28 +91,59 @@ READ_VERSIONS = (2, 3)  # 2: keep_data=False digests are keyed BLAKE2b (no diges
 _MAX_META_BYTES = 1 << 22  # the JSON record: parameters and scalars, never per-sample data
 FITTED_ATTR = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,99}_")
 _META_KEYS = {
-    "format", "format_version", "estimator", "params", "state", "spec", "fitted",
-    "n_features_in", "n_samples", "keep_rows", "keep_digests", "row_width",
-    "feature_map", "feature_map_param", "solver", "hinge", "n_samples_fit", "classes_given",
-    "n_positive", "deltafit_version",
+    "format",
+    "format_version",
+    "estimator",
+    "params",
+    "state",
+    "spec",
+    "fitted",
+    "n_features_in",
+    "n_samples",
+    "keep_rows",
+    "keep_digests",
+    "row_width",
+    "feature_map",
+    "feature_map_param",
+    "solver",
+    "hinge",
+    "n_samples_fit",
+    "classes_given",
+    "n_positive",
+    "deltafit_version",
 }
 # fields a file may lack (older files of this format version): their value is then None
-_OPTIONAL_META = {"one_vs_rest": None, "n_outputs": None, "sparse_input": False,
-                  "sparse_rows": False, "digest_scheme": None}
+_OPTIONAL_META = {
+    "one_vs_rest": None,
+    "n_outputs": None,
+    "sparse_input": False,
+    "sparse_rows": False,
+    "digest_scheme": None,
+}
 # the ``pipeline`` field of an UpdatablePipeline's file
 _MAX_STEPS = 32
 _STEP_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 _PIPELINE_KEYS = {"steps", "final", "params"}
-_STEP_KEYS = {"name", "class", "params", "scalars", "arrays", "n_features_in",
-              "n_features_out", "probe"}
+_STEP_KEYS = {
+    "name",
+    "class",
+    "params",
+    "scalars",
+    "arrays",
+    "n_features_in",
+    "n_features_out",
+    "probe",
+}
 _PASSTHROUGH_KEYS = {"name", "passthrough"}
 PIPELINE_PARAMS = {"verbose", "transform_input"}
 
 
 def estimator_classes() -> dict[str, Any]:
     """``{class name: class}`` of the estimators a model file may hold."""
-    return {c.__name__: c for c in (LinearClassifier, LinearRegressor, KernelClassifier,
-                                    KernelRegressor)}
+    return {
+        c.__name__: c
+        for c in (LinearClassifier, LinearRegressor, KernelClassifier, KernelRegressor)
+    }
 
 
 def json_safe(value: Any, name: str) -> Any:
@@ -112,17 +158,19 @@ def json_safe(value: Any, name: str) -> Any:
     return value
 
 
-
-
 def read_meta(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> dict[str, Any]:
     """The checked ``__meta__`` record of an archive (``info``: its member)."""
     h = read_header(zf, info)
     if len(h.shape) != 1 or h.dtype != np.uint8:
-        raise ValueError(f"corrupt model file: the __meta__ record is not a 1-D uint8 array "
-                         f"(shape {h.shape}, dtype {h.dtype.str!r})")
+        raise ValueError(
+            f"corrupt model file: the __meta__ record is not a 1-D uint8 array "
+            f"(shape {h.shape}, dtype {h.dtype.str!r})"
+        )
     if h.shape[0] > _MAX_META_BYTES:
-        raise ValueError(f"corrupt model file: the __meta__ record has {h.shape[0]} bytes "
-                         f"(at most {_MAX_META_BYTES})")
+        raise ValueError(
+            f"corrupt model file: the __meta__ record has {h.shape[0]} bytes "
+            f"(at most {_MAX_META_BYTES})"
+        )
     raw = read_member(zf, h)
     try:
         meta = json.loads(raw.tobytes().decode("utf-8"))
@@ -131,17 +179,25 @@ def read_meta(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> dict[str, Any]:
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise ValueError("not a deltafit model file (its __meta__ record names another format)")
     version = meta.get("format_version")
-    if version not in READ_VERSIONS or not isinstance(version, int) or \
-            isinstance(version, bool):
-        older = isinstance(version, int) and not isinstance(version, bool) and \
-            version < min(READ_VERSIONS)
+    if version not in READ_VERSIONS or not isinstance(version, int) or isinstance(version, bool):
+        older = (
+            isinstance(version, int)
+            and not isinstance(version, bool)
+            and version < min(READ_VERSIONS)
+        )
         writer = meta.get("deltafit_version")
         writer = f" (deltafit {writer})" if isinstance(writer, str) and len(writer) < 40 else ""
-        hint = (f": it was written by an older deltafit{writer}, whose files kept the labels of "
-                "keep_data=False models; load it with that version and refit, or refit from "
-                "the data" if older else "")
-        raise ValueError(f"the file has model format version {version!r}; this deltafit reads "
-                         f"versions {READ_VERSIONS[0]} to {FORMAT_VERSION}{hint}")
+        hint = (
+            f": it was written by an older deltafit{writer}, whose files kept the labels of "
+            "keep_data=False models; load it with that version and refit, or refit from "
+            "the data"
+            if older
+            else ""
+        )
+        raise ValueError(
+            f"the file has model format version {version!r}; this deltafit reads "
+            f"versions {READ_VERSIONS[0]} to {FORMAT_VERSION}{hint}"
+        )
     _check_meta(meta)
     return meta
 
@@ -156,8 +212,9 @@ def is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def int_field(meta: Mapping[str, Any], key: str, low: int = 0, high: int = 2**62,
-              field: str | None = None) -> int:
+def int_field(
+    meta: Mapping[str, Any], key: str, low: int = 0, high: int = 2**62, field: str | None = None
+) -> int:
     """``meta[key]``, an integer in ``[low, high]``; ValueError naming ``field`` otherwise."""
     v: Any = meta.get(key)
     if not is_int(v) or not low <= v <= high:
@@ -165,12 +222,17 @@ def int_field(meta: Mapping[str, Any], key: str, low: int = 0, high: int = 2**62
     return v
 
 
-def real_field(meta: Mapping[str, Any], key: str, low: float | None = None,
-               field: str | None = None) -> float:
+def real_field(
+    meta: Mapping[str, Any], key: str, low: float | None = None, field: str | None = None
+) -> float:
     """``meta[key]`` as a float, finite and at least ``low``; ValueError otherwise."""
     v: Any = meta.get(key)
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or \
-            (low is not None and v < low):
+    if (
+        isinstance(v, bool)
+        or not isinstance(v, (int, float))
+        or not math.isfinite(v)
+        or (low is not None and v < low)
+    ):
         bound = "" if low is None else f" >= {low}"
         raise field_error(field or key, f"must be a finite number{bound}, got {v!r}")
     return float(v)
@@ -184,8 +246,9 @@ def bool_field(meta: Mapping[str, Any], key: str, field: str | None = None) -> b
     return v
 
 
-def dict_field(meta: Mapping[str, Any], key: str, keys: Collection[str] | None = None,
-               field: str | None = None) -> dict[str, Any]:
+def dict_field(
+    meta: Mapping[str, Any], key: str, keys: Collection[str] | None = None, field: str | None = None
+) -> dict[str, Any]:
     """``meta[key]``, an object (with exactly the fields ``keys`` when given)."""
     v: Any = meta.get(key)
     if not isinstance(v, dict):
@@ -203,9 +266,11 @@ def _check_meta(meta):
     keys = set(meta) - set(_OPTIONAL_META) - {"pipeline"}  # a pipeline's own field
     if keys != _META_KEYS:
         unknown, missing = sorted(keys - _META_KEYS), sorted(_META_KEYS - keys)
-        raise ValueError("corrupt model file: metadata fields "
-                         + (f"unknown: {unknown} " if unknown else "")
-                         + (f"missing: {missing}" if missing else ""))
+        raise ValueError(
+            "corrupt model file: metadata fields "
+            + (f"unknown: {unknown} " if unknown else "")
+            + (f"missing: {missing}" if missing else "")
+        )
     classes = estimator_classes()
     name = meta["estimator"]
     if not isinstance(name, str) or name not in classes:
@@ -227,8 +292,10 @@ def _check_meta(meta):
         raise field_error("fitted", "must have C > 0 and tol > 0")
     expected_state = state_for(kernel, fitted["loss"])
     if cls is not expected_state:
-        raise ValueError(f"corrupt model file: state {cls.kind!r} does not fit a {name} "
-                         f"with loss={fitted['loss']!r} (that is {expected_state.kind!r})")
+        raise ValueError(
+            f"corrupt model file: state {cls.kind!r} does not fit a {name} "
+            f"with loss={fitted['loss']!r} (that is {expected_state.kind!r})"
+        )
     d = int_field(meta, "n_features_in", low=1)
     n = int_field(meta, "n_samples", low=1)
     width = int_field(meta, "row_width", low=1, field="row_width")
@@ -237,45 +304,63 @@ def _check_meta(meta):
     sparse_input = bool_field(meta, "sparse_input")
     sparse_rows = bool_field(meta, "sparse_rows")
     if sparse_rows and (not keep_rows or not sparse_input):
-        raise field_error("sparse_rows", "is set only for a model fitted on sparse X that "
-                                         "keeps its rows")
+        raise field_error(
+            "sparse_rows", "is set only for a model fitted on sparse X that keeps its rows"
+        )
     if keep_rows and meta["feature_map"] is None and sparse_input != sparse_rows:
         # without a feature map the stored rows are X's own: sparse exactly when X was
-        raise field_error("sparse_input", "must match sparse_rows for rows stored without "
-                                          "a feature map")
+        raise field_error(
+            "sparse_input", "must match sparse_rows for rows stored without a feature map"
+        )
     given = bool_field(meta, "classes_given")
     int_field(meta, "n_samples_fit", low=1)
     if not isinstance(meta["deltafit_version"], str) or len(meta["deltafit_version"]) > 100:
         raise field_error("deltafit_version", "must be a short string")
     if kernel:
         if not keep_rows or keep_digests:
-            raise ValueError("corrupt model file: a kernel model keeps its rows and labels "
-                             "(keep_rows true, keep_digests false)")
+            raise ValueError(
+                "corrupt model file: a kernel model keeps its rows and labels "
+                "(keep_rows true, keep_digests false)"
+            )
         if width != d:
-            raise ValueError(f"corrupt model file: the row width {width} of a kernel model "
-                             f"differs from n_features_in {d}")
+            raise ValueError(
+                f"corrupt model file: the row width {width} of a kernel model "
+                f"differs from n_features_in {d}"
+            )
         if meta["feature_map"] is not None or meta["feature_map_param"] is not None:
             raise ValueError("corrupt model file: a kernel model has no feature map")
     else:
         if keep_rows == keep_digests:
-            raise ValueError("corrupt model file: a linear model keeps either its rows "
-                             "(keep_rows) or digests of them (keep_digests), one of the two")
+            raise ValueError(
+                "corrupt model file: a linear model keeps either its rows "
+                "(keep_rows) or digests of them (keep_digests), one of the two"
+            )
         if keep_digests and not cls.keeps_no_rows:
-            raise ValueError("corrupt model file: only the squared loss keeps no rows "
-                             f"(keep_digests with state {cls.kind!r})")
-        fit_intercept = meta["spec"].get("fit_intercept") if isinstance(meta["spec"], dict) \
-            else None
-        if meta["feature_map"] is None and isinstance(fit_intercept, bool) and \
-                width != d + fit_intercept:
-            raise ValueError(f"corrupt model file: the row width {width} does not match "
-                             f"n_features_in {d} (+1 for the intercept)")
+            raise ValueError(
+                "corrupt model file: only the squared loss keeps no rows "
+                f"(keep_digests with state {cls.kind!r})"
+            )
+        fit_intercept = (
+            meta["spec"].get("fit_intercept") if isinstance(meta["spec"], dict) else None
+        )
+        if (
+            meta["feature_map"] is None
+            and isinstance(fit_intercept, bool)
+            and width != d + fit_intercept
+        ):
+            raise ValueError(
+                f"corrupt model file: the row width {width} does not match "
+                f"n_features_in {d} (+1 for the intercept)"
+            )
     if not classifier and given:
         raise ValueError("corrupt model file: classes_given is set on a regressor")
     scheme = meta["digest_scheme"]
     if not keep_digests or meta["format_version"] == 2:
         if scheme is not None:
-            raise field_error("digest_scheme", "is set only in files of version 3 or later "
-                                               "whose model keeps digests")
+            raise field_error(
+                "digest_scheme",
+                "is set only in files of version 3 or later whose model keeps digests",
+            )
         if keep_digests:
             meta["digest_scheme"] = "blake2b"
     elif scheme not in DIGEST_SCHEMES:
@@ -284,8 +369,11 @@ def _check_meta(meta):
     if classifier and keep_digests:
         low, high = (0, n) if given else (1, n - 1)
         if not is_int(npos) or not low <= npos <= high:
-            raise field_error("n_positive", f"must count the positive samples, in [{low}, "
-                                            f"{high}] for {n} samples, got {npos!r}")
+            raise field_error(
+                "n_positive",
+                f"must count the positive samples, in [{low}, "
+                f"{high}] for {n} samples, got {npos!r}",
+            )
     elif npos is not None:
         raise field_error("n_positive", "is kept only by a classifier that keeps no labels")
     # the solver's diagnostics: none for the closed form, always for an iterative state
@@ -302,8 +390,11 @@ def _check_meta(meta):
             int_field(solver, "n_iter", field="solver.n_iter")
             real_field(solver, "objective", field="solver.objective")
             if hinge is not None:
-                dict_field({"hinge": hinge}, "hinge",
-                           ("kkt_violation", "duality_gap", "dual_objective", "n_polish"))
+                dict_field(
+                    {"hinge": hinge},
+                    "hinge",
+                    ("kkt_violation", "duality_gap", "dual_objective", "n_polish"),
+                )
                 for k in ("kkt_violation", "duality_gap", "dual_objective"):
                     real_field(hinge, k, field=f"hinge.{k}")
                 int_field(hinge, "n_polish", field="hinge.n_polish")
@@ -317,12 +408,19 @@ def _check_meta(meta):
         dict_field(fm, "params", field="feature_map.params")
         dict_field(fm, "scalars", field="feature_map.scalars")
         arrays = fm["arrays"]
-        if not isinstance(arrays, list) or not all(isinstance(a, str) for a in arrays) or \
-                len(set(arrays)) != len(arrays) or len(arrays) > 16:
+        if (
+            not isinstance(arrays, list)
+            or not all(isinstance(a, str) for a in arrays)
+            or len(set(arrays)) != len(arrays)
+            or len(arrays) > 16
+        ):
             raise field_error("feature_map.arrays", "must list distinct attribute names")
         for attr in list(arrays) + list(fm["scalars"]):
-            if not FITTED_ATTR.fullmatch(attr) or attr.startswith("_") or \
-                    not MEMBER_NAME.fullmatch("fmap__" + attr):
+            if (
+                not FITTED_ATTR.fullmatch(attr)
+                or attr.startswith("_")
+                or not MEMBER_NAME.fullmatch("fmap__" + attr)
+            ):
                 raise field_error("feature_map", f"names {attr!r}, which is not a fitted attribute")
         if set(arrays) & set(fm["scalars"]):
             raise field_error("feature_map", "names an attribute both as array and as scalar")
@@ -334,8 +432,10 @@ def _check_meta(meta):
         if fp["fitted"]:
             dict_field(meta, "feature_map_param", ("fitted",))
             if fm is None:
-                raise ValueError("corrupt model file: the feature_map parameter is the fitted "
-                                 "map, but no fitted map is stored")
+                raise ValueError(
+                    "corrupt model file: the feature_map parameter is the fitted "
+                    "map, but no fitted map is stored"
+                )
         else:
             dict_field(meta, "feature_map_param", ("fitted", "class", "params"))
             if fp["class"] not in FEATURE_MAPS:
@@ -367,8 +467,7 @@ def class_records(meta: Mapping[str, Any], n_classes: int) -> list[tuple[Any, An
         if rec is not None and (not isinstance(rec, list) or len(rec) != n_classes):
             raise field_error(field, f"must hold one record per class ({n_classes})")
     none = [None] * n_classes
-    return list(zip(solver if solver is not None else none,
-                    hinge if hinge is not None else none))
+    return list(zip(solver if solver is not None else none, hinge if hinge is not None else none))
 
 
 def expected_members(meta: Mapping[str, Any], headers: Any) -> dict[str, tuple[Any, str, bool]]:
@@ -377,8 +476,9 @@ def expected_members(meta: Mapping[str, Any], headers: Any) -> dict[str, tuple[A
     est = estimator_classes()[meta["estimator"]]
     out: dict[str, tuple[Any, str, bool]] = {}
     n_out = meta["n_outputs"] or 0
-    shapes = Ledger.saved_shapes(n, width, meta["keep_rows"], meta["keep_digests"], n_out,
-                                 meta["sparse_rows"])
+    shapes = Ledger.saved_shapes(
+        n, width, meta["keep_rows"], meta["keep_digests"], n_out, meta["sparse_rows"]
+    )
     for k, (shape, kinds) in shapes.items():
         out[k] = (shape, kinds, True)
     for k, (shape, kinds) in Ledger.optional_shapes(n).items():
@@ -437,8 +537,7 @@ def check_pipeline_meta(meta: Mapping[str, Any]) -> None:
                 raise field_error(field, "must be null or 'passthrough'")
             continue
         if not isinstance(entry["class"], str) or entry["class"] not in SUPPORTED:
-            raise ValueError(f"corrupt model file: unknown pipeline step class "
-                             f"{entry['class']!r}")
+            raise ValueError(f"corrupt model file: unknown pipeline step class {entry['class']!r}")
         dict_field(entry, "params", field=f"{field}.params")
         dict_field(entry, "scalars", field=f"{field}.scalars")
         d = int_field(entry, "n_features_in", low=1, high=2**31, field=f"{field}.n_features_in")
@@ -447,8 +546,12 @@ def check_pipeline_meta(meta: Mapping[str, Any]) -> None:
             raise field_error(field, f"takes {d} features, the step before it gives {width}")
         width = entry["n_features_out"]
         attrs = entry["arrays"]
-        if not isinstance(attrs, list) or not all(isinstance(a, str) for a in attrs) or \
-                len(set(attrs)) != len(attrs) or len(attrs) > 16:
+        if (
+            not isinstance(attrs, list)
+            or not all(isinstance(a, str) for a in attrs)
+            or len(set(attrs)) != len(attrs)
+            or len(attrs) > 16
+        ):
             raise field_error(f"{field}.arrays", "must list distinct attribute names")
         for attr in list(attrs) + list(entry["scalars"]):
             if not FITTED_ATTR.fullmatch(attr) or not MEMBER_NAME.fullmatch(f"pipe{i}__{attr}"):
@@ -458,12 +561,15 @@ def check_pipeline_meta(meta: Mapping[str, Any]) -> None:
         if not isinstance(entry["probe"], list):
             raise field_error(f"{field}.probe", "must be a list")
     names.append(spec["final"])
-    if not all(isinstance(n, str) and _STEP_NAME.fullmatch(n) and "__" not in n
-               for n in names) or len(set(names)) != len(names):
+    if not all(
+        isinstance(n, str) and _STEP_NAME.fullmatch(n) and "__" not in n for n in names
+    ) or len(set(names)) != len(names):
         raise field_error("pipeline", f"step names {names!r} are not distinct names without '__'")
     if width is not None and width != meta["n_features_in"]:
-        raise field_error("pipeline", f"its transformers give {width} features, the final "
-                                      f"step takes {meta['n_features_in']}")
+        raise field_error(
+            "pipeline",
+            f"its transformers give {width} features, the final step takes {meta['n_features_in']}",
+        )
     dict_field(spec, "params", field="pipeline.params")
     if set(spec["params"]) - PIPELINE_PARAMS:
         raise field_error("pipeline.params", f"may hold only {sorted(PIPELINE_PARAMS)}")
@@ -482,7 +588,5 @@ def pipeline_members(spec: Mapping[str, Any]) -> dict[str, tuple[Any, str, bool]
             return len(shape) <= 2 and all(k <= bound for k in shape)
 
         for attr in entry["arrays"]:
-            out[f"pipe{i}__{attr}"] = (fits, "U" if attr == "feature_names_in_" else "biuf",
-                                       True)
+            out[f"pipe{i}__{attr}"] = (fits, "U" if attr == "feature_names_in_" else "biuf", True)
     return out
-

@@ -23,9 +23,21 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["SUPPORTED", "FEATURE_MAPS", "FIT_ON_WIDTH", "check_supported", "encode_params",
-           "decode_params", "fitted_state", "build", "refit_on_width", "restore_fitted",
-           "probe_rows", "probe", "check_probe"]
+__all__ = [
+    "SUPPORTED",
+    "FEATURE_MAPS",
+    "FIT_ON_WIDTH",
+    "check_supported",
+    "encode_params",
+    "decode_params",
+    "fitted_state",
+    "build",
+    "refit_on_width",
+    "restore_fitted",
+    "probe_rows",
+    "probe",
+    "check_probe",
+]
 
 # class name -> scikit-learn module that defines it: every transformer that can be stored
 SUPPORTED = {
@@ -62,14 +74,17 @@ def check_supported(obj: Any, what: str, allowed: Iterable[str] | None = None) -
     allowed = tuple(SUPPORTED) if allowed is None else tuple(allowed)
     name = type(obj).__name__
     if name not in allowed or type(obj) is not _class(name):
-        raise ValueError(f"cannot save {what} {type(obj).__module__}.{name} without pickle: "
-                         f"supported are {list(allowed)} from scikit-learn")
+        raise ValueError(
+            f"cannot save {what} {type(obj).__module__}.{name} without pickle: "
+            f"supported are {list(allowed)} from scikit-learn"
+        )
     return name
 
 
 def encode_params(params: Mapping[str, Any], what: str) -> dict[str, Any]:
     """``get_params(deep=False)`` as JSON: numbers, strings, None, lists, dicts; a tuple as
     ``{"__tuple__": [...]}``.  ValueError for anything else (a callable, a RandomState)."""
+
     def enc(v: Any, name: str) -> Any:
         if v is None or isinstance(v, (bool, str)):
             return v
@@ -85,14 +100,17 @@ def encode_params(params: Mapping[str, Any], what: str) -> dict[str, Any]:
             return [enc(x, name) for x in v]
         if isinstance(v, dict) and all(isinstance(k, str) and k != "__tuple__" for k in v):
             return {k: enc(x, f"{name}.{k}") for k, x in v.items()}
-        raise ValueError(f"cannot save {name}={v!r}: only numbers, strings, None, lists, tuples "
-                         "and dicts of them can be stored without pickle")
+        raise ValueError(
+            f"cannot save {name}={v!r}: only numbers, strings, None, lists, tuples "
+            "and dicts of them can be stored without pickle"
+        )
 
     return {k: enc(v, f"{what}.{k}") for k, v in params.items()}
 
 
 def decode_params(params: Any, what: str) -> dict[str, Any]:
     """Inverse of :func:`encode_params` (the values' types checked)."""
+
     def dec(v: Any) -> Any:
         if v is None or isinstance(v, (bool, int, float, str)):
             return v
@@ -137,16 +155,21 @@ def fitted_state(obj: Any, what: str) -> tuple[dict[str, Any], dict[str, np.ndar
             # a NumPy scalar keeps its dtype (a float32 count computes in float32): JSON
             # holds its exact value (float32 and int64 values are exact in JSON's float64 /
             # integers) with the dtype beside it
-            scalars[key] = ({_NUMPY_SCALAR: val.dtype.str, "value": item}
-                            if isinstance(val, np.generic) else item)
+            scalars[key] = (
+                {_NUMPY_SCALAR: val.dtype.str, "value": item}
+                if isinstance(val, np.generic)
+                else item
+            )
         else:
-            raise ValueError(f"cannot save {what} attribute {key} of type "
-                             f"{type(val).__name__} without pickle")
+            raise ValueError(
+                f"cannot save {what} attribute {key} of type {type(val).__name__} without pickle"
+            )
     return scalars, arrays
 
 
-def build(name: Any, params: Mapping[str, Any], what: str,
-          allowed: Iterable[str] | None = None) -> Any:
+def build(
+    name: Any, params: Mapping[str, Any], what: str, allowed: Iterable[str] | None = None
+) -> Any:
     """An unfitted transformer of the supported class ``name`` with ``params``, validated by
     scikit-learn; ValueError naming ``what`` otherwise."""
     allowed = tuple(SUPPORTED) if allowed is None else tuple(allowed)
@@ -160,53 +183,65 @@ def build(name: Any, params: Mapping[str, Any], what: str,
         if check is not None:
             check()
     except Exception as exc:  # noqa: BLE001 - scikit-learn validates in many ways
-        raise ValueError(f"corrupt model file: {what} {name} parameters "
-                         f"({type(exc).__name__}: {exc})") from None
+        raise ValueError(
+            f"corrupt model file: {what} {name} parameters ({type(exc).__name__}: {exc})"
+        ) from None
     return obj
 
 
-def refit_on_width(obj: Any, d: int, scalars: Mapping[str, Any], arrays: Mapping[str, Any],
-                   what: str) -> Any:
+def refit_on_width(
+    obj: Any, d: int, scalars: Mapping[str, Any], arrays: Mapping[str, Any], what: str
+) -> Any:
     """A :data:`FIT_ON_WIDTH` transformer fitted on one row of ``d`` zeros; the stored fitted
     values must be exactly those of this fit (no arrays; the scalars equal)."""
     try:
         obj.fit(np.zeros((1, d)))
     except Exception as exc:  # noqa: BLE001 - scikit-learn validates in many ways
-        raise ValueError(f"corrupt model file: the {what} cannot be fitted to {d} features "
-                         f"({type(exc).__name__}: {exc})") from None
+        raise ValueError(
+            f"corrupt model file: the {what} cannot be fitted to {d} features "
+            f"({type(exc).__name__}: {exc})"
+        ) from None
     expected, _ = fitted_state(obj, what)
 
     def same(saved: Any, v: Any) -> bool:
         if not isinstance(saved, dict) and isinstance(v, dict):  # a file of before the dtype
-            v = v["value"]                                      # was kept: the plain value
+            v = v["value"]  # was kept: the plain value
         return type(saved) is type(v) and saved == v
 
-    if arrays or set(scalars) != set(expected) or not all(
-            same(scalars[k], v) for k, v in expected.items()):
-        raise ValueError(f"corrupt model file: the {what}'s fitted values {scalars} are not "
-                         f"those of its parameters on {d} features ({expected})")
+    if (
+        arrays
+        or set(scalars) != set(expected)
+        or not all(same(scalars[k], v) for k, v in expected.items())
+    ):
+        raise ValueError(
+            f"corrupt model file: the {what}'s fitted values {scalars} are not "
+            f"those of its parameters on {d} features ({expected})"
+        )
     return obj
 
 
-def restore_fitted(obj: Any, scalars: Mapping[str, Any], arrays: Mapping[str, Any],
-                   what: str) -> Any:
+def restore_fitted(
+    obj: Any, scalars: Mapping[str, Any], arrays: Mapping[str, Any], what: str
+) -> Any:
     """Set the fitted attributes on ``obj`` (made by :func:`build`): only public names that
     are not part of the class, its parameters or what its constructor set; plain values only."""
     cls = type(obj)
     params = set(obj.get_params(deep=False))
     for key, val in list(scalars.items()) + list(arrays.items()):
         if not isinstance(key, str) or not _PUBLIC_ATTR.fullmatch(key):
-            raise ValueError(f"corrupt model file: {what} attribute {key!r} is not a fitted "
-                             "attribute")
+            raise ValueError(
+                f"corrupt model file: {what} attribute {key!r} is not a fitted attribute"
+            )
         if hasattr(cls, key) or key in params or key in vars(obj):
-            raise ValueError(f"corrupt model file: {what} attribute {key!r} would replace "
-                             "part of the class")
+            raise ValueError(
+                f"corrupt model file: {what} attribute {key!r} would replace part of the class"
+            )
         if isinstance(val, dict):
             val = _numpy_scalar(val, f"{what} attribute {key!r}")
-        if val is not None and \
-                not isinstance(val, (bool, int, float, str, np.ndarray, np.generic)):
-            raise ValueError(f"corrupt model file: {what} attribute {key!r} has type "
-                             f"{type(val).__name__}")
+        if val is not None and not isinstance(val, (bool, int, float, str, np.ndarray, np.generic)):
+            raise ValueError(
+                f"corrupt model file: {what} attribute {key!r} has type {type(val).__name__}"
+            )
         setattr(obj, key, val)
     return obj
 
@@ -223,18 +258,25 @@ def _numpy_scalar(spec, what):
         dtype = None
     value = spec["value"]
     kinds = {"b": (bool,), "i": (int,), "u": (int,), "f": (int, float)}
-    if dtype is None or dtype.kind not in kinds or dtype.str != spec[_NUMPY_SCALAR] or \
-            type(value) not in kinds[dtype.kind] or \
-            (dtype.kind in "iu" and not np.iinfo(dtype).min <= value <= np.iinfo(dtype).max) or \
-            (dtype.kind == "f" and not math.isfinite(value)):
-        raise ValueError(f"corrupt model file: {what} is not a number of a plain NumPy dtype "
-                         f"({spec[_NUMPY_SCALAR]!r}, {value!r})")
+    if (
+        dtype is None
+        or dtype.kind not in kinds
+        or dtype.str != spec[_NUMPY_SCALAR]
+        or type(value) not in kinds[dtype.kind]
+        or (dtype.kind in "iu" and not np.iinfo(dtype).min <= value <= np.iinfo(dtype).max)
+        or (dtype.kind == "f" and not math.isfinite(value))
+    ):
+        raise ValueError(
+            f"corrupt model file: {what} is not a number of a plain NumPy dtype "
+            f"({spec[_NUMPY_SCALAR]!r}, {value!r})"
+        )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         out = dtype.type(value)
     if out.item() != value or (dtype.kind == "f" and not np.isfinite(out)):
-        raise ValueError(f"corrupt model file: {what} = {value!r} is not a {dtype.name} value "
-                         "(it was changed)")
+        raise ValueError(
+            f"corrupt model file: {what} = {value!r} is not a {dtype.name} value (it was changed)"
+        )
     return out
 
 
@@ -260,19 +302,29 @@ def check_probe(obj: Any, d: int, saved: Any, width_out: int, what: str) -> Any:
     try:
         Z = probe(obj, d)
     except Exception as exc:  # noqa: BLE001 - whatever a damaged transformer raises
-        raise ValueError(f"corrupt model file: the {what} cannot transform {d} features "
-                         f"({type(exc).__name__}: {exc})") from None
+        raise ValueError(
+            f"corrupt model file: the {what} cannot transform {d} features "
+            f"({type(exc).__name__}: {exc})"
+        ) from None
     if Z.ndim != 2 or Z.shape != (2, width_out) or not np.all(np.isfinite(Z)):
-        raise ValueError(f"corrupt model file: the {what} gives {Z.shape[-1]} features, "
-                         f"the next step takes {width_out}")
+        raise ValueError(
+            f"corrupt model file: the {what} gives {Z.shape[-1]} features, "
+            f"the next step takes {width_out}"
+        )
     try:
         saved = np.array(saved, dtype=np.float64)
     except (TypeError, ValueError):
         saved = None
-    if saved is None or saved.shape != Z.shape or not np.all(np.isfinite(saved)) or \
-            not np.all(np.abs(saved - Z) <= 1e-8 * (np.max(np.abs(saved), initial=0.0) + 1.0)):
-        raise ValueError(f"corrupt model file: the {what} does not give the features it was "
-                         "saved with (its parameters or fitted arrays were changed)")
+    if (
+        saved is None
+        or saved.shape != Z.shape
+        or not np.all(np.isfinite(saved))
+        or not np.all(np.abs(saved - Z) <= 1e-8 * (np.max(np.abs(saved), initial=0.0) + 1.0))
+    ):
+        raise ValueError(
+            f"corrupt model file: the {what} does not give the features it was "
+            "saved with (its parameters or fitted arrays were changed)"
+        )
     if getattr(obj, "n_features_in_", d) != d:
         raise ValueError(f"corrupt model file: the {what}'s n_features_in_ is not {d}")
     return obj

@@ -40,8 +40,13 @@ def _dump_feature_map(fmap, arrays, d):
         arrays[f"fmap__{key}"] = val
     # the map's features of two fixed rows: what a loaded map must reproduce
     probe = [[float(v) for v in row] for row in ta.probe(fmap, d)]
-    return {"class": name, "params": params, "scalars": fitted, "arrays": list(stored),
-            "probe": probe}
+    return {
+        "class": name,
+        "params": params,
+        "scalars": fitted,
+        "arrays": list(stored),
+        "probe": probe,
+    }
 
 
 def _feature_map_param(fmap):
@@ -55,9 +60,11 @@ def _feature_map_param(fmap):
         name = type(fmap).__name__
         if name not in FEATURE_MAPS:
             raise ValueError(f"cannot save feature map {name}") from None
-        return {"fitted": False, "class": name,
-                "params": {k: json_safe(v, f"feature_map.{k}")
-                           for k, v in fmap.get_params().items()}}
+        return {
+            "fitted": False,
+            "class": name,
+            "params": {k: json_safe(v, f"feature_map.{k}") for k, v in fmap.get_params().items()},
+        }
 
 
 def save(model: Any, path: str | os.PathLike) -> None:
@@ -116,16 +123,20 @@ UpdatablePipeline
     if model.__dict__.get("_dask_rows") is not None:
         # its rows live on a Dask cluster: a file without them would load as a model that says
         # keep_data=True and cannot remove by id
-        raise ValueError("a model whose training rows live on a Dask cluster (keep_data=True "
-                         "on dask input) is not saved: its rows are not in the file; fit it "
-                         "with keep_data=False (the p × p state is saved) or on NumPy arrays")
+        raise ValueError(
+            "a model whose training rows live on a Dask cluster (keep_data=True "
+            "on dask input) is not saved: its rows are not in the file; fit it "
+            "with keep_data=False (the p × p state is saved) or on NumPy arrays"
+        )
     if "_class_counts" in model.__dict__:  # K ≥ 3 classes on dask input, keeping no labels
-        raise ValueError(f"a model of {model.classes_.size} classes fitted on dask input with "
-                         "keep_data=False is not saved: a file of a model that keeps no labels "
-                         "counts two classes; fit it on NumPy arrays to save it")
+        raise ValueError(
+            f"a model of {model.classes_.size} classes fitted on dask input with "
+            "keep_data=False is not saved: a file of a model that keeps no labels "
+            "counts two classes; fit it on NumPy arrays to save it"
+        )
     # under the lock (after an update in progress: the file holds a committed model); one
     # line, as in the models' ``_locked``
-    with model._lock(): _write_model(model, pipe, path)  # noqa: E701
+    with model._lock(): _write_model(model, pipe, path)  # noqa: E701  # fmt: skip
 
 
 def _write_model(model, pipe, path):
@@ -153,23 +164,48 @@ def _write_model(model, pipe, path):
         "state": st.kind,
         "spec": {k: json_safe(v, k) for k, v in model._spec.items()},
         # the fitted problem, which set_params after the fit does not change
-        "fitted": {"loss": st.loss.name, "C": st.C, "tol": float(st.opts.tol),
-                   "max_iter": int(st.opts.max_iter)},
+        "fitted": {
+            "loss": st.loss.name,
+            "C": st.C,
+            "tol": float(st.opts.tol),
+            "max_iter": int(st.opts.max_iter),
+        },
         "n_features_in": int(model.n_features_in_),
         "n_samples": int(keep.size),
         "keep_rows": bool(led.keep_rows),
         "keep_digests": bool(led.keep_digests),
         "row_width": int(led.n_features),
-        "feature_map": _dump_feature_map(getattr(model, "feature_map_", None), arrays,
-                                         int(model.n_features_in_)),
+        "feature_map": _dump_feature_map(
+            getattr(model, "feature_map_", None), arrays, int(model.n_features_in_)
+        ),
         "feature_map_param": _feature_map_param(getattr(model, "feature_map", None)),
-        "solver": _per_class(ovr, None if res is None else [
-            {"grad_norm": float(r.grad_norm), "n_iter": int(r.n_iter),
-             "objective": float(r.objective)} for r in results]),
-        "hinge": _per_class(ovr, None if not isinstance(results[0], HingeResult) else [
-            {"kkt_violation": float(r.kkt_violation), "duality_gap": float(r.duality_gap),
-             "dual_objective": float(r.dual_objective), "n_polish": int(r.n_polish)}
-            for r in results]),
+        "solver": _per_class(
+            ovr,
+            None
+            if res is None
+            else [
+                {
+                    "grad_norm": float(r.grad_norm),
+                    "n_iter": int(r.n_iter),
+                    "objective": float(r.objective),
+                }
+                for r in results
+            ],
+        ),
+        "hinge": _per_class(
+            ovr,
+            None
+            if not isinstance(results[0], HingeResult)
+            else [
+                {
+                    "kkt_violation": float(r.kkt_violation),
+                    "duality_gap": float(r.duality_gap),
+                    "dual_objective": float(r.dual_objective),
+                    "n_polish": int(r.n_polish),
+                }
+                for r in results
+            ],
+        ),
         # K ≥ 3 classes: the K binary states of one kind (None for one binary problem)
         "one_vs_rest": ({"base": st.base.kind, "n_classes": st.n_classes} if ovr else None),
         # K ≥ 2 outputs of a multi-output regressor (None: one)

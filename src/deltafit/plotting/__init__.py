@@ -18,12 +18,23 @@ from deltafit.plotting._experiments import (
 )
 from deltafit.plotting._pyplot import pyplot as _pyplot
 
-__all__ = ["tightness_cdf", "treecv_times", "tradeoff_curves", "active_learning_curves",
-           "demo_figure", "attribution_figure"]
+__all__ = [
+    "tightness_cdf",
+    "treecv_times",
+    "tradeoff_curves",
+    "active_learning_curves",
+    "demo_figure",
+    "attribution_figure",
+]
 
 
-def tightness_cdf(ratios: dict[str, ArrayLike], path: str | os.PathLike[str], *,
-                  title: str | None = None, xmax: float | None = None) -> str:
+def tightness_cdf(
+    ratios: dict[str, ArrayLike],
+    path: str | os.PathLike[str],
+    *,
+    title: str | None = None,
+    xmax: float | None = None,
+) -> str:
     """Draw the CDF of bound / true distance ratios (Sivan et al. Fig. 1) to a PNG.
 
     Parameters
@@ -76,8 +87,12 @@ def tightness_cdf(ratios: dict[str, ArrayLike], path: str | os.PathLike[str], *,
     return _save_png(plt, fig, path)
 
 
-def treecv_times(results: dict[str, dict[str, dict[str, tuple[ArrayLike, ArrayLike]]]],
-                 path: str | os.PathLike[str], *, title: str | None = None) -> str:
+def treecv_times(
+    results: dict[str, dict[str, dict[str, tuple[ArrayLike, ArrayLike]]]],
+    path: str | os.PathLike[str],
+    *,
+    title: str | None = None,
+) -> str:
     """Draw TreeCV vs standard k-fold running times against n (Joulani et al. Fig. 2) to a PNG.
 
     Parameters
@@ -119,13 +134,20 @@ def treecv_times(results: dict[str, dict[str, dict[str, tuple[ArrayLike, ArrayLi
                 raise ValueError(f"panel {panel!r} of {row!r} has no curves")
             for label, pair in curves.items():
                 n, t = (np.asarray(v, dtype=np.float64) for v in pair)
-                if n.shape != t.shape or n.ndim != 1 or n.size == 0 or not (
-                        np.all(np.isfinite(n)) and np.all(np.isfinite(t)) and np.all(t > 0)):
-                    raise ValueError(f"curve {label!r} of {row!r}/{panel!r} needs equal-length "
-                                     "finite n and positive times")
+                if (
+                    n.shape != t.shape
+                    or n.ndim != 1
+                    or n.size == 0
+                    or not (np.all(np.isfinite(n)) and np.all(np.isfinite(t)) and np.all(t > 0))
+                ):
+                    raise ValueError(
+                        f"curve {label!r} of {row!r}/{panel!r} needs equal-length "
+                        "finite n and positive times"
+                    )
     plt = _pyplot()
-    fig, axes = plt.subplots(len(rows), len(panels), figsize=(4.2 * len(panels), 3.4 * len(rows)),
-                             dpi=110, squeeze=False)
+    fig, axes = plt.subplots(
+        len(rows), len(panels), figsize=(4.2 * len(panels), 3.4 * len(rows)), dpi=110, squeeze=False
+    )
     colours: dict[str, str] = {}
     for i, row in enumerate(rows):
         for j, panel in enumerate(panels):
@@ -150,9 +172,14 @@ def treecv_times(results: dict[str, dict[str, dict[str, tuple[ArrayLike, ArrayLi
     return _save_png(plt, fig, path)
 
 
-def demo_figure(steps: Sequence[tuple[str, float, float]], path: str | os.PathLike[str], *,
-                intervals: Mapping[str, Any] | None = None, max_intervals: int = 500,
-                title: str | None = None) -> str:
+def demo_figure(
+    steps: Sequence[tuple[str, float, float]],
+    path: str | os.PathLike[str],
+    *,
+    intervals: Mapping[str, Any] | None = None,
+    max_intervals: int = 500,
+    title: str | None = None,
+) -> str:
     """Draw ``deltafit demo``'s figure to a PNG: update vs refit times, certified intervals.
 
     Left: the time of each operation, deltafit's update against a refit on the same data
@@ -220,21 +247,31 @@ def demo_figure(steps: Sequence[tuple[str, float, float]], path: str | os.PathLi
     ball = None
     if intervals is not None:
         try:
-            lo, hi, ex = (np.asarray(intervals[k], dtype=np.float64).ravel()
-                          for k in ("lower", "upper", "exact"))
+            lo, hi, ex = (
+                np.asarray(intervals[k], dtype=np.float64).ravel()
+                for k in ("lower", "upper", "exact")
+            )
             if "ball_lower" in intervals or "ball_upper" in intervals:
-                ball = tuple(np.asarray(intervals[k], dtype=np.float64).ravel()
-                             for k in ("ball_lower", "ball_upper"))
+                ball = tuple(
+                    np.asarray(intervals[k], dtype=np.float64).ravel()
+                    for k in ("ball_lower", "ball_upper")
+                )
         except (KeyError, TypeError) as exc:
-            raise ValueError("intervals must be a dict with arrays 'lower', 'upper' and "
-                             "'exact' (and both 'ball_lower' and 'ball_upper', or "
-                             "neither)") from exc
+            raise ValueError(
+                "intervals must be a dict with arrays 'lower', 'upper' and "
+                "'exact' (and both 'ball_lower' and 'ball_upper', or "
+                "neither)"
+            ) from exc
         if not (lo.size == hi.size == ex.size) or lo.size == 0:
-            raise ValueError(f"intervals' arrays must have one non-zero length, got "
-                             f"{lo.size}, {hi.size}, {ex.size}")
+            raise ValueError(
+                f"intervals' arrays must have one non-zero length, got "
+                f"{lo.size}, {hi.size}, {ex.size}"
+            )
         if ball is not None and not (ball[0].size == ball[1].size == ex.size):
-            raise ValueError(f"the ball's arrays must have the length of 'exact' ({ex.size}), "
-                             f"got {ball[0].size}, {ball[1].size}")
+            raise ValueError(
+                f"the ball's arrays must have the length of 'exact' ({ex.size}), "
+                f"got {ball[0].size}, {ball[1].size}"
+            )
     plt = _pyplot()
     ncols = 1 if intervals is None else 2
     fig, axes = plt.subplots(1, ncols, figsize=(5.5 * ncols, 4.2), dpi=120, squeeze=False)
@@ -258,21 +295,44 @@ def demo_figure(steps: Sequence[tuple[str, float, float]], path: str | os.PathLi
     return _save_png(plt, fig, path)
 
 
-def _width_against_change(ax: Any, lo: np.ndarray, hi: np.ndarray, ex: np.ndarray,
-                          ball: tuple[np.ndarray, ...] | None, intervals: Mapping[str, Any],
-                          max_intervals: int) -> None:
+def _width_against_change(
+    ax: Any,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    ex: np.ndarray,
+    ball: tuple[np.ndarray, ...] | None,
+    intervals: Mapping[str, Any],
+    max_intervals: int,
+) -> None:
     """The right panel of :func:`demo_figure`: interval widths against the true changes."""
     from matplotlib.ticker import LogFormatterSciNotation, LogLocator, NullFormatter
 
     order = np.argsort(np.abs(ex), kind="stable")
-    pick = order[np.unique(np.linspace(0, order.size - 1, min(max_intervals, order.size))
-                           .round().astype(int))]
+    pick = order[
+        np.unique(
+            np.linspace(0, order.size - 1, min(max_intervals, order.size)).round().astype(int)
+        )
+    ]
     change = np.abs(ex[pick])
-    series = [("deltafit's certified interval", hi[pick] - lo[pick], "tab:blue", "o",
-               intervals.get("certified"))]
+    series = [
+        (
+            "deltafit's certified interval",
+            hi[pick] - lo[pick],
+            "tab:blue",
+            "o",
+            intervals.get("certified"),
+        )
+    ]
     if ball is not None:
-        series.append(("the papers' ball (Okumura et al., Thm 1)", ball[1][pick] - ball[0][pick],
-                       "tab:gray", "s", intervals.get("ball_certified")))
+        series.append(
+            (
+                "the papers' ball (Okumura et al., Thm 1)",
+                ball[1][pick] - ball[0][pick],
+                "tab:gray",
+                "s",
+                intervals.get("ball_certified"),
+            )
+        )
     values = np.concatenate([change] + [w for _, w, *_ in series])
     positive = values[np.isfinite(values) & (values > 0)]
     if positive.size == 0:
@@ -283,18 +343,31 @@ def _width_against_change(ax: Any, lo: np.ndarray, hi: np.ndarray, ex: np.ndarra
     if top - bottom < 4:
         pad = 4 - (top - bottom)
         bottom, top = bottom - pad // 2 - pad % 2, top + pad // 2
-    floor = 10.0 ** bottom  # a zero (no change, a zero-width interval) is drawn on the floor
+    floor = 10.0**bottom  # a zero (no change, a zero-width interval) is drawn on the floor
     change = np.maximum(change, floor)
     for label, width, colour, marker, cert in series:
         shown = label + ("" if cert is None else f": {float(cert):.1%} of labels certified")
-        ax.scatter(change, np.clip(width, floor, None), s=10, color=colour, marker=marker,
-                   alpha=0.7, label=shown, linewidths=0)
-    ax.plot([floor, 10.0 ** (top + 2)], [floor, 10.0 ** (top + 2)], color="tab:red",
-            linewidth=1, linestyle="--",
-            label="width = true change (below: narrower than the change)")
+        ax.scatter(
+            change,
+            np.clip(width, floor, None),
+            s=10,
+            color=colour,
+            marker=marker,
+            alpha=0.7,
+            label=shown,
+            linewidths=0,
+        )
+    ax.plot(
+        [floor, 10.0 ** (top + 2)],
+        [floor, 10.0 ** (top + 2)],
+        color="tab:red",
+        linewidth=1,
+        linestyle="--",
+        label="width = true change (below: narrower than the change)",
+    )
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlim(floor, 10.0 ** top)
+    ax.set_xlim(floor, 10.0**top)
     ax.set_ylim(floor, 10.0 ** (top + 2))  # two decades of room for the legend
     span = top - bottom
     for axis in (ax.xaxis, ax.yaxis):
@@ -304,7 +377,9 @@ def _width_against_change(ax: Any, lo: np.ndarray, hi: np.ndarray, ex: np.ndarra
     ax.tick_params(labelsize=8)
     ax.set_xlabel("true change of the decision value, |retrained − current|", fontsize=8)
     ax.set_ylabel("width of the interval for the new value", fontsize=8)
-    ax.set_title(f"what-if intervals against the true change ({pick.size:,} of {ex.size:,} "
-                 "test rows)", fontsize=10)
+    ax.set_title(
+        f"what-if intervals against the true change ({pick.size:,} of {ex.size:,} test rows)",
+        fontsize=10,
+    )
     ax.grid(alpha=0.3, which="major")
     ax.legend(fontsize=7, loc="upper left")

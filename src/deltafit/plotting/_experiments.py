@@ -29,8 +29,9 @@ def _save_png(plt: Any, fig: Any, path: str | os.PathLike[str]) -> str:
     return str(path)
 
 
-def _finish(plt: Any, fig: Any, ax: Any, xlabel: str, ylabel: str, title: str,
-            path: str | os.PathLike[str]) -> str:
+def _finish(
+    plt: Any, fig: Any, ax: Any, xlabel: str, ylabel: str, title: str, path: str | os.PathLike[str]
+) -> str:
     """Label, grid and legend of a one-panel figure, then :func:`_save_png`."""
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
@@ -40,8 +41,13 @@ def _finish(plt: Any, fig: Any, ax: Any, xlabel: str, ylabel: str, title: str,
     return _save_png(plt, fig, path)
 
 
-def tradeoff_curves(results: Sequence[Mapping[str, Any]], path: str | os.PathLike[str], *,
-                    title: str | None = None, logx: bool = True) -> str:
+def tradeoff_curves(
+    results: Sequence[Mapping[str, Any]],
+    path: str | os.PathLike[str],
+    *,
+    title: str | None = None,
+    logx: bool = True,
+) -> str:
     """Accuracy against model computations, one curve per algorithm (Sivan et al. Fig. 3).
 
     Parameters
@@ -76,8 +82,9 @@ def tradeoff_curves(results: Sequence[Mapping[str, Any]], path: str | os.PathLik
     _require_nonempty(results, (list, tuple), "results", "list of dicts")
     groups: dict[str, list[Mapping[str, Any]]] = {}
     for r in results:
-        if not isinstance(r, dict) or not {"algorithm", "n_model_computations",
-                                           "accuracy"} <= set(r):
+        if not isinstance(r, dict) or not {"algorithm", "n_model_computations", "accuracy"} <= set(
+            r
+        ):
             raise ValueError("each result needs algorithm, n_model_computations and accuracy")
         c, a = float(r["n_model_computations"]), float(r["accuracy"])
         if not (np.isfinite(c) and c >= 0 and np.isfinite(a) and 0 <= a <= 1):
@@ -88,8 +95,12 @@ def tradeoff_curves(results: Sequence[Mapping[str, Any]], path: str | os.PathLik
         groups.setdefault(str(r["algorithm"]), []).append(r)
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.4), dpi=110)
-    positive = all(float(r["n_model_computations"]) > 0 for rs in groups.values() for r in rs
-                   if any(float(q["n_model_computations"]) > 0 for q in rs))
+    positive = all(
+        float(r["n_model_computations"]) > 0
+        for rs in groups.values()
+        for r in rs
+        if any(float(q["n_model_computations"]) > 0 for q in rs)
+    )
     for i, (algo, rs) in enumerate(groups.items()):
         colour = f"C{i % 10}"
         if all(float(r["n_model_computations"]) == 0 for r in rs):
@@ -100,20 +111,45 @@ def tradeoff_curves(results: Sequence[Mapping[str, Any]], path: str | os.PathLik
         x = np.array([float(r["n_model_computations"]) for r in rs])
         y = np.array([float(r["accuracy"]) for r in rs])
         err = np.array([float(r.get("accuracy_std") or 0.0) for r in rs])
-        ax.errorbar(x, y, yerr=err if err.any() else None, color=colour, marker="o",
-                    markersize=4, capsize=2, label=algo)
+        ax.errorbar(
+            x,
+            y,
+            yerr=err if err.any() else None,
+            color=colour,
+            marker="o",
+            markersize=4,
+            capsize=2,
+            label=algo,
+        )
         for xi, yi, r in zip(x, y, rs):
             if r.get("label"):
-                ax.annotate(str(r["label"]), (xi, yi), fontsize=5, xytext=(2, 2),
-                            textcoords="offset points", color=colour)
+                ax.annotate(
+                    str(r["label"]),
+                    (xi, yi),
+                    fontsize=5,
+                    xytext=(2, 2),
+                    textcoords="offset points",
+                    color=colour,
+                )
     if logx and positive:
         ax.set_xscale("log")
-    return _finish(plt, fig, ax, "model computations", "prequential accuracy",
-                   title or "Accuracy vs model computations (Sivan et al. Fig. 3)", path)
+    return _finish(
+        plt,
+        fig,
+        ax,
+        "model computations",
+        "prequential accuracy",
+        title or "Accuracy vs model computations (Sivan et al. Fig. 3)",
+        path,
+    )
 
 
-def active_learning_curves(curves: Mapping[str, Mapping[str, Any]],
-                           path: str | os.PathLike[str], *, title: str | None = None) -> str:
+def active_learning_curves(
+    curves: Mapping[str, Mapping[str, Any]],
+    path: str | os.PathLike[str],
+    *,
+    title: str | None = None,
+) -> str:
     """Test accuracy against labeled samples per strategy, mean ± std (Sivan et al. Fig. 2).
 
     Parameters
@@ -146,8 +182,13 @@ def active_learning_curves(curves: Mapping[str, Mapping[str, Any]],
         n = np.asarray(c["n_labeled"], dtype=np.float64)
         m = np.asarray(c["accuracy_mean"], dtype=np.float64)
         s = np.asarray(c.get("accuracy_std", np.zeros_like(m)), dtype=np.float64)
-        if n.ndim != 1 or n.size == 0 or n.shape != m.shape or s.shape != m.shape or \
-                not (np.isfinite(n).all() and np.isfinite(m).all() and np.isfinite(s).all()):
+        if (
+            n.ndim != 1
+            or n.size == 0
+            or n.shape != m.shape
+            or s.shape != m.shape
+            or not (np.isfinite(n).all() and np.isfinite(m).all() and np.isfinite(s).all())
+        ):
             raise ValueError(f"curve {name!r} needs equal-length finite 1-d arrays")
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.4), dpi=110)
@@ -156,9 +197,22 @@ def active_learning_curves(curves: Mapping[str, Mapping[str, Any]],
         if c.get("n_model_computations") is not None:
             label += f" ({int(c['n_model_computations'])} computations)"
         std = c.get("accuracy_std")
-        ax.errorbar(np.asarray(c["n_labeled"]), np.asarray(c["accuracy_mean"]),
-                    yerr=None if std is None else np.asarray(std), color=f"C{i % 10}",
-                    marker="o" if len(c["n_labeled"]) <= 30 else None, markersize=3,
-                    capsize=2, label=label)
-    return _finish(plt, fig, ax, "labeled samples", "test accuracy",
-                   title or "Active learning (Sivan et al. Fig. 2)", path)
+        ax.errorbar(
+            np.asarray(c["n_labeled"]),
+            np.asarray(c["accuracy_mean"]),
+            yerr=None if std is None else np.asarray(std),
+            color=f"C{i % 10}",
+            marker="o" if len(c["n_labeled"]) <= 30 else None,
+            markersize=3,
+            capsize=2,
+            label=label,
+        )
+    return _finish(
+        plt,
+        fig,
+        ax,
+        "labeled samples",
+        "test accuracy",
+        title or "Active learning (Sivan et al. Fig. 2)",
+        path,
+    )

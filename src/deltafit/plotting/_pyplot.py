@@ -31,6 +31,6 @@ def pyplot() -> Any:
         import matplotlib.pyplot as plt
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError(
-            "deltafit.plotting needs matplotlib; install it with pip install \"deltafit[plot]\""
+            'deltafit.plotting needs matplotlib; install it with pip install "deltafit[plot]"'
         ) from exc
     return plt

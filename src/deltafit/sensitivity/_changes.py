@@ -25,24 +25,29 @@ its error stays at rounding level on arbitrarily long streams.  The ball itself 
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from deltafit.kernels import kernel_diagonal, kernel_rows
 from deltafit.sensitivity._model_access import ScoreFunction
 from deltafit.sensitivity.regions import _ball
-from deltafit.sensitivity.regions._sphere import KernelSphere, PrimalSphere, _Features
+from deltafit.sensitivity.regions._sphere import KernelSphere, PrimalSphere, Sphere, _Features
+
+if TYPE_CHECKING:
+    from deltafit.losses import Loss
 
 __all__ = ["ChangedSamples", "KernelChanges", "LinearChanges", "changes_for"]
 
-_CANCEL = 1e-3   # a running sum this much smaller than its terms is recomputed exactly
-_REFRESH = 64    # ... and it is recomputed at least once per max(_REFRESH, n) updated entries
+_CANCEL = 1e-3  # a running sum this much smaller than its terms is recomputed exactly
+_REFRESH = 64  # ... and it is recomputed at least once per max(_REFRESH, n) updated entries
 # Largest ‖Φ(x)‖ and |ℓ'|·‖Φ(x)‖ of a new sample: squares and sums of a few million such terms
 # stay finite in float64, so no ball computed from them overflows.
 _MAX_NORM = 1e100
 
 
-def changes_for(problem, capacity=0):
+def changes_for(problem: Any, capacity: int = 0) -> ChangedSamples:
     """The store of changed samples for a :class:`~deltafit.models.FittedProblem`."""
     cls = KernelChanges if problem.kernel else LinearChanges
     return cls(problem, capacity)
@@ -70,7 +75,7 @@ class ChangedSamples:
         One past the highest slot in use: every entry lies in ``[0, hi)``.
     """
 
-    def __init__(self, problem, capacity=0):
+    def __init__(self, problem: Any, capacity: int = 0) -> None:
         self.problem = problem
         self._score = ScoreFunction(problem)  # ⟨Φ(x), β₁⟩
         cap = int(capacity)
@@ -79,12 +84,12 @@ class ChangedSamples:
         self.live = np.zeros(cap, dtype=bool)
         self.n = 0
         self.hi = 0
-        self._nnz = 0     # entries with a coefficient ≠ 0
-        self._since = 0   # entries updated since the running sum was last exact
+        self._nnz = 0  # entries with a coefficient ≠ 0
+        self._since = 0  # entries updated since the running sum was last exact
 
     # ---------------------------------------------------------------- room
     @property
-    def capacity(self):
+    def capacity(self) -> int:
         return self.c.shape[0]
 
     def _room(self, need):
@@ -116,18 +121,22 @@ class ChangedSamples:
         return slots
 
     # ------------------------------------------------------------- entries
-    def model_points(self, handles, rows=None):
+    def model_points(
+        self, handles: np.ndarray, rows: np.ndarray | None = None
+    ) -> tuple[Any, np.ndarray, Any]:
         """``(points, z, src)`` of stored training samples: what :meth:`insert` takes.
 
         ``rows``: the samples' validated raw rows, for a linear model that keeps none.
         """
         raise NotImplementedError
 
-    def new_points(self, X):
+    def new_points(self, X: np.ndarray) -> tuple[Any, np.ndarray]:
         """``(points, z)`` of validated new rows ``X``: what :meth:`insert` takes."""
         raise NotImplementedError
 
-    def check_new(self, points, z, t, loss, what="X"):
+    def check_new(
+        self, points: Any, z: np.ndarray, t: np.ndarray, loss: Loss, what: str = "X"
+    ) -> np.ndarray:
         """``ℓ'(t, z)`` of new samples with points ``points``, scores ``z`` and targets ``t``;
         ValueError unless every quantity of the ball stays finite: ``‖Φ(x)‖ ≤ 1e100`` and
         ``|ℓ'(t, z)| ‖Φ(x)‖ ≤ 1e100`` (checked before anything changes)."""
@@ -144,7 +153,9 @@ class ChangedSamples:
             )
         return d1
 
-    def insert(self, points, z, c=None, src=None):
+    def insert(
+        self, points: Any, z: np.ndarray, c: np.ndarray | None = None, src: np.ndarray | None = None
+    ) -> np.ndarray:
         """New entries with coefficients ``c`` (default 0); their slots.
 
         Parameters
@@ -164,7 +175,7 @@ class ChangedSamples:
             self.set(slots, c, points)
         return slots
 
-    def set(self, slots, c, points=None):
+    def set(self, slots: np.ndarray, c: ArrayLike, points: Any = None) -> None:
         """Give entries ``slots`` the coefficients ``c`` and update the running sum."""
         c = np.asarray(c, dtype=np.float64)
         before = self.c[slots]
@@ -184,61 +195,61 @@ class ChangedSamples:
             if self._since >= max(_REFRESH, self.n):
                 self.recompute()
 
-    def release(self, slots):
+    def release(self, slots: np.ndarray) -> None:
         """Take entries out (coefficient 0) and free their slots for reuse."""
         self.set(slots, np.zeros(len(slots)))
         self.live[slots] = False
         self.z[slots] = 0.0
         self.n -= len(slots)
         if self.hi and not self.live[self.hi - 1]:
-            used = np.flatnonzero(self.live[:self.hi])
+            used = np.flatnonzero(self.live[: self.hi])
             self.hi = int(used[-1]) + 1 if used.size else 0
 
-    def truncate(self, hi):
+    def truncate(self, hi: int) -> None:
         """:meth:`release` every slot from ``hi`` on."""
         if hi < self.hi:
             slots = np.arange(hi, self.hi)
             self.release(slots[self.live[slots]])
 
     # ------------------------------------------------------------ queries
-    def map(self, X):
+    def map(self, X: np.ndarray) -> Any:
         """Points of validated raw rows (Φ(X) for linear models, X for kernel models)."""
         raise NotImplementedError
 
-    def sq_norms(self, P):
+    def sq_norms(self, P: Any) -> np.ndarray:
         """``‖Φ(p)‖²`` of points."""
         raise NotImplementedError
 
-    def beta_scores(self, P):
+    def beta_scores(self, P: Any) -> np.ndarray:
         """``⟨Φ(p), β₁⟩`` of points."""
         return self._score.mapped(P)
 
-    def scores(self, P):
+    def scores(self, P: Any) -> np.ndarray:
         """``⟨Φ(p), Δg⟩`` of points."""
         raise NotImplementedError
 
-    def kernel(self, P, slots):
+    def kernel(self, P: Any, slots: np.ndarray) -> np.ndarray:
         """``⟨Φ(p), Φ(x_s)⟩`` between points and the entries in ``slots``."""
         raise NotImplementedError
 
-    def beta_dot(self):
+    def beta_dot(self) -> float:
         """``⟨β₁, Δg⟩ = Σ c_i z_i``."""
         hi = self.hi
         return float(self.c[:hi] @ self.z[:hi])
 
-    def center_scores(self, P, C1, C2):
+    def center_scores(self, P: Any, C1: float, C2: float) -> np.ndarray:
         """Scores of the ball's center at points (Theorem 1 form, :func:`_ball.center_scores`)."""
         return _ball.center_scores(self.beta_scores(P), self.scores(P), C1=C1, C2=C2)
 
-    def half_gradient(self, C1, C2):
+    def half_gradient(self, C1: float, C2: float) -> tuple[np.ndarray | None, float]:
         """``(r, ‖r‖)`` of the Theorem 1 ball (r None when it is not a vector)."""
         raise NotImplementedError
 
-    def sphere(self, C1, C2, radius):
+    def sphere(self, C1: float, C2: float, radius: float) -> Sphere:
         """The Theorem 1 ball as a :class:`~deltafit.sensitivity.Sphere`."""
         raise NotImplementedError
 
-    def recompute(self):
+    def recompute(self) -> None:
         """Recompute the running sum exactly from the entries."""
         self._since = 0
         self._exact()
@@ -272,14 +283,14 @@ class LinearChanges(ChangedSamples):
         The running ``Δg``.
     """
 
-    def __init__(self, problem, capacity=0):
+    def __init__(self, problem: Any, capacity: int = 0) -> None:
         super().__init__(problem, capacity)
         self.beta = self._score.beta
         self.width = self.beta.shape[0]
         self.const = problem.intercept_scaling if problem.fit_intercept else None
         self._raw = self.const is not None and problem.feature_map is None
         self.src = np.full(self.capacity, -1, dtype=np.intp)
-        self.rows = None
+        self.rows: Any = None  # allocated on the first entry without stored rows
         self.dg = np.zeros(self.width)
 
     def _room(self, need):
@@ -298,7 +309,9 @@ class LinearChanges(ChangedSamples):
             rows[:hi] = self.rows[:hi]
             self.rows = rows
 
-    def model_points(self, handles, rows=None):
+    def model_points(
+        self, handles: np.ndarray, rows: np.ndarray | None = None
+    ) -> tuple[Any, np.ndarray, Any]:
         prob = self.problem
         if rows is None:
             if not prob.keeps_rows:
@@ -310,7 +323,7 @@ class LinearChanges(ChangedSamples):
             P = P.copy()  # kept for later changes: not the caller's buffer
         return P, P @ self.beta, None
 
-    def new_points(self, X):
+    def new_points(self, X: np.ndarray) -> tuple[Any, np.ndarray]:
         if self._raw:  # Φ = [X, s] is never formed: the scores from X and the constant
             return X, X @ self.beta[:-1] + self.const * self.beta[-1]
         P = self.map(X)
@@ -329,7 +342,7 @@ class LinearChanges(ChangedSamples):
             self.rows[slots, :-1] = points
             self.rows[slots, -1] = self.const
 
-    def rows_of(self, slots):
+    def rows_of(self, slots: np.ndarray) -> np.ndarray:
         """Feature rows Φ of the entries in ``slots``."""
         src = self.src[slots]
         stored = src >= 0
@@ -361,26 +374,26 @@ class LinearChanges(ChangedSamples):
         self.dg = np.zeros(self.width)
 
     def _exact(self):
-        idx = np.flatnonzero(self.c[:self.hi])
+        idx = np.flatnonzero(self.c[: self.hi])
         self.dg = self.c[idx] @ self.rows_of(idx) if idx.size else np.zeros(self.width)
 
-    def map(self, X):
+    def map(self, X: np.ndarray) -> Any:
         return self.problem.features(X)
 
-    def sq_norms(self, P):
+    def sq_norms(self, P: Any) -> np.ndarray:
         return np.einsum("ij,ij->i", P, P)
 
-    def scores(self, P):
+    def scores(self, P: Any) -> np.ndarray:
         return P @ self.dg
 
-    def kernel(self, P, slots):
+    def kernel(self, P: Any, slots: np.ndarray) -> np.ndarray:
         return P @ self.rows_of(slots).T
 
-    def half_gradient(self, C1, C2):
+    def half_gradient(self, C1: float, C2: float) -> tuple[np.ndarray | None, float]:
         r = _ball.half_gradient(self.beta, self.dg, C1=C1, C2=C2)
         return r, float(np.sqrt(r @ r))
 
-    def sphere(self, C1, C2, radius):
+    def sphere(self, C1: float, C2: float, radius: float) -> Sphere:
         r, _ = self.half_gradient(C1, C2)
         return PrimalSphere(self.beta - r, radius, features=_Features(self.problem))
 
@@ -397,7 +410,7 @@ class KernelChanges(ChangedSamples):
     Q : float
     """
 
-    def __init__(self, problem, capacity=0):
+    def __init__(self, problem: Any, capacity: int = 0) -> None:
         super().__init__(problem, capacity)
         self.kw = self._score.kw
         cap = self.capacity
@@ -420,12 +433,14 @@ class KernelChanges(ChangedSamples):
         G[:hi, :hi] = self.G[:hi, :hi]
         self.pts, self.G = pts, G
 
-    def model_points(self, handles, rows=None):
+    def model_points(
+        self, handles: np.ndarray, rows: np.ndarray | None = None
+    ) -> tuple[Any, np.ndarray, Any]:
         prob = self.problem
         z, _ = prob.scores(handles)
         return prob.rows[handles], z, handles
 
-    def new_points(self, X):
+    def new_points(self, X: np.ndarray) -> tuple[Any, np.ndarray]:
         return X, self.beta_scores(X)
 
     def _put(self, slots, points, src):
@@ -461,19 +476,19 @@ class KernelChanges(ChangedSamples):
         c = self.c[:hi]
         self.Q = float(c @ self.G[:hi, :hi] @ c)
 
-    def map(self, X):
+    def map(self, X: np.ndarray) -> Any:
         return X
 
-    def sq_norms(self, P):
+    def sq_norms(self, P: Any) -> np.ndarray:
         return kernel_diagonal(P, **self.kw)
 
-    def scores(self, P):
+    def scores(self, P: Any) -> np.ndarray:
         hi = self.hi
         if not hi:
             return np.zeros(P.shape[0])
         return kernel_rows(P, self.pts[:hi], **self.kw) @ self.c[:hi]
 
-    def kernel(self, P, slots):
+    def kernel(self, P: Any, slots: np.ndarray) -> np.ndarray:
         return kernel_rows(P, self.pts[slots], **self.kw)
 
     def _beta_sq_norm(self):
@@ -481,12 +496,17 @@ class KernelChanges(ChangedSamples):
             self._beta_sq = self.problem.solution_sq_norm()
         return self._beta_sq
 
-    def half_gradient(self, C1, C2):
-        r2 = _ball.sq_radius(self.Q, self.beta_dot() if C1 != C2 else 0.0, C1=C1, C2=C2,
-                             beta_sq=self._beta_sq_norm() if C1 != C2 else None)
+    def half_gradient(self, C1: float, C2: float) -> tuple[np.ndarray | None, float]:
+        r2 = _ball.sq_radius(
+            self.Q,
+            self.beta_dot() if C1 != C2 else 0.0,
+            C1=C1,
+            C2=C2,
+            beta_sq=self._beta_sq_norm() if C1 != C2 else None,
+        )
         return None, float(np.sqrt(max(r2, 0.0)))
 
-    def sphere(self, C1, C2, radius):
+    def sphere(self, C1: float, C2: float, radius: float) -> Sphere:
         """The center ``β₁ − r`` as a kernel expansion over the training points and the
         entries (Sivan et al. eq. 3)."""
         prob, hi = self.problem, self.hi
@@ -495,5 +515,4 @@ class KernelChanges(ChangedSamples):
         dg = np.concatenate([np.zeros(A.size), self.c[:hi]])
         center = beta - _ball.half_gradient(beta, dg, C1=C1, C2=C2)
         kfun, kdiag = prob.kernel_functions()
-        return KernelSphere(center, np.vstack([prob.rows[A], self.pts[:hi]]), radius, kfun,
-                            kdiag)
+        return KernelSphere(center, np.vstack([prob.rows[A], self.pts[:hi]]), radius, kfun, kdiag)

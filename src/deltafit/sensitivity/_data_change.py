@@ -42,9 +42,12 @@ allowance.  :func:`for_model` makes the binary or the multiclass object, as the 
 from __future__ import annotations
 
 import numbers
+from collections.abc import Callable
 from functools import partial
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from deltafit._dask import _sensitivity_rows as _dask_rows
 from deltafit.sensitivity._model_access import check_model, n_classes
@@ -60,10 +63,19 @@ from deltafit.sensitivity.regions._registry import (
 )
 from deltafit.utils._validation import check_feature_names
 
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+
+    from deltafit.sensitivity.regions._sphere import Sphere
+
+_M = TypeVar("_M", bound="MulticlassSensitivity")
+
 __all__ = ["METHODS", "MulticlassSensitivity", "Sensitivity", "for_model", "resolve_method"]
 
 
-def for_model(model, C_new=None, *, method="auto"):
+def for_model(
+    model: Any, C_new: float | str | Callable[[int], float] | None = None, *, method: str = "auto"
+) -> Sensitivity | MulticlassSensitivity:
     """The what-if object of a fitted deltafit estimator: a :class:`MulticlassSensitivity`
     for a classifier with K ≥ 3 classes (one binary what-if per one-vs-rest class), else a
     :class:`Sensitivity`.
@@ -187,12 +199,19 @@ class Sensitivity(PendingChange):
             return for_model(model, C_new, method=method)
         return super().__new__(cls)
 
-    def __init__(self, model, C_new=None, *, problem=None, method="auto"):
+    def __init__(
+        self,
+        model: Any,
+        C_new: float | str | Callable[[int], float] | None = None,
+        *,
+        problem: Any = None,
+        method: str = "auto",
+    ) -> None:
         loss = check_model(model if problem is None else problem)
         kind = resolve_method(method, loss)
         super().__init__(model, C_new, problem=problem, loss=loss)
         self._method = kind
-        self._shared = None       # parts shared with the other classes' objects (multiclass)
+        self._shared = None  # parts shared with the other classes' objects (multiclass)
         if method == "auto" and not region_class(kind).auto_applies(self._prob):
             self._method = FALLBACK  # e.g. no rows: the curvature region needs them
         self._coef_shape = (1, -1) if self._prob.classifier else (-1,)
@@ -207,20 +226,25 @@ class Sensitivity(PendingChange):
         rho = C2 / C1
         r, rnorm = self._store.half_gradient(C1, C2)
         self._r = r
-        parts = (C2, rho, 0.5 * (1.0 - rho), rnorm,
-                 _ball.certified_radius(rnorm, C1=C1, C2=C2, residual=self._eps))
+        parts = (
+            C2,
+            rho,
+            0.5 * (1.0 - rho),
+            rnorm,
+            _ball.certified_radius(rnorm, C1=C1, C2=C2, residual=self._eps),
+        )
         if not callable(self._c_new_spec) or isinstance(self._c_new_spec, str):
             self._cache = parts  # a user's callable is asked again at every query
         return parts
 
     @property
-    def radius(self):
+    def radius(self) -> float:
         """Radius of the ball that contains the new optimum (:meth:`sphere`, whatever the
         method)."""
         return self._parts()[4]
 
     @property
-    def method(self):
+    def method(self) -> str:
         """The region the queries answer from: ``"sphere"``, ``"exact"`` or ``"curvature"``
         (``method="auto"`` resolved for the model's loss)."""
         return self._method
@@ -236,14 +260,14 @@ class Sensitivity(PendingChange):
                 self._reg = reg
         return reg
 
-    def distance_bound(self):
+    def distance_bound(self) -> float:
         """Upper bound of ``‖β_new − β_old‖`` (RKHS norm for kernel models).
 
         Sphere: Theorem 1 of Sivan et al. (2020), ``2‖r‖`` plus the old model's certified solver
         residual ``(C₂/C₁)·grad_norm_``; exact: the computed change plus its certified error."""
         return self._region().distance_bound()
 
-    def sphere(self):
+    def sphere(self) -> Sphere:
         """The ball as a :class:`~deltafit.sensitivity.Sphere` (primal vector or kernel
         expansion over the training and changed points, Sivan et al. eq. 3)."""
         C2, _, _, _, R = self._parts()
@@ -259,7 +283,7 @@ class Sensitivity(PendingChange):
         lo, hi = reg.decision_bounds(X)
         return reg.center_decision(X), lo, hi
 
-    def decision_bounds(self, X):
+    def decision_bounds(self, X: ArrayLike | sp.spmatrix) -> tuple[np.ndarray, np.ndarray]:
         """Guaranteed bounds of the new model's ``decision_function`` (regressors: ``predict``).
 
         Parameters
@@ -276,11 +300,12 @@ class Sensitivity(PendingChange):
         reg = self._region()
         if _dask_rows.is_dask(X):  # lazy: one task per row block
             check_feature_names(self._model, X)  # a dask DataFrame's columns, once
-            return _dask_rows.lazy_decision_bounds(reg.decision_bounds, X,
-                                                   partial(self._rows, names=False))
+            return _dask_rows.lazy_decision_bounds(
+                reg.decision_bounds, X, partial(self._rows, names=False)
+            )
         return reg.decision_bounds(self._rows(X))
 
-    def tightness(self, X):
+    def tightness(self, X: ArrayLike | sp.spmatrix) -> np.ndarray:
         """``hi − lo`` of :meth:`decision_bounds` (sphere: ``2 ‖Φ(x)‖ R``, Okumura et al.
         eq. 11)."""
         reg = self._region()
@@ -291,7 +316,7 @@ class Sensitivity(PendingChange):
         lo, hi = reg.decision_bounds(X)
         return hi - lo
 
-    def predict_certain(self, X):
+    def predict_certain(self, X: ArrayLike | sp.spmatrix) -> tuple[np.ndarray, np.ndarray]:
         """Labels of the new model where the bounds decide them.
 
         Corollary 4 of Okumura et al. (2015).
@@ -320,7 +345,7 @@ class Sensitivity(PendingChange):
             )
         return self._region()
 
-    def coef_bounds(self):
+    def coef_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Bounds of every coefficient of the new model (Corollary 2 of Okumura et al. (2015) for
         the sphere; the retrained coefficients ± their certified error for the exact method).
 
@@ -333,7 +358,7 @@ class Sensitivity(PendingChange):
             lo, hi = lo[:-1], hi[:-1]
         return lo.reshape(self._coef_shape), hi.reshape(self._coef_shape)
 
-    def intercept_bounds(self):
+    def intercept_bounds(self) -> tuple[np.ndarray | float, np.ndarray | float]:
         """Bounds of the new model's ``intercept_`` (``intercept_scaling`` times the last
         coordinate; exactly 0 without an intercept)."""
         reg = self._linear("intercept_bounds")
@@ -348,7 +373,7 @@ class Sensitivity(PendingChange):
             return np.full(shape, lo), np.full(shape, hi)
         return lo, hi
 
-    def norm_change_bound(self, q=2):
+    def norm_change_bound(self, q: float = 2) -> float:
         """Upper bound of ``‖coef_new − coef_old‖_q`` (Corollary 3 of Okumura et al. (2015)).
 
         Corollary 3 sums ``max(β_old,j − L_j, U_j − β_old,j)^q`` over the coefficients (for the
@@ -375,15 +400,16 @@ class Sensitivity(PendingChange):
         dist = reg.distance_bound()
         if np.isinf(q):
             return float(min(v.max(initial=0.0), dist))
-        cor3 = float(np.sum(v ** q) ** (1.0 / q))
+        cor3 = float(np.sum(v**q) ** (1.0 / q))
         cap = dist if q >= 2 else dist * d ** (1.0 / q - 0.5)
         return min(cor3, cap)
 
     def __repr__(self):
-        return (f"Sensitivity({type(self._model).__name__}, added={self.n_added}, "
-                f"removed={self.n_removed}, relabeled={self.n_relabeled}, "
-                f"reweighted={self.n_reweighted})")
-
+        return (
+            f"Sensitivity({type(self._model).__name__}, added={self.n_added}, "
+            f"removed={self.n_removed}, relabeled={self.n_relabeled}, "
+            f"reweighted={self.n_reweighted})"
+        )
 
 
 class MulticlassSensitivity(PerClass):
@@ -446,22 +472,32 @@ class MulticlassSensitivity(PerClass):
     True
     """
 
-    def __init__(self, model, C_new=None, *, method="auto"):
+    def __init__(
+        self,
+        model: Any,
+        C_new: float | str | Callable[[int], float] | None = None,
+        *,
+        method: str = "auto",
+    ) -> None:
         whole = model.problem_
         if not whole.n_classes:
-            raise ValueError("MulticlassSensitivity needs a model with three or more classes; "
-                             "use deltafit.sensitivity(model)")
+            raise ValueError(
+                "MulticlassSensitivity needs a model with three or more classes; "
+                "use deltafit.sensitivity(model)"
+            )
         self._model = model
         self.n_classes = int(whole.n_classes)
         self.classes_ = model.classes_
-        self._parts = [Sensitivity(model, C_new, problem=whole.for_class(k), method=method)
-                       for k in range(self.n_classes)]
-        shared = {}  # what the classes' exact regions share: one factorisation, K right sides
+        self._parts = [
+            Sensitivity(model, C_new, problem=whole.for_class(k), method=method)
+            for k in range(self.n_classes)
+        ]
+        shared: dict = {}  # what the classes' exact regions share: one factorisation, K right sides
         for part in self._parts:
             part._shared = shared
 
     @property
-    def method(self):
+    def method(self) -> str:
         """The region every class answers from (see :attr:`Sensitivity.method`)."""
         return self._parts[0].method
 
@@ -481,24 +517,26 @@ class MulticlassSensitivity(PerClass):
         return out
 
     @property
-    def n_relabeled(self):
+    def n_relabeled(self) -> int:
         return self._parts[0].n_relabeled
 
     @property
-    def n_reweighted(self):
+    def n_reweighted(self) -> int:
         return self._parts[0].n_reweighted
 
     @property
-    def n_new(self):
+    def n_new(self) -> int:
         return self._parts[0].n_new
 
     @property
-    def C_new_(self):
+    def C_new_(self) -> float:
         """``C₂`` of the new problems (the same for every class)."""
         return self._parts[0].C_new_
 
     # ------------------------------------------------------------------ change
-    def add(self, X, y, sample_weight=None):
+    def add(
+        self, X: ArrayLike | sp.spmatrix, y: ArrayLike, sample_weight: ArrayLike | None = None
+    ) -> np.ndarray:
         """Hypothetically add samples (labels among ``classes_``, weights ``sample_weight``,
         default 1); returns their ids.
 
@@ -506,12 +544,25 @@ class MulticlassSensitivity(PerClass):
         """
         return self._each("add", X, y, sample_weight)
 
-    def remove(self, ids=None, *, X=None, y=None):
+    def remove(
+        self: _M,
+        ids: ArrayLike | None = None,
+        *,
+        X: ArrayLike | None = None,
+        y: ArrayLike | None = None,
+    ) -> _M:
         """Hypothetically remove samples; see :meth:`Sensitivity.remove`.  Returns self."""
         self._each("remove", ids, X=X, y=y)
         return self
 
-    def relabel(self, ids, y, *, X=None, y_old=None):
+    def relabel(
+        self: _M,
+        ids: ArrayLike | None,
+        y: ArrayLike,
+        *,
+        X: ArrayLike | None = None,
+        y_old: ArrayLike | None = None,
+    ) -> _M:
         """Hypothetically relabel samples; see :meth:`Sensitivity.relabel`.
 
         A relabel from class a to class b changes the problems of classes a and b only.
@@ -520,7 +571,14 @@ class MulticlassSensitivity(PerClass):
         self._each("relabel", ids, y, X=X, y_old=y_old)
         return self
 
-    def reweight(self, ids, sample_weight, *, X=None, y=None):
+    def reweight(
+        self: _M,
+        ids: ArrayLike | None,
+        sample_weight: ArrayLike,
+        *,
+        X: ArrayLike | None = None,
+        y: ArrayLike | None = None,
+    ) -> _M:
         """Hypothetically give samples new weights; see :meth:`Sensitivity.reweight`.
 
         A sample's weight multiplies its term in every class's problem, so every class's ball
@@ -529,29 +587,29 @@ class MulticlassSensitivity(PerClass):
         self._each("reweight", ids, sample_weight, X=X, y=y)
         return self
 
-    def undo(self):
+    def undo(self: _M) -> _M:
         """Revert the last change (every class).  Returns self."""
         self._parts[0].undo()  # raises "nothing to undo" before any class changes
         for part in self._parts[1:]:
             part.undo()
         return self
 
-    def reset(self):
+    def reset(self: _M) -> _M:
         """Revert every pending change.  Returns self."""
         for part in self._parts:
             part.reset()
         return self
 
     # ----------------------------------------------------------------- queries
-    def sphere(self):
+    def sphere(self) -> list[Sphere]:
         """The K balls (list of :class:`~deltafit.sensitivity.Sphere`, class order)."""
         return [p.sphere() for p in self._parts]
 
-    def tightness(self, X):
+    def tightness(self, X: ArrayLike | sp.spmatrix) -> np.ndarray:
         """``hi − lo`` of :meth:`decision_bounds`, shape (n_samples, K)."""
         return self._stacked("tightness", X)
 
-    def predict_certain(self, X):
+    def predict_certain(self, X: ArrayLike | sp.spmatrix) -> tuple[np.ndarray, np.ndarray]:
         """Labels of the new model where the bounds decide its argmax.
 
         Returns
@@ -565,27 +623,30 @@ class MulticlassSensitivity(PerClass):
         """
         parts = [p._center_bounds(X) for p in self._parts]
         s = np.column_stack([c for c, _, _ in parts])
-        _, certain = certain_argmax(np.column_stack([lo for _, lo, _ in parts]),
-                                    np.column_stack([hi for _, _, hi in parts]))
+        _, certain = certain_argmax(
+            np.column_stack([lo for _, lo, _ in parts]), np.column_stack([hi for _, _, hi in parts])
+        )
         return self.classes_[np.argmax(s, axis=1)], certain
 
-    def coef_bounds(self):
+    def coef_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Bounds of every coefficient of the new model, shaped like ``coef_`` (K, p)
         (linear models; Corollary 2 of Okumura et al. (2015) per class)."""
         b = [p.coef_bounds() for p in self._parts]
         return np.vstack([lo for lo, _ in b]), np.vstack([hi for _, hi in b])
 
-    def intercept_bounds(self):
+    def intercept_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Bounds of the new model's ``intercept_``, shape (K,) (linear models)."""
         b = [p.intercept_bounds() for p in self._parts]
         return np.concatenate([lo for lo, _ in b]), np.concatenate([hi for _, hi in b])
 
-    def norm_change_bound(self, q=2):
+    def norm_change_bound(self, q: float = 2) -> np.ndarray:
         """Upper bound of ``‖coef_k,new − coef_k,old‖_q`` for every class k, shape (K,)
         (linear models; Corollary 3 of Okumura et al. (2015) per class)."""
         return np.array([p.norm_change_bound(q) for p in self._parts])
 
     def __repr__(self):
-        return (f"MulticlassSensitivity({type(self._model).__name__}, "
-                f"n_classes={self.n_classes}, added={self.n_added}, removed={self.n_removed}, "
-                f"relabeled={self.n_relabeled})")
+        return (
+            f"MulticlassSensitivity({type(self._model).__name__}, "
+            f"n_classes={self.n_classes}, added={self.n_added}, removed={self.n_removed}, "
+            f"relabeled={self.n_relabeled})"
+        )

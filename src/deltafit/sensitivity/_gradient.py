@@ -9,7 +9,11 @@ solver once the signs of given scores are certified.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, cast
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from deltafit.sensitivity._model_access import check_model, kernel_functions
 from deltafit.sensitivity.regions._sphere import (
@@ -22,8 +26,16 @@ from deltafit.sensitivity.regions._sphere import (
 __all__ = ["gradient_sphere", "model_gradient_sphere", "CertainSigns"]
 
 
-def gradient_sphere(coef, grad, *, points=None, kernel=None, diagonal=None, grad_norm=None,
-                    features=None):
+def gradient_sphere(
+    coef: ArrayLike,
+    grad: ArrayLike,
+    *,
+    points: ArrayLike | None = None,
+    kernel: Any = None,
+    diagonal: Callable[..., Any] | None = None,
+    grad_norm: float | None = None,
+    features: Callable[..., Any] | None = None,
+) -> PrimalSphere | KernelSphere:
     """The ball ``(coef − grad/2, ‖grad‖/2)`` that contains the optimum.
 
     Theorem 6 of Okumura et al. (2015), "Quick sensitivity analysis for incremental data
@@ -83,7 +95,7 @@ def gradient_sphere(coef, grad, *, points=None, kernel=None, diagonal=None, grad
             raise ValueError("a kernel needs the points of the expansion")
         gn = float(np.linalg.norm(grad)) if grad_norm is None else float(grad_norm)
         return PrimalSphere(coef - 0.5 * grad, 0.5 * gn, features=features)
-    points = _as_float_rows(points, "points")
+    points = cast(np.ndarray, _as_float_rows(points, "points"))
     if points.shape[0] != coef.shape[0]:
         raise ValueError(f"{coef.shape[0]} coefficients but {points.shape[0]} points")
     if kernel is None:
@@ -99,7 +111,7 @@ def gradient_sphere(coef, grad, *, points=None, kernel=None, diagonal=None, grad
     return KernelSphere(coef - 0.5 * grad, points, 0.5 * float(grad_norm), kernel, diagonal)
 
 
-def model_gradient_sphere(model):
+def model_gradient_sphere(model: Any) -> PrimalSphere | KernelSphere:
     """The ball around a fitted model's own solution, from its full gradient.
 
     The ball of :func:`gradient_sphere` (Theorem 6 of Okumura et al. (2015)) at the model's
@@ -145,11 +157,13 @@ def model_gradient_sphere(model):
         K = prob.gram(A)
         g = prob.gradient()
         kfun, kdiag = prob.kernel_functions()
-        return KernelSphere(alpha - 0.5 * g, prob.rows[A], 0.5 * np.sqrt(max(g @ K @ g, 0.0)),
-                            kfun, kdiag)
+        return KernelSphere(
+            alpha - 0.5 * g, prob.rows[A], 0.5 * np.sqrt(max(g @ K @ g, 0.0)), kfun, kdiag
+        )
     if not prob.keeps_rows:
-        raise ValueError("this model keeps no training rows (keep_data=False); the gradient "
-                         "ball needs them")
+        raise ValueError(
+            "this model keeps no training rows (keep_data=False); the gradient ball needs them"
+        )
     beta = np.array(prob.coef)
     g = prob.gradient()
     return PrimalSphere(beta - 0.5 * g, 0.5 * np.linalg.norm(g), features=_Features(prob))
@@ -204,7 +218,13 @@ class CertainSigns:
     True
     """
 
-    def __init__(self, eta=None, *, cross_kernel=None, sq_norms=None):
+    def __init__(
+        self,
+        eta: ArrayLike | None = None,
+        *,
+        cross_kernel: ArrayLike | None = None,
+        sq_norms: ArrayLike | None = None,
+    ) -> None:
         if (eta is None) == (cross_kernel is None):
             raise ValueError("give either eta (primal form) or cross_kernel and sq_norms")
         if eta is not None:

@@ -38,7 +38,11 @@ the ball's (KDR's threshold is defined on the ball's ``‖r‖``).
 
 from __future__ import annotations
 
+from typing import Any, TypeVar
+
 import numpy as np
+import scipy.sparse as sp
+from numpy.typing import ArrayLike
 
 from deltafit.sensitivity._changes import changes_for
 from deltafit.sensitivity._data_change import Sensitivity
@@ -48,6 +52,9 @@ from deltafit.sensitivity.regions import _ball
 from deltafit.sensitivity.regions._registry import resolve_method
 from deltafit.solvers import check_sample_weight
 from deltafit.utils._validation import check_ids, check_rows
+
+_I = TypeVar("_I", bound="IncrementalSphere")
+_MI = TypeVar("_MI", bound="MulticlassIncrementalSphere")
 
 __all__ = ["IncrementalSphere", "MulticlassIncrementalSphere", "REGIONS"]
 
@@ -155,7 +162,9 @@ class IncrementalSphere:
             return MulticlassIncrementalSphere(model, capacity=capacity, region=region)
         return super().__new__(cls)
 
-    def __init__(self, model, *, capacity=64, problem=None, region="sphere"):
+    def __init__(
+        self, model: Any, *, capacity: int = 64, problem: Any = None, region: str = "sphere"
+    ) -> None:
         self._loss = check_model(model if problem is None else problem, "an incremental sphere")
         _check_capacity(capacity)
         self.region = _check_region(region)
@@ -165,25 +174,25 @@ class IncrementalSphere:
         self._eps = certified_residual(prob)
         # the entries of A ∪ R: points, scores under β₁, coefficients γ (Sivan et al. eq. 4)
         self._store = changes_for(prob, int(capacity))
-        self._keys = {}                    # key -> slot
+        self._keys: dict[int, int] = {}  # key -> slot
         self._model_id = np.full(int(capacity), -1, dtype=np.int64)  # the model sample of R
-        self._in_R = {}                    # model id -> key
+        self._in_R: dict[int, int] = {}  # model id -> key
         self._next_key = 0
         self.n_added = 0
         self.n_removed = 0
-        self._T = None                     # tracked points: (pts, z, ⟨Φ, Δg⟩, ‖Φ‖)
+        self._T: list | None = None  # tracked points: (pts, z, ⟨Φ, Δg⟩, ‖Φ‖)
         if self.region == "curvature":
             # what the region is rebuilt from: the added samples as given (raw rows, labels,
             # weights; by slot), the tracked points' raw rows, the last region and its version
             self._method = resolve_method("auto", self._loss)
             self._raw = [None] * int(capacity)
-            self._T_raw = None
+            self._T_raw: Any = None
             self._version = 0
-            self._cache = None             # (version, what-if, tracked (center, lo, hi))
+            self._cache = None  # (version, what-if, tracked (center, lo, hi))
 
     # -------------------------------------------------------------- helpers
     @property
-    def problem(self):
+    def problem(self) -> Any:
         """The :class:`~deltafit.models.FittedProblem` of the model the sphere is about."""
         return self._prob
 
@@ -195,8 +204,9 @@ class IncrementalSphere:
 
     def _points(self, X):
         model = self._model
-        return self._store.map(check_rows(X, model.n_features_in_, "X", type(model).__name__,
-                                          sparse="dense"))
+        return self._store.map(
+            check_rows(X, model.n_features_in_, "X", type(model).__name__, sparse="dense")
+        )
 
     def _insert(self, P, z, gamma, src=None, model_ids=None):
         """Entries with points ``P``, scores ``z`` and coefficients ``gamma`` join ``A ∪ R``;
@@ -220,7 +230,9 @@ class IncrementalSphere:
         return keys
 
     # ---------------------------------------------------------------- changes
-    def add(self, X, y, sample_weight=None):
+    def add(
+        self, X: ArrayLike | sp.spmatrix, y: ArrayLike, sample_weight: ArrayLike | None = None
+    ) -> np.ndarray:
         """Add samples to ``A`` (hypothetically: nothing is retrained).
 
         Parameters
@@ -238,8 +250,9 @@ class IncrementalSphere:
         """
         P, t, z, w = self._checked_add(X, y, sample_weight)
         if self.region == "curvature":
-            Xa = check_rows(X, self._model.n_features_in_, "X", type(self._model).__name__,
-                            sparse="dense")
+            Xa = check_rows(
+                X, self._model.n_features_in_, "X", type(self._model).__name__, sparse="dense"
+            )
             return self._add_scored(P, t, z, w, raw=(Xa, np.asarray(y)))
         return self._add_scored(P, t, z, w)
 
@@ -275,7 +288,7 @@ class IncrementalSphere:
                 self._raw[self._keys[k]] = (Xr[i], yr[i], 1.0 if w is None else float(w[i]))
         return keys
 
-    def remove(self, ids):
+    def remove(self, ids: ArrayLike) -> np.ndarray:
         """Remove model samples (by id) into ``R``.
 
         Returns
@@ -305,7 +318,7 @@ class IncrementalSphere:
         self.n_removed += ids.size
         return keys
 
-    def discard(self, keys):
+    def discard(self, keys: ArrayLike) -> None:
         """Take entries out of ``A ∪ R``: an added sample leaves ``A``, a removed model sample
         returns to the training set.  ``‖r‖²`` loses ``K_i`` (Sivan et al. §3.3)."""
         self._check_model()
@@ -331,33 +344,33 @@ class IncrementalSphere:
                 self._raw[s] = None
             self._version += 1
 
-    def clear(self):
+    def clear(self) -> None:
         """Empty ``A`` and ``R`` (keeps the tracked points and the room)."""
         self.discard(np.array(list(self._keys), dtype=np.int64))
 
     # ---------------------------------------------------------------- queries
     @property
-    def n_entries(self):
+    def n_entries(self) -> int:
         """``|A| + |R|``."""
         return self.n_added + self.n_removed
 
     @property
-    def capacity(self):
+    def capacity(self) -> int:
         """Room for entries (the memory held is O(capacity²) for kernel models)."""
         return self._store.capacity
 
     @property
-    def r_norm(self):
+    def r_norm(self) -> float:
         """``‖r‖ = (C/2) sqrt(γᵀ K γ)`` (eq. 9); half the distance bound of Theorem 1."""
         return self._store.half_gradient(self.C, self.C)[1]
 
     @property
-    def radius(self):
+    def radius(self) -> float:
         """Radius of the ball holding the new optimum: ``‖r‖`` plus the model's certified
         solver residual."""
         return _ball.certified_radius(self.r_norm, C1=self.C, C2=self.C, residual=self._eps)
 
-    def distance_bound(self):
+    def distance_bound(self) -> float:
         """Upper bound of ``‖β₂ − β₁‖`` (Theorem 1: ``2‖r‖``, plus the solver residual;
         ``region="curvature"``: the smaller of that and the curvature region's bound)."""
         out = self.r_norm + self.radius
@@ -367,7 +380,7 @@ class IncrementalSphere:
                 out = min(out, float(wi.distance_bound()))
         return out
 
-    def recompute(self):
+    def recompute(self) -> float:
         """``‖r‖`` recomputed from the stored entries (``O(|A∪R|²)``); also resets the running
         sum to it."""
         self._store.recompute()
@@ -376,14 +389,14 @@ class IncrementalSphere:
     def _center(self, z, phi_dg):
         return _ball.center_scores(z, phi_dg, C1=self.C, C2=self.C)
 
-    def center_decision(self, X):
+    def center_decision(self, X: ArrayLike | sp.spmatrix) -> np.ndarray:
         """``(U + L)/2 = ⟨Φ(x), β₁⟩ − ⟨Φ(x), r⟩`` (eqs. 7, 10): the new model's decision value
         at the ball's center.  ``region="curvature"``: the curvature region's centre (its
         Newton ball's, else its ellipsoid's; the exact what-if of the squared loss), kept
         inside :meth:`decision_bounds`."""
         return self._center_bounds(X)[0]
 
-    def decision_bounds(self, X):
+    def decision_bounds(self, X: ArrayLike | sp.spmatrix) -> tuple[np.ndarray, np.ndarray]:
         """Guaranteed ``lo ≤ ⟨Φ(x), β₂⟩ ≤ hi`` (Sivan et al. Lemma 1, eq. 7; with
         ``region="curvature"`` intersected with the curvature region's bounds)."""
         _, lo, hi = self._center_bounds(X)
@@ -415,8 +428,11 @@ class IncrementalSphere:
             added = [self._raw[i] for i in slots[mids < 0].tolist()]
             if added:  # first: removing every old sample is allowed once A is in
                 w = np.array([a[2] for a in added])
-                wi.add(np.stack([a[0] for a in added]), np.array([a[1] for a in added]),
-                       sample_weight=None if np.all(w == 1.0) else w)
+                wi.add(
+                    np.stack([a[0] for a in added]),
+                    np.array([a[1] for a in added]),
+                    sample_weight=None if np.all(w == 1.0) else w,
+                )
             if np.any(mids >= 0):
                 wi.remove(mids[mids >= 0])
         self._cache = [self._version, wi, None]
@@ -431,20 +447,25 @@ class IncrementalSphere:
         lo, hi = np.maximum(lo, lo2), np.minimum(hi, hi2)
         return np.minimum(np.maximum(c, lo), hi), lo, hi
 
-    def track(self, X):
+    def track(self: _I, X: ArrayLike | sp.spmatrix) -> _I:
         """Keep the bounds of the points ``X`` up to date with every change (O(n_X) kernel
         values per changed sample); read them with :meth:`tracked_center` and
         :meth:`tracked_bounds`.  Replaces earlier tracked points."""
         self._check_model()
-        P = self._points(X)
+        P: Any = self._points(X)
         if P is X:
-            P = P.copy()
+            P = P.copy()  # type: ignore[union-attr]  # ``is`` narrows P to X's input type
         store = self._store
-        self._T = [P, store.beta_scores(P), store.scores(P),
-                   np.sqrt(np.maximum(store.sq_norms(P), 0.0))]
+        self._T = [
+            P,
+            store.beta_scores(P),
+            store.scores(P),
+            np.sqrt(np.maximum(store.sq_norms(P), 0.0)),
+        ]
         if self.region == "curvature":
-            self._T_raw = check_rows(X, self._model.n_features_in_, "X",
-                                     type(self._model).__name__, sparse="dense").copy()
+            self._T_raw = check_rows(
+                X, self._model.n_features_in_, "X", type(self._model).__name__, sparse="dense"
+            ).copy()
             if self._cache is not None:
                 self._cache[2] = None
         return self
@@ -473,13 +494,13 @@ class IncrementalSphere:
         idx = np.asarray(idx)
         return tuple(a[idx] for a in c[2])
 
-    def tracked_center(self, idx=None):
+    def tracked_center(self, idx: ArrayLike | None = None) -> np.ndarray:
         """:meth:`center_decision` of the tracked points (or those at positions ``idx``)."""
         if self.region == "curvature":
             return self._tracked_tight(idx)[0]
         return self._tracked(idx)[0]
 
-    def tracked_bounds(self, idx=None):
+    def tracked_bounds(self, idx: ArrayLike | None = None) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`decision_bounds` of the tracked points (or those at positions ``idx``)."""
         if self.region == "curvature":
             return self._tracked_tight(idx)[1:]
@@ -489,13 +510,14 @@ class IncrementalSphere:
 
     def __repr__(self):
         extra = "" if self.region == "sphere" else f", region={self.region!r}"
-        return (f"IncrementalSphere({type(self._model).__name__}, added={self.n_added}, "
-                f"removed={self.n_removed}, r_norm={self.r_norm:.4g}{extra})")
+        return (
+            f"IncrementalSphere({type(self._model).__name__}, added={self.n_added}, "
+            f"removed={self.n_removed}, r_norm={self.r_norm:.4g}{extra})"
+        )
 
 
 def _check_capacity(capacity):
-    if isinstance(capacity, bool) or not isinstance(capacity, (int, np.integer)) or \
-            capacity < 1:
+    if isinstance(capacity, bool) or not isinstance(capacity, (int, np.integer)) or capacity < 1:
         raise ValueError(f"capacity must be a positive integer, got {capacity!r}")
 
 
@@ -561,11 +583,13 @@ class MulticlassIncrementalSphere(PerClass):
     True
     """
 
-    def __init__(self, model, *, capacity=64, region="sphere"):
+    def __init__(self, model: Any, *, capacity: int = 64, region: str = "sphere") -> None:
         whole = model.problem_
         if not n_classes(model):
-            raise ValueError("MulticlassIncrementalSphere needs a model with three or more "
-                             "classes; use IncrementalSphere(model)")
+            raise ValueError(
+                "MulticlassIncrementalSphere needs a model with three or more "
+                "classes; use IncrementalSphere(model)"
+            )
         check_model(whole.for_class(0), "an incremental sphere")
         _check_capacity(capacity)
         self.region = _check_region(region)
@@ -573,18 +597,21 @@ class MulticlassIncrementalSphere(PerClass):
         self._prob = whole
         self.n_classes = int(whole.n_classes)
         self.classes_ = model.classes_
-        self._parts = [IncrementalSphere(model, capacity=capacity, problem=whole.for_class(k),
-                                         region=region)
-                       for k in range(self.n_classes)]
+        self._parts = [
+            IncrementalSphere(model, capacity=capacity, problem=whole.for_class(k), region=region)
+            for k in range(self.n_classes)
+        ]
         self.C = self._parts[0].C
 
     @property
-    def problem(self):
+    def problem(self) -> Any:
         """The whole model's :class:`~deltafit.models.FittedProblem` (targets: class indices)."""
         return self._prob
 
     # ---------------------------------------------------------------- changes
-    def add(self, X, y, sample_weight=None):
+    def add(
+        self, X: ArrayLike | sp.spmatrix, y: ArrayLike, sample_weight: ArrayLike | None = None
+    ) -> np.ndarray:
         """Add samples to ``A`` of every class's ball; see :meth:`IncrementalSphere.add`.
 
         Returns
@@ -595,9 +622,11 @@ class MulticlassIncrementalSphere(PerClass):
         raw = None
         if self.region == "curvature":
             model = self._model
-            raw = (check_rows(X, model.n_features_in_, "X", type(model).__name__,
-                              sparse="dense"), np.asarray(y))
-        keys = None  # every class has accepted the samples: nothing below refuses them
+            raw = (
+                check_rows(X, model.n_features_in_, "X", type(model).__name__, sparse="dense"),
+                np.asarray(y),
+            )
+        keys: Any = None  # every class has accepted the samples: nothing below refuses them
         for part, args in zip(self._parts, checked):
             keys = part._add_scored(*args, raw=raw)
         return keys
@@ -612,47 +641,47 @@ class MulticlassIncrementalSphere(PerClass):
             keys = part._add_scored(P, np.where(t == k, 1.0, -1.0), Z[:, k], w, raw=raw)
         return keys
 
-    def remove(self, ids):
+    def remove(self, ids: ArrayLike) -> np.ndarray:
         """Remove model samples (by id) into ``R`` of every class's ball."""
         keys = self._parts[0].remove(ids)  # its checks are every class's: they fail here
         for part in self._parts[1:]:
             part.remove(ids)
         return keys
 
-    def discard(self, keys):
+    def discard(self, keys: ArrayLike) -> None:
         """Take entries out of ``A ∪ R`` of every class's ball."""
         self._parts[0].discard(keys)  # unknown keys fail here, before any other class changes
         for part in self._parts[1:]:
             part.discard(keys)
 
-    def clear(self):
+    def clear(self) -> None:
         """Empty ``A`` and ``R`` (keeps the tracked points and the room)."""
         for part in self._parts:
             part.clear()
 
     # ---------------------------------------------------------------- queries
     @property
-    def n_entries(self):
+    def n_entries(self) -> int:
         return self._parts[0].n_entries
 
     @property
-    def capacity(self):
+    def capacity(self) -> int:
         return self._parts[0].capacity
 
     @property
-    def r_norm(self):
+    def r_norm(self) -> np.ndarray:
         """``‖r_k‖`` of every class, shape (K,)."""
         return np.array([p.r_norm for p in self._parts])
 
-    def recompute(self):
+    def recompute(self) -> np.ndarray:
         """:meth:`IncrementalSphere.recompute` of every class; ``‖r_k‖``, shape (K,)."""
         return np.array([p.recompute() for p in self._parts])
 
-    def center_decision(self, X):
+    def center_decision(self, X: ArrayLike | sp.spmatrix) -> np.ndarray:
         """The K balls' centre decision values, shape (n, K)."""
         return self._stacked("center_decision", X)
 
-    def predict_certain(self, X):
+    def predict_certain(self, X: ArrayLike | sp.spmatrix) -> tuple[np.ndarray, np.ndarray]:
         """Labels of the new model where the balls decide its argmax.
 
         Returns
@@ -665,29 +694,31 @@ class MulticlassIncrementalSphere(PerClass):
         _, certain = certain_argmax(lo, hi)
         return self.classes_[np.argmax(self.center_decision(X), axis=1)], certain
 
-    def track(self, X):
+    def track(self: _MI, X: ArrayLike | sp.spmatrix) -> _MI:
         """Keep the bounds of the points ``X`` up to date in every class's ball."""
         for part in self._parts:
             part.track(X)
         return self
 
-    def tracked_center(self, idx=None):
+    def tracked_center(self, idx: ArrayLike | None = None) -> np.ndarray:
         """Centre decision values of the tracked points, shape (n, K)."""
         return self._stacked("tracked_center", idx)
 
-    def tracked_bounds(self, idx=None):
+    def tracked_bounds(self, idx: ArrayLike | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Bounds of the tracked points, each of shape (n, K)."""
         return self._stacked_pairs("tracked_bounds", idx)
 
     def __repr__(self):
         extra = "" if self.region == "sphere" else f", region={self.region!r}"
-        return (f"MulticlassIncrementalSphere({type(self._model).__name__}, "
-                f"n_classes={self.n_classes}, added={self.n_added}, removed={self.n_removed}"
-                f"{extra})")
+        return (
+            f"MulticlassIncrementalSphere({type(self._model).__name__}, "
+            f"n_classes={self.n_classes}, added={self.n_added}, removed={self.n_removed}"
+            f"{extra})"
+        )
 
 
 def _grown(a, cap):
     """``a`` with room for ``cap`` slots, the new ones -1."""
     b = np.full(cap, -1, dtype=a.dtype)
-    b[:a.shape[0]] = a
+    b[: a.shape[0]] = a
     return b

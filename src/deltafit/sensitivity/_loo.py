@@ -5,7 +5,11 @@ Zhang's bound, the baseline of Sivan et al. §4.2."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from deltafit.sensitivity._model_access import check_model, n_classes, problem
 from deltafit.sensitivity.regions import _ball
@@ -38,7 +42,13 @@ def _per_class(bounds, model, ids, **kw):
     return np.column_stack([lo for lo, _ in got]), np.column_stack([hi for _, hi in got])
 
 
-def loo_bounds(model, ids=None, *, C_new=None, method="auto"):
+def loo_bounds(
+    model: Any,
+    ids: ArrayLike | None = None,
+    *,
+    C_new: float | str | Callable[[int], float] | None = None,
+    method: str = "auto",
+) -> tuple[np.ndarray, np.ndarray]:
     """Bounds of ``⟨Φ(x_t), β_{−t}⟩``, the score of sample t by the model trained without it.
 
     For each t the ball of Theorem 1 of Sivan et al. (2020) / Theorem 1 of Okumura et al. (2015)
@@ -102,15 +112,18 @@ def loo_bounds(model, ids=None, *, C_new=None, method="auto"):
         raise ValueError("leave-one-out needs at least two training samples")
     C1 = prob.C
     C2 = _ball.c_at(_ball.resolve_c_new(C_new, C1, n), n - 1)
-    center, r_norm = _ball.loo_balls(z, d1, ktt, C1=C1, C2=C2,
-                                     beta_sq=prob.solution_sq_norm() if C2 != C1 else None)
+    center, r_norm = _ball.loo_balls(
+        z, d1, ktt, C1=C1, C2=C2, beta_sq=prob.solution_sq_norm() if C2 != C1 else None
+    )
     R = _ball.certified_radius(r_norm, C1=C1, C2=C2, residual=prob.certified_residual)
     e = np.sqrt(np.maximum(ktt, 0.0))
     lo, hi = center - e * R, center + e * R
     curved = prob.loss.name in CURVATURE_LOSSES
     if method == "curvature" and not curved:
-        raise ValueError(f"method='curvature' needs a logistic or squared-hinge loss; "
-                         f"loss={prob.loss.name!r} has no curvature to use")
+        raise ValueError(
+            f"method='curvature' needs a logistic or squared-hinge loss; "
+            f"loss={prob.loss.name!r} has no curvature to use"
+        )
     if method == "sphere" or not curved or C2 != C1:
         return lo, hi
     clo, chi = _curvature_bounds(prob, ids)
@@ -126,8 +139,7 @@ def _curvature_bounds(prob, ids):
     w = np.ones(live.size) if w is None else w
     gamma = -w * prob.loss.d1(t, z)
     space = KernelSpace(prob.gram(live)) if prob.kernel else LinearSpace(prob.rows[live])
-    lo, hi = curvature_loo_bounds(space, z, t, w, gamma, prob.C, prob.certified_residual,
-                                  prob.loss)
+    lo, hi = curvature_loo_bounds(space, z, t, w, gamma, prob.C, prob.certified_residual, prob.loss)
     if ids is None:
         return lo, hi
     pos = np.full(prob.capacity, -1, dtype=np.intp)
@@ -136,7 +148,7 @@ def _curvature_bounds(prob, ids):
     return lo[at], hi[at]
 
 
-def zhang_loo_bounds(model, ids=None):
+def zhang_loo_bounds(model: Any, ids: ArrayLike | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Zhang's (2003) leave-one-out bounds ``z_t ∓ |α_t| k(x_t, x_t)`` (Sivan et al. §4.2).
 
     The baseline against which Sivan et al. compare their bounds.  α_t is the sample's

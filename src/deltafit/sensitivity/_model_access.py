@@ -7,15 +7,29 @@ The helpers below name the few questions the bound code asks.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
 from deltafit.models import FittedProblem, ScoreFunction
 
-__all__ = ["COVERED_LOSSES", "ScoreFunction", "certified_residual", "check_model", "fitted_C",
-           "kernel_functions", "n_classes", "problem"]
+if TYPE_CHECKING:
+    from deltafit.losses import Loss
+
+__all__ = [
+    "COVERED_LOSSES",
+    "ScoreFunction",
+    "certified_residual",
+    "check_model",
+    "fitted_C",
+    "kernel_functions",
+    "n_classes",
+    "problem",
+]
 
 COVERED_LOSSES = ("squared", "logistic", "squared_hinge")
 
 
-def problem(model, what="sensitivity bounds"):
+def problem(model: Any, what: str = "sensitivity bounds") -> FittedProblem:
     """The model's :class:`~deltafit.models.FittedProblem` (ValueError / NotFittedError naming
     ``what`` for anything but a fitted deltafit estimator)."""
     if isinstance(model, FittedProblem):
@@ -23,7 +37,7 @@ def problem(model, what="sensitivity bounds"):
     return FittedProblem.of(model, what)
 
 
-def n_classes(model):
+def n_classes(model: Any) -> int:
     """K ≥ 3 for a fitted deltafit classifier with K classes (one-vs-rest), 0 for anything
     else (binary models, regressors, unfitted or foreign estimators, class views)."""
     if isinstance(model, FittedProblem):
@@ -35,7 +49,7 @@ def n_classes(model):
     return int(model.problem_.n_classes)
 
 
-def check_model(model, what="sensitivity bounds"):
+def check_model(model: Any, what: str = "sensitivity bounds") -> Loss:
     """The fitted loss of ``model``; ValueError/NotFittedError unless it is a fitted deltafit
     estimator whose loss is convex and differentiable (the condition of Theorem 1 of Okumura et
     al. (2015) and of Theorem 1 of Sivan et al. (2020))."""
@@ -48,18 +62,18 @@ def check_model(model, what="sensitivity bounds"):
     return loss
 
 
-def certified_residual(model):
+def certified_residual(model: Any) -> float:
     """The certified ‖β − β*‖ of the stored solution (``grad_norm_`` without scikit-learn's
     fitted check; cached per model version)."""
     return problem(model).certified_residual
 
 
-def fitted_C(model):
+def fitted_C(model: Any) -> float:
     """The C the stored solution was computed with."""
     return problem(model).C
 
 
-def kernel_functions(model):
+def kernel_functions(model: Any) -> tuple[Callable[..., Any], Callable[..., Any]]:
     """``(k(A, B), diag(A))`` of a kernel model, frozen at its current parameters (the
     regularised intercept term ``intercept_scaling²`` included)."""
     return problem(model).kernel_functions()

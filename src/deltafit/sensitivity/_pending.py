@@ -17,8 +17,12 @@ changed samples only, and each can be undone.  The queries live in
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 
 from deltafit.sensitivity._changes import changes_for
 from deltafit.sensitivity._model_access import certified_residual, fitted_C
@@ -43,6 +47,12 @@ def _rows_at(a, mask):
     return arr[mask] if arr.ndim in (1, 2) and arr.shape[0] == mask.size else a
 
 
+if TYPE_CHECKING:
+    from deltafit.losses import Loss
+
+_P = TypeVar("_P", bound="PendingChange")
+
+
 class PendingChange:
     """The hypothetical changes of one binary problem (base of
     :class:`~deltafit.sensitivity.Sensitivity`): :meth:`add`, :meth:`remove`,
@@ -59,7 +69,14 @@ class PendingChange:
         The problem's loss, checked by the caller.
     """
 
-    def __init__(self, model, C_new=None, *, problem=None, loss):
+    def __init__(
+        self,
+        model: Any,
+        C_new: float | str | Callable[[int], float] | None = None,
+        *,
+        problem: Any = None,
+        loss: Loss,
+    ) -> None:
         self._loss = loss
         self._model = model
         self._prob = prob = model.problem_ if problem is None else problem
@@ -73,21 +90,21 @@ class PendingChange:
         self._next_hid = self._first_hid
         # entries: every sample touched by a change, model samples and hypothetical additions,
         # in slots 0 … m − 1 of the store (points, scores under β₁, coefficients in Δg)
-        self._store = changes_for(prob)
-        self._index = {}          # id -> entry, built lazily from _pending (see _lookup)
-        self._pending = []        # (ids, first entry) blocks not yet in _index
+        self._store: Any = changes_for(prob)  # linear or kernel store
+        self._index: dict[int, int] = {}  # id -> entry, built lazily from _pending (see _lookup)
+        self._pending: list = []  # (ids, first entry) blocks not yet in _index
         self._ids = np.empty(0, dtype=np.int64)  # grown with the store
-        self._y0 = np.empty(0)    # label in D₁ (NaN for additions)
-        self._y = np.empty(0)     # label in D₂ (NaN when absent from D₂)
-        self._w0 = np.empty(0)    # weight in D₁ (0 for additions)
-        self._w = np.empty(0)     # weight in D₂
-        self._n_rw = 0            # entries in D₁ and D₂ with a weight other than in D₁
+        self._y0 = np.empty(0)  # label in D₁ (NaN for additions)
+        self._y = np.empty(0)  # label in D₂ (NaN when absent from D₂)
+        self._w0 = np.empty(0)  # weight in D₁ (0 for additions)
+        self._w = np.empty(0)  # weight in D₂
+        self._n_rw = 0  # entries in D₁ and D₂ with a weight other than in D₁
         self._counts = [0, 0, 0]  # removed, added, relabelled
         # what the queries computed from the pending change: cleared at every change
-        self._cache = None        # the parts of the ball
-        self._r = None            # r of the ball (linear models), with the cache
-        self._reg = None          # the region of the pending change
-        self._history = []
+        self._cache = None  # the parts of the ball
+        self._r = None  # r of the ball (linear models), with the cache
+        self._reg = None  # the region of the pending change
+        self._history: list = []
 
     # ------------------------------------------------------------------ state
     def _check_model(self):
@@ -98,23 +115,23 @@ class PendingChange:
             )
 
     @property
-    def n_removed(self):
+    def n_removed(self) -> int:
         return self._counts[0]
 
     @property
-    def n_added(self):
+    def n_added(self) -> int:
         return self._counts[1]
 
     @property
-    def n_relabeled(self):
+    def n_relabeled(self) -> int:
         return self._counts[2]
 
     @property
-    def n_reweighted(self):
+    def n_reweighted(self) -> int:
         return self._n_rw
 
     @property
-    def n_new(self):
+    def n_new(self) -> int:
         return self._n_old - self._counts[0] + self._counts[1]
 
     def _recount(self, idx, y_before):
@@ -142,7 +159,7 @@ class PendingChange:
             c[2] += sign * int(np.count_nonzero(model & present & (y != y0)))
 
     @property
-    def C_new_(self):
+    def C_new_(self) -> float:
         """``C₂`` of the new problem at the current number of samples."""
         return self._C2(self.n_new)
 
@@ -162,7 +179,8 @@ class PendingChange:
         cap = self._store.capacity
         if self._ids.shape[0] < cap:
             self._ids, self._y0, self._y, self._w0, self._w = (
-                _grown(a, cap, m) for a in (self._ids, self._y0, self._y, self._w0, self._w))
+                _grown(a, cap, m) for a in (self._ids, self._y0, self._y, self._w0, self._w)
+            )
         self._ids[slots], self._y0[slots], self._y[slots] = ids, y0, y
         if w0 is None:
             w0 = 1.0
@@ -205,8 +223,9 @@ class PendingChange:
     def _rw_count(self, idx, sign):
         """Add ``sign`` × the entries of ``idx`` present in D₁ and D₂ with another weight."""
         y0, y = self._y0[idx], self._y[idx]
-        self._n_rw += sign * int(np.count_nonzero((y0 == y0) & (y == y) &
-                                                  (self._w[idx] != self._w0[idx])))
+        self._n_rw += sign * int(
+            np.count_nonzero((y0 == y0) & (y == y) & (self._w[idx] != self._w0[idx]))
+        )
 
     def _commit(self, idx, y, first_new=None, w=None):
         before = (self._y[idx].copy(), self._w[idx].copy())
@@ -235,7 +254,8 @@ class PendingChange:
                 if rows_X is None:
                     raise ValueError(
                         "this model keeps no training rows (keep_data=False): pass the "
-                        f"samples' rows as X to {action} them") from None
+                        f"samples' rows as X to {action} them"
+                    ) from None
                 raise
         all_fresh = bool(fresh.all())
         if not fresh.any():
@@ -254,8 +274,21 @@ class PendingChange:
         out[fresh] = new
         return out
 
-    def _append(self, ids, y0, y, points, z, c, first_new=None, removed=0, added=0, src=None,
-                w0=None, w=None):
+    def _append(
+        self,
+        ids,
+        y0,
+        y,
+        points,
+        z,
+        c,
+        first_new=None,
+        removed=0,
+        added=0,
+        src=None,
+        w0=None,
+        w=None,
+    ):
         """Append entries already in their final state (coefficients ``c``), with one history
         record — the lean path of the common additions and removals."""
         slots = self._insert(ids, y0, y, points, z, c, src, w0, w)
@@ -279,10 +312,11 @@ class PendingChange:
         if prob.weighted:  # a removed sample takes its weighted term out: −w ℓ'
             w0 = prob.weights[slots]
             c *= w0
-        self._append(ids, y0, np.full(ids.size, np.nan), points, z, c,
-                     removed=ids.size, src=src, w0=w0)
+        self._append(
+            ids, y0, np.full(ids.size, np.nan), points, z, c, removed=ids.size, src=src, w0=w0
+        )
 
-    def _split_ids(self, ids, what):
+    def _split_ids(self, ids: Any, what: str) -> tuple[np.ndarray, np.ndarray]:
         ids = check_ids(ids, what)
         hyp = ids >= self._first_hid
         index = self._lookup() if hyp.any() else None
@@ -291,7 +325,9 @@ class PendingChange:
             raise ValueError(f"unknown sample {what} (not in the model): {unknown[:10]}")
         return ids, hyp
 
-    def add(self, X, y, sample_weight=None):
+    def add(
+        self, X: ArrayLike | sp.spmatrix, y: ArrayLike, sample_weight: ArrayLike | None = None
+    ) -> np.ndarray:
         """Hypothetically add samples.
 
         Parameters
@@ -313,8 +349,7 @@ class PendingChange:
         model = self._model
         name = type(model).__name__
         check_feature_names(model, X)  # the names as the model's predict checks them
-        Xa = check_rows(X, model.n_features_in_, "X", name, finite=self._kernel,
-                        sparse="dense")
+        Xa = check_rows(X, model.n_features_in_, "X", name, finite=self._kernel, sparse="dense")
         ta = self._prob.encode_targets(y, what="y")
         if ta.shape[0] != Xa.shape[0]:
             raise ValueError(f"X has {Xa.shape[0]} rows but y has {ta.shape[0]} labels")
@@ -326,19 +361,34 @@ class PendingChange:
         d1 = self._store.check_new(points, z, ta, self._loss)
         if wa is not None:
             d1 = wa * d1
-        self._append(ids, np.full(ids.size, np.nan), ta, points, z, d1,
-                     (self._m, self._next_hid), added=ids.size, w0=0.0,
-                     w=1.0 if wa is None else wa)
+        self._append(
+            ids,
+            np.full(ids.size, np.nan),
+            ta,
+            points,
+            z,
+            d1,
+            (self._m, self._next_hid),
+            added=ids.size,
+            w0=0.0,
+            w=1.0 if wa is None else wa,
+        )
         self._next_hid += Xa.shape[0]
         return ids
 
     def _drop_entries(self, m0):
         index = self._lookup()
-        for j in self._ids[m0: self._m].tolist():
+        for j in self._ids[m0 : self._m].tolist():
             index.pop(j, None)
         self._store.truncate(m0)
 
-    def remove(self, ids=None, *, X=None, y=None):
+    def remove(
+        self: _P,
+        ids: ArrayLike | None = None,
+        *,
+        X: ArrayLike | None = None,
+        y: ArrayLike | None = None,
+    ) -> _P:
         """Hypothetically remove samples: model samples or earlier hypothetical additions.
 
         Parameters
@@ -362,8 +412,11 @@ class PendingChange:
             raise ValueError("this model keeps its training rows: remove samples by id")
         ids, hyp = self._split_ids(ids, "ids")
         any_hyp = hyp.any()
-        if not any_hyp and self._prob.keeps_rows and \
-                (self._m == 0 or not any(i in self._lookup() for i in ids.tolist())):
+        if (
+            not any_hyp
+            and self._prob.keeps_rows
+            and (self._m == 0 or not any(i in self._lookup() for i in ids.tolist()))
+        ):
             self._remove_fresh(ids)
             return self
         idx = np.full(ids.size, -1, dtype=np.intp)
@@ -374,23 +427,29 @@ class PendingChange:
             if not any_hyp:
                 idx = self._model_entries(ids, X, y, "remove")
             elif not hyp.all():
-                idx[~hyp] = self._model_entries(ids[~hyp], _rows_at(X, ~hyp),
-                                                _rows_at(y, ~hyp), "remove")
+                idx[~hyp] = self._model_entries(
+                    ids[~hyp], _rows_at(X, ~hyp), _rows_at(y, ~hyp), "remove"
+                )
             yi = self._y[idx]
             gone = yi != yi
             if gone.any():
                 raise ValueError(f"samples already removed: {ids[gone][:10].tolist()}")
             if self.n_new - ids.size < 1:
-                raise ValueError(
-                    "the change would remove every sample; a model needs at least one"
-                )
+                raise ValueError("the change would remove every sample; a model needs at least one")
             self._commit(idx, np.full(ids.size, np.nan))
         except BaseException:
             self._drop_entries(m0)
             raise
         return self
 
-    def relabel(self, ids, y, *, X=None, y_old=None):
+    def relabel(
+        self: _P,
+        ids: ArrayLike | None,
+        y: ArrayLike,
+        *,
+        X: ArrayLike | None = None,
+        y_old: ArrayLike | None = None,
+    ) -> _P:
         """Hypothetically change the labels of samples (model samples or additions).
 
         Parameters
@@ -441,7 +500,14 @@ class PendingChange:
             idx[~hyp] = self._model_entries(ids[~hyp], rows, old, verb)
         return idx
 
-    def reweight(self, ids, sample_weight, *, X=None, y=None):
+    def reweight(
+        self: _P,
+        ids: ArrayLike | None,
+        sample_weight: ArrayLike,
+        *,
+        X: ArrayLike | None = None,
+        y: ArrayLike | None = None,
+    ) -> _P:
         """Hypothetically give samples (model samples or additions) new weights.
 
         A reweight ``w → w'`` changes the data term by ``C (w' − w) ℓ_i``, so Δg gains
@@ -478,7 +544,7 @@ class PendingChange:
             raise
         return self
 
-    def undo(self):
+    def undo(self: _P) -> _P:
         """Revert the last :meth:`add`, :meth:`remove`, :meth:`relabel` or :meth:`reweight`.
 
         Returns
@@ -497,7 +563,7 @@ class PendingChange:
             self._next_hid = first_new[1]
         return self
 
-    def reset(self):
+    def reset(self: _P) -> _P:
         """Revert every pending change."""
         while self._history:
             self.undo()

@@ -10,12 +10,15 @@ certifies the argmax of K bounded decision values (the label of a multiclass mod
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 __all__ = ["PerClass", "certain_argmax"]
 
 
-def certain_argmax(lo, hi):
+def certain_argmax(lo: ArrayLike, hi: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """The class each row's bounds certify as the argmax.
 
     Parameters
@@ -45,8 +48,9 @@ def certain_argmax(lo, hi):
     lo = np.asarray(lo, dtype=np.float64)
     hi = np.asarray(hi, dtype=np.float64)
     if lo.ndim != 2 or lo.shape != hi.shape or lo.shape[1] < 2:
-        raise ValueError(f"lo and hi must both have shape (n, K) with K >= 2, got {lo.shape} "
-                         f"and {hi.shape}")
+        raise ValueError(
+            f"lo and hi must both have shape (n, K) with K >= 2, got {lo.shape} and {hi.shape}"
+        )
     n = lo.shape[0]
     top = np.argmax(lo, axis=1)
     rows = np.arange(n)
@@ -63,11 +67,14 @@ class PerClass:
     _parts: list
     n_classes: int
 
-    def for_class(self, k):
+    def for_class(self, k: int) -> Any:
         """The binary object of class ``k`` (index into ``classes_``): its changes are those
         of this object."""
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or \
-                not 0 <= k < self.n_classes:
+        if (
+            isinstance(k, bool)
+            or not isinstance(k, (int, np.integer))
+            or not 0 <= k < self.n_classes
+        ):
             raise ValueError(f"class index must be an int in [0, {self.n_classes}), got {k!r}")
         return self._parts[int(k)]
 
@@ -81,23 +88,23 @@ class PerClass:
         return np.column_stack([lo for lo, _ in b]), np.column_stack([hi for _, hi in b])
 
     @property
-    def n_added(self):
+    def n_added(self) -> int:
         return self._parts[0].n_added
 
     @property
-    def n_removed(self):
+    def n_removed(self) -> int:
         return self._parts[0].n_removed
 
     @property
-    def radius(self):
+    def radius(self) -> np.ndarray:
         """Radius of each class's ball, shape (K,)."""
         return np.array([part.radius for part in self._parts])
 
-    def distance_bound(self):
+    def distance_bound(self) -> np.ndarray:
         """Upper bound of ``‖β_k,new − β_k,old‖`` for every class k, shape (K,)."""
         return np.array([part.distance_bound() for part in self._parts])
 
-    def decision_bounds(self, X):
+    def decision_bounds(self, X: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
         """Guaranteed ``lo ≤ decision_function_new(X) ≤ hi``, each of shape (n, K), column
         k from class k's binary object."""
         return self._stacked_pairs("decision_bounds", X)

@@ -59,5 +59,14 @@ from deltafit.solvers._newton import HESSIAN_FREE_FEATURES as HESSIAN_FREE_FEATU
 from deltafit.solvers._newton import newton_kernel, newton_primal, solve_spd
 from deltafit.solvers._results import HingeResult, NewtonCurvature, SolverResult
 
-__all__ = ["SolverResult", "HingeResult", "NewtonCurvature", "newton_primal", "newton_kernel",
-           "hinge_primal", "hinge_kernel", "solve_spd", "check_curvature"]
+__all__ = [
+    "SolverResult",
+    "HingeResult",
+    "NewtonCurvature",
+    "newton_primal",
+    "newton_kernel",
+    "hinge_primal",
+    "hinge_kernel",
+    "solve_spd",
+    "check_curvature",
+]

@@ -44,8 +44,16 @@ from deltafit.losses import Loss
 from deltafit.solvers._convergence import curvature_failure
 from deltafit.solvers._results import SolverResult
 
-__all__ = ["Curvature", "RowBlock", "Point", "chord_solve", "fresh_point", "point_by_slot",
-           "REFRESH_RATIO", "Secants"]
+__all__ = [
+    "Curvature",
+    "RowBlock",
+    "Point",
+    "chord_solve",
+    "fresh_point",
+    "point_by_slot",
+    "REFRESH_RATIO",
+    "Secants",
+]
 
 #: A chord step that reduces ‖∇J‖ by less than this factor triggers a fresh Hessian.
 REFRESH_RATIO = 0.25
@@ -81,8 +89,15 @@ class Curvature:
         The curvature weight of every ledger slot in M (pending corrections included).
     """
 
-    def __init__(self, H: np.ndarray, d: np.ndarray, *, factor: np.ndarray | None = None,
-                 U: np.ndarray | None = None, delta: np.ndarray | None = None) -> None:
+    def __init__(
+        self,
+        H: np.ndarray,
+        d: np.ndarray,
+        *,
+        factor: np.ndarray | None = None,
+        U: np.ndarray | None = None,
+        delta: np.ndarray | None = None,
+    ) -> None:
         self.H = H
         self.d = d
         self.factor = factor if factor is not None else _cholesky(H)
@@ -162,8 +177,13 @@ class Curvature:
         return Curvature(H, d)
 
     @classmethod
-    def at(cls, blocks: Sequence[RowBlock], beta_scores: Sequence[np.ndarray], loss: Loss,
-           capacity: int) -> Curvature:
+    def at(
+        cls,
+        blocks: Sequence[RowBlock],
+        beta_scores: Sequence[np.ndarray],
+        loss: Loss,
+        capacity: int,
+    ) -> Curvature:
         """The exact (generalised) Hessian at the point whose scores are ``beta_scores`` (one
         array per block): ``I + Σ_rows cw ℓ'' φ φᵀ``, O(n p²)."""
         p = blocks[0].X.shape[1]
@@ -181,10 +201,15 @@ class Curvature:
         try:
             return cls(H, d)
         except linalg.LinAlgError as exc:
-            kd = [b.curvature(z, loss) * _sq_norms(b.X)
-                  for b, z in zip(blocks, beta_scores) if b.X.shape[0]]
-            kappa = (max((float(np.max(k)) for k in kd), default=0.0),
-                     sum(float(np.sum(k)) for k in kd))
+            kd = [
+                b.curvature(z, loss) * _sq_norms(b.X)
+                for b, z in zip(blocks, beta_scores)
+                if b.X.shape[0]
+            ]
+            kappa = (
+                max((float(np.max(k)) for k in kd), default=0.0),
+                sum(float(np.sum(k)) for k in kd),
+            )
             raise curvature_failure(exc, kappa) from exc
 
 
@@ -226,8 +251,9 @@ class RowBlock:
     def scores(self, beta: np.ndarray) -> np.ndarray:
         return self.X @ beta
 
-    def evaluate(self, beta: np.ndarray, loss: Loss, with_g0: bool = False, with_value: bool = True
-                 ) -> tuple[np.ndarray, float | None, np.ndarray, np.ndarray | None]:
+    def evaluate(
+        self, beta: np.ndarray, loss: Loss, with_g0: bool = False, with_value: bool = True
+    ) -> tuple[np.ndarray, float | None, np.ndarray, np.ndarray | None]:
         """Scores ``X β``, the data term ``Σ cw ℓ`` (``with_value``; else None), ``Xᵀ (cw ℓ')``
         and (``with_g0``) ``Xᵀ (cw ℓ'(t, 0))`` in one pass over the rows: dense rows are taken
         a cache-sized chunk at a time, so that the gradient product reads them from the
@@ -276,9 +302,15 @@ class RowBlock:
 
     def restricted(self, j: np.ndarray) -> RowBlock:
         """The rows ``j`` as a block (dense rows)."""
-        return RowBlock(_dense(self.X[j]), self.t[j], self.cw[j], self.slots[j],
-                        None if self.t_before is None else self.t_before[j],
-                        None if self.cw_before is None else self.cw_before[j], self.stored)
+        return RowBlock(
+            _dense(self.X[j]),
+            self.t[j],
+            self.cw[j],
+            self.slots[j],
+            None if self.t_before is None else self.t_before[j],
+            None if self.cw_before is None else self.cw_before[j],
+            self.stored,
+        )
 
 
 @dataclass
@@ -304,9 +336,14 @@ class Point:
         return Point(z, self.f, self.grad, self.grad0)
 
 
-def fresh_point(blocks: Sequence[RowBlock], beta: np.ndarray, loss: Loss,
-                capacity: int | None = None, with_g0: bool = True, with_value: bool = True
-                ) -> tuple[list[np.ndarray], float | None, np.ndarray, np.ndarray | None]:
+def fresh_point(
+    blocks: Sequence[RowBlock],
+    beta: np.ndarray,
+    loss: Loss,
+    capacity: int | None = None,
+    with_g0: bool = True,
+    with_value: bool = True,
+) -> tuple[list[np.ndarray], float | None, np.ndarray, np.ndarray | None]:
     """Scores (one array per block), J (``with_value``; else None), ∇J and (``with_g0``) the
     vector ∇J(0) at β computed afresh from the rows, in one pass over them."""
     Z: list[np.ndarray] = []
@@ -323,8 +360,14 @@ def fresh_point(blocks: Sequence[RowBlock], beta: np.ndarray, loss: Loss,
     return Z, f, grad, g0
 
 
-def point_by_slot(blocks: Sequence[RowBlock], Z: Sequence[np.ndarray], f: float,
-                  grad: np.ndarray, g0: np.ndarray, capacity: int) -> Point:
+def point_by_slot(
+    blocks: Sequence[RowBlock],
+    Z: Sequence[np.ndarray],
+    f: float,
+    grad: np.ndarray,
+    g0: np.ndarray,
+    capacity: int,
+) -> Point:
     """A :class:`Point` holding the scores Z at their ledger slots."""
     z = np.zeros(capacity)
     for b, zb in zip(blocks, Z):
@@ -350,9 +393,12 @@ def _moved(blocks, beta, start, loss, changed):
         r = b.restricted(j)
         zj, zero = z[j], np.zeros(j.size)
         f += r.value(zj, loss) - r.value(zj, loss, before=True)
-        G = r.X.T @ np.column_stack([
-            r.coefficients(zj, loss) - r.coefficients(zj, loss, before=True),
-            r.coefficients(zero, loss) - r.coefficients(zero, loss, before=True)])
+        G = r.X.T @ np.column_stack(
+            [
+                r.coefficients(zj, loss) - r.coefficients(zj, loss, before=True),
+                r.coefficients(zero, loss) - r.coefficients(zero, loss, before=True),
+            ]
+        )
         grad += G[:, 0]
         g0 += G[:, 1]
     return Z, f, grad, g0
@@ -384,9 +430,11 @@ def _corrections(blocks, Z, curv, loss, changed, exact=False, switches=True):
                 found.append((b, j, now - curv.d[b.slots[j]]))
         if not found:
             return None
-        return (np.vstack([_dense(b.X[j]) for b, j, _ in found]),
-                np.concatenate([dl for _, _, dl in found]),
-                np.concatenate([b.slots[j] for b, j, _ in found]))
+        return (
+            np.vstack([_dense(b.X[j]) for b, j, _ in found]),
+            np.concatenate([dl for _, _, dl in found]),
+            np.concatenate([b.slots[j] for b, j, _ in found]),
+        )
     found, n_rows = [], 0
     for b, z, ch in zip(blocks, Z, changed):
         now = b.curvature(z, loss)
@@ -406,9 +454,11 @@ def _corrections(blocks, Z, curv, loss, changed, exact=False, switches=True):
         return None
     if exact and 2 * n_fix > n_rows:
         return "rebuild"
-    return (np.vstack([_dense(b.X[j]) for b, j, _ in found]),
-            np.concatenate([dl for _, _, dl in found]),
-            np.concatenate([b.slots[j] for b, j, _ in found]))
+    return (
+        np.vstack([_dense(b.X[j]) for b, j, _ in found]),
+        np.concatenate([dl for _, _, dl in found]),
+        np.concatenate([b.slots[j] for b, j, _ in found]),
+    )
 
 
 def _updated(blocks, Z, curv, loss, capacity, changed, exact, switches=True):
@@ -444,7 +494,7 @@ class Secants:
     def add(self, s: np.ndarray, y: np.ndarray) -> None:
         sy = float(s @ y)
         if sy > 1e-16 * float(np.linalg.norm(s) * np.linalg.norm(y)):  # curvature condition
-            self.pairs = self.pairs[-(self.size - 1):] + [(s, y, 1.0 / sy)]
+            self.pairs = self.pairs[-(self.size - 1) :] + [(s, y, 1.0 / sy)]
 
     def direction(self, curv: Curvature, grad: np.ndarray) -> np.ndarray:
         """``−B⁻¹ ∇J`` for the L-BFGS matrix B built on M."""
@@ -471,8 +521,20 @@ class Secants:
         return step, slope
 
 
-def chord_solve(blocks, beta, curv, loss, *, tol, max_iter, callback=None, capacity,
-                changed=None, start=None, refresh_ratio=REFRESH_RATIO):
+def chord_solve(
+    blocks,
+    beta,
+    curv,
+    loss,
+    *,
+    tol,
+    max_iter,
+    callback=None,
+    capacity,
+    changed=None,
+    start=None,
+    refresh_ratio=REFRESH_RATIO,
+):
     """Minimise J over ``blocks`` from ``beta`` by chord steps on a corrected stored Hessian.
 
     Parameters
@@ -548,14 +610,15 @@ def chord_solve(blocks, beta, curv, loss, *, tol, max_iter, callback=None, capac
         # other steps pass Armijo's test on J; max_iter and the fallback bound any cycling)
         if float(np.linalg.norm(gnew)) <= 0.5 * gnorm:
             pass
-        elif not ((fn := value(fn, new, Zn)) <= (f := value(f, beta, Z)) + 1e-4 * slope
-                  or -slope <= _FLOOR * (abs(f) + 1.0)):
+        elif not (
+            (fn := value(fn, new, Zn)) <= (f := value(f, beta, Z)) + 1e-4 * slope
+            or -slope <= _FLOOR * (abs(f) + 1.0)
+        ):
             # backtrack along the step (Armijo), then recompute the scores at the point taken
             Zs = [zn - z for zn, z in zip(Zn, Z)]
             t = 0.5
             while t > 1e-18:
-                ft = _objective(blocks, beta + t * step,
-                                [z + t * zs for z, zs in zip(Z, Zs)], loss)
+                ft = _objective(blocks, beta + t * step, [z + t * zs for z, zs in zip(Z, Zs)], loss)
                 if ft <= f + 1e-4 * t * slope:
                     break
                 t *= 0.5

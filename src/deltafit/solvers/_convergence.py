@@ -30,8 +30,16 @@ from sklearn.utils.extmath import row_norms
 if TYPE_CHECKING:
     from deltafit.losses import Loss
 
-__all__ = ["MAX_CURVATURE", "check_curvature", "curvature_failure", "row_curvature",
-           "squared_norms", "solve_label", "warn_not_converged", "warn_kkt_not_converged"]
+__all__ = [
+    "MAX_CURVATURE",
+    "check_curvature",
+    "curvature_failure",
+    "row_curvature",
+    "squared_norms",
+    "solve_label",
+    "warn_not_converged",
+    "warn_kkt_not_converged",
+]
 
 
 #: The largest curvature ``C·w_i·ℓ''_max·‖Φ(x_i)‖²`` (kernel models: ``C·w_i·ℓ''_max·k(x_i, x_i)``)
@@ -43,7 +51,7 @@ __all__ = ["MAX_CURVATURE", "check_curvature", "curvature_failure", "row_curvatu
 #: score, ``ε·‖Φ(x)‖·‖β‖``, moves ∇J by ``ε·C w ℓ''‖Φ(x)‖²·‖β‖ > ‖β‖``: no solution can be
 #: certified to any tolerance.  Such a sample is refused (ValueError) by fits and updates alike;
 #: ``ℓ''_max`` is ¼ for the logistic loss and 2 for the squared hinge.
-MAX_CURVATURE = 2.0 ** 52
+MAX_CURVATURE = 2.0**52
 
 
 def _max_d2(loss):
@@ -52,8 +60,9 @@ def _max_d2(loss):
     return float(loss.d2(np.ones(1), np.zeros(1))[0])
 
 
-def check_curvature(sq: ArrayLike, cw: ArrayLike, loss: Loss, what: str = "X",
-                    norm: str = "‖Φ(x)‖²") -> None:
+def check_curvature(
+    sq: ArrayLike, cw: ArrayLike, loss: Loss, what: str = "X", norm: str = "‖Φ(x)‖²"
+) -> None:
     """Refuse samples whose Newton curvature is beyond double precision (:data:`MAX_CURVATURE`).
 
     Parameters
@@ -106,8 +115,11 @@ def check_curvature(sq: ArrayLike, cw: ArrayLike, loss: Loss, what: str = "X",
     )
 
 
-def curvature_failure(exc: Exception, kappa: float | tuple[float, float] | None = None,
-                      what: str = "the Newton curvature matrix") -> ValueError:
+def curvature_failure(
+    exc: Exception,
+    kappa: float | tuple[float, float] | None = None,
+    what: str = "the Newton curvature matrix",
+) -> ValueError:
     """The ValueError (in deltafit's words) for a Cholesky factorisation of a curvature matrix
     ``I + C·Σ w ℓ'' φ φᵀ`` that LAPACK found not positive definite (``exc``); ``kappa``: the
     largest per-sample curvature ``C·w·ℓ''·‖φ‖²`` in it and their sum, when known."""
@@ -169,8 +181,9 @@ def _outside_stacklevel():
     return level
 
 
-def warn_not_converged(what: str, grad_norm: float, threshold: float, tol: float, it: int,
-                       hint: str = "") -> None:
+def warn_not_converged(
+    what: str, grad_norm: float, threshold: float, tol: float, it: int, hint: str = ""
+) -> None:
     """The ConvergenceWarning of a solve that stopped with ``grad_norm > threshold``."""
     label = getattr(_LABEL, "value", "")
     warnings.warn(
@@ -183,8 +196,9 @@ def warn_not_converged(what: str, grad_norm: float, threshold: float, tol: float
     )
 
 
-def warn_kkt_not_converged(what: str, it: int, kkt: float, threshold: float, radius: float,
-                           hint: str = "") -> None:
+def warn_kkt_not_converged(
+    what: str, it: int, kkt: float, threshold: float, radius: float, hint: str = ""
+) -> None:
     """The ConvergenceWarning of a hinge solve that stopped with a KKT violation ``kkt >
     threshold``, naming ``grad_norm_`` (its certified radius ``radius``)."""
     label = getattr(_LABEL, "value", "")

@@ -88,9 +88,20 @@ def _hinge_result(qp, alpha, ub, C, w, loop, name, touched, fresh=False):
     radius = np.sqrt(2.0 * (max(gap, 0.0) + rounding)) + qp.coef_rounding(alpha)
     if not converged and not stopped:
         warn_kkt_not_converged(name, it, kkt, thr, radius)
-    return HingeResult(qp.coef(alpha), float(radius), it, bool(converged), bool(stopped),
-                       primal, alpha=alpha, kkt_violation=kkt, duality_gap=gap,
-                       dual_objective=dual, n_polish=n_polish, n_touched=int(touched))
+    return HingeResult(
+        qp.coef(alpha),
+        float(radius),
+        it,
+        bool(converged),
+        bool(stopped),
+        primal,
+        alpha=alpha,
+        kkt_violation=kkt,
+        duality_gap=gap,
+        dual_objective=dual,
+        n_polish=n_polish,
+        n_touched=int(touched),
+    )
 
 
 def _hinge_solve(qp, C, alpha0, tol, max_iter, callback, name, w=None):
@@ -101,6 +112,7 @@ def _hinge_solve(qp, C, alpha0, tol, max_iter, callback, name, w=None):
     qp.refresh(alpha)
     report = None
     if callback is not None:
+
         def report(it, alpha):
             # a subgradient of J at coef: C_i on the margin violators, α on the exact margin
             G = qp.G
@@ -110,13 +122,16 @@ def _hinge_solve(qp, C, alpha0, tol, max_iter, callback, name, w=None):
                 obj = C * np.maximum(0.0, -G).sum() + 0.5 * alpha @ (G + 1.0)
             else:
                 obj = ub @ np.maximum(0.0, -G) + 0.5 * alpha @ (G + 1.0)
-            return _check_callback(callback, it, qp.coef(alpha), np.sqrt(qp.sq_norm(u)),
-                                   float(obj), qp.coef(u))
+            return _check_callback(
+                callback, it, qp.coef(alpha), np.sqrt(qp.sq_norm(u)), float(obj), qp.coef(u)
+            )
 
     alpha, it, n_polish, converged, stopped, thr, _ = hinge_loop(
-        qp, alpha, ub, alpha0 is not None, tol, max_iter, report)
-    return _hinge_result(qp, alpha, ub, C, w, (it, n_polish, converged, stopped, thr), name,
-                         qp.touched)
+        qp, alpha, ub, alpha0 is not None, tol, max_iter, report
+    )
+    return _hinge_result(
+        qp, alpha, ub, C, w, (it, n_polish, converged, stopped, thr), name, qp.touched
+    )
 
 
 #: the first band of :func:`_hinge_warm`: ``_BAND[0] · |S| + _BAND[1]`` samples nearest to the
@@ -124,8 +139,9 @@ def _hinge_solve(qp, C, alpha0, tol, max_iter, callback, name, w=None):
 _BAND = (2, 256)
 
 
-def _hinge_warm(qp, C, alpha0, working_set, tol, max_iter, name, w=None, margin0=None,
-                max_rounds=20):
+def _hinge_warm(
+    qp, C, alpha0, working_set, tol, max_iter, name, w=None, margin0=None, max_rounds=20
+):
     """The hinge dual over ``qp`` warm-started from ``alpha0`` by working sets (shrinking, as
     LIBLINEAR and LIBSVM do: Hsieh et al. 2008, §3.5; Chang & Lin, "LIBSVM: a library for
     support vector machines", §5.1).
@@ -183,8 +199,9 @@ def _hinge_warm(qp, C, alpha0, working_set, tol, max_iter, name, w=None, margin0
                 S = np.union1d(S, outside)
         sub = qp.restrict(S, alpha)
         sub.refresh(alpha[S])
-        aS, k, p, _, _, _, polished = hinge_loop(sub, alpha[S], ub[S], True, tol,
-                                                  max_iter - it, None)
+        aS, k, p, _, _, _, polished = hinge_loop(
+            sub, alpha[S], ub[S], True, tol, max_iter - it, None
+        )
         touched += sub.touched
         it, n_polish = it + k, n_polish + p
         alpha[S] = aS
@@ -195,23 +212,40 @@ def _hinge_warm(qp, C, alpha0, working_set, tol, max_iter, name, w=None, margin0
         thr = max(tol, _floor(qp, alpha)) if polished and vmax > tol else max(tol, 0.0)
         converged = vmax <= thr
     if converged or it >= max_iter:
-        return _hinge_result(qp, alpha, ub, C, w, (it, n_polish, converged, False, thr), name,
-                             touched, fresh=True)
+        return _hinge_result(
+            qp, alpha, ub, C, w, (it, n_polish, converged, False, thr), name, touched, fresh=True
+        )
     # the working sets did not settle: the full solve from where they left off
     full = qp.full()
     if full is not qp:
         full.refresh(alpha)
-    alpha, k, p, converged, _, thr, _ = hinge_loop(full, alpha, ub, True, tol, max_iter - it,
-                                                    None)
-    return _hinge_result(full, alpha, ub, C, w, (it + k, n_polish + p, converged, False, thr),
-                         name, touched + full.touched)
+    alpha, k, p, converged, _, thr, _ = hinge_loop(full, alpha, ub, True, tol, max_iter - it, None)
+    return _hinge_result(
+        full,
+        alpha,
+        ub,
+        C,
+        w,
+        (it + k, n_polish + p, converged, False, thr),
+        name,
+        touched + full.touched,
+    )
 
 
-def hinge_kernel_slots(K: np.ndarray, slots: ArrayLike, y: np.ndarray, C: float, *,
-                       sample_weight: ArrayLike | None = None, alpha0: ArrayLike | None = None,
-                       working_set: ArrayLike = (), margin0: ArrayLike | None = None,
-                       nonneg: bool = False, tol: float = 1e-10,
-                       max_iter: int = 1000) -> HingeResult:
+def hinge_kernel_slots(
+    K: np.ndarray,
+    slots: ArrayLike,
+    y: np.ndarray,
+    C: float,
+    *,
+    sample_weight: ArrayLike | None = None,
+    alpha0: ArrayLike | None = None,
+    working_set: ArrayLike = (),
+    margin0: ArrayLike | None = None,
+    nonneg: bool = False,
+    tol: float = 1e-10,
+    max_iter: int = 1000,
+) -> HingeResult:
     """:func:`hinge_kernel` warm-started by working sets (``working_set``) over the rows and
     columns ``slots`` of a larger kernel matrix ``K``, read in place (a model's matrix by
     ledger slot: no n × n copy; ``nonneg``: K has no negative entry).  Samples of weight 0
@@ -234,11 +268,19 @@ def hinge_kernel_slots(K: np.ndarray, slots: ArrayLike, y: np.ndarray, C: float,
     return res
 
 
-def hinge_primal(X: np.ndarray | sp.spmatrix, y: np.ndarray, C: float, *,
-                 sample_weight: ArrayLike | None = None, alpha0: ArrayLike | None = None,
-                 tol: float = 1e-10, max_iter: int = 1000, callback: SolverCallback | None = None,
-                 working_set: ArrayLike | None = None,
-                 margin0: ArrayLike | None = None) -> HingeResult:
+def hinge_primal(
+    X: np.ndarray | sp.spmatrix,
+    y: np.ndarray,
+    C: float,
+    *,
+    sample_weight: ArrayLike | None = None,
+    alpha0: ArrayLike | None = None,
+    tol: float = 1e-10,
+    max_iter: int = 1000,
+    callback: SolverCallback | None = None,
+    working_set: ArrayLike | None = None,
+    margin0: ArrayLike | None = None,
+) -> HingeResult:
     """Exact L1-SVM over explicit features: ``min_β C Σ w_i max(0, 1 − y_i x_iᵀβ) + ½‖β‖²``.
 
     Solved through the dual box QP ``max_α Σα_i − ½‖Σ α_i y_i x_i‖², 0 ≤ α_i ≤ C_i`` with
@@ -346,8 +388,7 @@ def hinge_primal(X: np.ndarray | sp.spmatrix, y: np.ndarray, C: float, *,
         margin0 = _take_start(margin0, keep, n, "margin0")
     qp = _SparseFeatureQP(X, y) if sp.issparse(X) else _FeatureQP(X, y)
     if working_set is not None and callback is None:
-        res = _hinge_warm(qp, C, alpha0, working_set, tol, max_iter, "hinge_primal", w,
-                          margin0)
+        res = _hinge_warm(qp, C, alpha0, working_set, tol, max_iter, "hinge_primal", w, margin0)
     else:
         res = _hinge_solve(qp, C, alpha0, tol, max_iter, callback, "hinge_primal", w)
     if keep is not None:
@@ -355,11 +396,19 @@ def hinge_primal(X: np.ndarray | sp.spmatrix, y: np.ndarray, C: float, *,
     return res
 
 
-def hinge_kernel(K: np.ndarray, y: np.ndarray, C: float, *,
-                 sample_weight: ArrayLike | None = None, alpha0: ArrayLike | None = None,
-                 tol: float = 1e-10, max_iter: int = 1000, callback: SolverCallback | None = None,
-                 working_set: ArrayLike | None = None,
-                 margin0: ArrayLike | None = None) -> HingeResult:
+def hinge_kernel(
+    K: np.ndarray,
+    y: np.ndarray,
+    C: float,
+    *,
+    sample_weight: ArrayLike | None = None,
+    alpha0: ArrayLike | None = None,
+    tol: float = 1e-10,
+    max_iter: int = 1000,
+    callback: SolverCallback | None = None,
+    working_set: ArrayLike | None = None,
+    margin0: ArrayLike | None = None,
+) -> HingeResult:
     """Exact kernel L1-SVM: ``min_β C Σ w_i max(0, 1 − y_i ⟨Φ(x_i), β⟩) + ½‖β‖²`` through the
     dual box QP ``max_α Σα_i − ½ Σ_ij α_i α_j y_i y_j k_ij, 0 ≤ α_i ≤ C_i = C · w_i``.
 
@@ -433,10 +482,10 @@ def hinge_kernel(K: np.ndarray, y: np.ndarray, C: float, *,
 
             def callback(it, coef, gnorm, f, grad):
                 return full_callback(it, _embed(coef, keep, n), gnorm, f, _embed(grad, keep, n))
+
     qp = _KernelQP(K, y)
     if working_set is not None and callback is None:
-        res = _hinge_warm(qp, C, alpha0, working_set, tol, max_iter, "hinge_kernel", w,
-                          margin0)
+        res = _hinge_warm(qp, C, alpha0, working_set, tol, max_iter, "hinge_kernel", w, margin0)
     else:
         res = _hinge_solve(qp, C, alpha0, tol, max_iter, callback, "hinge_kernel", w)
     if keep is not None:

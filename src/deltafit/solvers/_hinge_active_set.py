@@ -124,9 +124,15 @@ def _sets(alpha, ub):
     return np.packbits(alpha > 0.0).tobytes() + np.packbits(alpha >= ub).tobytes()
 
 
-def hinge_loop(qp: Any, alpha: np.ndarray, ub: np.ndarray, warm: bool, tol: float, max_iter: int,
-               report: Callable[[int, np.ndarray], bool] | None
-               ) -> tuple[np.ndarray, int, int, bool, bool, float, bool]:
+def hinge_loop(
+    qp: Any,
+    alpha: np.ndarray,
+    ub: np.ndarray,
+    warm: bool,
+    tol: float,
+    max_iter: int,
+    report: Callable[[int, np.ndarray], bool] | None,
+) -> tuple[np.ndarray, int, int, bool, bool, float, bool]:
     """The iterations of the dual solve over ``qp`` from ``alpha`` (``qp.G`` fresh at it):
     coordinate-descent sweeps over the violators, proximal active-set steps, exact face
     solves.  ``warm``: ``alpha`` is a warm start (its sets count as already seen);

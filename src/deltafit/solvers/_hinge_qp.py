@@ -81,9 +81,15 @@ class _KernelQP:
             B = A.copy()
             B.flat[:: F.size + 1] += mu
             try:
-                return (linalg.cho_solve((linalg.cholesky(B, lower=True, check_finite=False),
-                                          True), r, check_finite=False),
-                        np.zeros_like(r), A.__matmul__)
+                return (
+                    linalg.cho_solve(
+                        (linalg.cholesky(B, lower=True, check_finite=False), True),
+                        r,
+                        check_finite=False,
+                    ),
+                    np.zeros_like(r),
+                    A.__matmul__,
+                )
             except linalg.LinAlgError:
                 pass
         top = float(np.max(np.abs(np.diag(A)))) if F.size else 0.0
@@ -132,8 +138,9 @@ class _KernelQP:
         (:func:`_hinge_warm`)."""
         rest = np.setdiff1d(np.flatnonzero(alpha), S, assume_unique=True)
         Qr = self.Q[np.ix_(rest, S)]
-        return _SubKernelQP(self.Q[np.ix_(S, S)], self.y[S], alpha[rest] @ Qr,
-                            alpha[rest] @ np.abs(Qr))
+        return _SubKernelQP(
+            self.Q[np.ix_(S, S)], self.y[S], alpha[rest] @ Qr, alpha[rest] @ np.abs(Qr)
+        )
 
     def full(self):
         return self
@@ -219,11 +226,16 @@ class _SlotKernelQP:
             # the fixed variables' part of (Qα)_S and of (|Q|α)_S from the last refresh (no
             # pass over the matrix): G_S + 1 and |Q|α minus the working set's own part
             aS = alpha[S]
-            return _SubKernelQP(QS, yS, self.G[S] + 1.0 - QS @ aS,
-                                np.maximum(self._scale[1][S] - np.abs(QS) @ aS, 0.0))
+            return _SubKernelQP(
+                QS,
+                yS,
+                self.G[S] + 1.0 - QS @ aS,
+                np.maximum(self._scale[1][S] - np.abs(QS) @ aS, 0.0),
+            )
         Kr = self.K[np.ix_(self.A[rest], AS)]
-        return _SubKernelQP(QS, yS, yS * ((self.y[rest] * alpha[rest]) @ Kr),
-                            alpha[rest] @ np.abs(Kr))
+        return _SubKernelQP(
+            QS, yS, yS * ((self.y[rest] * alpha[rest]) @ Kr), alpha[rest] @ np.abs(Kr)
+        )
 
     def full(self):
         return _KernelQP(self.K[:, self.A][self.A], self.y)
@@ -280,7 +292,7 @@ class _FeatureQP:
 
         if mu > 0.0:
             c = U.T @ r
-            return U @ (c / (sv ** 2 + mu)) + (r - U @ c) / mu, np.zeros_like(r), Qmul
+            return U @ (c / (sv**2 + mu)) + (r - U @ c) / mu, np.zeros_like(r), Qmul
         if sv.size == 0 or sv[0] == 0.0:
             return np.zeros_like(r), r, Qmul
         keep = sv > sv[0] * max(ZF.shape) * _EPS * 8.0

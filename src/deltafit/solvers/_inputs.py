@@ -34,8 +34,9 @@ def _check_smooth(loss, solver):
         )
 
 
-def check_sample_weight(sample_weight: ArrayLike | None, n: int,
-                        C: float = 1.0) -> np.ndarray | None:
+def check_sample_weight(
+    sample_weight: ArrayLike | None, n: int, C: float = 1.0
+) -> np.ndarray | None:
     """``None``, or the sample weights as a new float64 array of shape ``(n,)``.
 
     Raises ValueError, naming the problem, for a wrong shape, a NaN, an infinite or a negative
@@ -50,14 +51,18 @@ def check_sample_weight(sample_weight: ArrayLike | None, n: int,
     except (TypeError, ValueError) as exc:
         raise ValueError(f"sample_weight must be an array of numbers ({exc})") from exc
     if w.shape != (n,):
-        raise ValueError(f"sample_weight must have shape ({n},) (one weight per sample), "
-                         f"got shape {w.shape}")
+        raise ValueError(
+            f"sample_weight must have shape ({n},) (one weight per sample), got shape {w.shape}"
+        )
     if np.isnan(w).any():
-        raise ValueError("sample_weight contains NaN "
-                         f"(at index {int(np.flatnonzero(np.isnan(w))[0])})")
+        raise ValueError(
+            f"sample_weight contains NaN (at index {int(np.flatnonzero(np.isnan(w))[0])})"
+        )
     if np.isinf(w).any():
-        raise ValueError("sample_weight contains an infinite value "
-                         f"(at index {int(np.flatnonzero(np.isinf(w))[0])})")
+        raise ValueError(
+            "sample_weight contains an infinite value "
+            f"(at index {int(np.flatnonzero(np.isinf(w))[0])})"
+        )
     if (w < 0.0).any():
         i = int(np.flatnonzero(w < 0.0)[0])
         raise ValueError(f"sample_weight must be non-negative, got {w[i]!r} at index {i}")

@@ -110,9 +110,17 @@ class KernelCurvature:
         ``(I + D_B K)⁻¹ e_j`` and the kernel columns ``K[:, j]`` (capacity rows each).
     """
 
-    def __init__(self, slots: np.ndarray, s: np.ndarray, L: np.ndarray, d: np.ndarray,
-                 J: np.ndarray | None = None, delta: np.ndarray | None = None,
-                 Y: np.ndarray | None = None, KJ: np.ndarray | None = None) -> None:
+    def __init__(
+        self,
+        slots: np.ndarray,
+        s: np.ndarray,
+        L: np.ndarray,
+        d: np.ndarray,
+        J: np.ndarray | None = None,
+        delta: np.ndarray | None = None,
+        Y: np.ndarray | None = None,
+        KJ: np.ndarray | None = None,
+    ) -> None:
         self.slots, self.s, self.L, self.d = slots, s, L, d
         cap = d.shape[0]
         self.J = np.zeros(0, dtype=np.intp) if J is None else J
@@ -162,8 +170,9 @@ class KernelCurvature:
             v -= self.Y[:end] @ c
         return v
 
-    def corrected(self, K: np.ndarray, slots: Any, d_new: Any, max_rank: int
-                  ) -> KernelCurvature | None:
+    def corrected(
+        self, K: np.ndarray, slots: Any, d_new: Any, max_rank: int
+    ) -> KernelCurvature | None:
         """The operator with the weights ``d_new`` at ``slots`` (None when the pending rank
         would pass ``max_rank``: the caller then builds a fresh one)."""
         slots = np.asarray(slots, dtype=np.intp)
@@ -175,7 +184,7 @@ class KernelCurvature:
         d = self.d.copy()
         d[slots] = d_new
         base = np.zeros(d.shape[0])  # the factor's weights by slot (its slots in any order)
-        base[self.slots] = self.s ** 2
+        base[self.slots] = self.s**2
         delta_new = d_new - base[slots]
         # merge with the pending terms: one column per slot (Y and K[:, j] do not depend on δ)
         J, delta = self.J, self.delta.copy()
@@ -215,16 +224,22 @@ class KernelCurvature:
             return self
         KJ = self.KJ.copy()
         KJ[rows] = K[:, self.J][rows]
-        return KernelCurvature(self.slots, self.s, self.L, self.d, self.J, self.delta, self.Y,
-                               KJ)
+        return KernelCurvature(self.slots, self.s, self.L, self.d, self.J, self.delta, self.Y, KJ)
 
     def grown(self, capacity: int) -> KernelCurvature:
         """The same operator with per-slot arrays padded to ``capacity``."""
         if self.d.shape[0] >= capacity:
             return self
-        return KernelCurvature(self.slots, self.s, self.L, _grown_rows(self.d, capacity),
-                               self.J, self.delta, _grown_rows(self.Y, capacity),
-                               _grown_rows(self.KJ, capacity))
+        return KernelCurvature(
+            self.slots,
+            self.s,
+            self.L,
+            _grown_rows(self.d, capacity),
+            self.J,
+            self.delta,
+            _grown_rows(self.Y, capacity),
+            _grown_rows(self.KJ, capacity),
+        )
 
     def taken(self, keep: Any, capacity: int) -> KernelCurvature | None:
         """The operator after a ledger compaction kept the slots ``keep`` (None when it
@@ -240,8 +255,16 @@ class KernelCurvature:
             out[: keep.size] = a[keep]
             return out
 
-        return KernelCurvature(where[self.slots], self.s, self.L, rows(self.d),
-                               where[self.J], self.delta, rows(self.Y), rows(self.KJ))
+        return KernelCurvature(
+            where[self.slots],
+            self.s,
+            self.L,
+            rows(self.d),
+            where[self.J],
+            self.delta,
+            rows(self.Y),
+            rows(self.KJ),
+        )
 
 
 def _unit_columns(J: np.ndarray, n: int) -> np.ndarray:
@@ -273,16 +296,18 @@ class KernelPoint:
         return KernelPoint(*out)
 
 
-def fresh_kernel_point(K: np.ndarray, alpha: np.ndarray, t: np.ndarray, cw: np.ndarray,
-                       loss: Loss) -> KernelPoint:
+def fresh_kernel_point(
+    K: np.ndarray, alpha: np.ndarray, t: np.ndarray, cw: np.ndarray, loss: Loss
+) -> KernelPoint:
     """:class:`KernelPoint` computed from K (two products with it)."""
     zz = K @ np.column_stack([alpha, cw * loss.d1(t, np.zeros_like(t))])
     z = np.ascontiguousarray(zz[:, 0])
     return KernelPoint(z, K @ (cw * loss.d1(t, z)), np.ascontiguousarray(zz[:, 1]))
 
 
-def _objective(alpha: np.ndarray, z: np.ndarray, t: np.ndarray, cw: np.ndarray,
-               loss: Loss) -> float:
+def _objective(
+    alpha: np.ndarray, z: np.ndarray, t: np.ndarray, cw: np.ndarray, loss: Loss
+) -> float:
     return float(cw @ loss.value(t, z)) + 0.5 * float(alpha @ z)
 
 
@@ -310,7 +335,7 @@ class _Secants:
     def add(self, s, Ks, y, Ky):
         sy = float(Ks @ y)
         if sy > 1e-16 * float(np.sqrt(max(Ks @ s, 0.0) * max(Ky @ y, 0.0))):
-            self.pairs = self.pairs[-(self.size - 1):] + [(s, Ks, y, Ky, 1.0 / sy)]
+            self.pairs = self.pairs[-(self.size - 1) :] + [(s, Ks, y, Ky, 1.0 / sy)]
 
     def direction(self, curv, g, Kg):
         """``−B⁻¹ ∇J`` (coefficients) for the L-BFGS operator B built on the chord one."""
@@ -327,8 +352,23 @@ class _Secants:
         return -r
 
 
-def kernel_chord_solve(K, t, cw, alpha, loss, *, curv, start, changed, problem, tol, max_iter,
-                       callback=None, max_rank=64, refresh_ratio=REFRESH_RATIO):
+def kernel_chord_solve(
+    K,
+    t,
+    cw,
+    alpha,
+    loss,
+    *,
+    curv,
+    start,
+    changed,
+    problem,
+    tol,
+    max_iter,
+    callback=None,
+    max_rank=64,
+    refresh_ratio=REFRESH_RATIO,
+):
     """Minimise ``J(α) = Σ cw ℓ(t, K α) + ½ αᵀ K α`` over slots ``0 … end−1`` by chord steps.
 
     Parameters
@@ -376,8 +416,9 @@ def kernel_chord_solve(K, t, cw, alpha, loss, *, curv, start, changed, problem, 
     def report(it):
         if callback is None:
             return False
-        return bool(callback(it, alpha[problem], gnorm, _objective(alpha, z, t, cw, loss),
-                             g[problem]))
+        return bool(
+            callback(it, alpha[problem], gnorm, _objective(alpha, z, t, cw, loss), g[problem])
+        )
 
     stopped = report(it)
     refresh = curv is None
@@ -445,8 +486,10 @@ def kernel_chord_solve(K, t, cw, alpha, loss, *, curv, start, changed, problem, 
                 dz = zn - z
                 s = 0.5
                 while s > 1e-18:
-                    if _objective(alpha + s * step, z + s * dz, t, cw, loss) <= \
-                            f + 1e-4 * s * slope:
+                    if (
+                        _objective(alpha + s * step, z + s * dz, t, cw, loss)
+                        <= f + 1e-4 * s * slope
+                    ):
                         break
                     s *= 0.5
                 else:

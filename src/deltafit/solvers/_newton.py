@@ -81,8 +81,9 @@ def _armijo(obj_at, f0, slope, max_halvings=60):
     return 0.0, f0
 
 
-def _damped_newton(coef, features, objective, gradient, newton_step, grad_norm0, *, tol,
-                   max_iter, callback, what):
+def _damped_newton(
+    coef, features, objective, gradient, newton_step, grad_norm0, *, tol, max_iter, callback, what
+):
     """The damped Newton iteration of :func:`newton_primal` and :func:`newton_kernel`.
 
     Parameters
@@ -128,8 +129,11 @@ def _damped_newton(coef, features, objective, gradient, newton_step, grad_norm0,
             t = 1.0  # the decrease is below the rounding of J: take the Newton step whole
         else:
             # the line search runs at once, in this iteration: the loop variables are current
-            t, _ = _armijo(lambda t: objective(coef + t * step, z + t * z_step),  # noqa: B023
-                           f, slope)
+            t, _ = _armijo(
+                lambda t: objective(coef + t * step, z + t * z_step),  # noqa: B023
+                f,
+                slope,
+            )
             if t == 0.0:
                 failed = True
                 break  # a genuine failure to decrease
@@ -140,17 +144,28 @@ def _damped_newton(coef, features, objective, gradient, newton_step, grad_norm0,
         stopped = _check_callback(callback, it, coef, gnorm, f, grad)
     converged = gnorm <= threshold
     if not converged and not stopped:
-        why = (" (the line search found no decrease of J: the rounding level of J and ∇J "
-               "was reached)" if failed else f" (max_iter={max_iter} reached)")
+        why = (
+            " (the line search found no decrease of J: the rounding level of J and ∇J was reached)"
+            if failed
+            else f" (max_iter={max_iter} reached)"
+        )
         warn_not_converged(what, gnorm, threshold, tol, it, why)
     return SolverResult(coef, float(gnorm), it, bool(converged), bool(stopped), float(f))
 
 
-def newton_primal(X: np.ndarray | sp.spmatrix, y: ArrayLike, loss: Loss, C: float, *,
-                  sample_weight: ArrayLike | None = None, coef0: ArrayLike | None = None,
-                  tol: float = 1e-10, max_iter: int = 100, callback: SolverCallback | None = None,
-                  keep_hessian: bool = False
-                  ) -> SolverResult | tuple[SolverResult, NewtonCurvature | None]:
+def newton_primal(
+    X: np.ndarray | sp.spmatrix,
+    y: ArrayLike,
+    loss: Loss,
+    C: float,
+    *,
+    sample_weight: ArrayLike | None = None,
+    coef0: ArrayLike | None = None,
+    tol: float = 1e-10,
+    max_iter: int = 100,
+    callback: SolverCallback | None = None,
+    keep_hessian: bool = False,
+) -> SolverResult | tuple[SolverResult, NewtonCurvature | None]:
     """Damped Newton for ``C Σ w_i ℓ(y_i, x_iᵀβ) + ½‖β‖²`` over explicit features.
 
     Parameters
@@ -285,8 +300,18 @@ def newton_primal(X: np.ndarray | sp.spmatrix, y: ArrayLike, loss: Loss, C: floa
             raise curvature_failure(exc, row_curvature(Xa, D)) from exc
         return -linalg.cho_solve(c, grad, check_finite=False)
 
-    res = _damped_newton(beta, X, objective, gradient, newton_step, g0, tol=tol,
-                         max_iter=max_iter, callback=callback, what="Newton")
+    res = _damped_newton(
+        beta,
+        X,
+        objective,
+        gradient,
+        newton_step,
+        g0,
+        tol=tol,
+        max_iter=max_iter,
+        callback=callback,
+        what="Newton",
+    )
     if not keep_hessian:
         return res
     if not last:
@@ -329,12 +354,19 @@ def _cg_step(Xa, D, grad, max_iter=None):
     return x if x.any() else -g
 
 
-def newton_kernel(K: np.ndarray, y: ArrayLike, loss: Loss, C: float, *,
-                  sample_weight: ArrayLike | None = None, coef0: ArrayLike | None = None,
-                  tol: float = 1e-10, max_iter: int = 100, callback: SolverCallback | None = None,
-                  keep_factor: bool = False
-                  ) -> SolverResult | tuple[SolverResult,
-                                            tuple[np.ndarray, np.ndarray, np.ndarray] | None]:
+def newton_kernel(
+    K: np.ndarray,
+    y: ArrayLike,
+    loss: Loss,
+    C: float,
+    *,
+    sample_weight: ArrayLike | None = None,
+    coef0: ArrayLike | None = None,
+    tol: float = 1e-10,
+    max_iter: int = 100,
+    callback: SolverCallback | None = None,
+    keep_factor: bool = False,
+) -> SolverResult | tuple[SolverResult, tuple[np.ndarray, np.ndarray, np.ndarray] | None]:
     """Damped Newton in the kernel expansion β = Σ α_i Φ(x_i).
 
     Parameters
@@ -412,8 +444,10 @@ def newton_kernel(K: np.ndarray, y: ArrayLike, loss: Loss, C: float, *,
                 full_callback = callback
 
                 def callback(it, a, gnorm, f, g):
-                    return full_callback(it, _embed(a, keep, n_all), gnorm, f,
-                                         _embed(g, keep, n_all))
+                    return full_callback(
+                        it, _embed(a, keep, n_all), gnorm, f, _embed(g, keep, n_all)
+                    )
+
     cw = C if w is None else C * w  # C_i (elementwise: the unweighted case is unchanged)
     check_curvature(np.diagonal(K), cw, loss, "K", "k(x, x)")
     alpha = np.zeros(n) if coef0 is None else np.array(coef0, dtype=np.float64, copy=True)
@@ -445,15 +479,24 @@ def newton_kernel(K: np.ndarray, y: ArrayLike, loss: Loss, C: float, *,
             except linalg.LinAlgError as exc:
                 kd = W[act] * np.diagonal(K)[act]
                 kappa = (float(np.max(kd)), float(np.sum(kd)))
-                raise curvature_failure(exc, kappa, "the kernel Newton system I + S K S") \
-                    from exc
+                raise curvature_failure(exc, kappa, "the kernel Newton system I + S K S") from exc
             step[act] += s * linalg.cho_solve((L, True), s * Kg[act], check_finite=False)
             if keep_factor:
                 last[:] = [(act, s, L)]
         return step
 
-    res = _damped_newton(alpha, K, objective, gradient, newton_step, g0, tol=tol,
-                         max_iter=max_iter, callback=callback, what="kernel Newton")
+    res = _damped_newton(
+        alpha,
+        K,
+        objective,
+        gradient,
+        newton_step,
+        g0,
+        tol=tol,
+        max_iter=max_iter,
+        callback=callback,
+        what="kernel Newton",
+    )
     if keep is not None:
         res.coef = _embed(res.coef, keep, n_all)
     if not keep_factor:

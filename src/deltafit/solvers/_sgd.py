@@ -26,8 +26,16 @@ import numpy as np
 
 from deltafit.utils._numba import njit
 
-__all__ = ["PEGASOS", "LSQSGD", "state_size", "new_state", "fit_rows", "fit_range", "coef_of",
-           "decision_range"]
+__all__ = [
+    "PEGASOS",
+    "LSQSGD",
+    "state_size",
+    "new_state",
+    "fit_rows",
+    "fit_range",
+    "coef_of",
+    "decision_range",
+]
 
 PEGASOS = 0
 LSQSGD = 1
@@ -119,8 +127,9 @@ def _lsqsgd_step(state, X, i, yi, alpha, radius, icpt):
 
 
 @njit
-def fit_rows(kind: int, state: np.ndarray, X: np.ndarray, y: np.ndarray, rows: np.ndarray,
-             params: np.ndarray) -> None:
+def fit_rows(
+    kind: int, state: np.ndarray, X: np.ndarray, y: np.ndarray, rows: np.ndarray, params: np.ndarray
+) -> None:
     """Feed the rows ``rows`` (in that order) to the learner in ``state``, in place."""
     p, radius, icpt = params[0], params[1], params[2]
     if kind == PEGASOS:
@@ -132,8 +141,15 @@ def fit_rows(kind: int, state: np.ndarray, X: np.ndarray, y: np.ndarray, rows: n
 
 
 @njit
-def fit_range(kind: int, state: np.ndarray, X: np.ndarray, y: np.ndarray, start: int, stop: int,
-              params: np.ndarray) -> None:
+def fit_range(
+    kind: int,
+    state: np.ndarray,
+    X: np.ndarray,
+    y: np.ndarray,
+    start: int,
+    stop: int,
+    params: np.ndarray,
+) -> None:
     """Feed rows ``start .. stop-1`` in order, in place."""
     p, radius, icpt = params[0], params[1], params[2]
     if kind == PEGASOS:
@@ -159,8 +175,9 @@ def coef_of(kind: int, state: np.ndarray, d1: int) -> np.ndarray:
 
 
 @njit
-def decision_range(kind: int, state: np.ndarray, X: np.ndarray, start: int, stop: int,
-                   icpt: float, out: np.ndarray) -> None:
+def decision_range(
+    kind: int, state: np.ndarray, X: np.ndarray, start: int, stop: int, icpt: float, out: np.ndarray
+) -> None:
     """``out[i] = ⟨coef, [x_i, icpt]⟩`` for rows ``start .. stop-1``."""
     d = X.shape[1]
     d1 = d + 1

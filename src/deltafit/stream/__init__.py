@@ -32,6 +32,18 @@ from deltafit.stream._river import as_river
 from deltafit.stream._tradeoff import tradeoff_experiment, tune_stream
 from deltafit.stream._window import SlidingWindow
 
-__all__ = ["Pegasos", "LSQSGD", "KDR", "SlidingWindow", "NORMA", "NORMARegressor", "DDM",
-           "OneVsRest",
-           "prequential", "StreamReport", "as_river", "tradeoff_experiment", "tune_stream"]
+__all__ = [
+    "Pegasos",
+    "LSQSGD",
+    "KDR",
+    "SlidingWindow",
+    "NORMA",
+    "NORMARegressor",
+    "DDM",
+    "OneVsRest",
+    "prequential",
+    "StreamReport",
+    "as_river",
+    "tradeoff_experiment",
+    "tune_stream",
+]

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from numbers import Integral, Real
+from typing import Any, TypeVar, overload
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, is_classifier
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -15,11 +17,23 @@ from deltafit.utils._transaction import atomic
 
 __all__ = ["StreamLinearModel"]
 
+_T = TypeVar("_T", bound="StreamLinearModel")
+
 
 _ROWS_ONLY = object()
 
 
-def validate_rows(est, X, y=_ROWS_ONLY, *, reset):
+@overload
+def validate_rows(est: BaseEstimator, X: ArrayLike, *, reset: bool) -> NDArray[np.float64]: ...
+
+
+@overload
+def validate_rows(
+    est: BaseEstimator, X: ArrayLike, y: ArrayLike | None, *, reset: bool
+) -> tuple[NDArray[np.float64], NDArray[Any]]: ...
+
+
+def validate_rows(est: BaseEstimator, X: ArrayLike, y: Any = _ROWS_ONLY, *, reset: bool) -> Any:
     """``validate_data`` as the stream learners call it: dense float64 rows in C order and,
     when ``y`` is given (None too: it is refused), numeric targets unless ``est`` is a
     classifier."""
@@ -38,20 +52,28 @@ class StreamLinearModel(BaseEstimator):
     sample (river's spelling).
     """
 
-    _kind: int | None = None  # set by subclasses
+    _kind: int  # set by subclasses (solvers._sgd.PEGASOS, ...)
 
     #: the parameters both learners share; each subclass adds its own two
     _parameter_constraints: dict = {
         "fit_intercept": ["boolean"],
         "intercept_scaling": [Number(Real, 0, np.inf, closed="neither")],
         "shuffle": ["boolean"],
-        "random_state": [None, Number(Integral, None, None, closed="neither"),
-                         np.random.RandomState],
+        "random_state": [
+            None,
+            Number(Integral, None, None, closed="neither"),
+            np.random.RandomState,
+        ],
     }
 
     # ----------------------------------------------------------- hyper-parameters
-    def __init__(self, fit_intercept=True, intercept_scaling=1.0, shuffle=False,
-                 random_state=None):
+    def __init__(
+        self,
+        fit_intercept: bool = True,
+        intercept_scaling: float = 1.0,
+        shuffle: bool = False,
+        random_state: int | np.random.RandomState | None = None,
+    ) -> None:
         # the parameters both learners share (_parameter_constraints); each subclass's
         # __init__ lists them after its own two and passes them on
         self.fit_intercept = fit_intercept
@@ -88,7 +110,7 @@ class StreamLinearModel(BaseEstimator):
         else:
             _kernels.fit_rows(self._kind, self._state, X, t, order, self._params)
 
-    def fit(self, X, y):
+    def fit(self: _T, X: ArrayLike, y: ArrayLike) -> _T:
         """One pass over the rows of ``X`` (in order, or at random with ``shuffle=True``).
 
         Parameters
@@ -115,7 +137,7 @@ class StreamLinearModel(BaseEstimator):
         self._pass(X, t, order)
         return self
 
-    def partial_fit(self, X, y, classes=None):
+    def partial_fit(self: _T, X: ArrayLike, y: ArrayLike, classes: ArrayLike | None = None) -> _T:
         """Continue the pass with the rows of ``X``, in order (an unfitted model starts at 0).
 
         Parameters
@@ -153,14 +175,14 @@ class StreamLinearModel(BaseEstimator):
 
         d0 = self.n_features_in_
         s, z = self._state, np.zeros(d - d0)
-        if self._kind == _kernels.PEGASOS:   # [v (d0), v_icpt, scale, t, |v|^2]
+        if self._kind == _kernels.PEGASOS:  # [v (d0), v_icpt, scale, t, |v|^2]
             parts = [s[:d0], z, s[d0:]]
-        else:                                # [w (d0), w_icpt, wbar (d0), wbar_icpt, t, sum]
-            parts = [s[:d0], z, s[d0:2 * d0 + 1], z, s[2 * d0 + 1:]]
+        else:  # [w (d0), w_icpt, wbar (d0), wbar_icpt, t, sum]
+            parts = [s[:d0], z, s[d0 : 2 * d0 + 1], z, s[2 * d0 + 1 :]]
         self._state = np.concatenate(parts)
         self.n_features_in_ = d
 
-    def learn_one(self, x, y):
+    def learn_one(self: _T, x: dict | ArrayLike, y: Any) -> _T:
         """river's spelling: learn one sample ``x`` (a dict or a 1-d array).
 
         A dict has integer column keys ``{j: x_j}`` or feature names; missing features read as
@@ -182,8 +204,10 @@ class StreamLinearModel(BaseEstimator):
             pending = list(self.__dict__.get("_pending", []))
             if pending and pending[0][0].shape[1] != row.shape[1]:
                 if not grows:
-                    raise ValueError(f"x has {row.shape[1]} features, but the earlier samples "
-                                     f"have {pending[0][0].shape[1]}")
+                    raise ValueError(
+                        f"x has {row.shape[1]} features, but the earlier samples "
+                        f"have {pending[0][0].shape[1]}"
+                    )
                 pending = [(pad(r, row.shape[1]), label) for r, label in pending]
             self._pending = pending + [(np.array(row, dtype=np.float64), y)]
             labels = np.unique(np.asarray([p[1] for p in self._pending]))
@@ -197,7 +221,7 @@ class StreamLinearModel(BaseEstimator):
             self._grow(row.shape[1])  # undone by learn_one's atomic if partial_fit refuses
         return self.partial_fit(row, [y])
 
-    def predict_one(self, x):
+    def predict_one(self, x: dict | ArrayLike) -> Any:
         """river's spelling: the prediction for one sample (features it has not learned from
         are ignored)."""
         check_is_fitted(self, "_state")
@@ -211,17 +235,17 @@ class StreamLinearModel(BaseEstimator):
         return _kernels.coef_of(self._kind, self._state, self.n_features_in_ + 1)
 
     @property
-    def coef_(self):
+    def coef_(self) -> NDArray[np.float64]:
         """The weights the model predicts with, shape (n_features,)."""
         return self._coef_full()[:-1]
 
     @property
-    def intercept_(self):
+    def intercept_(self) -> float:
         """The intercept: the constant feature's weight times ``intercept_scaling``."""
         return float(self._coef_full()[-1] * self._params[2])
 
     @property
-    def t_(self):
+    def t_(self) -> int:
         """Number of samples learned so far."""
         check_is_fitted(self, "_state")
         return int(self._state[self._t_index()])
@@ -232,18 +256,20 @@ class StreamLinearModel(BaseEstimator):
         return X @ self.coef_ + self.intercept_
 
     # ------------------------------------------------------ snapshots, copies
-    def snapshot(self):
+    def snapshot(self) -> NDArray[np.float64]:
         """The learner's state (a copy), for :meth:`restore` (TreeCV's save/revert, §4.1)."""
         check_is_fitted(self, "_state")
         return self._state.copy()
 
-    def restore(self, snapshot):
+    def restore(self: _T, snapshot: ArrayLike) -> _T:
         """Put back a state returned by :meth:`snapshot`."""
         check_is_fitted(self, "_state")
         s = np.asarray(snapshot, dtype=np.float64)
         if s.shape != self._state.shape or not np.all(np.isfinite(s)):
-            raise ValueError(f"a snapshot of this learner is a finite vector of shape "
-                             f"{self._state.shape}, got {s.shape}")
+            raise ValueError(
+                f"a snapshot of this learner is a finite vector of shape "
+                f"{self._state.shape}, got {s.shape}"
+            )
         self._state[:] = s
         return self
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import math
 from numbers import Integral, Real
+from typing import Any, cast
 
 import numpy as np
-from sklearn.base import clone, is_classifier
+from numpy.typing import ArrayLike, NDArray
+from sklearn.base import BaseEstimator, clone, is_classifier
 from sklearn.exceptions import NotFittedError
 from sklearn.utils import check_array, get_tags
 
@@ -55,8 +57,9 @@ class _DDMDetector:
         self.min_num_instances = min_num_instances
         validate_params(self)
         if drift_level < warning_level:
-            raise ValueError(f"drift_level ({drift_level!r}) must be >= warning_level "
-                             f"({warning_level!r})")
+            raise ValueError(
+                f"drift_level ({drift_level!r}) must be >= warning_level ({warning_level!r})"
+            )
         self.warning_level, self.drift_level = float(warning_level), float(drift_level)
         self.min_num_instances = int(min_num_instances)
         self.reset()
@@ -169,8 +172,15 @@ class DDM(WindowLearner):
         **_DDMDetector._parameter_constraints,
     }
 
-    def __init__(self, estimator, window=500, warning_level=2.0, drift_level=3.0,
-                 min_num_instances=30, initial=None):
+    def __init__(
+        self,
+        estimator: BaseEstimator,
+        window: int = 500,
+        warning_level: float = 2.0,
+        drift_level: float = 3.0,
+        min_num_instances: int = 30,
+        initial: int | None = None,
+    ) -> None:
         super().__init__(estimator, window=window, initial=initial)
         self.warning_level = warning_level
         self.drift_level = drift_level
@@ -186,11 +196,13 @@ class DDM(WindowLearner):
 
     def _check_estimator(self):
         if not is_classifier(self.estimator):
-            raise ValueError(f"DDM needs a classifier (it monitors prediction errors), got "
-                             f"{type(self.estimator).__name__}")
+            raise ValueError(
+                f"DDM needs a classifier (it monitors prediction errors), got "
+                f"{type(self.estimator).__name__}"
+            )
 
     def _reset(self, d):
-        self._validate()                       # everything checked before any change
+        self._validate()  # everything checked before any change
         super()._reset(d)
 
     def _setup(self):
@@ -198,10 +210,10 @@ class DDM(WindowLearner):
         self._online = hasattr(self.estimator, "learn_one")
         if self._online:
             self.model_ = clone(self.estimator)
-        self._counts = {}                      # label -> samples seen
-        self._warn_start = None                # index of the sample that entered the warning
-        self._version = 0                      # bumped at every learned sample
-        self._pred = None                      # (row bytes, version, prediction)
+        self._counts = {}  # label -> samples seen
+        self._warn_start = None  # index of the sample that entered the warning
+        self._version = 0  # bumped at every learned sample
+        self._pred = None  # (row bytes, version, prediction)
         self.n_drifts_ = 0
         self.n_warnings_ = 0
         self.last_drift_ = None
@@ -217,8 +229,10 @@ class DDM(WindowLearner):
             raise ValueError("y is NaN or infinite")
         seen = self.__dict__.get("_counts", {})
         if self._binary() and len(seen) >= 2 and y not in seen:
-            raise ValueError(f"y={y!r} is not among the labels {sorted(seen, key=str)} seen so "
-                             f"far; {type(self.estimator).__name__} is binary")
+            raise ValueError(
+                f"y={y!r} is not among the labels {sorted(seen, key=str)} seen so "
+                f"far; {type(self.estimator).__name__} is binary"
+            )
         return y
 
     # ------------------------------------------------------------ prediction
@@ -244,18 +258,18 @@ class DDM(WindowLearner):
         self._pred = (key, self._version, pred)
         return pred
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> NDArray[Any]:
         """The current model's predictions for the rows of ``X``."""
         if not hasattr(self, "_X") or not self._online:
             return super().predict(X)
-        X = check_rows(X, self.n_features_in_, "X", type(self).__name__)
+        X = cast(np.ndarray, check_rows(X, self.n_features_in_, "X", type(self).__name__))
         try:
             return self.model_.predict(self._model_rows(X))
         except NotFittedError:
             m = self._majority()
             return np.full(X.shape[0], m, dtype=object if isinstance(m, str) else None)
 
-    def decision_function(self, X):
+    def decision_function(self, X: ArrayLike) -> NDArray[np.float64]:
         """The current model's decision values (once it has a model that has them)."""
         model = getattr(self, "model_", None)
         if model is None:
@@ -264,7 +278,7 @@ class DDM(WindowLearner):
         return model.decision_function(self._model_rows(X))
 
     @property
-    def classes_(self):
+    def classes_(self) -> NDArray[Any]:
         """Labels seen so far, sorted."""
         if not hasattr(self, "_X"):
             raise AttributeError("classes_ is defined once the learner has seen samples")
@@ -282,7 +296,8 @@ class DDM(WindowLearner):
                 raise ValueError(
                     f"Only binary classification is supported: y has labels "
                     f"{sorted(labels, key=str)[:10]} and {type(self.estimator).__name__} is "
-                    "binary")
+                    "binary"
+                )
         X = check_array(X, dtype=np.float64)  # NaN/inf caught before anything changes
         return super()._partial_fit(X, y, reset)
 
@@ -290,7 +305,7 @@ class DDM(WindowLearner):
         i = self.n_samples_seen_
         if self._counts:
             warning, drift = self._detector.update(bool(self._predict_row(row) != y))
-        else:                                  # nothing to predict the first sample with
+        else:  # nothing to predict the first sample with
             warning, drift = False, False
         self._push(row, y)
         self._counts[y] = self._counts.get(y, 0) + 1
@@ -326,7 +341,7 @@ class DDM(WindowLearner):
             self._model_width = X.shape[1]
             self.n_model_computations_ += 1
             return
-        if self.model_ is None:                # the first model comes at `initial`
+        if self.model_ is None:  # the first model comes at `initial`
             return
         if k < self.min_num_instances or np.unique(y).size < 2:
             X, y = self._window_data()

@@ -32,8 +32,11 @@ __all__ = ["DictFeatures", "as_row", "pad"]
 
 
 def _is_index(k):
-    return isinstance(k, (numbers.Integral, np.integer)) and not isinstance(k, (bool, np.bool_)) \
+    return (
+        isinstance(k, (numbers.Integral, np.integer))
+        and not isinstance(k, (bool, np.bool_))
         and k >= 0
+    )
 
 
 def _canonical(keys):
@@ -69,8 +72,10 @@ class DictFeatures:
         if self.names is None:
             for k in x:
                 if not _is_index(k):
-                    raise ValueError(f"feature keys must be column indices 0, 1, ... (the first "
-                                     f"dict had integer keys), got {k!r}")
+                    raise ValueError(
+                        f"feature keys must be column indices 0, 1, ... (the first "
+                        f"dict had integer keys), got {k!r}"
+                    )
             return max(x, default=-1) + 1 if x else 0
         return [k for k in x if k not in self.names]
 
@@ -126,8 +131,11 @@ def as_row(learner, x, learn=True):
             if d is None:
                 space = space.extended(x)
         return space.fill(np.zeros(width), x)[None, :]
-    row = np.asarray(x, dtype=np.float64) if not isinstance(x, np.ndarray) or \
-        x.dtype != np.float64 else x
+    row = (
+        np.asarray(x, dtype=np.float64)
+        if not isinstance(x, np.ndarray) or x.dtype != np.float64
+        else x
+    )
     if row.ndim != 1:
         raise ValueError(f"x must be a dict or a 1-d array, got shape {row.shape}")
     return row[None, :]

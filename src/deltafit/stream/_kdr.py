@@ -5,6 +5,7 @@ from __future__ import annotations
 from numbers import Real
 
 import numpy as np
+from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import StrOptions
 
 from deltafit.kernels import _resolved_from_data
@@ -124,8 +125,15 @@ class KDR(WindowLearner):
         "warm": ["boolean"],
     }
 
-    def __init__(self, estimator, window=500, threshold=0.05, initial=None, region="sphere",
-                 warm=True):
+    def __init__(
+        self,
+        estimator: BaseEstimator,
+        window: int = 500,
+        threshold: float = 0.05,
+        initial: int | None = None,
+        region: str = "sphere",
+        warm: bool = True,
+    ) -> None:
         super().__init__(estimator, window=window, initial=initial)
         self.threshold = threshold
         self.region = region
@@ -139,16 +147,14 @@ class KDR(WindowLearner):
                 f"{type(self.estimator).__name__}"
             )
         if not getattr(self.estimator, "keep_data", True):
-            raise ValueError(
-                "KDR's bounds need the window's rows in the model: use keep_data=True"
-            )
+            raise ValueError("KDR's bounds need the window's rows in the model: use keep_data=True")
 
     def _setup(self):
         self._T = float(self.threshold)
         self.n_warm_updates_ = 0
         self.sphere_ = None
-        self._key = np.full(self._window_, -1, dtype=np.int64)    # sphere key of an A entry
-        self._w1id = np.full(self._window_, -1, dtype=np.int64)   # model id of a W₁ sample
+        self._key = np.full(self._window_, -1, dtype=np.int64)  # sphere key of an A entry
+        self._w1id = np.full(self._window_, -1, dtype=np.int64)  # model id of a W₁ sample
         self._sum_r = 0.0
         self._n_since = 0
         self.mean_r_norm_ = 0.0
@@ -181,9 +187,11 @@ class KDR(WindowLearner):
         if _resolved_from_data(model.get_params(deep=False)):
             return False  # gamma="scale" etc.: a fit on the window resolves it anew
         try:
-            new = model.update(X_add=self._X[add] if add.size else None,
-                               y_add=self._y[add] if add.size else None,
-                               remove_ids=gone if gone.size else None)
+            new = model.update(
+                X_add=self._X[add] if add.size else None,
+                y_add=self._y[add] if add.size else None,
+                remove_ids=gone if gone.size else None,
+            )
         except ValueError:  # the update refuses (left as it was): fit instead
             return False
         self._w1id[add] = new
@@ -196,8 +204,9 @@ class KDR(WindowLearner):
 
     def _restart(self):
         """A new β₁: a new sphere, ``A = R = ∅``, the monitor from zero."""
-        self.sphere_ = IncrementalSphere(self.model_, capacity=2 * self._window_ + 1,
-                                         region=self.region)
+        self.sphere_ = IncrementalSphere(
+            self.model_, capacity=2 * self._window_ + 1, region=self.region
+        )
         if self._classifier:
             self._classes = set(self.model_.classes_.tolist())
         self._key[:] = -1
@@ -212,22 +221,23 @@ class KDR(WindowLearner):
             self._maybe_first_model()
             return
         sphere = self.sphere_
-        new_class = (self._classifier and y not in self._classes) or \
-            row.shape[1] != self._model_width               # or a feature new to the model
-        if new_class:                                        # a new class: the balls cannot
-            key = -1                                         # hold it, recompute below
+        new_class = (self._classifier and y not in self._classes) or row.shape[
+            1
+        ] != self._model_width  # or a feature new to the model
+        if new_class:  # a new class: the balls cannot
+            key = -1  # hold it, recompute below
         else:
-            z = self._decision_of(row)                       # β₁'s score (cached by predict_one)
+            z = self._decision_of(row)  # β₁'s score (cached by predict_one)
             prob = sphere.problem
             t = prob.encode_targets(np.array([y]), what="y")
             P = row if prob.kernel else prob.features(row)
             raw = (row, np.array([y])) if self.region == "curvature" else None
             key = sphere._add_scored(P, t, np.array([z]), raw=raw)[0]  # the sample joins A
-        if self._count == self._window_:                     # the oldest sample leaves W
+        if self._count == self._window_:  # the oldest sample leaves W
             old = self._start
-            if self._w1id[old] >= 0:                         # from W₁: it joins R
+            if self._w1id[old] >= 0:  # from W₁: it joins R
                 sphere.remove([self._w1id[old]])
-            elif self._key[old] >= 0:                        # added since: it leaves A
+            elif self._key[old] >= 0:  # added since: it leaves A
                 sphere.discard([self._key[old]])
         pos = self._push(row, y)
         self._key[pos] = key

@@ -5,6 +5,7 @@ from __future__ import annotations
 from numbers import Real
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from sklearn.base import RegressorMixin
 
 from deltafit.solvers._sgd import LSQSGD as _LSQSGD_KIND
@@ -73,10 +74,21 @@ class LSQSGD(RegressorMixin, StreamLinearModel):
         "radius": [Number(Real, 0, np.inf, closed="right")],  # inf: no projection
     }
 
-    def __init__(self, alpha=None, radius=1.0, fit_intercept=True, intercept_scaling=1.0,
-                 shuffle=False, random_state=None):
-        super().__init__(fit_intercept=fit_intercept, intercept_scaling=intercept_scaling,
-                         shuffle=shuffle, random_state=random_state)
+    def __init__(
+        self,
+        alpha: float | None = None,
+        radius: float = 1.0,
+        fit_intercept: bool = True,
+        intercept_scaling: float = 1.0,
+        shuffle: bool = False,
+        random_state: int | np.random.RandomState | None = None,
+    ) -> None:
+        super().__init__(
+            fit_intercept=fit_intercept,
+            intercept_scaling=intercept_scaling,
+            shuffle=shuffle,
+            random_state=random_state,
+        )
         self.alpha = alpha
         self.radius = radius
 
@@ -110,6 +122,6 @@ class LSQSGD(RegressorMixin, StreamLinearModel):
         """TreeCV: the decision value is the prediction."""
         return np.asarray(decision, dtype=np.float64)
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> NDArray[np.float64]:
         """``⟨w̄, x⟩ + intercept_``."""
         return self._decision(X)

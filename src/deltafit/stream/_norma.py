@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from numbers import Integral, Real
+from typing import Any, TypeVar
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, is_classifier
 from sklearn.exceptions import NotFittedError
 from sklearn.metrics.pairwise import PAIRWISE_KERNEL_FUNCTIONS
@@ -21,6 +24,8 @@ from deltafit.utils._transaction import atomic
 from deltafit.utils._validation import check_rows
 
 __all__ = ["NORMA", "NORMARegressor"]
+
+_T = TypeVar("_T", bound="_NORMABase")
 
 _RENORM = 1e-100  # the global decay factor is folded into the coefficients below this
 _GAMMA_KERNELS = ("rbf", "laplacian", "poly", "polynomial", "sigmoid")
@@ -51,8 +56,18 @@ class _NORMABase(BaseEstimator):
         "fit_intercept": ["boolean"],
     }
 
-    def __init__(self, kernel="rbf", gamma=None, degree=3, coef0=1.0, lam=1e-4, eta=0.1,
-                 learning_rate="constant", budget=500, fit_intercept=True):
+    def __init__(
+        self,
+        kernel: str | Callable[..., Any] = "rbf",
+        gamma: float | None = None,
+        degree: int = 3,
+        coef0: float = 1.0,
+        lam: float = 1e-4,
+        eta: float = 0.1,
+        learning_rate: str = "constant",
+        budget: int = 500,
+        fit_intercept: bool = True,
+    ) -> None:
         # NORMARegressor's parameters, documented in _DOC_PARAMS and its docstring; NORMA
         # adds its loss and margin
         self.kernel = kernel
@@ -71,15 +86,21 @@ class _NORMABase(BaseEstimator):
         self._validate_params()
         eta, lam = float(self.eta), float(self.lam)
         if eta * lam >= 1.0:
-            raise ValueError(f"eta * lam must be < 1 (the decay 1 - eta*lam must stay positive), "
-                             f"got eta={eta!r}, lam={lam!r}")
+            raise ValueError(
+                f"eta * lam must be < 1 (the decay 1 - eta*lam must stay positive), "
+                f"got eta={eta!r}, lam={lam!r}"
+            )
         return dict(kernel=self.kernel, gamma=self.gamma, degree=self.degree, coef0=self.coef0)
 
     def _resolved(self, kw):
         """The kernel parameters with ``gamma=None`` fixed at 1 / (first sample's width): the
         value scikit-learn would use, kept when dict samples grow the feature space."""
-        if kw["gamma"] is None and isinstance(kw["kernel"], str) and \
-                kw["kernel"] in _GAMMA_KERNELS and "_gamma_width" in self.__dict__:
+        if (
+            kw["gamma"] is None
+            and isinstance(kw["kernel"], str)
+            and kw["kernel"] in _GAMMA_KERNELS
+            and "_gamma_width" in self.__dict__
+        ):
             kw = dict(kw, gamma=1.0 / self._gamma_width)
         return kw
 
@@ -92,13 +113,13 @@ class _NORMABase(BaseEstimator):
 
     # ------------------------------------------------------------------ state
     def _reset(self, d):
-        self._gamma_width = d    # gamma=None is 1 / (the width of the first sample), for good
+        self._gamma_width = d  # gamma=None is 1 / (the width of the first sample), for good
         self._kw = self._resolved(self._check_params())
         self.n_features_in_ = d
         self._sv = np.zeros((min(int(self.budget), 16), d))
         self._a = np.zeros(self._sv.shape[0])
-        self._start = 0          # ring position of the oldest support point
-        self._count = 0          # support points stored
+        self._start = 0  # ring position of the oldest support point
+        self._count = 0  # support points stored
         self._scale = 1.0
         self.intercept_ = 0.0
         self.n_samples_seen_ = 0
@@ -123,8 +144,8 @@ class _NORMABase(BaseEstimator):
         if self.learning_rate == "invscaling":
             eta /= math.sqrt(n)
         f = float(self._f(row)[0])
-        g = self._gradient(f, t)                     # −l'(f, y): the step direction
-        self._scale *= 1.0 - eta * float(self.lam)   # f ← (1 − η λ) f  (all old alphas)
+        g = self._gradient(f, t)  # −l'(f, y): the step direction
+        self._scale *= 1.0 - eta * float(self.lam)  # f ← (1 − η λ) f  (all old alphas)
         if self._scale < _RENORM:
             self._a *= self._scale
             self._scale = 1.0
@@ -135,13 +156,13 @@ class _NORMABase(BaseEstimator):
         budget = int(self.budget)
         cap = self._sv.shape[0]
         if self._count < budget:
-            if self._count == cap:                   # grow (no wrap-around before full)
+            if self._count == cap:  # grow (no wrap-around before full)
                 new = min(budget, 2 * cap)
                 self._sv = np.concatenate([self._sv, np.zeros((new - cap, self._sv.shape[1]))])
                 self._a = np.concatenate([self._a, np.zeros(new - cap)])
             pos = self._count
             self._count += 1
-        else:                                        # truncation: drop the oldest term
+        else:  # truncation: drop the oldest term
             pos = self._start
             self._start = (self._start + 1) % cap
         self._sv[pos] = row[0]
@@ -164,7 +185,7 @@ class _NORMABase(BaseEstimator):
         raise NotImplementedError
 
     # -------------------------------------------------------------- learning
-    def fit(self, X, y):
+    def fit(self: _T, X: ArrayLike, y: ArrayLike) -> _T:
         """Start afresh and learn the rows of ``X`` in order (one NORMA step each).
 
         Parameters
@@ -177,12 +198,18 @@ class _NORMABase(BaseEstimator):
         self
         """
         with atomic(self):
-            for a in ("_sv", "_pending", "_dict_keys", "classes_", "n_features_in_",
-                      "feature_names_in_"):
+            for a in (
+                "_sv",
+                "_pending",
+                "_dict_keys",
+                "classes_",
+                "n_features_in_",
+                "feature_names_in_",
+            ):
                 self.__dict__.pop(a, None)
             return self.partial_fit(X, y)
 
-    def partial_fit(self, X, y, classes=None):
+    def partial_fit(self: _T, X: ArrayLike, y: ArrayLike, classes: ArrayLike | None = None) -> _T:
         """Learn the rows of ``X`` in order (``learn_one`` for each); nothing changes on error.
 
         Parameters
@@ -209,10 +236,10 @@ class _NORMABase(BaseEstimator):
                 self.feature_names_in_ = feats
         self._kw = self._resolved(kw)
         for i in range(X.shape[0]):
-            self._step(X[i:i + 1], t[i])
+            self._step(X[i : i + 1], t[i])
         return self
 
-    def learn_one(self, x, y):
+    def learn_one(self: _T, x: dict | ArrayLike, y: Any) -> _T:
         """Learn one sample (river's spelling); ``x`` is a 1-d array or a dict.
 
         A dict has integer column keys ``{j: x_j}`` or feature names; missing features read as
@@ -235,21 +262,28 @@ class _NORMABase(BaseEstimator):
                 pending = self.__dict__.get("_pending", [])
                 if pending and pending[0][0].shape[1] != row.shape[1]:
                     if not grows:
-                        raise ValueError(f"x has {row.shape[1]} features, but the earlier "
-                                         f"samples have {pending[0][0].shape[1]}")
+                        raise ValueError(
+                            f"x has {row.shape[1]} features, but the earlier "
+                            f"samples have {pending[0][0].shape[1]}"
+                        )
                     d = row.shape[1]  # a dict grew the space: earlier rows had 0 there
                     pending = [(pad(r, d), label) for r, label in pending]
                 pending = pending + [(row, y)]
                 labels = np.unique(np.asarray([p[1] for p in pending]))
                 if labels.size > 2:
-                    raise ValueError(f"Only binary classification is supported: labels "
-                                     f"{labels.tolist()} (NORMA is binary)")
+                    raise ValueError(
+                        f"Only binary classification is supported: labels "
+                        f"{labels.tolist()} (NORMA is binary)"
+                    )
                 if labels.size < 2:
                     self._pending = pending
                     return self
                 self.__dict__.pop("_pending", None)
-                return self.partial_fit(np.vstack([p[0] for p in pending]),
-                                        np.asarray([p[1] for p in pending]), classes=labels)
+                return self.partial_fit(
+                    np.vstack([p[0] for p in pending]),
+                    np.asarray([p[1] for p in pending]),
+                    classes=labels,
+                )
             return self.partial_fit(row, [y])
         kw = self._check_params()
         t = self._targets(np.asarray([y]), False)
@@ -268,19 +302,19 @@ class _NORMABase(BaseEstimator):
 
     # ------------------------------------------------------------ attributes
     @property
-    def n_support_(self):
+    def n_support_(self) -> int:
         """Number of support points in the expansion (at most ``budget``)."""
         check_is_fitted(self, "_sv")
         return int(self._count)
 
     @property
-    def support_vectors_(self):
+    def support_vectors_(self) -> NDArray[np.float64]:
         """Support points, oldest first, shape ``(n_support_, n_features)``."""
         check_is_fitted(self, "_sv")
         return self._sv[self._positions()].copy()
 
     @property
-    def dual_coef_(self):
+    def dual_coef_(self) -> NDArray[np.float64]:
         """Expansion coefficients α_i of :attr:`support_vectors_`, shape ``(n_support_,)``."""
         check_is_fitted(self, "_sv")
         return self._scale * self._a[self._positions()]
@@ -311,7 +345,8 @@ _DOC_PARAMS = """
 
 
 class NORMA(ClassifierMixin, _NORMABase):
-    """Kernel SVM by NORMA, truncated kernel SGD (Kivinen, Smola and Williamson 2004).
+    (
+        """Kernel SVM by NORMA, truncated kernel SGD (Kivinen, Smola and Williamson 2004).
 
     The ISGD baseline of Sivan, Gabel and Schuster, "Incremental Sensitivity Analysis for
     Kernelized Models", §4.4: stochastic gradient descent in the RKHS on the regularised hinge
@@ -326,7 +361,9 @@ class NORMA(ClassifierMixin, _NORMABase):
         The fixed margin ρ >= 0.
     fit_intercept : bool, default=True
         Learn the unregularised offset b.
-    """ + _DOC_PARAMS + """
+    """
+        + _DOC_PARAMS
+        + """
     Attributes
     ----------
     classes_ : ndarray of shape (2,)
@@ -352,6 +389,7 @@ class NORMA(ClassifierMixin, _NORMABase):
     (σ_t = 1) enter the expansion, so ``budget`` bounds the support vectors, as in Sivan et al.
     §4.4.  The decay is kept as one global factor, renormalised below 1e-100.
     """
+    )
 
     _parameter_constraints: dict = {
         **_NORMABase._parameter_constraints,
@@ -359,12 +397,31 @@ class NORMA(ClassifierMixin, _NORMABase):
         "margin": [Number(Real, 0, np.inf, closed="left")],
     }
 
-    def __init__(self, kernel="rbf", gamma=None, degree=3, coef0=1.0, lam=1e-4, eta=0.1,
-                 learning_rate="constant", budget=500, loss="hinge", margin=1.0,
-                 fit_intercept=True):
-        super().__init__(kernel=kernel, gamma=gamma, degree=degree, coef0=coef0, lam=lam,
-                         eta=eta, learning_rate=learning_rate, budget=budget,
-                         fit_intercept=fit_intercept)
+    def __init__(
+        self,
+        kernel: str | Callable[..., Any] = "rbf",
+        gamma: float | None = None,
+        degree: int = 3,
+        coef0: float = 1.0,
+        lam: float = 1e-4,
+        eta: float = 0.1,
+        learning_rate: str = "constant",
+        budget: int = 500,
+        loss: str = "hinge",
+        margin: float = 1.0,
+        fit_intercept: bool = True,
+    ) -> None:
+        super().__init__(
+            kernel=kernel,
+            gamma=gamma,
+            degree=degree,
+            coef0=coef0,
+            lam=lam,
+            eta=eta,
+            learning_rate=learning_rate,
+            budget=budget,
+            fit_intercept=fit_intercept,
+        )
         self.loss = loss
         self.margin = margin
 
@@ -376,16 +433,16 @@ class NORMA(ClassifierMixin, _NORMABase):
         self.classes_ = labels.classes_
         return labels.encode(y)
 
-    def decision_function(self, X):
+    def decision_function(self, X: ArrayLike) -> NDArray[np.float64]:
         """``f(x) = Σ_i α_i k(x_i, x) + b``; positive means ``classes_[1]``."""
         return self._f(self._validate_X(X))
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> NDArray[Any]:
         """``classes_[1]`` where the decision value is positive, else ``classes_[0]``."""
         z = self.decision_function(X)
         return BinaryLabels(self.classes_).decode(z)
 
-    def predict_one(self, x):
+    def predict_one(self, x: dict | ArrayLike) -> Any:
         """The prediction for one sample (river's spelling)."""
         if not hasattr(self, "_sv"):
             raise NotFittedError("this NORMA has not seen both labels yet")
@@ -399,7 +456,8 @@ class NORMA(ClassifierMixin, _NORMABase):
 
 
 class NORMARegressor(RegressorMixin, _NORMABase):
-    """Kernel least squares by NORMA, truncated kernel SGD (Kivinen, Smola and Williamson 2004).
+    (
+        """Kernel least squares by NORMA, truncated kernel SGD (Kivinen, Smola and Williamson 2004).
 
     The regression twin of :class:`NORMA` (Sivan et al. §4.4's ISGD baseline for regression).
 
@@ -407,7 +465,9 @@ class NORMARegressor(RegressorMixin, _NORMABase):
     ----------
     fit_intercept : bool, default=True
         Learn the unregularised offset b.
-    """ + _DOC_PARAMS + """
+    """
+        + _DOC_PARAMS
+        + """
     Attributes
     ----------
     support_vectors_, dual_coef_, intercept_, n_support_, n_samples_seen_, n_features_in_
@@ -424,6 +484,7 @@ class NORMARegressor(RegressorMixin, _NORMABase):
 
     truncated to the last ``budget`` terms.
     """
+    )
 
     # no __init__ of its own: its parameters are those of _NORMABase.__init__
 
@@ -437,11 +498,11 @@ class NORMARegressor(RegressorMixin, _NORMABase):
             raise ValueError("y contains NaN or infinity")
         return y
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> NDArray[np.float64]:
         """``f(x) = Σ_i α_i k(x_i, x) + b``."""
         return self._f(self._validate_X(X))
 
-    def predict_one(self, x):
+    def predict_one(self, x: dict | ArrayLike) -> float:
         """The prediction for one sample (river's spelling)."""
         check_is_fitted(self, "_sv")
         return float(self._f(self._row(x))[0])

@@ -12,8 +12,10 @@ targets (the tests compare them bit for bit).
 from __future__ import annotations
 
 import copy
+from typing import Any, TypeVar
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin, clone, is_classifier
 from sklearn.exceptions import NotFittedError
 from sklearn.utils import get_tags
@@ -27,6 +29,8 @@ from deltafit.utils._transaction import atomic
 from deltafit.utils._validation import check_rows
 
 __all__ = ["OneVsRest"]
+
+_T = TypeVar("_T", bound="OneVsRest")
 
 _CODES = np.array([-1, 1])
 
@@ -92,7 +96,7 @@ class OneVsRest(ClassifierMixin, BaseEstimator):
         "classes": [None, "array-like"],
     }
 
-    def __init__(self, estimator, classes=None):
+    def __init__(self, estimator: BaseEstimator, classes: ArrayLike | None = None) -> None:
         self.estimator = estimator
         self.classes = classes
 
@@ -110,14 +114,16 @@ class OneVsRest(ClassifierMixin, BaseEstimator):
             raise ValueError(
                 "OneVsRest needs a scikit-learn binary classifier with partial_fit and "
                 f"decision_function (e.g. deltafit.stream.Pegasos or NORMA), got "
-                f"{type(est).__name__}")
+                f"{type(est).__name__}"
+            )
 
     @staticmethod
     def _classes_of(classes, what):
         c = np.unique(np.asarray(classes))
         if c.ndim != 1 or c.size < 2:
-            raise ValueError(f"{what} has one class ({c.tolist()}): OneVsRest needs at least "
-                             "two classes")
+            raise ValueError(
+                f"{what} has one class ({c.tolist()}): OneVsRest needs at least two classes"
+            )
         return c
 
     def _labels(self, y):
@@ -128,8 +134,10 @@ class OneVsRest(ClassifierMixin, BaseEstimator):
     def _check_within(self, y, classes, what):
         unseen = np.setdiff1d(np.unique(y), classes)
         if unseen.size:
-            raise ValueError(f"y has labels {unseen.tolist()[:10]} that are not in {what} "
-                             f"{classes.tolist()[:10]}")
+            raise ValueError(
+                f"y has labels {unseen.tolist()[:10]} that are not in {what} "
+                f"{classes.tolist()[:10]}"
+            )
 
     # --------------------------------------------------------------- learning
     def _start(self, classes):
@@ -145,7 +153,7 @@ class OneVsRest(ClassifierMixin, BaseEstimator):
         for c, est in zip(self.classes_, self.estimators_):
             est.partial_fit(X, np.where(y == c, 1, -1), classes=_CODES)
 
-    def fit(self, X, y):
+    def fit(self: _T, X: ArrayLike, y: ArrayLike) -> _T:
         """Start afresh and learn the rows of ``X`` in order (labels ``y``).
 
         Learner k is ``clone(estimator).fit(X, t_k)`` when ``t_k`` holds both codes, else its
@@ -178,7 +186,7 @@ class OneVsRest(ClassifierMixin, BaseEstimator):
                 est.partial_fit(X, t, classes=_CODES)
         return self
 
-    def partial_fit(self, X, y, classes=None):
+    def partial_fit(self: _T, X: ArrayLike, y: ArrayLike, classes: ArrayLike | None = None) -> _T:
         """Learn the rows of ``X`` in order; nothing changes when the input is refused.
 
         Parameters
@@ -202,8 +210,9 @@ class OneVsRest(ClassifierMixin, BaseEstimator):
                 X, y = validate_rows(self, X, y, reset=True)
                 y = self._labels(y)
                 given = classes if classes is not None else self.classes
-                known = self._classes_of(y if given is None else given,
-                                         "y" if given is None else "classes")
+                known = self._classes_of(
+                    y if given is None else given, "y" if given is None else "classes"
+                )
                 self._check_within(y, known, "classes")
             except BaseException:
                 for a in ("n_features_in_", "feature_names_in_"):
@@ -214,9 +223,12 @@ class OneVsRest(ClassifierMixin, BaseEstimator):
             X, y = validate_rows(self, X, y, reset=False)
             y = self._labels(y)
             if classes is not None and not np.array_equal(
-                    np.unique(np.asarray(classes)), self.classes_):
-                raise ValueError(f"classes={np.asarray(classes).tolist()} differs from the "
-                                 f"classes_ {self.classes_.tolist()} of the first call")
+                np.unique(np.asarray(classes)), self.classes_
+            ):
+                raise ValueError(
+                    f"classes={np.asarray(classes).tolist()} differs from the "
+                    f"classes_ {self.classes_.tolist()} of the first call"
+                )
             self._check_within(y, self.classes_, "classes_")
         self._feed(X, y)
         return self
@@ -230,7 +242,7 @@ class OneVsRest(ClassifierMixin, BaseEstimator):
             est._grow(d)
         self.n_features_in_ = d
 
-    def learn_one(self, x, y):
+    def learn_one(self: _T, x: dict | ArrayLike, y: Any) -> _T:
         """Learn one sample (river's spelling); ``x`` is a 1-d array or a dict.
 
         The learner must know every class first: ``OneVsRest(est, classes=...)`` or an
@@ -239,8 +251,10 @@ class OneVsRest(ClassifierMixin, BaseEstimator):
         ignore them.
         """
         if not hasattr(self, "estimators_") and self.classes is None:
-            raise ValueError("OneVsRest.learn_one needs every class before the first sample: "
-                             "give classes=[...] (a one-vs-rest learner cannot start late)")
+            raise ValueError(
+                "OneVsRest.learn_one needs every class before the first sample: "
+                "give classes=[...] (a one-vs-rest learner cannot start late)"
+            )
         if not isinstance(x, dict):
             return self.partial_fit(as_row(self, x), [y])
         with atomic(self):  # a refused sample adds no feature and grows nothing
@@ -248,7 +262,7 @@ class OneVsRest(ClassifierMixin, BaseEstimator):
             d = self.__dict__.get("n_features_in_")
             if d is not None and row.shape[1] > d:
                 if all(callable(getattr(e, "_grow", None)) for e in self.estimators_):
-                    check_rows(row, None, "x", "OneVsRest")            # all checked before
+                    check_rows(row, None, "x", "OneVsRest")  # all checked before
                     self._check_within(self._labels([y]), self.classes_, "classes_")
                     self.estimators_ = [_copy(e) for e in self.estimators_]
                     self._grow(row.shape[1])
@@ -257,7 +271,7 @@ class OneVsRest(ClassifierMixin, BaseEstimator):
             return self.partial_fit(row, [y])
 
     # ------------------------------------------------------------- prediction
-    def decision_function(self, X):
+    def decision_function(self, X: ArrayLike) -> NDArray[np.float64]:
         """Decision values: shape (n_samples, K), column k from learner k (K ≥ 3); the binary
         learner's (n_samples,) for K = 2 (positive means ``classes_[1]``)."""
         check_is_fitted(self, "estimators_")
@@ -266,7 +280,7 @@ class OneVsRest(ClassifierMixin, BaseEstimator):
             return self.estimators_[0].decision_function(X)
         return np.column_stack([est.decision_function(X) for est in self.estimators_])
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> NDArray[Any]:
         """``classes_[argmax_k f_k(x)]`` (K ≥ 3; ties to the first class); the binary learner's
         prediction for K = 2."""
         check_is_fitted(self, "estimators_")
@@ -275,32 +289,34 @@ class OneVsRest(ClassifierMixin, BaseEstimator):
             return self.estimators_[0].predict(X)
         return self.classes_[np.argmax(self.decision_function(X), axis=1)]
 
-    def predict_one(self, x):
+    def predict_one(self, x: dict | ArrayLike) -> Any:
         """The prediction for one sample (river's spelling)."""
         if not hasattr(self, "estimators_"):
             raise NotFittedError("this OneVsRest has not learned any sample yet")
         return self.predict(self._row(x))[0]
 
     @property
-    def n_model_computations_(self):
+    def n_model_computations_(self) -> int:
         check_is_fitted(self, "estimators_")
         return int(sum(getattr(e, "n_model_computations_", 0) or 0 for e in self.estimators_))
 
     # ---------------------------------------------------------- copies, states
-    def snapshot(self):
+    def snapshot(self) -> list[Any]:
         """The learners' states (:meth:`restore`; TreeCV's save/revert)."""
         check_is_fitted(self, "estimators_")
         if not callable(getattr(self.estimators_[0], "snapshot", None)):
-            raise ValueError(f"{type(self.estimator).__name__} has no snapshot(); use "
-                             "TreeCV's strategy='copy'")
+            raise ValueError(
+                f"{type(self.estimator).__name__} has no snapshot(); use TreeCV's strategy='copy'"
+            )
         return [e.snapshot() for e in self.estimators_]
 
-    def restore(self, snapshot):
+    def restore(self: _T, snapshot: list[Any]) -> _T:
         """Put back the states returned by :meth:`snapshot`."""
         check_is_fitted(self, "estimators_")
         if not isinstance(snapshot, list) or len(snapshot) != len(self.estimators_):
-            raise ValueError(f"a snapshot of this OneVsRest is a list of "
-                             f"{len(self.estimators_)} learner states")
+            raise ValueError(
+                f"a snapshot of this OneVsRest is a list of {len(self.estimators_)} learner states"
+            )
         for e, s in zip(self.estimators_, snapshot):
             e.restore(s)
         return self

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import math
 from numbers import Real
+from typing import Any
 
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from sklearn.base import ClassifierMixin
 
 from deltafit.solvers._sgd import PEGASOS
@@ -16,9 +19,11 @@ __all__ = ["Pegasos"]
 
 _WORDING = dict(
     name="Pegasos",
-    many=("Only binary classification is supported. The type of the target is multiclass: y "
-          "has {n} classes (Pegasos is a binary classifier; wrap it in "
-          "sklearn.multiclass.OneVsRestClassifier for more)"),
+    many=(
+        "Only binary classification is supported. The type of the target is multiclass: y "
+        "has {n} classes (Pegasos is a binary classifier; wrap it in "
+        "sklearn.multiclass.OneVsRestClassifier for more)"
+    ),
     classes_size="classes must hold two labels, got {given}",
     unknown="{what} has labels {labels} that are not in classes_ {classes}",
 )
@@ -92,10 +97,21 @@ class Pegasos(ClassifierMixin, StreamLinearModel):
         "projection": ["boolean"],
     }
 
-    def __init__(self, lam=1e-4, projection=False, fit_intercept=True, intercept_scaling=1.0,
-                 shuffle=False, random_state=None):
-        super().__init__(fit_intercept=fit_intercept, intercept_scaling=intercept_scaling,
-                         shuffle=shuffle, random_state=random_state)
+    def __init__(
+        self,
+        lam: float = 1e-4,
+        projection: bool = False,
+        fit_intercept: bool = True,
+        intercept_scaling: float = 1.0,
+        shuffle: bool = False,
+        random_state: int | np.random.RandomState | None = None,
+    ) -> None:
+        super().__init__(
+            fit_intercept=fit_intercept,
+            intercept_scaling=intercept_scaling,
+            shuffle=shuffle,
+            random_state=random_state,
+        )
         self.lam = lam
         self.projection = projection
 
@@ -112,7 +128,8 @@ class Pegasos(ClassifierMixin, StreamLinearModel):
     def _encode(self, y, fitting=False, classes=None):
         # the label type is checked when the labels come from y, not when classes= gives them
         labels = BinaryLabels(None if fitting else self.classes_, _LABELS).partial_fit(
-            y, classes, check_type=classes is None)
+            y, classes, check_type=classes is None
+        )
         self.classes_ = labels.classes_
         return labels.encode(y)
 
@@ -127,11 +144,11 @@ class Pegasos(ClassifierMixin, StreamLinearModel):
         return BinaryLabels(classes).decode(decision)
 
     # ----------------------------------------------------------- prediction
-    def decision_function(self, X):
+    def decision_function(self, X: ArrayLike) -> NDArray[np.float64]:
         """``⟨w, x⟩ + intercept_``; positive means ``classes_[1]``."""
         return self._decision(X)
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> NDArray[Any]:
         """``classes_[1]`` where the decision value is positive, else ``classes_[0]``."""
         return self._tree_predict(self.decision_function(X), self.classes_)
 

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from sklearn.base import is_classifier
 from sklearn.exceptions import NotFittedError
 
@@ -63,7 +66,7 @@ class StreamReport:
     mae: float | None = None
     learner: str = field(default="")
 
-    def accuracy_over_time(self, window=1000):
+    def accuracy_over_time(self, window: int = 1000) -> NDArray[np.float64]:
         """Accuracy over the last ``window`` samples at every sample (a moving mean of
         ``correct``; shorter at the start)."""
         if self.correct is None:
@@ -74,12 +77,17 @@ class StreamReport:
         lo = np.maximum(i - window, 0)
         return (c[i] - c[lo]) / (i - lo)
 
-    def summary(self):
+    def summary(self) -> str:
         """A one-line description."""
-        what = (f"accuracy {self.accuracy:.4f}" if self.accuracy is not None
-                else f"MSE {self.mse:.4g}, MAE {self.mae:.4g}")
-        return (f"{self.learner}: {what} over {self.n_samples} samples, "
-                f"{self.n_model_computations} model computations, {self.time_s:.2f} s")
+        what = (
+            f"accuracy {self.accuracy:.4f}"
+            if self.accuracy is not None
+            else f"MSE {self.mse:.4g}, MAE {self.mae:.4g}"
+        )
+        return (
+            f"{self.learner}: {what} over {self.n_samples} samples, "
+            f"{self.n_model_computations} model computations, {self.time_s:.2f} s"
+        )
 
 
 def _pairs(stream):
@@ -104,7 +112,13 @@ def _pairs(stream):
     return iter(stream), n
 
 
-def prequential(learner, stream, *, n_samples=None, progress=False):
+def prequential(
+    learner: Any,
+    stream: tuple[ArrayLike, ArrayLike] | Iterable[tuple[Any, Any]],
+    *,
+    n_samples: int | None = None,
+    progress: bool = False,
+) -> StreamReport:
     """Test-then-train evaluation: predict each sample, score, then learn it (Gama et al. 2013).
 
     Parameters
@@ -187,9 +201,13 @@ def prequential(learner, stream, *, n_samples=None, progress=False):
     elapsed = time.perf_counter() - t0
     if not out:
         raise ValueError("the stream is empty")
-    report = StreamReport(n_samples=len(out), n_model_computations=last - before,
-                          computation_at=np.asarray(at, dtype=np.int64), time_s=elapsed,
-                          learner=type(learner).__name__)
+    report = StreamReport(
+        n_samples=len(out),
+        n_model_computations=last - before,
+        computation_at=np.asarray(at, dtype=np.int64),
+        time_s=elapsed,
+        learner=type(learner).__name__,
+    )
     if classifier:
         report.correct = np.asarray(out, dtype=bool)
         report.accuracy = float(report.correct.mean())
@@ -197,7 +215,7 @@ def prequential(learner, stream, *, n_samples=None, progress=False):
         e = np.asarray(out, dtype=np.float64)
         report.errors = e
         ok = e[np.isfinite(e)]
-        report.mse = float(np.mean(ok ** 2)) if ok.size else float("nan")
+        report.mse = float(np.mean(ok**2)) if ok.size else float("nan")
         report.mae = float(np.mean(np.abs(ok))) if ok.size else float("nan")
     return report
 

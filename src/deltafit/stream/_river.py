@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from sklearn.base import is_classifier
+
+if TYPE_CHECKING:  # river is an optional extra
+    from deltafit.stream._river_adapters import RiverClassifier, RiverRegressor
 
 __all__ = ["as_river"]
 
@@ -12,12 +17,12 @@ def _adapters():
         from deltafit.stream import _river_adapters
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError(
-            "as_river needs river: pip install \"deltafit[river]\" (or pip install river)"
+            'as_river needs river: pip install "deltafit[river]" (or pip install river)'
         ) from exc
     return _river_adapters
 
 
-def as_river(learner):
+def as_river(learner: Any) -> RiverClassifier | RiverRegressor:
     """Wrap a stream learner (:class:`KDR`, :class:`SlidingWindow`, :class:`DDM`,
     :class:`NORMA`, :class:`Pegasos`, :class:`LSQSGD`, :class:`OneVsRest`, ...) as a river
     ``Classifier`` / ``Regressor``.
@@ -39,7 +44,7 @@ def as_river(learner):
     return cls(learner)
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> Any:
     # RiverClassifier / RiverRegressor by their old home, without importing river eagerly
     if name in ("RiverClassifier", "RiverRegressor"):
         return getattr(_adapters(), name)

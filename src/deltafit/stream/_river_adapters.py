@@ -48,8 +48,9 @@ class _RiverAdapter:
         params.update(new_params or {})
         unknown = set(params) - {"learner"}
         if unknown:
-            raise ValueError(f"{type(self).__name__} has one parameter, learner; got "
-                             f"{sorted(unknown)}")
+            raise ValueError(
+                f"{type(self).__name__} has one parameter, learner; got {sorted(unknown)}"
+            )
         return type(self)(learner=sk_clone(params["learner"]))
 
     @property
@@ -95,7 +96,7 @@ class RiverClassifier(_RiverAdapter, base.Classifier):
         from deltafit.stream._window import SlidingWindow
 
         kc = KernelClassifier(loss="squared_hinge")
-        yield {"learner": KDR(kc, window=50, threshold=1.0)}   # the configurations of issue 19
+        yield {"learner": KDR(kc, window=50, threshold=1.0)}  # the configurations of issue 19
         yield {"learner": SlidingWindow(kc, window=50, period=10)}
         yield {"learner": DDM(kc, window=30)}
         yield {"learner": DDM(NORMA(budget=30), window=30)}

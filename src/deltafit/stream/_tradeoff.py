@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable, Sequence
+from typing import Any, cast
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.model_selection import StratifiedKFold, cross_val_score
 
 from deltafit.models import KernelClassifier
@@ -22,7 +25,9 @@ def _kernel_classifier(gamma, C):
     return KernelClassifier(loss="squared_hinge", kernel="rbf", gamma=gamma, C=C)
 
 
-def tune_stream(X, y, window, *, n_tune=1000):
+def tune_stream(
+    X: np.ndarray, y: np.ndarray, window: int, *, n_tune: int = 1000
+) -> dict[str, float]:
     """The paper's tuning (§4.4): on the first ``n_tune`` samples, the RBF ``gamma`` and ``C``
     of ``KernelClassifier(loss="squared_hinge")`` by 3-fold CV over a small grid, NORMA's
     kernel width, learning rate and regularisation by prequential accuracy, and ``r0``: the
@@ -51,24 +56,35 @@ def tune_stream(X, y, window, *, n_tune=1000):
     classes = np.unique(y)
     X, y = X[:n_tune], y[:n_tune]
     d = X.shape[1]
-    best = None
+    best: Any = None  # (accuracy, gamma, C) once the grid has a point
     for g, C in itertools.product([0.5, 2.0, 8.0, 32.0], [1.0, 10.0, 100.0]):
         acc = cross_val_score(_kernel_classifier(g / d, C), X, y, cv=StratifiedKFold(3)).mean()
         if best is None or acc > best[0]:
             best = (float(acc), g / d, C)
     acc, gamma, C = best
-    nbest = None
+    nbest: Any = None  # (accuracy, eta, lam, gamma)
     for gm, eta, lam in itertools.product([0.25, 1.0, 4.0], [0.25, 1.0], [1e-4, 1e-3, 1e-2]):
-        r = prequential(_online(NORMA(kernel="rbf", gamma=gm * gamma, eta=eta, lam=lam,
-                                      budget=window), classes), (X, y))
+        r = prequential(
+            _online(
+                NORMA(kernel="rbf", gamma=gm * gamma, eta=eta, lam=lam, budget=window), classes
+            ),
+            (X, y),
+        )
         if nbest is None or r.accuracy > nbest[0]:
             nbest = (r.accuracy, eta, lam, gm * gamma)
     w = min(window, X.shape[0] // 2)
     kdr = KDR(_kernel_classifier(gamma, C), window=w, threshold=1e300)
-    kdr.partial_fit(X[:2 * w], y[:2 * w])
-    return {"gamma": gamma, "C": C, "cv_accuracy": acc, "norma_gamma": nbest[3],
-            "norma_eta": nbest[1], "norma_lam": nbest[2], "norma_accuracy": nbest[0],
-            "r0": float(np.max(kdr.sphere_.r_norm))}
+    kdr.partial_fit(X[: 2 * w], y[: 2 * w])
+    return {
+        "gamma": gamma,
+        "C": C,
+        "cv_accuracy": acc,
+        "norma_gamma": nbest[3],
+        "norma_eta": nbest[1],
+        "norma_lam": nbest[2],
+        "norma_accuracy": nbest[0],
+        "r0": float(np.max(kdr.sphere_.r_norm)),
+    }
 
 
 def _online(learner, classes):
@@ -85,8 +101,16 @@ def _learners(params, window, periods, thresholds, ddm_levels, algorithms, class
     est = _kernel_classifier(params["gamma"], params["C"])
 
     def norma():
-        return _online(NORMA(kernel="rbf", gamma=params["norma_gamma"], eta=params["norma_eta"],
-                             lam=params["norma_lam"], budget=window), classes)
+        return _online(
+            NORMA(
+                kernel="rbf",
+                gamma=params["norma_gamma"],
+                eta=params["norma_eta"],
+                lam=params["norma_lam"],
+                budget=window,
+            ),
+            classes,
+        )
 
     if "SW" in algorithms:
         for p in periods:
@@ -96,19 +120,35 @@ def _learners(params, window, periods, thresholds, ddm_levels, algorithms, class
             yield "KDR", f"T={q:g}r0", KDR(est, window=window, threshold=q * params["r0"])
     for lvl in ddm_levels:
         if "DDM(SW)" in algorithms:
-            yield "DDM(SW)", f"drift={lvl:g}", DDM(est, window=window, drift_level=lvl,
-                                                   warning_level=lvl - 1.0)
+            yield (
+                "DDM(SW)",
+                f"drift={lvl:g}",
+                DDM(est, window=window, drift_level=lvl, warning_level=lvl - 1.0),
+            )
         if "DDM(NORMA)" in algorithms:
-            yield "DDM(NORMA)", f"drift={lvl:g}", DDM(norma(), window=window, drift_level=lvl,
-                                                      warning_level=lvl - 1.0)
+            yield (
+                "DDM(NORMA)",
+                f"drift={lvl:g}",
+                DDM(norma(), window=window, drift_level=lvl, warning_level=lvl - 1.0),
+            )
     if "NORMA" in algorithms:
         yield "NORMA", "", norma()
 
 
-def tradeoff_experiment(X, y, *, window=500, periods=(25, 50, 100, 250, 500, 1000),
-                        thresholds=(0.2, 0.3, 0.5, 0.75, 1.0, 1.5), ddm_levels=(2.5, 3.0, 4.0),
-                        algorithms=ALGORITHMS, params=None, n_tune=1000, log=None,
-                        progress=False):
+def tradeoff_experiment(
+    X: ArrayLike,
+    y: ArrayLike,
+    *,
+    window: int = 500,
+    periods: Sequence[int] = (25, 50, 100, 250, 500, 1000),
+    thresholds: Sequence[float] = (0.2, 0.3, 0.5, 0.75, 1.0, 1.5),
+    ddm_levels: Sequence[float] = (2.5, 3.0, 4.0),
+    algorithms: Sequence[str] = ALGORITHMS,
+    params: dict[str, float] | None = None,
+    n_tune: int = 1000,
+    log: Callable[[str], Any] | None = None,
+    progress: bool = False,
+) -> tuple[list[dict[str, Any]], dict[str, float]]:
     """Prequential accuracy and model computations of every configuration (Fig. 3).
 
     Parameters
@@ -150,7 +190,7 @@ def tradeoff_experiment(X, y, *, window=500, periods=(25, 50, 100, 250, 500, 100
     >>> all(0 < r["accuracy"] <= 1 and r["n_model_computations"] >= 1 for r in rows)
     True
     """
-    X = check_rows(X, None, "X")
+    X = cast(np.ndarray, check_rows(X, None, "X"))
     y = np.asarray(y)
     if y.shape != (X.shape[0],):
         raise ValueError(f"y must have one label per row of X ({X.shape[0]})")
@@ -161,13 +201,23 @@ def tradeoff_experiment(X, y, *, window=500, periods=(25, 50, 100, 250, 500, 100
     if params is None:
         params = tune_stream(X, y, window, n_tune=n_tune)
     rows = []
-    for algo, cfg, learner in _learners(params, window, periods, thresholds, ddm_levels,
-                                        algorithms, np.unique(y)):
+    for algo, cfg, learner in _learners(
+        params, window, periods, thresholds, ddm_levels, algorithms, np.unique(y)
+    ):
         rep = prequential(learner, (X, y), progress=progress)
-        rows.append({"algorithm": algo, "config": cfg, "accuracy": rep.accuracy,
-                     "n_model_computations": rep.n_model_computations, "time_s": rep.time_s,
-                     "computation_at": rep.computation_at.tolist()})
+        rows.append(
+            {
+                "algorithm": algo,
+                "config": cfg,
+                "accuracy": rep.accuracy,
+                "n_model_computations": rep.n_model_computations,
+                "time_s": rep.time_s,
+                "computation_at": rep.computation_at.tolist(),
+            }
+        )
         if log is not None:
-            log(f"{algo:10s} {cfg:12s} accuracy {rep.accuracy:.4f}  computations "
-                f"{rep.n_model_computations:6d}  {rep.time_s:6.1f} s")
+            log(
+                f"{algo:10s} {cfg:12s} accuracy {rep.accuracy:.4f}  computations "
+                f"{rep.n_model_computations:6d}  {rep.time_s:6.1f} s"
+            )
     return rows, params

@@ -13,8 +13,10 @@ current model reads the columns it was fitted on until the next model computatio
 from __future__ import annotations
 
 from numbers import Integral
+from typing import Any, TypeVar, cast
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, clone, is_classifier
 from sklearn.exceptions import NotFittedError
 from sklearn.utils import check_array, get_tags
@@ -29,6 +31,8 @@ from deltafit.utils._transaction import atomic
 from deltafit.utils._validation import check_rows
 
 __all__ = ["WindowLearner", "SlidingWindow", "as_row"]
+
+_T = TypeVar("_T", bound="WindowLearner")
 
 
 def _binary(estimator):
@@ -85,7 +89,9 @@ class WindowLearner(BaseEstimator):
         "initial": [None, Number(Integral, 1, None, closed="left")],
     }
 
-    def __init__(self, estimator, window=500, initial=None):
+    def __init__(
+        self, estimator: BaseEstimator, window: int = 500, initial: int | None = None
+    ) -> None:
         self.estimator = estimator
         self.window = window
         self.initial = initial
@@ -126,20 +132,20 @@ class WindowLearner(BaseEstimator):
         self._window_, self._initial_ = window, initial
         self.n_features_in_ = d
         self._X = np.zeros((window, d))
-        self._y = None                      # allocated with the first label's dtype
-        self._start = 0                     # ring position of the oldest sample
-        self._count = 0                     # samples in the window
+        self._y = None  # allocated with the first label's dtype
+        self._start = 0  # ring position of the oldest sample
+        self._count = 0  # samples in the window
         self.n_samples_seen_ = 0
         self.n_model_computations_ = 0
         self.model_ = None
-        self._model_width = d               # the columns the current model reads
+        self._model_width = d  # the columns the current model reads
         self._decision = None
-        self._labels = {}                   # label -> count before the first model
+        self._labels = {}  # label -> count before the first model
         self._seen_labels = set()
         self._mean = 0.0
         self._classifier = is_classifier(self.estimator)
-        self._cached = None                 # (row bytes, decision value) of the last prediction
-        self._cached_pred = None            # (row bytes, label) for estimators without a fast path
+        self._cached = None  # (row bytes, decision value) of the last prediction
+        self._cached_pred = None  # (row bytes, label) for estimators without a fast path
         self._setup()
 
     def _setup(self):
@@ -247,7 +253,7 @@ class WindowLearner(BaseEstimator):
         self._cached = (key, z)
         return z
 
-    def predict_one(self, x):
+    def predict_one(self, x: dict | ArrayLike) -> Any:
         """The current model's prediction for one sample (river's spelling)."""
         if not hasattr(self, "_X"):
             raise NotFittedError(f"this {type(self).__name__} has not seen any sample yet")
@@ -270,20 +276,22 @@ class WindowLearner(BaseEstimator):
         self._cached_pred = (key, pred)
         return pred
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> NDArray[Any]:
         """The current model's predictions for the rows of X."""
         if not hasattr(self, "_X"):
             raise NotFittedError(f"this {type(self).__name__} has not seen any sample yet")
-        X = check_array(X, dtype=np.float64)
+        X = cast(np.ndarray, check_array(X, dtype=np.float64))  # sklearn is untyped
         if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
-                             f"expecting {self.n_features_in_} features as input")
+            raise ValueError(
+                f"X has {X.shape[1]} features, but {type(self).__name__} is "
+                f"expecting {self.n_features_in_} features as input"
+            )
         if self.model_ is None:
             one = self.predict_one(X[0])
             return np.full(X.shape[0], one, dtype=object if isinstance(one, str) else None)
         return self._decision.predict(self._model_rows(X))
 
-    def score(self, X, y, sample_weight=None):
+    def score(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> float:
         """Accuracy (classifiers) or R² (regressors) of the current model on (X, y)."""
         from sklearn.metrics import accuracy_score, r2_score
 
@@ -291,7 +299,7 @@ class WindowLearner(BaseEstimator):
         return float(metric(y, self.predict(X), sample_weight=sample_weight))
 
     # --------------------------------------------------------------- learning
-    def learn_one(self, x, y):
+    def learn_one(self: _T, x: dict | ArrayLike, y: Any) -> _T:
         """Learn one sample (river's spelling): it enters the window, the oldest sample leaves
         once the window is full, and the learner decides whether to recompute its model."""
         if hasattr(self, "_X") and not isinstance(x, dict):
@@ -323,7 +331,7 @@ class WindowLearner(BaseEstimator):
         raise NotImplementedError
 
     @property
-    def classes_(self):
+    def classes_(self) -> NDArray[Any]:
         """Labels seen so far, sorted (classifiers)."""
         if not hasattr(self, "_X"):
             raise AttributeError("classes_ is defined once the learner has seen samples")
@@ -336,11 +344,11 @@ class WindowLearner(BaseEstimator):
             return self._compute()
         return False
 
-    def partial_fit(self, X, y, classes=None):
+    def partial_fit(self: _T, X: ArrayLike, y: ArrayLike, classes: ArrayLike | None = None) -> _T:
         """Learn the rows of ``X`` in order (``learn_one`` for each)."""
         return self._partial_fit(X, y, reset=False)
 
-    def fit(self, X, y):
+    def fit(self: _T, X: ArrayLike, y: ArrayLike) -> _T:
         """Start afresh and learn the rows of ``X`` in order."""
         return self._partial_fit(X, y, reset=True)
 
@@ -351,8 +359,10 @@ class WindowLearner(BaseEstimator):
         X = check_array(X, dtype=np.float64)
         d = None if fresh else self.n_features_in_
         if d is not None and X.shape[1] != d:
-            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
-                             f"expecting {d} features as input")
+            raise ValueError(
+                f"X has {X.shape[1]} features, but {type(self).__name__} is "
+                f"expecting {d} features as input"
+            )
         y = column_or_1d(y, warn=True)
         if y.shape[0] != X.shape[0]:
             raise ValueError(f"y has {y.shape[0]} labels for {X.shape[0]} rows of X")
@@ -380,7 +390,7 @@ class WindowLearner(BaseEstimator):
             self.__dict__.pop("_dict_keys", None)
             self._reset(X.shape[1])
         for i in range(X.shape[0]):
-            self._learn(X[i:i + 1], self._check_y(y[i].item() if y.dtype != object else y[i]))
+            self._learn(X[i : i + 1], self._check_y(y[i].item() if y.dtype != object else y[i]))
         return self
 
 
@@ -428,7 +438,13 @@ class SlidingWindow(WindowLearner):
         "period": [Number(Integral, 1, None, closed="left")],
     }
 
-    def __init__(self, estimator, window=500, period=100, initial=None):
+    def __init__(
+        self,
+        estimator: BaseEstimator,
+        window: int = 500,
+        period: int = 100,
+        initial: int | None = None,
+    ) -> None:
         super().__init__(estimator, window=window, initial=initial)
         self.period = period
 

@@ -9,9 +9,14 @@ import inspect
 import struct
 import textwrap
 import types
+from collections.abc import Callable
+from typing import Any, NoReturn, TypeVar
 
 import numpy as np
-from sklearn.base import clone, is_classifier
+from numpy.typing import ArrayLike, NDArray
+from sklearn.base import BaseEstimator, clone, is_classifier
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 # ---------------------------------------------------------------------------------------------
 # tolerances
@@ -75,11 +80,14 @@ class _Data:
         X = np.asarray(X, dtype=np.float64)
         y = np.asarray(y)
         if X.ndim != 2 or y.ndim != 1 or X.shape[0] != y.shape[0]:
-            raise ValueError(f"X must be 2-D and y 1-D with as many rows, got shapes {X.shape} "
-                             f"and {y.shape}")
+            raise ValueError(
+                f"X must be 2-D and y 1-D with as many rows, got shapes {X.shape} and {y.shape}"
+            )
         if X.shape[1] < 2:
-            raise ValueError("the checks need at least two features (one is dropped to make "
-                             "an input of the wrong width)")
+            raise ValueError(
+                "the checks need at least two features (one is dropped to make "
+                "an input of the wrong width)"
+            )
         self.rng = np.random.RandomState(random_state)
         order = self.rng.permutation(X.shape[0])[:_MAX_ROWS]
         X, y = X[order], y[order]
@@ -89,7 +97,7 @@ class _Data:
         if n_fit < 20:
             raise ValueError(f"the checks need at least 60 samples, got {n}")
         self.X_fit, self.y_fit = X[:n_fit], y[:n_fit]
-        self.X_pool, self.y_pool = X[n_fit:n_fit + n_pool], y[n_fit:n_fit + n_pool]
+        self.X_pool, self.y_pool = X[n_fit : n_fit + n_pool], y[n_fit : n_fit + n_pool]
         self.X_eval = X  # fitted rows, pool and test rows
 
     def choice(self, ids, k):
@@ -137,27 +145,27 @@ class _Tracker:
 # ---------------------------------------------------------------------------------------------
 # the public interface, as the checks use it
 # ---------------------------------------------------------------------------------------------
-def _keeps_data(est):
+def _keeps_data(est: BaseEstimator) -> bool:
     """False for models that store no training rows (``keep_data=False``)."""
     return bool(est.get_params(deep=False).get("keep_data", True))
 
 
-def _loss(est):
+def _loss(est: BaseEstimator) -> Any:
     return est.get_params(deep=False).get("loss")
 
 
-def _tolerance(est):
+def _tolerance(est: BaseEstimator) -> float:
     return EQUALITY_TOLERANCE.get(_loss(est), DEFAULT_TOLERANCE)
 
 
-def _scores(est, X):
+def _scores(est: BaseEstimator, X: ArrayLike) -> NDArray[np.float64]:
     """Decision values: ``decision_function`` for classifiers, ``predict`` for regressors."""
     if is_classifier(est) and hasattr(est, "decision_function"):
         return np.asarray(est.decision_function(X), dtype=np.float64)
     return np.asarray(est.predict(X), dtype=np.float64)
 
 
-def _attr(est, name):
+def _attr(est: BaseEstimator, name: str) -> Any:
     """A fitted attribute, or None where the model has none (e.g. ``dual_coef_`` of a
     non-hinge linear model)."""
     try:
@@ -179,11 +187,11 @@ def _refit(est, X, y):
     return ref.set_params(**resolved).fit(X, y)
 
 
-def _fail(check, msg):
+def _fail(check: str, msg: str) -> NoReturn:
     raise AssertionError(f"{check}: {msg}")
 
 
-def _rel_err(a, b):
+def _rel_err(a: ArrayLike, b: ArrayLike) -> float:
     """``max |a − b| / max(1, max |b|)``; inf for different shapes, NaN propagates."""
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
@@ -194,30 +202,39 @@ def _rel_err(a, b):
     return float(np.max(np.abs(a - b)) / max(1.0, float(np.max(np.abs(b)))))
 
 
-def _assert_close(check, actual, desired, tol, what):
+def _assert_close(check: str, actual: ArrayLike, desired: ArrayLike, tol: float, what: str) -> None:
     err = _rel_err(actual, desired)
     if not err <= tol:
-        shapes = "" if np.shape(actual) == np.shape(desired) else \
-            f" (shapes {np.shape(actual)} and {np.shape(desired)})"
+        shapes = (
+            ""
+            if np.shape(actual) == np.shape(desired)
+            else f" (shapes {np.shape(actual)} and {np.shape(desired)})"
+        )
         _fail(check, f"{what}: max|Δ| / max(1, max|reference|) = {err:.3g} > {tol:.0e}{shapes}")
 
 
 def _assert_same_model(check, est, ref, X_eval, tol, context, dual_tol=None):
     """``est`` and ``ref`` agree in decision values, coef_, intercept_ and dual_coef_."""
-    _assert_close(check, _scores(est, X_eval), _scores(ref, X_eval), tol,
-                  f"after {context}, the decision values differ from the reference")
+    _assert_close(
+        check,
+        _scores(est, X_eval),
+        _scores(ref, X_eval),
+        tol,
+        f"after {context}, the decision values differ from the reference",
+    )
     for name in ("coef_", "intercept_", "dual_coef_"):
         a, b = _attr(est, name), _attr(ref, name)
         if a is None and b is None:
             continue
         if (a is None) != (b is None):
-            _fail(check, f"after {context}, {name} exists on only one of the model and the "
-                         "reference")
+            _fail(
+                check, f"after {context}, {name} exists on only one of the model and the reference"
+            )
         t = tol if name != "dual_coef_" else (dual_tol or tol)
         _assert_close(check, a, b, t, f"after {context}, {name} differs from the reference")
 
 
-def _samples(k):
+def _samples(k: int) -> str:
     """``"one sample"`` or ``"a batch of k samples"``, for the messages."""
     return "one sample" if k == 1 else f"a batch of {k} samples"
 
@@ -278,8 +295,10 @@ class _Subject:
     def add(self, X, y):
         ids = np.asarray(self.est.add(X, y))
         if ids.shape != (X.shape[0],) or ids.dtype.kind not in "iu":
-            self.fail(f"add(X, y) with {X.shape[0]} rows must return {X.shape[0]} integer ids, "
-                      f"got {ids!r}")
+            self.fail(
+                f"add(X, y) with {X.shape[0]} rows must return {X.shape[0]} integer ids, "
+                f"got {ids!r}"
+            )
         self.tracker.add(ids, X, y)
         return ids
 
@@ -291,8 +310,10 @@ class _Subject:
         ids = np.asarray(ids, dtype=np.int64)
         removed = self.remove_from(self.est, ids)
         if isinstance(removed, np.ndarray) and sorted(removed.tolist()) != sorted(ids.tolist()):
-            self.fail(f"remove returned the ids {sorted(removed.tolist())}, expected "
-                      f"{sorted(ids.tolist())}")
+            self.fail(
+                f"remove returned the ids {sorted(removed.tolist())}, expected "
+                f"{sorted(ids.tolist())}"
+            )
         self.tracker.remove(ids)
 
     def relabel(self, ids):
@@ -308,9 +329,11 @@ class _Subject:
         if not np.array_equal(got, expected):
             extra = np.setdiff1d(got, expected)[:10].tolist()
             missing = np.setdiff1d(expected, got)[:10].tolist()
-            self.fail(f"after {context}, sample_ids_ holds {got.size} ids, expected "
-                      f"{len(expected)} (unexpected: {extra}, missing: {missing}, or not in "
-                      "increasing order)")
+            self.fail(
+                f"after {context}, sample_ids_ holds {got.size} ids, expected "
+                f"{len(expected)} (unexpected: {extra}, missing: {missing}, or not in "
+                "increasing order)"
+            )
 
     def assert_equals_refit(self, context):
         """The model represents the tracked data and equals a fresh fit on it."""
@@ -318,8 +341,15 @@ class _Subject:
         X, y, _ = self.tracker.data()
         ref = _refit(self.est, X, y)
         dual_tol = DUAL_COEF_TOLERANCE if _loss(self.est) == "hinge" else None
-        _assert_same_model(self.check, self.est, ref, self.data.X_eval, _tolerance(self.est),
-                           f"{context} (compared with a refit)", dual_tol)
+        _assert_same_model(
+            self.check,
+            self.est,
+            ref,
+            self.data.X_eval,
+            _tolerance(self.est),
+            f"{context} (compared with a refit)",
+            dual_tol,
+        )
 
 
 class _Change:
@@ -335,15 +365,22 @@ class _Change:
 
     def update_kwargs(self):
         """The arguments of ``update`` that make the change in one transaction."""
-        kw = dict(X_add=self.X_add, y_add=self.y_add, relabel_ids=self.relabel_ids,
-                  y_relabel=self.y_relabel)
+        kw = dict(
+            X_add=self.X_add,
+            y_add=self.y_add,
+            relabel_ids=self.relabel_ids,
+            y_relabel=self.y_relabel,
+        )
         if self.model.keeps_data:
             kw["remove_ids"] = self.remove_ids
         else:
             rows = self.model.tracker
-            kw.update(X_remove=rows.X_of(self.remove_ids), y_remove=rows.y_of(self.remove_ids),
-                      X_relabel=rows.X_of(self.relabel_ids),
-                      y_relabel_old=rows.y_of(self.relabel_ids))
+            kw.update(
+                X_remove=rows.X_of(self.remove_ids),
+                y_remove=rows.y_of(self.remove_ids),
+                X_relabel=rows.X_of(self.relabel_ids),
+                y_relabel_old=rows.y_of(self.relabel_ids),
+            )
         return kw
 
     def track(self, new_ids):
@@ -354,12 +391,17 @@ class _Change:
         tracker.add(new_ids, self.X_add, self.y_add)
 
 
-
 # ---------------------------------------------------------------------------------------------
 # the bitwise snapshot of a model
 # ---------------------------------------------------------------------------------------------
-_OPAQUE = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType,
-           types.MethodType, functools.partial)
+_OPAQUE = (
+    type,
+    types.ModuleType,
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.MethodType,
+    functools.partial,
+)
 
 
 def _snapshot(est):
@@ -465,7 +507,7 @@ ValueError
 _LATER_SECTIONS = ("See Also", "Notes", "References", "Examples")
 
 
-def _check_doc(raises, *, bad_data=True):
+def _check_doc(raises: str, *, bad_data: bool = True) -> Callable[[_F], _F]:
     """Decorator: complete a check's docstring with the sections all checks share.
 
     Every check has the signature ``check(estimator, *, X=None, y=None, random_state=0)``.  The
@@ -473,17 +515,32 @@ def _check_doc(raises, *, bad_data=True):
     ``Parameters`` of that signature and a ``Raises`` section: ``AssertionError`` with the text
     ``raises`` and, with ``bad_data``, the ``ValueError`` for unusable data.
     """
-    shared = (_PARAMETERS_DOC + textwrap.indent(inspect.cleandoc(raises), "    ") + "\n"
-              + (_BAD_DATA_DOC if bad_data else ""))
+    shared = (
+        _PARAMETERS_DOC
+        + textwrap.indent(inspect.cleandoc(raises), "    ")
+        + "\n"
+        + (_BAD_DATA_DOC if bad_data else "")
+    )
 
-    def document(check):
+    def document(check: _F) -> _F:
         if check.__doc__ is None:  # python -OO
             return check
         lines = inspect.cleandoc(check.__doc__).splitlines()
         # numpydoc's order: the shared sections go before Notes, Examples and the like
-        at = next((k for k, line in enumerate(lines[:-1]) if line in _LATER_SECTIONS
-                   and set(lines[k + 1]) == {"-"}), len(lines))
-        check.__doc__ = "\n".join(lines[:at]).rstrip() + "\n\n" + shared + (
-            "\n" + "\n".join(lines[at:]) + "\n" if at < len(lines) else "")
+        at = next(
+            (
+                k
+                for k, line in enumerate(lines[:-1])
+                if line in _LATER_SECTIONS and set(lines[k + 1]) == {"-"}
+            ),
+            len(lines),
+        )
+        check.__doc__ = (
+            "\n".join(lines[:at]).rstrip()
+            + "\n\n"
+            + shared
+            + ("\n" + "\n".join(lines[at:]) + "\n" if at < len(lines) else "")
+        )
         return check
+
     return document

@@ -58,14 +58,18 @@ class LabelMessages:
 
     name: str = "the learner"
     label_type: str | None = "Unknown label type: {what} must hold class labels, got {kind} values"
-    one_class: str = ("y has one class: {name} needs two (pass classes= to partial_fit when the "
-                      "first batch shows one)")
-    many: str = ("Only binary classification is supported: {source} has {n} classes ({name} is "
-                 "binary)")
+    one_class: str = (
+        "y has one class: {name} needs two (pass classes= to partial_fit when the "
+        "first batch shows one)"
+    )
+    many: str = (
+        "Only binary classification is supported: {source} has {n} classes ({name} is binary)"
+    )
     classes_size: str | None = None
     outside_classes: str = "y has labels outside classes={classes}"
-    unknown: str = ("{what} has labels {labels} that are not in classes_ {classes} ({name} is "
-                    "binary)")
+    unknown: str = (
+        "{what} has labels {labels} that are not in classes_ {classes} ({name} is binary)"
+    )
 
     def error(self, template: str, **fields: Any) -> ValueError:
         """A ValueError with ``template`` filled in (``name`` included)."""
@@ -94,8 +98,9 @@ def _check_within(y: ArrayLike, labels: np.ndarray, messages: LabelMessages) -> 
     """ValueError (``messages.outside_classes``) when ``y`` has labels outside ``labels``."""
     unseen = np.setdiff1d(np.unique(y), labels)
     if unseen.size:
-        raise messages.error(messages.outside_classes, unseen=unseen.tolist(),
-                             classes=labels.tolist())
+        raise messages.error(
+            messages.outside_classes, unseen=unseen.tolist(), classes=labels.tolist()
+        )
 
 
 class BinaryLabels:
@@ -120,13 +125,15 @@ class BinaryLabels:
     __slots__ = ("classes_", "messages")
     classes_: Any  # ndarray of the labels, None before fit
 
-    def __init__(self, classes: np.ndarray | None = None,
-                 messages: LabelMessages = LabelMessages()) -> None:
+    def __init__(
+        self, classes: np.ndarray | None = None, messages: LabelMessages = LabelMessages()
+    ) -> None:
         self.classes_ = classes
         self.messages = messages
 
-    def fit(self: _B, y: np.ndarray, classes: ArrayLike | None = None, *,
-            check_type: bool = True) -> _B:
+    def fit(
+        self: _B, y: np.ndarray, classes: ArrayLike | None = None, *, check_type: bool = True
+    ) -> _B:
         """Learn the two labels from ``y``, or take them from ``classes``.
 
         Parameters
@@ -175,11 +182,11 @@ class BinaryLabels:
             raise m.error(m.one_class, labels=labels.tolist())
         if labels.size > 2:
             listed = labels.tolist()
-            raise m.error(m.many, source=source, n=labels.size, labels=listed,
-                          first10=listed[:10])
+            raise m.error(m.many, source=source, n=labels.size, labels=listed, first10=listed[:10])
 
-    def partial_fit(self: _B, y: np.ndarray, classes: ArrayLike | None = None, *,
-                    check_type: bool = True) -> _B:
+    def partial_fit(
+        self: _B, y: np.ndarray, classes: ArrayLike | None = None, *, check_type: bool = True
+    ) -> _B:
         """scikit-learn's ``partial_fit`` convention: :meth:`fit` on the first call; later,
         ``classes`` (if given) must be the labels already known.
 
@@ -203,8 +210,9 @@ class BinaryLabels:
     def check_classes(self, classes: ArrayLike) -> None:
         """Raise a ValueError unless ``classes`` holds exactly the two known labels."""
         if not np.array_equal(np.unique(np.asarray(classes)), self.classes_):
-            raise ValueError(f"classes={_as_list(classes)} differ from the model's "
-                             f"{self.classes_.tolist()}")
+            raise ValueError(
+                f"classes={_as_list(classes)} differ from the model's {self.classes_.tolist()}"
+            )
 
     def encode(self, y: ArrayLike, what: str = "y") -> np.ndarray:
         """Targets ±1 of the labels ``y``.
@@ -232,8 +240,13 @@ class BinaryLabels:
         if bad.any():
             m = self.messages
             labels = distinct_labels(y[bad])
-            raise m.error(m.unknown, what=what, labels=labels, first10=labels[:10],
-                          classes=self.classes_.tolist())
+            raise m.error(
+                m.unknown,
+                what=what,
+                labels=labels,
+                first10=labels[:10],
+                classes=self.classes_.tolist(),
+            )
         return np.where(pos, 1.0, -1.0)
 
     def decode(self, t: ArrayLike) -> np.ndarray:
@@ -260,8 +273,9 @@ class ClassLabels:
     __slots__ = ("classes_", "messages")
     classes_: Any  # ndarray of the labels, None before fit
 
-    def __init__(self, classes: np.ndarray | None = None,
-                 messages: LabelMessages = LabelMessages()) -> None:
+    def __init__(
+        self, classes: np.ndarray | None = None, messages: LabelMessages = LabelMessages()
+    ) -> None:
         self.classes_ = classes
         self.messages = messages
 
@@ -322,8 +336,9 @@ class ClassLabels:
         if np.any(bad):
             m = self.messages
             labels = distinct_labels(y[bad])
-            raise m.error(m.unknown, what=what, labels=labels, first10=labels[:10],
-                          classes=classes.tolist())
+            raise m.error(
+                m.unknown, what=what, labels=labels, first10=labels[:10], classes=classes.tolist()
+            )
         return idx.astype(np.float64)
 
     def decode(self, scores: ArrayLike) -> np.ndarray:

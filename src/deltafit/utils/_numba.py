@@ -74,9 +74,12 @@ class _CompileNotice:
             if open_bar() is not None:
                 self._pause = paused_for(COMPILING).__enter__()
             elif not self._announced:
-                print("deltafit: compiling the per-sample loops with numba, once "
-                      "(cached on disk; later runs start at once) ...", file=sys.stderr,
-                      flush=True)
+                print(
+                    "deltafit: compiling the per-sample loops with numba, once "
+                    "(cached on disk; later runs start at once) ...",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 self._printed = True
             self._announced = True
 
@@ -91,8 +94,11 @@ class _CompileNotice:
                 self._pause.__exit__(None, None, None)
                 self._pause = None
             if self._printed:
-                print(f"deltafit: compiled in {time.perf_counter() - self._t0:.1f} s",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"deltafit: compiled in {time.perf_counter() - self._t0:.1f} s",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 self._printed = False
 
 
@@ -144,7 +150,8 @@ def njit(fn: _F) -> _F:
                 "numba is not installed: deltafit's per-sample loops (deltafit.stream, treecv) "
                 "run as plain Python, orders of magnitude slower; "
                 "pip install 'deltafit[fast]' (or pip install numba)",
-                UserWarning, stacklevel=2,
+                UserWarning,
+                stacklevel=2,
             )
             _warned = True
         return fn

@@ -37,8 +37,9 @@ def validate_params(obj: Any) -> None:
         A ``ValueError`` naming the parameter and what it must be.
     """
     constraints = obj._parameter_constraints
-    validate_parameter_constraints(constraints, {k: getattr(obj, k) for k in constraints},
-                                   caller_name=type(obj).__name__)
+    validate_parameter_constraints(
+        constraints, {k: getattr(obj, k) for k in constraints}, caller_name=type(obj).__name__
+    )
 
 
 def validate_estimator_params(estimator: Any) -> None:
@@ -54,5 +55,6 @@ def validate_estimator_params(estimator: Any) -> None:
     """
     own = getattr(type(estimator), "_validate_params", None)
     if hasattr(type(estimator), "_parameter_constraints") or (
-            own is not None and own is not BaseEstimator._validate_params):
+        own is not None and own is not BaseEstimator._validate_params
+    ):
         clone(estimator)._validate_params()

@@ -121,7 +121,7 @@ class paused_for:
         bar = self.bar
         if bar is not None and not getattr(bar, "disable", True):
             pause = time.time() - self.t0
-            bar.start_t += pause          # the rate (and so the ETA) counts the work only
+            bar.start_t += pause  # the rate (and so the ETA) counts the work only
             bar.last_print_t += pause
             bar.set_postfix_str("")
         return False

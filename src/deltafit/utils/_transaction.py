@@ -46,8 +46,9 @@ class atomic:  # noqa: N801 - used like a function: ``with atomic(obj): ...``
 
     __slots__ = ("_dict", "_attrs", "_copies", "_saved", "_copied")
 
-    def __init__(self, obj: Any, *, attrs: Collection[str] | None = None,
-                 copies: Collection[str] = ()) -> None:
+    def __init__(
+        self, obj: Any, *, attrs: Collection[str] | None = None, copies: Collection[str] = ()
+    ) -> None:
         self._dict = obj.__dict__
         self._attrs = attrs
         self._copies = copies
@@ -70,8 +71,12 @@ class atomic:  # noqa: N801 - used like a function: ``with atomic(obj): ...``
                     copied[a] = d[a].copy()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> Literal[False]:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> Literal[False]:
         if exc_type is None:
             return False
         d, saved = self._dict, self._saved

@@ -9,10 +9,21 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
-__all__ = ["check_feature_names", "feature_names_of", "check_rows", "check_real", "check_int",
-           "check_bool", "check_ids", "check_dense",
-           "check_magnitude", "check_scale", "check_sparse_rows", "MAX_SQUARED_NORM",
-           "SparseDataError"]
+__all__ = [
+    "check_feature_names",
+    "feature_names_of",
+    "check_rows",
+    "check_real",
+    "check_int",
+    "check_bool",
+    "check_ids",
+    "check_dense",
+    "check_magnitude",
+    "check_scale",
+    "check_sparse_rows",
+    "MAX_SQUARED_NORM",
+    "SparseDataError",
+]
 
 #: The largest weighted squared norm a training sample may have.  Every sample must satisfy
 #: ``max(1, C)·‖Φ(x)‖² ≤ MAX_SQUARED_NORM`` (``Φ(x)``: the features after the feature map, the
@@ -72,8 +83,11 @@ def _names_carrier(X: Any) -> Any:
     DataFrame an empty pandas frame with its columns (dask is recognised by its type's module,
     so that dask is never imported here)."""
     mod = type(X).__module__ or ""
-    if (mod == "dask" or mod.startswith("dask.")) and hasattr(X, "columns") \
-            and getattr(X, "ndim", 2) == 2:
+    if (
+        (mod == "dask" or mod.startswith("dask."))
+        and hasattr(X, "columns")
+        and getattr(X, "ndim", 2) == 2
+    ):
         import pandas as pd
 
         return pd.DataFrame(columns=X.columns)
@@ -157,16 +171,20 @@ def check_scale(Phi: Any, C: float) -> None:
         top = max(float(np.max(Phi)), -float(np.min(Phi)))  # NaN stays NaN: refused
     if not top * top * Phi.shape[1] * max(1.0, C) <= MAX_SQUARED_NORM:
         with np.errstate(over="ignore", invalid="ignore"):
-            sq = (np.asarray(Phi.multiply(Phi).sum(axis=1)).ravel() if sp.issparse(Phi)
-                  else np.einsum("ij,ij->i", Phi, Phi))
-        check_magnitude(sq, C, "X: the squared feature norm ‖Φ(x)‖² (intercept column "
-                        "included)", "rescale X")
+            sq = (
+                np.asarray(Phi.multiply(Phi).sum(axis=1)).ravel()
+                if sp.issparse(Phi)
+                else np.einsum("ij,ij->i", Phi, Phi)
+            )
+        check_magnitude(
+            sq, C, "X: the squared feature norm ‖Φ(x)‖² (intercept column included)", "rescale X"
+        )
 
 
-def check_real(value: Any, name: str, *, low: float | None = None,
-               low_inclusive: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or \
-            not np.isfinite(value):  # type: ignore[call-overload]  # any Real, as numpy takes it
+def check_real(
+    value: Any, name: str, *, low: float | None = None, low_inclusive: bool = False
+) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):  # type: ignore[call-overload]  # any Real, as numpy takes it
         raise ValueError(f"{name} must be a finite real number, got {value!r}")
     if low is not None and (value < low or (value == low and not low_inclusive)):
         op = ">=" if low_inclusive else ">"
@@ -186,8 +204,9 @@ def check_bool(value: Any, name: str) -> bool:
     return bool(value)
 
 
-def check_sparse_rows(X: Any, n_features: int | None, what: str = "X",
-                      owner: str = "the model") -> Any:
+def check_sparse_rows(
+    X: Any, n_features: int | None, what: str = "X", owner: str = "the model"
+) -> Any:
     """A scipy.sparse matrix or array as a float64 ``csr_matrix`` with ``n_features`` columns
     and at least one row, its stored values finite and real.
 
@@ -198,8 +217,10 @@ def check_sparse_rows(X: Any, n_features: int | None, what: str = "X",
     """
     kind = X.dtype.kind
     if kind == "c":
-        raise ValueError(f"Complex data not supported: {what} has complex values (the "
-                         "imaginary part would be dropped)")
+        raise ValueError(
+            f"Complex data not supported: {what} has complex values (the "
+            "imaginary part would be dropped)"
+        )
     if kind not in "biuf":
         raise ValueError(f"{what} must be numeric, got a sparse matrix of dtype {X.dtype}")
     if len(X.shape) != 2:
@@ -217,8 +238,14 @@ def check_sparse_rows(X: Any, n_features: int | None, what: str = "X",
     return X
 
 
-def check_rows(X: Any, n_features: int | None, what: str = "X", owner: str = "the model",
-               finite: bool = True, sparse: bool | Literal["dense"] = False) -> Any:
+def check_rows(
+    X: Any,
+    n_features: int | None,
+    what: str = "X",
+    owner: str = "the model",
+    finite: bool = True,
+    sparse: bool | Literal["dense"] = False,
+) -> Any:
     """A 2-D finite float64 array with ``n_features`` columns and at least one row.
 
     Sparse matrices are refused with scikit-learn's TypeError (:class:`SparseDataError`, also

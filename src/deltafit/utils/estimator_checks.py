@@ -56,9 +56,12 @@ import os
 import re
 import tempfile
 import types
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
-from sklearn.base import clone, is_classifier
+from numpy.typing import ArrayLike
+from sklearn.base import BaseEstimator, clone, is_classifier
 
 from deltafit.utils._checks_support import (
     DEFAULT_TOLERANCE,
@@ -101,14 +104,19 @@ __all__ = [
 ]
 
 
-
 # ---------------------------------------------------------------------------------------------
 # the checks
 # ---------------------------------------------------------------------------------------------
 @_check_doc("""If ``add`` does not return one integer id per row, ``sample_ids_`` does not list
             the samples the model should hold, or the model differs from a refit by more than
             the tolerance of its loss (:data:`EQUALITY_TOLERANCE`).""")
-def check_add_equals_refit(estimator, *, X=None, y=None, random_state=0):
+def check_add_equals_refit(
+    estimator: BaseEstimator,
+    *,
+    X: ArrayLike | None = None,
+    y: ArrayLike | None = None,
+    random_state: int = 0,
+) -> None:
     """Adding samples (one, a batch of ten, then a large batch) gives the model of a refit.
 
     The large batch is the rest of the pool of samples not yet fitted (79 rows with the
@@ -128,7 +136,13 @@ def check_add_equals_refit(estimator, *, X=None, y=None, random_state=0):
 
 @_check_doc("""If ``remove`` returns other ids than those removed, the removed ids stay in
             ``sample_ids_``, or the model differs from a refit.""")
-def check_remove_equals_refit(estimator, *, X=None, y=None, random_state=0):
+def check_remove_equals_refit(
+    estimator: BaseEstimator,
+    *,
+    X: ArrayLike | None = None,
+    y: ArrayLike | None = None,
+    random_state: int = 0,
+) -> None:
     """Removing samples (one, a batch of ten, then a batch of up to 70 — half the remaining
     samples at most) gives the model of a refit.
 
@@ -148,7 +162,13 @@ def check_remove_equals_refit(estimator, *, X=None, y=None, random_state=0):
 
 
 @_check_doc("If the ids change or the model differs from a refit on the relabelled data.")
-def check_relabel_equals_refit(estimator, *, X=None, y=None, random_state=0):
+def check_relabel_equals_refit(
+    estimator: BaseEstimator,
+    *,
+    X: ArrayLike | None = None,
+    y: ArrayLike | None = None,
+    random_state: int = 0,
+) -> None:
     """Relabelling samples (one, then a batch of eight) gives the model of a refit.
 
     Classifiers get the other class, regressors their target plus one.
@@ -167,7 +187,13 @@ def check_relabel_equals_refit(estimator, *, X=None, y=None, random_state=0):
 
 @_check_doc("""If ``update`` does not return the ids of the added samples, ``sample_ids_`` is
             wrong, or the model differs from a refit.""")
-def check_mixed_update_equals_refit(estimator, *, X=None, y=None, random_state=0):
+def check_mixed_update_equals_refit(
+    estimator: BaseEstimator,
+    *,
+    X: ArrayLike | None = None,
+    y: ArrayLike | None = None,
+    random_state: int = 0,
+) -> None:
     """One ``update()`` that adds six, removes five and relabels four samples gives the model
     of a refit.
 
@@ -188,7 +214,13 @@ def check_mixed_update_equals_refit(estimator, *, X=None, y=None, random_state=0
 
 @_check_doc("""If the ids are not ``0..n-1`` in the order of the batches or the model differs
             from ``fit``.""")
-def check_partial_fit_equals_fit(estimator, *, X=None, y=None, random_state=0):
+def check_partial_fit_equals_fit(
+    estimator: BaseEstimator,
+    *,
+    X: ArrayLike | None = None,
+    y: ArrayLike | None = None,
+    random_state: int = 0,
+) -> None:
     """``partial_fit`` in three batches (the first with ``classes=`` for classifiers) equals
     ``fit`` on all of them; the ids are ``0..n-1``.  Skipped without ``partial_fit``.
 
@@ -253,33 +285,47 @@ def _bad_updates(model, gone):
             ("relabel an unknown id", lambda: est.relabel([unknown], label)),
             ("relabel a repeated id", lambda: est.relabel([i, i], np.repeat(label, 2))),
             ("relabel with fewer labels than ids", lambda: est.relabel([i, j], label)),
-            ("remove and relabel the same id in one update",
-             lambda: est.update(remove_ids=[i], relabel_ids=[i], y_relabel=label)),
-            ("add valid samples and remove an unknown id in one update",
-             lambda: est.update(X_add=Xa, y_add=ya, remove_ids=[unknown])),
+            (
+                "remove and relabel the same id in one update",
+                lambda: est.update(remove_ids=[i], relabel_ids=[i], y_relabel=label),
+            ),
+            (
+                "add valid samples and remove an unknown id in one update",
+                lambda: est.update(X_add=Xa, y_add=ya, remove_ids=[unknown]),
+            ),
         ]
     else:
         Xall, yall = tracker.X_of(ids), tracker.y_of(ids)
         cases += [
-            ("remove a sample that is not in the training data (by value)",
-             lambda: est.remove(X=Xa[:1], y=ya[:1])),
+            (
+                "remove a sample that is not in the training data (by value)",
+                lambda: est.remove(X=Xa[:1], y=ya[:1]),
+            ),
             ("remove an unknown id (with its row)", lambda: est.remove([unknown], X=xi)),
             ("remove a non-integer id (with its row)", lambda: est.remove([i + 0.5], X=xi)),
-            ("remove a sample removed before (by value)",
-             lambda: est.remove(X=gone[1], y=gone[2])),
+            ("remove a sample removed before (by value)", lambda: est.remove(X=gone[1], y=gone[2])),
             ("remove an id whose row does not match", lambda: est.remove([i], X=xj)),
-            ("remove a repeated sample (by value)",
-             lambda: est.remove(X=np.vstack([xi, xi]), y=np.concatenate([yi, yi]))),
+            (
+                "remove a repeated sample (by value)",
+                lambda: est.remove(X=np.vstack([xi, xi]), y=np.concatenate([yi, yi])),
+            ),
             ("remove every sample (by value)", lambda: est.remove(X=Xall, y=yall)),
             ("relabel an unknown id", lambda: est.relabel([unknown], label, X=xi)),
-            ("relabel a repeated id",
-             lambda: est.relabel([i, i], np.repeat(label, 2), X=np.vstack([xi, xi]))),
+            (
+                "relabel a repeated id",
+                lambda: est.relabel([i, i], np.repeat(label, 2), X=np.vstack([xi, xi])),
+            ),
             ("relabel without the sample's row", lambda: est.relabel([i], label)),
-            ("remove and relabel the same sample in one update",
-             lambda: est.update(X_remove=xi, y_remove=yi, relabel_ids=[i], y_relabel=label,
-                                X_relabel=xi)),
-            ("add valid samples and remove an unknown sample in one update",
-             lambda: est.update(X_add=Xa, y_add=ya, X_remove=Xa[:1], y_remove=ya[:1])),
+            (
+                "remove and relabel the same sample in one update",
+                lambda: est.update(
+                    X_remove=xi, y_remove=yi, relabel_ids=[i], y_relabel=label, X_relabel=xi
+                ),
+            ),
+            (
+                "add valid samples and remove an unknown sample in one update",
+                lambda: est.update(X_add=Xa, y_add=ya, X_remove=Xa[:1], y_remove=ya[:1]),
+            ),
         ]
     if is_classifier(est):
         c0, c1 = est.classes_
@@ -288,17 +334,24 @@ def _bad_updates(model, gone):
         if third is not None:
             cases += [
                 ("add a sample of a third class", lambda: est.add(Xa[:1], [third])),
-                ("relabel a sample to a third class",
-                 lambda: model.relabel_in(est, [i], [third])),
+                ("relabel a sample to a third class", lambda: model.relabel_in(est, [i], [third])),
             ]
             if hasattr(est, "partial_fit"):
-                cases.append(("partial_fit with classes= other than classes_",
-                              lambda: est.partial_fit(Xa, ya, classes=[c0, third])))
+                cases.append(
+                    (
+                        "partial_fit with classes= other than classes_",
+                        lambda: est.partial_fit(Xa, ya, classes=[c0, third]),
+                    )
+                )
         cases += [
-            ("remove every sample of one class" + ("" if keep else " (by value)"),
-             lambda: model.remove_from(est, neg)),
-            ("relabel every sample of one class to the other",
-             lambda: model.relabel_in(est, neg, np.full(neg.size, c1))),
+            (
+                "remove every sample of one class" + ("" if keep else " (by value)"),
+                lambda: model.remove_from(est, neg),
+            ),
+            (
+                "relabel every sample of one class to the other",
+                lambda: model.relabel_in(est, neg, np.full(neg.size, c1)),
+            ),
         ]
     else:
         cases += [
@@ -310,7 +363,13 @@ def _bad_updates(model, gone):
 
 @_check_doc("""Naming the first invalid update that did not raise ValueError or that changed
             the model, with the paths of the changed attributes.""")
-def check_failed_update_leaves_model_unchanged(estimator, *, X=None, y=None, random_state=0):
+def check_failed_update_leaves_model_unchanged(
+    estimator: BaseEstimator,
+    *,
+    X: ArrayLike | None = None,
+    y: ArrayLike | None = None,
+    random_state: int = 0,
+) -> None:
     """Every invalid update raises ``ValueError`` and leaves the model bitwise unchanged.
 
     The invalid updates: a NaN or infinite value in X, the wrong number of features, fewer
@@ -333,8 +392,9 @@ def check_failed_update_leaves_model_unchanged(estimator, *, X=None, y=None, ran
     >>> from deltafit.utils.estimator_checks import check_failed_update_leaves_model_unchanged
     >>> check_failed_update_leaves_model_unchanged(deltafit.LinearRegressor())  # silent: it holds
     """
-    model = _Subject.fitted("check_failed_update_leaves_model_unchanged", estimator, X, y,
-                            random_state)
+    model = _Subject.fitted(
+        "check_failed_update_leaves_model_unchanged", estimator, X, y, random_state
+    )
     est, X_eval = model.est, model.data.X_eval
     # updates first, so that the state is not the one fit made (pending corrections, id gaps)
     model.add_pool(0, 3)
@@ -357,15 +417,24 @@ def check_failed_update_leaves_model_unchanged(estimator, *, X=None, y=None, ran
         if changed:
             model.fail(f"{desc}: raised ValueError but changed the model: {changed}")
         now = np.asarray(est.predict(X_eval))
-        if _scores(est, X_eval).tobytes() != scores or now.dtype != labels.dtype or \
-                now.tobytes() != labels.tobytes():
+        if (
+            _scores(est, X_eval).tobytes() != scores
+            or now.dtype != labels.dtype
+            or now.tobytes() != labels.tobytes()
+        ):
             model.fail(f"{desc}: raised ValueError but changed the model's predictions")
     model.add_pool(3, 5)
     model.assert_equals_refit("the failed updates and one valid addition")
 
 
 @_check_doc("With the largest violation of a bound.")
-def check_sensitivity_ball_contains_refit(estimator, *, X=None, y=None, random_state=0):
+def check_sensitivity_ball_contains_refit(
+    estimator: BaseEstimator,
+    *,
+    X: ArrayLike | None = None,
+    y: ArrayLike | None = None,
+    random_state: int = 0,
+) -> None:
     """The certified bounds of :func:`deltafit.sensitivity` contain the refit.
 
     After a hypothetical change (remove five samples, add five, relabel three), the bounds of
@@ -389,11 +458,10 @@ def check_sensitivity_ball_contains_refit(estimator, *, X=None, y=None, random_s
 
     if _loss(estimator) == "hinge":
         return
-    model = _Subject.fitted("check_sensitivity_ball_contains_refit", estimator, X, y,
-                            random_state)
+    model = _Subject.fitted("check_sensitivity_ball_contains_refit", estimator, X, y, random_state)
     est, X_eval = model.est, model.data.X_eval
     try:
-        s = sensitivity(est)
+        s = sensitivity(est)  # type: ignore[operator]  # a callable module (its __init__)
     except ValueError:
         return  # not covered by the bounds
     change = _Change(model, n_add=5, n_remove=5, n_relabel=3)
@@ -416,16 +484,17 @@ def check_sensitivity_ball_contains_refit(estimator, *, X=None, y=None, random_s
     def inside(value, low, high, what):
         value, low, high = (np.asarray(a, dtype=np.float64) for a in (value, low, high))
         if value.shape != low.shape:
-            model.fail(f"{what}: bounds of shape {low.shape} for values of shape "
-                       f"{value.shape}")
+            model.fail(f"{what}: bounds of shape {low.shape} for values of shape {value.shape}")
         slack = tol * max(1.0, float(np.max(np.abs(value), initial=0.0)))
         below, above = low - value, value - high
         worst = float(np.max(np.maximum(below, above), initial=-np.inf))
         if not worst <= slack:
             k = int(np.argmax(np.maximum(below, above)))
-            model.fail(f"{what} leave the certified bounds: value {value.ravel()[k]:.10g} "
-                       f"outside [{low.ravel()[k]:.10g}, {high.ravel()[k]:.10g}] by "
-                       f"{worst:.3g} > {slack:.1e}")
+            model.fail(
+                f"{what} leave the certified bounds: value {value.ravel()[k]:.10g} "
+                f"outside [{low.ravel()[k]:.10g}, {high.ravel()[k]:.10g}] by "
+                f"{worst:.3g} > {slack:.1e}"
+            )
 
     inside(_scores(ref, X_eval), lo, hi, "the refit's decision values")
     inside(_scores(est, X_eval), lo, hi, "the updated model's decision values")
@@ -435,7 +504,13 @@ def check_sensitivity_ball_contains_refit(estimator, *, X=None, y=None, random_s
 
 
 @_check_doc("Naming the first difference.")
-def check_save_load_roundtrip(estimator, *, X=None, y=None, random_state=0):
+def check_save_load_roundtrip(
+    estimator: BaseEstimator,
+    *,
+    X: ArrayLike | None = None,
+    y: ArrayLike | None = None,
+    random_state: int = 0,
+) -> None:
     """``save`` then load gives the same model, which keeps updating exactly.
 
     The model is updated (so that its ids have gaps), saved to a temporary file and loaded
@@ -471,15 +546,17 @@ def check_save_load_roundtrip(estimator, *, X=None, y=None, random_state=0):
         loaded = loader(path)
     if not np.array_equal(np.asarray(loaded.sample_ids_), np.asarray(est.sample_ids_)):
         model.fail("the loaded model's sample_ids_ differ from the saved model's")
-    for what, a, b in [("predict", loaded.predict(X_eval), est.predict(X_eval)),
-                       ("the decision values", _scores(loaded, X_eval), _scores(est, X_eval))] + \
-            [(n, _attr(loaded, n), _attr(est, n)) for n in ("coef_", "intercept_", "dual_coef_")]:
+    for what, a, b in [
+        ("predict", loaded.predict(X_eval), est.predict(X_eval)),
+        ("the decision values", _scores(loaded, X_eval), _scores(est, X_eval)),
+    ] + [(n, _attr(loaded, n), _attr(est, n)) for n in ("coef_", "intercept_", "dual_coef_")]:
         a, b = np.asarray(a), np.asarray(b)
         if a.dtype != b.dtype or a.shape != b.shape or a.tobytes() != b.tobytes():
             err = _rel_err(a, b) if a.dtype.kind in "iuf" and b.dtype.kind in "iuf" else None
-            model.fail(f"{what} of the loaded model differ from the saved model's"
-                       + (f" (max|Δ| / max(1, max|saved|) = {err:.3g})" if err is not None
-                          else ""))
+            model.fail(
+                f"{what} of the loaded model differ from the saved model's"
+                + (f" (max|Δ| / max(1, max|saved|) = {err:.3g})" if err is not None else "")
+            )
     # the same updates on both, each with its own copy of the tracked data
     original, reloaded = model.twin(est), model.twin(loaded)
     new_ids = []
@@ -488,17 +565,31 @@ def check_save_load_roundtrip(estimator, *, X=None, y=None, random_state=0):
         m.remove([int(m.tracker.ids()[0]), int(new[1])])
         new_ids.append(new)
     if not np.array_equal(*new_ids):
-        model.fail(f"add on the loaded model gave the ids {new_ids[1].tolist()}, on the "
-                   f"original {new_ids[0].tolist()}")
+        model.fail(
+            f"add on the loaded model gave the ids {new_ids[1].tolist()}, on the "
+            f"original {new_ids[0].tolist()}"
+        )
     reloaded.assert_ids("the same updates on the loaded model")
-    _assert_same_model(model.check, loaded, est, X_eval, ROUNDTRIP_TOLERANCE,
-                       "the same updates on the loaded and the original model")
+    _assert_same_model(
+        model.check,
+        loaded,
+        est,
+        X_eval,
+        ROUNDTRIP_TOLERANCE,
+        "the same updates on the loaded and the original model",
+    )
     original.assert_equals_refit("updating the original after saving")
     reloaded.assert_equals_refit("updating the loaded model")
 
 
 @_check_doc("Naming the step at which an id went wrong.")
-def check_sample_ids_stable(estimator, *, X=None, y=None, random_state=0):
+def check_sample_ids_stable(
+    estimator: BaseEstimator,
+    *,
+    X: ArrayLike | None = None,
+    y: ArrayLike | None = None,
+    random_state: int = 0,
+) -> None:
     """Ids are ``0..n-1`` after ``fit``; added ids are fresh and increasing; removed ids
     disappear and are never reused; relabelling keeps the ids; ``sample_ids_`` is increasing.
 
@@ -513,16 +604,23 @@ def check_sample_ids_stable(estimator, *, X=None, y=None, random_state=0):
     n = data.X_fit.shape[0]
     ids = np.asarray(est.sample_ids_)
     if ids.dtype.kind not in "iu" or not np.array_equal(ids, np.arange(n)):
-        model.fail(f"after fit on {n} samples, sample_ids_ must be 0..{n - 1}, got "
-                   f"{ids[:10].tolist()}... ({ids.size} ids, dtype {ids.dtype})")
+        model.fail(
+            f"after fit on {n} samples, sample_ids_ must be 0..{n - 1}, got "
+            f"{ids[:10].tolist()}... ({ids.size} ids, dtype {ids.dtype})"
+        )
     issued = {"max": n - 1, "all": set(range(n))}
 
     def fresh(new, context):
         new = np.asarray(new)
-        if new.size and (np.any(np.diff(new) <= 0) or new.min() <= issued["max"] or
-                         issued["all"] & set(new.tolist())):
-            model.fail(f"{context}: the new ids {new.tolist()} are not fresh and increasing "
-                       f"(largest id given before: {issued['max']})")
+        if new.size and (
+            np.any(np.diff(new) <= 0)
+            or new.min() <= issued["max"]
+            or issued["all"] & set(new.tolist())
+        ):
+            model.fail(
+                f"{context}: the new ids {new.tolist()} are not fresh and increasing "
+                f"(largest id given before: {issued['max']})"
+            )
         issued["max"] = max(issued["max"], int(new.max(initial=-1)))
         issued["all"] |= set(new.tolist())
 
@@ -569,7 +667,9 @@ _CHECKS = (
 )
 
 
-def yield_updatable_checks(estimator):
+def yield_updatable_checks(
+    estimator: BaseEstimator,
+) -> Iterator[tuple[BaseEstimator, Callable[..., None]]]:
     """The checks of the update contract for ``estimator``, like scikit-learn's
     ``estimator_checks_generator``.
 
@@ -609,7 +709,11 @@ def _check_id(obj):
         return re.sub(r"\s", "", str(obj))
 
 
-def parametrize_with_updatable_checks(estimators, *, expected_failed_checks=None):
+def parametrize_with_updatable_checks(
+    estimators: Sequence[BaseEstimator],
+    *,
+    expected_failed_checks: Callable[[BaseEstimator], dict[str, str]] | None = None,
+) -> Any:
     """A ``pytest.mark.parametrize`` decorator running every update check on every estimator.
 
     The test ids are ``ClassName(param=...)-check_name``, as with scikit-learn's
@@ -646,18 +750,25 @@ def parametrize_with_updatable_checks(estimators, *, expected_failed_checks=None
         expected = expected_failed_checks(estimator) if callable(expected_failed_checks) else {}
         for est, check in yield_updatable_checks(estimator):
             name = _check_id(check)
-            marks = ()
+            marks: tuple[Any, ...] = ()
             if name in (expected or {}):
                 marks = (pytest.mark.xfail(strict=True, reason=expected[name]),)
-            params.append(pytest.param(est, check, marks=marks,
-                                       id=f"{_check_id(est)}-{name}"))
+            params.append(pytest.param(est, check, marks=marks, id=f"{_check_id(est)}-{name}"))
     return pytest.mark.parametrize("estimator, check", params)
 
 
-@_check_doc("""At the first check that fails, naming it (any other exception a check raises is
+@_check_doc(
+    """At the first check that fails, naming it (any other exception a check raises is
             turned into an AssertionError naming the check, with the original as its cause).""",
-            bad_data=False)
-def check_updatable(estimator, *, X=None, y=None, random_state=0):
+    bad_data=False,
+)
+def check_updatable(
+    estimator: BaseEstimator,
+    *,
+    X: ArrayLike | None = None,
+    y: ArrayLike | None = None,
+    random_state: int = 0,
+) -> None:
     """Run every check of the update contract on ``estimator``.
 
     The checks are :func:`check_sample_ids_stable`, :func:`check_add_equals_refit`,

@@ -104,7 +104,22 @@ from deltafit.sensitivity.regions._registry import (
     resolve_method,
 )
 
-__all__ = ["Region", "REGIONS", "METHODS", "FALLBACK", "region_class", "resolve_method",
-           "build_region", "CURVATURE_LOSSES", "removal_intervals", "secant_range",
-           "curvature_loo_bounds", "LinearSpace", "KernelSpace", "loo_balls", "center_scores",
-           "half_gradient", "sq_radius"]
+__all__ = [
+    "Region",
+    "REGIONS",
+    "METHODS",
+    "FALLBACK",
+    "region_class",
+    "resolve_method",
+    "build_region",
+    "CURVATURE_LOSSES",
+    "removal_intervals",
+    "secant_range",
+    "curvature_loo_bounds",
+    "LinearSpace",
+    "KernelSpace",
+    "loo_balls",
+    "center_scores",
+    "half_gradient",
+    "sq_radius",
+]

@@ -36,11 +36,20 @@ products (:func:`sq_radius`); :func:`loo_balls` is the case ``R = {t}`` for ever
 from __future__ import annotations
 
 import numbers
+from collections.abc import Callable
+from typing import overload
 
 import numpy as np
 
-__all__ = ["center_scores", "certified_radius", "half_gradient", "loo_balls", "resolve_c_new",
-           "c_at", "sq_radius"]
+__all__ = [
+    "center_scores",
+    "certified_radius",
+    "half_gradient",
+    "loo_balls",
+    "resolve_c_new",
+    "c_at",
+    "sq_radius",
+]
 
 
 def _c(C1, C2):
@@ -49,7 +58,9 @@ def _c(C1, C2):
     return rho, 0.5 * (1.0 - rho)
 
 
-def half_gradient(beta, dg, *, C1, C2, grad=None):
+def half_gradient(
+    beta: np.ndarray, dg: np.ndarray, *, C1: float, C2: float, grad: np.ndarray | None = None
+) -> np.ndarray:
     """``r = ½ ∇P₂(β₁) = c β₁ + (ρ/2) g + (C₂/2) Δg``: the ball is ``(β₁ − r, ‖r‖)``.
 
     Parameters
@@ -74,7 +85,9 @@ def half_gradient(beta, dg, *, C1, C2, grad=None):
     return r
 
 
-def center_scores(z, phi_dg, *, C1, C2, phi_grad=None):
+def center_scores(
+    z: np.ndarray, phi_dg: np.ndarray, *, C1: float, C2: float, phi_grad: np.ndarray | None = None
+) -> np.ndarray:
     """Scores ``⟨Φ(x), β₁ − r⟩ = (1 − c) z − (C₂/2) ⟨Φ(x), Δg⟩ − (ρ/2) ⟨Φ(x), g⟩`` of the
     ball's center (Sivan et al. eq. 10; Okumura et al. eq. 10).
 
@@ -99,8 +112,17 @@ def center_scores(z, phi_dg, *, C1, C2, phi_grad=None):
     return s
 
 
-def sq_radius(dg_sq, beta_dg=0.0, *, C1, C2, beta_sq=None, grad_sq=None, grad_dg=None,
-              beta_grad=None):
+def sq_radius(
+    dg_sq: float | np.ndarray,
+    beta_dg: float | np.ndarray = 0.0,
+    *,
+    C1: float,
+    C2: float,
+    beta_sq: float | None = None,
+    grad_sq: float | np.ndarray | None = None,
+    grad_dg: float | np.ndarray | None = None,
+    beta_grad: float | np.ndarray | None = None,
+) -> float | np.ndarray:
     """``‖r‖²`` from inner products (the form for kernel expansions and many balls at once).
 
         ‖r‖² = c² ‖β₁‖² + c C₂ ⟨β₁, Δg⟩ + (C₂²/4) ‖Δg‖²
@@ -138,7 +160,19 @@ def sq_radius(dg_sq, beta_dg=0.0, *, C1, C2, beta_sq=None, grad_sq=None, grad_dg
     return r2
 
 
-def certified_radius(r_norm, *, C1, C2, residual):
+@overload
+def certified_radius(r_norm: float, *, C1: float, C2: float, residual: float) -> float: ...
+
+
+@overload
+def certified_radius(
+    r_norm: np.ndarray, *, C1: float, C2: float, residual: float
+) -> np.ndarray: ...
+
+
+def certified_radius(
+    r_norm: float | np.ndarray, *, C1: float, C2: float, residual: float
+) -> float | np.ndarray:
     """Radius of the Theorem 1 ball for the stored β₁: ``‖r‖ + ρ ε``.
 
     ∇P₂(β₁) carries the term ``ρ ∇P₁(β₁)`` that the Theorem 1 form drops; its norm is at most
@@ -147,7 +181,18 @@ def certified_radius(r_norm, *, C1, C2, residual):
     return r_norm + (C2 / C1) * residual
 
 
-def loo_balls(z, d1, sq, *, C1, C2, beta_sq=None, phi_grad=None, grad_sq=None, beta_grad=None):
+def loo_balls(
+    z: np.ndarray,
+    d1: np.ndarray,
+    sq: np.ndarray,
+    *,
+    C1: float,
+    C2: float,
+    beta_sq: float | None = None,
+    phi_grad: np.ndarray | None = None,
+    grad_sq: float | None = None,
+    beta_grad: float | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """The balls of the models trained without one sample t, for every t at once.
 
     Removing t gives ``Δg = −ℓ'_t Φ_t``, so every inner product of the ball is one of
@@ -180,16 +225,25 @@ def loo_balls(z, d1, sq, *, C1, C2, beta_sq=None, phi_grad=None, grad_sq=None, b
     """
     gamma = -d1
     center = center_scores(z, gamma * sq, C1=C1, C2=C2, phi_grad=phi_grad)
-    r2 = sq_radius(gamma * gamma * sq, gamma * z, C1=C1, C2=C2, beta_sq=beta_sq,
-                   grad_sq=grad_sq, grad_dg=None if phi_grad is None else gamma * phi_grad,
-                   beta_grad=beta_grad)
+    r2 = sq_radius(
+        gamma * gamma * sq,
+        gamma * z,
+        C1=C1,
+        C2=C2,
+        beta_sq=beta_sq,
+        grad_sq=grad_sq,
+        grad_dg=None if phi_grad is None else gamma * phi_grad,
+        beta_grad=beta_grad,
+    )
     return center, np.sqrt(np.maximum(r2, 0.0))
 
 
 # ---------------------------------------------------------------------------------------------
 # C₂ of the new problem
 # ---------------------------------------------------------------------------------------------
-def resolve_c_new(C_new, C_old, n_old):
+def resolve_c_new(
+    C_new: float | str | Callable[[int], float] | None, C_old: float, n_old: int
+) -> Callable[[int], float]:
     """A function ``n_new -> C₂`` for ``C_new`` (None: C₁; ``"mean"``: ``C₁ n_old / n_new``,
     the mean-loss objective ``C = 1/(λ n)`` of Okumura et al.; a number; a callable)."""
     if C_new is None:
@@ -202,21 +256,29 @@ def resolve_c_new(C_new, C_old, n_old):
         return lambda n: C_old * n_old / n
     if callable(C_new):
         return C_new
-    if isinstance(C_new, bool) or not isinstance(C_new, numbers.Real) or \
-            not np.isfinite(C_new) or C_new <= 0:
+    if (
+        isinstance(C_new, bool)
+        or not isinstance(C_new, numbers.Real)
+        or not np.isfinite(C_new)
+        or C_new <= 0
+    ):
         raise ValueError(f"C_new must be a positive finite number, got {C_new!r}")
     value = float(C_new)
     return lambda n: value
 
 
-def c_at(c_new, n_new):
+def c_at(c_new: Callable[[int], float], n_new: int) -> float:
     """``C₂`` for ``n_new`` samples, validated (a callable may return anything)."""
     if n_new < 1:
         raise ValueError("the change would remove every sample; a model needs at least one")
     C2 = c_new(n_new)
     if type(C2) is float and 0.0 < C2 < np.inf:
         return C2
-    if isinstance(C2, (bool, np.bool_)) or not isinstance(C2, numbers.Real) or \
-            not np.isfinite(C2) or C2 <= 0:
+    if (
+        isinstance(C2, (bool, np.bool_))
+        or not isinstance(C2, numbers.Real)
+        or not np.isfinite(C2)
+        or C2 <= 0
+    ):
         raise ValueError(f"C_new({n_new}) must be a positive finite number, got {C2!r}")
     return float(C2)

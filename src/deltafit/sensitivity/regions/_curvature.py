@@ -96,6 +96,8 @@ loss over an interval, the Newton radius and the guess-verify-refine schedule ar
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 from scipy import linalg
 
@@ -119,8 +121,16 @@ from deltafit.sensitivity.regions._curvature_schedule import (
 from deltafit.sensitivity.regions._curvature_solve import solved_region
 from deltafit.sensitivity.regions._protocol import Region
 
-__all__ = ["CurvatureRegion", "curvature_region", "removal_intervals", "CURVATURE_LOSSES",
-           "secant_range"]
+if TYPE_CHECKING:
+    from deltafit.losses import Loss
+
+__all__ = [
+    "CurvatureRegion",
+    "curvature_region",
+    "removal_intervals",
+    "CURVATURE_LOSSES",
+    "secant_range",
+]
 
 _MODES = ("auto", "exact", "cheap", "solve")
 
@@ -146,23 +156,24 @@ class CurvatureRegion(Region):
     alternatives = "use method='exact' or 'sphere'"
 
     @classmethod
-    def build(cls, sens):
+    def build(cls, sens: Any) -> Region:
         """:func:`curvature_region` of ``sens`` (mode ``"auto"``)."""
         return curvature_region(sens)
 
     @classmethod
-    def auto_applies(cls, problem):
+    def auto_applies(cls, problem: Any) -> bool:
         """The region reads the stored rows (or the rows on a Dask cluster): a model that
         keeps none gets the ball from ``method="auto"``."""
         return bool(problem.keeps_rows or getattr(problem, "rows_on_cluster", False))
 
-    def __init__(self, sens, mode="auto", recenter=True):
+    def __init__(self, sens: Any, mode: str = "auto", recenter: bool = True) -> None:
         self._sens = sens
         if mode not in _MODES:
             raise ValueError(f"mode must be one of {list(_MODES)}, got {mode!r}")
         prob = sens._prob
-        exact = mode in ("exact", "solve") or (mode == "auto" and small_problem(prob)
-                                                and not getattr(prob, "rows_on_cluster", False))
+        exact = mode in ("exact", "solve") or (
+            mode == "auto" and small_problem(prob) and not getattr(prob, "rows_on_cluster", False)
+        )
         lp0 = _LinearExact.from_sensitivity(sens) if exact else _LinearCheap(sens)
         self._store = sens._store
         self._beta1 = lp0.beta
@@ -180,7 +191,7 @@ class CurvatureRegion(Region):
         self._ball_dist = lp0.rnorm + lp0.R_ball
 
     @property
-    def radius(self):
+    def radius(self) -> float | None:
         """The ellipsoid's H-radius (None: the ball alone)."""
         return None if self._ell is None else self._RH
 
@@ -193,7 +204,7 @@ class CurvatureRegion(Region):
     def _map(self, X):
         return self._store.map(np.asarray(X, dtype=np.float64))
 
-    def decision_bounds(self, X):
+    def decision_bounds(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``lo ≤ ⟨Φ(x), β₂⟩ ≤ hi`` for validated raw rows X: the ellipsoid's
         ``⟨Φ, c⟩ ± R_H ‖Φ‖_{H⁻¹}`` intersected with the ball's interval."""
         P = self._map(X)
@@ -215,7 +226,7 @@ class CurvatureRegion(Region):
         u = linalg.solve_triangular(self._L, psi.T, lower=True, check_finite=False)
         return np.sqrt(np.einsum("ij,ij->j", u, u)) * (1.0 + _SAFE)
 
-    def center_decision(self, X):
+    def center_decision(self, X: np.ndarray) -> np.ndarray:
         """Scores of the best point estimate: the Newton ball's center, else the ellipsoid's,
         else the ball's."""
         P = self._map(X)
@@ -225,7 +236,7 @@ class CurvatureRegion(Region):
             return P @ self._newton[0]
         return P @ self._center
 
-    def distance_bound(self):
+    def distance_bound(self) -> float:
         """Upper bound of ``‖β₂ − β₁‖``: ``‖c − β₁‖ + R_H`` (H ⪰ I), or the ball's."""
         b1 = self._beta1
         out = self._ball_dist
@@ -237,7 +248,7 @@ class CurvatureRegion(Region):
             out = min(out, float(np.linalg.norm(c - b1)) + rad)
         return out
 
-    def coef_bounds(self):
+    def coef_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Bounds of every coordinate of β₂ (the constant feature last when fitted with an
         intercept): ``c_j ± R_H sqrt((H⁻¹)_jj)``, intersected with the ball's."""
         lp = self._lp
@@ -261,31 +272,44 @@ class BallRegion(Region):
 
     kind = "curvature"
 
-    def __init__(self, sens):
+    def __init__(self, sens: Any) -> None:
         self._store = sens._store
         self._C1, self._C2 = sens._C1, sens._C2(sens.n_new)
         _, rnorm = self._store.half_gradient(self._C1, self._C2)
         self._rnorm = rnorm
         self._R = _ball.certified_radius(rnorm, C1=self._C1, C2=self._C2, residual=sens._eps)
 
-    def center_decision(self, X):
+    def center_decision(self, X: np.ndarray) -> np.ndarray:
         return self._store.center_scores(np.asarray(X, dtype=np.float64), self._C1, self._C2)
 
-    def decision_bounds(self, X):
+    def decision_bounds(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         X = np.asarray(X, dtype=np.float64)
         s = self._store.center_scores(X, self._C1, self._C2)
         e = np.sqrt(np.maximum(self._store.sq_norms(X), 0.0)) * self._R
         return s - e, s + e
 
-    def distance_bound(self):
+    def distance_bound(self) -> float:
         return self._rnorm + self._R
 
-    def coef_bounds(self):
-        raise ValueError("coef_bounds needs a linear model (explicit coefficients); for kernel "
-                         "models use decision_bounds")
+    def coef_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        raise ValueError(
+            "coef_bounds needs a linear model (explicit coefficients); for kernel "
+            "models use decision_bounds"
+        )
 
 
-def removal_intervals(z, t, u, coef, grad, C, loss, *, Phi=None, K=None):
+def removal_intervals(
+    z: np.ndarray,
+    t: np.ndarray,
+    u: np.ndarray,
+    coef: np.ndarray,
+    grad: np.ndarray,
+    C: float,
+    loss: Loss,
+    *,
+    Phi: np.ndarray | None = None,
+    K: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Certified intervals of every sample's score after a change, from arrays (the
     exact-gradient form used by cross-validation).
 
@@ -315,7 +339,7 @@ def removal_intervals(z, t, u, coef, grad, C, loss, *, Phi=None, K=None):
     return ex.final_iv
 
 
-def curvature_region(sens, mode="auto", recenter=True):
+def curvature_region(sens: Any, mode: str = "auto", recenter: bool = True) -> Region:
     """The curvature-aware region of a :class:`~deltafit.sensitivity.Sensitivity`'s pending
     change (logistic or squared-hinge loss; ValueError otherwise).
 
@@ -346,11 +370,16 @@ def curvature_region(sens, mode="auto", recenter=True):
     sens._check_model()
     prob = sens._prob
     if getattr(prob, "rows_on_cluster", False) and mode in ("exact", "solve"):
-        raise ValueError(f"mode={mode!r} reads every training row on the client; this model's "
-                         "rows live on a Dask cluster: use mode='cheap' or 'auto' (the cheap "
-                         "intervals: the stored Hessian and a few rows gathered by one pass)")
-    if not prob.kernel and prob.keeps_rows and (
-            mode == "solve" or (mode == "auto" and recenter and small_problem(prob))):
+        raise ValueError(
+            f"mode={mode!r} reads every training row on the client; this model's "
+            "rows live on a Dask cluster: use mode='cheap' or 'auto' (the cheap "
+            "intervals: the stored Hessian and a few rows gathered by one pass)"
+        )
+    if (
+        not prob.kernel
+        and prob.keeps_rows
+        and (mode == "solve" or (mode == "auto" and recenter and small_problem(prob)))
+    ):
         reg = solved_region(sens)
         if reg is not None:
             return reg

@@ -23,6 +23,7 @@ the ball.
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import numpy as np
 from scipy import linalg
@@ -38,7 +39,7 @@ from deltafit.sensitivity.regions._protocol import Region
 
 __all__ = ["KernelCurvatureRegion"]
 
-_MAX_POINTS = 2500   # |T| beyond which the region is the ball (O(|T|³) per step)
+_MAX_POINTS = 2500  # |T| beyond which the region is the ball (O(|T|³) per step)
 
 
 class _KernelExact(_ExactSchedule):
@@ -60,8 +61,9 @@ class _KernelExact(_ExactSchedule):
         The points' rows, for queries.
     """
 
-    def __init__(self, *, loss, C1, C2, eps, z, t, u, K, alpha, gamma, rnorm=None, kw=None,
-                 rows=None):
+    def __init__(
+        self, *, loss, C1, C2, eps, z, t, u, K, alpha, gamma, rnorm=None, kw=None, rows=None
+    ):
         self.K, self.alpha, self.gamma, self.kw, self.rows = K, alpha, gamma, kw, rows
         self.kdiag = np.diag(K).copy()
         self.Kg = K @ gamma
@@ -85,7 +87,7 @@ class _KernelExact(_ExactSchedule):
         w = prob.sample_weights(live)
         u = np.ones(n) if w is None else w.astype(np.float64)
         alpha = np.array(prob.alpha[live], dtype=np.float64)
-        idx = np.flatnonzero(store.live[:sens._m])
+        idx = np.flatnonzero(store.live[: sens._m])
         ids = sens._ids[idx]
         y = sens._y[idx]
         hyp = ids >= sens._first_hid
@@ -112,21 +114,41 @@ class _KernelExact(_ExactSchedule):
             alpha = np.concatenate([alpha, np.zeros(ia.size)])
             coef = np.concatenate([coef, store.c[ia]])
             rows = np.vstack([rows, pts])
-        gamma = (1.0 - rho) * alpha + C2 * coef       # g₀ = Φ γ
+        gamma = (1.0 - rho) * alpha + C2 * coef  # g₀ = Φ γ
         _, rnorm = store.half_gradient(C1, C2)
-        return cls(loss=sens._loss, C1=C1, C2=C2, eps=sens._eps, z=z, t=t, u=u, K=K,
-                   alpha=alpha, gamma=gamma, rnorm=rnorm, kw=kw, rows=rows)
+        return cls(
+            loss=sens._loss,
+            C1=C1,
+            C2=C2,
+            eps=sens._eps,
+            z=z,
+            t=t,
+            u=u,
+            K=K,
+            alpha=alpha,
+            gamma=gamma,
+            rnorm=rnorm,
+            kw=kw,
+            rows=rows,
+        )
 
     @classmethod
     def from_arrays(cls, z, t, u, coef, grad, C, loss, K):
         """The exact intervals of a change given by arrays (:func:`removal_intervals`):
         ``coef`` and ``grad`` are β₁'s and ``∇P₂(β₁)``'s coefficients over the n samples of
         kernel matrix ``K`` (no residual, ``C₁ = C₂ = C``)."""
-        return cls(loss=loss, C1=float(C), C2=float(C), eps=0.0,
-                   z=np.asarray(z, dtype=np.float64), t=np.asarray(t, dtype=np.float64),
-                   u=np.asarray(u, dtype=np.float64), K=np.asarray(K, dtype=np.float64),
-                   alpha=np.asarray(coef, dtype=np.float64),
-                   gamma=np.asarray(grad, dtype=np.float64))
+        return cls(
+            loss=loss,
+            C1=float(C),
+            C2=float(C),
+            eps=0.0,
+            z=np.asarray(z, dtype=np.float64),
+            t=np.asarray(t, dtype=np.float64),
+            u=np.asarray(u, dtype=np.float64),
+            K=np.asarray(K, dtype=np.float64),
+            alpha=np.asarray(coef, dtype=np.float64),
+            gamma=np.asarray(grad, dtype=np.float64),
+        )
 
     def recentered(self, d0):
         """This problem expanded at ``β̃ = Φ(α − d₀)`` with its exact gradient (coefficients
@@ -139,8 +161,7 @@ class _KernelExact(_ExactSchedule):
         rc.Kg = self.K @ rc.gamma
         rc.g_sq = max(float(rc.gamma @ rc.Kg), 0.0)
         a_norm = np.sqrt(max(float(rc.alpha @ (self.K @ rc.alpha)), 0.0))
-        delta = 1e-13 * (a_norm + float(np.abs(d1) @ np.sqrt(np.maximum(self.kdiag, 0.0)))) \
-            + 1e-300
+        delta = 1e-13 * (a_norm + float(np.abs(d1) @ np.sqrt(np.maximum(self.kdiag, 0.0)))) + 1e-300
         rc.rnorm = 0.5 * np.sqrt(rc.g_sq)
         rc.eps, rc.rho = delta, 1.0
         rc.R_ball = rc.rnorm + delta
@@ -218,7 +239,7 @@ class KernelCurvatureRegion(Region):
     kind = "curvature"
     losses = CURVATURE_LOSSES
 
-    def __init__(self, sens, recenter=True):
+    def __init__(self, sens: Any, recenter: bool = True) -> None:
         self._store = sens._store
         prob = sens._prob
         if prob.n_samples + sens.n_added > _MAX_POINTS:
@@ -241,11 +262,12 @@ class KernelCurvatureRegion(Region):
         fac, x, RH, _ = self._ell
         L, dh, _ = fac
         u = linalg.solve_triangular(L, (kx * dh).T, lower=True, check_finite=False)
-        qn = np.sqrt(np.maximum(kernel_diagonal(X, **kp.kw) - np.einsum("ij,ij->j", u, u),
-                                0.0)) * (1.0 + _SAFE)
+        qn = np.sqrt(np.maximum(kernel_diagonal(X, **kp.kw) - np.einsum("ij,ij->j", u, u), 0.0)) * (
+            1.0 + _SAFE
+        )
         return kx, qn
 
-    def decision_bounds(self, X):
+    def decision_bounds(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``lo ≤ ⟨Φ(x), β₂⟩ ≤ hi`` for validated raw rows X."""
         X = np.asarray(X, dtype=np.float64)
         lo, hi, _ = self._ball(X)
@@ -264,7 +286,7 @@ class KernelCurvatureRegion(Region):
             lo, hi = np.maximum(lo, s - w), np.minimum(hi, s + w)
         return lo, hi
 
-    def center_decision(self, X):
+    def center_decision(self, X: np.ndarray) -> np.ndarray:
         """Scores of the Newton ball's center (else the ellipsoid's, else the ball's)."""
         X = np.asarray(X, dtype=np.float64)
         if self._ell is None:
@@ -275,7 +297,7 @@ class KernelCurvatureRegion(Region):
             return kx @ (kp.alpha - self._newton[0])
         return kx @ (kp.alpha - 0.5 * self._ell[1])
 
-    def distance_bound(self):
+    def distance_bound(self) -> float:
         """Upper bound of the RKHS distance ``‖β₂ − β₁‖``."""
         kp, K = self._kp, self._K
         out = self._ball_dist
@@ -293,6 +315,8 @@ class KernelCurvatureRegion(Region):
             out = min(out, dist(kp.alpha - d0) + rad)
         return float(out)
 
-    def coef_bounds(self):
-        raise ValueError("coef_bounds needs a linear model (explicit coefficients); for kernel "
-                         "models use decision_bounds")
+    def coef_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        raise ValueError(
+            "coef_bounds needs a linear model (explicit coefficients); for kernel "
+            "models use decision_bounds"
+        )

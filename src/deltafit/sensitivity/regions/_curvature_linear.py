@@ -16,6 +16,7 @@ with the model (:meth:`deltafit.models.FittedProblem.cached`).
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import numpy as np
 from scipy import linalg
@@ -33,11 +34,11 @@ from deltafit.sensitivity.regions._curvature_schedule import (
 
 __all__ = ["small_problem"]
 
-_EXACT_WORK = 4e6        # n p² up to which every training sample's interval is exact ...
-_EXACT_N = 1500          # ... and n up to which (beyond, the cached-Hessian intervals)
+_EXACT_WORK = 4e6  # n p² up to which every training sample's interval is exact ...
+_EXACT_N = 1500  # ... and n up to which (beyond, the cached-Hessian intervals)
 
 
-def small_problem(prob):
+def small_problem(prob: Any) -> bool:
     """Whether a linear problem takes the small-problem regions (exact intervals, solve)."""
     n, p = prob.n_samples, prob.coef.shape[0]
     return n <= _EXACT_N and n * p * p <= _EXACT_WORK
@@ -81,8 +82,18 @@ def _cluster_cache(prob, loss, k=None):
     live, rows = np.asarray(got["handles"], dtype=np.intp), got["rows"]
     t, z, q = got["targets"], got["z"], got["key"][:, 1]
     order = np.argsort(live, kind="stable")
-    c = {"live": live, "z": z, "t": t, "w": got["weights"], "h": loss.d2(t, z), "lam": lam,
-         "V": V, "q": q, "sorted": (live[order], order), "k": k}
+    c = {
+        "live": live,
+        "z": z,
+        "t": t,
+        "w": got["weights"],
+        "h": loss.d2(t, z),
+        "lam": lam,
+        "V": V,
+        "q": q,
+        "sorted": (live[order], order),
+        "k": k,
+    }
     if loss.name == "logistic":
         c["order"] = np.argsort(-q, kind="stable")
         c["order_psi"] = rows[c["order"]] @ V
@@ -124,8 +135,17 @@ def _linear_cache(prob, loss):
     q = np.sqrt(np.einsum("ij,ij->i", psi, psi / lam))
     pos = np.full(prob.capacity, -1, dtype=np.intp)
     pos[live] = np.arange(live.size)
-    c = {"live": live, "z": z, "t": t, "w": np.ones(live.size) if w is None else w, "h": h,
-         "lam": lam, "V": V, "q": q, "pos": pos}
+    c = {
+        "live": live,
+        "z": z,
+        "t": t,
+        "w": np.ones(live.size) if w is None else w,
+        "h": h,
+        "lam": lam,
+        "V": V,
+        "q": q,
+        "pos": pos,
+    }
     if loss.name == "logistic":
         c["order"] = np.argsort(-q, kind="stable")
     else:
@@ -151,8 +171,9 @@ class _LinearChange:
     def __init__(self, sens):
         prob, loss = sens._prob, sens._loss
         self.loss, self.prob = loss, prob
-        self.cache = cache = prob.cached(("curvature", loss.name),
-                                         lambda: _linear_cache(prob, loss))
+        self.cache = cache = prob.cached(
+            ("curvature", loss.name), lambda: _linear_cache(prob, loss)
+        )
         store = sens._store
         self.C1, self.C2 = sens._C1, sens._C2(sens.n_new)
         self.rho = self.C2 / self.C1
@@ -164,15 +185,16 @@ class _LinearChange:
         self.R_ball = _ball.certified_radius(rnorm, C1=self.C1, C2=self.C2, residual=self.eps)
         self.g = self.V.T @ (2.0 * r)  # g₀ in the eigenbasis
         # the entries: every sample the change touches (model samples and additions)
-        idx = np.flatnonzero(store.live[:sens._m])
+        idx = np.flatnonzero(store.live[: sens._m])
         src = store.src[idx]
         y0, y = sens._y0[idx], sens._y[idx]
         self.e_z = store.z[idx]
-        self.e_t = np.where(y == y, y, 0.0)                       # label in D₂
-        self.e_u = np.where(y == y, sens._w[idx], 0.0)            # weight in D₂ (0: absent)
+        self.e_t = np.where(y == y, y, 0.0)  # label in D₂
+        self.e_u = np.where(y == y, sens._w[idx], 0.0)  # weight in D₂ (0: absent)
         model = y0 == y0
-        self.e_h0w = np.where(model, sens._w0[idx] * loss.d2(np.where(model, y0, 0.0),
-                                                             self.e_z), 0.0)
+        self.e_h0w = np.where(
+            model, sens._w0[idx] * loss.d2(np.where(model, y0, 0.0), self.e_z), 0.0
+        )
         self.e_w0 = np.where(model, sens._w0[idx], 0.0)
         self._store, self._idx = store, idx
         in_entries = np.zeros(cache["z"].size, dtype=bool)
@@ -189,7 +211,6 @@ class _LinearChange:
         if not sel.size:
             return np.zeros((0, self.lam.size))
         return self._store.rows_of(self._idx[sel]) @ self.V
-
 
 
 class _Ellipsoid:
@@ -247,13 +268,23 @@ class _LinearExact(_ExactSchedule, _Ellipsoid):
         c = ch.cache
         rest = np.flatnonzero(~ch.in_entries)
         live = c["live"]
-        psi = np.vstack([ch.entry_psi(np.arange(ch.e_z.size)),
-                         ch.prob.rows[live[rest]] @ ch.V])
-        return cls(loss=ch.loss, C1=ch.C1, C2=ch.C2, eps=ch.eps,
-                   z=np.concatenate([ch.e_z, c["z"][rest]]),
-                   t=np.concatenate([ch.e_t, c["t"][rest]]),
-                   u=np.concatenate([ch.e_u, c["w"][rest]]), rnorm=ch.rnorm,
-                   V=ch.V, lam=ch.lam, psi=psi, beta=ch.beta, g=ch.g, r=ch.r)
+        psi = np.vstack([ch.entry_psi(np.arange(ch.e_z.size)), ch.prob.rows[live[rest]] @ ch.V])
+        return cls(
+            loss=ch.loss,
+            C1=ch.C1,
+            C2=ch.C2,
+            eps=ch.eps,
+            z=np.concatenate([ch.e_z, c["z"][rest]]),
+            t=np.concatenate([ch.e_t, c["t"][rest]]),
+            u=np.concatenate([ch.e_u, c["w"][rest]]),
+            rnorm=ch.rnorm,
+            V=ch.V,
+            lam=ch.lam,
+            psi=psi,
+            beta=ch.beta,
+            g=ch.g,
+            r=ch.r,
+        )
 
     @classmethod
     def from_arrays(cls, z, t, u, coef, grad, C, loss, Phi):
@@ -263,11 +294,22 @@ class _LinearExact(_ExactSchedule, _Ellipsoid):
         p = Phi.shape[1]
         g = np.asarray(grad, dtype=np.float64)
         r = 0.5 * g
-        return cls(loss=loss, C1=float(C), C2=float(C), eps=0.0,
-                   z=np.asarray(z, dtype=np.float64), t=np.asarray(t, dtype=np.float64),
-                   u=np.asarray(u, dtype=np.float64), rnorm=float(np.linalg.norm(r)),
-                   V=np.eye(p), lam=np.ones(p), psi=np.asarray(Phi, dtype=np.float64),
-                   beta=np.asarray(coef, dtype=np.float64), g=g, r=r)
+        return cls(
+            loss=loss,
+            C1=float(C),
+            C2=float(C),
+            eps=0.0,
+            z=np.asarray(z, dtype=np.float64),
+            t=np.asarray(t, dtype=np.float64),
+            u=np.asarray(u, dtype=np.float64),
+            rnorm=float(np.linalg.norm(r)),
+            V=np.eye(p),
+            lam=np.ones(p),
+            psi=np.asarray(Phi, dtype=np.float64),
+            beta=np.asarray(coef, dtype=np.float64),
+            g=g,
+            r=r,
+        )
 
     def build(self, iv):
         lo, _ = self.curvature(iv)
@@ -292,14 +334,15 @@ class _LinearExact(_ExactSchedule, _Ellipsoid):
         M = (psi.T * (C2 * u * mid)) @ psi
         M[np.diag_indices_from(M)] += 1.0
         try:
-            d0 = linalg.cho_solve(linalg.cho_factor(M, lower=True, check_finite=False),
-                                  self.g, check_finite=False)
+            d0 = linalg.cho_solve(
+                linalg.cho_factor(M, lower=True, check_finite=False), self.g, check_finite=False
+            )
         except linalg.LinAlgError:
             return None
-        s = psi @ d0                                      # z_i(β₁ − d₀) = z_i − s_i
-        err = C2 * u * half * np.abs(s)                   # |(m_i − c̄_i) s_i| ≤ err_i
+        s = psi @ d0  # z_i(β₁ − d₀) = z_i − s_i
+        err = C2 * u * half * np.abs(s)  # |(m_i − c̄_i) s_i| ≤ err_i
         W = linalg.solve_triangular(L, psi.T, lower=True, check_finite=False)
-        qh = np.sqrt(np.einsum("ij,ij->j", W, W))         # ‖Φ_i‖_{H_lo⁻¹}
+        qh = np.sqrt(np.einsum("ij,ij->j", W, W))  # ‖Φ_i‖_{H_lo⁻¹}
         part = newton_radius(err, C2 * u * lo, qh, lambda idx: W[:, idx].T @ W[:, idx])
         rad = (part + self.rho * self.eps) * (1.0 + _SAFE) + 1e-300
         return d0, rad, self._region(-s, rad * qh)
@@ -353,7 +396,7 @@ class _LinearCheap(_LinearChange, _Ellipsoid):
         self.m_q = np.sqrt(np.einsum("ij,ij->i", psi, psi / self.lam))
         h0w = self.e_h0w[sel]
         self.S_minus = self.C2 * ((psi.T * h0w) @ psi) if sel.size else np.zeros((p, p))
-        self.neg_trace = self.C2 * float(h0w @ self.m_q ** 2)  # Σ of its q-weighted terms
+        self.neg_trace = self.C2 * float(h0w @ self.m_q**2)  # Σ of its q-weighted terms
         stay = self.e_u[sel] > 0  # reweighted / relabelled: their D₂ term is added back
         self.s_psi, self.s_q = psi[stay], self.m_q[stay]
         st = sel[stay]
@@ -423,7 +466,7 @@ class _LinearCheap(_LinearChange, _Ellipsoid):
             d = C2 * c["w"][extra] * (lx - kappa * c["h"][extra])
             parts_psi.append(x_psi)
             parts_d.append(d)
-            neg += float(np.sum(np.minimum(d, 0.0) * -c["q"][extra] ** 2))
+            neg += float(np.sum(np.minimum(d, 0.0) * -(c["q"][extra] ** 2)))
         if parts_psi:
             P, d = np.vstack(parts_psi), np.concatenate(parts_d)
             Ht += (P.T * d) @ P
@@ -437,16 +480,20 @@ class _LinearCheap(_LinearChange, _Ellipsoid):
         off = 0.5 * float(np.sqrt(np.sum(lam * x * x)))
         if low < 0.25 * float(np.min(np.diag(Ht) / lam)):
             s = 1.0 / np.sqrt(lam)
-            low = float(linalg.eigvalsh(Ht * s[:, None] * s[None, :], subset_by_index=[0, 0],
-                                        check_finite=False)[0]) * (1.0 - 1e-9)
+            low = float(
+                linalg.eigvalsh(
+                    Ht * s[:, None] * s[None, :], subset_by_index=[0, 0], check_finite=False
+                )[0]
+            ) * (1.0 - 1e-9)
         if low <= 0.0:
             return np.inf
         return (off + RH / np.sqrt(low)) * (1.0 + _SAFE)
 
     def ball_dev(self):
         rv = self.V.T @ self.r
-        return (float(np.sqrt(np.sum(self.lam * rv * rv)))
-                + self.R_ball * float(np.sqrt(self.lam[-1]))) * (1.0 + _SAFE)
+        return (
+            float(np.sqrt(np.sum(self.lam * rv * rv))) + self.R_ball * float(np.sqrt(self.lam[-1]))
+        ) * (1.0 + _SAFE)
 
     def _region(self, tau):
         Ht, low = self.build(tau)

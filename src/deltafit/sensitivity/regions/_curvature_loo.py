@@ -31,26 +31,32 @@ the balls are kept.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import linalg
 
 from deltafit.sensitivity.regions._curvature_schedule import _SAFE, secant_range
 
+if TYPE_CHECKING:
+    from deltafit.losses import Loss
+
 __all__ = ["KernelSpace", "LinearSpace", "curvature_loo_bounds"]
 
-_MAX_WORK = 3e10            # n³ (kernel) or n p² (linear) beyond which the balls are kept
-_LEVELS = (0.5, 0.9, 1.0)   # quantiles of the first guess of T_t over the changing samples
+_MAX_WORK = 3e10  # n³ (kernel) or n p² (linear) beyond which the balls are kept
+_LEVELS = (0.5, 0.9, 1.0)  # quantiles of the first guess of T_t over the changing samples
 _MARGIN = 0.5
 
 
 class LinearSpace:
     """Explicit features ``Φ`` (n, p): ``q_i = Φ_iᵀ(I + Φᵀ diag(D) Φ)⁻¹Φ_i``."""
 
-    def __init__(self, Phi):
+    def __init__(self, Phi: ArrayLike) -> None:
         self.Phi = np.asarray(Phi, dtype=np.float64)
         self.work = float(self.Phi.shape[0]) * self.Phi.shape[1] ** 2
 
-    def qnorms(self, D):
+    def qnorms(self, D: np.ndarray) -> np.ndarray | None:
         Phi = self.Phi
         B = (Phi.T * D) @ Phi
         B[np.diag_indices_from(B)] += 1.0
@@ -66,11 +72,11 @@ class KernelSpace:
     """A kernel matrix ``K`` (n, n): ``q_i = K_ii − ‖L⁻¹ D^{½} K_{:,i}‖²``,
     ``LLᵀ = I + D^{½} K D^{½}`` (push-through identity)."""
 
-    def __init__(self, K):
+    def __init__(self, K: ArrayLike) -> None:
         self.K = np.asarray(K, dtype=np.float64)
         self.work = float(self.K.shape[0]) ** 3
 
-    def qnorms(self, D):
+    def qnorms(self, D: np.ndarray) -> np.ndarray | None:
         K = self.K
         dh = np.sqrt(np.maximum(D, 0.0))
         M = K * dh[:, None] * dh[None, :]
@@ -91,7 +97,16 @@ def _without_own(q, a):
     return np.where(ok, q / np.where(ok, den, 1.0), np.nan), np.where(ok, den, np.nan)
 
 
-def curvature_loo_bounds(space, z, t, w, gamma, C, eps, loss):
+def curvature_loo_bounds(
+    space: LinearSpace | KernelSpace,
+    z: np.ndarray,
+    t: np.ndarray,
+    w: np.ndarray,
+    gamma: np.ndarray,
+    C: float,
+    eps: float,
+    loss: Loss,
+) -> tuple[np.ndarray, np.ndarray]:
     """Bounds of every leave-one-out score ``z_t(β_{−t})`` (C unchanged), NaN where no level
     certifies (the caller keeps the ball's bounds there).
 

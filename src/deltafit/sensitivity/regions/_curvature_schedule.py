@@ -15,23 +15,34 @@ iteration that shrinks the intervals.  Its subclasses are ``_LinearExact``
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 from scipy import linalg
 from scipy.special import expit
 
-__all__ = ["CURVATURE_LOSSES", "check_curvature_loss", "curvature_range", "newton_radius",
-           "secant_range"]
+if TYPE_CHECKING:
+    from deltafit.losses import Loss
+
+__all__ = [
+    "CURVATURE_LOSSES",
+    "check_curvature_loss",
+    "curvature_range",
+    "newton_radius",
+    "secant_range",
+]
 
 CURVATURE_LOSSES = ("logistic", "squared_hinge")
 _GUESS_MARGINS = (0.25, 1.0, 3.0)
-_BLOCK_EIG = 150         # largest block of curvature-free samples bounded by its eigenvalue
-_RECENTER = 2            # re-centrings of the exact-interval regions at their Newton point
+_BLOCK_EIG = 150  # largest block of curvature-free samples bounded by its eigenvalue
+_RECENTER = 2  # re-centrings of the exact-interval regions at their Newton point
 _MAX_REFINE = 8
-_REFINE_GAIN = 0.02      # stop refining when the H-radius shrinks by less than this
-_SAFE = 1e-10            # relative cushion on computed radii (rounding)
+_REFINE_GAIN = 0.02  # stop refining when the H-radius shrinks by less than this
+_SAFE = 1e-10  # relative cushion on computed radii (rounding)
 
 
-def check_curvature_loss(loss):
+def check_curvature_loss(loss: Loss) -> None:
     """ValueError unless ``loss`` (a :class:`deltafit.losses.Loss`) has curvature to use."""
     if loss.name not in CURVATURE_LOSSES:
         raise ValueError(
@@ -44,7 +55,9 @@ def _logistic_d2(z):
     return expit(z) * expit(-z)
 
 
-def curvature_range(loss, t, A, B):
+def curvature_range(
+    loss: Loss, t: np.ndarray, A: np.ndarray, B: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """``(min, max)`` of ``ℓ''(t, ·)`` over the score interval ``[A, B]``.
 
     Logistic (``ℓ'' = σ(z)σ(−z)``, decreasing in ``|z|``): the minimum at the endpoint farther
@@ -63,7 +76,9 @@ def curvature_range(loss, t, A, B):
     return lo, hi
 
 
-def secant_range(loss, t, z1, A, B):
+def secant_range(
+    loss: Loss, t: np.ndarray, z1: np.ndarray, A: np.ndarray, B: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Bounds ``(lo, hi)`` of the secant slope ``(ℓ'(t, z₂) − ℓ'(t, z₁)) / (z₂ − z₁)`` over
     ``z₂ ∈ [A, B]`` (the derivative at ``z₁`` where ``z₂ = z₁``).
 
@@ -94,8 +109,9 @@ def secant_range(loss, t, z1, A, B):
         lo = np.minimum(ends[0], ends[1])
         lo = np.where((A <= z1) & (z1 <= B), np.minimum(lo, h1), lo)
         lo_h, hi_h = np.minimum(A, z1), np.maximum(B, z1)
-        hi = np.where((lo_h <= 0.0) & (hi_h >= 0.0), 0.25,
-                      np.maximum(_logistic_d2(lo_h), _logistic_d2(hi_h)))
+        hi = np.where(
+            (lo_h <= 0.0) & (hi_h >= 0.0), 0.25, np.maximum(_logistic_d2(lo_h), _logistic_d2(hi_h))
+        )
         return np.clip(lo, 0.0, 0.25), hi
     m1 = t * z1
     mA, mB = np.minimum(t * A, t * B), np.maximum(t * A, t * B)
@@ -118,7 +134,12 @@ def secant_range(loss, t, z1, A, B):
     return slope(mB, True), slope(mA, False)
 
 
-def newton_radius(err, w_lo, qh, block_gram):
+def newton_radius(
+    err: np.ndarray,
+    w_lo: np.ndarray,
+    qh: np.ndarray,
+    block_gram: Callable[[np.ndarray], np.ndarray],
+) -> float:
     """``ρ₂ ≥ ‖Σ_i e_i s_i Φ_i‖_{H_lo⁻¹}`` for ``|e_i s_i| ≤ err_i`` (the Newton ball).
 
     A sample with curvature (``w_lo_i = C₂ w'_i c_lo,i > 0``) enters through
@@ -126,15 +147,16 @@ def newton_radius(err, w_lo, qh, block_gram):
     (or with little) through the triangle inequality, ``Σ err_i ‖Φ_i‖_{H_lo⁻¹}``, or the
     largest eigenvalue of its block's Gram matrix ``block_gram(idx)`` of ``H_lo^{-½}Φ_i``.
     """
-    pos = (err > 0) & (w_lo * qh ** 2 >= 1.0)
+    pos = (err > 0) & (w_lo * qh**2 >= 1.0)
     part = float(np.sqrt(np.sum(err[pos] ** 2 / w_lo[pos])))
     unc = np.flatnonzero((err > 0) & ~pos)
     if unc.size:
         tri = float(err[unc] @ qh[unc])
         if unc.size <= _BLOCK_EIG:
             G = block_gram(unc)
-            top = float(linalg.eigvalsh(G, subset_by_index=[unc.size - 1] * 2,
-                                        check_finite=False)[0])
+            top = float(
+                linalg.eigvalsh(G, subset_by_index=[unc.size - 1] * 2, check_finite=False)[0]
+            )
             tri = min(tri, np.sqrt(max(top, 0.0) * (1.0 + 1e-9)) * float(np.linalg.norm(err[unc])))
         part += tri
     return part
@@ -147,7 +169,25 @@ class _ExactSchedule:
     ``recentered``.  A region is held as the intervals ``(A, B)`` it gives for every
     ``z_i(β₂)``."""
 
-    def __init__(self, *, loss, C1, C2, eps, z, t, u, rnorm):
+    # given by the subclass
+    build_ell: Callable[..., Any]
+    ell_iv: Callable[..., tuple[np.ndarray, np.ndarray]]
+    newton: Callable[..., Any]
+    ball_iv: Callable[[], tuple[np.ndarray, np.ndarray]]
+    recentered: Callable[..., Any]
+
+    def __init__(
+        self,
+        *,
+        loss: Loss,
+        C1: float,
+        C2: float,
+        eps: float,
+        z: np.ndarray,
+        t: np.ndarray,
+        u: np.ndarray,
+        rnorm: float,
+    ) -> None:
         """``loss``, ``C₁`` and ``C₂`` of the change, ``eps`` the residual allowance of the
         expansion point, ``z, t, u`` the scores there, D₂ labels and D₂ weights (0: absent
         from D₂) of the samples, ``rnorm = ‖r‖`` of the Theorem 1 ball (radius
@@ -169,7 +209,7 @@ class _ExactSchedule:
     def _hull(self, iv):
         return np.minimum(iv[0], self.z), np.maximum(iv[1], self.z)
 
-    def curvature(self, iv):
+    def curvature(self, iv: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         return secant_range(self.loss, self.t, self.z, iv[0], iv[1])
 
     @staticmethod
@@ -181,8 +221,10 @@ class _ExactSchedule:
         A, B = self._hull(iv)
         top = max(float(np.max(self.z - A, initial=0.0)), float(np.max(B - self.z, initial=0.0)))
         f = 1e-9 * top + 1e-12 * (1.0 + np.abs(self.z))
-        return (self.z - (1.0 + margin) * (self.z - A) - f,
-                self.z + (1.0 + margin) * (B - self.z) + f)
+        return (
+            self.z - (1.0 + margin) * (self.z - A) - f,
+            self.z + (1.0 + margin) * (B - self.z) + f,
+        )
 
     def _inside(self, new, trial):
         A, B = self._hull(new)
@@ -238,7 +280,7 @@ class _ExactSchedule:
             last = size
         return best, best_size, valid
 
-    def solve(self, recenter=True):
+    def solve(self, recenter: bool = True) -> tuple[Any, tuple[Any, Any]]:
         """``(expansion point, (ellipsoid, Newton ball))`` of the last valid intervals (either
         region may be None); the expansion point is this object or a re-centred copy."""
         valid = self.ball_iv()

@@ -45,6 +45,8 @@ model's exact warm update, at one BLAS thread and at the default thread count
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from scipy.linalg import lapack
 
@@ -53,12 +55,12 @@ from deltafit.sensitivity.regions._protocol import Region
 
 __all__ = ["SolvedRegion", "solved_region"]
 
-_U = 2.0 ** -53
-_SAFE = 1e-10            # relative cushion on computed radii
+_U = 2.0**-53
+_SAFE = 1e-10  # relative cushion on computed radii
 _MAX_STEPS = 30
-_CHORD_GAIN = 0.05       # a chord step that contracts the gradient less re-forms the Hessian
-_D2_MAX = {"logistic": 0.25, "squared_hinge": 2.0}   # the largest ℓ''
-_CONVERGED = 64.0        # accept β̂ when ‖ĝ‖ ≤ this × δ (else the exact-interval schedule)
+_CHORD_GAIN = 0.05  # a chord step that contracts the gradient less re-forms the Hessian
+_D2_MAX = {"logistic": 0.25, "squared_hinge": 2.0}  # the largest ℓ''
+_CONVERGED = 64.0  # accept β̂ when ‖ĝ‖ ≤ this × δ (else the exact-interval schedule)
 
 
 def _solve_cache(prob, loss):
@@ -75,8 +77,15 @@ def _solve_cache(prob, loss):
     S0 = (X.T * h) @ X
     pos = np.full(prob.capacity, -1, dtype=np.intp)
     pos[live] = np.arange(live.size)
-    return {"X": X, "nrm": np.sqrt(np.einsum("ij,ij->i", X, X)), "z": z, "t": t, "w": w,
-            "S0": S0, "pos": pos}
+    return {
+        "X": X,
+        "nrm": np.sqrt(np.einsum("ij,ij->i", X, X)),
+        "z": z,
+        "t": t,
+        "w": w,
+        "S0": S0,
+        "pos": pos,
+    }
 
 
 def _cholesky(H):
@@ -93,12 +102,12 @@ class _Problem:
     """``P₂`` of a what-if over scratch arrays: rows ``X``, targets ``t``, coefficients
     ``u = C₂ w'`` (0 for the removed samples), row norms."""
 
-    def __init__(self, sens, cache):
+    def __init__(self, sens: Any, cache: Any) -> None:
         loss = sens._loss
         store = sens._store
         self.loss = loss
         C2 = sens._C2(sens.n_new)
-        idx = np.flatnonzero(store.live[:sens._m])
+        idx = np.flatnonzero(store.live[: sens._m])
         y0, y = sens._y0[idx], sens._y[idx]
         w0, w = sens._w0[idx], sens._w[idx]
         in1, in2 = y0 == y0, y == y
@@ -120,9 +129,9 @@ class _Problem:
         self.u = np.concatenate([u, u2])
         self.z1 = np.concatenate([cache["z"], ze[pos2]])
         nrm = np.concatenate([cache["nrm"], ne])
-        self.a = self.u * nrm                    # C₂ w'_i ‖Φ_i‖
+        self.a = self.u * nrm  # C₂ w'_i ‖Φ_i‖
         self.a_sum = float(np.sum(self.a))
-        self.a2 = float(self.a @ nrm)            # Σ C₂ w'_i ‖Φ_i‖²
+        self.a2 = float(self.a @ nrm)  # Σ C₂ w'_i ‖Φ_i‖²
         n, p = self.X.shape
         self.gamma = (n + p + 8) * _U
         self.L2 = _D2_MAX[loss.name]
@@ -133,31 +142,38 @@ class _Problem:
         H = C2 * cache["S0"]
         if idx.size:
             H = H + (Pe.T * d) @ Pe
-        H.flat[::H.shape[0] + 1] += 1.0
+        H.flat[:: H.shape[0] + 1] += 1.0
         self.H1 = H
 
-    def gradient(self, beta, z):
+    def gradient(self, beta: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, float]:
         """``(ĝ, δ)``: the computed ``∇P₂(β)`` (scores ``z = Xβ``) and its rounding bound."""
         d1 = self.loss.d1(self.t, z)
         c = self.u * d1
         g = beta + c @ self.X
         bn = float(np.sqrt(beta @ beta))
-        delta = 2.0 * self.gamma * (bn * (1.0 + self.L2 * self.a2) + self.a_sum
-                                    + float(self.a @ (np.abs(d1) + np.abs(z))))
+        delta = (
+            2.0
+            * self.gamma
+            * (
+                bn * (1.0 + self.L2 * self.a2)
+                + self.a_sum
+                + float(self.a @ (np.abs(d1) + np.abs(z)))
+            )
+        )
         return g, delta
 
-    def hessian(self, z):
+    def hessian(self, z: np.ndarray) -> np.ndarray:
         """``∇²P₂`` at the point of scores z (O(n p²))."""
         v = self.u * self.loss.d2(self.t, z)
         H = (self.X.T * v) @ self.X
-        H.flat[::H.shape[0] + 1] += 1.0
+        H.flat[:: H.shape[0] + 1] += 1.0
         return H
 
-    def objective(self, beta, z):
+    def objective(self, beta: np.ndarray, z: np.ndarray) -> float:
         """``P₂(β)`` at the point of scores ``z = Xβ``."""
         return 0.5 * float(beta @ beta) + float(self.u @ self.loss.value(self.t, z))
 
-    def solve(self, beta1):
+    def solve(self, beta1: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
         """``(β̂, ĝ, δ)`` with ``‖ĝ‖ ≤ _CONVERGED δ``; raises _NotConverged otherwise.
 
         Damped Newton from β₁: the step solves with the current matrix (first the Hessian
@@ -173,7 +189,7 @@ class _Problem:
         beta, z = beta1, self.z1
         g, delta = self.gradient(beta, z)
         gn = float(np.sqrt(g @ g))
-        f = None          # P₂ at the current point, computed when a step needs it
+        f = None  # P₂ at the current point, computed when a step needs it
         best = (gn, beta, g, delta)
         for _ in range(_MAX_STEPS):
             if gn <= 2.0 * delta:
@@ -203,7 +219,7 @@ class _Problem:
                 break
             if gn_new < best[0]:
                 best = (gn_new, b_new, g_new, d_new)
-            if gn_new > _CHORD_GAIN * gn:   # a slow chord step: the Hessian at the new point
+            if gn_new > _CHORD_GAIN * gn:  # a slow chord step: the Hessian at the new point
                 Lh = _cholesky(self.hessian(z_new))
                 if Lh is None:
                     break
@@ -231,7 +247,7 @@ class SolvedRegion(Region):
 
     kind = "curvature"
 
-    def __init__(self, sens, beta_hat, g, delta):
+    def __init__(self, sens: Any, beta_hat: np.ndarray, g: np.ndarray, delta: float) -> None:
         store = sens._store
         self._store = store
         self._C1, self._C2 = sens._C1, sens._C2(sens.n_new)
@@ -248,7 +264,7 @@ class SolvedRegion(Region):
         self.radius = (0.5 * gn + delta + _U * (bn + gn)) * (1.0 + _SAFE) + 1e-300
         self._gamma_p = 2.0 * (c.size + 2) * _U
 
-    def center_and_bounds(self, X):
+    def center_and_bounds(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(center scores, lo, hi)`` at validated raw rows X."""
         st = self._store
         P = st.map(np.asarray(X, dtype=np.float64))
@@ -259,32 +275,32 @@ class SolvedRegion(Region):
         w = e * (self.radius * (1.0 + _SAFE) + self._gamma_p * self._cnorm)
         return s, np.maximum(lo, s - w), np.minimum(hi, s + w)
 
-    def decision_bounds(self, X):
+    def decision_bounds(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         _, lo, hi = self.center_and_bounds(X)
         return lo, hi
 
-    def center_decision(self, X):
+    def center_decision(self, X: np.ndarray) -> np.ndarray:
         return self.center_and_bounds(X)[0]
 
-    def distance_bound(self):
+    def distance_bound(self) -> float:
         """Upper bound of ``‖β₂ − β₁‖``: ``‖c − β₁‖ + R``, or the ball's."""
         d = float(np.linalg.norm(self.center - self._beta1))
         return min(self._ball_dist, (d + self.radius) * (1.0 + _SAFE))
 
-    def coef_bounds(self):
+    def coef_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Every coordinate of β₂: ``c_j ± R``, intersected with the ball's."""
         m = self._beta1 - self._r
         w = self.radius + 2.0 * _U * np.abs(self.center)
-        return (np.maximum(m - self._R, self.center - w),
-                np.minimum(m + self._R, self.center + w))
+        return (np.maximum(m - self._R, self.center - w), np.minimum(m + self._R, self.center + w))
 
 
-def solved_region(sens):
+def solved_region(sens: Any) -> SolvedRegion | None:
     """The :class:`SolvedRegion` of a linear what-if whose model keeps its rows, or None when
     the iteration does not reach the rounding floor (the caller then uses another region)."""
     prob = sens._prob
-    cache = prob.cached(("curvature-solve", sens._loss.name),
-                        lambda: _solve_cache(prob, sens._loss))
+    cache = prob.cached(
+        ("curvature-solve", sens._loss.name), lambda: _solve_cache(prob, sens._loss)
+    )
     pb = _Problem(sens, cache)
     try:
         beta, g, delta = pb.solve(np.asarray(sens._store.beta, dtype=np.float64))

@@ -71,6 +71,7 @@ multiclass model (one factorisation, K right-hand sides): those factorisations a
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -100,12 +101,12 @@ class ExactRegion(Region):
     alternatives = "use method='curvature' or 'sphere'"
 
     @classmethod
-    def build(cls, sens):
+    def build(cls, sens: Any) -> Region:
         """:func:`exact_region` of ``sens``."""
         return exact_region(sens)
 
 
-def exact_region(sens):
+def exact_region(sens: Any) -> Region:
     """The exact region of a squared-loss what-if object (linear or kernel model)."""
     if sens._loss.name != "squared":
         raise ValueError("exact what-ifs need loss='squared'")
@@ -157,6 +158,7 @@ def _stored_gradient(prob, beta, M1, C1):
     without: ``(M₁β − b₁)/ρ`` from the exact statistics
     (:meth:`~deltafit.models.FittedProblem.gradient`), its rounding at most
     ``γ (2|M₁||β| + ρ|g|)/ρ`` (``|b₁| ≤ |M₁||β| + ρ|g|``).  Kept per model version."""
+
     def compute():
         try:
             if prob.keeps_rows and not getattr(prob, "rows_on_cluster", False):
@@ -170,14 +172,16 @@ def _stored_gradient(prob, beta, M1, C1):
                 r = np.zeros_like(beta)
                 ab = np.abs(beta)
                 for i in range(0, A.size, _CHUNK):
-                    P = np.asarray(rows[A[i:i + _CHUNK]], dtype=np.float64)
-                    ti = t[i:i + _CHUNK]
-                    wi = 1.0 if w is None else w[i:i + _CHUNK]
+                    P = np.asarray(rows[A[i : i + _CHUNK]], dtype=np.float64)
+                    ti = t[i : i + _CHUNK]
+                    wi = 1.0 if w is None else w[i : i + _CHUNK]
                     PL = P.astype(_LONG)
                     g += PL.T @ (wi * (PL @ bl - ti))
                     aP = np.abs(P)
-                    r += aP.T @ ((1.0 if w is None else w[i:i + _CHUNK].astype(np.float64)) *
-                                 (2.0 * (aP @ ab) + 2.0 * np.abs(ti.astype(np.float64))))
+                    r += aP.T @ (
+                        (1.0 if w is None else w[i : i + _CHUNK].astype(np.float64))
+                        * (2.0 * (aP @ ab) + 2.0 * np.abs(ti.astype(np.float64)))
+                    )
                 g = np.abs((bl + 2.0 * C1 * g).astype(np.float64))
                 # extended-precision sums: their rounding is γ in the long format's ε, and the
                 # float64 sums of the bound itself at most double it
@@ -187,8 +191,7 @@ def _stored_gradient(prob, beta, M1, C1):
                 g = np.asarray(prob.gradient(), dtype=np.float64).reshape(-1)
                 rho = 0.5 / C1
                 gam = 2.0 * (beta.size + 8) * _EPS
-                out = np.abs(g) + gam * (2.0 * (np.abs(M1) @ np.abs(beta)) +
-                                         rho * np.abs(g)) / rho
+                out = np.abs(g) + gam * (2.0 * (np.abs(M1) @ np.abs(beta)) + rho * np.abs(g)) / rho
         except (AttributeError, ValueError, TypeError):
             return None
         return out if out.shape == beta.shape and np.all(np.isfinite(out)) else None
@@ -198,8 +201,6 @@ def _stored_gradient(prob, beta, M1, C1):
             return compute()
 
     return prob.cached(("whatif_stored_gradient",), guarded)
-
-
 
 
 class LinearExactRegion(ExactRegion):
@@ -230,7 +231,7 @@ class LinearExactRegion(ExactRegion):
 
     kind = "exact"
 
-    def __init__(self, sens):
+    def __init__(self, sens: Any) -> None:
         prob, store = sens._prob, sens._store
         C1, C2 = sens._C1, sens._C2(sens.n_new)
         rho1, rho2 = 0.5 / C1, 0.5 / C2
@@ -243,8 +244,7 @@ class LinearExactRegion(ExactRegion):
         J = delta != 0.0
         PJ, dJ = np.ascontiguousarray(Phi[J]), delta[J]
         shift = rho2 - rho1
-        factor = _shared(sens, _key(C2, dJ, PJ),
-                         lambda: LinearFactor(prob, PJ, dJ, shift))
+        factor = _shared(sens, _key(C2, dJ, PJ), lambda: LinearFactor(prob, PJ, dJ, shift))
         dg = c @ Phi if slots.size else np.zeros_like(beta1)
         f = -shift * beta1 - 0.5 * dg
         p, k = beta1.size, slots.size
@@ -272,8 +272,11 @@ class LinearExactRegion(ExactRegion):
         eps1 = (C2 / C1) * sens._eps
         kappa = factor.norm / rho2  # ≥ cond(H₂): H₂ = 2C₂ M₂ ⪰ I
         # three parts: the stored solution's gradient, this answer's residual, a refit's move
-        parts = (eps1, 2.0 * C2 * (en + un) * (1.0 + 4.0 * p * _EPS),
-                 4.0 * (p + 1) * _EPS * kappa * float(np.linalg.norm(self.coef)))
+        parts = (
+            eps1,
+            2.0 * C2 * (en + un) * (1.0 + 4.0 * p * _EPS),
+            4.0 * (p + 1) * _EPS * kappa * float(np.linalg.norm(self.coef)),
+        )
         self._parts = np.array(parts, dtype=np.float64)
         self.tol = float(sum(parts))
         # the same in the scaled norm (features of very different sizes): with S = diag(s),
@@ -305,9 +308,11 @@ class LinearExactRegion(ExactRegion):
             # componentwise bounds of the three parts of ∇J₂(β̂₂) (and of a refit's move): the
             # stored solution's gradient, the residual, a refit refined to a componentwise
             # backward error γ|H₂| (Skeel)
-            G = [None if g1 is None else (C2 / C1) * g1,
-                 2.0 * C2 * (np.abs(e) + u),
-                 8.0 * (p + 1) * _EPS * 2.0 * C2 * factor.abs_matvec(self.coef)]
+            G = [
+                None if g1 is None else (C2 / C1) * g1,
+                2.0 * C2 * (np.abs(e) + u),
+                8.0 * (p + 1) * _EPS * 2.0 * C2 * factor.abs_matvec(self.coef),
+            ]
             wdec, tol_s = np.empty((3, int(dec.sum()))), np.empty(3)
             for i, Gi in enumerate(G):
                 if Gi is None:  # only ‖·‖ ≤ ε₁ known: ‖Sφ‖ ≤ ‖S_Rφ_R‖ + Σ_dec s_j |φ_j|
@@ -327,7 +332,7 @@ class LinearExactRegion(ExactRegion):
         _ = self._scale
         return self.__dict__.copy()
 
-    def center_decision(self, X):
+    def center_decision(self, X: np.ndarray) -> np.ndarray:
         P = self._store.map(X)
         return P @ self.coef
 
@@ -344,25 +349,24 @@ class LinearExactRegion(ExactRegion):
             else:
                 aD = np.zeros((P.shape[0], 3))
             nS = np.sqrt(np.maximum(np.einsum("ij,ij->i", Q, Q), 0.0))
-            mixed = sum(np.minimum(nE * self._parts[i], aD[:, i] + nS * tol_s[i])
-                        for i in range(3))
+            mixed = sum(np.minimum(nE * self._parts[i], aD[:, i] + nS * tol_s[i]) for i in range(3))
             e = np.minimum(e, mixed * (1.0 + 4.0 * _EPS))
         return e
 
-    def center_and_bounds(self, X):
+    def center_and_bounds(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         P = self._store.map(X)
         s = P @ self.coef
         e = self._half_widths(P)
         return s, s - e, s + e
 
-    def decision_bounds(self, X):
+    def decision_bounds(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         _, lo, hi = self.center_and_bounds(X)
         return lo, hi
 
-    def distance_bound(self):
+    def distance_bound(self) -> float:
         return float(np.linalg.norm(self.step)) * (1.0 + 4.0 * self.step.size * _EPS) + self.tol
 
-    def coef_bounds(self):
+    def coef_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         e = np.full(self.coef.shape, self.tol)
         scale = self._scale
         if scale is not None:  # |β̂_j − β*_j| ≤ s_j τ_S (decoupled: G_j / H_jj), part by part
@@ -374,8 +378,6 @@ class LinearExactRegion(ExactRegion):
                 mixed = mixed + np.minimum(self._parts[i], b)
             e = np.minimum(e, mixed * (1.0 + 4.0 * _EPS))
         return self.coef - e, self.coef + e
-
-
 
 
 class KernelExactRegion(ExactRegion):
@@ -398,7 +400,7 @@ class KernelExactRegion(ExactRegion):
 
     kind = "exact"
 
-    def __init__(self, sens):
+    def __init__(self, sens: Any) -> None:
         prob, store = sens._prob, sens._store
         C1, C2 = sens._C1, sens._C2(sens.n_new)
         slots, w0, w, c = _entries(sens)
@@ -406,8 +408,11 @@ class KernelExactRegion(ExactRegion):
         y0, y = sens._y0[slots], sens._y[slots]
         model = y0 == y0
         pts = store.pts[slots]
-        factor = _shared(sens, _key(C2, slots, ids, w0, w, pts),
-                         lambda: KernelFactor(prob, store, slots, w0, w, ids, model, C1, C2))
+        factor = _shared(
+            sens,
+            _key(C2, slots, ids, w0, w, pts),
+            lambda: KernelFactor(prob, store, slots, w0, w, ids, model, C1, C2),
+        )
         self.solver = factor.kind
         self._f = self._factor = factor
         L, nL = factor.L, factor.L.size
@@ -453,20 +458,20 @@ class KernelExactRegion(ExactRegion):
         floor = float(f.sdiag @ dg) + math.sqrt(gam) * float(f.sdiag @ np.abs(g))
         return g, gn, floor, z
 
-    def center_decision(self, X):
+    def center_decision(self, X: np.ndarray) -> np.ndarray:
         return kernel_rows(X, self._f.points, **self._f.kw) @ self.a
 
-    def center_and_bounds(self, X):
+    def center_and_bounds(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         s = self.center_decision(X)
         e = np.sqrt(np.maximum(kernel_diagonal(X, **self._f.kw), 0.0)) * self.tol
         return s, s - e, s + e
 
-    def decision_bounds(self, X):
+    def decision_bounds(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         _, lo, hi = self.center_and_bounds(X)
         return lo, hi
 
-    def distance_bound(self):
+    def distance_bound(self) -> float:
         return self._step * (1.0 + 4.0 * self._f.nP * _EPS) + self.tol
 
-    def coef_bounds(self):
+    def coef_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError("coef_bounds needs a linear model (explicit coefficients)")

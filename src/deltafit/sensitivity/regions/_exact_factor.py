@@ -16,6 +16,7 @@ kernelized models", Theorem 1 and eq. 4).
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from scipy import linalg
@@ -39,15 +40,16 @@ class LinearFactor:
     ``M₁⁻¹``, or a Cholesky factorisation), plus the matrix-vector product from the exact
     statistics used to refine and certify."""
 
-    def __init__(self, prob, PJ, dJ, shift):
+    def __init__(self, prob: Any, PJ: np.ndarray, dJ: np.ndarray, shift: float) -> None:
         self.prob, self.PJ, self.dJ, self.shift = prob, PJ, dJ, shift
         M1 = prob.normal_matrix()
         self.M1 = M1
         p = M1.shape[0]
         self.p = p
         # ‖M₂‖₂ ≤ ‖M₁‖_F + |shift| + Σ |d_j| ‖φ_j‖²
-        self.norm = float(np.linalg.norm(M1) + abs(shift) +
-                          np.sum(np.abs(dJ) * np.einsum("ij,ij->i", PJ, PJ)))
+        self.norm = float(
+            np.linalg.norm(M1) + abs(shift) + np.sum(np.abs(dJ) * np.einsum("ij,ij->i", PJ, PJ))
+        )
         self.kind = None
         if shift == 0.0 and PJ.shape[0] <= p // 2:
             self._woodbury()
@@ -91,21 +93,21 @@ class LinearFactor:
             ) from exc
         self.kind = "cholesky"
 
-    def matvec(self, x):
+    def matvec(self, x: np.ndarray) -> np.ndarray:
         """``M₂ x`` from the exact statistics."""
         out = self.M1 @ x + self.shift * x
         if self.PJ.shape[0]:
             out += self.PJ.T @ (self.dJ * (self.PJ @ x))
         return out
 
-    def residual(self, x, f, gamma):
+    def residual(self, x: np.ndarray, f: np.ndarray, gamma: float) -> tuple[np.ndarray, np.ndarray]:
         """``(e, u)``: ``e = fl(M₂x − f)`` from the exact statistics and a componentwise bound
         ``|e − (M₂x − f)| ≤ u`` of its rounding, ``γ (|M₁||x| + |shift||x| + |Φ_J|ᵀ|D||Φ_J||x|
         + |f|)`` (each entry a dot product of at most ``p + k + 2`` terms)."""
         e = self.matvec(x) - f
         return e, gamma * (self.abs_matvec(x) + np.abs(f))
 
-    def abs_matvec(self, x):
+    def abs_matvec(self, x: np.ndarray) -> np.ndarray:
         """``(|M₁| + |shift| I + |Φ_J|ᵀ|D||Φ_J|) |x|``, entrywise absolute values (≥ |M₂||x|)."""
         ax = np.abs(x)
         if getattr(self, "_absM1", None) is None:
@@ -116,7 +118,7 @@ class LinearFactor:
             u += aP.T @ (np.abs(self.dJ) * (aP @ ax))
         return u
 
-    def scaled_floor(self, C2):
+    def scaled_floor(self, C2: float) -> tuple[np.ndarray, float, np.ndarray, np.ndarray] | None:
         """``(s, λ, dec, h)``: the diagonal scaling ``s = diag(H₂)^{-1/2}`` (each ``≤ 1``), a
         certified ``λ > 0`` with ``S H₂ S ⪰ λ I`` (``H₂ = 2C₂ M₂``, ``S = diag(s)``), the
         coordinates ``dec`` that H₂ decouples (no off-diagonal entry) and lower bounds ``h`` of
@@ -168,8 +170,7 @@ class LinearFactor:
         if k:
             aP = np.abs(PJ)
             absM += (aP.T * np.abs(dJ)) @ aP
-        form = 2.0 * (k + 8) * _EPS * float(
-            np.linalg.norm((twoC * s[:, None]) * absM * s[None, :]))
+        form = 2.0 * (k + 8) * _EPS * float(np.linalg.norm((twoC * s[:, None]) * absM * s[None, :]))
         if not math.isfinite(form):
             return None
         # a Rayleigh quotient of A near its smallest eigenvalue (inverse iteration)
@@ -187,8 +188,11 @@ class LinearFactor:
         n = p + 1
         g = n * _EPS / (1.0 - n * _EPS)
         amax = float(np.max(np.diagonal(A)))
-        c = 2.0 * (g / (1.0 - g) * float(np.trace(A)) + 4.0 * _EPS * amax +
-                   4.0 * (2.0 * n + amax) * np.finfo(np.float64).tiny)
+        c = 2.0 * (
+            g / (1.0 - g) * float(np.trace(A))
+            + 4.0 * _EPS * amax
+            + 4.0 * (2.0 * n + amax) * np.finfo(np.float64).tiny
+        )
         mu = 0.9 * mu  # the Rayleigh quotient is ≥ λ_min(A): start just below it
         for _ in range(8):
             lam = mu - form
@@ -212,7 +216,7 @@ class LinearFactor:
             return s, lam, dec, np.maximum(h * (1.0 - 8.0 * _EPS), 1.0)
         return None
 
-    def solve(self, v):
+    def solve(self, v: np.ndarray) -> np.ndarray:
         if self.kind == "cholesky":
             return linalg.cho_solve(self._chol, v, check_finite=False)
         t = np.asarray(self.prob.apply_inverse(v), dtype=np.float64)
@@ -220,7 +224,7 @@ class LinearFactor:
             t = t - self.Z @ linalg.lu_solve(self._lu, self.Z.T @ v, check_finite=False)
         return t
 
-    def refined(self, f, gamma):
+    def refined(self, f: np.ndarray, gamma: float) -> tuple[np.ndarray, float]:
         """``(x, ‖M₂x − f‖)`` with ``x`` refined against the exact statistics until the
         residual reaches its rounding floor ``gamma (‖M₂‖‖x‖ + ‖f‖)``; a Woodbury solve
         that does not get there is replaced by a Cholesky factorisation."""
@@ -243,8 +247,8 @@ class LinearFactor:
             prev = en
             x = x - self.solve(e)
         if self.kind != "cholesky" and (
-                best is None or
-                best[1] > 1e-8 * (self.norm * float(np.linalg.norm(best[0])) + fn)):
+            best is None or best[1] > 1e-8 * (self.norm * float(np.linalg.norm(best[0])) + fn)
+        ):
             self._cholesky()
             return self.refined(f, gamma)
         if best is None:
@@ -257,7 +261,18 @@ class KernelFactor:
     of positive weight ``L``, then the changed samples outside ``L``), their kernel matrix,
     the new weights, ``U`` / ``S`` of the Woodbury step and a solver of the new system."""
 
-    def __init__(self, prob, store, slots, w0, w, ids, model, C1, C2):
+    def __init__(
+        self,
+        prob: Any,
+        store: Any,
+        slots: np.ndarray,
+        w0: np.ndarray,
+        w: np.ndarray,
+        ids: np.ndarray,
+        model: Any,
+        C1: float,
+        C2: float,
+    ) -> None:
         self.prob, self.C1, self.C2 = prob, C1, C2
         rho1, rho2 = 0.5 / C1, 0.5 / C2
         self.rho2 = rho2
@@ -357,7 +372,7 @@ class KernelFactor:
         self._on = on
         self.kind = "dual"
 
-    def first(self, alphaL, t2, c):
+    def first(self, alphaL: np.ndarray, t2: np.ndarray, c: np.ndarray) -> np.ndarray:
         """Coefficients over P of β̂₂ (before refinement)."""
         a = np.zeros(self.nP)
         if self.kind == "dual":
@@ -368,7 +383,7 @@ class KernelFactor:
         s = linalg.lu_solve(self._lu, self.S @ v, check_finite=False)
         return a - self.U @ (v - self.e * s)
 
-    def newton(self, a, g, t2):
+    def newton(self, a: np.ndarray, g: np.ndarray, t2: np.ndarray) -> np.ndarray:
         """``a`` after one refinement step: minus ``H₂⁻¹ Σ g_i Φ_i`` (Woodbury) or the dual
         system's correction."""
         if self.kind == "dual":

@@ -75,8 +75,10 @@ class Region(abc.ABC):
     def check_loss(cls, loss_name: str) -> None:
         """ValueError naming the requirement unless the region covers ``loss_name``."""
         if not cls.covers(loss_name):
-            raise ValueError(f"method={cls.kind!r} needs {cls.requirement}; "
-                             f"loss={loss_name!r}: {cls.alternatives}")
+            raise ValueError(
+                f"method={cls.kind!r} needs {cls.requirement}; "
+                f"loss={loss_name!r}: {cls.alternatives}"
+            )
 
     @classmethod
     def auto_applies(cls, problem: Any) -> bool:

@@ -17,8 +17,11 @@ intersection of two balls (closed form), never looser than either ball alone.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from deltafit._linalg._features import features
 from deltafit.kernels import kernel_diagonal
@@ -64,11 +67,15 @@ class Sphere:
     """
 
     radius: float
+    _scores: Callable[..., tuple[np.ndarray, np.ndarray]]
+    _decision_eta: Callable[[Any], tuple[Any, ...]]
+    _compatible: Callable[[Any], None]
+    _center_gap: Callable[[Any], float]
 
     # subclasses implement: _scores(eta) -> (⟨η_i, m⟩, ‖η_i‖); _decision_eta(X) -> eta spec;
     # _center_inner(other) -> (‖m‖², ⟨m, m_other⟩, ‖m_other‖²); _compatible(other)
 
-    def score_bounds(self, *eta):
+    def score_bounds(self, *eta: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
         """Lower and upper bounds of ``⟨η, β⟩`` over the ball, for each row of η.
 
         Returns
@@ -79,7 +86,7 @@ class Sphere:
         s, e = self._scores(*eta)
         return s - e * self.radius, s + e * self.radius
 
-    def decision_bounds(self, X):
+    def decision_bounds(self, X: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
         """Bounds of the decision function ``⟨Φ(x), β⟩`` for the rows of X, over the ball.
 
         Parameters
@@ -93,23 +100,23 @@ class Sphere:
         """
         return self.score_bounds(*self._decision_eta(X))
 
-    def tightness(self, X):
+    def tightness(self, X: ArrayLike) -> np.ndarray:
         """``hi − lo`` of :meth:`decision_bounds`: ``2 ‖Φ(x)‖ · radius``."""
         lo, hi = self.decision_bounds(X)
         return hi - lo
 
-    def intersect(self, other):
+    def intersect(self, other: Sphere) -> BallIntersection:
         """The intersection of this ball and ``other`` (same model space); see
         :class:`BallIntersection`."""
         return BallIntersection(self, other)
 
     __and__ = intersect
 
-    def center_distance(self, *beta):
+    def center_distance(self, *beta: ArrayLike) -> float:
         """``‖β − m‖`` for a point β of model space (``β`` as the center is given)."""
         raise NotImplementedError
 
-    def contains(self, *beta, atol=0.0):
+    def contains(self, *beta: ArrayLike, atol: float = 0.0) -> bool:
         """Whether β lies in the ball (up to ``atol``)."""
         return bool(self.center_distance(*beta) <= self.radius + atol)
 
@@ -140,13 +147,15 @@ class PrimalSphere(Sphere):
     [0.2, 0.2, 0.2]
     """
 
-    def __init__(self, center, radius, features=None):
+    def __init__(
+        self, center: ArrayLike, radius: float, features: Callable[[Any], Any] | None = None
+    ) -> None:
         self.center = _as_float_rows(center, "center")[0].copy()
         self.radius = check_real(float(radius), "radius", low=0.0, low_inclusive=True)
         self.features = features
 
     @property
-    def n_features(self):
+    def n_features(self) -> int:
         return self.center.shape[0]
 
     def _scores(self, eta):
@@ -158,19 +167,22 @@ class PrimalSphere(Sphere):
             return (X,)
         return (self.features(X),)
 
-    def coef_bounds(self):
+    def coef_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Bounds of every coordinate of β over the ball (Corollary 2 of Okumura et al. (2015))."""
         return self.center - self.radius, self.center + self.radius
 
-    def center_distance(self, beta):
+    def center_distance(self, beta: ArrayLike) -> float:  # type: ignore[override]  # one vector
         beta = _as_float_rows(beta, "beta", self.n_features)[0]
         return float(np.linalg.norm(beta - self.center))
 
     def _compatible(self, other):
         if not isinstance(other, PrimalSphere) or other.n_features != self.n_features:
             raise ValueError("the two balls must live in the same explicit feature space")
-        if self.features is not None and other.features is not None and \
-                not (self.features is other.features or self.features == other.features):
+        if (
+            self.features is not None
+            and other.features is not None
+            and not (self.features is other.features or self.features == other.features)
+        ):
             raise ValueError(
                 "the two balls use different feature maps (or intercept scalings); build both "
                 "from the same model"
@@ -206,19 +218,24 @@ class KernelSphere(Sphere):
     ([0.5321, -0.7321], [0.7321, -0.5321])
     """
 
-    def __init__(self, coef, points, radius, kernel, diagonal=None):
+    def __init__(
+        self,
+        coef: ArrayLike,
+        points: ArrayLike,
+        radius: float,
+        kernel: Callable[[Any, Any], Any],
+        diagonal: Callable[[Any], Any] | None = None,
+    ) -> None:
         self.coef = np.asarray(coef, dtype=np.float64).ravel().copy()
         self.points = _as_float_rows(points, "points")
         if self.points.shape[0] != self.coef.shape[0]:
-            raise ValueError(
-                f"{self.coef.shape[0]} coefficients but {self.points.shape[0]} points"
-            )
+            raise ValueError(f"{self.coef.shape[0]} coefficients but {self.points.shape[0]} points")
         self.radius = check_real(float(radius), "radius", low=0.0, low_inclusive=True)
         if not callable(kernel):
             raise ValueError("kernel must be a callable kernel(A, B)")
         self.kernel = kernel
         self.diagonal = diagonal
-        self._sq = None
+        self._sq: float | None = None
 
     def _diag(self, A):
         if self.diagonal is not None:
@@ -242,14 +259,19 @@ class KernelSphere(Sphere):
         return (X,)
 
     @property
-    def center_sq_norm(self):
+    def center_sq_norm(self) -> float:
         """``‖m‖² = cᵀ K(P, P) c``."""
         if self._sq is None:
-            self._sq = float(self.coef @ self.kernel(self.points, self.points) @ self.coef) \
-                if self.coef.size else 0.0
+            self._sq = (
+                float(self.coef @ self.kernel(self.points, self.points) @ self.coef)
+                if self.coef.size
+                else 0.0
+            )
         return self._sq
 
-    def center_distance(self, coef, points):
+    def center_distance(  # type: ignore[override]  # an expansion: coefficients and points
+        self, coef: ArrayLike, points: ArrayLike
+    ) -> float:
         """``‖β − m‖`` for ``β = Σ_j coef_j Φ(points_j)``, by the kernel trick.
 
         The coefficients of identical points are merged first, so that a β close to the center
@@ -259,8 +281,9 @@ class KernelSphere(Sphere):
         P = _as_float_rows(points, "points", self.points.shape[1])
         if coef.shape[0] != P.shape[0]:
             raise ValueError(f"{coef.shape[0]} coefficients but {P.shape[0]} points")
-        return _expansion_norm(np.concatenate([coef, -self.coef]),
-                               np.vstack([P, self.points]), self.kernel)
+        return _expansion_norm(
+            np.concatenate([coef, -self.coef]), np.vstack([P, self.points]), self.kernel
+        )
 
     def _compatible(self, other):
         if not isinstance(other, KernelSphere) or other.points.shape[1] != self.points.shape[1]:
@@ -272,8 +295,11 @@ class KernelSphere(Sphere):
             )
 
     def _center_gap(self, other):
-        return _expansion_norm(np.concatenate([self.coef, -other.coef]),
-                               np.vstack([self.points, other.points]), self.kernel)
+        return _expansion_norm(
+            np.concatenate([self.coef, -other.coef]),
+            np.vstack([self.points, other.points]),
+            self.kernel,
+        )
 
 
 def _expansion_norm(w, P, kernel):
@@ -298,7 +324,9 @@ def _same_kernel(k1, k2):
     return False
 
 
-def two_ball_bounds(s1, s2, e, r1, r2, gap):
+def two_ball_bounds(
+    s1: np.ndarray, s2: np.ndarray, e: np.ndarray, r1: float, r2: float, gap: float
+) -> tuple[np.ndarray, np.ndarray]:
     """Exact minimum and maximum of ``⟨η, β⟩`` over ``‖β − m1‖ ≤ r1, ‖β − m2‖ ≤ r2``.
 
     Parameters
@@ -340,13 +368,15 @@ def two_ball_bounds(s1, s2, e, r1, r2, gap):
     """
     s1, s2, e = (np.atleast_1d(np.asarray(a, dtype=np.float64)) for a in (s1, s2, e))
     if not (s1.shape == s2.shape == e.shape) or s1.ndim != 1:
-        raise ValueError(f"s1, s2 and e must be 1-D of one length, got shapes {s1.shape}, "
-                         f"{s2.shape}, {e.shape}")
+        raise ValueError(
+            f"s1, s2 and e must be 1-D of one length, got shapes {s1.shape}, {s2.shape}, {e.shape}"
+        )
     for name, v in (("r1", r1), ("r2", r2), ("gap", gap)):
         if not np.isfinite(v) or v < 0:
             raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
-    if np.any(e < 0) or not (np.all(np.isfinite(s1)) and np.all(np.isfinite(s2))
-                             and np.all(np.isfinite(e))):
+    if np.any(e < 0) or not (
+        np.all(np.isfinite(s1)) and np.all(np.isfinite(s2)) and np.all(np.isfinite(e))
+    ):
         raise ValueError("scores must be finite and norms e non-negative")
     if gap > (r1 + r2) * (1.0 + 1e-9) + 1e-12 * (1.0 + abs(gap)):
         raise ValueError(
@@ -404,7 +434,7 @@ class BallIntersection:
     (0.5, 1.0)
     """
 
-    def __init__(self, a, b):
+    def __init__(self, a: Sphere, b: Sphere) -> None:
         if not isinstance(a, Sphere) or not isinstance(b, Sphere):
             raise ValueError("BallIntersection needs two Sphere objects")
         a._compatible(b)
@@ -413,17 +443,17 @@ class BallIntersection:
         # raises when the balls are disjoint
         two_ball_bounds(np.zeros(1), np.zeros(1), np.zeros(1), a.radius, b.radius, self.gap)
 
-    def score_bounds(self, *eta):
+    def score_bounds(self, *eta: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
         """Exact lower and upper bounds of ``⟨η, β⟩`` over the intersection."""
         s1, e1 = self.a._scores(*eta)
         s2, _ = self.b._scores(*eta)
         return two_ball_bounds(s1, s2, e1, self.a.radius, self.b.radius, self.gap)
 
-    def decision_bounds(self, X):
+    def decision_bounds(self, X: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
         """Bounds of ``⟨Φ(x), β⟩`` over the intersection (the first ball's feature map)."""
         return self.score_bounds(*self.a._decision_eta(X))
 
-    def tightness(self, X):
+    def tightness(self, X: ArrayLike) -> np.ndarray:
         """``hi − lo`` of :meth:`decision_bounds`."""
         lo, hi = self.decision_bounds(X)
         return hi - lo
@@ -433,14 +463,18 @@ class _Features:
     """Φ(X) of a linear model as it is now (feature map, constant feature), with input
     validation: the feature map of the model's primal spheres."""
 
-    def __init__(self, problem):
+    def __init__(self, problem: Any) -> None:
         self._map = problem.feature_map
         self._const = problem.intercept_scaling if problem.fit_intercept else None
         self._width = problem.n_features_in
 
     def __eq__(self, other):
-        return isinstance(other, _Features) and self._map is other._map and \
-            self._const == other._const and self._width == other._width
+        return (
+            isinstance(other, _Features)
+            and self._map is other._map
+            and self._const == other._const
+            and self._width == other._width
+        )
 
     __hash__ = None  # type: ignore[assignment]  # equal maps, unhashable
 
