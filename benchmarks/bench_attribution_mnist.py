@@ -19,8 +19,14 @@ from __future__ import annotations
 
 import os
 
-for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
-           "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS"):
+for _v in (
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "BLIS_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+):
     os.environ[_v] = "1"
 
 import argparse  # noqa: E402
@@ -46,8 +52,9 @@ def data(n_train=4500, n_test=500, seed=0):
     from sklearn.model_selection import train_test_split
 
     X, y = load_mnist_sample(even_odd=False)
-    Xtr, Xte, ytr, yte = train_test_split(X, y, train_size=n_train, test_size=n_test,
-                                          stratify=y, random_state=seed)
+    Xtr, Xte, ytr, yte = train_test_split(
+        X, y, train_size=n_train, test_size=n_test, stratify=y, random_state=seed
+    )
     return Xtr, ytr, Xte, yte
 
 
@@ -59,8 +66,11 @@ def main(argv=None):
     ap.add_argument("--C", type=float, default=0.01)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=None, help="prefix of .json / .md files to write")
-    ap.add_argument("--quick", action="store_true",
-                    help="500 train / 100 test, 2 refits: a smoke test (no bar applied)")
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="500 train / 100 test, 2 refits: a smoke test (no bar applied)",
+    )
     a = ap.parse_args(argv)
     if a.quick:
         a.n_train, a.n_test, a.refits = 500, 100, 2
@@ -93,23 +103,38 @@ def main(argv=None):
     sub = rng.choice(E.size, size=min(E.size, 2_000_000), replace=False)
     ev, iv = E.ravel()[sub], I.ravel()[sub]
     res = {
-        "bench": "attribution_mnist", "n_train": len(Xtr), "n_test": len(Xte),
-        "n_classes": 10, "C": a.C, "fit_s": t_fit, "test_accuracy": float(model.score(Xte, yte)),
-        "loo_effects_s": t_loo, "refit_s_mean": float(np.mean(times)),
-        "refits_timed": len(pick), "n_refits_s_estimated": t_brute, "ratio": ratio,
-        "bar_ratio": BAR, "decision_scale": scale, "max_abs_err": max(errs),
-        "max_rel_err": max(errs) / scale, "tol_rel": TOL,
-        "equal": bool(max(errs) <= TOL * scale), "influence_s": t_inf,
+        "bench": "attribution_mnist",
+        "n_train": len(Xtr),
+        "n_test": len(Xte),
+        "n_classes": 10,
+        "C": a.C,
+        "fit_s": t_fit,
+        "test_accuracy": float(model.score(Xte, yte)),
+        "loo_effects_s": t_loo,
+        "refit_s_mean": float(np.mean(times)),
+        "refits_timed": len(pick),
+        "n_refits_s_estimated": t_brute,
+        "ratio": ratio,
+        "bar_ratio": BAR,
+        "decision_scale": scale,
+        "max_abs_err": max(errs),
+        "max_rel_err": max(errs) / scale,
+        "tol_rel": TOL,
+        "equal": bool(max(errs) <= TOL * scale),
+        "influence_s": t_inf,
         "influence_pearson": float(pearsonr(ev, iv)[0]),
         "influence_spearman": float(spearmanr(ev, iv)[0]),
         "influence_max_rel_gap": float(np.abs(E - I).max() / scale),
-        "machine": machine_info(), "source": source_info(),
+        "machine": machine_info(),
+        "source": source_info(),
     }
-    row = (f"| loo_effects, MNIST-10 logistic, {len(Xtr)} train x {len(Xte)} test "
-           f"(all n x m x K effects) | {t_loo:.1f} s | n refits est. {t_brute:.0f} s "
-           f"({np.mean(times):.2f} s x {len(Xtr)}) | **{ratio:.0f}x** (bar {BAR:.0f}x) | "
-           f"max err {res['max_rel_err']:.1e} of scale on {len(pick)} refits; influence "
-           f"r = {res['influence_pearson']:.3f} (Spearman {res['influence_spearman']:.3f}) |")
+    row = (
+        f"| loo_effects, MNIST-10 logistic, {len(Xtr)} train x {len(Xte)} test "
+        f"(all n x m x K effects) | {t_loo:.1f} s | n refits est. {t_brute:.0f} s "
+        f"({np.mean(times):.2f} s x {len(Xtr)}) | **{ratio:.0f}x** (bar {BAR:.0f}x) | "
+        f"max err {res['max_rel_err']:.1e} of scale on {len(pick)} refits; influence "
+        f"r = {res['influence_pearson']:.3f} (Spearman {res['influence_spearman']:.3f}) |"
+    )
     print(json.dumps(res, indent=1, default=str))
     print(row)
     if a.out:

@@ -15,8 +15,14 @@ from __future__ import annotations
 
 import os
 
-for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
-           "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS"):
+for _v in (
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "BLIS_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+):
     os.environ[_v] = "1"
 
 import argparse  # noqa: E402
@@ -50,7 +56,7 @@ def main(argv=None):
         a.sizes, a.n_test, a.refits = "200,400", 100, 2
     X, y = load_mnist_sample(even_odd=True)
     order = np.random.default_rng(0).permutation(len(X))
-    Xte = X[order[-a.n_test:]]
+    Xte = X[order[-a.n_test :]]
     rows, res = [], []
     for n in map(int, a.sizes.split(",")):
         Xtr, ytr = X[order[:n]], y[order[:n]]
@@ -69,22 +75,40 @@ def main(argv=None):
             times.append(t)
             errs.append(float(np.abs(mi.decision_function(Xte) - base - E[i]).max()))
         scale = float(base.std())
-        r = {"n": n, "p": Xtr.shape[1] + 1, "m": len(Xte), "fit_s": t_fit, "loo_effects_s": t_loo,
-             "refit_s_mean": float(np.mean(times)), "ratio": float(np.mean(times)) * n / t_loo,
-             "max_rel_err": max(errs) / scale, "equal": bool(max(errs) <= TOL * scale)}
+        r = {
+            "n": n,
+            "p": Xtr.shape[1] + 1,
+            "m": len(Xte),
+            "fit_s": t_fit,
+            "loo_effects_s": t_loo,
+            "refit_s_mean": float(np.mean(times)),
+            "ratio": float(np.mean(times)) * n / t_loo,
+            "max_rel_err": max(errs) / scale,
+            "equal": bool(max(errs) <= TOL * scale),
+        }
         res.append(r)
-        log(f"n={n}: all {n} x {len(Xte)} effects in {t_loo:.2f} s, ratio {r['ratio']:.0f}, "
-            f"err {r['max_rel_err']:.1e}")
+        log(
+            f"n={n}: all {n} x {len(Xte)} effects in {t_loo:.2f} s, ratio {r['ratio']:.0f}, "
+            f"err {r['max_rel_err']:.1e}"
+        )
     ns = np.array([r["n"] for r in res], float)
     ts = np.array([r["loo_effects_s"] for r in res])
     slope = float(np.polyfit(np.log(ns), np.log(ts), 1)[0]) if len(ns) > 1 else float("nan")
     for r in res:
-        rows.append(f"| loo_effects, squared loss (LS-SVM), MNIST even/odd, n = {r['n']}, "
-                    f"all n x {r['m']} effects | {r['loo_effects_s']:.2f} s | n refits est. "
-                    f"{r['refit_s_mean'] * r['n']:.0f} s | **{r['ratio']:.0f}x** | max err "
-                    f"{r['max_rel_err']:.1e} of scale; time ~ n^{slope:.2f} over the sizes |")
-    doc = {"bench": "attribution_squared", "results": res, "loglog_slope": slope,
-           "tol_rel": TOL, "machine": machine_info(), "source": source_info()}
+        rows.append(
+            f"| loo_effects, squared loss (LS-SVM), MNIST even/odd, n = {r['n']}, "
+            f"all n x {r['m']} effects | {r['loo_effects_s']:.2f} s | n refits est. "
+            f"{r['refit_s_mean'] * r['n']:.0f} s | **{r['ratio']:.0f}x** | max err "
+            f"{r['max_rel_err']:.1e} of scale; time ~ n^{slope:.2f} over the sizes |"
+        )
+    doc = {
+        "bench": "attribution_squared",
+        "results": res,
+        "loglog_slope": slope,
+        "tol_rel": TOL,
+        "machine": machine_info(),
+        "source": source_info(),
+    }
     print(json.dumps(doc, indent=1, default=str))
     print("\n".join(rows))
     if a.out:

@@ -21,8 +21,14 @@ from __future__ import annotations
 
 import os
 
-for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
-           "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS"):
+for _v in (
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "BLIS_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+):
     os.environ[_v] = "1"
 
 import argparse  # noqa: E402
@@ -50,8 +56,9 @@ def data(name):
     C, n_train, n_test = SETS[name]
     X, y = (load_breast_cancer if name == "breast_cancer" else load_digits)(return_X_y=True)
     X = StandardScaler().fit_transform(X) if name == "breast_cancer" else X / 16.0
-    Xtr, Xte, ytr, yte = train_test_split(X, y, train_size=n_train, test_size=n_test,
-                                          stratify=y, random_state=0)
+    Xtr, Xte, ytr, yte = train_test_split(
+        X, y, train_size=n_train, test_size=n_test, stratify=y, random_state=0
+    )
     return C, Xtr, ytr, Xte, yte
 
 
@@ -64,15 +71,15 @@ def pydvl_side(name):
     C, Xtr, ytr, Xte, yte = data(name)
     train, test = Dataset(Xtr, ytr), Dataset(Xte, yte)
     scorer = SupervisedScorer("accuracy", test, default=0.0, range=(0.0, 1.0))
-    utility = ModelUtility(deltafit.LinearClassifier(loss="logistic", C=C), scorer,
-                           catch_errors=False)
+    utility = ModelUtility(
+        deltafit.LinearClassifier(loss="logistic", C=C), scorer, catch_errors=False
+    )
     t0 = time.perf_counter()
     val = LOOValuation(utility).fit(train)
     t = time.perf_counter() - t0
     res = val.values()
     order = np.argsort(res.indices)
-    print(json.dumps({"time_s": t, "values": res.values[order].tolist(),
-                      "numpy": np.__version__}))
+    print(json.dumps({"time_s": t, "values": res.values[order].tolist(), "numpy": np.__version__}))
 
 
 def ours(name, brute):
@@ -85,8 +92,15 @@ def ours(name, brute):
     C, Xtr, ytr, Xte, yte = data(name)
     t_fit, m = timed(lambda: deltafit.LinearClassifier(loss="logistic", C=C).fit(Xtr, ytr))
     t_val, v = timed(lambda: data_values(m, Xte, yte))
-    out = {"set": name, "n_train": len(Xtr), "n_test": len(Xte), "C": C, "fit_s": t_fit,
-           "data_values_s": t_val, "values": v.values}
+    out = {
+        "set": name,
+        "n_train": len(Xtr),
+        "n_test": len(Xte),
+        "C": C,
+        "fit_s": t_fit,
+        "data_values_s": t_val,
+        "values": v.values,
+    }
     if brute:
         full = m.score(Xte, yte)
         t0 = time.perf_counter()
@@ -96,8 +110,9 @@ def ours(name, brute):
             mi = deltafit.LinearClassifier(loss="logistic", C=C).fit(Xtr[keep], ytr[keep])
             bf[i] = full - mi.score(Xte, yte)
         out["brute_s"] = time.perf_counter() - t0
-        out["equal_brute"] = bool(np.array_equal(np.round(bf * len(Xte)),
-                                                 np.round(v.values * len(Xte))))
+        out["equal_brute"] = bool(
+            np.array_equal(np.round(bf * len(Xte)), np.round(v.values * len(Xte)))
+        )
         out["max_diff_brute"] = float(np.abs(bf - v.values).max())
     return out
 
@@ -109,8 +124,11 @@ def main(argv=None):
     ap.add_argument("--no-brute", action="store_true")
     ap.add_argument("--side", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--out", default=None)
-    ap.add_argument("--quick", action="store_true",
-                    help="breast cancer only, without pyDVL: a smoke test (no bar applied)")
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="breast cancer only, without pyDVL: a smoke test (no bar applied)",
+    )
     a = ap.parse_args(argv)
     if a.quick:
         a.sets, a.pydvl_python = "breast_cancer", None
@@ -125,23 +143,33 @@ def main(argv=None):
     results, rows, ok = [], [], True
     for name in a.sets.split(","):
         r = ours(name, not a.no_brute)
-        log(f"{name}: data_values {r['data_values_s']:.2f} s, brute force "
-            f"{r.get('brute_s', float('nan')):.1f} s, equal {r.get('equal_brute')}")
+        log(
+            f"{name}: data_values {r['data_values_s']:.2f} s, brute force "
+            f"{r.get('brute_s', float('nan')):.1f} s, equal {r.get('equal_brute')}"
+        )
         if a.pydvl_python:
             env = dict(os.environ, PYTHONPATH=SRC)
-            p = subprocess.run([a.pydvl_python, os.path.abspath(__file__), "--side", name],
-                               capture_output=True, text=True, env=env, check=False)
+            p = subprocess.run(
+                [a.pydvl_python, os.path.abspath(__file__), "--side", name],
+                capture_output=True,
+                text=True,
+                env=env,
+                check=False,
+            )
             if p.returncode:
                 raise RuntimeError(f"pyDVL side failed:\n{p.stderr[-3000:]}")
             d = json.loads(p.stdout.strip().splitlines()[-1])
             pv = np.asarray(d["values"])
             r["pydvl_s"], r["pydvl_numpy"] = d["time_s"], d["numpy"]
-            r["equal_pydvl"] = bool(np.array_equal(np.round(pv * r["n_test"]),
-                                                   np.round(r["values"] * r["n_test"])))
+            r["equal_pydvl"] = bool(
+                np.array_equal(np.round(pv * r["n_test"]), np.round(r["values"] * r["n_test"]))
+            )
             r["ratio_pydvl"] = d["time_s"] / r["data_values_s"]
             ok &= r["equal_pydvl"] and r["ratio_pydvl"] >= BAR
-            log(f"{name}: pyDVL LOOValuation {d['time_s']:.1f} s, equal {r['equal_pydvl']}, "
-                f"ratio {r['ratio_pydvl']:.0f}")
+            log(
+                f"{name}: pyDVL LOOValuation {d['time_s']:.1f} s, equal {r['equal_pydvl']}, "
+                f"ratio {r['ratio_pydvl']:.0f}"
+            )
         ok &= r.get("equal_brute", True)
         r["values"] = None
         results.append(r)
@@ -150,9 +178,15 @@ def main(argv=None):
             f"(accuracy) | {r['data_values_s']:.2f} s | pyDVL LOOValuation "
             f"{r.get('pydvl_s', float('nan')):.1f} s (NumPy {r.get('pydvl_numpy', '?')}) | "
             f"**{r.get('ratio_pydvl', float('nan')):.0f}x** (bar {BAR:.0f}x) | equal to pyDVL: "
-            f"{r.get('equal_pydvl')}; to {r['n_train']} fresh fits: {r.get('equal_brute')} |")
-    doc = {"bench": "attribution_values", "results": results, "bar_ratio": BAR,
-           "machine": machine_info(), "source": source_info()}
+            f"{r.get('equal_pydvl')}; to {r['n_train']} fresh fits: {r.get('equal_brute')} |"
+        )
+    doc = {
+        "bench": "attribution_values",
+        "results": results,
+        "bar_ratio": BAR,
+        "machine": machine_info(),
+        "source": source_info(),
+    }
     print(json.dumps(doc, indent=1, default=str))
     print("\n".join(rows))
     if a.out:

@@ -25,8 +25,9 @@ from deltafit.plotting import attribution_figure
 
 X, y = load_digits(return_X_y=True)
 X = X / 16.0
-X_train, X_val, y_train, y_val = train_test_split(X, y, train_size=600, test_size=400,
-                                                  stratify=y, random_state=0)
+X_train, X_val, y_train, y_val = train_test_split(
+    X, y, train_size=600, test_size=400, stratify=y, random_state=0
+)
 rng = np.random.default_rng(0)
 flipped = rng.choice(len(y_train), size=60, replace=False)
 y_noisy = y_train.copy()
@@ -41,8 +42,10 @@ print(f"validation accuracy {model.score(X_val, y_val):.3f}")
 # few values is a fresh fit without the sample.
 v = data_values(model, X_val, y_val, scoring="neg_log_loss")
 harmful = v.most_harmful(60)
-print(f"flipped among the 60 most harmful: {np.isin(harmful, flipped).sum()} "
-      f"(a random 60 would hold about 6)")
+print(
+    f"flipped among the 60 most harmful: {np.isin(harmful, flipped).sum()} "
+    f"(a random 60 would hold about 6)"
+)
 from sklearn.metrics import get_scorer  # noqa: E402
 
 score = get_scorer("neg_log_loss")
@@ -62,13 +65,17 @@ z = model.decision_function(X_val)
 top2 = np.sort(z, axis=1)[:, -2:]
 q = int(np.argmin(top2[:, 1] - top2[:, 0]))
 k = int(np.argmax(z[q]))
-E = loo_effects(model, X_val[q:q + 1])[:, 0, k]
-inf = influence(model, X_val[q:q + 1])[:, 0, k]
-print(f"largest gap between estimate and exact effect: {np.abs(E - inf).max():.2e} "
-      f"(largest effect {np.abs(E).max():.2e})")
-r = robustness(model, X_val[q:q + 1], max_removals=5)
-print(f"fewest removals that change this prediction: at least {r.lower[0]:g} (certified), "
-      f"at most {r.upper[0]:g}: removing samples {r.witness[0]} does (an exact update)")
+E = loo_effects(model, X_val[q : q + 1])[:, 0, k]
+inf = influence(model, X_val[q : q + 1])[:, 0, k]
+print(
+    f"largest gap between estimate and exact effect: {np.abs(E - inf).max():.2e} "
+    f"(largest effect {np.abs(E).max():.2e})"
+)
+r = robustness(model, X_val[q : q + 1], max_removals=5)
+print(
+    f"fewest removals that change this prediction: at least {r.lower[0]:g} (certified), "
+    f"at most {r.upper[0]:g}: removing samples {r.witness[0]} does (an exact update)"
+)
 
 # %%
 # The picture
@@ -79,9 +86,16 @@ print(f"fewest removals that change this prediction: at least {r.lower[0]:g} (ce
 import os  # noqa: E402
 import tempfile  # noqa: E402
 
-path = attribution_figure(E, os.path.join(tempfile.mkdtemp(), "attribution.png"),
-                          estimate=inf, images=X_train, query=X_val[q], labels=y_noisy, k=5,
-                          title=f"validation digit predicted {model.classes_[k]}")
+path = attribution_figure(
+    E,
+    os.path.join(tempfile.mkdtemp(), "attribution.png"),
+    estimate=inf,
+    images=X_train,
+    query=X_val[q],
+    labels=y_noisy,
+    k=5,
+    title=f"validation digit predicted {model.classes_[k]}",
+)
 
 import matplotlib.image as mpimg  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402

@@ -21,8 +21,25 @@ def csv_file(tmp_path, cancer):
 
 
 def test_attribute_lists_samples_and_audits(csv_file, capsys):
-    assert main(["attribute", csv_file, "--target", "diagnosis", "--C", "0.5", "--top", "3",
-                 "--audit", "2", "--max-removals", "3"]) == 0
+    assert (
+        main(
+            [
+                "attribute",
+                csv_file,
+                "--target",
+                "diagnosis",
+                "--C",
+                "0.5",
+                "--top",
+                "3",
+                "--audit",
+                "2",
+                "--max-removals",
+                "3",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "most valuable:" in out and "most harmful:" in out
     assert out.count("  value ") == 6
@@ -38,15 +55,31 @@ def test_values_are_the_library_s(csv_file, capsys):
     import deltafit
     from deltafit.attribution import data_values
 
-    assert main(["attribute", csv_file, "--target", "diagnosis", "--scoring", "neg_log_loss",
-                 "--audit", "0", "--top", "1"]) == 0
+    assert (
+        main(
+            [
+                "attribute",
+                csv_file,
+                "--target",
+                "diagnosis",
+                "--scoring",
+                "neg_log_loss",
+                "--audit",
+                "0",
+                "--top",
+                "1",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     data = np.loadtxt(csv_file, delimiter=",", skiprows=1)
     y = data[:, 3].astype(int)
     X = StandardScaler().fit_transform(np.delete(data, 3, axis=1))
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.2, random_state=0, stratify=y)
-    v = data_values(deltafit.LinearClassifier(loss="logistic").fit(Xtr, ytr), Xte, yte,
-                    scoring="neg_log_loss")
+    v = data_values(
+        deltafit.LinearClassifier(loss="logistic").fit(Xtr, ytr), Xte, yte, scoring="neg_log_loss"
+    )
     assert f"value {v.values.max():+.5f}" in out
 
 

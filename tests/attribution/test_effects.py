@@ -9,6 +9,7 @@ from sklearn.linear_model import Ridge
 
 import deltafit
 from deltafit.attribution import loo_effects
+from hypothesis_profiles import examples
 
 ATOL = 1e-7  # every model here is solved to a gradient norm of 1e-10 or the closed form
 
@@ -81,8 +82,7 @@ def test_all_effects_equal_sklearn_ridge(cancer):
     np.testing.assert_allclose(full.predict(Fq), m.predict(Xq), atol=1e-9)
     for i in range(60):
         keep = np.arange(60) != i
-        r = Ridge(alpha=1 / (2 * C), fit_intercept=False, solver="cholesky").fit(F[keep],
-                                                                                 t[keep])
+        r = Ridge(alpha=1 / (2 * C), fit_intercept=False, solver="cholesky").fit(F[keep], t[keep])
         np.testing.assert_allclose(E[i], r.predict(Fq) - full.predict(Fq), atol=1e-9)
 
 
@@ -96,8 +96,11 @@ def test_weighted(loss, cancer):
 
     m = make().fit(X[:70], y[:70], sample_weight=w)
     ids = [1, 40]
-    np.testing.assert_allclose(loo_effects(m, X[300:320], ids=ids),
-                               brute(make, X[:70], y[:70], X[300:320], ids, w), atol=ATOL)
+    np.testing.assert_allclose(
+        loo_effects(m, X[300:320], ids=ids),
+        brute(make, X[:70], y[:70], X[300:320], ids, w),
+        atol=ATOL,
+    )
 
 
 def test_ids_and_chunks_restrict_the_same_numbers(cancer):
@@ -106,8 +109,7 @@ def test_ids_and_chunks_restrict_the_same_numbers(cancer):
     full = loo_effects(m, X[200:210], chunk_size=7)
     np.testing.assert_allclose(full, loo_effects(m, X[200:210]), atol=1e-10)
     ids = m.sample_ids_[[9, 2, 30]]
-    np.testing.assert_allclose(loo_effects(m, X[200:210], ids=ids), full[[9, 2, 30]],
-                               atol=1e-10)
+    np.testing.assert_allclose(loo_effects(m, X[200:210], ids=ids), full[[9, 2, 30]], atol=1e-10)
 
 
 def test_bounds_contain_exact(cancer):
@@ -118,9 +120,14 @@ def test_bounds_contain_exact(cancer):
     assert np.all(lo <= E + 1e-9) and np.all(E <= hi + 1e-9)
 
 
-@settings(max_examples=15, deadline=None)
-@given(n=st.integers(5, 25), p=st.integers(1, 6), logC=st.floats(-2, 2),
-       seed=st.integers(0, 2**16), kernel=st.booleans())
+@settings(max_examples=examples(15), deadline=None)
+@given(
+    n=st.integers(5, 25),
+    p=st.integers(1, 6),
+    logC=st.floats(-2, 2),
+    seed=st.integers(0, 2**16),
+    kernel=st.booleans(),
+)
 def test_squared_closed_form_is_exact(n, p, logC, seed, kernel):
     rng = np.random.default_rng(seed)
     X, Xq = rng.normal(size=(n, p)), rng.normal(size=(4, p))
@@ -128,8 +135,8 @@ def test_squared_closed_form_is_exact(n, p, logC, seed, kernel):
 
     def make():
         if kernel:
-            return deltafit.KernelRegressor(C=10.0 ** logC, gamma=0.5)
-        return deltafit.LinearRegressor(C=10.0 ** logC)
+            return deltafit.KernelRegressor(C=10.0**logC, gamma=0.5)
+        return deltafit.LinearRegressor(C=10.0**logC)
 
     m = make().fit(X, t)
     E = loo_effects(m, Xq)

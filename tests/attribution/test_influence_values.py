@@ -14,19 +14,26 @@ def _decision(m, X):
     return m.decision_function(X) if hasattr(m, "decision_function") else m.predict(X)
 
 
-@pytest.mark.parametrize("make", [
-    lambda: deltafit.LinearClassifier(loss="logistic", C=0.5),
-    lambda: deltafit.LinearClassifier(loss="squared_hinge", C=0.5),
-    lambda: deltafit.LinearRegressor(C=0.5),
-    lambda: deltafit.KernelClassifier(loss="logistic", C=1.0, gamma=0.05),
-    lambda: deltafit.KernelRegressor(C=1.0, gamma=0.05),
-], ids=["logistic", "squared_hinge", "ridge", "kernel_logistic", "kernel_ridge"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: deltafit.LinearClassifier(loss="logistic", C=0.5),
+        lambda: deltafit.LinearClassifier(loss="squared_hinge", C=0.5),
+        lambda: deltafit.LinearRegressor(C=0.5),
+        lambda: deltafit.KernelClassifier(loss="logistic", C=1.0, gamma=0.05),
+        lambda: deltafit.KernelRegressor(C=1.0, gamma=0.05),
+    ],
+    ids=["logistic", "squared_hinge", "ridge", "kernel_logistic", "kernel_ridge"],
+)
 def test_influence_is_the_derivative_of_removal(make, cancer):
     """Removing a fraction ε of sample i (weight 1 − ε, the model's exact reweight) changes
     the decision values by ε · influence_i + O(ε²)."""
     X, y = cancer
-    t = y[:80] if hasattr(make(), "predict_proba") or "Classifier" in type(make()).__name__ \
+    t = (
+        y[:80]
+        if hasattr(make(), "predict_proba") or "Classifier" in type(make()).__name__
         else X[:80, 2] + y[:80]
+    )
     m = make().fit(X[:80], t)
     Xq = X[300:320]
     ids = [3, 50]
@@ -73,8 +80,12 @@ def test_data_values_equal_brute_force(cancer):
     m = make().fit(Xtr, ytr)
     v = data_values(m, Xv, yv)
     full = m.score(Xv, yv)
-    bf = np.array([full - make().fit(np.delete(Xtr, i, 0), np.delete(ytr, i)).score(Xv, yv)
-                   for i in range(len(Xtr))])
+    bf = np.array(
+        [
+            full - make().fit(np.delete(Xtr, i, 0), np.delete(ytr, i)).score(Xv, yv)
+            for i in range(len(Xtr))
+        ]
+    )
     np.testing.assert_array_equal(np.round(v.values * len(yv)), np.round(bf * len(yv)))
     assert v.score == pytest.approx(full)
     np.testing.assert_array_equal(v.ids, m.sample_ids_)
@@ -96,8 +107,9 @@ def test_data_values_scorer_multiclass_and_regressor(cancer):
     v = data_values(m, Xv, yv, scoring="neg_log_loss", ids=ids, names=["a", "b", "c"])
     sc = get_scorer("neg_log_loss")
     full = sc(m, Xv, yv)
-    bf = [full - sc(make().fit(np.delete(X[:200], i, 0), np.delete(y[:200], i)), Xv, yv)
-          for i in ids]
+    bf = [
+        full - sc(make().fit(np.delete(X[:200], i, 0), np.delete(y[:200], i)), Xv, yv) for i in ids
+    ]
     np.testing.assert_allclose(v.values, bf, atol=1e-8)
     assert list(v.names) == ["a", "b", "c"] and v.score == pytest.approx(full)
     Xc, yc = cancer
@@ -105,8 +117,13 @@ def test_data_values_scorer_multiclass_and_regressor(cancer):
     r = deltafit.LinearRegressor(C=0.5).fit(Xc[:50], t)
     vr = data_values(r, Xc[200:260], Xc[200:260, 0] + yc[200:260])
     full = r.score(Xc[200:260], Xc[200:260, 0] + yc[200:260])
-    bf = [full - deltafit.LinearRegressor(C=0.5).fit(np.delete(Xc[:50], i, 0), np.delete(t, i))
-          .score(Xc[200:260], Xc[200:260, 0] + yc[200:260]) for i in range(50)]
+    bf = [
+        full
+        - deltafit.LinearRegressor(C=0.5)
+        .fit(np.delete(Xc[:50], i, 0), np.delete(t, i))
+        .score(Xc[200:260], Xc[200:260, 0] + yc[200:260])
+        for i in range(50)
+    ]
     np.testing.assert_allclose(vr.values, bf, atol=1e-9)
 
 
@@ -166,8 +183,12 @@ def test_accuracy_values_multiclass_equal_brute_force():
     m = make().fit(Xtr, ytr)
     v = data_values(m, Xv, yv)
     full = m.score(Xv, yv)
-    bf = np.array([full - make().fit(np.delete(Xtr, i, 0), np.delete(ytr, i)).score(Xv, yv)
-                   for i in range(len(Xtr))])
+    bf = np.array(
+        [
+            full - make().fit(np.delete(Xtr, i, 0), np.delete(ytr, i)).score(Xv, yv)
+            for i in range(len(Xtr))
+        ]
+    )
     np.testing.assert_array_equal(np.round(v.values * len(yv)), np.round(bf * len(yv)))
     assert np.any(bf != 0)
 

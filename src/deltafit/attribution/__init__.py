@@ -24,5 +24,4 @@ from deltafit.attribution._effects import influence, loo_effects
 from deltafit.attribution._robustness import Robustness, robustness
 from deltafit.attribution._values import DataValues, data_values
 
-__all__ = ["loo_effects", "influence", "data_values", "DataValues", "robustness",
-           "Robustness"]
+__all__ = ["loo_effects", "influence", "data_values", "DataValues", "robustness", "Robustness"]

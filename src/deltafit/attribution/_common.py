@@ -20,8 +20,11 @@ __all__ = ["Fitted", "check_chunk", "check_ids", "labels_of"]
 
 def check_chunk(chunk_size):
     """``chunk_size`` as a positive int (ValueError otherwise)."""
-    if (isinstance(chunk_size, bool) or not isinstance(chunk_size, numbers.Integral)
-            or chunk_size < 1):
+    if (
+        isinstance(chunk_size, bool)
+        or not isinstance(chunk_size, numbers.Integral)
+        or chunk_size < 1
+    ):
         raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
     return int(chunk_size)
 
@@ -35,14 +38,16 @@ def check_ids(problem, ids):
     if ids.ndim != 1:
         raise ValueError(f"ids must be a 1-D list of sample ids, got shape {ids.shape}")
     if ids.size and not np.issubdtype(ids.dtype, np.integer):
-        raise ValueError(f"ids must be integer sample ids (model.sample_ids_), got dtype "
-                         f"{ids.dtype}")
+        raise ValueError(
+            f"ids must be integer sample ids (model.sample_ids_), got dtype {ids.dtype}"
+        )
     pos = np.searchsorted(all_ids, ids)
     pos = np.minimum(pos, max(all_ids.size - 1, 0))
     bad = ids[(all_ids.size == 0) | (all_ids[pos] != ids)] if ids.size else ids[:0]
     if bad.size:
-        raise ValueError(f"ids {bad[:5].tolist()} are not training samples of the model "
-                         f"(model.sample_ids_)")
+        raise ValueError(
+            f"ids {bad[:5].tolist()} are not training samples of the model (model.sample_ids_)"
+        )
     if np.unique(ids).size != ids.size:
         raise ValueError("ids must be distinct")
     return pos
@@ -79,30 +84,39 @@ class Fitted:
         if not hasattr(type(model), "problem_"):
             raise ValueError(
                 f"{what} needs a fitted deltafit estimator (LinearClassifier, LinearRegressor, "
-                f"KernelClassifier, KernelRegressor), got {type(model).__name__}")
+                f"KernelClassifier, KernelRegressor), got {type(model).__name__}"
+            )
         try:
             problem = model.problem_
         except AttributeError:
-            raise NotFittedError(f"this {type(model).__name__} is not fitted yet; call fit "
-                                 f"before asking for {what}") from None
+            raise NotFittedError(
+                f"this {type(model).__name__} is not fitted yet; call fit before asking for {what}"
+            ) from None
         if not isinstance(problem, FittedProblem):  # pragma: no cover - defensive
             raise ValueError(f"{what} needs a deltafit estimator's problem_ view")
         if problem.n_outputs:
-            raise ValueError(f"{what} of a regressor with {problem.n_outputs} outputs is not "
-                             "available; fit one regressor per output")
+            raise ValueError(
+                f"{what} of a regressor with {problem.n_outputs} outputs is not "
+                "available; fit one regressor per output"
+            )
         if not problem.keeps_rows or problem.rows_on_cluster:
-            raise ValueError(f"{what} needs the training rows on this machine "
-                             "(fit with keep_data=True and NumPy/SciPy input)")
+            raise ValueError(
+                f"{what} needs the training rows on this machine "
+                "(fit with keep_data=True and NumPy/SciPy input)"
+            )
         self.model, self.problem, self.what = model, problem, what
         self.classifier = problem.classifier
-        self.views = ([problem.for_class(k) for k in range(problem.n_classes)]
-                      if problem.n_classes else [problem])
+        self.views = (
+            [problem.for_class(k) for k in range(problem.n_classes)]
+            if problem.n_classes
+            else [problem]
+        )
         self.multiclass = bool(problem.n_classes)
         self.kernel = problem.kernel
         self.loss = problem.loss.name
         self.live = np.asarray(problem.live)
         self.ids = np.asarray(problem.sample_ids)
-        self.cache: dict = {}                            # per-call factorisations
+        self.cache: dict = {}  # per-call factorisations
 
     @property
     def n(self):
@@ -123,8 +137,9 @@ class Fitted:
         """``X`` as validated float rows (dense) of the model's width."""
         X = check_array(X, dtype=np.float64, accept_sparse="csr")
         if X.shape[1] != self.problem.n_features_in:
-            raise ValueError(f"X has {X.shape[1]} features, the model takes "
-                             f"{self.problem.n_features_in}")
+            raise ValueError(
+                f"X has {X.shape[1]} features, the model takes {self.problem.n_features_in}"
+            )
         return X
 
     def mapped(self, Xv):

@@ -77,7 +77,7 @@ def _squared_linear(pv, FX, pos):
     if cf is None:  # the normal matrix is shared by every class of a multiclass model
         cf = pv.f.cache["normal"] = linalg.cho_factor(pv.v.normal_matrix(), lower=True)
     P = pv.Phi[pos]
-    U = linalg.cho_solve(cf, P.T)                      # (p, B)
+    U = linalg.cho_solve(cf, P.T)  # (p, B)
     w = pv.w[pos]
     h = w * np.einsum("ij,ji->i", P, U)
     r = pv.t[pos] - pv.z[pos]
@@ -93,8 +93,9 @@ def _squared_kernel(pv, KX, pos):
         G = pv.K[np.ix_(keep, keep)].copy()
         G.flat[:: G.shape[0] + 1] += rho / pv.w[keep]
         Gi = np.zeros_like(pv.K)
-        Gi[np.ix_(keep, keep)] = linalg.cho_solve(linalg.cho_factor(G, lower=True),
-                                                  np.eye(G.shape[0]))
+        Gi[np.ix_(keep, keep)] = linalg.cho_solve(
+            linalg.cho_factor(G, lower=True), np.eye(G.shape[0])
+        )
         pv.f.cache[("gram_inv", pv.v.klass)] = Gi
     cols = Gi[:, pos]
     d = np.diag(Gi)[pos]
@@ -112,21 +113,25 @@ def _smooth_linear(pv, FX, pos, tol, max_iter):
     if key not in f.cache:
         d1 = pv.d1()
         grad = pv.beta + pv.C * (pv.Phi.T @ d1)
-        f.cache[key] = (linalg.cho_factor(pv.v.hessian(), lower=True), grad, d1,
-                        pv.w * pv.loss.d2(pv.t, pv.z))
+        f.cache[key] = (
+            linalg.cho_factor(pv.v.hessian(), lower=True),
+            grad,
+            d1,
+            pv.w * pv.loss.d2(pv.t, pv.z),
+        )
     cf, grad, d1, d2 = f.cache[key]
     Phi, t, w, C = pv.Phi, pv.t, pv.w, pv.C
     B = len(pos)
     P = Phi[pos]
-    U = linalg.cho_solve(cf, P.T, check_finite=False)   # H⁻¹ φᵢ
+    U = linalg.cho_solve(cf, P.T, check_finite=False)  # H⁻¹ φᵢ
     c = C * d2[pos]
-    den = 1.0 - c * np.einsum("ij,ji->i", P, U)          # > 0: H − c φφᵀ is positive definite
-    G = grad[:, None] - P.T * (C * d1[pos])               # ∇J₋ᵢ(β)
+    den = 1.0 - c * np.einsum("ij,ji->i", P, U)  # > 0: H − c φφᵀ is positive definite
+    G = grad[:, None] - P.T * (C * d1[pos])  # ∇J₋ᵢ(β)
     Bt = np.repeat(pv.beta[:, None], B, axis=1)
     norms = np.linalg.norm(G, axis=0)
     active = np.arange(B)
-    D2 = prev = None                                     # curvature at the iterates
-    rate = np.zeros(B)                                   # last contraction of each column
+    D2 = prev = None  # curvature at the iterates
+    rate = np.zeros(B)  # last contraction of each column
     for it in range(max_iter):
         active = active[norms[active] > tol]
         if not active.size:
@@ -150,14 +155,17 @@ def _smooth_linear(pv, FX, pos, tol, max_iter):
         if slow.size:
             D2s = D2[:, np.searchsorted(prev, active[slow])]
             sl = active[slow]
-            V[:, slow] = _pcg(lambda S, D2s=D2s: S + C * (Phi.T @ (D2s * (Phi @ S))),
-                              lambda R, sl=sl: precond_cols(R, sl), Ga[:, slow])
+            V[:, slow] = _pcg(
+                lambda S, D2s=D2s: S + C * (Phi.T @ (D2s * (Phi @ S))),
+                lambda R, sl=sl: precond_cols(R, sl),
+                Ga[:, slow],
+            )
         Bt[:, active] -= V
         Z = Phi @ Bt[:, active]
         D1, D2 = _derivatives(pv.loss, t[:, None], Z)
         D1 *= w[:, None]
         D2 *= w[:, None]
-        D1[pos[active], np.arange(active.size)] = 0.0    # sample i is left out of problem i
+        D1[pos[active], np.arange(active.size)] = 0.0  # sample i is left out of problem i
         D2[pos[active], np.arange(active.size)] = 0.0
         Gn = Bt[:, active] + C * (Phi.T @ D1)
         prev = active
@@ -174,7 +182,7 @@ def _smooth_linear(pv, FX, pos, tol, max_iter):
 def _derivatives(loss, t, Z):
     """``ℓ'(t, Z)`` and ``ℓ''(t, Z)`` (one logistic sigmoid for both)."""
     if loss.name == "logistic":
-        sig = t * Z                                      # σ(−tz) = 1 / (1 + exp(tz)), in place
+        sig = t * Z  # σ(−tz) = 1 / (1 + exp(tz)), in place
         with np.errstate(over="ignore"):
             np.exp(sig, out=sig)
         sig += 1.0
@@ -232,10 +240,13 @@ def _chunks(fitted, X, pos, chunk_size, tol, max_iter):
     base = fitted.decision(X)
     views = [_View(fitted, v) for v in fitted.views]
     loss = fitted.loss
-    mapped = fitted.mapped(Xv) if (loss == "squared" or (loss in _SMOOTH and not fitted.kernel)) \
+    mapped = (
+        fitted.mapped(Xv)
+        if (loss == "squared" or (loss in _SMOOTH and not fitted.kernel))
         else None
+    )
     for s in range(0, pos.size, chunk_size):
-        part = pos[s: s + chunk_size]
+        part = pos[s : s + chunk_size]
         cols, rads, todo = [], [], set()
         for pv in views:
             e, left, r = view_effects(fitted, pv, mapped, part, tol, max_iter, base.shape[0])
@@ -265,9 +276,16 @@ def _bounds(fitted, X, pos):
     return lo, hi
 
 
-def loo_effects(model: Any, X: ArrayLike, *, ids: ArrayLike | None = None,
-                method: str = "exact", chunk_size: int = 256, tol: float | None = None,
-                max_iter: int = 50) -> Any:
+def loo_effects(
+    model: Any,
+    X: ArrayLike,
+    *,
+    ids: ArrayLike | None = None,
+    method: str = "exact",
+    chunk_size: int = 256,
+    tol: float | None = None,
+    max_iter: int = 50,
+) -> Any:
     """Change of the model's decision values on ``X`` when each training sample is removed.
 
     Row i is ``f₋ᵢ(X) − f(X)``, ``f₋ᵢ`` the model retrained without sample ``ids[i]``
@@ -355,13 +373,12 @@ def loo_effects(model: Any, X: ArrayLike, *, ids: ArrayLike | None = None,
     out = np.empty((pos.size,) + base.shape)
     at = 0
     for part, E, _ in _chunks(fitted, X, pos, chunk_size, tol, int(max_iter)):
-        out[at: at + part.size] = E
+        out[at : at + part.size] = E
         at += part.size
     return out
 
 
-def iter_effects(model, X, *, ids=None, chunk_size=256, tol=None, max_iter=50,
-                 what="loo_effects"):
+def iter_effects(model, X, *, ids=None, chunk_size=256, tol=None, max_iter=50, what="loo_effects"):
     """``(ids, effects)`` chunk by chunk (the memory-bounded form of :func:`loo_effects`), the
     model's decision values on X first: ``base, chunks``."""
     chunk_size = check_chunk(chunk_size)
@@ -377,8 +394,9 @@ def iter_effects(model, X, *, ids=None, chunk_size=256, tol=None, max_iter=50,
     return fitted, base, gen()
 
 
-def influence(model: Any, X: ArrayLike, *, ids: ArrayLike | None = None,
-              chunk_size: int = 256) -> np.ndarray:
+def influence(
+    model: Any, X: ArrayLike, *, ids: ArrayLike | None = None, chunk_size: int = 256
+) -> np.ndarray:
     """First-order (influence-function) estimate of :func:`loo_effects`.
 
     Koh & Liang, "Understanding black-box predictions via influence functions" (ICML 2017):
@@ -423,8 +441,10 @@ def influence(model: Any, X: ArrayLike, *, ids: ArrayLike | None = None,
     chunk_size = check_chunk(chunk_size)
     fitted = Fitted(model, "influence")
     if fitted.loss == "hinge":
-        raise ValueError("influence needs a differentiable loss; the hinge loss has no "
-                         "gradient (use loo_effects, which is exact for it)")
+        raise ValueError(
+            "influence needs a differentiable loss; the hinge loss has no "
+            "gradient (use loo_effects, which is exact for it)"
+        )
     pos = check_ids(fitted.problem, ids)
     Xv = fitted.rows_of(X)
     fitted.decision(X)  # the model's own checks of X
@@ -435,15 +455,15 @@ def influence(model: Any, X: ArrayLike, *, ids: ArrayLike | None = None,
         d1 = pv.d1()
         d2 = pv.w * pv.loss.d2(pv.t, pv.z)
         if fitted.kernel:
-            A = np.eye(fitted.n) + pv.C * d2[:, None] * pv.K       # I + D K
-            lu = linalg.lu_factor(A.T)                               # (K_X A⁻¹)ᵀ = A⁻ᵀ K_Xᵀ
-            S = linalg.lu_solve(lu, M.T)                             # (n, m)
+            A = np.eye(fitted.n) + pv.C * d2[:, None] * pv.K  # I + D K
+            lu = linalg.lu_factor(A.T)  # (K_X A⁻¹)ᵀ = A⁻ᵀ K_Xᵀ
+            S = linalg.lu_solve(lu, M.T)  # (n, m)
             cols.append(S[pos] * (pv.C * d1[pos])[:, None])
         else:
             cf = linalg.cho_factor(v.hessian(), lower=True)
             parts = []
             for s in range(0, pos.size, chunk_size):
-                part = pos[s: s + chunk_size]
+                part = pos[s : s + chunk_size]
                 U = linalg.cho_solve(cf, pv.Phi[part].T)
                 parts.append((M @ U).T * (pv.C * d1[part])[:, None])
             cols.append(np.concatenate(parts) if parts else np.empty((0, M.shape[0])))

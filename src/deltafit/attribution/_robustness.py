@@ -65,8 +65,9 @@ class Robustness:
     (1, True)
     """
 
-    def __init__(self, lower: ArrayLike, upper: ArrayLike, witness: list,
-                 prediction: ArrayLike) -> None:
+    def __init__(
+        self, lower: ArrayLike, upper: ArrayLike, witness: list, prediction: ArrayLike
+    ) -> None:
         self.lower, self.upper = np.asarray(lower, float), np.asarray(upper, float)
         self.witness, self.prediction = witness, np.asarray(prediction)
 
@@ -75,18 +76,24 @@ class Robustness:
 
     def __repr__(self):
         fin = np.isfinite(self.upper)
-        return (f"Robustness(n={len(self)}, median lower={np.median(self.lower):g}, "
-                f"found={int(fin.sum())})")
+        return (
+            f"Robustness(n={len(self)}, median lower={np.median(self.lower):g}, "
+            f"found={int(fin.sum())})"
+        )
 
     def to_frame(self) -> Any:
         """The result as a pandas DataFrame (``prediction``, ``lower``, ``upper``,
         ``witness``), least robust first."""
         import pandas as pd
 
-        df = pd.DataFrame({"prediction": self.prediction, "lower": self.lower,
-                           "upper": self.upper,
-                           "witness": [None if w is None else list(map(int, w))
-                                       for w in self.witness]})
+        df = pd.DataFrame(
+            {
+                "prediction": self.prediction,
+                "lower": self.lower,
+                "upper": self.upper,
+                "witness": [None if w is None else list(map(int, w)) for w in self.witness],
+            }
+        )
         return df.sort_values(["upper", "lower"], kind="stable")
 
 
@@ -104,17 +111,17 @@ def _terms(pv, fitted, M, mnorm):
     """Per-view pieces of the removal bound: ``const`` (m,) and ``terms`` (m, n)."""
     c = pv.C * np.abs(pv.d1())
     if pv.kernel:
-        g = pv.alpha + pv.C * pv.d1()                   # ∇J coefficients over the live samples
+        g = pv.alpha + pv.C * pv.d1()  # ∇J coefficients over the live samples
         gn = np.sqrt(max(float(g @ pv.K @ g), 0.0))
         gx = M @ g
         norms = np.sqrt(np.maximum(np.diag(pv.K), 0.0))
-        kx = M                                          # k(x, x_i)
+        kx = M  # k(x, x_i)
     else:
         g = pv.beta + pv.C * (pv.Phi.T @ pv.d1())
         gn = float(np.linalg.norm(g))
         gx = M @ g
         norms = np.linalg.norm(pv.Phi, axis=1)
-        kx = M @ pv.Phi.T                               # ⟨Φ(x), Φ_i⟩
+        kx = M @ pv.Phi.T  # ⟨Φ(x), Φ_i⟩
     const = 0.5 * np.abs(gx) + 0.5 * mnorm * gn
     terms = 0.5 * c[None, :] * (np.abs(kx) + mnorm[:, None] * norms[None, :])
     return const, terms
@@ -134,9 +141,15 @@ def _check(max_removals, max_checks):
             raise ValueError(f"{name} must be a positive integer, got {v!r}")
 
 
-def robustness(model: Any, X: ArrayLike | None = None, *, coef: int | None = None,
-               max_removals: int = 10, max_checks: int = 3,
-               chunk_size: int = 256) -> Robustness:
+def robustness(
+    model: Any,
+    X: ArrayLike | None = None,
+    *,
+    coef: int | None = None,
+    max_removals: int = 10,
+    max_checks: int = 3,
+    chunk_size: int = 256,
+) -> Robustness:
     """Fewest training samples whose removal changes each prediction on X (or the sign of
     coefficient ``coef``): certified lower bound, verified upper bound and witness.
 
@@ -190,22 +203,29 @@ def robustness(model: Any, X: ArrayLike | None = None, *, coef: int | None = Non
     """
     _check(max_removals, max_checks)
     if (X is None) == (coef is None):
-        raise ValueError("give either X (audit predictions) or coef=j (audit a coefficient's "
-                         "sign), not both or neither")
+        raise ValueError(
+            "give either X (audit predictions) or coef=j (audit a coefficient's "
+            "sign), not both or neither"
+        )
     fitted = Fitted(model, "robustness")
     if fitted.loss == "hinge":
-        raise ValueError("robustness needs a differentiable loss (squared, logistic, "
-                         "squared_hinge); the hinge loss has no gradient to bound removals by")
+        raise ValueError(
+            "robustness needs a differentiable loss (squared, logistic, "
+            "squared_hinge); the hinge loss has no gradient to bound removals by"
+        )
     if coef is not None:
         return _coef_robustness(fitted, coef, max_removals, max_checks, chunk_size)
     if not fitted.classifier:
-        raise ValueError("robustness of predictions needs a classifier (a label to change); "
-                         "for a regressor audit a coefficient's sign with coef=j")
+        raise ValueError(
+            "robustness of predictions needs a classifier (a label to change); "
+            "for a regressor audit a coefficient's sign with coef=j"
+        )
     base = fitted.decision(X)
     Xv = fitted.rows_of(X)
     M = fitted.mapped(Xv)
     if fitted.kernel:
         from deltafit.kernels import kernel_diagonal
+
         Xd = Xv.toarray() if hasattr(Xv, "toarray") else Xv
         mnorm = np.sqrt(np.maximum(kernel_diagonal(Xd, **fitted.problem.kernel_params), 0.0))
     else:
@@ -217,7 +237,7 @@ def robustness(model: Any, X: ArrayLike | None = None, *, coef: int | None = Non
     pred = labels_of(classes, base)
     m = base.shape[0]
     lower = np.empty(m)
-    plans: list[Any] = []                               # per point: ranked ids, predicted k
+    plans: list[Any] = []  # per point: ranked ids, predicted k
     if not fitted.multiclass:
         const, terms = parts[0]
         lower[:] = _first_reaching(const, terms, np.abs(base))
@@ -248,8 +268,9 @@ def robustness(model: Any, X: ArrayLike | None = None, *, coef: int | None = Non
                 if best[q] is None or kp < best[q][1]:
                     best[q] = (order, kp)
         plans = best
-    upper, witness = _verify(fitted, X, pred, plans, lower, max_removals, max_checks,
-                             lambda mm, Xq: mm.predict(Xq))
+    upper, witness = _verify(
+        fitted, X, pred, plans, lower, max_removals, max_checks, lambda mm, Xq: mm.predict(Xq)
+    )
     return Robustness(lower, upper, witness, pred)
 
 
@@ -290,8 +311,10 @@ def _changed(new, pred, q):
 
 def _coef_robustness(fitted, coef, max_removals, max_checks, chunk_size):
     if fitted.kernel or fitted.multiclass:
-        raise ValueError("robustness(coef=j) needs a linear model with one problem (binary "
-                         "classifier or regressor)")
+        raise ValueError(
+            "robustness(coef=j) needs a linear model with one problem (binary "
+            "classifier or regressor)"
+        )
     pv = _View(fitted, fitted.views[0])
     p = pv.beta.size - (1 if fitted.problem.fit_intercept else 0)
     if isinstance(coef, bool) or not isinstance(coef, numbers.Integral) or not 0 <= coef < p:
@@ -300,12 +323,12 @@ def _coef_robustness(fitted, coef, max_removals, max_checks, chunk_size):
     bj = float(pv.beta[coef])
     lower = _first_reaching(const, terms, np.array([abs(bj)]))
     unit = np.zeros((1, pv.beta.size))
-    unit[0, coef] = 1.0                                  # ⟨e_j, Δβ⟩ = Δβ_j
+    unit[0, coef] = 1.0  # ⟨e_j, Δβ⟩ = Δβ_j
     fitted.cache = {}
     e = np.empty(fitted.n)
     pos = np.arange(fitted.n)
     for s0 in range(0, fitted.n, chunk_size):
-        part = pos[s0: s0 + chunk_size]
+        part = pos[s0 : s0 + chunk_size]
         E, left, _ = view_effects(fitted, pv, unit, part, None, 50)
         e[part] = E[:, 0]
         for j in left:
@@ -317,6 +340,7 @@ def _coef_robustness(fitted, coef, max_removals, max_checks, chunk_size):
     def outcome(mm, _):
         return np.asarray(mm.problem_.coef)[coef]
 
-    upper, witness = _verify(fitted, None, np.float64(bj), [(order, kp)], lower, max_removals,
-                             max_checks, outcome)
+    upper, witness = _verify(
+        fitted, None, np.float64(bj), [(order, kp)], lower, max_removals, max_checks, outcome
+    )
     return Robustness(lower, upper, witness, np.array([bj]))

@@ -60,8 +60,9 @@ class DataValues:
 
     algorithm = "exact_loo"
 
-    def __init__(self, values: ArrayLike, ids: ArrayLike, names: ArrayLike | None,
-                 score: float, scoring: str) -> None:
+    def __init__(
+        self, values: ArrayLike, ids: ArrayLike, names: ArrayLike | None, score: float, scoring: str
+    ) -> None:
         self.values = np.asarray(values, dtype=np.float64)
         self.ids = np.asarray(ids)
         self.names = self.ids.copy() if names is None else np.asarray(names)
@@ -71,8 +72,10 @@ class DataValues:
         return self.values.size
 
     def __repr__(self):
-        return (f"DataValues(n={len(self)}, scoring={self.scoring!r}, score={self.score:.6g}, "
-                f"algorithm={self.algorithm!r})")
+        return (
+            f"DataValues(n={len(self)}, scoring={self.scoring!r}, score={self.score:.6g}, "
+            f"algorithm={self.algorithm!r})"
+        )
 
     def to_frame(self) -> Any:
         """The values as a pandas DataFrame indexed by id (columns ``name``, ``value``), most
@@ -80,8 +83,10 @@ class DataValues:
         import pandas as pd
 
         order = np.argsort(-self.values, kind="stable")
-        return pd.DataFrame({"name": self.names[order], "value": self.values[order]},
-                            index=pd.Index(self.ids[order], name="id"))
+        return pd.DataFrame(
+            {"name": self.names[order], "value": self.values[order]},
+            index=pd.Index(self.ids[order], name="id"),
+        )
 
     def most_valuable(self, k: int = 10) -> np.ndarray:
         """Ids of the ``k`` samples of largest value."""
@@ -144,9 +149,17 @@ def _default_scores(model, classifier, Z, y):
     return 1.0 - res / tot
 
 
-def data_values(model: Any, X: ArrayLike, y: ArrayLike, *, scoring: Any = None,
-                ids: ArrayLike | None = None, names: ArrayLike | None = None,
-                chunk_size: int = 256, tol: float | None = None) -> DataValues:
+def data_values(
+    model: Any,
+    X: ArrayLike,
+    y: ArrayLike,
+    *,
+    scoring: Any = None,
+    ids: ArrayLike | None = None,
+    names: ArrayLike | None = None,
+    chunk_size: int = 256,
+    tol: float | None = None,
+) -> DataValues:
     """Leave-one-out data value of every training sample: ``score(all) − score(all but i)``.
 
     The models without each sample are not refit: their decision values on ``X`` are the
@@ -205,20 +218,32 @@ def data_values(model: Any, X: ArrayLike, y: ArrayLike, *, scoring: Any = None,
     # label-based values (the default accuracy) need only certain labels: the left-out
     # problems are first solved to a loose tolerance, and those whose certified intervals leave
     # a label undecided are solved again to the model's
-    labels_only = (scoring is None and tol is None and hasattr(model, "classes_")
-                   and getattr(model, "loss", None) in ("logistic", "squared_hinge")
-                   and hasattr(model, "coef_"))
-    fitted, base, chunks = iter_effects(model, X, ids=ids, chunk_size=chunk_size,
-                                        tol=_LOOSE if labels_only else tol,
-                                        what="data_values")
+    labels_only = (
+        scoring is None
+        and tol is None
+        and hasattr(model, "classes_")
+        and getattr(model, "loss", None) in ("logistic", "squared_hinge")
+        and hasattr(model, "coef_")
+    )
+    fitted, base, chunks = iter_effects(
+        model,
+        X,
+        ids=ids,
+        chunk_size=chunk_size,
+        tol=_LOOSE if labels_only else tol,
+        what="data_values",
+    )
     y = np.asarray(y)
     if y.ndim != 1 or y.shape[0] != base.shape[0]:
-        raise ValueError(f"y must have one value per row of X ({base.shape[0]}), got shape "
-                         f"{y.shape}")
+        raise ValueError(
+            f"y must have one value per row of X ({base.shape[0]}), got shape {y.shape}"
+        )
     n_ids = fitted.n if ids is None else len(np.asarray(ids))
     if names is not None and np.asarray(names).shape[:1] != (n_ids,):
-        raise ValueError(f"names must have one entry per valued sample ({n_ids}), got "
-                         f"{np.asarray(names).shape[:1]}")
+        raise ValueError(
+            f"names must have one entry per valued sample ({n_ids}), got "
+            f"{np.asarray(names).shape[:1]}"
+        )
     classifier = fitted.classifier
     if scoring is None:
         full = float(_default_scores(model, classifier, base[None], y)[0])
@@ -253,8 +278,7 @@ def data_values(model: Any, X: ArrayLike, y: ArrayLike, *, scoring: Any = None,
     again = np.concatenate(redo) if redo else np.empty(0, dtype=np.int64)
     if again.size:  # to the model's tolerance (the exact update where that does not settle)
         at = {int(i): j for j, i in enumerate(ids_out)}
-        _, _, more = iter_effects(model, X, ids=again, chunk_size=chunk_size,
-                                  what="data_values")
+        _, _, more = iter_effects(model, X, ids=again, chunk_size=chunk_size, what="data_values")
         for part_ids, E, _ in more:
             out[[at[int(i)] for i in part_ids]] = full - scores(base[None] + E)
     return DataValues(out, ids_out, names, full, what)

@@ -20,11 +20,18 @@ from deltafit.plotting._pyplot import pyplot as _pyplot
 __all__ = ["attribution_figure"]
 
 
-def attribution_figure(effects: ArrayLike, path: str | os.PathLike, *,
-                       estimate: ArrayLike | None = None, images: ArrayLike | None = None,
-                       query: ArrayLike | None = None, shape: tuple[int, int] | None = None,
-                       labels: ArrayLike | None = None, k: int = 5,
-                       title: str | None = None) -> str:
+def attribution_figure(
+    effects: ArrayLike,
+    path: str | os.PathLike,
+    *,
+    estimate: ArrayLike | None = None,
+    images: ArrayLike | None = None,
+    query: ArrayLike | None = None,
+    shape: tuple[int, int] | None = None,
+    labels: ArrayLike | None = None,
+    k: int = 5,
+    title: str | None = None,
+) -> str:
     """Draw the training samples that matter for one prediction to a PNG.
 
     Parameters
@@ -74,13 +81,15 @@ def attribution_figure(effects: ArrayLike, path: str | os.PathLike, *,
     if estimate is not None:
         estimate = np.asarray(estimate, dtype=np.float64)
         if estimate.shape != e.shape:
-            raise ValueError(f"estimate must have the shape of effects {e.shape}, got "
-                             f"{estimate.shape}")
+            raise ValueError(
+                f"estimate must have the shape of effects {e.shape}, got {estimate.shape}"
+            )
     if images is not None:
         images = np.asarray(images, dtype=np.float64)
         if images.ndim != 2 or images.shape[0] != e.size:
-            raise ValueError(f"images must have one row per effect ({e.size}), got shape "
-                             f"{images.shape}")
+            raise ValueError(
+                f"images must have one row per effect ({e.size}), got shape {images.shape}"
+            )
         if shape is None:
             side = int(round(np.sqrt(images.shape[1])))
             if side * side != images.shape[1]:
@@ -95,8 +104,9 @@ def attribution_figure(effects: ArrayLike, path: str | os.PathLike, *,
     if ncols == 0:
         ncols = 1
     fig = plt.figure(figsize=(5.2 * ncols + (1.5 if n_img else 0), 4.2), dpi=110)
-    grid = fig.add_gridspec(1, ncols, width_ratios=[1] * (estimate is not None)
-                            + ([1.4] if n_img else []) or [1])
+    grid = fig.add_gridspec(
+        1, ncols, width_ratios=[1] * (estimate is not None) + ([1.4] if n_img else []) or [1]
+    )
     col = 0
     if estimate is not None or not n_img:
         ax = fig.add_subplot(grid[0, col])
@@ -131,8 +141,11 @@ def attribution_figure(effects: ArrayLike, path: str | os.PathLike, *,
                 pos = (j - (query is not None)) % k + (query is not None)
                 ax = fig.add_subplot(sub[row, pos])
                 lab = "" if labels is None else f" y={np.asarray(labels)[i]}"
-                ax.set_title(f"{e[i]:+.2g}{lab}", fontsize=7,
-                             color="tab:red" if kind == "lowers" else "tab:blue")
+                ax.set_title(
+                    f"{e[i]:+.2g}{lab}",
+                    fontsize=7,
+                    color="tab:red" if kind == "lowers" else "tab:blue",
+                )
             ax.imshow(np.reshape(img, shape), cmap="gray_r")
             ax.set_xticks([])
             ax.set_yticks([])
