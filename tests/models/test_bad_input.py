@@ -8,17 +8,12 @@ unchanged, and the model keeps updating exactly afterwards.
 
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 import pytest
 from sklearn.base import clone
-from sklearn.datasets import load_diabetes
-from sklearn.preprocessing import StandardScaler
 
 from deltafit import KernelClassifier, KernelRegressor, LinearClassifier, LinearRegressor
 from deltafit._states import _squared_dual, _squared_primal
-from deltafit.datasets import load_breast_cancer
 from deltafit.solvers import _chord as _chord_newton
 from deltafit.solvers import _kernel_chord
 
@@ -29,17 +24,10 @@ N_FIT = 120
 # data and fitted models
 # ---------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def cancer():
-    X, y = load_breast_cancer()
-    return X, y
-
-
-@pytest.fixture(scope="module")
-def diabetes():
-    X, y = load_diabetes(return_X_y=True)
-    X = StandardScaler().fit_transform(X)
-    y = (y - y.mean()) / y.std()
-    return X, y
+def cancer(breast_cancer):
+    """Breast cancer scaled to [-1, 1] (``deltafit.datasets``); ``diabetes`` (standardised
+    features and target) is the session's."""
+    return breast_cancer
 
 
 MODELS = {
@@ -65,21 +53,17 @@ def _data_for(name, cancer, diabetes):
     return Data(*(cancer if "Classifier" in name else diabetes))
 
 
-def _fit_all(models, cancer, diabetes):
-    out = {}
-    for name, make in models.items():
-        D = _data_for(name, cancer, diabetes)
-        out[name] = make().fit(D.X, D.y)
-    return out
+def _data_name(name):
+    """The data set (``conftest.DATASETS``) of model ``name``; it is fitted on the first N_FIT
+    rows, ``Data.X``."""
+    return "breast_cancer" if "Classifier" in name else "diabetes"
 
 
-@pytest.fixture(scope="module")
-def fitted(cancer, diabetes):
-    return _fit_all(MODELS, cancer, diabetes)
-
-
-def _fresh_copy(fitted, name):
-    return copy.deepcopy(fitted[name])
+@pytest.fixture
+def fitted(fitted_models):
+    """``fitted(name)``: a model of its own, ``MODELS[name]`` fitted on ``Data.X`` (the fit is
+    done once per session)."""
+    return lambda name: fitted_models(MODELS[name](), _data_name(name), N_FIT)
 
 
 # ---------------------------------------------------------------------------
@@ -297,7 +281,7 @@ def _check_updates_still_exact(m, D, name):
 def test_bad_call_raises_and_leaves_model_unchanged(name, case, fitted, cancer, diabetes):
     _, action, match = CASES[case]
     D = _data_for(name, cancer, diabetes)
-    m = _fresh_copy(fitted, name)
+    m = fitted(name)
     before = snapshot(m, D.Xq)
     with pytest.raises(ValueError, match=match):
         action(m, D)
@@ -326,7 +310,7 @@ def test_bad_input_on_unfitted_model(name, cancer, diabetes):
 def test_failed_refit_with_other_width_leaves_model_unchanged(name, fitted, cancer):
     """A refit that fails validation (one class) must not leave n_features_in_ half-reset."""
     D = _data_for(name, cancer, None)
-    m = _fresh_copy(fitted, name)
+    m = fitted(name)
     before = snapshot(m, D.Xq)
     with pytest.raises(ValueError, match="one class|two classes"):
         m.fit(D.X[:20, :5], np.zeros(20, dtype=int))
@@ -395,7 +379,7 @@ def test_invalid_params_at_fit(name, params, match, fitted, cancer, diabetes):
     with pytest.raises(ValueError, match=match):
         MODELS[name]().set_params(**params).fit(D.X, D.y)
     # on a fitted model: the fit fails and the fitted model is left as it was
-    m = _fresh_copy(fitted, name)
+    m = fitted(name)
     before = snapshot(m, D.Xq)
     old = {k: m.get_params()[k] for k in params}
     m.set_params(**params)
@@ -428,21 +412,22 @@ NODATA = {
 }
 
 
-@pytest.fixture(scope="module")
-def nodata(cancer, diabetes):
-    return _fit_all(NODATA, cancer, diabetes)
+@pytest.fixture
+def nodata(fitted_models):
+    """``nodata(name)``: a model of its own, ``NODATA[name]`` fitted on ``Data.X``."""
+    return lambda name: fitted_models(NODATA[name](), _data_name(name), N_FIT)
 
 
 @pytest.mark.parametrize("name", list(NODATA))
 def test_keep_data_false_stores_no_rows(name, nodata):
-    m = nodata[name]
+    m = nodata(name)
     assert m._ledger.X.size == 0
 
 
 @pytest.mark.parametrize("name", list(NODATA))
 def test_keep_data_false_remove_needs_rows(name, nodata, cancer, diabetes):
     D = _data_for(name, cancer, diabetes)
-    m = copy.deepcopy(nodata[name])
+    m = nodata(name)
     before = snapshot(m, D.Xq)
     with pytest.raises(ValueError, match="keep_data=False"):
         m.remove([3, 4])
@@ -479,11 +464,13 @@ def test_keep_data_false_remove_needs_rows(name, nodata, cancer, diabetes):
 
 
 @pytest.mark.parametrize("name", list(NODATA))
-def test_keep_data_false_remove_by_value_equals_remove_by_id(name, nodata, cancer, diabetes):
+def test_keep_data_false_remove_by_value_equals_remove_by_id(
+    name, nodata, fitted, cancer, diabetes
+):
     D = _data_for(name, cancer, diabetes)
     ids = [3, 10, 57]
-    a = copy.deepcopy(nodata[name])
-    b = copy.deepcopy(nodata[name])
+    a = nodata(name)
+    b = nodata(name)
     removed_a = a.remove(X=D.X[ids], y=D.y[ids])
     removed_b = b.remove(ids, X=D.X[ids], y=D.y[ids])
     np.testing.assert_array_equal(np.sort(removed_a), ids)
@@ -491,7 +478,7 @@ def test_keep_data_false_remove_by_value_equals_remove_by_id(name, nodata, cance
     np.testing.assert_array_equal(a.sample_ids_, b.sample_ids_)
     np.testing.assert_allclose(a.predict(D.Xq), b.predict(D.Xq), rtol=1e-12, atol=1e-12)
     # and both equal the keep_data=True model after remove(ids) and a fresh fit
-    c = MODELS[name]().fit(D.X, D.y)
+    c = fitted(name)
     c.remove(ids)
     keep = np.setdiff1d(np.arange(N_FIT), ids)
     fresh = MODELS[name]().fit(D.X[keep], D.y[keep])
@@ -503,7 +490,7 @@ def test_keep_data_false_remove_by_value_equals_remove_by_id(name, nodata, cance
 @pytest.mark.parametrize("name", list(NODATA))
 def test_keep_data_false_relabel_needs_rows(name, nodata, cancer, diabetes):
     D = _data_for(name, cancer, diabetes)
-    m = copy.deepcopy(nodata[name])
+    m = nodata(name)
     before = snapshot(m, D.Xq)
     new = D.y[[5]] + 1.0 if name == "LinearRegressor" else 1 - D.y[[5]]
     with pytest.raises(ValueError, match="keep_data=False"):

@@ -383,9 +383,9 @@ def test_partial_fit_equals_fit(name, digits):
     _close(m.decision_function(X), _fresh(m, X, y).decision_function(X))
 
 
-def test_dual_coef_reconstructs_the_model(breast_cancer):
+def test_dual_coef_reconstructs_the_model(breast_cancer, fitted_models):
     X, y = breast_cancer
-    lin = MODELS["linear"]().fit(X[:300], y[:300])
+    lin = fitted_models(MODELS["linear"](), "breast_cancer", 300)
     lin.remove([0, 5, 7])
     lin.add(X[300:320], y[300:320])
     Phi = np.hstack([X, np.ones((X.shape[0], 1))])
@@ -396,7 +396,7 @@ def test_dual_coef_reconstructs_the_model(breast_cancer):
     t = pm1(y[rows], 1)
     a = t * lin.dual_coef_
     assert a.min() >= 0.0 and a.max() <= lin.C
-    ker = MODELS["rbf"]().fit(X[:300], y[:300])
+    ker = fitted_models(MODELS["rbf"](), "breast_cancer", 300)
     Kx = rbf_kernel(X, ker.X_fit_, gamma=0.1) + 1.0
     np.testing.assert_allclose(Kx @ ker.dual_coef_, ker.decision_function(X), atol=1e-12)
     with pytest.raises(AttributeError, match="hinge"):
@@ -407,9 +407,9 @@ def test_dual_coef_reconstructs_the_model(breast_cancer):
 # persistence
 # ---------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", sorted(MODELS))
-def test_save_load_round_trip(name, breast_cancer, tmp_path):
+def test_save_load_round_trip(name, breast_cancer, fitted_models, tmp_path):
     X, y = breast_cancer
-    m = MODELS[name]().fit(X[:300], y[:300])
+    m = fitted_models(MODELS[name](), "breast_cancer", 300)
     m.remove([3, 4])
     m.relabel([10], [1 - y[10]])
     path = tmp_path / "hinge.npz"
@@ -457,13 +457,13 @@ def test_hinge_needs_the_rows():
 
 
 @pytest.mark.parametrize("name", ["linear", "rbf"])
-def test_nan_input_raises_and_leaves_the_model(name, breast_cancer):
+def test_nan_input_raises_and_leaves_the_model(name, breast_cancer, fitted_models):
     X, y = breast_cancer
     bad = X[:50].copy()
     bad[3, 2] = np.nan
     with pytest.raises(ValueError, match="NaN|infinity"):
         MODELS[name]().fit(bad, y[:50])
-    m = MODELS[name]().fit(X[:100], y[:100])
+    m = fitted_models(MODELS[name](), "breast_cancer", 100)
     before = m.decision_function(X)
     with pytest.raises(ValueError, match="NaN|infinity"):
         m.add(bad[:5], y[:5])
@@ -489,13 +489,12 @@ def test_solver_bad_input():
 
 
 @pytest.mark.parametrize("name", ["linear", "rbf"])
-def test_sensitivity_refuses_hinge_models(name, breast_cancer):
+def test_sensitivity_refuses_hinge_models(name, fitted_models):
     from deltafit.sensitivity import loo_bounds, model_gradient_sphere, zhang_loo_bounds
     from deltafit.sensitivity._model_access import COVERED_LOSSES
 
     assert "hinge" not in COVERED_LOSSES
-    X, y = breast_cancer
-    m = MODELS[name]().fit(X[:100], y[:100])
+    m = fitted_models(MODELS[name](), "breast_cancer", 100)
     for call in (
         lambda: df.sensitivity(m),
         lambda: loo_bounds(m),

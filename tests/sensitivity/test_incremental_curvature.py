@@ -74,10 +74,12 @@ def _retrained(model, X, y, a, r):
 
 
 @pytest.mark.parametrize("kind,loss,intercept", CASES)
-def test_curvature_bounds_hold_and_are_never_wider(kind, loss, intercept, breast_cancer):
+def test_curvature_bounds_hold_and_are_never_wider(
+    kind, loss, intercept, breast_cancer, fitted_models
+):
     X, y = breast_cancer
     X, y = X[:140], y[:140]
-    model = _make(kind, loss, intercept).fit(X[:90], y[:90])
+    model = fitted_models(_make(kind, loss, intercept), "breast_cancer", 90)  # X[:90]
     query = X[90:]
     for seed in range(3):
         rng = np.random.default_rng(seed)
@@ -111,9 +113,9 @@ def test_curvature_bounds_hold_and_are_never_wider(kind, loss, intercept, breast
             assert np.linalg.norm(d - c) <= np.linalg.norm(d - ball.center_decision(query)) + 1e-9
 
 
-def test_empty_change_and_discard_back_to_the_ball(breast_cancer):
+def test_empty_change_and_discard_back_to_the_ball(breast_cancer, fitted_models):
     X, y = breast_cancer
-    model = _make("linear", "logistic", True).fit(X[:100], y[:100])
+    model = fitted_models(_make("linear", "logistic", True), "breast_cancer", 100)
     ball = IncrementalSphere(model)
     tight = IncrementalSphere(model, region="curvature")
     for sp in (ball, tight):
@@ -123,9 +125,9 @@ def test_empty_change_and_discard_back_to_the_ball(breast_cancer):
         np.testing.assert_array_equal(got, want)
 
 
-def test_a_refused_change_leaves_the_region_as_it_was(breast_cancer):
+def test_a_refused_change_leaves_the_region_as_it_was(breast_cancer, fitted_models):
     X, y = breast_cancer
-    model = _make("kernel", "squared_hinge", False).fit(X[:80], y[:80])
+    model = fitted_models(_make("kernel", "squared_hinge", False), "breast_cancer", 80)
     sp = IncrementalSphere(model, region="curvature")
     sp.add(X[80:90], y[80:90])
     sp.remove([1, 2])

@@ -53,9 +53,9 @@ def _check(s, new, Xq):
 
 @pytest.mark.parametrize("kind", ["linear", "kernel"])
 @pytest.mark.parametrize("loss", ["squared", "logistic", "squared_hinge"])
-def test_bounds_contain_the_retrained_model(iris, kind, loss):
+def test_bounds_contain_the_retrained_model(iris, fitted_models, kind, loss):
     X, y = iris
-    m = _model(kind, loss, C=0.05).fit(X, y)
+    m = fitted_models(_model(kind, loss, C=0.05), "iris")
     s = deltafit.sensitivity(m)
     assert isinstance(s, MulticlassSensitivity) and s.n_classes == 3
     rng = np.random.default_rng(1)
@@ -93,9 +93,9 @@ def test_single_removal_on_digits_certifies_most_labels(digits):
     assert certain.mean() > 0.9
 
 
-def test_a_relabel_changes_two_classes_only(iris):
+def test_a_relabel_changes_two_classes_only(iris, fitted_models):
     X, y = iris
-    m = _model("linear", "logistic").fit(X, y)
+    m = fitted_models(_model("linear", "logistic"), "iris")
     s = deltafit.sensitivity(m)
     i = int(np.flatnonzero(y == "setosa")[0])
     s.relabel([i], ["versicolor"])
@@ -107,9 +107,9 @@ def test_a_relabel_changes_two_classes_only(iris):
     _check(s, new, X)
 
 
-def test_undo_reset_and_parts(iris):
+def test_undo_reset_and_parts(iris, fitted_models):
     X, y = iris
-    m = _model("kernel", "squared").fit(X, y)
+    m = fitted_models(_model("kernel", "squared"), "iris")
     s = deltafit.sensitivity(m)
     before = s.decision_bounds(X[:5])
     s.remove([0, 1])
@@ -131,9 +131,9 @@ def test_undo_reset_and_parts(iris):
     assert "n_classes=3" in repr(s)
 
 
-def test_a_refused_change_changes_nothing(iris):
+def test_a_refused_change_changes_nothing(iris, fitted_models):
     X, y = iris
-    m = _model("linear", "squared").fit(X, y)
+    m = fitted_models(_model("linear", "squared"), "iris")
     s = deltafit.sensitivity(m)
     with pytest.raises(ValueError, match="not among the model's classes"):
         s.add(X[:2], ["setosa", "rose"])
@@ -169,9 +169,9 @@ def test_certain_argmax():
 
 
 @pytest.mark.parametrize("kind", ["linear", "kernel"])
-def test_loo_bounds_contain_the_left_out_models(iris, kind):
+def test_loo_bounds_contain_the_left_out_models(iris, fitted_models, kind):
     X, y = iris
-    m = _model(kind, "logistic").fit(X, y)
+    m = fitted_models(_model(kind, "logistic"), "iris")
     ids = np.arange(0, 150, 15)
     lo, hi = loo_bounds(m, ids)
     assert lo.shape == (ids.size, 3)

@@ -77,6 +77,34 @@ def half_gradient(
     Returns
     -------
     r : ndarray, shaped like ``beta``
+
+    Examples
+    --------
+    The ball of the model retrained without samples 0, 1, 2 (Δg = −Σ_R ℓ'_i Φ_i) holds the
+    retrained coefficients (its radius widened by the stored model's certified residual):
+
+    >>> import copy
+    >>> from deltafit.sensitivity.regions import half_gradient
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> import deltafit
+    >>> from deltafit.losses import Logistic
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> model = deltafit.LinearClassifier(loss="logistic", C=0.1).fit(X, y)
+    >>> Phi = np.hstack([X, np.ones((len(X), 1))])         # the constant feature last
+    >>> beta = np.append(model.coef_, model.intercept_)
+    >>> t = np.where(y == 1, 1.0, -1.0)                    # targets in {-1, +1}
+    >>> z = Phi @ beta                                     # the training scores
+    >>> d1 = Logistic().d1(t, z)
+    >>> dg = -Phi[:3].T @ d1[:3]
+    >>> r = half_gradient(beta, dg, C1=0.1, C2=0.1)
+    >>> refit = copy.deepcopy(model)
+    >>> _ = refit.remove([0, 1, 2])
+    >>> beta2 = np.append(refit.coef_, refit.intercept_)
+    >>> bool(np.linalg.norm(beta2 - (beta - r)) <= np.linalg.norm(r) + model.grad_norm_)
+    True
     """
     rho, c = _c(C1, C2)
     r = 0.5 * C2 * dg if c == 0.0 else c * beta + 0.5 * C2 * dg
@@ -104,6 +132,30 @@ def center_scores(
     Returns
     -------
     ndarray, shaped like ``z``
+
+    Examples
+    --------
+    The scores of the center ``β₁ − r`` from the scores of β₁ and Δg alone:
+
+    >>> from deltafit.sensitivity.regions import center_scores, half_gradient
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> import deltafit
+    >>> from deltafit.losses import Logistic
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> model = deltafit.LinearClassifier(loss="logistic", C=0.1).fit(X, y)
+    >>> Phi = np.hstack([X, np.ones((len(X), 1))])         # the constant feature last
+    >>> beta = np.append(model.coef_, model.intercept_)
+    >>> t = np.where(y == 1, 1.0, -1.0)                    # targets in {-1, +1}
+    >>> z = Phi @ beta                                     # the training scores
+    >>> d1 = Logistic().d1(t, z)
+    >>> dg = -Phi[:3].T @ d1[:3]                           # samples 0, 1, 2 removed
+    >>> s = center_scores(z, Phi @ dg, C1=0.1, C2=0.1)
+    >>> r = half_gradient(beta, dg, C1=0.1, C2=0.1)
+    >>> bool(np.allclose(s, Phi @ (beta - r)))
+    True
     """
     rho, c = _c(C1, C2)
     s = (1.0 - c) * z - 0.5 * C2 * phi_dg
@@ -148,6 +200,31 @@ def sq_radius(
     -------
     float or ndarray
         Not clipped at 0: the caller takes ``sqrt(max(·, 0))``.
+
+    Examples
+    --------
+    ``‖r‖²`` from inner products equals the squared norm of :func:`half_gradient`'s vector,
+    here with C halved by the change (so the terms in β₁ count):
+
+    >>> from deltafit.sensitivity.regions import half_gradient, sq_radius
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> import deltafit
+    >>> from deltafit.losses import Logistic
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> model = deltafit.LinearClassifier(loss="logistic", C=0.1).fit(X, y)
+    >>> Phi = np.hstack([X, np.ones((len(X), 1))])         # the constant feature last
+    >>> beta = np.append(model.coef_, model.intercept_)
+    >>> t = np.where(y == 1, 1.0, -1.0)                    # targets in {-1, +1}
+    >>> z = Phi @ beta                                     # the training scores
+    >>> d1 = Logistic().d1(t, z)
+    >>> dg = -Phi[:3].T @ d1[:3]                           # samples 0, 1, 2 removed
+    >>> r2 = sq_radius(dg @ dg, beta @ dg, C1=0.1, C2=0.05, beta_sq=beta @ beta)
+    >>> r = half_gradient(beta, dg, C1=0.1, C2=0.05)
+    >>> bool(np.isclose(r2, r @ r))
+    True
     """
     rho, c = _c(C1, C2)
     r2 = 0.25 * C2 * C2 * dg_sq
@@ -222,6 +299,39 @@ def loo_balls(
         ``⟨Φ_t, β₁ − r_t⟩``.
     r_norm : ndarray of shape (n,)
         ``‖r_t‖``; the score bounds are ``center ∓ ‖Φ_t‖ ‖r_t‖`` (plus any allowance).
+
+    Examples
+    --------
+    Every leave-one-out ball at once; with the radius widened by the certified residual these
+    are the bounds of :func:`deltafit.sensitivity.loo_bounds` with ``method="sphere"``, and they
+    hold the score of a model refitted without sample 0:
+
+    >>> from deltafit.sensitivity import loo_bounds
+    >>> from deltafit.sensitivity.regions import loo_balls
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> import deltafit
+    >>> from deltafit.losses import Logistic
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> model = deltafit.LinearClassifier(loss="logistic", C=0.1).fit(X, y)
+    >>> Phi = np.hstack([X, np.ones((len(X), 1))])         # the constant feature last
+    >>> beta = np.append(model.coef_, model.intercept_)
+    >>> t = np.where(y == 1, 1.0, -1.0)                    # targets in {-1, +1}
+    >>> z = Phi @ beta                                     # the training scores
+    >>> d1 = Logistic().d1(t, z)
+    >>> sq = np.einsum("ij,ij->i", Phi, Phi)               # ‖Φ_t‖²
+    >>> center, r_norm = loo_balls(z, d1, sq, C1=0.1, C2=0.1)
+    >>> lo = center - np.sqrt(sq) * (r_norm + model.grad_norm_)
+    >>> hi = center + np.sqrt(sq) * (r_norm + model.grad_norm_)
+    >>> lo_s, hi_s = loo_bounds(model, method="sphere")
+    >>> bool(np.allclose(lo, lo_s) and np.allclose(hi, hi_s))
+    True
+    >>> d0 = (deltafit.LinearClassifier(loss="logistic", C=0.1)
+    ...       .fit(X[1:], y[1:]).decision_function(X[:1])[0])
+    >>> bool(lo[0] <= d0 <= hi[0])
+    True
     """
     gamma = -d1
     center = center_scores(z, gamma * sq, C1=C1, C2=C2, phi_grad=phi_grad)

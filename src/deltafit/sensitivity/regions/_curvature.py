@@ -329,6 +329,39 @@ def removal_intervals(
     Returns
     -------
     lo, hi : ndarray of shape (n,)
+
+    Examples
+    --------
+    Removing samples 0, 1, 2 (weight 0): the intervals hold the scores of the retrained model,
+    and here they are of rounding width:
+
+    >>> import copy
+    >>> from deltafit.sensitivity.regions import removal_intervals
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> import deltafit
+    >>> from deltafit.losses import Logistic
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> model = deltafit.LinearClassifier(loss="logistic", C=0.1).fit(X, y)
+    >>> Phi = np.hstack([X, np.ones((len(X), 1))])         # the constant feature last
+    >>> beta = np.append(model.coef_, model.intercept_)
+    >>> t = np.where(y == 1, 1.0, -1.0)                    # targets in {-1, +1}
+    >>> z = Phi @ beta                                     # the training scores
+    >>> d1 = Logistic().d1(t, z)
+    >>> u = np.ones(len(X))
+    >>> u[:3] = 0.0
+    >>> grad = beta + 0.1 * Phi.T @ (u * d1)                # ∇P₂(β₁)
+    >>> lo, hi = removal_intervals(z, t, u, beta, grad, 0.1, Logistic(), Phi=Phi)
+    >>> refit = copy.deepcopy(model)
+    >>> _ = refit.remove([0, 1, 2])
+    >>> d = refit.decision_function(X)
+    >>> slack = 1e-9   # they hold for the exact optimum; the update is solved to a tolerance
+    >>> bool(np.all((lo - slack <= d) & (d <= hi + slack)))
+    True
+    >>> bool(np.max(hi - lo) < 1e-6)
+    True
     """
     check_curvature_loss(loss)
     if K is None:

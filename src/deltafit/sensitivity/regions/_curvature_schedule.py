@@ -93,6 +93,33 @@ def secant_range(
     convex, so it does not increase with ``m₂``: its extremes are at the ends of the margin
     interval.  Rounding is allowed for (``4·10⁻¹⁶ / |z₂ − z₁|``), and near ``z₁`` the
     bounds fall back to the extremes of ``ℓ''`` over the hull.
+
+    Parameters
+    ----------
+    loss : deltafit.losses.Loss
+        Logistic or squared hinge.
+    t : ndarray
+        Encoded targets in {-1, +1}.
+    z1 : ndarray
+        The scores the slopes start from.
+    A, B : ndarray
+        The ends of the interval of ``z₂``.
+
+    Returns
+    -------
+    lo, hi : ndarray, shaped like ``z1``
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deltafit.losses import Logistic
+    >>> from deltafit.sensitivity.regions import secant_range
+    >>> loss, t, z1 = Logistic(), np.ones(3), np.array([-1.0, 0.0, 2.0])
+    >>> lo, hi = secant_range(loss, t, z1, z1 - 0.5, z1 + 0.5)
+    >>> z2 = z1 + 0.3                                      # a point of [A, B]
+    >>> slope = (loss.d1(t, z2) - loss.d1(t, z1)) / 0.3
+    >>> bool(np.all((lo <= slope) & (slope <= hi)))
+    True
     """
     z1 = np.asarray(z1, dtype=np.float64)
     if loss.name == "logistic":

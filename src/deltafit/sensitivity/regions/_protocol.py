@@ -50,6 +50,23 @@ class Region(abc.ABC):
     requirement, alternatives : str
         The refusal of an uncovered loss: ``"method=kind needs {requirement}; loss=...:
         {alternatives}"``.
+
+    Examples
+    --------
+    The registered regions and what they cover:
+
+    >>> from deltafit.sensitivity.regions import REGIONS, Region
+    >>> all(issubclass(cls, Region) for cls in REGIONS.values())
+    True
+    >>> for name, cls in REGIONS.items():
+    ...     print(name, cls.losses, cls.kernels)
+    sphere None True
+    exact ('squared',) True
+    curvature ('logistic', 'squared_hinge') True
+    >>> REGIONS["exact"].check_loss("hinge")
+    Traceback (most recent call last):
+    ...
+    ValueError: method='exact' needs loss='squared' ...
     """
 
     kind: ClassVar[str]

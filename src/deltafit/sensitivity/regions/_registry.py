@@ -42,7 +42,21 @@ def _unknown(name: Any) -> ValueError:
 
 
 def region_class(name: str) -> type[Region]:
-    """The :class:`Region` class registered as ``name`` (ValueError for an unknown name)."""
+    """The :class:`Region` class registered as ``name`` (ValueError for an unknown name).
+
+    Examples
+    --------
+    >>> from deltafit.sensitivity.regions import region_class
+    >>> cls = region_class("curvature")
+    >>> cls.kind, cls.losses
+    ('curvature', ('logistic', 'squared_hinge'))
+    >>> region_class("sphere").covers("hinge")
+    True
+    >>> region_class("ellipse")
+    Traceback (most recent call last):
+    ...
+    ValueError: method must be one of ['auto', 'sphere', 'exact', 'curvature'], got 'ellipse'
+    """
     try:
         return REGIONS[name]
     except (KeyError, TypeError):
@@ -63,6 +77,19 @@ def resolve_method(method: str, loss: Any) -> str:
     ------
     ValueError
         For an unknown method, or one that does not cover ``loss``.
+
+    Examples
+    --------
+    >>> from deltafit.losses import Hinge, Logistic, Squared
+    >>> from deltafit.sensitivity.regions import resolve_method
+    >>> [resolve_method("auto", loss) for loss in (Squared(), Logistic(), Hinge())]
+    ['exact', 'curvature', 'sphere']
+    >>> resolve_method("sphere", Logistic())
+    'sphere'
+    >>> resolve_method("exact", Logistic())
+    Traceback (most recent call last):
+    ...
+    ValueError: method='exact' needs loss='squared' ...
     """
     if not isinstance(method, str) or (method != "auto" and method not in REGIONS):
         raise _unknown(method)
@@ -77,7 +104,39 @@ def resolve_method(method: str, loss: Any) -> str:
 
 
 def build_region(sens: Any) -> Region:
-    """The region of ``sens``'s pending change for its method (see :func:`resolve_method`)."""
+    """The region of ``sens``'s pending change for its method (see :func:`resolve_method`).
+
+    Parameters
+    ----------
+    sens : Sensitivity
+        A binary what-if object (:func:`deltafit.sensitivity`).
+
+    Returns
+    -------
+    Region
+
+    Examples
+    --------
+    The region a what-if object answers from:
+
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> import deltafit
+    >>> from deltafit.sensitivity.regions import Region, build_region
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> model = deltafit.LinearClassifier(loss="logistic", C=0.1).fit(X, y)
+    >>> s = deltafit.sensitivity(model, method="sphere")
+    >>> _ = s.remove([0, 1, 2])
+    >>> region = build_region(s)
+    >>> isinstance(region, Region), region.kind
+    (True, 'sphere')
+    >>> lo, hi = region.decision_bounds(X)
+    >>> lo_s, hi_s = s.decision_bounds(X)
+    >>> bool(np.array_equal(lo, lo_s) and np.array_equal(hi, hi_s))
+    True
+    """
     cls = region_class(sens._method)
     if sens._prob.kernel and not cls.kernels:
         raise ValueError(f"method={sens._method!r} needs a linear model; use method='sphere'")
