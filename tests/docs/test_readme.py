@@ -27,6 +27,14 @@ def test_first_example_runs(tmp_path, monkeypatch):
     r = scope["r"]
     assert int(r.decided_by_bound.sum()) == _loo_claim(_first_python_block())
     assert r.n_samples == 1797 and not r.approximate
+    # the attribution lines: shapes as the comments say, one effect equal to a refit
+    E, clf, Xs, y = scope["E"], scope["clf"], scope["Xs"], scope["y"]
+    assert E.shape == (300, 50, 10) and scope["v"].values.shape == (300,)
+    refit = clf.__class__(**clf.get_params()).fit(Xs[1:300], y[1:300])
+    change = refit.decision_function(Xs[300:350]) - clf.decision_function(Xs[300:350])
+    np.testing.assert_allclose(E[0], change, atol=1e-6 * np.abs(change).max() + 1e-9)
+    rob = scope["rob"]
+    assert np.all(rob.lower <= rob.upper)
 
 
 def _loo_claim(block):
