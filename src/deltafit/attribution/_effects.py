@@ -138,6 +138,7 @@ class _Resolve:
         self.closed = np.zeros(B, dtype=bool)
         self.Z = self.prev = None  # decision values at the last iterates
         self.rate = np.zeros(B)  # last contraction of each column
+        self.stale = np.zeros(B, dtype=bool)  # norms a bound, G not yet the new gradient
         self.it = 0
 
     def _precond(self, R, cols):
@@ -146,12 +147,51 @@ class _Resolve:
         Uc = self.U[:, cols]
         return V + Uc * (self.c[cols] * np.einsum("ij,ij->j", Uc, R) / self.den[cols])
 
+    def first_step(self):
+        """The first (Newton) step of every open column, for the logistic loss without the new
+        gradient: ``norms`` become a bound of its norm from the Taylor remainder of ℓ′ (returns
+        False, stepping nothing, for another loss or after the first step)."""
+        pv = self.pv
+        if self.it or pv.loss.name != "logistic":
+            return False
+        Phi, t, w, C = pv.Phi, pv.t, pv.w, pv.C
+        active = self.active = self.active[~self.closed[self.active]]
+        self.it = 1
+        if not active.size:
+            return True
+        V = self._precond(self.G[:, active], active)
+        self.Bt[:, active] -= V
+        # ∇J₋ᵢ(β − V) = ∇J₋ᵢ(β) − H₋ᵢ(β) V + C Σⱼ wⱼ rⱼ φⱼ: the first two cancel (Newton step),
+        # |rⱼ| ≤ max|ℓ‴| δⱼ² / 2 with δ = Φ V and |ℓ‴| ≤ |t|³ / (6√3) (logistic); j = i only adds
+        D = Phi @ V
+        D *= D
+        l3 = float(np.max(np.abs(t), initial=0.0)) ** 3 / (6.0 * np.sqrt(3.0))
+        bound = (0.5 * C * l3) * (D.T @ (w * np.linalg.norm(Phi, axis=1)))
+        # plus the rounding of the cancelling linear part, far below it
+        self.norms[active] = bound + 1e-12 * self.norms[active]
+        self.stale[active] = True
+        return True
+
+    def _refresh(self, cols):
+        """The true gradients of the columns ``cols`` (after :meth:`first_step`)."""
+        pv, pos = self.pv, self.pos
+        Z = pv.Phi @ self.Bt[:, cols]
+        D1 = _first_derivative(pv.loss, pv.t[:, None], Z)
+        D1 *= pv.w[:, None]
+        D1[pos[cols], np.arange(cols.size)] = 0.0
+        self.G[:, cols] = self.Bt[:, cols] + pv.C * (pv.Phi.T @ D1)
+        self.norms[cols] = np.linalg.norm(self.G[:, cols], axis=0)
+        self.stale[cols] = False
+
     def step(self):
         """One step of every open column above the tolerance; False when none is left."""
         pv, pos, tol = self.pv, self.pos, self.tol
         Phi, t, w, C = pv.Phi, pv.t, pv.w, pv.C
         norms, rate = self.norms, self.rate
-        active = self.active = self.active[(norms[self.active] > tol) & ~self.closed[self.active]]
+        open_ = self.active[~self.closed[self.active]]
+        if self.stale[open_].any():
+            self._refresh(open_[self.stale[open_]])
+        active = self.active = open_[norms[open_] > tol]
         if not active.size:
             return False
         Ga = self.G[:, active]
@@ -198,6 +238,18 @@ class _Resolve:
         """Effects (len(cols), m) of the current iterates on the mapped rows FX."""
         return (self.Bt[:, cols] - self.pv.beta[:, None]).T @ FX.T
 
+    def centred(self, FX, cols):
+        """Effects (len(cols), m) of the centres ``βₜ − gₜ / 2`` of the balls of radius
+        ``‖gₜ‖ / 2`` that hold the left-out solutions (1-strong convexity: ⟨gₜ, βₜ − β*⟩ ≥
+        ‖βₜ − β*‖², Okumura et al., the GB ball)."""
+        D = self.Bt[:, cols] - self.pv.beta[:, None]
+        D -= np.where(self.stale[cols], 0.0, 0.5) * self.G[:, cols]
+        return D.T @ FX.T
+
+    def radii(self, cols=slice(None)):
+        """Radii of those balls (the bound itself, around βₜ, for a stale gradient)."""
+        return np.where(self.stale[cols], 1.0, 0.5) * self.norms[cols]
+
     def left(self):
         """Positions (into ``pos``) above the tolerance."""
         return np.flatnonzero(~(self.norms <= self.tol))
@@ -216,32 +268,48 @@ def _smooth_linear(pv, FX, pos, tol, max_iter):
 
 def _smooth_decided(views, FX, part, tol, max_iter, decided, multiclass):
     """Effects, unsettled positions and radii of the left-out problems of every class at once,
-    each sample's problems stepped together until ``decided(P, Es, R)`` (P: (B',) positions,
-    Es: K arrays (B', m) of each class's effects, R: (B', K)) says its effects are known well
-    enough (checked before the first step and after each) or all reach ``tol``; a decided
-    sample's effects are those of its current iterates, with their certified radii (the
-    gradient norms)."""
+    each sample's problems stepped together until ``decided(P, effects, R)`` says its effects
+    are known well enough (checked before the first step and after each) or all reach ``tol``.
+    P: (B',) positions of the open samples, R: (B', K) radii, ``effects(sub, rows)``: K arrays
+    (len(sub), len(rows)) of each class's effects of the samples ``sub`` (indices into P;
+    None: all) on the validation rows ``rows`` (None: all), which ``decided`` must have asked
+    for on all rows for every sample it decides.  The effects are those of the centres of the
+    balls that hold the left-out solutions (:meth:`_Resolve.centred`, :meth:`_Resolve.radii`)."""
     rss = [_Resolve(pv, part, _check_tol(tol, pv.v)) for pv in views]
     B, m, K = part.size, FX.shape[0], len(rss)
     E = np.zeros((B, m, K))
     open_ = np.arange(B)
     for it in range(max_iter + 1):
-        if it and not any([rs.step() for rs in rss]):
+        # the first step of the logistic loss bounds the new gradients instead of computing them
+        if it == 1 and all([rs.first_step() for rs in rss]):
+            pass
+        elif it and not any([rs.step() for rs in rss]):
             break
-        # at the full solution (before the first step) every effect is 0
-        Es = [rs.effects(FX, open_) if it else np.zeros((open_.size, m)) for rs in rss]
-        Rc = np.stack([rs.norms[open_] for rs in rss], axis=1)
-        ok = np.asarray(decided(part[open_], Es, Rc), dtype=bool)
-        if it:
+        full = []
+
+        def effects(sub=None, rows=None, cols=open_, full=full):
+            at = cols if sub is None else cols[sub]
+            Es = [rs.centred(FX if rows is None else FX[rows], at) for rs in rss]
+            if rows is None:
+                full.append((at, Es))
+            return Es
+
+        Rc = np.stack([rs.radii(open_) for rs in rss], axis=1)
+        ok = np.asarray(decided(part[open_], effects, Rc), dtype=bool)
+        for at, Es in full:
             for k, Ek in enumerate(Es):
-                E[open_, :, k] = Ek
+                E[at, :, k] = Ek
         for rs in rss:
             rs.closed[open_[ok]] = True
         open_ = open_[~ok]
         if not open_.size:
             break
-    R = np.stack([rs.norms for rs in rss], axis=-1)
-    settled = (R[open_] <= np.array([rs.tol for rs in rss])).all(axis=1)
+    for k, Ek in enumerate([rs.centred(FX, open_) for rs in rss]):  # the undecided
+        E[open_, :, k] = Ek
+    R = np.stack([rs.radii() for rs in rss], axis=-1)
+    settled = (
+        np.stack([rs.norms[open_] for rs in rss], axis=-1) <= np.array([rs.tol for rs in rss])
+    ).all(axis=1)
     left = open_[~settled]  # neither decided nor at the tolerance
     if not multiclass:
         return E[..., 0], left, R[:, 0]

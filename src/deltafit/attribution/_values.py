@@ -228,12 +228,13 @@ def data_values(
     # each left-out problem stops as soon as its certified intervals decide every label
     known: dict = {}
 
-    def decided(P, Es, R):  # the hardest validation rows are checked first
+    def decided(P, effects, R):  # the hardest validation rows are checked first
         bt, hard = known["base_t"], known["hard"]
-        ok = _certain([Ek[:, hard] + bt[k, hard] for k, Ek in enumerate(Es)], R, known["mh"])
+        ok = _certain([Ek + bt[k, hard] for k, Ek in enumerate(effects(rows=hard))], R, known["mh"])
         sub = np.flatnonzero(ok)
         if sub.size:
-            ok[sub] = _certain([Ek[sub] + bt[k] for k, Ek in enumerate(Es)], R[sub], known["mnorm"])
+            Es = effects(sub)
+            ok[sub] = _certain([Ek + bt[k] for k, Ek in enumerate(Es)], R[sub], known["mnorm"])
         known["certified"][P[ok]] = True
         return ok
 
