@@ -13,6 +13,11 @@ their first-order (influence-function) estimate.
   below the model's tolerance: by 1-strong convexity that certifies ``‖β − β₋ᵢ*‖ ≤ tol``
   (Okumura et al., "Quick sensitivity analysis for incremental data modification and its
   application to leave-one-out CV in linear classification problems", Theorem 6).
+* Label-based data values (:func:`deltafit.attribution.data_values`): the same re-solves,
+  every class's problems of a sample stepped together and stopped as soon as the balls that
+  hold their solutions (centre βₜ − gₜ/2, radius ‖gₜ‖/2, Okumura et al.'s GB ball) decide
+  every label; the first logistic Newton step bounds the new gradient by the Taylor
+  remainder of ℓ′ instead of computing it.
 * Every other case (kernel models with another loss, the hinge loss, and any left-out problem
   the chord steps do not settle): the model's own exact update (``remove``) of a copy.
 
@@ -385,8 +390,9 @@ def view_effects(fitted, pv, mapped, part, tol, max_iter, m=None):
 def _chunks(fitted, X, pos, chunk_size, tol, max_iter, decided=None):
     """``(positions, effects, radii)`` per chunk of ``pos``: effects (B, m) or (B, m, K), and
     the certified distance of each left-out solution to the exact one, (B,) or (B, K) (the
-    effect on x is exact to ``radius · ‖Φ(x)‖``).  ``decided(P, E, R)`` (smooth linear models):
-    the samples whose effects are known well enough, whose left-out problems stop early."""
+    effect on x is exact to ``radius · ‖Φ(x)‖``).  ``decided`` (smooth linear models, see
+    :func:`_smooth_decided`): the samples whose effects are known well enough, whose left-out
+    problems stop early."""
     Xv = fitted.rows_of(X)
     base = fitted.decision(X)
     views = [_View(fitted, v) for v in fitted.views]
@@ -548,7 +554,7 @@ def iter_effects(
 ):
     """``(ids, effects, radii)`` chunk by chunk (the memory-bounded form of
     :func:`loo_effects`), the fitted model and its decision values on X first:
-    ``fitted, base, chunks``.  ``decided(P, E, R)``: see :func:`_chunks`."""
+    ``fitted, base, chunks``.  ``decided``: see :func:`_chunks`."""
     chunk_size = check_chunk(chunk_size)
     fitted = Fitted(model, what)
     fitted.cache = {}

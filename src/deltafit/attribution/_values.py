@@ -167,9 +167,10 @@ def data_values(
     chunk at a time (memory O(chunk_size · m)).  The values equal those of n brute-force
     refits (pyDVL's ``LOOValuation``) up to the solver's certified tolerance.  With the default
     score of a logistic or squared-hinge linear classifier (accuracy: labels only), the
-    left-out problems are first solved to a loose tolerance; a sample whose certified
-    intervals (effect ± distance · ‖Φ(x)‖) leave a label undecided is solved again to the
-    model's tolerance, so every value is still exact.
+    left-out problems of a sample (every class's at once) stop as soon as their certified
+    intervals (effect ± radius · ‖Φ(x)‖, the ball of each left-out solution) decide every
+    label, and at the latest at a loose tolerance; a sample whose intervals still leave a
+    label undecided is solved again to the model's tolerance, so every value is still exact.
 
     Parameters
     ----------
