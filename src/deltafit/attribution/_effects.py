@@ -13,6 +13,11 @@ their first-order (influence-function) estimate.
   below the model's tolerance: by 1-strong convexity that certifies ``‖β − β₋ᵢ*‖ ≤ tol``
   (Okumura et al., "Quick sensitivity analysis for incremental data modification and its
   application to leave-one-out CV in linear classification problems", Theorem 6).
+* Label-based data values (:func:`deltafit.attribution.data_values`): the same re-solves,
+  every class's problems of a sample stepped together and stopped as soon as the balls that
+  hold their solutions (centre βₜ − gₜ/2, radius ‖gₜ‖/2, Okumura et al.'s GB ball) decide
+  every label; the first logistic Newton step bounds the new gradient by the Taylor
+  remainder of ℓ′ instead of computing it.
 * Every other case (kernel models with another loss, the hinge loss, and any left-out problem
   the chord steps do not settle): the model's own exact update (``remove``) of a copy.
 
@@ -104,79 +109,229 @@ def _squared_kernel(pv, KX, pos):
 
 
 # --------------------------------------------------------------- the smooth losses
-def _smooth_linear(pv, FX, pos, tol, max_iter):
-    """Effects (len(pos), m) of a logistic / squared-hinge linear model by side-by-side chord
-    re-solves (Newton steps, preconditioned by the left-out Hessian at β); returns the effects
-    and the positions (into ``pos``) left unsettled."""
-    f = pv.f
-    key = ("hess", pv.v.klass)
-    if key not in f.cache:
-        d1 = pv.d1()
-        grad = pv.beta + pv.C * (pv.Phi.T @ d1)
-        f.cache[key] = (
-            linalg.cho_factor(pv.v.hessian(), lower=True),
-            grad,
-            d1,
-            pv.w * pv.loss.d2(pv.t, pv.z),
-        )
-    cf, grad, d1, d2 = f.cache[key]
-    Phi, t, w, C = pv.Phi, pv.t, pv.w, pv.C
-    B = len(pos)
-    P = Phi[pos]
-    U = linalg.cho_solve(cf, P.T, check_finite=False)  # H⁻¹ φᵢ
-    c = C * d2[pos]
-    den = 1.0 - c * np.einsum("ij,ji->i", P, U)  # > 0: H − c φφᵀ is positive definite
-    G = grad[:, None] - P.T * (C * d1[pos])  # ∇J₋ᵢ(β)
-    Bt = np.repeat(pv.beta[:, None], B, axis=1)
-    norms = np.linalg.norm(G, axis=0)
-    active = np.arange(B)
-    D2 = prev = None  # curvature at the iterates
-    rate = np.zeros(B)  # last contraction of each column
-    for it in range(max_iter):
-        active = active[norms[active] > tol]
+class _Resolve:
+    """The left-out problems of the samples ``pos`` of one logistic / squared-hinge linear
+    problem, re-solved side by side by chord-Newton steps (preconditioned by the left-out
+    Hessian at β) from the full solution, one :meth:`step` at a time; ``norms`` are the
+    left-out objectives' gradient norms (each solution's certified distance to the exact one).
+    A caller may close columns early (``closed``): they are not stepped again."""
+
+    def __init__(self, pv, pos, tol):
+        f = pv.f
+        key = ("hess", pv.v.klass)
+        if key not in f.cache:
+            d1 = pv.d1()
+            grad = pv.beta + pv.C * (pv.Phi.T @ d1)
+            f.cache[key] = (
+                linalg.cho_factor(pv.v.hessian(), lower=True),
+                grad,
+                d1,
+                pv.w * pv.loss.d2(pv.t, pv.z),
+            )
+        cf, grad, d1, d2 = f.cache[key]
+        self.pv, self.pos, self.tol, self.cf = pv, pos, tol, cf
+        B = len(pos)
+        P = pv.Phi[pos]
+        self.U = linalg.cho_solve(cf, P.T, check_finite=False)  # H⁻¹ φᵢ
+        self.c = pv.C * d2[pos]
+        # > 0: H − c φφᵀ is positive definite
+        self.den = 1.0 - self.c * np.einsum("ij,ji->i", P, self.U)
+        self.G = grad[:, None] - P.T * (pv.C * d1[pos])  # ∇J₋ᵢ(β)
+        self.Bt = np.repeat(pv.beta[:, None], B, axis=1)
+        self.norms = np.linalg.norm(self.G, axis=0)
+        self.active = np.arange(B)
+        self.closed = np.zeros(B, dtype=bool)
+        self.Z = self.prev = None  # decision values at the last iterates
+        self.rate = np.zeros(B)  # last contraction of each column
+        self.stale = np.zeros(B, dtype=bool)  # norms a bound, G not yet the new gradient
+        self.it = 0
+
+    def _precond(self, R, cols):
+        # (H − c φφᵀ)⁻¹ R: the left-out Hessian at β (Sherman–Morrison)
+        V = linalg.cho_solve(self.cf, R, check_finite=False)
+        Uc = self.U[:, cols]
+        return V + Uc * (self.c[cols] * np.einsum("ij,ij->j", Uc, R) / self.den[cols])
+
+    def first_step(self):
+        """The first (Newton) step of every open column, for the logistic loss without the new
+        gradient: ``norms`` become a bound of its norm from the Taylor remainder of ℓ′ (returns
+        False, stepping nothing, for another loss or after the first step)."""
+        pv = self.pv
+        if self.it or pv.loss.name != "logistic":
+            return False
+        Phi, t, w, C = pv.Phi, pv.t, pv.w, pv.C
+        active = self.active = self.active[~self.closed[self.active]]
+        self.it = 1
         if not active.size:
-            break
-        Ga, Ua = G[:, active], U[:, active]
+            return True
+        V = self._precond(self.G[:, active], active)
+        self.Bt[:, active] -= V
+        # ∇J₋ᵢ(β − V) = ∇J₋ᵢ(β) − H₋ᵢ(β) V + C Σⱼ wⱼ rⱼ φⱼ: the first two cancel (Newton step),
+        # |rⱼ| ≤ max|ℓ‴| δⱼ² / 2 with δ = Φ V and |ℓ‴| ≤ |t|³ / (6√3) (logistic); j = i only adds
+        D = Phi @ V
+        D *= D
+        l3 = float(np.max(np.abs(t), initial=0.0)) ** 3 / (6.0 * np.sqrt(3.0))
+        bound = (0.5 * C * l3) * (D.T @ (w * np.linalg.norm(Phi, axis=1)))
+        # plus the rounding of the cancelling linear part, far below it
+        self.norms[active] = bound + 1e-12 * self.norms[active]
+        self.stale[active] = True
+        return True
 
-        def precond(R, Ua=Ua, ca=c[active], da=den[active]):
-            # (H − c φφᵀ)⁻¹ R: the left-out Hessian at β (Sherman–Morrison)
-            V = linalg.cho_solve(cf, R, check_finite=False)
-            return V + Ua * (ca * np.einsum("ij,ij->j", Ua, R) / da)
+    def _refresh(self, cols):
+        """The true gradients of the columns ``cols`` (after :meth:`first_step`)."""
+        pv, pos = self.pv, self.pos
+        Z = pv.Phi @ self.Bt[:, cols]
+        D1 = _first_derivative(pv.loss, pv.t[:, None], Z)
+        D1 *= pv.w[:, None]
+        D1[pos[cols], np.arange(cols.size)] = 0.0
+        self.G[:, cols] = self.Bt[:, cols] + pv.C * (pv.Phi.T @ D1)
+        self.norms[cols] = np.linalg.norm(self.G[:, cols], axis=0)
+        self.stale[cols] = False
 
-        def precond_cols(R, cols):
-            V = linalg.cho_solve(cf, R, check_finite=False)
-            return V + U[:, cols] * (c[cols] * np.einsum("ij,ij->j", U[:, cols], R) / den[cols])
-
+    def step(self):
+        """One step of every open column above the tolerance; False when none is left."""
+        pv, pos, tol = self.pv, self.pos, self.tol
+        Phi, t, w, C = pv.Phi, pv.t, pv.w, pv.C
+        norms, rate = self.norms, self.rate
+        open_ = self.active[~self.closed[self.active]]
+        if self.stale[open_].any():
+            self._refresh(open_[self.stale[open_]])
+        active = self.active = open_[norms[open_] > tol]
+        if not active.size:
+            return False
+        Ga = self.G[:, active]
         # at β the preconditioner is the exact left-out Hessian (a Newton step); later, a
         # chord step with it while it contracts fast, else an inexact Newton step
         # (preconditioned CG on the current Hessian)
-        V = precond(Ga)
+        V = self._precond(Ga, active)
+        it = self.it
         slow = np.flatnonzero(rate[active] > 0.05) if it else np.empty(0, dtype=np.intp)
         if slow.size:
-            D2s = D2[:, np.searchsorted(prev, active[slow])]
             sl = active[slow]
+            D2s = self._curvature(np.searchsorted(self.prev, sl), sl)
             V[:, slow] = _pcg(
                 lambda S, D2s=D2s: S + C * (Phi.T @ (D2s * (Phi @ S))),
-                lambda R, sl=sl: precond_cols(R, sl),
+                lambda R, sl=sl: self._precond(R, sl),
                 Ga[:, slow],
             )
-        Bt[:, active] -= V
-        Z = Phi @ Bt[:, active]
-        D1, D2 = _derivatives(pv.loss, t[:, None], Z)
+        self.Bt[:, active] -= V
+        Z = Phi @ self.Bt[:, active]
+        D1 = _first_derivative(pv.loss, t[:, None], Z)
         D1 *= w[:, None]
-        D2 *= w[:, None]
         D1[pos[active], np.arange(active.size)] = 0.0  # sample i is left out of problem i
-        D2[pos[active], np.arange(active.size)] = 0.0
-        Gn = Bt[:, active] + C * (Phi.T @ D1)
-        prev = active
+        Gn = self.Bt[:, active] + C * (Phi.T @ D1)
+        self.Z, self.prev = Z, active  # the curvature there, if a later step needs it
         new = np.linalg.norm(Gn, axis=0)
         rate[active] = new / np.maximum(norms[active], 1e-300)
         # a step that does not contract is given up (the exact update takes over)
         stalled = new > 0.9 * norms[active]
-        G[:, active] = Gn
+        self.G[:, active] = Gn
         norms[active] = np.where(stalled & (new > tol), np.inf, new)
-    left = np.flatnonzero(~(norms <= tol))
-    return (FX @ (Bt - pv.beta[:, None])).T, left, norms
+        self.it += 1
+        return True
+
+    def _curvature(self, cols, sl):
+        """``w ℓ''`` at the last iterates of the columns ``cols`` of the last step (problems
+        ``sl``), the left-out sample's zeroed."""
+        pv = self.pv
+        _, D2 = _derivatives(pv.loss, pv.t[:, None], self.Z[:, cols])
+        D2 *= pv.w[:, None]
+        D2[self.pos[sl], np.arange(sl.size)] = 0.0
+        return D2
+
+    def effects(self, FX, cols=slice(None)):
+        """Effects (len(cols), m) of the current iterates on the mapped rows FX."""
+        return (self.Bt[:, cols] - self.pv.beta[:, None]).T @ FX.T
+
+    def centred(self, FX, cols):
+        """Effects (len(cols), m) of the centres ``βₜ − gₜ / 2`` of the balls of radius
+        ``‖gₜ‖ / 2`` that hold the left-out solutions (1-strong convexity: ⟨gₜ, βₜ − β*⟩ ≥
+        ‖βₜ − β*‖², Okumura et al., the GB ball)."""
+        D = self.Bt[:, cols] - self.pv.beta[:, None]
+        D -= np.where(self.stale[cols], 0.0, 0.5) * self.G[:, cols]
+        return D.T @ FX.T
+
+    def radii(self, cols=slice(None)):
+        """Radii of those balls (the bound itself, around βₜ, for a stale gradient)."""
+        return np.where(self.stale[cols], 1.0, 0.5) * self.norms[cols]
+
+    def left(self):
+        """Positions (into ``pos``) above the tolerance."""
+        return np.flatnonzero(~(self.norms <= self.tol))
+
+
+def _smooth_linear(pv, FX, pos, tol, max_iter):
+    """Effects (len(pos), m) of a logistic / squared-hinge linear model by side-by-side chord
+    re-solves; returns the effects, the positions (into ``pos``) left unsettled and the
+    gradient norms."""
+    rs = _Resolve(pv, pos, tol)
+    for _ in range(max_iter):
+        if not rs.step():
+            break
+    return rs.effects(FX), rs.left(), rs.norms
+
+
+def _smooth_decided(views, FX, part, tol, max_iter, decided, multiclass):
+    """Effects, unsettled positions and radii of the left-out problems of every class at once,
+    each sample's problems stepped together until ``decided(P, effects, R)`` says its effects
+    are known well enough (checked before the first step and after each) or all reach ``tol``.
+    P: (B',) positions of the open samples, R: (B', K) radii, ``effects(sub, rows)``: K arrays
+    (len(sub), len(rows)) of each class's effects of the samples ``sub`` (indices into P;
+    None: all) on the validation rows ``rows`` (None: all), which ``decided`` must have asked
+    for on all rows for every sample it decides.  The effects are those of the centres of the
+    balls that hold the left-out solutions (:meth:`_Resolve.centred`, :meth:`_Resolve.radii`)."""
+    rss = [_Resolve(pv, part, _check_tol(tol, pv.v)) for pv in views]
+    B, m, K = part.size, FX.shape[0], len(rss)
+    E = np.zeros((B, m, K))
+    open_ = np.arange(B)
+    for it in range(max_iter + 1):
+        # the first step of the logistic loss bounds the new gradients instead of computing them
+        if it == 1 and all([rs.first_step() for rs in rss]):
+            pass
+        elif it and not any([rs.step() for rs in rss]):
+            break
+        full = []
+
+        def effects(sub=None, rows=None, cols=open_, full=full):
+            at = cols if sub is None else cols[sub]
+            Es = [rs.centred(FX if rows is None else FX[rows], at) for rs in rss]
+            if rows is None:
+                full.append((at, Es))
+            return Es
+
+        Rc = np.stack([rs.radii(open_) for rs in rss], axis=1)
+        ok = np.asarray(decided(part[open_], effects, Rc), dtype=bool)
+        for at, Es in full:
+            for k, Ek in enumerate(Es):
+                E[at, :, k] = Ek
+        for rs in rss:
+            rs.closed[open_[ok]] = True
+        open_ = open_[~ok]
+        if not open_.size:
+            break
+    for k, Ek in enumerate([rs.centred(FX, open_) for rs in rss]):  # the undecided
+        E[open_, :, k] = Ek
+    R = np.stack([rs.radii() for rs in rss], axis=-1)
+    settled = (
+        np.stack([rs.norms[open_] for rs in rss], axis=-1) <= np.array([rs.tol for rs in rss])
+    ).all(axis=1)
+    left = open_[~settled]  # neither decided nor at the tolerance
+    if not multiclass:
+        return E[..., 0], left, R[:, 0]
+    return E, left, R
+
+
+def _first_derivative(loss, t, Z):
+    """``ℓ'(t, Z)`` (a new array)."""
+    if loss.name == "logistic":
+        sig = t * Z  # −t σ(−tz) = −t / (1 + exp(tz)), in place
+        with np.errstate(over="ignore"):
+            np.exp(sig, out=sig)
+        sig += 1.0
+        np.reciprocal(sig, out=sig)
+        sig *= -t
+        return sig
+    return loss.d1(t, Z)
 
 
 def _derivatives(loss, t, Z):
@@ -232,10 +387,12 @@ def view_effects(fitted, pv, mapped, part, tol, max_iter, m=None):
     return np.zeros((part.size, m)), np.arange(part.size), np.zeros(part.size)
 
 
-def _chunks(fitted, X, pos, chunk_size, tol, max_iter):
+def _chunks(fitted, X, pos, chunk_size, tol, max_iter, decided=None):
     """``(positions, effects, radii)`` per chunk of ``pos``: effects (B, m) or (B, m, K), and
     the certified distance of each left-out solution to the exact one, (B,) or (B, K) (the
-    effect on x is exact to ``radius · ‖Φ(x)‖``)."""
+    effect on x is exact to ``radius · ‖Φ(x)‖``).  ``decided`` (smooth linear models, see
+    :func:`_smooth_decided`): the samples whose effects are known well enough, whose left-out
+    problems stop early."""
     Xv = fitted.rows_of(X)
     base = fitted.decision(X)
     views = [_View(fitted, v) for v in fitted.views]
@@ -247,14 +404,20 @@ def _chunks(fitted, X, pos, chunk_size, tol, max_iter):
     )
     for s in range(0, pos.size, chunk_size):
         part = pos[s : s + chunk_size]
-        cols, rads, todo = [], [], set()
-        for pv in views:
-            e, left, r = view_effects(fitted, pv, mapped, part, tol, max_iter, base.shape[0])
-            todo.update(left.tolist())
-            cols.append(e)
-            rads.append(r)
-        E = np.stack(cols, axis=-1) if fitted.multiclass else cols[0]
-        R = np.stack(rads, axis=-1) if fitted.multiclass else rads[0]
+        if decided is not None and loss in _SMOOTH and not fitted.kernel:
+            E, left, R = _smooth_decided(
+                views, mapped, part, tol, max_iter, decided, fitted.multiclass
+            )
+            todo = set(left.tolist())
+        else:
+            cols, rads, todo = [], [], set()
+            for pv in views:
+                e, left, r = view_effects(fitted, pv, mapped, part, tol, max_iter, base.shape[0])
+                todo.update(left.tolist())
+                cols.append(e)
+                rads.append(r)
+            E = np.stack(cols, axis=-1) if fitted.multiclass else cols[0]
+            R = np.stack(rads, axis=-1) if fitted.multiclass else rads[0]
         for j in sorted(todo):  # the model's own exact update of a copy
             mm = fitted.removed([part[j]])
             E[j] = fitted.decision_of(mm, X) - base
@@ -378,9 +541,20 @@ def loo_effects(
     return out
 
 
-def iter_effects(model, X, *, ids=None, chunk_size=256, tol=None, max_iter=50, what="loo_effects"):
-    """``(ids, effects)`` chunk by chunk (the memory-bounded form of :func:`loo_effects`), the
-    model's decision values on X first: ``base, chunks``."""
+def iter_effects(
+    model,
+    X,
+    *,
+    ids=None,
+    chunk_size=256,
+    tol=None,
+    max_iter=50,
+    what="loo_effects",
+    decided=None,
+):
+    """``(ids, effects, radii)`` chunk by chunk (the memory-bounded form of
+    :func:`loo_effects`), the fitted model and its decision values on X first:
+    ``fitted, base, chunks``.  ``decided``: see :func:`_chunks`."""
     chunk_size = check_chunk(chunk_size)
     fitted = Fitted(model, what)
     fitted.cache = {}
@@ -388,7 +562,7 @@ def iter_effects(model, X, *, ids=None, chunk_size=256, tol=None, max_iter=50, w
     base = fitted.decision(X)
 
     def gen():
-        for part, E, R in _chunks(fitted, X, pos, chunk_size, tol, max_iter):
+        for part, E, R in _chunks(fitted, X, pos, chunk_size, tol, max_iter, decided):
             yield fitted.ids[part], E, R
 
     return fitted, base, gen()

@@ -167,9 +167,10 @@ def data_values(
     chunk at a time (memory O(chunk_size · m)).  The values equal those of n brute-force
     refits (pyDVL's ``LOOValuation``) up to the solver's certified tolerance.  With the default
     score of a logistic or squared-hinge linear classifier (accuracy: labels only), the
-    left-out problems are first solved to a loose tolerance; a sample whose certified
-    intervals (effect ± distance · ‖Φ(x)‖) leave a label undecided is solved again to the
-    model's tolerance, so every value is still exact.
+    left-out problems of a sample (every class's at once) stop as soon as their certified
+    intervals (effect ± radius · ‖Φ(x)‖, the ball of each left-out solution) decide every
+    label, and at the latest at a loose tolerance; a sample whose intervals still leave a
+    label undecided is solved again to the model's tolerance, so every value is still exact.
 
     Parameters
     ----------
@@ -225,6 +226,19 @@ def data_values(
         and getattr(model, "loss", None) in ("logistic", "squared_hinge")
         and hasattr(model, "coef_")
     )
+    # each left-out problem stops as soon as its certified intervals decide every label
+    known: dict = {}
+
+    def decided(P, effects, R):  # the hardest validation rows are checked first
+        bt, hard = known["base_t"], known["hard"]
+        ok = _certain([Ek + bt[k, hard] for k, Ek in enumerate(effects(rows=hard))], R, known["mh"])
+        sub = np.flatnonzero(ok)
+        if sub.size:
+            Es = effects(sub)
+            ok[sub] = _certain([Ek + bt[k] for k, Ek in enumerate(Es)], R[sub], known["mnorm"])
+        known["certified"][P[ok]] = True
+        return ok
+
     fitted, base, chunks = iter_effects(
         model,
         X,
@@ -232,7 +246,17 @@ def data_values(
         chunk_size=chunk_size,
         tol=_LOOSE if labels_only else tol,
         what="data_values",
+        decided=decided if labels_only else None,
     )
+    if labels_only:  # the generator runs only when iterated
+        bt = known["base_t"] = np.ascontiguousarray(base.T if base.ndim == 2 else base[None])
+        mnorm = known["mnorm"] = np.linalg.norm(fitted.mapped(fitted.rows_of(X)), axis=1)
+        srt = np.sort(bt, axis=0)
+        gap = (srt[-1] - srt[-2] if bt.shape[0] > 1 else np.abs(srt[0])) / np.maximum(mnorm, 1e-300)
+        order = np.argsort(gap, kind="stable")
+        known["hard"] = order[:_HARD]
+        known["mh"] = mnorm[known["hard"]]
+        known["certified"] = np.zeros(fitted.n, dtype=bool)
     y = np.asarray(y)
     if y.ndim != 1 or y.shape[0] != base.shape[0]:
         raise ValueError(
@@ -266,19 +290,27 @@ def data_values(
             return np.array([one(z) for z in Z])
 
     values, all_ids, redo = [], [], []
-    mnorm = np.linalg.norm(fitted.mapped(fitted.rows_of(X)), axis=1) if labels_only else None
+    mnorm = known.get("mnorm")
     for part_ids, E, R in chunks:
         Z = base[None] + E
         values.append(full - scores(Z))
         all_ids.append(part_ids)
-        if labels_only:
-            redo.append(part_ids[~_labels_certain(Z, R, mnorm)])
+        if labels_only:  # those not certified during the solve: checked once more
+            rows = np.flatnonzero(~known["certified"][np.searchsorted(fitted.ids, part_ids)])
+            redo.append(part_ids[rows[~_labels_certain(Z[rows], R[rows], mnorm)]])
     out = np.concatenate(values) if values else np.empty(0)
     ids_out = np.concatenate(all_ids) if all_ids else np.empty(0, dtype=np.int64)
     again = np.concatenate(redo) if redo else np.empty(0, dtype=np.int64)
     if again.size:  # to the model's tolerance (the exact update where that does not settle)
         at = {int(i): j for j, i in enumerate(ids_out)}
-        _, _, more = iter_effects(model, X, ids=again, chunk_size=chunk_size, what="data_values")
+        _, _, more = iter_effects(
+            model,
+            X,
+            ids=again,
+            chunk_size=chunk_size,
+            what="data_values",
+            decided=decided,
+        )
         for part_ids, E, _ in more:
             out[[at[int(i)] for i in part_ids]] = full - scores(base[None] + E)
     return DataValues(out, ids_out, names, full, what)
@@ -286,16 +318,48 @@ def data_values(
 
 #: the gradient norm to which label-based values first solve the left-out problems
 _LOOSE = 1e-4
+#: validation rows (those of smallest certified margin) checked before the others
+_HARD = 32
 
 
 def _labels_certain(Z, R, mnorm):
     """Rows of Z (B, m) or (B, m, K) whose every label is decided by the certified intervals
     ``Z ± R · ‖Φ(x)‖`` (R: (B,) or (B, K))."""
     if Z.ndim == 2:
-        return (np.abs(Z) > R[:, None] * mnorm[None, :] * (1 + 1e-9)).all(axis=1)
-    half = R[:, None, :] * mnorm[None, :, None] * (1 + 1e-9)
-    top = np.argmax(Z, axis=2)
-    lo_top = np.take_along_axis(Z - half, top[..., None], axis=2)[..., 0]
-    hi = Z + half
-    np.put_along_axis(hi, top[..., None], -np.inf, axis=2)
-    return (lo_top > hi.max(axis=2)).all(axis=1)
+        return _certain([Z], R[:, None], mnorm)
+    return _certain([Z[..., k] for k in range(Z.shape[2])], R, mnorm)
+
+
+def _certain(Zs, R, mnorm):
+    """Rows whose every label is decided by the intervals ``Zs[k] ± R[:, k] · ‖Φ(x)‖``: Zs, K
+    arrays (B, m) of one class's decision values each (one: two classes, the sign), R (B, K).
+
+    With K classes a row first passes the cheaper sufficient test with every class's radius
+    the row's largest (the two largest values more than two half-widths apart); the rows it
+    does not settle take the exact test: a label is decided when the largest lower end ``L``
+    is above every other class's upper end, i.e. when exactly one upper end reaches ``L``."""
+    scale = mnorm[None, :] * (1 + 1e-9)
+    if len(Zs) == 1:
+        return (np.abs(Zs[0]) > R[:, :1] * scale).all(axis=1)
+    first = np.maximum(Zs[0], Zs[1])
+    second = np.minimum(Zs[0], Zs[1])
+    for Zk in Zs[2:]:
+        np.maximum(second, np.minimum(first, Zk), out=second)
+        np.maximum(first, Zk, out=first)
+    first -= second
+    ok = (first > 2.0 * R.max(axis=1)[:, None] * scale).all(axis=1)
+    rows = np.flatnonzero(~ok)
+    if rows.size:
+        ok[rows] = _certain_exact([Zk[rows] for Zk in Zs], R[rows], scale)
+    return ok
+
+
+def _certain_exact(Zs, R, scale):
+    halves = [R[:, k : k + 1] * scale for k in range(len(Zs))]
+    low = Zs[0] - halves[0]
+    for Zk, hk in zip(Zs[1:], halves[1:]):
+        np.maximum(low, Zk - hk, out=low)
+    count = np.zeros(low.shape, dtype=np.int8)
+    for Zk, hk in zip(Zs, halves):
+        count += Zk + hk >= low
+    return (count == 1).all(axis=1)
