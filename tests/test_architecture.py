@@ -212,32 +212,27 @@ def test_no_import_of_a_higher_floor():
     assert not bad, "imports against the floors:\n" + "\n".join(bad)
 
 
-def test_no_import_circles_between_packages():
-    edges = _edges()
-    cycles = _cycles(edges)
+def _circles_report(edges):
+    """The circles of ``edges`` with the imports that make each, for an assertion message."""
     lines = []
-    for comp in cycles:
+    for comp in _cycles(edges):
         lines.append(" <-> ".join(comp) + ":")
         lines += [
             f"  {a} -> {b} at {', '.join(w)}"
             for (a, b), w in sorted(edges.items())
             if a in comp and b in comp
         ]
-    assert not cycles, "import circles between packages:\n" + "\n".join(lines)
+    return lines
+
+
+def test_no_import_circles_between_packages():
+    report = _circles_report(_edges())
+    assert not report, "import circles between packages:\n" + "\n".join(report)
 
 
 def test_no_import_circles_between_modules():
-    edges = _module_edges()
-    cycles = _cycles(edges)
-    lines = []
-    for comp in cycles:
-        lines.append(" <-> ".join(comp) + ":")
-        lines += [
-            f"  {a} -> {b} at {', '.join(w)}"
-            for (a, b), w in sorted(edges.items())
-            if a in comp and b in comp
-        ]
-    assert not cycles, "import circles between modules:\n" + "\n".join(lines)
+    report = _circles_report(_module_edges())
+    assert not report, "import circles between modules:\n" + "\n".join(report)
 
 
 def test_no_private_module_of_models_imported_from_outside():
