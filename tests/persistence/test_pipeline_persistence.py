@@ -391,7 +391,7 @@ def _pipeline_mutations(meta, arrays):
     "base",
     [
         pytest.param(b, marks=pytest.mark.slow)
-        if b in ("poly-nodata-regressor", "nystroem-kernel")
+        if b in ("poly-nodata-regressor", "nystroem-kernel", "passthrough-tfidf-rbf-logistic")
         else b
         for b in FUZZ_BASES
     ],
