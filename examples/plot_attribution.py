@@ -46,7 +46,7 @@ print(
     f"flipped among the 60 most harmful: {np.isin(harmful, flipped).sum()} "
     f"(a random 60 would hold about 6)"
 )
-from sklearn.metrics import get_scorer  # noqa: E402
+from sklearn.metrics import get_scorer
 
 score = get_scorer("neg_log_loss")
 for i in harmful[:3]:
