@@ -147,7 +147,8 @@ def run(args):
         "t_update_all_s": t_upd,
     }
     md = [
-        f"What-if vs exact update, logistic {n} x {p}, remove {args.k}, {args.threads} BLAS thread(s)",
+        f"What-if vs exact update, logistic {n} x {p}, remove {args.k}, "
+        f"{args.threads} BLAS thread(s)",
         "",
         "| what-if | what-if (ms) | exact update (ms) | update / what-if | bar |",
         "|---|---:|---:|---:|---:|",
