@@ -260,3 +260,27 @@ def test_encode_decode_targets(cancer):
     np.testing.assert_array_equal(p.decode_targets(np.array([-0.2, 0.3])), ["benign", "malignant"])
     with pytest.raises(ValueError, match="not among the model's classes"):
         p.encode_targets(["other"])
+
+
+@pytest.mark.parametrize("removed", [0, 7])
+def test_hessian_and_scores_on_consecutive_and_scattered_rows(cancer, removed):
+    """``hessian()`` (one symmetric rank-k update of ``diag(√w) Φ``) and ``scores`` against
+    the plain products, on a fitted model (consecutive rows: read as a view of the store) and
+    after removals (scattered rows: copied), with sample weights."""
+    X, y = cancer
+    w = np.linspace(0.0, 2.0, len(y))  # a weight of 0 too
+    m = df.LinearClassifier(loss="logistic", C=0.7).fit(X, y, sample_weight=w)
+    if removed:
+        m.update(remove_ids=np.arange(3, 3 + 5 * removed, 5))
+    p = m.problem_
+    live = p.live
+    Phi = np.array(p.rows[live])
+    z, _ = p.scores(live)
+    np.testing.assert_array_equal(z, Phi @ p.coef)
+    tl = np.asarray(p.targets[live], dtype=np.float64)
+    sw = p.sample_weights(live)
+    np.testing.assert_array_equal(sw, w[p.sample_ids])
+    H = np.eye(Phi.shape[1]) + (Phi.T * (0.7 * sw * _d2("logistic", tl, z))) @ Phi
+    Hp = p.hessian()
+    np.testing.assert_array_equal(Hp, Hp.T)
+    np.testing.assert_allclose(Hp, H, rtol=1e-12, atol=1e-12 * np.abs(H).max())

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 from scipy import linalg
+from scipy.linalg.blas import get_blas_funcs
 from sklearn.exceptions import NotFittedError
 
 from deltafit._states._one_vs_rest import CodedLedger, class_codes
@@ -45,6 +46,38 @@ from deltafit.kernels import kernel_diagonal, kernel_matrix, kernel_rows
 from deltafit.models._guard import guarded_read
 
 __all__ = ["FittedProblem", "ProblemMixin", "ScoreFunction"]
+
+
+def _take_rows(X: Any, handles: np.ndarray) -> Any:
+    """``X[handles]``: a view, not a copy, when the handles are a run of consecutive rows of a
+    dense store (a model never changed, or changed by additions only), else a copy."""
+    h = np.asarray(handles)
+    if (
+        isinstance(X, np.ndarray)
+        and h.size
+        and int(h[-1]) - int(h[0]) == h.size - 1
+        and (h.size < 2 or bool(np.all(np.diff(h) == 1)))
+    ):
+        return X[int(h[0]) : int(h[-1]) + 1]
+    return X[h]
+
+
+def _gram(Phi: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """``Φᵀ diag(w) Φ`` for ``w ≥ 0`` by one symmetric rank-k update of ``diag(√w) Φ``
+    (half the flops of a general product; the matrix comes back exactly symmetric)."""
+    if (
+        Phi.dtype != np.float64
+        or not Phi.flags.c_contiguous
+        or not Phi.shape[0]
+        or not bool(np.all(w >= 0))
+    ):
+        return (Phi.T * w) @ Phi
+    Xs = Phi * np.sqrt(w)[:, None]
+    (syrk,) = get_blas_funcs(("syrk",), (Xs,))
+    U = syrk(1.0, Xs.T, trans=0, lower=0)  # upper triangle of Xsᵀ Xs (Xs.T: Fortran order)
+    H = np.triu(U)
+    H += np.triu(U, 1).T
+    return H
 
 
 def _frozen(a):
@@ -490,7 +523,7 @@ class FittedProblem:
             raise ValueError(
                 "this model keeps no training rows (keep_data=False); these bounds need them"
             )
-        rows = self._led.X[h]
+        rows = _take_rows(self._led.X, h)
         if sp.issparse(rows):
             return rows @ self._st.beta, np.asarray(rows.multiply(rows).sum(axis=1)).ravel()
         return rows @ self._st.beta, np.einsum("ij,ij->i", rows, rows)
@@ -551,12 +584,12 @@ class FittedProblem:
         if not self.keeps_rows:
             raise ValueError("the Hessian needs the training rows (keep_data=True)")
         A = self._led.active_slots()
-        Phi = self._led.X[A]
+        Phi = _take_rows(self._led.X, A)
         w = self.C * self.loss.d2(self._led.y[A], Phi @ st.beta)
         sw = self.sample_weights(A)
         if sw is not None:
             w = w * sw
-        H = (Phi.T @ sp.diags(w) @ Phi).toarray() if sp.issparse(Phi) else (Phi.T * w) @ Phi
+        H = (Phi.T @ sp.diags(w) @ Phi).toarray() if sp.issparse(Phi) else _gram(Phi, w)
         H.flat[:: H.shape[0] + 1] += 1.0
         return H
 

@@ -118,19 +118,34 @@ def _positions(cache, handles):
     return np.where(hit, order[at] if srt.size else -1, -1)
 
 
+def _live_rows(rows, live):
+    """``rows[live]``: a view of the store (no copy of the n × p rows) when the live handles
+    are consecutive, as after a fit."""
+    if (
+        isinstance(rows, np.ndarray)
+        and live.size > 1
+        and int(live[-1]) - int(live[0]) == live.size - 1
+        and bool(np.all(np.diff(live) == 1))
+    ):
+        return rows[int(live[0]) : int(live[-1]) + 1]
+    return rows[live]
+
+
 def _linear_cache(prob, loss):
     """What every curvature region of this model version reuses: the stored Hessian's
     eigendecomposition, the training scores and curvatures, ``q_i = ‖Φ_i‖_{H₀⁻¹}``."""
     if getattr(prob, "rows_on_cluster", False):
         return _cluster_cache(prob, loss)
     live = np.asarray(prob.live)
-    z, _ = prob.scores(live)
+    store = prob.rows
+    rows = _live_rows(store, live)
+    # dense rows: the scores as FittedProblem.scores forms them (the same product, same rows)
+    z = rows @ prob.coef if isinstance(store, np.ndarray) else prob.scores(live)[0]
     t = np.asarray(prob.targets[live], dtype=np.float64)
     w = prob.sample_weights(live)
     h = loss.d2(t, z)
     lam, V = linalg.eigh(prob.hessian())
     lam = np.maximum(lam, 1.0)  # H₀ ⪰ I exactly; rounding only
-    rows = prob.rows[live]
     psi = rows @ V
     q = np.sqrt(np.einsum("ij,ij->i", psi, psi / lam))
     pos = np.full(prob.capacity, -1, dtype=np.intp)
