@@ -208,13 +208,14 @@ def _stored_gradient(prob, beta, M1, C1):
 _GAIN = 1.0 / 64.0
 
 
-def _wants_stored_gradient(parts, tol_s, wdec, s_rest):
-    """Whether the stored solution's componentwise gradient may narrow a bound by more than
-    ``_GAIN`` of it.  Without it, that part of a row's half-width is at most ``‖φ‖ ε₁``
-    (``parts[0]``), and each other part ``i`` is at least ``‖φ‖ min(parts[i], min_j wdec_ij,
-    min(s_R) τ_S,i)`` (``‖Sφ‖ ≥ min(s_R) ‖φ_R‖``, ``Σ_dec |φ_j| w_j ≥ min(w) ‖φ_dec‖``): so a
-    half-width without it is at most ``1 + ρ`` times the one with it, ``ρ`` the ratio of the
-    first to the largest of the others (coefficient bounds alike)."""
+def _cheap_excess(parts, tol_s, wdec, s_rest):
+    """``ρ``: a half-width (decision or coefficient bound) computed without the stored
+    solution's componentwise gradient is at most ``1 + ρ`` times the one computed with it.
+
+    Without it, that part of a row's half-width is at most ``‖φ‖ ε₁`` (``parts[0]``), and each
+    other part ``i`` is at least ``‖φ‖ min(parts[i], min_j wdec_ij, min(s_R) τ_S,i)``
+    (``‖Sφ‖ ≥ min(s_R) ‖φ_R‖``, ``Σ_dec |φ_j| w_j ≥ min(w) ‖φ_dec‖``); ``ρ`` is the ratio of
+    the first to the largest of these lower bounds (``inf`` where it is 0)."""
     lows = []
     for i in (1, 2):
         low = float(parts[i])
@@ -224,9 +225,15 @@ def _wants_stored_gradient(parts, tol_s, wdec, s_rest):
             low = min(low, float(np.min(wdec[i])))
         lows.append(low)
     floor = max(lows)
-    if not (math.isfinite(floor) and floor > 0.0):
-        return True
-    return not float(parts[0]) <= _GAIN * floor
+    if not (math.isfinite(floor) and floor > 0.0 and math.isfinite(float(parts[0]))):
+        return math.inf
+    return float(parts[0]) / floor
+
+
+def _wants_stored_gradient(parts, tol_s, wdec, s_rest):
+    """Whether the stored solution's componentwise gradient may narrow a bound by more than
+    ``_GAIN`` of it (:func:`_cheap_excess`)."""
+    return not _cheap_excess(parts, tol_s, wdec, s_rest) <= _GAIN
 
 
 class LinearExactRegion(ExactRegion):
