@@ -58,7 +58,11 @@ query row) are bounded on their own, ``|g_j| / H₂_jj``, not through λ.  At ea
 these three parts takes the smaller of its Euclidean and scaled bounds, so an interval is
 never wider than the Euclidean one; on raw features (digits restricted to 6 classes with
 pixels 0–160, 0–1600 or 0–16000; wine) it is 2e-9–2e-8 of the largest decision value wide
-instead of 1e-2 to 1e4.
+instead of 1e-2 to 1e4.  The stored solution's componentwise gradient costs a pass over the
+rows in extended precision per class; it is summed only where it can narrow an interval by
+more than 1/64 (:func:`_cheap_excess`: otherwise that part is bounded by its norm ``ε₁``).
+The query rows' features and norms, Euclidean and scaled, are kept for the last rows asked and
+shared by the K classes of a multiclass model (one factor, so one scaling).
 
 Nothing here writes to the model: the inverse is read through
 :meth:`deltafit.models.FittedProblem.apply_inverse` / ``inverse_columns``, the statistics
