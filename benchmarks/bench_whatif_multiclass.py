@@ -4,9 +4,9 @@ refit of the data the change leaves (not run in CI).
 
 Claim measured (see benchmarks/README.md): a what-if ("remove these samples: bounds on every
 test decision, certified labels") of a multiclass ``LinearClassifier`` answers faster than the
-refit it replaces, and its warm queries reuse the model version's derived data (the stored
-solution's extended-precision gradient of each class, kept by ``FittedProblem.cached``) instead
-of recomputing it per query.  Data: the demo's — scikit-learn's digits, each image also
+refit it replaces: the K classes share one factorisation, the query rows' features and norms,
+and the stored solution's extended-precision gradient is computed only when the cheap certified
+bound is too wide to answer without it.  Data: the demo's — scikit-learn's digits, each image also
 shifted by up to one pixel (9 rows an image), as 500 random Fourier features
 (``deltafit.cli._demo.load_shifted_digits``); the rows of images 0–1,258 train (11,331 rows), the
 others are test rows (4,842); the what-if removes the 45 rows of 5 images.

@@ -58,7 +58,11 @@ query row) are bounded on their own, ``|g_j| / H₂_jj``, not through λ.  At ea
 these three parts takes the smaller of its Euclidean and scaled bounds, so an interval is
 never wider than the Euclidean one; on raw features (digits restricted to 6 classes with
 pixels 0–160, 0–1600 or 0–16000; wine) it is 2e-9–2e-8 of the largest decision value wide
-instead of 1e-2 to 1e4.
+instead of 1e-2 to 1e4.  The stored solution's componentwise gradient costs a pass over the
+rows in extended precision per class; it is summed only where it can narrow an interval by
+more than 1/64 (:func:`_cheap_excess`: otherwise that part is bounded by its norm ``ε₁``).
+The query rows' features and norms, Euclidean and scaled, are kept for the last rows asked and
+shared by the K classes of a multiclass model (one factor, so one scaling).
 
 Nothing here writes to the model: the inverse is read through
 :meth:`deltafit.models.FittedProblem.apply_inverse` / ``inverse_columns``, the statistics
@@ -203,6 +207,39 @@ def _stored_gradient(prob, beta, M1, C1):
     return prob.cached(("whatif_stored_gradient",), guarded)
 
 
+# The stored solution's componentwise gradient (an O(n·p) pass in extended precision per class)
+# is summed only where it can narrow an interval by more than this fraction
+_GAIN = 1.0 / 64.0
+
+
+def _cheap_excess(parts, tol_s, wdec, s_rest):
+    """``ρ``: a half-width (decision or coefficient bound) computed without the stored
+    solution's componentwise gradient is at most ``1 + ρ`` times the one computed with it.
+
+    Without it, that part of a row's half-width is at most ``‖φ‖ ε₁`` (``parts[0]``), and each
+    other part ``i`` is at least ``‖φ‖ min(parts[i], min_j wdec_ij, min(s_R) τ_S,i)``
+    (``‖Sφ‖ ≥ min(s_R) ‖φ_R‖``, ``Σ_dec |φ_j| w_j ≥ min(w) ‖φ_dec‖``); ``ρ`` is the ratio of
+    the first to the largest of these lower bounds (``inf`` where it is 0)."""
+    lows = []
+    for i in (1, 2):
+        low = float(parts[i])
+        if s_rest.size:
+            low = min(low, float(np.min(s_rest)) * float(tol_s[i]))
+        if wdec.shape[1]:
+            low = min(low, float(np.min(wdec[i])))
+        lows.append(low)
+    floor = max(lows)
+    if not (math.isfinite(floor) and floor > 0.0 and math.isfinite(float(parts[0]))):
+        return math.inf
+    return float(parts[0]) / floor
+
+
+def _wants_stored_gradient(parts, tol_s, wdec, s_rest):
+    """Whether the stored solution's componentwise gradient may narrow a bound by more than
+    ``_GAIN`` of it (:func:`_cheap_excess`)."""
+    return not _cheap_excess(parts, tol_s, wdec, s_rest) <= _GAIN
+
+
 class LinearExactRegion(ExactRegion):
     """The exact retrained linear model: ``β̂₂`` and a certified ``‖β̂₂ − β₂*‖ ≤ τ``.
 
@@ -286,6 +323,8 @@ class LinearExactRegion(ExactRegion):
         # takes the smaller of its two bounds at each query (triangle inequality).
         self._pending = (prob, beta1, e, u, eps1, C1, C2)
         self._scale_cache = None
+        box = getattr(sens, "_shared", None)
+        self._box = {} if box is None else box
 
     @property
     def _scale(self):
@@ -302,18 +341,33 @@ class LinearExactRegion(ExactRegion):
         if floor is None:
             return None
         sv, lam, dec, h = floor
-        g1 = _stored_gradient(prob, beta1, factor.M1, C1)
         rest = ~dec
         with np.errstate(over="ignore", invalid="ignore"):
             # componentwise bounds of the three parts of ∇J₂(β̂₂) (and of a refit's move): the
             # stored solution's gradient, the residual, a refit refined to a componentwise
             # backward error γ|H₂| (Skeel)
             G = [
-                None if g1 is None else (C2 / C1) * g1,
+                None,
                 2.0 * C2 * (np.abs(e) + u),
                 8.0 * (p + 1) * _EPS * 2.0 * C2 * factor.abs_matvec(self.coef),
             ]
-            wdec, tol_s = np.empty((3, int(dec.sum()))), np.empty(3)
+            tol_s, wdec = self._scaled_parts(G, sv, lam, dec, h, eps1)
+            if _wants_stored_gradient(self._parts, tol_s, wdec, sv[rest]):
+                G[0] = _stored_gradient(prob, beta1, factor.M1, C1)
+                if G[0] is not None:
+                    G[0] = (C2 / C1) * G[0]
+                    tol_s, wdec = self._scaled_parts(G, sv, lam, dec, h, eps1)
+        if not (np.all(np.isfinite(tol_s)) and np.all(np.isfinite(wdec))):
+            return None
+        return sv, tol_s, dec, wdec
+
+    def _scaled_parts(self, G, sv, lam, dec, h, eps1):
+        """``(τ_S, wdec)`` of the three parts: each part's scaled bound through λ and its
+        decoupled coordinates' bounds ``|G_j| / H_jj`` (a part whose ``G`` is None: only its
+        norm ``ε₁`` is known)."""
+        rest = ~dec
+        wdec, tol_s = np.empty((3, int(dec.sum()))), np.empty(3)
+        with np.errstate(over="ignore", invalid="ignore"):
             for i, Gi in enumerate(G):
                 if Gi is None:  # only ‖·‖ ≤ ε₁ known: ‖Sφ‖ ≤ ‖S_Rφ_R‖ + Σ_dec s_j |φ_j|
                     tol_s[i] = eps1 / lam
@@ -321,42 +375,69 @@ class LinearExactRegion(ExactRegion):
                 else:  # decoupled coordinates exactly, the rest through λ
                     tol_s[i] = float(np.linalg.norm(sv[rest] * Gi[rest])) / lam
                     wdec[i] = Gi[dec] / h[dec]
-            grow = 1.0 + 4.0 * p * _EPS
-            tol_s, wdec = tol_s * grow, wdec * grow
-        if not (np.all(np.isfinite(tol_s)) and np.all(np.isfinite(wdec))):
-            return None
-        return sv, tol_s, dec, wdec
+            grow = 1.0 + 4.0 * self.coef.size * _EPS
+            return tol_s * grow, wdec * grow
 
     def __getstate__(self):
         # computed before the region travels (to the tasks of lazy dask bounds): once, here
         _ = self._scale
-        return self.__dict__.copy()
+        state = self.__dict__.copy()
+        state["_box"] = {}  # the query rows kept for the other classes stay here
+        return state
 
     def center_decision(self, X: np.ndarray) -> np.ndarray:
         P = self._store.map(X)
         return P @ self.coef
 
-    def _half_widths(self, P):
+    def _rows_of_query(self, X):
+        """``(P, ‖φ‖, scaled)`` of the query rows: their features, Euclidean norms and the
+        class-independent parts of the scaled bound (``(‖S_Rφ_R‖, |φ_dec|)`` or None), kept
+        for the last query rows asked and shared by the classes of a multiclass model (their
+        factor, so ``S`` and ``dec``, is one) and by the queries of one region."""
+        box = self._box
+        hit = box.get("query")
+        if hit is not None and isinstance(X, np.ndarray):
+            X0, P, nE, scaled = hit
+            if X0.shape == X.shape and X0.dtype == X.dtype and np.array_equal(X0, X):
+                return P, nE, scaled
+        P = self._store.map(X)
         nE = np.sqrt(np.maximum(self._store.sq_norms(P), 0.0))
+        scaled = {}
+        if isinstance(X, np.ndarray) and isinstance(P, np.ndarray):
+            box["query"] = (X.copy(), P, nE, scaled)
+        return P, nE, scaled
+
+    def _scaled_norms(self, P, scaled, sv, dec):
+        """``(‖S_Rφ_R‖, |φ_dec|)`` of the rows, through ``scaled`` (keyed by the factor)."""
+        hit = scaled.get("factor")
+        if hit is not None and hit[0] is self._factor:
+            return hit[1], hit[2]
+        Q = P * sv
+        aPd = None
+        if dec.any():
+            Q[:, dec] = 0.0
+            aPd = np.abs(P[:, dec])
+        nS = np.sqrt(np.maximum(np.einsum("ij,ij->i", Q, Q), 0.0))
+        scaled["factor"] = (self._factor, nS, aPd)
+        return nS, aPd
+
+    def _half_widths(self, P, nE=None, scaled=None):
+        if nE is None:
+            nE = np.sqrt(np.maximum(self._store.sq_norms(P), 0.0))
         e = nE * self.tol
         scale = self._scale
         if scale is not None:
             sv, tol_s, dec, wdec = scale
-            Q = P * sv
-            if dec.any():
-                Q[:, dec] = 0.0
-                aD = np.abs(P[:, dec]) @ wdec.T
-            else:
-                aD = np.zeros((P.shape[0], 3))
-            nS = np.sqrt(np.maximum(np.einsum("ij,ij->i", Q, Q), 0.0))
+            nS, aPd = self._scaled_norms(P, {} if scaled is None else scaled, sv, dec)
+            aD = np.zeros((P.shape[0], 3)) if aPd is None else aPd @ wdec.T
             mixed = sum(np.minimum(nE * self._parts[i], aD[:, i] + nS * tol_s[i]) for i in range(3))
             e = np.minimum(e, mixed * (1.0 + 4.0 * _EPS))
         return e
 
     def center_and_bounds(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        P = self._store.map(X)
+        P, nE, scaled = self._rows_of_query(X)
         s = P @ self.coef
-        e = self._half_widths(P)
+        e = self._half_widths(P, nE, scaled)
         return s, s - e, s + e
 
     def decision_bounds(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
