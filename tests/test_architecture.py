@@ -262,7 +262,9 @@ def test_no_module_over_1000_lines():
 # pickle would write ``__dict__``), so the file format reads and restores it.
 _FRIENDS = ("persistence",)
 _PRIVATE_READ = re.compile(
-    r"\b([A-Za-z_][A-Za-z0-9_]*)\._(state|ledger|kernel|features|encode_y|s|slot_of)\b"
+    r"\b([A-Za-z_][A-Za-z0-9_]*)\._(state|ledger|kernel|features|encode_y|s|slot_of|k|spec"
+    r"|solver_options|featurizer|labels|dask_rows|dask_passes|n_classes|n_outputs_fitted"
+    r"|max_rank|is_fitted|classifier|fitted)\b"
 )
 _IMPORT_LINE = re.compile(r"^\s*(from|import)\s")  # ``from .models._ledger import`` is no read
 

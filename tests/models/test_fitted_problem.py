@@ -284,3 +284,19 @@ def test_hessian_and_scores_on_consecutive_and_scattered_rows(cancer, removed):
     Hp = p.hessian()
     np.testing.assert_array_equal(Hp, Hp.T)
     np.testing.assert_allclose(Hp, H, rtol=1e-12, atol=1e-12 * np.abs(H).max())
+
+
+def test_the_seam_serves_what_the_dask_cross_validation_reads(breast_cancer):
+    """The fitted settings, the feature map, the label encoder and the Dask bookkeeping come
+    through ``problem_`` (model_selection's Dask CV reads nothing else of the model)."""
+    X, y = breast_cancer
+    m = df.LinearClassifier(loss="logistic", C=0.5).fit(X[:120], y[:120])
+    p = m.problem_
+    assert p.solver_options.C == 0.5 and p.solver_options.loss.name == "logistic"
+    m.set_params(C=3.0)  # the fitted problem's settings, not the parameters
+    assert m.problem_.solver_options.C == 0.5
+    np.testing.assert_array_equal(p.featurizer()(X[:5]), p.features(X[:5]))
+    enc = p.label_encoder()
+    np.testing.assert_array_equal(enc.decode(p.encode_targets(y[:7])), y[:7])
+    assert p.dask_rows is None and p.dask_passes is None
+    assert df.LinearRegressor().fit(X[:50], y[:50] * 1.0).problem_.label_encoder() is None

@@ -56,15 +56,16 @@ class DaskFolds:
 
 def _problem(model):
     """The :class:`~._dask_stats.BlockProblem` of a Dask-fitted linear model (no digests)."""
-    opts = model._solver_options()
+    fitted = model.problem_
+    opts = fitted.solver_options
     return BlockProblem(
-        model._featurizer(),
-        model.n_features_in_,
-        model._labels() if model._classifier else None,
-        model._n_outputs_fitted,
+        fitted.featurizer(),
+        fitted.n_features_in,
+        fitted.label_encoder(),
+        fitted.n_outputs,
         opts.C,
         None,
-        n_classes=model._n_classes if model._classifier else 0,
+        n_classes=fitted.n_classes,
     ), opts.rho
 
 
@@ -168,9 +169,9 @@ def dask_closed_form(
     problem, rho = _problem(model)
     blocks = row_blocks(X, y, sample_weight, fold)
     classes: Any = getattr(model, "classes_", None)  # None for a regressor
-    K = model._n_outputs_fitted or (model._n_classes if model._classifier else 0)
+    K = model.problem_.n_outputs or model.problem_.n_classes
     out_chunks = (blocks.X.chunks[0],) + ((K,) if K else ())
-    K_y = model._n_outputs_fitted  # columns of y (regression outputs; labels are one)
+    K_y = model.problem_.n_outputs  # columns of y (regression outputs; labels are one)
     Xb = blocks.X
     if fold is None:  # leave-one-out: one more pass, lazily
         # (K ≥ 3 classes: the one K-output state inside the one-vs-rest one)
@@ -197,7 +198,7 @@ def dask_closed_form(
             y_true=y_true,
             fold=da.arange(blocks.n, chunks=blocks.X.chunks[0]),
             fold_scores=scores,
-            n_passes=model._dask_passes + 1,
+            n_passes=model.problem_.dask_passes + 1,
         )
     total = model.__dict__.pop("_dask_folds")
     sizes = np.array([f.n for f in total.folds])
@@ -205,7 +206,7 @@ def dask_closed_form(
         raise ValueError(f"fold {int(np.flatnonzero(sizes == 0)[0])} has no sample")
     betas = np.stack(
         [
-            PrimalSquaredState(model._solver_options(), model._max_rank)
+            PrimalSquaredState(model.problem_.solver_options, model.problem_.max_rank)
             .fit_statistics(fold_statistics(total, f, rho).stats)
             .beta
             for f in range(n_folds)
@@ -248,7 +249,7 @@ def dask_closed_form(
         y_true=y_true,
         fold=f_arr,
         fold_scores=fold_scores,
-        n_passes=model._dask_passes + 1,
+        n_passes=model.problem_.dask_passes + 1,
     )
 
 

@@ -141,8 +141,9 @@ def fit_smooth(estimator: Any, X: Any, y: Any, sample_weight: Any = None) -> Any
     if estimator.feature_map is not None:  # a fitted map is part of the model: kept as it is
         model.set_params(feature_map=estimator.feature_map)
     model.fit(X, y, sample_weight=sample_weight)
-    K = int(model._n_classes or 0)
-    problems = [model.problem_.for_class(k) for k in range(K)] if K else [model.problem_]
+    fitted = model.problem_
+    K = fitted.n_classes
+    problems = [fitted.for_class(k) for k in range(K)] if K else [fitted]
     cols: list[list[Any]] = [[], [], [], [], []]
     for problem in problems:
         at = problem.newton_point()
@@ -150,7 +151,7 @@ def fit_smooth(estimator: Any, X: Any, y: Any, sample_weight: Any = None) -> Any
             cols, ("coef", "gradient", "gradient_at_zero", "objective", "curvature")
         ):
             acc.append(np.array(at[key], dtype=np.float64))
-    opts = model._solver_options()
+    opts = fitted.solver_options
     return SmoothCVFit(
         model=model,
         betas=np.column_stack(cols[0]),
@@ -164,10 +165,10 @@ def fit_smooth(estimator: Any, X: Any, y: Any, sample_weight: Any = None) -> Any
         tol=opts.tol,
         max_iter=opts.max_iter,
         classes=np.asarray(model.classes_),
-        store=model._dask_rows,
-        spec=PassSpec(model._featurizer(), opts.loss, opts.C),
-        n=int(model._dask_rows.starts[-1]),
-        n_passes=int(model._dask_passes),
+        store=fitted.dask_rows,
+        spec=PassSpec(fitted.featurizer(), opts.loss, opts.C),
+        n=int(fitted.dask_rows.starts[-1]),
+        n_passes=int(fitted.dask_passes),
     )
 
 

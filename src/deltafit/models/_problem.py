@@ -425,6 +425,40 @@ class FittedProblem:
         for the closed form."""
         return self._st.result
 
+    @property
+    def solver_options(self) -> Any:
+        """The fitted problem's settings (``loss``, ``C``, ``rho``, ``tol``, ``max_iter``) as
+        the state keeps them (:class:`~deltafit._states._protocol.SolverOptions`; read only)."""
+        return self._st.opts
+
+    @property
+    def max_rank(self) -> int:
+        """Pending low-rank corrections a closed-form state keeps before it folds them."""
+        return int(self._model._max_rank)
+
+    def featurizer(self) -> Callable[[np.ndarray], Any]:
+        """``Φ`` as a picklable function of a NumPy block of rows, for Dask tasks (linear
+        models)."""
+        if self.kernel:
+            raise ValueError("featurizer needs a linear model; kernel models offer gram")
+        return self._model._featurizer()
+
+    def label_encoder(self) -> Any:
+        """The label encoder of a classifier (``encode`` / ``decode``: ±1 for two classes,
+        class indices for more); None for a regressor."""
+        return self._model._labels() if self.classifier else None
+
+    @property
+    def dask_rows(self) -> Any:
+        """The row store on the cluster of a Dask fit with ``keep_data=True`` (else None)."""
+        return self._model.__dict__.get("_dask_rows")
+
+    @property
+    def dask_passes(self) -> int | None:
+        """Passes over the rows the last Dask fit or update made (None for a NumPy fit)."""
+        passes = self._model.__dict__.get("_dask_passes")
+        return None if passes is None else int(passes)
+
     def solver_counters(self) -> dict:
         """Diagnostics of the closed-form states: ``n_refactor`` (factorisations from the exact
         statistics), ``n_folds`` (folds of pending Woodbury corrections) and ``pending_rank``

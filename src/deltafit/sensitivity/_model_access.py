@@ -42,9 +42,16 @@ def n_classes(model: Any) -> int:
     else (binary models, regressors, unfitted or foreign estimators, class views)."""
     if isinstance(model, FittedProblem):
         return 0 if model.binary else model.n_classes
+    from sklearn.exceptions import NotFittedError
+    from sklearn.utils.validation import check_is_fitted
+
     from deltafit.models import UpdatableMixin
 
-    if not isinstance(model, UpdatableMixin) or not model._is_fitted():
+    if not isinstance(model, UpdatableMixin):
+        return 0
+    try:
+        check_is_fitted(model)
+    except NotFittedError:
         return 0
     return int(model.problem_.n_classes)
 
