@@ -323,6 +323,51 @@ class UpdatableMixin(GuardedMixin, InputsMixin, PlanningMixin, PredictMixin, Pro
         self.add(X, y, sample_weight=sample_weight)
         return self
 
+    # ------------------------------------------------------------ files
+    # deltafit.persistence writes a model from these parts and restores one by ``_restore``:
+    # the model's own state stays the model's; the file format, its checks and I/O are
+    # persistence's (a floor above, which the models never import).
+    def _saved_parts(self) -> dict[str, Any]:
+        """What a model file holds of the fitted model besides its parameters: the ledger,
+        the state, the fitted parameters (``spec``) and the facts of the fit."""
+        d = self.__dict__
+        return {
+            "ledger": self._ledger,
+            "state": self._state,
+            "spec": dict(self._spec),
+            "n_outputs": 0 if self._classifier else int(self._n_outputs_fitted),
+            "n_positive": d.get("_n_positive"),
+            "classes_given": bool(d.get("_classes_given", False)),
+            "sparse_input": bool(d.get("_sparse_input", False)),
+        }
+
+    def _restore(
+        self,
+        *,
+        spec: dict[str, Any],
+        ledger: Any,
+        make_state: Callable[[int], Any],
+        n_outputs: int,
+        n_positive: int | None,
+        classes_given: bool,
+        sparse_input: bool,
+    ) -> Any:
+        """Become the fitted model of these parts (a model file's, checked by persistence;
+        the public fitted attributes are set by the caller); ``make_state(max_rank)`` builds
+        the state with this estimator's budget of pending corrections.  Returns the state."""
+        state = make_state(self._max_rank)
+        self._spec = spec
+        self._sparse_input = sparse_input
+        ledger.growth = 1.25 if self._kernel else 1.5  # as in the estimators' _build
+        if n_outputs:
+            self._n_outputs = n_outputs
+        self._classes_given = classes_given
+        if n_positive is not None:
+            self._n_positive = n_positive
+        self._state = state
+        self._ledger = ledger
+        return state
+
     def _is_fitted(self):
         return hasattr(self, "_ledger")
 

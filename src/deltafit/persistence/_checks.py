@@ -92,9 +92,10 @@ def _check_binary_statistics(model, meta, arrays, st, first=True):
     of the stored rows here, then the state's own checks of its saved statistics, solution and
     rows (:meth:`~deltafit._states._protocol.ModelState.check_saved_statistics`,
     ``check_saved_solution``, ``check_saved_rows``)."""
-    s = float(model._s)
-    intercept = bool(model._spec["fit_intercept"])
-    if not model._kernel and meta["keep_rows"] and intercept:
+    fitted = model.problem_
+    s = fitted.intercept_scaling
+    intercept = fitted.fit_intercept
+    if not fitted.kernel and meta["keep_rows"] and intercept:
         col = arrays["ledger_X"][:, -1]
         if not np.all((col.toarray().ravel() if sp.issparse(col) else col) == s):
             raise ValueError(
@@ -111,5 +112,8 @@ def _check_binary_statistics(model, meta, arrays, st, first=True):
     st.check_saved_solution(arrays, solver=meta["solver"])
     if meta["keep_rows"]:
         st.check_saved_rows(
-            arrays, first=first, hinge=meta.get("hinge"), kernel=model._k if model._kernel else None
+            arrays,
+            first=first,
+            hinge=meta.get("hinge"),
+            kernel=fitted.kernel_functions()[0] if fitted.kernel else None,
         )

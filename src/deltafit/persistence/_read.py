@@ -25,6 +25,7 @@ from sklearn.base import clone
 
 from deltafit._ledger import Ledger
 from deltafit._states._one_vs_rest import one_vs_rest_class
+from deltafit._states._protocol import SolverOptions
 from deltafit.losses import get_loss
 from deltafit.persistence import _transformers as ta
 from deltafit.persistence._archive import (
@@ -40,6 +41,8 @@ from deltafit.persistence._schema import (
     class_records,
     estimator_classes,
     expected_members,
+    is_classifier_estimator,
+    is_kernel_estimator,
     read_meta,
     state_of,
 )
@@ -157,14 +160,16 @@ def load(path: str | os.PathLike) -> Any:
         raise ValueError(f"{path!r}: corrupt model file ({type(exc).__name__}: {exc})") from None
 
 
-def _fitted_options(model, fitted):
-    """The fitted problem's settings (the loss, C and solver settings saved with the state)."""
-    opts = model._solver_options()
-    opts.loss = get_loss(fitted["loss"])
-    opts.C = check_real(fitted["C"], "fitted C", low=0.0)
-    opts.tol = check_real(fitted["tol"], "fitted tol", low=0.0)
-    opts.max_iter = check_int(fitted["max_iter"], "fitted max_iter")
-    return opts
+def _fitted_options(fitted):
+    """The fitted problem's settings (the loss, C and solver settings saved with the state;
+    no callback: a file holds none)."""
+    return SolverOptions(
+        get_loss(fitted["loss"]),
+        check_real(fitted["C"], "fitted C", low=0.0),
+        check_real(fitted["tol"], "fitted tol", low=0.0),
+        check_int(fitted["max_iter"], "fitted max_iter"),
+        None,
+    )
 
 
 def _checked_spec(model, spec):
@@ -244,15 +249,16 @@ def _rebuild(meta, arrays):
     est = classes[name]
     model = _construct(est, meta["params"], "parameters")
     # the parameters the model was fitted with: valid parameters of the same estimator
-    spec = model._spec = _checked_spec(model, meta["spec"])
+    spec = _checked_spec(model, meta["spec"])
+    kernel, classifier = is_kernel_estimator(est), is_classifier_estimator(est)
     fit_intercept = spec["fit_intercept"]
     n, d, width = meta["n_samples"], meta["n_features_in"], meta["row_width"]
-    if not model._kernel and meta["feature_map"] is None and width != d + int(fit_intercept):
+    if not kernel and meta["feature_map"] is None and width != d + int(fit_intercept):
         raise ValueError(
             f"corrupt model file: the row width {width} does not match "
             f"n_features_in {d} (+1 for the intercept)"
         )
-    check_arrays(meta, arrays, est._classifier)
+    check_arrays(meta, arrays, classifier)
     led = Ledger.from_arrays(
         arrays,
         width,
@@ -264,22 +270,18 @@ def _rebuild(meta, arrays):
     )
     if meta["sparse_rows"]:  # the checks below read the rows as one (sparse) matrix
         arrays["ledger_X"] = led.X[:n]
-    model._sparse_input = meta["sparse_input"]
-    led.growth = 1.25 if model._kernel else 1.5  # as in the estimators' _build
     if meta["n_samples_fit"] > led.next_id:
         raise ValueError(
             f"corrupt model file: n_samples_fit {meta['n_samples_fit']} exceeds "
             f"the ids handed out ({led.next_id})"
         )
     model.n_features_in_ = d
-    if meta["n_outputs"]:
-        model._n_outputs = meta["n_outputs"]
     if "classes" in arrays:
         model.classes_ = arrays["classes"]
     if "feature_names_in" in arrays:
         model.feature_names_in_ = arrays["feature_names_in"].astype(object)
-    cls, n_classes = state_of(meta, est._classifier)
-    opts = _fitted_options(model, meta["fitted"])
+    cls, n_classes = state_of(meta, classifier)
+    opts = _fitted_options(meta["fitted"])
     if n_classes:
         if model.classes_.size != n_classes:
             raise ValueError("corrupt model file: the one-vs-rest classes do not match classes")
@@ -288,26 +290,31 @@ def _rebuild(meta, arrays):
             if meta["solver"] is None
             else [_solver_result(s, h) for s, h in class_records(meta, n_classes)]
         )
-        model._state = one_vs_rest_class(cls).from_arrays_of(
-            arrays,
-            opts,
-            base=cls,
-            n_classes=n_classes,
-            y=led.y[:n].copy(),
-            capacity=led.capacity,
-            max_rank=model._max_rank,
-            results=results,
-        )
+
+        def make_state(max_rank):
+            return one_vs_rest_class(cls).from_arrays_of(
+                arrays,
+                opts,
+                base=cls,
+                n_classes=n_classes,
+                y=led.y[:n].copy(),
+                capacity=led.capacity,
+                max_rank=max_rank,
+                results=results,
+            )
     else:
-        model._state = cls.from_arrays(
-            arrays,
-            opts,
-            y=led.y[:n].copy(),
-            capacity=led.capacity,
-            max_rank=model._max_rank,
-            result=_solver_result(meta["solver"], meta["hinge"]),
-        )
-    if model._kernel:
+
+        def make_state(max_rank):
+            return cls.from_arrays(
+                arrays,
+                opts,
+                y=led.y[:n].copy(),
+                capacity=led.capacity,
+                max_rank=max_rank,
+                result=_solver_result(meta["solver"], meta["hinge"]),
+            )
+
+    if kernel:
         model.n_samples_fit_ = meta["n_samples_fit"]
     else:
         fm = meta["feature_map"]
@@ -329,11 +336,16 @@ def _rebuild(meta, arrays):
                     raise ValueError(
                         f"corrupt model file: feature_map parameter ({type(exc).__name__}: {exc})"
                     ) from None
-    model._classes_given = meta["classes_given"]
-    if meta["n_positive"] is not None:
-        model._n_positive = meta["n_positive"]
-    model._ledger = led
-    check_statistics(model, meta, arrays, model._state)
+    state = model._restore(
+        spec=spec,
+        ledger=led,
+        make_state=make_state,
+        n_outputs=meta["n_outputs"] or 0,
+        n_positive=meta["n_positive"],
+        classes_given=meta["classes_given"],
+        sparse_input=meta["sparse_input"],
+    )
+    check_statistics(model, meta, arrays, state)
     if "pipeline" in meta:
         return load_pipeline(meta["pipeline"], arrays, model)
     return model

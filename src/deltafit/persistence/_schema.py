@@ -138,6 +138,16 @@ _PASSTHROUGH_KEYS = {"name", "passthrough"}
 PIPELINE_PARAMS = {"verbose", "transform_input"}
 
 
+def is_classifier_estimator(est: type) -> bool:
+    """Whether a model file's estimator class is a classifier."""
+    return issubclass(est, (LinearClassifier, KernelClassifier))
+
+
+def is_kernel_estimator(est: type) -> bool:
+    """Whether a model file's estimator class is a kernel model."""
+    return issubclass(est, (KernelClassifier, KernelRegressor))
+
+
 def estimator_classes() -> dict[str, Any]:
     """``{class name: class}`` of the estimators a model file may hold."""
     return {
@@ -276,7 +286,7 @@ def _check_meta(meta):
     if not isinstance(name, str) or name not in classes:
         raise ValueError(f"corrupt model file: unknown estimator {name!r}")
     est = classes[name]
-    kernel, classifier = est._kernel, est._classifier
+    kernel, classifier = is_kernel_estimator(est), is_classifier_estimator(est)
     cls, n_classes = state_of(meta, classifier)
     if meta["n_outputs"] is not None:
         int_field(meta, "n_outputs", low=2, high=100_000)
@@ -483,7 +493,8 @@ def expected_members(meta: Mapping[str, Any], headers: Any) -> dict[str, tuple[A
         out[k] = (shape, kinds, True)
     for k, (shape, kinds) in Ledger.optional_shapes(n).items():
         out[k] = (shape, kinds, False)
-    state, n_classes = state_of(meta, est._classifier)
+    classifier = is_classifier_estimator(est)
+    state, n_classes = state_of(meta, classifier)
     if n_classes:
         ovr = one_vs_rest_class(state)
         saved = ovr.shapes(state, n_classes, n, width)
@@ -497,7 +508,7 @@ def expected_members(meta: Mapping[str, Any], headers: Any) -> dict[str, tuple[A
         out[k] = (shape, "f8", True)
     for k, shape in optional.items():
         out[k] = (shape, "f8", False)
-    if est._classifier:
+    if classifier:
         out["classes"] = ((n_classes or 2,), "biufU", True)
     out["feature_names_in"] = ((d,), "U", False)
     fm = meta["feature_map"]

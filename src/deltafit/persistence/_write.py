@@ -117,10 +117,16 @@ UpdatablePipeline
     if isinstance(model, UpdatablePipeline):
         pipe, model = model, model._fitted_final()
     name = type(model).__name__
-    if name not in estimator_classes() or not hasattr(model, "_ledger"):
+    fitted = name in estimator_classes()
+    if fitted:
+        try:
+            check_is_fitted(model)
+        except NotFittedError:
+            fitted = False
+    if not fitted:
         what = "the final step of a pipeline" if pipe is not None else "save"
         raise ValueError(f"{what} needs a fitted deltafit estimator, got {name}")
-    if model.__dict__.get("_dask_rows") is not None:
+    if model.problem_.dask_rows is not None:
         # its rows live on a Dask cluster: a file without them would load as a model that says
         # keep_data=True and cannot remove by id
         raise ValueError(
@@ -142,14 +148,15 @@ UpdatablePipeline
 def _write_model(model, pipe, path):
     """:func:`save` of a checked, locked model (``pipe``: the pipeline it ends, or None)."""
     name = type(model).__name__
+    parts = model._saved_parts()
     params = model.get_params(deep=False)
     params.pop("feature_map", None)
     params["callback"] = None  # not part of the model
-    if callable(params.get("kernel")) or callable(model._spec.get("kernel")):
+    if callable(params.get("kernel")) or callable(parts["spec"].get("kernel")):
         raise ValueError("cannot save a model with a callable kernel without pickle")
     params = {k: json_safe(v, k) for k, v in params.items()}
     arrays = {}
-    led, st = model._ledger, model._state
+    led, st = parts["ledger"], parts["state"]
     larrays, keep = led.to_arrays()
     arrays.update(larrays)
     arrays.update(st.to_arrays(keep))
@@ -162,7 +169,7 @@ def _write_model(model, pipe, path):
         "estimator": name,
         "params": params,
         "state": st.kind,
-        "spec": {k: json_safe(v, k) for k, v in model._spec.items()},
+        "spec": {k: json_safe(v, k) for k, v in parts["spec"].items()},
         # the fitted problem, which set_params after the fit does not change
         "fitted": {
             "loss": st.loss.name,
@@ -209,13 +216,13 @@ def _write_model(model, pipe, path):
         # K ≥ 3 classes: the K binary states of one kind (None for one binary problem)
         "one_vs_rest": ({"base": st.base.kind, "n_classes": st.n_classes} if ovr else None),
         # K ≥ 2 outputs of a multi-output regressor (None: one)
-        "n_outputs": (int(model._n_outputs_fitted) or None) if not model._classifier else None,
+        "n_outputs": parts["n_outputs"] or None,
         "n_samples_fit": int(getattr(model, "n_samples_fit_", led.n_samples)),
-        "classes_given": bool(getattr(model, "_classes_given", False)),
-        "n_positive": (int(model._n_positive) if "_n_positive" in model.__dict__ else None),
+        "classes_given": parts["classes_given"],
+        "n_positive": None if parts["n_positive"] is None else int(parts["n_positive"]),
         # fitted on sparse X (updates take its rows as CSR), and whether the ledger's rows
         # are sparse (stored as CSR components)
-        "sparse_input": bool(model.__dict__.get("_sparse_input", False)),
+        "sparse_input": parts["sparse_input"],
         "sparse_rows": bool(getattr(led, "sparse_rows", False)),
         "digest_scheme": led.digest_scheme if led.keep_digests else None,
     }
