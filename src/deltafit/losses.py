@@ -65,6 +65,8 @@ class Loss:
     True
     """
 
+    # a state's checkpoint shares it: a loss has no state
+    _checkpoint_shares = True
     name = ""
     classification = True
     smooth = True

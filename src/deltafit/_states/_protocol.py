@@ -400,30 +400,21 @@ class ModelState:
         """
 
 
-# The deltafit objects a state holds and an update changes in place: the ledger's, the linear
-# algebra's, the states' own and the Dask states' objects, the chord steps' curvatures.  The
-# solver's results and options are shared (no update changes them in place).
-_STATEFUL_MODULES = (
-    "deltafit._ledger.",
-    "deltafit._linalg.",
-    "deltafit._states.",
-    "deltafit._dask.",
-    "deltafit.solvers._chord",
-    "deltafit.solvers._kernel_chord",
-    "deltafit.models.",
-)
-
-
 def _copied(obj):
-    """A copy of ``obj`` whose arrays, lists and deltafit-internal objects that updates change
-    in place (``_STATEFUL_MODULES``) are copied too."""
+    """A copy of ``obj`` whose arrays, lists and deltafit objects are copied too, except the
+    objects no update changes in place, which share by saying so (``_checkpoint_shares``: the
+    losses and the solver's results)."""
     new = object.__new__(type(obj))
     for k, v in vars(obj).items():
         if isinstance(v, np.ndarray):
             v = v.copy()
         elif isinstance(v, list):
             v = list(v)
-        elif type(v).__module__.startswith(_STATEFUL_MODULES) and hasattr(v, "__dict__"):
+        elif (
+            hasattr(v, "__dict__")
+            and type(v).__module__.startswith("deltafit.")
+            and not getattr(v, "_checkpoint_shares", False)
+        ):
             v = _copied(v)
         new.__dict__[k] = v
     return new

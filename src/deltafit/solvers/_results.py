@@ -49,6 +49,9 @@ class SolverResult:
     (True, True)
     """
 
+    # a state's checkpoint shares it: no update changes a result in place
+    _checkpoint_shares = True
+
     coef: np.ndarray
     grad_norm: float
     n_iter: int
@@ -84,6 +87,9 @@ class NewtonCurvature:
     >>> bool(np.allclose(curv.hessian, np.eye(3) + X.T @ (curv.d[:, None] * X)))
     True
     """
+
+    # a state's checkpoint shares it: no update changes a result in place
+    _checkpoint_shares = True
 
     hessian: np.ndarray
     d: np.ndarray
