@@ -12,7 +12,7 @@ LS-SVM", Theorem 1 and Corollaries 1–4) need of dense symmetric matrices:
   leaves in a tracked inverse;
 * :func:`_symmetric`, :func:`_symmetrized`, :func:`_sym_norm1` and :func:`_sym_matvec` work on
   matrices of which only the lower triangle is maintained, or whose triangles drifted apart by
-  rounding.
+  rounding; :func:`_mirror_lower` copies a lower triangle onto the upper one.
 
 Nothing here knows about data or models.
 """
@@ -33,6 +33,7 @@ __all__ = [
     "_sym_matvec",
     "_cholesky",
     "_inverse_from_cholesky",
+    "_mirror_lower",
     "_spd_inverse",
     "_woodbury_core",
     "_spd_core",
