@@ -132,7 +132,7 @@ __all__ = [
     "secant_range",
 ]
 
-_MODES = ("auto", "exact", "cheap", "solve")
+_MODES = ("auto", "exact", "cheap", "solve", "quick")
 
 
 class CurvatureRegion(Region):
@@ -174,7 +174,7 @@ class CurvatureRegion(Region):
         exact = mode in ("exact", "solve") or (
             mode == "auto" and small_problem(prob) and not getattr(prob, "rows_on_cluster", False)
         )
-        lp0 = _LinearExact.from_sensitivity(sens) if exact else _LinearCheap(sens)
+        lp0 = _LinearExact.from_sensitivity(sens) if exact else _LinearCheap(sens, mode == "quick")
         self._store = sens._store
         self._beta1 = lp0.beta
         lp, (self._ell, newton) = lp0.solve(recenter)
@@ -379,9 +379,13 @@ def curvature_region(sens: Any, mode: str = "auto", recenter: bool = True) -> Re
     Parameters
     ----------
     sens : Sensitivity
-    mode : {"auto", "exact", "cheap", "solve"}
+    mode : {"auto", "exact", "cheap", "solve", "quick"}
         Linear models: every training sample's exact score interval (``"exact"``), the cheap
-        intervals of the stored Hessian's norm (``"cheap"``), the certified ball around a
+        intervals of the stored Hessian's norm (``"cheap"``), the same with
+        ``q_i ≤ ‖Φ_i‖ / sqrt(λ_min(H₀))`` from the row norms for a logistic Newton state
+        (``"quick"``: the first what-if of a model version reads the rows once, no
+        ``O(n p²)`` pass; looser, as ``λ_min`` is below the typical eigenvalue; ``"cheap"``
+        where the state keeps no chord matrix), the certified ball around a
         solution of the changed problem (``"solve"``,
         :mod:`~deltafit.sensitivity.regions._curvature_solve`:
         ``β₂ ∈ B(β̂ − ½∇P₂(β̂), ½‖∇P₂(β̂)‖)`` by 1-strong convexity; the exact intervals if
