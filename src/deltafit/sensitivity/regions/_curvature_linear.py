@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 from scipy import linalg
+from scipy.linalg import lapack
 
 from deltafit.sensitivity.regions import _ball
 from deltafit.sensitivity.regions._curvature_schedule import (
@@ -407,11 +408,12 @@ class _Ellipsoid:
         """``(L, x, R_H, H̃)`` of ``H̃ = VᵀHV``: its Cholesky factor, ``x = H̃⁻¹ g̃`` (center
         ``β₁ − ½Vx``) and the H-radius ``½‖g₀‖_{H⁻¹} + ρε``; None if H̃ is not numerically
         positive definite."""
-        try:
-            L = linalg.cholesky(Ht, lower=True, check_finite=False)
-        except linalg.LinAlgError:
+        L, info = lapack.dpotrf(Ht, lower=1, clean=1)  # linalg.cholesky, without its checks
+        if info:
             return None
-        x = linalg.cho_solve((L, True), self.g, check_finite=False)
+        x, info = lapack.dpotrs(L, self.g, lower=1)
+        if info:
+            return None
         RH = 0.5 * np.sqrt(max(float(self.g @ x), 0.0)) + self.rho * self.eps
         return L, x, RH * (1.0 + _SAFE) + 1e-300, Ht
 
@@ -615,7 +617,17 @@ class _LinearCheap(_LinearChange, _Ellipsoid):
         if self.loss.name == "logistic":
             ordering, name = c["order"], "order_psi"
             k = min(ordering.size, self.lam.size)
-            kappa = float(np.exp(-c["q"][ordering[k]] * tau)) if k < ordering.size else 0.0
+            kappa = 0.0
+            if k < ordering.size:
+                # of the p largest q_i, only those above (1 + 1/64) q_(p+1) are corrected: κ
+                # (from the largest q_i left) loses at most a factor e^{−q_(p+1) τ / 64}, and
+                # each region's correction costs O(k p²) for k ≤ p
+                k = c.get("n_corrected")
+                if k is None:
+                    k0 = min(ordering.size - 1, self.lam.size)
+                    qo = c["q"][ordering[: k0 + 1]]
+                    k = c["n_corrected"] = int(np.count_nonzero(qo[:k0] > qo[k0] * (1 + 1 / 64)))
+                kappa = float(np.exp(-c["q"][ordering[k]] * tau))
         else:
             lim = tau * (1.0 + 1e-9) + 1e-300
             if c.get("act_cut", np.inf) <= lim:  # rows on a cluster: bring back more
@@ -685,17 +697,18 @@ class _LinearCheap(_LinearChange, _Ellipsoid):
         valid = self.ball_dev()
         # guess and verify with the ellipsoid of the curvature at β₁
         ell, guess = self._region(0.0)
+        best, last = None, np.inf
         if ell is not None:
             for margin in _GUESS_MARGINS:
                 trial = (1.0 + margin) * guess + 1e-300
                 ell, dev = self._region(trial)
                 if ell is None:
                     break
-                if dev < trial:
-                    valid = min(valid, dev)
+                if dev < trial:  # verified: the trial's ellipsoid holds β₂ (and starts the
+                    valid = min(valid, dev)  # refinement, which stops once it gains < 2%)
+                    best, last = ell, ell[2]
                     break
                 guess = dev
-        best, last = None, np.inf
         for _ in range(_MAX_REFINE):
             ell, dev = self._region(valid)
             if ell is None:
