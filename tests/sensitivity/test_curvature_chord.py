@@ -24,6 +24,7 @@ from deltafit.sensitivity.regions._curvature_linear import (
     _chord_bound,
     _live_rows,
     _norm_cache,
+    _row_norms,
 )
 
 TOL = 1e-7
@@ -143,3 +144,20 @@ def test_scores_that_do_not_match_the_rows_fall_back(breast_cancer):
     live = np.asarray(prob.live)
     assert _chord_bound(prob, prob.loss, live, _live_rows(prob.rows, live)) is None
     assert _norm_cache(prob, prob.loss) is None
+
+
+@pytest.mark.parametrize("data", ["breast_cancer", "digits"])
+def test_single_precision_row_norms_are_upper_bounds(data, request):
+    """``‖BᵀΦ_i‖`` from the single-precision product is an upper bound of the double one and
+    within 1e-4 of it (relative); rows beyond single precision's range are formed in double."""
+    X, _ = request.getfixturevalue(data)
+    rows = np.hstack([X, np.ones((len(X), 1))])
+    rows[3] *= 1e25  # its products overflow single precision
+    rng = np.random.default_rng(0)
+    B = rng.standard_normal((rows.shape[1], rows.shape[1])) / np.sqrt(rows.shape[1])
+    sq, qn = _row_norms(rows, B)
+    exact = np.linalg.norm(rows @ B, axis=1)
+    assert np.allclose(sq, np.einsum("ij,ij->i", rows, rows), rtol=1e-14)
+    assert np.all(qn >= exact)
+    assert np.all(qn <= exact * (1.0 + 1e-4) + 1e-4 * np.sqrt(sq))
+    assert np.isfinite(qn[3]) and qn[3] <= exact[3] * (1.0 + 1e-12)
