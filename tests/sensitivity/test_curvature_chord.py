@@ -18,6 +18,7 @@ from scipy import linalg
 from sklearn.base import clone
 
 import deltafit
+from deltafit.sensitivity.regions import _curvature_linear
 from deltafit.sensitivity.regions._curvature import curvature_region
 from deltafit.sensitivity.regions._curvature_linear import (
     _check_chord,
@@ -77,12 +78,13 @@ def test_chord_bound_is_below_the_hessian(data, update, request):
 @pytest.mark.parametrize("data", ["breast_cancer", "digits"])
 @pytest.mark.parametrize("update", [False, True])
 @pytest.mark.parametrize("mode", ["cheap", "quick"])
-def test_regions_from_the_chord_matrix_hold(data, update, mode, request):
+def test_regions_from_the_chord_matrix_hold(data, update, mode, request, monkeypatch):
     """The cheap intervals with H₀ from the chord matrix (``"cheap"``: exact ``q_i``;
     ``"quick"``: ``q_i`` from the row norms) contain the refit of a removal, relabelling,
     reweighting and addition, after a fit and after updates; ``"quick"`` is no tighter than
     ``"cheap"`` and both lie in the ball."""
     X, y = request.getfixturevalue(data)
+    monkeypatch.setattr(_curvature_linear, "_CHORD_WORK", 0)  # the large-problem cache
     rng = np.random.default_rng(4)
     m = _model(X, y, C=0.5)
     if update:
@@ -91,6 +93,11 @@ def test_regions_from_the_chord_matrix_hold(data, update, mode, request):
     _bound(prob)  # the chord matrix applies
     if mode == "quick":
         assert _norm_cache(prob, prob.loss) is not None
+    else:  # the cache of the cheap intervals takes H₀ from the chord matrix
+        live = np.asarray(prob.live)
+        c = _curvature_linear._linear_cache(prob, prob.loss)
+        assert np.allclose(c["z"], np.asarray(prob.rows)[live] @ np.asarray(prob.coef))
+        assert np.array_equal(c["lam"], _bound(prob)[1])
     ids = np.asarray(m.sample_ids_)
     pick = rng.choice(ids, 14, replace=False)
     rem, rel, rw = pick[:8], pick[8:11], pick[11:]

@@ -133,11 +133,12 @@ def _live_rows(rows, live):
 
 
 _CHUNK = 1 << 20  # bytes of rows a pass over them takes at a time (fits a core's L2 cache)
+_CHORD_WORK = 2e7  # n p² from which the cache bounds H₀ by the chord matrix, q_i in single
 _U32 = float(np.finfo(np.float32).eps) / 2  # unit roundoffs
 _U64 = float(np.finfo(np.float64).eps) / 2
 
 
-def _row_norms(rows, B=None):
+def _row_norms(rows, B=None, single=True):
     """``‖Φ_i‖²`` of every row and, with ``B``, upper bounds of ``‖Bᵀ Φ_i‖``, in one pass over
     the rows (a cache-sized block at a time: the product reads the rows from the cache).
 
@@ -147,26 +148,29 @@ def _row_norms(rows, B=None):
     ``m = p + 2`` counting the roundings of Φ and B to single, ``u = 2⁻²⁴``, whatever the
     order of the sums), so ``‖BᵀΦ_i‖ ≤ ‖P̂_i‖ + γ ‖B‖_F ‖Φ_i‖`` (relative ``~10⁻⁵`` here); the
     norms are summed in double.  Rows outside single precision's range are formed in
-    double."""
+    double, and every row with ``single=False``."""
     n, p = rows.shape
     sq = np.empty(n)
     qn = None if B is None else np.empty(n)
     step = max(64, _CHUNK // (8 * max(p, 1)))
+    slack = 0.0
     if B is not None:
-        B32 = B.astype(np.float32)
+        Bs = B.astype(np.float32) if single else B
         m = B.shape[0] + 2
-        gamma = m * _U32 / (1.0 - m * _U32)
-        slack = gamma * float(np.linalg.norm(B))
+        if single:
+            slack = m * _U32 / (1.0 - m * _U32) * float(np.linalg.norm(B))
     for a in range(0, n, step):
         R = rows[a : a + step]
         sq[a : a + step] = np.einsum("ij,ij->i", R, R)
         if B is not None:
             with np.errstate(over="ignore", invalid="ignore"):
-                P = (R.astype(np.float32) @ B32).astype(np.float64)
+                P = (R.astype(np.float32) @ Bs).astype(np.float64) if single else R @ Bs
             qn[a : a + step] = np.einsum("ij,ij->i", P, P)
     if B is None:
         return sq, None
-    qn = np.sqrt(qn) * (1.0 + 4.0 * (p + 2) * _U64) + slack * np.sqrt(sq) * (1.0 + _U32) + 1e-30
+    qn = np.sqrt(qn) * (1.0 + 4.0 * (p + 2) * _U64) + slack * np.sqrt(sq) * (1.0 + _U32)
+    if single:
+        qn += 1e-30
     big = ~(np.isfinite(qn) & (np.abs(sq) < 1e30))
     if big.any():  # beyond single precision's range: in double
         P = rows[big] @ B
@@ -270,9 +274,12 @@ def _linear_cache(prob, loss):
     """What every curvature region of this model version reuses: the stored Hessian's
     eigendecomposition, the training scores and curvatures, ``q_i = ‖Φ_i‖_{H₀⁻¹}``.
 
-    A logistic Newton state's model takes H₀ from the state's chord matrix
-    (:func:`_chord_bound`: a lower bound of ∇²J(β₁) within a factor ``κ₀`` of one, no Hessian
-    pass) and its scores; ``q_i`` takes one pass over the rows either way."""
+    A large problem (``n p² ≥ 2·10⁷``) of a logistic Newton state takes H₀ from the state's
+    chord matrix (:func:`_chord_bound`: a lower bound of ∇²J(β₁) within a factor ``κ₀`` of
+    one, no Hessian pass) and its scores, and bounds ``q_i`` through a single-precision
+    product (:func:`_row_norms`); smaller ones form the exact Hessian (a pass of a few
+    milliseconds at most; the region is then that of the exact H₀).  ``q_i`` takes one pass
+    over the rows either way."""
     if getattr(prob, "rows_on_cluster", False):
         return _cluster_cache(prob, loss)
     live = np.asarray(prob.live)
@@ -280,7 +287,8 @@ def _linear_cache(prob, loss):
     rows = _live_rows(store, live)
     t = np.asarray(prob.targets[live], dtype=np.float64)
     w = prob.sample_weights(live)
-    bound = _chord_bound(prob, loss, live, rows)
+    large = live.size * prob.coef.shape[0] ** 2 >= _CHORD_WORK
+    bound = _chord_bound(prob, loss, live, rows) if large else None
     lam = None
     if bound is not None:
         z, lam0, V = bound[:3]
@@ -293,7 +301,11 @@ def _linear_cache(prob, loss):
         z = rows @ prob.coef if isinstance(store, np.ndarray) else prob.scores(live)[0]
         lam, V = linalg.eigh(prob.hessian())
         lam = np.maximum(lam, 1.0)  # H₀ ⪰ I exactly; rounding only
-        q = _row_norms(rows, V / np.sqrt(lam))[1]
+        if large:
+            q = _row_norms(rows, V / np.sqrt(lam))[1]
+        else:
+            psi = rows @ V
+            q = np.sqrt(np.einsum("ij,ij->i", psi, psi / lam))
     h = loss.d2(t, z)
     pos = np.full(prob.capacity, -1, dtype=np.intp)
     pos[live] = np.arange(live.size)
