@@ -18,6 +18,8 @@ from scipy import linalg
 from sklearn.base import clone
 
 import deltafit
+from curvature_cases import TOL as CASE_TOL
+from curvature_cases import draw_case, run_case
 from deltafit.sensitivity.regions import _curvature_linear
 from deltafit.sensitivity.regions._curvature import curvature_region
 from deltafit.sensitivity.regions._curvature_linear import (
@@ -168,3 +170,25 @@ def test_single_precision_row_norms_are_upper_bounds(data, request):
     assert np.all(qn >= exact)
     assert np.all(qn <= exact * (1.0 + 1e-4) + 1e-4 * np.sqrt(sq))
     assert np.isfinite(qn[3]) and qn[3] <= exact[3] * (1.0 + 1e-12)
+
+
+def test_random_changes_with_the_chord_matrix_cache(monkeypatch):
+    """The random problems and changes of ``tests/curvature_cases.py`` (linear, cheap intervals)
+    with the large-problem cache forced: the refit lies in the region, the region in the
+    ball."""
+    monkeypatch.setattr(_curvature_linear, "_CHORD_WORK", 0)
+    seen = 0
+    for seed in range(400):
+        case = draw_case(seed)
+        if case["kernel"] or case["loss"] != "logistic":
+            continue
+        case["mode"] = "cheap"
+        r = run_case(case)
+        if r is None:
+            continue
+        seen += 1
+        assert r["violation"] <= CASE_TOL, (seed, r)
+        assert r["outside_ball"] <= CASE_TOL, (seed, r)
+        if seen == 60:
+            break
+    assert seen == 60
