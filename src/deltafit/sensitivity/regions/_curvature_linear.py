@@ -147,8 +147,9 @@ def _row_norms(rows, B=None, single=True):
     product ``P̂`` is within ``γ Σ_k |Φ_ik||B_kj|`` of the exact one (``γ = m u / (1 − m u)``,
     ``m = p + 2`` counting the roundings of Φ and B to single, ``u = 2⁻²⁴``, whatever the
     order of the sums), so ``‖BᵀΦ_i‖ ≤ ‖P̂_i‖ + γ ‖B‖_F ‖Φ_i‖`` (relative ``~10⁻⁵`` here); the
-    norms are summed in double.  Rows outside single precision's range are formed in
-    double, and every row with ``single=False``."""
+    squares are summed in single too (``s ≥ (1 − γ) Σ P̂²``: positive terms), and ``10⁻³⁸``
+    is added for underflow.  Rows outside single precision's range are formed in double, and
+    every row with ``single=False``."""
     n, p = rows.shape
     sq = np.empty(n)
     qn = None if B is None else np.empty(n)
@@ -163,14 +164,17 @@ def _row_norms(rows, B=None, single=True):
         R = rows[a : a + step]
         sq[a : a + step] = np.einsum("ij,ij->i", R, R)
         if B is not None:
-            with np.errstate(over="ignore", invalid="ignore"):
-                P = (R.astype(np.float32) @ Bs).astype(np.float64) if single else R @ Bs
-            qn[a : a + step] = np.einsum("ij,ij->i", P, P)
+            with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+                P = R.astype(np.float32) @ Bs if single else R @ Bs
+                qn[a : a + step] = np.einsum("ij,ij->i", P, P)
     if B is None:
         return sq, None
-    qn = np.sqrt(qn) * (1.0 + 4.0 * (p + 2) * _U64) + slack * np.sqrt(sq) * (1.0 + _U32)
-    if single:
-        qn += 1e-30
+    m = B.shape[1] + 2
+    if single:  # the sum of squares in single: Σ P̂² ≤ s / (1 − γ), underflow below 1e-40
+        qn = np.sqrt(qn / (1.0 - m * _U32 / (1.0 - m * _U32)) + 1e-40)
+        qn = qn * (1.0 + 4.0 * _U32) + slack * np.sqrt(sq) * (1.0 + _U32) + 1e-38
+    else:
+        qn = np.sqrt(qn) * (1.0 + 4.0 * m * _U64)
     big = ~(np.isfinite(qn) & (np.abs(sq) < 1e30))
     if big.any():  # beyond single precision's range: in double
         P = rows[big] @ B
