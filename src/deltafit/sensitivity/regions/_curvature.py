@@ -82,8 +82,13 @@ intervals of the H₀-ball ``K_τ = {‖β − β₁‖_{H₀} ≤ τ}``: ``Δ_i
 ``q_i = ‖Φ_i‖_{H₀⁻¹}`` (cached),
 a scalar κ for the bulk of the samples and per-sample corrections only for the changed
 samples and the few whose interval breaks κ — a what-if then costs ``O(k p² + p³)``, not
-``O(n p²)``.  Kernel models work in the expansion coefficients over the training and changed
-points.
+``O(n p²)``.  H₀ need only lie below the Hessian at β₁ (the corrections subtract the changed
+samples' exact terms from it, and any SPD H₀ defines ``K_τ``), and ``q_i`` need only be
+upper bounds: a large logistic problem takes ``H₀ = I + κ₀(M − I) + (exact terms) − eI`` from
+the Newton state's chord matrix M (no Hessian pass; ``_curvature_linear._chord_bound``) and
+``q_i`` from a single-precision product with a rigorous error bound, and ``mode="quick"``
+takes ``q_i ≤ ‖Φ_i‖ / sqrt(λ_min(H₀))`` (no ``O(n p²)`` pass at all; looser).  Kernel models
+work in the expansion coefficients over the training and changed points.
 
 Where it lives.  This module holds the regions (:class:`CurvatureRegion`, registered as
 ``method="curvature"``, and :class:`BallRegion`), :func:`curvature_region` (which picks the
