@@ -12,6 +12,12 @@ Timed in one run, one BLAS thread:
   of the same data (each the first query of its model version);
 * **warm**: later default what-ifs of the same change (min over ``--repeats``);
 * **sphere**: ``method="sphere"`` (the papers' ball), min over ``--repeats``;
+* **warm_loop**, **sphere_loop**: the same what-ifs as a loop of calls with the collector off
+  (the rows above collect before every call, which leaves a short call's data and code out
+  of the CPU caches);
+* **first_quick**: the first what-if of each fresh fit with the curvature region's
+  ``mode="quick"`` (``q_i`` from the row norms: no ``O(n p²)`` pass, looser; its widths are
+  reported next to the default's);
 * **update**: the exact update (``m.update(remove_ids=...)`` on a deep copy), min over 5.
 
 Ratios are ``t_update / t_whatif`` (bars: first >= 10x, warm >= 100x, sphere >= 1000x).  The
@@ -47,11 +53,27 @@ from bench_updates import (  # noqa: E402
 )
 
 import deltafit  # noqa: E402
+from deltafit.sensitivity.regions._curvature import curvature_region  # noqa: E402
 
-BARS = {"first": 10.0, "warm": 100.0, "sphere": 1000.0}
+BARS = {
+    "first": 10.0,
+    "warm": 100.0,
+    "sphere": 1000.0,
+    "warm_loop": 100.0,
+    "sphere_loop": 1000.0,
+    "first_quick": 10.0,
+}
 
 
 def whatif(m, rem, method="auto"):
+    if method == "quick":  # the curvature region with q_i from the row norms (no O(n p²) pass)
+        s = deltafit.sensitivity(m, method="sphere").remove(rem)
+        try:
+            r = curvature_region(s, mode="quick")
+        except ValueError:  # a version of deltafit without the mode: no row
+            return None
+        lo, hi = r.coef_bounds()  # the constant feature last: the intercept, dropped
+        return r.distance_bound(), lo[:-1], hi[:-1]
     s = deltafit.sensitivity(m, method=method)
     s.remove(rem)
     d = s.distance_bound()
@@ -105,12 +127,19 @@ def run(args):
         pstats.Stats(pr).sort_stats("cumulative").print_stats(30)
         return None, None
 
-    t_first, valid = [], True
-    for _ in range(args.firsts):
+    t_first, t_quick, valid = [], [], True
+    widths = {}
+    for i in range(args.firsts):
         mf = fit()
-        t, out = _time(lambda mf=mf: whatif(mf, rem))
-        t_first.append(t)
-        valid &= check(out)
+        # each model version's first default and first quick what-if (independent caches),
+        # in alternating order
+        for name in ("auto", "quick") if i % 2 == 0 else ("quick", "auto"):
+            t, out = _time(lambda mf=mf, name=name: whatif(mf, rem, name))
+            if out is None:
+                continue
+            (t_first if name == "auto" else t_quick).append(t)
+            valid &= check(out)
+            widths[name] = (float(out[0]), float(np.mean(out[2] - out[1])))
     t_warm, t_sph, t_upd = [], [], []
     whatif(m, rem)
     for _ in range(args.repeats):
@@ -120,14 +149,37 @@ def run(args):
         t, out = _time(lambda: whatif(m, rem, "sphere"))
         t_sph.append(t)
         valid &= check(out)
+    # the same what-ifs in a loop of calls (one collection before it, the collector off
+    # during it): _time's collection before every call leaves each call's data and code out
+    # of the CPU caches, which costs a short call (the sphere) several times its work
+    loops = {"warm_loop": [], "sphere_loop": []}
+    gc.collect()
+    gc.disable()
+    try:
+        for name, method in (("warm_loop", "auto"), ("sphere_loop", "sphere")):
+            for _ in range(args.repeats):
+                t0 = time.perf_counter()
+                whatif(m, rem, method)
+                loops[name].append(time.perf_counter() - t0)
+    finally:
+        gc.enable()
     for _ in range(5):
         mc = copy.deepcopy(m)
         t, _ = _time(lambda mc=mc: mc.update(remove_ids=rem))
         t_upd.append(t)
     tu = min(t_upd)
     rows = []
-    for name, ts in (("first", t_first), ("warm", t_warm), ("sphere", t_sph)):
-        tw = float(np.median(ts)) if name == "first" else min(ts)
+    for name, ts in (
+        ("first", t_first),
+        ("warm", t_warm),
+        ("sphere", t_sph),
+        ("warm_loop", loops["warm_loop"]),
+        ("sphere_loop", loops["sphere_loop"]),
+        ("first_quick", t_quick),
+    ):
+        if not ts:
+            continue
+        tw = float(np.median(ts)) if name.startswith("first") else min(ts)
         rows.append(
             {
                 "what_if": name,
@@ -144,6 +196,8 @@ def run(args):
         "problem": {"n": n, "p": p + 1, "removed": args.k, "loss": "logistic", "lambda": LAMBDA},
         "rows": rows,
         "bounds_valid": bool(valid),
+        # distance bound and mean coef_bounds width of the default and the quick region
+        "bounds_width": widths,
         "t_update_all_s": t_upd,
     }
     md = [
@@ -160,6 +214,12 @@ def run(args):
         )
     md.append("")
     md.append(f"bounds contain the exact update's coefficients: {valid}")
+    if "quick" in widths:
+        (da, wa), (dq, wq) = widths["auto"], widths["quick"]
+        md.append(
+            f"distance bound / mean coef width: default {da:.4g} / {wa:.4g}, "
+            f"quick {dq:.4g} / {wq:.4g} ({wq / wa - 1:+.1%})"
+        )
     return doc, "\n".join(md)
 
 

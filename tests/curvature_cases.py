@@ -3,7 +3,7 @@
 Shared by ``tests/test_sensitivity_curvature.py`` (a few hundred cases under hypothesis) and
 ``benchmarks/validity_curvature.py`` (the 10⁴-case run).  Each case draws a small binary
 problem (logistic or squared hinge; linear or RBF kernel; intercept on or off; weights or
-not; linear interval modes auto / exact / cheap / solve), fits it, applies a random mix of
+not; linear interval modes auto / exact / cheap / solve / quick), fits it, applies a random mix of
 hypothetical removals, additions, relabels and
 reweights (with ``C_new ≠ C`` now and then) to a :class:`deltafit.sensitivity.Sensitivity`,
 builds the curvature region (re-centred at its Newton point or not), and refits the changed data
@@ -36,7 +36,9 @@ def draw_case(seed):
         "fit_intercept": bool(rng.random() < 0.5),
         "weighted": bool(rng.random() < 0.3),
         "C_new": bool(rng.random() < 0.25),
-        "mode": str(rng.choice(["auto", "exact", "cheap", "solve"])) if not kernel else "auto",
+        "mode": (
+            str(rng.choice(["auto", "exact", "cheap", "solve", "quick"])) if not kernel else "auto"
+        ),
         "recenter": bool(rng.random() < 0.5),
     }
 

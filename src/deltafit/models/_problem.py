@@ -739,6 +739,23 @@ class FittedProblem:
             "curvature": np.array(st.curv.folded().H, dtype=np.float64),
         }
 
+    def chord_matrix(self) -> dict | None:
+        """The NumPy Newton state's chord matrix with its weights, without reading a row:
+        ``matrix`` ``M = I + Σ_s d_s φ_s φ_sᵀ`` (the Hessian of its last Newton step, with
+        the corrections of later chord solves folded in), ``weights`` ``d`` by handle and
+        ``scores`` ``z = ⟨Φ(x_h), β⟩`` by handle at the stored solution (computed by its last
+        solve); read-only views.  None when the state keeps no such matrix (other losses,
+        Dask or kernel states, Hessian-free sparse rows, a model file without them) or it has
+        pending corrections.  ``M`` is *not* ∇²J(β): its weights were formed at earlier
+        iterates (compare ``d`` with ``C w ℓ''(t, z)``)."""
+        st = self._st
+        if getattr(st, "kind", None) != "primal_newton":
+            return None
+        curv, point = getattr(st, "curv", None), getattr(st, "point", None)
+        if curv is None or point is None or curv.rank:
+            return None
+        return {"matrix": _frozen(curv.H), "weights": _frozen(curv.d), "scores": _frozen(point.z)}
+
     def apply_inverse(self, V: Any) -> np.ndarray:
         """``H V`` with the closed-form state's current inverse, never changing the model.
 

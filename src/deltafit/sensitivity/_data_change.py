@@ -51,6 +51,7 @@ from numpy.typing import ArrayLike
 
 from deltafit._dask import _sensitivity_rows as _dask_rows
 from deltafit.sensitivity._model_access import check_model, n_classes
+from deltafit.sensitivity._model_access import problem as model_problem
 from deltafit.sensitivity._pending import PendingChange
 from deltafit.sensitivity._per_class import PerClass, certain_argmax
 from deltafit.sensitivity.regions import _ball
@@ -107,7 +108,8 @@ def for_model(
     """
     if n_classes(model):
         return MulticlassSensitivity(model, C_new=C_new, method=method)
-    return Sensitivity(model, C_new=C_new, method=method)
+    # the model's view, checked as Sensitivity(model) checks it, made once (not per step)
+    return Sensitivity(model, C_new=C_new, problem=model_problem(model), method=method)
 
 
 class Sensitivity(PendingChange):

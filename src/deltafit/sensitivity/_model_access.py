@@ -42,18 +42,15 @@ def n_classes(model: Any) -> int:
     else (binary models, regressors, unfitted or foreign estimators, class views)."""
     if isinstance(model, FittedProblem):
         return 0 if model.binary else model.n_classes
-    from sklearn.exceptions import NotFittedError
-    from sklearn.utils.validation import check_is_fitted
-
     from deltafit.models import UpdatableMixin
 
     if not isinstance(model, UpdatableMixin):
         return 0
-    try:
-        check_is_fitted(model)
-    except NotFittedError:
+    try:  # an unfitted model has no problem_ (AttributeError): cheaper than check_is_fitted
+        prob = model.problem_
+    except AttributeError:
         return 0
-    return int(model.problem_.n_classes)
+    return int(prob.n_classes)
 
 
 def check_model(model: Any, what: str = "sensitivity bounds") -> Loss:

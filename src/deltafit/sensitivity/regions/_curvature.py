@@ -82,8 +82,13 @@ intervals of the H₀-ball ``K_τ = {‖β − β₁‖_{H₀} ≤ τ}``: ``Δ_i
 ``q_i = ‖Φ_i‖_{H₀⁻¹}`` (cached),
 a scalar κ for the bulk of the samples and per-sample corrections only for the changed
 samples and the few whose interval breaks κ — a what-if then costs ``O(k p² + p³)``, not
-``O(n p²)``.  Kernel models work in the expansion coefficients over the training and changed
-points.
+``O(n p²)``.  H₀ need only lie below the Hessian at β₁ (the corrections subtract the changed
+samples' exact terms from it, and any SPD H₀ defines ``K_τ``), and ``q_i`` need only be
+upper bounds: a large logistic problem takes ``H₀ = I + κ₀(M − I) + (exact terms) − eI`` from
+the Newton state's chord matrix M (no Hessian pass; ``_curvature_linear._chord_bound``) and
+``q_i`` from a single-precision product with a rigorous error bound, and ``mode="quick"``
+takes ``q_i ≤ ‖Φ_i‖ / sqrt(λ_min(H₀))`` (no ``O(n p²)`` pass at all; looser).  Kernel models
+work in the expansion coefficients over the training and changed points.
 
 Where it lives.  This module holds the regions (:class:`CurvatureRegion`, registered as
 ``method="curvature"``, and :class:`BallRegion`), :func:`curvature_region` (which picks the
@@ -132,7 +137,7 @@ __all__ = [
     "secant_range",
 ]
 
-_MODES = ("auto", "exact", "cheap", "solve")
+_MODES = ("auto", "exact", "cheap", "solve", "quick")
 
 
 class CurvatureRegion(Region):
@@ -174,7 +179,7 @@ class CurvatureRegion(Region):
         exact = mode in ("exact", "solve") or (
             mode == "auto" and small_problem(prob) and not getattr(prob, "rows_on_cluster", False)
         )
-        lp0 = _LinearExact.from_sensitivity(sens) if exact else _LinearCheap(sens)
+        lp0 = _LinearExact.from_sensitivity(sens) if exact else _LinearCheap(sens, mode == "quick")
         self._store = sens._store
         self._beta1 = lp0.beta
         lp, (self._ell, newton) = lp0.solve(recenter)
@@ -379,9 +384,13 @@ def curvature_region(sens: Any, mode: str = "auto", recenter: bool = True) -> Re
     Parameters
     ----------
     sens : Sensitivity
-    mode : {"auto", "exact", "cheap", "solve"}
+    mode : {"auto", "exact", "cheap", "solve", "quick"}
         Linear models: every training sample's exact score interval (``"exact"``), the cheap
-        intervals of the stored Hessian's norm (``"cheap"``), the certified ball around a
+        intervals of the stored Hessian's norm (``"cheap"``), the same with
+        ``q_i ≤ ‖Φ_i‖ / sqrt(λ_min(H₀))`` from the row norms for a logistic Newton state
+        (``"quick"``: the first what-if of a model version reads the rows once, no
+        ``O(n p²)`` pass; looser, as ``λ_min`` is below the typical eigenvalue; ``"cheap"``
+        where the state keeps no chord matrix), the certified ball around a
         solution of the changed problem (``"solve"``,
         :mod:`~deltafit.sensitivity.regions._curvature_solve`:
         ``β₂ ∈ B(β̂ − ½∇P₂(β̂), ½‖∇P₂(β̂)‖)`` by 1-strong convexity; the exact intervals if

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 from scipy import linalg
+from scipy.linalg import lapack
 
 from deltafit.sensitivity.regions import _ball
 from deltafit.sensitivity.regions._curvature_schedule import (
@@ -131,23 +132,185 @@ def _live_rows(rows, live):
     return rows[live]
 
 
+_CHUNK = 1 << 20  # bytes of rows a pass over them takes at a time (fits a core's L2 cache)
+_CHORD_WORK = 2e7  # n p² from which the cache bounds H₀ by the chord matrix, q_i in single
+_U32 = float(np.finfo(np.float32).eps) / 2  # unit roundoffs
+_U64 = float(np.finfo(np.float64).eps) / 2
+
+
+def _row_norms(rows, B=None, single=True):
+    """``‖Φ_i‖²`` of every row and, with ``B``, upper bounds of ``‖Bᵀ Φ_i‖``, in one pass over
+    the rows (a cache-sized block at a time: the product reads the rows from the cache).
+
+    ``BᵀΦ_i`` is formed in single precision (half the time of the double product, which is
+    most of a first what-if) and bounded rigorously: each entry of the single-precision
+    product ``P̂`` is within ``γ Σ_k |Φ_ik||B_kj|`` of the exact one (``γ = m u / (1 − m u)``,
+    ``m = p + 2`` counting the roundings of Φ and B to single, ``u = 2⁻²⁴``, whatever the
+    order of the sums), so ``‖BᵀΦ_i‖ ≤ ‖P̂_i‖ + γ ‖B‖_F ‖Φ_i‖`` (relative ``~10⁻⁵`` here); the
+    squares are summed in single too (``s ≥ (1 − γ) Σ P̂²``: positive terms), and ``10⁻³⁸``
+    is added for underflow.  Rows outside single precision's range are formed in double, and
+    every row with ``single=False``."""
+    n, p = rows.shape
+    sq = np.empty(n)
+    qn = None if B is None else np.empty(n)
+    step = max(64, _CHUNK // (8 * max(p, 1)))
+    slack = 0.0
+    if B is not None:
+        Bs = B.astype(np.float32) if single else B
+        m = B.shape[0] + 2
+        if single:
+            slack = m * _U32 / (1.0 - m * _U32) * float(np.linalg.norm(B))
+    for a in range(0, n, step):
+        R = rows[a : a + step]
+        sq[a : a + step] = np.einsum("ij,ij->i", R, R)
+        if B is not None:
+            with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+                P = R.astype(np.float32) @ Bs if single else R @ Bs
+                qn[a : a + step] = np.einsum("ij,ij->i", P, P)
+    if B is None:
+        return sq, None
+    m = B.shape[1] + 2
+    if single:  # the sum of squares in single: Σ P̂² ≤ s / (1 − γ), underflow below 1e-40
+        qn = np.sqrt(qn / (1.0 - m * _U32 / (1.0 - m * _U32)) + 1e-40)
+        qn = qn * (1.0 + 4.0 * _U32) + slack * np.sqrt(sq) * (1.0 + _U32) + 1e-38
+    else:
+        qn = np.sqrt(qn) * (1.0 + 4.0 * m * _U64)
+    big = ~(np.isfinite(qn) & (np.abs(sq) < 1e30))
+    if big.any():  # beyond single precision's range: in double
+        P = rows[big] @ B
+        qn[big] = np.sqrt(np.einsum("ij,ij->i", P, P)) * (1.0 + 4.0 * (p + 2) * _U64)
+    return sq, qn
+
+
+def _top_order(q, k):
+    """The positions of the ``k`` largest ``q``, largest first (ties by position)."""
+    n = q.size
+    if k >= n:
+        return np.argsort(-q, kind="stable")
+    top = np.argpartition(-q, k - 1)[:k]
+    return top[np.lexsort((top, -q[top]))]
+
+
+def _chord_bound(prob, loss, live, rows):
+    """The Newton state's chord matrix as a lower bound of the Hessian at β₁, without an
+    ``O(n p²)`` pass: ``(z, λ, V, e)`` or None where it does not apply.
+
+    The Newton state keeps ``M = I + Σ_s d_s φ_s φ_sᵀ`` (its last Newton step's Hessian, later
+    chord corrections folded in) and the scores ``z_s = ⟨φ_s, β₁⟩`` of its last solve
+    (:meth:`deltafit.models.FittedProblem.chord_matrix`).  With ``h_s = C w_s ℓ''(t_s, z_s)``
+    the Hessian's weights at β₁, ``κ₀ ≤ 1`` and ``B`` the samples with ``h_s < κ₀ d_s``,
+    ``∇²J(β₁) − I = Σ h_s φ_sφ_sᵀ ⪰ κ₀ Σ d_s φ_sφ_sᵀ + Σ_B (h_s − κ₀ d_s) φ_sφ_sᵀ``
+    (termwise: ``h_s ≥ κ₀ d_s`` outside B where ``d_s > 0``, ``h_s ≥ 0 ≥ κ₀ d_s`` where
+    ``d_s ≤ 0``), so ``H₀ = I + κ₀(M − I) + Σ_B (h_s − κ₀ d_s) φ_sφ_sᵀ − e I ⪯ ∇²J(β₁)``.
+    κ₀ is the smallest ratio ``h_s / d_s``; when that is below 0.99 (after an update the
+    weights of M are those of older iterates) the ``p`` smallest ratios are B, corrected
+    exactly, and κ₀ the next one.  ``e`` bounds the rounding of M (sums and folds of ``n``
+    terms: ``8 u (n + p + 8)`` of ``tr M + Σ |d_s| ‖φ_s‖²``), of the corrections and of the
+    eigendecomposition (``8 u p λ_max``).  That is all
+    the cheap intervals need of H₀ (``H₀ − I ⪯ C₁ Σ w_i ℓ''_i(β₁) Φ_iΦ_iᵀ``:
+    :class:`_LinearCheap` subtracts the changed samples' exact terms from that sum, and any
+    symmetric positive definite H₀ defines its set ``K_τ``).  Logistic loss (ℓ'' > 0) only; a
+    κ₀ below ½ (the curvature moved since M was formed) gives None.  ``e`` is returned for
+    :func:`_linear_cache`'s check of M against its weights (``tr M − p = Σ d_s ‖φ_s‖²``).
+    """
+    if loss.name != "logistic" or not isinstance(prob.rows, np.ndarray):
+        return None
+    cm = prob.chord_matrix()
+    n = live.size
+    if cm is None or n < 2 or rows.dtype != np.float64:
+        return None
+    M = cm["matrix"]
+    p = M.shape[0]
+    d = np.asarray(cm["weights"][live], dtype=np.float64)
+    z = np.array(cm["scores"][live], dtype=np.float64)
+    coef = np.asarray(prob.coef, dtype=np.float64)
+    # the scores are the stored solution's: a few rows, spread over the set, recomputed
+    probe = np.unique(np.linspace(0, n - 1, min(n, 9)).astype(np.intp))
+    Pr = rows[probe]
+    scale = np.abs(Pr) @ np.abs(coef) + 1e-300
+    if not bool(np.all(np.abs(Pr @ coef - z[probe]) <= 1e-10 * scale)):
+        return None
+    t = np.asarray(prob.targets[live], dtype=np.float64)
+    w = prob.sample_weights(live)
+    h = prob.C * loss.d2(t, z) * (1.0 if w is None else w)
+    at = np.flatnonzero(d > 0.0)
+    ratio = h[at] / d[at]
+    kappa0, bad = (min(1.0, float(np.min(ratio))) if at.size else 1.0), at[:0]
+    k = min(p, at.size - 1)
+    if kappa0 < 0.99 and k > 0:  # the few samples whose curvature fell most: exact terms
+        part = np.argpartition(ratio, k)
+        kappa0 = min(1.0, float(ratio[part[k]]))
+        bad = at[part[:k]]
+    kappa0 *= 1.0 - 1e-12
+    bad = bad[h[bad] < kappa0 * d[bad]]
+    if not kappa0 > 0.5:
+        return None
+    u = np.finfo(np.float64).eps
+    H0 = kappa0 * M
+    H0[np.diag_indices_from(H0)] += 1.0 - kappa0
+    e = 8.0 * u * (n + p + 8) * abs(float(np.trace(M)))
+    if bad.size:
+        R = rows[bad]
+        c = h[bad] - kappa0 * d[bad]
+        H0 += (R.T * c) @ R
+        e += 8.0 * u * (bad.size + p + 8) * float(np.abs(c) @ np.einsum("ij,ij->i", R, R))
+    lam, V = linalg.eigh(H0)
+    e += 8.0 * u * p * float(np.max(np.abs(lam)))
+    return z, lam, V, e, d, M
+
+
+def _check_chord(bound, sq):
+    """The rounding bound ``e`` of :func:`_chord_bound` completed with ``Σ |d_s| ‖φ_s‖²``, or
+    None when ``M`` does not match its weights (``|tr M − p − Σ d_s ‖φ_s‖²|`` beyond it)."""
+    z, lam, V, e, d, M = bound
+    u = np.finfo(np.float64).eps
+    p = M.shape[0]
+    e += 8.0 * u * (d.size + p + 8) * float(np.abs(d) @ sq)
+    if not abs(float(np.trace(M)) - p - float(d @ sq)) <= e:
+        return None
+    lam = lam - e
+    if not float(lam[0]) > 0.5:
+        return None
+    return lam
+
+
 def _linear_cache(prob, loss):
     """What every curvature region of this model version reuses: the stored Hessian's
-    eigendecomposition, the training scores and curvatures, ``q_i = ‖Φ_i‖_{H₀⁻¹}``."""
+    eigendecomposition, the training scores and curvatures, ``q_i = ‖Φ_i‖_{H₀⁻¹}``.
+
+    A large problem (``n p² ≥ 2·10⁷``) of a logistic Newton state takes H₀ from the state's
+    chord matrix (:func:`_chord_bound`: a lower bound of ∇²J(β₁) within a factor ``κ₀`` of
+    one, no Hessian pass) and its scores, and bounds ``q_i`` through a single-precision
+    product (:func:`_row_norms`); smaller ones form the exact Hessian (a pass of a few
+    milliseconds at most; the region is then that of the exact H₀).  ``q_i`` takes one pass
+    over the rows either way."""
     if getattr(prob, "rows_on_cluster", False):
         return _cluster_cache(prob, loss)
     live = np.asarray(prob.live)
     store = prob.rows
     rows = _live_rows(store, live)
-    # dense rows: the scores as FittedProblem.scores forms them (the same product, same rows)
-    z = rows @ prob.coef if isinstance(store, np.ndarray) else prob.scores(live)[0]
     t = np.asarray(prob.targets[live], dtype=np.float64)
     w = prob.sample_weights(live)
+    large = live.size * prob.coef.shape[0] ** 2 >= _CHORD_WORK
+    bound = _chord_bound(prob, loss, live, rows) if large else None
+    lam = None
+    if bound is not None:
+        z, lam0, V = bound[:3]
+        sq, qn = _row_norms(rows, V / np.sqrt(np.maximum(lam0, 0.5)))
+        lam = _check_chord(bound, sq)
+        if lam is not None:  # q with the rounding allowance e in λ (e ≤ 1e-6 λ_min)
+            q = qn * np.sqrt(float(np.max(lam0 / lam)) * (1.0 + 1e-12))
+    if lam is None:
+        # dense rows: the scores as FittedProblem.scores forms them (the same product, rows)
+        z = rows @ prob.coef if isinstance(store, np.ndarray) else prob.scores(live)[0]
+        lam, V = linalg.eigh(prob.hessian())
+        lam = np.maximum(lam, 1.0)  # H₀ ⪰ I exactly; rounding only
+        if large:
+            q = _row_norms(rows, V / np.sqrt(lam))[1]
+        else:
+            psi = rows @ V
+            q = np.sqrt(np.einsum("ij,ij->i", psi, psi / lam))
     h = loss.d2(t, z)
-    lam, V = linalg.eigh(prob.hessian())
-    lam = np.maximum(lam, 1.0)  # H₀ ⪰ I exactly; rounding only
-    psi = rows @ V
-    q = np.sqrt(np.einsum("ij,ij->i", psi, psi / lam))
     pos = np.full(prob.capacity, -1, dtype=np.intp)
     pos[live] = np.arange(live.size)
     c = {
@@ -162,13 +325,52 @@ def _linear_cache(prob, loss):
         "pos": pos,
     }
     if loss.name == "logistic":
-        c["order"] = np.argsort(-q, kind="stable")
+        # the cheap intervals read the first p + 1 (and their rows' psi, up to 2(p + 1))
+        c["order"] = _top_order(q, 2 * lam.size + 16)
     else:
         act = np.flatnonzero(h > 0)
         ratio = (1.0 - t[act] * z[act]) / np.maximum(q[act], 1e-300)
         o = np.argsort(ratio, kind="stable")
         c["act"], c["act_ratio"] = act[o], ratio[o]
     return c
+
+
+def _norm_cache(prob, loss):
+    """:func:`_linear_cache` with ``q_i ≤ ‖Φ_i‖ / sqrt(λ_min(H₀)) (≥ ‖Φ_i‖_{H₀⁻¹})`` from the
+    row norms (``mode="quick"``): one ``O(n p)`` pass and no ``ΦV``; H₀ from the Newton
+    state's chord matrix (:func:`_chord_bound`).  Upper bounds of ``q_i`` are valid wherever
+    ``q_i`` is used (they only lower κ and widen the corrected samples' intervals), but
+    looser: on correlated features ``λ_min`` is far below the typical eigenvalue.  None where
+    the chord matrix does not apply (the exact cache is used)."""
+    if getattr(prob, "rows_on_cluster", False) or loss.name != "logistic":
+        return None
+    live = np.asarray(prob.live)
+    rows = _live_rows(prob.rows, live)
+    bound = _chord_bound(prob, loss, live, rows)
+    if bound is None:
+        return None
+    sq, _ = _row_norms(rows)
+    lam = _check_chord(bound, sq)
+    if lam is None:
+        return None
+    z, V = bound[0], bound[2]
+    t = np.asarray(prob.targets[live], dtype=np.float64)
+    w = prob.sample_weights(live)
+    q = np.sqrt(sq / float(lam[0])) * (1.0 + 1e-12)
+    pos = np.full(prob.capacity, -1, dtype=np.intp)
+    pos[live] = np.arange(live.size)
+    return {
+        "live": live,
+        "z": z,
+        "t": t,
+        "w": np.ones(live.size) if w is None else w,
+        "h": loss.d2(t, z),
+        "lam": lam,
+        "V": V,
+        "q": q,
+        "pos": pos,
+        "order": _top_order(q, 2 * lam.size + 16),
+    }
 
 
 def _hnorms(L, psi):
@@ -183,12 +385,15 @@ class _LinearChange:
     """The pending change of a linear what-if in the eigenbasis ``V`` of the stored Hessian
     ``H₀ = VΛVᵀ``: what both schedules start from."""
 
-    def __init__(self, sens):
+    def __init__(self, sens, quick=False):
         prob, loss = sens._prob, sens._loss
         self.loss, self.prob = loss, prob
-        self.cache = cache = prob.cached(
-            ("curvature", loss.name), lambda: _linear_cache(prob, loss)
-        )
+        cache = None
+        if quick:  # q_i from the row norms (no O(n p²) pass)
+            cache = prob.cached(("curvature-quick", loss.name), lambda: _norm_cache(prob, loss))
+        if cache is None:
+            cache = prob.cached(("curvature", loss.name), lambda: _linear_cache(prob, loss))
+        self.cache = cache
         store = sens._store
         self.C1, self.C2 = sens._C1, sens._C2(sens.n_new)
         self.rho = self.C2 / self.C1
@@ -241,11 +446,12 @@ class _Ellipsoid:
         """``(L, x, R_H, H̃)`` of ``H̃ = VᵀHV``: its Cholesky factor, ``x = H̃⁻¹ g̃`` (center
         ``β₁ − ½Vx``) and the H-radius ``½‖g₀‖_{H⁻¹} + ρε``; None if H̃ is not numerically
         positive definite."""
-        try:
-            L = linalg.cholesky(Ht, lower=True, check_finite=False)
-        except linalg.LinAlgError:
+        L, info = lapack.dpotrf(Ht, lower=1, clean=1)  # linalg.cholesky, without its checks
+        if info:
             return None
-        x = linalg.cho_solve((L, True), self.g, check_finite=False)
+        x, info = lapack.dpotrs(L, self.g, lower=1)
+        if info:
+            return None
         RH = 0.5 * np.sqrt(max(float(self.g @ x), 0.0)) + self.rho * self.eps
         return L, x, RH * (1.0 + _SAFE) + 1e-300, Ht
 
@@ -402,8 +608,8 @@ class _LinearCheap(_LinearChange, _Ellipsoid):
 
     exact = False
 
-    def __init__(self, sens):
-        super().__init__(sens)
+    def __init__(self, sens, quick=False):
+        super().__init__(sens, quick)
         model = self.e_w0 > 0  # changed model samples (additions are dropped from H)
         sel = np.flatnonzero(model)
         p = self.lam.size
@@ -449,7 +655,17 @@ class _LinearCheap(_LinearChange, _Ellipsoid):
         if self.loss.name == "logistic":
             ordering, name = c["order"], "order_psi"
             k = min(ordering.size, self.lam.size)
-            kappa = float(np.exp(-c["q"][ordering[k]] * tau)) if k < ordering.size else 0.0
+            kappa = 0.0
+            if k < ordering.size:
+                # of the p largest q_i, only those above (1 + 1/64) q_(p+1) are corrected: κ
+                # (from the largest q_i left) loses at most a factor e^{−q_(p+1) τ / 64}, and
+                # each region's correction costs O(k p²) for k ≤ p
+                k = c.get("n_corrected")
+                if k is None:
+                    k0 = min(ordering.size - 1, self.lam.size)
+                    qo = c["q"][ordering[: k0 + 1]]
+                    k = c["n_corrected"] = int(np.count_nonzero(qo[:k0] > qo[k0] * (1 + 1 / 64)))
+                kappa = float(np.exp(-c["q"][ordering[k]] * tau))
         else:
             lim = tau * (1.0 + 1e-9) + 1e-300
             if c.get("act_cut", np.inf) <= lim:  # rows on a cluster: bring back more
@@ -519,17 +735,18 @@ class _LinearCheap(_LinearChange, _Ellipsoid):
         valid = self.ball_dev()
         # guess and verify with the ellipsoid of the curvature at β₁
         ell, guess = self._region(0.0)
+        best, last = None, np.inf
         if ell is not None:
             for margin in _GUESS_MARGINS:
                 trial = (1.0 + margin) * guess + 1e-300
                 ell, dev = self._region(trial)
                 if ell is None:
                     break
-                if dev < trial:
-                    valid = min(valid, dev)
+                if dev < trial:  # verified: the trial's ellipsoid holds β₂ (and starts the
+                    valid = min(valid, dev)  # refinement, which stops once it gains < 2%)
+                    best, last = ell, ell[2]
                     break
                 guess = dev
-        best, last = None, np.inf
         for _ in range(_MAX_REFINE):
             ell, dev = self._region(valid)
             if ell is None:
