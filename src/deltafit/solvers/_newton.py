@@ -180,7 +180,7 @@ class _Factor:
 
 
 def _chord_newton(
-    coef, X, objective, gradient, hessian, grad_norm0, *, tol, max_iter, callback, keep
+    coef, scores, objective, gradient, hessian, grad_norm0, *, tol, max_iter, callback, keep
 ):
     """Newton steps and chord steps on the last Hessian (dense rows of :func:`newton_primal`).
 
@@ -192,16 +192,18 @@ def _chord_newton(
     that converged with ``‖∇J‖ > POLISH · tol · ‖∇J(0)‖`` takes one Newton step more from
     there, on the Hessian at that point (accepted when it lowers J and ‖∇J‖): like a plain
     Newton solve's last step, it lands far below the threshold.  Every step passes
-    Armijo's test on J (a chord step that finds no decrease is replaced by a Newton step); the
-    solve stops on the rule of :func:`_damped_newton`, with ∇J computed afresh from the
-    scores, so ``grad_norm`` certifies ``‖β − β*‖ ≤ grad_norm`` as there.
+    Armijo's test on J (a chord step that finds no decrease is replaced by a Newton step).
+    Between steps the scores are moved with β (``z + t X Δ``, the line search's own); wherever
+    a value is read — the stopping test once it passes, the callback, the result — they are
+    computed afresh, ``X β``, so the solve stops on the rule of :func:`_damped_newton` and
+    ``grad_norm`` certifies ``‖β − β*‖ ≤ grad_norm`` as there.
 
     Parameters
     ----------
     coef, objective, gradient, grad_norm0, tol, max_iter, callback
         As in :func:`_damped_newton`.
-    X : ndarray
-        The rows.
+    scores : callable
+        ``scores(v)``: ``X v`` for the rows X.
     hessian : callable
         ``hessian(z) -> (H, factor, d, shared)``: the Hessian at the point of scores ``z``,
         its lower Cholesky factor, the rows' curvature weights (or None) and whether H is
@@ -216,11 +218,13 @@ def _chord_newton(
     kept : tuple or None
         ``hessian``'s answer for the matrix the last steps used (None: no step taken).
     """
-    tiny = np.finfo(float).tiny
-    threshold = tol * max(grad_norm0, tiny)
-    z = X @ coef
-    f = objective(coef, z)
-    grad, _, gnorm = gradient(coef, z)
+    def fresh(b):
+        zb = scores(b)
+        gb, _, gbn = gradient(b, zb)
+        return zb, objective(b, zb), gb, gbn
+
+    threshold = tol * max(grad_norm0, np.finfo(float).tiny)
+    z, f, grad, gnorm = fresh(coef)
     it = 0
     stopped = _check_callback(callback, it, coef, gnorm, f, grad)
     failed = False
@@ -237,7 +241,7 @@ def _chord_newton(
             slope = float(grad @ step)
         else:
             step, slope = secants.descent(_Factor(kept[1]), grad)
-        z_step = X @ step
+        z_step = scores(step)
         if -slope <= _FLOOR * (abs(f) + 1.0):
             t = 1.0  # the decrease is below the rounding of J: take the step whole
         else:
@@ -255,12 +259,16 @@ def _chord_newton(
                 break  # a genuine failure to decrease
         old_grad, old_norm = grad, gnorm
         coef += t * step
-        z = X @ coef  # recomputed, not accumulated: keeps z and J consistent with coef
+        z += t * z_step  # moved with β; computed afresh below wherever a result is read
         f = objective(coef, z)
         grad, _, gnorm = gradient(coef, z)
+        if callback is not None or gnorm <= threshold or it == max_iter:
+            z, f, grad, gnorm = fresh(coef)  # the certified values: from the scores X β
         secants.add(t * step, grad - old_grad)
         chord = gnorm <= CHORD_RATIO * old_norm
         stopped = _check_callback(callback, it, coef, gnorm, f, grad)
+    if failed:
+        z, f, grad, gnorm = fresh(coef)
     converged = gnorm <= threshold
     polish = converged and not stopped and kept is not None and it < max_iter
     if polish and gnorm > POLISH * threshold:
@@ -270,9 +278,7 @@ def _chord_newton(
         kept, at = hessian(z), gnorm
         step = -_Factor(kept[1]).solve(grad)
         b = coef + step
-        zb = X @ b
-        fb = objective(b, zb)
-        gb, _, gbn = gradient(b, zb)
+        zb, fb, gb, gbn = fresh(b)
         if gbn <= gnorm and fb <= f + _FLOOR * (abs(f) + 1.0):
             it += 1
             coef[:], z, f, grad, gnorm = b, zb, fb, gb, gbn
@@ -405,10 +411,15 @@ def newton_primal(
     cw = None if w is None else C * w  # C_i
     check_curvature(squared_norms(X) if rows is None else rows.sq, C if w is None else cw, loss)
     beta = np.zeros(p) if coef0 is None else np.array(coef0, dtype=np.float64, copy=True)
+    Xt = X.T if rows is None else None
+
+    def tdot(r):  # Xᵀ r
+        return Xt @ r if rows is None else rows.tdot(r)
+
     if w is None:
-        g0 = np.linalg.norm(C * (X.T @ loss.d1(yv, np.zeros(n))))
+        g0 = np.linalg.norm(C * tdot(loss.d1(yv, np.zeros(n))))
     else:
-        g0 = np.linalg.norm(X.T @ (cw * loss.d1(yv, np.zeros(n))))
+        g0 = np.linalg.norm(tdot(cw * loss.d1(yv, np.zeros(n))))
 
     def objective(b, z):
         if w is None:
@@ -417,9 +428,9 @@ def newton_primal(
 
     def gradient(b, z):
         if w is None:
-            grad = C * (X.T @ loss.d1(yv, z)) + b
+            grad = C * tdot(loss.d1(yv, z)) + b
         else:
-            grad = X.T @ (cw * loss.d1(yv, z)) + b
+            grad = tdot(cw * loss.d1(yv, z)) + b
         return grad, grad, np.linalg.norm(grad)
 
     sparse = sp.issparse(X)
@@ -444,7 +455,7 @@ def newton_primal(
 
         res, kept = _chord_newton(
             beta,
-            X,
+            rows.dot,
             objective,
             gradient,
             hessian,

@@ -81,6 +81,18 @@ class NewtonRows:
     def p(self) -> int:
         return self.X.shape[1]
 
+    def dot(self, v: np.ndarray) -> np.ndarray:
+        """``X v`` (over the used columns only: the others add exact zeros)."""
+        return self._Xs @ (v if self.cols is None else v[self.cols])
+
+    def tdot(self, r: np.ndarray) -> np.ndarray:
+        """``Xᵀ r`` (the entries of the unused columns are exact zeros)."""
+        if self.cols is None:
+            return self.X.T @ r
+        out = np.zeros(self.p)
+        out[self.cols] = self._Xs.T @ r
+        return out
+
     @property
     def sq(self) -> np.ndarray:
         """``‖x_i‖²`` of every row (computed once)."""
