@@ -15,13 +15,13 @@ the rows, and an update after the fit against a refit.
 import numpy as np
 import pytest
 from joblib import parallel_config
-from reference import logistic_reference, squared_hinge_reference
 from sklearn.datasets import load_digits
 from sklearn.preprocessing import StandardScaler
 
 from deltafit import LinearClassifier
 from deltafit.losses import get_loss
 from deltafit.solvers import NewtonRows, newton_primal
+from reference import logistic_reference, squared_hinge_reference
 
 
 @pytest.fixture(scope="module")

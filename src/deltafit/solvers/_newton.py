@@ -218,6 +218,7 @@ def _chord_newton(
     kept : tuple or None
         ``hessian``'s answer for the matrix the last steps used (None: no step taken).
     """
+
     def fresh(b):
         zb = scores(b)
         gb, _, gbn = gradient(b, zb)
