@@ -209,8 +209,8 @@ def _chord_newton(
         its lower Cholesky factor, the rows' curvature weights (or None) and whether H is
         shared with other solves.
     keep : bool
-        Whether the caller keeps the Hessian: when the last one was formed at a point with
-        ``‖∇J‖ > tol · ‖∇J(0)‖``, one is formed at the returned β.
+        Whether the caller keeps the Hessian: when chord steps followed the last Newton step,
+        one is formed at the returned β.
 
     Returns
     -------
@@ -229,14 +229,15 @@ def _chord_newton(
     it = 0
     stopped = _check_callback(callback, it, coef, gnorm, f, grad)
     failed = False
-    kept, at = None, np.inf  # the last Hessian and ‖∇J‖ at its point
+    kept = None  # the last Hessian formed
+    newton = False  # whether the last step taken was a Newton step
     secants = Secants()
     chord = False
     while gnorm > threshold and not stopped and it < max_iter:
         it += 1
         newton = not chord or kept is None or it > max_iter // 2
         if newton:
-            kept, at = hessian(z), gnorm
+            kept = hessian(z)
             secants.clear()
             step = -_Factor(kept[1]).solve(grad)
             slope = float(grad @ step)
@@ -276,7 +277,7 @@ def _chord_newton(
         # just below the threshold: one Newton step more, as a plain Newton solve's last step
         # (its quadratic convergence takes ‖∇J‖ far below it), on the Hessian at β, which
         # the caller keeps
-        kept, at = hessian(z), gnorm
+        kept, newton = hessian(z), True  # kept whether the step is taken or not: at β
         step = -_Factor(kept[1]).solve(grad)
         b = coef + step
         zb, fb, gb, gbn = fresh(b)
@@ -291,8 +292,8 @@ def _chord_newton(
             else f" (max_iter={max_iter} reached)"
         )
         warn_not_converged("Newton", gnorm, threshold, tol, it, why)
-    if keep and kept is not None and at > threshold:
-        kept = hessian(z)  # the matrix kept: the Hessian at β
+    if keep and kept is not None and not newton:
+        kept = hessian(z)  # chord steps came last: the matrix kept is the Hessian at β
     return SolverResult(coef, float(gnorm), it, bool(converged), bool(stopped), float(f)), kept
 
 

@@ -69,9 +69,8 @@ class NewtonCurvature:
     hessian : ndarray of shape (p, p)
         ``I + Xᵀ diag(d) X``, the (generalised) Hessian of J at the point of the last Newton
         step (not at the returned β, one step further: close to it once Newton converges);
-        over dense rows, where chord steps may follow the last Newton step, it is the
-        Hessian at the returned β or, when the solve ended on a Newton step from a point that
-        met the stopping rule already, at that point.
+        over dense rows, when chord steps followed the last Newton step, it is the Hessian at
+        the returned β instead.
     d : ndarray of shape (n,)
         The curvature weights ``C w_i ℓ''(y_i, x_iᵀβ)`` of that Hessian, one per input row
         (0 for rows of weight 0).
