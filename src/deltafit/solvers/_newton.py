@@ -400,18 +400,20 @@ def newton_primal(
     n_all = X.shape[0]
     p = X.shape[1]
     w = check_sample_weight(sample_weight, n_all, C)
-    keep = None if w is None else _kept(w)
+    keep = _kept(w)
     if rows is None and not sp.issparse(X):
         rows = NewtonRows.of(X, keep)
+    elif rows is not None and rows.X.shape[0] != (n_all if keep is None else keep.size):
+        raise ValueError("rows: not prepared from these rows and sample weights")
     yv: np.ndarray = np.asarray(y)
-    if keep is not None:  # weight 0: the sample is absent
-        X, w = rows.X if rows is not None else X[keep], w[keep]
-        yv = yv[keep]
+    if w is not None and keep is not None:  # weight 0: the sample is absent
+        X = rows.X if rows is not None else X[keep]
+        w, yv = w[keep], yv[keep]
     elif rows is not None:
         X = rows.X
     n = X.shape[0]
     cw = None if w is None else C * w  # C_i
-    check_curvature(squared_norms(X) if rows is None else rows.sq, C if w is None else cw, loss)
+    check_curvature(squared_norms(X) if rows is None else rows.sq, C if cw is None else cw, loss)
     beta = np.zeros(p) if coef0 is None else np.array(coef0, dtype=np.float64, copy=True)
     Xt = X.T if rows is None else None
 

@@ -12,10 +12,14 @@ without the columns that are zero in every row:
   Cholesky factor, so both are formed over the ``p'`` other columns only (``n p'²`` and
   ``p'³/3`` flops) and the factor is embedded;
 * the first Newton step from β = 0 has the same weights ``D = C w ℓ''(t, 0)`` for every
-  class (ℓ''(±1, 0) is ¼ for the logistic loss, 1 for the squared hinge): the first Hessian
+  class (ℓ''(±1, 0) is ¼ for the logistic loss, 2 for the squared hinge): the first Hessian
   formed over all rows is kept with its factor and handed to every later solve whose weights
-  are bitwise the same (Böhning's bound ``¼ C XᵀWX + I`` for the logistic loss), so K classes
-  form K − 1 fewer Hessians.
+  are bitwise the same, so K classes form K − 1 fewer Hessians.  For the logistic loss it is
+  also Böhning's bound ``¼ C XᵀWX + I ⪰ ∇²J(β)`` (Böhning & Lindsay, "Monotonicity of
+  quadratic-approximation algorithms", Ann. Inst. Stat. Math. 1988), on which the chord
+  steps of :func:`~deltafit.solvers._newton._chord_newton` that follow descend from any β;
+* the passes ``X v`` and ``Xᵀ r`` of the steps (:meth:`NewtonRows.dot`, :meth:`~NewtonRows.tdot`)
+  read the used columns only.
 
 Nothing here changes what a step computes beyond the rounding of the sums: the Hessian is the
 exact one at the step's point.
