@@ -20,14 +20,18 @@ from sklearn.preprocessing import StandardScaler
 
 from deltafit import LinearClassifier
 from deltafit.losses import get_loss
-from deltafit.solvers import NewtonRows, newton_primal
+from deltafit.solvers import CHORD_FEATURES, NewtonRows, newton_primal
 from reference import logistic_reference, squared_hinge_reference
 
 
 @pytest.fixture(scope="module")
 def digits10():
+    """Digits as pixels and their squares (128 features: beyond ``CHORD_FEATURES``, where the
+    chord iteration over :class:`NewtonRows` runs), standardised: 3 pixels are constant, so
+    6 columns are zero in every row."""
     X, y = load_digits(return_X_y=True)
-    return StandardScaler().fit_transform(X), y  # 3 pixels constant: 3 zero columns
+    X = StandardScaler().fit_transform(X)
+    return StandardScaler().fit_transform(np.hstack([X, X**2])), y
 
 
 @pytest.fixture(scope="module")
@@ -166,13 +170,14 @@ def test_newton_rows_hessian_and_factor():
     assert np.allclose(L4 @ L4.T, ref4, rtol=1e-13, atol=1e-13)
 
 
-def test_chord_newton_keeps_certificate_and_callback(breast_cancer):
+@pytest.mark.parametrize("loss_name", ["logistic", "squared_hinge"])
+def test_chord_newton_keeps_certificate_and_callback(digits10, loss_name):
     """The chord iterations of a dense solve: every step reported to the callback, the
     certified gradient norm below the threshold and equal to the recomputed one, and the
     Hessian kept is the exact one at a converged point."""
-    X, y = breast_cancer
-    X = StandardScaler().fit_transform(X)
-    Phi, t, loss, C = _with_ones(X), np.where(y == 1, 1.0, -1.0), get_loss("logistic"), 10.0
+    X, y = digits10
+    assert X.shape[1] + 1 >= CHORD_FEATURES
+    Phi, t, loss, C = _with_ones(X), np.where(y % 2 == 1, 1.0, -1.0), get_loss(loss_name), 10.0
     seen = []
     res, nc = newton_primal(
         Phi,
@@ -190,5 +195,24 @@ def test_chord_newton_keeps_certificate_and_callback(breast_cancer):
     assert [s[0] for s in seen] == list(range(res.n_iter + 1))
     H = np.eye(Phi.shape[1]) + Phi.T @ (nc.d[:, None] * Phi)
     assert np.allclose(nc.hessian, H, rtol=1e-12, atol=1e-12)
-    D = C * loss.d2(t, Phi @ res.coef)
-    assert np.abs(nc.d - D).max() <= 1e-4 * D.max()
+    if loss_name == "logistic":
+        D = C * loss.d2(t, Phi @ res.coef)
+        assert np.abs(nc.d - D).max() <= 1e-4 * D.max()
+
+
+def test_few_features_take_plain_newton(breast_cancer, monkeypatch):
+    """Below ``CHORD_FEATURES`` features the solve is the damped Newton iteration of before (no
+    rows prepared, no chord steps), and so is a K-class fit's."""
+    X, y = breast_cancer
+    Phi, t, loss = _with_ones(X), np.where(y == 1, 1.0, -1.0), get_loss("logistic")
+    assert Phi.shape[1] < CHORD_FEATURES
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("NewtonRows prepared for a few features")
+
+    monkeypatch.setattr(NewtonRows, "of", refuse)
+    monkeypatch.setattr(NewtonRows, "__init__", refuse)
+    res = newton_primal(Phi, t, loss, 1.0)
+    assert res.converged and res.n_iter <= 15
+    y3 = np.arange(len(y)) % 3
+    LinearClassifier(loss="logistic").fit(X, y3)

@@ -30,7 +30,7 @@ from deltafit._states._protocol import (
     saved_coef,
 )
 from deltafit._states._saved_checks import EPS, abs_rows, check_residual, refuse_rows, row_blocks
-from deltafit.solvers import HESSIAN_FREE_FEATURES, NewtonRows, newton_primal
+from deltafit.solvers import CHORD_FEATURES, HESSIAN_FREE_FEATURES, NewtonRows, newton_primal
 from deltafit.solvers._chord import (
     Curvature,
     Point,
@@ -86,8 +86,8 @@ class PrimalNewtonState(ModelState):
         """What the fits of several problems over the same rows ``Phi`` and weights ``w``
         share (the K one-vs-rest classes): the dense rows prepared for their Newton Hessians
         (:class:`~deltafit.solvers.NewtonRows`), passed to :meth:`fit` as ``rows``; None for
-        sparse rows."""
-        if sp.issparse(Phi):
+        sparse rows and for fewer than ``solvers.CHORD_FEATURES`` features (plain Newton)."""
+        if sp.issparse(Phi) or Phi.shape[1] < CHORD_FEATURES:
             return None
         keep = None
         if w is not None:

@@ -57,6 +57,7 @@ from deltafit.solvers._hinge_active_set import hinge_loop as hinge_loop
 from deltafit.solvers._hinge_qp import SubFeatureQP as SubFeatureQP
 from deltafit.solvers._hinge_qp import box_violation as box_violation
 from deltafit.solvers._inputs import check_sample_weight as check_sample_weight
+from deltafit.solvers._newton import CHORD_FEATURES as CHORD_FEATURES
 from deltafit.solvers._newton import HESSIAN_FREE_FEATURES as HESSIAN_FREE_FEATURES
 from deltafit.solvers._newton import newton_kernel, newton_primal, solve_spd
 from deltafit.solvers._newton_rows import NewtonRows as NewtonRows

@@ -4,13 +4,13 @@
 :data:`HESSIAN_FREE_FEATURES` sparse features Hessian-free steps by conjugate gradients on
 Hessian-vector products), :func:`newton_kernel` in the kernel expansion ``β = Σ α_i Φ(x_i)``;
 both share the Armijo-damped iteration :func:`_damped_newton`, which stops on
-``‖∇J(β)‖₂ ≤ tol · ‖∇J(0)‖₂``; over dense rows :func:`newton_primal` runs
-:func:`_chord_newton` instead, whose steps after a Newton step reuse its Cholesky factor with
-L-BFGS pairs on top (a chord step costs one pass over the rows, a Hessian ``n p²``) and which
-stops on the same rule.  For the squared hinge the generalised Hessian makes this the
-finite Newton method of Keerthi & DeCoste (JMLR 2005); the stopping rule certifies
-``‖β − β*‖ ≤ grad_norm`` (Okumura et al., KDD 2015, Theorem 6).  :func:`solve_spd`: a
-Cholesky solve that fails in deltafit's words.
+``‖∇J(β)‖₂ ≤ tol · ‖∇J(0)‖₂``; over dense rows of :data:`CHORD_FEATURES` features or more
+:func:`newton_primal` runs :func:`_chord_newton` instead, whose steps after a Newton step
+reuse its Cholesky factor with L-BFGS pairs on top (a chord step costs one pass over the rows,
+a Hessian ``n p²``) and which stops on the same rule.  For the squared hinge the generalised
+Hessian makes this the finite Newton method of Keerthi & DeCoste (JMLR 2005); the stopping
+rule certifies ``‖β − β*‖ ≤ grad_norm`` (Okumura et al., KDD 2015, Theorem 6).
+:func:`solve_spd`: a Cholesky solve that fails in deltafit's words.
 """
 
 from __future__ import annotations
@@ -46,7 +46,13 @@ if TYPE_CHECKING:
     from deltafit.losses import Loss
     from deltafit.solvers._inputs import SolverCallback
 
-__all__ = ["HESSIAN_FREE_FEATURES", "newton_primal", "newton_kernel", "solve_spd"]
+__all__ = [
+    "HESSIAN_FREE_FEATURES",
+    "CHORD_FEATURES",
+    "newton_primal",
+    "newton_kernel",
+    "solve_spd",
+]
 
 
 # Below this decrease J cannot be resolved in floating point; a Newton step is then taken whole.
@@ -54,6 +60,10 @@ _FLOOR = 1e-12
 #: Dense rows: the steps after a Newton step reuse its factor (chord steps with L-BFGS pairs)
 #: while each cuts ‖∇J‖ by at least this factor (:func:`_chord_newton`).
 CHORD_RATIO = 0.7
+#: Dense rows with at least this many features are solved by :func:`_chord_newton` over
+#: :class:`NewtonRows`; below, a Hessian costs a few passes over the rows, and the plain damped
+#: Newton iteration (:func:`_damped_newton`) is faster.
+CHORD_FEATURES = 100
 #: Dense rows: a solve that converged with ``‖∇J‖ > POLISH · tol · ‖∇J(0)‖`` takes one Newton
 #: step more (a plain Newton solve's last step lands far below its threshold; so does this).
 POLISH = 1e-2
@@ -373,14 +383,15 @@ def newton_primal(
     -----
     Newton direction from ``(Xᵀ diag(C w_i ℓ''_i) X + I) Δ = −∇J`` with ℓ'' the (generalised)
     second derivative of the loss, then an Armijo backtracking line search.  Over dense rows
-    the Hessian is formed by one symmetric rank-k update over the columns that are not zero
-    in every row (:class:`NewtonRows`), and the steps after a Newton step reuse its factor
-    (chord steps with L-BFGS pairs, one pass over the rows each) while they cut ‖∇J‖ by at
-    least :data:`CHORD_RATIO` (:func:`_chord_newton`); the stopping rule and the certificate
-    are the same.  For the squared
-    hinge the generalised Hessian makes this the finite Newton method of Keerthi & DeCoste
-    (2005).  With weights, ``∇J = C Xᵀ (w ∘ ℓ') + β``; J stays 1-strongly convex, so
-    ``grad_norm`` certifies ``‖β − β*‖ ≤ grad_norm`` for the weighted problem too.
+    of at least :data:`CHORD_FEATURES` features (or with ``rows``) the Hessian is formed by
+    one symmetric rank-k update over the columns that are not zero in every row
+    (:class:`NewtonRows`), and the steps after a Newton step reuse its factor (chord steps
+    with L-BFGS pairs, one pass over the rows each) while they cut ‖∇J‖ by at least
+    :data:`CHORD_RATIO` (:func:`_chord_newton`); the stopping rule and the certificate are
+    the same.  For the squared hinge the generalised Hessian makes this the finite Newton
+    method of Keerthi & DeCoste (2005).  With weights, ``∇J = C Xᵀ (w ∘ ℓ') + β``; J stays
+    1-strongly convex, so ``grad_norm`` certifies ``‖β − β*‖ ≤ grad_norm`` for the weighted
+    problem too.
 
     Examples
     --------
@@ -401,13 +412,16 @@ def newton_primal(
     p = X.shape[1]
     w = check_sample_weight(sample_weight, n_all, C)
     keep = _kept(w)
-    if rows is None and not sp.issparse(X):
+    if rows is None and not sp.issparse(X) and p >= CHORD_FEATURES:
         rows = NewtonRows.of(X, keep)
     elif rows is not None and rows.X.shape[0] != (n_all if keep is None else keep.size):
         raise ValueError("rows: not prepared from these rows and sample weights")
     yv: np.ndarray = np.asarray(y)
     if w is not None and keep is not None:  # weight 0: the sample is absent
-        X = rows.X if rows is not None else X[keep]
+        if rows is not None:
+            X = rows.X
+        else:
+            X = X[keep] if sp.issparse(X) else np.asarray(X)[keep]
         w, yv = w[keep], yv[keep]
     elif rows is not None:
         X = rows.X
@@ -415,10 +429,9 @@ def newton_primal(
     cw = None if w is None else C * w  # C_i
     check_curvature(squared_norms(X) if rows is None else rows.sq, C if cw is None else cw, loss)
     beta = np.zeros(p) if coef0 is None else np.array(coef0, dtype=np.float64, copy=True)
-    Xt = X.T if rows is None else None
 
-    def tdot(r):  # Xᵀ r
-        return Xt @ r if rows is None else rows.tdot(r)
+    def tdot(r):  # Xᵀ r (X read when called: sparse rows are made CSR below)
+        return X.T @ r if rows is None else rows.tdot(r)
 
     if w is None:
         g0 = np.linalg.norm(C * tdot(loss.d1(yv, np.zeros(n))))
@@ -487,7 +500,10 @@ def newton_primal(
         D = (C if w is None else cw[act]) * d2[act]
         if sparse and p > HESSIAN_FREE_FEATURES:
             return _cg_step(Xa, D, grad)
-        H = (Xa.T @ sp.diags(D) @ Xa).toarray()
+        if sparse:
+            H = (Xa.T @ sp.diags(D) @ Xa).toarray()
+        else:
+            H = (Xa.T * D) @ Xa
         H.flat[:: p + 1] += 1.0
         if keep_hessian:
             d = np.zeros(n)
