@@ -30,7 +30,7 @@ from deltafit._states._protocol import (
     saved_coef,
 )
 from deltafit._states._saved_checks import EPS, abs_rows, check_residual, refuse_rows, row_blocks
-from deltafit.solvers import HESSIAN_FREE_FEATURES, newton_primal
+from deltafit.solvers import CHORD_FEATURES, HESSIAN_FREE_FEATURES, NewtonRows, newton_primal
 from deltafit.solvers._chord import (
     Curvature,
     Point,
@@ -63,8 +63,9 @@ class PrimalNewtonState(ModelState):
     warm_per_sample = False
     curv = point = None
 
-    def solve(self, Phi, y, coef0=None, w=None):
-        """Newton on ``Phi`` (rows in slot order) from ``coef0``: ``(result, curvature)``."""
+    def solve(self, Phi, y, coef0=None, w=None, rows=None):
+        """Newton on ``Phi`` (rows in slot order) from ``coef0``: ``(result, curvature)``;
+        ``rows``: ``Phi`` prepared for several solves (:meth:`shared_rows`)."""
         o = self.opts
         return newton_primal(
             Phi,
@@ -77,10 +78,26 @@ class PrimalNewtonState(ModelState):
             max_iter=o.max_iter,
             callback=o.callback,
             keep_hessian=True,
+            rows=rows,
         )
 
-    def fit(self, Phi, y, capacity=None, coef0=None, w=None):
-        res, nc = self.solve(Phi, y, coef0, w)
+    @staticmethod
+    def shared_rows(Phi, w=None):
+        """What the fits of several problems over the same rows ``Phi`` and weights ``w``
+        share (the K one-vs-rest classes): the dense rows prepared for their Newton Hessians
+        (:class:`~deltafit.solvers.NewtonRows`), passed to :meth:`fit` as ``rows``; None for
+        sparse rows and for fewer than ``solvers.CHORD_FEATURES`` features (plain Newton)."""
+        if sp.issparse(Phi) or Phi.shape[1] < CHORD_FEATURES:
+            return None
+        keep = None
+        if w is not None:
+            keep = np.flatnonzero(np.asarray(w, dtype=np.float64) > 0)
+            if keep.size == len(w):
+                keep = None
+        return NewtonRows.of(Phi, keep)
+
+    def fit(self, Phi, y, capacity=None, coef0=None, w=None, rows=None):
+        res, nc = self.solve(Phi, y, coef0, w, rows)
         n = Phi.shape[0]
         capacity = max(capacity or n, n)
         self.commit(res)
@@ -255,7 +272,7 @@ def _curvature(nc, slots, capacity):
     d = np.zeros(capacity)
     d[slots] = nc.d
     try:
-        return Curvature(nc.hessian, d)
+        return Curvature(nc.hessian, d, factor=nc.factor)
     except (linalg.LinAlgError, ValueError):
         return None
 

@@ -305,6 +305,21 @@ class OneVsRestState(ModelState):
         """Solve the K binary problems on Φ or K; ``t`` holds class indices, ``coef0`` the
         warm start of every class as columns (or None), ``w`` the samples' weights."""
         self.states = []
+        share = getattr(self.base, "shared_rows", None)
+        rows = None if share is None else share(data, w)
+        if rows is not None:
+            # the K solves share the rows prepared for their Hessians (and the first Hessian);
+            # they are independent and run in threads when joblib is given more than one job
+            states = [self._make() for _ in range(self.n_classes)]
+
+            def fit_class(k):
+                warm = None if coef0 is None else coef0[:, k]
+                kw = {} if w is None else {"w": w}
+                states[k].fit(data, class_codes(t, k), capacity, warm, rows=rows, **kw)
+
+            _each_class(fit_class, range(self.n_classes))
+            self.states = states
+            return self
         for k in range(self.n_classes):
             st = self._make()
             warm = None if coef0 is None else coef0[:, k]

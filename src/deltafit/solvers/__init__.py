@@ -29,7 +29,9 @@ The modules (this package only re-exports their public names):
   ``squared_norms``, ``solve_label`` and the ConvergenceWarnings (``warn_not_converged``,
   ``warn_kkt_not_converged``).
 * ``_inputs``: the input checks (``check_sample_weight``) and the samples of weight 0.
-* ``_newton``: :func:`newton_primal`, :func:`newton_kernel`, :func:`solve_spd`.
+* ``_newton``: :func:`newton_primal`, :func:`newton_kernel`, :func:`solve_spd`;
+  ``_newton_rows``: ``NewtonRows``, dense rows prepared once for the Newton Hessians of
+  several solves (syrk over the columns not zero everywhere; the first Hessian shared).
 * ``_hinge``: :func:`hinge_primal`, :func:`hinge_kernel`, ``hinge_kernel_slots`` (cold and
   working-set solves, certification); ``_hinge_active_set``: their iterations
   (``hinge_loop``); ``_hinge_qp``: the dual QP over each way of holding it.
@@ -55,8 +57,10 @@ from deltafit.solvers._hinge_active_set import hinge_loop as hinge_loop
 from deltafit.solvers._hinge_qp import SubFeatureQP as SubFeatureQP
 from deltafit.solvers._hinge_qp import box_violation as box_violation
 from deltafit.solvers._inputs import check_sample_weight as check_sample_weight
+from deltafit.solvers._newton import CHORD_FEATURES as CHORD_FEATURES
 from deltafit.solvers._newton import HESSIAN_FREE_FEATURES as HESSIAN_FREE_FEATURES
 from deltafit.solvers._newton import newton_kernel, newton_primal, solve_spd
+from deltafit.solvers._newton_rows import NewtonRows as NewtonRows
 from deltafit.solvers._results import HingeResult, NewtonCurvature, SolverResult
 
 __all__ = [

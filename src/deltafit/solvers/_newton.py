@@ -4,10 +4,13 @@
 :data:`HESSIAN_FREE_FEATURES` sparse features Hessian-free steps by conjugate gradients on
 Hessian-vector products), :func:`newton_kernel` in the kernel expansion ``β = Σ α_i Φ(x_i)``;
 both share the Armijo-damped iteration :func:`_damped_newton`, which stops on
-``‖∇J(β)‖₂ ≤ tol · ‖∇J(0)‖₂``.  For the squared hinge the generalised Hessian makes this the
-finite Newton method of Keerthi & DeCoste (JMLR 2005); the stopping rule certifies
-``‖β − β*‖ ≤ grad_norm`` (Okumura et al., KDD 2015, Theorem 6).  :func:`solve_spd`: a
-Cholesky solve that fails in deltafit's words.
+``‖∇J(β)‖₂ ≤ tol · ‖∇J(0)‖₂``; over dense rows of :data:`CHORD_FEATURES` features or more
+:func:`newton_primal` runs :func:`_chord_newton` instead, whose steps after a Newton step
+reuse its Cholesky factor with L-BFGS pairs on top (a chord step costs one pass over the rows,
+a Hessian ``n p²``) and which stops on the same rule.  For the squared hinge the generalised
+Hessian makes this the finite Newton method of Keerthi & DeCoste (JMLR 2005); the stopping
+rule certifies ``‖β − β*‖ ≤ grad_norm`` (Okumura et al., KDD 2015, Theorem 6).
+:func:`solve_spd`: a Cholesky solve that fails in deltafit's words.
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike
 from scipy import linalg
+from scipy.linalg import lapack
 
+from deltafit.solvers._chord import Secants
 from deltafit.solvers._convergence import (
     check_curvature,
     curvature_failure,
@@ -34,17 +39,34 @@ from deltafit.solvers._inputs import (
     _take_start,
     check_sample_weight,
 )
+from deltafit.solvers._newton_rows import NewtonRows
 from deltafit.solvers._results import NewtonCurvature, SolverResult
 
 if TYPE_CHECKING:
     from deltafit.losses import Loss
     from deltafit.solvers._inputs import SolverCallback
 
-__all__ = ["HESSIAN_FREE_FEATURES", "newton_primal", "newton_kernel", "solve_spd"]
+__all__ = [
+    "HESSIAN_FREE_FEATURES",
+    "CHORD_FEATURES",
+    "newton_primal",
+    "newton_kernel",
+    "solve_spd",
+]
 
 
 # Below this decrease J cannot be resolved in floating point; a Newton step is then taken whole.
 _FLOOR = 1e-12
+#: Dense rows: the steps after a Newton step reuse its factor (chord steps with L-BFGS pairs)
+#: while each cuts ‖∇J‖ by at least this factor (:func:`_chord_newton`).
+CHORD_RATIO = 0.7
+#: Dense rows with at least this many features are solved by :func:`_chord_newton` over
+#: :class:`NewtonRows`; below, a Hessian costs a few passes over the rows, and the plain damped
+#: Newton iteration (:func:`_damped_newton`) is faster.
+CHORD_FEATURES = 100
+#: Dense rows: a solve that converged with ``‖∇J‖ > POLISH · tol · ‖∇J(0)‖`` takes one Newton
+#: step more (a plain Newton solve's last step lands far below its threshold; so does this).
+POLISH = 1e-2
 #: Sparse X with more features than this: Newton solves its steps by conjugate gradients on
 #: Hessian-vector products (``Xᵀ D X v`` through sparse products) instead of forming the dense
 #: p × p Hessian.
@@ -153,6 +175,138 @@ def _damped_newton(
     return SolverResult(coef, float(gnorm), it, bool(converged), bool(stopped), float(f))
 
 
+class _Factor:
+    """``M⁻¹ g`` by a lower Cholesky factor (what :class:`~deltafit.solvers._chord.Secants`
+    builds its L-BFGS directions on)."""
+
+    def __init__(self, factor):
+        self.factor = factor
+
+    def solve(self, g):
+        y, info = lapack.dpotrs(self.factor, g, lower=1)
+        if info:
+            raise ValueError(f"dpotrs failed (info={info})")
+        return y
+
+
+def _chord_newton(
+    coef, scores, objective, gradient, hessian, grad_norm0, *, tol, max_iter, callback, keep
+):
+    """Newton steps and chord steps on the last Hessian (dense rows of :func:`newton_primal`).
+
+    A Newton step forms and factorises the Hessian (O(n p²)); the steps after it reuse that
+    factor, with limited-memory BFGS pairs on top (:class:`~deltafit.solvers._chord.Secants`:
+    the chord's linear rate made superlinear), at one pass over the rows each (O(n p + p²)),
+    while each cuts ‖∇J‖ by at least :data:`CHORD_RATIO`; a step that does not is followed by a
+    fresh Hessian, and beyond ``max_iter // 2`` steps every step is a Newton step.  A solve
+    that converged with ``‖∇J‖ > POLISH · tol · ‖∇J(0)‖`` takes one Newton step more from
+    there, on the Hessian at that point (accepted when it lowers J and ‖∇J‖): like a plain
+    Newton solve's last step, it lands far below the threshold.  Every step passes
+    Armijo's test on J (a chord step that finds no decrease is replaced by a Newton step).
+    Between steps the scores are moved with β (``z + t X Δ``, the line search's own); wherever
+    a value is read — the stopping test once it passes, the callback, the result — they are
+    computed afresh, ``X β``, so the solve stops on the rule of :func:`_damped_newton` and
+    ``grad_norm`` certifies ``‖β − β*‖ ≤ grad_norm`` as there.
+
+    Parameters
+    ----------
+    coef, objective, gradient, grad_norm0, tol, max_iter, callback
+        As in :func:`_damped_newton`.
+    scores : callable
+        ``scores(v)``: ``X v`` for the rows X.
+    hessian : callable
+        ``hessian(z) -> (H, factor, d, shared)``: the Hessian at the point of scores ``z``,
+        its lower Cholesky factor, the rows' curvature weights (or None) and whether H is
+        shared with other solves.
+    keep : bool
+        Whether the caller keeps the Hessian: when chord steps followed the last Newton step,
+        one is formed at the returned β.
+
+    Returns
+    -------
+    result : SolverResult
+    kept : tuple or None
+        ``hessian``'s answer for the matrix the last steps used (None: no step taken).
+    """
+
+    def fresh(b):
+        zb = scores(b)
+        gb, _, gbn = gradient(b, zb)
+        return zb, objective(b, zb), gb, gbn
+
+    threshold = tol * max(grad_norm0, np.finfo(float).tiny)
+    z, f, grad, gnorm = fresh(coef)
+    it = 0
+    stopped = _check_callback(callback, it, coef, gnorm, f, grad)
+    failed = False
+    kept = None  # the last Hessian formed
+    newton = False  # whether the last step taken was a Newton step
+    secants = Secants()
+    chord = False
+    while gnorm > threshold and not stopped and it < max_iter:
+        it += 1
+        newton = not chord or kept is None or it > max_iter // 2
+        if newton:
+            kept = hessian(z)
+            secants.clear()
+            step = -_Factor(kept[1]).solve(grad)
+            slope = float(grad @ step)
+        else:
+            step, slope = secants.descent(_Factor(kept[1]), grad)
+        z_step = scores(step)
+        if -slope <= _FLOOR * (abs(f) + 1.0):
+            t = 1.0  # the decrease is below the rounding of J: take the step whole
+        else:
+            t, _ = _armijo(
+                lambda t: objective(coef + t * step, z + t * z_step),  # noqa: B023
+                f,
+                slope,
+            )
+            if t == 0.0:
+                if not newton:  # the chord step found no decrease: a Newton step instead
+                    it -= 1
+                    chord = False
+                    continue
+                failed = True
+                break  # a genuine failure to decrease
+        old_grad, old_norm = grad, gnorm
+        coef += t * step
+        z += t * z_step  # moved with β; computed afresh below wherever a result is read
+        f = objective(coef, z)
+        grad, _, gnorm = gradient(coef, z)
+        if callback is not None or gnorm <= threshold or it == max_iter:
+            z, f, grad, gnorm = fresh(coef)  # the certified values: from the scores X β
+        secants.add(t * step, grad - old_grad)
+        chord = gnorm <= CHORD_RATIO * old_norm
+        stopped = _check_callback(callback, it, coef, gnorm, f, grad)
+    if failed:
+        z, f, grad, gnorm = fresh(coef)
+    converged = gnorm <= threshold
+    polish = converged and not stopped and kept is not None and it < max_iter
+    if polish and gnorm > POLISH * threshold:
+        # just below the threshold: one Newton step more, as a plain Newton solve's last step
+        # (its quadratic convergence takes ‖∇J‖ far below it), on the Hessian at β, which
+        # the caller keeps
+        kept, newton = hessian(z), True  # kept whether the step is taken or not: at β
+        step = -_Factor(kept[1]).solve(grad)
+        b = coef + step
+        zb, fb, gb, gbn = fresh(b)
+        if gbn <= gnorm and fb <= f + _FLOOR * (abs(f) + 1.0):
+            it += 1
+            coef[:], z, f, grad, gnorm = b, zb, fb, gb, gbn
+            stopped = _check_callback(callback, it, coef, gnorm, f, grad)
+    if not converged and not stopped:
+        why = (
+            " (the line search found no decrease of J: the rounding level of J and ∇J was reached)"
+            if failed
+            else f" (max_iter={max_iter} reached)"
+        )
+        warn_not_converged("Newton", gnorm, threshold, tol, it, why)
+    if keep and kept is not None and not newton:
+        kept = hessian(z)  # chord steps came last: the matrix kept is the Hessian at β
+    return SolverResult(coef, float(gnorm), it, bool(converged), bool(stopped), float(f)), kept
+
+
 def newton_primal(
     X: np.ndarray | sp.spmatrix,
     y: ArrayLike,
@@ -165,6 +319,7 @@ def newton_primal(
     max_iter: int = 100,
     callback: SolverCallback | None = None,
     keep_hessian: bool = False,
+    rows: NewtonRows | None = None,
 ) -> SolverResult | tuple[SolverResult, NewtonCurvature | None]:
     """Damped Newton for ``C Σ w_i ℓ(y_i, x_iᵀβ) + ½‖β‖²`` over explicit features.
 
@@ -198,6 +353,11 @@ def newton_primal(
     keep_hessian : bool, default=False
         Also return the Hessian of the last Newton step (what a later warm re-solve reuses,
         :mod:`deltafit.solvers._chord`).
+    rows : NewtonRows, optional
+        ``X`` prepared once for several solves over the same dense rows and weights (the
+        one-vs-rest classes: :meth:`NewtonRows.of`): they share the columns that are zero in
+        every row and the first Hessian when its curvature weights are the same.  ``X`` and
+        ``sample_weight`` must be those it was made from.
 
     Returns
     -------
@@ -222,10 +382,16 @@ def newton_primal(
     Notes
     -----
     Newton direction from ``(Xᵀ diag(C w_i ℓ''_i) X + I) Δ = −∇J`` with ℓ'' the (generalised)
-    second derivative of the loss, then an Armijo backtracking line search.  For the squared
-    hinge the generalised Hessian makes this the finite Newton method of Keerthi & DeCoste
-    (2005).  With weights, ``∇J = C Xᵀ (w ∘ ℓ') + β``; J stays 1-strongly convex, so
-    ``grad_norm`` certifies ``‖β − β*‖ ≤ grad_norm`` for the weighted problem too.
+    second derivative of the loss, then an Armijo backtracking line search.  Over dense rows
+    of at least :data:`CHORD_FEATURES` features (or with ``rows``) the Hessian is formed by
+    one symmetric rank-k update over the columns that are not zero in every row
+    (:class:`NewtonRows`), and the steps after a Newton step reuse its factor (chord steps
+    with L-BFGS pairs, one pass over the rows each) while they cut ‖∇J‖ by at least
+    :data:`CHORD_RATIO` (:func:`_chord_newton`); the stopping rule and the certificate are
+    the same.  For the squared hinge the generalised Hessian makes this the finite Newton
+    method of Keerthi & DeCoste (2005).  With weights, ``∇J = C Xᵀ (w ∘ ℓ') + β``; J stays
+    1-strongly convex, so ``grad_norm`` certifies ``‖β − β*‖ ≤ grad_norm`` for the weighted
+    problem too.
 
     Examples
     --------
@@ -242,24 +408,35 @@ def newton_primal(
     True
     """
     _check_smooth(loss, "newton_primal")
-    n_all = n = X.shape[0]
+    n_all = X.shape[0]
     p = X.shape[1]
-    w = check_sample_weight(sample_weight, n, C)
-    keep = None
+    w = check_sample_weight(sample_weight, n_all, C)
+    keep = _kept(w)
+    if rows is None and not sp.issparse(X) and p >= CHORD_FEATURES:
+        rows = NewtonRows.of(X, keep)
+    elif rows is not None and rows.X.shape[0] != (n_all if keep is None else keep.size):
+        raise ValueError("rows: not prepared from these rows and sample weights")
     yv: np.ndarray = np.asarray(y)
-    if w is not None:
-        keep = _kept(w)
-        if keep is not None:  # weight 0: the sample is absent
-            X, w = (X[keep] if sp.issparse(X) else np.asarray(X)[keep]), w[keep]
-            yv = yv[keep]
-            n = keep.size
-        cw = C * w  # C_i
-    check_curvature(squared_norms(X), C if w is None else cw, loss)
+    if w is not None and keep is not None:  # weight 0: the sample is absent
+        if rows is not None:
+            X = rows.X
+        else:
+            X = X[keep] if sp.issparse(X) else np.asarray(X)[keep]
+        w, yv = w[keep], yv[keep]
+    elif rows is not None:
+        X = rows.X
+    n = X.shape[0]
+    cw = None if w is None else C * w  # C_i
+    check_curvature(squared_norms(X) if rows is None else rows.sq, C if cw is None else cw, loss)
     beta = np.zeros(p) if coef0 is None else np.array(coef0, dtype=np.float64, copy=True)
+
+    def tdot(r):  # Xᵀ r (X read when called: sparse rows are made CSR below)
+        return X.T @ r if rows is None else rows.tdot(r)
+
     if w is None:
-        g0 = np.linalg.norm(C * (X.T @ loss.d1(yv, np.zeros(n))))
+        g0 = np.linalg.norm(C * tdot(loss.d1(yv, np.zeros(n))))
     else:
-        g0 = np.linalg.norm(X.T @ (cw * loss.d1(yv, np.zeros(n))))
+        g0 = np.linalg.norm(tdot(cw * loss.d1(yv, np.zeros(n))))
 
     def objective(b, z):
         if w is None:
@@ -268,14 +445,52 @@ def newton_primal(
 
     def gradient(b, z):
         if w is None:
-            grad = C * (X.T @ loss.d1(yv, z)) + b
+            grad = C * tdot(loss.d1(yv, z)) + b
         else:
-            grad = X.T @ (cw * loss.d1(yv, z)) + b
+            grad = tdot(cw * loss.d1(yv, z)) + b
         return grad, grad, np.linalg.norm(grad)
 
     sparse = sp.issparse(X)
     if sparse:
         X = sp.csr_matrix(X, dtype=np.float64)
+    if rows is not None:  # dense rows: chord steps on the last Hessian, Newton where needed
+
+        def hessian(z):
+            d2 = loss.d2(yv, z)
+            act = d2 > 0
+            every = bool(act.all())
+            D = (C if w is None else cw[act]) * d2[act]
+            try:
+                H, factor, shared = rows.hessian(D, None if every else act)
+            except linalg.LinAlgError as exc:
+                raise curvature_failure(exc, row_curvature(X if every else X[act], D)) from exc
+            d = None
+            if keep_hessian:
+                d = np.zeros(n)
+                d[act] = D
+            return H, factor, d, shared
+
+        res, kept = _chord_newton(
+            beta,
+            rows.dot,
+            objective,
+            gradient,
+            hessian,
+            g0,
+            tol=tol,
+            max_iter=max_iter,
+            callback=callback,
+            keep=keep_hessian,
+        )
+        if not keep_hessian:
+            return res
+        if kept is None:
+            return res, None
+        H, factor, d, shared = kept
+        if shared:  # the first Hessian shared by several solves: the caller gets its own
+            H, factor = H.copy(), factor.copy()
+        return res, NewtonCurvature(H, d if keep is None else _embed(d, keep, n_all), factor)
+
     last: list[tuple[np.ndarray, np.ndarray]] = []  # (H, d) of the last Newton step, if asked
 
     def newton_step(z, grad, _):

@@ -68,10 +68,15 @@ class NewtonCurvature:
     ----------
     hessian : ndarray of shape (p, p)
         ``I + Xᵀ diag(d) X``, the (generalised) Hessian of J at the point of the last Newton
-        step (not at the returned β, one step further: close to it once Newton converges).
+        step (not at the returned β, one step further: close to it once Newton converges);
+        over dense rows, when chord steps followed the last Newton step, it is the Hessian at
+        the returned β instead.
     d : ndarray of shape (n,)
         The curvature weights ``C w_i ℓ''(y_i, x_iᵀβ)`` of that Hessian, one per input row
         (0 for rows of weight 0).
+    factor : ndarray of shape (p, p) or None
+        The lower Cholesky factor of ``hessian`` the step used (zero above the diagonal;
+        dense rows), so that a state need not factorise it again; None when not kept.
 
     Examples
     --------
@@ -93,6 +98,7 @@ class NewtonCurvature:
 
     hessian: np.ndarray
     d: np.ndarray
+    factor: np.ndarray | None = None
 
 
 @dataclass
