@@ -106,8 +106,9 @@ __all__ = ["PrimalSquaredState"]
 # they are recomputed from the rows (or, without rows, the removal is refused), unless they
 # stay within _FRESH_FACTOR of the rounding of a fresh computation of the statistics (ε tr(M)).
 _LOST_RTOL = 1e-10
-# Above this relative noise of a Woodbury core β is refined against the exact statistics after
-# the update, for at most _REFINE_STEPS steps before a refactorisation.
+# Above this error of β (relative, per column) that a Woodbury core's rounding noise can cause,
+# β is refined against the exact statistics after the update, for at most _REFINE_STEPS steps
+# before a refactorisation.
 _REFINE_RTOL = 1e-11
 _REFINE_STEPS = 3
 # Above this bound on cond(M) the Woodbury step is not trusted at all: the update refactorises
@@ -432,9 +433,7 @@ class PrimalSquaredState(ModelState):
         if k > self.max_rank:
             if rw is not None:  # the statistics see a reweight as a removal and an addition
                 (Pa, ya), (Pr, yr) = rw.merged(Pa, ya, 1), rw.merged(Pr, yr, -1)
-            return self._apply_refactor(
-                Pa, ya, Pr, yr, Pl, dy, self.stats.cancellation(Pr), rows_after
-            )
+            return self._apply_refactor(Pa, ya, Pr, yr, Pl, dy, None, rows_after)
         Pa = None if Pa is None else Pa.array()
         Pr = None if Pr is None else Pr.array()
         rel = None if Pl is None else Pl.T @ dy
@@ -499,7 +498,7 @@ class PrimalSquaredState(ModelState):
         G = V @ W
         G.flat[:: k + 1] += s
         core = _woodbury_core(G)
-        refine = False
+        refine = 0.0
         if core is not None:
             lam = (
                 abs(float(G[0, 0]))
@@ -519,7 +518,9 @@ class PrimalSquaredState(ModelState):
                 # the exact statistics instead
                 core = None
             else:
-                refine = noise > _REFINE_RTOL * lam
+                # the core's relative error (lam > _CORE_MARGIN·noise here): β is refined when
+                # it can move β by more than _REFINE_RTOL of its norm (see below)
+                refine = noise / (lam - noise) if noise > _REFINE_RTOL * lam else 0.0
             n_M = self._nM + sq_add
             n_H = self._nH + (w2 if removing else 0.0)
             if n_M * n_H > _MAX_COND:  # nearly singular: as a fresh fit would, factorise
@@ -532,7 +533,15 @@ class PrimalSquaredState(ModelState):
                 (Pa, ya), (Pr, yr) = rw.merged(Pa, ya, 1), rw.merged(Pr, yr, -1)
             return self._apply_refactor(Pa, ya, Pr, yr, Pl, dy, q, rows_after)
         t = t + W @ _scaled_rows(s, yv)
-        beta = t + W @ (core @ (V @ t))
+        u = V @ t
+        beta = t + W @ (core @ u)
+        if refine:
+            # the core's relative error ``refine`` moves the correction W·core·(V t) by at
+            # most ‖W‖·‖core‖·refine·‖V t‖ (‖core‖ = 1/lam): a certified bound, O(p k K), that
+            # spares the two p × p passes of a refinement unless it could exceed
+            # _REFINE_RTOL·‖β‖ in some column
+            err = math.sqrt(w2 * lam) / lam * refine * _norms(u)
+            refine = bool(np.any(err > _REFINE_RTOL * _norms(beta)))
         r = self._np
         if stat is None:
             rhs = self._rhs(parts, Pl, dy, sqs)
@@ -618,13 +627,16 @@ class PrimalSquaredState(ModelState):
         """Large batch (or an unreliable Woodbury step): ``M ± ΦᵀΦ`` by streamed syrk products
         (rows read once), then one Cholesky factorisation; the statistics are recomputed from
         ``rows_after`` when the removal cancelled too many of their digits.  ``Pa``, ``Pr``:
-        ``Rows`` or None; ``Pl``: relabelled rows (array) or None."""
+        ``Rows`` or None; ``Pl``: relabelled rows (array) or None; ``q``: the removal's
+        cancellation (None: measured as its rows stream through the statistics, read once)."""
         saved = self._save()
         try:
             self._fold_rows()
             st = self.stats
             st.gram(Pa, 1.0, ya)
-            st.gram(Pr, -1.0, yr)
+            lost = st.gram(Pr, -1.0, yr)
+            if q is None:
+                q = lost
             if Pl is not None:
                 st.rhs = st.plus(Pl, dy)
             st.lost += q

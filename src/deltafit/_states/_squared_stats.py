@@ -268,12 +268,20 @@ class _Statistics:
     def gram(self, rows, sign, y=None):
         """``M += sign·VᵀV`` and, with ``y`` (one target per row, or a row of K), ``b +=
         sign·Vᵀy`` for the rows ``V`` (``Rows`` or None), streamed in chunks; large rows through
-        error-free transformations."""
+        error-free transformations.
+
+        Returns
+        -------
+        float
+            :meth:`cancellation` of the rows (0.0 for None), measured as they stream by: a
+            removal reads its rows once."""
         if rows is None:
-            return
+            return 0.0
         self._trace = None
+        lost = 0.0
         for i, block in rows.chunks():
             sq = _row_sq(block)
+            lost += self.cancellation_of(sq)
             hot = self._hot(sq)
             if hot.any():
                 for v in block[hot]:
@@ -288,6 +296,7 @@ class _Statistics:
                 )
             if y is not None:
                 self.rhs = self.plus(block, sign * y[i : i + block.shape[0]], sq)
+        return lost
 
     def _exact_rank_one(self, v, sign):
         """``Mbig + Mlo += sign·vvᵀ``, the rounding error kept in ``Mlo``."""
