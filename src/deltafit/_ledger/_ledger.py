@@ -134,7 +134,7 @@ class Ledger(Journal):
         """Slots of ``ids``; ValueError for unknown, repeated or non-integer ids."""
         ids = check_ids(ids, what)
         slots = self._index.lookup(ids)
-        if np.any(slots < 0):
+        if (slots < 0).any():
             raise ValueError(
                 f"unknown sample {what} (not in the model): {ids[slots < 0][:10].tolist()}"
             )

@@ -62,7 +62,6 @@ problem".
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import numpy as np
 from scipy import linalg
@@ -70,6 +69,7 @@ from scipy import linalg
 from deltafit._linalg._compensated import _EPS
 from deltafit._linalg._lowrank import LowRankInverse
 from deltafit._linalg._spd import (
+    _CORE_RTOL,
     _cholesky,
     _inverse_from_cholesky,
     _sym_norm1,
@@ -78,12 +78,13 @@ from deltafit._linalg._spd import (
     _woodbury_core,
 )
 from deltafit._states._protocol import ModelState, check_symmetric, checked
-from deltafit._states._saved_checks import EPS, abs_rows, check_residual, refuse_rows, row_blocks
+from deltafit._states._squared_primal_checks import PrimalSavedChecks
 from deltafit._states._squared_stats import (
     _BIG_RATIO,
     _CORE_MARGIN,
     _DRIFT_RTOL,
     _FRESH_FACTOR,
+    _PLAIN_ERR,
     _dense,
     _dots,
     _inv_err,
@@ -121,7 +122,7 @@ _MAX_COND = 1e14
 _AMP_RTOL = 1e-3
 
 
-class PrimalSquaredState(ModelState):
+class PrimalSquaredState(PrimalSavedChecks, ModelState):
     """Exact state of ``(ΦᵀΦ + ρI) β = Φᵀy`` under row additions, removals, relabels and
     reweights (with sample weights ``(ΦᵀWΦ + ρI) β = ΦᵀWy``, see the module docstring).
 
@@ -436,6 +437,10 @@ class PrimalSquaredState(ModelState):
             return self._apply_refactor(Pa, ya, Pr, yr, Pl, dy, None, rows_after)
         Pa = None if Pa is None else Pa.array()
         Pr = None if Pr is None else Pr.array()
+        if k == 1 and rw is None and Pl is None:
+            B, yy, sg = (Pa, ya, 1.0) if Pr is None else (Pr, yr, -1.0)
+            if isinstance(B, np.ndarray) and self._apply_one(B, yy, sg):
+                return
         rel = None if Pl is None else Pl.T @ dy
         n_stat = k if rw is None else k - rw.U.shape[0] + rw.n_stat
         if not self.inv.room(k) or self._np + n_stat > self._P.shape[0]:
@@ -568,6 +573,68 @@ class PrimalSquaredState(ModelState):
         self.stats.lost += q
         if refine:
             self._refine(r, mark)
+
+    def _apply_one(self, B, yy, sg):
+        """One row ``B`` (shape (1, p)) added (``sg`` = 1.0) or removed (−1.0) with its
+        targets ``yy`` ((1,) or (1, K)): the Woodbury step of :meth:`_apply` for k = 1 in
+        scalar arithmetic wherever it can be (one pass over the tracked inverse and a few
+        dozen NumPy calls, the tests and bounds of the general step unchanged).
+
+        Returns False, having changed nothing but the representation (a fold, the explicit
+        inverse formed), when the step is not the plain one: the general path then decides
+        (refactorisation, recomputed statistics, large rows); True once applied."""
+        inv, st = self.inv, self.stats
+        if inv.rank >= inv.max_rank or self._np >= self._P.shape[0]:
+            self.fold()
+        self._ensure_inverse()  # after the fold, which may have refactorised
+        v = B[0]
+        cy = sg * np.asarray(yy, dtype=np.float64)
+        sq = float(v @ v)
+        if sq > st.big_sq or math.sqrt(sq) * float(np.max(np.abs(cy))) > st.big_b:
+            return False  # a large row: its statistics in double-double (the general path)
+        W = inv.matvec(v)
+        g = float(v @ W) + sg
+        lam = abs(g)
+        if not (math.isfinite(g) and lam >= _CORE_RTOL * max(1.0, lam)):
+            return False  # _woodbury_core would refuse it
+        removing = sg < 0.0
+        # _apply's tests and bounds with k = 1 (cancellation_of, _core_noise of |G − s|)
+        q = 2.0 * _PLAIN_ERR * sq if removing else 0.0
+        w2 = float(W @ W) / lam
+        noise = self._core_noise(abs(g - sg), sq)
+        if removing and (lam <= _CORE_MARGIN * noise or lam < _AMP_RTOL):
+            return False
+        n_M = self._nM + (0.0 if removing else sq)
+        n_H = self._nH + (w2 if removing else 0.0)
+        if n_M * n_H > _MAX_COND or (q and self._excess(st.lost + q, lambda: self._nH + w2)):
+            return False
+        core = -1.0 / g
+        Wc = W if cy.ndim == 1 else W[:, None]
+        t = self.beta + Wc * cy  # β + W (s y), the targets' term
+        u = v @ t
+        beta = t + Wc * (core * u)
+        refine = noise > _REFINE_RTOL * lam
+        if refine:  # as in _apply: ‖W‖·|core|·(rel. error of the core)·|vᵀt| against ‖β‖
+            err = math.sqrt(w2 * lam) / lam * (noise / (lam - noise)) * np.abs(u)
+            refine = bool(np.any(err > _REFINE_RTOL * _norms(beta)))
+        b, bbig, blo = st.rhs
+        rhs = (b + (v * cy[0] if cy.ndim == 1 else np.multiply.outer(v, cy[0])), bbig, blo)
+        self._check_finite(beta, sum(rhs))
+        r = self._np
+        self._P[r] = v
+        self._s[r] = sg
+        self._sq[r] = sq
+        self._np = r + 1
+        mark = inv.mark()
+        inv.add_one(W, core)
+        self._nM, self._nH = n_M, n_H
+        self._eW += _EPS * w2
+        self.beta = beta
+        st.rhs = rhs
+        st.lost += q
+        if refine:
+            self._refine(r, mark)
+        return True
 
     def _rhs(self, parts, Pl, dy, sqs=None):
         """The statistics' ``rhs`` after the additions and removals ``parts`` (rows of squared
@@ -895,108 +962,3 @@ class PrimalSquaredState(ModelState):
                 st._inv_ready = False
                 st._nH = st._condition()[1]
         return st
-
-    # ------------------------------------------------------- load-time checks
-    def check_saved_statistics(
-        self,
-        arrays: dict,
-        *,
-        n: int,
-        intercept_scaling: float,
-        fit_intercept: bool,
-        n_positive: int | None = None,
-    ) -> None:
-        """``ΦᵀWΦ + ρI`` and ``ΦᵀWt`` on the constant feature against the count (the total
-        weight, ``s²·Σw + ρ``) and the labels (``s·Σ w_i y_i``); nothing without an
-        intercept.  ``n_positive``: a classifier's count of positives, used when the file
-        keeps no labels (and no weights: which weights are the positives' is unknown then).
-        See :meth:`ModelState.check_saved_statistics`."""
-        if not fit_intercept:
-            return
-        s = float(intercept_scaling)
-        M, b = arrays["state_M"], arrays["state_b"]
-        w = arrays.get("ledger_w")
-        expected = (n if w is None else float(np.sum(w))) * s * s + self.rho
-        if abs(M[-1, -1] - expected) > 1e-6 * expected:
-            raise ValueError(
-                "corrupt model file: ΦᵀΦ + ρI does not count the samples "
-                f"(constant feature: {M[-1, -1]:.6g}, expected {expected:.6g})"
-            )
-        total = None
-        if "ledger_y" in arrays:
-            y = arrays["ledger_y"]
-            wy = y if w is None else w * y
-            total, scale = float(wy.sum()), float(np.abs(wy).sum()) + 1.0
-        elif n_positive is not None and w is None:
-            total, scale = float(2 * n_positive - n), float(n)
-        if total is not None and abs(b[-1] - s * total) > 1e-6 * s * scale:
-            raise ValueError(
-                "corrupt model file: Φᵀy does not match the labels on the constant feature"
-            )
-
-    def check_saved_solution(self, arrays: dict, solver: dict | None = None) -> None:
-        """The normal equations ``M β = b`` hold to ``1e-6`` of their scale.  See
-        :meth:`ModelState.check_saved_solution`."""
-        norm = np.linalg.norm
-        M, b, beta = arrays["state_M"], arrays["state_b"], arrays["state_beta"]
-        check_residual(float(norm(M @ beta - b)), float(norm(M) * norm(beta) + norm(b)))
-
-    def check_saved_rows(
-        self,
-        arrays: dict,
-        *,
-        first: bool = True,
-        hinge: dict | None = None,
-        kernel: Callable | None = None,
-    ) -> None:
-        """``(ΦᵀWΦ + ρI)v`` from the stored rows for a random ``v`` against ``M v`` (once for
-        a matrix shared by K outputs or classes: ``first``), within the rounding bound plus
-        the error ``lost`` the state bounds for the digits removals and reweights cancelled
-        in ``M`` since it was last computed from the rows (a 2-norm bound, so ``lost·‖v‖``
-        per entry); ``ΦᵀWt`` against ``b`` while no cancellation has happened (``lost`` = 0:
-        afterwards ``b`` carries the residue of the cancelled samples, which the state does
-        not bound).  See :meth:`ModelState.check_saved_rows` and
-        :mod:`~deltafit._states._saved_checks`."""
-        Phi = arrays.get("ledger_X")
-        if Phi is None:
-            return
-        n, p = Phi.shape
-        w = arrays.get("ledger_w")
-        w = np.ones(n) if w is None else np.asarray(w, dtype=np.float64)
-        y = arrays.get("ledger_y")
-        t = np.zeros(n) if y is None else np.asarray(y, dtype=np.float64)
-        M = arrays["state_M"]
-        limits = arrays.get("state_limits")
-        lost = float(limits[2]) if limits is not None else 0.0
-        check_b = y is not None and lost == 0.0 and limits is not None
-        if not (first or check_b):
-            return
-        rho = float(self.rho)
-        v = np.random.default_rng().standard_normal(p)
-        av = np.abs(v)
-        Mv, S = rho * v, rho * av + np.abs(M) @ av
-        if check_b:
-            b = arrays["state_b"]
-            bt, Sb = np.zeros(p), np.abs(b)
-        for rows in row_blocks(n):  # two passes over a block and its |·|, both sums at once
-            B, wb = Phi[rows], w[rows]
-            A = abs_rows(B)
-            u, au = wb * np.asarray(B @ v).ravel(), wb * np.asarray(A @ av).ravel()
-            if check_b:
-                u = np.column_stack([u, wb * t[rows]])
-                au = np.column_stack([au, wb * np.abs(t[rows])])
-            Bu, Au = np.asarray(B.T @ u), np.asarray(A.T @ au)
-            if check_b:
-                Mv, S = Mv + Bu[:, 0], S + Au[:, 0]
-                bt, Sb = bt + Bu[:, 1], Sb + Au[:, 1]
-            else:
-                Mv, S = Mv + Bu.ravel(), S + Au.ravel()
-        if first:
-            err = np.abs(M @ v - Mv)
-            bad = np.flatnonzero(err > 4.0 * EPS * (n + p + 4) * S + lost * np.linalg.norm(v))
-            if bad.size:
-                refuse_rows("matrix ΦᵀWΦ + ρI", f"features {bad[:5].tolist()}")
-        if check_b:
-            bad = np.flatnonzero(np.abs(b - bt) > 4.0 * EPS * (n + 4) * Sb)
-            if bad.size:
-                refuse_rows("targets' statistics ΦᵀWt", f"features {bad[:5].tolist()}")
