@@ -43,8 +43,11 @@ __all__ = ["Rows", "as_rows"]
 
 # Iterative-refinement correction (relative) above which the tracked inverse is recomputed.
 _DRIFT_RTOL = 1e-9
-# Rows per chunk when streaming a large batch through syrk (bounds the gathered copy's memory).
+# Rows per chunk when streaming a large batch through syrk: at least _CHUNK, else as many as
+# _CHUNK_BYTES of float64 hold (bounds the gathered copy's memory; syrk on 512 rows of 784
+# features ran ~25% slower than on 2048).
 _CHUNK = 512
+_CHUNK_BYTES = 1 << 24
 # A row whose squared norm (or |target|·norm) exceeds this multiple of the median at the fit
 # enters the primal statistics through error-free transformations: its removal would cancel
 # digits that a plain sum loses.
@@ -154,7 +157,12 @@ class Rows:
         return block.toarray() if sp.issparse(block) else block
 
     def chunks(self, size=None):
-        size = size or _CHUNK
+        """``(start, block)`` of the rows, ``size`` at a time (None: the default chunk, see
+        ``_CHUNK_BYTES``), each block a C-contiguous dense array."""
+        if not size:
+            shape = getattr(self.source, "shape", ())
+            width = shape[1] if len(shape) == 2 else 1
+            size = max(_CHUNK, _CHUNK_BYTES // (8 * max(int(width), 1)))
         n = len(self)
         for i in range(0, n, size):
             if self.index is None:
