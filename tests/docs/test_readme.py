@@ -42,7 +42,7 @@ def _loo_claim(block):
     import re
 
     line = next(ln for ln in block.splitlines() if "= loo(" in ln)
-    assert re.search(r"~[\d.]+ s here \(~\d+ s on raw X\)", line), line
+    assert re.search(r"~[\d.]+ s here \(~[\d.]+ s on raw X\)", line), line
     assert "Xs, y)" in line  # on standardised features
     claimed = re.search(r"([\d,]+) of 1,797 labels decided by bounds", block)
     assert claimed, "the loo line's comment says how many labels the bounds decided"

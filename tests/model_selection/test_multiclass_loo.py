@@ -95,6 +95,20 @@ def test_digits_labels_decided_by_bounds_are_those_of_refits(digits):
     assert np.isnan(r.decision[refit]).any()
 
 
+def test_raw_digits_default_loo_equals_refits():
+    """Unscaled pixels (0..16): many labels need refits, whose candidate classes come from the
+    balls alone (issue 32 row 10); every label and refit decision equals a fresh fit's."""
+    X, y = load_digits(return_X_y=True)
+    idx = np.random.default_rng(1).choice(X.shape[0], 150, replace=False)
+    X, y = X[idx].astype(float), y[idx]
+    est = LinearClassifier(loss="logistic", C=0.1, tol=1e-10)
+    r = loo(est, X, y)
+    assert r.n_refits > 0
+    dec, lab = _refits(est, X, y)
+    _check_bounded(r, dec, lab)
+    assert r.error_rate == np.mean(lab != y)
+
+
 @pytest.mark.parametrize("method", ["closed_form", "bounds", "bounds_early", "refit"])
 def test_k_fold_equals_refits(iris, method):
     X, y = iris

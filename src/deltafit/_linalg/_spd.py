@@ -12,7 +12,7 @@ LS-SVM", Theorem 1 and Corollaries 1–4) need of dense symmetric matrices:
   leaves in a tracked inverse;
 * :func:`_symmetric`, :func:`_symmetrized`, :func:`_sym_norm1` and :func:`_sym_matvec` work on
   matrices of which only the lower triangle is maintained, or whose triangles drifted apart by
-  rounding.
+  rounding; :func:`_mirror_lower` copies a lower triangle onto the upper one.
 
 Nothing here knows about data or models.
 """
@@ -33,6 +33,7 @@ __all__ = [
     "_sym_matvec",
     "_cholesky",
     "_inverse_from_cholesky",
+    "_mirror_lower",
     "_spd_inverse",
     "_woodbury_core",
     "_spd_core",
@@ -106,9 +107,22 @@ def _inverse_from_cholesky(c, what):
     if info != 0:
         raise ValueError(f"ill-conditioned update: inverting {what} failed (info={info})")
     H = np.asfortranarray(H)
-    iu = np.triu_indices_from(H, 1)
-    H[iu] = H.T[iu]
+    _mirror_lower(H)
     return H
+
+
+def _mirror_lower(H, step=256):
+    """Copy the strict lower triangle of the square ``H`` onto its upper one, in place, by
+    blocks of ``step`` columns (no index arrays: ``triu_indices`` of a p × p matrix costs two
+    p²/2 integer arrays and a gather, several times potri's own memory traffic)."""
+    n = H.shape[0]
+    upper = np.triu(np.ones((step, step), dtype=bool), 1)
+    for j in range(0, n, step):
+        j2 = min(j + step, n)
+        H[:j, j:j2] = H[j:j2, :j].T  # the blocks above the diagonal block, from those left of it
+        D = H[j:j2, j:j2]
+        m = j2 - j
+        np.copyto(D, D.T, where=upper[:m, :m])
 
 
 def _spd_inverse(A, what):

@@ -120,6 +120,10 @@ _MAX_COND = 1e14
 # downdate would amplify the tracked inverse's relative error by up to its inverse, and the
 # rounding a large-weight row left in the inverse when it entered by about as much again.
 _AMP_RTOL = 1e-3
+# A fit of at least this many rows per feature forms the explicit inverse at once (LAPACK
+# potri, 2p³/3 flops: at most a sixth of the Gram matrix's n·p² the fit has just paid) rather
+# than at the first one-sample update, which would otherwise cost O(p³) instead of O(p²).
+_EAGER_INVERSE_ROWS = 4
 
 
 class PrimalSquaredState(PrimalSavedChecks, ModelState):
@@ -129,8 +133,9 @@ class PrimalSquaredState(PrimalSavedChecks, ModelState):
     ``M = ΦᵀΦ + ρI`` and ``b = Φᵀy`` are kept exactly (:class:`_Statistics`: BLAS syrk, large
     rows in double-double), together with the Cholesky factor from the last refactorisation;
     the explicit inverse that the one-sample Woodbury updates need is formed from that factor
-    only when an update first asks for it.  See the module docstring for how a removal of high
-    leverage is kept exact.
+    by a :meth:`fit` of at least ``_EAGER_INVERSE_ROWS`` rows per feature (where it costs a
+    small share of the fit), else only when an update first asks for it.  See the module
+    docstring for how a removal of high leverage is kept exact.
 
     Several outputs share the state: fitted on targets of shape (n, K) (say ±1 one-vs-rest
     codes of K classes, or K regression targets), ``b`` and :attr:`beta` have shape (p, K),
@@ -194,6 +199,8 @@ class PrimalSquaredState(PrimalSavedChecks, ModelState):
         self._init_buffers(Phi.shape[1])
         self._refactor()
         self._check_finite(self.beta, self.stats.b)
+        if Phi.shape[0] >= _EAGER_INVERSE_ROWS * Phi.shape[1]:
+            self._ensure_inverse()  # β is untouched: only the inverse the updates need
         return self
 
     def fit_statistics(self, stats):
