@@ -597,7 +597,7 @@ class PrimalSquaredState(PrimalSavedChecks, ModelState):
         v = B[0]
         cy = sg * np.asarray(yy, dtype=np.float64)
         sq = float(v @ v)
-        if sq > st.big_sq or math.sqrt(sq) * float(np.max(np.abs(cy))) > st.big_b:
+        if sq > st.big_sq or math.sqrt(sq) * float(abs(cy).max()) > st.big_b:
             return False  # a large row: its statistics in double-double (the general path)
         W = inv.matvec(v)
         g = float(v @ W) + sg
