@@ -9,12 +9,14 @@ same algebra in a numerically stabler arrangement:
   (:class:`~deltafit._states._squared_stats._Statistics`), so the solution can always be
   recomputed;
 * the inverse ``H = M⁻¹`` is tracked as a base plus pending Woodbury corrections
-  (:class:`~deltafit._linalg._lowrank.LowRankInverse`): one sample costs O(p²) (Cor. 1, 2), a
+  (:class:`~deltafit._linalg._lowrank.LowRankInverse`): one sample costs O(p²) (Cor. 1, 2:
+  one pass over ``H``, in scalar arithmetic by :meth:`PrimalSquaredState._apply_one`), a
   batch of ``k`` costs O(p²k) (Cor. 3, 4);
 * every ``max_rank`` corrections the inverse is folded and the solution refined against the
   exact statistics (one step of iterative refinement); if the refinement shows drift the
   inverse is recomputed from scratch.  Large batches go straight to a refactorisation of the
-  updated exact statistics (a symmetric rank-k product plus one Cholesky factorisation).
+  updated exact statistics (a symmetric rank-k product plus one Cholesky factorisation; the
+  removed rows are read once, their cancellation measured as they stream through syrk).
 
 Removing a sample of high leverage cancels digits twice, and the state guards both:
 
@@ -28,9 +30,11 @@ Removing a sample of high leverage cancels digits twice, and the state guards bo
   kept as the data change (LAPACK's condition estimate pocon at each factorisation, 1-norms at
   each fold; ``+ ‖v‖²`` for an addition, ``+ ‖W‖² / min|λ(G)|`` for a removal).  A removal's
   core within ``_CORE_MARGIN`` of its noise is not used (the update refactorises the exact
-  statistics instead); after any update whose core's relative noise exceeds ``_REFINE_RTOL``,
-  β is refined against the exact statistics (a few steps, then a refactorisation if they do
-  not settle); and once the bound on ``cond(M)`` passes ``_MAX_COND`` every update
+  statistics instead); after any update whose core's relative noise ``r`` could move β by
+  more than ``_REFINE_RTOL`` of its norm (a certified O(p k) bound: the correction
+  ``W core (V t)`` moves by at most ``‖W‖ ‖core‖ r ‖V t‖``), β is refined against the exact
+  statistics (a few steps, then a refactorisation if they do not settle; two p × p passes
+  that a single-sample update otherwise does not pay); and once the bound on ``cond(M)`` passes ``_MAX_COND`` every update
   refactorises, so that data a fresh fit cannot factorise are refused alike.  A removal (or
   weight decrease) whose core has an eigenvalue below ``_AMP_RTOL`` refactorises as well: in
   the norm of M the downdate multiplies the tracked inverse's relative error by up to the
