@@ -34,14 +34,14 @@ Removing a sample of high leverage cancels digits twice, and the state guards bo
   more than ``_REFINE_RTOL`` of its norm (a certified O(p k) bound: the correction
   ``W core (V t)`` moves by at most ``‖W‖ ‖core‖ r ‖V t‖``), β is refined against the exact
   statistics (a few steps, then a refactorisation if they do not settle; two p × p passes
-  that a single-sample update otherwise does not pay); and once the bound on ``cond(M)`` passes ``_MAX_COND`` every update
-  refactorises, so that data a fresh fit cannot factorise are refused alike.  A removal (or
-  weight decrease) whose core has an eigenvalue below ``_AMP_RTOL`` refactorises as well: in
-  the norm of M the downdate multiplies the tracked inverse's relative error by up to the
-  inverse of that eigenvalue, and a row of large weight w left rounding of about ``ε w‖φ‖²``
-  when it entered, so that its leaving would otherwise leave the inverse off by
-  ``~ε (w‖φ‖²)²`` (β is refined against the statistics, but a later relabel uses the
-  inverse alone: 1e-5 relative after weights 1e5 left);
+  that a single-sample update otherwise does not pay); and once the bound on ``cond(M)``
+  passes ``_MAX_COND`` every update refactorises, so that data a fresh fit cannot factorise
+  are refused alike.  A removal (or weight decrease) whose core has an eigenvalue below
+  ``_AMP_RTOL`` refactorises as well: in the norm of M the downdate multiplies the tracked
+  inverse's relative error by up to the inverse of that eigenvalue, and a row of large weight
+  w left rounding of about ``ε w‖φ‖²`` when it entered, so that its leaving would otherwise
+  leave the inverse off by ``~ε (w‖φ‖²)²`` (β is refined against the statistics, but a later
+  relabel uses the inverse alone: 1e-5 relative after weights 1e5 left);
 * the statistics themselves cancel: ``M + vvᵀ − vvᵀ`` keeps the rounding error of the first
   sum, ``ε‖v‖²``, for good, and ordinary rows summed into an ``M`` that holds a large one are
   rounded at its scale.  Rows whose squared norm (or product with their target) stands far
