@@ -22,6 +22,8 @@ class PrimalSavedChecks:
     """The load-time checks of :class:`~deltafit._states._squared_primal.PrimalSquaredState`
     (``self.rho``: ``ρ = 1/(2C)``)."""
 
+    rho: float
+
     def check_saved_statistics(
         self,
         arrays: dict,
