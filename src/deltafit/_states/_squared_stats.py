@@ -44,9 +44,10 @@ __all__ = ["Rows", "as_rows"]
 # Iterative-refinement correction (relative) above which the tracked inverse is recomputed.
 _DRIFT_RTOL = 1e-9
 # Rows per chunk when streaming a large batch through syrk: at least _CHUNK, else as many as
-# _CHUNK_BYTES of float64 hold (bounds the gathered copy's memory; fewer, larger syrk calls).
+# _CHUNK_BYTES of float64 hold (bounds the gathered copy's memory; few, large syrk calls: with
+# several BLAS threads each call pays their synchronisation).
 _CHUNK = 512
-_CHUNK_BYTES = 1 << 23
+_CHUNK_BYTES = 1 << 25
 # A row whose squared norm (or |target|·norm) exceeds this multiple of the median at the fit
 # enters the primal statistics through error-free transformations: its removal would cancel
 # digits that a plain sum loses.
