@@ -39,7 +39,10 @@ class IdIndex:
         if self.m == 0:
             return np.full(np.shape(ids), -1, dtype=np.intp)
         keys = self.keys[: self.m]
-        pos = np.minimum(np.searchsorted(keys, ids), self.m - 1)
+        # (array methods rather than np.* functions: an update of one sample makes a few
+        # dozen NumPy calls, and their Python wrappers show)
+        pos = keys.searchsorted(ids)
+        np.minimum(pos, self.m - 1, out=pos)
         return np.where(keys[pos] == ids, self.vals[pos], -1).astype(np.intp, copy=False)
 
     def append(self, ids, slots):
@@ -55,7 +58,7 @@ class IdIndex:
 
     def remove(self, ids, journal=None):
         """Tombstone ``ids`` (all present); ``journal`` receives the undo record."""
-        pos = np.searchsorted(self.keys[: self.m], ids)
+        pos = self.keys[: self.m].searchsorted(ids)
         if journal is not None:
             journal.append((self.vals, pos, self.vals[pos].copy()))
         self.vals[pos] = -1

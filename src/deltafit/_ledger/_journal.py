@@ -19,6 +19,11 @@ class Journal:
     it touches; ``rollback`` puts the ledger back exactly as it was at ``begin``, whatever
     raised in between (an interruption included).  Growth and compaction replace the arrays
     rather than resize them in place, so that the arrays of before survive both.
+
+    Stored rows cost O(k·p) to copy, so the journal avoids copying them: a deleted slot's row
+    stays in place until :meth:`commit` zeroes it (a rollback has nothing to put back), and
+    a row written into a slot past ``end`` (zero since the arrays were made, grown or
+    compacted) is undone by zeroing it again.
     """
 
     _ARRAYS = ("X", "y", "w", "ids", "active", "digests")
@@ -35,14 +40,21 @@ class Journal:
             self.weighted,
         )
         self._journal = [(refs, scalars, self._index.mark())]
+        self._unzeroed = []  # deleted slots whose rows commit zeroes (dense rows)
 
     def commit(self):
-        """Forget the undo information: the changes since :meth:`begin` stand."""
+        """Forget the undo information: the changes since :meth:`begin` stand (the rows of
+        the slots deleted since are zeroed now)."""
         self._journal = None
+        pending, self._unzeroed = getattr(self, "_unzeroed", None), []
+        if pending:
+            slots = pending[0] if len(pending) == 1 else np.concatenate(pending)
+            self.X[slots] = 0.0
 
     def rollback(self):
         """Undo every change since :meth:`begin` (no-op when nothing was begun)."""
         journal, self._journal = self._journal, None
+        self._unzeroed = []  # the deleted rows were never zeroed: nothing to put back
         if journal is None:
             return
         compacted = False
@@ -67,15 +79,24 @@ class Journal:
         self.weighted = scalars[5]
         self._index.restore(index_mark)
 
-    def _record(self, slots):
-        """Save the per-slot values at ``slots`` so that :meth:`rollback` can put them back."""
+    def _record(self, slots, rows="copy"):
+        """Save the per-slot values at ``slots`` so that :meth:`rollback` can put them back.
+
+        ``rows`` says how the stored rows (dense rows only; sparse ones are always copied) are
+        put back: ``"copy"`` (from a copy), ``"kept"`` (the change leaves them in place until
+        :meth:`commit`: nothing to save) or ``"fresh"`` (slots at or past ``end``, whose rows
+        are zero: zeroed again, nothing copied)."""
         j = self._journal
         if j is None:
             return
         slots = np.array(slots, dtype=np.intp)
-        for a in (
-            ("X", "y", "w", "ids", "active") if self.keep_rows else ("y", "w", "ids", "active")
-        ):
+        dense = self.keep_rows and not self.sparse_rows
+        if self.keep_rows and not (dense and rows == "kept"):
+            if dense and rows == "fresh":
+                j.append((self.X, slots, 0.0))
+            else:
+                j.append((self.X, slots, self.X[slots].copy()))
+        for a in ("y", "w", "ids", "active"):
             arr = getattr(self, a)
             j.append((arr, slots, arr[slots].copy()))
         if self.keep_digests:

@@ -97,6 +97,7 @@ class Ledger(Journal):
         self.end = 0  # slots [end, capacity) have never been used since the last compaction
         self._index = IdIndex()  # id -> slot
         self._journal = None  # undo records while a change is in progress (see begin)
+        self._unzeroed = []  # slots deleted in the change whose rows commit zeroes
         self._n = 0
         self._free = []  # freed slots that the owner has declared reusable
         self._freed = []  # deleted slots not yet declared reusable
@@ -133,7 +134,7 @@ class Ledger(Journal):
         """Slots of ``ids``; ValueError for unknown, repeated or non-integer ids."""
         ids = check_ids(ids, what)
         slots = self._index.lookup(ids)
-        if np.any(slots < 0):
+        if (slots < 0).any():
             raise ValueError(
                 f"unknown sample {what} (not in the model): {ids[slots < 0][:10].tolist()}"
             )
@@ -251,7 +252,7 @@ class Ledger(Journal):
         """Write new samples into ``slots`` (from :meth:`allocate`), with weights ``w`` (None:
         1.0); returns their ids."""
         k = len(slots)
-        self._record(slots)
+        self._record(slots, "fresh" if k and int(np.min(slots)) >= self.end else "copy")
         ids = np.arange(self.next_id, self.next_id + k, dtype=np.int64)
         self.next_id += k
         n_reused = int(np.count_nonzero(slots < self.end))
@@ -279,8 +280,10 @@ class Ledger(Journal):
         return ids
 
     def delete(self, slots):
-        """Deactivate ``slots``; they become reusable only after :meth:`release`."""
-        self._record(slots)
+        """Deactivate ``slots``; they become reusable only after :meth:`release`.  Inside a
+        transaction their dense rows are zeroed at :meth:`commit` (no copy to undo)."""
+        defer = self._journal is not None and self.keep_rows and not self.sparse_rows
+        self._record(slots, "kept" if defer else "copy")
         self._index.remove(self.ids[slots], self._journal)
         self._n -= len(slots)
         self._freed.extend(slots.tolist())
@@ -288,7 +291,9 @@ class Ledger(Journal):
         self.ids[slots] = -1
         self.y[slots] = 0.0
         self.w[slots] = 0.0
-        if self.keep_rows:
+        if defer:
+            self._unzeroed.append(np.array(slots, dtype=np.intp))
+        elif self.keep_rows:
             self.X[slots] = 0.0
         if self.keep_digests:
             self.digests[slots] = None
@@ -327,6 +332,7 @@ class Ledger(Journal):
         """Move the active samples to slots 0..n-1 (in id order); returns the old slots kept."""
         if self._journal is not None:
             self._journal.append(COMPACTED)
+        self._unzeroed = []  # the new arrays hold the active rows only
         keep = self.active_slots()
         n = keep.size
         cap = max(16, int(self.growth * n) + 1)

@@ -82,6 +82,17 @@ class LowRankInverse:
         self._C[r : r + k, r : r + k] = C
         self.rank = r + k
 
+    def add_one(self, w: np.ndarray, c: float) -> None:
+        """Append the rank-one correction ``c·w wᵀ`` (``w``: (p,)): :meth:`add` for k = 1."""
+        r = self.rank
+        if r >= self.max_rank:
+            raise RuntimeError("LowRankInverse is full; fold first")
+        self._U[:, r] = w
+        self._C[r, :r] = 0.0
+        self._C[:r, r] = 0.0
+        self._C[r, r] = c
+        self.rank = r + 1
+
     def trace(self) -> float:
         """``trace(H)``: O(p), plus O(p r²) for the pending corrections."""
         t = float(np.trace(self.H0))

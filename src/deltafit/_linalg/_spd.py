@@ -87,7 +87,8 @@ def _symmetrized(H):
 
 def _sym_norm1(M):
     """1-norm of the symmetric matrix whose lower triangle is ``M`` (≥ its 2-norm)."""
-    A = np.abs(np.tril(M))
+    A = np.tril(M)
+    np.abs(A, out=A)  # (in place: one p × p temporary, not two)
     return float(np.max(A.sum(axis=0) + A.sum(axis=1) - np.diagonal(A)))
 
 

@@ -9,12 +9,14 @@ same algebra in a numerically stabler arrangement:
   (:class:`~deltafit._states._squared_stats._Statistics`), so the solution can always be
   recomputed;
 * the inverse ``H = M⁻¹`` is tracked as a base plus pending Woodbury corrections
-  (:class:`~deltafit._linalg._lowrank.LowRankInverse`): one sample costs O(p²) (Cor. 1, 2), a
+  (:class:`~deltafit._linalg._lowrank.LowRankInverse`): one sample costs O(p²) (Cor. 1, 2:
+  one pass over ``H``, in scalar arithmetic by :meth:`PrimalSquaredState._apply_one`), a
   batch of ``k`` costs O(p²k) (Cor. 3, 4);
 * every ``max_rank`` corrections the inverse is folded and the solution refined against the
   exact statistics (one step of iterative refinement); if the refinement shows drift the
   inverse is recomputed from scratch.  Large batches go straight to a refactorisation of the
-  updated exact statistics (a symmetric rank-k product plus one Cholesky factorisation).
+  updated exact statistics (a symmetric rank-k product plus one Cholesky factorisation; the
+  removed rows are read once, their cancellation measured as they stream through syrk).
 
 Removing a sample of high leverage cancels digits twice, and the state guards both:
 
@@ -28,16 +30,18 @@ Removing a sample of high leverage cancels digits twice, and the state guards bo
   kept as the data change (LAPACK's condition estimate pocon at each factorisation, 1-norms at
   each fold; ``+ ‖v‖²`` for an addition, ``+ ‖W‖² / min|λ(G)|`` for a removal).  A removal's
   core within ``_CORE_MARGIN`` of its noise is not used (the update refactorises the exact
-  statistics instead); after any update whose core's relative noise exceeds ``_REFINE_RTOL``,
-  β is refined against the exact statistics (a few steps, then a refactorisation if they do
-  not settle); and once the bound on ``cond(M)`` passes ``_MAX_COND`` every update
-  refactorises, so that data a fresh fit cannot factorise are refused alike.  A removal (or
-  weight decrease) whose core has an eigenvalue below ``_AMP_RTOL`` refactorises as well: in
-  the norm of M the downdate multiplies the tracked inverse's relative error by up to the
-  inverse of that eigenvalue, and a row of large weight w left rounding of about ``ε w‖φ‖²``
-  when it entered, so that its leaving would otherwise leave the inverse off by
-  ``~ε (w‖φ‖²)²`` (β is refined against the statistics, but a later relabel uses the
-  inverse alone: 1e-5 relative after weights 1e5 left);
+  statistics instead); after any update whose core's relative noise ``r`` could move β by
+  more than ``_REFINE_RTOL`` of its norm (a certified O(p k) bound: the correction
+  ``W core (V t)`` moves by at most ``‖W‖ ‖core‖ r ‖V t‖``), β is refined against the exact
+  statistics (a few steps, then a refactorisation if they do not settle; two p × p passes
+  that a single-sample update otherwise does not pay); and once the bound on ``cond(M)``
+  passes ``_MAX_COND`` every update refactorises, so that data a fresh fit cannot factorise
+  are refused alike.  A removal (or weight decrease) whose core has an eigenvalue below
+  ``_AMP_RTOL`` refactorises as well: in the norm of M the downdate multiplies the tracked
+  inverse's relative error by up to the inverse of that eigenvalue, and a row of large weight
+  w left rounding of about ``ε w‖φ‖²`` when it entered, so that its leaving would otherwise
+  leave the inverse off by ``~ε (w‖φ‖²)²`` (β is refined against the statistics, but a later
+  relabel uses the inverse alone: 1e-5 relative after weights 1e5 left);
 * the statistics themselves cancel: ``M + vvᵀ − vvᵀ`` keeps the rounding error of the first
   sum, ``ε‖v‖²``, for good, and ordinary rows summed into an ``M`` that holds a large one are
   rounded at its scale.  Rows whose squared norm (or product with their target) stands far
@@ -62,7 +66,6 @@ problem".
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import numpy as np
 from scipy import linalg
@@ -70,6 +73,7 @@ from scipy import linalg
 from deltafit._linalg._compensated import _EPS
 from deltafit._linalg._lowrank import LowRankInverse
 from deltafit._linalg._spd import (
+    _CORE_RTOL,
     _cholesky,
     _inverse_from_cholesky,
     _sym_norm1,
@@ -78,12 +82,13 @@ from deltafit._linalg._spd import (
     _woodbury_core,
 )
 from deltafit._states._protocol import ModelState, check_symmetric, checked
-from deltafit._states._saved_checks import EPS, abs_rows, check_residual, refuse_rows, row_blocks
+from deltafit._states._squared_primal_checks import PrimalSavedChecks
 from deltafit._states._squared_stats import (
     _BIG_RATIO,
     _CORE_MARGIN,
     _DRIFT_RTOL,
     _FRESH_FACTOR,
+    _PLAIN_ERR,
     _dense,
     _dots,
     _inv_err,
@@ -106,8 +111,9 @@ __all__ = ["PrimalSquaredState"]
 # they are recomputed from the rows (or, without rows, the removal is refused), unless they
 # stay within _FRESH_FACTOR of the rounding of a fresh computation of the statistics (ε tr(M)).
 _LOST_RTOL = 1e-10
-# Above this relative noise of a Woodbury core β is refined against the exact statistics after
-# the update, for at most _REFINE_STEPS steps before a refactorisation.
+# Above this error of β (relative, per column) that a Woodbury core's rounding noise can cause,
+# β is refined against the exact statistics after the update, for at most _REFINE_STEPS steps
+# before a refactorisation.
 _REFINE_RTOL = 1e-11
 _REFINE_STEPS = 3
 # Above this bound on cond(M) the Woodbury step is not trusted at all: the update refactorises
@@ -124,7 +130,7 @@ _AMP_RTOL = 1e-3
 _EAGER_INVERSE_ROWS = 4
 
 
-class PrimalSquaredState(ModelState):
+class PrimalSquaredState(PrimalSavedChecks, ModelState):
     """Exact state of ``(ΦᵀΦ + ρI) β = Φᵀy`` under row additions, removals, relabels and
     reweights (with sample weights ``(ΦᵀWΦ + ρI) β = ΦᵀWy``, see the module docstring).
 
@@ -439,11 +445,13 @@ class PrimalSquaredState(ModelState):
         if k > self.max_rank:
             if rw is not None:  # the statistics see a reweight as a removal and an addition
                 (Pa, ya), (Pr, yr) = rw.merged(Pa, ya, 1), rw.merged(Pr, yr, -1)
-            return self._apply_refactor(
-                Pa, ya, Pr, yr, Pl, dy, self.stats.cancellation(Pr), rows_after
-            )
+            return self._apply_refactor(Pa, ya, Pr, yr, Pl, dy, None, rows_after)
         Pa = None if Pa is None else Pa.array()
         Pr = None if Pr is None else Pr.array()
+        if k == 1 and rw is None and Pl is None:
+            B, yy, sg = (Pa, ya, 1.0) if Pr is None else (Pr, yr, -1.0)
+            if isinstance(B, np.ndarray) and self._apply_one(B, yy, sg):
+                return
         rel = None if Pl is None else Pl.T @ dy
         n_stat = k if rw is None else k - rw.U.shape[0] + rw.n_stat
         if not self.inv.room(k) or self._np + n_stat > self._P.shape[0]:
@@ -506,7 +514,7 @@ class PrimalSquaredState(ModelState):
         G = V @ W
         G.flat[:: k + 1] += s
         core = _woodbury_core(G)
-        refine = False
+        refine = 0.0
         if core is not None:
             lam = (
                 abs(float(G[0, 0]))
@@ -526,7 +534,9 @@ class PrimalSquaredState(ModelState):
                 # the exact statistics instead
                 core = None
             else:
-                refine = noise > _REFINE_RTOL * lam
+                # the core's relative error (lam > _CORE_MARGIN·noise here): β is refined when
+                # it can move β by more than _REFINE_RTOL of its norm (see below)
+                refine = noise / (lam - noise) if noise > _REFINE_RTOL * lam else 0.0
             n_M = self._nM + sq_add
             n_H = self._nH + (w2 if removing else 0.0)
             if n_M * n_H > _MAX_COND:  # nearly singular: as a fresh fit would, factorise
@@ -539,7 +549,15 @@ class PrimalSquaredState(ModelState):
                 (Pa, ya), (Pr, yr) = rw.merged(Pa, ya, 1), rw.merged(Pr, yr, -1)
             return self._apply_refactor(Pa, ya, Pr, yr, Pl, dy, q, rows_after)
         t = t + W @ _scaled_rows(s, yv)
-        beta = t + W @ (core @ (V @ t))
+        u = V @ t
+        beta = t + W @ (core @ u)
+        if refine:
+            # the core's relative error ``refine`` moves the correction W·core·(V t) by at
+            # most ‖W‖·‖core‖·refine·‖V t‖ (‖core‖ = 1/lam): a certified bound, O(p k K), that
+            # spares the two p × p passes of a refinement unless it could exceed
+            # _REFINE_RTOL·‖β‖ in some column
+            err = math.sqrt(w2 * lam) / lam * refine * _norms(u)
+            refine = bool(np.any(err > _REFINE_RTOL * _norms(beta)))
         r = self._np
         if stat is None:
             rhs = self._rhs(parts, Pl, dy, sqs)
@@ -566,6 +584,68 @@ class PrimalSquaredState(ModelState):
         self.stats.lost += q
         if refine:
             self._refine(r, mark)
+
+    def _apply_one(self, B, yy, sg):
+        """One row ``B`` (shape (1, p)) added (``sg`` = 1.0) or removed (−1.0) with its
+        targets ``yy`` ((1,) or (1, K)): the Woodbury step of :meth:`_apply` for k = 1 in
+        scalar arithmetic wherever it can be (one pass over the tracked inverse and a few
+        dozen NumPy calls, the tests and bounds of the general step unchanged).
+
+        Returns False, having changed nothing but the representation (a fold, the explicit
+        inverse formed), when the step is not the plain one: the general path then decides
+        (refactorisation, recomputed statistics, large rows); True once applied."""
+        inv, st = self.inv, self.stats
+        if inv.rank >= inv.max_rank or self._np >= self._P.shape[0]:
+            self.fold()
+        self._ensure_inverse()  # after the fold, which may have refactorised
+        v = B[0]
+        cy = sg * np.asarray(yy, dtype=np.float64)
+        sq = float(v @ v)
+        if sq > st.big_sq or math.sqrt(sq) * float(abs(cy).max()) > st.big_b:
+            return False  # a large row: its statistics in double-double (the general path)
+        W = inv.matvec(v)
+        g = float(v @ W) + sg
+        lam = abs(g)
+        if not (math.isfinite(g) and lam >= _CORE_RTOL * max(1.0, lam)):
+            return False  # _woodbury_core would refuse it
+        removing = sg < 0.0
+        # _apply's tests and bounds with k = 1 (cancellation_of, _core_noise of |G − s|)
+        q = 2.0 * _PLAIN_ERR * sq if removing else 0.0
+        w2 = float(W @ W) / lam
+        noise = self._core_noise(abs(g - sg), sq)
+        if removing and (lam <= _CORE_MARGIN * noise or lam < _AMP_RTOL):
+            return False
+        n_M = self._nM + (0.0 if removing else sq)
+        n_H = self._nH + (w2 if removing else 0.0)
+        if n_M * n_H > _MAX_COND or (q and self._excess(st.lost + q, lambda: self._nH + w2)):
+            return False
+        core = -1.0 / g
+        Wc = W if cy.ndim == 1 else W[:, None]
+        t = self.beta + Wc * cy  # β + W (s y), the targets' term
+        u = v @ t
+        beta = t + Wc * (core * u)
+        refine = noise > _REFINE_RTOL * lam
+        if refine:  # as in _apply: ‖W‖·|core|·(rel. error of the core)·|vᵀt| against ‖β‖
+            err = math.sqrt(w2 * lam) / lam * (noise / (lam - noise)) * np.abs(u)
+            refine = bool(np.any(err > _REFINE_RTOL * _norms(beta)))
+        b, bbig, blo = st.rhs
+        rhs = (b + (v * cy[0] if cy.ndim == 1 else np.multiply.outer(v, cy[0])), bbig, blo)
+        self._check_finite(beta, sum(rhs))
+        r = self._np
+        self._P[r] = v
+        self._s[r] = sg
+        self._sq[r] = sq
+        self._np = r + 1
+        mark = inv.mark()
+        inv.add_one(W, core)
+        self._nM, self._nH = n_M, n_H
+        self._eW += _EPS * w2
+        self.beta = beta
+        st.rhs = rhs
+        st.lost += q
+        if refine:
+            self._refine(r, mark)
+        return True
 
     def _rhs(self, parts, Pl, dy, sqs=None):
         """The statistics' ``rhs`` after the additions and removals ``parts`` (rows of squared
@@ -625,13 +705,16 @@ class PrimalSquaredState(ModelState):
         """Large batch (or an unreliable Woodbury step): ``M ± ΦᵀΦ`` by streamed syrk products
         (rows read once), then one Cholesky factorisation; the statistics are recomputed from
         ``rows_after`` when the removal cancelled too many of their digits.  ``Pa``, ``Pr``:
-        ``Rows`` or None; ``Pl``: relabelled rows (array) or None."""
+        ``Rows`` or None; ``Pl``: relabelled rows (array) or None; ``q``: the removal's
+        cancellation (None: measured as its rows stream through the statistics, read once)."""
         saved = self._save()
         try:
             self._fold_rows()
             st = self.stats
             st.gram(Pa, 1.0, ya)
-            st.gram(Pr, -1.0, yr)
+            lost = st.gram(Pr, -1.0, yr)
+            if q is None:
+                q = lost
             if Pl is not None:
                 st.rhs = st.plus(Pl, dy)
             st.lost += q
@@ -890,108 +973,3 @@ class PrimalSquaredState(ModelState):
                 st._inv_ready = False
                 st._nH = st._condition()[1]
         return st
-
-    # ------------------------------------------------------- load-time checks
-    def check_saved_statistics(
-        self,
-        arrays: dict,
-        *,
-        n: int,
-        intercept_scaling: float,
-        fit_intercept: bool,
-        n_positive: int | None = None,
-    ) -> None:
-        """``ΦᵀWΦ + ρI`` and ``ΦᵀWt`` on the constant feature against the count (the total
-        weight, ``s²·Σw + ρ``) and the labels (``s·Σ w_i y_i``); nothing without an
-        intercept.  ``n_positive``: a classifier's count of positives, used when the file
-        keeps no labels (and no weights: which weights are the positives' is unknown then).
-        See :meth:`ModelState.check_saved_statistics`."""
-        if not fit_intercept:
-            return
-        s = float(intercept_scaling)
-        M, b = arrays["state_M"], arrays["state_b"]
-        w = arrays.get("ledger_w")
-        expected = (n if w is None else float(np.sum(w))) * s * s + self.rho
-        if abs(M[-1, -1] - expected) > 1e-6 * expected:
-            raise ValueError(
-                "corrupt model file: ΦᵀΦ + ρI does not count the samples "
-                f"(constant feature: {M[-1, -1]:.6g}, expected {expected:.6g})"
-            )
-        total = None
-        if "ledger_y" in arrays:
-            y = arrays["ledger_y"]
-            wy = y if w is None else w * y
-            total, scale = float(wy.sum()), float(np.abs(wy).sum()) + 1.0
-        elif n_positive is not None and w is None:
-            total, scale = float(2 * n_positive - n), float(n)
-        if total is not None and abs(b[-1] - s * total) > 1e-6 * s * scale:
-            raise ValueError(
-                "corrupt model file: Φᵀy does not match the labels on the constant feature"
-            )
-
-    def check_saved_solution(self, arrays: dict, solver: dict | None = None) -> None:
-        """The normal equations ``M β = b`` hold to ``1e-6`` of their scale.  See
-        :meth:`ModelState.check_saved_solution`."""
-        norm = np.linalg.norm
-        M, b, beta = arrays["state_M"], arrays["state_b"], arrays["state_beta"]
-        check_residual(float(norm(M @ beta - b)), float(norm(M) * norm(beta) + norm(b)))
-
-    def check_saved_rows(
-        self,
-        arrays: dict,
-        *,
-        first: bool = True,
-        hinge: dict | None = None,
-        kernel: Callable | None = None,
-    ) -> None:
-        """``(ΦᵀWΦ + ρI)v`` from the stored rows for a random ``v`` against ``M v`` (once for
-        a matrix shared by K outputs or classes: ``first``), within the rounding bound plus
-        the error ``lost`` the state bounds for the digits removals and reweights cancelled
-        in ``M`` since it was last computed from the rows (a 2-norm bound, so ``lost·‖v‖``
-        per entry); ``ΦᵀWt`` against ``b`` while no cancellation has happened (``lost`` = 0:
-        afterwards ``b`` carries the residue of the cancelled samples, which the state does
-        not bound).  See :meth:`ModelState.check_saved_rows` and
-        :mod:`~deltafit._states._saved_checks`."""
-        Phi = arrays.get("ledger_X")
-        if Phi is None:
-            return
-        n, p = Phi.shape
-        w = arrays.get("ledger_w")
-        w = np.ones(n) if w is None else np.asarray(w, dtype=np.float64)
-        y = arrays.get("ledger_y")
-        t = np.zeros(n) if y is None else np.asarray(y, dtype=np.float64)
-        M = arrays["state_M"]
-        limits = arrays.get("state_limits")
-        lost = float(limits[2]) if limits is not None else 0.0
-        check_b = y is not None and lost == 0.0 and limits is not None
-        if not (first or check_b):
-            return
-        rho = float(self.rho)
-        v = np.random.default_rng().standard_normal(p)
-        av = np.abs(v)
-        Mv, S = rho * v, rho * av + np.abs(M) @ av
-        if check_b:
-            b = arrays["state_b"]
-            bt, Sb = np.zeros(p), np.abs(b)
-        for rows in row_blocks(n):  # two passes over a block and its |·|, both sums at once
-            B, wb = Phi[rows], w[rows]
-            A = abs_rows(B)
-            u, au = wb * np.asarray(B @ v).ravel(), wb * np.asarray(A @ av).ravel()
-            if check_b:
-                u = np.column_stack([u, wb * t[rows]])
-                au = np.column_stack([au, wb * np.abs(t[rows])])
-            Bu, Au = np.asarray(B.T @ u), np.asarray(A.T @ au)
-            if check_b:
-                Mv, S = Mv + Bu[:, 0], S + Au[:, 0]
-                bt, Sb = bt + Bu[:, 1], Sb + Au[:, 1]
-            else:
-                Mv, S = Mv + Bu.ravel(), S + Au.ravel()
-        if first:
-            err = np.abs(M @ v - Mv)
-            bad = np.flatnonzero(err > 4.0 * EPS * (n + p + 4) * S + lost * np.linalg.norm(v))
-            if bad.size:
-                refuse_rows("matrix ΦᵀWΦ + ρI", f"features {bad[:5].tolist()}")
-        if check_b:
-            bad = np.flatnonzero(np.abs(b - bt) > 4.0 * EPS * (n + 4) * Sb)
-            if bad.size:
-                refuse_rows("targets' statistics ΦᵀWt", f"features {bad[:5].tolist()}")

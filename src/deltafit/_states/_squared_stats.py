@@ -43,8 +43,11 @@ __all__ = ["Rows", "as_rows"]
 
 # Iterative-refinement correction (relative) above which the tracked inverse is recomputed.
 _DRIFT_RTOL = 1e-9
-# Rows per chunk when streaming a large batch through syrk (bounds the gathered copy's memory).
+# Rows per chunk when streaming a large batch through syrk: at least _CHUNK, else as many as
+# _CHUNK_BYTES of float64 hold (bounds the gathered copy's memory; few, large syrk calls: with
+# several BLAS threads each call pays their synchronisation).
 _CHUNK = 512
+_CHUNK_BYTES = 1 << 25
 # A row whose squared norm (or |target|·norm) exceeds this multiple of the median at the fit
 # enters the primal statistics through error-free transformations: its removal would cancel
 # digits that a plain sum loses.
@@ -154,11 +157,33 @@ class Rows:
         return block.toarray() if sp.issparse(block) else block
 
     def chunks(self, size=None):
-        size = size or _CHUNK
+        """``(start, block)`` of the rows, ``size`` at a time (None: the default chunk, see
+        ``_CHUNK_BYTES``), each block a C-contiguous dense array, valid until the next one is
+        asked for (rows gathered from a dense float64 array share one buffer: a large removal
+        does not fault in fresh pages for every chunk)."""
+        shape = getattr(self.source, "shape", ())
+        if not size:
+            width = shape[1] if len(shape) == 2 else 1
+            size = max(_CHUNK, _CHUNK_BYTES // (8 * max(int(width), 1)))
         n = len(self)
+        buf = None
+        if (
+            self.index is not None
+            and self.transform is None
+            and n > 1
+            and isinstance(self.source, np.ndarray)
+            and self.source.ndim == 2
+            and self.source.dtype == np.float64
+            and 0 <= int(self.index.min())
+            and int(self.index.max()) < shape[0]
+        ):  # (indices checked here: take then need not buffer its output, see mode below)
+            buf = np.empty((min(size, n), shape[1]))
         for i in range(0, n, size):
             if self.index is None:
                 block = self.source[i : i + size]
+            elif buf is not None:
+                j = self.index[i : i + size]
+                block = np.take(self.source, j, axis=0, out=buf[: j.size], mode="clip")
             else:
                 block = self.source[self.index[i : i + size]]
             if self.transform is not None:
@@ -268,12 +293,20 @@ class _Statistics:
     def gram(self, rows, sign, y=None):
         """``M += sign·VᵀV`` and, with ``y`` (one target per row, or a row of K), ``b +=
         sign·Vᵀy`` for the rows ``V`` (``Rows`` or None), streamed in chunks; large rows through
-        error-free transformations."""
+        error-free transformations.
+
+        Returns
+        -------
+        float
+            :meth:`cancellation` of the rows (0.0 for None), measured as they stream by: a
+            removal reads its rows once."""
         if rows is None:
-            return
+            return 0.0
         self._trace = None
+        lost = 0.0
         for i, block in rows.chunks():
             sq = _row_sq(block)
+            lost += self.cancellation_of(sq)
             hot = self._hot(sq)
             if hot.any():
                 for v in block[hot]:
@@ -288,6 +321,7 @@ class _Statistics:
                 )
             if y is not None:
                 self.rhs = self.plus(block, sign * y[i : i + block.shape[0]], sq)
+        return lost
 
     def _exact_rank_one(self, v, sign):
         """``Mbig + Mlo += sign·vvᵀ``, the rounding error kept in ``Mlo``."""

@@ -508,7 +508,8 @@ class UpdatableMixin(GuardedMixin, InputsMixin, PlanningMixin, PredictMixin, Pro
     def _update(self, **change):
         """One update as a transaction: on any exception, an interruption included, the model is
         left as it was (see :meth:`_transaction`); updates of one model are serialised."""
-        check_is_fitted(self, "_ledger")
+        if "_ledger" not in self.__dict__:  # (scikit-learn's check reads the tags: slower)
+            check_is_fitted(self, "_ledger")
         # dask rows, labels, ids or weights of an update are the size of the change: gathered
         change = {k: gathered(v) for k, v in change.items()}
         return self._locked(self._update_locked, **change)
