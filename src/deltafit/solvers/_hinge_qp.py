@@ -20,6 +20,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy import linalg
 
+from deltafit.solvers._kernel_values import block
+
 __all__ = ["box_violation", "SubFeatureQP"]
 
 _EPS = np.finfo(np.float64).eps
@@ -173,7 +175,7 @@ class _SlotKernelQP:
 
     touched = 0
 
-    def __init__(self, K, A, y, nonneg):
+    def __init__(self, K, A, y, nonneg, values=None):
         self.K, self.A, self.y, self.n = K, np.asarray(A, dtype=np.intp), y, y.shape[0]
         if self.A.shape != (self.n,):
             raise ValueError(f"{self.A.size} slots for {self.n} labels")
@@ -181,6 +183,23 @@ class _SlotKernelQP:
         self.diag = np.asarray(K[self.A, self.A], dtype=np.float64)  # y_i² = 1
         self.G = None
         self._scale = None  # (α, |Q|α) from the last refresh (nonneg: the same pass)
+        #: the kept values K c by slot (:class:`~deltafit.solvers._kernel_values.KernelValues`),
+        #: moved by the columns of the changed coefficients at each refresh; None: a fresh
+        #: product over the live slots at each refresh
+        self.values = values
+
+    def _refresh_kept(self, alpha):
+        """G and the magnitudes from the kept values, moved to ``alpha`` by the columns of the
+        coefficients that changed since (O(capacity · #changed)); the magnitudes carry the
+        bound of the rounding the kept sums accumulated (:meth:`scale` times :meth:`gamma`
+        bounds the error of G, as for a fresh product)."""
+        vals = self.values
+        coef = np.zeros(vals.capacity)
+        coef[self.A] = self.y * alpha
+        vals.move_to(self.K, coef)
+        self.G = self.y * vals.f[self.A] - 1.0
+        g = self.gamma()
+        self._scale = (alpha.copy(), vals.s[self.A] + vals.err[self.A] / g)
 
     def _mul(self, c):
         """``K_AA c`` (the inactive slots' columns multiplied by 0); ``c`` a vector, or rows
@@ -191,6 +210,9 @@ class _SlotKernelQP:
         return (v @ self.K)[:, self.A]  # K symmetric on the live slots
 
     def refresh(self, alpha):
+        if self.values is not None:
+            self._refresh_kept(alpha)
+            return
         if self.nonneg:
             P = self._mul(np.stack([self.y * alpha, alpha]))
             self.G = self.y * P[0] - 1.0
@@ -199,9 +221,13 @@ class _SlotKernelQP:
             self.G = self.y * self._mul(self.y * alpha)[0] - 1.0
 
     def scale(self, alpha):
-        if self.nonneg:
-            if self._scale is not None and np.array_equal(self._scale[0], alpha):
+        if self._scale is not None and (self.nonneg or self.values is not None):
+            if np.array_equal(self._scale[0], alpha):
                 return self._scale[1]
+        if self.values is not None:
+            self._refresh_kept(alpha)
+            return self._scale[1]
+        if self.nonneg:
             return self._mul(alpha)[0]
         nz = np.flatnonzero(alpha)
         return np.abs(self.K[np.ix_(self.A, self.A[nz])]) @ alpha[nz]
@@ -221,8 +247,13 @@ class _SlotKernelQP:
     def restrict(self, S, alpha):
         AS, yS = self.A[S], self.y[S]
         rest = np.setdiff1d(np.flatnonzero(alpha), S, assume_unique=True)
-        QS = self.K[:, AS][AS] * yS[:, None] * yS[None, :]
-        if self.nonneg and self._scale is not None and np.array_equal(self._scale[0], alpha):
+        KSS = block(self.K, AS, AS) if self.values is not None else self.K[:, AS][AS]
+        QS = KSS * yS[:, None] * yS[None, :]
+        if (
+            (self.nonneg or self.values is not None)
+            and self._scale is not None
+            and np.array_equal(self._scale[0], alpha)
+        ):
             # the fixed variables' part of (Qα)_S and of (|Q|α)_S from the last refresh (no
             # pass over the matrix): G_S + 1 and |Q|α minus the working set's own part
             aS = alpha[S]
