@@ -138,6 +138,8 @@ def _hinge_solve(qp, C, alpha0, tol, max_iter, callback, name, w=None):
 #: the first band of :func:`_hinge_warm`: ``_BAND[0] · |S| + _BAND[1]`` samples nearest to the
 #: margin (S: the moved samples and the free set)
 _BAND = (2, 256)
+#: the band of a solve on kept values (``kept``): the S above and this many samples more
+_KEPT_BAND = 128
 
 
 def _hinge_warm(
@@ -184,7 +186,7 @@ def _hinge_warm(
         if dist.shape != (n,):
             raise ValueError(f"margin0 must hold {n} values, got {dist.size}")
         order = np.argsort(np.where(np.isnan(dist), np.inf, dist), kind="stable")
-        m = min(n, (1 if kept else _BAND[0]) * S.size + _BAND[1])
+        m = min(n, S.size + _KEPT_BAND if kept else _BAND[0] * S.size + _BAND[1])
         S = np.union1d(S, order[:m])
     qp.refresh(alpha)
     viol = box_violation(alpha, qp.G, ub)

@@ -211,12 +211,14 @@ def active_face(qp, alpha, C, thr, max_steps=12):
     a small data change's): each step solves the face of the free variables and the KKT
     violators at a bound exactly (``Q_FF d = −G_F``), takes the step as far as the box
     allows (the variables that reach a bound leave the face); the violators enter once the
-    face of the free variables has been solved.
+    face of the free variables has been solved (before, a change's shift of every margin
+    through the constant term makes many look violated).
 
     The dual objective never increases (it is convex along each step, minimal at its end).
     A violator whose step points out of the box at once is held at its bound for that step.
     Gives up (returns ``converged`` False, ``alpha`` at a feasible point no worse than the
-    start) on a singular face, a step that moves nothing, or after ``max_steps`` face solves;
+    start) on a singular face, a step that moves nothing, a face that comes back (a cycle)
+    or after ``max_steps`` face solves;
     the caller then goes on with :func:`hinge_loop`.
 
     Returns ``(alpha, converged, polished, face_solves)``: ``polished`` whether the last step
@@ -224,6 +226,7 @@ def active_face(qp, alpha, C, thr, max_steps=12):
     """
     polished = False
     held = np.zeros(alpha.shape[0], dtype=bool)
+    seen = set()  # the faces solved: one that comes back is a cycle (hinge_loop takes over)
     steps = 0
     while steps < max_steps:
         viol = box_violation(alpha, qp.G, C)
@@ -231,14 +234,17 @@ def active_face(qp, alpha, C, thr, max_steps=12):
         if vmax <= thr or (polished and vmax <= max(thr, _floor(qp, alpha))):
             return alpha, True, polished, steps
         free = (alpha > 0.0) & (alpha < C)
-        # the violators enter once the face of the free variables is solved (before that, a
-        # change's shift of every margin makes many look violated)
+        # the violators enter once the face of the free variables is solved
         F = np.flatnonzero(free | ((viol > thr) & ~held)) if polished else np.flatnonzero(free)
         if F.size == 0:
             if polished:
                 break
             polished = True  # no free variable: the violators enter
             continue
+        key = F.tobytes()
+        if key in seen:
+            break
+        seen.add(key)
         steps += 1
         qp.touched += F.size
         G_F = qp.G[F]

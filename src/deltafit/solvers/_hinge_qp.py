@@ -77,7 +77,7 @@ class _KernelQP:
         """``d`` solving ``(Q_FF + μI) d = −G_F`` (for μ = 0 the minimum-norm solution), the
         part of ``−G_F`` in the null space of ``Q_FF`` (zero when μ > 0 or Q_FF is numerically
         positive definite) and ``v ↦ Q_FF v``."""
-        A = self.Q[np.ix_(F, F)]
+        A = self.Q[F][:, F]
         r = -G_F
         if mu > 0.0:
             B = A.copy()
@@ -152,18 +152,111 @@ class _SubKernelQP(_KernelQP):
     """:class:`_KernelQP` over a working set S: ``G_S = Q_SS α_S + o − 1`` with ``o`` the
     fixed variables' part of ``(Qα)_S`` and ``s0`` their part of :meth:`scale`."""
 
-    def __init__(self, Q, y, offset, s0):
+    def __init__(self, Q, y, offset, s0, nonneg=False, reuse=False):
         self.Q, self.y, self.n = np.ascontiguousarray(Q), y, y.shape[0]
         self.diag = np.diag(self.Q).copy()
         self.o, self.s0 = offset, s0
         self.G = None
+        #: the kernel has no negative entry: ``|Q| α = y ∘ (Q (y ∘ α))`` (no |Q| formed)
+        self.nonneg = bool(nonneg)
+        #: solve a face near the last one factorised through that factor (:meth:`_near_step`)
+        self.reuse = bool(reuse)
+        self._base = None  # (B, L): the last face factorised, Q_BB = L Lᵀ
+
+    def face_step(self, F, G_F, mu=0.0):
+        if not self.reuse or mu > 0.0:
+            return super().face_step(F, G_F, mu)
+        if self._base is not None:
+            out = self._near_step(F, G_F)
+            if out is not None:
+                return out
+        A = self.Q[F][:, F]
+        top = float(np.max(np.abs(np.diag(A)))) if F.size else 0.0
+        try:
+            L = linalg.cholesky(A, lower=True, check_finite=False)
+            piv = np.diag(L)
+            if piv.min() ** 2 > 64.0 * F.size * _EPS * max(top, np.finfo(float).tiny):
+                self._base = (F.copy(), L)
+                d = linalg.cho_solve((L, True), -G_F, check_finite=False)
+                return d, np.zeros_like(d), A.__matmul__
+        except linalg.LinAlgError:
+            pass
+        self._base = None
+        return super().face_step(F, G_F, mu)  # a singular face: the minimum-norm solution
+
+    def _face_mul(self, F):
+        """``v ↦ Q_FF v`` through the whole (small) matrix, without forming Q_FF."""
+
+        def mul(v):
+            full = np.zeros(self.n)
+            full[F] = v
+            return (full @ self.Q)[F]
+
+        return mul
+
+    def _near_step(self, F, G_F):
+        """``Q_FF d = −G_F`` from the factor of the last face B, when F differs from it by a
+        few variables (``F = (B \\ D) ∪ E``): the dropped ones held at 0 by multipliers, the
+        new ones bordered on, a Schur complement of size ``|D| + |E|`` (bordering and
+        deletion by the factor of B: Gill, Golub, Murray & Saunders 1974, the block form).
+        None when F is too far from B or the solve is not accurate (the caller factorises
+        F afresh)."""
+        B, L = self._base
+        inB = np.isin(F, B, assume_unique=True)
+        E = F[~inB]
+        drop = np.flatnonzero(~np.isin(B, F, assume_unique=True))
+        m = E.size + drop.size
+        if m > min(64, B.size // 4):
+            return None
+        pos = np.searchsorted(B, F[inB])
+        r = -G_F
+        rB = np.zeros(B.size)
+        rB[pos] = r[inB]
+        W = np.zeros((B.size, m))
+        if E.size:
+            W[:, : E.size] = self.Q[B][:, E]
+        W[drop, E.size + np.arange(drop.size)] = 1.0
+        Y = linalg.solve_triangular(L, W, lower=True, check_finite=False)
+        u = linalg.solve_triangular(L, rB, lower=True, check_finite=False)
+        Sc = -(Y.T @ Y)
+        if E.size:
+            Sc[: E.size, : E.size] += self.Q[E][:, E]
+        rhs = -(Y.T @ u)
+        rhs[: E.size] += r[~inB]
+        try:
+            z = np.linalg.solve(Sc, rhs) if m else rhs
+        except np.linalg.LinAlgError:
+            return None
+        xB = linalg.solve_triangular(L, u - Y @ z, lower=True, trans="T", check_finite=False)
+        d = np.empty(F.size)
+        d[inB] = xB[pos]
+        d[~inB] = z[: E.size]
+        mul = self._face_mul(F)
+        res = mul(d) - r
+        if not np.all(np.isfinite(d)) or np.linalg.norm(res) > 1e-10 * (
+            np.linalg.norm(r) + float(np.max(np.abs(self.diag[F]))) * np.linalg.norm(d)
+        ):
+            return None
+        return d, np.zeros_like(d), mul
 
     def refresh(self, alpha):
-        super().refresh(alpha)
+        # the whole (small) matrix times α: no copy of the rows of the nonzero α
+        self.G = alpha @ self.Q - 1.0
         self.G += self.o
 
     def scale(self, alpha):
+        if self.nonneg:
+            return self.s0 + np.maximum(self.y * (self.Q @ (self.y * alpha)), 0.0)
         return self.s0 + super().scale(alpha)
+
+    def move(self, F, d):
+        if F.size > 1 and 4 * F.size > self.n:
+            # a large face: one product with the whole (small) matrix, no copy of its rows
+            full = np.zeros(self.n)
+            full[F] = d
+            self.G += full @ self.Q
+        else:
+            super().move(F, d)
 
 
 class _SlotKernelQP:
@@ -246,14 +339,26 @@ class _SlotKernelQP:
 
     def restrict(self, S, alpha):
         AS, yS = self.A[S], self.y[S]
+        if self.values is not None:
+            # the kept values: G and |Q|α are current at alpha (every refresh moves them)
+            if self._scale is None or not np.array_equal(self._scale[0], alpha):
+                self._refresh_kept(alpha)
+            aS = alpha[S]
+            QS = block(self.K, AS, AS)
+            own = np.abs(QS) @ aS if not self.nonneg else QS @ aS  # |Q_SS| α_S
+            QS *= yS[:, None]
+            QS *= yS[None, :]
+            return _SubKernelQP(
+                QS,
+                yS,
+                self.G[S] + 1.0 - QS @ aS,
+                np.maximum(self._scale[1][S] - own, 0.0),
+                self.nonneg,
+                reuse=True,
+            )
         rest = np.setdiff1d(np.flatnonzero(alpha), S, assume_unique=True)
-        KSS = block(self.K, AS, AS) if self.values is not None else self.K[:, AS][AS]
-        QS = KSS * yS[:, None] * yS[None, :]
-        if (
-            (self.nonneg or self.values is not None)
-            and self._scale is not None
-            and np.array_equal(self._scale[0], alpha)
-        ):
+        QS = self.K[:, AS][AS] * yS[:, None] * yS[None, :]
+        if self.nonneg and self._scale is not None and np.array_equal(self._scale[0], alpha):
             # the fixed variables' part of (Qα)_S and of (|Q|α)_S from the last refresh (no
             # pass over the matrix): G_S + 1 and |Q|α minus the working set's own part
             aS = alpha[S]
