@@ -12,7 +12,8 @@ kernels on breast_cancer and digits even/odd:
   (``tests/reference.hinge_dual_reference``, L-BFGS-B and the exact face solve of its sets):
   decisions within 1e-7;
 * the kept values against a fresh product after every update, within their certified
-  bound ``γ_N |K| |alpha| + err``;
+  bound ``γ_N |K| |alpha| + err``, and the cached kernel values of the free set equal to
+  the matrix's, also after the ledger compacts its slots;
 * a failed update leaves them bit-identical; a saved and loaded model (no kept values: the
   first update computes them) updates like the original.
 """
@@ -64,6 +65,12 @@ def _check_values(m):
     assert np.all(np.abs(vals.f[live] - exact) <= bound)
     scale = np.abs(K[np.ix_(live, live)]) @ np.abs(st.alpha[live])
     np.testing.assert_allclose(vals.s[live], scale, rtol=1e-9, atol=1e-12)
+    # the cached kernel values of the last free set: live slots, entries of K bit for bit
+    # (k(x_i, x_j) or k(x_j, x_i): a kernel matrix may be symmetric only to rounding)
+    fs = vals.face_slots
+    assert np.all(np.diff(fs) > 0) and np.all(m._ledger.active[fs])
+    Kff = K[np.ix_(fs, fs)]
+    assert np.all((vals.face_K == Kff) | (vals.face_K == Kff.T))
 
 
 def _steps(X, y, m, rng):
@@ -185,3 +192,23 @@ def test_stale_values_are_recomputed(data, monkeypatch):
     assert m._state.values is not old
     assert np.max(m._state.values.err) < 1e-6
     _check_values(m)
+
+
+def test_compaction_keeps_values_and_cache(data):
+    """Removals that shrink the model below a quarter of its capacity (the ledger compacts
+    its slots): the kept values and the cache follow the slots, the model stays exact."""
+    X, y = data["cancer"]
+    gamma = 1.0 / X.shape[1]
+    m = _make(gamma).fit(X, y)
+    cap = m._state.capacity
+    rng = np.random.default_rng(11)
+    order = rng.permutation(X.shape[0])
+    gone = []
+    for chunk in np.array_split(order[:470], 4):
+        m.remove(np.sort(chunk))
+        gone += chunk.tolist()
+        _check_values(m)
+    assert m._state.capacity < cap  # compacted
+    keep = np.setdiff1d(np.arange(X.shape[0]), gone)
+    fresh = _make(gamma).fit(X[keep], y[keep])
+    _close(m.decision_function(X), fresh.decision_function(X), DECISION_TOL)

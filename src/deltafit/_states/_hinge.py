@@ -236,6 +236,10 @@ class KernelHingeState(KernelNewtonState):
         super().fit(K, y, capacity, coef0, w)
         self.nonneg = bool(np.min(K, initial=0.0) >= 0.0)
         self.values = KernelValues(self.gram.K, self.alpha, self.nonneg)
+        # the kernel values of the free set: where the first update's face solve starts
+        ub = self.C * (1.0 if w is None else np.asarray(w, dtype=np.float64))
+        d = self.dual[: K.shape[0]]
+        self.values.cache_face(self.gram.K, np.flatnonzero((d > 0.0) & (d < ub)))
         return self
 
     def _init_slots(self, capacity):

@@ -210,6 +210,8 @@ def _hinge_warm(
                 S = np.union1d(S, order[:m])
             else:
                 S = np.union1d(S, outside)
+        if kept:
+            S = qp.order(S)  # the kernel values cached from the last solve first
         sub = qp.restrict(S, alpha)
         sub.refresh(alpha[S])
         aS, done = alpha[S], False
@@ -295,6 +297,9 @@ def hinge_kernel_slots(
         margin0,
         kept=values is not None,
     )
+    if values is not None:
+        ub = C * (1.0 if w is None else w)
+        qp.keep_face(np.flatnonzero((res.alpha > 0.0) & (res.alpha < ub)))
     if keep is not None:
         res.coef = _embed(res.coef, keep, n)
         res.alpha = _embed(res.alpha, keep, n)

@@ -20,8 +20,6 @@ import numpy as np
 import scipy.sparse as sp
 from scipy import linalg
 
-from deltafit.solvers._kernel_values import block
-
 __all__ = ["box_violation", "SubFeatureQP"]
 
 _EPS = np.finfo(np.float64).eps
@@ -280,6 +278,7 @@ class _SlotKernelQP:
         #: moved by the columns of the changed coefficients at each refresh; None: a fresh
         #: product over the live slots at each refresh
         self.values = values
+        self._last = None  # (slots, K_SS) of the last working set (kept values)
 
     def _refresh_kept(self, alpha):
         """G and the magnitudes from the kept values, moved to ``alpha`` by the columns of the
@@ -344,7 +343,8 @@ class _SlotKernelQP:
             if self._scale is None or not np.array_equal(self._scale[0], alpha):
                 self._refresh_kept(alpha)
             aS = alpha[S]
-            QS = block(self.K, AS, AS)
+            QS = self.values.cached_block(self.K, AS)
+            self._last = (AS, QS.copy())  # K_SS: the next solve's cached block
             own = np.abs(QS) @ aS if not self.nonneg else QS @ aS  # |Q_SS| α_S
             QS *= yS[:, None]
             QS *= yS[None, :]
@@ -372,6 +372,22 @@ class _SlotKernelQP:
         return _SubKernelQP(
             QS, yS, yS * ((self.y[rest] * alpha[rest]) @ Kr), alpha[rest] @ np.abs(Kr)
         )
+
+    def order(self, S):
+        """``S`` reordered for :meth:`restrict` (kept values: the cached slots first)."""
+        if self.values is None:
+            return S
+        return S[self.values.cached_first(self.A[S])]
+
+    def keep_face(self, free):
+        """Cache the kernel values of the free set ``free`` (positions) in the kept values,
+        from the last working set's block (the next update's first face)."""
+        if self.values is None:
+            return
+        if self._last is None:
+            self.values.keep_face(np.zeros(0, dtype=np.intp))
+            return
+        self.values.set_face(self._last[0], self._last[1], np.sort(self.A[free]))
 
     def full(self):
         return _KernelQP(self.K[:, self.A][self.A], self.y)

@@ -70,6 +70,12 @@ class KernelValues:
         K has no negative entry (then ``|K| = K``: one pass gives f and s).
     """
 
+    #: a cache of kernel values: ``face_K = K[face_slots][:, face_slots]`` (sorted slots) for
+    #: the free set of the last solve, where the next one starts (entries of K, no rounding;
+    #: the arrays are replaced, never changed in place)
+    face_slots = np.zeros(0, dtype=np.intp)
+    face_K = np.zeros((0, 0))
+
     def __init__(self, K: np.ndarray, coef: np.ndarray, nonneg: bool) -> None:
         self.nonneg = bool(nonneg)
         self.coef = np.array(coef, dtype=np.float64, copy=True)
@@ -91,6 +97,7 @@ class KernelValues:
         stored values as they were)."""
         new = object.__new__(KernelValues)
         new.nonneg, new.n_columns = self.nonneg, self.n_columns
+        new.face_slots, new.face_K = self.face_slots, self.face_K  # never changed in place
         new.coef, new.f, new.s, new.err = (
             self.coef.copy(),
             self.f.copy(),
@@ -160,6 +167,7 @@ class KernelValues:
         self.f[slots] = c @ Kt
         self.s[slots] = a @ (Kt if self.nonneg else np.abs(Kt))
         self.err[slots] = 0.0  # a fresh product's sums, bounded by γ_N s
+        self.keep_face(np.setdiff1d(self.face_slots, slots))  # their kernel values changed
 
     def taken(self, keep: np.ndarray, capacity: int) -> KernelValues:
         """The values of the slots ``keep`` moved to the front (the ledger's compaction)."""
@@ -168,4 +176,66 @@ class KernelValues:
             a = np.zeros(capacity)
             a[: len(keep)] = getattr(self, name)[keep]
             setattr(new, name, a)
+        to = np.full(self.capacity, -1, dtype=np.intp)
+        to[np.asarray(keep, dtype=np.intp)] = np.arange(len(keep))
+        new.keep_face(self.face_slots[to[self.face_slots] >= 0])
+        if new.face_slots.size:
+            new.face_slots = to[new.face_slots]
         return new
+
+    def keep_face(self, slots: np.ndarray) -> None:
+        """Keep only the cached kernel values among ``slots`` (a subset of the cached ones)."""
+        slots = np.asarray(slots, dtype=np.intp)
+        if slots.size == self.face_slots.size:
+            return
+        pos = np.searchsorted(self.face_slots, slots)
+        self.face_slots, self.face_K = slots, self.face_K[pos][:, pos]
+
+    def cached_first(self, slots: np.ndarray) -> np.ndarray:
+        """A permutation of ``slots`` (positions into it) that puts the cached ones first, in
+        the cache's order (then :meth:`cached_block` copies the cached part as one block)."""
+        fs = self.face_slots
+        if not fs.size:
+            return np.arange(slots.size)
+        pos = np.minimum(np.searchsorted(fs, slots), fs.size - 1)
+        hit = fs[pos] == slots
+        P = np.flatnonzero(hit)
+        return np.concatenate([P[np.argsort(pos[P], kind="stable")], np.flatnonzero(~hit)])
+
+    def cached_block(self, K: np.ndarray, slots: np.ndarray) -> np.ndarray:
+        """``K[slots][:, slots]``: the pairs of cached slots from the cache, the others'
+        columns read from K (a chunk at a time).  Fastest with the cached slots first, in the
+        cache's order (:meth:`cached_first`)."""
+        out = np.empty((slots.size, slots.size))
+        fs = self.face_slots
+        pos = np.minimum(np.searchsorted(fs, slots), max(fs.size - 1, 0))
+        hit = fs[pos] == slots if fs.size else np.zeros(slots.size, dtype=bool)
+        p = int(np.argmin(hit)) if not hit.all() else slots.size  # the leading run of hits
+        if p and np.all(np.diff(pos[:p]) > 0):
+            q = pos[:p]
+            out[:p, :p] = self.face_K[q][:, q] if q.size != fs.size else self.face_K
+        else:
+            p = 0
+        if p < slots.size:
+            cols = block(K, slots, slots[p:])
+            out[:, p:] = cols
+            out[p:, :p] = cols[:p].T
+        return out
+
+    def cache_face(self, K: np.ndarray, free: np.ndarray) -> None:
+        """Cache ``K[free][:, free]`` read from K (after a fit: its free set)."""
+        free = np.sort(np.asarray(free, dtype=np.intp))
+        self.face_slots, self.face_K = free, block(K, free, free)
+
+    def set_face(self, slots: np.ndarray, KS: np.ndarray, free: np.ndarray) -> None:
+        """Cache ``K[free][:, free]`` from ``KS = K[slots][:, slots]`` (``free`` a subset of
+        ``slots``; the cache is left empty otherwise)."""
+        order = np.argsort(slots, kind="stable")
+        srt = slots[order]
+        free = np.asarray(free, dtype=np.intp)
+        pos = np.minimum(np.searchsorted(srt, free), max(srt.size - 1, 0))
+        if not srt.size or not np.array_equal(srt[pos], free):
+            self.face_slots, self.face_K = np.zeros(0, dtype=np.intp), np.zeros((0, 0))
+            return
+        p = order[pos]
+        self.face_slots, self.face_K = free, KS[p][:, p]
