@@ -20,6 +20,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy import linalg
 
+from deltafit.solvers._kernel_values import square
+
 __all__ = ["box_violation", "SubFeatureQP"]
 
 _EPS = np.finfo(np.float64).eps
@@ -344,10 +346,10 @@ class _SlotKernelQP:
                 self._refresh_kept(alpha)
             aS = alpha[S]
             QS = self.values.cached_block(self.K, AS)
-            self._last = (AS, QS.copy())  # K_SS: the next solve's cached block
             own = np.abs(QS) @ aS if not self.nonneg else QS @ aS  # |Q_SS| α_S
             QS *= yS[:, None]
             QS *= yS[None, :]
+            self._last = (AS, QS, yS)  # Q_SS (not changed in place): the next solve's cache
             return _SubKernelQP(
                 QS,
                 yS,
@@ -384,10 +386,19 @@ class _SlotKernelQP:
         from the last working set's block (the next update's first face)."""
         if self.values is None:
             return
-        if self._last is None:
-            self.values.keep_face(np.zeros(0, dtype=np.intp))
-            return
-        self.values.set_face(self._last[0], self._last[1], np.sort(self.A[free]))
+        free = np.sort(self.A[free])
+        if self._last is not None:
+            AS, QS, yS = self._last
+            order = np.argsort(AS, kind="stable")
+            pos = np.minimum(np.searchsorted(AS[order], free), max(AS.size - 1, 0))
+            if AS.size and np.array_equal(AS[order[pos]], free):
+                p = order[pos]
+                KF = square(QS, p)  # y_i y_j k_ij: the signs undone exactly
+                KF *= yS[p][:, None]
+                KF *= yS[p][None, :]
+                self.values.face_slots, self.values.face_K = free, KF
+                return
+        self.values.keep_face(np.zeros(0, dtype=np.intp))
 
     def full(self):
         return _KernelQP(self.K[:, self.A][self.A], self.y)

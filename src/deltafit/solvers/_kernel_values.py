@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["KernelValues", "columns_times", "block"]
+__all__ = ["KernelValues", "columns_times", "block", "square"]
 
 _EPS = np.finfo(np.float64).eps
 _U = _EPS / 2.0  # unit roundoff
@@ -52,6 +52,27 @@ def block(K: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
     out = np.empty((rows.size, cols.size))
     for i in range(0, cols.size, _CHUNK):
         out[:, i : i + _CHUNK] = K[:, cols[i : i + _CHUNK]][rows]
+    return out
+
+
+def square(M: np.ndarray, idx: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """``M[idx][:, idx]`` (into ``out`` when given); when ``idx`` is a few runs of
+    consecutive indices (a cached face less a few samples), copied block by block in one
+    pass instead of two gathers."""
+    idx = np.asarray(idx, dtype=np.intp)
+    if out is None:
+        out = np.empty((idx.size, idx.size))
+    if not idx.size:
+        return out
+    cut = np.flatnonzero(np.diff(idx) != 1) + 1
+    if cut.size > 8:
+        out[...] = M[idx][:, idx]
+        return out
+    starts = np.concatenate([[0], cut])
+    ends = np.concatenate([cut, [idx.size]])
+    for a, b in zip(starts.tolist(), ends.tolist()):
+        for c, d in zip(starts.tolist(), ends.tolist()):
+            out[a:b, c:d] = M[idx[a] : idx[a] + b - a, idx[c] : idx[c] + d - c]
     return out
 
 
@@ -212,8 +233,7 @@ class KernelValues:
         hit = fs[pos] == slots if fs.size else np.zeros(slots.size, dtype=bool)
         p = int(np.argmin(hit)) if not hit.all() else slots.size  # the leading run of hits
         if p and np.all(np.diff(pos[:p]) > 0):
-            q = pos[:p]
-            out[:p, :p] = self.face_K[q][:, q] if q.size != fs.size else self.face_K
+            square(self.face_K, pos[:p], out[:p, :p])
         else:
             p = 0
         if p < slots.size:
@@ -226,16 +246,3 @@ class KernelValues:
         """Cache ``K[free][:, free]`` read from K (after a fit: its free set)."""
         free = np.sort(np.asarray(free, dtype=np.intp))
         self.face_slots, self.face_K = free, block(K, free, free)
-
-    def set_face(self, slots: np.ndarray, KS: np.ndarray, free: np.ndarray) -> None:
-        """Cache ``K[free][:, free]`` from ``KS = K[slots][:, slots]`` (``free`` a subset of
-        ``slots``; the cache is left empty otherwise)."""
-        order = np.argsort(slots, kind="stable")
-        srt = slots[order]
-        free = np.asarray(free, dtype=np.intp)
-        pos = np.minimum(np.searchsorted(srt, free), max(srt.size - 1, 0))
-        if not srt.size or not np.array_equal(srt[pos], free):
-            self.face_slots, self.face_K = np.zeros(0, dtype=np.intp), np.zeros((0, 0))
-            return
-        p = order[pos]
-        self.face_slots, self.face_K = free, KS[p][:, p]
