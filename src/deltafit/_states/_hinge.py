@@ -9,8 +9,15 @@ change moved (added, relabelled, reweighted), the free set and the samples neare
 margin under the solution before the change first, the other variables held at their bounds,
 widened through full gradient checks until every variable meets the cold solve's stopping
 rule (the solvers' ``working_set`` and ``margin0``; shrinking, as LIBLINEAR and LIBSVM do).
-The kernel state reads its matrix by slot in place (no n × n copy): a full gradient check is
-one matrix-vector product.  The result's ``n_touched`` counts the coordinate visits.
+The kernel state reads its matrix by slot in place (no n × n copy) and keeps ``K alpha`` by
+slot (:class:`~deltafit.solvers._kernel_values.KernelValues`): an update moves it by the
+columns of the coefficients it changes (O(n · #changed), the way LIBSVM keeps its gradient),
+so that no step reads the whole matrix; the rounding those sums accumulate is bounded and
+enters the certificates, and a fresh product replaces them once that bound reaches a fresh
+product's.  The kernel values of the last free set are kept with them: the next update's
+first face solve (the free set re-solved exactly, :func:`~deltafit.solvers._hinge_active_set.
+active_face`) reads no column of the matrix.  The result's ``n_touched`` counts the
+coordinate visits.
 
 Where the dual variables live (what approximate leave-one-out for SVMs needs):
 

@@ -172,6 +172,13 @@ def _hinge_warm(
     many, a four times wider band) and the round repeats; a round that finds none outside S
     (S itself not settled) hands the rest to the full solve.  The result is certified by
     :func:`_hinge_result` like a cold solve's.
+
+    ``kept`` (``qp`` keeps ``K c`` and moves it by the changed columns: no refresh reads the
+    whole matrix): the band holds ``_KEPT_BAND`` samples beyond S, and each round's QP over
+    S is first solved by :func:`~deltafit.solvers._hinge_active_set.active_face` (the face
+    of the free set solved exactly, which absorbs the shift a change gives every margin
+    through the constant term, then the violators let in), :func:`hinge_loop` taking over
+    when it does not settle.
     """
     n = qp.n
     C, ub = _hinge_box(n, C, w)

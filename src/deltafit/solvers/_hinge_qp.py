@@ -2,7 +2,8 @@
 
 * :class:`_KernelQP` (a dense kernel matrix, ``Q = diag(y) K diag(y)``), its working-set
   restriction :class:`_SubKernelQP`, and :class:`_SlotKernelQP` (the live slots of a model's
-  kernel matrix, read in place);
+  kernel matrix, read in place; with kept values ``K c``,
+  :mod:`deltafit.solvers._kernel_values`, only the columns an update changes);
 * :class:`_FeatureQP` (explicit features, LIBLINEAR's way: ``w = Σ α_i y_i Φ_i`` kept instead
   of Q), :class:`_SparseFeatureQP` (CSR rows) and their working-set restrictions
   :class:`SubFeatureQP`, :class:`_SubSparseFeatureQP`.
@@ -262,8 +263,11 @@ class _SubKernelQP(_KernelQP):
 class _SlotKernelQP:
     """The dual over the live slots ``A`` of a kernel matrix kept by slot (``K``:
     capacity × capacity, read in place, never copied whole): the full gradient
-    ``G = y ∘ K_AA (y ∘ α) − 1`` is one matrix-vector product over the slots, the working
-    sets read their rows (:meth:`restrict`).  ``nonneg``: K has no negative entry (RBF,
+    ``G = y ∘ K_AA (y ∘ α) − 1`` is one matrix-vector product over the slots, or, with kept
+    values (``values``), the kept ``K c`` moved by the columns of the coefficients that
+    changed; the working sets read their rows (:meth:`restrict`; with kept values, only the
+    columns not cached, and their faces are solved through the factor of the last one:
+    :class:`_SubKernelQP` ``reuse``).  ``nonneg``: K has no negative entry (RBF,
     Laplacian, ...), so ``|K| α = K α``."""
 
     touched = 0

@@ -9,7 +9,9 @@ hinge_kernel_slots`) needs the gradient ``G = y ∘ (K c) − 1`` of every live 
 gradient, Chang & Lin, "LIBSVM: a library for support vector machines", §4.1).  The rounding
 such sums accumulate is bounded per slot (``err``) and handed to the certificates through the
 magnitudes ``|K| |c|`` (``scale``), so that a re-solve on kept values is certified as one on a
-fresh product; :meth:`KernelValues.stale` says when a fresh pass is due.
+fresh product; :meth:`KernelValues.stale` says when a fresh pass is due.  The kernel values
+of the last solve's free set are cached with them (``face_slots``, ``face_K``): the next
+working set reads from K only the columns it does not hold.
 """
 
 from __future__ import annotations
