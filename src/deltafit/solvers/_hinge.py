@@ -11,6 +11,7 @@ iterations are those of :func:`~deltafit.solvers._hinge_active_set.hinge_loop`.
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -35,6 +36,7 @@ from deltafit.solvers._inputs import (
     _take_start,
     check_sample_weight,
 )
+from deltafit.solvers._kernel_values import one_blas_thread
 from deltafit.solvers._results import HingeResult
 
 if TYPE_CHECKING:
@@ -292,18 +294,20 @@ def hinge_kernel_slots(
         working_set = _kept_indices(working_set, keep, n)
         margin0 = _take_start(margin0, keep, n, "margin0")
     qp = _SlotKernelQP(K, slots, y, nonneg, values)
-    res = _hinge_warm(
-        qp,
-        C,
-        alpha0,
-        working_set,
-        tol,
-        max_iter,
-        "hinge_kernel",
-        w,
-        margin0,
-        kept=values is not None,
-    )
+    # kept values: small and memory-bound products only, on one BLAS thread
+    with one_blas_thread() if values is not None else contextlib.nullcontext():
+        res = _hinge_warm(
+            qp,
+            C,
+            alpha0,
+            working_set,
+            tol,
+            max_iter,
+            "hinge_kernel",
+            w,
+            margin0,
+            kept=values is not None,
+        )
     if values is not None:
         ub = C * (1.0 if w is None else w)
         qp.keep_face(np.flatnonzero((res.alpha > 0.0) & (res.alpha < ub)))

@@ -16,9 +16,11 @@ working set reads from K only the columns it does not hold.
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
-__all__ = ["KernelValues", "columns_times", "block", "square"]
+__all__ = ["KernelValues", "columns_times", "block", "square", "one_blas_thread"]
 
 _EPS = np.finfo(np.float64).eps
 _U = _EPS / 2.0  # unit roundoff
@@ -27,6 +29,25 @@ _U = _EPS / 2.0  # unit roundoff
 def _gamma(k: int) -> float:
     """Higham's ``γ_k = k u / (1 − k u)``: the relative error bound of a k-term sum."""
     return k * _U / (1.0 - k * _U)
+
+
+_CONTROLLER: list = []  # the threadpoolctl controller, made once (a few ms)
+
+
+def one_blas_thread() -> contextlib.AbstractContextManager:
+    """A context in which BLAS runs on one thread (threadpoolctl, a dependency of
+    scikit-learn; a no-op without it).  An update's products are small or memory-bound
+    (a few hundred columns, faces of a few hundred): threads gain nothing there, and on a
+    loaded machine each threaded call waits for its threads to be scheduled.  The limit is
+    process-wide while the context lasts, as scikit-learn's own limits are."""
+    try:
+        if not _CONTROLLER:
+            from threadpoolctl import ThreadpoolController
+
+            _CONTROLLER.append(ThreadpoolController())
+        return _CONTROLLER[0].limit(limits=1, user_api="blas")
+    except Exception:  # noqa: BLE001 - any failure of the optional limit: run as is
+        return contextlib.nullcontext()
 
 
 #: columns read at a time: a chunk (capacity × 64) stays in cache between its gather and its
