@@ -212,3 +212,42 @@ def test_compaction_keeps_values_and_cache(data):
     keep = np.setdiff1d(np.arange(X.shape[0]), gone)
     fresh = _make(gamma).fit(X[keep], y[keep])
     _close(m.decision_function(X), fresh.decision_function(X), DECISION_TOL)
+
+
+def test_square_and_cached_block_equal_plain_indexing():
+    from deltafit.solvers._kernel_values import KernelValues, square
+
+    rng = np.random.default_rng(0)
+    M = rng.normal(size=(40, 40))
+    M = np.asfortranarray(M + M.T)
+    for idx in (np.arange(40), np.delete(np.arange(40), [3, 17]), np.sort(rng.choice(40, 25))):
+        idx = np.unique(idx)
+        assert np.array_equal(square(M, idx), M[np.ix_(idx, idx)])
+    vals = KernelValues(M, rng.normal(size=40), nonneg=False)
+    vals.cache_face(M, np.arange(5, 30))
+    S = np.array([7, 8, 9, 12, 2, 33, 29])
+    assert np.array_equal(vals.cached_block(M, S), M[np.ix_(S, S)])
+    S = S[vals.cached_first(S)]
+    assert np.array_equal(vals.cached_block(M, S), M[np.ix_(S, S)])
+
+
+def test_near_face_solves_equal_direct_solves():
+    """Faces near the last one factorised (a few variables dropped and added) solved through
+    its factor equal the direct solve."""
+    from deltafit.solvers._hinge_qp import _SubKernelQP
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(60, 4))
+    K = rbf_kernel(X, gamma=0.5) + 1.0
+    y = np.where(rng.random(60) < 0.5, -1.0, 1.0)
+    Q = K * np.outer(y, y)
+    qp = _SubKernelQP(Q, y, np.zeros(60), np.zeros(60), nonneg=True, reuse=True)
+    F0 = np.arange(0, 40)
+    G = rng.normal(size=60)
+    qp.face_step(F0, G[F0])  # factorised
+    for F in (np.delete(F0, [5, 6]), np.union1d(np.delete(F0, [1]), [45, 50])):
+        d, null, mul = qp.face_step(F, G[F])
+        assert np.allclose(d, np.linalg.solve(Q[np.ix_(F, F)], -G[F]), rtol=1e-8, atol=1e-10)
+        assert not null.any()
+        assert np.allclose(mul(d), Q[np.ix_(F, F)] @ d)
+        assert np.array_equal(qp._base[0], F0)  # through the factor of F0, not a new one
