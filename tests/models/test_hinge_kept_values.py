@@ -15,7 +15,9 @@ kernels on breast_cancer and digits even/odd:
   bound ``γ_N |K| |alpha| + err``, and the cached kernel values of the free set equal to
   the matrix's, also after the ledger compacts its slots;
 * a failed update leaves them bit-identical; a saved and loaded model (no kept values: the
-  first update computes them) updates like the original.
+  first update computes them) updates like the original; stale values are recomputed;
+* the pieces: the block copies (``square``, ``cached_block``) against plain indexing, and
+  the face solves through the last factor (``_SubKernelQP`` ``reuse``) against direct ones.
 """
 
 from __future__ import annotations
