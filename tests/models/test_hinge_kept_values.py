@@ -73,6 +73,15 @@ def _check_values(m):
     assert np.all(np.diff(fs) > 0) and np.all(m._ledger.active[fs])
     Kff = K[np.ix_(fs, fs)]
     assert np.all((vals.face_K == Kff) | (vals.face_K == Kff.T))
+    # the kept face factor: L Lᵀ = (y_i y_j k_ij) over its members still in the model
+    fl, L = vals.face_L_slots, vals.face_L
+    if fl.size:
+        on = np.flatnonzero(fl >= 0)
+        on = on[m._ledger.active[fl[on]]]
+        t = np.where(m._ledger.y[fl[on]] == m.classes_[1], 1.0, -1.0)
+        LL = (L @ L.T)[np.ix_(on, on)]
+        Q = K[np.ix_(fl[on], fl[on])] * np.outer(t, t)
+        np.testing.assert_allclose(LL, Q, rtol=0, atol=1e-10 * np.max(np.abs(Q)))
 
 
 def _steps(X, y, m, rng):
@@ -100,6 +109,7 @@ def test_removals_then_changes_equal_fresh_fits(data, name):
     held = np.sort(rng.choice(X.shape[0], 12, replace=False))
     base = np.setdiff1d(np.arange(X.shape[0]), held)
     m = _make(gamma).fit(X[base], y[base])
+    assert m._state.values.face_L_slots.size > 0  # the fit's face factor is kept
     _check_values(m)
     ids = list(range(base.size))  # sample ids of the fit: 0 .. n-1, rows base
     rows = dict(zip(ids, base.tolist()))

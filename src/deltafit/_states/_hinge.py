@@ -246,7 +246,7 @@ class KernelHingeState(KernelNewtonState):
         # the kernel values of the free set: where the first update's face solve starts
         ub = self.C * (1.0 if w is None else np.asarray(w, dtype=np.float64))
         d = self.dual[: K.shape[0]]
-        self.values.cache_face(self.gram.K, np.flatnonzero((d > 0.0) & (d < ub)))
+        self.values.cache_face(self.gram.K, np.flatnonzero((d > 0.0) & (d < ub)), y)
         return self
 
     def _init_slots(self, capacity):
@@ -293,6 +293,8 @@ class KernelHingeState(KernelNewtonState):
             vals = vals.copy()
             if change.add_slots is not None:
                 vals.set_rows(change.add_slots, change.K_cross)
+            if change.relabel_slots is not None and len(change.relabel_slots):
+                vals.drop_factor()  # y_i y_j k_ij changed sign
         # the margins under the solution before the change
         margin0 = t * vals.f[A]
         start = self.dual.copy()

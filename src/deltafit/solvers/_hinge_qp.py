@@ -26,6 +26,8 @@ from deltafit.solvers._kernel_values import square
 __all__ = ["box_violation", "SubFeatureQP"]
 
 _EPS = np.finfo(np.float64).eps
+_NO_SLOTS = np.zeros(0, dtype=np.intp)
+_NO_FACTOR = np.zeros((0, 0))
 
 
 def box_violation(alpha: np.ndarray, G: np.ndarray, C: float | np.ndarray) -> np.ndarray:
@@ -162,7 +164,10 @@ class _SubKernelQP(_KernelQP):
         self.nonneg = bool(nonneg)
         #: solve a face near the last one factorised through that factor (:meth:`_near_step`)
         self.reuse = bool(reuse)
-        self._base = None  # (B, L): the last face factorised, Q_BB = L Lᵀ
+        #: (B, L, slots of B): the last face factorised, Q_BB = L Lᵀ (B: positions, −1 for a
+        #: member outside this QP; slots: the model's, when known)
+        self._base = None
+        self.slots = None  # the model's slots of the variables (kept values)
 
     def face_step(self, F, G_F, mu=0.0):
         if not self.reuse or mu > 0.0:
@@ -177,7 +182,7 @@ class _SubKernelQP(_KernelQP):
             L = linalg.cholesky(A, lower=True, check_finite=False)
             piv = np.diag(L)
             if piv.min() ** 2 > 64.0 * F.size * _EPS * max(top, np.finfo(float).tiny):
-                self._base = (F.copy(), L)
+                self._base = (F.copy(), L, None if self.slots is None else self.slots[F])
                 d = linalg.cho_solve((L, True), -G_F, check_finite=False)
                 return d, np.zeros_like(d), A.__matmul__
         except linalg.LinAlgError:
@@ -200,22 +205,30 @@ class _SubKernelQP(_KernelQP):
         few variables (``F = (B \\ D) ∪ E``): the dropped ones held at 0 by multipliers, the
         new ones bordered on, a Schur complement of size ``|D| + |E|`` (bordering and
         deletion by the factor of B: Gill, Golub, Murray & Saunders 1974, the block form).
-        None when F is too far from B or the solve is not accurate (the caller factorises
-        F afresh)."""
-        B, L = self._base
-        inB = np.isin(F, B, assume_unique=True)
+        B may hold members outside this QP (position −1: a factor kept from the last update,
+        whose removed samples are dropped like the others; their rows of ``Q_BE`` only set
+        their multipliers, and are taken as 0).  None when F is too far from B or the solve
+        is not accurate (the caller factorises F afresh)."""
+        B, L = self._base[0], self._base[1]
+        real = B >= 0
+        where = np.full(self.n, -1, dtype=np.intp)
+        where[B[real]] = np.flatnonzero(real)
+        posF = where[F]
+        inB = posF >= 0
         E = F[~inB]
-        drop = np.flatnonzero(~np.isin(B, F, assume_unique=True))
+        inF = np.zeros(self.n, dtype=bool)
+        inF[F] = True
+        drop = np.flatnonzero(~real | ~inF[np.maximum(B, 0)])
         m = E.size + drop.size
         if m > min(64, B.size // 4):
             return None
-        pos = np.searchsorted(B, F[inB])
+        pos = posF[inB]
         r = -G_F
         rB = np.zeros(B.size)
         rB[pos] = r[inB]
         W = np.zeros((B.size, m))
         if E.size:
-            W[:, : E.size] = self.Q[B][:, E]
+            W[real, : E.size] = self.Q[B[real]][:, E]
         W[drop, E.size + np.arange(drop.size)] = 1.0
         Y = linalg.solve_triangular(L, W, lower=True, check_finite=False)
         u = linalg.solve_triangular(L, rB, lower=True, check_finite=False)
@@ -284,7 +297,8 @@ class _SlotKernelQP:
         #: moved by the columns of the changed coefficients at each refresh; None: a fresh
         #: product over the live slots at each refresh
         self.values = values
-        self._last = None  # (slots, K_SS) of the last working set (kept values)
+        self._last = None  # (slots, Q_SS, y_S) of the last working set (kept values)
+        self._sub = None  # the last working set's QP (kept values: its factor goes on)
 
     def _refresh_kept(self, alpha):
         """G and the magnitudes from the kept values, moved to ``alpha`` by the columns of the
@@ -354,7 +368,7 @@ class _SlotKernelQP:
             QS *= yS[:, None]
             QS *= yS[None, :]
             self._last = (AS, QS, yS)  # Q_SS (not changed in place): the next solve's cache
-            return _SubKernelQP(
+            sub = _SubKernelQP(
                 QS,
                 yS,
                 self.G[S] + 1.0 - QS @ aS,
@@ -362,6 +376,21 @@ class _SlotKernelQP:
                 self.nonneg,
                 reuse=True,
             )
+            sub.slots = AS
+            vals = self.values
+            if self._sub is not None and self._sub._base is not None:
+                base = self._sub._base  # the last working set's factor
+            elif vals.face_L_slots.size:
+                base = (None, vals.face_L, vals.face_L_slots)  # the last update's
+            else:
+                base = None
+            if base is not None and base[2] is not None:
+                where = np.full(self.K.shape[0], -1, dtype=np.intp)
+                where[AS] = np.arange(AS.size)
+                ok = base[2] >= 0  # −1: a member whose slot is gone (compaction)
+                sub._base = (np.where(ok, where[np.maximum(base[2], 0)], -1), base[1], base[2])
+            self._sub = sub
+            return sub
         rest = np.setdiff1d(np.flatnonzero(alpha), S, assume_unique=True)
         QS = self.K[:, AS][AS] * yS[:, None] * yS[None, :]
         if self.nonneg and self._scale is not None and np.array_equal(self._scale[0], alpha):
@@ -401,8 +430,19 @@ class _SlotKernelQP:
                 KF *= yS[p][:, None]
                 KF *= yS[p][None, :]
                 self.values.face_slots, self.values.face_K = free, KF
+                self._keep_factor()
                 return
         self.values.keep_face(np.zeros(0, dtype=np.intp))
+        self._keep_factor()
+
+    def _keep_factor(self):
+        """Keep the last working set's face factor (and its members' slots) for the next
+        update's first face solve."""
+        base = None if self._sub is None else self._sub._base
+        if base is None or base[2] is None:
+            self.values.face_L_slots, self.values.face_L = _NO_SLOTS, _NO_FACTOR
+        else:
+            self.values.face_L_slots, self.values.face_L = base[2], base[1]
 
     def full(self):
         return _KernelQP(self.K[:, self.A][self.A], self.y)

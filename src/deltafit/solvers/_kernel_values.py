@@ -119,6 +119,11 @@ class KernelValues:
     #: the arrays are replaced, never changed in place)
     face_slots = np.zeros(0, dtype=np.intp)
     face_K = np.zeros((0, 0))
+    #: the Cholesky factor ``face_L`` of ``Q_BB`` (``y_i y_j k_ij``) of the last face solved
+    #: from scratch, B the slots ``face_L_slots`` in its order (−1: a slot gone): the next
+    #: update's faces near it are solved through it (a relabel drops it: Q's signs change)
+    face_L_slots = np.zeros(0, dtype=np.intp)
+    face_L = np.zeros((0, 0))
 
     def __init__(self, K: np.ndarray, coef: np.ndarray, nonneg: bool) -> None:
         self.nonneg = bool(nonneg)
@@ -142,6 +147,7 @@ class KernelValues:
         new = object.__new__(KernelValues)
         new.nonneg, new.n_columns = self.nonneg, self.n_columns
         new.face_slots, new.face_K = self.face_slots, self.face_K  # never changed in place
+        new.face_L_slots, new.face_L = self.face_L_slots, self.face_L
         new.coef, new.f, new.s, new.err = (
             self.coef.copy(),
             self.f.copy(),
@@ -212,6 +218,9 @@ class KernelValues:
         self.s[slots] = a @ (Kt if self.nonneg else np.abs(Kt))
         self.err[slots] = 0.0  # a fresh product's sums, bounded by γ_N s
         self.keep_face(np.setdiff1d(self.face_slots, slots))  # their kernel values changed
+        hit = np.isin(self.face_L_slots, slots)  # new samples in the factor's gone slots
+        if hit.any():
+            self.face_L_slots = np.where(hit, -1, self.face_L_slots)
 
     def taken(self, keep: np.ndarray, capacity: int) -> KernelValues:
         """The values of the slots ``keep`` moved to the front (the ledger's compaction)."""
@@ -225,7 +234,13 @@ class KernelValues:
         new.keep_face(self.face_slots[to[self.face_slots] >= 0])
         if new.face_slots.size:
             new.face_slots = to[new.face_slots]
+        fl = self.face_L_slots
+        new.face_L_slots = np.where(fl >= 0, to[np.maximum(fl, 0)], -1)
         return new
+
+    def drop_factor(self) -> None:
+        """Forget the face factor (the labels of its samples changed)."""
+        self.face_L_slots, self.face_L = np.zeros(0, dtype=np.intp), np.zeros((0, 0))
 
     def keep_face(self, slots: np.ndarray) -> None:
         """Keep only the cached kernel values among ``slots`` (a subset of the cached ones)."""
@@ -265,7 +280,23 @@ class KernelValues:
             out[p:, :p] = cols[:p].T
         return out
 
-    def cache_face(self, K: np.ndarray, free: np.ndarray) -> None:
-        """Cache ``K[free][:, free]`` read from K (after a fit: its free set)."""
+    def cache_face(self, K: np.ndarray, free: np.ndarray, y: np.ndarray | None = None) -> None:
+        """Cache ``K[free][:, free]`` read from K (after a fit: its free set) and, given the
+        labels ``y`` by slot, the Cholesky factor of ``Q_FF`` when it is numerically positive
+        definite."""
+        from scipy import linalg
+
         free = np.sort(np.asarray(free, dtype=np.intp))
         self.face_slots, self.face_K = free, block(K, free, free)
+        self.drop_factor()
+        if y is None or not free.size:
+            return
+        yF = np.asarray(y, dtype=np.float64)[free]
+        Q = self.face_K * yF[:, None] * yF[None, :]
+        top = float(np.max(np.abs(np.diag(Q))))
+        try:
+            L = linalg.cholesky(Q, lower=True, check_finite=False)
+        except linalg.LinAlgError:
+            return
+        if np.min(np.diag(L)) ** 2 > 64.0 * free.size * _EPS * max(top, np.finfo(float).tiny):
+            self.face_L_slots, self.face_L = free, L
