@@ -263,3 +263,33 @@ def test_near_face_solves_equal_direct_solves():
         assert not null.any()
         assert np.allclose(mul(d), Q[np.ix_(F, F)] @ d)
         assert np.array_equal(qp._base[0], F0)  # through the factor of F0, not a new one
+
+
+@pytest.mark.parametrize(
+    "kernel, params",
+    [("linear", {}), ("poly", {"degree": 3, "gamma": 0.05}), ("sigmoid", {"gamma": 0.01})],
+)
+def test_other_kernels_update_exactly_without_warnings(data, kernel, params):
+    """Kernels with negative entries (linear, poly: ``|K|`` kept apart) and an indefinite
+    one (sigmoid: a face that is not positive definite hands the round to hinge_loop from
+    its start): single removals, an add and a relabel equal a fresh fit, each converged."""
+    import warnings
+
+    X, y = data["cancer"]
+
+    def make():
+        return df.KernelClassifier(loss="hinge", C=1.0, kernel=kernel, **params)
+
+    m = make().fit(X[:500], y[:500])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for i in (3, 10, 77, 150):
+            m.remove([i])
+            assert m.problem_.solver_result.converged
+        m.add(X[500:520], y[500:520])
+        m.relabel(np.asarray(m.sample_ids_)[:3], 1 - y[:3])
+    keep = np.setdiff1d(np.arange(520), [3, 10, 77, 150])
+    y2 = y[keep].copy()
+    y2[:3] = 1 - y2[:3]
+    fresh = make().fit(X[keep], y2)
+    _close(m.decision_function(X), fresh.decision_function(X), DECISION_TOL)

@@ -227,8 +227,14 @@ def _hinge_warm(
         if kept:
             # the face of the start, the violators let in step by step: a few exact face
             # solves where the sweeps of hinge_loop would take many
+            a0 = aS.copy()
             aS, done, polished, p = active_face(sub, aS, ub[S], max(tol, 0.0))
             it, n_polish = it + 1, n_polish + p
+            if not done and (p == 0 or sub.reuse and sub._base is None):
+                # no face was solved, or one was not positive definite (an indefinite
+                # kernel, a singular face): hinge_loop from the start, as without kept values
+                aS = a0
+                sub.refresh(aS)
         if not done:
             aS, k, p, _, _, _, polished = hinge_loop(sub, aS, ub[S], True, tol, max_iter - it, None)
             it, n_polish = it + k, n_polish + p
