@@ -41,13 +41,19 @@ def one_blas_thread() -> contextlib.AbstractContextManager:
     loaded machine each threaded call waits for its threads to be scheduled.  The limit is
     process-wide while the context lasts, as scikit-learn's own limits are."""
     try:
-        if not _CONTROLLER:
-            from threadpoolctl import ThreadpoolController
-
-            _CONTROLLER.append(ThreadpoolController())
-        return _CONTROLLER[0].limit(limits=1, user_api="blas")
+        return _controller().limit(limits=1, user_api="blas")
     except Exception:  # noqa: BLE001 - any failure of the optional limit: run as is
         return contextlib.nullcontext()
+
+
+def _controller():
+    """threadpoolctl's controller of the loaded BLAS libraries, made once (a few ms: a
+    state's first :class:`KernelValues`, at its fit, makes it)."""
+    if not _CONTROLLER:
+        from threadpoolctl import ThreadpoolController
+
+        _CONTROLLER.append(ThreadpoolController())
+    return _CONTROLLER[0]
 
 
 #: columns read at a time: a chunk (capacity × 64) stays in cache between its gather and its
@@ -136,6 +142,8 @@ class KernelValues:
             self.f, self.s = K @ self.coef, np.abs(K) @ a
         self.err = np.zeros(self.coef.shape[0])
         self.n_columns = 0  # columns read since the fresh product
+        with contextlib.suppress(Exception):
+            _controller()  # made now rather than inside an update's clock
 
     @property
     def capacity(self) -> int:
