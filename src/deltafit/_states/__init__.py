@@ -35,7 +35,8 @@ small QP (the rest fixed at their bounds, entering as an offset: `restrict`), wi
 violators of full gradient checks, and certified by the cold solve's rule and radius
 (`_hinge_result`).  The kernel state reads its matrix by slot in place (`_SlotKernelQP`) and
 keeps `K alpha` by slot (`solvers/_kernel_values.KernelValues`, with a certified bound of its
-rounding and the kernel values of the last free set): an update reads only the columns of the
-coefficients it changes, never the whole matrix, and its working set starts from the face of
-the free set (`active_face`); `HingeResult.n_touched` counts coordinate visits.
+rounding, the kernel values of the last free set and the factor of the last face): an update
+reads only the columns of the coefficients it changes, never the whole matrix, and its
+working set starts from the face of the free set (`active_face`); `HingeResult.n_touched`
+counts coordinate visits.
 """

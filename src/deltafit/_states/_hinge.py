@@ -14,10 +14,12 @@ slot (:class:`~deltafit.solvers._kernel_values.KernelValues`): an update moves i
 columns of the coefficients it changes (O(n · #changed), the way LIBSVM keeps its gradient),
 so that no step reads the whole matrix; the rounding those sums accumulate is bounded and
 enters the certificates, and a fresh product replaces them once that bound reaches a fresh
-product's.  The kernel values of the last free set are kept with them: the next update's
-first face solve (the free set re-solved exactly, :func:`~deltafit.solvers._hinge_active_set.
-active_face`) reads no column of the matrix.  The result's ``n_touched`` counts the
-coordinate visits.
+product's.  The kernel values of the last free set and the Cholesky factor of the last face
+factorised are kept with them: the next update's first face solve (the free set re-solved
+exactly, :func:`~deltafit.solvers._hinge_active_set.active_face`) reads no column of the
+matrix and factorises nothing (the removed samples are dropped from the factor by
+multipliers; a relabel drops the factor).  The result's ``n_touched`` counts the coordinate
+visits.
 
 Where the dual variables live (what approximate leave-one-out for SVMs needs):
 
