@@ -65,22 +65,34 @@ def columns_times(
     K: np.ndarray, cols: np.ndarray, V: np.ndarray, V_abs: np.ndarray | None = None
 ) -> np.ndarray:
     """``K[:, cols] @ V`` (and ``|K[:, cols]| @ V_abs`` as further columns), reading the
-    columns a chunk at a time."""
-    m = V.shape[1] + (0 if V_abs is None else V_abs.shape[1])
-    out = np.zeros((K.shape[0], m))
+    columns a chunk at a time into one buffer (K column-major: its columns are the rows of
+    ``K.T``)."""
+    KT = K.T
+    k = V.shape[1]
+    m = k + (0 if V_abs is None else V_abs.shape[1])
+    out = np.zeros((m, K.shape[0]))
+    buf = np.empty((min(_CHUNK, cols.size), K.shape[0]))
     for i in range(0, cols.size, _CHUNK):
-        Kc = K[:, cols[i : i + _CHUNK]]
-        out[:, : V.shape[1]] += Kc @ V[i : i + _CHUNK]
+        idx = cols[i : i + _CHUNK]
+        rows = buf[: idx.size]
+        np.take(KT, idx, axis=0, out=rows, mode="clip")  # the indices are valid slots
+        out[:k] += V[i : i + _CHUNK].T @ rows
         if V_abs is not None:
-            out[:, V.shape[1] :] += np.abs(Kc) @ V_abs[i : i + _CHUNK]
-    return out
+            out[k:] += V_abs[i : i + _CHUNK].T @ np.abs(rows)
+    return out.T
 
 
 def block(K: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-    """``K[rows][:, cols]`` of a column-major K, reading the columns a chunk at a time."""
+    """``K[rows][:, cols]`` of a column-major K, reading the columns a chunk at a time into
+    one buffer."""
+    KT = K.T
     out = np.empty((rows.size, cols.size))
+    buf = np.empty((min(_CHUNK, cols.size), K.shape[0]))
     for i in range(0, cols.size, _CHUNK):
-        out[:, i : i + _CHUNK] = K[:, cols[i : i + _CHUNK]][rows]
+        idx = cols[i : i + _CHUNK]
+        chunk = buf[: idx.size]
+        np.take(KT, idx, axis=0, out=chunk, mode="clip")
+        out[:, i : i + idx.size] = chunk[:, rows].T
     return out
 
 
