@@ -33,6 +33,10 @@ free
 set and a band of the samples nearest to the margin under the old solution are solved as a
 small QP (the rest fixed at their bounds, entering as an offset: `restrict`), widened by the
 violators of full gradient checks, and certified by the cold solve's rule and radius
-(`_hinge_result`).  The kernel state reads its matrix by slot in place (`_SlotKernelQP`: a full
-gradient is one matrix-vector product); `HingeResult.n_touched` counts coordinate visits.
+(`_hinge_result`).  The kernel state reads its matrix by slot in place (`_SlotKernelQP`) and
+keeps `K alpha` by slot (`solvers/_kernel_values.KernelValues`, with a certified bound of its
+rounding, the kernel values of the last free set and the factor of the last face): an update
+reads only the columns of the coefficients it changes, never the whole matrix, and its
+working set starts from the face of the free set (`active_face`); `HingeResult.n_touched`
+counts coordinate visits.
 """

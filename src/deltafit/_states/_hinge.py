@@ -9,8 +9,17 @@ change moved (added, relabelled, reweighted), the free set and the samples neare
 margin under the solution before the change first, the other variables held at their bounds,
 widened through full gradient checks until every variable meets the cold solve's stopping
 rule (the solvers' ``working_set`` and ``margin0``; shrinking, as LIBLINEAR and LIBSVM do).
-The kernel state reads its matrix by slot in place (no n × n copy): a full gradient check is
-one matrix-vector product.  The result's ``n_touched`` counts the coordinate visits.
+The kernel state reads its matrix by slot in place (no n × n copy) and keeps ``K alpha`` by
+slot (:class:`~deltafit.solvers._kernel_values.KernelValues`): an update moves it by the
+columns of the coefficients it changes (O(n · #changed), the way LIBSVM keeps its gradient),
+so that no step reads the whole matrix; the rounding those sums accumulate is bounded and
+enters the certificates, and a fresh product replaces them once that bound reaches a fresh
+product's.  The kernel values of the last free set and the Cholesky factor of the last face
+factorised are kept with them: the next update's first face solve (the free set re-solved
+exactly, :func:`~deltafit.solvers._hinge_active_set.active_face`) reads no column of the
+matrix and factorises nothing (the removed samples are dropped from the factor by
+multipliers; a relabel drops the factor).  The result's ``n_touched`` counts the coordinate
+visits.
 
 Where the dual variables live (what approximate leave-one-out for SVMs needs):
 
@@ -33,6 +42,7 @@ from deltafit._states._newton_kernel import KernelNewtonState
 from deltafit._states._protocol import ModelState, grown, needs_result, padded, saved_coef, taken
 from deltafit._states._saved_checks import EPS, abs_rows, refuse_rows, row_blocks
 from deltafit.solvers import hinge_kernel, hinge_kernel_slots, hinge_primal
+from deltafit.solvers._kernel_values import KernelValues
 
 __all__ = ["PrimalHingeState", "KernelHingeState"]
 
@@ -226,10 +236,19 @@ class KernelHingeState(KernelNewtonState):
     #: whether the kernel matrix has no negative entry over the live slots (then ``|K| = K``
     #: in the rounding bounds); None: not known yet
     nonneg = None
+    #: ``K alpha`` by slot, kept current by the columns of the coefficients an update moves
+    #: (:class:`~deltafit.solvers._kernel_values.KernelValues`); None: computed by the next
+    #: update (one pass over the matrix)
+    values = None
 
     def fit(self, K, y, capacity, coef0=None, w=None):
         super().fit(K, y, capacity, coef0, w)
         self.nonneg = bool(np.min(K, initial=0.0) >= 0.0)
+        self.values = KernelValues(self.gram.K, self.alpha, self.nonneg)
+        # the kernel values of the free set: where the first update's face solve starts
+        ub = self.C * (1.0 if w is None else np.asarray(w, dtype=np.float64))
+        d = self.dual[: K.shape[0]]
+        self.values.cache_face(self.gram.K, np.flatnonzero((d > 0.0) & (d < ub)), y)
         return self
 
     def _init_slots(self, capacity):
@@ -239,27 +258,47 @@ class KernelHingeState(KernelNewtonState):
     def apply_change(self, change):
         o = self.opts
         if not self.active_set or o.callback is not None:
+            self.values = None  # the full solve does not keep them
             super().apply_change(change)  # the full warm-started solve
             return
         led = change.ledger
         if self.nonneg is None:
             live = np.flatnonzero(led.active)
             self.nonneg = bool(np.min(self.gram.sub(live), initial=0.0) >= 0.0)
+        vals = self.values
         if change.add_slots is not None:
             self.ensure_capacity(led.capacity)
+            vals = self.values  # grown with the slots
             self.gram.write(change.add_slots, change.K_cross, change.K_new)
             self.nonneg = self.nonneg and bool(
                 np.min(change.K_cross, initial=0.0) >= 0.0
                 and np.min(change.K_new, initial=0.0) >= 0.0
             )
         A, t = change.slots_after()
-        # the margins under the solution before the change (its expansion over the old slots;
-        # an added slot's column holds its new kernel values, its coefficient is 0)
+        # the expansion before the change over the slots (an added slot's coefficient is 0)
         coef = np.zeros(self.gram.capacity)
         coef[: self.alpha.shape[0]] = self.alpha
         if change.add_slots is not None:
             coef[change.add_slots] = 0.0
-        margin0 = t * (self.gram.K @ coef)[A]
+        # its values K coef by slot: kept from the last update (moved by the columns of the
+        # coefficients each update changes; a copy, so that a failed update leaves them), or
+        # one fresh pass when there are none or their rounding bound has grown
+        if (
+            vals is None
+            or vals.capacity != self.gram.capacity
+            or vals.nonneg != bool(self.nonneg)
+            or not np.array_equal(vals.coef, coef)
+            or vals.stale()
+        ):
+            vals = KernelValues(self.gram.K, coef, bool(self.nonneg))
+        else:
+            vals = vals.copy()
+            if change.add_slots is not None:
+                vals.set_rows(change.add_slots, change.K_cross)
+            if change.relabel_slots is not None and len(change.relabel_slots):
+                vals.drop_factor()  # y_i y_j k_ij changed sign
+        # the margins under the solution before the change
+        margin0 = t * vals.f[A]
         start = self.dual.copy()
         if change.add_slots is not None:
             start[change.add_slots] = 0.0  # new samples start at 0
@@ -276,8 +315,11 @@ class KernelHingeState(KernelNewtonState):
             nonneg=self.nonneg,
             tol=o.tol,
             max_iter=o.max_iter,
+            values=vals,
         )
         self.commit(A, res)
+        vals.move_to(self.gram.K, self.alpha)  # a no-op unless the solve ended elsewhere
+        self.values = vals
 
     def solve(self, A, y, coef0=None, w=None):
         o = self.opts
@@ -303,10 +345,14 @@ class KernelHingeState(KernelNewtonState):
     def ensure_capacity(self, cap):
         super().ensure_capacity(cap)
         self.dual = grown(self.dual, cap)
+        if self.values is not None:
+            self.values = self.values.grown(cap)
 
     def take(self, keep, capacity):
         super().take(keep, capacity)
         self.dual = taken(self.dual, keep, capacity)
+        if self.values is not None:
+            self.values = self.values.taken(keep, capacity)
 
     def to_arrays(self, keep):
         return dict(super().to_arrays(keep), state_dual=self.dual[keep])

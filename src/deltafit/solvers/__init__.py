@@ -34,7 +34,10 @@ The modules (this package only re-exports their public names):
   several solves (syrk over the columns not zero everywhere; the first Hessian shared).
 * ``_hinge``: :func:`hinge_primal`, :func:`hinge_kernel`, ``hinge_kernel_slots`` (cold and
   working-set solves, certification); ``_hinge_active_set``: their iterations
-  (``hinge_loop``); ``_hinge_qp``: the dual QP over each way of holding it.
+  (``hinge_loop``; ``active_face``, the exact face solves a small change's re-solve starts
+  with); ``_hinge_qp``: the dual QP over each way of holding it; ``_kernel_values``: ``K c``
+  kept by slot and moved by the columns of the changed coefficients (the kernel hinge
+  state's updates).
 * ``_chord`` and ``_kernel_chord``: warm re-solves of the smooth losses on the stored
   curvature (primal and kernel); ``_sgd``: the compiled loops of the stream learners.
 """

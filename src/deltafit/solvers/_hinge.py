@@ -11,6 +11,7 @@ iterations are those of :func:`~deltafit.solvers._hinge_active_set.hinge_loop`.
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -18,7 +19,7 @@ import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
 from deltafit.solvers._convergence import warn_kkt_not_converged
-from deltafit.solvers._hinge_active_set import _floor, hinge_loop
+from deltafit.solvers._hinge_active_set import _floor, active_face, hinge_loop
 from deltafit.solvers._hinge_qp import (
     _FeatureQP,
     _KernelQP,
@@ -35,10 +36,12 @@ from deltafit.solvers._inputs import (
     _take_start,
     check_sample_weight,
 )
+from deltafit.solvers._kernel_values import one_blas_thread
 from deltafit.solvers._results import HingeResult
 
 if TYPE_CHECKING:
     from deltafit.solvers._inputs import SolverCallback
+    from deltafit.solvers._kernel_values import KernelValues
 
 __all__ = ["hinge_primal", "hinge_kernel", "hinge_kernel_slots"]
 
@@ -137,10 +140,22 @@ def _hinge_solve(qp, C, alpha0, tol, max_iter, callback, name, w=None):
 #: the first band of :func:`_hinge_warm`: ``_BAND[0] · |S| + _BAND[1]`` samples nearest to the
 #: margin (S: the moved samples and the free set)
 _BAND = (2, 256)
+#: the band of a solve on kept values (``kept``): the S above and this many samples more
+_KEPT_BAND = 128
 
 
 def _hinge_warm(
-    qp, C, alpha0, working_set, tol, max_iter, name, w=None, margin0=None, max_rounds=20
+    qp,
+    C,
+    alpha0,
+    working_set,
+    tol,
+    max_iter,
+    name,
+    w=None,
+    margin0=None,
+    max_rounds=20,
+    kept=False,
 ):
     """The hinge dual over ``qp`` warm-started from ``alpha0`` by working sets (shrinking, as
     LIBLINEAR and LIBSVM do: Hsieh et al. 2008, §3.5; Chang & Lin, "LIBSVM: a library for
@@ -159,6 +174,13 @@ def _hinge_warm(
     many, a four times wider band) and the round repeats; a round that finds none outside S
     (S itself not settled) hands the rest to the full solve.  The result is certified by
     :func:`_hinge_result` like a cold solve's.
+
+    ``kept`` (``qp`` keeps ``K c`` and moves it by the changed columns: no refresh reads the
+    whole matrix): the band holds ``_KEPT_BAND`` samples beyond S, and each round's QP over
+    S is first solved by :func:`~deltafit.solvers._hinge_active_set.active_face` (the face
+    of the free set solved exactly, which absorbs the shift a change gives every margin
+    through the constant term, then the violators let in), :func:`hinge_loop` taking over
+    when it does not settle.
     """
     n = qp.n
     C, ub = _hinge_box(n, C, w)
@@ -173,7 +195,7 @@ def _hinge_warm(
         if dist.shape != (n,):
             raise ValueError(f"margin0 must hold {n} values, got {dist.size}")
         order = np.argsort(np.where(np.isnan(dist), np.inf, dist), kind="stable")
-        m = min(n, _BAND[0] * S.size + _BAND[1])
+        m = min(n, S.size + _KEPT_BAND if kept else _BAND[0] * S.size + _BAND[1])
         S = np.union1d(S, order[:m])
     qp.refresh(alpha)
     viol = box_violation(alpha, qp.G, ub)
@@ -197,13 +219,26 @@ def _hinge_warm(
                 S = np.union1d(S, order[:m])
             else:
                 S = np.union1d(S, outside)
+        if kept:
+            S = qp.order(S)  # the kernel values cached from the last solve first
         sub = qp.restrict(S, alpha)
         sub.refresh(alpha[S])
-        aS, k, p, _, _, _, polished = hinge_loop(
-            sub, alpha[S], ub[S], True, tol, max_iter - it, None
-        )
+        aS, done = alpha[S], False
+        if kept:
+            # the face of the start, the violators let in step by step: a few exact face
+            # solves where the sweeps of hinge_loop would take many
+            a0 = aS.copy()
+            aS, done, polished, p = active_face(sub, aS, ub[S], max(tol, 0.0))
+            it, n_polish = it + 1, n_polish + p
+            if not done and (p == 0 or sub.reuse and sub._base is None):
+                # no face was solved, or one was not positive definite (an indefinite
+                # kernel, a singular face): hinge_loop from the start, as without kept values
+                aS = a0
+                sub.refresh(aS)
+        if not done:
+            aS, k, p, _, _, _, polished = hinge_loop(sub, aS, ub[S], True, tol, max_iter - it, None)
+            it, n_polish = it + k, n_polish + p
         touched += sub.touched
-        it, n_polish = it + k, n_polish + p
         alpha[S] = aS
         qp.refresh(alpha)
         viol = box_violation(alpha, qp.G, ub)
@@ -245,11 +280,15 @@ def hinge_kernel_slots(
     nonneg: bool = False,
     tol: float = 1e-10,
     max_iter: int = 1000,
+    values: KernelValues | None = None,
 ) -> HingeResult:
     """:func:`hinge_kernel` warm-started by working sets (``working_set``) over the rows and
     columns ``slots`` of a larger kernel matrix ``K``, read in place (a model's matrix by
     ledger slot: no n × n copy; ``nonneg``: K has no negative entry).  Samples of weight 0
-    are dropped, as there."""
+    are dropped, as there.  ``values``: the values ``K c`` by slot of the expansion ``alpha0``
+    came from (:class:`~deltafit.solvers._kernel_values.KernelValues`, moved in place to the
+    result): the gradients are then kept by the columns of the coefficients that change, with
+    no pass over the whole matrix."""
     y = _check_labels(y)
     slots = np.asarray(slots, dtype=np.intp)
     n = y.shape[0]
@@ -260,8 +299,24 @@ def hinge_kernel_slots(
         alpha0 = _take_start(alpha0, keep, n, "alpha0")
         working_set = _kept_indices(working_set, keep, n)
         margin0 = _take_start(margin0, keep, n, "margin0")
-    qp = _SlotKernelQP(K, slots, y, nonneg)
-    res = _hinge_warm(qp, C, alpha0, working_set, tol, max_iter, "hinge_kernel", w, margin0)
+    qp = _SlotKernelQP(K, slots, y, nonneg, values)
+    # kept values: small and memory-bound products only, on one BLAS thread
+    with one_blas_thread() if values is not None else contextlib.nullcontext():
+        res = _hinge_warm(
+            qp,
+            C,
+            alpha0,
+            working_set,
+            tol,
+            max_iter,
+            "hinge_kernel",
+            w,
+            margin0,
+            kept=values is not None,
+        )
+    if values is not None:
+        ub = C * (1.0 if w is None else w)
+        qp.keep_face(np.flatnonzero((res.alpha > 0.0) & (res.alpha < ub)))
     if keep is not None:
         res.coef = _embed(res.coef, keep, n)
         res.alpha = _embed(res.alpha, keep, n)

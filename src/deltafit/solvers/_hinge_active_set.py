@@ -18,7 +18,7 @@ import numpy as np
 
 from deltafit.solvers._hinge_qp import _EPS, box_violation
 
-__all__ = ["hinge_loop"]
+__all__ = ["hinge_loop", "active_face"]
 
 
 def _polish(qp, alpha, C, thr, max_steps):
@@ -204,3 +204,82 @@ def hinge_loop(
         last_sets = sets
         stopped = report is not None and report(it, alpha)
     return alpha, it, n_polish, converged, stopped, thr, polished
+
+
+def active_face(qp, alpha, C, thr, max_steps=12):
+    """The primal active-set method on the face of ``alpha`` (a warm start near the solution:
+    a small data change's): each step solves the face of the free variables and the KKT
+    violators at a bound exactly (``Q_FF d = −G_F``), takes the step as far as the box
+    allows (the variables that reach a bound leave the face); the violators enter once the
+    face of the free variables has been solved (before, a change's shift of every margin
+    through the constant term makes many look violated).
+
+    The dual objective never increases (it is convex along each step, minimal at its end).
+    A violator whose step points out of the box at once is held at its bound for that step.
+    Gives up (returns ``converged`` False, ``alpha`` at a feasible point no worse than the
+    start) on a singular face, a step that moves nothing, a face that comes back (a cycle)
+    or after ``max_steps`` face solves;
+    the caller then goes on with :func:`hinge_loop`.
+
+    Returns ``(alpha, converged, polished, face_solves)``: ``polished`` whether the last step
+    solved the face exactly (the rounding floor then applies to the KKT violation).
+    """
+    polished = False
+    held = np.zeros(alpha.shape[0], dtype=bool)
+    seen = set()  # the faces solved: one that comes back is a cycle (hinge_loop takes over)
+    steps = 0
+    while steps < max_steps:
+        viol = box_violation(alpha, qp.G, C)
+        vmax = float(np.max(viol, initial=0.0))
+        if vmax <= thr or (polished and vmax <= max(thr, _floor(qp, alpha))):
+            return alpha, True, polished, steps
+        free = (alpha > 0.0) & (alpha < C)
+        # the violators enter once the face of the free variables is solved
+        F = np.flatnonzero(free | ((viol > thr) & ~held)) if polished else np.flatnonzero(free)
+        if F.size == 0:
+            if polished:
+                break
+            polished = True  # no free variable: the violators enter
+            continue
+        key = F.tobytes()
+        if key in seen:
+            break
+        seen.add(key)
+        steps += 1
+        qp.touched += F.size
+        G_F = qp.G[F]
+        d, d_null, Qmul = qp.face_step(F, G_F)
+        if np.max(np.abs(d_null), initial=0.0) > 0.5 * thr:
+            break  # a singular face: hinge_loop's null-space steps
+        aF, CF = alpha[F], C[F]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            room = np.where(d > 0.0, (CF - aF) / d, np.where(d < 0.0, -aF / d, np.inf))
+        t = float(np.min(room, initial=np.inf))
+        if t >= 1.0:
+            new = np.clip(aF + d, 0.0, CF)
+            polished = True
+        elif t > 0.0:
+            # the better of the step as far as the box allows and the projection of the full
+            # step (which drops many variables to their bounds at once), as _polish does
+            new = np.clip(aF + t * d, 0.0, CF)
+            hit = room <= t
+            new[hit] = np.where(d[hit] > 0.0, CF[hit], 0.0)
+            proj = np.clip(aF + d, 0.0, CF)
+            dn, dp = new - aF, proj - aF
+            if G_F @ dp + 0.5 * dp @ Qmul(dp) < G_F @ dn + 0.5 * dn @ Qmul(dn):
+                new = proj
+            polished = False
+        else:
+            # a variable at its bound whose step points out of the box: hold the entering ones
+            # at their bounds for the next solve (a free one cannot block at once)
+            block = F[(room <= 0.0) & ~free[F]]
+            if not block.size or np.all(held[block]):
+                break
+            held[block] = True
+            polished = False
+            continue
+        held[:] = False
+        qp.move(F, new - aF)
+        alpha[F] = new
+    qp.refresh(alpha)
+    return alpha, False, polished, steps
