@@ -7,7 +7,10 @@ asked, ``Φᵀ diag(cw ℓ'') Φ`` — summed in a tree on the cluster (fan-in 8
 reaches the client.  Each task walks its block a chunk at a time — a cache-sized one when it
 sums a p × p matrix (BLAS syrk through NumPy's ``V.T @ V``, which releases the GIL), 8 MiB
 for the gradient alone (few NumPy calls: the threaded scheduler's tasks then rarely wait on
-the GIL) — Φ formed per chunk (the fitted feature map and the constant column).
+the GIL) — Φ formed per chunk (the fitted feature map and the constant column).  The logistic
+passes over plain features (no feature map) take the scores, the gradient and the Hessian's
+scaled rows from the compiled GIL-free kernels of :mod:`._kernels` when numba is installed
+(a Hessian task's own work is then its syrk, about two thirds of it at p = 50).
 
 * **Fit**: damped Newton (the stopping rule of :func:`deltafit.solvers.newton_primal`,
   ``‖∇J(β)‖ ≤ tol · ‖∇J(0)‖``), each iteration one pass that returns J, ∇J and the Hessian at
