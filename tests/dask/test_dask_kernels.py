@@ -122,3 +122,18 @@ def test_block_mods_pickle_their_live_mask_as_bits():
     np.testing.assert_array_equal(got.t_val, [1.0, -1.0])
     assert got.w_at is None and got.w_val is None
     assert pickle.loads(pickle.dumps(BlockMods())).live is None
+
+
+def test_no_kernels_with_numba_jit_disabled(monkeypatch):
+    """``NUMBA_DISABLE_JIT=1`` would leave the kernels plain Python loops over every row: the
+    passes then keep NumPy's products."""
+    import numba
+
+    from deltafit._dask import _newton as dn
+
+    assert dn._kernels() is not None
+    monkeypatch.setattr(numba.config, "DISABLE_JIT", True)
+    assert dn._kernels() is None
+    monkeypatch.setattr(dn, "USE_KERNELS", False)
+    monkeypatch.setattr(numba.config, "DISABLE_JIT", False)
+    assert dn._kernels() is None

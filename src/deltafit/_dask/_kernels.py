@@ -11,9 +11,9 @@ scheduler the block tasks then overlap except for the few NumPy calls left per c
 logistic function's exponentials stay NumPy's SIMD ufuncs, and ``VᵀV`` BLAS syrk).
 
 Every kernel sums in a fixed order: the results equal NumPy's products to rounding
-(``fastmath`` lets the dot products vectorise).  Without numba (:data:`HAVE_NUMBA` False) the
-passes keep their NumPy products; the kernels are compiled on their first call in a process
-(numba caches them on disk).
+(``fastmath`` lets the dot products vectorise).  Without numba, or with its JIT disabled
+(:func:`compiled` False), the passes keep their NumPy products; the kernels are compiled on
+their first call in a process (numba caches them on disk).
 """
 
 from __future__ import annotations
@@ -22,7 +22,17 @@ import math
 
 from deltafit.utils._numba import HAVE_NUMBA, njit
 
-__all__ = ["HAVE_NUMBA", "scores", "gradient_rows", "hessian_rows"]
+__all__ = ["HAVE_NUMBA", "compiled", "scores", "gradient_rows", "hessian_rows"]
+
+
+def compiled():
+    """Whether the kernels run compiled: numba installed and its JIT not disabled
+    (``NUMBA_DISABLE_JIT=1`` leaves them plain Python loops, which the passes then skip)."""
+    if not HAVE_NUMBA:
+        return False
+    import numba
+
+    return not numba.config.DISABLE_JIT
 
 
 @njit

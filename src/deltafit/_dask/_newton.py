@@ -265,12 +265,13 @@ USE_KERNELS = True
 
 
 def _kernels():
-    """The module of compiled kernels, or None (numba missing, or :data:`USE_KERNELS` off)."""
+    """The module of compiled kernels, or None (numba missing or its JIT disabled, or
+    :data:`USE_KERNELS` off)."""
     if not USE_KERNELS:
         return None
     from deltafit._dask import _kernels as kern
 
-    return kern if kern.HAVE_NUMBA else None
+    return kern if kern.compiled() else None
 
 
 def _compiled_share(x, t, cw, spec, beta, g0, value, hessian):
