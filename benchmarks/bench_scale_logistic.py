@@ -33,8 +33,9 @@ A small fit first compiles the workers' digest kernel (numba, once per process; 
 apart as ``t_warmup``), and another one this process's before the threaded timings
 (``t_warmup_threads``).  Timing: ``benchmarks/_timing.timed``, one run each (the fits are long);
 the JSON keeps every
-time and the load average around each step.  Run with ``OMP_NUM_THREADS=1`` on a shared
-machine.
+time and the load average around each step, and ``compiled_kernels``: whether the logistic
+passes ran through the compiled GIL-free kernels of ``_dask/_kernels.py`` (numba installed).
+Run with ``OMP_NUM_THREADS=1`` on a shared machine.
 
 Usage::
 
@@ -61,6 +62,16 @@ from bench_updates import machine_info, source_info  # noqa: E402
 import deltafit as df  # noqa: E402
 
 C = 1.0
+
+
+def compiled_kernels():
+    """Whether the Dask logistic passes use the compiled kernels (``_dask/_kernels.py``)."""
+    try:
+        from deltafit._dask import _newton as dn
+    except ImportError:
+        return False
+    kernels = getattr(dn, "_kernels", None)
+    return bool(kernels is not None and kernels() is not None)
 
 
 def gradient_norm(X, y, beta, C):
@@ -158,6 +169,8 @@ def main():
         "removed": int(ids.size),
         "machine": machine_info(),
         "source": source_info(),
+        # whether the logistic passes ran through the compiled kernels (numba installed)
+        "compiled_kernels": compiled_kernels(),
     }
     with (
         distributed.LocalCluster(

@@ -53,8 +53,10 @@ certified as on NumPy.  A logistic pass also sums the Hessian at its point unles
 step after it is predicted to finish (the last rate, or Newton's `c‖∇J‖²` with c kept from
 the previous solve): a solve ends with M exact at β, so consecutive 0.1% updates take 2
 passes each.  Tasks keep the GIL free for the threaded scheduler: ΦᵀDΦ by NumPy's `V.T @ V`
-(BLAS syrk), gradient-only tasks on 8 MiB of rows at a time; an update reads its changed
-samples' labels and weights from the ledger in one vectorised step.  Every pass — the
+(BLAS syrk), gradient-only tasks on 8 MiB of rows at a time, the logistic scores, gradient
+and scaled rows over plain features in compiled `nogil` kernels (`_dask/_kernels.py`, numba;
+NumPy without it); a task's live mask travels to a worker process as bits; an update reads
+its changed samples' labels and weights from the ledger in one vectorised step.  Every pass — the
 statistics, Newton, one-vs-rest, fold and hinge passes — sums its per-block shares in one tree
 (`_dask/_rows.tree_compute`, fan-in 8) and computes through
 `_dask/_rows.compute_on_cluster`: Dask retries a lost

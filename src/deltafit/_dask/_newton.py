@@ -7,7 +7,10 @@ asked, ``Φᵀ diag(cw ℓ'') Φ`` — summed in a tree on the cluster (fan-in 8
 reaches the client.  Each task walks its block a chunk at a time — a cache-sized one when it
 sums a p × p matrix (BLAS syrk through NumPy's ``V.T @ V``, which releases the GIL), 8 MiB
 for the gradient alone (few NumPy calls: the threaded scheduler's tasks then rarely wait on
-the GIL) — Φ formed per chunk (the fitted feature map and the constant column).
+the GIL) — Φ formed per chunk (the fitted feature map and the constant column).  The logistic
+passes over plain features (no feature map) take the scores, the gradient and the Hessian's
+scaled rows from the compiled GIL-free kernels of :mod:`._kernels` when numba is installed
+(a Hessian task's own work is then its syrk, about two thirds of it at p = 50).
 
 * **Fit**: damped Newton (the stopping rule of :func:`deltafit.solvers.newton_primal`,
   ``‖∇J(β)‖ ≤ tol · ‖∇J(0)‖``), each iteration one pass that returns J, ∇J and the Hessian at
@@ -217,6 +220,8 @@ def block_share(
         64, (_CHUNK_BYTES if hessian or ref is not None else _GRAD_CHUNK_BYTES) // (8 * max(p, 1))
     )
     fused = loss.name == "logistic" and ref is None
+    if fused and spec.plain and line is None and _kernels() is not None and not np.any(cw < 0.0):
+        return _compiled_share(x, t, cw, spec, beta, g0, value, hessian)
     for a in range(0, k, step):
         b = min(k, a + step)
         Phi = _Chunk(x[a:b], spec)
@@ -252,6 +257,73 @@ def block_share(
                 n_sw += sw.size
                 dH += Phi.weighted_gram((dn - dr)[sw], sw)
     return Share(val, G, H, dH, n_sw, lad, k)
+
+
+#: Whether the logistic passes use the compiled kernels of :mod:`._kernels` (when numba is
+#: installed); False: NumPy's products (the tests compare the two).
+USE_KERNELS = True
+
+
+def _kernels():
+    """The module of compiled kernels, or None (numba missing or its JIT disabled, or
+    :data:`USE_KERNELS` off)."""
+    if not USE_KERNELS:
+        return None
+    from deltafit._dask import _kernels as kern
+
+    return kern if kern.compiled() else None
+
+
+def _compiled_share(x, t, cw, spec, beta, g0, value, hessian):
+    """:func:`block_share` of the logistic loss at β (no ``ref``, no ``line``) over plain
+    features (``spec.plain``: Φ = [x, s] never formed) through the compiled kernels, ``cw ≥
+    0``.  Per chunk of :data:`_GRAD_CHUNK_BYTES`: the scores in one GIL-free call, the
+    logistic parts by NumPy's ufuncs (a few calls per chunk), then the gradient in one more
+    call — or, with ``hessian``, per cache-sized piece of :data:`_CHUNK_BYTES` (syrk's operand
+    stays in the core's L2 cache), the gradient, the scaled rows and ``xᵀd`` in one read of
+    the rows and their ``VᵀV`` by BLAS syrk: three calls a piece, all without the GIL."""
+    kern = _kernels()
+    k = x.shape[0]
+    p = beta.shape[0]
+    s = spec.s
+    q = p - (s is not None)
+    b = np.ascontiguousarray(beta[:q])
+    b0 = 0.0 if s is None else float(s * beta[q])
+    G = np.zeros((2 if g0 else 1, q + 1))  # rows: ∇J's and ∇J(0)'s shares (+ Σ c last)
+    H = np.zeros((p, p)) if hessian else None
+    Gd = np.zeros(q + 1)
+    step = max(64, _GRAD_CHUNK_BYTES // (8 * max(q, 1)))
+    piece = max(64, _CHUNK_BYTES // (8 * max(q, 1)))
+    z = np.empty(min(k, step))
+    V = np.empty((min(k, piece), q)) if hessian else None
+    val = 0.0
+    for a in range(0, k, step):
+        e = min(k, a + step)
+        xc = _Chunk(x[a:e], spec).x
+        m = e - a
+        tc, wc = t[a:e], cw[a:e]
+        kern.scores(xc, b, b0, z[:m])
+        lv, l1, l2 = _logistic_parts(tc, z[:m], value, hessian)
+        if value:
+            val += float(wc @ lv)
+        if hessian:
+            for c in range(0, m, piece):
+                f = min(m, c + piece)
+                Vc = V[: f - c]
+                kern.hessian_rows(xc[c:f], wc[c:f], l1[c:f], l2[c:f], Vc, G[0], Gd)
+                _syrk_add(H[:q, :q], Vc)
+        else:
+            kern.gradient_rows(xc, wc, l1, G[0])
+        if g0:
+            kern.gradient_rows(xc, wc, spec.loss.d1(tc, np.zeros(m)), G[1])
+    out = G[:, :q].T.copy()
+    if s is not None:
+        out = np.vstack([out, s * G[:, q]])
+        if hessian:
+            H[:q, q] = s * Gd[:q]
+            H[q, :q] = s * Gd[:q]
+            H[q, q] = s * s * Gd[q]
+    return Share(val, out, H, None, 0, None, k)
 
 
 def block_select(x, t, w, mods, spec, beta, key, k):

@@ -88,6 +88,17 @@ class BlockMods:
     def __init__(self, live=None, t_at=None, t_val=None, w_at=None, w_val=None):
         self.live, self.t_at, self.t_val, self.w_at, self.w_val = live, t_at, t_val, w_at, w_val
 
+    def __getstate__(self):
+        """Pickled (sent to a worker process with every task of a pass) with the live mask
+        as bits: an eighth of its bytes (a byte a row before, 5 MB a pass at 5M rows)."""
+        live = self.live
+        bits = None if live is None else (np.packbits(live), int(live.size))
+        return bits, self.t_at, self.t_val, self.w_at, self.w_val
+
+    def __setstate__(self, state):
+        bits, self.t_at, self.t_val, self.w_at, self.w_val = state
+        self.live = None if bits is None else np.unpackbits(bits[0], count=bits[1]).view(bool)
+
     def targets(self, t):
         """The block's current targets."""
         if self.t_at is None:
