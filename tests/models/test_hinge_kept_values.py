@@ -186,11 +186,31 @@ def test_loaded_model_computes_the_values_and_updates_alike(data, tmp_path):
     path = tmp_path / "m.npz"
     df.save(m, path)
     loaded = df.load(path)
-    assert loaded._state.values is None
+    # the file holds the kept values and face: the loaded state holds what the saved one did
+    a, b = m._state.values, loaded._state.values
+    for name in ("f", "s", "err", "coef", "face_slots", "face_L_slots", "face_L"):
+        np.testing.assert_array_equal(getattr(b, name), getattr(a, name))
     m.remove([3, 10])
     loaded.remove([3, 10])
-    _close(loaded.decision_function(X), m.decision_function(X), DECISION_TOL)
+    # ... and goes on updating along the same path, to the same numbers
+    np.testing.assert_allclose(
+        loaded.decision_function(X), m.decision_function(X), rtol=1e-12, atol=1e-12
+    )
     _check_values(loaded)
+
+
+def test_a_corrupt_kept_value_is_refused(data, tmp_path):
+    X, y = data["digits"]
+    m = _make(1.0 / X.shape[1]).fit(X[:300], y[:300])
+    m.remove([3])  # kept values moved by an update
+    path = tmp_path / "m.npz"
+    df.save(m, path)
+    with np.load(path) as z:
+        arrays = dict(z)
+    arrays["state_values"][5, 0] += 1e-3
+    np.savez(tmp_path / "bad.npz", **arrays)
+    with pytest.raises(ValueError, match="state_values"):
+        df.load(tmp_path / "bad.npz")
 
 
 def test_stale_values_are_recomputed(data, monkeypatch):

@@ -518,7 +518,7 @@ class Ledger(Journal):
             n_features,
             keep_rows=keep_rows,
             keep_digests=keep_digests,
-            capacity=max(16, n),
+            capacity=n + max(16, n // 8),  # a fit's headroom: a loaded model grows as it would
             n_outputs=n_outputs,
             sparse_rows=sparse_rows,
             digest_scheme=digest_scheme,

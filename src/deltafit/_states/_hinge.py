@@ -355,11 +355,42 @@ class KernelHingeState(KernelNewtonState):
             self.values = self.values.taken(keep, capacity)
 
     def to_arrays(self, keep):
-        return dict(super().to_arrays(keep), state_dual=self.dual[keep])
+        keep = np.asarray(keep, dtype=np.intp)
+        out = dict(
+            super().to_arrays(keep), state_dual=self.dual[keep], state_face=self._face_marks(keep)
+        )
+        if self.values is not None:
+            v = self.values
+            out["state_values"] = np.column_stack([v.f[keep], v.s[keep], v.err[keep]])
+        return out
+
+    def _face_marks(self, keep):
+        """The kept values and face by saved row: 1 where the face's kernel values are cached,
+        2 where its factor is kept too (the factor's set equal to the cached one), 0 elsewhere;
+        −1 everywhere: no kept values (the next update computes them)."""
+        vals = self.values
+        if vals is None:
+            return np.full(keep.size, -1.0)
+        marks = np.zeros(keep.size)
+        pos = np.full(self.gram.capacity, -1, dtype=np.intp)
+        pos[keep] = np.arange(keep.size)
+        if not vals.face_slots.size or np.any(pos[vals.face_slots] < 0):
+            return marks
+        marks[pos[vals.face_slots]] = 1.0
+        fl = vals.face_L_slots
+        if fl.size and np.array_equal(np.sort(fl), vals.face_slots):
+            marks[pos[vals.face_slots]] = 2.0
+        return marks
 
     @classmethod
     def saved_shapes(cls, n, p):
         return dict(super().saved_shapes(n, p), state_dual=(n,))
+
+    @classmethod
+    def optional_shapes(cls, n, p):
+        """The kernel Newton state's, and the kept face (:meth:`_face_marks`): a file
+        without it caches the free set of its dual variables, as a fit does."""
+        return dict(super().optional_shapes(n, p), state_face=(n,), state_values=(n, 3))
 
     @classmethod
     def from_arrays(cls, arrays, opts, *, y, capacity, max_rank=64, result=None):
@@ -375,6 +406,45 @@ class KernelHingeState(KernelNewtonState):
         st.dual = padded(dual, capacity)
         result.alpha = dual
         st.nonneg = bool(np.min(st.gram.K, initial=0.0) >= 0.0)  # the free slots hold 0
+        # the kept values and face as the saved model held them (the face's kernel values
+        # and factor recomputed from K), so that the loaded model's next update takes the
+        # saved one's path
+        n = y.shape[0]
+        marks = arrays.get("state_face")
+        if marks is None:  # as a fit leaves them: the free set of the dual variables
+            ub = st.C * np.asarray(arrays.get("ledger_w", np.ones(n)), dtype=np.float64)
+            free = (dual > 0.0) & (dual < ub)
+            marks = np.where(free, 2.0, 0.0)
+        marks = np.asarray(marks, dtype=np.float64)
+        if marks.shape != (n,) or not (
+            np.all(marks == -1.0) or np.all(np.isin(marks, (0.0, 1.0, 2.0)))
+        ):
+            raise ValueError(
+                "corrupt model file: state_face is not one mark 0, 1 or 2 per sample (or −1)"
+            )
+        if n and marks[0] == -1.0:
+            return st  # the saved model kept no values: its next update computes them
+        face = np.flatnonzero(marks)
+        st.values = KernelValues(st.gram.K, st.alpha, st.nonneg)
+        kept = arrays.get("state_values")
+        if kept is not None:  # the saved values (moved by updates), checked against fresh ones
+            kept = np.asarray(kept, dtype=np.float64)
+            v = st.values
+            f, s, err = (kept[:, j] for j in range(3)) if kept.shape == (n, 3) else (None,) * 3
+            if (
+                f is None
+                or not np.all(np.isfinite(kept))
+                or np.any(err < 0.0)
+                or np.any(np.abs(s - v.s[:n]) > err + 4.0 * v.gamma() * np.maximum(v.s[:n], 1.0))
+                or np.any(np.abs(f - v.f[:n]) > err + 4.0 * v.gamma() * np.maximum(v.s[:n], 1.0))
+            ):
+                raise ValueError(
+                    "corrupt model file: state_values do not match the kernel matrix and "
+                    "coefficients"
+                )
+            v.f[:n], v.s[:n], v.err[:n] = f, s, err
+        factored = face.size and bool(np.all(marks[face] == 2.0))
+        st.values.cache_face(st.gram.K, face, y if factored else None)
         return st
 
     # ------------------------------------------------------- load-time checks
