@@ -284,3 +284,26 @@ def test_no_private_model_reads_outside_models():
         f"{len(hits)} reads of the models' private attributes outside "
         "deltafit/models:\n" + "\n".join(hits)
     )
+
+
+# ---------------------------------------------------------------------------
+# optional packages stay lazy
+# ---------------------------------------------------------------------------
+def test_import_deltafit_loads_no_optional_package():
+    """``import deltafit`` loads none of the optional packages ARCHITECTURE.md says are
+    imported lazily (numba cost ~170 ms here when ``_ledger._digest`` imported it at module
+    level)."""
+    import os
+    import subprocess
+    import sys
+
+    lazy = ("numba", "dask", "matplotlib", "river", "tqdm")
+    code = f"import sys, deltafit\nprint(sorted(m for m in {lazy!r} if m in sys.modules))\n"
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        check=True,
+    )
+    assert out.stdout.strip() == "[]", out.stdout
