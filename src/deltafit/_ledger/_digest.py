@@ -121,13 +121,6 @@ def _digests_numpy(Wx, Wy, K1, K2, s1, s2):
     return out
 
 
-def _numba_installed():
-    """Whether numba can be imported (found, not imported: ``import deltafit`` loads no numba)."""
-    import importlib.util
-
-    return importlib.util.find_spec("numba") is not None
-
-
 def nh_sip_digests(X, y, key, use_numba=None):
     """The ``"nh-sip"`` digests (see the module docstring) of the records (X, y): a (k, 16)
     uint8 array.  ``use_numba`` None: numba when installed (the NumPy route gives the same
@@ -137,9 +130,11 @@ def nh_sip_digests(X, y, key, use_numba=None):
         return np.zeros((0, 16), dtype=np.uint8)
     Wx, Wy = _words(X, k), _words(y, k)
     K1, K2, s1, s2 = derive_keys(key, Wx.shape[1] + Wy.shape[1])
-    if use_numba is None:
-        use_numba = _numba_installed()
-    if use_numba:  # the compiled loops import numba: only now, not with deltafit
+    if use_numba is None:  # numba is imported here, on the first digest, not with deltafit
+        from deltafit.utils._numba import HAVE_NUMBA
+
+        use_numba = HAVE_NUMBA
+    if use_numba:
         from deltafit._ledger._digest_compiled import digests_nb
 
         out = np.empty((k, 2), dtype=np.uint64)
