@@ -469,6 +469,12 @@ class Ledger(Journal):
         led.next_id = led.end = led._n = int(n)
         return led
 
+    @staticmethod
+    def fit_capacity(n):
+        """The slots a ledger of ``n`` samples starts with: the fit's headroom for added
+        samples (a loaded ledger takes the same, so a loaded model grows as the fitted one)."""
+        return n + max(16, n // 8)
+
     @classmethod
     def from_arrays(
         cls,
@@ -518,7 +524,7 @@ class Ledger(Journal):
             n_features,
             keep_rows=keep_rows,
             keep_digests=keep_digests,
-            capacity=n + max(16, n // 8),  # a fit's headroom: a loaded model grows as it would
+            capacity=cls.fit_capacity(n),
             n_outputs=n_outputs,
             sparse_rows=sparse_rows,
             digest_scheme=digest_scheme,

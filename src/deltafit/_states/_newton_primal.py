@@ -20,6 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy import linalg
 
+from deltafit._linalg._spd import _symmetric
 from deltafit._states._newton_common import check_change_curvature
 from deltafit._states._protocol import (
     ModelState,
@@ -172,8 +173,7 @@ class PrimalNewtonState(ModelState):
             # residue of every earlier, possibly far larger, Hessian (a fit at weight 1 later
             # reweighted to 1e-12), which a load-time symmetry test cannot tell from damage;
             # the loaded factor is bitwise the one this state holds
-            H = np.tril(cv.folded().H)
-            H = H + np.tril(H, -1).T
+            H = _symmetric(cv.folded().H)
             out["state_hessian"] = np.column_stack([H, pt.grad, pt.grad0])
             out["state_scores"] = np.column_stack([pt.z[keep], cv.d[keep]])
         return out

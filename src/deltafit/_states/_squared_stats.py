@@ -37,7 +37,7 @@ import scipy.sparse as sp
 from scipy.linalg import blas
 
 from deltafit._linalg._compensated import _EPS, _dot2, _split, _two_sum
-from deltafit._linalg._spd import _sym_matvec
+from deltafit._linalg._spd import _sym_matvec, _symmetric
 
 __all__ = ["Rows", "as_rows"]
 
@@ -405,8 +405,7 @@ class _Statistics:
 
     def full(self):
         """``M`` as a full symmetric matrix (the parts summed and rounded)."""
-        M = np.tril(self.matrix())
-        return M + np.tril(M, -1).T
+        return _symmetric(self.matrix())
 
 
 def _is_weighted(change):

@@ -100,7 +100,7 @@ class _KernelModel(UpdatableMixin, BaseEstimator):
         led = Ledger(
             X.shape[1],
             keep_rows=True,
-            capacity=n + max(16, n // 8),
+            capacity=Ledger.fit_capacity(n),
             growth=1.25,
             n_outputs=self._n_outputs_fitted,
             sparse_rows=sp.issparse(X),

@@ -92,7 +92,7 @@ class _LinearModel(UpdatableMixin, BaseEstimator):
         Phi = self._features(X)
         n = X.shape[0]
         # headroom for a batch of additions without re-copying the stored rows
-        capacity = n + max(16, n // 8)
+        capacity = Ledger.fit_capacity(n)
         self._state = self._new_state(Phi, t, capacity, previous, w)
         # keep_data=False keeps neither rows nor labels: one keyed digest per sample recognises
         # it by its row and label (a classifier's label is one of two; a regression target
