@@ -107,7 +107,7 @@ def main():
     m = fitted["deltafit"]
     B_df = np.vstack([m.coef_.T, m.intercept_])  # intercept_scaling 1: β's last entry
     g_df = np.linalg.norm(gradients(Phi, y, B_df), axis=0)
-    res = m._state.result.results
+    res = [m.problem_.for_class(k).solver_result for k in range(K)]
     certified = np.array([r.grad_norm for r in res])
     T = np.where(y[:, None] == np.arange(K), 1.0, -1.0)
     g0 = np.linalg.norm(C * (Phi.T @ (-0.5 * T)), axis=0)  # ‖∇J_k(0)‖₂ (ℓ'(t, 0) = −t/2)

@@ -205,7 +205,7 @@ def out_of_core(args, client):
         "ledger_bytes": ledger_bytes,
         "ledger_bytes_per_sample": ledger_bytes / n,
         "fit_rate_over_read_rate": t_read / t_fit,
-        "fit_passes": m._dask_passes,
+        "fit_passes": m.problem_.dask_passes,
         "client_rss_before_fit_MB": rss.start / 1e6,
         "client_peak_rss_fit_MB": rss.peak / 1e6,
         "t_remove_one_s": t_one,

@@ -62,7 +62,7 @@ def cold_folds(est, Xd, yd, folds, n):
     passes = 0
     for train, test in folds:
         m = df.LinearClassifier(**est.get_params()).fit(Xd[train], yd[train])
-        passes += int(m._dask_passes) + 1
+        passes += int(m.problem_.dask_passes) + 1
         z[test] = np.asarray(m.decision_function(Xd[test]).compute())
     return z, passes
 

@@ -108,15 +108,15 @@ def main():
         m = df.LinearClassifier(loss="hinge", C=C)
         res["t_fit_dask"], _ = timed(lambda: m.fit(Xd, yd))
         st = m._state
-        res["passes_fit"] = int(m._dask_passes)
+        res["passes_fit"] = int(m.problem_.dask_passes)
         res["passes_fit_start"] = int(st.start_passes)
         res["working_set_fit"] = int(st.work.ids.size)
         res["kkt_fit"] = float(st.result.kkt_violation)
         log(f"dask fit {res['t_fit_dask']:.2f} s, {res['passes_fit']} passes")
         beta_fit = np.r_[m.coef_.ravel(), m.intercept_]
         res["t_remove_dask"], _ = timed(lambda: m.remove(ids))
-        res["passes_remove"] = int(m._state.passes)
-        r = m._state.result
+        res["passes_remove"] = int(m.problem_.dask_passes)
+        r = m.problem_.solver_result
         res["kkt_remove"], res["gap_remove"] = float(r.kkt_violation), float(r.duality_gap)
         res["radius_remove"] = float(m.grad_norm_)
         beta = np.r_[m.coef_.ravel(), m.intercept_]
@@ -128,7 +128,7 @@ def main():
     ba_fit = np.r_[a.coef_.ravel(), a.intercept_]
     res["t_remove_numpy"], _ = timed(lambda: a.remove(ids))
     ba = np.r_[a.coef_.ravel(), a.intercept_]
-    res["kkt_numpy_remove"] = float(a._state.result.kkt_violation)
+    res["kkt_numpy_remove"] = float(a.problem_.solver_result.kkt_violation)
     res["deviation_fit"] = float(np.max(np.abs(ba_fit - beta_fit)))
     res["deviation_remove"] = float(np.max(np.abs(ba - beta)))
     scale = max(1.0, float(np.linalg.norm(ba)))
@@ -205,13 +205,15 @@ def main_classes(args):
         res["load_before"] = os.getloadavg()
         m = df.LinearClassifier(loss="hinge", C=C)
         res["t_fit_joint"], _ = timed(lambda: m.fit(Xd, yd))
-        res["passes_fit_joint"] = int(m._dask_passes)
-        res["passes_fit_per_class"] = [int(st.passes) for st in m._state.states]
+        res["passes_fit_joint"] = int(m.problem_.dask_passes)
+        res["passes_fit_per_class"] = [int(m.problem_.for_class(k).dask_passes) for k in range(K)]
         beta_fit = np.column_stack([m.coef_, m.intercept_])
         log(f"joint fit {res['t_fit_joint']:.2f} s, {res['passes_fit_joint']} passes")
         res["t_remove_joint"], _ = timed(lambda: m.remove(ids))
-        res["passes_remove_joint"] = int(m._state.passes)
-        res["kkt_remove_joint"] = max(float(r.kkt_violation) for r in m._state.result.results)
+        res["passes_remove_joint"] = int(m.problem_.dask_passes)
+        res["kkt_remove_joint"] = max(
+            float(m.problem_.for_class(k).solver_result.kkt_violation) for k in range(K)
+        )
         beta_rm = np.column_stack([m.coef_, m.intercept_])
         log(f"joint remove {res['t_remove_joint']:.3f} s, {res['passes_remove_joint']} passes")
         t_bin = t_bin_rm = 0.0
@@ -221,10 +223,11 @@ def main_classes(args):
             b = df.LinearClassifier(loss="hinge", C=C)
             yk = da.from_array((y == k).astype(np.int64), chunks=rows)
             t, _ = timed(lambda b=b, yk=yk: b.fit(Xd, yk))
+            pf = int(b.problem_.dask_passes)
             t2, _ = timed(lambda b=b: b.remove(ids))
             t_bin, t_bin_rm = t_bin + t, t_bin_rm + t2
-            per.append((int(b._dask_passes), int(b._state.passes)))
-            passes_bin += int(b._dask_passes)
+            per.append((pf, int(b.problem_.dask_passes)))
+            passes_bin += pf
         res["t_fit_binary_total"], res["t_remove_binary_total"] = t_bin, t_bin_rm
         res["passes_fit_binary"] = [f for f, _ in per]
         res["passes_remove_binary"] = [r for _, r in per]

@@ -196,12 +196,12 @@ def main():
         res["load_before"] = os.getloadavg()
         m = df.LinearClassifier(loss="logistic", C=C)
         res["t_fit_dask"], _ = timed(lambda: m.fit(Xd, yd))
-        res["passes_fit"] = int(m._dask_passes)
+        res["passes_fit"] = int(m.problem_.dask_passes)
         res["newton_iterations_fit"] = int(m.n_iter_)
         log(f"dask fit {res['t_fit_dask']:.2f} s, {res['passes_fit']} passes")
-        g0 = float(np.linalg.norm(m._state.point[2]))
+        g0 = float(np.linalg.norm(m.problem_.newton_point()["gradient_at_zero"]))
         res["t_remove_dask"], _ = timed(lambda: m.remove(ids))
-        res["passes_remove"] = int(m._state.passes)
+        res["passes_remove"] = int(m.problem_.dask_passes)
         res["grad_norm_remove"] = float(m.grad_norm_)
         res["grad_norm_remove_relative"] = float(m.grad_norm_) / g0
         beta = np.r_[m.coef_.ravel(), m.intercept_]
@@ -254,7 +254,7 @@ def main():
         with Steps() as steps:
             res["t_remove_dask_threads"], _ = timed(lambda mt=mt: mt.remove(ids))
         res["steps_remove_threads"] = steps.log
-        res["passes_remove_threads"] = int(mt._state.passes)
+        res["passes_remove_threads"] = int(mt.problem_.dask_passes)
         # consecutive 0.1% removals (M kept exact at each solution: ≤ 2 passes each)
         later = [np.sort(rng.choice(np.setdiff1d(np.arange(n), ids), ids.size, replace=False))]
         for _ in range(4):
@@ -267,7 +267,7 @@ def main():
                 t, _ = timed(lambda mt=mt, batch=batch: mt.remove(batch))
             res["steps_consecutive_threads"].append(steps.log)
             res["t_consecutive_dask_threads"].append(t)
-            res["passes_consecutive"].append(int(mt._state.passes))
+            res["passes_consecutive"].append(int(mt.problem_.dask_passes))
         log(f"consecutive removals: passes {res['passes_consecutive']}")
         del mt, Xt, yt
     a = df.LinearClassifier(loss="logistic", C=C)

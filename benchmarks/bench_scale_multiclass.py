@@ -100,10 +100,10 @@ def main():
         res["t_warmup"] = warm_up(X, y, 4 * rows, parts=4, loss="logistic")
         m = df.LinearClassifier(loss="logistic", C=C)
         res["t_fit_dask"], _ = timed(lambda: m.fit(Xd, yd))
-        res["passes_fit"] = int(m._dask_passes)
+        res["passes_fit"] = int(m.problem_.dask_passes)
         log(f"joint fit {res['t_fit_dask']:.2f} s, {res['passes_fit']} passes")
         res["t_remove_dask"], _ = timed(lambda: m.remove(ids))
-        res["passes_remove"] = int(m._state.passes)
+        res["passes_remove"] = int(m.problem_.dask_passes)
         res["grad_norm_remove"] = float(m.grad_norm_)
         log(f"joint remove {res['t_remove_dask']:.3f} s, {res['passes_remove']} passes")
         res["load_after_joint"] = os.getloadavg()
@@ -113,7 +113,7 @@ def main():
             b = df.LinearClassifier(loss="logistic", C=C)
             yk = da.where(yd == k, 1, -1)
             tf, _ = timed(lambda b=b, yk=yk: b.fit(Xd, yk))
-            pf = int(b._dask_passes)
+            pf = int(b.problem_.dask_passes)
             tr, _ = timed(lambda b=b: b.remove(ids))
             dev = float(np.max(np.abs(full(b)[0] - full(m)[k])))
             per.append(
@@ -121,9 +121,11 @@ def main():
                     "t_fit": tf,
                     "passes_fit": pf,
                     "t_remove": tr,
-                    "passes_remove": int(b._state.passes),
+                    "passes_remove": int(b.problem_.dask_passes),
                     "deviation_vs_joint": dev,
-                    "certificates_sum": float(b.grad_norm_ + m._state.result.results[k].grad_norm),
+                    "certificates_sum": float(
+                        b.grad_norm_ + m.problem_.for_class(k).solver_result.grad_norm
+                    ),
                 }
             )
         res["binary"] = per

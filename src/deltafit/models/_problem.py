@@ -455,8 +455,12 @@ class FittedProblem:
 
     @property
     def dask_passes(self) -> int | None:
-        """Passes over the rows the last Dask fit or update made (None for a NumPy fit)."""
-        passes = self._model.__dict__.get("_dask_passes")
+        """Passes over the rows the last Dask fit or update made (None for a NumPy fit): the
+        Dask state's count where it keeps one (the smooth losses and the hinge, per class for
+        :meth:`for_class`), else the fit's."""
+        passes = getattr(self._st, "passes", None)  # only the Dask states count passes
+        if passes is None:
+            passes = self._model.__dict__.get("_dask_passes")
         return None if passes is None else int(passes)
 
     def solver_counters(self) -> dict:
